@@ -1,0 +1,212 @@
+// Index queries and aggregates (SPEC §5): a client's SQL suffix with `?` parameters (an
+// array expands to a list, an empty one matches nothing), compiled under the authorizer on
+// a read-only connection. Refusals are `query_rejected`; messages never echo SQL.
+
+import GRDBSQLite
+
+/// What an index query returns per row.
+public enum IndexInclude: String, Sendable, CaseIterable {
+    /// `{collection, key}`.
+    case keys
+    /// Every column by name.
+    case rows
+    /// Every column, plus `value` and `metadata`.
+    case objects
+}
+
+/// One row of a query result.
+public struct IndexRow: Sendable, Hashable {
+    /// The object.
+    public var ref: ObjectRef
+    /// The index columns, with `rows` or `objects`.
+    public var columns: [String: JSONValue]?
+    /// The object's value, with `objects`.
+    public var value: JSONValue?
+    /// The object's metadata, with `objects`.
+    public var metadata: JSONValue?
+
+    /// The row as the protocol shows it.
+    public var json: JSONValue {
+        var o = columns ?? [:]
+        o["collection"] = .string(ref.collection)
+        o["key"] = .string(ref.key)
+        if let value { o["value"] = value }
+        if columns != nil, value != nil { o["metadata"] = metadata ?? .null }
+        return .object(o)
+    }
+}
+
+/// The result of an aggregate.
+public enum AggregateResult: Sendable, Hashable {
+    /// Without grouping: one value.
+    case value(JSONValue)
+    /// With grouping: one row per group, the group columns by name plus `value`.
+    case rows([[String: JSONValue]])
+
+    /// `{value}` or `{rows}`.
+    public var json: JSONValue {
+        switch self {
+        case .value(let v): return .object(["value": v])
+        case .rows(let rows): return .object(["rows": .array(rows.map(JSONValue.object))])
+        }
+    }
+}
+
+extension Store {
+    /// Rows of `index` matching `clause` (`WHERE …`, `ORDER BY …`, `LIMIT …`).
+    public func query(
+        index: String = IndexDefinition.defaultName, clause: String, parameters: [JSONValue] = [],
+        include: IndexInclude = .keys
+    ) throws -> [IndexRow] {
+        let table = try tableName(index)
+        let (sql, args) = try QueryText.expand(clause, parameters)
+        return try queries.with { conn in
+            try conn.inReadTransaction {
+                var out = [IndexRow]()
+                var ids = [Int64]()
+                try conn.run("SELECT * FROM \"\(table)\" \(sql)", args, table: table) { stmt in
+                    var columns = [String: JSONValue]()
+                    let n = sqlite3_column_count(stmt)
+                    for i in 0..<n {
+                        let name = String(cString: sqlite3_column_name(stmt, i))
+                        if name == "object_id" { continue }
+                        columns[name] = QueryText.value(stmt, i)
+                    }
+                    let ref = ObjectRef(columns["collection"]?.stringValue ?? "", columns["key"]?.stringValue ?? "")
+                    ids.append(sqlite3_column_int64(stmt, 0))
+                    columns["collection"] = nil
+                    columns["key"] = nil
+                    out.append(IndexRow(ref: ref, columns: include == .keys ? nil : columns))
+                }
+                if include == .objects {
+                    for (i, id) in ids.enumerated() {
+                        try conn.run("SELECT value, metadata FROM object WHERE id = ?", [.int(id)], table: nil) { stmt in
+                            out[i].value = try Reads.json(String(cString: sqlite3_column_text(stmt, 0)))
+                            if sqlite3_column_type(stmt, 1) != SQLITE_NULL {
+                                out[i].metadata = try Reads.json(String(cString: sqlite3_column_text(stmt, 1)))
+                            }
+                        }
+                    }
+                }
+                return out
+            }
+        }
+    }
+
+    /// An aggregate such as `SUM(size)` or `COUNT(*)` over rows matching `clause`,
+    /// optionally grouped by index columns.
+    public func aggregate(
+        index: String = IndexDefinition.defaultName, function: String, clause: String = "",
+        parameters: [JSONValue] = [], groupBy: [String] = []
+    ) throws -> AggregateResult {
+        let table = try tableName(index)
+        let columns = IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index))
+        for g in groupBy where !columns.contains(g) {
+            throw StoreError(.queryRejected, "\"\(g)\" is not a column of index \(index)")
+        }
+        guard !function.contains(";") else { throw StoreError(.queryRejected, "the function must be one expression") }
+        let (sql, args) = try QueryText.expand(clause, parameters)
+        let groups = groupBy.map { "\"\($0)\"" }.joined(separator: ", ")
+        let text = groupBy.isEmpty
+            ? "SELECT \(function) FROM \"\(table)\" \(sql)"
+            : "SELECT \(groups), \(function) FROM \"\(table)\" \(sql) GROUP BY \(groups)"
+        return try queries.with { conn in
+            var rows = [[String: JSONValue]]()
+            var single: JSONValue = .null
+            try conn.run(text, args, table: table) { stmt in
+                if groupBy.isEmpty {
+                    if rows.isEmpty { single = QueryText.value(stmt, 0) }
+                    rows.append([:])
+                    return
+                }
+                var row = [String: JSONValue]()
+                for (i, g) in groupBy.enumerated() { row[g] = QueryText.value(stmt, Int32(i)) }
+                row["value"] = QueryText.value(stmt, Int32(groupBy.count))
+                rows.append(row)
+            }
+            return groupBy.isEmpty ? .value(single) : .rows(rows)
+        }
+    }
+
+    /// SQLite's query plan for a query on `index` (one line per step), to check that a shape
+    /// uses an index rather than a scan.
+    public func explain(
+        index: String = IndexDefinition.defaultName, clause: String, parameters: [JSONValue] = [],
+        function: String? = nil, groupBy: [String] = []
+    ) throws -> [String] {
+        let table = try tableName(index)
+        let (sql, args) = try QueryText.expand(clause, parameters)
+        let groups = groupBy.map { "\"\($0)\"" }.joined(separator: ", ")
+        let select: String
+        if let function {
+            select = groupBy.isEmpty
+                ? "SELECT \(function) FROM \"\(table)\" \(sql)"
+                : "SELECT \(groups), \(function) FROM \"\(table)\" \(sql) GROUP BY \(groups)"
+        } else {
+            select = "SELECT * FROM \"\(table)\" \(sql)"
+        }
+        return try queries.with { conn in
+            var lines = [String]()
+            try conn.run("EXPLAIN QUERY PLAN " + select, args, table: table) { stmt in
+                lines.append(String(cString: sqlite3_column_text(stmt, 3)))
+            }
+            return lines
+        }
+    }
+
+    private func definition(_ index: String) throws -> IndexDefinition {
+        guard let def = state.withLock({ $0.indexes[index] }) else {
+            throw StoreError(.notFound, "no index \"\(index)\"")
+        }
+        return def
+    }
+
+    private func tableName(_ index: String) throws -> String {
+        try checkOpen()
+        if index != IndexDefinition.defaultName { _ = try definition(index) }
+        return IndexTable.table(index)
+    }
+}
+
+extension QueryConnection {
+    /// Runs statements between BEGIN and COMMIT so several see one snapshot.
+    func inReadTransaction<T>(_ body: () throws -> T) throws -> T {
+        sqlite3_exec(handle, "BEGIN", nil, nil, nil)
+        defer { sqlite3_exec(handle, "COMMIT", nil, nil, nil) }
+        return try body()
+    }
+
+    /// Compiles `sql` (under the authorizer when `table` is set), binds, and steps through rows.
+    func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
+        allowedTable = table
+        refusal = nil
+        defer { allowedTable = nil }
+        var stmt: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        let rc = sql.withCString { sqlite3_prepare_v2(handle, $0, -1, &stmt, &tail) }
+        defer { sqlite3_finalize(stmt) }
+        guard rc == SQLITE_OK, let stmt else {
+            if rc == SQLITE_AUTH || refusal != nil {
+                throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")")
+            }
+            throw StoreError(.queryRejected, "the query is not valid: \(QueryText.describe(handle))")
+        }
+        if let tail, !String(cString: tail).allSatisfy({ $0.isWhitespace || $0 == ";" }) {
+            throw StoreError(.queryRejected, "the query was refused: only one statement is allowed")
+        }
+        guard sqlite3_stmt_readonly(stmt) != 0 else {
+            throw StoreError(.queryRejected, "the query was refused: only reading is allowed")
+        }
+        guard Int(sqlite3_bind_parameter_count(stmt)) == args.count else {
+            throw StoreError(.queryRejected, "the query was refused: use only ? parameters")
+        }
+        for (i, a) in args.enumerated() { try QueryText.bind(stmt, Int32(i + 1), a) }
+        while true {
+            let step = sqlite3_step(stmt)
+            if step == SQLITE_ROW { try row(stmt); continue }
+            if step == SQLITE_DONE { return }
+            if step == SQLITE_AUTH { throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")") }
+            throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
+        }
+    }
+}

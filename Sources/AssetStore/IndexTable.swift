@@ -1,0 +1,140 @@
+// The SQL side of secondary indexes: table and SQLite index names qualified by the index
+// name, row refresh for changed objects, and full population. All index writes go through
+// here so "index equals a recomputation from the objects" (I5) has one definition.
+
+import GRDB
+
+enum IndexTable {
+    static func table(_ index: String) -> String { "index_\(index)" }
+    static func sqlIndex(_ index: String, _ suffix: String) -> String { "index_\(index)__\(suffix)" }
+
+    /// The columns a query on `index` may name, in table order.
+    static func columns(of def: IndexDefinition?) -> [String] {
+        guard let def else { return IndexDefinition.defaultColumns }
+        return ["collection", "key"] + def.columns.map(\.name)
+    }
+
+    static func createDefault(_ db: Database) throws {
+        let t = table(IndexDefinition.defaultName)
+        try db.execute(sql: """
+            CREATE TABLE "\(t)" (
+                object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
+                owner TEXT NOT NULL, size INTEGER NOT NULL, files INTEGER NOT NULL,
+                created REAL NOT NULL, modified REAL NOT NULL, accessed REAL NOT NULL);
+            CREATE INDEX "\(sqlIndex("default", "owner_size"))" ON "\(t)"(owner, size);
+            CREATE INDEX "\(sqlIndex("default", "size"))" ON "\(t)"(size);
+            CREATE INDEX "\(sqlIndex("default", "accessed"))" ON "\(t)"(accessed);
+            CREATE INDEX "\(sqlIndex("default", "created"))" ON "\(t)"(created);
+            CREATE INDEX "\(sqlIndex("default", "collection_key"))" ON "\(t)"(collection, key);
+            """)
+    }
+
+    /// The default index row of objects, computed from the objects, edges and registry.
+    static let defaultSelect = """
+        SELECT o.id, o.collection, o.key, o.owner,
+            (SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)),
+            (SELECT COUNT(*) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)),
+            o.created, o.modified, o.accessed
+        FROM object o
+        """
+
+    static func sqlLiteral(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
+
+    static func columnExpression(_ c: IndexColumn) -> String {
+        let p = sqlLiteral(c.path.sqlitePath)
+        switch c.type {
+        case .integer:
+            return "CASE json_type(o.value, \(p)) WHEN 'integer' THEN json_extract(o.value, \(p)) "
+                + "WHEN 'real' THEN CAST(json_extract(o.value, \(p)) AS INTEGER) END"
+        case .real:
+            return "CASE json_type(o.value, \(p)) WHEN 'integer' THEN CAST(json_extract(o.value, \(p)) AS REAL) "
+                + "WHEN 'real' THEN json_extract(o.value, \(p)) END"
+        case .text:
+            return "CASE json_type(o.value, \(p)) WHEN 'text' THEN json_extract(o.value, \(p)) END"
+        case .boolean:
+            return "CASE json_type(o.value, \(p)) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END"
+        }
+    }
+
+    /// `SELECT object_id, collection, key, columns… FROM object` for a user index, keeping
+    /// only allowed collections and rows with some non-null column.
+    static func userSelect(_ def: IndexDefinition, extraCondition: String) -> String {
+        let exprs = def.columns.map { columnExpression($0) + " AS \"\($0.name)\"" }.joined(separator: ", ")
+        var conditions = [extraCondition]
+        if let cs = def.collections { conditions.append("o.collection IN (\(cs.map(sqlLiteral).joined(separator: ",")))") }
+        let notAllNull = def.columns.map { "\"\($0.name)\" IS NOT NULL" }.joined(separator: " OR ")
+        return """
+            SELECT * FROM (SELECT o.id, o.collection, o.key, \(exprs) FROM object o WHERE \(conditions.joined(separator: " AND ")))
+            WHERE \(notAllNull)
+            """
+    }
+
+    static func create(_ def: IndexDefinition, _ db: Database) throws {
+        let t = table(def.name)
+        let cols = def.columns.map { c -> String in
+            let type = ["integer": "INTEGER", "real": "REAL", "text": "TEXT", "boolean": "INTEGER"][c.type.rawValue]!
+            return "\"\(c.name)\" \(type)"
+        }.joined(separator: ", ")
+        try db.execute(sql: """
+            CREATE TABLE "\(t)" (object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL, \(cols))
+            """)
+        try db.execute(sql: "CREATE INDEX \"\(sqlIndex(def.name, "collection_key"))\" ON \"\(t)\"(collection, key)")
+        for c in def.columns {
+            try db.execute(sql: "CREATE INDEX \"\(sqlIndex(def.name, c.name))\" ON \"\(t)\"(\"\(c.name)\")")
+        }
+    }
+
+    static func drop(_ name: String, _ db: Database) throws {
+        try db.execute(sql: "DROP TABLE IF EXISTS \"\(table(name))\"")
+    }
+
+    /// Recomputes the rows of `ids` in every index (a missing object loses its rows).
+    static func refresh(_ ids: some Collection<Int64>, indexes: [IndexDefinition], _ db: Database) throws {
+        guard !ids.isEmpty else { return }
+        let delDefault = try db.cachedStatement(sql: "DELETE FROM \"index_default\" WHERE object_id = ?")
+        let insDefault = try db.cachedStatement(sql: "INSERT INTO \"index_default\" \(defaultSelect) WHERE o.id = ?")
+        for id in ids {
+            try delDefault.execute(arguments: [id])
+            try insDefault.execute(arguments: [id])
+        }
+        for def in indexes {
+            let del = try db.cachedStatement(sql: "DELETE FROM \"\(table(def.name))\" WHERE object_id = ?")
+            let ins = try db.cachedStatement(
+                sql: "INSERT INTO \"\(table(def.name))\" \(userSelect(def, extraCondition: "o.id = ?"))")
+            for id in ids {
+                try del.execute(arguments: [id])
+                try ins.execute(arguments: [id])
+            }
+        }
+    }
+
+    /// Removes the rows of a deleted object from every index.
+    static func remove(_ id: Int64, indexes: [IndexDefinition], _ db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM \"index_default\" WHERE object_id = ?").execute(arguments: [id])
+        for def in indexes {
+            try db.cachedStatement(sql: "DELETE FROM \"\(table(def.name))\" WHERE object_id = ?").execute(arguments: [id])
+        }
+    }
+
+    /// Fills an index from scratch in id ranges, reporting progress after each range.
+    static func populate(
+        name: String, def: IndexDefinition?, _ db: Database, progress: ((IndexRebuildProgress) -> Void)?
+    ) throws {
+        let t = table(name)
+        try db.execute(sql: "DELETE FROM \"\(t)\"")
+        let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0
+        let maxID = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM object") ?? 0
+        let step: Int64 = 50_000
+        let select = def.map { userSelect($0, extraCondition: "o.id > ? AND o.id <= ?") }
+            ?? defaultSelect + " WHERE o.id > ? AND o.id <= ?"
+        let stmt = try db.makeStatement(sql: "INSERT INTO \"\(t)\" \(select)")
+        var low: Int64 = 0
+        progress?(IndexRebuildProgress(index: name, done: 0, total: total))
+        while low < maxID {
+            try stmt.execute(arguments: [low, low + step])
+            low += step
+            let done = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object WHERE id <= ?", arguments: [low]) ?? 0
+            progress?(IndexRebuildProgress(index: name, done: done, total: total))
+        }
+    }
+}

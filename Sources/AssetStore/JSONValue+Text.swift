@@ -1,0 +1,272 @@
+// JSON text to JSONValue and back. The parser works on UTF-8 bytes, rejects invalid UTF-8
+// and limits nesting (a deep document must be an error, never a stack overflow).
+
+extension JSONValue {
+    /// Nesting deeper than this is rejected by `parse`.
+    public static let maximumDepth = 512
+
+    /// Parses one JSON document; surrounding white space is allowed, anything else is not.
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        var text = text
+        let result: Result<JSONValue, JSONParseError> = text.withUTF8 { bytes in
+            Result { () throws(JSONParseError) in try parse(bytes) }
+        }
+        return try result.get()
+    }
+
+    /// Parses one JSON document from UTF-8 bytes.
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes)
+        parser.skipSpace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipSpace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
+        return value
+    }
+
+    /// Compact JSON text with object keys sorted.
+    public func serialized() -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        write(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d):
+            // JSON has no NaN or infinity; null is the conventional stand-in.
+            if d.isFinite { out.append(contentsOf: String(d).utf8) } else { out.append(contentsOf: "null".utf8) }
+        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .array(let a):
+            out.append(UInt8(ascii: "["))
+            for (i, v) in a.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                v.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let o):
+            out.append(UInt8(ascii: "{"))
+            for (i, k) in o.keys.sorted().enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(k, to: &out)
+                out.append(UInt8(ascii: ":"))
+                o[k]!.write(to: &out)  // k comes from o.keys
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0..<0x20:
+                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]])
+            default: out.append(b)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// Why a JSON text was refused, with the byte offset where it went wrong.
+public struct JSONParseError: Error, Sendable, CustomStringConvertible {
+    /// What was wrong.
+    public let reason: String
+    /// Byte offset into the text.
+    public let offset: Int
+    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+}
+
+struct JSONParser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    func error(_ reason: String) -> JSONParseError { JSONParseError(reason: reason, offset: index) }
+
+    mutating func skipSpace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
+        guard index < bytes.count else { throw error("unexpected end of text") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth)
+        case UInt8(ascii: "["): return try parseArray(depth: depth)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw error("unexpected character")
+        }
+    }
+
+    mutating func literal(_ word: String) throws(JSONParseError) {
+        let w = Array(word.utf8)
+        guard index + w.count <= bytes.count else { throw error("unexpected end of text") }
+        for i in 0..<w.count where bytes[index + i] != w[i] { throw error("unexpected character") }
+        index += w.count
+    }
+
+    mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
+        index += 1
+        var members = [String: JSONValue]()
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try parseString()
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            index += 1
+            skipSpace()
+            members[key] = try parseValue(depth: depth + 1)
+            skipSpace()
+            guard index < bytes.count else { throw error("unexpected end of text") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            throw error("expected ',' or '}'")
+        }
+    }
+
+    mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
+        index += 1
+        var elements = [JSONValue]()
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+        while true {
+            skipSpace()
+            elements.append(try parseValue(depth: depth + 1))
+            skipSpace()
+            guard index < bytes.count else { throw error("unexpected end of text") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+            throw error("expected ',' or ']'")
+        }
+    }
+
+    mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = index
+        var integral = true
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, (48...57).contains(bytes[index]) else { throw error("invalid number") }
+        if bytes[index] == 48 {
+            index += 1
+        } else {
+            while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            integral = false
+            index += 1
+            guard index < bytes.count, (48...57).contains(bytes[index]) else { throw error("invalid number") }
+            while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            integral = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, (48...57).contains(bytes[index]) else { throw error("invalid number") }
+            while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        if integral, let i = Int64(text) { return .int(i) }
+        guard let d = Double(text) else { throw error("invalid number") }
+        return .double(d)
+    }
+
+    mutating func parseString() throws(JSONParseError) -> String {
+        index += 1
+        var out = [UInt8]()
+        var runStart = index
+        while true {
+            guard index < bytes.count else { throw error("unterminated string") }
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                index += 1
+                break
+            }
+            if b < 0x20 { throw error("control character in string") }
+            if b == UInt8(ascii: "\\") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                try parseEscape(into: &out)
+                runStart = index
+                continue
+            }
+            index += 1
+        }
+        guard let s = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+        return s
+    }
+
+    mutating func parseEscape(into out: inout [UInt8]) throws(JSONParseError) {
+        index += 1
+        guard index < bytes.count else { throw error("unterminated escape") }
+        let c = bytes[index]
+        index += 1
+        switch c {
+        case UInt8(ascii: "\""): out.append(34)
+        case UInt8(ascii: "\\"): out.append(92)
+        case UInt8(ascii: "/"): out.append(47)
+        case UInt8(ascii: "b"): out.append(8)
+        case UInt8(ascii: "f"): out.append(12)
+        case UInt8(ascii: "n"): out.append(10)
+        case UInt8(ascii: "r"): out.append(13)
+        case UInt8(ascii: "t"): out.append(9)
+        case UInt8(ascii: "u"):
+            var scalar = try hex4()
+            if (0xD800..<0xDC00).contains(scalar) {
+                guard index + 1 < bytes.count, bytes[index] == 92, bytes[index + 1] == UInt8(ascii: "u") else {
+                    throw error("unpaired surrogate")
+                }
+                index += 2
+                let low = try hex4()
+                guard (0xDC00..<0xE000).contains(low) else { throw error("unpaired surrogate") }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00..<0xE000).contains(scalar) {
+                throw error("unpaired surrogate")
+            }
+            guard let u = Unicode.Scalar(scalar) else { throw error("invalid escape") }
+            out.append(contentsOf: String(Character(u)).utf8)
+        default: throw error("invalid escape")
+        }
+    }
+
+    mutating func hex4() throws(JSONParseError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("invalid \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let b = bytes[index]
+            let d: UInt32
+            switch b {
+            case 48...57: d = UInt32(b - 48)
+            case 65...70: d = UInt32(b - 55)
+            case 97...102: d = UInt32(b - 87)
+            default: throw error("invalid \\u escape")
+            }
+            v = v << 4 | d
+            index += 1
+        }
+        return v
+    }
+}

@@ -1,0 +1,38 @@
+// The identity of an object: (collection, key). Both are non-empty UTF-8 strings of at most
+// 1,024 bytes; validation lives here so every entry point applies the same limits.
+
+/// Names one object.
+public struct ObjectRef: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The longest collection or key, in UTF-8 bytes.
+    public static let maximumLength = 1024
+
+    /// The collection.
+    public var collection: String
+    /// The key within the collection.
+    public var key: String
+
+    /// A reference; not validated until used.
+    public init(_ collection: String, _ key: String) {
+        self.collection = collection
+        self.key = key
+    }
+
+    /// Throws `invalid_params` unless both parts are non-empty and short enough.
+    public func validate() throws(StoreError) {
+        for (what, s) in [("collection", collection), ("key", key)] {
+            guard !s.isEmpty else { throw StoreError(.invalidParams, "\(what) must not be empty") }
+            guard s.utf8.count <= Self.maximumLength else {
+                throw StoreError(.invalidParams, "\(what) is longer than \(Self.maximumLength) bytes")
+            }
+        }
+    }
+
+    public var description: String { "\(collection)/\(key)" }
+
+    public static func < (a: ObjectRef, b: ObjectRef) -> Bool {
+        (a.collection, a.key) < (b.collection, b.key)
+    }
+
+    /// `{"collection": …, "key": …}`.
+    public var json: JSONValue { .object(["collection": .string(collection), "key": .string(key)]) }
+}

@@ -1,0 +1,116 @@
+// Read-only raw SQLite connections for index queries. Each carries an authorizer that, while
+// a client's clause is compiled, allows reading one index table and a fixed list of
+// functions, and nothing else. GRDB keeps its own authorizer on its connections for good,
+// so these connections are separate.
+
+import GRDBSQLite
+import Synchronization
+
+/// One read-only connection with the query authorizer. Used by one thread at a time.
+final class QueryConnection {
+    let handle: OpaquePointer
+    /// While a client's clause is compiled or run: the one table it may read. nil for the
+    /// engine's own statements.
+    var allowedTable: String?
+    /// What the authorizer refused last, for the error message.
+    var refusal: String?
+
+    static let allowedFunctions: Set<String> = [
+        // scalar
+        "abs", "coalesce", "ifnull", "iif", "nullif", "length", "lower", "upper", "substr", "substring", "trim",
+        "ltrim", "rtrim", "replace", "instr", "round", "min", "max", "typeof", "like", "glob", "printf", "format",
+        "hex", "unicode", "char", "sign", "likely", "unlikely",
+        // aggregate
+        "count", "sum", "total", "avg", "group_concat",
+        // date and time
+        "date", "time", "datetime", "julianday", "unixepoch", "strftime",
+        // JSON
+        "json", "json_extract", "json_array", "json_object", "json_type", "json_valid", "json_array_length",
+        "json_quote", "json_group_array", "json_group_object",
+    ]
+
+    init(path: String) throws(StoreError) {
+        var h: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let h else {
+            if let h { sqlite3_close_v2(h) }
+            throw StoreError(.internalError, "cannot open a query connection (\(rc))")
+        }
+        handle = h
+        sqlite3_busy_timeout(h, 10_000)
+        // passUnretained: the connection outlives its handle (deinit closes the handle first).
+        sqlite3_set_authorizer(h, queryAuthorizer, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    func authorize(_ action: Int32, _ a: UnsafePointer<CChar>?, _ b: UnsafePointer<CChar>?, _ db: UnsafePointer<CChar>?)
+        -> Int32
+    {
+        guard let table = allowedTable else { return SQLITE_OK }
+        switch action {
+        case SQLITE_SELECT:
+            return SQLITE_OK
+        case SQLITE_READ:
+            let name = a.map { String(cString: $0) } ?? ""
+            let schema = db.map { String(cString: $0) } ?? "main"
+            if name == table && schema == "main" { return SQLITE_OK }
+            refusal = "the clause may read only its index"
+            return SQLITE_DENY
+        case SQLITE_FUNCTION:
+            let name = b.map { String(cString: $0).lowercased() } ?? ""
+            if Self.allowedFunctions.contains(name) { return SQLITE_OK }
+            refusal = "function \(name) is not allowed"
+            return SQLITE_DENY
+        case SQLITE_PRAGMA:
+            refusal = "PRAGMA is not allowed"
+            return SQLITE_DENY
+        case SQLITE_ATTACH, SQLITE_DETACH:
+            refusal = "ATTACH is not allowed"
+            return SQLITE_DENY
+        default:
+            refusal = "only reading is allowed"
+            return SQLITE_DENY
+        }
+    }
+}
+
+private let queryAuthorizer: @convention(c) (
+    UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+    UnsafePointer<CChar>?
+) -> Int32 = { ctx, action, a, b, db, _ in
+    Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue().authorize(action, a, b, db)  // ctx set at init
+}
+
+/// Idle query connections, reused; at most a few are kept.
+final class QueryConnectionPool: Sendable {
+    let path: String
+    // QueryConnection is not Sendable; the mutex hands each to one thread at a time.
+    private let idle = Mutex<[UnsafeSendable<QueryConnection>]>([])
+    private let closed = Mutex(false)
+
+    init(path: String) { self.path = path }
+
+    func with<T>(_ body: (QueryConnection) throws -> T) throws -> T {
+        guard !closed.withLock({ $0 }) else { throw StoreError(.internalError, "the store is closed") }
+        let conn = try idle.withLock { $0.popLast()?.value } ?? QueryConnection(path: path)
+        defer {
+            conn.allowedTable = nil
+            if !closed.withLock({ $0 }) {
+                idle.withLock { if $0.count < 8 { $0.append(UnsafeSendable(conn)) } }
+            }
+        }
+        return try body(conn)
+    }
+
+    func close() {
+        closed.withLock { $0 = true }
+        idle.withLock { $0.removeAll() }
+    }
+}
+
+/// Moves a non-Sendable value between threads where a lock guarantees one user at a time.
+struct UnsafeSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,125 @@
+// Reads shared by read and write transactions. A write transaction passes the ids it has
+// deleted but not yet processed, so its own reads do not see them.
+
+import GRDB
+
+struct Reads {
+    let db: Database
+    let roots: ManagedRoots
+    var hidden: Set<Int64> = []
+
+    func objectID(_ ref: ObjectRef) throws -> Int64? {
+        let id = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+        guard let id, !hidden.contains(id) else { return nil }
+        return id
+    }
+
+    func fileID(_ path: String) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM file WHERE path = ?"), arguments: [path])
+    }
+
+    func get(_ ref: ObjectRef) throws -> StoredObject? {
+        try ref.validate()
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT id, value, metadata, owner, created, modified, accessed FROM object
+                WHERE collection = ? AND key = ?
+                """), arguments: [ref.collection, ref.key])
+        else { return nil }
+        let id: Int64 = row[0]
+        guard !hidden.contains(id) else { return nil }
+        let files = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT path, size, device, inode, mtime, missing, first_seen FROM file
+                WHERE id IN (SELECT dst FROM edge WHERE src = ? AND is_file = 1) ORDER BY path
+                """), arguments: [id]
+        ).map(Reads.fileRecord)
+        let metadata: String? = row[2]
+        return StoredObject(
+            ref: ref, value: try Reads.json(row[1]), metadata: try metadata.map(Reads.json), owner: row[3],
+            created: row[4], modified: row[5], accessed: row[6], files: files)
+    }
+
+    static func json(_ text: String) throws -> JSONValue {
+        do { return try JSONValue.parse(text) } catch {
+            throw StoreError(.internalError, "a stored value is not valid JSON: \(error)")
+        }
+    }
+
+    static func fileRecord(_ row: Row) -> FileRecord {
+        FileRecord(
+            path: row[0], size: row[1], device: row[2], inode: row[3], mtime: row[4], missing: row[5],
+            firstSeen: row[6])
+    }
+
+    func list(collection: String, after: String?, limit: Int) throws -> (keys: [String], next: String?) {
+        guard limit > 0 else { throw StoreError(.invalidParams, "limit must be positive") }
+        let rows = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT id, key FROM object WHERE collection = ? AND key > ? ORDER BY key LIMIT ?"),
+            arguments: [collection, after ?? "", limit + 1 + hidden.count])
+        var keys = [String]()
+        var more = false
+        for row in rows {
+            let id: Int64 = row[0]
+            if hidden.contains(id) { continue }
+            if keys.count == limit { more = true; break }
+            keys.append(row[1])
+        }
+        return (keys, more ? keys.last : nil)
+    }
+
+    /// SQL conditions and arguments for a filter; nil when it can match nothing.
+    func edgeCondition(_ filter: EdgeFilter) throws -> (String, StatementArguments)? {
+        var parts = ["1"]
+        var args = StatementArguments()
+        if let name = filter.name {
+            parts.append("e.name = ?")
+            args += [name]
+        }
+        if let source = filter.source {
+            guard let id = try objectID(source) else { return nil }
+            parts.append("e.src = ?")
+            args += [id]
+        }
+        switch filter.destination {
+        case .object(let ref)?:
+            guard let id = try objectID(ref) else { return nil }
+            parts.append("e.is_file = 0 AND e.dst = ?")
+            args += [id]
+        case .file(let reference)?:
+            guard let id = try fileID(try ManagedRoots.normalise(reference)) else { return nil }
+            parts.append("e.is_file = 1 AND e.dst = ?")
+            args += [id]
+        case nil: break
+        }
+        if !hidden.isEmpty {
+            let ids = hidden.map(String.init).joined(separator: ",")
+            parts.append("e.src NOT IN (\(ids)) AND NOT (e.is_file = 0 AND e.dst IN (\(ids)))")
+        }
+        return (parts.joined(separator: " AND "), args)
+    }
+
+    func edges(_ filter: EdgeFilter) throws -> [Edge] {
+        guard let (cond, args) = try edgeCondition(filter) else { return [] }
+        return try Row.fetchAll(db, sql: EdgeRow.select + " WHERE " + cond + " ORDER BY e.id", arguments: args)
+            .map { EdgeRow(row: $0).edge }
+    }
+
+    func edgeCount(_ filter: EdgeFilter) throws -> Int {
+        guard let (cond, args) = try edgeCondition(filter) else { return 0 }
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM edge e WHERE " + cond, arguments: args) ?? 0
+    }
+
+    func file(_ reference: String) throws -> FileReport? {
+        let path = try ManagedRoots.normalise(reference)
+        guard let row = try Row.fetchOne(
+            db, sql: "SELECT path, size, device, inode, mtime, missing, first_seen, id FROM file WHERE path = ?",
+            arguments: [path])
+        else { return nil }
+        let id: Int64 = row[7]
+        let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ? ORDER BY e.id", [id]).map(\.edge)
+        return FileReport(record: Reads.fileRecord(row), edges: edges)
+    }
+}

@@ -1,0 +1,110 @@
+// Removes one queued file beneath its managed root without following a symlink anywhere:
+// each folder is opened with O_NOFOLLOW relative to the one above, the file is checked to
+// be the regular file recorded (device, inode), and only then unlinkat'ed. Never rmdir.
+
+import Glibc
+
+/// What happened to one queued file.
+enum UnlinkOutcome: Equatable {
+    /// Removed.
+    case removed
+    /// Already gone (ENOENT): counts as done.
+    case alreadyGone
+    /// Something else is at the path now (another inode, a folder): kept.
+    case identityChanged
+    /// A symlink on the way, or the path is no longer under a root: nothing removed.
+    case unsafePath
+    /// The unlink failed; retried later.
+    case failed(errno: Int32, call: String)
+}
+
+/// Opens folders below roots with O_NOFOLLOW, keeping the last one open: a sweep removes
+/// many files from the same folder. Short-lived: one per sweep batch.
+final class SafeUnlinker {
+    // O_PATH (Linux) is not exported by the Glibc module; the value is fixed by the kernel ABI.
+    private static let oPath: Int32 = 0o10000000
+    private var cachedFolder: String?
+    private var cachedFD: Int32 = -1
+
+    deinit { closeCached() }
+
+    private func closeCached() {
+        if cachedFD >= 0 { close(cachedFD) }
+        cachedFD = -1
+        cachedFolder = nil
+    }
+
+    /// Removes `path` (normalised, strictly below `root`) if it is the recorded file.
+    func unlink(path: String, root: String, device: Int64?, inode: Int64?) -> UnlinkOutcome {
+        let rel = path.dropFirst(root.count + 1).split(separator: "/")
+        guard let leaf = rel.last else { return .unsafePath }
+        let folder = String(path.dropLast(leaf.utf8.count + 1))
+        let dirfd: Int32
+        if folder == cachedFolder {
+            dirfd = cachedFD
+        } else {
+            closeCached()
+            switch openFolder(root: root, components: rel.dropLast()) {
+            case .success(let fd):
+                dirfd = fd
+                cachedFD = fd
+                cachedFolder = folder
+            case .failure(let outcome):
+                return outcome
+            }
+        }
+        var st = stat()
+        if fstatat(dirfd, String(leaf), &st, AT_SYMLINK_NOFOLLOW) != 0 {
+            let e = errno
+            return e == ENOENT || e == ENOTDIR ? .alreadyGone : .failed(errno: e, call: "fstatat")
+        }
+        switch st.st_mode & S_IFMT {
+        case S_IFLNK: return .unsafePath
+        case S_IFREG: break
+        default: return .identityChanged
+        }
+        guard let device, let inode,
+            Int64(bitPattern: UInt64(st.st_dev)) == device, Int64(bitPattern: UInt64(st.st_ino)) == inode
+        else { return .identityChanged }
+        if unlinkat(dirfd, String(leaf), 0) != 0 {
+            let e = errno
+            return e == ENOENT ? .alreadyGone : .failed(errno: e, call: "unlinkat")
+        }
+        return .removed
+    }
+
+    private enum OpenResult { case success(Int32), failure(UnlinkOutcome) }
+
+    private func openFolder(root: String, components: ArraySlice<Substring>) -> OpenResult {
+        // The root itself is configuration and trusted; everything below it is not.
+        var fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0 {
+            let e = errno
+            return e == ENOENT ? .failure(.alreadyGone) : .failure(.failed(errno: e, call: "open"))
+        }
+        for c in components {
+            let next = openat(fd, String(c), SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 {
+                let e = errno
+                var st = stat()
+                let isLink = fstatat(fd, String(c), &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
+                close(fd)
+                if isLink || e == ELOOP { return .failure(.unsafePath) }
+                if e == ENOENT || e == ENOTDIR { return .failure(.alreadyGone) }
+                return .failure(.failed(errno: e, call: "openat"))
+            }
+            close(fd)
+            fd = next
+        }
+        return .success(fd)
+    }
+}
+
+/// "EACCES (Permission denied)".
+func errnoDescription(_ e: Int32) -> String {
+    let names: [Int32: String] = [
+        EACCES: "EACCES", EPERM: "EPERM", EBUSY: "EBUSY", EROFS: "EROFS", EIO: "EIO", ENOENT: "ENOENT",
+        ENOTDIR: "ENOTDIR", ELOOP: "ELOOP", EISDIR: "EISDIR", ENOSPC: "ENOSPC", EMFILE: "EMFILE", ENFILE: "ENFILE",
+    ]
+    return "\(names[e] ?? "errno \(e)") (\(String(cString: strerror(e))))"
+}

@@ -1,0 +1,69 @@
+// The database schema and its migrations. Every id is AUTOINCREMENT so SQLite never
+// reuses one (YapDatabase's #274, #453, #543 were data loss from reused row ids).
+
+import GRDB
+
+enum Schema {
+    static func migrator() -> DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
+                INSERT INTO meta(key, value) VALUES ('commit', 0);
+                CREATE TABLE counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+
+                CREATE TABLE object (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    metadata TEXT,
+                    owner TEXT NOT NULL,
+                    created REAL NOT NULL,
+                    modified REAL NOT NULL,
+                    accessed REAL NOT NULL,
+                    UNIQUE (collection, key));
+
+                CREATE TABLE file (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    path TEXT NOT NULL UNIQUE,
+                    size INTEGER NOT NULL,
+                    device INTEGER,
+                    inode INTEGER,
+                    mtime REAL,
+                    missing INTEGER NOT NULL,
+                    first_seen REAL NOT NULL);
+
+                -- dst is an object id (is_file = 0) or a file id (is_file = 1); field is the
+                -- template field a derived edge comes from, NULL for a manual edge.
+                CREATE TABLE edge (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL,
+                    src INTEGER NOT NULL,
+                    is_file INTEGER NOT NULL,
+                    dst INTEGER NOT NULL,
+                    rules INTEGER NOT NULL,
+                    field TEXT);
+                CREATE UNIQUE INDEX edge_src_name_dst ON edge(src, name, is_file, dst);
+                CREATE INDEX edge_dst ON edge(is_file, dst, rules);
+
+                CREATE TABLE unlink_queue (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    path TEXT NOT NULL,
+                    device INTEGER,
+                    inode INTEGER,
+                    commit_no INTEGER NOT NULL,
+                    queued_at REAL NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    next_attempt REAL NOT NULL);
+                CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
+
+                CREATE TABLE template (collection TEXT PRIMARY KEY, edges TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE index_definition (name TEXT PRIMARY KEY, definition TEXT NOT NULL) WITHOUT ROWID;
+                """)
+            try IndexTable.createDefault(db)
+        }
+        return m
+    }
+}

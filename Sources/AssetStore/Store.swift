@@ -1,0 +1,208 @@
+// The store: one SQLite database (WAL) with one writer at a time and concurrent snapshot
+// readers. It owns the lock next to the database, applies configured templates and indexes
+// at open, drains the unlink queue, and hands out read and write transactions.
+
+import Foundation
+import GRDB
+import Synchronization
+
+/// An open assetd database.
+public final class Store: Sendable {
+    /// The database file.
+    public let path: String
+    /// The settings it was opened with.
+    public let configuration: StoreConfiguration
+    /// Managed roots, normalised.
+    public let roots: ManagedRoots
+    /// True when opened without the lock (writes refused).
+    public var isReadOnly: Bool { configuration.readOnly }
+
+    let pool: DatabasePool
+    let queries: QueryConnectionPool
+    // Released (file closed) when the store is deallocated or closed.
+    private let lock: Mutex<StoreLock?>
+    let state: Mutex<State>
+
+    struct State {
+        var templates: [String: [EdgeTemplate]] = [:]
+        var indexes: [String: IndexDefinition] = [:]
+        /// The highest commit known to be on disk.
+        var durableCommit: Int64 = 0
+        var closed = false
+    }
+
+    /// Opens (creating it and its folder if needed) the database at `path`. Takes the lock
+    /// unless `readOnly`, rebuilds changed indexes (reporting `progress`) and drains due unlinks.
+    public init(
+        path: String, configuration: StoreConfiguration,
+        progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil
+    ) throws {
+        self.path = path
+        self.configuration = configuration
+        self.roots = try ManagedRoots(configuration.roots)
+        let folder = (path as NSString).deletingLastPathComponent
+        if !configuration.readOnly {
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                throw StoreError(.permissionDenied, "cannot create \(folder): \(error.localizedDescription)")
+            }
+        }
+        lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: path + ".lock"))
+
+        var config = Configuration()
+        config.readonly = configuration.readOnly
+        config.busyMode = .timeout(10)
+        let sync = configuration.durability == .full ? "FULL" : "NORMAL"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(sync)")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+        } catch let e as DatabaseError {
+            throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
+        }
+        queries = QueryConnectionPool(path: path)
+        state = Mutex(State())
+
+        if !configuration.readOnly {
+            try Store.mapErrors { try Schema.migrator().migrate(pool) }
+        }
+        try loadDefinitions()
+        if !configuration.readOnly {
+            try applyConfiguredDefinitions(progress: progress)
+            try makeDurable()
+            if configuration.drainOnOpen { _ = try sweep() }
+        }
+    }
+
+    /// Closes the database and releases the lock; the store is unusable afterwards.
+    public func close() {
+        let wasClosed = state.withLock { s in
+            defer { s.closed = true }
+            return s.closed
+        }
+        guard !wasClosed else { return }
+        queries.close()
+        try? pool.close()
+        lock.withLock { $0 = nil }
+    }
+
+    /// Runs `body` in a read-only transaction on a snapshot, concurrently with the writer.
+    public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
+        try checkOpen()
+        return try Store.mapErrors {
+            try pool.read { db in try body(ReadTransaction(db: db, roots: roots)) }
+        }
+    }
+
+    /// Runs `body` in the write transaction (one at a time). At the end the rules are
+    /// processed to a fixed point and the transaction commits as a whole, or not at all.
+    /// `owner` is the owner of objects put without one (the client's user name).
+    @discardableResult
+    public func write<T>(owner: String? = nil, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
+        try checkOpen()
+        guard !configuration.readOnly else {
+            throw StoreError(.busy, "the store is open read-only: another process holds the database")
+        }
+        return try Store.mapErrors {
+            try pool.writeWithoutTransaction { db in
+                var result: Committed<T>?
+                var tx: WriteTransaction?
+                try db.inTransaction(.immediate) {
+                    let snapshot = state.withLock { ($0.templates, $0.indexes) }
+                    let t = try WriteTransaction(
+                        db: db, store: self, templates: snapshot.0, indexes: snapshot.1,
+                        defaultOwner: owner ?? configuration.defaultOwner)
+                    tx = t
+                    let value = try body(t)
+                    let report = try t.finish()
+                    result = Committed(value: value, report: report)
+                    return .commit
+                }
+                // Committed: publish definition changes before the next writer starts.
+                let t = tx!  // set before commit
+                state.withLock { s in
+                    s.templates = t.templates
+                    s.indexes = t.indexes
+                    if configuration.durability == .full { s.durableCommit = t.commit }
+                }
+                return result!  // set before commit
+            }
+        }
+    }
+
+    func checkOpen() throws(StoreError) {
+        if state.withLock({ $0.closed }) { throw StoreError(.internalError, "the store is closed") }
+    }
+
+    /// Translates SQLite failures into stable error codes (disk full, busy); everything else
+    /// is internal, and its SQL never reaches a message.
+    static func mapErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as DatabaseError {
+            switch e.resultCode {
+            case .SQLITE_FULL: throw StoreError(.storageFull, "the disk holding the database is full")
+            case .SQLITE_BUSY, .SQLITE_LOCKED: throw StoreError(.busy, "the database is busy")
+            case .SQLITE_READONLY: throw StoreError(.permissionDenied, "the database is read-only")
+            case .SQLITE_IOERR: throw StoreError(.internalError, "I/O error on the database")
+            default: throw StoreError(.internalError, "database error \(e.resultCode.rawValue)")
+            }
+        }
+    }
+
+    // MARK: definitions
+
+    private func loadDefinitions() throws {
+        let (templates, indexes) = try read { r in try (r.storedTemplates(), r.storedIndexes()) }
+        state.withLock { s in
+            s.templates = templates
+            s.indexes = Dictionary(uniqueKeysWithValues: indexes.map { ($0.name, $0) })
+        }
+    }
+
+    private func applyConfiguredDefinitions(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
+        let current = state.withLock { ($0.templates, $0.indexes) }
+        let changedTemplates = configuration.templates.filter { current.0[$0.key] ?? [] != $0.value }
+        let changedIndexes = configuration.indexes.filter { current.1[$0.name] != $0 }
+        guard !changedTemplates.isEmpty || !changedIndexes.isEmpty else { return }
+        try write { tx in
+            for def in changedIndexes { try tx.defineIndex(def, progress: progress) }
+            for (collection, edges) in changedTemplates.sorted(by: { $0.key < $1.key }) {
+                try tx.setTemplate(collection: collection, edges: edges)
+            }
+        }
+    }
+
+    // MARK: durability
+
+    /// Syncs the WAL so every commit made so far survives power loss, and records it.
+    func makeDurable() throws {
+        let commit = try read { r in try r.lastCommit() }
+        if state.withLock({ $0.durableCommit >= commit }) { return }
+        for file in [path + "-wal", path] {
+            let fd = open(file, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                let ok = fsync(fd) == 0
+                let e = errno
+                Glibc.close(fd)
+                guard ok else { throw StoreError(.internalError, "fsync \(file): \(errnoDescription(e))") }
+            }
+        }
+        state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
+    }
+
+    /// The highest commit known to be durable.
+    public var durableCommit: Int64 { state.withLock { $0.durableCommit } }
+}
+
+/// What a write transaction returned, and what its commit did.
+public struct Committed<T> {
+    /// The body's result.
+    public var value: T
+    /// What the commit did.
+    public var report: CommitReport
+}
+
+extension Committed: Sendable where T: Sendable {}

@@ -1,0 +1,46 @@
+// How a store is opened: managed roots, durability, unlink delay, templates and indexes
+// from the config file, the clock (injectable so tests control time) and access mode.
+
+import Foundation
+
+/// Settings for opening a `Store`.
+public struct StoreConfiguration: Sendable {
+    /// When a write is durable.
+    public enum Durability: String, Sendable, CaseIterable {
+        /// Each commit is synced before it returns.
+        case full
+        /// Commits are synced soon after; unlinks still wait for the sync.
+        case normal
+    }
+
+    /// Managed roots: every file path must lie below one.
+    public var roots: [String]
+    /// Commit durability.
+    public var durability: Durability = .full
+    /// Seconds between a commit and the unlinks it queued.
+    public var unlinkDelay: Double = 0
+    /// User indexes from the configuration; a changed one is rebuilt at open.
+    public var indexes: [IndexDefinition] = []
+    /// Collection templates from the configuration, applied at open.
+    public var templates: [String: [EdgeTemplate]] = [:]
+    /// The owner of objects put without one (the process's user name by default).
+    public var defaultOwner: String = StoreConfiguration.processUserName()
+    /// Unix seconds now; tests substitute their own.
+    public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    /// Run due unlinks while opening (SPEC §4.6). Off only in tests of crash recovery.
+    public var drainOnOpen = true
+    /// Open without the lock, for reading a database another process holds.
+    public var readOnly = false
+
+    /// Settings with these roots and defaults for the rest.
+    public init(roots: [String]) {
+        self.roots = roots
+    }
+
+    /// The effective user's name, or the uid as text.
+    public static func processUserName() -> String {
+        let uid = getuid()
+        if let pw = getpwuid(uid), let name = pw.pointee.pw_name { return String(cString: name) }
+        return String(uid)
+    }
+}

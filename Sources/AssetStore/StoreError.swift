@@ -1,0 +1,40 @@
+// Errors the engine reports to its callers. Each has a stable code (the SPEC's data.code
+// names, plus invalid_params) and a message for humans that never contains SQL text.
+
+/// An error from the store, with a stable code.
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable error codes (SPEC §6), plus `invalid_params` for malformed arguments.
+    public enum Code: String, Sendable, CaseIterable {
+        case invalidParams = "invalid_params"
+        case notFound = "not_found"
+        case conflict
+        case invalidPath = "invalid_path"
+        case pathOutsideRoots = "path_outside_roots"
+        case notARegularFile = "not_a_regular_file"
+        case unsafePath = "unsafe_path"
+        case invalidRules = "invalid_rules"
+        case danglingEdge = "dangling_edge"
+        case deleteDenied = "delete_denied"
+        case queryRejected = "query_rejected"
+        case permissionDenied = "permission_denied"
+        case storageFull = "storage_full"
+        case busy
+        case internalError = "internal"
+    }
+
+    /// What kind of failure.
+    public let code: Code
+    /// A sentence for people.
+    public let message: String
+    /// Structured detail for programs (the edge that denied, the offending pair of rules…).
+    public let detail: JSONValue?
+
+    /// An error with a code and message.
+    public init(_ code: Code, _ message: String, detail: JSONValue? = nil) {
+        self.code = code
+        self.message = message
+        self.detail = detail
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}

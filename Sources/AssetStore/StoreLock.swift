@@ -1,0 +1,43 @@
+// The lock next to the database (`<db>.lock`): one process at a time writes and drains
+// the unlink queue. flock is per open file, so a second open in the same process conflicts too.
+
+import Glibc
+
+final class StoreLock {
+    private let fd: Int32
+
+    /// Takes the lock or throws `busy` naming the holder's pid when it can tell.
+    init(path: String) throws(StoreError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(errno))")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            var buf = [UInt8](repeating: 0, count: 32)
+            let n = pread(fd, &buf, 31, 0)
+            close(fd)
+            let holder = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: " \n") : ""
+            if e == EWOULDBLOCK {
+                throw StoreError(
+                    .busy, "the database is held by another process" + (holder.isEmpty ? "" : " (pid \(holder))"))
+            }
+            throw StoreError(.permissionDenied, "cannot lock \(path): \(errnoDescription(e))")
+        }
+        let pid = "\(getpid())\n"
+        _ = ftruncate(fd, 0)
+        _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }  // closing releases the flock
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s = s.dropFirst() }
+        while let l = s.last, set.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,158 @@
+// The unlinker (SPEC §4.2–4.5): takes due rows of the pending-unlink queue whose commit is
+// durable, re-checks in the write transaction that no edge references the path, removes the
+// file safely, and records each outcome: done, skipped (kept, reported) or failed (retried
+// with backoff from 1 s doubling to 1 h).
+
+import GRDB
+
+/// A queued unlink, as `pending` lists it.
+public struct PendingUnlink: Sendable, Hashable {
+    /// The file.
+    public var path: String
+    /// When its deleting transaction committed.
+    public var queuedAt: Double
+    /// Failed attempts so far.
+    public var attempts: Int
+    /// The last failure, e.g. "unlinkat: EACCES (Permission denied)".
+    public var lastError: String?
+    /// When it is tried next.
+    public var nextAttempt: Double
+
+    /// `{path, queued_at, attempts, last_error, next_attempt}`.
+    public var json: JSONValue {
+        .object([
+            "path": .string(path), "queued_at": .double(queuedAt), "attempts": .int(Int64(attempts)),
+            "last_error": lastError.map(JSONValue.string) ?? .null, "next_attempt": .double(nextAttempt),
+        ])
+    }
+}
+
+/// Why a queued file was kept.
+public enum UnlinkSkipReason: String, Sendable, Hashable {
+    /// Another file (inode) or a non-regular file is at the path now.
+    case identityChanged = "identity_changed"
+    /// A symlink on the way, or the path is no longer under a managed root.
+    case unsafePath = "unsafe_path"
+}
+
+/// What one sweep did.
+public struct SweepReport: Sendable {
+    /// Files removed (or already gone).
+    public var unlinked: [String] = []
+    /// Files whose unlink failed this time, with the error; they stay queued.
+    public var failed: [(path: String, error: String, attempts: Int)] = []
+    /// Files kept and dropped from the queue, with why.
+    public var skipped: [(path: String, reason: UnlinkSkipReason)] = []
+    /// Files dropped from the queue because an edge references them again.
+    public var referencedAgain: [String] = []
+    /// Rows still queued after the sweep.
+    public var pending: Int = 0
+}
+
+extension Store {
+    /// The longest wait between attempts.
+    public static let maximumRetryDelay = 3600.0
+
+    /// Unlinks every due queued file whose commit is durable. With `retryFailed`, failed rows
+    /// are tried now instead of at their next attempt time.
+    public func sweep(retryFailed: Bool = false, batch: Int = 1000) throws -> SweepReport {
+        try checkOpen()
+        guard !configuration.readOnly else { throw StoreError(.busy, "the store is open read-only") }
+        try makeDurable()
+        let durable = durableCommit
+        var report = SweepReport()
+        var lastID: Int64 = 0
+        while true {
+            let now = configuration.clock()
+            let done: Bool = try Store.mapErrors {
+                try pool.write { db in
+                    let rows = try Row.fetchAll(
+                        db.cachedStatement(sql: """
+                            SELECT id, path, device, inode, attempts FROM unlink_queue
+                            WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
+                            ORDER BY id LIMIT ?
+                            """), arguments: [lastID, durable, now, retryFailed, batch])
+                    let unlinker = SafeUnlinker()
+                    for row in rows {
+                        lastID = row[0]
+                        try sweepOne(db, row: row, now: now, unlinker: unlinker, report: &report)
+                    }
+                    return rows.count < batch
+                }
+            }
+            if done { break }
+        }
+        report.pending = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0 }
+        return report
+    }
+
+    private func sweepOne(
+        _ db: Database, row: Row, now: Double, unlinker: SafeUnlinker, report: inout SweepReport
+    ) throws {
+        let id: Int64 = row[0]
+        let path: String = row[1]
+        let attempts: Int = row[4]
+        let remove = try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id = ?")
+        // Taken again by a later transaction: keep the file, drop the row.
+        let referenced = try Bool.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT EXISTS (SELECT 1 FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id WHERE f.path = ?)
+                """), arguments: [path]) ?? false
+        if referenced {
+            try remove.execute(arguments: [id])
+            report.referencedAgain.append(path)
+            return
+        }
+        let outcome: UnlinkOutcome
+        if let root = roots.root(of: path) {
+            outcome = unlinker.unlink(path: path, root: root, device: row[2], inode: row[3])
+        } else {
+            outcome = .unsafePath
+        }
+        switch outcome {
+        case .removed, .alreadyGone:
+            try remove.execute(arguments: [id])
+            try bump(db, "unlinked")
+            report.unlinked.append(path)
+        case .identityChanged, .unsafePath:
+            let reason: UnlinkSkipReason = outcome == .identityChanged ? .identityChanged : .unsafePath
+            try remove.execute(arguments: [id])
+            try bump(db, "skipped_" + reason.rawValue)
+            report.skipped.append((path, reason))
+        case .failed(let e, let call):
+            let message = "\(call): \(errnoDescription(e))"
+            let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
+            try db.cachedStatement(sql: """
+                UPDATE unlink_queue SET attempts = attempts + 1, last_error = ?, next_attempt = ? WHERE id = ?
+                """).execute(arguments: [message, now + delay, id])
+            try bump(db, "unlink_failures")
+            report.failed.append((path, message, attempts + 1))
+        }
+    }
+
+    private func bump(_ db: Database, _ counter: String) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO counter (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1
+            """).execute(arguments: [counter])
+    }
+
+    /// Queued unlinks, oldest first.
+    public func pending(limit: Int = 100) throws -> [PendingUnlink] {
+        try read { r in
+            try Row.fetchAll(
+                r.db, sql: """
+                    SELECT path, queued_at, attempts, last_error, next_attempt FROM unlink_queue ORDER BY id LIMIT ?
+                    """, arguments: [limit]
+            ).map { PendingUnlink(path: $0[0], queuedAt: $0[1], attempts: $0[2], lastError: $0[3], nextAttempt: $0[4]) }
+        }
+    }
+
+    /// Lifetime counters: unlinked, skipped_identity_changed, skipped_unsafe_path, unlink_failures.
+    public func counters() throws -> [String: Int64] {
+        try read { r in
+            var out = ["unlinked": Int64(0), "skipped_identity_changed": 0, "skipped_unsafe_path": 0, "unlink_failures": 0]
+            for row in try Row.fetchAll(r.db, sql: "SELECT name, value FROM counter") { out[row[0]] = row[1] }
+            return out
+        }
+    }
+}

@@ -1,0 +1,293 @@
+// Rule processing (SPEC §2), run at commit and by an explicit flush: derive edges of the
+// objects put, resolve pending manual edges, then work through deletions, edges gone and
+// files deleted until nothing changes. Deny and notify are settled once, at commit, against
+// what survives the whole transaction.
+
+import GRDB
+
+extension WriteTransaction {
+    /// One unit of rule work.
+    enum Work {
+        case deleteObject(Int64, DeleteCause)
+        case deleteFile(Int64)
+        case sourceGone(EdgeRow)
+        case destinationGone(EdgeRow)
+    }
+
+    /// Processes everything recorded so far, as a commit would, inside the transaction.
+    public func flush() throws {
+        try deriveDirtyEdges()
+        try resolvePendingEdges()
+        work += pendingDeletes.map { .deleteObject($0.id, $0.cause) }
+        pendingDeletes = []
+        pendingDeleteIDs = []
+        for (row, reason) in removedWithReason {
+            work.append(reason == .sourceDeleted ? .sourceGone(row) : .destinationGone(row))
+        }
+        removedWithReason = []
+        var i = 0
+        while i < work.count {
+            let w = work[i]
+            i += 1
+            switch w {
+            case .deleteObject(let id, let cause): try deleteObject(id, cause: cause)
+            case .deleteFile(let id): try deleteFile(id)
+            case .sourceGone(let e): try sourceGone(e)
+            case .destinationGone(let e): try destinationGone(e)
+            }
+        }
+        work = []
+        try nullify()
+        for id in filesTouched where !deletedFiles.contains(id) {
+            // A registry row lives as long as some edge references the file.
+            try db.cachedStatement(sql: """
+                DELETE FROM file WHERE id = ? AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = ?)
+                """).execute(arguments: [id, id])
+        }
+        filesTouched = []
+        try IndexTable.refresh(indexDirty.subtracting(deletedIDs).sorted(), indexes: Array(indexes.values), db)
+        indexDirty = []
+    }
+
+    /// Flushes, settles deny and notify, and stamps the commit number.
+    func finish() throws -> CommitReport {
+        try flush()
+        for check in denyChecks where !deletedIDs.contains(check.otherEnd) {
+            if try objectExists(id: check.otherEnd) {
+                let e = check.edge.edge
+                let message: String = "\(check.protected) cannot be deleted while edge \"\(e.name)\" from "
+                    + "\(e.source) to \(e.destination) stands"
+                throw StoreError(.deleteDenied, message, detail: e.json)
+            }
+        }
+        var notified = Set<Int64>()
+        for c in notifyCandidates where !deletedIDs.contains(c.node) && notified.insert(c.edge.id).inserted {
+            let nodeRef = c.reason == .sourceDeleted ? destinationRef(c.edge) : c.edge.source
+            guard let nodeRef else { continue }
+            report.notifications.append(EdgeNotification(
+                edge: c.edge.edge, node: nodeRef, reason: c.reason,
+                nullifiedField: c.reason == .destinationDeleted ? c.edge.field : nil))
+        }
+        try db.cachedStatement(sql: "UPDATE meta SET value = ? WHERE key = 'commit'").execute(arguments: [commit])
+        report.commit = commit
+        return report
+    }
+
+    private func destinationRef(_ e: EdgeRow) -> ObjectRef? {
+        if case .object(let r) = e.destination { return r }
+        return nil
+    }
+
+    private func objectExists(id: Int64) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM object WHERE id = ?)"), arguments: [id])
+            ?? false
+    }
+
+    // MARK: derived and pending edges
+
+    /// Brings each put object's derived edges in line with its value: new ones inserted,
+    /// changed rules updated, ones no longer declared removed as "source went".
+    private func deriveDirtyEdges() throws {
+        let order = dirtyOrder
+        let desiredByID = dirty
+        dirty = [:]
+        dirtyOrder = []
+        var dropped = [EdgeRow]()
+        for id in order {
+            guard let desired = desiredByID[id] else { continue }
+            let going = pendingDeleteIDs.contains(id)
+            var existing = [String: EdgeRow]()
+            for row in try EdgeRow.fetch(db, where: "e.src = ? AND e.field IS NOT NULL", [id]) {
+                existing["\(row.name)\u{0}\(row.isFile)\u{0}\(row.dst)"] = row
+            }
+            for d in desired {
+                let isFile: Bool
+                let dst: Int64
+                switch d.destination {
+                case .file(let path):
+                    isFile = true
+                    dst = try registerFile(path: path, state: d.fileState ?? .missing)
+                case .object(let ref):
+                    isFile = false
+                    guard let target = try rowID(ref) else {
+                        // An object about to be deleted may name anything: its edges go anyway.
+                        if going { continue }
+                        let e = Edge(
+                            name: d.template.name, source: try objectRef(id), destination: d.destination,
+                            rules: d.template.rules, kind: .derived(field: d.template.field.text))
+                        throw StoreError(
+                            .danglingEdge, "edge \"\(e.name)\" from \(e.source) names \(ref), which does not exist",
+                            detail: e.json)
+                    }
+                    dst = target
+                }
+                let key = "\(d.template.name)\u{0}\(isFile)\u{0}\(dst)"
+                if let old = existing.removeValue(forKey: key), old.rules == d.template.rules,
+                    old.field == d.template.field.text
+                {
+                    continue
+                }
+                try upsertEdge(
+                    src: id, name: d.template.name, isFile: isFile, dst: dst, rules: d.template.rules,
+                    field: d.template.field.text)
+            }
+            dropped += existing.values.sorted { $0.id < $1.id }
+            indexDirty.insert(id)
+        }
+        for row in dropped {
+            try db.cachedStatement(sql: "DELETE FROM edge WHERE id = ?").execute(arguments: [row.id])
+            report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: .sourceDeleted))
+            if row.isFile { filesTouched.insert(row.dst) }
+            work.append(.sourceGone(row))
+        }
+    }
+
+    private func objectRef(_ id: Int64) throws -> ObjectRef {
+        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT collection, key FROM object WHERE id = ?"), arguments: [id])
+        return ObjectRef(row?[0] ?? "", row?[1] ?? "")
+    }
+
+    /// Manual edges added before their ends existed: both ends must exist now.
+    private func resolvePendingEdges() throws {
+        let pending = unresolved
+        unresolved = []
+        for p in pending {
+            guard let row = try resolve(p) else {
+                let missing = try rowID(p.source) == nil ? p.source.description : p.destination.description
+                throw StoreError(
+                    .danglingEdge, "edge \"\(p.name)\" from \(p.source) to \(p.destination): \(missing) does not exist",
+                    detail: p.edge.json)
+            }
+            try upsertEdge(src: row.src, name: p.name, isFile: row.isFile, dst: row.dst, rules: p.rules, field: nil)
+        }
+    }
+
+    // MARK: deletions
+
+    private func deleteObject(_ id: Int64, cause: DeleteCause) throws {
+        guard !deletedIDs.contains(id) else { return }
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT collection, key FROM object WHERE id = ?"), arguments: [id])
+        else { return }
+        deletedIDs.insert(id)
+        report.deleted.append(DeletedObject(ref: ObjectRef(row[0], row[1]), cause: cause))
+        let outgoing = try EdgeRow.fetch(db, where: "e.src = ?", [id])
+        let incoming = try EdgeRow.fetch(db, where: "e.is_file = 0 AND e.dst = ? AND e.src != ?", [id, id])
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE src = ?").execute(arguments: [id])
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE is_file = 0 AND dst = ?").execute(arguments: [id])
+        for e in outgoing {
+            if e.rules.contains(.denyDeleteSource) { denyChecks.append((e, e.dst, e.source.description)) }
+            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted))
+            work.append(.sourceGone(e))
+        }
+        for e in incoming {
+            if e.rules.contains(.denyDeleteDestination) { denyChecks.append((e, e.src, e.destination.description)) }
+            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
+            work.append(.destinationGone(e))
+        }
+        try db.cachedStatement(sql: "DELETE FROM object WHERE id = ?").execute(arguments: [id])
+        try IndexTable.remove(id, indexes: Array(indexes.values), db)
+        if dirty.removeValue(forKey: id) != nil { dirtyOrder.removeAll { $0 == id } }
+    }
+
+    /// A file a rule deleted: every other edge to it goes as "destination deleted", and it
+    /// joins the unlink queue in this transaction (SPEC §4.1).
+    private func deleteFile(_ id: Int64) throws {
+        guard deletedFiles.insert(id).inserted else { return }
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT path, device, inode FROM file WHERE id = ?"), arguments: [id])
+        else { return }
+        let path: String = row[0]
+        var device: Int64? = row[1]
+        var inode: Int64? = row[2]
+        if device == nil, let root = store.roots.root(of: path) {
+            // Registered before it existed: the file there now is the one this commit meant.
+            let state = FileProbe.identity(path: path, root: root)
+            device = state.device
+            inode = state.inode
+        }
+        let incoming = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ?", [id])
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE is_file = 1 AND dst = ?").execute(arguments: [id])
+        for e in incoming {
+            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
+            work.append(.destinationGone(e))
+        }
+        try db.cachedStatement(sql: """
+            INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [path, device, inode, commit, now, now + store.configuration.unlinkDelay])
+        try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
+        report.filesQueued.append(path)
+    }
+
+    private func isGone(isFile: Bool, _ id: Int64) -> Bool {
+        isFile ? deletedFiles.contains(id) : deletedIDs.contains(id)
+    }
+
+    /// The edge's source went: its destination-side rules fire, unless the destination is
+    /// gone too (then nothing fires).
+    private func sourceGone(_ e: EdgeRow) throws {
+        if e.isFile { filesTouched.insert(e.dst) }
+        guard !isGone(isFile: e.isFile, e.dst) else { return }
+        if e.rules.contains(.notifyIfSourceDeleted), !e.isFile {
+            notifyCandidates.append((e, e.dst, .sourceDeleted))
+        }
+        if e.rules.contains(.deleteDestinationIfSourceDeleted) {
+            work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade))
+        } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
+            let retainers = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM edge WHERE is_file = ? AND dst = ? AND rules & 32 != 0"),
+                arguments: [e.isFile, e.dst]) ?? 0
+            if retainers == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade)) }
+        }
+    }
+
+    /// The edge's destination went: its source-side rules fire, unless the source is gone.
+    private func destinationGone(_ e: EdgeRow) throws {
+        guard !deletedIDs.contains(e.src) else { return }
+        if e.isFile { indexDirty.insert(e.src) }
+        if e.rules.contains(.notifyIfDestinationDeleted) {
+            notifyCandidates.append((e, e.src, .destinationDeleted))
+        }
+        if e.rules.contains(.deleteSourceIfDestinationDeleted) {
+            work.append(.deleteObject(e.src, .cascade))
+        } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
+            let retainers = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM edge WHERE src = ? AND rules & 16 != 0"),
+                arguments: [e.src]) ?? 0
+            if retainers == 0 { work.append(.deleteObject(e.src, .cascade)) }
+        }
+    }
+
+    /// Core Data's Nullify: a surviving source whose derived edge went with
+    /// notifyIfDestinationDeleted loses that reference from its value.
+    private func nullify() throws {
+        for c in notifyCandidates[nullifyCursor...] where c.reason == .destinationDeleted {
+            guard let field = c.edge.field, let path = JSONPath(field), !deletedIDs.contains(c.node),
+                let text = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT value FROM object WHERE id = ?"), arguments: [c.node])
+            else { continue }
+            let target: String
+            switch c.edge.destination {
+            case .object(let r): target = r.key
+            case .file(let p): target = p
+            }
+            let matches: (String) -> Bool = { s in
+                c.edge.isFile ? (try? ManagedRoots.normalise(s)) == target : s == target
+            }
+            let old = try Reads.json(text)
+            let new = path.updating(old) { v in
+                switch v {
+                case .string(let s) where matches(s): return .null
+                case .array(let items): return .array(items.filter { !($0.stringValue.map(matches) ?? false) })
+                default: return v
+                }
+            }
+            if new != old {
+                try db.cachedStatement(sql: "UPDATE object SET value = ?, modified = ? WHERE id = ?")
+                    .execute(arguments: [new.serialized(), now, c.node])
+                indexDirty.insert(c.node)
+            }
+        }
+        nullifyCursor = notifyCandidates.count
+    }
+}

@@ -1,0 +1,345 @@
+// The write transaction's API: objects, manual edges, templates, index definitions. Calls
+// only record intent (deletes wait for commit, derived edges are derived at flush), so the
+// rules see the state at commit: a key deleted and put again is an update.
+
+import GRDB
+
+/// The one write transaction at a time. Everything it does commits together, or nothing.
+public final class WriteTransaction {
+    let db: Database
+    let store: Store
+    /// This transaction's commit number.
+    public let commit: Int64
+    /// Unix seconds at the start of the transaction.
+    public let now: Double
+    let defaultOwner: String
+    var templates: [String: [EdgeTemplate]]
+    var indexes: [String: IndexDefinition]
+
+    // Recorded by calls, consumed by flush.
+    /// Objects to delete, in request order, with why.
+    var pendingDeletes: [(id: Int64, cause: DeleteCause)] = []
+    var pendingDeleteIDs: Set<Int64> = []
+    /// Objects put since the last flush, with the derived edges their value declares.
+    var dirty: [Int64: [DesiredEdge]] = [:]
+    var dirtyOrder: [Int64] = []
+    /// Manual edges whose source or destination object does not exist yet.
+    var unresolved: [PendingEdge] = []
+    /// Edges removed with a reason, whose rules fire at flush.
+    var removedWithReason: [(EdgeRow, EdgeRemovalReason)] = []
+
+    // Flush working state.
+    var work: [Work] = []
+    var indexDirty: Set<Int64> = []
+    var filesTouched: Set<Int64> = []
+    var deletedFiles: Set<Int64> = []
+
+    // Whole-transaction state, checked at commit.
+    var deletedIDs: Set<Int64> = []
+    var denyChecks: [(edge: EdgeRow, otherEnd: Int64, protected: String)] = []
+    var notifyCandidates: [(edge: EdgeRow, node: Int64, reason: EdgeRemovalReason)] = []
+    /// Candidates before this index have had their Nullify applied.
+    var nullifyCursor = 0
+    var report = CommitReport()
+
+    init(
+        db: Database, store: Store, templates: [String: [EdgeTemplate]], indexes: [String: IndexDefinition],
+        defaultOwner: String
+    ) throws {
+        self.db = db
+        self.store = store
+        self.templates = templates
+        self.indexes = indexes
+        self.defaultOwner = defaultOwner
+        now = store.configuration.clock()
+        commit = (try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0) + 1
+    }
+
+    var reads: Reads { Reads(db: db, roots: store.roots, hidden: pendingDeleteIDs) }
+
+    // MARK: objects
+
+    /// Creates or replaces an object (value and metadata both). Its owner is the value's
+    /// top-level `owner` string, else `owner`, else the transaction's default owner.
+    public func put(_ ref: ObjectRef, value: JSONValue, metadata: JSONValue? = nil, owner: String? = nil) throws {
+        try ref.validate()
+        let desired = try desiredEdges(collection: ref.collection, value: value)
+        let effectiveOwner = value["owner"]?.stringValue ?? owner ?? defaultOwner
+        let valueText = value.serialized()
+        let metadataText = metadata.map { $0.serialized() }
+        let id: Int64
+        if let existing = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+        {
+            id = existing
+            try db.cachedStatement(sql: """
+                UPDATE object SET value = ?, metadata = ?, owner = ?, modified = ?, accessed = ? WHERE id = ?
+                """).execute(arguments: [valueText, metadataText, effectiveOwner, now, now, id])
+            if pendingDeleteIDs.remove(id) != nil {
+                pendingDeletes.removeAll { $0.id == id }  // deleted then put again: an update
+            }
+        } else {
+            try db.cachedStatement(sql: """
+                INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [ref.collection, ref.key, valueText, metadataText, effectiveOwner, now, now, now])
+            id = db.lastInsertedRowID
+        }
+        if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
+        report.put.append(ref)
+    }
+
+    /// Deletes an object at commit (its rules run then); `not_found` if it does not exist.
+    public func delete(_ ref: ObjectRef, cause: DeleteCause = .request) throws {
+        try ref.validate()
+        guard let id = try reads.objectID(ref) else {
+            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
+        }
+        pendingDeleteIDs.insert(id)
+        pendingDeletes.append((id, cause))
+    }
+
+    /// Sets `accessed` to now and refreshes the registry rows of its files.
+    public func touch(_ ref: ObjectRef) throws {
+        try ref.validate()
+        guard let id = try reads.objectID(ref) else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
+        try db.cachedStatement(sql: "UPDATE object SET accessed = ? WHERE id = ?").execute(arguments: [now, id])
+        let files = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT f.id, f.path FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id WHERE e.src = ?"),
+            arguments: [id])
+        for row in files {
+            let path: String = row[1]
+            if let root = store.roots.root(of: path) {
+                _ = try registerFile(path: path, state: FileProbe.identity(path: path, root: root))
+            }
+        }
+        indexDirty.insert(id)
+        report.touched.append(ref)
+    }
+
+    /// The object as this transaction sees it (deleted ones are gone), or nil.
+    public func get(_ ref: ObjectRef) throws -> StoredObject? { try reads.get(ref) }
+
+    /// True if the object exists for this transaction.
+    public func exists(_ ref: ObjectRef) throws -> Bool { try reads.objectID(ref) != nil }
+
+    /// A page of keys, as `ReadTransaction.list`.
+    public func list(collection: String, after: String? = nil, limit: Int = 1000) throws -> (keys: [String], next: String?) {
+        try reads.list(collection: collection, after: after, limit: limit)
+    }
+
+    // MARK: edges
+
+    /// Adds a manual edge, or replaces the rules of the same (name, source, destination).
+    /// Either end may be created later in the transaction; at commit both must exist.
+    public func addEdge(name: String, source: ObjectRef, destination: EdgeEnd, rules: DeleteRules) throws {
+        guard !name.isEmpty else { throw StoreError(.invalidParams, "an edge needs a name") }
+        try source.validate()
+        let end = try resolveInput(destination)
+        try rules.validate(fileDestination: end.isFile)
+        let pending = PendingEdge(name: name, source: source, destination: end.end, rules: rules)
+        unresolved.removeAll { $0.sameTriple(pending) }
+        if let row = try resolve(pending) {
+            try upsertEdge(src: row.src, name: name, isFile: row.isFile, dst: row.dst, rules: rules, field: nil)
+        } else {
+            unresolved.append(pending)
+        }
+    }
+
+    /// Removes an edge. With reason `edge` nothing fires; `sourceDeleted` and
+    /// `destinationDeleted` fire the rules of that side at commit. False if there was none.
+    @discardableResult
+    public func removeEdge(
+        name: String, source: ObjectRef, destination: EdgeEnd, reason: EdgeRemovalReason = .edge
+    ) throws -> Bool {
+        try source.validate()
+        let end = try resolveInput(destination, register: false)
+        let pending = PendingEdge(name: name, source: source, destination: end.end, rules: [])
+        if let before = unresolved.firstIndex(where: { $0.sameTriple(pending) }) {
+            unresolved.remove(at: before)
+            return true
+        }
+        guard let target = try resolve(pending),
+            let row = try EdgeRow.fetch(
+                db, where: "e.src = ? AND e.name = ? AND e.is_file = ? AND e.dst = ?",
+                [target.src, name, target.isFile, target.dst]
+            ).first
+        else { return false }
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE id = ?").execute(arguments: [row.id])
+        report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: reason))
+        if row.isFile {
+            filesTouched.insert(row.dst)
+            indexDirty.insert(row.src)
+        }
+        if reason != .edge { removedWithReason.append((row, reason)) }
+        return true
+    }
+
+    /// Edges matching the filter as this transaction sees them.
+    public func edges(_ filter: EdgeFilter) throws -> [Edge] { try reads.edges(filter) }
+
+    /// The number of edges matching the filter as this transaction sees them.
+    public func edgeCount(_ filter: EdgeFilter) throws -> Int { try reads.edgeCount(filter) }
+
+    /// A file's registry row and edges as this transaction sees them.
+    public func file(_ path: String) throws -> FileReport? { try reads.file(path) }
+
+    // MARK: templates and indexes
+
+    /// Replaces a collection's templates and re-derives the edges of its objects.
+    public func setTemplate(collection: String, edges: [EdgeTemplate]) throws {
+        try ObjectRef(collection, "x").validate()
+        for e in edges { try e.validate() }
+        if edges.isEmpty {
+            try db.execute(sql: "DELETE FROM template WHERE collection = ?", arguments: [collection])
+            templates[collection] = nil
+        } else {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO template (collection, edges) VALUES (?, ?)",
+                arguments: [collection, JSONValue.array(edges.map(\.json)).serialized()])
+            templates[collection] = edges
+        }
+        let rows = try Row.fetchAll(db, sql: "SELECT id, value FROM object WHERE collection = ?", arguments: [collection])
+        for row in rows {
+            let id: Int64 = row[0]
+            let desired = try desiredEdges(collection: collection, value: try Reads.json(row[1]))
+            if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
+        }
+    }
+
+    /// Defines (or redefines) a user index; a changed definition is rebuilt now.
+    public func defineIndex(_ def: IndexDefinition, progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil) throws {
+        try def.validate()
+        if indexes[def.name] == def { return }
+        try IndexTable.drop(def.name, db)
+        try IndexTable.create(def, db)
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO index_definition (name, definition) VALUES (?, ?)",
+            arguments: [def.name, def.json.serialized()])
+        indexes[def.name] = def
+        try IndexTable.populate(name: def.name, def: def, db, progress: progress)
+    }
+
+    /// Rebuilds an index (the built-in one too) from the objects.
+    public func rebuildIndex(_ name: String, progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil) throws {
+        guard name == IndexDefinition.defaultName || indexes[name] != nil else {
+            throw StoreError(.notFound, "no index \"\(name)\"")
+        }
+        try IndexTable.populate(name: name, def: indexes[name], db, progress: progress)
+    }
+
+    // MARK: helpers
+
+    /// Turns a destination given by a caller into a normalised, validated one.
+    private func resolveInput(_ end: EdgeEnd, register: Bool = true) throws -> (end: EdgeEnd, isFile: Bool) {
+        switch end {
+        case .object(let ref):
+            try ref.validate()
+            return (end, false)
+        case .file(let reference):
+            let (path, root) = try store.roots.accept(reference)
+            if register { _ = try FileProbe.probe(path: path, root: root) }
+            return (.file(path), true)
+        }
+    }
+
+    /// Row ids of both ends, or nil if an object end does not exist (yet). Registers files.
+    func resolve(_ e: PendingEdge) throws -> (src: Int64, isFile: Bool, dst: Int64)? {
+        guard let src = try rowID(e.source) else { return nil }
+        switch e.destination {
+        case .object(let ref):
+            guard let dst = try rowID(ref) else { return nil }
+            return (src, false, dst)
+        case .file(let path):
+            if let id = try reads.fileID(path) { return (src, true, id) }
+            guard let root = store.roots.root(of: path) else { return nil }
+            return (src, true, try registerFile(path: path, state: try FileProbe.probe(path: path, root: root)))
+        }
+    }
+
+    /// The row id of an object, including one deleted earlier in this transaction but not yet
+    /// processed: edges to it are real until the delete runs (and then go with their rules).
+    func rowID(_ ref: ObjectRef) throws -> Int64? {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+    }
+
+    func upsertEdge(src: Int64, name: String, isFile: Bool, dst: Int64, rules: DeleteRules, field: String?) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
+            """).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
+        if isFile { indexDirty.insert(src) }
+    }
+
+    /// Inserts or refreshes a registry row; a size change re-indexes every holder.
+    func registerFile(path: String, state: FileState) throws -> Int64 {
+        if let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT id, size, device, inode, mtime, missing FROM file WHERE path = ?"),
+            arguments: [path])
+        {
+            let id: Int64 = row[0]
+            let size: Int64 = row[1]
+            let changed = size != state.size || row[2] != state.device || row[3] != state.inode
+                || row[4] != state.mtime || row[5] != !state.exists
+            if changed {
+                try db.cachedStatement(sql: "UPDATE file SET size = ?, device = ?, inode = ?, mtime = ?, missing = ? WHERE id = ?")
+                    .execute(arguments: [state.size, state.device, state.inode, state.mtime, !state.exists, id])
+            }
+            if size != state.size {
+                let holders = try Int64.fetchAll(
+                    db.cachedStatement(sql: "SELECT src FROM edge WHERE is_file = 1 AND dst = ?"), arguments: [id])
+                indexDirty.formUnion(holders)
+            }
+            return id
+        }
+        try db.cachedStatement(sql: """
+            INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [path, state.size, state.device, state.inode, state.mtime, !state.exists, now])
+        return db.lastInsertedRowID
+    }
+
+    /// The derived edges a value declares under the collection's templates. Paths are
+    /// validated and probed here, so a bad path fails the put that named it.
+    func desiredEdges(collection: String, value: JSONValue) throws -> [DesiredEdge] {
+        var out = [DesiredEdge]()
+        for t in EdgeTemplate.effective(templates[collection] ?? []) {
+            for reference in t.references(in: value) {
+                switch t.to {
+                case .file:
+                    let (path, root) = try store.roots.accept(reference)
+                    let state = try FileProbe.probe(path: path, root: root)
+                    out.append(DesiredEdge(template: t, destination: .file(path), fileState: state))
+                case .collection(let c):
+                    let ref = ObjectRef(c, reference)
+                    try ref.validate()
+                    out.append(DesiredEdge(template: t, destination: .object(ref), fileState: nil))
+                }
+            }
+        }
+        return out
+    }
+}
+
+/// A derived edge an object's value declares.
+struct DesiredEdge {
+    var template: EdgeTemplate
+    var destination: EdgeEnd
+    var fileState: FileState?
+}
+
+/// A manual edge waiting for an end to exist.
+struct PendingEdge {
+    var name: String
+    var source: ObjectRef
+    var destination: EdgeEnd
+    var rules: DeleteRules
+
+    func sameTriple(_ o: PendingEdge) -> Bool {
+        name == o.name && source == o.source && destination == o.destination
+    }
+
+    var edge: Edge { Edge(name: name, source: source, destination: destination, rules: rules) }
+}

@@ -1,0 +1,2 @@
+import AssetStore
+print("bench")
