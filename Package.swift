@@ -27,13 +27,23 @@ let package = Package(
                 "AssetStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
+        .target(
+            name: "AssetStoreTestSupport",
+            dependencies: ["AssetStore"],
+            path: "Tests/Support"),
         .testTarget(
             name: "AssetStoreTests",
             dependencies: [
-                "AssetStore",
+                "AssetStore", "AssetStoreTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
+        .testTarget(
+            name: "FileLifecycleTests",
+            dependencies: ["AssetStore", "AssetStoreTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "IndexTests",
+            dependencies: ["AssetStore", "AssetStoreTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

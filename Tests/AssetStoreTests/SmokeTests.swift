@@ -1,5 +1,6 @@
 import Testing
 @testable import AssetStore
+import AssetStoreTestSupport
 
 @Suite struct SmokeTests {
     @Test("an object holding a file is stored, and deleting it unlinks the file after commit")
