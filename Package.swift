@@ -26,6 +26,7 @@ let package = Package(
             dependencies: [
                 "AssetStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .target(
             name: "AssetStoreTestSupport",

@@ -90,9 +90,11 @@ extension WriteTransaction {
     private func deriveDirtyEdges() throws {
         let order = dirtyOrder
         let desiredByID = dirty
+        let quiet = quietRederive
         dirty = [:]
         dirtyOrder = []
-        var dropped = [EdgeRow]()
+        quietRederive = []
+        var dropped = [(row: EdgeRow, quiet: Bool)]()
         for id in order {
             guard let desired = desiredByID[id] else { continue }
             let going = pendingDeleteIDs.contains(id)
@@ -131,14 +133,14 @@ extension WriteTransaction {
                     src: id, name: d.template.name, isFile: isFile, dst: dst, rules: d.template.rules,
                     field: d.template.field.text)
             }
-            dropped += existing.values.sorted { $0.id < $1.id }
+            dropped += existing.values.sorted { $0.id < $1.id }.map { ($0, quiet.contains(id)) }
             indexDirty.insert(id)
         }
-        for row in dropped {
+        for (row, quiet) in dropped {
             try db.cachedStatement(sql: "DELETE FROM edge WHERE id = ?").execute(arguments: [row.id])
-            report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: .sourceDeleted))
+            report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: quiet ? .edge : .sourceDeleted))
             if row.isFile { filesTouched.insert(row.dst) }
-            work.append(.sourceGone(row))
+            if !quiet { work.append(.sourceGone(row)) }
         }
     }
 

@@ -23,6 +23,9 @@ public final class WriteTransaction {
     /// Objects put since the last flush, with the derived edges their value declares.
     var dirty: [Int64: [DesiredEdge]] = [:]
     var dirtyOrder: [Int64] = []
+    /// Objects re-derived because their collection's templates changed, not because they were
+    /// put: edges the new templates no longer declare are removed without firing rules.
+    var quietRederive: Set<Int64> = []
     /// Manual edges whose source or destination object does not exist yet.
     var unresolved: [PendingEdge] = []
     /// Edges removed with a reason, whose rules fire at flush.
@@ -87,6 +90,7 @@ public final class WriteTransaction {
             id = db.lastInsertedRowID
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
+        quietRederive.remove(id)
         report.put.append(ref)
     }
 
@@ -187,7 +191,9 @@ public final class WriteTransaction {
 
     // MARK: templates and indexes
 
-    /// Replaces a collection's templates and re-derives the edges of its objects.
+    /// Replaces a collection's templates and re-derives the edges of its objects. Edges the
+    /// new templates no longer declare are removed as with reason `edge`: changing a template
+    /// never deletes objects or unlinks files by itself.
     public func setTemplate(collection: String, edges: [EdgeTemplate]) throws {
         try ObjectRef(collection, "x").validate()
         for e in edges { try e.validate() }
@@ -204,7 +210,10 @@ public final class WriteTransaction {
         for row in rows {
             let id: Int64 = row[0]
             let desired = try desiredEdges(collection: collection, value: try Reads.json(row[1]))
-            if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
+            if dirty.updateValue(desired, forKey: id) == nil {
+                dirtyOrder.append(id)
+                quietRederive.insert(id)
+            }
         }
     }
 
