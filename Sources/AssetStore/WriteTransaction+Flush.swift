@@ -60,8 +60,12 @@ extension WriteTransaction {
                 throw StoreError(.deleteDenied, message, detail: e.json)
             }
         }
-        var notified = Set<Int64>()
-        for c in notifyCandidates where !deletedIDs.contains(c.node) && notified.insert(c.edge.id).inserted {
+        // Once per edge: by (name, source, destination), since an edge removed and added
+        // again in one transaction is the same edge under a new row id.
+        var notified = Set<String>()
+        for c in notifyCandidates where !deletedIDs.contains(c.node)
+            && notified.insert("\(c.edge.name)\u{0}\(c.edge.src)\u{0}\(c.edge.isFile)\u{0}\(c.edge.dst)").inserted
+        {
             let nodeRef = c.reason == .sourceDeleted ? destinationRef(c.edge) : c.edge.source
             guard let nodeRef else { continue }
             report.notifications.append(EdgeNotification(

@@ -225,3 +225,20 @@ import AssetStoreTestSupport
         #expect(f.exists(b))
     }
 }
+
+@Suite struct NotifyIdentityTests {
+    @Test("an edge removed, added again and removed again in one transaction notifies once")
+    func readdedEdgeNotifiesOnce() throws {
+        let f = try Fixture()
+        let s = ref("n", "s"), d = ref("n", "d")
+        try f.put([(s, [:]), (d, [:])])
+        try f.addEdge("e", s, .object(d), .notifyIfSourceDeleted)
+        let r = try f.store.write { tx in
+            try tx.removeEdge(name: "e", source: s, destination: .object(d), reason: .sourceDeleted)
+            try tx.flush()
+            try tx.addEdge(name: "e", source: s, destination: .object(d), rules: .notifyIfSourceDeleted)
+            try tx.removeEdge(name: "e", source: s, destination: .object(d), reason: .sourceDeleted)
+        }.report
+        #expect(r.notifications.count == 1)
+    }
+}
