@@ -97,8 +97,10 @@ public struct IndexDefinition: Sendable, Hashable {
 
     /// Names must be plain identifiers; column names unique and not reserved.
     public func validate() throws(StoreError) {
-        guard Self.isIdentifier(name) else {
-            throw StoreError(.invalidParams, "index name \"\(name)\" must be letters, digits and _ (at most 64)")
+        // SQL names ignore case: lower case only, and no "__" (the separator in SQL names).
+        guard Self.isIdentifier(name), name == name.lowercased(), !name.contains("__") else {
+            throw StoreError(
+                .invalidParams, "index name \"\(name)\" must be lower-case letters, digits and single _ (at most 64)")
         }
         guard name != Self.defaultName else { throw StoreError(.invalidParams, "\"default\" is the built-in index") }
         guard !columns.isEmpty else { throw StoreError(.invalidParams, "an index needs at least one column") }

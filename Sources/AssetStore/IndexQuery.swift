@@ -105,6 +105,9 @@ extension Store {
             throw StoreError(.queryRejected, "\"\(g)\" is not a column of index \(index)")
         }
         guard !function.contains(";") else { throw StoreError(.queryRejected, "the function must be one expression") }
+        guard QueryText.isWhereClause(clause) else {
+            throw StoreError(.queryRejected, "an aggregate takes only a WHERE clause")
+        }
         let (sql, args) = try QueryText.expand(clause, parameters)
         let groups = groupBy.map { "\"\($0)\"" }.joined(separator: ", ")
         let text = groupBy.isEmpty
@@ -180,6 +183,7 @@ extension QueryConnection {
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
         allowedTable = table
         refusal = nil
+        deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }
         var stmt: OpaquePointer?
         var tail: UnsafePointer<CChar>?
@@ -206,6 +210,9 @@ extension QueryConnection {
             if step == SQLITE_ROW { try row(stmt); continue }
             if step == SQLITE_DONE { return }
             if step == SQLITE_AUTH { throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")") }
+            if step == SQLITE_INTERRUPT {
+                throw StoreError(.queryRejected, "the query ran longer than \(Int(timeLimit)) s and was stopped")
+            }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
         }
     }

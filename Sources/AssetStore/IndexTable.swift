@@ -7,6 +7,9 @@ import GRDB
 enum IndexTable {
     static func table(_ index: String) -> String { "index_\(index)" }
     static func sqlIndex(_ index: String, _ suffix: String) -> String { "index_\(index)__\(suffix)" }
+    /// A user column's SQLite index: `__c_` keeps column names apart from the fixed suffixes,
+    /// and index names cannot contain `__`, so no two names meet.
+    static func columnIndex(_ index: String, _ column: String) -> String { "index_\(index)__c_\(column)" }
 
     /// The columns a query on `index` may name, in table order.
     static func columns(of def: IndexDefinition?) -> [String] {
@@ -80,7 +83,7 @@ enum IndexTable {
             """)
         try db.execute(sql: "CREATE INDEX \"\(sqlIndex(def.name, "collection_key"))\" ON \"\(t)\"(collection, key)")
         for c in def.columns {
-            try db.execute(sql: "CREATE INDEX \"\(sqlIndex(def.name, c.name))\" ON \"\(t)\"(\"\(c.name)\")")
+            try db.execute(sql: "CREATE INDEX \"\(columnIndex(def.name, c.name))\" ON \"\(t)\"(\"\(c.name)\")")
         }
     }
 

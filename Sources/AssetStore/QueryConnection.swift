@@ -4,6 +4,7 @@
 // so these connections are separate.
 
 import GRDBSQLite
+import Glibc
 import Synchronization
 
 /// One read-only connection with the query authorizer. Used by one thread at a time.
@@ -14,6 +15,10 @@ final class QueryConnection {
     var allowedTable: String?
     /// What the authorizer refused last, for the error message.
     var refusal: String?
+    /// Seconds a statement may run before it is interrupted.
+    let timeLimit: Double
+    /// Monotonic time after which the progress handler interrupts the running statement.
+    var deadline = Double.infinity
 
     static let allowedFunctions: Set<String> = [
         // scalar
@@ -29,7 +34,8 @@ final class QueryConnection {
         "json_quote", "json_group_array", "json_group_object",
     ]
 
-    init(path: String) throws(StoreError) {
+    init(path: String, timeLimit: Double) throws(StoreError) {
+        self.timeLimit = timeLimit
         var h: OpaquePointer?
         let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let h else {
@@ -40,6 +46,15 @@ final class QueryConnection {
         sqlite3_busy_timeout(h, 10_000)
         // passUnretained: the connection outlives its handle (deinit closes the handle first).
         sqlite3_set_authorizer(h, queryAuthorizer, Unmanaged.passUnretained(self).toOpaque())
+        // A client's clause can ask for a lot: bound the time and the size of any value.
+        sqlite3_progress_handler(h, 10_000, queryProgress, Unmanaged.passUnretained(self).toOpaque())
+        sqlite3_limit(h, SQLITE_LIMIT_LENGTH, 64 << 20)
+    }
+
+    static func monotonicNow() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     deinit { sqlite3_close_v2(handle) }
@@ -54,7 +69,7 @@ final class QueryConnection {
         case SQLITE_READ:
             let name = a.map { String(cString: $0) } ?? ""
             let schema = db.map { String(cString: $0) } ?? "main"
-            if name == table && schema == "main" { return SQLITE_OK }
+            if name.lowercased() == table.lowercased() && schema == "main" { return SQLITE_OK }
             refusal = "the clause may read only its index"
             return SQLITE_DENY
         case SQLITE_FUNCTION:
@@ -82,18 +97,27 @@ private let queryAuthorizer: @convention(c) (
     Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue().authorize(action, a, b, db)  // ctx set at init
 }
 
+private let queryProgress: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { ctx in
+    // ctx set at init; non-zero interrupts the statement.
+    QueryConnection.monotonicNow() > Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue().deadline ? 1 : 0
+}
+
 /// Idle query connections, reused; at most a few are kept.
 final class QueryConnectionPool: Sendable {
     let path: String
+    let timeLimit: Double
     // QueryConnection is not Sendable; the mutex hands each to one thread at a time.
     private let idle = Mutex<[UnsafeSendable<QueryConnection>]>([])
     private let closed = Mutex(false)
 
-    init(path: String) { self.path = path }
+    init(path: String, timeLimit: Double) {
+        self.path = path
+        self.timeLimit = timeLimit
+    }
 
     func with<T>(_ body: (QueryConnection) throws -> T) throws -> T {
         guard !closed.withLock({ $0 }) else { throw StoreError(.internalError, "the store is closed") }
-        let conn = try idle.withLock { $0.popLast()?.value } ?? QueryConnection(path: path)
+        let conn = try idle.withLock { $0.popLast()?.value } ?? QueryConnection(path: path, timeLimit: timeLimit)
         defer {
             conn.allowedTable = nil
             if !closed.withLock({ $0 }) {

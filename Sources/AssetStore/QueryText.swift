@@ -106,8 +106,21 @@ enum QueryText {
         }
     }
 
-    /// SQLite's message for the last error (names a column or token, never our SQL).
+    /// SQLite's message for the last error when it names only a column or function; a
+    /// syntax error's message quotes SQL text (ours, too), so it is replaced.
     static func describe(_ db: OpaquePointer) -> String {
-        String(cString: sqlite3_errmsg(db))
+        let message = String(cString: sqlite3_errmsg(db))
+        let safe = ["no such column: ", "no such function: ", "wrong number of arguments to function ",
+                    "misuse of aggregate", "ambiguous column name: ", "string or blob too big"]
+        return safe.contains(where: message.hasPrefix) ? message : "syntax error in the clause or function"
+    }
+
+    /// True for an empty clause or one that starts with WHERE.
+    static func isWhereClause(_ clause: String) -> Bool {
+        let t = clause.drop(while: \.isWhitespace)
+        guard !t.isEmpty else { return true }
+        guard t.count > 5, t.prefix(5).uppercased() == "WHERE" else { return false }
+        let next = t[t.index(t.startIndex, offsetBy: 5)]
+        return next.isWhitespace || next == "("
     }
 }

@@ -58,7 +58,7 @@ public struct ReadTransaction {
     }
 
     func storedIndexes() throws -> [IndexDefinition] {
-        try String.fetchAll(db, sql: "SELECT definition FROM index_definition ORDER BY name").map {
+        try String.fetchAll(db, sql: "SELECT definition FROM secondary_index ORDER BY name").map {
             try IndexDefinition(json: try Reads.json($0))
         }
     }

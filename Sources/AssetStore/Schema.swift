@@ -1,4 +1,5 @@
-// The database schema and its migrations. Every id is AUTOINCREMENT so SQLite never
+// The database schema and its migrations. User index tables are named index_<name> and no
+// engine table starts with index_. Every id is AUTOINCREMENT so SQLite never
 // reuses one (YapDatabase's #274, #453, #543 were data loss from reused row ids).
 
 import GRDB
@@ -60,7 +61,7 @@ enum Schema {
                 CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
 
                 CREATE TABLE template (collection TEXT PRIMARY KEY, edges TEXT NOT NULL) WITHOUT ROWID;
-                CREATE TABLE index_definition (name TEXT PRIMARY KEY, definition TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE secondary_index (name TEXT PRIMARY KEY, definition TEXT NOT NULL) WITHOUT ROWID;
                 """)
             try IndexTable.createDefault(db)
         }

@@ -62,7 +62,7 @@ public final class Store: Sendable {
         } catch let e as DatabaseError {
             throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
-        queries = QueryConnectionPool(path: path)
+        queries = QueryConnectionPool(path: path, timeLimit: configuration.queryTimeLimit)
         state = Mutex(State())
 
         if !configuration.readOnly {

@@ -29,6 +29,8 @@ public struct StoreConfiguration: Sendable {
     public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
     /// Run due unlinks while opening (SPEC §4.6). Off only in tests of crash recovery.
     public var drainOnOpen = true
+    /// Seconds an index query or aggregate may run before it is stopped (`query_rejected`).
+    public var queryTimeLimit: Double = 30
     /// Open without the lock, for reading a database another process holds.
     public var readOnly = false
 

@@ -224,7 +224,7 @@ public final class WriteTransaction {
         try IndexTable.drop(def.name, db)
         try IndexTable.create(def, db)
         try db.execute(
-            sql: "INSERT OR REPLACE INTO index_definition (name, definition) VALUES (?, ?)",
+            sql: "INSERT OR REPLACE INTO secondary_index (name, definition) VALUES (?, ?)",
             arguments: [def.name, def.json.serialized()])
         indexes[def.name] = def
         try IndexTable.populate(name: def.name, def: def, db, progress: progress)

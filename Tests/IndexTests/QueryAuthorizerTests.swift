@@ -1,0 +1,200 @@
+// The query authorizer (SPEC §5): a clause may read its own index table and call allowed
+// functions, nothing else. Each refusal is query_rejected, leaves the data as it was, and
+// its message shows none of the engine's own SQL.
+
+import Testing
+import AssetStore
+import AssetStoreTestSupport
+
+@Suite struct QueryAuthorizerTests {
+    static let media = IndexDefinition(
+        name: "media", version: "1", columns: [column("duration", .real, "duration"), column("kind", .text, "kind")])
+
+    static func populated() throws -> Fixture {
+        let f = try Fixture { $0.indexes = [media] }
+        let p = try f.makeFile("a.bin", size: 100)
+        try f.store.write { tx in
+            try tx.put(ref("m", "a"), value: ["file": .string(p), "duration": 3.5, "kind": "clip"], owner: "alice")
+            try tx.put(ref("m", "b"), value: ["kind": "still"], owner: "bob")
+        }
+        return f
+    }
+
+    /// Runs `body`, expects query_rejected with a clean message, and the store unchanged.
+    func expectRefused(
+        _ f: Fixture, _ clientText: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () throws -> Void
+    ) throws {
+        let before = try StoreSnapshot(f)
+        var thrown: (any Error)?
+        do { try body() } catch { thrown = error }
+        let e = thrown as? StoreError
+        #expect(e?.code == .queryRejected, "\(clientText): got \(thrown.map { "\($0)" } ?? "no error")",
+                sourceLocation: sourceLocation)
+        if let e {
+            #expect(leakedSQL(e.message, clientText: clientText).isEmpty,
+                    "message shows the engine's SQL: \(e.message)", sourceLocation: sourceLocation)
+        }
+        #expect(try StoreSnapshot(f) == before, "\(clientText) changed the store", sourceLocation: sourceLocation)
+        // The store still answers.
+        #expect(keys(try f.store.query(clause: "WHERE owner = ?", parameters: ["alice"])) == ["a"],
+                sourceLocation: sourceLocation)
+    }
+
+    static let refusedClauses: [String] = [
+        // A second statement, in its write and read forms.
+        "WHERE 1; DELETE FROM object",
+        "WHERE 1; DELETE FROM index_default",
+        "WHERE 1; DROP TABLE object",
+        "WHERE 1; INSERT INTO object (collection, key, value, owner, created, modified, accessed) VALUES ('x','y','{}','o',0,0,0)",
+        "WHERE 1; UPDATE index_default SET size = 0",
+        "WHERE 1; CREATE TABLE evil (x)",
+        "WHERE 1; VACUUM",
+        "WHERE 1; SELECT * FROM object",
+        "WHERE 1;; DELETE FROM object",
+        "WHERE 1 /* */ ; DELETE FROM object",
+        // PRAGMA, as a statement and as a table-valued function.
+        "WHERE 1; PRAGMA user_version",
+        "WHERE 1; PRAGMA user_version = 7",
+        "WHERE 1; PRAGMA writable_schema = ON",
+        "WHERE key IN (SELECT name FROM pragma_table_info('object'))",
+        "WHERE 1 AND (SELECT COUNT(*) FROM pragma_database_list) > 0",
+        // ATTACH.
+        "WHERE 1; ATTACH DATABASE '/tmp/assetd-evil.sqlite' AS evil",
+        "WHERE 1; DETACH DATABASE main",
+        // Other tables, in subqueries, joins and compound selects.
+        "WHERE key IN (SELECT key FROM object)",
+        "WHERE key IN (SELECT path FROM file)",
+        "WHERE key IN (SELECT name FROM edge)",
+        "WHERE key IN (SELECT name FROM sqlite_master)",
+        "WHERE key IN (SELECT name FROM sqlite_schema)",
+        "WHERE key IN (SELECT name FROM main.sqlite_master)",
+        "WHERE key IN (SELECT key FROM meta)",
+        "WHERE key IN (SELECT path FROM unlink_queue)",
+        "WHERE key IN (SELECT key FROM index_media)",
+        "WHERE EXISTS (SELECT 1 FROM object)",
+        "WHERE (SELECT COUNT(*) FROM object) > 0",
+        "JOIN object o ON o.id = object_id",
+        ", object",
+        "WHERE 1 UNION ALL SELECT * FROM index_media",
+        "WHERE key IN (WITH t AS (SELECT key FROM object) SELECT key FROM t)",
+        // Functions outside the allowlist.
+        "WHERE load_extension('x') IS NULL",
+        "WHERE randomblob(4) IS NOT NULL",
+        "WHERE random() > 0",
+        "WHERE sqlite_version() IS NOT NULL",
+        "WHERE zeroblob(10) IS NOT NULL",
+        "WHERE readfile('/etc/passwd') IS NOT NULL",
+        "WHERE sqlite_offset(size) > 0",
+        "WHERE changes() >= 0",
+        "ORDER BY random()",
+    ]
+
+    @Test("a clause that does anything but read its index is query_rejected", arguments: refusedClauses)
+    func refusedClause(_ clause: String) throws {
+        let f = try Self.populated()
+        try expectRefused(f, clause) { _ = try f.store.query(clause: clause) }
+        try expectRefused(f, clause) { _ = try f.store.query(clause: clause, include: .objects) }
+        try expectRefused(f, clause) { _ = try f.store.aggregate(function: "COUNT(*)", clause: clause) }
+    }
+
+    static let refusedUserClauses: [String] = [
+        "WHERE key IN (SELECT key FROM index_default)",
+        "WHERE key IN (SELECT key FROM \"index_default\")",
+        "WHERE 1 UNION ALL SELECT object_id, collection, key, NULL, NULL FROM index_default",
+        "WHERE key IN (SELECT key FROM object)",
+        "WHERE 1; DROP TABLE index_media",
+    ]
+
+    @Test("a user index query may not read the default index or any other table", arguments: refusedUserClauses)
+    func userIndexIsolated(_ clause: String) throws {
+        let f = try Self.populated()
+        try expectRefused(f, clause) { _ = try f.store.query(index: "media", clause: clause) }
+        try expectRefused(f, clause) { _ = try f.store.aggregate(index: "media", function: "COUNT(*)", clause: clause) }
+    }
+
+    static let refusedFunctions: [String] = [
+        "(SELECT COUNT(*) FROM object)",
+        "(SELECT COUNT(*) FROM index_media)",
+        "(SELECT group_concat(name) FROM sqlite_master)",
+        "COUNT(*) FROM index_default UNION SELECT COUNT(*) FROM object --",
+        "COUNT(*); DELETE FROM object",
+        "COUNT(*) FROM index_default; DELETE FROM object; SELECT 1",
+        "randomblob(8)",
+        "load_extension('x')",
+        "SUM(random())",
+        "(SELECT COUNT(*) FROM pragma_table_info('object'))",
+    ]
+
+    @Test("an aggregate's function text is held to the same rules", arguments: refusedFunctions)
+    func refusedFunction(_ function: String) throws {
+        let f = try Self.populated()
+        try expectRefused(f, function) { _ = try f.store.aggregate(function: function) }
+        try expectRefused(f, function) { _ = try f.store.aggregate(function: function, groupBy: ["owner"]) }
+    }
+
+    static let allowed: [(String, String)] = [
+        ("SUM(size)", "WHERE lower(owner) = 'alice' AND length(key) = 1"),
+        ("COUNT(*)", "WHERE json_extract(json_object('k', owner), '$.k') = 'alice'"),
+        ("MAX(accessed)", "WHERE datetime(accessed, 'unixepoch') > '2000-01-01'"),
+        ("total(size)", "WHERE coalesce(owner, '') <> '' AND abs(size) >= 0"),
+        ("group_concat(key, ',')", "WHERE instr(owner, 'li') > 0 AND substr(owner, 1, 1) = 'a'"),
+        ("printf('%d', SUM(size))", "WHERE size BETWEEN ? AND ?"),
+    ]
+
+    @Test("allowed scalar, aggregate, date and JSON functions work", arguments: allowed)
+    func allowedFunctions(_ function: String, _ clause: String) throws {
+        let f = try Self.populated()
+        let parameters: [JSONValue] = clause.contains("?") ? [1, 1000] : []
+        let result = try f.store.aggregate(function: function, clause: clause, parameters: parameters)
+        guard case .value(let v) = result else {
+            Issue.record("expected a value, got \(result)")
+            return
+        }
+        #expect(!v.isNull, "\(function) \(clause)")
+        #expect(try !f.store.query(clause: clause, parameters: parameters).isEmpty)
+    }
+
+    @Test("the engine's own reads still work after a refused query on the same connection")
+    func refusalDoesNotPoisonConnection() throws {
+        let f = try Self.populated()
+        for _ in 0..<3 {
+            _ = expectCode(.queryRejected) { try f.store.query(clause: "WHERE key IN (SELECT key FROM object)") }
+            let rows = try f.store.query(clause: "WHERE 1 ORDER BY key", include: .objects)
+            #expect(rows.map(\.ref) == [ref("m", "a"), ref("m", "b")])
+            #expect(rows.allSatisfy { $0.value != nil })
+        }
+    }
+
+    struct Malformed: Sendable, CustomTestStringConvertible {
+        var function: String
+        var clause: String
+        var groupBy: [String] = []
+        var testDescription: String { "function \(function), clause \(clause), group by \(groupBy)" }
+    }
+
+    static let malformed: [Malformed] = [
+        Malformed(function: "COUNT(", clause: ""),
+        Malformed(function: "SUM(size),", clause: ""),
+        Malformed(function: "", clause: ""),
+        Malformed(function: "SUM(size) AS", clause: ""),
+        Malformed(function: "COUNT(*)", clause: "WHERE"),
+        Malformed(function: "COUNT(*)", clause: "WHERE (size"),
+        Malformed(function: "COUNT(*)", clause: "ORDER BY"),
+        Malformed(function: "COUNT(*)", clause: "WHERE size IN ("),
+        Malformed(function: "COUNT(*)", clause: "WHERE nosuch = 1"),
+        Malformed(function: "SUM(size)", clause: "LIMIT 5", groupBy: ["owner"]),
+        Malformed(function: "SUM(size)", clause: "WHERE", groupBy: ["owner"]),
+    ]
+
+    @Test("a malformed function or clause is query_rejected without echoing the engine's SQL", arguments: malformed)
+    func malformedText(_ m: Malformed) throws {
+        let f = try Self.populated()
+        try expectRefused(f, m.function + " " + m.clause) {
+            _ = try f.store.aggregate(function: m.function, clause: m.clause, groupBy: m.groupBy)
+        }
+        if m.function == "COUNT(*)" {
+            try expectRefused(f, m.clause) { _ = try f.store.query(clause: m.clause) }
+        }
+    }
+}
