@@ -27,7 +27,7 @@ enum FileProbe {
         var st = stat()
         // Folders strictly between the root and the file.
         var prefix = root
-        let below = path.dropFirst(root.count + 1).split(separator: "/")
+        let below = ManagedRoots.components(of: path, below: root)
         for folder in below.dropLast() {
             prefix += "/" + folder
             if lstat(prefix, &st) != 0 {

@@ -1,5 +1,7 @@
 // Path normalisation and confinement (SPEC §1): every file path is absolute, normalised,
-// free of "..", and lies strictly below one configured managed root.
+// free of "..", and lies strictly below one configured managed root. Paths are byte strings to
+// the kernel: everything here splits and compares UTF-8 bytes, never Characters ("/" followed
+// by a combining mark is one Character, and canonically equal strings can differ in bytes).
 
 import Foundation
 
@@ -14,9 +16,9 @@ public struct ManagedRoots: Sendable, Hashable {
         for r in roots {
             let n = try ManagedRoots.normalise(r)
             guard n != "/" else { throw StoreError(.invalidPath, "the file system root cannot be a managed root") }
-            if !out.contains(n) { out.append(n) }
+            if !out.contains(where: { $0.utf8.elementsEqual(n.utf8) }) { out.append(n) }
         }
-        paths = out.sorted { $0.count > $1.count }
+        paths = out.sorted { $0.utf8.count > $1.utf8.count }
     }
 
     /// Normalises a reference and checks it lies below a root.
@@ -28,9 +30,20 @@ public struct ManagedRoots: Sendable, Hashable {
         return (path, root)
     }
 
-    /// The root a normalised path lies strictly below, if any.
+    /// The root a normalised path lies strictly below, if any (compared as bytes).
     public func root(of path: String) -> String? {
-        paths.first { path.count > $0.count && path.hasPrefix($0) && path.utf8[path.utf8.index(path.utf8.startIndex, offsetBy: $0.utf8.count)] == UInt8(ascii: "/") }
+        let p = Array(path.utf8)
+        return paths.first { root in
+            let r = Array(root.utf8)
+            return p.count > r.count + 1 && p.starts(with: r) && p[r.count] == UInt8(ascii: "/")
+        }
+    }
+
+    /// The components of a normalised path below `root`, split on "/" bytes.
+    static func components(of path: String, below root: String) -> [String] {
+        Array(path.utf8.dropFirst(root.utf8.count)).split(separator: UInt8(ascii: "/")).map {
+            String(decoding: $0, as: UTF8.self)  // split at an ASCII byte: each part stays valid UTF-8
+        }
     }
 
     /// `/abs/path` or `file:///abs/path` (percent-decoded) to its normal form: repeated `/`
@@ -49,15 +62,16 @@ public struct ManagedRoots: Sendable, Hashable {
             throw StoreError(.invalidPath, "\"\(reference)\" is not an absolute path", detail: .string(reference))
         }
         guard !raw.utf8.contains(0) else { throw StoreError(.invalidPath, "the path contains a NUL byte") }
-        var parts = [Substring]()
-        for part in raw.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == ".." {
+        var bytes = [UInt8]()
+        for part in Array(raw.utf8).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            if part.elementsEqual([46]) { continue }  // "."
+            if part.elementsEqual([46, 46]) {  // ".."
                 throw StoreError(.invalidPath, "\"..\" is not allowed in a path", detail: .string(reference))
             }
-            parts.append(part)
+            bytes.append(UInt8(ascii: "/"))
+            bytes.append(contentsOf: part)
         }
-        let path = "/" + parts.joined(separator: "/")
+        let path = bytes.isEmpty ? "/" : String(decoding: bytes, as: UTF8.self)
         guard path.utf8.count < Int(PATH_MAX) else { throw StoreError(.invalidPath, "the path is too long") }
         return path
     }

@@ -23,7 +23,7 @@ enum UnlinkOutcome: Equatable {
 final class SafeUnlinker {
     // O_PATH (Linux) is not exported by the Glibc module; the value is fixed by the kernel ABI.
     private static let oPath: Int32 = 0o10000000
-    private var cachedFolder: String?
+    private var cachedFolder: [UInt8]?
     private var cachedFD: Int32 = -1
 
     deinit { closeCached() }
@@ -36,9 +36,10 @@ final class SafeUnlinker {
 
     /// Removes `path` (normalised, strictly below `root`) if it is the recorded file.
     func unlink(path: String, root: String, device: Int64?, inode: Int64?) -> UnlinkOutcome {
-        let rel = path.dropFirst(root.count + 1).split(separator: "/")
+        let rel = ManagedRoots.components(of: path, below: root)
         guard let leaf = rel.last else { return .unsafePath }
-        let folder = String(path.dropLast(leaf.utf8.count + 1))
+        // The folder as bytes: String equality would match canonically equal, different names.
+        let folder = Array(path.utf8.dropLast(leaf.utf8.count + 1))
         let dirfd: Int32
         if folder == cachedFolder {
             dirfd = cachedFD
@@ -75,7 +76,7 @@ final class SafeUnlinker {
 
     private enum OpenResult { case success(Int32), failure(UnlinkOutcome) }
 
-    private func openFolder(root: String, components: ArraySlice<Substring>) -> OpenResult {
+    private func openFolder(root: String, components: ArraySlice<String>) -> OpenResult {
         // The root itself is configuration and trusted; everything below it is not.
         var fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 {

@@ -82,6 +82,11 @@ public final class WriteTransaction {
             if pendingDeleteIDs.remove(id) != nil {
                 pendingDeletes.removeAll { $0.id == id }  // deleted then put again: an update
             }
+            // Files named in the value are probed above; the rest it holds are refreshed here.
+            let named = Set(desired.compactMap { d -> [UInt8]? in
+                if case .file(let p) = d.destination { return Array(p.utf8) } else { return nil }
+            })
+            try refreshHeldFiles(of: id, except: named)
         } else {
             try db.cachedStatement(sql: """
                 INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
@@ -109,15 +114,7 @@ public final class WriteTransaction {
         try ref.validate()
         guard let id = try reads.objectID(ref) else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
         try db.cachedStatement(sql: "UPDATE object SET accessed = ? WHERE id = ?").execute(arguments: [now, id])
-        let files = try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT f.id, f.path FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id WHERE e.src = ?"),
-            arguments: [id])
-        for row in files {
-            let path: String = row[1]
-            if let root = store.roots.root(of: path) {
-                _ = try registerFile(path: path, state: FileProbe.identity(path: path, root: root))
-            }
-        }
+        try refreshHeldFiles(of: id)
         indexDirty.insert(id)
         report.touched.append(ref)
     }
@@ -281,6 +278,18 @@ public final class WriteTransaction {
             ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
             """).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
         if isFile { indexDirty.insert(src) }
+    }
+
+    /// Re-reads the registry rows of the files an object holds (SPEC §1: on put and touch).
+    private func refreshHeldFiles(of id: Int64, except skip: Set<[UInt8]> = []) throws {
+        let paths = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT DISTINCT f.path FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id WHERE e.src = ?"),
+            arguments: [id])
+        for path in paths where !skip.contains(Array(path.utf8)) {
+            if let root = store.roots.root(of: path) {
+                _ = try registerFile(path: path, state: FileProbe.identity(path: path, root: root))
+            }
+        }
     }
 
     /// Inserts or refreshes a registry row; a size change re-indexes every holder.

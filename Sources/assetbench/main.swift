@@ -1,2 +1,18 @@
-import AssetStore
-print("bench")
+// assetbench: the speed goals of SPEC §10 that compare the engine with a SQLite C baseline.
+// Usage: assetbench [N] [scratch-folder]; scripts/bench.sh builds and runs it. Every folder
+// it makes lives below the scratch folder and is removed before it exits.
+
+import Glibc
+
+let options = Options(CommandLine.arguments)
+let scratch = Scratch(parent: options.folder)
+let exitCode: Int32
+do {
+    try Bench(n: options.n, scratch: scratch).run()
+    exitCode = 0
+} catch {
+    printError("assetbench: \(error)")
+    exitCode = 1
+}
+scratch.removeAll()
+exit(exitCode)

@@ -1,0 +1,420 @@
+// The baseline: the same logical work as the engine, written directly on the SQLite C API —
+// the engine's tables and indexes (copied from Schema.swift and IndexTable.swift), WAL with
+// synchronous=FULL, 1,000 objects per transaction, every statement prepared once and reused.
+// It must stay the best straightforward way to do the work: never slow it down.
+
+import Glibc
+import GRDBSQLite
+
+/// SQLITE_TRANSIENT is a C macro (a cast of -1) that Swift does not import.
+private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A prepared statement, bound, stepped and reset again and again.
+final class CStatement {
+    let handle: OpaquePointer
+
+    init(_ db: OpaquePointer, _ sql: String) {
+        var s: OpaquePointer?
+        let rc = sqlite3_prepare_v2(db, sql, -1, &s, nil)
+        // Our own SQL: failing to compile is a bug.
+        precondition(rc == SQLITE_OK && s != nil, "prepare (\(rc)) \(String(cString: sqlite3_errmsg(db))): \(sql)")
+        handle = s!
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(handle, i, v) }
+    func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(handle, i, v) }
+    func bind(_ i: Int32, _ v: String) { sqlite3_bind_text(handle, i, v, -1, transient) }
+    func bind(_ i: Int32, _ v: Int64?) {
+        if let v { sqlite3_bind_int64(handle, i, v) } else { sqlite3_bind_null(handle, i) }
+    }
+
+    /// One step: true on a row, false when done.
+    func step() -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        precondition(rc == SQLITE_DONE, "step (\(rc)) \(String(cString: sqlite3_errmsg(sqlite3_db_handle(handle))))")
+        return false
+    }
+
+    /// Steps to the end and resets.
+    func run() {
+        while step() {}
+        sqlite3_reset(handle)
+    }
+
+    func reset() { sqlite3_reset(handle) }
+
+    func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
+    func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
+    func isNull(_ i: Int32) -> Bool { sqlite3_column_type(handle, i) == SQLITE_NULL }
+    func text(_ i: Int32) -> String {
+        guard let p = sqlite3_column_text(handle, i) else { return "" }
+        return String(cString: p)
+    }
+}
+
+/// A registry row as the baseline's get returns it.
+struct BaselineFile {
+    var path: String
+    var size: Int64
+    var device: Int64?
+    var inode: Int64?
+    var mtime: Double?
+    var missing: Bool
+    var firstSeen: Double
+}
+
+/// An object as the baseline's get returns it (value and metadata as stored text).
+struct BaselineObject {
+    var id: Int64
+    var value: String
+    var metadata: String?
+    var owner: String
+    var created: Double
+    var modified: Double
+    var accessed: Double
+    var files: [BaselineFile]
+}
+
+/// One SQLite connection doing the engine's work by hand.
+final class BaselineStore {
+    private let db: OpaquePointer
+
+    /// The engine's schema (Schema.swift, IndexTable.createDefault), minus the tables this
+    /// work never touches (template, index_definition, counter).
+    static let schema = """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
+        INSERT INTO meta(key, value) VALUES ('commit', 0);
+        CREATE TABLE object (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            collection TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            metadata TEXT,
+            owner TEXT NOT NULL,
+            created REAL NOT NULL,
+            modified REAL NOT NULL,
+            accessed REAL NOT NULL,
+            UNIQUE (collection, key));
+        CREATE TABLE file (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            path TEXT NOT NULL UNIQUE,
+            size INTEGER NOT NULL,
+            device INTEGER,
+            inode INTEGER,
+            mtime REAL,
+            missing INTEGER NOT NULL,
+            first_seen REAL NOT NULL);
+        CREATE TABLE edge (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            src INTEGER NOT NULL,
+            is_file INTEGER NOT NULL,
+            dst INTEGER NOT NULL,
+            rules INTEGER NOT NULL,
+            field TEXT);
+        CREATE UNIQUE INDEX edge_src_name_dst ON edge(src, name, is_file, dst);
+        CREATE INDEX edge_dst ON edge(is_file, dst, rules);
+        CREATE TABLE unlink_queue (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            path TEXT NOT NULL,
+            device INTEGER,
+            inode INTEGER,
+            commit_no INTEGER NOT NULL,
+            queued_at REAL NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt REAL NOT NULL);
+        CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
+        CREATE TABLE "index_default" (
+            object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
+            owner TEXT NOT NULL, size INTEGER NOT NULL, files INTEGER NOT NULL,
+            created REAL NOT NULL, modified REAL NOT NULL, accessed REAL NOT NULL);
+        CREATE INDEX "index_default__owner_size" ON "index_default"(owner, size);
+        CREATE INDEX "index_default__size" ON "index_default"(size);
+        CREATE INDEX "index_default__accessed" ON "index_default"(accessed);
+        CREATE INDEX "index_default__created" ON "index_default"(created);
+        CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
+        """
+
+    // Transactions and the commit number (every write transaction gets the next one).
+    private let begin, commit, nextCommit: CStatement
+    // Put.
+    private let insertObject, upsertFile, insertEdge, insertIndexRow: CStatement
+    // Get.
+    private let getObject: CStatement
+    // Delete.
+    private let deleteObject, deleteIndexRow, deleteOutgoing, deleteIncoming, countRetainers: CStatement
+    private let deleteFileRow, deleteFileEdges, enqueueUnlink: CStatement
+    // Index queries: the SQL the engine compiles for the same calls.
+    private let top100Query, sumByOwnerQuery: CStatement
+
+    init(path: String) {
+        var h: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        precondition(rc == SQLITE_OK && h != nil, "cannot open \(path) (\(rc))")
+        db = h!  // checked above
+        for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", BaselineStore.schema] {
+            let rc = sqlite3_exec(db, sql, nil, nil, nil)
+            precondition(rc == SQLITE_OK, "\(String(cString: sqlite3_errmsg(db))): \(sql)")
+        }
+        begin = CStatement(db, "BEGIN IMMEDIATE")
+        commit = CStatement(db, "COMMIT")
+        nextCommit = CStatement(db, "UPDATE meta SET value = value + 1 WHERE key = 'commit' RETURNING value")
+
+        insertObject = CStatement(db, """
+            INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
+            VALUES (?, ?, ?, NULL, ?, ?, ?, ?)
+            """)
+        upsertFile = CStatement(db, """
+            INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, 0, ?)
+            ON CONFLICT (path) DO UPDATE SET size = excluded.size, device = excluded.device,
+                inode = excluded.inode, mtime = excluded.mtime, missing = 0
+            RETURNING id
+            """)
+        insertEdge = CStatement(db, """
+            INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES ('file', ?, 1, ?, 32, 'file')
+            """)
+        insertIndexRow = CStatement(db, """
+            INSERT INTO "index_default" (object_id, collection, key, owner, size, files, created, modified, accessed)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
+            """)
+
+        getObject = CStatement(db, """
+            SELECT o.id, o.value, o.metadata, o.owner, o.created, o.modified, o.accessed,
+                f.path, f.size, f.device, f.inode, f.mtime, f.missing, f.first_seen
+            FROM object o
+            LEFT JOIN edge e ON e.src = o.id AND e.is_file = 1
+            LEFT JOIN file f ON f.id = e.dst
+            WHERE o.collection = ? AND o.key = ?
+            ORDER BY f.path
+            """)
+
+        deleteObject = CStatement(db, "DELETE FROM object WHERE collection = ? AND key = ? RETURNING id")
+        deleteIndexRow = CStatement(db, "DELETE FROM \"index_default\" WHERE object_id = ?")
+        deleteOutgoing = CStatement(db, "DELETE FROM edge WHERE src = ? RETURNING is_file, dst, rules")
+        deleteIncoming = CStatement(db, "DELETE FROM edge WHERE is_file = 0 AND dst = ? RETURNING src, rules")
+        countRetainers = CStatement(db, "SELECT COUNT(*) FROM edge WHERE is_file = 1 AND dst = ? AND rules & 32 != 0")
+        deleteFileRow = CStatement(db, "DELETE FROM file WHERE id = ? RETURNING path, device, inode")
+        deleteFileEdges = CStatement(db, "DELETE FROM edge WHERE is_file = 1 AND dst = ? RETURNING src, rules")
+        enqueueUnlink = CStatement(db, """
+            INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, ?, ?, ?, ?, ?)
+            """)
+
+        top100Query = CStatement(db, "SELECT * FROM \"index_default\" WHERE owner = ? ORDER BY size DESC LIMIT 100")
+        sumByOwnerQuery = CStatement(db, "SELECT \"owner\", SUM(size) FROM \"index_default\" GROUP BY \"owner\"")
+    }
+
+    /// Finalizes the statements (when `self` goes) and closes the connection after them.
+    deinit { sqlite3_close_v2(db) }
+
+    /// BEGIN IMMEDIATE, the next commit number, `body`, COMMIT.
+    private func transaction(_ body: (_ commitNo: Int64, _ now: Double) throws -> Void) rethrows {
+        begin.run()
+        precondition(nextCommit.step(), "meta has its commit row")
+        let commitNo = nextCommit.int64(0)
+        nextCommit.run()
+        try body(commitNo, wallClock())
+        commit.run()
+    }
+
+    // MARK: put
+
+    /// Puts objects `range` in one transaction; object i holds `path(i)`. Per object: one
+    /// lstat, the object row, the file row (inserted or refreshed), the edge, the index row.
+    func put(_ range: Range<Int>, keys: [String], owners: [String], path: (Int) -> String) throws {
+        try transaction { _, now in
+            for i in range {
+                let file = path(i)
+                let owner = owners[i % owners.count]
+                var st = stat()
+                guard lstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+                    throw BenchError("\(file) is not a regular file")
+                }
+                let size = Int64(st.st_size)
+                let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+
+                insertObject.bind(1, Bench.collection)
+                insertObject.bind(2, keys[i])
+                insertObject.bind(3, "{\"file\":\"\(file)\",\"owner\":\"\(owner)\"}")
+                insertObject.bind(4, owner)
+                insertObject.bind(5, now)
+                insertObject.bind(6, now)
+                insertObject.bind(7, now)
+                insertObject.run()
+                let id = sqlite3_last_insert_rowid(db)
+
+                upsertFile.bind(1, file)
+                upsertFile.bind(2, size)
+                upsertFile.bind(3, Int64(bitPattern: UInt64(st.st_dev)))
+                upsertFile.bind(4, Int64(bitPattern: UInt64(st.st_ino)))
+                upsertFile.bind(5, mtime)
+                upsertFile.bind(6, now)
+                precondition(upsertFile.step(), "the upsert returns the file id")
+                let fileID = upsertFile.int64(0)
+                upsertFile.run()
+
+                insertEdge.bind(1, id)
+                insertEdge.bind(2, fileID)
+                insertEdge.run()
+
+                insertIndexRow.bind(1, id)
+                insertIndexRow.bind(2, Bench.collection)
+                insertIndexRow.bind(3, keys[i])
+                insertIndexRow.bind(4, owner)
+                insertIndexRow.bind(5, size)
+                insertIndexRow.bind(6, now)
+                insertIndexRow.bind(7, now)
+                insertIndexRow.bind(8, now)
+                insertIndexRow.run()
+            }
+        }
+    }
+
+    // MARK: get
+
+    /// The object with its files, in one statement (one implicit read transaction).
+    func get(_ key: String) -> BaselineObject? {
+        let s = getObject
+        s.bind(1, Bench.collection)
+        s.bind(2, key)
+        defer { s.reset() }
+        guard s.step() else { return nil }
+        var object = BaselineObject(
+            id: s.int64(0), value: s.text(1), metadata: s.isNull(2) ? nil : s.text(2), owner: s.text(3),
+            created: s.double(4), modified: s.double(5), accessed: s.double(6), files: [])
+        repeat {
+            if !s.isNull(7) {
+                object.files.append(BaselineFile(
+                    path: s.text(7), size: s.int64(8), device: s.isNull(9) ? nil : s.int64(9),
+                    inode: s.isNull(10) ? nil : s.int64(10), mtime: s.isNull(11) ? nil : s.double(11),
+                    missing: s.int64(12) != 0, firstSeen: s.double(13)))
+            }
+        } while s.step()
+        return object
+    }
+
+    // MARK: index queries
+
+    /// (collection, key) of the 100 largest objects of `owner`.
+    func top100(owner: String) -> [(String, String)] {
+        var out = [(String, String)]()
+        let s = top100Query
+        s.bind(1, owner)
+        while s.step() { out.append((s.text(1), s.text(2))) }
+        s.reset()
+        return out
+    }
+
+    /// (owner, SUM(size)) per owner.
+    func sumByOwner() -> [(String, Int64)] {
+        var out = [(String, Int64)]()
+        let s = sumByOwnerQuery
+        while s.step() { out.append((s.text(0), s.int64(1))) }
+        s.reset()
+        return out
+    }
+
+    // MARK: delete
+
+    /// Deletes objects `range` in one transaction. Per object: its row and index row, its
+    /// edges both ways; per file edge that retains its file (or deletes it with the source),
+    /// the retaining edges left are counted and at zero the file row goes, the other edges to
+    /// it go, and the file joins the unlink queue. Returns the files queued.
+    ///
+    /// The data set holds only built-in `file` edges, so no incoming edge fires a rule and the
+    /// cascade stops there; the statements that would find such edges still run.
+    func delete(_ range: Range<Int>, keys: [String]) throws -> Int {
+        var queued = 0
+        var fileEdges = [(dst: Int64, rules: Int64)]()
+        try transaction { commitNo, now in
+            for i in range {
+                deleteObject.bind(1, Bench.collection)
+                deleteObject.bind(2, keys[i])
+                guard deleteObject.step() else { throw BenchError("no object \(keys[i])") }
+                let id = deleteObject.int64(0)
+                deleteObject.run()
+
+                deleteIndexRow.bind(1, id)
+                deleteIndexRow.run()
+
+                fileEdges.removeAll(keepingCapacity: true)
+                deleteOutgoing.bind(1, id)
+                while deleteOutgoing.step() {
+                    if deleteOutgoing.int64(0) != 0 { fileEdges.append((deleteOutgoing.int64(1), deleteOutgoing.int64(2))) }
+                }
+                deleteOutgoing.reset()
+                deleteIncoming.bind(1, id)
+                deleteIncoming.run()
+
+                for e in fileEdges {
+                    var goes = e.rules & 8 != 0
+                    if !goes, e.rules & 32 != 0 {
+                        countRetainers.bind(1, e.dst)
+                        precondition(countRetainers.step(), "COUNT returns a row")
+                        goes = countRetainers.int64(0) == 0
+                        countRetainers.reset()
+                    }
+                    if goes, deleteFile(e.dst, commitNo: commitNo, now: now) { queued += 1 }
+                }
+            }
+        }
+        return queued
+    }
+
+    /// Drops a file's registry row and remaining edges, and queues its unlink.
+    private func deleteFile(_ id: Int64, commitNo: Int64, now: Double) -> Bool {
+        deleteFileRow.bind(1, id)
+        guard deleteFileRow.step() else {
+            deleteFileRow.reset()
+            return false
+        }
+        let path = deleteFileRow.text(0)
+        let device: Int64? = deleteFileRow.isNull(1) ? nil : deleteFileRow.int64(1)
+        let inode: Int64? = deleteFileRow.isNull(2) ? nil : deleteFileRow.int64(2)
+        deleteFileRow.run()
+
+        deleteFileEdges.bind(1, id)
+        deleteFileEdges.run()
+
+        enqueueUnlink.bind(1, path)
+        enqueueUnlink.bind(2, device)
+        enqueueUnlink.bind(3, inode)
+        enqueueUnlink.bind(4, commitNo)
+        enqueueUnlink.bind(5, now)
+        enqueueUnlink.bind(6, now)
+        enqueueUnlink.run()
+        return true
+    }
+
+    // MARK: checks
+
+    /// `SELECT COUNT(*) FROM <table>`.
+    func count(_ table: String) -> Int {
+        let s = CStatement(db, "SELECT COUNT(*) FROM \(table)")
+        precondition(s.step(), "COUNT returns a row")
+        return Int(s.int64(0))
+    }
+}
+
+/// The unlink baseline: `unlinkat` in a tight loop, one open folder at a time.
+enum UnlinkLoop {
+    /// Unlinks every file of `files`; returns how many went.
+    static func run(_ files: FileSet) -> Int {
+        var removed = 0
+        var i = 0
+        for folder in files.folders {
+            let dirfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            precondition(dirfd >= 0, "open \(folder): \(String(cString: strerror(errno)))")
+            let end = min(i + FileSet.perFolder, files.names.count)
+            while i < end {
+                if unlinkat(dirfd, files.names[i], 0) == 0 { removed += 1 }
+                i += 1
+            }
+            close(dirfd)
+        }
+        return removed
+    }
+}

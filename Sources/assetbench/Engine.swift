@@ -1,0 +1,60 @@
+// The engine side of each workload: an AssetStore `Store` with its defaults (durability
+// full, WAL), one managed root, objects in collection "assets" whose value names one file
+// and an owner; each call here is what a client of the library would write.
+
+import AssetStore
+
+/// A store under test and the calls the workloads time.
+final class EngineSide {
+    let store: Store
+
+    /// Opens a store at `database` managing the files below `root`.
+    init(database: String, root: String) throws {
+        store = try Store(path: database, configuration: StoreConfiguration(roots: [root]))
+    }
+
+    func close() { store.close() }
+
+    /// Puts objects `range` in one write transaction; object i holds `path(i)`.
+    func put(_ range: Range<Int>, keys: [String], owners: [String], path: (Int) -> String) throws {
+        try store.write { tx in
+            for i in range {
+                let value: JSONValue = .object(["file": .string(path(i)), "owner": .string(owners[i % owners.count])])
+                try tx.put(ObjectRef(Bench.collection, keys[i]), value: value)
+            }
+        }
+    }
+
+    /// One point get in its own read transaction; returns how many files the object holds.
+    func get(_ key: String) throws -> Int? {
+        try store.read { r in try r.get(ObjectRef(Bench.collection, key)) }?.files.count
+    }
+
+    /// The keys of the 100 largest objects of `owner`.
+    func top100(owner: String) throws -> [ObjectRef] {
+        try store.query(
+            clause: "WHERE owner = ? ORDER BY size DESC LIMIT 100", parameters: [.string(owner)]
+        ).map(\.ref)
+    }
+
+    /// Bytes per owner, summed over all owners.
+    func sumByOwner() throws -> (groups: Int, total: Int64) {
+        guard case .rows(let rows) = try store.aggregate(function: "SUM(size)", groupBy: ["owner"]) else {
+            throw BenchError("aggregate with group_by returned no rows")
+        }
+        return (rows.count, rows.reduce(0) { $0 + ($1["value"]?.intValue ?? 0) })
+    }
+
+    /// Deletes objects `range` in one write transaction; returns the files it queued.
+    func delete(_ range: Range<Int>, keys: [String]) throws -> Int {
+        try store.write { tx in
+            for i in range { try tx.delete(ObjectRef(Bench.collection, keys[i])) }
+        }.report.filesQueued.count
+    }
+
+    /// Runs the unlink queue; returns the files removed.
+    func sweep() throws -> Int { try store.sweep().unlinked.count }
+
+    /// Objects in the store.
+    func objectCount() throws -> Int { try store.read { try $0.objectCount() } }
+}
