@@ -33,10 +33,21 @@ public struct EdgeTemplate: Hashable, Sendable {
     public static let builtInFile = EdgeTemplate(
         name: "file", field: JSONPath("file")!, to: .file, rules: .deleteDestinationIfAllSourcesDeleted)
 
-    /// The templates in force for a collection given its declared ones.
+    /// The templates in force for a collection given its declared ones: the built-in one
+    /// unless a declared one uses the field `file` or the name `file`.
     static func effective(_ declared: [EdgeTemplate]) -> [EdgeTemplate] {
-        declared.contains(where: { $0.field.text == "file" || $0.field.components == [.member("file")] })
+        declared.contains(where: { $0.field.components == [.member("file")] || $0.name == builtInFile.name })
             ? declared : declared + [builtInFile]
+    }
+
+    /// True if this template would derive `row` (same name, field and kind of destination).
+    func declares(_ row: EdgeRow) -> Bool {
+        guard name == row.name, field.text == row.field else { return false }
+        switch (to, row.destination) {
+        case (.file, .file): return true
+        case (.collection(let c), .object(let r)): return c == r.collection
+        default: return false
+        }
     }
 
     /// Parses `{name, field, to, rules}`.

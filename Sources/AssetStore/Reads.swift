@@ -4,6 +4,9 @@
 import GRDB
 
 struct Reads {
+    /// The largest page `list` returns.
+    static let maximumPage = 100_000
+
     let db: Database
     let roots: ManagedRoots
     var hidden: Set<Int64> = []
@@ -55,7 +58,9 @@ struct Reads {
     }
 
     func list(collection: String, after: String?, limit: Int) throws -> (keys: [String], next: String?) {
-        guard limit > 0 else { throw StoreError(.invalidParams, "limit must be positive") }
+        guard (1...Reads.maximumPage).contains(limit) else {
+            throw StoreError(.invalidParams, "limit must be between 1 and \(Reads.maximumPage)")
+        }
         let rows = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT id, key FROM object WHERE collection = ? AND key > ? ORDER BY key LIMIT ?"),
             arguments: [collection, after ?? "", limit + 1 + hidden.count])
@@ -119,7 +124,8 @@ struct Reads {
             arguments: [path])
         else { return nil }
         let id: Int64 = row[7]
-        let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ? ORDER BY e.id", [id]).map(\.edge)
+        let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ? ORDER BY e.id", [id])
+            .filter { !hidden.contains($0.src) }.map(\.edge)
         return FileReport(record: Reads.fileRecord(row), edges: edges)
     }
 }

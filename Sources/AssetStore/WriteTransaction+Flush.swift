@@ -15,9 +15,25 @@ extension WriteTransaction {
     }
 
     /// Processes everything recorded so far, as a commit would, inside the transaction.
+    /// Edges naming objects not created yet stay pending until commit. If a flush throws, the
+    /// transaction can only roll back: committing it throws too.
     public func flush() throws {
-        try deriveDirtyEdges()
-        try resolvePendingEdges()
+        try flush(final: false)
+    }
+
+    func flush(final: Bool) throws {
+        if let failed = flushFailure { throw failed }
+        do {
+            try process(final: final)
+        } catch {
+            flushFailure = error
+            throw error
+        }
+    }
+
+    private func process(final: Bool) throws {
+        try deriveDirtyEdges(final: final)
+        try resolvePendingEdges(final: final)
         work += pendingDeletes.map { .deleteObject($0.id, $0.cause) }
         pendingDeletes = []
         pendingDeleteIDs = []
@@ -51,7 +67,7 @@ extension WriteTransaction {
 
     /// Flushes, settles deny and notify, and stamps the commit number.
     func finish() throws -> CommitReport {
-        try flush()
+        try flush(final: true)
         for check in denyChecks where !deletedIDs.contains(check.otherEnd) {
             if try objectExists(id: check.otherEnd) {
                 let e = check.edge.edge
@@ -60,11 +76,11 @@ extension WriteTransaction {
                 throw StoreError(.deleteDenied, message, detail: e.json)
             }
         }
-        // Once per edge: by (name, source, destination), since an edge removed and added
-        // again in one transaction is the same edge under a new row id.
-        var notified = Set<String>()
+        // Once per edge: by name and the names of its ends, since an edge removed and added
+        // again in one transaction is the same edge under new row ids (a file's too).
+        var notified = Set<[UInt8]>()
         for c in notifyCandidates where !deletedIDs.contains(c.node)
-            && notified.insert("\(c.edge.name)\u{0}\(c.edge.src)\u{0}\(c.edge.isFile)\u{0}\(c.edge.dst)").inserted
+            && notified.insert(Array("\(c.edge.name)\u{0}\(c.edge.source)\u{0}\(c.edge.isFile)\u{0}\(c.edge.destination)".utf8)).inserted
         {
             let nodeRef = c.reason == .sourceDeleted ? destinationRef(c.edge) : c.edge.source
             guard let nodeRef else { continue }
@@ -90,41 +106,55 @@ extension WriteTransaction {
     // MARK: derived and pending edges
 
     /// Brings each put object's derived edges in line with its value: new ones inserted,
-    /// changed rules updated, ones no longer declared removed as "source went".
-    private func deriveDirtyEdges() throws {
+    /// changed rules updated, ones no longer declared removed as "source went". An edge that
+    /// went because its template changed or went (not the value) is removed quietly. Before
+    /// commit, an object naming an object that does not exist yet stays pending.
+    private func deriveDirtyEdges(final: Bool) throws {
         let order = dirtyOrder
         let desiredByID = dirty
-        let quiet = quietRederive
         dirty = [:]
         dirtyOrder = []
-        quietRederive = []
-        var dropped = [(row: EdgeRow, quiet: Bool)]()
+        var dropped = [(row: EdgeRow, fires: Bool)]()
         for id in order {
             guard let desired = desiredByID[id] else { continue }
             let going = pendingDeleteIDs.contains(id)
+            // Resolve object ends first, so an object is either derived whole or left pending.
+            var targets = [Int64?]()
+            for d in desired {
+                guard case .object(let ref) = d.destination else { targets.append(nil); continue }
+                let target = try rowID(ref)
+                if target == nil && !going {
+                    guard final else {
+                        dirty[id] = desired
+                        dirtyOrder.append(id)
+                        break
+                    }
+                    let e = Edge(
+                        name: d.template.name, source: try objectRef(id), destination: d.destination,
+                        rules: d.template.rules, kind: .derived(field: d.template.field.text))
+                    throw StoreError(
+                        .danglingEdge, "edge \"\(e.name)\" from \(e.source) names \(ref), which does not exist",
+                        detail: e.json)
+                }
+                targets.append(target)
+            }
+            if dirty[id] != nil { continue }
             var existing = [String: EdgeRow]()
             for row in try EdgeRow.fetch(db, where: "e.src = ? AND e.field IS NOT NULL", [id]) {
                 existing["\(row.name)\u{0}\(row.isFile)\u{0}\(row.dst)"] = row
             }
-            for d in desired {
+            var collection: String?
+            for (d, target) in zip(desired, targets) {
                 let isFile: Bool
                 let dst: Int64
                 switch d.destination {
                 case .file(let path):
                     isFile = true
                     dst = try registerFile(path: path, state: d.fileState ?? .missing)
-                case .object(let ref):
+                case .object:
+                    // An object about to be deleted may name anything: its edges go anyway.
+                    guard let target else { continue }
                     isFile = false
-                    guard let target = try rowID(ref) else {
-                        // An object about to be deleted may name anything: its edges go anyway.
-                        if going { continue }
-                        let e = Edge(
-                            name: d.template.name, source: try objectRef(id), destination: d.destination,
-                            rules: d.template.rules, kind: .derived(field: d.template.field.text))
-                        throw StoreError(
-                            .danglingEdge, "edge \"\(e.name)\" from \(e.source) names \(ref), which does not exist",
-                            detail: e.json)
-                    }
                     dst = target
                 }
                 let key = "\(d.template.name)\u{0}\(isFile)\u{0}\(dst)"
@@ -137,14 +167,18 @@ extension WriteTransaction {
                     src: id, name: d.template.name, isFile: isFile, dst: dst, rules: d.template.rules,
                     field: d.template.field.text)
             }
-            dropped += existing.values.sorted { $0.id < $1.id }.map { ($0, quiet.contains(id)) }
+            for row in existing.values.sorted(by: { $0.id < $1.id }) {
+                collection = collection ?? row.source.collection
+                let current = EdgeTemplate.effective(templates[collection!] ?? [])
+                dropped.append((row, current.contains { $0.declares(row) }))
+            }
             indexDirty.insert(id)
         }
-        for (row, quiet) in dropped {
+        for (row, fires) in dropped {
             try db.cachedStatement(sql: "DELETE FROM edge WHERE id = ?").execute(arguments: [row.id])
-            report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: quiet ? .edge : .sourceDeleted))
+            report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: fires ? .sourceDeleted : .edge))
             if row.isFile { filesTouched.insert(row.dst) }
-            if !quiet { work.append(.sourceGone(row)) }
+            if fires { work.append(.sourceGone(row)) }
         }
     }
 
@@ -153,12 +187,17 @@ extension WriteTransaction {
         return ObjectRef(row?[0] ?? "", row?[1] ?? "")
     }
 
-    /// Manual edges added before their ends existed: both ends must exist now.
-    private func resolvePendingEdges() throws {
+    /// Manual edges added before their ends existed: at commit both ends must exist; before
+    /// it, an edge still missing an end stays pending.
+    private func resolvePendingEdges(final: Bool) throws {
         let pending = unresolved
         unresolved = []
         for p in pending {
             guard let row = try resolve(p) else {
+                if !final {
+                    unresolved.append(p)
+                    continue
+                }
                 let missing = try rowID(p.source) == nil ? p.source.description : p.destination.description
                 throw StoreError(
                     .danglingEdge, "edge \"\(p.name)\" from \(p.source) to \(p.destination): \(missing) does not exist",

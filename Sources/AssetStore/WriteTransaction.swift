@@ -23,9 +23,8 @@ public final class WriteTransaction {
     /// Objects put since the last flush, with the derived edges their value declares.
     var dirty: [Int64: [DesiredEdge]] = [:]
     var dirtyOrder: [Int64] = []
-    /// Objects re-derived because their collection's templates changed, not because they were
-    /// put: edges the new templates no longer declare are removed without firing rules.
-    var quietRederive: Set<Int64> = []
+    /// The error of a flush that failed: the transaction can only roll back.
+    var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
     var unresolved: [PendingEdge] = []
     /// Edges removed with a reason, whose rules fire at flush.
@@ -95,7 +94,6 @@ public final class WriteTransaction {
             id = db.lastInsertedRowID
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
-        quietRederive.remove(id)
         report.put.append(ref)
     }
 
@@ -158,10 +156,13 @@ public final class WriteTransaction {
         let end = try resolveInput(destination, register: false)
         let pending = PendingEdge(name: name, source: source, destination: end.end, rules: [])
         if let before = unresolved.firstIndex(where: { $0.sameTriple(pending) }) {
-            unresolved.remove(at: before)
-            return true
+            // Added before an end existed: if both exist now it is a real edge and its rules
+            // fire as for any other; otherwise it never was one.
+            let p = unresolved.remove(at: before)
+            guard let row = try resolve(p) else { return true }
+            try upsertEdge(src: row.src, name: p.name, isFile: row.isFile, dst: row.dst, rules: p.rules, field: nil)
         }
-        guard let target = try resolve(pending),
+        guard let target = try resolve(pending, register: false),
             let row = try EdgeRow.fetch(
                 db, where: "e.src = ? AND e.name = ? AND e.is_file = ? AND e.dst = ?",
                 [target.src, name, target.isFile, target.dst]
@@ -194,6 +195,12 @@ public final class WriteTransaction {
     public func setTemplate(collection: String, edges: [EdgeTemplate]) throws {
         try ObjectRef(collection, "x").validate()
         for e in edges { try e.validate() }
+        // An edge name is one edge per destination: two fields under one name could not be
+        // told apart when one of them must be nulled.
+        var names = Set<String>()
+        for e in edges where !names.insert(e.name).inserted {
+            throw StoreError(.invalidParams, "template edge name \"\(e.name)\" appears twice in \(collection)")
+        }
         if edges.isEmpty {
             try db.execute(sql: "DELETE FROM template WHERE collection = ?", arguments: [collection])
             templates[collection] = nil
@@ -207,10 +214,7 @@ public final class WriteTransaction {
         for row in rows {
             let id: Int64 = row[0]
             let desired = try desiredEdges(collection: collection, value: try Reads.json(row[1]))
-            if dirty.updateValue(desired, forKey: id) == nil {
-                dirtyOrder.append(id)
-                quietRederive.insert(id)
-            }
+            if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
         }
     }
 
@@ -251,7 +255,7 @@ public final class WriteTransaction {
     }
 
     /// Row ids of both ends, or nil if an object end does not exist (yet). Registers files.
-    func resolve(_ e: PendingEdge) throws -> (src: Int64, isFile: Bool, dst: Int64)? {
+    func resolve(_ e: PendingEdge, register: Bool = true) throws -> (src: Int64, isFile: Bool, dst: Int64)? {
         guard let src = try rowID(e.source) else { return nil }
         switch e.destination {
         case .object(let ref):
@@ -259,7 +263,7 @@ public final class WriteTransaction {
             return (src, false, dst)
         case .file(let path):
             if let id = try reads.fileID(path) { return (src, true, id) }
-            guard let root = store.roots.root(of: path) else { return nil }
+            guard register, let root = store.roots.root(of: path) else { return nil }
             return (src, true, try registerFile(path: path, state: try FileProbe.probe(path: path, root: root)))
         }
     }
@@ -272,10 +276,13 @@ public final class WriteTransaction {
             arguments: [ref.collection, ref.key])
     }
 
+    /// Inserts an edge or replaces the rules of the same triple. A manual edge (field nil)
+    /// takes over a derived one; a derived edge never takes over a manual one.
     func upsertEdge(src: Int64, name: String, isFile: Bool, dst: Int64, rules: DeleteRules, field: String?) throws {
         try db.cachedStatement(sql: """
             INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
+            WHERE excluded.field IS NULL OR edge.field IS NOT NULL
             """).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
         if isFile { indexDirty.insert(src) }
     }
@@ -316,7 +323,11 @@ public final class WriteTransaction {
         try db.cachedStatement(sql: """
             INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [path, state.size, state.device, state.inode, state.mtime, !state.exists, now])
-        return db.lastInsertedRowID
+        let id = db.lastInsertedRowID
+        // Taken again: a queued unlink of this path (from this or an earlier commit) is cancelled.
+        try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE path = ?").execute(arguments: [path])
+        if db.changesCount > 0 { report.filesQueued.removeAll { $0.utf8.elementsEqual(path.utf8) } }
+        return id
     }
 
     /// The derived edges a value declares under the collection's templates. Paths are

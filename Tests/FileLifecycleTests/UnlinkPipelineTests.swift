@@ -3,6 +3,7 @@
 // configured delay, kept when referenced again, and never queued by a transaction that failed.
 
 import Foundation
+import GRDB
 import Testing
 import AssetStore
 import AssetStoreTestSupport
@@ -159,16 +160,17 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(try f.store.pending().isEmpty)
     }
 
-    @Test("a queued file referenced again before the sweep is kept and its row dropped", arguments: Entry.allCases)
+    @Test("a queued file referenced again before the sweep is kept: the new reference drops its row", arguments: Entry.allCases)
     func referencedAgain(entry: Entry) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
         try f.hold(path, key: "k")
         #expect(try f.delete(ref("c", "k")).filesQueued == [path])
         try entry.register(path, from: ref("c", "again"), in: f)
+        #expect(try f.store.pending().isEmpty)
 
         let sweep = try f.store.sweep()
-        #expect(sweep.referencedAgain == [path])
+        #expect(sweep.referencedAgain.isEmpty)
         #expect(sweep.unlinked.isEmpty)
         #expect(sweep.pending == 0)
         #expect(f.exists(path))
@@ -370,5 +372,30 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(try f.count(EdgeFilter(source: ref("c", "watcher"))) == 0)
         #expect(try f.store.sweep().unlinked == [path])
         #expect(!f.exists(path))
+    }
+}
+
+@Suite struct UnlinkRecheckTests {
+    @Test("the unlinker re-checks references: a queue row whose path an edge holds is dropped and the file kept")
+    func sweepRechecksReferences() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("held/by/edge")
+        try f.put([(ref("c", "holder"), ["file": .string(path)])])
+        // Transactions cancel a queued unlink when they take a path again; a row written past
+        // them (by hand here) must still meet the sweep's own check.
+        var config = GRDB.Configuration()
+        config.busyMode = .timeout(5)
+        let q = try GRDB.DatabaseQueue(path: f.dbPath, configuration: config)
+        try q.write { db in
+            try db.execute(sql: """
+                INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, 0, 0, 0, 0, 0)
+                """, arguments: [path])
+        }
+        try q.close()
+        let sweep = try f.store.sweep()
+        #expect(sweep.referencedAgain == [path])
+        #expect(sweep.unlinked.isEmpty)
+        #expect(f.exists(path))
+        #expect(try f.store.pending().isEmpty)
     }
 }
