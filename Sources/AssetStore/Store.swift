@@ -53,12 +53,14 @@ public final class Store: Sendable {
         var config = Configuration()
         config.readonly = configuration.readOnly
         config.busyMode = .timeout(10)
-        let sync = configuration.durability == .full ? "FULL" : "NORMAL"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(sync)")
-        }
         do {
             pool = try DatabasePool(path: path, configuration: config)
+            if !configuration.readOnly {
+                // After the pool is set up: DatabasePool sets synchronous = NORMAL on its writer
+                // when it enables WAL, which would make "full" durability a lie.
+                let sync = configuration.durability == .full ? "FULL" : "NORMAL"
+                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(sync)") }
+            }
         } catch let e as DatabaseError {
             throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }

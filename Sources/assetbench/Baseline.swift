@@ -18,14 +18,18 @@ final class CStatement {
         let rc = sqlite3_prepare_v2(db, sql, -1, &s, nil)
         // Our own SQL: failing to compile is a bug.
         precondition(rc == SQLITE_OK && s != nil, "prepare (\(rc)) \(String(cString: sqlite3_errmsg(db))): \(sql)")
-        handle = s!
+        handle = s!  // checked just above
     }
 
     deinit { sqlite3_finalize(handle) }
 
+    /// Binds parameter `i` (from 1).
     func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(handle, i, v) }
+    /// Binds parameter `i` (from 1).
     func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(handle, i, v) }
+    /// Binds parameter `i` (from 1); SQLite copies the text.
     func bind(_ i: Int32, _ v: String) { sqlite3_bind_text(handle, i, v, -1, transient) }
+    /// Binds parameter `i` (from 1), NULL for nil.
     func bind(_ i: Int32, _ v: Int64?) {
         if let v { sqlite3_bind_int64(handle, i, v) } else { sqlite3_bind_null(handle, i) }
     }
@@ -44,11 +48,16 @@ final class CStatement {
         sqlite3_reset(handle)
     }
 
+    /// Makes the statement ready to run again (bindings stay).
     func reset() { sqlite3_reset(handle) }
 
+    /// Column `i` (from 0) of the current row.
     func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
+    /// Column `i` (from 0) of the current row.
     func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
+    /// True if column `i` (from 0) of the current row is NULL.
     func isNull(_ i: Int32) -> Bool { sqlite3_column_type(handle, i) == SQLITE_NULL }
+    /// Column `i` (from 0) of the current row as text ("" for NULL).
     func text(_ i: Int32) -> String {
         guard let p = sqlite3_column_text(handle, i) else { return "" }
         return String(cString: p)
@@ -83,7 +92,7 @@ final class BaselineStore {
     private let db: OpaquePointer
 
     /// The engine's schema (Schema.swift, IndexTable.createDefault), minus the tables this
-    /// work never touches (template, index_definition, counter).
+    /// work never touches (template, secondary_index, counter).
     static let schema = """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
         INSERT INTO meta(key, value) VALUES ('commit', 0);
@@ -401,14 +410,16 @@ final class BaselineStore {
 
 /// The unlink baseline: `unlinkat` in a tight loop, one open folder at a time.
 enum UnlinkLoop {
-    /// Unlinks every file of `files`; returns how many went.
-    static func run(_ files: FileSet) -> Int {
+    /// Unlinks the files of `files` in `range` (whole folders); returns how many went.
+    static func run(_ files: FileSet, _ range: Range<Int>) -> Int {
+        precondition(range.lowerBound % FileSet.perFolder == 0, "whole folders")
         var removed = 0
-        var i = 0
-        for folder in files.folders {
+        var i = range.lowerBound
+        while i < range.upperBound {
+            let folder = files.folders[i / FileSet.perFolder]
             let dirfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             precondition(dirfd >= 0, "open \(folder): \(String(cString: strerror(errno)))")
-            let end = min(i + FileSet.perFolder, files.names.count)
+            let end = min(i + FileSet.perFolder, range.upperBound)
             while i < end {
                 if unlinkat(dirfd, files.names[i], 0) == 0 { removed += 1 }
                 i += 1

@@ -3,16 +3,34 @@
 // and an owner; each call here is what a client of the library would write.
 
 import AssetStore
+import Foundation
+import Synchronization
 
 /// A store under test and the calls the workloads time.
 final class EngineSide {
     let store: Store
+    /// The store's clock: wall time, or a fixed time while `at` runs.
+    private let clock: SteppedClock
 
     /// Opens a store at `database` managing the files below `root`.
     init(database: String, root: String) throws {
-        store = try Store(path: database, configuration: StoreConfiguration(roots: [root]))
+        var configuration = StoreConfiguration(roots: [root])
+        let clock = SteppedClock()
+        configuration.clock = { clock.now }
+        self.clock = clock
+        store = try Store(path: database, configuration: configuration)
     }
 
+    /// Runs `body` with the store's clock stopped at `time` (Unix seconds). Deletes run at
+    /// time t queue unlinks due at t, so a sweep at t takes exactly those: the sweep workload
+    /// uses this to sweep one batch at a time, alternating with the baseline.
+    func at<T>(_ time: Double, _ body: () throws -> T) rethrows -> T {
+        clock.set(time)
+        defer { clock.set(nil) }
+        return try body()
+    }
+
+    /// Closes the store.
     func close() { store.close() }
 
     /// Puts objects `range` in one write transaction; object i holds `path(i)`.
@@ -57,4 +75,15 @@ final class EngineSide {
 
     /// Objects in the store.
     func objectCount() throws -> Int { try store.read { try $0.objectCount() } }
+}
+
+/// Wall time, unless set to a fixed time.
+final class SteppedClock: Sendable {
+    private let fixed = Mutex<Double?>(nil)
+
+    /// The fixed time if set, else the wall clock (Unix seconds).
+    var now: Double { fixed.withLock { $0 } ?? Date().timeIntervalSince1970 }
+
+    /// Fixes the time, or with nil lets it run again.
+    func set(_ time: Double?) { fixed.withLock { $0 = time } }
 }

@@ -89,8 +89,6 @@ struct ResultLine {
     var engine: Measure
     var baseline: Measure
     var goal: Goal
-    /// Appended after the verdict, e.g. the time split.
-    var note: String = ""
 
     var ratio: Double {
         switch (engine, baseline) {
@@ -113,10 +111,8 @@ struct ResultLine {
 
     var text: String {
         let padded = name.padding(toLength: max(name.count, 15), withPad: " ", startingAt: 0)
-        var line = "\(padded) engine=\(engine.text) baseline=\(baseline.text) ratio=\(String(format: "%.2f", ratio))"
+        return "\(padded) engine=\(engine.text) baseline=\(baseline.text) ratio=\(String(format: "%.2f", ratio))"
             + " goal=\(goal.text) \(verdict)"
-        if !note.isEmpty { line += "  # " + note }
-        return line
     }
 }
 
