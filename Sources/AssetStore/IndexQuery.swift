@@ -60,23 +60,26 @@ extension Store {
     ) throws -> [IndexRow] {
         let table = try tableName(index)
         let (sql, args) = try QueryText.expand(clause, parameters)
+        // Only the columns asked for, named up front (qualified: a clause may join the table
+        // with itself under an alias).
+        let extra = include == .keys
+            ? [] : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
+        let selected = (["object_id", "collection", "key"] + extra).map { "\"\(table)\".\"\($0)\"" }
         return try queries.with { conn in
             try conn.inReadTransaction {
                 var out = [IndexRow]()
                 var ids = [Int64]()
-                try conn.run("SELECT * FROM \"\(table)\" \(sql)", args, table: table) { stmt in
-                    var columns = [String: JSONValue]()
-                    let n = sqlite3_column_count(stmt)
-                    for i in 0..<n {
-                        let name = String(cString: sqlite3_column_name(stmt, i))
-                        if name == "object_id" { continue }
-                        columns[name] = QueryText.value(stmt, i)
-                    }
-                    let ref = ObjectRef(columns["collection"]?.stringValue ?? "", columns["key"]?.stringValue ?? "")
+                let text = "SELECT \(selected.joined(separator: ", ")) FROM \"\(table)\" \(sql)"
+                try conn.run(text, args, table: table) { stmt in
                     ids.append(sqlite3_column_int64(stmt, 0))
-                    columns["collection"] = nil
-                    columns["key"] = nil
-                    out.append(IndexRow(ref: ref, columns: include == .keys ? nil : columns))
+                    let ref = ObjectRef(QueryText.text(stmt, 1), QueryText.text(stmt, 2))
+                    var columns: [String: JSONValue]?
+                    if !extra.isEmpty {
+                        var c = [String: JSONValue](minimumCapacity: extra.count)
+                        for (i, name) in extra.enumerated() { c[name] = QueryText.value(stmt, Int32(i + 3)) }
+                        columns = c
+                    }
+                    out.append(IndexRow(ref: ref, columns: columns))
                 }
                 if include == .objects {
                     for (i, id) in ids.enumerated() {

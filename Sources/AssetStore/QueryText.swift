@@ -97,6 +97,11 @@ enum QueryText {
         }
     }
 
+    static func text(_ stmt: OpaquePointer, _ i: Int32) -> String {
+        guard let p = sqlite3_column_text(stmt, i) else { return "" }
+        return String(cString: p)
+    }
+
     static func value(_ stmt: OpaquePointer, _ i: Int32) -> JSONValue {
         switch sqlite3_column_type(stmt, i) {
         case SQLITE_INTEGER: return .int(sqlite3_column_int64(stmt, i))

@@ -36,16 +36,20 @@ final class SafeUnlinker {
 
     /// Removes `path` (normalised, strictly below `root`) if it is the recorded file.
     func unlink(path: String, root: String, device: Int64?, inode: Int64?) -> UnlinkOutcome {
-        let rel = ManagedRoots.components(of: path, below: root)
-        guard let leaf = rel.last else { return .unsafePath }
-        // The folder as bytes: String equality would match canonically equal, different names.
-        let folder = Array(path.utf8.dropLast(leaf.utf8.count + 1))
+        // Split at the last "/" byte; the folder stays bytes, because String equality would
+        // match canonically equal but different names.
+        let bytes = Array(path.utf8)
+        guard bytes.count > root.utf8.count + 1, let slash = bytes.lastIndex(of: UInt8(ascii: "/")),
+            slash >= root.utf8.count, slash + 1 < bytes.count
+        else { return .unsafePath }
+        let folder = Array(bytes[..<slash])
+        let leaf = String(decoding: bytes[(slash + 1)...], as: UTF8.self)
         let dirfd: Int32
         if folder == cachedFolder {
             dirfd = cachedFD
         } else {
             closeCached()
-            switch openFolder(root: root, components: rel.dropLast()) {
+            switch openFolder(root: root, components: ManagedRoots.components(of: path, below: root).dropLast()) {
             case .success(let fd):
                 dirfd = fd
                 cachedFD = fd

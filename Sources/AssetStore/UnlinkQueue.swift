@@ -72,11 +72,32 @@ extension Store {
                             WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
                             ORDER BY id LIMIT ?
                             """), arguments: [lastID, durable, now, retryFailed, batch])
+                    let paths = JSONValue.array(rows.map { .string($0[1]) }).serialized()
+                    // Taken again by a later transaction (transactions cancel such rows; this is
+                    // the unlink-time re-check of SPEC §4.3): keep the file, drop the row.
+                    let referenced = Set(try String.fetchAll(
+                        db.cachedStatement(sql: """
+                            SELECT f.path FROM file f WHERE f.path IN (SELECT value FROM json_each(?))
+                            AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
+                            """), arguments: [paths]).map { Array($0.utf8) })
                     let unlinker = SafeUnlinker()
+                    var counts = [String: Int]()
+                    var finished = [JSONValue]()
                     for row in rows {
                         lastID = row[0]
-                        try sweepOne(db, row: row, now: now, unlinker: unlinker, report: &report)
+                        let path: String = row[1]
+                        if referenced.contains(Array(path.utf8)) {
+                            finished.append(.int(lastID))
+                            report.referencedAgain.append(path)
+                            continue
+                        }
+                        if try sweepOne(db, row: row, now: now, unlinker: unlinker, counts: &counts, report: &report) {
+                            finished.append(.int(lastID))
+                        }
                     }
+                    try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
+                        .execute(arguments: [JSONValue.array(finished).serialized()])
+                    for (name, n) in counts { try bump(db, name, by: n) }
                     return rows.count < batch
                 }
             }
@@ -86,23 +107,15 @@ extension Store {
         return report
     }
 
+    /// Unlinks one file; true when its row is finished (done or skipped), false when it
+    /// failed and stays queued for a retry.
     private func sweepOne(
-        _ db: Database, row: Row, now: Double, unlinker: SafeUnlinker, report: inout SweepReport
-    ) throws {
+        _ db: Database, row: Row, now: Double, unlinker: SafeUnlinker, counts: inout [String: Int],
+        report: inout SweepReport
+    ) throws -> Bool {
         let id: Int64 = row[0]
         let path: String = row[1]
         let attempts: Int = row[4]
-        let remove = try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id = ?")
-        // Taken again by a later transaction: keep the file, drop the row.
-        let referenced = try Bool.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT EXISTS (SELECT 1 FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id WHERE f.path = ?)
-                """), arguments: [path]) ?? false
-        if referenced {
-            try remove.execute(arguments: [id])
-            report.referencedAgain.append(path)
-            return
-        }
         let outcome: UnlinkOutcome
         if let root = roots.root(of: path) {
             outcome = unlinker.unlink(path: path, root: root, device: row[2], inode: row[3])
@@ -111,29 +124,30 @@ extension Store {
         }
         switch outcome {
         case .removed, .alreadyGone:
-            try remove.execute(arguments: [id])
-            try bump(db, "unlinked")
+            counts["unlinked", default: 0] += 1
             report.unlinked.append(path)
+            return true
         case .identityChanged, .unsafePath:
             let reason: UnlinkSkipReason = outcome == .identityChanged ? .identityChanged : .unsafePath
-            try remove.execute(arguments: [id])
-            try bump(db, "skipped_" + reason.rawValue)
+            counts["skipped_" + reason.rawValue, default: 0] += 1
             report.skipped.append((path, reason))
+            return true
         case .failed(let e, let call):
             let message = "\(call): \(errnoDescription(e))"
             let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
             try db.cachedStatement(sql: """
                 UPDATE unlink_queue SET attempts = attempts + 1, last_error = ?, next_attempt = ? WHERE id = ?
                 """).execute(arguments: [message, now + delay, id])
-            try bump(db, "unlink_failures")
+            counts["unlink_failures", default: 0] += 1
             report.failed.append((path, message, attempts + 1))
+            return false
         }
     }
 
-    private func bump(_ db: Database, _ counter: String) throws {
+    private func bump(_ db: Database, _ counter: String, by n: Int) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO counter (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1
-            """).execute(arguments: [counter])
+            INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
+            """).execute(arguments: [counter, n])
     }
 
     /// Queued unlinks, oldest first.

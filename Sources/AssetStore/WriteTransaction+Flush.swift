@@ -140,8 +140,10 @@ extension WriteTransaction {
             }
             if dirty[id] != nil { continue }
             var existing = [String: EdgeRow]()
-            for row in try EdgeRow.fetch(db, where: "e.src = ? AND e.field IS NOT NULL", [id]) {
-                existing["\(row.name)\u{0}\(row.isFile)\u{0}\(row.dst)"] = row
+            if neverDerived.remove(id) == nil {
+                for row in try EdgeRow.fetch(db, where: "e.src = ? AND e.field IS NOT NULL", [id]) {
+                    existing["\(row.name)\u{0}\(row.isFile)\u{0}\(row.dst)"] = row
+                }
             }
             var collection: String?
             for (d, target) in zip(desired, targets) {

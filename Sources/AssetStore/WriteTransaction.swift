@@ -23,6 +23,8 @@ public final class WriteTransaction {
     /// Objects put since the last flush, with the derived edges their value declares.
     var dirty: [Int64: [DesiredEdge]] = [:]
     var dirtyOrder: [Int64] = []
+    /// Objects inserted by this transaction and not yet derived: they have no derived edges.
+    var neverDerived: Set<Int64> = []
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
@@ -92,6 +94,7 @@ public final class WriteTransaction {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [ref.collection, ref.key, valueText, metadataText, effectiveOwner, now, now, now])
             id = db.lastInsertedRowID
+            neverDerived.insert(id)
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
         report.put.append(ref)
