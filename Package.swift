@@ -8,10 +8,17 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "AssetStore", targets: ["AssetStore"]),
+        .library(name: "AssetClient", targets: ["AssetClient"]),
+        .executable(name: "assetd", targets: ["assetd"]),
+        .executable(name: "assetctl", targets: ["assetctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -19,8 +26,34 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]),
         .target(
+            name: "EventLoop",
+            dependencies: ["CUV"]),
+        .target(
             name: "AssetStore",
             dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(
+            name: "ControlProtocol",
+            dependencies: ["AssetStore"]),
+        .target(
+            name: "AssetDaemon",
+            dependencies: [
+                "AssetStore", "ControlProtocol", "EventLoop",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
+        .target(
+            name: "AssetClient",
+            dependencies: ["ControlProtocol", "AssetStore"]),
+        .executableTarget(
+            name: "assetd",
+            dependencies: ["AssetDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(
+            name: "assetctl",
+            dependencies: [
+                "AssetClient", "AssetDaemon", "AssetStore", "ControlProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         .executableTarget(
             name: "assetbench",
             dependencies: [
@@ -45,6 +78,15 @@ let package = Package(
         .testTarget(
             name: "IndexTests",
             dependencies: ["AssetStore", "AssetStoreTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "EventLoopTests",
+            dependencies: ["EventLoop", "CUV"]),
+        .testTarget(
+            name: "ControlProtocolTests",
+            dependencies: ["ControlProtocol", "AssetStore"]),
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: ["AssetClient", "ControlProtocol", "AssetStore", "AssetDaemon"]),
     ],
     swiftLanguageModes: [.v6]
 )

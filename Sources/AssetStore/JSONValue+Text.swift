@@ -32,7 +32,8 @@ extension JSONValue {
         return String(decoding: out, as: UTF8.self)
     }
 
-    func write(to out: inout [UInt8]) {
+    /// Appends the compact JSON text to `out`.
+    public func write(to out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)

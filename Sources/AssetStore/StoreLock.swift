@@ -34,7 +34,8 @@ final class StoreLock {
 }
 
 extension String {
-    func trimmingCharacters(in set: String) -> String {
+    /// The string without leading and trailing characters of `set`.
+    public func trimmingCharacters(in set: String) -> String {
         var s = Substring(self)
         while let f = s.first, set.contains(f) { s = s.dropFirst() }
         while let l = s.last, set.contains(l) { s = s.dropLast() }

@@ -1,0 +1,110 @@
+// Turning command-line words into request params: PARAM values (JSON, else a string), JSON
+// arguments, `--file` paths merged into an object's value, rule lists and byte sizes.
+// Pure functions, so the CLI's argument handling is tested without a daemon.
+
+import AssetStore
+
+/// A command-line argument that cannot become a param; the CLI reports it as a usage error.
+public struct CLIParamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What was wrong, for people.
+    public var message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+/// Conversions from argument text to params.
+public enum CLIParams {
+    /// A query PARAM: the text parsed as JSON if it is JSON, else the text as a string
+    /// (`42` is a number, `"42"` and `alice` are strings, `[1,2]` an array).
+    public static func parseParam(_ text: String) -> JSONValue {
+        (try? JSONValue.parse(text)) ?? .string(text)
+    }
+
+    /// An argument that must be JSON; `what` names it in the error (`VALUE_JSON`, `--meta`).
+    public static func parseJSON(_ text: String, what: String) throws(CLIParamError) -> JSONValue {
+        do {
+            return try JSONValue.parse(text)
+        } catch {
+            throw CLIParamError("\(what) is not valid JSON: \(error)")
+        }
+    }
+
+    /// `value` with `files` added to its `file` field: a single path stays a string, more
+    /// than one make an array; an existing string or array is extended. The value must be
+    /// an object when there are files to add.
+    public static func addFiles(_ files: [String], to value: JSONValue) throws(CLIParamError) -> JSONValue {
+        guard !files.isEmpty else { return value }
+        guard case .object(var members) = value else {
+            throw CLIParamError("--file needs the value to be a JSON object")
+        }
+        var paths: [JSONValue]
+        switch members["file"] {
+        case nil, .null?: paths = []
+        case .string(let s)?: paths = [.string(s)]
+        case .array(let a)?: paths = a
+        case let other?:
+            throw CLIParamError("the value's file field is \(other.serialized()), not a path or an array of paths")
+        }
+        paths += files.map(JSONValue.string)
+        members["file"] = paths.count == 1 ? paths[0] : .array(paths)
+        return .object(members)
+    }
+
+    /// Rule names from `--rules` options, each a comma-separated list (`a,b`); blanks dropped.
+    public static func ruleNames(_ lists: [String]) -> [String] {
+        lists.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces }.filter { !$0.isEmpty }
+    }
+
+    /// `path` made absolute against `cwd` (the daemon has another working folder). Nothing
+    /// else changes: the daemon normalises and judges the path.
+    public static func absolutePath(_ path: String, cwd: String) -> String {
+        if path.hasPrefix("/") || path.isEmpty { return path }
+        var relative = Substring(path)
+        while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+        if relative == "." { return cwd }
+        return cwd.hasSuffix("/") ? cwd + relative : cwd + "/" + relative
+    }
+
+    /// `{"collection": …, "key": …}`.
+    public static func ref(_ collection: String, _ key: String) -> JSONValue {
+        .object(["collection": .string(collection), "key": .string(key)])
+    }
+
+    /// A byte count: a plain number, or a number with a unit as in the config file
+    /// (`512MiB`, `50GiB`; also `B`, `KiB`, `TiB`, and decimal `kB`, `MB`, `GB`, `TB`).
+    public static func parseSize(_ text: String) -> Int64? {
+        let t = text.trimmingSpaces
+        let digits = t.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+        let unit = t.dropFirst(digits.count).trimmingSpaces
+        let factor: Double
+        switch unit {
+        case "", "B": factor = 1
+        case "KiB", "K": factor = 1024
+        case "MiB", "M": factor = 1024 * 1024
+        case "GiB", "G": factor = 1024 * 1024 * 1024
+        case "TiB", "T": factor = 1024 * 1024 * 1024 * 1024
+        case "kB", "KB": factor = 1e3
+        case "MB": factor = 1e6
+        case "GB": factor = 1e9
+        case "TB": factor = 1e12
+        default: return nil
+        }
+        if unit.isEmpty || factor == 1, let whole = Int64(digits) { return whole }
+        guard let number = Double(digits), number >= 0 else { return nil }
+        let bytes = (number * factor).rounded()
+        guard bytes < 9.2e18 else { return nil }
+        return Int64(bytes)
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs.
+    var trimmingSpaces: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!  // exists: `first` does
+        return String(self[first...last])
+    }
+}

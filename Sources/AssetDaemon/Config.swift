@@ -1,0 +1,137 @@
+// The daemon's settings (SPEC §7): every key of the config table, the embedded defaults used
+// when there is no config file, and the effective settings printed at start-up.
+
+import AssetStore
+import Foundation
+import Logging
+
+/// Effective settings of assetd (and of assetctl --db).
+public struct DaemonConfig: Sendable {
+    /// The file they came from; nil for the embedded defaults.
+    public var sourcePath: String?
+    /// `store.path`.
+    public var storePath: String
+    /// `store.durability`.
+    public var durability: StoreConfiguration.Durability = .full
+    /// `control.socket`.
+    public var socketPath: String
+    /// `control.mode`.
+    public var socketMode: UInt32 = 0o660
+    /// `control.admin_uids`.
+    public var adminUIDs: [UInt32] = []
+    /// `control.admin_groups`: group names or numeric gids.
+    public var adminGroups: [String] = []
+    /// `control.enforce_ownership`.
+    public var enforceOwnership = false
+    /// `control.max_request_bytes`.
+    public var maxRequestBytes = 1_048_576
+    /// `control.max_connections`.
+    public var maxConnections = 1024
+    /// `files.roots`.
+    public var roots: [String]
+    /// `files.unlink_delay`, seconds.
+    public var unlinkDelay = 0.0
+    /// `files.orphan_grace`, seconds.
+    public var orphanGrace = 3600.0
+    /// `log.level`.
+    public var logLevel: Logger.Level = .info
+    /// `[[collections]]`.
+    public var templates: [String: [EdgeTemplate]] = [:]
+    /// `[[indexes]]`.
+    public var indexes: [IndexDefinition] = []
+
+    /// The embedded defaults for this user and environment (SPEC §7).
+    public static func embeddedDefaults(
+        uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> DaemonConfig {
+        if uid == 0 {
+            return DaemonConfig(
+                storePath: "/var/lib/assetd/assetd.sqlite", socketPath: "/run/assetd/control.sock", roots: ["/var/cache"])
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let state = (environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/state") + "/assetd"
+        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.cache"
+        return DaemonConfig(
+            storePath: state + "/assetd.sqlite", socketPath: runtime.map { $0 + "/assetd.sock" } ?? state + "/control.sock",
+            roots: [cache])
+    }
+
+    /// The config file to read when none is named: /etc/assetd/assetd.toml as root, else
+    /// $XDG_CONFIG_HOME/assetd/assetd.toml; nil if it does not exist.
+    public static func defaultFile(
+        uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String? {
+        let path: String
+        if uid == 0 {
+            path = "/etc/assetd/assetd.toml"
+        } else {
+            let home = environment["HOME"] ?? NSHomeDirectory()
+            path = (environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config") + "/assetd/assetd.toml"
+        }
+        return FileManager.default.fileExists(atPath: path) ? path : nil
+    }
+
+    /// Reads `path`, or the default file, or returns the embedded defaults.
+    public static func load(path: String?) throws(ConfigError) -> DaemonConfig {
+        guard let file = path ?? defaultFile() else { return embeddedDefaults() }
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ConfigError(file: file, line: nil, key: nil, message: "cannot read: \(error.localizedDescription)")
+        }
+        return try ConfigParser(file: file, text: text).parse(defaults: embeddedDefaults())
+    }
+
+    /// The engine settings these imply.
+    public func storeConfiguration() -> StoreConfiguration {
+        var c = StoreConfiguration(roots: roots)
+        c.durability = durability
+        c.unlinkDelay = unlinkDelay
+        c.indexes = indexes
+        c.templates = templates
+        return c
+    }
+
+    /// The effective settings, one `key = value` per line, for the start-up log and --check-config.
+    public var summary: [String] {
+        [
+            "config = \(sourcePath ?? "(embedded defaults)")",
+            "store.path = \(storePath)",
+            "store.durability = \(durability.rawValue)",
+            "control.socket = \(socketPath)",
+            "control.mode = \(String(format: "%04o", socketMode))",
+            "control.admin_uids = \(adminUIDs)",
+            "control.admin_groups = \(adminGroups)",
+            "control.enforce_ownership = \(enforceOwnership)",
+            "control.max_request_bytes = \(maxRequestBytes)",
+            "control.max_connections = \(maxConnections)",
+            "files.roots = \(roots)",
+            "files.unlink_delay = \(Units.formatDuration(unlinkDelay))",
+            "files.orphan_grace = \(Units.formatDuration(orphanGrace))",
+            "log.level = \(logLevel.rawValue)",
+            "collections = \(templates.keys.sorted())",
+            "indexes = \(indexes.map(\.name))",
+        ]
+    }
+}
+
+/// A configuration error: the file, line and key, and what is wrong. assetd exits 78.
+public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    /// The file.
+    public var file: String
+    /// The line, when it can be told.
+    public var line: Int?
+    /// The key, dotted (`control.mode`).
+    public var key: String?
+    /// What is wrong.
+    public var message: String
+
+    public var description: String {
+        var s = file
+        if let line { s += ":\(line)" }
+        if let key { s += ": \(key)" }
+        return s + ": " + message
+    }
+}

@@ -1,0 +1,128 @@
+// The control socket: accepts connections (refusing past max_connections), keeps the
+// sessions, hands slow work to the thread pool, and sends events after commits and sweeps.
+// Loop-bound.
+
+import AssetStore
+import ControlProtocol
+import EventLoop
+import Foundation
+import Logging
+
+final class ControlServer {
+    private unowned let daemon: Daemon
+    private var listener: PipeListener?
+    private var sessions: [ObjectIdentifier: Session] = [:]
+    var logger: Logger { daemon.logger }
+    var stopping: Bool { daemon.stopping }
+    /// The last request durations, for stats.
+    private var latencies = [Double](repeating: 0, count: 4096)
+    private var latencyCount = 0
+    private(set) var requests = 0
+
+    init(daemon: Daemon) {
+        self.daemon = daemon
+    }
+
+    var connectionCount: Int { sessions.count }
+
+    func start(path: String, mode: UInt32) throws(UVError) {
+        listener = try PipeListener(loop: daemon.loop, path: path, mode: mode_t(mode)) { [unowned self] stream in
+            accept(stream)
+        }
+    }
+
+    private func accept(_ stream: PipeStream) {
+        guard !stopping else {
+            stream.write(RPCLine.error(id: .null, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
+            stream.shutdownAndClose()
+            return
+        }
+        guard sessions.count < daemon.config.maxConnections else {
+            logger.warning("refusing a connection: \(sessions.count) of \(daemon.config.maxConnections) in use")
+            stream.write(RPCLine.error(id: .null, .application(.busy, "too many connections")))
+            stream.shutdownAndClose()
+            return
+        }
+        guard let cred = stream.peerCredentials else {
+            stream.close()
+            return
+        }
+        let session = Session(
+            server: self, stream: stream, identity: PeerIdentity(uid: cred.uid, gid: cred.gid),
+            maximumLine: daemon.config.maxRequestBytes)
+        sessions[ObjectIdentifier(session)] = session
+        do {
+            try session.start()
+        } catch {
+            session.close(flush: false)
+        }
+    }
+
+    func remove(_ session: Session) {
+        sessions[ObjectIdentifier(session)] = nil
+        daemon.checkStopped()
+    }
+
+    func context(for identity: PeerIdentity) -> MethodContext {
+        MethodContext(
+            store: daemon.store, caller: identity.caller(daemon.config), enforceOwnership: daemon.config.enforceOwnership)
+    }
+
+    /// Runs `work` on the thread pool and `done` back on the loop, counted as in flight.
+    func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
+        try daemon.submit(work, done: done)
+    }
+
+    /// After a method: events for what it committed or swept, and the daemon's follow-ups.
+    func after(_ outcome: MethodOutcome) {
+        if let report = outcome.commit {
+            broadcast(ServerEvent.events(for: report))
+            if !report.filesQueued.isEmpty { daemon.scheduleSweep() }
+        }
+        if let sweep = outcome.sweep { broadcast(ServerEvent.events(for: sweep, commit: daemon.lastCommit)) }
+        if case .shutdown = outcome.action { daemon.beginStop("a shutdown request") }
+    }
+
+    func broadcast(_ events: [ServerEvent]) {
+        guard !events.isEmpty else { return }
+        for session in sessions.values where session.watching != nil {
+            for e in events { session.send(event: e) }
+        }
+    }
+
+    func recordLatency(_ seconds: Double) {
+        latencies[latencyCount % latencies.count] = seconds
+        latencyCount += 1
+        requests += 1
+    }
+
+    /// The store's stats plus the daemon's: uptime, connections, requests, latency.
+    func augmentStats(_ value: JSONValue) -> JSONValue {
+        var o = value.objectValue ?? [:]
+        let n = min(latencyCount, latencies.count)
+        let sorted = latencies.prefix(n).sorted()
+        func percentile(_ p: Double) -> JSONValue {
+            n == 0 ? .null : .double((sorted[min(n - 1, Int(Double(n) * p))] * 1e6).rounded() / 1e3)
+        }
+        o["uptime"] = .double((QueryClock.now() - daemon.started).rounded())
+        o["connections"] = .int(Int64(sessions.count))
+        o["requests"] = .int(Int64(requests))
+        o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
+        return .object(o)
+    }
+
+    func stopAccepting() {
+        listener?.close()
+        listener = nil
+    }
+
+    var allIdle: Bool { sessions.values.allSatisfy(\.isIdle) }
+
+    /// Refuses what is still queued, flushes replies and closes every connection.
+    func closeAll() {
+        for s in Array(sessions.values) {
+            s.refuseQueued()
+            s.close(flush: true)
+        }
+    }
+}

@@ -1,0 +1,194 @@
+// The daemon: owns the loop and the store, and runs start-up in the SPEC's order (open the
+// store, rebuild changed indexes, drain unlinks, bind the socket, READY=1), the sweep timer,
+// signals (TERM/INT stop gracefully, HUP reloads), and the shutdown sequence.
+
+import AssetStore
+import ControlProtocol
+import EventLoop
+import Foundation
+import Logging
+
+/// A running assetd.
+public final class Daemon {
+    /// Settings in force (access lists and log level change on SIGHUP).
+    private(set) var config: DaemonConfig
+    private let configPath: String?
+    var logger: Logger
+    let loop: Loop
+    private(set) var store: Store!
+    private var server: ControlServer!
+    private var signals: [SignalWatcher] = []
+    private var sweepTimer: EventLoop.Timer?
+    private(set) var stopping = false
+    private var finished = false
+    private var inFlight = 0
+    private var sweeping = false
+    private var sweepAgain = false
+    let started = QueryClock.now()
+    private(set) var lastCommit: Int64 = 0
+
+    /// A daemon for `config`, read from `configPath` (nil: the default file or embedded defaults).
+    public init(config: DaemonConfig, configPath: String?, logger: Logger) throws {
+        self.config = config
+        self.configPath = configPath
+        self.logger = logger
+        loop = try Loop()
+    }
+
+    /// Runs until stopped; returns the exit status (0 after a clean stop, 1 if start-up failed).
+    public func run() -> Int32 {
+        signal(SIGPIPE, SIG_IGN)  // a client gone mid-write must be an error, not the end of the daemon
+        for line in config.summary { logger.info("\(line)") }
+        switch SocketProbe.state(of: config.socketPath) {
+        case .live:
+            logger.error("another assetd is serving \(config.socketPath); leaving it alone")
+            return 1
+        case .notASocket:
+            logger.error("\(config.socketPath) exists and is not a socket")
+            return 1
+        case .stale, .absent:
+            break
+        }
+        do {
+            let log = logger
+            store = try Store(path: config.storePath, configuration: config.storeConfiguration()) { p in
+                log.info("rebuilding index \(p.index): \(p.done)/\(p.total) objects")
+            }
+        } catch let e as StoreError where e.code == .busy {
+            logger.error("the database \(config.storePath) is held by another process: \(e.message)")
+            return 1
+        } catch {
+            logger.error("cannot open the database \(config.storePath): \(error)")
+            return 1
+        }
+        lastCommit = (try? store.read { try $0.lastCommit() }) ?? 0
+        // Checked again after the store opened: a daemon may have started meanwhile.
+        switch SocketProbe.state(of: config.socketPath) {
+        case .live:
+            logger.error("another assetd is serving \(config.socketPath); leaving it alone")
+            store.close()
+            return 1
+        case .stale:
+            logger.info("replacing a stale socket at \(config.socketPath)")
+            unlink(config.socketPath)
+        case .notASocket:
+            store.close()
+            return 1
+        case .absent:
+            break
+        }
+        let folder = (config.socketPath as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        server = ControlServer(daemon: self)
+        do {
+            try server.start(path: config.socketPath, mode: config.socketMode)
+            for (sig, action) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+                signals.append(try SignalWatcher(loop: loop, signal: sig) { [unowned self] in beginStop(action) })
+            }
+            signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { [unowned self] in reload() })
+            let timer = try EventLoop.Timer(loop: loop)
+            try timer.start(after: 1, repeating: 1) { [unowned self] in scheduleSweep() }
+            sweepTimer = timer
+        } catch {
+            logger.error("cannot serve \(config.socketPath): \(error)")
+            store.close()
+            return 1
+        }
+        SystemdNotify.send("READY=1")
+        logger.info("ready: serving \(config.socketPath)")
+        loop.run()
+        do { try loop.close() } catch { logger.warning("event loop closed with handles open: \(error)") }
+        logger.info("stopped")
+        return 0
+    }
+
+    /// Runs `work` on the thread pool, counted as in flight until `done` has run.
+    func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
+        inFlight += 1
+        do {
+            try Work.submit(loop: loop, work) { [unowned self] in
+                inFlight -= 1
+                lastCommit = max(lastCommit, store.durableCommit)
+                done()
+                checkStopped()
+            }
+        } catch {
+            inFlight -= 1
+            throw error
+        }
+    }
+
+    /// Runs due unlinks on the pool; one sweep at a time, another right after if asked meanwhile.
+    func scheduleSweep() {
+        guard !stopping || inFlight > 0 else { return }
+        if sweeping {
+            sweepAgain = true
+            return
+        }
+        sweeping = true
+        let box = Box<Result<SweepReport, any Error>>()
+        let store = self.store!
+        do {
+            try submit({ box.value = Result { try store.sweep() } }) { [unowned self] in
+                sweeping = false
+                switch box.value {
+                case .success(let report)?:
+                    for f in report.failed { logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))") }
+                    for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
+                    if !report.unlinked.isEmpty { logger.debug("unlinked \(report.unlinked.count) files") }
+                    server.broadcast(ServerEvent.events(for: report, commit: lastCommit))
+                case .failure(let e)?:
+                    logger.error("sweep failed: \(e)")
+                case nil:
+                    break
+                }
+                if sweepAgain && !stopping {
+                    sweepAgain = false
+                    scheduleSweep()
+                }
+            }
+        } catch {
+            sweeping = false
+            logger.error("cannot schedule a sweep: \(error)")
+        }
+    }
+
+    /// SIGTERM, SIGINT or `shutdown`: stop accepting, let in-flight requests finish.
+    func beginStop(_ why: String) {
+        guard !stopping else { return }
+        stopping = true
+        logger.info("stopping (\(why)): finishing \(inFlight) in-flight requests")
+        SystemdNotify.send("STOPPING=1")
+        server.stopAccepting()
+        unlink(config.socketPath)
+        sweepTimer?.close()
+        sweepTimer = nil
+        checkStopped()
+    }
+
+    /// Once stopping and nothing runs: close connections, checkpoint, close the store.
+    func checkStopped() {
+        guard stopping, !finished, inFlight == 0, server.allIdle else { return }
+        finished = true
+        server.closeAll()
+        for s in signals { s.close() }
+        signals = []
+        do { try store.checkpoint() } catch { logger.warning("checkpoint at shutdown failed: \(error)") }
+        store.close()
+    }
+
+    /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.
+    private func reload() {
+        do {
+            let fresh = try DaemonConfig.load(path: configPath)
+            config.adminUIDs = fresh.adminUIDs
+            config.adminGroups = fresh.adminGroups
+            config.enforceOwnership = fresh.enforceOwnership
+            config.logLevel = fresh.logLevel
+            logger.logLevel = fresh.logLevel
+            logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists and log level")
+        } catch {
+            logger.error("reload failed, keeping the current settings: \(error)")
+        }
+    }
+}

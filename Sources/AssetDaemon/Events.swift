@@ -1,0 +1,74 @@
+// Server events (SPEC §6) made from what a commit or a sweep did, with the collections each
+// event concerns so watch filters can apply: object events by the object's collection, edge
+// events by either end's, file events unfiltered by collection.
+
+import AssetStore
+import ControlProtocol
+
+/// One event to send to watchers.
+public struct ServerEvent: Sendable {
+    /// The event type.
+    public var type: String
+    /// Collections it concerns; nil for file events (they pass any collection filter).
+    public var collections: Set<String>?
+    /// The params of the `event` notification.
+    public var params: JSONValue
+
+    /// True if a watcher with `filter` gets it.
+    public func matches(_ filter: EventFilter) -> Bool {
+        if let types = filter.types, !types.contains(type) { return false }
+        if let wanted = filter.collections, let mine = collections, wanted.isDisjoint(with: mine) { return false }
+        return true
+    }
+
+    /// The line to write.
+    public var line: [UInt8] { RPCLine.event(params) }
+
+    static func make(_ type: String, _ collections: Set<String>?, _ fields: [String: JSONValue]) -> ServerEvent {
+        var p = fields
+        p["type"] = .string(type)
+        return ServerEvent(type: type, collections: collections, params: .object(p))
+    }
+
+    /// Events for a commit: puts, deletions (with cause), notifications, queued files.
+    public static func events(for r: CommitReport) -> [ServerEvent] {
+        var out = [ServerEvent]()
+        let commit = JSONValue.int(r.commit)
+        for ref in r.put {
+            out.append(make("object.put", [ref.collection], ["commit": commit, "collection": .string(ref.collection), "key": .string(ref.key)]))
+        }
+        for d in r.deleted {
+            out.append(make("object.deleted", [d.ref.collection], [
+                "commit": commit, "collection": .string(d.ref.collection), "key": .string(d.ref.key),
+                "cause": .string(d.cause.rawValue),
+            ]))
+        }
+        for n in r.notifications {
+            var collections: Set<String> = [n.edge.source.collection]
+            if case .object(let d) = n.edge.destination { collections.insert(d.collection) }
+            var fields: [String: JSONValue] = [
+                "commit": commit, "edge": n.edge.json, "reason": .string(n.reason.rawValue), "node": n.node.json,
+            ]
+            if let field = n.nullifiedField { fields["nullified"] = .string(field) }
+            out.append(make("edge.deleted", collections, fields))
+        }
+        for path in r.filesQueued { out.append(make("file.queued", nil, ["commit": commit, "path": .string(path)])) }
+        return out
+    }
+
+    /// Events for a sweep: unlinked, failed and skipped files.
+    public static func events(for s: SweepReport, commit: Int64) -> [ServerEvent] {
+        var out = [ServerEvent]()
+        let c = JSONValue.int(commit)
+        for path in s.unlinked { out.append(make("file.unlinked", nil, ["commit": c, "path": .string(path)])) }
+        for f in s.failed {
+            out.append(make("file.unlink_failed", nil, [
+                "commit": c, "path": .string(f.path), "error": .string(f.error), "attempts": .int(Int64(f.attempts)),
+            ]))
+        }
+        for k in s.skipped {
+            out.append(make("file.unlink_skipped", nil, ["commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue)]))
+        }
+        return out
+    }
+}

@@ -1,0 +1,49 @@
+// Who a peer is: user name and groups from its uid (getpwuid_r, getgrouplist), and whether
+// the current access settings make it an admin (SPEC §6 Access).
+
+import Foundation
+
+/// A connected client's identity, read once at accept.
+struct PeerIdentity: Sendable {
+    let uid: UInt32
+    let gid: UInt32
+    let userName: String
+    /// Names and numeric ids (as text) of the user's groups, primary included.
+    let groups: Set<String>
+
+    init(uid: UInt32, gid: UInt32) {
+        self.uid = uid
+        self.gid = gid
+        var pwd = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        var name = String(uid)
+        if getpwuid_r(uid, &pwd, &buffer, buffer.count, &result) == 0, result != nil, let n = pwd.pw_name {
+            name = String(cString: n)
+        }
+        userName = name
+        var gids = [gid_t](repeating: 0, count: 256)
+        var count = Int32(gids.count)
+        var groups: Set<String> = [String(gid)]
+        if name != String(uid), getgrouplist(name, gid, &gids, &count) >= 0 {
+            for g in gids.prefix(Int(count)) { groups.insert(String(g)) }
+        }
+        for g in groups.compactMap({ UInt32($0) }) {
+            var grp = group()
+            var gres: UnsafeMutablePointer<group>?
+            if getgrgid_r(g, &grp, &buffer, buffer.count, &gres) == 0, gres != nil, let n = grp.gr_name {
+                groups.insert(String(cString: n))
+            }
+        }
+        self.groups = groups
+    }
+
+    /// Admins: uid 0, the daemon's own uid, and configured uids and groups.
+    func isAdmin(_ config: DaemonConfig) -> Bool {
+        uid == 0 || uid == getuid() || config.adminUIDs.contains(uid) || !groups.isDisjoint(with: config.adminGroups)
+    }
+
+    func caller(_ config: DaemonConfig) -> Caller {
+        Caller(uid: uid, userName: userName, isAdmin: isAdmin(config))
+    }
+}

@@ -1,0 +1,56 @@
+// `assetctl --db`: the same methods on the database directly, with the same engine and the
+// same lock. While a daemon holds the database it opens read-only: reads work, writes are
+// refused with `busy`.
+
+import AssetStore
+import ControlProtocol
+import Foundation
+
+/// Runs control methods in-process on a database file.
+public final class LocalInvoker {
+    /// The store opened.
+    public let store: Store
+    /// True when another process holds the database (reads only).
+    public var isReadOnly: Bool { store.isReadOnly }
+    private let context: MethodContext
+
+    /// Opens `databasePath` with the settings of `configPath` (or the default config file,
+    /// or the embedded defaults) for roots and durability.
+    public init(databasePath: String, configPath: String?) throws {
+        let config = try DaemonConfig.load(path: configPath)
+        var sc = config.storeConfiguration()
+        let store: Store
+        do {
+            store = try Store(path: databasePath, configuration: sc)
+        } catch let e as StoreError where e.code == .busy {
+            guard FileManager.default.fileExists(atPath: databasePath) else { throw e }
+            sc.readOnly = true
+            store = try Store(path: databasePath, configuration: sc)
+        }
+        self.store = store
+        let user = StoreConfiguration.processUserName()
+        context = MethodContext(store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
+    }
+
+    deinit { store.close() }
+
+    /// Runs one method as the daemon would; `shutdown` and `watch` have no meaning here.
+    public func call(_ method: String, _ params: JSONValue) throws(RPCError) -> JSONValue {
+        if ["shutdown", "watch", "unwatch"].contains(method) {
+            throw RPCError.invalidParams("\(method) needs a running daemon (--socket)")
+        }
+        switch MethodTable.call(method, params, context) {
+        case .success(let outcome):
+            // Unlinks queued by a write run now, as the daemon would after the commit.
+            if let report = outcome.commit, !report.filesQueued.isEmpty, !store.isReadOnly {
+                _ = try? store.sweep()
+            }
+            return outcome.result
+        case .failure(let e):
+            if e.stableCode == "busy", store.isReadOnly {
+                throw RPCError.application(.busy, "a running assetd holds this database: only reads are allowed with --db")
+            }
+            throw e
+        }
+    }
+}

@@ -1,0 +1,19 @@
+// edge.add {name, source, destination, rules} → {commit}.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    static func edgeAdd(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        committed(try ctx.store.write(owner: ctx.caller.userName) { tx in _ = try applyEdgeAdd(p, tx, ctx) }.report)
+    }
+
+    static func applyEdgeAdd(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
+        let source = try p.ref("source")
+        try checkOwner(source, tx, ctx)
+        try tx.addEdge(
+            name: try p.string("name"), source: source, destination: try p.end("destination"),
+            rules: try DeleteRules(json: p.object["rules"] ?? .array([])))
+        return .object([:])
+    }
+}

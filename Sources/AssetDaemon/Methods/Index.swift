@@ -1,0 +1,21 @@
+// index.define (a user index; rebuilt when changed) → {commit}; index.list → {indexes}.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    static func indexDefine(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        try checkAdminIfEnforcing("index.define", ctx)
+        let def = try IndexDefinition(json: .object(p.object))
+        return committed(try ctx.store.write(owner: ctx.caller.userName) { tx in try tx.defineIndex(def) }.report)
+    }
+
+    static func indexList(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        let defined = try ctx.store.read { try $0.indexes() }
+        let builtIn: JSONValue = .object([
+            "name": "default", "builtin": true,
+            "columns": .array(IndexDefinition.defaultColumns.map(JSONValue.string)),
+        ])
+        return MethodOutcome(.object(["indexes": .array([builtIn] + defined.map(\.json))]))
+    }
+}

@@ -1,0 +1,159 @@
+// The control protocol's methods as plain functions over a Store, with no event loop: the
+// daemon runs them on its thread pool, and `assetctl --db` runs them in-process. Each method
+// lives in its own file as an extension of MethodTable.
+
+import AssetStore
+import ControlProtocol
+import Foundation
+
+/// Who is calling, from the socket's peer credentials.
+public struct Caller: Sendable {
+    /// The client's uid.
+    public var uid: UInt32
+    /// The client's user name (or the uid as text).
+    public var userName: String
+    /// True for uid 0, the daemon's uid, and configured admins.
+    public var isAdmin: Bool
+
+    public init(uid: UInt32, userName: String, isAdmin: Bool) {
+        self.uid = uid
+        self.userName = userName
+        self.isAdmin = isAdmin
+    }
+}
+
+/// What a method runs with.
+public struct MethodContext: Sendable {
+    /// The store.
+    public var store: Store
+    /// The caller.
+    public var caller: Caller
+    /// `control.enforce_ownership`.
+    public var enforceOwnership: Bool
+
+    public init(store: Store, caller: Caller, enforceOwnership: Bool) {
+        self.store = store
+        self.caller = caller
+        self.enforceOwnership = enforceOwnership
+    }
+}
+
+/// A method's result and what the daemon must do about it.
+public struct MethodOutcome: Sendable {
+    /// Something for the session or daemon to do besides replying.
+    public enum Action: Sendable {
+        case none
+        /// Start sending events matching the filter.
+        case watch(EventFilter)
+        /// Stop sending events.
+        case unwatch
+        /// Stop the daemon after replying.
+        case shutdown
+    }
+
+    /// The JSON-RPC result.
+    public var result: JSONValue
+    /// What the commit did, for events.
+    public var commit: CommitReport?
+    /// What a sweep did, for events.
+    public var sweep: SweepReport?
+    /// What else to do.
+    public var action: Action = .none
+
+    public init(_ result: JSONValue, commit: CommitReport? = nil, sweep: SweepReport? = nil, action: Action = .none) {
+        self.result = result
+        self.commit = commit
+        self.sweep = sweep
+        self.action = action
+    }
+}
+
+/// Which events a watcher gets.
+public struct EventFilter: Sendable, Equatable {
+    /// Collections whose object and edge events pass; nil for all.
+    public var collections: Set<String>?
+    /// Event types that pass; nil for all.
+    public var types: Set<String>?
+
+    public init(collections: Set<String>? = nil, types: Set<String>? = nil) {
+        self.collections = collections
+        self.types = types
+    }
+}
+
+/// Every method of SPEC §6.
+public enum MethodTable {
+    /// One method: whether only admins may call it, and its body.
+    public struct Method: Sendable {
+        public let adminOnly: Bool
+        /// False only for methods that touch no database: the rest run on the thread pool.
+        public let slow: Bool
+        let run: @Sendable (Params, MethodContext) throws -> MethodOutcome
+    }
+
+    /// The methods by name.
+    public static let methods: [String: Method] = [
+        "ping": Method(adminOnly: false, slow: true, run: ping),
+        "object.put": Method(adminOnly: false, slow: true, run: objectPut),
+        "object.get": Method(adminOnly: false, slow: true, run: objectGet),
+        "object.delete": Method(adminOnly: false, slow: true, run: objectDelete),
+        "object.touch": Method(adminOnly: false, slow: true, run: objectTouch),
+        "object.list": Method(adminOnly: false, slow: true, run: objectList),
+        "edge.add": Method(adminOnly: false, slow: true, run: edgeAdd),
+        "edge.remove": Method(adminOnly: false, slow: true, run: edgeRemove),
+        "edge.find": Method(adminOnly: false, slow: true, run: edgeFind),
+        "edge.count": Method(adminOnly: false, slow: true, run: edgeCount),
+        "transact": Method(adminOnly: false, slow: true, run: transact),
+        "template.set": Method(adminOnly: false, slow: true, run: templateSet),
+        "template.get": Method(adminOnly: false, slow: true, run: templateGet),
+        "index.define": Method(adminOnly: false, slow: true, run: indexDefine),
+        "index.list": Method(adminOnly: false, slow: true, run: indexList),
+        "index.query": Method(adminOnly: false, slow: true, run: indexQuery),
+        "index.aggregate": Method(adminOnly: false, slow: true, run: indexAggregate),
+        "file.get": Method(adminOnly: false, slow: true, run: fileGet),
+        "watch": Method(adminOnly: false, slow: false, run: watch),
+        "unwatch": Method(adminOnly: false, slow: false, run: unwatch),
+        "stats": Method(adminOnly: false, slow: true, run: stats),
+        "sweep": Method(adminOnly: false, slow: true, run: sweep),
+        "pending": Method(adminOnly: false, slow: true, run: pending),
+        "shutdown": Method(adminOnly: true, slow: false, run: shutdown),
+    ]
+
+    /// Runs `method`, mapping every failure to a JSON-RPC error.
+    public static func call(_ method: String, _ params: JSONValue, _ ctx: MethodContext) -> Result<MethodOutcome, RPCError> {
+        guard let m = methods[method] else { return .failure(.methodNotFound(method)) }
+        if m.adminOnly && !ctx.caller.isAdmin {
+            return .failure(.application(.permissionDenied, "\(method) is for admins only"))
+        }
+        do {
+            return .success(try m.run(Params(params), ctx))
+        } catch let e as RPCError {
+            return .failure(e)
+        } catch let e as StoreError {
+            return .failure(RPCError(e))
+        } catch {
+            return .failure(RPCError(code: RPCError.internalErrorCode, message: "internal error"))
+        }
+    }
+
+    /// `{commit}`.
+    static func committed(_ report: CommitReport) -> MethodOutcome {
+        MethodOutcome(.object(["commit": .int(report.commit)]), commit: report)
+    }
+
+    /// With enforce_ownership, a non-admin may write only its own objects.
+    static func checkOwner(_ ref: ObjectRef, _ tx: WriteTransaction, _ ctx: MethodContext) throws {
+        guard ctx.enforceOwnership, !ctx.caller.isAdmin, let existing = try tx.get(ref) else { return }
+        guard existing.owner == ctx.caller.userName else {
+            throw RPCError.application(
+                .permissionDenied, "\(ref) belongs to \(existing.owner), not \(ctx.caller.userName)")
+        }
+    }
+
+    /// With enforce_ownership, only admins change what affects every object.
+    static func checkAdminIfEnforcing(_ what: String, _ ctx: MethodContext) throws {
+        if ctx.enforceOwnership && !ctx.caller.isAdmin {
+            throw RPCError.application(.permissionDenied, "\(what) is for admins while ownership is enforced")
+        }
+    }
+}

@@ -1,0 +1,25 @@
+// object.put {collection, key, value, metadata?, owner?} → {commit}.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    static func objectPut(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        committed(try ctx.store.write(owner: ctx.caller.userName) { tx in try applyPut(p, tx, ctx) }.report)
+    }
+
+    static func applyPut(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
+        let ref = try p.ref()
+        guard let value = p.object["value"] else { throw RPCError.invalidParams("value is required") }
+        let owner = try p.optionalString("owner")
+        if ctx.enforceOwnership && !ctx.caller.isAdmin {
+            let effective = value["owner"]?.stringValue ?? owner ?? ctx.caller.userName
+            guard effective == ctx.caller.userName else {
+                throw RPCError.application(.permissionDenied, "only admins may put objects owned by \(effective)")
+            }
+            try checkOwner(ref, tx, ctx)
+        }
+        try tx.put(ref, value: value, metadata: p.value("metadata"), owner: owner)
+        return .object([:])
+    }
+}

@@ -1,0 +1,66 @@
+// Counts for `stats`: objects, registered files and bytes, bytes per owner, the unlink queue
+// and the lifetime unlink counters, read on one snapshot.
+
+import GRDB
+
+/// What `stats` reports about the store.
+public struct StoreStatistics: Sendable {
+    /// Objects.
+    public var objects: Int
+    /// Registered files.
+    public var files: Int
+    /// Bytes of all registered files, each counted once.
+    public var bytes: Int64
+    /// Bytes per owner: each file counts once toward each owner holding it.
+    public var bytesPerOwner: [String: Int64]
+    /// Queued unlinks.
+    public var pendingUnlinks: Int
+    /// Queued unlinks that failed at least once.
+    public var failedUnlinks: Int
+    /// Lifetime counters (unlinked, skipped_identity_changed, skipped_unsafe_path, unlink_failures).
+    public var counters: [String: Int64]
+    /// The latest commit.
+    public var commit: Int64
+
+    /// As the protocol shows it.
+    public var json: JSONValue {
+        .object([
+            "objects": .int(Int64(objects)), "files": .int(Int64(files)), "bytes": .int(bytes),
+            "bytes_per_owner": .object(bytesPerOwner.mapValues(JSONValue.int)),
+            "pending_unlinks": .int(Int64(pendingUnlinks)), "failed_unlinks": .int(Int64(failedUnlinks)),
+            "counters": .object(counters.mapValues(JSONValue.int)), "commit": .int(commit),
+        ])
+    }
+}
+
+extension Store {
+    /// Current counts, from one snapshot.
+    public func statistics() throws -> StoreStatistics {
+        let counters = try counters()
+        return try read { r in
+            let db = r.db
+            var perOwner = [String: Int64]()
+            for row in try Row.fetchAll(db, sql: """
+                SELECT o.owner, SUM(f.size) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
+                    FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1) o
+                JOIN file f ON f.id = o.dst GROUP BY o.owner
+                """)
+            {
+                perOwner[row[0]] = row[1]
+            }
+            return StoreStatistics(
+                objects: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0,
+                files: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0,
+                bytes: try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM file") ?? 0,
+                bytesPerOwner: perOwner,
+                pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
+                failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,
+                counters: counters, commit: try r.lastCommit())
+        }
+    }
+
+    /// Writes the WAL back into the database file (on shutdown and by `checkpoint`).
+    public func checkpoint() throws {
+        try Store.mapErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
+    }
+}

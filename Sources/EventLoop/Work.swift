@@ -1,0 +1,53 @@
+// Runs a closure on libuv's thread pool and a completion on the loop thread (`uv_work_t`).
+// The request object is touched by a pool thread only to call `work`; libuv's queue orders
+// that call before `done`, which runs, and is released, on the loop thread.
+
+import CUV
+
+/// Submission of blocking work to libuv's thread pool.
+public enum Work {
+    /// Runs `work` on libuv's thread pool, then `done` on the loop thread. The loop stays
+    /// alive (``Loop/run()`` does not return) until `done` has run.
+    /// The corresponding libuv call is `uv_queue_work`.
+    ///
+    /// The pool is process-wide and has 4 threads unless `UV_THREADPOOL_SIZE` is set
+    /// before the first submission.
+    ///
+    /// - Throws: ``UVError`` if libuv refuses the request; then neither closure runs.
+    public static func submit(loop: Loop, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
+        loop.preconditionOnLoopThread()
+        let request = WorkRequest(loop: loop, work: work, done: done)
+        request.retainWhileInFlight(request.raw)
+        let result = uv_queue_work(
+            loop.raw, request.raw,
+            { raw in WorkRequest.borrowInFlight(raw).onWork() },
+            { raw, _ in WorkRequest.takeFromFlight(raw).onDone() })
+        if result < 0 {
+            _ = WorkRequest.takeFromFlight(request.raw)
+            throw UVError(code: result, call: "uv_queue_work")
+        }
+    }
+}
+
+/// One `uv_work_t` in flight, with its two closures.
+private final class WorkRequest: RequestOwner {
+    let raw = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
+    /// Keeps the loop alive while the request is in flight.
+    let loop: Loop
+    let work: @Sendable () -> Void
+    let done: () -> Void
+
+    init(loop: Loop, work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+        self.loop = loop
+        self.work = work
+        self.done = done
+    }
+
+    deinit { raw.deallocate() }
+
+    /// On a pool thread.
+    func onWork() { work() }
+
+    /// On the loop thread. The status is only ever UV_ECANCELED after uv_cancel, which we never call.
+    func onDone() { done() }
+}

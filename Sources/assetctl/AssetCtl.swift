@@ -1,0 +1,145 @@
+// The root command: global options (where the engine is, output form), the subcommand list,
+// and the entry point that turns every outcome into an exit status (SPEC §7).
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `assetctl [--socket PATH | --db PATH] [--config PATH] [--json] <command>`.
+struct AssetCtl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "assetctl",
+        abstract: "Control assetd, the file-asset lifecycle manager.",
+        discussion: """
+            Talks to assetd over its control socket, or with --db to the database directly \
+            while no daemon runs. Exit status: 0 success; 1 the daemon answered with an error; \
+            64 usage; 69 the daemon cannot be reached; 78 configuration.
+            """,
+        subcommands: [
+            PingCommand.self, ObjectPutCommand.self, ObjectGetCommand.self, ObjectDeleteCommand.self,
+            ObjectTouchCommand.self, ObjectListCommand.self, EdgeGroup.self, IndexQueryCommand.self,
+            IndexAggregateCommand.self, FileGetCommand.self, WatchCommand.self, StatsCommand.self,
+            SweepCommand.self, PendingCommand.self, TemplateGroup.self, IndexGroup.self,
+            TransactCommand.self, PolicyEnforceCommand.self, PolicyEvictCommand.self,
+            PolicyExpireCommand.self, ObjectPinCommand.self, ObjectUnpinCommand.self,
+            ShutdownCommand.self,
+        ])
+
+    @Option(help: ArgumentHelp(
+        "The control socket (default: $ASSETD_SOCKET, else the daemon's default).", valueName: "path"))
+    var socket: String?
+
+    @Option(help: ArgumentHelp("Work on this database file directly instead of the daemon.", valueName: "path"))
+    var db: String?
+
+    @Option(help: ArgumentHelp("The daemon's config file, for --db (roots, templates, indexes).", valueName: "path"))
+    var config: String?
+
+    @Flag(help: "Print each result as one line of compact JSON.")
+    var json = false
+
+    func validate() throws {
+        if socket != nil && db != nil { throw ValidationError("--socket and --db exclude each other") }
+    }
+
+    /// The socket this invocation talks to (without --db).
+    var socketPath: String {
+        SocketLocation.resolve(
+            explicit: socket, environment: Environment.variables, isRoot: geteuid() == 0, home: Environment.home)
+    }
+
+    /// Connects to the daemon, or opens the database with --db.
+    func backend() throws(CLIFailure) -> Backend {
+        if let db { return try Backend(target: .database(db), configPath: config) }
+        return try Backend(target: .socket(socketPath), configPath: config)
+    }
+
+    /// One call on a fresh backend.
+    func call(_ method: String, _ params: JSONValue = [:]) throws(CLIFailure) -> JSONValue {
+        try backend().call(method, params)
+    }
+
+    /// Prints `result`: compact JSON with --json, else what `human` makes of it.
+    func emit(_ result: JSONValue, _ human: (JSONValue) -> String) {
+        Console.out(json ? result.serialized() + "\n" : human(result))
+    }
+
+    /// Parses the command line, runs the command, and exits with its status.
+    static func runMain() -> Never {
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            exit(withError: error)
+        }
+        do {
+            try command.run()
+            Glibc.exit(ExitStatus.success)
+        } catch let failure as CLIFailure {
+            Console.error(failure.message)
+            Glibc.exit(failure.status)
+        } catch {
+            // A ValidationError from run() gets the usage of the subcommand that threw it.
+            exit(command, withError: error)
+        }
+    }
+
+    private static func exit<C: ParsableCommand>(_ command: C, withError error: any Error) -> Never {
+        C.exit(withError: error)
+    }
+}
+
+/// The process environment, read once.
+enum Environment {
+    /// Every variable.
+    static let variables: [String: String] = {
+        var out: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            if let eq = text.firstIndex(of: "=") {
+                out[String(text[..<eq])] = String(text[text.index(after: eq)...])
+            }
+            p += 1
+        }
+        return out
+    }()
+
+    /// The home folder from the password database, for when $HOME is unset.
+    static var home: String? {
+        guard let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir else { return nil }
+        return String(cString: dir)
+    }
+
+    /// The working folder, for making relative paths absolute.
+    static var workingDirectory: String {
+        guard let p = getcwd(nil, 0) else { return "/" }
+        defer { free(p) }
+        return String(cString: p)
+    }
+}
+
+/// Shared renderings of results.
+enum Render {
+    /// `commit N` for a write's result; any other result as a listing.
+    static func commit(_ result: JSONValue) -> String {
+        if let c = result["commit"] { return "commit \(Formatting.cell(c))\n" }
+        if case .object(let o) = result, o.isEmpty { return "" }
+        return Formatting.listing(result)
+    }
+
+    /// A CLIParamError as the usage error it is.
+    static func usage(_ body: () throws(CLIParamError) -> JSONValue) throws -> JSONValue {
+        do {
+            return try body()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+}

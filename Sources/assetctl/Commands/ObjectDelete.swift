@@ -1,0 +1,27 @@
+// `assetctl rm COLLECTION KEY` → object.delete: prints the commit, every object deleted (the
+// one asked for, then the cascade) and every file queued for unlinking.
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+/// `rm`.
+struct ObjectDeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Delete an object; its rules decide what else goes.")
+
+    @ParentCommand var root: AssetCtl
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The key.") var key: String
+
+    func run() throws {
+        let result = try root.call("object.delete", CLIParams.ref(collection, key))
+        root.emit(result) { r in
+            var out = Render.commit(.object(["commit": r["commit"] ?? .null]))
+            for d in r["deleted"]?.arrayValue ?? [] { out += "deleted \(Formatting.cell(d))\n" }
+            for p in r["unlinks_queued"]?.arrayValue ?? [] { out += "queued \(Formatting.cell(p))\n" }
+            return out
+        }
+    }
+}

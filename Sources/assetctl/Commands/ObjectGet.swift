@@ -1,0 +1,27 @@
+// `assetctl get COLLECTION KEY [--touch]` → object.get. The object pretty-printed; a missing
+// object is a message on stderr and exit 1.
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+/// `get`.
+struct ObjectGetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get", abstract: "Show an object: value, metadata, owner, files, timestamps.")
+
+    @ParentCommand var root: AssetCtl
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The key.") var key: String
+
+    @Flag(help: "Also count this as an access (moves `accessed`, which drives LRU).") var touch = false
+
+    func run() throws {
+        var params: [String: JSONValue] = ["collection": .string(collection), "key": .string(key)]
+        if touch { params["touch"] = true }
+        let result = try root.call("object.get", .object(params))
+        root.emit(result) { $0.isNull ? "" : Formatting.pretty($0) }
+        if result.isNull { throw CLIFailure("no object \(collection)/\(key)") }
+    }
+}

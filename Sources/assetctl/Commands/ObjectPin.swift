@@ -1,0 +1,20 @@
+// `assetctl pin COLLECTION KEY` → object.pin: never evicted or expired until unpinned.
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+/// `pin`.
+struct ObjectPinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin", abstract: "Protect an object from eviction and expiry until unpinned.")
+
+    @ParentCommand var root: AssetCtl
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The key.") var key: String
+
+    func run() throws {
+        root.emit(try root.call("object.pin", CLIParams.ref(collection, key)), Render.commit)
+    }
+}

@@ -1,0 +1,16 @@
+// `assetctl shutdown` → shutdown (admin only): the daemon finishes in-flight requests and exits.
+
+import ArgumentParser
+import AssetClient
+
+/// `shutdown`.
+struct ShutdownCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shutdown", abstract: "Stop the daemon (admins only).")
+
+    @ParentCommand var root: AssetCtl
+
+    func run() throws {
+        root.emit(try root.call("shutdown")) { _ in "assetd is shutting down\n" }
+    }
+}

@@ -1,0 +1,15 @@
+// `assetctl sweep` → sweep: runs due unlinks now and shows unlinked, failed and pending.
+
+import ArgumentParser
+import AssetClient
+
+/// `sweep`.
+struct SweepCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "sweep", abstract: "Run due unlinks now.")
+
+    @ParentCommand var root: AssetCtl
+
+    func run() throws {
+        root.emit(try root.call("sweep")) { Formatting.listing($0) }
+    }
+}

@@ -1,0 +1,25 @@
+// `assetctl transact OPS_JSON` (or `-` to read it from stdin) → transact: all the operations
+// in one transaction, all or nothing. OPS_JSON is `[{method, params}…]` or `{"ops": […]}`.
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+/// `transact`.
+struct TransactCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transact", abstract: "Run object and edge operations as one transaction.",
+        discussion: #"Example: assetctl transact '[{"method":"object.put","params":{"collection":"a","key":"1","value":{}}}]'"#)
+
+    @ParentCommand var root: AssetCtl
+
+    @Argument(help: ArgumentHelp("The operations as JSON, or - for stdin.", valueName: "ops-json")) var ops: String
+
+    func run() throws {
+        let text = ops == "-" ? try Console.readStandardInput() : ops
+        let parsed = try Render.usage { () throws(CLIParamError) in try CLIParams.parseJSON(text, what: "OPS_JSON") }
+        let list = parsed["ops"] ?? parsed
+        guard list.arrayValue != nil else { throw ValidationError("OPS_JSON must be an array of {method, params}") }
+        root.emit(try root.call("transact", ["ops": list]), Render.commit)
+    }
+}

@@ -1,0 +1,79 @@
+// Where assetctl's output goes and how it ends: results on stdout, `assetctl: …` on stderr,
+// and the exit statuses of SPEC §7. Writes go straight to the descriptors, unbuffered, so a
+// watch stream is visible line by line and nothing is lost at exit.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The documented exit statuses.
+enum ExitStatus {
+    /// The command did what was asked.
+    static let success: Int32 = 0
+    /// The daemon answered with an error, an object was missing, or verify found problems.
+    static let failure: Int32 = 1
+    /// The command line was wrong (EX_USAGE).
+    static let usage: Int32 = 64
+    /// The daemon cannot be reached (EX_UNAVAILABLE).
+    static let unavailable: Int32 = 69
+    /// The configuration is wrong (EX_CONFIG).
+    static let configuration: Int32 = 78
+}
+
+/// An outcome that ends assetctl with a message on stderr and a status.
+struct CLIFailure: Error {
+    /// The message, without the `assetctl: ` prefix.
+    var message: String
+    /// The exit status.
+    var status: Int32
+
+    init(_ message: String, status: Int32 = ExitStatus.failure) {
+        self.message = message
+        self.status = status
+    }
+}
+
+/// Unbuffered writes to stdout and stderr.
+enum Console {
+    /// Writes `text` to stdout as is.
+    static func out(_ text: String) { write(fd: 1, text) }
+
+    /// Writes `assetctl: <message>` and a newline to stderr.
+    static func error(_ message: String) { write(fd: 2, "assetctl: \(message)\n") }
+
+    private static func write(fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in
+                Glibc.write(fd, raw.baseAddress! + done, raw.count - done)  // non-empty: done < count
+            }
+            if n > 0 {
+                done += n
+            } else if n < 0, errno == EINTR {
+                continue
+            } else {
+                return  // stdout closed or full disk: nothing sensible left to report it on
+            }
+        }
+    }
+
+    /// Reads all of stdin as UTF-8 text.
+    static func readStandardInput() throws(CLIFailure) -> String {
+        var data = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.count
+            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress!, count) }  // 64 KiB, never empty
+            if n > 0 {
+                data += chunk[0..<n]
+            } else if n == 0 {
+                return String(decoding: data, as: UTF8.self)
+            } else if errno != EINTR {
+                throw CLIFailure("cannot read standard input: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

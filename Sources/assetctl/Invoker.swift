@@ -1,0 +1,102 @@
+// The engine behind a command: assetd over its socket, or the database opened directly with
+// --db. Commands see only `Invoker`; Backend turns every failure into a message and an exit
+// status (SPEC §7), in this one place.
+
+import AssetClient
+import AssetStore
+import ControlProtocol
+
+/// Runs one method with its params and returns its result.
+protocol Invoker {
+    /// The result of `method`; throws ClientError (socket) or RPCError (either).
+    func call(_ method: String, _ params: JSONValue) throws -> JSONValue
+}
+
+/// Methods sent to assetd over the control socket.
+struct SocketInvoker: Invoker {
+    /// The connection.
+    let client: ControlClient
+
+    func call(_ method: String, _ params: JSONValue) throws -> JSONValue {
+        try client.call(method, params)
+    }
+}
+
+/// The invoker a command runs on, with the failures mapped to messages and exit statuses.
+final class Backend {
+    /// What the commands talk to.
+    enum Target {
+        /// assetd on this socket path.
+        case socket(String)
+        /// This database file, opened in-process (`--db`).
+        case database(String)
+    }
+
+    /// What was connected or opened.
+    let target: Target
+    private let invoker: any Invoker
+    /// The socket connection, for watch; nil with --db.
+    let client: ControlClient?
+
+    /// Connects to the socket or opens the database.
+    init(target: Target, configPath: String?) throws(CLIFailure) {
+        self.target = target
+        switch target {
+        case .socket(let path):
+            do {
+                let client = try ControlClient(socketPath: path)
+                self.client = client
+                invoker = SocketInvoker(client: client)
+            } catch {
+                throw Backend.failure(error, target: target, method: nil)
+            }
+        case .database(let path):
+            client = nil
+            invoker = try OfflineInvoker(databasePath: path, configPath: configPath)
+        }
+    }
+
+    /// The result of `method`, or a CLIFailure saying what went wrong.
+    func call(_ method: String, _ params: JSONValue = [:]) throws(CLIFailure) -> JSONValue {
+        do {
+            return try invoker.call(method, params)
+        } catch {
+            throw Backend.failure(error, target: target, method: method)
+        }
+    }
+
+    /// The message and exit status for an error of a connect (`method` nil) or a call.
+    static func failure(_ error: any Error, target: Target, method: String?) -> CLIFailure {
+        if let failure = error as? CLIFailure { return failure }
+        let place: String
+        switch target {
+        case .socket(let path): place = path
+        case .database(let path): place = path
+        }
+        switch error {
+        case ClientError.unreachable(let why):
+            return CLIFailure("cannot reach assetd at \(place): \(why)", status: ExitStatus.unavailable)
+        case ClientError.io(let why):
+            return CLIFailure("lost the connection to assetd at \(place): \(why)", status: ExitStatus.unavailable)
+        case ClientError.closed:
+            return CLIFailure("assetd at \(place) closed the connection", status: ExitStatus.unavailable)
+        case ClientError.rpc(let e):
+            return rpcFailure(e, target: target)
+        case let e as RPCError:
+            return rpcFailure(e, target: target)
+        case let e as StoreError:
+            return rpcFailure(RPCError(e), target: target)
+        default:
+            return CLIFailure(String(describing: error))
+        }
+    }
+
+    private static func rpcFailure(_ e: RPCError, target: Target) -> CLIFailure {
+        if case .database(let path) = target, e.stableCode == "busy" {
+            return CLIFailure(
+                "\(path) is held by a running assetd: only read commands work with --db; "
+                    + "send writes through the daemon (\(e.message))")
+        }
+        return CLIFailure(e.message)
+    }
+}

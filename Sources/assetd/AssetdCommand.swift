@@ -1,0 +1,55 @@
+// assetd's command line (SPEC §7): runs in the foreground and logs to stderr. Config errors
+// exit 78; a database or socket held by another daemon exits 1.
+
+import ArgumentParser
+import AssetDaemon
+import Foundation
+import Logging
+
+@main
+struct AssetdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "assetd", abstract: "The assetd file-asset lifecycle daemon.", version: MethodTable.version)
+
+    @Option(name: .long, help: "The config file (default: /etc/assetd/assetd.toml as root, else $XDG_CONFIG_HOME/assetd/assetd.toml, else embedded defaults).")
+    var config: String?
+
+    @Flag(name: .long, help: "Check the configuration, print the effective settings and exit.")
+    var checkConfig = false
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (overrides log.level).")
+    var logLevel: String?
+
+    func run() throws {
+        var settings: DaemonConfig
+        do {
+            settings = try DaemonConfig.load(path: config)
+        } catch {
+            FileHandle.standardError.write(Data("assetd: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        if let logLevel {
+            guard let level = Logger.Level(rawValue: logLevel) else {
+                FileHandle.standardError.write(Data("assetd: --log-level: unknown level \(logLevel)\n".utf8))
+                throw ExitCode(64)
+            }
+            settings.logLevel = level
+        }
+        if checkConfig {
+            print(settings.summary.joined(separator: "\n"))
+            return
+        }
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "assetd")
+        logger.logLevel = settings.logLevel
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(config: settings, configPath: config, logger: logger)
+        } catch {
+            logger.error("cannot start: \(error)")
+            throw ExitCode(1)
+        }
+        let status = daemon.run()
+        if status != 0 { throw ExitCode(status) }
+    }
+}

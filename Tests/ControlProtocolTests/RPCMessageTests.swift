@@ -1,0 +1,87 @@
+// JSON-RPC parsing and encoding (SPEC §6): each kind of bad input gets its error and the id
+// to answer with; notifications are recognised; replies are single lines.
+
+import Testing
+import AssetStore
+import ControlProtocol
+
+@Suite struct RPCMessageTests {
+    func parse(_ text: String) -> Result<RPCRequest, RPCFailure> {
+        Array(text.utf8).withUnsafeBufferPointer { RPCRequest.parse($0) }
+    }
+
+    @Test("a well-formed request parses with its id, method and params")
+    func validRequest() throws {
+        let r = try parse(#"{"jsonrpc":"2.0","id":7,"method":"object.get","params":{"collection":"c","key":"k"}}"#).get()
+        #expect(r.id == 7)
+        #expect(r.method == "object.get")
+        #expect(r.params["key"] == "k")
+        #expect(!r.isNotification)
+    }
+
+    @Test("a request without id is a notification; absent params are an empty object")
+    func notification() throws {
+        let r = try parse(#"{"jsonrpc":"2.0","method":"ping"}"#).get()
+        #expect(r.isNotification)
+        #expect(r.params == [:])
+    }
+
+    static let bad: [(String, Int, JSONValue)] = [
+        ("{not json", -32700, nil),
+        ("[1,2]", -32600, nil),
+        ("42", -32600, nil),
+        (#"{"id":1,"method":"ping"}"#, -32600, 1),
+        (#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#, -32600, "a"),
+        (#"{"jsonrpc":"2.0","id":2}"#, -32600, 2),
+        (#"{"jsonrpc":"2.0","id":3,"method":5}"#, -32600, 3),
+        (#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#, -32600, nil),
+        (#"{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}"#, -32602, 4),
+        ("\u{FEFF}{}", -32700, nil),
+    ]
+
+    @Test("bad input gets the SPEC's error code and the id it can tell", arguments: bad)
+    func badInput(text: String, code: Int, id: JSONValue) {
+        guard case .failure(let f) = parse(text) else {
+            Issue.record("accepted \(text)")
+            return
+        }
+        #expect(f.error.code == code)
+        #expect(f.id == id)
+    }
+
+    @Test("invalid UTF-8 inside a string is a parse error")
+    func invalidUTF8() {
+        let bytes: [UInt8] = Array(#"{"jsonrpc":"2.0","id":1,"method":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)
+        let r = bytes.withUnsafeBufferPointer { RPCRequest.parse($0) }
+        guard case .failure(let f) = r else { Issue.record("accepted"); return }
+        #expect(f.error.code == -32700)
+    }
+
+    @Test("JSON nested 100,000 deep is a parse error, not a crash")
+    func deepNesting() {
+        let text = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        guard case .failure(let f) = parse(text) else { Issue.record("accepted"); return }
+        #expect(f.error.code == -32700)
+    }
+
+    @Test("replies and events are one line each, with the request's id")
+    func encoding() throws {
+        let line = RPCLine.result(id: "x", ["a": 1])
+        #expect(line.last == 10)
+        #expect(line.dropLast().contains(10) == false)
+        let json = try JSONValue.parse(String(decoding: line, as: UTF8.self))
+        #expect(json == ["jsonrpc": "2.0", "id": "x", "result": ["a": 1]])
+        let err = try JSONValue.parse(String(decoding: RPCLine.error(id: .null, .requestTooLarge(limit: 10)), as: UTF8.self))
+        #expect(err["error"]?["data"]?["code"] == "request_too_large")
+        #expect(err["id"] == .null)
+    }
+
+    @Test("engine errors map to -32000 with data.code, invalid params to -32602, internal to -32603")
+    func errorMapping() {
+        #expect(RPCError(StoreError(.notFound, "x")).code == -32000)
+        #expect(RPCError(StoreError(.notFound, "x")).stableCode == "not_found")
+        #expect(RPCError(StoreError(.invalidParams, "x")).code == -32602)
+        #expect(RPCError(StoreError(.internalError, "x")).code == -32603)
+        #expect(RPCError(StoreError(.deleteDenied, "x", detail: ["name": "e"])).data?["detail"]?["name"] == "e")
+    }
+}

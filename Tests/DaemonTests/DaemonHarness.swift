@@ -1,0 +1,254 @@
+// Runs the built assetd in a temp folder (its own config, root, database and socket) and
+// talks to it through the real socket, a raw socket for malformed input, and the real assetctl.
+
+import AssetClient
+import AssetStore
+import Foundation
+import Testing
+
+/// Where the built executables are: next to the test bundle, or $ASSETD_BIN_DIR.
+enum Binaries {
+    static let directory: String = {
+        if let dir = ProcessInfo.processInfo.environment["ASSETD_BIN_DIR"] { return dir }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("assetd").path) { return url.path }
+        }
+        return FileManager.default.currentDirectoryPath + "/.build/debug"
+    }()
+    static var assetd: String { directory + "/assetd" }
+    static var assetctl: String { directory + "/assetctl" }
+}
+
+/// What a finished process did.
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a command to completion with a time limit.
+func runProcess(_ path: String, _ args: [String], stdin: String? = nil, environment: [String: String]? = nil,
+                timeout: Double = 30) throws -> ProcessResult {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    if let environment { p.environment = environment }
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = input
+    try p.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try? input.fileHandleForWriting.close()
+    let deadline = Date().addingTimeInterval(timeout)
+    // Read both pipes while waiting, so a chatty child never blocks on a full pipe.
+    let outData = Box<Data>(), errData = Box<Data>()
+    let group = DispatchGroup()
+    for (pipe, box) in [(out, outData), (err, errData)] {
+        group.enter()
+        DispatchQueue.global().async {
+            box.value = pipe.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+    }
+    while p.isRunning && Date() < deadline { usleep(10_000) }
+    if p.isRunning {
+        p.terminate()
+        p.waitUntilExit()
+    }
+    group.wait()
+    return ProcessResult(
+        status: p.terminationStatus, stdout: String(decoding: outData.value ?? Data(), as: UTF8.self),
+        stderr: String(decoding: errData.value ?? Data(), as: UTF8.self))
+}
+
+final class Box<T>: @unchecked Sendable {  // handed between one reader thread and the waiter
+    var value: T?
+}
+
+/// A daemon of our own in a temp folder.
+final class DaemonHarness {
+    let dir: String
+    let root: String
+    let socket: String
+    let database: String
+    let configPath: String
+    private(set) var process: Process?
+    let logPath: String
+
+    /// `extraConfig` is appended to the config file (TOML).
+    init(extraConfig: String = "", controlSection: String = "", start: Bool = true) throws {
+        var template = Array("/tmp/assetd-e2e-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
+        dir = String(cString: template)
+        chmod(dir, 0o755)
+        root = dir + "/root"
+        socket = dir + "/run/control.sock"
+        database = dir + "/state/assetd.sqlite"
+        configPath = dir + "/assetd.toml"
+        logPath = dir + "/assetd.log"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir + "/run", withIntermediateDirectories: true)
+        chmod(root, 0o777)
+        chmod(dir + "/run", 0o755)
+        let config = """
+            [store]
+            path = "\(database)"
+            [control]
+            socket = "\(socket)"
+            \(controlSection)
+            [files]
+            roots = ["\(root)"]
+            [log]
+            level = "debug"
+            \(extraConfig)
+            """
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        if start { try self.start() }
+    }
+
+    deinit {
+        if let p = process, p.isRunning {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Starts assetd and waits until its socket answers ping.
+    func start(arguments: [String]? = nil) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Binaries.assetd)
+        p.arguments = arguments ?? ["--config", configPath]
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        p.standardError = log
+        p.standardOutput = log
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if !p.isRunning { throw HarnessError.exited(p.terminationStatus, log: self.log) }
+            if let c = try? ControlClient(socketPath: socket, timeout: 2), (try? c.call("ping")) != nil {
+                c.close()
+                return
+            }
+            usleep(20_000)
+        }
+        throw HarnessError.notReady(log: self.log)
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM (or another signal) and wait; returns the exit status.
+    @discardableResult
+    func stop(signal sig: Int32 = SIGTERM, timeout: Double = 20) -> Int32? {
+        guard let p = process else { return nil }
+        kill(p.processIdentifier, sig)
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(10_000) }
+        if p.isRunning {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            return nil
+        }
+        process = nil
+        return p.terminationStatus
+    }
+
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    func client(timeout: Double = 10) throws -> ControlClient {
+        try ControlClient(socketPath: socket, timeout: timeout)
+    }
+
+    /// Runs assetctl against this daemon.
+    func assetctl(_ args: String..., stdin: String? = nil, environment: [String: String]? = nil) throws -> ProcessResult {
+        try runProcess(Binaries.assetctl, ["--socket", socket] + args, stdin: stdin, environment: environment)
+    }
+
+    /// Creates a file below the root.
+    @discardableResult
+    func makeFile(_ rel: String, size: Int = 10) throws -> String {
+        let path = root + "/" + rel
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: path, contents: Data(repeating: 1, count: size))
+        return path
+    }
+
+    func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+}
+
+enum HarnessError: Error, CustomStringConvertible {
+    case exited(Int32, log: String)
+    case notReady(log: String)
+    var description: String {
+        switch self {
+        case .exited(let s, let log): return "assetd exited with \(s):\n\(log)"
+        case .notReady(let log): return "assetd did not become ready:\n\(log)"
+        }
+    }
+}
+
+/// A raw connection for malformed input: write bytes, read reply lines.
+final class RawConnection {
+    let fd: Int32
+    private var buffer = [UInt8]()
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard r == 0 else { close(fd); throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            off += n
+        }
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    /// The next line as JSON, or nil at EOF / timeout.
+    func readLine() -> JSONValue? {
+        while true {
+            if let nl = buffer.firstIndex(of: 10) {
+                let line = Array(buffer[..<nl])
+                buffer.removeFirst(nl + 1)
+                return try? JSONValue.parse(String(decoding: line, as: UTF8.self))
+            }
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n <= 0 { return nil }
+            buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// True once the daemon closed the connection.
+    func isClosedByPeer() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n == 0 { return true }
+            if n < 0 { return false }
+        }
+    }
+
+    func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+}

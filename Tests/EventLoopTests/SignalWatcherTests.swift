@@ -1,0 +1,50 @@
+// Signals: a signal raised from a timer reaches its watcher on the loop thread; a signal
+// libuv cannot watch fails at init and still leaves no handle behind.
+
+import CUV
+import EventLoop
+import Glibc
+import Testing
+
+extension EventLoopTests {
+    @Suite struct SignalWatcherTests {
+        @Test("SIGUSR1 raised from a timer reaches the watcher")
+        func signalReachesWatcher() throws {
+            let loop = try Loop()
+            var received = 0
+            var watcher: SignalWatcher?
+            let timer = try Timer(loop: loop)
+            watcher = try SignalWatcher(loop: loop, signal: SIGUSR1) {
+                received += 1
+                watcher?.close()
+                timer.close()
+            }
+            try timer.start(after: 0.005) { raise(SIGUSR1) }
+            runUntilIdle(loop)
+            #expect(received == 1)
+            expectClosesCleanly(loop)
+        }
+
+        @Test("an unref'd watcher does not keep run() alive")
+        func unrefDoesNotHoldLoop() throws {
+            let loop = try Loop()
+            let watcher = try SignalWatcher(loop: loop, signal: SIGUSR2) {}
+            watcher.unref()
+            loop.run()
+            #expect(loop.openHandleCount == 1)
+            watcher.close()
+            runUntilIdle(loop)
+            expectClosesCleanly(loop)
+        }
+
+        @Test("watching SIGKILL fails with EINVAL and leaves no handle")
+        func uncatchableSignalFails() throws {
+            let loop = try Loop()
+            let error = #expect(throws: UVError.self) { try SignalWatcher(loop: loop, signal: SIGKILL) {} }
+            #expect(error?.code == UV_EINVAL.rawValue)
+            #expect(error?.call == "uv_signal_start")
+            runUntilIdle(loop)
+            expectClosesCleanly(loop)
+        }
+    }
+}
