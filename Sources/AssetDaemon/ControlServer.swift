@@ -14,6 +14,7 @@ final class ControlServer {
     private var sessions: [ObjectIdentifier: Session] = [:]
     var logger: Logger { daemon.logger }
     var stopping: Bool { daemon.stopping }
+    var lastCommit: Int64 { daemon.lastCommit }
     /// The last request durations, for stats.
     private var latencies = [Double](repeating: 0, count: 4096)
     private var latencyCount = 0
@@ -76,6 +77,7 @@ final class ControlServer {
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
         if let report = outcome.commit {
+            daemon.noteCommit(report.commit)
             broadcast(ServerEvent.events(for: report))
             if !report.filesQueued.isEmpty { daemon.scheduleSweep() }
         }

@@ -108,7 +108,6 @@ public final class Daemon {
         do {
             try Work.submit(loop: loop, work) { [unowned self] in
                 inFlight -= 1
-                lastCommit = max(lastCommit, store.durableCommit)
                 done()
                 checkStopped()
             }
@@ -118,9 +117,15 @@ public final class Daemon {
         }
     }
 
+    /// Records the latest commit (replies to ping carry it).
+    func noteCommit(_ commit: Int64) {
+        lastCommit = max(lastCommit, commit)
+    }
+
     /// Runs due unlinks on the pool; one sweep at a time, another right after if asked meanwhile.
+    /// None while stopping: the queue is durable and the next start drains it.
     func scheduleSweep() {
-        guard !stopping || inFlight > 0 else { return }
+        guard !stopping else { return }
         if sweeping {
             sweepAgain = true
             return

@@ -92,6 +92,12 @@ final class Session {
             reply(request, .failure(.methodNotFound(request.method)), started)
             return
         }
+        if request.method == "ping" {
+            // Answered on the loop from memory: it must stay fast while scans fill the pool.
+            let result: JSONValue = .object(["version": .string(MethodTable.version), "commit": .int(server.lastCommit)])
+            reply(request, .success(MethodOutcome(result)), started)
+            return
+        }
         let context = server.context(for: identity)
         guard method.slow else {
             reply(request, MethodTable.call(request.method, request.params, context), started)

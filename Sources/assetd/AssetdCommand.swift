@@ -40,6 +40,9 @@ struct AssetdCommand: ParsableCommand {
             return
         }
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        // Writes wait for SQLite's one writer on pool threads; enough threads keep reads
+        // flowing meanwhile. Set before the first uv_queue_work; a user's own value wins.
+        setenv("UV_THREADPOOL_SIZE", "16", 0)
         var logger = Logger(label: "assetd")
         logger.logLevel = settings.logLevel
         let daemon: Daemon
