@@ -13,6 +13,8 @@ public final class Daemon {
     /// Settings in force (access lists and log level change on SIGHUP).
     private(set) var config: DaemonConfig
     private let configPath: String?
+    /// `--log-level`: wins over log.level, on reload too.
+    private let logLevelOverride: Logger.Level?
     var logger: Logger
     let loop: Loop
     private(set) var store: Store!
@@ -28,9 +30,10 @@ public final class Daemon {
     private(set) var lastCommit: Int64 = 0
 
     /// A daemon for `config`, read from `configPath` (nil: the default file or embedded defaults).
-    public init(config: DaemonConfig, configPath: String?, logger: Logger) throws {
+    public init(config: DaemonConfig, configPath: String?, logLevelOverride: Logger.Level? = nil, logger: Logger) throws {
         self.config = config
         self.configPath = configPath
+        self.logLevelOverride = logLevelOverride
         self.logger = logger
         loop = try Loop()
     }
@@ -189,8 +192,8 @@ public final class Daemon {
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups
             config.enforceOwnership = fresh.enforceOwnership
-            config.logLevel = fresh.logLevel
-            logger.logLevel = fresh.logLevel
+            config.logLevel = logLevelOverride ?? fresh.logLevel
+            logger.logLevel = config.logLevel
             logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists and log level")
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")

@@ -47,7 +47,9 @@ struct AssetdCommand: ParsableCommand {
         logger.logLevel = settings.logLevel
         let daemon: Daemon
         do {
-            daemon = try Daemon(config: settings, configPath: config, logger: logger)
+            daemon = try Daemon(
+                config: settings, configPath: config, logLevelOverride: logLevel.flatMap(Logger.Level.init(rawValue:)),
+                logger: logger)
         } catch {
             logger.error("cannot start: \(error)")
             throw ExitCode(1)

@@ -1,0 +1,121 @@
+// The config file (SPEC §7): every key read with its type, embedded defaults, and errors that
+// name the file, line and key.
+
+import AssetStore
+import Foundation
+import Testing
+@testable import AssetDaemon
+
+@Suite struct ConfigParserTests {
+    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        let defaults = DaemonConfig.embeddedDefaults(uid: 1000, environment: ["HOME": "/home/u"])
+        return try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: defaults)
+    }
+
+    @Test("every key of the SPEC's table is read")
+    func everyKey() throws {
+        let c = try parse("""
+            [store]
+            path = "/srv/a.sqlite"
+            durability = "normal"
+            [control]
+            socket = "/run/a.sock"
+            mode = "0600"
+            admin_uids = [1001, 1002]
+            admin_groups = ["wheel", 27]
+            enforce_ownership = true
+            max_request_bytes = "64KiB"
+            max_connections = 10
+            [files]
+            roots = ["/srv/cache", "/srv/media"]
+            unlink_delay = "90s"
+            orphan_grace = "2h"
+            [log]
+            level = "debug"
+            [[collections]]
+            name = "thumbnails"
+              [[collections.edges]]
+              name = "original"
+              field = "originalKey"
+              to = "originals"
+              rules = ["deleteSourceIfDestinationDeleted"]
+            [[indexes]]
+            name = "media"
+            version = "2026-11-21"
+            collections = ["photos"]
+            columns = [ { name = "duration", type = "real", path = "$.duration" } ]
+            """)
+        #expect(c.storePath == "/srv/a.sqlite" && c.durability == .normal)
+        #expect(c.socketPath == "/run/a.sock" && c.socketMode == 0o600)
+        #expect(c.adminUIDs == [1001, 1002] && c.adminGroups == ["wheel", "27"] && c.enforceOwnership)
+        #expect(c.maxRequestBytes == 65_536 && c.maxConnections == 10)
+        #expect(c.roots == ["/srv/cache", "/srv/media"] && c.unlinkDelay == 90 && c.orphanGrace == 7200)
+        #expect(c.logLevel == .debug)
+        #expect(c.templates["thumbnails"]?.first?.rules == .deleteSourceIfDestinationDeleted)
+        #expect(c.indexes.map(\.name) == ["media"])
+        #expect(c.indexes.first?.collections == ["photos"])
+    }
+
+    @Test("an empty file means the embedded defaults for this user")
+    func emptyFileDefaults() throws {
+        let c = try parse("")
+        #expect(c.storePath == "/home/u/.local/state/assetd/assetd.sqlite")
+        #expect(c.socketPath == "/home/u/.local/state/assetd/control.sock")
+        #expect(c.roots == ["/home/u/.cache"])
+        #expect(c.socketMode == 0o660 && c.maxRequestBytes == 1_048_576 && c.maxConnections == 1024)
+        #expect(c.unlinkDelay == 0 && c.orphanGrace == 3600 && c.logLevel == .info && c.durability == .full)
+    }
+
+    @Test("embedded defaults follow root, XDG_RUNTIME_DIR and XDG variables")
+    func embeddedDefaults() {
+        let root = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
+        #expect(root.storePath == "/var/lib/assetd/assetd.sqlite")
+        #expect(root.socketPath == "/run/assetd/control.sock")
+        #expect(root.roots == ["/var/cache"])
+        let user = DaemonConfig.embeddedDefaults(
+            uid: 1000, environment: ["HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/s",
+                                     "XDG_CACHE_HOME": "/c"])
+        #expect(user.storePath == "/s/assetd/assetd.sqlite")
+        #expect(user.socketPath == "/run/user/1000/assetd.sock")
+        #expect(user.roots == ["/c"])
+    }
+
+    static let errors: [(String, Int?, String?)] = [
+        ("[store]\npath = \"/a\"\ndurabilty = \"full\"\n", 3, "store.durabilty"),
+        ("[control]\nmode = \"rwx\"\n", 2, "control.mode"),
+        ("[control]\nmax_connections = 0\n", 2, "control.max_connections"),
+        ("[files]\nroots = [\"relative\"]\n", 2, "files.roots"),
+        ("[files]\nunlink_delay = \"soon\"\n", 2, "files.unlink_delay"),
+        ("[log]\nlevel = \"loud\"\n", 2, "log.level"),
+        ("[stor]\npath = \"/a\"\n", 1, "stor"),
+        ("[store]\npath = \n", 2, nil),
+        ("[policy]\ninterval = \"5m\"\n", 1, "policy"),
+        ("\n\n[[indexes]]\nname = \"Bad\"\ncolumns = [{name = \"a\", type = \"text\", path = \"a\"}]\n", 3, "indexes"),
+        ("[[collections]]\nname = \"c\"\n[[collections.edges]]\nname = \"e\"\nfield = \"f\"\nto = \"file\"\nrules = [\"denyDeleteSource\"]\n", 3, "collections.edges"),
+    ]
+
+    @Test("errors name the file, the line and the key", arguments: errors)
+    func errorsNameLineAndKey(text: String, line: Int?, key: String?) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted:\n\(text)")
+        } catch {
+            #expect(error.file == "/etc/assetd/test.toml")
+            #expect(error.line == line, "\(error)")
+            if let key { #expect(error.key == key, "\(error)") }
+            #expect(error.description.hasPrefix("/etc/assetd/test.toml:"))
+        }
+    }
+
+    @Test("etc/assetd.toml, the commented example, parses and matches the root defaults")
+    func shippedExampleParses() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("etc/assetd.toml").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let c = try ConfigParser(file: path, text: text).parse(defaults: DaemonConfig.embeddedDefaults(uid: 0, environment: [:]))
+        let d = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
+        #expect(c.storePath == d.storePath && c.socketPath == d.socketPath && c.roots == d.roots)
+        #expect(c.socketMode == d.socketMode && c.maxRequestBytes == d.maxRequestBytes && c.durability == d.durability)
+        #expect(c.unlinkDelay == d.unlinkDelay && c.orphanGrace == d.orphanGrace && c.logLevel == d.logLevel)
+    }
+}
