@@ -83,7 +83,7 @@ let package = Package(
             dependencies: ["EventLoop", "CUV"]),
         .testTarget(
             name: "ControlProtocolTests",
-            dependencies: ["ControlProtocol", "AssetStore"]),
+            dependencies: ["ControlProtocol", "AssetStore", "AssetClient"]),
         .testTarget(
             name: "DaemonTests",
             dependencies: ["AssetClient", "ControlProtocol", "AssetStore", "AssetDaemon"]),

@@ -1,5 +1,5 @@
 // Turning command-line words into request params: PARAM values (JSON, else a string), JSON
-// arguments, `--file` paths merged into an object's value, rule lists and byte sizes.
+// arguments, `--file` paths merged into an object's value, rule lists and paths.
 // Pure functions, so the CLI's argument handling is tested without a daemon.
 
 import AssetStore
@@ -70,32 +70,6 @@ public enum CLIParams {
     /// `{"collection": …, "key": …}`.
     public static func ref(_ collection: String, _ key: String) -> JSONValue {
         .object(["collection": .string(collection), "key": .string(key)])
-    }
-
-    /// A byte count: a plain number, or a number with a unit as in the config file
-    /// (`512MiB`, `50GiB`; also `B`, `KiB`, `TiB`, and decimal `kB`, `MB`, `GB`, `TB`).
-    public static func parseSize(_ text: String) -> Int64? {
-        let t = text.trimmingSpaces
-        let digits = t.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
-        let unit = t.dropFirst(digits.count).trimmingSpaces
-        let factor: Double
-        switch unit {
-        case "", "B": factor = 1
-        case "KiB", "K": factor = 1024
-        case "MiB", "M": factor = 1024 * 1024
-        case "GiB", "G": factor = 1024 * 1024 * 1024
-        case "TiB", "T": factor = 1024 * 1024 * 1024 * 1024
-        case "kB", "KB": factor = 1e3
-        case "MB": factor = 1e6
-        case "GB": factor = 1e9
-        case "TB": factor = 1e12
-        default: return nil
-        }
-        if unit.isEmpty || factor == 1, let whole = Int64(digits) { return whole }
-        guard let number = Double(digits), number >= 0 else { return nil }
-        let bytes = (number * factor).rounded()
-        guard bytes < 9.2e18 else { return nil }
-        return Int64(bytes)
     }
 }
 

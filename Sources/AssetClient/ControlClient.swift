@@ -60,9 +60,7 @@ public final class ControlClient {
             guard setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, size) == 0,
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, size) == 0
             else {
-                let e = errno
-                Glibc.close(fd)
-                throw .unreachable(Errno.describe("setsockopt", e))
+                throw .unreachable(Errno.describe("setsockopt", errno))  // deinit closes fd
             }
         }
         let length = socklen_t(MemoryLayout<sockaddr_un>.size)
@@ -74,14 +72,12 @@ public final class ControlClient {
             let e = errno
             if e == EINTR { continue }  // Linux restarts a Unix-socket connect from scratch
             if e == EISCONN { break }  // an interrupted attempt completed meanwhile
-            Glibc.close(fd)
-            fd = -1
-            throw .unreachable(Errno.describe("connect", e == EAGAIN ? ETIMEDOUT : e))
+            throw .unreachable(Errno.describe("connect", e == EAGAIN ? ETIMEDOUT : e))  // deinit closes fd
         }
     }
 
     deinit {
-        if fd >= 0 { Glibc.close(fd) }
+        if fd >= 0 { closeDescriptor(fd) }
     }
 
     /// True until `close()` or until the daemon closed the connection.
@@ -89,7 +85,7 @@ public final class ControlClient {
 
     /// Closes the connection; later calls throw `.closed`. Closing twice is harmless.
     public func close() {
-        if fd >= 0 { Glibc.close(fd) }
+        if fd >= 0 { closeDescriptor(fd) }
         fd = -1
     }
 
@@ -146,7 +142,7 @@ public final class ControlClient {
         var sent = 0
         while sent < bytes.count {
             let n = bytes.withUnsafeBytes { raw in
-                Glibc.send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))  // non-empty: a line ends in "\n"
+                sendWithoutSignal(fd, raw.baseAddress! + sent, raw.count - sent)  // non-empty: a line ends in "\n"
             }
             if n >= 0 {
                 sent += n
@@ -213,4 +209,14 @@ public final class ControlClient {
             }
         }
     }
+}
+
+/// close(2), out of reach of the method of the same name.
+private func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
+}
+
+/// send(2) with MSG_NOSIGNAL: a peer gone is EPIPE, never SIGPIPE.
+private func sendWithoutSignal(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    send(fd, bytes, count, Int32(MSG_NOSIGNAL))
 }

@@ -126,22 +126,19 @@ public enum Formatting {
     // MARK: - Tables
 
     /// Columns separated by two spaces, each as wide as its widest cell. A column whose body
-    /// cells are all numbers (or `-`) is right-aligned, header included; the last column of a
-    /// left-aligned row is not padded. Nothing for no header and no rows.
+    /// cells are numbers (some of them `-`) is right-aligned, header included; the last column
+    /// of a left-aligned row is not padded. Nothing at all when there are no rows.
     public static func table(header: [String], rows: [[String]]) -> String {
         let columnCount = max(header.count, rows.map(\.count).max() ?? 0)
-        guard columnCount > 0 else { return "" }
+        guard columnCount > 0, !rows.isEmpty else { return "" }
         func at(_ row: [String], _ i: Int) -> String { i < row.count ? row[i] : "" }
         var widths = [Int](repeating: 0, count: columnCount)
-        var numeric = [Bool](repeating: !rows.isEmpty, count: columnCount)
         for row in [header] + rows {
             for i in 0..<columnCount { widths[i] = max(widths[i], at(row, i).count) }
         }
-        for row in rows {
-            for i in 0..<columnCount where numeric[i] {
-                let c = at(row, i)
-                if c != "-", Double(c) == nil { numeric[i] = false }
-            }
+        let numeric = (0..<columnCount).map { i in
+            let cells = rows.map { at($0, i) }.filter { $0 != "-" }
+            return !cells.isEmpty && cells.allSatisfy { Double($0) != nil && !$0.contains(where: \.isLetter) }
         }
         var out = ""
         for row in (header.isEmpty ? [] : [header]) + rows {

@@ -26,8 +26,7 @@ struct AssetCtl: ParsableCommand {
             ObjectTouchCommand.self, ObjectListCommand.self, EdgeGroup.self, IndexQueryCommand.self,
             IndexAggregateCommand.self, FileGetCommand.self, WatchCommand.self, StatsCommand.self,
             SweepCommand.self, PendingCommand.self, TemplateGroup.self, IndexGroup.self,
-            TransactCommand.self, PolicyEnforceCommand.self, PolicyEvictCommand.self,
-            PolicyExpireCommand.self, ObjectPinCommand.self, ObjectUnpinCommand.self,
+            TransactCommand.self,
             ShutdownCommand.self,
         ])
 
@@ -38,7 +37,9 @@ struct AssetCtl: ParsableCommand {
     @Option(help: ArgumentHelp("Work on this database file directly instead of the daemon.", valueName: "path"))
     var db: String?
 
-    @Option(help: ArgumentHelp("The daemon's config file, for --db (roots, templates, indexes).", valueName: "path"))
+    @Option(help: ArgumentHelp(
+        "The daemon's config file: its control.socket, or with --db its roots, templates and indexes.",
+        valueName: "path"))
     var config: String?
 
     @Flag(help: "Print each result as one line of compact JSON.")
@@ -48,16 +49,24 @@ struct AssetCtl: ParsableCommand {
         if socket != nil && db != nil { throw ValidationError("--socket and --db exclude each other") }
     }
 
-    /// The socket this invocation talks to (without --db).
-    var socketPath: String {
-        SocketLocation.resolve(
-            explicit: socket, environment: Environment.variables, isRoot: geteuid() == 0, home: Environment.home)
+    /// The socket this invocation talks to (without --db): --socket, else $ASSETD_SOCKET, else
+    /// `control.socket` of the --config file, else the daemon's default.
+    func socketPath() throws(CLIFailure) -> String {
+        let environment = Environment.variables
+        if socket == nil, environment["ASSETD_SOCKET", default: ""].isEmpty, let config {
+            return try DaemonSettings.socketPath(configPath: config)
+        }
+        return SocketLocation.resolve(
+            explicit: socket, environment: environment, isRoot: geteuid() == 0, home: Environment.home)
     }
 
     /// Connects to the daemon, or opens the database with --db.
     func backend() throws(CLIFailure) -> Backend {
-        if let db { return try Backend(target: .database(db), configPath: config) }
-        return try Backend(target: .socket(socketPath), configPath: config)
+        if let db {
+            let path = CLIParams.absolutePath(db, cwd: Environment.workingDirectory)
+            return try Backend(target: .database(path), configPath: config)
+        }
+        return try Backend(target: .socket(try socketPath()), configPath: config)
     }
 
     /// One call on a fresh backend.
@@ -80,18 +89,17 @@ struct AssetCtl: ParsableCommand {
         }
         do {
             try command.run()
-            Glibc.exit(ExitStatus.success)
+            terminate(ExitStatus.success)
         } catch let failure as CLIFailure {
             Console.error(failure.message)
-            Glibc.exit(failure.status)
+            terminate(failure.status)
+        } catch let usage as ValidationError {
+            // Found while building params (bad JSON, a bad size): a usage error like the parser's.
+            Console.error(usage.message)
+            terminate(ExitStatus.usage)
         } catch {
-            // A ValidationError from run() gets the usage of the subcommand that threw it.
-            exit(command, withError: error)
+            exit(withError: error)
         }
-    }
-
-    private static func exit<C: ParsableCommand>(_ command: C, withError error: any Error) -> Never {
-        C.exit(withError: error)
     }
 }
 

@@ -48,7 +48,7 @@ enum Console {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { raw in
-                Glibc.write(fd, raw.baseAddress! + done, raw.count - done)  // non-empty: done < count
+                writeDescriptor(fd, raw.baseAddress! + done, raw.count - done)  // non-empty: done < count
             }
             if n > 0 {
                 done += n
@@ -76,4 +76,14 @@ enum Console {
             }
         }
     }
+}
+
+/// write(2), out of reach of Console's method of the same name.
+private func writeDescriptor(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, bytes, count)
+}
+
+/// exit(3), out of reach of ParsableCommand's `exit(withError:)`.
+func terminate(_ status: Int32) -> Never {
+    exit(status)
 }

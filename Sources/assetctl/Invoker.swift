@@ -48,7 +48,7 @@ final class Backend {
                 self.client = client
                 invoker = SocketInvoker(client: client)
             } catch {
-                throw Backend.failure(error, target: target, method: nil)
+                throw Backend.failure(error, target: target)
             }
         case .database(let path):
             client = nil
@@ -61,12 +61,12 @@ final class Backend {
         do {
             return try invoker.call(method, params)
         } catch {
-            throw Backend.failure(error, target: target, method: method)
+            throw Backend.failure(error, target: target)
         }
     }
 
-    /// The message and exit status for an error of a connect (`method` nil) or a call.
-    static func failure(_ error: any Error, target: Target, method: String?) -> CLIFailure {
+    /// The message and exit status for an error of a connect or a call.
+    static func failure(_ error: any Error, target: Target) -> CLIFailure {
         if let failure = error as? CLIFailure { return failure }
         let place: String
         switch target {
@@ -93,9 +93,8 @@ final class Backend {
 
     private static func rpcFailure(_ e: RPCError, target: Target) -> CLIFailure {
         if case .database(let path) = target, e.stableCode == "busy" {
-            return CLIFailure(
-                "\(path) is held by a running assetd: only read commands work with --db; "
-                    + "send writes through the daemon (\(e.message))")
+            // The lock is held by a daemon: reads worked, this write did not.
+            return CLIFailure("\(path): \(e.message)")
         }
         return CLIFailure(e.message)
     }

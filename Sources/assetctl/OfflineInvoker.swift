@@ -1,6 +1,7 @@
-// --db: the same engine as assetd, opened in this process with the same lock. The one file
-// that knows AssetDaemon; its LocalInvoker runs the daemon's own method table, so reads work
-// while a daemon holds the database and writes fail with data.code "busy".
+// --db: the same engine as assetd, opened in this process with the same lock, and the
+// socket named by a --config file. The one file that knows AssetDaemon: LocalInvoker runs
+// the daemon's own method table (reads work while a daemon holds the database, writes fail
+// with data.code "busy"), and DaemonConfig reads the config file as assetd does.
 
 import AssetDaemon
 import AssetStore
@@ -10,21 +11,31 @@ import ControlProtocol
 struct OfflineInvoker: Invoker {
     private let local: LocalInvoker
 
-    /// Opens the database (and the config file for roots, templates and indexes). A store
-    /// error exits 1; any other error is the config file's and exits 78.
+    /// Opens the database with the settings of the config file: a bad config file exits 78,
+    /// a database that cannot be opened exits 1.
     init(databasePath: String, configPath: String?) throws(CLIFailure) {
         do {
             local = try LocalInvoker(databasePath: databasePath, configPath: configPath)
-        } catch let e as RPCError {
-            throw Backend.failure(e, target: .database(databasePath), method: nil)
-        } catch let e as StoreError {
-            throw Backend.failure(e, target: .database(databasePath), method: nil)
+        } catch let e as ConfigError {
+            throw CLIFailure(e.description, status: ExitStatus.configuration)
         } catch {
-            throw CLIFailure(String(describing: error), status: ExitStatus.configuration)
+            throw Backend.failure(error, target: .database(databasePath))
         }
     }
 
     func call(_ method: String, _ params: JSONValue) throws -> JSONValue {
         try local.call(method, params)
+    }
+}
+
+/// The daemon's config file, read as assetd reads it.
+enum DaemonSettings {
+    /// `control.socket` of the config file at `path`; a bad file exits 78.
+    static func socketPath(configPath path: String) throws(CLIFailure) -> String {
+        do {
+            return try DaemonConfig.load(path: path).socketPath
+        } catch {
+            throw CLIFailure(error.description, status: ExitStatus.configuration)
+        }
     }
 }

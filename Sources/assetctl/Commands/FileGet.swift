@@ -1,5 +1,5 @@
-// `assetctl file PATH` → file.get: the registry row as `name  value` lines, then the edges
-// that keep the file alive ("why is this file still here?").
+// `assetctl file PATH` → file.get: the registry row as `name  value` lines (times in UTC),
+// then the edges that keep the file alive ("why is this file still here?").
 
 import ArgumentParser
 import AssetClient
@@ -20,6 +20,13 @@ struct FileGetCommand: ParsableCommand {
         root.emit(result) { r in
             guard case .object(var members) = r else { return r.isNull ? "" : Formatting.listing(r) }
             let edges = members.removeValue(forKey: "edges")?.arrayValue
+            // `{file: {path, size, …}, retained_by}`: the row's fields at the top.
+            if case .object(let row)? = members.removeValue(forKey: "file") {
+                for (name, value) in row { members[name] = value }
+            }
+            for name in ["mtime", "first_seen"] {
+                if let t = members[name]?.doubleValue { members[name] = .string(Formatting.timestamp(t)) }
+            }
             var out = Formatting.listing(.object(members))
             if let edges {
                 out += edges.isEmpty ? "\nno edges\n" : "\n" + Formatting.edgeTable(edges)

@@ -41,7 +41,7 @@ struct WatchCommand: ParsableCommand {
             do {
                 event = try client.nextEvent()
             } catch {
-                throw Backend.failure(error, target: backend.target, method: "watch")
+                throw Backend.failure(error, target: backend.target)
             }
             guard let event else { return }
             Console.out((root.json ? event.serialized() : Formatting.eventLine(event)) + "\n")
