@@ -50,11 +50,14 @@ struct AssetCtl: ParsableCommand {
     }
 
     /// The socket this invocation talks to (without --db): --socket, else $ASSETD_SOCKET, else
-    /// `control.socket` of the --config file, else the daemon's default.
+    /// `control.socket` of the --config file or of the daemon's default config file, else the
+    /// daemon's default.
     func socketPath() throws(CLIFailure) -> String {
         let environment = Environment.variables
-        if socket == nil, environment["ASSETD_SOCKET", default: ""].isEmpty, let config {
-            return try DaemonSettings.socketPath(configPath: config)
+        if socket == nil, environment["ASSETD_SOCKET", default: ""].isEmpty,
+            let file = config ?? DaemonSettings.defaultConfigFile()
+        {
+            return try DaemonSettings.socketPath(configPath: file)
         }
         return SocketLocation.resolve(
             explicit: socket, environment: environment, isRoot: geteuid() == 0, home: Environment.home)

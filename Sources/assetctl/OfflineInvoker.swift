@@ -31,6 +31,9 @@ struct OfflineInvoker: Invoker {
 /// The daemon's config file, read as assetd reads it.
 enum DaemonSettings {
     /// `control.socket` of the config file at `path`; a bad file exits 78.
+    /// The daemon's own config file, when it exists (/etc/assetd/assetd.toml as root).
+    static func defaultConfigFile() -> String? { DaemonConfig.defaultFile() }
+
     static func socketPath(configPath path: String) throws(CLIFailure) -> String {
         do {
             return try DaemonConfig.load(path: path).socketPath
