@@ -96,6 +96,7 @@ public final class PipeListener: HandleOwner {
         connectionHandler?(stream)
     }
 
+    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
     func didClose() {
         let callbacks = handle.finishClose()
         connectionHandler = nil

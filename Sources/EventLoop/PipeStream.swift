@@ -10,11 +10,14 @@ public final class PipeStream: HandleOwner {
     /// Bytes read per `uv_read` callback at most; one buffer per stream, reused.
     static let readBufferSize = 64 * 1024
 
+    /// The pipe handle; the listener accepts into it.
     let handle: Handle<uv_pipe_t>
     private var readBuffer: UnsafeMutableRawBufferPointer?
     private var dataHandler: ((UnsafeRawBufferPointer) -> Void)?
     private var endHandler: ((UVError?) -> Void)?
     private var isShuttingDown = false
+    /// Between a successful `uv_read_start` and stopReading(), the end of reading, or close.
+    private var isReading = false
 
     /// The peer's pid, uid and gid (`SO_PEERCRED`), read once when the stream was accepted
     /// or connected; nil if the kernel did not say.
@@ -73,6 +76,7 @@ public final class PipeStream: HandleOwner {
         }
         dataHandler = onData
         endHandler = onEnd
+        guard !isReading else { return }  // libuv 1.44 answers UV_EALREADY; replacing the closures is enough
         let result = uv_read_start(
             handle.asStream,
             { raw, _, buffer in PipeStream.owner(of: raw).onAlloc(buffer!) },  // buffer!: libuv always passes one
@@ -82,6 +86,7 @@ public final class PipeStream: HandleOwner {
             endHandler = nil
             throw UVError(code: result, call: "uv_read_start")
         }
+        isReading = true
     }
 
     /// Stops delivering data (and drops the closures); ``startReading(_:onEnd:)`` resumes.
@@ -89,6 +94,7 @@ public final class PipeStream: HandleOwner {
     public func stopReading() {
         handle.loop.preconditionOnLoopThread()
         if handle.state == .open { uv_read_stop(handle.asStream) }
+        isReading = false
         dataHandler = nil
         endHandler = nil
     }
@@ -153,6 +159,7 @@ public final class PipeStream: HandleOwner {
     /// call's `onClosed` also runs. The corresponding libuv call is `uv_close`.
     public func close(_ onClosed: (() -> Void)? = nil) {
         handle.loop.preconditionOnLoopThread()
+        isReading = false
         dataHandler = nil
         endHandler = nil
         handle.close(onClosed)
@@ -177,12 +184,14 @@ public final class PipeStream: HandleOwner {
         }
         guard count < 0 else { return }  // 0 is EAGAIN: nothing read, nothing ended
         uv_read_stop(handle.asStream)
+        isReading = false
         let onEnd = endHandler
         dataHandler = nil
         endHandler = nil
         onEnd?(count == Int(UV_EOF.rawValue) ? nil : UVError(code: Int32(count), call: "uv_read"))
     }
 
+    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
     func didClose() {
         let callbacks = handle.finishClose()
         readBuffer?.deallocate()

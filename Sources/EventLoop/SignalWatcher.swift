@@ -43,6 +43,7 @@ public final class SignalWatcher: HandleOwner {
         action?()
     }
 
+    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
     func didClose() {
         let callbacks = handle.finishClose()
         action = nil

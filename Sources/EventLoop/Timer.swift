@@ -63,6 +63,7 @@ public final class Timer: HandleOwner {
         action?()
     }
 
+    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
     func didClose() {
         let callbacks = handle.finishClose()
         action = nil

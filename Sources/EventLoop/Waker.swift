@@ -17,9 +17,9 @@ import Synchronization
 /// ```
 public final class Waker: HandleOwner, @unchecked Sendable {
     // @unchecked Sendable: only wake() runs off the loop thread; it reads the immutable
-    // `async` pointer under `accepting`'s lock, and uv_async_send is thread-safe (async.rst).
+    // `asyncHandle` pointer under `accepting`'s lock, and uv_async_send is thread-safe (async.rst).
     private let handle: Handle<uv_async_t>
-    private let async: UnsafeMutablePointer<uv_async_t>
+    private let asyncHandle: UnsafeMutablePointer<uv_async_t>
     /// True until close() starts; wake() sends only while it holds this lock and it is true.
     private let accepting = Mutex(true)
     private var action: (() -> Void)?
@@ -29,7 +29,7 @@ public final class Waker: HandleOwner, @unchecked Sendable {
         handle = try Handle(loop: loop, call: "uv_async_init") { loop, raw in
             uv_async_init(loop, raw) { async in Waker.owner(of: async).onWake() }
         }
-        async = handle.raw
+        asyncHandle = handle.raw
         action = onWake
         handle.adopt(self)
     }
@@ -39,7 +39,7 @@ public final class Waker: HandleOwner, @unchecked Sendable {
     public func wake() {
         accepting.withLock { accepting in
             // The result is ignored: uv_async_send fails only for a handle that is not an async handle.
-            if accepting { _ = uv_async_send(async) }
+            if accepting { _ = uv_async_send(asyncHandle) }
         }
     }
 
@@ -61,6 +61,7 @@ public final class Waker: HandleOwner, @unchecked Sendable {
         action?()
     }
 
+    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
     func didClose() {
         let callbacks = handle.finishClose()
         action = nil

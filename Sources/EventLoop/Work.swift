@@ -31,10 +31,13 @@ public enum Work {
 
 /// One `uv_work_t` in flight, with its two closures.
 private final class WorkRequest: RequestOwner {
+    /// The request's memory, freed in deinit (on the loop thread, after `done`).
     let raw = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
     /// Keeps the loop alive while the request is in flight.
     let loop: Loop
+    /// Runs on a pool thread.
     let work: @Sendable () -> Void
+    /// Runs on the loop thread; never touched by the pool thread.
     let done: () -> Void
 
     init(loop: Loop, work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {

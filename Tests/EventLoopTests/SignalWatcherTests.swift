@@ -19,6 +19,14 @@ extension EventLoopTests {
                 watcher?.close()
                 timer.close()
             }
+            // The test runner's worker threads block most signals, and raise() targets this
+            // thread, so unblock SIGUSR1 here for the test's duration.
+            var usr1 = sigset_t()
+            sigemptyset(&usr1)
+            sigaddset(&usr1, SIGUSR1)
+            var saved = sigset_t()
+            pthread_sigmask(SIG_UNBLOCK, &usr1, &saved)
+            defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
             try timer.start(after: 0.005) { raise(SIGUSR1) }
             runUntilIdle(loop)
             #expect(received == 1)
