@@ -41,6 +41,11 @@ public final class Daemon {
     /// Runs until stopped; returns the exit status (0 after a clean stop, 1 if start-up failed).
     public func run() -> Int32 {
         signal(SIGPIPE, SIG_IGN)  // a client gone mid-write must be an error, not the end of the daemon
+        // A launcher may have blocked signals; systemd does not. Start from an empty mask so
+        // SIGTERM, SIGINT and SIGHUP always reach their watchers.
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
         for line in config.summary { logger.info("\(line)") }
         switch SocketProbe.state(of: config.socketPath) {
         case .live:

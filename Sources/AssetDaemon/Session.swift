@@ -65,9 +65,10 @@ final class Session {
         pump()
     }
 
-    /// Runs queued requests until one has to wait for the thread pool.
+    /// Runs queued requests until one has to wait for the thread pool, or until replies pile
+    /// up unread (then the write completions resume it).
     func pump() {
-        while !running, !closed, !queue.isEmpty {
+        while !running, !closed, !queue.isEmpty, stream.writeQueueSize <= Session.replyBacklogLimit {
             switch queue.removeFirst() {
             case .failure(let f):
                 if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
@@ -138,7 +139,12 @@ final class Session {
 
     private func write(_ bytes: [UInt8]) {
         guard !closed else { return }
-        stream.write(bytes) { [weak self] _ in self?.updateReading() }
+        stream.write(bytes) { [weak self] _ in self?.writeCompleted() }
+    }
+
+    private func writeCompleted() {
+        guard !closed else { return }
+        if !running && !queue.isEmpty { pump() } else { updateReading() }
     }
 
     /// Sends an event line unless the watcher has fallen too far behind (then it is dropped).

@@ -58,7 +58,7 @@ public struct DeleteRules: OptionSet, Sendable, Hashable, CustomStringConvertibl
         case .array(let items):
             var r = DeleteRules()
             for item in items {
-                guard let name = item.stringValue else { throw StoreError(.invalidRules, "rules must be names") }
+                guard let name = item.stringValue else { throw StoreError(.invalidParams, "rules must be names") }
                 guard let rule = Self.named.first(where: { $0.0 == name })?.1 else {
                     throw StoreError(.invalidRules, "unknown rule \"\(name)\"", detail: .string(name))
                 }
@@ -68,7 +68,8 @@ public struct DeleteRules: OptionSet, Sendable, Hashable, CustomStringConvertibl
         case .null:
             self = []
         default:
-            throw StoreError(.invalidRules, "rules must be an array of names or an integer")
+            // A wrong type is a malformed request, not an illegal rule.
+            throw StoreError(.invalidParams, "rules must be an array of names or an integer")
         }
     }
 

@@ -1,7 +1,7 @@
 // Splits a byte stream into lines of at most `maximumLength` bytes (newline not counted).
 // A longer line is reported once and the framer stops: the connection is to be closed.
 
-/// Accumulates bytes and yields complete lines.
+/// Accumulates bytes and yields complete, non-blank lines.
 public struct LineFramer: Sendable {
     /// The longest accepted line.
     public let maximumLength: Int
@@ -43,7 +43,10 @@ public struct LineFramer: Sendable {
                     scanned = 0
                     return items
                 }
-                if end > start { items.append(.line(Array(buffer[start..<end]))) }
+                // Blank lines (nothing but spaces and tabs) are ignored.
+                if buffer[start..<end].contains(where: { $0 != 32 && $0 != 9 }) {
+                    items.append(.line(Array(buffer[start..<end])))
+                }
                 start = i + 1
             }
             i += 1

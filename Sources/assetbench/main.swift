@@ -1,8 +1,12 @@
 // assetbench: the speed goals of SPEC §10 that compare the engine with a SQLite C baseline.
 // Usage: assetbench [N] [scratch-folder]; scripts/bench.sh builds and runs it. Every folder
-// it makes lives below the scratch folder and is removed before it exits.
+// it makes lives below the scratch folder and is removed before it exits. The goals measured
+// over a running daemon's socket are subcommands (SocketBench.swift): populate, wait,
+// socket, ping-scan.
 
 import Glibc
+
+if let status = SocketCommands.run(CommandLine.arguments) { exit(status) }
 
 let options = Options(CommandLine.arguments)
 let scratch = Scratch(parent: options.folder)

@@ -39,7 +39,7 @@ func runProcess(_ path: String, _ args: [String], stdin: String? = nil, environm
     p.standardOutput = out
     p.standardError = err
     p.standardInput = input
-    try p.run()
+    try withDefaultSignalMask { try p.run() }
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try? input.fileHandleForWriting.close()
     let deadline = Date().addingTimeInterval(timeout)
@@ -68,6 +68,17 @@ final class Box<T>: @unchecked Sendable {  // handed between one reader thread a
     var value: T?
 }
 
+/// Runs `body` (a process spawn) with no signal blocked on this thread, so the child starts
+/// with the empty mask a shell or systemd would give it, not the mask of a test-pool thread
+/// (libdispatch workers block almost every signal, and a spawned child inherits that).
+func withDefaultSignalMask<R>(_ body: () throws -> R) rethrows -> R {
+    var empty = sigset_t(), saved = sigset_t()
+    sigemptyset(&empty)
+    pthread_sigmask(SIG_SETMASK, &empty, &saved)
+    defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+    return try body()
+}
+
 /// A daemon of our own in a temp folder.
 final class DaemonHarness {
     let dir: String
@@ -77,9 +88,20 @@ final class DaemonHarness {
     let configPath: String
     private(set) var process: Process?
     let logPath: String
+    /// Lines added to the config's [control] section.
+    var controlSection: String
+    /// TOML appended to the config file.
+    var extraConfig: String
+    /// The config's log.level.
+    var logLevel: String
+    /// Lines added to the config's [files] section (after roots).
+    var filesSection: String
 
-    /// `extraConfig` is appended to the config file (TOML).
-    init(extraConfig: String = "", controlSection: String = "", start: Bool = true) throws {
+    /// `extraConfig` is appended to the config file (TOML), `controlSection` goes into [control].
+    init(
+        extraConfig: String = "", controlSection: String = "", filesSection: String = "", logLevel: String = "debug",
+        start: Bool = true
+    ) throws {
         var template = Array("/tmp/assetd-e2e-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
         dir = String(cString: template)
@@ -93,20 +115,48 @@ final class DaemonHarness {
         try FileManager.default.createDirectory(atPath: dir + "/run", withIntermediateDirectories: true)
         chmod(root, 0o777)
         chmod(dir + "/run", 0o755)
-        let config = """
-            [store]
-            path = "\(database)"
-            [control]
-            socket = "\(socket)"
-            \(controlSection)
-            [files]
-            roots = ["\(root)"]
-            [log]
-            level = "debug"
-            \(extraConfig)
-            """
-        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        self.controlSection = controlSection
+        self.extraConfig = extraConfig
+        self.logLevel = logLevel
+        self.filesSection = filesSection
+        try writeConfig()
         if start { try self.start() }
+    }
+
+    /// The config text for this daemon, or for another one on `socket` and `database`.
+    func configText(socket: String? = nil, database: String? = nil) -> String {
+        """
+        [store]
+        path = "\(database ?? self.database)"
+        [control]
+        socket = "\(socket ?? self.socket)"
+        \(controlSection)
+        [files]
+        roots = ["\(root)"]
+        \(filesSection)
+        [log]
+        level = "\(logLevel)"
+        \(extraConfig)
+        """
+    }
+
+    /// (Re)writes the config file from the current settings; a running daemon sees it on SIGHUP.
+    func writeConfig() throws {
+        try configText().write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// Rewrites the config, sends SIGHUP and waits until the log says it was reloaded.
+    func reload(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let before = log.components(separatedBy: "reloaded").count
+        try writeConfig()
+        guard let p = process else { return }
+        kill(p.processIdentifier, SIGHUP)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if log.components(separatedBy: "reloaded").count > before { return }
+            usleep(20_000)
+        }
+        Issue.record("assetd did not log a reload within 10 s", sourceLocation: sourceLocation)
     }
 
     deinit {
@@ -117,17 +167,18 @@ final class DaemonHarness {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    /// Starts assetd and waits until its socket answers ping.
-    func start(arguments: [String]? = nil) throws {
+    /// Starts assetd and waits until its socket answers ping. With `inheritSignalMask` the
+    /// daemon starts with this thread's signal mask instead of an empty one.
+    func start(arguments: [String]? = nil, inheritSignalMask: Bool = false) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Binaries.assetd)
         p.arguments = arguments ?? ["--config", configPath]
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         p.standardError = log
         p.standardOutput = log
-        try p.run()
+        if inheritSignalMask { try p.run() } else { try withDefaultSignalMask { try p.run() } }
         process = p
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
@@ -194,8 +245,9 @@ enum HarnessError: Error, CustomStringConvertible {
     }
 }
 
-/// A raw connection for malformed input: write bytes, read reply lines.
-final class RawConnection {
+/// A raw connection for malformed input: write bytes, read reply lines. One thread may send
+/// while another reads: they share only the descriptor.
+final class RawConnection: @unchecked Sendable {
     let fd: Int32
     private var buffer = [UInt8]()
 
@@ -224,6 +276,18 @@ final class RawConnection {
     }
 
     func send(_ text: String) { send(Array(text.utf8)) }
+
+    /// Sends what fits without blocking; the number of bytes sent (0 when the socket is full).
+    func trySend(_ bytes: ArraySlice<UInt8>) -> Int {
+        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        return max(n, 0)
+    }
+
+    /// How long `readLine` and `isClosedByPeer` wait for bytes.
+    func setReceiveTimeout(_ seconds: Double) {
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
 
     /// The next line as JSON, or nil at EOF / timeout.
     func readLine() -> JSONValue? {

@@ -36,6 +36,11 @@ struct WatchCommand: ParsableCommand {
         _ = try backend.call("watch", .object(params))
         // Output is written unbuffered, so leaving at once loses nothing.
         signal(SIGINT) { _ in _exit(0) }
+        // A launcher may have blocked SIGINT; watching ends with it, so unblock it.
+        var interrupt = sigset_t()
+        sigemptyset(&interrupt)
+        sigaddset(&interrupt, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &interrupt, nil)
         while true {
             let event: JSONValue?
             do {

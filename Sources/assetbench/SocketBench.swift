@@ -1,0 +1,537 @@
+// The SPEC §10 goals measured over the control socket of a running assetd, as subcommands
+// that scripts/bench.sh calls around starting and stopping the daemon (and redis-server):
+//
+//   assetbench populate DB ROOT COUNT [--explain]   fill a database in-process (no daemon)
+//   assetbench wait SOCKET SECONDS                   until a ping is answered
+//   assetbench socket --socket S --redis R …         object.get / durable object.put vs redis-benchmark
+//   assetbench ping-scan --socket S …                ping latency while full-scan aggregates run
+//
+// Each prints its result lines on standard output and progress on standard error.
+
+import AssetStore
+import Foundation
+import Glibc
+import Synchronization
+
+enum SocketCommands {
+    /// Runs a subcommand and returns its exit status; nil if `arguments` name none.
+    static func run(_ arguments: [String]) -> Int32? {
+        guard arguments.count > 1 else { return nil }
+        let rest = Array(arguments.dropFirst(2))
+        do {
+            switch arguments[1] {
+            case "populate": try populate(rest)
+            case "wait": try waitForDaemon(rest)
+            case "socket": try SocketWorkloads(Flags(rest)).run()
+            case "ping-scan": try PingScan(Flags(rest)).run()
+            default: return nil
+            }
+            return 0
+        } catch {
+            printError("assetbench \(arguments[1]): \(error)")
+            return 1
+        }
+    }
+
+    /// The collection the socket workloads use, and its keys.
+    static let collection = "bench"
+    static func key(_ i: Int) -> String { "k" + pad(i, 8) }
+    static func value(_ i: Int) -> JSONValue { .object(["owner": .string(Bench.owners[i % 100]), "n": .int(Int64(i))]) }
+
+    /// The full-scan aggregate: `created > 0` alone could use the created index, but the OR
+    /// with a LIKE that has a leading wildcard leaves SQLite nothing but a scan of the table.
+    static let scanFunction = "SUM(size)"
+    static let scanClause = "WHERE created > 0 OR key LIKE '%x%'"
+
+    /// `populate DB ROOT COUNT [--explain]`: COUNT objects `bench/k…` with small values and no
+    /// files, 10,000 per write transaction, through AssetStore (the daemon is not running).
+    static func populate(_ args: [String]) throws {
+        guard args.count >= 3, let count = Int(args[2]), count >= 0 else {
+            throw BenchError("usage: assetbench populate DB ROOT COUNT [--explain]")
+        }
+        let (path, root) = (args[0], args[1])
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let store = try Store(path: path, configuration: StoreConfiguration(roots: [root]))
+        defer { store.close() }
+        let start = monotonicNanos()
+        let batch = 10_000
+        for first in stride(from: 0, to: count, by: batch) {
+            try store.write { tx in
+                for i in first..<min(first + batch, count) {
+                    try tx.put(ObjectRef(collection, key(i)), value: value(i))
+                }
+            }
+            if (first / batch) % 20 == 19 { printError("[assetbench] populate: \(first + batch) of \(count)") }
+        }
+        let objects = try store.read { try $0.objectCount() }
+        try check(objects == count, "the store holds \(count) objects, not \(objects)")
+        printError("[assetbench] populate: \(count) objects in \(String(format: "%.1f", Double(monotonicNanos() - start) / 1e9)) s")
+        if args.contains("--explain") {
+            let plan = try store.explain(clause: scanClause, function: scanFunction)
+            print("scan: index.aggregate \(scanFunction) \(scanClause) -> plan: \(plan.joined(separator: "; "))")
+            guard plan.contains(where: { $0.hasPrefix("SCAN") }) else {
+                throw BenchError("the scan aggregate does not scan: \(plan)")
+            }
+            fflush(nil)
+        }
+    }
+
+    /// `wait SOCKET SECONDS`: connects and pings until answered.
+    static func waitForDaemon(_ args: [String]) throws {
+        guard args.count == 2, let seconds = Double(args[1]) else { throw BenchError("usage: assetbench wait SOCKET SECONDS") }
+        let deadline = monotonicNanos() + UInt64(seconds * 1e9)
+        var last = "not tried"
+        while monotonicNanos() < deadline {
+            do {
+                let reply = try LineConnection(path: args[0]).call(RPC.ping)
+                if !RPC.isError(reply) { return }
+                last = RPC.text(reply)
+            } catch {
+                last = "\(error)"
+            }
+            usleep(50_000)
+        }
+        throw BenchError("assetd did not answer on \(args[0]) within \(args[1]) s: \(last)")
+    }
+}
+
+/// `--name value` options.
+struct Flags {
+    private var values: [String: String] = [:]
+
+    init(_ args: [String]) throws {
+        var i = 0
+        while i < args.count {
+            guard args[i].hasPrefix("--"), i + 1 < args.count else { throw BenchError("expected --name value, got \(args[i])") }
+            values[String(args[i].dropFirst(2))] = args[i + 1]
+            i += 2
+        }
+    }
+
+    func string(_ name: String) throws -> String {
+        guard let v = values[name] else { throw BenchError("--\(name) is required") }
+        return v
+    }
+
+    func int(_ name: String, _ fallback: Int) throws -> Int {
+        guard let v = values[name] else { return fallback }
+        guard let i = Int(v), i >= 0 else { throw BenchError("--\(name) must be a whole number") }
+        return i
+    }
+
+    func double(_ name: String, _ fallback: Double) throws -> Double {
+        guard let v = values[name] else { return fallback }
+        guard let d = Double(v), d > 0 else { throw BenchError("--\(name) must be a positive number") }
+        return d
+    }
+}
+
+/// object.get and durable object.put over the socket, `connections` clients with one request
+/// in flight each, against redis-benchmark GET and SET on redis-server's Unix socket with as
+/// many clients. Rounds alternate which side goes first; each side's ops/s is its requests
+/// over its summed time.
+struct SocketWorkloads {
+    let socket: String
+    let redisSocket: String
+    /// Objects k00000000… in the daemon's store (made by `populate`).
+    let keys: Int
+    /// object.get requests in all, and redis-benchmark's -n in all.
+    let n: Int
+    /// object.put requests in all at most, and the seconds they may take in all.
+    let putN: Int
+    let putSeconds: Double
+    let connections: Int
+    let rounds: Int
+    let driver: ClientDriver
+    /// A folder on the database's file system, for the fsync probe.
+    let probeFolder: String
+    /// assetd's and redis-server's process ids, for their CPU time (0: not measured).
+    let daemonPID: Int32
+    let redisPID: Int32
+
+    init(_ f: Flags) throws {
+        socket = try f.string("socket")
+        redisSocket = try f.string("redis")
+        keys = try f.int("keys", 100_000)
+        n = try f.int("n", 100_000)
+        putN = try f.int("put-n", n / 2)
+        putSeconds = try f.double("put-seconds", 60)
+        connections = try f.int("connections", 50)
+        rounds = max(1, try f.int("rounds", 2))
+        guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
+            throw BenchError("--driver is poll or threads")
+        }
+        driver = d
+        probeFolder = try f.string("probe-folder")
+        daemonPID = Int32(try f.int("daemon-pid", 0))
+        redisPID = Int32(try f.int("redis-pid", 0))
+        try check(keys > 0 && n >= rounds && putN >= rounds && connections > 0, "positive sizes")
+    }
+
+    func run() throws {
+        let redisVersion = (try? runTool(["redis-server", "--version"]))?.split(separator: " ").first { $0.hasPrefix("v=") } ?? "v=?"
+        print("socket: \(connections) connections, one request in flight each; client: \(driver.rawValue)"
+            + (driver == .poll ? " (one thread polls all, like redis-benchmark)" : " (a thread per connection)")
+            + "; assetd UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)")"
+            + "; baseline: redis-server \(redisVersion.dropFirst(2)) --save '' --appendonly no, redis-benchmark -s SOCK -c \(connections) -t get,set -q")
+        print("socket: get = object.get of random keys among \(keys) stored objects, \(n) requests; put = object.put of new"
+            + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s; \(rounds) rounds alternating order")
+        fflush(nil)
+
+        var rng = SplitMix64(seed: 7)
+        let getRequests = (0..<n).map { _ in RPC.get(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng))) }
+        let putRequests = (0..<putN).map { i in
+            RPC.put(SocketCommands.collection, "p" + pad(i, 8), owner: Bench.owners[i % 100], n: i)
+        }
+        let getCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+            guard !RPC.isError(reply), !RPC.isNullResult(reply) else {
+                throw BenchError("object.get #\(i) did not return the object: \(RPC.text(reply))")
+            }
+        }
+        let putCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+            guard !RPC.isError(reply) else { throw BenchError("object.put #\(i) failed: \(RPC.text(reply))") }
+        }
+
+        // Warm-up, untimed: connections, the pool's threads and readers, the page cache.
+        progress("warm-up")
+        _ = try closedLoop(socket: socket, connections: connections, requests: Array(getRequests.prefix(5000)), driver: driver, check: getCheck)
+        _ = try runRedis(n: 5000)
+        if daemonPID > 0 { print("socket: assetd runs \(CPUSpent.threads(daemonPID)) threads after the warm-up") }
+
+        var redisGet = (ops: 0, seconds: 0.0)
+        var redisSet = (ops: 0, seconds: 0.0)
+        var gets = [LoadResult]()
+        var puts = [LoadResult]()
+        var putsDone = 0
+        // CPU seconds: (server, client) for gets, puts, and redis-benchmark's GET+SET runs.
+        var getCPU = CPUSpent()
+        var putCPU = CPUSpent()
+        var redisCPU = CPUSpent()
+        for round in 0..<rounds {
+            let getSlice = Array(getRequests[(round * n / rounds)..<((round + 1) * n / rounds)])
+            let putSlice = Array(putRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
+            let redisN = (round + 1) * n / rounds - round * n / rounds
+            let engine = {
+                progress("round \(round + 1)/\(rounds): assetd object.get x\(getSlice.count)")
+                try getCPU.measure(server: daemonPID) {
+                    gets.append(try closedLoop(socket: socket, connections: connections, requests: getSlice, driver: driver, check: getCheck))
+                }
+                progress("round \(round + 1)/\(rounds): assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s")
+                let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
+                try putCPU.measure(server: daemonPID) {
+                    puts.append(try closedLoop(
+                        socket: socket, connections: connections, requests: putSlice, driver: driver, deadline: deadline,
+                        check: putCheck))
+                }
+                putsDone += puts.last!.completed
+            }
+            let redis = {
+                progress("round \(round + 1)/\(rounds): redis-benchmark -n \(redisN)")
+                let r = try redisCPU.measure(server: redisPID, clientIsChild: true) { try runRedis(n: redisN) }
+                redisGet.ops += redisN
+                redisGet.seconds += Double(redisN) / r.get
+                redisSet.ops += redisN
+                redisSet.seconds += Double(redisN) / r.set
+            }
+            if round % 2 == 0 {
+                try redis()
+                try engine()
+            } else {
+                try engine()
+                try redis()
+            }
+        }
+        try verifyPuts(puts, putRequests)
+
+        let getAll = merge(gets)
+        let putAll = merge(puts)
+        emit(ResultLine(
+            name: "socket-get", engine: .throughput(ops: getAll.completed, seconds: getAll.seconds),
+            baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .atLeast(0.5)))
+        print("  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
+            + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
+        emit(ResultLine(
+            name: "socket-put", engine: .throughput(ops: putAll.completed, seconds: putAll.seconds),
+            baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .atLeast(0.25)))
+        let probe = try fsyncProbe()
+        print("  socket-put: \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
+            + (puts.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(putSeconds)) s limit)" : "")
+            + "; round trip p50=\(fmt(putAll.percentile(0.5)))ms p99=\(fmt(putAll.percentile(0.99)))ms;"
+            + " per commit \(fmt(putAll.seconds / Double(putAll.completed) * 1000))ms;"
+            + " fdatasync of 4 KiB on this file system: p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
+            + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
+        func us(_ seconds: Double, _ requests: Int) -> String { seconds.isNaN ? "?" : String(format: "%.0fus", seconds / Double(requests) * 1e6) }
+        print("  cpu per request (user+system): assetd get=\(us(getCPU.server, getAll.completed)) put=\(us(putCPU.server, putAll.completed));"
+            + " assetbench client get=\(us(getCPU.client, getAll.completed)) put=\(us(putCPU.client, putAll.completed));"
+            + " redis-server GET+SET=\(us(redisCPU.server, redisGet.ops + redisSet.ops));"
+            + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGet.ops + redisSet.ops))")
+        print("  other processes on the machine used on average: \(String(format: "%.2f", getCPU.others)) cores during gets,"
+            + " \(String(format: "%.2f", putCPU.others)) during puts, \(String(format: "%.2f", redisCPU.others)) during redis-benchmark"
+            + " (of \(ProcessInfo.processInfo.activeProcessorCount))")
+        fflush(nil)
+    }
+
+    /// The puts that were answered are in the store: reads back a sample of them.
+    private func verifyPuts(_ puts: [LoadResult], _ requests: [[UInt8]]) throws {
+        let conn = try LineConnection(path: socket)
+        var sampled = 0
+        for (round, r) in puts.enumerated() where r.completed > 0 {
+            let first = round * putN / rounds
+            // Requests are sent in order, so the first `completed - connections` were all answered.
+            for i in stride(from: first, to: first + max(1, r.completed - connections), by: max(1, r.completed / 20)) {
+                let reply = try conn.call(RPC.get(SocketCommands.collection, "p" + pad(i, 8)))
+                try check(!RPC.isError(reply) && !RPC.isNullResult(reply), "put key p\(pad(i, 8)) reads back")
+                sampled += 1
+            }
+        }
+        try check(sampled > 0, "some puts were answered")
+    }
+
+    private func merge(_ results: [LoadResult]) -> LoadResult {
+        LoadResult(
+            completed: results.reduce(0) { $0 + $1.completed }, seconds: results.reduce(0) { $0 + $1.seconds },
+            latencies: results.flatMap(\.latencies), stoppedAtDeadline: results.contains { $0.stoppedAtDeadline })
+    }
+
+    /// redis-benchmark GET and SET requests/s at `n` requests each.
+    private func runRedis(n: Int) throws -> (get: Double, set: Double) {
+        let out = try runTool(["redis-benchmark", "-s", redisSocket, "-c", String(connections), "-n", String(n), "-t", "get,set", "-q"])
+        func rate(_ test: String) throws -> Double {
+            // -q prints progress ending in \r, then "GET: 93457.95 requests per second, p50=…".
+            for line in out.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) where line.hasPrefix(test + ": ") {
+                if line.contains("requests per second"), let v = Double(line.dropFirst(test.count + 2).prefix { $0 != " " }) {
+                    return v
+                }
+            }
+            throw BenchError("no \(test) requests per second in redis-benchmark's output: \(out)")
+        }
+        return (try rate("GET"), try rate("SET"))
+    }
+
+    /// The latency of an 8-byte-aligned 4 KiB overwrite plus fdatasync, 100 times, next to the database.
+    private func fsyncProbe() throws -> (p50: Double, p99: Double) {
+        let path = probeFolder + "/fsync-probe"
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw BenchError("open \(path): \(String(cString: strerror(errno)))") }
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        let block = [UInt8](repeating: 0x5a, count: 4096)
+        for i in 0..<64 { _ = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, 4096, off_t(i * 4096)) } }
+        fsync(fd)
+        var samples = [UInt64]()
+        for i in 0..<100 {
+            let t0 = monotonicNanos()
+            _ = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, 4096, off_t((i % 64) * 4096)) }
+            guard fdatasync(fd) == 0 else { throw BenchError("fdatasync: \(String(cString: strerror(errno)))") }
+            samples.append(monotonicNanos() - t0)
+        }
+        return (LoadResult.percentile(samples, 0.5), LoadResult.percentile(samples, 0.99))
+    }
+
+    private func emit(_ line: ResultLine) {
+        print(line.text)
+        fflush(nil)
+    }
+
+    private func progress(_ s: String) { printError("[assetbench] socket: " + s) }
+}
+
+/// `ping` round trips, one every `interval`, from one client while `scanners` clients each
+/// run the full-scan aggregate back to back over the daemon's objects. SPEC §10 sets an
+/// absolute goal (p99 < 10 ms), so there is no baseline; the same pings with no scan running
+/// are printed for reference.
+struct PingScan {
+    let socket: String
+    let objects: Int
+    let seconds: Double
+    let scanners: Int
+    let intervalNanos: UInt64
+    let daemonPID: Int32
+
+    init(_ f: Flags) throws {
+        socket = try f.string("socket")
+        daemonPID = Int32(try f.int("daemon-pid", 0))
+        objects = try f.int("objects", 1_000_000)
+        seconds = try f.double("seconds", 5)
+        scanners = try f.int("scanners", 2)
+        intervalNanos = UInt64(try f.double("interval-ms", 1) * 1e6)
+    }
+
+    func run() throws {
+        print("ping-scan: \(scanners) clients run index.aggregate \(SocketCommands.scanFunction) \(SocketCommands.scanClause)"
+            + " back to back over \(objects) objects while one client pings every \(fmt(Double(intervalNanos) / 1e6)) ms"
+            + " for \(fmt(seconds)) s; UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)");"
+            + " SPEC §10 sets an absolute goal, so there is no baseline (idle pings are shown for reference)")
+        fflush(nil)
+        let counted = try LineConnection(path: socket).call(RPC.aggregate(function: "COUNT(*)", clause: ""))
+        let count = try JSONValue.parse(String(decoding: counted, as: UTF8.self))["result"]?["value"]?.intValue
+        try check(count == Int64(objects), "the daemon holds \(objects) objects (COUNT(*) said \(RPC.text(counted)))")
+
+        let pinger = try LineConnection(path: socket)
+        printError("[assetbench] ping-scan: idle pings")
+        let idle = try pings(pinger, for: 1)
+
+        printError("[assetbench] ping-scan: starting \(scanners) scanners")
+        let stop = Atomic<Bool>(false)
+        let finished = Atomic<Int>(0)
+        let scans = Mutex<[(start: UInt64, end: UInt64, scanner: Int)]>([])
+        let failure = Mutex<String?>(nil)
+        let request = RPC.aggregate(function: SocketCommands.scanFunction, clause: SocketCommands.scanClause)
+        let conns = UnsafeTransfer(try (0..<scanners).map { _ in try LineConnection(path: socket) })
+        for s in 0..<scanners {
+            Thread {
+                let conn = conns.value[s]
+                do {
+                    while !stop.load(ordering: .relaxed) {
+                        let t0 = monotonicNanos()
+                        let reply = try conn.call(request)
+                        let t1 = monotonicNanos()
+                        guard !RPC.isError(reply), reply.starts(with: Array("{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"value\":".utf8)) else {
+                            throw BenchError("the scan aggregate failed: \(RPC.text(reply))")
+                        }
+                        scans.withLock { $0.append((t0, t1, s)) }
+                    }
+                } catch {
+                    failure.withLock { $0 = $0 ?? "\(error)" }
+                }
+                finished.add(1, ordering: .relaxed)
+            }.start()
+        }
+        // Let both scans get under way (a scan takes far longer than this).
+        usleep(200_000)
+        printError("[assetbench] ping-scan: pinging for \(fmt(seconds)) s")
+        var cpu = CPUSpent()
+        let window0 = monotonicNanos()
+        let busy = try cpu.measure(server: daemonPID) { try pings(pinger, for: seconds) }
+        let window1 = monotonicNanos()
+        stop.store(true, ordering: .relaxed)
+        while finished.load(ordering: .relaxed) < scanners { usleep(10_000) }
+        if let f = failure.withLock({ $0 }) { throw BenchError(f) }
+
+        let all = scans.withLock { $0 }
+        // How much of the ping window each scanner spent inside a scan (the gaps between its
+        // scans are one round trip), and the scans that finished inside it.
+        let coverage = (0..<scanners).map { s -> Double in
+            let inside = all.filter { $0.scanner == s }.reduce(UInt64(0)) { acc, r in
+                let a = max(r.start, window0)
+                let b = min(r.end, window1)
+                return acc + (b > a ? b - a : 0)
+            }
+            return Double(inside) / Double(window1 - window0)
+        }
+        let scanTimes = all.map { $0.end - $0.start }
+        let p99 = LoadResult.percentile(busy, 0.99)
+        let verdict = p99 < 10 ? "ok" : "MISSED"
+        print("ping-p99-during-scan engine=\(fmt(p99))ms baseline=none goal=<10ms \(verdict)")
+        print("  during scans: \(busy.count) pings p50=\(fmt(LoadResult.percentile(busy, 0.5)))ms p99=\(fmt(p99))ms"
+            + " max=\(fmt(LoadResult.percentile(busy, 1)))ms; \(all.count) scans, each p50=\(fmt(LoadResult.percentile(scanTimes, 0.5)))ms"
+            + " max=\(fmt(LoadResult.percentile(scanTimes, 1)))ms; each scanner inside a scan for"
+            + " \(coverage.map { String(format: "%.0f%%", $0 * 100) }.joined(separator: ", ")) of the ping window")
+        print("  during the ping window: assetd (\(CPUSpent.threads(daemonPID)) threads) used \(String(format: "%.2f", cpu.server / cpu.wall)) cores,"
+            + " assetbench \(String(format: "%.2f", cpu.client / cpu.wall)), other processes \(String(format: "%.2f", cpu.others))"
+            + " (of \(ProcessInfo.processInfo.activeProcessorCount))")
+        print("  idle (reference): \(idle.count) pings p50=\(fmt(LoadResult.percentile(idle, 0.5)))ms"
+            + " p99=\(fmt(LoadResult.percentile(idle, 0.99)))ms max=\(fmt(LoadResult.percentile(idle, 1)))ms")
+        fflush(nil)
+        try check(coverage.allSatisfy { $0 > 0.9 }, "the scans ran through the ping window")
+    }
+
+    /// Pings every `intervalNanos` for `seconds`; returns each round trip (ns). A late reply
+    /// delays the next ping; missed ticks are not made up with a burst.
+    private func pings(_ conn: LineConnection, for seconds: Double) throws -> [UInt64] {
+        var out = [UInt64]()
+        let end = monotonicNanos() + UInt64(seconds * 1e9)
+        var next = monotonicNanos()
+        while true {
+            let t0 = monotonicNanos()
+            if t0 >= end { break }
+            let reply = try conn.call(RPC.ping)
+            let t1 = monotonicNanos()
+            guard !RPC.isError(reply) else { throw BenchError("ping failed: \(RPC.text(reply))") }
+            out.append(t1 - t0)
+            next = max(next + intervalNanos, t1)
+            var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        }
+        return out
+    }
+}
+
+/// CPU seconds (user + system) spent by a server process and by its client, summed over
+/// measured blocks. The client is this process, or its waited-for children.
+struct CPUSpent {
+    var server = 0.0
+    var client = 0.0
+    /// Busy CPU seconds of the whole machine, and wall seconds, over the same blocks.
+    var machine = 0.0
+    var wall = 0.0
+
+    /// Cores' worth of CPU that went to other processes (other work on a shared machine).
+    var others: Double { max(0, (machine - server - client) / wall) }
+
+    mutating func measure<T>(server pid: Int32, clientIsChild: Bool = false, _ body: () throws -> T) rethrows -> T {
+        let s0 = CPUSpent.process(pid)
+        let c0 = CPUSpent.own(children: clientIsChild)
+        let m0 = CPUSpent.machineBusy()
+        let w0 = monotonicNanos()
+        let value = try body()
+        server += CPUSpent.process(pid) - s0
+        client += CPUSpent.own(children: clientIsChild) - c0
+        machine += CPUSpent.machineBusy() - m0
+        wall += Double(monotonicNanos() - w0) / 1e9
+        return value
+    }
+
+    /// Busy seconds of all CPUs (the `cpu` line of /proc/stat, less idle and iowait).
+    static func machineBusy() -> Double {
+        guard let s = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = s.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return .nan }
+        let f = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard f.count >= 5 else { return .nan }
+        return (f.prefix(8).reduce(0, +) - f[3] - f[4]) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// The threads of `pid` (0 if unknown).
+    static func threads(_ pid: Int32) -> Int {
+        guard pid > 0 else { return 0 }
+        return (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0
+    }
+
+    /// All threads of `pid`, from /proc (clock ticks); NaN if unknown.
+    static func process(_ pid: Int32) -> Double {
+        guard pid > 0, let s = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = s.lastIndex(of: ")")
+        else { return .nan }
+        let f = s[s.index(after: close)...].split(separator: " ")
+        // f[0] is field 3 (state); utime and stime are fields 14 and 15.
+        guard f.count > 12, let u = Double(f[11]), let st = Double(f[12]) else { return .nan }
+        return (u + st) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    static func own(children: Bool) -> Double {
+        var ru = rusage()
+        getrusage(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue, &ru)
+        return Double(ru.ru_utime.tv_sec) + Double(ru.ru_utime.tv_usec) / 1e6 + Double(ru.ru_stime.tv_sec)
+            + Double(ru.ru_stime.tv_usec) / 1e6
+    }
+}
+
+/// Runs a program found on PATH and returns its standard output (standard error passes through).
+func runTool(_ argv: [String]) throws -> String {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = argv
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    try p.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else { throw BenchError("\(argv[0]) exited with \(p.terminationStatus)") }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// Three decimals.
+func fmt(_ x: Double) -> String { String(format: "%.3f", x) }

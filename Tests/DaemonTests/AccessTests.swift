@@ -1,0 +1,119 @@
+// Who may do what on the control socket (SPEC §6 Access): the socket's mode, admin-only
+// methods, owners from peer credentials, enforce_ownership and admin_uids, and their reload
+// on SIGHUP. The tests that act as `nobody` need root; without it they are skipped, not passed.
+
+import AssetClient
+import AssetStore
+import ControlProtocol
+import Foundation
+import Testing
+
+@Suite("access") struct AccessTests {
+    @Test("the socket file is created with control.mode", arguments: [(nil, 0o660), ("0600", 0o600), ("0666", 0o666)] as [(String?, Int)])
+    func socketMode(mode: String?, expected: Int) throws {
+        let h = try DaemonHarness(controlSection: mode.map { "mode = \"\($0)\"" } ?? "")
+        #expect(permissions(of: h.socket) == mode_t(expected), "got \(String(permissions(of: h.socket) ?? 0, radix: 8))")
+    }
+
+    /// The daemon's reply to one request line sent as `nobody` (python3 is the raw client).
+    func rawCallAsNobody(_ h: DaemonHarness, _ line: String) throws -> JSONValue? {
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1])
+            s.sendall(sys.argv[2].encode() + b"\\n")
+            buf = b""
+            while b"\\n" not in buf:
+                d = s.recv(65536)
+                if not d:
+                    break
+                buf += d
+            sys.stdout.write(buf.split(b"\\n")[0].decode())
+            """
+        let r = try runProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", "/usr/bin/python3", "-c", script, h.socket, line])
+        return try? JSONValue.parse(r.stdout)
+    }
+
+    static let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+
+    @Test(
+        "a non-admin's shutdown is refused with permission_denied and the daemon keeps running",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func shutdownRefused() throws {
+        let h = try DaemonHarness(controlSection: #"mode = "0666""#)
+        let r = try h.assetctlAsNobody("shutdown")
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("admin") || r.stderr.contains("permission"), "\(r.stderr)")
+        if Self.hasPython {
+            let reply = try rawCallAsNobody(h, #"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#)
+            #expect(reply?["error"]?["code"] == .int(Int64(Code.application)), "\(reply?.serialized() ?? "no reply")")
+            #expect(reply?["error"]?["data"]?["code"] == "permission_denied")
+        }
+        usleep(200_000)
+        #expect(h.isRunning)
+        #expect(try h.client().call("ping")["version"] != nil)
+        let ping = try h.assetctlAsNobody("ping")
+        #expect(ping.status == 0, "nobody may call everything else: \(ping.stderr)")
+    }
+
+    @Test("an object put by a client without an owner belongs to that client's user", .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func ownerFromPeerCredentials() throws {
+        let h = try DaemonHarness(controlSection: #"mode = "0666""#)
+        let put = try h.assetctlAsNobody("put", "owned", "k", #"{"v":1}"#)
+        #expect(put.status == 0, "\(put.stderr)")
+        #expect(try h.client().getObject("owned", "k")["owner"] == .string(Nobody.name))
+        #expect(try h.client().call("stats")["objects"] == 1)
+    }
+
+    @Test(
+        "with enforce_ownership a non-admin cannot delete or overwrite another's object but can its own",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func enforceOwnership() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\nenforce_ownership = true")
+        let c = try h.client()
+        try c.putObject("e", "roots", ["v": 1])
+        #expect(try h.assetctlAsNobody("rm", "e", "roots").status == 1)
+        #expect(try h.assetctlAsNobody("put", "e", "roots", #"{"v":2}"#).status == 1)
+        #expect(try h.assetctlAsNobody("touch", "e", "roots").status == 1)
+        #expect(try h.assetctlAsNobody("put", "e", "claimed", "--owner", "root").status == 1, "nor put an object for another owner")
+        #expect(try c.getObject("e", "roots")["value"] == ["v": 1])
+        #expect(try c.getObject("e", "claimed") == .null)
+
+        #expect(try h.assetctlAsNobody("put", "e", "mine", #"{"v":1}"#).status == 0)
+        #expect(try h.assetctlAsNobody("put", "e", "mine", #"{"v":2}"#).status == 0)
+        #expect(try c.getObject("e", "mine")["value"] == ["v": 2])
+        #expect(try h.assetctlAsNobody("rm", "e", "mine").status == 0)
+        #expect(try c.getObject("e", "mine") == .null)
+        #expect(try h.assetctlAsNobody("get", "e", "roots").status == 0, "reads stay open to everyone")
+    }
+
+    @Test("control.admin_uids makes a user an admin: its shutdown stops the daemon with exit 0", .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func adminUIDs() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\nadmin_uids = [\(Nobody.uid)]")
+        let r = try h.assetctlAsNobody("shutdown")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(h.waitForExit() == 0)
+    }
+
+    @Test("SIGHUP reloads enforce_ownership and admin_uids without a restart", .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func reloadAccess() throws {
+        let h = try DaemonHarness(controlSection: #"mode = "0666""#)
+        let c = try h.client()
+        try c.putObject("h", "roots", ["v": 1])
+        #expect(try h.assetctlAsNobody("put", "h", "roots", #"{"v":2}"#).status == 0, "not enforced yet")
+        #expect(try h.assetctlAsNobody("shutdown").status == 1)
+
+        h.controlSection = "mode = \"0666\"\nenforce_ownership = true"
+        try h.reload()
+        try c.putObject("h", "roots", ["v": 3])
+        #expect(try h.assetctlAsNobody("put", "h", "roots", #"{"v":4}"#).status == 1, "enforced after the reload")
+        #expect(try c.getObject("h", "roots")["value"] == ["v": 3])
+
+        h.controlSection = "mode = \"0666\"\nadmin_uids = [\(Nobody.uid)]"
+        try h.reload()
+        #expect(try h.assetctlAsNobody("shutdown").status == 0, "an admin after the reload")
+        #expect(h.waitForExit() == 0)
+    }
+}

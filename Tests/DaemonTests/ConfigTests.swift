@@ -1,0 +1,129 @@
+// assetd's command line and config file as an operator meets them (SPEC §7): --check-config,
+// --version, errors that name the file, line and key with exit 78, and SIGHUP reloads.
+
+import AssetClient
+import AssetStore
+import Foundation
+import Testing
+
+/// A config that must be refused, and the key the error must name.
+struct BadConfig: CustomTestStringConvertible, Sendable {
+    var label: String
+    /// Goes into [control].
+    var control = ""
+    /// Appended at the end.
+    var extra = ""
+    /// The key the message names.
+    var key: String
+    /// Text on the offending line, to find its number.
+    var marker: String
+    var testDescription: String { label }
+}
+
+@Suite("config") struct ConfigTests {
+    @Test("assetd --check-config prints the effective settings, exits 0 and starts nothing")
+    func checkConfig() throws {
+        let h = try DaemonHarness(controlSection: #"mode = "0600""#, filesSection: #"unlink_delay = "2h""#, start: false)
+        let r = try runAssetd(["--config", h.configPath, "--check-config"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = Set(r.stdout.split(separator: "\n").map(String.init))
+        for expected in [
+            "store.path = \(h.database)", "control.socket = \(h.socket)", "control.mode = 0600",
+            "files.roots = [\"\(h.root)\"]", "files.unlink_delay = 2h", "log.level = debug",
+            "control.max_request_bytes = 1048576", "store.durability = full", "control.enforce_ownership = false",
+        ] {
+            #expect(lines.contains(expected), "missing \(expected) in:\n\(r.stdout)")
+        }
+        #expect(r.stdout.contains(h.configPath), "it says which file it read")
+        #expect(!h.exists(h.socket))
+        #expect(!h.exists(h.database))
+    }
+
+    @Test("assetd --version prints the version the daemon answers ping with")
+    func version() throws {
+        let r = try runAssetd(["--version"])
+        #expect(r.status == 0)
+        let h = try DaemonHarness()
+        #expect(try h.client().call("ping")["version"] == .string(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    static let badConfigs: [BadConfig] = [
+        BadConfig(label: "an unknown key in [control]", control: "bogus = 1", key: "control.bogus", marker: "bogus = 1"),
+        BadConfig(label: "an unknown section", extra: "[store2]\nx = 1", key: "store2", marker: "[store2]"),
+        BadConfig(label: "an unknown key in [log]", extra: "colour = \"red\"", key: "log.colour", marker: "colour ="),
+        BadConfig(
+            label: "an unknown key in [[collections]]", extra: "[[collections]]\nname = \"c\"\ncolor = \"red\"",
+            key: "collections.color", marker: "color ="),
+        BadConfig(label: "a mode that is a number", control: "mode = 660", key: "control.mode", marker: "mode = 660"),
+        BadConfig(
+            label: "max_request_bytes that is text", control: "max_request_bytes = \"lots\"", key: "control.max_request_bytes",
+            marker: "max_request_bytes"),
+    ]
+
+    @Test("a config error exits 78 and names the file, the line and the key", arguments: badConfigs)
+    func badConfig(_ bad: BadConfig) throws {
+        let h = try DaemonHarness(extraConfig: bad.extra, controlSection: bad.control, start: false)
+        let text = h.configText()
+        let line = try #require(text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains(bad.marker) }) + 1
+        let r = try runAssetd(["--config", h.configPath])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains(h.configPath), "names the file: \(r.stderr)")
+        #expect(r.stderr.contains(bad.key), "names the key: \(r.stderr)")
+        #expect(r.stderr.contains("\(h.configPath):\(line)") || r.stderr.contains("line \(line)"), "names line \(line): \(r.stderr)")
+        #expect(!h.exists(h.socket))
+        let check = try runAssetd(["--config", h.configPath, "--check-config"])
+        #expect(check.status == 78, "--check-config fails the same way")
+    }
+
+    @Test("a file that is not TOML exits 78 naming the file and line")
+    func notTOML() throws {
+        let h = try DaemonHarness(extraConfig: "this is = = not toml", start: false)
+        let r = try runAssetd(["--config", h.configPath])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains(h.configPath))
+        let line = h.configText().split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("not toml") }.map { $0 + 1 }
+        #expect(line.map { r.stderr.contains("\(h.configPath):\($0)") || r.stderr.contains("line \($0)") } == true, "\(r.stderr)")
+    }
+
+    @Test("a missing config file named with --config exits 78")
+    func missingConfig() throws {
+        let r = try runAssetd(["--config", "/nonexistent/assetd.toml"])
+        #expect(r.status == 78)
+        #expect(r.stderr.contains("/nonexistent/assetd.toml"))
+    }
+
+    @Test("SIGHUP reloads the log level without a restart")
+    func reloadLogLevel() throws {
+        let h = try DaemonHarness(logLevel: "info")
+        let c = try h.client()
+        func churn(_ name: String) throws {
+            let f = try h.makeFile(name)
+            try c.putObject("hup", name, ["file": .string(f)])
+            try c.deleteObject("hup", name)
+            #expect(eventually { !h.exists(f) })
+            try c.call("stats")
+        }
+        try churn("one")
+        usleep(200_000)
+        #expect(!h.log.contains(" debug "), "nothing at debug while log.level is info")
+        let pid = h.process?.processIdentifier
+        h.logLevel = "debug"
+        try h.reload()
+        try churn("two")
+        #expect(eventually { h.log.contains(" debug ") }, "debug lines after the reload:\n\(h.log.suffix(2000))")
+        #expect(h.process?.processIdentifier == pid && h.isRunning, "same process")
+        #expect(try c.call("ping")["version"] != nil, "same connection")
+    }
+
+    @Test("SIGHUP with a broken config keeps the settings in force and keeps serving")
+    func reloadBroken() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        try "[control]\nbogus = true\n".write(toFile: h.configPath, atomically: true, encoding: .utf8)
+        kill(h.process!.processIdentifier, SIGHUP)  // started above
+        #expect(eventually { h.log.contains("reload failed") })
+        #expect(try c.call("ping")["version"] != nil)
+        try c.putObject("still", "here")
+        #expect(h.isRunning)
+    }
+}
