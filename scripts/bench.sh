@@ -1,14 +1,131 @@
 #!/usr/bin/env bash
-# Runs the SPEC §10 benchmarks against their SQLite C baselines: scripts/bench.sh [N] (or N=… scripts/bench.sh).
+# Runs the SPEC §10 benchmarks: scripts/bench.sh [N] [PART...] (or N=… scripts/bench.sh).
+#   store   the engine against its SQLite C baselines, N objects per workload
+#   socket  object.get and durable object.put over assetd's socket, 50 clients, against
+#           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with
+#           apt-get if missing): N gets over N stored objects; up to PUT_N puts (default N/2)
+#           within PUT_SECONDS (default 60)
+#   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
+#           1000000) for SCAN_SECONDS (default 5)
+# Default: all three. CLIENT=poll|threads picks the socket load generator (default poll, one
+# thread like redis-benchmark); UV_THREADPOOL_SIZE, if set, is passed on to assetd.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-n="${1:-${N:-100000}}"
-case "$n" in
-    ''|*[!0-9]*) echo "usage: scripts/bench.sh [N]  (N objects per workload, default 100000)" >&2; exit 2 ;;
+usage() { echo "usage: scripts/bench.sh [N] [store|socket|scan ...]  (N objects per workload, default 100000)" >&2; exit 2; }
+n="${N:-100000}"
+case "${1:-}" in
+    [0-9]*) n="$1"; shift ;;
 esac
+case "$n" in ''|*[!0-9]*) usage ;; esac
+parts="${*:-store socket scan}"
+for p in $parts; do
+    case "$p" in store|socket|scan) ;; *) echo "unknown part: $p (store, socket or scan)" >&2; usage ;; esac
+done
+has() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+m="${M:-1000000}"
+put_n="${PUT_N:-$((n / 2))}"
+put_seconds="${PUT_SECONDS:-60}"
+scan_seconds="${SCAN_SECONDS:-5}"
+client="${CLIENT:-poll}"
+for v in "$m" "$put_n" "$put_seconds" "$scan_seconds"; do
+    case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS and SCAN_SECONDS are whole numbers" >&2; exit 2 ;; esac
+done
+
 swift build -c release --product assetbench --scratch-path .build-bench >&2
+if has socket || has scan; then
+    swift build -c release --product assetd --scratch-path .build-bench >&2
+fi
+bench=.build-bench/release/assetbench
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/assetbench.XXXXXX")"
-trap 'rm -rf "$scratch"' EXIT
+assetd_pid=""
+redis_pid=""
+cleanup() {
+    [ -n "$assetd_pid" ] && kill -TERM "$assetd_pid" 2>/dev/null && wait "$assetd_pid" 2>/dev/null
+    [ -n "$redis_pid" ] && kill -TERM "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+    rm -rf "$scratch"
+}
+trap cleanup EXIT
 trap 'exit 130' INT TERM
-.build-bench/release/assetbench "$n" "$scratch"
+start=$SECONDS
+
+# assetd on the database in $scratch/$1 (made by `assetbench populate`), durability full.
+start_assetd() {
+    local dir="$scratch/$1"
+    mkdir -p "$dir/files"
+    cat >"$dir/assetd.toml" <<EOF
+[store]
+path = "$dir/assetd.sqlite"
+durability = "full"
+
+[control]
+socket = "$dir/control.sock"
+max_connections = 256
+
+[files]
+roots = ["$dir/files"]
+
+[log]
+level = "warning"
+EOF
+    .build-bench/release/assetd --config "$dir/assetd.toml" 2>>"$scratch/assetd.log" &
+    assetd_pid=$!
+    "$bench" wait "$dir/control.sock" 120
+}
+
+stop_assetd() {
+    kill -TERM "$assetd_pid"
+    local status=0
+    wait "$assetd_pid" || status=$?
+    assetd_pid=""
+    if [ "$status" -ne 0 ]; then
+        echo "assetd exited with $status:" >&2
+        cat "$scratch/assetd.log" >&2
+        return 1
+    fi
+}
+
+if has store; then
+    "$bench" "$n" "$scratch"
+fi
+
+if has socket; then
+    if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+        echo "installing: redis-server" >&2
+        sudo_cmd=""
+        [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+        $sudo_cmd apt-get update -qq
+        $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >&2
+    fi
+    redis-server --port 0 --unixsocket "$scratch/redis.sock" --unixsocketperm 700 --save '' --appendonly no \
+        --dir "$scratch" --daemonize no --loglevel warning >"$scratch/redis.log" 2>&1 &
+    redis_pid=$!
+    for _ in $(seq 100); do
+        [ "$(redis-cli -s "$scratch/redis.sock" ping 2>/dev/null)" = PONG ] && break
+        sleep 0.1
+    done
+    [ "$(redis-cli -s "$scratch/redis.sock" ping 2>/dev/null)" = PONG ] || { cat "$scratch/redis.log" >&2; exit 1; }
+
+    echo "[bench] socket: storing $n objects for the gets" >&2
+    "$bench" populate "$scratch/socket/assetd.sqlite" "$scratch/socket/files" "$n"
+    start_assetd socket
+    "$bench" socket --socket "$scratch/socket/control.sock" --redis "$scratch/redis.sock" --keys "$n" --n "$n" \
+        --put-n "$put_n" --put-seconds "$put_seconds" --driver "$client" --probe-folder "$scratch/socket" \
+        --daemon-pid "$assetd_pid" --redis-pid "$redis_pid"
+    stop_assetd
+    rm -rf "$scratch/socket"
+    kill -TERM "$redis_pid"
+    wait "$redis_pid" || true
+    redis_pid=""
+fi
+
+if has scan; then
+    echo "[bench] scan: storing $m objects" >&2
+    "$bench" populate "$scratch/scan/assetd.sqlite" "$scratch/scan/files" "$m" --explain
+    start_assetd scan
+    "$bench" ping-scan --socket "$scratch/scan/control.sock" --objects "$m" --seconds "$scan_seconds" \
+        --daemon-pid "$assetd_pid"
+    stop_assetd
+    rm -rf "$scratch/scan"
+fi
+echo "bench total $((SECONDS - start))s ($parts)"
