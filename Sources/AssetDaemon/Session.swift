@@ -99,6 +99,12 @@ final class Session {
             reply(request, .success(MethodOutcome(result)), started)
             return
         }
+        if request.method == "object.get", request.params["touch"] == nil || request.params["touch"] == false {
+            // A point read: answered on the loop from a prepared statement (no pool hop), with
+            // the stored value spliced into the reply.
+            pointRead(request, started)
+            return
+        }
         let context = server.context(for: identity)
         guard method.slow else {
             reply(request, MethodTable.call(request.method, request.params, context), started)
@@ -117,6 +123,26 @@ final class Session {
             running = false
             reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
         }
+    }
+
+    private func pointRead(_ request: RPCRequest, _ started: Double) {
+        let p = Params(request.params)
+        let bytes: [UInt8]
+        do {
+            let ref = try p.ref()
+            bytes = try server.store.objectJSON(ref) ?? Array("null".utf8)
+        } catch let e as RPCError {
+            reply(request, .failure(e), started)
+            return
+        } catch let e as StoreError {
+            reply(request, .failure(RPCError(e)), started)
+            return
+        } catch {
+            reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "internal error")), started)
+            return
+        }
+        server.recordLatency(QueryClock.now() - started)
+        if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
     }
 
     private func reply(_ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double) {

@@ -177,8 +177,17 @@ extension Store {
 extension QueryConnection {
     /// Runs statements between BEGIN and COMMIT so several see one snapshot.
     func inReadTransaction<T>(_ body: () throws -> T) throws -> T {
-        sqlite3_exec(handle, "BEGIN", nil, nil, nil)
-        defer { sqlite3_exec(handle, "COMMIT", nil, nil, nil) }
+        let begin = try cached("BEGIN")
+        _ = sqlite3_step(begin)
+        sqlite3_reset(begin)
+        defer {
+            // Never leave it open: an open read transaction pins an old snapshot.
+            if let commit = try? cached("COMMIT"), sqlite3_step(commit) == SQLITE_DONE {
+                sqlite3_reset(commit)
+            } else {
+                sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            }
+        }
         return try body()
     }
 

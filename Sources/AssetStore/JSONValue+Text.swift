@@ -61,7 +61,8 @@ extension JSONValue {
         }
     }
 
-    static func writeString(_ s: String, to out: inout [UInt8]) {
+    /// Appends `s` as a JSON string literal.
+    public static func writeString(_ s: String, to out: inout [UInt8]) {
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for b in s.utf8 {

@@ -57,7 +57,29 @@ final class QueryConnection {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    /// The engine's own statements, prepared once (never under a client's authorizer).
+    private var statements: [String: OpaquePointer] = [:]
+
+    deinit {
+        for s in statements.values { sqlite3_finalize(s) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// A prepared statement for the engine's own `sql`, reset and cleared for reuse.
+    func cached(_ sql: String) throws -> OpaquePointer {
+        if let s = statements[sql] {
+            sqlite3_reset(s)
+            sqlite3_clear_bindings(s)
+            return s
+        }
+        precondition(allowedTable == nil, "engine statements are prepared outside a client's clause")
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil) == SQLITE_OK, let stmt else {
+            throw StoreError(.internalError, "cannot prepare an internal statement (\(sqlite3_errcode(handle)))")
+        }
+        statements[sql] = stmt
+        return stmt
+    }
 
     func authorize(_ action: Int32, _ a: UnsafePointer<CChar>?, _ b: UnsafePointer<CChar>?, _ db: UnsafePointer<CChar>?)
         -> Int32

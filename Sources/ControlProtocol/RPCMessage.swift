@@ -96,6 +96,19 @@ public enum RPCLine {
         encode(.object(["jsonrpc": "2.0", "id": id, "result": result]))
     }
 
+    /// A success reply whose result is already JSON text (spliced, not parsed again); the
+    /// keys come out in the sorted order `encode` uses.
+    public static func result(id: JSONValue, rawResult: [UInt8]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(rawResult.count + 48)
+        out.append(contentsOf: #"{"id":"#.utf8)
+        id.write(to: &out)
+        out.append(contentsOf: #","jsonrpc":"2.0","result":"#.utf8)
+        out.append(contentsOf: rawResult)
+        out.append(contentsOf: "}\n".utf8)
+        return out
+    }
+
     /// An error reply.
     public static func error(id: JSONValue, _ error: RPCError) -> [UInt8] {
         encode(.object(["jsonrpc": "2.0", "id": id, "error": error.json]))

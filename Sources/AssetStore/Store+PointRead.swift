@@ -1,0 +1,79 @@
+// The fast point read behind object.get: one raw read-only connection, prepared statements,
+// and the stored value text spliced into the output instead of parsed and printed again.
+// Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this).
+
+import GRDBSQLite
+
+extension Store {
+    /// The object as compact JSON text (keys sorted, as `StoredObject.json` prints), or nil.
+    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? {
+        try checkOpen()
+        try ref.validate()
+        return try queries.with { conn in
+            try conn.inReadTransaction { () throws -> [UInt8]? in
+                let o = try conn.cached("""
+                    SELECT id, value, metadata, owner, created, modified, accessed FROM object
+                    WHERE collection = ? AND key = ?
+                    """)
+                // A statement left mid-rows keeps the read transaction (and its snapshot) open.
+                defer { sqlite3_reset(o) }
+                let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+                sqlite3_bind_text(o, 1, ref.collection, -1, transient)
+                sqlite3_bind_text(o, 2, ref.key, -1, transient)
+                guard sqlite3_step(o) == SQLITE_ROW else { return nil }
+                let id = sqlite3_column_int64(o, 0)
+                var out = [UInt8]()
+                out.reserveCapacity(256 + Int(sqlite3_column_bytes(o, 1)))
+                func key(_ k: String, first: Bool = false) {
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    JSONValue.writeString(k, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                }
+                func raw(_ s: OpaquePointer, _ i: Int32) {
+                    if sqlite3_column_type(s, i) == SQLITE_NULL { out.append(contentsOf: "null".utf8); return }
+                    let n = Int(sqlite3_column_bytes(s, i))
+                    out.append(contentsOf: UnsafeBufferPointer(start: sqlite3_column_text(s, i), count: n))
+                }
+                func number(_ s: OpaquePointer, _ i: Int32, double: Bool) {
+                    if sqlite3_column_type(s, i) == SQLITE_NULL { out.append(contentsOf: "null".utf8); return }
+                    let v: JSONValue = double ? .double(sqlite3_column_double(s, i)) : .int(sqlite3_column_int64(s, i))
+                    v.write(to: &out)
+                }
+                out.append(UInt8(ascii: "{"))
+                key("accessed", first: true); number(o, 6, double: true)
+                key("collection"); JSONValue.writeString(ref.collection, to: &out)
+                key("created"); number(o, 4, double: true)
+                key("files")
+                out.append(UInt8(ascii: "["))
+                let f = try conn.cached("""
+                    SELECT path, size, device, inode, mtime, missing, first_seen FROM file
+                    WHERE id IN (SELECT dst FROM edge WHERE src = ? AND is_file = 1) ORDER BY path
+                    """)
+                defer { sqlite3_reset(f) }
+                sqlite3_bind_int64(f, 1, id)
+                var firstFile = true
+                while sqlite3_step(f) == SQLITE_ROW {
+                    if !firstFile { out.append(UInt8(ascii: ",")) }
+                    firstFile = false
+                    out.append(UInt8(ascii: "{"))
+                    key("device", first: true); number(f, 2, double: false)
+                    key("first_seen"); number(f, 6, double: true)
+                    key("inode"); number(f, 3, double: false)
+                    key("missing"); out.append(contentsOf: (sqlite3_column_int64(f, 5) != 0 ? "true" : "false").utf8)
+                    key("mtime"); number(f, 4, double: true)
+                    key("path"); JSONValue.writeString(String(cString: sqlite3_column_text(f, 0)), to: &out)
+                    key("size"); number(f, 1, double: false)
+                    out.append(UInt8(ascii: "}"))
+                }
+                out.append(UInt8(ascii: "]"))
+                key("key"); JSONValue.writeString(ref.key, to: &out)
+                key("metadata"); raw(o, 2)
+                key("modified"); number(o, 5, double: true)
+                key("owner"); JSONValue.writeString(String(cString: sqlite3_column_text(o, 3)), to: &out)
+                key("value"); raw(o, 1)
+                out.append(UInt8(ascii: "}"))
+                return out
+            }
+        }
+    }
+}
