@@ -20,6 +20,7 @@ final class ControlServer {
     private var latencies = [Double](repeating: 0, count: 4096)
     private var latencyCount = 0
     private(set) var requests = 0
+    private(set) lazy var puts = PutBatcher(server: self)
 
     init(daemon: Daemon) {
         self.daemon = daemon

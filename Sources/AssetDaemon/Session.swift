@@ -111,6 +111,14 @@ final class Session {
             return
         }
         running = true
+        if request.method == "object.put" {
+            server.puts.enqueue(request.params, context) { [self] result in
+                running = false
+                reply(request, result, started)
+                pump()
+            }
+            return
+        }
         let box = Box<Result<MethodOutcome, RPCError>>()
         let (name, params) = (request.method, request.params)
         do {

@@ -19,7 +19,41 @@ extension MethodTable {
             }
             try checkOwner(ref, tx, ctx)
         }
-        try tx.put(ref, value: value, metadata: p.value("metadata"), owner: owner)
+        // The caller's name explicitly: a batch's transaction serves many callers.
+        try tx.put(ref, value: value, metadata: p.value("metadata"), owner: owner ?? ctx.caller.userName)
         return .object([:])
+    }
+
+    /// Group commit: several clients' puts in one transaction, each failing alone (a
+    /// savepoint); if the commit itself fails, each put is tried in its own transaction.
+    public static func putBatch(_ store: Store, _ inputs: [(JSONValue, MethodContext)]) -> [Result<MethodOutcome, RPCError>] {
+        guard inputs.count > 1 else { return inputs.map { call("object.put", $0.0, $0.1) } }
+        let done: Committed<[Result<Void, RPCError>]>
+        do {
+            done = try store.write { tx in
+                inputs.map { params, ctx -> Result<Void, RPCError> in
+                    do {
+                        _ = try tx.attempt { try applyPut(Params(params), tx, ctx) }
+                        return .success(())
+                    } catch let e as RPCError {
+                        return .failure(e)
+                    } catch let e as StoreError {
+                        return .failure(RPCError(e))
+                    } catch {
+                        return .failure(RPCError(code: RPCError.internalErrorCode, message: "internal error"))
+                    }
+                }
+            }
+        } catch {
+            return inputs.map { call("object.put", $0.0, $0.1) }
+        }
+        var reported = false
+        return done.value.map { r in
+            r.map { _ in
+                // The commit's events go out once, with the first put that made it.
+                defer { reported = true }
+                return MethodOutcome(.object(["commit": .int(done.report.commit)]), commit: reported ? nil : done.report)
+            }
+        }
     }
 }

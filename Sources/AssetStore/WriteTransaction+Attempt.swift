@@ -1,0 +1,28 @@
+// A part of a write transaction that fails alone: its SQL runs in a savepoint and the
+// transaction's recorded intent is put back as it was, so the rest commits unharmed. The
+// daemon's group commit runs each client's put this way. Not for flush (its work spans parts).
+
+import GRDB
+
+extension WriteTransaction {
+    /// Runs `body`; if it throws, everything it did is undone (SQL and recorded intent) and
+    /// the error is rethrown, and the transaction goes on.
+    public func attempt<T>(_ body: () throws -> T) throws -> T {
+        let saved = (
+            pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, neverDerived, unresolved, removedWithReason,
+            indexDirty, filesTouched, report, templates, indexes
+        )
+        var value: T?
+        do {
+            try db.inSavepoint {
+                value = try body()
+                return .commit
+            }
+        } catch {
+            (pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, neverDerived, unresolved, removedWithReason,
+             indexDirty, filesTouched, report, templates, indexes) = saved
+            throw error
+        }
+        return value!  // set when the savepoint committed
+    }
+}

@@ -1,0 +1,60 @@
+// Group commit of object.put: concurrent clients' puts share commits, each is acknowledged
+// only once durable, and one client's bad put fails alone.
+
+import AssetClient
+import AssetStore
+import Foundation
+import Testing
+
+@Suite struct GroupCommitTests {
+    @Test("concurrent puts from 20 clients are all stored, several per commit, each failing alone")
+    func concurrentPutsShareCommits() throws {
+        let h = try DaemonHarness()
+        let file = try h.makeFile("shared.bin", size: 100)
+        let commits = Box<[Int64]>()
+        commits.value = []
+        let lock = NSLock()
+        let failures = Box<Int>()
+        failures.value = 0
+        let socket = h.socket
+        let group = DispatchGroup()
+        // Real threads: concurrentPerform would run only as many clients at once as there are cores.
+        let threads = (0..<20).map { client in
+            Thread {
+                defer { group.leave() }
+                guard let c = try? ControlClient(socketPath: socket, timeout: 30) else { return }
+                for i in 0..<25 {
+                    let bad = i == 12
+                    let value: JSONValue = bad ? ["file": "/etc/passwd"] : ["file": .string(file), "n": .int(Int64(i))]
+                    do {
+                        let r = try c.call("object.put", ["collection": "g", "key": .string("c\(client)-\(i)"), "value": value])
+                        lock.withLock { commits.value!.append(r["commit"]?.intValue ?? -1) }
+                    } catch {
+                        if case ClientError.rpc(let e) = error, e.stableCode == "path_outside_roots", bad {
+                            lock.withLock { failures.value! += 1 }
+                        }
+                    }
+                }
+                c.close()
+            }
+        }
+        for t in threads {
+            group.enter()
+            t.start()
+        }
+        group.wait()
+        #expect(failures.value == 20)
+        #expect(commits.value?.count == 480)
+        #expect(Set(commits.value ?? []).count < 480, "no put shared a commit")
+        let c = try h.client()
+        for client in 0..<20 {
+            for i in 0..<25 {
+                let obj = try c.call("object.get", ["collection": "g", "key": .string("c\(client)-\(i)")])
+                #expect(obj.isNull == (i == 12), "c\(client)-\(i)")
+            }
+        }
+        let stats = try c.call("stats")
+        #expect(stats["objects"] == 480)
+        #expect(stats["files"] == 1)
+    }
+}
