@@ -53,6 +53,7 @@ public final class Store: Sendable {
         var config = Configuration()
         config.readonly = configuration.readOnly
         config.busyMode = .timeout(10)
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = \(Store.mmapSize)") }
         do {
             pool = try DatabasePool(path: path, configuration: config)
             if !configuration.readOnly {
@@ -194,6 +195,9 @@ public final class Store: Sendable {
         }
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }
+
+    /// Bytes of the database file each connection maps (reads come from the map, not pread).
+    static let mmapSize = 1 << 30
 
     /// The highest commit known to be durable.
     public var durableCommit: Int64 { state.withLock { $0.durableCommit } }
