@@ -267,7 +267,7 @@ final class Bench {
             .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
         print("assetbench N=\(n) nproc=\(ProcessInfo.processInfo.activeProcessorCount) cpu=\"\(cpu)\" linux=\(kernel)"
             + " sqlite=\(String(cString: sqlite3_libversion()))")
-        print("engine: StoreConfiguration defaults (durability full); baseline: SQLite C API, WAL, synchronous=FULL;"
+        print("engine: StoreConfiguration defaults (durability full); baseline: SQLite C API, WAL, synchronous=FULL, mmap 1 GiB;"
             + " \(Bench.batch) objects per write transaction on both sides")
         print("ratio = engine/baseline; throughput goals are minimums; latency = median of \(Bench.queryRuns) (top100)"
             + " and \(Bench.aggregateRuns) (sum) runs, goals are maximums; sweep = store.sweep() per \(Bench.batch) queued"
