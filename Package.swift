@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(
             name: "assetbench",
             dependencies: [
-                "AssetStore",
+                "AssetStore", "EventLoop",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),

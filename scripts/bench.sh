@@ -7,8 +7,9 @@
 #           within PUT_SECONDS (default 60)
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
-# Default: all three. CLIENT=poll|threads picks the socket load generator (default poll, one
-# thread like redis-benchmark); UV_THREADPOOL_SIZE, if set, is passed on to assetd.
+# Default: all three. CLIENT=uv|poll|threads picks the socket load generator (default uv: one
+# thread on libuv's epoll loop, like redis-benchmark's); UV_THREADPOOL_SIZE, if set, is passed
+# on to assetd.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -27,7 +28,7 @@ m="${M:-1000000}"
 put_n="${PUT_N:-$((n / 2))}"
 put_seconds="${PUT_SECONDS:-60}"
 scan_seconds="${SCAN_SECONDS:-5}"
-client="${CLIENT:-poll}"
+client="${CLIENT:-uv}"
 for v in "$m" "$put_n" "$put_seconds" "$scan_seconds"; do
     case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS and SCAN_SECONDS are whole numbers" >&2; exit 2 ;; esac
 done

@@ -108,6 +108,8 @@ enum RPC {
 
 /// How the requests of a closed-loop run are issued.
 enum ClientDriver: String {
+    /// One thread on libuv's event loop (epoll), like redis-benchmark's own loop.
+    case uv
     /// One thread polls every connection (redis-benchmark's model).
     case poll
     /// One thread per connection, blocking.
@@ -145,8 +147,12 @@ func closedLoop(
     socket: String, connections: Int, requests: [[UInt8]], driver: ClientDriver, deadline: UInt64? = nil,
     check: @escaping @Sendable ([UInt8], Int) throws -> Void
 ) throws -> LoadResult {
+    if driver == .uv {
+        return try uvLoop(socket: socket, connections: connections, requests: requests, deadline: deadline, check: check)
+    }
     let conns = try (0..<connections).map { _ in try LineConnection(path: socket) }
     switch driver {
+    case .uv: preconditionFailure("handled above")
     case .poll: return try pollLoop(conns, requests, deadline, check)
     case .threads: return try threadLoop(conns, requests, deadline, check)
     }
