@@ -21,6 +21,11 @@ final class ControlServer {
     private var latencyCount = 0
     private(set) var requests = 0
     private(set) lazy var puts = PutBatcher(server: self)
+    /// Streams closing after their replies are flushed, with the time they must be gone by.
+    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double)] = [:]
+    private var reaper: EventLoop.Timer?
+    /// How long a closing connection may take to take its last replies.
+    static let flushDeadline = 5.0
 
     init(daemon: Daemon) {
         self.daemon = daemon
@@ -37,13 +42,13 @@ final class ControlServer {
     private func accept(_ stream: PipeStream) {
         guard !stopping else {
             stream.write(RPCLine.error(id: .null, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
-            stream.shutdownAndClose()
+            flushing(stream)
             return
         }
         guard sessions.count < daemon.config.maxConnections else {
             logger.warning("refusing a connection: \(sessions.count) of \(daemon.config.maxConnections) in use")
             stream.write(RPCLine.error(id: .null, .application(.busy, "too many connections")))
-            stream.shutdownAndClose()
+            flushing(stream)
             return
         }
         guard let cred = stream.peerCredentials else {
@@ -58,6 +63,33 @@ final class ControlServer {
             try session.start()
         } catch {
             session.close(flush: false)
+        }
+    }
+
+    /// Flushes and closes `stream`, closing it outright if that takes past the deadline.
+    func flushing(_ stream: PipeStream) {
+        let id = ObjectIdentifier(stream)
+        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline)
+        stream.shutdownAndClose { [weak self] in
+            self?.flushes[id] = nil
+            self?.daemon.checkStopped()
+        }
+        if reaper == nil, let t = try? EventLoop.Timer(loop: daemon.loop) {
+            reaper = t
+            try? t.start(after: 1, repeating: 1) { [unowned self] in reap() }
+        }
+    }
+
+    private func reap() {
+        let now = QueryClock.now()
+        for (id, f) in flushes where f.deadline <= now {
+            logger.warning("closing a connection that did not take its last replies")
+            flushes[id] = nil
+            f.stream.close()
+        }
+        if flushes.isEmpty {
+            reaper?.close()
+            reaper = nil
         }
     }
 

@@ -25,7 +25,20 @@ final class Session {
     let stream: PipeStream
     let identity: PeerIdentity
     private var framer: LineFramer
-    private var queue: [Result<RPCRequest, RPCFailure>] = []
+    /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
+    /// big array would make a flood of tiny lines quadratic).
+    private enum Item {
+        case request(Result<RPCRequest, RPCFailure>)
+        /// A line over the limit: answered after everything before it, then the connection closes.
+        case tooLong
+    }
+    private var queue: [Item] = []
+    private var head = 0
+    /// Replies produced while pumping, written in one go at the end (a flood of pipelined
+    /// requests costs one write, not one per reply).
+    private var out: [UInt8] = []
+    private var batching = false
+    private var queuedCount: Int { queue.count - head }
     private var running = false
     private var readingPaused = false
     /// The peer closed its end: finish what runs, then close.
@@ -48,13 +61,10 @@ final class Session {
         for item in framer.feed(bytes) {
             switch item {
             case .line(let line):
-                queue.append(line.withUnsafeBufferPointer { RPCRequest.parse($0) })
+                queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }))
             case .tooLong:
-                write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))
+                queue.append(.tooLong)
                 stream.stopReading()
-                pump()
-                close(flush: true)
-                return
             }
         }
         pump()
@@ -68,15 +78,30 @@ final class Session {
     /// Runs queued requests until one has to wait for the thread pool, or until replies pile
     /// up unread (then the write completions resume it).
     func pump() {
-        while !running, !closed, !queue.isEmpty, stream.writeQueueSize <= Session.replyBacklogLimit {
-            switch queue.removeFirst() {
-            case .failure(let f):
+        batching = true
+        defer {
+            batching = false
+            flushOut()
+        }
+        while !running, !closed, head < queue.count, stream.writeQueueSize + out.count <= Session.replyBacklogLimit {
+            let item = queue[head]
+            head += 1
+            switch item {
+            case .request(.failure(let f)):
                 if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
-            case .success(let request):
+            case .request(.success(let request)):
                 run(request)
+            case .tooLong:
+                write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))
+                close(flush: true)
+                return
             }
         }
-        if peerEnded && !running && queue.isEmpty {
+        if head > 4096 && head * 2 > queue.count {
+            queue.removeFirst(head)
+            head = 0
+        }
+        if peerEnded && !running && head == queue.count {
             close(flush: false)
             return
         }
@@ -173,12 +198,26 @@ final class Session {
 
     private func write(_ bytes: [UInt8]) {
         guard !closed else { return }
-        stream.write(bytes) { [weak self] _ in self?.writeCompleted() }
+        out.append(contentsOf: bytes)
+        if !batching { flushOut() }
     }
 
-    private func writeCompleted() {
+    private func flushOut() {
+        guard !out.isEmpty, !closed else { return }
+        let bytes = out
+        out.removeAll(keepingCapacity: true)
+        stream.write(bytes) { [weak self] error in self?.writeCompleted(error) }
+    }
+
+    private func writeCompleted(_ error: UVError?) {
         guard !closed else { return }
-        if !running && !queue.isEmpty { pump() } else { updateReading() }
+        // A failed write (the peer is gone) ends the session; pumping on would only recurse
+        // through more failing writes.
+        if error != nil {
+            close(flush: false)
+            return
+        }
+        if !running && queuedCount > 0 { pump() } else { updateReading() }
     }
 
     /// Sends an event line unless the watcher has fallen too far behind (then it is dropped).
@@ -195,7 +234,7 @@ final class Session {
     /// Pauses reading while replies pile up or requests queue; resumes when they drain.
     private func updateReading() {
         guard !closed, !peerEnded, !framer.overflowed else { return }
-        let busy = stream.writeQueueSize > Session.replyBacklogLimit || queue.count > Session.queuedRequestLimit
+        let busy = stream.writeQueueSize > Session.replyBacklogLimit || queuedCount > Session.queuedRequestLimit
         if busy && !readingPaused {
             stream.stopReading()
             readingPaused = true
@@ -207,21 +246,29 @@ final class Session {
 
     /// Answers every queued request with shutting_down (the daemon is stopping).
     func refuseQueued() {
-        for item in queue {
-            if case .success(let r) = item, let id = r.id {
+        for item in queue[head...] {
+            if case .request(.success(let r)) = item, let id = r.id {
                 write(RPCLine.error(id: id, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
             }
         }
         queue = []
+        head = 0
     }
 
     var isIdle: Bool { !running }
 
     func close(flush: Bool) {
         guard !closed else { return }
+        if flush { flushOut() }
         closed = true
         watching = nil
-        if flush { stream.shutdownAndClose() } else { stream.close() }
+        if flush {
+            // A peer that never reads would hold the flush (and shutdown) forever: the server
+            // closes it outright after a deadline.
+            server.flushing(stream)
+        } else {
+            stream.close()
+        }
         server.remove(self)
     }
 }

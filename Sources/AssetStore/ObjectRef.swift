@@ -21,6 +21,8 @@ public struct ObjectRef: Hashable, Sendable, Comparable, CustomStringConvertible
     public func validate() throws(StoreError) {
         for (what, s) in [("collection", collection), ("key", key)] {
             guard !s.isEmpty else { throw StoreError(.invalidParams, "\(what) must not be empty") }
+            // SQLite and C APIs end text at NUL: "a\0b" would alias "a".
+            guard !s.utf8.contains(0) else { throw StoreError(.invalidParams, "\(what) must not contain a NUL byte") }
             guard s.utf8.count <= Self.maximumLength else {
                 throw StoreError(.invalidParams, "\(what) is longer than \(Self.maximumLength) bytes")
             }

@@ -92,7 +92,7 @@ enum QueryText {
         case .bool(let b): sqlite3_bind_int64(stmt, i, b ? 1 : 0)
         case .int(let n): sqlite3_bind_int64(stmt, i, n)
         case .double(let d): sqlite3_bind_double(stmt, i, d)
-        case .string(let s): sqlite3_bind_text(stmt, i, s, -1, transient)
+        case .string(let s): sqlite3_bind_text(stmt, i, s, Int32(s.utf8.count), transient)  // NUL bytes included
         case .array, .object: throw StoreError(.invalidParams, "parameters must be JSON scalars")
         }
     }

@@ -18,8 +18,8 @@ extension Store {
                 // A statement left mid-rows keeps the read transaction (and its snapshot) open.
                 defer { sqlite3_reset(o) }
                 let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-                sqlite3_bind_text(o, 1, ref.collection, -1, transient)
-                sqlite3_bind_text(o, 2, ref.key, -1, transient)
+                sqlite3_bind_text(o, 1, ref.collection, Int32(ref.collection.utf8.count), transient)
+                sqlite3_bind_text(o, 2, ref.key, Int32(ref.key.utf8.count), transient)
                 guard sqlite3_step(o) == SQLITE_ROW else { return nil }
                 let id = sqlite3_column_int64(o, 0)
                 var out = [UInt8]()

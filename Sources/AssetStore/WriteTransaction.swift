@@ -69,6 +69,7 @@ public final class WriteTransaction {
         try ref.validate()
         let desired = try desiredEdges(collection: ref.collection, value: value)
         let effectiveOwner = value["owner"]?.stringValue ?? owner ?? defaultOwner
+        guard !effectiveOwner.utf8.contains(0) else { throw StoreError(.invalidParams, "owner must not contain a NUL byte") }
         let valueText = value.serialized()
         let metadataText = metadata.map { $0.serialized() }
         let id: Int64
@@ -136,7 +137,9 @@ public final class WriteTransaction {
     /// Adds a manual edge, or replaces the rules of the same (name, source, destination).
     /// Either end may be created later in the transaction; at commit both must exist.
     public func addEdge(name: String, source: ObjectRef, destination: EdgeEnd, rules: DeleteRules) throws {
-        guard !name.isEmpty else { throw StoreError(.invalidParams, "an edge needs a name") }
+        guard !name.isEmpty, !name.utf8.contains(0) else {
+            throw StoreError(.invalidParams, "an edge needs a name without NUL bytes")
+        }
         try source.validate()
         let end = try resolveInput(destination)
         try rules.validate(fileDestination: end.isFile)

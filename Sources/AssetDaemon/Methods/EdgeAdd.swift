@@ -10,9 +10,12 @@ extension MethodTable {
 
     static func applyEdgeAdd(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
         let source = try p.ref("source")
+        let destination = try p.end("destination")
+        // Both ends: an edge's rules can delete its destination (and its source).
         try checkOwner(source, tx, ctx)
+        if case .object(let d) = destination { try checkOwner(d, tx, ctx) }
         try tx.addEdge(
-            name: try p.string("name"), source: source, destination: try p.end("destination"),
+            name: try p.string("name"), source: source, destination: destination,
             rules: try DeleteRules(json: p.object["rules"] ?? .array([])))
         return .object([:])
     }

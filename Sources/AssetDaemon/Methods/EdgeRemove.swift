@@ -18,9 +18,10 @@ extension MethodTable {
         guard let reason = EdgeRemovalReason(rawValue: reasonText) else {
             throw RPCError.invalidParams("reason must be edge, sourceDeleted or destinationDeleted")
         }
+        let destination = try p.end("destination")
         try checkOwner(source, tx, ctx)
-        let removed = try tx.removeEdge(
-            name: try p.string("name"), source: source, destination: try p.end("destination"), reason: reason)
+        if case .object(let d) = destination { try checkOwner(d, tx, ctx) }
+        let removed = try tx.removeEdge(name: try p.string("name"), source: source, destination: destination, reason: reason)
         return .object(["removed": .bool(removed)])
     }
 }

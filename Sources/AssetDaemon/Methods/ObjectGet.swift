@@ -9,6 +9,7 @@ extension MethodTable {
         if try p.optionalBool("touch") == true {
             let done = try ctx.store.write(owner: ctx.caller.userName) { tx -> JSONValue in
                 guard try tx.exists(ref) else { return .null }
+                try checkOwner(ref, tx, ctx)
                 try tx.touch(ref)
                 return .null
             }
@@ -20,7 +21,10 @@ extension MethodTable {
 
     static func applyGet(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
         let ref = try p.ref()
-        if try p.optionalBool("touch") == true, try tx.exists(ref) { try tx.touch(ref) }
+        if try p.optionalBool("touch") == true, try tx.exists(ref) {
+            try checkOwner(ref, tx, ctx)
+            try tx.touch(ref)
+        }
         return try tx.get(ref)?.json ?? .null
     }
 }
