@@ -198,14 +198,15 @@ final class Session {
 
     private func write(_ bytes: [UInt8]) {
         guard !closed else { return }
-        out.append(contentsOf: bytes)
+        // The usual single reply is moved, not copied.
+        if out.isEmpty { out = bytes } else { out.append(contentsOf: bytes) }
         if !batching { flushOut() }
     }
 
     private func flushOut() {
         guard !out.isEmpty, !closed else { return }
         let bytes = out
-        out.removeAll(keepingCapacity: true)
+        out = []
         stream.write(bytes) { [weak self] error in self?.writeCompleted(error) }
     }
 

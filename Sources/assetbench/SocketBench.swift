@@ -158,7 +158,7 @@ struct SocketWorkloads {
         putSeconds = try f.double("put-seconds", 60)
         connections = try f.int("connections", 50)
         rounds = max(1, try f.int("rounds", 2))
-        guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "uv") else {
+        guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
             throw BenchError("--driver is uv, poll or threads")
         }
         driver = d
