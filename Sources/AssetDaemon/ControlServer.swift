@@ -16,6 +16,7 @@ final class ControlServer {
     var stopping: Bool { daemon.stopping }
     var lastCommit: Int64 { daemon.lastCommit }
     var store: Store { daemon.store }
+    var loop: Loop { daemon.loop }
     /// The last request durations, for stats.
     private var latencies = [Double](repeating: 0, count: 4096)
     private var latencyCount = 0

@@ -20,6 +20,8 @@ final class Session {
     static let eventBacklogLimit = 16 << 20
     /// Stop reading while this many requests wait to run.
     static let queuedRequestLimit = 4096
+    /// Items one connection may run per loop turn before the others get theirs.
+    static let itemsPerTurn = 512
 
     private unowned let server: ControlServer
     let stream: PipeStream
@@ -38,6 +40,8 @@ final class Session {
     /// requests costs one write, not one per reply).
     private var out: [UInt8] = []
     private var batching = false
+    /// Runs the rest of a long queue on the next loop turn.
+    private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
     private var running = false
     private var readingPaused = false
@@ -83,7 +87,13 @@ final class Session {
             batching = false
             flushOut()
         }
+        var budget = Session.itemsPerTurn
         while !running, !closed, head < queue.count, stream.writeQueueSize + out.count <= Session.replyBacklogLimit {
+            guard budget > 0 else {
+                yieldTurn()
+                break
+            }
+            budget -= 1
             let item = queue[head]
             head += 1
             switch item {
@@ -160,18 +170,13 @@ final class Session {
 
     private func pointRead(_ request: RPCRequest, _ started: Double) {
         let p = Params(request.params)
+        let store = server.store
         let bytes: [UInt8]
-        do {
-            let ref = try p.ref()
-            bytes = try server.store.objectJSON(ref) ?? Array("null".utf8)
-        } catch let e as RPCError {
+        switch MethodTable.capture({ try store.objectJSON(try p.ref()) ?? Array("null".utf8) }) {
+        case .success(let b):
+            bytes = b
+        case .failure(let e):
             reply(request, .failure(e), started)
-            return
-        } catch let e as StoreError {
-            reply(request, .failure(RPCError(e)), started)
-            return
-        } catch {
-            reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "internal error")), started)
             return
         }
         server.recordLatency(QueryClock.now() - started)
@@ -208,6 +213,16 @@ final class Session {
         let bytes = out
         out = []
         stream.write(bytes) { [weak self] error in self?.writeCompleted(error) }
+    }
+
+    /// Lets other connections run, then goes on with this one's queue.
+    private func yieldTurn() {
+        if continuation == nil { continuation = try? EventLoop.Timer(loop: server.loop) }
+        do {
+            try continuation?.start(after: 0) { [unowned self] in pump() }
+        } catch {
+            close(flush: false)
+        }
     }
 
     private func writeCompleted(_ error: UVError?) {
@@ -263,6 +278,8 @@ final class Session {
         if flush { flushOut() }
         closed = true
         watching = nil
+        continuation?.close()
+        continuation = nil
         if flush {
             // A peer that never reads would hold the flush (and shutdown) forever: the server
             // closes it outright after a deadline.

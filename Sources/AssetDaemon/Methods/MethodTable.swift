@@ -125,8 +125,13 @@ public enum MethodTable {
         if m.adminOnly && !ctx.caller.isAdmin {
             return .failure(.application(.permissionDenied, "\(method) is for admins only"))
         }
+        return capture { try m.run(Params(params), ctx) }
+    }
+
+    /// `body`'s value, or its error as the protocol reports it (the one place that maps).
+    static func capture<T>(_ body: () throws -> T) -> Result<T, RPCError> {
         do {
-            return .success(try m.run(Params(params), ctx))
+            return .success(try body())
         } catch let e as RPCError {
             return .failure(e)
         } catch let e as StoreError {

@@ -40,16 +40,7 @@ extension MethodTable {
         do {
             done = try store.write { tx in
                 inputs.map { params, ctx -> Result<Void, RPCError> in
-                    do {
-                        _ = try tx.attempt { try applyPut(Params(params), tx, ctx) }
-                        return .success(())
-                    } catch let e as RPCError {
-                        return .failure(e)
-                    } catch let e as StoreError {
-                        return .failure(RPCError(e))
-                    } catch {
-                        return .failure(RPCError(code: RPCError.internalErrorCode, message: "internal error"))
-                    }
+                    capture { _ = try tx.attempt { try applyPut(Params(params), tx, ctx) } }
                 }
             }
         } catch {
