@@ -17,12 +17,33 @@ import AssetStoreTestSupport
         #expect(try f.store.write { tx in try Int.fetchOne(tx.db, sql: "PRAGMA synchronous") }.value == expected)
     }
 
-    @Test("with durability normal, commits are durable only after the sweep's sync")
+    @Test("with durability normal, a queued file is unlinked only after the sweep syncs its commit")
     func normalWaitsForSync() throws {
         let f = try Fixture { $0.durability = .normal }
-        let commit = try f.put([(ref("c", "k"), 1)]).commit
+        let path = try f.makeFile("n/file")
+        try f.put([(ref("c", "k"), ["file": .string(path)])])
+        let commit = try f.delete(ref("c", "k")).commit
         #expect(f.store.durableCommit < commit)
-        _ = try f.store.sweep()
+        #expect(f.exists(path))
+        #expect(try f.store.sweep().unlinked == [path])
+        #expect(f.store.durableCommit == commit)
+        #expect(!f.exists(path))
+    }
+
+    @Test("a sweep with nothing due only reads: it syncs nothing and reports the queue")
+    func idleSweepOnlyReads() throws {
+        let f = try Fixture { c in
+            c.durability = .normal
+            c.unlinkDelay = 60
+        }
+        let path = try f.makeFile("n/later")
+        try f.put([(ref("c", "k"), ["file": .string(path)])])
+        let commit = try f.delete(ref("c", "k")).commit
+        let report = try f.store.sweep()
+        #expect(report.unlinked.isEmpty && report.pending == 1)
+        #expect(f.store.durableCommit < commit)
+        f.clock.advance(61)
+        #expect(try f.store.sweep().unlinked == [path])
         #expect(f.store.durableCommit == commit)
     }
 }
