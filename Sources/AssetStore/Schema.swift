@@ -65,6 +65,15 @@ enum Schema {
                 """)
             try IndexTable.createDefault(db)
         }
+        // Pins (SPEC §9) live on the object so a delete drops them; the queue keeps each
+        // file's size so a plan can count the bytes an eviction really frees.
+        m.registerMigration("v2") { db in
+            try db.execute(sql: """
+                ALTER TABLE object ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE unlink_queue ADD COLUMN size INTEGER;
+                """)
+            try IndexTable.createDefaultOwnerAccessed(db)
+        }
         return m
     }
 }

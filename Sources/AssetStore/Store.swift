@@ -16,6 +16,8 @@ public final class Store: Sendable {
     public let roots: ManagedRoots
     /// True when opened without the lock (writes refused).
     public var isReadOnly: Bool { configuration.readOnly }
+    /// Live leases.
+    public let protections: Protections
 
     let pool: DatabasePool
     let queries: QueryConnectionPool
@@ -29,6 +31,7 @@ public final class Store: Sendable {
         /// The highest commit known to be on disk.
         var durableCommit: Int64 = 0
         var closed = false
+        var policy: PolicyConfiguration?
     }
 
     /// Opens (creating it and its folder if needed) the database at `path`. Takes the lock
@@ -40,6 +43,7 @@ public final class Store: Sendable {
         self.path = path
         self.configuration = configuration
         self.roots = try ManagedRoots(configuration.roots)
+        protections = Protections(roots: roots, clock: configuration.clock)
         let folder = (path as NSString).deletingLastPathComponent
         if !configuration.readOnly {
             do {
@@ -66,7 +70,7 @@ public final class Store: Sendable {
             throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
         queries = QueryConnectionPool(path: path, timeLimit: configuration.queryTimeLimit)
-        state = Mutex(State())
+        state = Mutex(State(policy: configuration.policy))
 
         if !configuration.readOnly {
             try Store.mapErrors { try Schema.migrator().migrate(pool) }
@@ -201,6 +205,12 @@ public final class Store: Sendable {
 
     /// The highest commit known to be durable.
     public var durableCommit: Int64 { state.withLock { $0.durableCommit } }
+
+    /// The lifecycle policies in force (the daemon replaces them on SIGHUP).
+    public var policy: PolicyConfiguration? {
+        get { state.withLock { $0.policy } }
+        set { state.withLock { $0.policy = newValue } }
+    }
 }
 
 /// What a write transaction returned, and what its commit did.

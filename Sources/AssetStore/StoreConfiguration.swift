@@ -33,6 +33,13 @@ public struct StoreConfiguration: Sendable {
     public var queryTimeLimit: Double = 30
     /// Open without the lock, for reading a database another process holds.
     public var readOnly = false
+    /// Lifecycle policies (`[policy]`); nil: nothing is evicted or expired.
+    public var policy: PolicyConfiguration?
+    /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime is
+    /// older than this many seconds.
+    public var orphanGrace: Double = 3600
+    /// `files.skip_open`: a queued file some process has open is kept and retried later.
+    public var skipOpenFiles = false
 
     /// Settings with these roots and defaults for the rest.
     public init(roots: [String]) {

@@ -242,7 +242,7 @@ extension WriteTransaction {
     private func deleteFile(_ id: Int64) throws {
         guard deletedFiles.insert(id).inserted else { return }
         guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT path, device, inode FROM file WHERE id = ?"), arguments: [id])
+            db.cachedStatement(sql: "SELECT path, device, inode, size FROM file WHERE id = ?"), arguments: [id])
         else { return }
         let path: String = row[0]
         var device: Int64? = row[1]
@@ -260,8 +260,9 @@ extension WriteTransaction {
             work.append(.destinationGone(e))
         }
         try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [path, device, inode, commit, now, now + store.configuration.unlinkDelay])
+            INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [path, device, inode, row[3] as Int64, commit, now, now + store.configuration.unlinkDelay])
         try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
         report.filesQueued.append(path)
     }

@@ -121,6 +121,19 @@ public final class WriteTransaction {
         report.touched.append(ref)
     }
 
+    /// Pins an object (SPEC §9): never evicted or expired until unpinned; `not_found` if absent.
+    public func pin(_ ref: ObjectRef, _ pinned: Bool = true) throws {
+        try ref.validate()
+        guard let id = try reads.objectID(ref) else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
+        try db.cachedStatement(sql: "UPDATE object SET pinned = ? WHERE id = ?").execute(arguments: [pinned, id])
+    }
+
+    /// True if the object is pinned.
+    public func isPinned(_ ref: ObjectRef) throws -> Bool {
+        guard let id = try reads.objectID(ref) else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
+        return try Bool.fetchOne(db, sql: "SELECT pinned FROM object WHERE id = ?", arguments: [id]) ?? false
+    }
+
     /// The object as this transaction sees it (deleted ones are gone), or nil.
     public func get(_ ref: ObjectRef) throws -> StoredObject? { try reads.get(ref) }
 

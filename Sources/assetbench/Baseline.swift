@@ -106,6 +106,7 @@ final class BaselineStore {
             created REAL NOT NULL,
             modified REAL NOT NULL,
             accessed REAL NOT NULL,
+            pinned INTEGER NOT NULL DEFAULT 0,
             UNIQUE (collection, key));
         CREATE TABLE file (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -135,7 +136,8 @@ final class BaselineStore {
             queued_at REAL NOT NULL,
             attempts INTEGER NOT NULL DEFAULT 0,
             last_error TEXT,
-            next_attempt REAL NOT NULL);
+            next_attempt REAL NOT NULL,
+            size INTEGER);
         CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
         CREATE TABLE "index_default" (
             object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
@@ -146,6 +148,7 @@ final class BaselineStore {
         CREATE INDEX "index_default__accessed" ON "index_default"(accessed);
         CREATE INDEX "index_default__created" ON "index_default"(created);
         CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
+        CREATE INDEX "index_default__owner_accessed" ON "index_default"(owner, accessed);
         """
 
     // Transactions and the commit number (every write transaction gets the next one).
@@ -207,10 +210,10 @@ final class BaselineStore {
         deleteOutgoing = CStatement(db, "DELETE FROM edge WHERE src = ? RETURNING is_file, dst, rules")
         deleteIncoming = CStatement(db, "DELETE FROM edge WHERE is_file = 0 AND dst = ? RETURNING src, rules")
         countRetainers = CStatement(db, "SELECT COUNT(*) FROM edge WHERE is_file = 1 AND dst = ? AND rules & 32 != 0")
-        deleteFileRow = CStatement(db, "DELETE FROM file WHERE id = ? RETURNING path, device, inode")
+        deleteFileRow = CStatement(db, "DELETE FROM file WHERE id = ? RETURNING path, device, inode, size")
         deleteFileEdges = CStatement(db, "DELETE FROM edge WHERE is_file = 1 AND dst = ? RETURNING src, rules")
         enqueueUnlink = CStatement(db, """
-            INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt) VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
 
         top100Query = CStatement(db, "SELECT * FROM \"index_default\" WHERE owner = ? ORDER BY size DESC LIMIT 100")
@@ -384,6 +387,7 @@ final class BaselineStore {
         let path = deleteFileRow.text(0)
         let device: Int64? = deleteFileRow.isNull(1) ? nil : deleteFileRow.int64(1)
         let inode: Int64? = deleteFileRow.isNull(2) ? nil : deleteFileRow.int64(2)
+        let size = deleteFileRow.int64(3)
         deleteFileRow.run()
 
         deleteFileEdges.bind(1, id)
@@ -392,9 +396,10 @@ final class BaselineStore {
         enqueueUnlink.bind(1, path)
         enqueueUnlink.bind(2, device)
         enqueueUnlink.bind(3, inode)
-        enqueueUnlink.bind(4, commitNo)
-        enqueueUnlink.bind(5, now)
+        enqueueUnlink.bind(4, size)
+        enqueueUnlink.bind(5, commitNo)
         enqueueUnlink.bind(6, now)
+        enqueueUnlink.bind(7, now)
         enqueueUnlink.run()
         return true
     }

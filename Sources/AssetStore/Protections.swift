@@ -1,0 +1,125 @@
+// Leases (SPEC §9): in-memory protections of objects and files for in-flight work, ended
+// by release, by their TTL, or by the daemon when the connection that took them closes.
+// They live in memory on purpose: a lease belongs to a live client, and no client outlives
+// the daemon. Leased objects are never evicted or expired; a leased file whose unlink is
+// queued (an explicit delete is not blocked by leases) is kept until the lease ends.
+
+import Synchronization
+
+/// One lease.
+public struct Lease: Sendable, Hashable {
+    /// Its handle, unique for the life of the store.
+    public var id: String
+    /// Objects it protects (they need not exist yet).
+    public var objects: [ObjectRef]
+    /// Files it protects, normalised.
+    public var files: [String]
+    /// Unix seconds at which it lapses.
+    public var expires: Double
+    /// Who holds it (the daemon's connection number), nil for in-process holders.
+    public var holder: UInt64?
+
+    /// `{lease, expires, objects, files}`.
+    public var json: JSONValue {
+        .object([
+            "lease": .string(id), "expires": .double(expires),
+            "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
+        ])
+    }
+}
+
+/// The store's live leases. Thread-safe; expired leases count as absent.
+public final class Protections: Sendable {
+    private struct State {
+        var leases: [String: Lease] = [:]
+        var next: UInt64 = 1
+    }
+
+    private let state = Mutex(State())
+    private let clock: @Sendable () -> Double
+    private let roots: ManagedRoots
+
+    init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
+        self.roots = roots
+        self.clock = clock
+    }
+
+    /// The longest lease: a day (a backstop for clients that never release).
+    public static let maximumTTL = 86_400.0
+
+    /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
+    /// managed root; objects are validated but need not exist.
+    public func acquire(objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil) throws(StoreError) -> Lease {
+        guard ttl > 0, ttl <= Protections.maximumTTL else {
+            throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
+        }
+        guard !objects.isEmpty || !files.isEmpty else {
+            throw StoreError(.invalidParams, "a lease needs at least one object or file")
+        }
+        for o in objects { try o.validate() }
+        var paths = [String]()
+        for f in files { paths.append(try roots.accept(f).path) }
+        let now = clock()
+        return state.withLock { s in
+            let lease = Lease(id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
+            s.next += 1
+            s.leases[lease.id] = lease
+            return lease
+        }
+    }
+
+    /// Ends a lease; returns it, or nil if there was none (or it had lapsed).
+    @discardableResult
+    public func release(_ id: String) -> Lease? {
+        let now = clock()
+        guard let l = state.withLock({ $0.leases.removeValue(forKey: id) }) else { return nil }
+        return l.expires > now ? l : nil
+    }
+
+    /// Ends every lease `holder` took (its connection closed); returns them.
+    @discardableResult
+    public func releaseAll(holder: UInt64) -> [Lease] {
+        state.withLock { s in
+            let mine = s.leases.values.filter { $0.holder == holder }
+            for l in mine { s.leases[l.id] = nil }
+            return mine
+        }
+    }
+
+    /// Drops lapsed leases and returns them (the daemon reschedules their files' unlinks).
+    public func removeExpired() -> [Lease] {
+        let now = clock()
+        return state.withLock { s in
+            let lapsed = s.leases.values.filter { $0.expires <= now }
+            for l in lapsed { s.leases[l.id] = nil }
+            return lapsed
+        }
+    }
+
+    /// The live leases, soonest to lapse first.
+    public func active() -> [Lease] {
+        let now = clock()
+        return state.withLock { s in s.leases.values.filter { $0.expires > now } }
+            .sorted { ($0.expires, $0.id) < ($1.expires, $1.id) }
+    }
+
+    /// The earliest time a live lease lapses, if any.
+    public func nextExpiry() -> Double? { active().first?.expires }
+
+    /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot.
+    public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
+        var objects = Set<ObjectRef>()
+        var files = Set<[UInt8]>()
+        for l in active() {
+            objects.formUnion(l.objects)
+            for f in l.files { files.insert(Array(f.utf8)) }
+        }
+        return (objects, files)
+    }
+
+    /// True if a live lease covers the file at this normalised path.
+    public func isLeased(file path: String) -> Bool {
+        let bytes = Array(path.utf8)
+        return active().contains { l in l.files.contains { Array($0.utf8) == bytes } }
+    }
+}
