@@ -16,7 +16,8 @@ final class QuotaStep: PolicyStep {
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
         var usage = [String: Int64]()
         for q in quotas { usage[q.owner] = try QuotaStep.usage(of: q.owner, tx.db) }
-        let g = run.protection()
+        var g = run.protection()
+        g.needsFiles = true
         while !run.batchFull {
             // Furthest over first; ties by name so a dry run and the real run agree.
             let over = quotas.filter { !exhausted.contains($0.owner) && usage[$0.owner, default: 0] > $0.maxBytes }

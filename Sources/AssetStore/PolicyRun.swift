@@ -272,7 +272,8 @@ class BytesStep: PolicyStep {
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
         var need = try need(tx, run)
-        let g = run.protection()
+        var g = run.protection()
+        g.needsFiles = true  // an object that holds no file frees nothing: bytes never justify it
         while need > 0 && !exhausted && !run.batchFull {
             let rows = try run.candidates(
                 tx, order: "accessed", after: cursor, condition: condition.0, arguments: condition.1, limit: 256)

@@ -39,6 +39,8 @@ struct EvictionGuard {
     var objects: Set<ObjectRef>
     /// Leased files, as UTF-8 bytes.
     var files: Set<[UInt8]>
+    /// Refuse a deletion that reaches no file at all (a byte target gains nothing from it).
+    var needsFiles = false
 
     func protects(_ d: DeletedDetail) -> Bool {
         d.pinned || d.created > createdBefore || objects.contains(d.ref)
@@ -69,6 +71,11 @@ extension WriteTransaction {
                 try flush()
                 if deletedDetails[marks.deleted...].contains(where: protection.protects) { throw EvictionRefused() }
                 if queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) }) {
+                    throw EvictionRefused()
+                }
+                if protection.needsFiles, !report.edgesRemoved[marks.edges...].contains(where: {
+                    if case .file = $0.edge.destination { return true } else { return false }
+                }) {
                     throw EvictionRefused()
                 }
                 // Deny is settled at commit against the final state; a policy settles it now,

@@ -54,6 +54,17 @@ struct PolicyTests {
         #expect(try f.store.enforce().objects.isEmpty)  // 400 bytes: within budget now
     }
 
+    @Test("an object that holds no file is never evicted for bytes, however old")
+    func fileLessObjectsKept() throws {
+        let f = try Fixture { $0.policy = policy { $0.maxBytes = 10 } }
+        try f.put([(ref("settings", "s"), ["theme": "dark"])])
+        f.clock.advance(1)
+        try f.put([(ref("c", "k"), ["file": .string(try f.makeFile("f", size: 100))])])
+        f.clock.advance(3600)
+        #expect(keys(try f.store.enforce()) == ["k"])
+        #expect(try f.exists(ref("settings", "s")))
+    }
+
     @Test("within budget nothing goes, even above the low-water mark")
     func budgetHysteresis() throws {
         let f = try cache(10, policy: policy { $0.maxBytes = 1000; $0.lowWater = 0.5 })
