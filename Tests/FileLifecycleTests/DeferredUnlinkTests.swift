@@ -235,6 +235,47 @@ final class ChildHolder {
         #expect(n < 0 && errno == EAGAIN, "the target was opened (\(n) bytes of inotify events)")
     }
 
+    @Test("an open racing the probe waits for the lease to be dropped, and signals nothing that would end this process")
+    func racingOpenWaits() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("p/x.bin", size: 100)
+        let file = try #require(onDisk(path))
+        let folder = open(f.root + "/p", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(folder >= 0)
+        defer { close(folder) }
+        let probe = OpenFileProbe()
+        guard case .clear(let fd) = probe.check(dirfd: folder, leaf: "x.bin", device: file.device, inode: file.inode),
+            fd >= 0
+        else {
+            Issue.record("no lease on an idle file")
+            return
+        }
+        var held = true
+        defer { if held { probe.end(fd) } }
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/sh")
+        reader.arguments = ["-c", "exec cat < \"$0\" > /dev/null", path]
+        try reader.run()
+        defer { if reader.isRunning { kill(reader.processIdentifier, SIGKILL) } }
+        // Without the probe redirecting the break signal, SIGIO would end the test run here.
+        // The reader's open has begun breaking the lease (a state, polled): F_GETLEASE then
+        // reports the type being broken to, no longer F_WRLCK.
+        var breaking = false
+        for _ in 0..<10_000 {
+            if fcntl(fd, 1025, 0) != Int32(F_WRLCK) {  // F_GETLEASE
+                breaking = true
+                break
+            }
+            usleep(1000)
+        }
+        #expect(breaking)
+        #expect(reader.isRunning)  // blocked in open while the lease is held
+        probe.end(fd)
+        held = false
+        reader.waitUntilExit()
+        #expect(reader.terminationStatus == 0)
+    }
+
     @Test("/proc shows this process's open and mapped files by device and inode, and forgets them once closed")
     func procScanSeesOpenFiles() throws {
         let f = try Fixture()
