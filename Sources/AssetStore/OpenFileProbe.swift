@@ -59,6 +59,13 @@ final class OpenFileProbe {
     private static let setOwner: Int32 = 8  // F_SETOWN
     private static let noAccessTime: Int32 = 0o1000000  // O_NOATIME
     private var scan: ProcScan?
+    private let useLeases: Bool
+
+    /// A probe for one batch; without `useLeases` it asks /proc only (tests use that to reach
+    /// the fallback, which root's `CAP_LEASE` otherwise never needs).
+    init(useLeases: Bool = true) {
+        self.useLeases = useLeases
+    }
 
     /// Checks `leaf` in the open folder `dirfd`, which must be the regular file (`device`, `inode`).
     func check(dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> OpenCheck {
@@ -86,6 +93,10 @@ final class OpenFileProbe {
         else {
             close(fd)
             return .outcome(.identityChanged)
+        }
+        guard useLeases else {
+            close(fd)
+            return fromProc(device: device, inode: inode, because: "leases not used")
         }
         _ = fcntl(fd, OpenFileProbe.setSignal, SIGURG)
         if fcntl(fd, OpenFileProbe.setLease, Int32(F_WRLCK)) == 0 {

@@ -90,7 +90,9 @@ extension Store {
     public static let openFileRetryDelay = 10.0
 
     /// Unlinks every due queued file whose commit is durable. With `retryFailed`, failed rows
-    /// are tried now instead of at their next attempt time.
+    /// are tried now instead of at their next attempt time. A file under a live lease, and
+    /// with `files.skip_open` a file some process has open, is deferred: it stays queued
+    /// without counting an attempt, due again when the lease lapses or ten seconds later.
     public func sweep(retryFailed: Bool = false, batch: Int = 1000) throws -> SweepReport {
         try checkOpen()
         guard !configuration.readOnly else { throw StoreError(.busy, "the store is open read-only") }

@@ -303,6 +303,38 @@ final class ChildHolder {
         print("/proc pass: \(scan.files.count) open files, incomplete because: \(scan.problem ?? "nothing")")
     }
 
+    @Test("without leases the probe asks /proc: a file open here is open; an idle one is clear only when /proc could be read in full")
+    func procFallback() throws {
+        let f = try Fixture()
+        let busy = try f.makeFile("p/busy.bin")
+        let idle = try f.makeFile("p/idle.bin")
+        let folder = open(f.root + "/p", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(folder >= 0)
+        defer { close(folder) }
+        let fd = try openHere(busy)
+        defer { close(fd) }
+        let probe = OpenFileProbe(useLeases: false)
+        let check = { (leaf: String) throws -> OpenCheck in
+            let file = try #require(onDisk(f.root + "/p/" + leaf))
+            return probe.check(dirfd: folder, leaf: leaf, device: file.device, inode: file.inode)
+        }
+        guard case .open = try check("busy.bin") else {
+            Issue.record("a file open in this process was not found in /proc")
+            return
+        }
+        let problem = ProcScan.read().problem
+        switch try check("idle.bin") {
+        case .clear(let leaseFD):
+            #expect(leaseFD == -1)  // no lease: /proc decided
+            #expect(problem == nil)
+        case .undetermined(let why):
+            #expect(problem != nil)
+            #expect(why.hasPrefix("leases not used; cannot read /proc/"), "\(why)")
+        default:
+            Issue.record("an idle file was neither clear nor undetermined")
+        }
+    }
+
     @Test("what the open check costs per file (printed, not asserted)")
     func probeCost() throws {
         let count = 300
