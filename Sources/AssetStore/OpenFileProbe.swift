@@ -176,7 +176,8 @@ struct ProcScan {
             var st = stat()
             // stat follows the magic link to the open file itself, whatever its name now.
             if stat(folder + "/" + name, &st) == 0 {
-                files.insert(FileID(device: Int64(bitPattern: UInt64(st.st_dev)), inode: Int64(bitPattern: UInt64(st.st_ino))))
+                files.insert(
+                    FileID(device: Int64(bitPattern: UInt64(st.st_dev)), inode: Int64(bitPattern: UInt64(st.st_ino))))
             } else {
                 note(folder + "/" + name, errno)
             }

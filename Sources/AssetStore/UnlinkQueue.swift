@@ -137,7 +137,10 @@ extension Store {
                     // Once per batch: each leased file with the latest expiry of its leases.
                     var leasedUntil = [[UInt8]: Double]()
                     for lease in protections.active() {
-                        for file in lease.files { leasedUntil[Array(file.utf8)] = max(leasedUntil[Array(file.utf8)] ?? 0, lease.expires) }
+                        for file in lease.files {
+                            let bytes = Array(file.utf8)
+                            leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
+                        }
                     }
                     var counts = [String: Int]()
                     var finished = [JSONValue]()
@@ -151,10 +154,13 @@ extension Store {
                         }
                         // Never unlinked while a lease lives, even when an explicit delete queued it.
                         if let until = leasedUntil[Array(path.utf8)] {
-                            try deferUnlink(db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
+                            try deferUnlink(
+                                db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
                             continue
                         }
-                        if try sweepOne(db, row: row, now: now, unlinker: unlinker, probe: probe, counts: &counts, report: &report) {
+                        if try sweepOne(
+                            db, row: row, now: now, unlinker: unlinker, probe: probe, counts: &counts, report: &report)
+                        {
                             finished.append(.int(lastID))
                         }
                     }
@@ -204,13 +210,15 @@ extension Store {
             counts["unlink_failures", default: 0] += 1
             report.failed.append((path, message, attempts + 1))
             return false
-        case .open:
-            try deferUnlink(db, id: id, path: path, reason: .open, until: now + Store.openFileRetryDelay, counts: &counts, report: &report)
-            return false
-        case .undetermined(let why):
-            try deferUnlink(db, id: id, path: path, reason: .open, until: now + Store.openFileRetryDelay, counts: &counts, report: &report)
-            counts["deferred_open_undetermined", default: 0] += 1
-            report.undetermined.append((path, why))
+        case .open, .undetermined:
+            try deferUnlink(
+                db, id: id, path: path, reason: .open, until: now + Store.openFileRetryDelay, counts: &counts,
+                report: &report)
+            if case .undetermined(let why) = outcome {
+                // Kept because it could not be told: counted apart, so an operator sees why.
+                counts["deferred_open_undetermined", default: 0] += 1
+                report.undetermined.append((path, why))
+            }
             return false
         }
     }
@@ -220,7 +228,8 @@ extension Store {
         _ db: Database, id: Int64, path: String, reason: UnlinkDeferReason, until: Double,
         counts: inout [String: Int], report: inout SweepReport
     ) throws {
-        try db.cachedStatement(sql: "UPDATE unlink_queue SET next_attempt = ? WHERE id = ?").execute(arguments: [until, id])
+        try db.cachedStatement(sql: "UPDATE unlink_queue SET next_attempt = ? WHERE id = ?")
+            .execute(arguments: [until, id])
         counts["deferred_" + reason.rawValue, default: 0] += 1
         report.deferred.append((path, reason))
     }
