@@ -31,18 +31,21 @@ extension VerifyRun {
             after = last[0]
             done += page.count
             var missing = [(id: Int64, path: String)]()
+            let leased = store.protections.snapshot().files
             for row in page where row[2] as Bool {
                 let path: String = row[1]
-                if Self.isMissing(path, store) { missing.append((row[0], path)) }
+                if Self.isMissing(path, store, leased: leased) { missing.append((row[0], path)) }
             }
             if !missing.isEmpty { try repairMissing(missing) }
             report(phase, done, total)
         }
     }
 
-    /// True when nothing is at `path` now and no lease covers it.
-    static func isMissing(_ path: String, _ store: Store) -> Bool {
-        guard let root = store.roots.root(of: path), !store.protections.isLeased(file: path),
+    /// True when nothing is at `path` now and no lease covers it (`leased`: the leased
+    /// paths as bytes, by default read now).
+    static func isMissing(_ path: String, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
+        guard let root = store.roots.root(of: path),
+            !(leased ?? store.protections.snapshot().files).contains(Array(path.utf8)),
             let state = try? FileProbe.probe(path: path, root: root)
         else { return false }
         return !state.exists
@@ -50,15 +53,16 @@ extension VerifyRun {
 
     private func repairMissing(_ files: [(id: Int64, path: String)]) throws {
         // Holders are read before the repair, which deletes the edges naming them.
+        let ids = JSONValue.array(files.map { .int($0.id) }).serialized()
         let holders: [Int64: [ObjectRef]] = try store.read { r in
             var out = [Int64: [ObjectRef]]()
-            for f in files {
-                out[f.id] = try Row.fetchAll(
-                    r.db, sql: """
-                        SELECT DISTINCT o.collection, o.key FROM edge e JOIN object o ON o.id = e.src
-                        WHERE e.is_file = 1 AND e.dst = ? ORDER BY o.collection, o.key
-                        """, arguments: [f.id]
-                ).map { ObjectRef($0[0], $0[1]) }
+            for row in try Row.fetchAll(
+                r.db, sql: """
+                    SELECT DISTINCT e.dst, o.collection, o.key FROM edge e JOIN object o ON o.id = e.src
+                    WHERE e.is_file = 1 AND e.dst IN (SELECT value FROM json_each(?)) ORDER BY e.dst, o.collection, o.key
+                    """, arguments: [ids])
+            {
+                out[row[0], default: []].append(ObjectRef(row[1], row[2]))
             }
             return out
         }
@@ -151,7 +155,7 @@ extension WriteTransaction {
     /// every edge to it is removed as "destination deleted" (their rules fire at flush) and
     /// the registry row goes with its last edge.
     func removeMissingFile(_ id: Int64) throws -> RepairOutcome {
-        guard let path = try String.fetchOne(db, sql: "SELECT path FROM file WHERE id = ?", arguments: [id]),
+        guard let path = try String.fetchOne(db.cachedStatement(sql: "SELECT path FROM file WHERE id = ?"), arguments: [id]),
             VerifyRun.isMissing(path, store)
         else { return .vanished }
         let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ?", [id])
@@ -169,15 +173,15 @@ extension WriteTransaction {
     /// verify's repair of an unreferenced registry row (see `VerifyRun.unreferencedFiles`).
     func removeUnreferencedFile(_ id: Int64) throws -> RepairOutcome {
         guard let row = try Row.fetchOne(
-            db, sql: """
+            db.cachedStatement(sql: """
                 SELECT path, device, inode, size FROM file f WHERE id = ?
                 AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
-                """, arguments: [id])
+                """), arguments: [id])
         else { return .vanished }
         let path: String = row[0]
         let device: Int64? = row[1]
         let inode: Int64? = row[2]
-        try db.execute(sql: "DELETE FROM file WHERE id = ?", arguments: [id])
+        try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
         guard let device, let inode else {
             return .repaired("the registry row was dropped; the file was never seen, so nothing is unlinked")
         }

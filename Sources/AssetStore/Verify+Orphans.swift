@@ -69,7 +69,7 @@ extension VerifyRun {
             removed = try Store.mapErrors {
                 try store.pool.write { db in
                     // Again under the write lock: no transaction can register one meanwhile.
-                    let still = try Self.unknown(unknown, db, store)
+                    let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
                     let unlinker = SafeUnlinker()
                     var out = [Int: RepairOutcome]()
                     let oldBefore = store.configuration.clock() - store.configuration.orphanGrace
@@ -78,7 +78,7 @@ extension VerifyRun {
                             out[i] = .refused("its name is not UTF-8")
                             continue
                         }
-                        guard still.contains(where: { $0.path == path }),
+                        guard still.contains(Array(path.utf8)),
                             let now = try? FileProbe.probe(path: path, root: f.root), now.exists,
                             now.device == f.device, now.inode == f.inode, (now.mtime ?? 0) < oldBefore
                         else {

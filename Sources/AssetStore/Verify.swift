@@ -134,18 +134,18 @@ final class VerifyRun {
     }
 
     private func merge(_ r: CommitReport) {
-        guard var c = commit else {
+        guard commit != nil else {
             commit = r
             return
         }
-        c.commit = r.commit
-        c.put += r.put
-        c.touched += r.touched
-        c.deleted += r.deleted
-        c.edgesRemoved += r.edgesRemoved
-        c.notifications += r.notifications
-        c.filesQueued += r.filesQueued
-        commit = c
+        // In place (commit!): a copy per merge would make a long repair quadratic.
+        commit!.commit = r.commit
+        commit!.put += r.put
+        commit!.touched += r.touched
+        commit!.deleted += r.deleted
+        commit!.edgesRemoved += r.edgesRemoved
+        commit!.notifications += r.notifications
+        commit!.filesQueued += r.filesQueued
     }
 
     // MARK: dangling edges
@@ -214,9 +214,7 @@ final class VerifyRun {
             done += page.count
             for row in page where row[6] as Bool {
                 let p = PendingUnlink(path: row[1], queuedAt: row[2], attempts: row[3], lastError: row[4], nextAttempt: row[5])
-                var subject = p.json.objectValue ?? [:]
-                subject["path"] = .string(p.path)
-                add("unlink_failing", .object(subject),
+                add("unlink_failing", p.json,
                     "unlinking \(p.path) has failed \(p.attempts) times since it was queued: \(p.lastError ?? "unknown error")",
                     repaired: false)
             }
@@ -239,13 +237,13 @@ struct DanglingEdge {
 
     static func fetch(id: Int64, _ db: Database) throws -> DanglingEdge? {
         guard let row = try Row.fetchOne(
-            db, sql: """
+            db.cachedStatement(sql: """
                 SELECT e.name, e.is_file, e.dst, s.collection, s.key, d.collection, d.key, f.path
                 FROM edge e LEFT JOIN object s ON s.id = e.src
                 LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
                 LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
                 WHERE e.id = ?
-                """, arguments: [id])
+                """), arguments: [id])
         else { return nil }
         let source: ObjectRef? = (row[3] as String?).map { ObjectRef($0, row[4]) }
         let isFile: Bool = row[1]
@@ -276,14 +274,14 @@ extension WriteTransaction {
     /// phase reports (and queues) it if nothing else references it.
     func deleteDanglingEdge(_ id: Int64) throws -> Bool {
         guard let row = try Row.fetchOne(
-            db, sql: """
+            db.cachedStatement(sql: """
                 SELECT e.src, s.id IS NOT NULL FROM edge e LEFT JOIN object s ON s.id = e.src
                 LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
                 LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
                 WHERE e.id = ? AND (s.id IS NULL OR (d.id IS NULL AND f.id IS NULL))
-                """, arguments: [id])
+                """), arguments: [id])
         else { return false }
-        try db.execute(sql: "DELETE FROM edge WHERE id = ?", arguments: [id])
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE id = ?").execute(arguments: [id])
         if row[1] as Bool { indexDirty.insert(row[0]) }
         return true
     }
