@@ -10,8 +10,10 @@ extension Store {
     static let backupPagesPerStep: CInt = 1024
 
     /// Writes a consistent copy of the store to a new single-file database at `path` that a
-    /// `Store` (and so assetd) opens. An existing `path` is `conflict`. Returns
-    /// `{path, bytes, commit}`: the commit is the last one the copy holds.
+    /// `Store` (and so assetd) opens; writers go on meanwhile. An existing `path` is
+    /// `conflict`; a relative one is taken from the current folder. `progress` gets pages
+    /// copied and total after each step. Returns `{path, bytes, commit}`: the commit is the
+    /// last one the copy holds.
     public func backup(to path: String, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) throws -> JSONValue {
         try checkOpen()
         let target = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
@@ -24,10 +26,31 @@ extension Store {
         }
         let commit: Int64
         do {
+            // The source is a read-only connection of its own, not one of the pool's: GRDB
+            // calls `progress` inside the copy's read, and there the pool would refuse (trap
+            // on) any use of the store by the callback.
+            var config = Configuration()
+            config.readonly = true
+            config.busyMode = .timeout(10)
+            let source = try DatabaseQueue(path: self.path, configuration: config)
+            defer { try? source.close() }
             let copy = try DatabaseQueue(path: temp)
             do {
-                try pool.backup(to: copy, pagesPerStep: Store.backupPagesPerStep) { p in
-                    progress?(p.completedPageCount, p.totalPageCount)
+                // SQLite restarts a stepwise copy whenever another connection writes between
+                // steps, so on a busy store it might never end. Steps give progress while the
+                // store is quiet; at the first restart the copy is redone in one step, which
+                // holds one read snapshot throughout (writers go on; the WAL keeps it).
+                var last = 0
+                do {
+                    try source.backup(to: copy, pagesPerStep: Store.backupPagesPerStep) { p in
+                        guard p.completedPageCount > last else { throw BackupRestarted() }
+                        last = p.completedPageCount
+                        progress?(p.completedPageCount, p.totalPageCount)
+                    }
+                } catch is BackupRestarted {
+                    try source.backup(to: copy, pagesPerStep: -1) { p in
+                        progress?(max(last, p.completedPageCount), max(last, p.totalPageCount))
+                    }
                 }
                 // One file: the copy keeps no WAL beside it; Store turns WAL back on when it opens it.
                 try copy.writeWithoutTransaction { db in
@@ -100,3 +123,6 @@ extension Store {
         guard fsync(fd) == 0 else { throw StoreError(.internalError, "fsync \(path): \(errnoDescription(errno))") }
     }
 }
+
+/// Thrown from a backup step's callback to abandon a copy SQLite has restarted.
+private struct BackupRestarted: Error {}

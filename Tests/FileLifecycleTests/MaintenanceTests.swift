@@ -90,6 +90,27 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(all.last { $0.phase == "indexes" }?.done == 3 * 2)  // three objects, two indexes
     }
 
+    @Test("verify holds no transaction between pages: a client write from inside its progress callback goes through")
+    func writesBetweenPages() throws {
+        let f = try VerifyTests.healthy()
+        try f.damage("UPDATE index_default SET size = 5 WHERE key = '2'")
+        let store = f.store!
+        let writes = Mutex(0)
+        let failures = Mutex<[String]>([])
+        let r = try f.verify(repair: true, orphans: true) { p in
+            do {
+                try store.write { tx in try tx.put(ref("client", "\(p.phase)-\(p.done)"), value: [:]) }
+                writes.withLock { $0 += 1 }
+            } catch {
+                failures.withLock { $0.append("\(p.phase): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(writes.withLock { $0 } >= 6)
+        #expect(r.found == 1 && r.clean)
+        #expect(try f.verify().clean)
+    }
+
     // MARK: missing files
 
     @Test("a file gone from disk is reported per holder; repair removes its edges as destination deleted and rules fire")
@@ -389,7 +410,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         let f = try Fixture()
         let big = JSONValue.string(String(repeating: "x", count: 2000))
         // Enough pages for the copy to take many steps while the writer runs.
-        try f.store.write { tx in for i in 0..<3000 { try tx.put(ref("seed", "\(i)"), value: ["pad": big]) } }
+        try f.store.write { tx in for i in 0..<6000 { try tx.put(ref("seed", "\(i)"), value: ["pad": big]) } }
         let base = try f.store.read { try $0.objectCount() }
         let baseCommit = try f.store.read { try $0.lastCommit() }
         let stop = Atomic<Bool>(false)
@@ -408,16 +429,24 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         let steps = Mutex<[(Int, Int)]>([])
         let path = f.dir + "/backups/copy.sqlite"
         try FileManager.default.createDirectory(atPath: f.dir + "/backups", withIntermediateDirectories: true)
-        let result = try f.store.backup(to: path) { done, total in steps.withLock { $0.append((done, total)) } }
+        let seen = Mutex<[Int64]>([])  // the live store's commit at each step of the copy
+        let result = try f.store.backup(to: path) { done, total in
+            steps.withLock { $0.append((done, total)) }
+            if let c = try? store.read({ try $0.lastCommit() }) { seen.withLock { $0.append(c) } }
+        }
         stop.store(true, ordering: .relaxed)
         while writer.isExecuting { usleep(1000) }
+        let final = try f.store.read { try $0.lastCommit() }
 
         let commit = try #require(result["commit"]?.intValue)
-        #expect(commit > baseCommit)
+        #expect(commit > baseCommit && final > commit)
+        #expect(seen.withLock { $0.last! > $0.first! }, "the writer committed while the copy was under way")
         #expect(result["path"] == .string(path))
         #expect(result["bytes"]?.intValue == onDisk(path)?.size)
         #expect(steps.withLock { $0.count } > 1)
         #expect(steps.withLock { $0.last.map { $0.0 == $0.1 } } == true)
+        let done = steps.withLock { $0.map(\.0) }
+        #expect(zip(done, done.dropFirst()).allSatisfy { $0 < $1 }, "progress only goes forward: \(done)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: f.dir + "/backups") == ["copy.sqlite"], "one file, no temp left")
 
         var c = StoreConfiguration(roots: [f.root])
@@ -429,10 +458,29 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
             #expect(try r.objectCount() == base + 10 * Int(commit - baseCommit))
             let keys = try r.list(collection: "w", limit: 100_000).keys
             #expect(keys.count == 10 * Int(commit - baseCommit))
-            #expect(try r.get(ref("seed", "2999"))?.value == ["pad": big])
+            #expect(try r.get(ref("seed", "5999"))?.value == ["pad": big])
         }
         #expect(try copy.verify(VerifyOptions()).clean)
         try copy.write { tx in try tx.put(ref("after", "restore"), value: [:]) }  // a usable store, not just readable
+    }
+
+    @Test("a backup of a quiet store reports its progress step by step and holds everything")
+    func quietProgress() throws {
+        let f = try Fixture()
+        let pad = JSONValue.string(String(repeating: "z", count: 2000))
+        try f.store.write { tx in for i in 0..<3000 { try tx.put(ref("q", "\(i)"), value: ["pad": pad]) } }
+        let steps = Mutex<[(Int, Int)]>([])
+        let result = try f.store.backup(to: f.dir + "/quiet.sqlite") { d, t in steps.withLock { $0.append((d, t)) } }
+        let all = steps.withLock { $0 }
+        let total = try #require(all.last?.1)
+        #expect(all.map(\.0) == Array(stride(from: 1024, to: total, by: 1024)) + [total])
+        #expect(all.allSatisfy { $0.1 == total })
+        #expect(result["commit"]?.intValue == (try f.store.read { try $0.lastCommit() }))
+        var c = StoreConfiguration(roots: [f.root])
+        c.readOnly = true
+        let copy = try Store(path: f.dir + "/quiet.sqlite", configuration: c)
+        defer { copy.close() }
+        #expect(try copy.read { try $0.objectCount() } == 3000)
     }
 
     @Test("a backup refuses an existing path and leaves it untouched")
