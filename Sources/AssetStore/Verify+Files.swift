@@ -13,7 +13,11 @@ extension VerifyRun {
     /// "destination deleted", so the holders' rules fire (SPEC §9), and the row goes with them.
     func missingFiles() throws {
         let phase = "missing_files"
-        let total = try store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM file") ?? 0 }
+        let total = try store.read { r in
+            try Int.fetchOne(
+                r.db, sql: "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)")
+                ?? 0
+        }
         let youngSince = store.configuration.clock() - store.configuration.orphanGrace
         var after: Int64 = 0
         var done = 0
@@ -203,6 +207,7 @@ enum RepairOutcome {
     /// The problem was gone by the time the write lock was held: it is not reported.
     case vanished
 
+    /// True for `repaired`.
     var repaired: Bool {
         if case .repaired = self { return true }
         return false

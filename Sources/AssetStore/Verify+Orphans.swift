@@ -12,10 +12,14 @@ struct WalkedFile {
     var path: String?
     /// Its path for people (invalid bytes replaced).
     var display: String
+    /// The root it was found under.
     var root: String
+    /// `st_dev` and `st_ino` when walked: the unlink checks them again.
     var device: Int64
     var inode: Int64
+    /// Bytes.
     var size: Int64
+    /// Modification time, Unix seconds.
     var mtime: Double
 }
 

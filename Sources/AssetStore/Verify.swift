@@ -95,25 +95,35 @@ extension Store {
 
 /// The state of one verify run: problems so far and what the repairs committed.
 final class VerifyRun {
+    /// The store checked.
     let store: Store
+    /// What to check and change.
     let options: VerifyOptions
+    /// Told once per page.
     let progress: (@Sendable (VerifyProgress) -> Void)?
+    /// Problems listed so far (at most `options.limit`).
     var problems: [VerifyProblem] = []
+    /// Problems found so far, listed or not.
     var found = 0
+    /// Problems repaired so far.
     var repairedCount = 0
+    /// The repairs' commit reports, merged.
     var commit: CommitReport?
 
+    /// A run that has found nothing yet.
     init(store: Store, options: VerifyOptions, progress: (@Sendable (VerifyProgress) -> Void)?) {
         self.store = store
         self.options = options
         self.progress = progress
     }
 
+    /// The run's outcome so far.
     var report: VerifyReport {
         VerifyReport(
             problems: problems, found: found, repaired: repairedCount, clean: found == repairedCount, commit: commit)
     }
 
+    /// Counts a problem and lists it while under the limit.
     func add(_ kind: String, _ subject: JSONValue, _ message: String, repaired: Bool) {
         found += 1
         if repaired { repairedCount += 1 }
@@ -122,6 +132,7 @@ final class VerifyRun {
         }
     }
 
+    /// Tells the caller how far a phase got (never inside a transaction: the callback may use the store).
     func report(_ phase: String, _ done: Int, _ total: Int?) {
         progress?(VerifyProgress(phase: phase, done: done, total: total))
     }
@@ -225,16 +236,23 @@ final class VerifyRun {
 
 /// An edge with a missing end, named as far as its ends still exist.
 struct DanglingEdge {
+    /// The edge's row id.
     var id: Int64
+    /// The edge's name.
     var name: String
+    /// The source, nil when it is the missing end.
     var source: ObjectRef?
+    /// The destination as a ref or `{file}`, or its bare row id when missing.
     var destination: JSONValue
+    /// Which end is missing, for the message.
     var what: String
 
+    /// `{name, source, destination}`: the problem's subject.
     var json: JSONValue {
         .object(["name": .string(name), "source": source?.json ?? .null, "destination": destination])
     }
 
+    /// The edge with this id if an end of it is missing, else nil.
     static func fetch(id: Int64, _ db: Database) throws -> DanglingEdge? {
         guard let row = try Row.fetchOne(
             db.cachedStatement(sql: """

@@ -78,6 +78,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     @Test("every phase reports progress, ending with everything done")
     func progress() throws {
         let f = try VerifyTests.healthy()
+        try f.damage("INSERT INTO file (path, size, missing, first_seen) VALUES (?, 0, 1, 0)", [f.root + "/stray"])
         let log = Mutex<[VerifyProgress]>([])
         _ = try f.verify(orphans: true) { p in log.withLock { $0.append(p) } }
         let all = log.withLock { $0 }
