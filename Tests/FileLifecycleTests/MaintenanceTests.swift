@@ -393,6 +393,29 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(f.exists(target) && onDisk(f.root + "/linked-file")?.isSymlink == true)
     }
 
+    @Test("an orphan under a root nested in another is reported once")
+    func nestedRoots() throws {
+        let f = try Fixture { $0.roots.append($0.roots[0] + "/inner") }
+        let p = try f.makeFile("inner/lost.bin")
+        let r = try f.verify(orphans: true)
+        #expect(r.of("orphan").map { $0.subject["path"] } == [.string(p)])
+    }
+
+    @Test("an orphan whose name is not UTF-8 is reported but never removed: no path string can name it safely")
+    func notUTF8() throws {
+        let f = try Fixture()
+        let name: [UInt8] = Array((f.root + "/bad-").utf8) + [0xFF, 0xFE, 0]
+        let fd = name.withUnsafeBufferPointer { b in
+            b.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644) }
+        }
+        #expect(fd >= 0)
+        close(fd)
+        let r = try f.verify(orphans: true, deleteOrphans: true)
+        #expect(r.found == 1 && r.repaired == 0 && !r.clean)
+        #expect(r.problems.first?.message.contains("not UTF-8") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: f.root).count == 1, "still there")
+    }
+
     @Test("the database and its companion files under a root are never orphans")
     func ownFiles() throws {
         // The fixture's folder, which holds the database folder, is the root.
