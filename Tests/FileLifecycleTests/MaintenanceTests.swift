@@ -283,6 +283,30 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(try f.verify().clean)
     }
 
+    @Test("indexes of every column type over values of every JSON type agree with their recomputation")
+    func indexTypesClean() throws {
+        let def = IndexDefinition(
+            name: "mixed", version: "1", collections: ["m"],
+            columns: [
+                IndexColumn(name: "i", type: .integer, path: JSONPath("v")!),
+                IndexColumn(name: "r", type: .real, path: JSONPath("v")!),
+                IndexColumn(name: "t", type: .text, path: JSONPath("v")!),
+                IndexColumn(name: "b", type: .boolean, path: JSONPath("v")!),
+            ])
+        let f = try Fixture { $0.indexes = [def] }
+        let values: [JSONValue] = [1, 2.5, -7.0, "text", true, false, .null, [1], ["k": 1], 1e300]
+        try f.store.write { tx in
+            for (n, v) in values.enumerated() {
+                try tx.put(ref("m", "\(n)"), value: ["v": v], metadata: ["n": .int(Int64(n))])
+                try tx.put(ref("other", "\(n)"), value: ["v": v])
+            }
+        }
+        let r = try f.verify()
+        #expect(r.clean && r.found == 0, "\(r.json)")
+        try f.damage("UPDATE index_mixed SET t = 'x' WHERE key = '3'")
+        #expect(try f.verify().of("index_mismatch").map(\.subject) == [["index": "mixed"]])
+    }
+
     // MARK: unlink queue
 
     @Test("an unlink failing for longer than failingFor is reported and never counts as repaired")
