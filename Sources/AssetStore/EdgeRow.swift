@@ -43,6 +43,10 @@ struct EdgeRow: Hashable {
     }
 
     static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [EdgeRow] {
-        try Row.fetchAll(db.cachedStatement(sql: select + " WHERE " + condition), arguments: arguments).map(EdgeRow.init)
+        // A cursor decodes each row in place; fetchAll would copy every row first.
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: select + " WHERE " + condition), arguments: arguments)
+        var out = [EdgeRow]()
+        while let row = try rows.next() { out.append(EdgeRow(row: row)) }
+        return out
     }
 }
