@@ -214,10 +214,13 @@ extension WriteTransaction {
     private func deleteObject(_ id: Int64, cause: DeleteCause) throws {
         guard !deletedIDs.contains(id) else { return }
         guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT collection, key FROM object WHERE id = ?"), arguments: [id])
+            db.cachedStatement(sql: "SELECT collection, key, owner, pinned, created FROM object WHERE id = ?"),
+            arguments: [id])
         else { return }
         deletedIDs.insert(id)
-        report.deleted.append(DeletedObject(ref: ObjectRef(row[0], row[1]), cause: cause))
+        let ref = ObjectRef(row[0], row[1])
+        report.deleted.append(DeletedObject(ref: ref, cause: cause))
+        deletedDetails.append(DeletedDetail(id: id, ref: ref, owner: row[2], pinned: row[3], created: row[4]))
         let outgoing = try EdgeRow.fetch(db, where: "e.src = ?", [id])
         let incoming = try EdgeRow.fetch(db, where: "e.is_file = 0 AND e.dst = ? AND e.src != ?", [id, id])
         try db.cachedStatement(sql: "DELETE FROM edge WHERE src = ?").execute(arguments: [id])
@@ -265,6 +268,7 @@ extension WriteTransaction {
             """).execute(arguments: [path, device, inode, row[3] as Int64, commit, now, now + store.configuration.unlinkDelay])
         try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
         report.filesQueued.append(path)
+        queuedDetails.append(QueuedDetail(path: path, size: row[3], device: device))
     }
 
     private func isGone(isFile: Bool, _ id: Int64) -> Bool {

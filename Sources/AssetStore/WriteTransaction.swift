@@ -45,6 +45,10 @@ public final class WriteTransaction {
     /// Candidates before this index have had their Nullify applied.
     var nullifyCursor = 0
     var report = CommitReport()
+    /// Each deleted object's owner and protection, for the policy planner.
+    var deletedDetails: [DeletedDetail] = []
+    /// Each queued file's size and device, for the policy planner.
+    var queuedDetails: [QueuedDetail] = []
 
     init(
         db: Database, store: Store, templates: [String: [EdgeTemplate]], indexes: [String: IndexDefinition],

@@ -46,7 +46,10 @@ import AssetStoreTestSupport
               index: "index_default__owner_size", ordered: true),
         Shape(clause: "WHERE size > ?", parameters: [100], index: "index_default__size", ordered: false),
         Shape(clause: "ORDER BY accessed LIMIT 10", parameters: [], index: "index_default__accessed", ordered: true),
-        Shape(clause: "WHERE owner = ?", parameters: ["bob"], index: "index_default__owner_size", ordered: false),
+        // Either owner index answers it (owner_accessed is the quota policy's LRU order).
+        Shape(clause: "WHERE owner = ?", parameters: ["bob"], index: "index_default__owner_", ordered: false),
+        Shape(clause: "WHERE owner = ? ORDER BY accessed LIMIT 10", parameters: ["bob"],
+              index: "index_default__owner_accessed", ordered: true),
         Shape(clause: "ORDER BY size DESC LIMIT 100", parameters: [], index: "index_default__size", ordered: true),
     ]
 

@@ -1,0 +1,81 @@
+// What a policy run deletes (SPEC §9): each object with why and the bytes its deletion
+// really frees, the files that go, and the total. A dry run returns the plan and changes
+// nothing; the real run of an unchanged store deletes exactly the same plan.
+
+/// Why a policy deletes an object.
+public enum EvictionReason: String, Sendable, Hashable {
+    /// Over the byte budget (`max_bytes`), least recently accessed first.
+    case budget
+    /// Its owner is over quota.
+    case quota
+    /// Its managed root's filesystem has less than `min_free` free.
+    case minFree = "min_free"
+    /// Not accessed for longer than a TTL's `max_idle` (or `expire --idle`).
+    case idle
+    /// Created longer ago than a TTL's `max_age` (or `expire --older-than`).
+    case age
+    /// `policy.evict` asked for bytes.
+    case evict
+    /// A rule deleted it because a policy deleted another object.
+    case cascade
+}
+
+/// One object a policy deletes.
+public struct PlannedDeletion: Sendable, Hashable {
+    /// Which object.
+    public var ref: ObjectRef
+    /// Why.
+    public var reason: EvictionReason
+    /// Bytes of the files that go with it (a file shared with a survivor counts nothing).
+    public var bytes: Int64
+
+    public init(ref: ObjectRef, reason: EvictionReason, bytes: Int64) {
+        self.ref = ref
+        self.reason = reason
+        self.bytes = bytes
+    }
+
+    /// `{collection, key, reason, bytes}`.
+    public var json: JSONValue {
+        .object([
+            "collection": .string(ref.collection), "key": .string(ref.key), "reason": .string(reason.rawValue),
+            "bytes": .int(bytes),
+        ])
+    }
+}
+
+/// How far a policy run has got.
+public struct PolicyProgress: Sendable {
+    /// The step running: `ttl`, `quota`, `budget`, `min_free`, `evict`, `expire`.
+    public var phase: String
+    /// Objects deleted (or planned) so far.
+    public var deleted: Int
+    /// Bytes freed (or planned) so far.
+    public var bytes: Int64
+}
+
+/// The outcome of a policy run, or its plan.
+public struct PolicyPlan: Sendable {
+    /// Objects deleted, in order.
+    public var objects: [PlannedDeletion] = []
+    /// Files queued for unlinking, in order.
+    public var files: [String] = []
+    /// Their bytes.
+    public var bytes: Int64 = 0
+    /// True if nothing was changed.
+    public var dryRun: Bool
+    /// The commits of a real run, one per batch (for events).
+    public var commits: [CommitReport] = []
+
+    public init(dryRun: Bool) { self.dryRun = dryRun }
+
+    /// `{objects, files, bytes, dry_run}`, plus `commit` (the last) after a real run.
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
+            "bytes": .int(bytes), "dry_run": .bool(dryRun),
+        ]
+        if let last = commits.last { o["commit"] = .int(last.commit) }
+        return .object(o)
+    }
+}

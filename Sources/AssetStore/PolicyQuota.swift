@@ -1,0 +1,72 @@
+// Per-owner quotas (SPEC §9): the owner furthest over quota (by ratio) loses its least
+// recently accessed object, then the ratios are recomputed, until every owner is within
+// quota or has nothing evictable left. A file counts once toward each owner holding it.
+
+import GRDB
+
+/// `[[policy.quota]]`.
+final class QuotaStep: PolicyStep {
+    let quotas: [PolicyConfiguration.Quota]
+    var phase: String { "quota" }
+    private var cursors: [String: (Double, Int64)] = [:]
+    private var exhausted: Set<String> = []
+
+    init(_ quotas: [PolicyConfiguration.Quota]) { self.quotas = quotas }
+
+    func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
+        var usage = [String: Int64]()
+        for q in quotas { usage[q.owner] = try QuotaStep.usage(of: q.owner, tx.db) }
+        var g = run.protection()
+        g.needsFiles = true
+        while !run.batchFull {
+            // Furthest over first; ties by name so a dry run and the real run agree.
+            let over = quotas.filter { !exhausted.contains($0.owner) && usage[$0.owner, default: 0] > $0.maxBytes }
+                .map { q in (q.owner, Double(usage[q.owner, default: 0]) / Double(max(q.maxBytes, 1))) }
+                .sorted { ($0.1, $1.0) > ($1.1, $0.0) }
+            guard let (owner, _) = over.first else { return true }
+            guard let row = try run.candidates(
+                tx, order: "accessed", after: cursors[owner], condition: "d.owner = ?", arguments: [owner], limit: 1
+            ).first else {
+                exhausted.insert(owner)
+                continue
+            }
+            cursors[owner] = (row.key, row.id)
+            guard !g.objects.contains(row.ref), let effect = try run.evict(tx, [row.id], reason: .quota, guard: g)
+            else { continue }
+            try QuotaStep.subtract(effect, from: &usage, tx.db)
+        }
+        return false
+    }
+
+    /// Bytes of the distinct files `owner`'s objects hold.
+    static func usage(of owner: String, _ db: Database) throws -> Int64 {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (
+                    SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?)
+                """), arguments: [owner]) ?? 0
+    }
+
+    /// Lowers each affected owner's usage by the files it no longer holds after `effect`.
+    static func subtract(_ effect: EvictionEffect, from usage: inout [String: Int64], _ db: Database) throws {
+        let ownerOf = Dictionary(effect.deleted.map { ($0.ref, $0.owner) }, uniquingKeysWith: { a, _ in a })
+        let queued = Dictionary(effect.files.map { (Array($0.path.utf8), $0.size) }, uniquingKeysWith: { a, _ in a })
+        var seen = Set<[UInt8]>()
+        for r in effect.edgesRemoved {
+            guard case .file(let path) = r.edge.destination, let owner = ownerOf[r.edge.source],
+                usage[owner] != nil, seen.insert(Array((owner + "\u{0}" + path).utf8)).inserted
+            else { continue }
+            if let size = queued[Array(path.utf8)] {
+                usage[owner]! -= size
+                continue
+            }
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: """
+                    SELECT f.size, EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
+                        WHERE e.is_file = 1 AND e.dst = f.id AND o.owner = ?)
+                    FROM file f WHERE f.path = ?
+                    """), arguments: [owner, path])
+            if let row, !(row[1] as Bool) { usage[owner]! -= row[0] as Int64 }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+// Policy deletions inside the write transaction: a group of objects is deleted and its rules
+// run in a savepoint, and the whole group is undone (SQL and every piece of flush state) if
+// what it would delete is protected — a pin, a lease, the grace age, a deny edge — so a
+// policy never removes more than it may, and the planner learns exactly what goes.
+
+import GRDB
+
+/// An object deleted in this transaction, with what protects it.
+struct DeletedDetail {
+    var id: Int64
+    var ref: ObjectRef
+    var owner: String
+    var pinned: Bool
+    var created: Double
+}
+
+/// A file queued for unlinking in this transaction.
+struct QueuedDetail {
+    var path: String
+    var size: Int64
+    var device: Int64?
+}
+
+/// What one accepted group of policy deletions did.
+struct EvictionEffect {
+    /// Every object deleted, the requested ones first, then cascades.
+    var deleted: [DeletedDetail]
+    /// Files queued for unlinking.
+    var files: [QueuedDetail]
+    /// Every edge removed, in order (to attribute files to the objects that held them).
+    var edgesRemoved: [RemovedEdge]
+}
+
+/// What a policy may not delete.
+struct EvictionGuard {
+    /// Objects created after this are too young.
+    var createdBefore: Double
+    /// Leased objects.
+    var objects: Set<ObjectRef>
+    /// Leased files, as UTF-8 bytes.
+    var files: Set<[UInt8]>
+    /// Refuse a deletion that reaches no file at all (a byte target gains nothing from it).
+    var needsFiles = false
+
+    func protects(_ d: DeletedDetail) -> Bool {
+        d.pinned || d.created > createdBefore || objects.contains(d.ref)
+    }
+}
+
+private struct EvictionRefused: Error {}
+
+extension WriteTransaction {
+    /// Deletes `ids` (cause `policy`) and runs their rules now. Returns what went, or nil —
+    /// with nothing changed — if anything that would go is protected, or a deny edge would
+    /// refuse it at commit. Call only with no other recorded intent pending.
+    func evict(_ ids: [Int64], guard protection: EvictionGuard) throws -> EvictionEffect? {
+        precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
+        let saved = (
+            work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
+            report, deletedDetails, queuedDetails, removedWithReason, neverDerived
+        )
+        let marks = (
+            deleted: deletedDetails.count, queued: queuedDetails.count, deny: denyChecks.count,
+            edges: report.edgesRemoved.count
+        )
+        do {
+            try db.inSavepoint {
+                for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
+                    pendingDeletes.append((id, .policy))
+                }
+                try flush()
+                if deletedDetails[marks.deleted...].contains(where: protection.protects) { throw EvictionRefused() }
+                if queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) }) {
+                    throw EvictionRefused()
+                }
+                if protection.needsFiles, !report.edgesRemoved[marks.edges...].contains(where: {
+                    if case .file = $0.edge.destination { return true } else { return false }
+                }) {
+                    throw EvictionRefused()
+                }
+                // Deny is settled at commit against the final state; a policy settles it now,
+                // conservatively: the other end must be gone already.
+                for check in denyChecks[marks.deny...] where !deletedIDs.contains(check.otherEnd) {
+                    if try Bool.fetchOne(
+                        db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM object WHERE id = ?)"),
+                        arguments: [check.otherEnd]) ?? false
+                    {
+                        throw EvictionRefused()
+                    }
+                }
+                return .commit
+            }
+        } catch {
+            (work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
+             report, deletedDetails, queuedDetails, removedWithReason, neverDerived) = saved
+            pendingDeletes = []
+            pendingDeleteIDs = []
+            flushFailure = nil
+            if error is EvictionRefused { return nil }
+            throw error
+        }
+        return EvictionEffect(
+            deleted: Array(deletedDetails[marks.deleted...]), files: Array(queuedDetails[marks.queued...]),
+            edgesRemoved: Array(report.edgesRemoved[marks.edges...]))
+    }
+}
