@@ -127,6 +127,7 @@ final class PolicyRun {
                     let c = try store.write { tx in
                         done = try step.advance(tx, self)
                         if deletedInBatch == 0 { throw NothingDeleted() }  // no empty commits
+                        try count(since: before, tx.db)
                     }
                     plan.commits.append(c.report)
                 } catch is NothingDeleted {
@@ -139,6 +140,20 @@ final class PolicyRun {
             }
         }
         return plan
+    }
+
+    /// Adds this batch to the store's counters (`stats`): objects by reason, bytes queued.
+    private func count(since before: PolicyPlan, _ db: Database) throws {
+        var counts = ["policy_bytes": plan.bytes - before.bytes]
+        for o in plan.objects[before.objects.count...] {
+            counts["policy_deleted", default: 0] += 1
+            counts["policy_deleted_" + o.reason.rawValue, default: 0] += 1
+        }
+        for (name, n) in counts {
+            try db.cachedStatement(sql: """
+                INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
+                """).execute(arguments: [name, n])
+        }
     }
 
     private func report(_ step: PolicyStep) {

@@ -52,6 +52,11 @@ struct PolicyTests {
         for i in 1...6 { #expect(!f.exists(f.root + "/f\(i)")) }
         #expect(f.exists(f.root + "/f0") && f.exists(f.root + "/f7"))
         #expect(try f.store.enforce().objects.isEmpty)  // 400 bytes: within budget now
+        let counters = try f.store.statistics().counters
+        #expect(counters["policy_deleted"] == 6 && counters["policy_deleted_budget"] == 6)
+        #expect(counters["policy_bytes"] == 600)
+        _ = try f.store.enforce(dryRun: true)
+        #expect(try f.store.statistics().counters["policy_deleted"] == 6)
     }
 
     @Test("an object that holds no file is never evicted for bytes, however old")
