@@ -204,11 +204,26 @@ final class PolicyRun {
         _ tx: WriteTransaction, order: String, after cursor: (Double, Int64)?, condition: String = "",
         arguments: StatementArguments = [], limit: Int
     ) throws -> [(id: Int64, ref: ObjectRef, key: Double)] {
+        let (sql, args) = PolicyRun.candidateQuery(
+            order: order, createdBefore: now - minAge, after: cursor, condition: condition, arguments: arguments,
+            limit: limit)
+        return try Row.fetchAll(tx.db.cachedStatement(sql: sql), arguments: args).map {
+            (id: $0[0], ref: ObjectRef($0[1], $0[2]), key: $0[3])
+        }
+    }
+}
+
+extension PolicyRun {
+    /// The SQL of `candidates` (a query plan test reads it: it must walk an index in order).
+    static func candidateQuery(
+        order: String, createdBefore: Double, after cursor: (Double, Int64)?, condition: String,
+        arguments: StatementArguments, limit: Int
+    ) -> (String, StatementArguments) {
         var sql = """
             SELECT d.object_id, d.collection, d.key, d.\(order) FROM index_default d JOIN object o ON o.id = d.object_id
             WHERE o.pinned = 0 AND d.created <= ?
             """
-        var args: StatementArguments = [now - minAge]
+        var args: StatementArguments = [createdBefore]
         if let cursor {
             sql += " AND d.\(order) >= ? AND (d.\(order) > ? OR d.object_id > ?)"
             args += [cursor.0, cursor.0, cursor.1]
@@ -217,9 +232,7 @@ final class PolicyRun {
         sql += " ORDER BY d.\(order), d.object_id LIMIT ?"
         args += arguments
         args += [limit]
-        return try Row.fetchAll(tx.db.cachedStatement(sql: sql), arguments: args).map {
-            (id: $0[0], ref: ObjectRef($0[1], $0[2]), key: $0[3])
-        }
+        return (sql, args)
     }
 }
 
@@ -253,7 +266,8 @@ final class ExpireStep: PolicyStep {
         var condition = "d.\(column) < ?"
         var args: StatementArguments = [cutoff]
         if let collection {
-            condition += " AND d.collection = ?"
+            // Unary plus: walk the age index and filter, never scan and sort a whole collection.
+            condition += " AND +d.collection = ?"
             args += [collection]
         }
         let rows = try run.candidates(

@@ -1,0 +1,42 @@
+// The policy planner's candidate queries walk an index in the order they need (LRU, age)
+// and never sort a whole collection or owner: a run over a million objects must not
+// re-sort them for every batch.
+
+@testable import AssetStore
+import AssetStoreTestSupport
+import GRDB
+import Testing
+
+@Suite("Policy candidate query plans")
+struct PolicyQueryPlanTests {
+    struct Shape: Sendable, CustomTestStringConvertible {
+        var order: String
+        var condition: String
+        var arguments: [String]
+        var testDescription: String { "\(order) \(condition)" }
+    }
+
+    static let shapes: [Shape] = [
+        Shape(order: "created", condition: "d.created < ?", arguments: ["1"]),
+        Shape(order: "created", condition: "d.created < ? AND +d.collection = ?", arguments: ["1", "c"]),
+        Shape(order: "accessed", condition: "d.accessed < ? AND +d.collection = ?", arguments: ["1", "c"]),
+        Shape(order: "accessed", condition: "", arguments: []),
+        Shape(order: "accessed", condition: "d.owner = ?", arguments: ["alice"]),
+    ]
+
+    @Test("candidates come from an index in order, with no sort", arguments: shapes)
+    func inOrder(_ s: Shape) throws {
+        let f = try Fixture()
+        for i in 0..<200 {
+            try f.put([(ref(i % 2 == 0 ? "c" : "d", "k\(i)"), ["n": .int(Int64(i))])], owner: i % 3 == 0 ? "alice" : "bob")
+        }
+        let (sql, args) = PolicyRun.candidateQuery(
+            order: s.order, createdBefore: 0, after: (0, 0), condition: s.condition,
+            arguments: StatementArguments(s.arguments), limit: 10)
+        let plan = try f.store.read { r in
+            try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }
+        }
+        #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+        #expect(plan.contains { $0.contains("USING INDEX index_default__") }, "\(plan)")
+    }
+}
