@@ -116,6 +116,23 @@ import Testing
         }
     }
 
+    @Test("the commented [policy] example of etc/assetd.toml parses once uncommented, with the SPEC's defaults")
+    func shippedPolicyExample() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("etc/assetd.toml").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("# [policy]") })
+        let uncommented = lines[start...].compactMap { line -> String? in
+            let body = line.drop { $0 == "#" || $0 == " " }
+            return body.contains("=") || body.hasPrefix("[") ? String(body) : nil
+        }
+        let p = try #require(try parse(uncommented.joined(separator: "\n")).policy)
+        #expect(p.interval == 300 && p.lowWater == 0.9 && p.minAge == 600 && p.batch == 1000)
+        #expect(p.maxBytes == 50 * (1 << 30) && p.quotas.map(\.owner) == ["alice"] && p.ttls.map(\.collection) == ["thumbnails"])
+        #expect(try ConfigParser(file: path, text: text).parse(defaults: .embeddedDefaults(uid: 0, environment: [:])).skipOpenFiles == false)
+    }
+
     @Test("assetd --check-config exits 78 for a policy typo and names it")
     func checkConfigExits78() throws {
         let h = try DaemonHarness(extraConfig: "[policy]\nmax_byts = \"1GiB\"\n", start: false)
