@@ -1,6 +1,7 @@
 // Removes one queued file beneath its managed root without following a symlink anywhere:
 // each folder is opened with O_NOFOLLOW relative to the one above, the file is checked to
 // be the regular file recorded (device, inode), and only then unlinkat'ed. Never rmdir.
+// With `files.skip_open` an OpenFileProbe decides first whether the file is open anywhere.
 
 import Glibc
 
@@ -16,6 +17,10 @@ enum UnlinkOutcome: Equatable {
     case unsafePath
     /// The unlink failed; retried later.
     case failed(errno: Int32, call: String)
+    /// Some process has it open (`files.skip_open`): kept, retried later.
+    case open
+    /// Whether it is open could not be told (`files.skip_open`): kept, retried later; why.
+    case undetermined(String)
 }
 
 /// Opens folders below roots with O_NOFOLLOW, keeping the last one open: a sweep removes
@@ -34,8 +39,9 @@ final class SafeUnlinker {
         cachedFolder = nil
     }
 
-    /// Removes `path` (normalised, strictly below `root`) if it is the recorded file.
-    func unlink(path: String, root: String, device: Int64?, inode: Int64?) -> UnlinkOutcome {
+    /// Removes `path` (normalised, strictly below `root`) if it is the recorded file and,
+    /// given a `probe`, nobody has it open.
+    func unlink(path: String, root: String, device: Int64?, inode: Int64?, probe: OpenFileProbe? = nil) -> UnlinkOutcome {
         // Split at the last "/" byte; the folder stays bytes, because String equality would
         // match canonically equal but different names.
         let bytes = Array(path.utf8)
@@ -71,6 +77,17 @@ final class SafeUnlinker {
         guard let device, let inode,
             Int64(bitPattern: UInt64(st.st_dev)) == device, Int64(bitPattern: UInt64(st.st_ino)) == inode
         else { return .identityChanged }
+        var leaseFD: Int32 = -1
+        if let probe {
+            switch probe.check(dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
+            case .clear(let fd): leaseFD = fd
+            case .open: return .open
+            case .undetermined(let why): return .undetermined(why)
+            case .outcome(let o): return o
+            }
+        }
+        // The lease lasts until the name is gone: an open racing us waits for it.
+        defer { probe?.end(leaseFD) }
         if unlinkat(dirfd, String(leaf), 0) != 0 {
             let e = errno
             return e == ENOENT ? .alreadyGone : .failed(errno: e, call: "unlinkat")

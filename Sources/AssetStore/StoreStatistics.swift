@@ -17,7 +17,8 @@ public struct StoreStatistics: Sendable {
     public var pendingUnlinks: Int
     /// Queued unlinks that failed at least once.
     public var failedUnlinks: Int
-    /// Lifetime counters (unlinked, skipped_identity_changed, skipped_unsafe_path, unlink_failures).
+    /// Lifetime counters (unlinked, skipped_identity_changed, skipped_unsafe_path, unlink_failures,
+    /// deferred_open, deferred_open_undetermined, deferred_leased).
     public var counters: [String: Int64]
     /// The latest commit.
     public var commit: Int64

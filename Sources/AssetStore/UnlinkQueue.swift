@@ -1,7 +1,8 @@
 // The unlinker (SPEC §4.2–4.5): takes due rows of the pending-unlink queue whose commit is
 // durable, re-checks in the write transaction that no edge references the path, removes the
-// file safely, and records each outcome: done, skipped (kept, reported) or failed (retried
-// with backoff from 1 s doubling to 1 h).
+// file safely, and records each outcome: done, skipped (kept, reported), failed (retried
+// with backoff from 1 s doubling to 1 h) or deferred (a lease or, with `files.skip_open`, an
+// open file keeps it for now; retried later without counting an attempt).
 
 import GRDB
 
@@ -17,12 +18,30 @@ public struct PendingUnlink: Sendable, Hashable {
     public var lastError: String?
     /// When it is tried next.
     public var nextAttempt: Double
+    /// `.leased` while a live lease covers the file (it waits for the lease's end). An
+    /// open-file deferral is a momentary finding and is not kept: such a row shows only its
+    /// later `nextAttempt` (and the `deferred_open` counter counts it).
+    public var deferred: UnlinkDeferReason?
 
-    /// `{path, queued_at, attempts, last_error, next_attempt}`.
+    /// Memberwise.
+    public init(
+        path: String, queuedAt: Double, attempts: Int, lastError: String?, nextAttempt: Double,
+        deferred: UnlinkDeferReason? = nil
+    ) {
+        self.path = path
+        self.queuedAt = queuedAt
+        self.attempts = attempts
+        self.lastError = lastError
+        self.nextAttempt = nextAttempt
+        self.deferred = deferred
+    }
+
+    /// `{path, queued_at, attempts, last_error, next_attempt, deferred}`.
     public var json: JSONValue {
         .object([
             "path": .string(path), "queued_at": .double(queuedAt), "attempts": .int(Int64(attempts)),
             "last_error": lastError.map(JSONValue.string) ?? .null, "next_attempt": .double(nextAttempt),
+            "deferred": deferred.map { .string($0.rawValue) } ?? .null,
         ])
     }
 }
@@ -35,6 +54,14 @@ public enum UnlinkSkipReason: String, Sendable, Hashable {
     case unsafePath = "unsafe_path"
 }
 
+/// Why a queued file was kept in the queue for later, without counting a failed attempt.
+public enum UnlinkDeferReason: String, Sendable, Hashable {
+    /// Some process has it open (`files.skip_open`), or whether one has could not be told.
+    case open
+    /// A live lease covers it; it is retried when the lease ends.
+    case leased
+}
+
 /// What one sweep did.
 public struct SweepReport: Sendable {
     /// Files removed (or already gone).
@@ -45,6 +72,11 @@ public struct SweepReport: Sendable {
     public var skipped: [(path: String, reason: UnlinkSkipReason)] = []
     /// Files dropped from the queue because an edge references them again.
     public var referencedAgain: [String] = []
+    /// Files kept in the queue for later, with why; their attempts are not counted.
+    public var deferred: [(path: String, reason: UnlinkDeferReason)] = []
+    /// Among the `open` deferrals, those where it could not be told whether the file is
+    /// open (no lease possible and /proc not fully readable), with why.
+    public var undetermined: [(path: String, why: String)] = []
     /// Rows still queued after the sweep.
     public var pending: Int = 0
 }
@@ -52,9 +84,15 @@ public struct SweepReport: Sendable {
 extension Store {
     /// The longest wait between attempts.
     public static let maximumRetryDelay = 3600.0
+    /// Seconds before a file found open (`files.skip_open`) is probed again: short, because a
+    /// reader usually finishes soon, and long enough that a file held open for hours costs
+    /// one open and fcntl per ten seconds.
+    public static let openFileRetryDelay = 10.0
 
     /// Unlinks every due queued file whose commit is durable. With `retryFailed`, failed rows
-    /// are tried now instead of at their next attempt time.
+    /// are tried now instead of at their next attempt time. A file under a live lease, and
+    /// with `files.skip_open` a file some process has open, is deferred: it stays queued
+    /// without counting an attempt, due again when the lease lapses or ten seconds later.
     public func sweep(retryFailed: Bool = false, batch: Int = 1000) throws -> SweepReport {
         try checkOpen()
         guard !configuration.readOnly else { throw StoreError(.busy, "the store is open read-only") }
@@ -95,6 +133,15 @@ extension Store {
                             AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                             """), arguments: [paths]).map { Array($0.utf8) })
                     let unlinker = SafeUnlinker()
+                    let probe = configuration.skipOpenFiles ? OpenFileProbe() : nil
+                    // Once per batch: each leased file with the latest expiry of its leases.
+                    var leasedUntil = [[UInt8]: Double]()
+                    for lease in protections.active() {
+                        for file in lease.files {
+                            let bytes = Array(file.utf8)
+                            leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
+                        }
+                    }
                     var counts = [String: Int]()
                     var finished = [JSONValue]()
                     for row in rows {
@@ -105,7 +152,15 @@ extension Store {
                             report.referencedAgain.append(path)
                             continue
                         }
-                        if try sweepOne(db, row: row, now: now, unlinker: unlinker, counts: &counts, report: &report) {
+                        // Never unlinked while a lease lives, even when an explicit delete queued it.
+                        if let until = leasedUntil[Array(path.utf8)] {
+                            try deferUnlink(
+                                db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
+                            continue
+                        }
+                        if try sweepOne(
+                            db, row: row, now: now, unlinker: unlinker, probe: probe, counts: &counts, report: &report)
+                        {
                             finished.append(.int(lastID))
                         }
                     }
@@ -122,17 +177,17 @@ extension Store {
     }
 
     /// Unlinks one file; true when its row is finished (done or skipped), false when it
-    /// failed and stays queued for a retry.
+    /// failed or was deferred and stays queued for a retry.
     private func sweepOne(
-        _ db: Database, row: Row, now: Double, unlinker: SafeUnlinker, counts: inout [String: Int],
-        report: inout SweepReport
+        _ db: Database, row: Row, now: Double, unlinker: SafeUnlinker, probe: OpenFileProbe?,
+        counts: inout [String: Int], report: inout SweepReport
     ) throws -> Bool {
         let id: Int64 = row[0]
         let path: String = row[1]
         let attempts: Int = row[4]
         let outcome: UnlinkOutcome
         if let root = roots.root(of: path) {
-            outcome = unlinker.unlink(path: path, root: root, device: row[2], inode: row[3])
+            outcome = unlinker.unlink(path: path, root: root, device: row[2], inode: row[3], probe: probe)
         } else {
             outcome = .unsafePath
         }
@@ -155,6 +210,56 @@ extension Store {
             counts["unlink_failures", default: 0] += 1
             report.failed.append((path, message, attempts + 1))
             return false
+        case .open, .undetermined:
+            try deferUnlink(
+                db, id: id, path: path, reason: .open, until: now + Store.openFileRetryDelay, counts: &counts,
+                report: &report)
+            if case .undetermined(let why) = outcome {
+                // Kept because it could not be told: counted apart, so an operator sees why.
+                counts["deferred_open_undetermined", default: 0] += 1
+                report.undetermined.append((path, why))
+            }
+            return false
+        }
+    }
+
+    /// Keeps a row for a retry at `until`; attempts and last error stay as they were.
+    private func deferUnlink(
+        _ db: Database, id: Int64, path: String, reason: UnlinkDeferReason, until: Double,
+        counts: inout [String: Int], report: inout SweepReport
+    ) throws {
+        try db.cachedStatement(sql: "UPDATE unlink_queue SET next_attempt = ? WHERE id = ?")
+            .execute(arguments: [until, id])
+        counts["deferred_" + reason.rawValue, default: 0] += 1
+        report.deferred.append((path, reason))
+    }
+
+    /// Makes the queued unlinks of the files these ended leases covered due now, so the next
+    /// sweep takes them (the daemon calls it when leases are released, lapse or their
+    /// connection closes). Paths compare as UTF-8 bytes; a file still under another live
+    /// lease is left alone, as are rows already due. Returns how many rows were rescheduled.
+    public func leasesEnded(_ leases: [Lease]) throws -> Int {
+        try checkOpen()
+        guard !configuration.readOnly else { throw StoreError(.busy, "the store is open read-only") }
+        let stillLeased = protections.snapshot().files
+        var seen = Set<[UInt8]>()
+        var paths = [JSONValue]()
+        for file in leases.flatMap(\.files) {
+            let bytes = Array(file.utf8)
+            if !stillLeased.contains(bytes), seen.insert(bytes).inserted { paths.append(.string(file)) }
+        }
+        guard !paths.isEmpty else { return 0 }
+        let now = configuration.clock()
+        return try Store.mapErrors {
+            try pool.write { db in
+                // TEXT compares with BINARY collation: byte for byte.
+                try db.execute(
+                    sql: """
+                        UPDATE unlink_queue SET next_attempt = ?
+                        WHERE next_attempt > ? AND path IN (SELECT value FROM json_each(?))
+                        """, arguments: [now, now, JSONValue.array(paths).serialized()])
+                return db.changesCount
+            }
         }
     }
 
@@ -164,21 +269,32 @@ extension Store {
             """).execute(arguments: [counter, n])
     }
 
-    /// Queued unlinks, oldest first.
+    /// Queued unlinks, oldest first; a row whose file a live lease covers shows `.leased`.
     public func pending(limit: Int = 100) throws -> [PendingUnlink] {
-        try read { r in
+        let leased = protections.snapshot().files
+        return try read { r in
             try Row.fetchAll(
                 r.db, sql: """
                     SELECT path, queued_at, attempts, last_error, next_attempt FROM unlink_queue ORDER BY id LIMIT ?
                     """, arguments: [limit]
-            ).map { PendingUnlink(path: $0[0], queuedAt: $0[1], attempts: $0[2], lastError: $0[3], nextAttempt: $0[4]) }
+            ).map {
+                let path: String = $0[0]
+                return PendingUnlink(
+                    path: path, queuedAt: $0[1], attempts: $0[2], lastError: $0[3], nextAttempt: $0[4],
+                    deferred: leased.contains(Array(path.utf8)) ? .leased : nil)
+            }
         }
     }
 
-    /// Lifetime counters: unlinked, skipped_identity_changed, skipped_unsafe_path, unlink_failures.
+    /// Lifetime counters: unlinked, skipped_identity_changed, skipped_unsafe_path,
+    /// unlink_failures, deferred_open (deferred_open_undetermined of them could not tell),
+    /// deferred_leased.
     public func counters() throws -> [String: Int64] {
         try read { r in
-            var out = ["unlinked": Int64(0), "skipped_identity_changed": 0, "skipped_unsafe_path": 0, "unlink_failures": 0]
+            var out = [
+                "unlinked": Int64(0), "skipped_identity_changed": 0, "skipped_unsafe_path": 0, "unlink_failures": 0,
+                "deferred_open": 0, "deferred_open_undetermined": 0, "deferred_leased": 0,
+            ]
             for row in try Row.fetchAll(r.db, sql: "SELECT name, value FROM counter") { out[row[0]] = row[1] }
             return out
         }

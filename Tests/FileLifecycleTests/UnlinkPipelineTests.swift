@@ -85,7 +85,7 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(pending.first?.nextAttempt == f.clock.now)
         #expect(pending.first?.json == [
             "path": .string(path), "queued_at": .double(f.clock.now), "attempts": 0, "last_error": nil,
-            "next_attempt": .double(f.clock.now),
+            "next_attempt": .double(f.clock.now), "deferred": nil,
         ])
         #expect(try f.fileReport(path) == nil)
         #expect(f.exists(path))
