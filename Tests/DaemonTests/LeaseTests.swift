@@ -93,6 +93,43 @@ import Testing
         #expect(offline.stderr.contains("needs a running daemon"), "\(offline.stderr)")
     }
 
+    @Test("an explicit delete of a leased file's object defers its unlink, with an event, until the lease is released")
+    func deferredUntilReleased() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        let file = try h.makeFile("deferred.bin")
+        try c.putObject("media", "d", ["file": .string(file)])
+        let watcher = try h.client()
+        _ = try watcher.call("watch", ["types": ["file.unlink_skipped", "file.unlinked"]])
+        let holder = try h.client()
+        let lease = try holder.call("lease.acquire", ["files": [.string(file)], "ttl": "1h"])
+        try c.deleteObject("media", "d")
+        let skipped = try #require(try watcher.nextEvent())
+        #expect(skipped["type"] == "file.unlink_skipped" && skipped["deferred"] == true && skipped["reason"] == "leased",
+                "\(skipped.serialized())")
+        #expect(h.exists(file), "explicit deletes are not blocked, but the leased file stays")
+        #expect(try holder.call("lease.release", ["lease": lease["lease"] ?? .null])["released"] == true)
+        var unlinked: JSONValue?
+        while unlinked == nil, let e = try watcher.nextEvent() {
+            if e["type"] == "file.unlinked" { unlinked = e }
+        }
+        #expect(unlinked?["path"] == .string(file))
+        #expect(!h.exists(file))
+    }
+
+    @Test("a lease that lapses lets its deferred file go on the sweep timer, with its connection still open")
+    func lapsedLeaseEnds() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        let file = try h.makeFile("lapse.bin")
+        try c.putObject("media", "l", ["file": .string(file)])
+        _ = try c.call("lease.acquire", ["files": [.string(file)], "ttl": 1])
+        try c.deleteObject("media", "l")
+        #expect(h.exists(file))
+        #expect(eventually(timeout: 10) { !h.exists(file) }, "gone within a few sweeps of the lapse")
+        #expect(try c.call("lease.list")["leases"] == [])
+    }
+
     @Test("pin and unpin answer with a commit and need an existing object")
     func pinUnpin() throws {
         let h = try DaemonHarness()

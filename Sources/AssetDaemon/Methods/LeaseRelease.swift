@@ -21,6 +21,6 @@ extension MethodTable {
     /// After leases end: files they kept become due for unlinking again.
     static func leasesEnded(_ leases: [Lease], _ store: Store) throws {
         guard !leases.isEmpty, !store.isReadOnly else { return }
-        // PENDING-ENGINE _ = try store.leasesEnded(leases)
+        _ = try store.leasesEnded(leases)
     }
 }
