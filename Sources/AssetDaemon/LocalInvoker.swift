@@ -47,7 +47,8 @@ public final class LocalInvoker {
         switch MethodTable.call(method, params, context) {
         case .success(let outcome):
             // Unlinks queued by a write run now, as the daemon would after the commit.
-            if let report = outcome.commit, !report.filesQueued.isEmpty, !store.isReadOnly {
+            let commits = [outcome.commit].compactMap { $0 } + outcome.moreCommits
+            if commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
                 _ = try? store.sweep()
             }
             return outcome.result

@@ -93,6 +93,36 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
     }
 
     @Test(
+        "on a terminal enforce draws a progress line on stderr and clears it; off a terminal nothing",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a pty"))
+    func progressOnTerminal() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
+        try populate(h, count: 20)
+        let command = "\(Binaries.assetctl) --socket \(h.socket) enforce --dry-run"
+        let tty = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"])
+        #expect(tty.status == 0, "\(tty.stderr)")
+        #expect(tty.stdout.contains("\renforce: "), "a progress line: \(tty.stdout.debugDescription)")
+        #expect(tty.stdout.contains("\r\u{1B}[K"), "cleared at the end")
+        let plain = try h.assetctl("enforce", "--dry-run")
+        #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr.debugDescription)")
+        #expect(plain.stdout.contains("would delete 19 objects"), "\(plain.stdout)")
+    }
+
+    @Test("with --db the maintenance commands run in-process, and skip with exit 0 while a daemon holds the database")
+    func offline() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
+        try populate(h, count: 5)
+        let held = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
+        #expect(held.status == 0, "\(held.stderr)")
+        #expect(held.stderr.contains("another maintenance run is in progress; skipping"), "\(held.stderr)")
+        h.stop()
+        let alone = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
+        #expect(alone.status == 0, "\(alone.stderr)")
+        #expect(alone.stdout.contains("deleted 4 objects and 4 files"), "\(alone.stdout)")
+        #expect(eventually { (try? FileManager.default.contentsOfDirectory(atPath: h.root + "/s/0").count) == 1 })
+    }
+
+    @Test(
         "a non-admin is refused real enforce, evict, backup and vacuum but may dry-run",
         .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
     func nonAdminRefused() throws {
