@@ -32,9 +32,7 @@ public enum Prometheus {
         gauge("assetd_pending_unlinks", "Queued unlinks.", s["pending_unlinks"])
         gauge("assetd_failed_unlinks", "Queued unlinks that failed at least once.", s["failed_unlinks"])
         if let counters = s["counters"]?.objectValue {
-            families.append(Family(
-                name: "assetd_unlink_outcomes_total", type: "counter", help: "Unlink outcomes since the database was created.",
-                samples: counters.keys.sorted().compactMap { k in counters[k]?.doubleValue.map { ([("outcome", k)], $0) } }))
+            families += counterFamilies(counters)
         }
         gauge("assetd_last_commit", "The number of the latest commit.", s["commit"])
         gauge("assetd_uptime_seconds", "Seconds since the daemon started.", s["uptime"])
@@ -51,6 +49,38 @@ public enum Prometheus {
             }
         }
         return families.filter { !$0.samples.isEmpty }.map(render).joined()
+    }
+
+    /// The lifetime counters: policy deletions by reason, bytes policies freed, and unlink
+    /// outcomes (unlinked, skipped, failed, deferred) by name.
+    static func counterFamilies(_ counters: [String: JSONValue]) -> [Family] {
+        var byReason = [(labels: [(String, String)], value: Double)]()
+        var outcomes = [(labels: [(String, String)], value: Double)]()
+        var families = [Family]()
+        for key in counters.keys.sorted() {
+            guard let v = counters[key]?.doubleValue else { continue }
+            switch key {
+            case "policy_deleted":
+                families.append(Family(
+                    name: "assetd_policy_deleted_total", type: "counter", help: "Objects lifecycle policies deleted.",
+                    samples: [([], v)]))
+            case "policy_bytes":
+                families.append(Family(
+                    name: "assetd_policy_freed_bytes_total", type: "counter",
+                    help: "Bytes of the files lifecycle policies queued for unlinking.", samples: [([], v)]))
+            case let k where k.hasPrefix("policy_deleted_"):
+                byReason.append(([("reason", String(k.dropFirst("policy_deleted_".count)))], v))
+            default:
+                outcomes.append(([("outcome", key)], v))
+            }
+        }
+        families.append(Family(
+            name: "assetd_policy_deleted_by_reason_total", type: "counter",
+            help: "Objects lifecycle policies deleted, by reason.", samples: byReason))
+        families.append(Family(
+            name: "assetd_unlink_outcomes_total", type: "counter", help: "Unlink outcomes since the database was created.",
+            samples: outcomes))
+        return families
     }
 
     static func render(_ f: Family) -> String {
