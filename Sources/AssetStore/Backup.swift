@@ -1,0 +1,128 @@
+// `backup` and `vacuum` (SPEC §9 maintenance). A backup copies one read snapshot with
+// SQLite's online backup API into a temp file beside the target, synced and then linked
+// under the final name, so a crash never leaves half a backup there; writers go on meanwhile.
+
+import Foundation
+import GRDB
+
+extension Store {
+    /// Pages copied per backup step (progress is reported after each).
+    static let backupPagesPerStep: CInt = 1024
+
+    /// Writes a consistent copy of the store to a new single-file database at `path` that a
+    /// `Store` (and so assetd) opens; writers go on meanwhile. An existing `path` is
+    /// `conflict`; a relative one is taken from the current folder. `progress` gets pages
+    /// copied and total after each step. Returns `{path, bytes, commit}`: the commit is the
+    /// last one the copy holds.
+    public func backup(to path: String, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) throws -> JSONValue {
+        try checkOpen()
+        let target = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var st = stat()
+        if lstat(target, &st) == 0 { throw StoreError(.conflict, "\(target) already exists", detail: .string(target)) }
+        let folder = (target as NSString).deletingLastPathComponent
+        let temp = folder + "/." + (target as NSString).lastPathComponent + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        func removeTemp() {
+            for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temp + suffix) }
+        }
+        let commit: Int64
+        do {
+            // The source is a read-only connection of its own, not one of the pool's: GRDB
+            // calls `progress` inside the copy's read, and there the pool would refuse (trap
+            // on) any use of the store by the callback.
+            var config = Configuration()
+            config.readonly = true
+            config.busyMode = .timeout(10)
+            let source = try DatabaseQueue(path: self.path, configuration: config)
+            defer { try? source.close() }
+            let copy = try DatabaseQueue(path: temp)
+            do {
+                // SQLite restarts a stepwise copy whenever another connection writes between
+                // steps, so on a busy store it might never end. Steps give progress while the
+                // store is quiet; at the first restart the copy is redone in one step, which
+                // holds one read snapshot throughout (writers go on; the WAL keeps it).
+                var last = 0
+                do {
+                    try source.backup(to: copy, pagesPerStep: Store.backupPagesPerStep) { p in
+                        guard p.completedPageCount > last else { throw BackupRestarted() }
+                        last = p.completedPageCount
+                        progress?(p.completedPageCount, p.totalPageCount)
+                    }
+                } catch is BackupRestarted {
+                    try source.backup(to: copy, pagesPerStep: -1) { p in
+                        progress?(max(last, p.completedPageCount), max(last, p.totalPageCount))
+                    }
+                }
+                // One file: the copy keeps no WAL beside it; Store turns WAL back on when it opens it.
+                try copy.writeWithoutTransaction { db in
+                    _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+                }
+                commit = try copy.read { db in
+                    try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0
+                }
+                try copy.close()
+            } catch {
+                try? copy.close()
+                throw error
+            }
+            try Store.sync(temp)
+            // link, not rename: it fails if the name was taken meanwhile instead of replacing it.
+            if link(temp, target) != 0 {
+                let e = errno
+                if e == EEXIST { throw StoreError(.conflict, "\(target) already exists", detail: .string(target)) }
+                throw StoreError(.permissionDenied, "link \(target): \(errnoDescription(e))")
+            }
+            unlink(temp)
+            try Store.sync(folder)
+        } catch let e as StoreError {
+            removeTemp()
+            throw e
+        } catch let e as DatabaseError {
+            removeTemp()
+            switch e.resultCode {
+            case .SQLITE_FULL: throw StoreError(.storageFull, "the disk holding \(target) is full")
+            case .SQLITE_CANTOPEN: throw StoreError(.permissionDenied, "cannot create a file in \(folder)")
+            default: throw StoreError(.internalError, "backup to \(target) failed: database error \(e.resultCode.rawValue)")
+            }
+        } catch {
+            removeTemp()
+            throw StoreError(.internalError, "backup to \(target) failed: \(error)")
+        }
+        return .object(["path": .string(target), "bytes": .int(Store.fileSize(target)), "commit": .int(commit)])
+    }
+
+    /// Rewrites the database compactly (`VACUUM` on the writer, then a checkpoint that
+    /// truncates the WAL). Returns `{bytes_before, bytes_after}`: database plus WAL.
+    public func vacuum() throws -> JSONValue {
+        try checkOpen()
+        guard !configuration.readOnly else {
+            throw StoreError(.busy, "the store is open read-only: another process holds the database")
+        }
+        let before = Store.fileSize(path) + Store.fileSize(path + "-wal")
+        try Store.mapErrors {
+            // Outside a transaction, on the writer: VACUUM refuses to run inside one.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "VACUUM")
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        }
+        let after = Store.fileSize(path) + Store.fileSize(path + "-wal")
+        return .object(["bytes_before": .int(before), "bytes_after": .int(after)])
+    }
+
+    /// The size of a file, 0 if there is none.
+    static func fileSize(_ path: String) -> Int64 {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+
+    /// fsyncs a file or folder.
+    static func sync(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError(.internalError, "open \(path): \(errnoDescription(errno))") }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw StoreError(.internalError, "fsync \(path): \(errnoDescription(errno))") }
+    }
+}
+
+/// Thrown from a backup step's callback to abandon a copy SQLite has restarted.
+private struct BackupRestarted: Error {}

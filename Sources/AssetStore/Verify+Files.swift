@@ -1,0 +1,224 @@
+// verify's registry phases: files objects hold that are gone from disk, and registry rows
+// no edge references. Disk is probed outside any transaction (never through a symlink);
+// each repair probes again under the write lock, so a file that came back is left alone.
+
+import GRDB
+
+extension VerifyRun {
+    /// Registered files some object holds that are gone from disk. A file referenced before
+    /// it existed (never seen, so no device recorded) counts only once `orphanGrace` has
+    /// passed since it was first seen: until then it is a download in flight. A leased file,
+    /// a path with a symlink on the way or something other than a regular file at it is not
+    /// "missing" and is left to other checks. Repair: every edge to the file goes as
+    /// "destination deleted", so the holders' rules fire (SPEC §9), and the row goes with them.
+    func missingFiles() throws {
+        let phase = "missing_files"
+        let total = try store.read { r in
+            try Int.fetchOne(
+                r.db, sql: "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)")
+                ?? 0
+        }
+        let youngSince = store.configuration.clock() - store.configuration.orphanGrace
+        var after: Int64 = 0
+        var done = 0
+        report(phase, 0, total)
+        while true {
+            let page = try store.read { r in
+                try Row.fetchAll(
+                    r.db, sql: """
+                        SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ? FROM file f
+                        WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
+                        ORDER BY f.id LIMIT ?
+                        """, arguments: [youngSince, after, Store.verifyPage])
+            }
+            guard let last = page.last else { break }
+            after = last[0]
+            done += page.count
+            var missing = [(id: Int64, path: String)]()
+            let leased = store.protections.snapshot().files
+            for row in page where row[2] as Bool {
+                let path: String = row[1]
+                if Self.isMissing(path, store, leased: leased) { missing.append((row[0], path)) }
+            }
+            if !missing.isEmpty { try repairMissing(missing) }
+            report(phase, done, total)
+        }
+    }
+
+    /// True when nothing is at `path` now and no lease covers it (`leased`: the leased
+    /// paths as bytes, by default read now).
+    static func isMissing(_ path: String, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
+        guard let root = store.roots.root(of: path),
+            !(leased ?? store.protections.snapshot().files).contains(Array(path.utf8)),
+            let state = try? FileProbe.probe(path: path, root: root)
+        else { return false }
+        return !state.exists
+    }
+
+    private func repairMissing(_ files: [(id: Int64, path: String)]) throws {
+        // Holders are read before the repair, which deletes the edges naming them.
+        let ids = JSONValue.array(files.map { .int($0.id) }).serialized()
+        let holders: [Int64: [ObjectRef]] = try store.read { r in
+            var out = [Int64: [ObjectRef]]()
+            for row in try Row.fetchAll(
+                r.db, sql: """
+                    SELECT DISTINCT e.dst, o.collection, o.key FROM edge e JOIN object o ON o.id = e.src
+                    WHERE e.is_file = 1 AND e.dst IN (SELECT value FROM json_each(?)) ORDER BY e.dst, o.collection, o.key
+                    """, arguments: [ids])
+            {
+                out[row[0], default: []].append(ObjectRef(row[1], row[2]))
+            }
+            return out
+        }
+        var outcome = [Int64: RepairOutcome]()
+        if options.repair {
+            outcome = try repairEach(files.map(\.id)) { tx, id in try tx.removeMissingFile(id) }
+        }
+        for f in files {
+            let o = outcome[f.id]
+            if case .vanished? = o { continue }
+            for ref in holders[f.id] ?? [] {
+                add("missing_file", .object([
+                    "collection": .string(ref.collection), "key": .string(ref.key), "path": .string(f.path),
+                ]), "\(ref) holds \(f.path), which no longer exists" + (o?.suffix ?? ""), repaired: o?.repaired ?? false)
+            }
+        }
+    }
+
+    /// Registry rows that no edge references (the engine drops a row with its last edge, so
+    /// one left over is a defect). Repair: a row that recorded the file's identity is queued
+    /// for unlinking exactly as when the last reference goes (same transaction, device and
+    /// inode re-checked before the unlink, a later reference cancels it); the file is managed
+    /// and nobody holds it. A row that never saw the file (no device, inode) is only dropped:
+    /// with nothing to check the file at the path against, unlinking it would be a guess.
+    func unreferencedFiles() throws {
+        let phase = "unreferenced_files"
+        let total = try store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM file") ?? 0 }
+        var after: Int64 = 0
+        var scanned: Int64 = 0
+        report(phase, 0, total)
+        while true {
+            let (page, upTo) = try store.read { r in
+                let upTo = try Int64.fetchOne(
+                    r.db, sql: "SELECT id FROM file WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
+                    arguments: [after, Store.verifyPage - 1])
+                let page = try Row.fetchAll(
+                    r.db, sql: """
+                        SELECT f.id, f.path FROM file f WHERE f.id > ? AND f.id <= ?
+                        AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id) ORDER BY f.id
+                        """, arguments: [after, upTo ?? Int64.max])
+                let counted = try Int64.fetchOne(
+                    r.db, sql: "SELECT COUNT(*) FROM file WHERE id > ? AND id <= ?", arguments: [after, upTo ?? Int64.max])
+                scanned += counted ?? 0
+                return (page, upTo)
+            }
+            let files: [(id: Int64, path: String)] = page.map { ($0[0], $0[1]) }
+            var outcome = [Int64: RepairOutcome]()
+            if options.repair, !files.isEmpty {
+                outcome = try repairEach(files.map(\.id)) { tx, id in try tx.removeUnreferencedFile(id) }
+            }
+            for f in files {
+                let o = outcome[f.id]
+                if case .vanished? = o { continue }
+                add("unreferenced_file", .object(["path": .string(f.path)]),
+                    "\(f.path) is registered but no edge references it" + (o?.suffix ?? ""), repaired: o?.repaired ?? false)
+            }
+            report(phase, Int(scanned), total)
+            guard let upTo else { break }
+            after = upTo
+        }
+    }
+
+    /// Repairs a page in one transaction; if a rule refuses (a deny edge), each item is tried
+    /// in a transaction of its own, so one refusal leaves the others repaired.
+    func repairEach(
+        _ ids: [Int64], _ body: (WriteTransaction, Int64) throws -> RepairOutcome
+    ) throws -> [Int64: RepairOutcome] {
+        do {
+            return try write { tx in
+                var out = [Int64: RepairOutcome]()
+                for id in ids { out[id] = try body(tx, id) }
+                return out
+            }
+        } catch let e as StoreError where e.code == .deleteDenied || e.code == .danglingEdge {
+            var out = [Int64: RepairOutcome]()
+            for id in ids {
+                do {
+                    out[id] = try write { tx in try body(tx, id) }
+                } catch let e as StoreError where e.code == .deleteDenied || e.code == .danglingEdge {
+                    out[id] = .refused(e.message)
+                }
+            }
+            return out
+        }
+    }
+}
+
+extension WriteTransaction {
+    /// verify's repair of a missing file: if it is still registered, referenced and gone,
+    /// every edge to it is removed as "destination deleted" (their rules fire at flush) and
+    /// the registry row goes with its last edge.
+    func removeMissingFile(_ id: Int64) throws -> RepairOutcome {
+        guard let path = try String.fetchOne(db.cachedStatement(sql: "SELECT path FROM file WHERE id = ?"), arguments: [id]),
+            VerifyRun.isMissing(path, store)
+        else { return .vanished }
+        let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ?", [id])
+        guard !edges.isEmpty else { return .vanished }
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE is_file = 1 AND dst = ?").execute(arguments: [id])
+        for row in edges {
+            report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: .destinationDeleted))
+            filesTouched.insert(row.dst)
+            indexDirty.insert(row.src)
+            removedWithReason.append((row, .destinationDeleted))
+        }
+        return .repaired("its file edges were removed as \"destination deleted\"")
+    }
+
+    /// verify's repair of an unreferenced registry row (see `VerifyRun.unreferencedFiles`).
+    func removeUnreferencedFile(_ id: Int64) throws -> RepairOutcome {
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT path, device, inode, size FROM file f WHERE id = ?
+                AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
+                """), arguments: [id])
+        else { return .vanished }
+        let path: String = row[0]
+        let device: Int64? = row[1]
+        let inode: Int64? = row[2]
+        try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
+        guard let device, let inode else {
+            return .repaired("the registry row was dropped; the file was never seen, so nothing is unlinked")
+        }
+        try db.cachedStatement(sql: """
+            INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [path, device, inode, row[3] as Int64, commit, now, now + store.configuration.unlinkDelay])
+        report.filesQueued.append(path)
+        return .repaired("the registry row was dropped and the file queued for unlinking")
+    }
+}
+
+/// What one repair did.
+enum RepairOutcome {
+    /// Fixed, and how.
+    case repaired(String)
+    /// A rule refused it (a deny edge); why.
+    case refused(String)
+    /// The problem was gone by the time the write lock was held: it is not reported.
+    case vanished
+
+    /// True for `repaired`.
+    var repaired: Bool {
+        if case .repaired = self { return true }
+        return false
+    }
+
+    /// "; how" or "; not repaired: why", appended to the problem's sentence.
+    var suffix: String {
+        switch self {
+        case .repaired(let how): return "; " + how
+        case .refused(let why): return "; not repaired: " + why
+        case .vanished: return ""
+        }
+    }
+}

@@ -1,0 +1,179 @@
+// verify's orphan phase: walks each managed root with openat/fdopendir and O_NOFOLLOW, on
+// the root's device only, looking at regular files alone; a file nothing registers, queues
+// or leases, older than `orphanGrace`, is an orphan. Deleting one happens under the write
+// lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity.
+
+import Glibc
+import GRDB
+
+/// A regular file found by the walk.
+struct WalkedFile {
+    /// Its path; nil when a name on the way is not UTF-8 (no registry row can name it).
+    var path: String?
+    /// Its path for people (invalid bytes replaced).
+    var display: String
+    /// The root it was found under.
+    var root: String
+    /// `st_dev` and `st_ino` when walked: the unlink checks them again.
+    var device: Int64
+    var inode: Int64
+    /// Bytes.
+    var size: Int64
+    /// Modification time, Unix seconds.
+    var mtime: Double
+}
+
+extension VerifyRun {
+    /// Folders deeper than this below a root are not walked (each level holds a descriptor).
+    static let maximumDepth = 128
+
+    /// Files under the roots that nothing registers (SPEC §9 `--orphans`).
+    func orphans() throws {
+        let phase = "orphans"
+        let own = Set(["", "-wal", "-shm", "-journal", ".lock"].map { Array((store.path + $0).utf8) })
+        var ownIDs = Set<[Int64]>()
+        for name in own {
+            var st = stat()
+            if stat(String(decoding: name, as: UTF8.self), &st) == 0 {
+                ownIDs.insert([Int64(bitPattern: UInt64(st.st_dev)), Int64(bitPattern: UInt64(st.st_ino))])
+            }
+        }
+        let oldBefore = store.configuration.clock() - store.configuration.orphanGrace
+        var batch = [WalkedFile]()
+        var done = 0
+        report(phase, 0, nil)
+        func flush() throws {
+            done += batch.count
+            try judge(batch)
+            batch = []
+            report(phase, done, nil)
+        }
+        for root in store.roots.paths {
+            try walk(root: root) { f in
+                // The database and its companions may live under a root: never orphans.
+                if let p = f.path, own.contains(Array(p.utf8)) { return }
+                // A root nested in another is walked as itself: each file is judged once.
+                if let p = f.path, store.roots.root(of: p) != root { return }
+                if ownIDs.contains([f.device, f.inode]) { return }
+                guard f.mtime < oldBefore else { return }  // within the grace: maybe being written
+                batch.append(f)
+                if batch.count >= Store.verifyPage { try flush() }
+            }
+        }
+        try flush()
+    }
+
+    /// Reports (and with `deleteOrphans` removes) the files of a batch nothing knows.
+    private func judge(_ files: [WalkedFile]) throws {
+        guard !files.isEmpty else { return }
+        let unknown = try store.read { r in try Self.unknown(files, r.db, store) }
+        guard !unknown.isEmpty else { return }
+        var removed = [Int: RepairOutcome]()
+        if options.deleteOrphans {
+            removed = try Store.mapErrors {
+                try store.pool.write { db in
+                    // Again under the write lock: no transaction can register one meanwhile.
+                    let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
+                    let unlinker = SafeUnlinker()
+                    var out = [Int: RepairOutcome]()
+                    let oldBefore = store.configuration.clock() - store.configuration.orphanGrace
+                    for (i, f) in unknown.enumerated() {
+                        guard let path = f.path else {
+                            out[i] = .refused("its name is not UTF-8")
+                            continue
+                        }
+                        guard still.contains(Array(path.utf8)),
+                            let now = try? FileProbe.probe(path: path, root: f.root), now.exists,
+                            now.device == f.device, now.inode == f.inode, (now.mtime ?? 0) < oldBefore
+                        else {
+                            out[i] = .vanished
+                            continue
+                        }
+                        switch unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode) {
+                        case .removed, .alreadyGone: out[i] = .repaired("removed")
+                        case .identityChanged: out[i] = .vanished
+                        case .unsafePath: out[i] = .refused("a symlink is on the way")
+                        case .failed(let e, let call): out[i] = .refused("\(call): \(errnoDescription(e))")
+                        }
+                    }
+                    return out
+                }
+            }
+        }
+        for (i, f) in unknown.enumerated() {
+            let o = removed[i]
+            if case .vanished? = o { continue }
+            add("orphan", .object([
+                "path": .string(f.display), "size": .int(f.size), "mtime": .double(f.mtime),
+            ]), "\(f.display) is under a managed root but nothing registers it" + (o?.suffix ?? ""),
+                repaired: o?.repaired ?? false)
+        }
+    }
+
+    /// The files no registry row names, no queued unlink names and no lease covers.
+    private static func unknown(_ files: [WalkedFile], _ db: Database, _ store: Store) throws -> [WalkedFile] {
+        let paths = JSONValue.array(files.compactMap { $0.path.map(JSONValue.string) }).serialized()
+        let known = Set(try String.fetchAll(
+            db, sql: """
+                SELECT path FROM file WHERE path IN (SELECT value FROM json_each(?1))
+                UNION SELECT path FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?1))
+                """, arguments: [paths]).map { Array($0.utf8) })
+        let leased = store.protections.snapshot().files
+        return files.filter { f in
+            guard let p = f.path else { return true }
+            let bytes = Array(p.utf8)
+            return !known.contains(bytes) && !leased.contains(bytes)
+        }
+    }
+
+    /// Calls `body` for every regular file below `root`, never following a symlink, never
+    /// leaving the root's file system. Unreadable folders are skipped.
+    func walk(root: String, _ body: (WalkedFile) throws -> Void) throws {
+        // The root itself is configuration and trusted (as in SafeUnlinker); nothing below it is.
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            close(fd)
+            return
+        }
+        try walkFolder(fd, path: Array(root.utf8), root: root, device: st.st_dev, depth: 0, body)
+    }
+
+    /// Walks the open folder `fd` (and closes it).
+    private func walkFolder(
+        _ fd: Int32, path: [UInt8], root: String, device: UInt, depth: Int, _ body: (WalkedFile) throws -> Void
+    ) throws {
+        guard let dir = fdopendir(fd) else {
+            close(fd)
+            return
+        }
+        defer { closedir(dir) }
+        let dfd = dirfd(dir)
+        while let entry = readdir(dir) {
+            let name: [UInt8] = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+                Array(raw.prefix { $0 != 0 })
+            }
+            if name == [46] || name == [46, 46] { continue }
+            var st = stat()
+            let cName = name.map { CChar(bitPattern: $0) } + [0]
+            guard fstatat(dfd, cName, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            let full = path + [UInt8(ascii: "/")] + name
+            switch st.st_mode & S_IFMT {
+            case S_IFDIR:
+                // Another file system mounted here is not ours to judge.
+                guard st.st_dev == device, depth < VerifyRun.maximumDepth else { continue }
+                let sub = openat(dfd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard sub >= 0 else { continue }
+                try walkFolder(sub, path: full, root: root, device: device, depth: depth + 1, body)
+            case S_IFREG:
+                try body(WalkedFile(
+                    path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),
+                    root: root, device: Int64(bitPattern: UInt64(st.st_dev)), inode: Int64(bitPattern: UInt64(st.st_ino)),
+                    size: Int64(st.st_size), mtime: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9))
+            default:
+                continue  // symlinks, fifos, sockets, devices: never reported, never followed
+            }
+        }
+    }
+}
