@@ -75,6 +75,9 @@ extension VerifyRun {
                     // Again under the write lock: no transaction can register one meanwhile.
                     let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
                     let unlinker = SafeUnlinker()
+                    // With files.skip_open, an orphan some process has open (a download not yet
+                    // registered) is kept like a queued file would be.
+                    let probe = store.configuration.skipOpenFiles ? OpenFileProbe() : nil
                     var out = [Int: RepairOutcome]()
                     let oldBefore = store.configuration.clock() - store.configuration.orphanGrace
                     for (i, f) in unknown.enumerated() {
@@ -89,11 +92,13 @@ extension VerifyRun {
                             out[i] = .vanished
                             continue
                         }
-                        switch unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode) {
+                        switch unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode, probe: probe) {
                         case .removed, .alreadyGone: out[i] = .repaired("removed")
                         case .identityChanged: out[i] = .vanished
                         case .unsafePath: out[i] = .refused("a symlink is on the way")
                         case .failed(let e, let call): out[i] = .refused("\(call): \(errnoDescription(e))")
+                        case .open: out[i] = .refused("a process has it open (files.skip_open)")
+                        case .undetermined(let why): out[i] = .refused("cannot tell whether it is open: \(why)")
                         }
                     }
                     return out
