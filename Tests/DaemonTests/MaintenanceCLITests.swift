@@ -27,7 +27,7 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
     @Test("a second maintenance run while one is in progress is skipped: exit 0 and a message naming the first")
     func overlappingRunsSkip() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1, batch: 1))
-        try populate(h, count: 600)
+        try populate(h, count: 1500)
         let started = DispatchSemaphore(value: 0)
         let first = Locked<Result<JSONValue, ClientError>?>(nil)
         let socket = h.socket
@@ -47,7 +47,8 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         }
         #expect(started.wait(timeout: .now() + 60) == .success)
         let second = try h.assetctl("enforce")
-        let verify = try h.assetctl("evict", "--bytes", "1")
+        let evict = try h.assetctl("evict", "--bytes", "1")
+        let verify = try h.assetctl("verify")
         let direct = try h.client()
         let raw = rpcError { () throws(ClientError) in try direct.call("policy.expire", ["older_than": "0s", "dry_run": true]) }
         let stillRunning = first.current == nil
@@ -56,10 +57,11 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
         #expect(second.stderr.contains("another maintenance run is in progress; skipping"), "\(second.stderr)")
         #expect(second.stderr.contains("policy.enforce"), "names what runs: \(second.stderr)")
+        #expect(evict.status == 0 && evict.stderr.contains("skipping"), "\(evict.stderr)")
         #expect(verify.status == 0 && verify.stderr.contains("skipping"), "\(verify.stderr)")
         #expect(raw?.stableCode == "busy" && raw?.data?["detail"]?["running"] == "policy.enforce")
         if case .success(let plan)? = first.current {
-            #expect(plan["objects"]?.arrayValue?.count == 599, "all but the one that fits the 1-byte budget")
+            #expect(plan["objects"]?.arrayValue?.count == 1499, "all but the one that fits the 1-byte budget")
         } else {
             Issue.record("the first run failed: \(String(describing: first.current))")
         }

@@ -22,10 +22,12 @@ struct VerifyCommand: ParsableCommand {
             "repair": .bool(repair), "orphans": .bool(orphans || deleteOrphans), "delete_orphans": .bool(deleteOrphans),
         ])
         root.emit(result) { r in
-            let problems = r["problems"]?.arrayValue ?? []
-            let columns = Formatting.columns(of: problems, leading: ["kind", "collection", "key", "path"])
-            let table = Formatting.objectTable(problems, columns: columns, headers: columns.map { $0.uppercased() })
-            return table + (r["clean"] == false ? "\(problems.count) problems remain\n" : "clean\n")
+            let table = Formatting.objectTable(
+                r["problems"]?.arrayValue ?? [], columns: ["kind", "repaired", "message"],
+                headers: ["KIND", "REPAIRED", "PROBLEM"])
+            let found = r["found"]?.intValue ?? 0, repaired = r["repaired"]?.intValue ?? 0
+            if found == 0 { return "clean\n" }
+            return table + "\(found) problems found, \(repaired) repaired" + (r["clean"] == false ? "; problems remain\n" : "\n")
         }
         if result["clean"] == false { throw CLIFailure("verify found problems that remain") }
     }
