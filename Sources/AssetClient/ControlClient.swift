@@ -93,6 +93,15 @@ public final class ControlClient {
     /// `nextEvent()`. An error reply throws `.rpc`.
     @discardableResult
     public func call(_ method: String, _ params: JSONValue = [:]) throws(ClientError) -> JSONValue {
+        try call(method, params, progress: nil)
+    }
+
+    /// Calls `method` as `call(_:_:)` does, handing each `progress` notification for this
+    /// request to `progress` as it arrives (the request should carry `progress: true`).
+    @discardableResult
+    public func call(
+        _ method: String, _ params: JSONValue, progress: ((JSONValue) -> Void)?
+    ) throws(ClientError) -> JSONValue {
         let id = nextID
         nextID += 1
         try send(RPCRequest(id: .int(id), method: method, params: params).line())
@@ -101,6 +110,8 @@ public final class ControlClient {
             switch message {
             case .event(let params):
                 events.append(params)
+            case .progress(let params):
+                if params["id"] == .int(id) { progress?(params) }
             case .result(let replyID, let result) where replyID == .int(id):
                 return result
             case .error(let replyID, let error) where replyID == .int(id) || replyID == .null:

@@ -33,6 +33,10 @@ public struct DaemonConfig: Sendable {
     public var unlinkDelay = 0.0
     /// `files.orphan_grace`, seconds.
     public var orphanGrace = 3600.0
+    /// `files.skip_open`.
+    public var skipOpenFiles = false
+    /// `[policy]`; nil: nothing is evicted or expired.
+    public var policy: PolicyConfiguration?
     /// `log.level`.
     public var logLevel: Logger.Level = .info
     /// `[[collections]]`.
@@ -91,12 +95,15 @@ public struct DaemonConfig: Sendable {
         c.unlinkDelay = unlinkDelay
         c.indexes = indexes
         c.templates = templates
+        c.orphanGrace = orphanGrace
+        c.skipOpenFiles = skipOpenFiles
+        c.policy = policy
         return c
     }
 
     /// The effective settings, one `key = value` per line, for the start-up log and --check-config.
     public var summary: [String] {
-        [
+        var lines = [
             "config = \(sourcePath ?? "(embedded defaults)")",
             "store.path = \(storePath)",
             "store.durability = \(durability.rawValue)",
@@ -110,10 +117,25 @@ public struct DaemonConfig: Sendable {
             "files.roots = \(roots)",
             "files.unlink_delay = \(Units.formatDuration(unlinkDelay))",
             "files.orphan_grace = \(Units.formatDuration(orphanGrace))",
+            "files.skip_open = \(skipOpenFiles)",
             "log.level = \(logLevel.rawValue)",
             "collections = \(templates.keys.sorted())",
             "indexes = \(indexes.map(\.name))",
         ]
+        guard let p = policy else { return lines + ["policy = (none: nothing is evicted or expired)"] }
+        lines += [
+            "policy.interval = \(Units.formatDuration(p.interval))",
+            "policy.max_bytes = \(p.maxBytes.map(String.init) ?? "(none)")",
+            "policy.low_water = \(String(format: "%g%%", p.lowWater * 100))",
+            "policy.min_free = \(p.minFree.map(String.init) ?? "(none)")",
+            "policy.min_age = \(Units.formatDuration(p.minAge))",
+            "policy.batch = \(p.batch)",
+        ]
+        lines += p.quotas.map { "policy.quota \($0.owner) = \($0.maxBytes)" }
+        lines += p.ttls.map { t in
+            "policy.ttl \(t.collection) = max_idle \(t.maxIdle.map(Units.formatDuration) ?? "-"), max_age \(t.maxAge.map(Units.formatDuration) ?? "-")"
+        }
+        return lines
     }
 }
 

@@ -14,7 +14,7 @@ struct ConfigParser {
     static let sections: [String: Set<String>] = [
         "store": ["path", "durability"],
         "control": ["socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "max_request_bytes", "max_connections"],
-        "files": ["roots", "unlink_delay", "orphan_grace"],
+        "files": ["roots", "unlink_delay", "orphan_grace", "skip_open"],
         "log": ["level"],
     ]
 
@@ -38,7 +38,7 @@ struct ConfigParser {
             switch name {
             case "collections": try collections(value, into: &c)
             case "indexes": try indexes(value, into: &c)
-            case "policy": throw error(name, "lifecycle policies are not available in this version", section: "policy")
+            case "policy": c.policy = try policy(value)
             default:
                 guard let allowed = ConfigParser.sections[name] else { throw error(name, "unknown key") }
                 guard let members = value.objectValue else { throw error(name, "must be a table") }
@@ -101,8 +101,12 @@ struct ConfigParser {
             c.roots = try items.map { item throws(ConfigError) in try absolute(item, "files.roots") }
             do { _ = try ManagedRoots(c.roots) } catch { throw self.error("files.roots", error.message, section: "files") }
         }
-        if let v = get("files", "unlink_delay") { c.unlinkDelay = try duration(v, "files.unlink_delay") }
-        if let v = get("files", "orphan_grace") { c.orphanGrace = try duration(v, "files.orphan_grace") }
+        if let v = get("files", "unlink_delay") { c.unlinkDelay = try duration(v, "files.unlink_delay", section: "files") }
+        if let v = get("files", "orphan_grace") { c.orphanGrace = try duration(v, "files.orphan_grace", section: "files") }
+        if let v = get("files", "skip_open") {
+            guard case .bool(let b) = v else { throw error("files.skip_open", "must be true or false", section: "files") }
+            c.skipOpenFiles = b
+        }
         if let v = get("log", "level") {
             guard let l = v.stringValue.flatMap(Logger.Level.init(rawValue:)) else {
                 throw error("log.level", "must be one of trace, debug, info, notice, warning, error, critical", section: "log")
@@ -118,9 +122,9 @@ struct ConfigParser {
         return s
     }
 
-    private func duration(_ v: JSONValue, _ key: String) throws(ConfigError) -> Double {
+    func duration(_ v: JSONValue, _ key: String, section: String, occurrence: Int = 0) throws(ConfigError) -> Double {
         guard let d = v.stringValue.flatMap(Units.duration) ?? v.intValue.map(Double.init), d >= 0 else {
-            throw error(key, "must be a duration such as \"90s\", \"10m\", \"12h\" or \"30d\"", section: "files")
+            throw error(key, "must be a duration such as \"90s\", \"10m\", \"12h\" or \"30d\"", section: section, occurrence: occurrence)
         }
         return d
     }

@@ -11,7 +11,9 @@ import Logging
 final class ControlServer {
     private unowned let daemon: Daemon
     private var listener: PipeListener?
-    private var sessions: [ObjectIdentifier: Session] = [:]
+    private var sessions: [UInt64: Session] = [:]
+    private var nextSessionNumber: UInt64 = 1
+    private let progress = ProgressRelay()
     var logger: Logger { daemon.logger }
     var stopping: Bool { daemon.stopping }
     var lastCommit: Int64 { daemon.lastCommit }
@@ -35,6 +37,7 @@ final class ControlServer {
     var connectionCount: Int { sessions.count }
 
     func start(path: String, mode: UInt32) throws(UVError) {
+        try progress.start(loop: daemon.loop) { [unowned self] in deliverProgress() }
         listener = try PipeListener(loop: daemon.loop, path: path, mode: mode_t(mode)) { [unowned self] stream in
             accept(stream)
         }
@@ -57,9 +60,10 @@ final class ControlServer {
             return
         }
         let session = Session(
-            server: self, stream: stream, identity: PeerIdentity(uid: cred.uid, gid: cred.gid),
+            server: self, number: nextSessionNumber, stream: stream, identity: PeerIdentity(uid: cred.uid, gid: cred.gid),
             maximumLine: daemon.config.maxRequestBytes)
-        sessions[ObjectIdentifier(session)] = session
+        nextSessionNumber += 1
+        sessions[session.number] = session
         do {
             try session.start()
         } catch {
@@ -95,8 +99,26 @@ final class ControlServer {
     }
 
     func remove(_ session: Session) {
-        sessions[ObjectIdentifier(session)] = nil
+        sessions[session.number] = nil
+        // Its leases end with it (SPEC §9); their files' unlinks are rescheduled by the sweep.
+        daemon.leasesEnded(store.protections.releaseAll(holder: session.number))
         daemon.checkStopped()
+    }
+
+    /// Claims the one maintenance slot for `what`; nil if claimed, else what holds it.
+    func claimMaintenance(_ what: String) -> String? { daemon.claimMaintenance(what) }
+
+    /// Frees the maintenance slot.
+    func endMaintenance() { daemon.endMaintenance() }
+
+    /// A progress reporter for a request that asked for one.
+    func progressReporter(session: UInt64, request id: JSONValue) -> @Sendable ([String: JSONValue]) -> Void {
+        progress.reporter(session: session, request: id)
+    }
+
+    /// Writes the progress lines the pool threads queued to their connections.
+    func deliverProgress() {
+        for (number, line) in progress.takeAll() { sessions[number]?.send(progress: line) }
     }
 
     func context(for identity: PeerIdentity) -> MethodContext {
@@ -111,7 +133,7 @@ final class ControlServer {
 
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
-        if let report = outcome.commit {
+        for report in [outcome.commit].compactMap({ $0 }) + outcome.moreCommits {
             daemon.noteCommit(report.commit)
             broadcast(ServerEvent.events(for: report))
             if !report.filesQueued.isEmpty { daemon.scheduleSweep() }
@@ -157,6 +179,7 @@ final class ControlServer {
 
     /// Refuses what is still queued, flushes replies and closes every connection.
     func closeAll() {
+        progress.close()
         for s in Array(sessions.values) {
             s.refuseQueued()
             s.close(flush: true)

@@ -1,6 +1,7 @@
 // The daemon: owns the loop and the store, and runs start-up in the SPEC's order (open the
-// store, rebuild changed indexes, drain unlinks, bind the socket, READY=1), the sweep timer,
-// signals (TERM/INT stop gracefully, HUP reloads), and the shutdown sequence.
+// store, rebuild changed indexes, drain unlinks, bind the socket, READY=1), the sweep timer
+// (which also ends lapsed leases), the policy timer, signals (TERM/INT stop gracefully, HUP
+// reloads), and the shutdown sequence. The policy timer is in Daemon+Policy.swift.
 
 import AssetStore
 import ControlProtocol
@@ -18,11 +19,17 @@ public final class Daemon {
     var logger: Logger
     let loop: Loop
     private(set) var store: Store!
-    private var server: ControlServer!
+    private(set) var server: ControlServer!
     private var signals: [SignalWatcher] = []
     private var sweepTimer: EventLoop.Timer?
+    /// Runs `store.enforce()` every policy.interval while `[policy]` is configured.
+    var policyTimer: EventLoop.Timer?
+    /// The maintenance run in progress (a method name, or the policy timer's), if any.
+    private(set) var maintenance: String?
+    /// Leases ended since the last sweep, whose files the next sweep reschedules.
+    private var endedLeases: [Lease] = []
     private(set) var stopping = false
-    private var finished = false
+    private(set) var finished = false
     private var inFlight = 0
     private var sweeping = false
     private var sweepAgain = false
@@ -97,6 +104,7 @@ public final class Daemon {
             let timer = try EventLoop.Timer(loop: loop)
             try timer.start(after: 1, repeating: 1) { [unowned self] in scheduleSweep() }
             sweepTimer = timer
+            try startPolicyTimer()
         } catch {
             logger.error("cannot serve \(config.socketPath): \(error)")
             store.close()
@@ -141,13 +149,22 @@ public final class Daemon {
         sweeping = true
         let box = Box<Result<SweepReport, any Error>>()
         let store = self.store!
+        let ended = endedLeases
+        endedLeases = []
         do {
-            try submit({ box.value = Result { try store.sweep() } }) { [unowned self] in
+            try submit({
+                box.value = Result {
+                    // Leases that ended or lapsed first: their kept files become due again.
+                    try MethodTable.leasesEnded(ended + store.protections.removeExpired(), store)
+                    return try store.sweep()
+                }
+            }) { [unowned self] in
                 sweeping = false
                 switch box.value {
                 case .success(let report)?:
                     for f in report.failed { logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))") }
                     for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
+                    for d in report.deferred { logger.debug("unlink deferred: \(d.path): \(d.reason.rawValue)") }
                     if !report.unlinked.isEmpty { logger.debug("unlinked \(report.unlinked.count) files") }
                     server.broadcast(ServerEvent.events(for: report, commit: lastCommit))
                 case .failure(let e)?:
@@ -166,6 +183,25 @@ public final class Daemon {
         }
     }
 
+    /// Leases that ended with their connection: the next sweep reschedules their files.
+    func leasesEnded(_ leases: [Lease]) {
+        guard !leases.isEmpty, !finished else { return }
+        endedLeases += leases
+        scheduleSweep()
+    }
+
+    /// Claims the maintenance slot for `what`; nil if claimed, else what holds it.
+    func claimMaintenance(_ what: String) -> String? {
+        if let running = maintenance { return running }
+        maintenance = what
+        return nil
+    }
+
+    /// Frees the maintenance slot.
+    func endMaintenance() {
+        maintenance = nil
+    }
+
     /// SIGTERM, SIGINT or `shutdown`: stop accepting, let in-flight requests finish.
     func beginStop(_ why: String) {
         guard !stopping else { return }
@@ -176,6 +212,8 @@ public final class Daemon {
         unlink(config.socketPath)
         sweepTimer?.close()
         sweepTimer = nil
+        policyTimer?.close()
+        policyTimer = nil
         checkStopped()
     }
 
@@ -199,7 +237,10 @@ public final class Daemon {
             config.enforceOwnership = fresh.enforceOwnership
             config.logLevel = logLevelOverride ?? fresh.logLevel
             logger.logLevel = config.logLevel
-            logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists and log level")
+            config.policy = fresh.policy
+            store.policy = fresh.policy
+            try startPolicyTimer()
+            logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists, log level and policies")
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")
         }

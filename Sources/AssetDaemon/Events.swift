@@ -56,7 +56,7 @@ public struct ServerEvent: Sendable {
         return out
     }
 
-    /// Events for a sweep: unlinked, failed and skipped files.
+    /// Events for a sweep: unlinked, failed, skipped and deferred files.
     public static func events(for s: SweepReport, commit: Int64) -> [ServerEvent] {
         var out = [ServerEvent]()
         let c = JSONValue.int(commit)
@@ -68,6 +68,12 @@ public struct ServerEvent: Sendable {
         }
         for k in s.skipped {
             out.append(make("file.unlink_skipped", nil, ["commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue)]))
+        }
+        // Kept for now and retried later (open, or leased): same type, told apart by `deferred`.
+        for d in s.deferred {
+            out.append(make("file.unlink_skipped", nil, [
+                "commit": c, "path": .string(d.path), "reason": .string(d.reason.rawValue), "deferred": true,
+            ]))
         }
         return out
     }

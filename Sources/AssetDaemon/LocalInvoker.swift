@@ -35,20 +35,28 @@ public final class LocalInvoker {
     deinit { store.close() }
 
     /// Runs one method as the daemon would; `shutdown` and `watch` have no meaning here.
-    public func call(_ method: String, _ params: JSONValue) throws(RPCError) -> JSONValue {
+    /// `progress` gets the `{phase, done, total}` reports of long methods, on this thread.
+    public func call(
+        _ method: String, _ params: JSONValue, progress: (@Sendable ([String: JSONValue]) -> Void)? = nil
+    ) throws(RPCError) -> JSONValue {
         if ["shutdown", "watch", "unwatch"].contains(method) {
             throw RPCError.invalidParams("\(method) needs a running daemon (--socket)")
         }
+        var context = self.context
+        context.progress = progress
         switch MethodTable.call(method, params, context) {
         case .success(let outcome):
             // Unlinks queued by a write run now, as the daemon would after the commit.
-            if let report = outcome.commit, !report.filesQueued.isEmpty, !store.isReadOnly {
+            let commits = [outcome.commit].compactMap { $0 } + outcome.moreCommits
+            if commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
                 _ = try? store.sweep()
             }
             return outcome.result
         case .failure(let e):
             if e.stableCode == "busy", store.isReadOnly {
-                throw RPCError.application(.busy, "a running assetd holds this database: only reads are allowed with --db")
+                throw RPCError.application(
+                    .busy, "a running assetd holds this database: only reads are allowed with --db",
+                    detail: .object(["held": true]))
             }
             throw e
         }

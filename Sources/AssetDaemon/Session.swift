@@ -24,6 +24,8 @@ final class Session {
     static let itemsPerTurn = 512
 
     private unowned let server: ControlServer
+    /// The daemon's number for this connection: the holder of its leases.
+    let number: UInt64
     let stream: PipeStream
     let identity: PeerIdentity
     private var framer: LineFramer
@@ -50,8 +52,9 @@ final class Session {
     private(set) var closed = false
     var watching: EventFilter?
 
-    init(server: ControlServer, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
+    init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server
+        self.number = number
         self.stream = stream
         self.identity = identity
         framer = LineFramer(maximumLength: maximumLine)
@@ -140,7 +143,8 @@ final class Session {
             pointRead(request, started)
             return
         }
-        let context = server.context(for: identity)
+        var context = server.context(for: identity)
+        context.connection = number
         guard method.slow else {
             reply(request, MethodTable.call(request.method, request.params, context), started)
             return
@@ -154,16 +158,30 @@ final class Session {
             }
             return
         }
+        let maintenance = MethodTable.maintenance.contains(request.method)
+        if maintenance, let running = server.claimMaintenance(request.method) {
+            reply(request, .failure(.application(
+                .busy, "another maintenance run is in progress: \(running)", detail: .object(["running": .string(running)]))),
+                started)
+            return
+        }
+        if let id = request.id, request.params["progress"] == true {
+            context.progress = server.progressReporter(session: number, request: id)
+        }
         let box = Box<Result<MethodOutcome, RPCError>>()
-        let (name, params) = (request.method, request.params)
+        let (name, params, ctx) = (request.method, request.params, context)
         do {
-            try server.submit({ box.value = MethodTable.call(name, params, context) }) { [self] in
+            try server.submit({ box.value = MethodTable.call(name, params, ctx) }) { [self] in
                 running = false
+                if maintenance { server.endMaintenance() }
+                // Progress posted by the pool thread goes out before the reply that follows it.
+                server.deliverProgress()
                 reply(request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started)
                 pump()
             }
         } catch {
             running = false
+            if maintenance { server.endMaintenance() }
             reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
         }
     }
@@ -234,6 +252,11 @@ final class Session {
             return
         }
         if !running && queuedCount > 0 { pump() } else { updateReading() }
+    }
+
+    /// Sends a progress notification (the request asked for it and has not been answered yet).
+    func send(progress line: [UInt8]) {
+        write(line)
     }
 
     /// Sends an event line unless the watcher has fallen too far behind (then it is dropped).

@@ -118,6 +118,13 @@ public enum RPCLine {
     public static func event(_ params: JSONValue) -> [UInt8] {
         encode(.object(["jsonrpc": "2.0", "method": "event", "params": params]))
     }
+
+    /// A `progress` notification for the request `id` (sent only when it asked with `progress: true`).
+    public static func progress(id: JSONValue, _ fields: [String: JSONValue]) -> [UInt8] {
+        var params = fields
+        params["id"] = id
+        return encode(.object(["jsonrpc": "2.0", "method": "progress", "params": .object(params)]))
+    }
 }
 
 /// A reply read by a client.
@@ -125,10 +132,13 @@ public enum RPCReply: Sendable, Equatable {
     case result(id: JSONValue, JSONValue)
     case error(id: JSONValue, RPCError)
     case event(JSONValue)
+    /// A `progress` notification's params: `{id, phase, done, total}`.
+    case progress(JSONValue)
 
     /// Parses a line a server sent.
     public static func parse(_ json: JSONValue) -> RPCReply? {
         if json["method"] == "event", let params = json["params"] { return .event(params) }
+        if json["method"] == "progress", let params = json["params"] { return .progress(params) }
         let id = json["id"] ?? .null
         if let r = json["result"] { return .result(id: id, r) }
         if let e = json["error"], let err = RPCError(json: e) { return .error(id: id, err) }

@@ -18,7 +18,9 @@ struct AssetCtl: ParsableCommand {
         abstract: "Control assetd, the file-asset lifecycle manager.",
         discussion: """
             Talks to assetd over its control socket, or with --db to the database directly \
-            while no daemon runs. Exit status: 0 success; 1 the daemon answered with an error; \
+            while no daemon runs. Exit status: 0 success (and a maintenance command skipped because \
+            another run is in progress); 1 the daemon answered with an error or verify found \
+            problems that remain; \
             64 usage; 69 the daemon cannot be reached; 78 configuration.
             """,
         subcommands: [
@@ -26,7 +28,9 @@ struct AssetCtl: ParsableCommand {
             ObjectTouchCommand.self, ObjectListCommand.self, EdgeGroup.self, IndexQueryCommand.self,
             IndexAggregateCommand.self, FileGetCommand.self, WatchCommand.self, StatsCommand.self,
             SweepCommand.self, PendingCommand.self, TemplateGroup.self, IndexGroup.self,
-            TransactCommand.self,
+            TransactCommand.self, PolicyEnforceCommand.self, PolicyEvictCommand.self, PolicyExpireCommand.self,
+            LeaseGroup.self, ObjectPinCommand.self, ObjectUnpinCommand.self, VerifyCommand.self, BackupCommand.self,
+            VacuumCommand.self, CheckpointCommand.self,
             ShutdownCommand.self,
         ])
 

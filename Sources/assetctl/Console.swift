@@ -28,10 +28,14 @@ struct CLIFailure: Error {
     var message: String
     /// The exit status.
     var status: Int32
+    /// True when the daemon is busy with another maintenance run, or another process holds
+    /// the database: a maintenance command skips instead of failing (cron runs never overlap).
+    var maintenanceBusy = false
 
-    init(_ message: String, status: Int32 = ExitStatus.failure) {
+    init(_ message: String, status: Int32 = ExitStatus.failure, maintenanceBusy: Bool = false) {
         self.message = message
         self.status = status
+        self.maintenanceBusy = maintenanceBusy
     }
 }
 
@@ -42,6 +46,12 @@ enum Console {
 
     /// Writes `assetctl: <message>` and a newline to stderr.
     static func error(_ message: String) { write(fd: 2, "assetctl: \(message)\n") }
+
+    /// Writes `text` to stderr as is (progress lines).
+    static func status(_ text: String) { write(fd: 2, text) }
+
+    /// True when stderr is a terminal (then long commands draw progress).
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
     private static func write(fd: Int32, _ text: String) {
         let bytes = Array(text.utf8)

@@ -8,8 +8,9 @@ import ControlProtocol
 
 /// Runs one method with its params and returns its result.
 protocol Invoker {
-    /// The result of `method`; throws ClientError (socket) or RPCError (either).
-    func call(_ method: String, _ params: JSONValue) throws -> JSONValue
+    /// The result of `method`; throws ClientError (socket) or RPCError (either). `progress`
+    /// gets the `{phase, done, total}` reports of a request sent with `progress: true`.
+    func call(_ method: String, _ params: JSONValue, progress: (@Sendable (JSONValue) -> Void)?) throws -> JSONValue
 }
 
 /// Methods sent to assetd over the control socket.
@@ -17,8 +18,8 @@ struct SocketInvoker: Invoker {
     /// The connection.
     let client: ControlClient
 
-    func call(_ method: String, _ params: JSONValue) throws -> JSONValue {
-        try client.call(method, params)
+    func call(_ method: String, _ params: JSONValue, progress: (@Sendable (JSONValue) -> Void)?) throws -> JSONValue {
+        try client.call(method, params, progress: progress)
     }
 }
 
@@ -57,9 +58,11 @@ final class Backend {
     }
 
     /// The result of `method`, or a CLIFailure saying what went wrong.
-    func call(_ method: String, _ params: JSONValue = [:]) throws(CLIFailure) -> JSONValue {
+    func call(
+        _ method: String, _ params: JSONValue = [:], progress: (@Sendable (JSONValue) -> Void)? = nil
+    ) throws(CLIFailure) -> JSONValue {
         do {
-            return try invoker.call(method, params)
+            return try invoker.call(method, params, progress: progress)
         } catch {
             throw Backend.failure(error, target: target)
         }
@@ -92,10 +95,12 @@ final class Backend {
     }
 
     private static func rpcFailure(_ e: RPCError, target: Target) -> CLIFailure {
+        // A daemon's maintenance run, or a database another process holds: what cron skips.
+        let held = e.stableCode == "busy" && (e.data?["detail"]?["running"] != nil || e.data?["detail"]?["held"] != nil)
         if case .database(let path) = target, e.stableCode == "busy" {
             // The lock is held by a daemon: reads worked, this write did not.
-            return CLIFailure("\(path): \(e.message)")
+            return CLIFailure("\(path): \(e.message)", maintenanceBusy: held)
         }
-        return CLIFailure(e.message)
+        return CLIFailure(e.message, maintenanceBusy: held)
     }
 }

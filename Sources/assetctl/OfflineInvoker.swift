@@ -23,8 +23,10 @@ struct OfflineInvoker: Invoker {
         }
     }
 
-    func call(_ method: String, _ params: JSONValue) throws -> JSONValue {
-        try local.call(method, params)
+    func call(_ method: String, _ params: JSONValue, progress: (@Sendable (JSONValue) -> Void)?) throws -> JSONValue {
+        var forward: (@Sendable ([String: JSONValue]) -> Void)?
+        if let progress { forward = { fields in progress(.object(fields)) } }
+        return try local.call(method, params, progress: forward)
     }
 }
 

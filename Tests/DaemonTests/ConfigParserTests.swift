@@ -89,7 +89,7 @@ import Testing
         ("[log]\nlevel = \"loud\"\n", 2, "log.level"),
         ("[stor]\npath = \"/a\"\n", 1, "stor"),
         ("[store]\npath = \n", 2, nil),
-        ("[policy]\ninterval = \"5m\"\n", 1, "policy"),
+        ("[policy]\nintervall = \"5m\"\n", 2, "policy.intervall"),
         ("\n\n[[indexes]]\nname = \"Bad\"\ncolumns = [{name = \"a\", type = \"text\", path = \"a\"}]\n", 3, "indexes"),
         ("[[collections]]\nname = \"c\"\n[[collections.edges]]\nname = \"e\"\nfield = \"f\"\nto = \"file\"\nrules = [\"denyDeleteSource\"]\n", 3, "collections.edges"),
     ]

@@ -13,7 +13,8 @@ extension MethodTable {
         return MethodOutcome(
             .object([
                 "unlinked": .int(Int64(report.unlinked.count)), "failed": .int(Int64(report.failed.count)),
-                "skipped": .int(Int64(report.skipped.count)), "pending": .int(Int64(report.pending)),
+                "skipped": .int(Int64(report.skipped.count)), "deferred": .int(Int64(report.deferred.count)),
+                "pending": .int(Int64(report.pending)),
             ]), sweep: report)
     }
 

@@ -30,11 +30,22 @@ public struct MethodContext: Sendable {
     public var caller: Caller
     /// `control.enforce_ownership`.
     public var enforceOwnership: Bool
+    /// The daemon's number for the client's connection: the holder of its leases. Nil
+    /// in-process (`assetctl --db`), where no connection outlives the call.
+    public var connection: UInt64?
+    /// Reports how far a long method got (`{phase, done, total}`); nil unless the request
+    /// asked with `progress: true`. Called on the method's thread; throttled by the receiver.
+    public var progress: (@Sendable ([String: JSONValue]) -> Void)?
 
-    public init(store: Store, caller: Caller, enforceOwnership: Bool) {
+    public init(
+        store: Store, caller: Caller, enforceOwnership: Bool, connection: UInt64? = nil,
+        progress: (@Sendable ([String: JSONValue]) -> Void)? = nil
+    ) {
         self.store = store
         self.caller = caller
         self.enforceOwnership = enforceOwnership
+        self.connection = connection
+        self.progress = progress
     }
 }
 
@@ -55,6 +66,8 @@ public struct MethodOutcome: Sendable {
     public var result: JSONValue
     /// What the commit did, for events.
     public var commit: CommitReport?
+    /// Commits after the first, in order (a policy run commits once per batch).
+    public var moreCommits: [CommitReport] = []
     /// What a sweep did, for events.
     public var sweep: SweepReport?
     /// What else to do.
@@ -117,6 +130,24 @@ public enum MethodTable {
         "sweep": Method(adminOnly: false, slow: true, run: sweep),
         "pending": Method(adminOnly: false, slow: true, run: pending),
         "shutdown": Method(adminOnly: true, slow: false, run: shutdown),
+        "lease.acquire": Method(adminOnly: false, slow: true, run: leaseAcquire),
+        "lease.release": Method(adminOnly: false, slow: true, run: leaseRelease),
+        "lease.list": Method(adminOnly: false, slow: false, run: leaseList),
+        "object.pin": Method(adminOnly: false, slow: true, run: objectPin),
+        "object.unpin": Method(adminOnly: false, slow: true, run: objectUnpin),
+        "checkpoint": Method(adminOnly: true, slow: true, run: checkpoint),
+        "policy.enforce": Method(adminOnly: false, slow: true, run: policyEnforce),
+        "policy.evict": Method(adminOnly: false, slow: true, run: policyEvict),
+        "policy.expire": Method(adminOnly: false, slow: true, run: policyExpire),
+        "verify": Method(adminOnly: false, slow: true, run: verify),
+        "backup": Method(adminOnly: true, slow: true, run: backup),
+        "vacuum": Method(adminOnly: true, slow: true, run: vacuum),
+    ]
+
+    /// Maintenance runs: one at a time per daemon, the policy timer's included; a second is
+    /// answered `busy` (that is how cron runs never overlap).
+    public static let maintenance: Set<String> = [
+        "policy.enforce", "policy.evict", "policy.expire", "verify", "backup", "vacuum",
     ]
 
     /// Runs `method`, mapping every failure to a JSON-RPC error.
@@ -153,6 +184,11 @@ public enum MethodTable {
             throw RPCError.application(
                 .permissionDenied, "\(ref) belongs to \(existing.owner), not \(ctx.caller.userName)")
         }
+    }
+
+    /// Real runs that delete other users' objects, or touch the whole database, are for admins.
+    static func requireAdmin(_ what: String, _ ctx: MethodContext) throws {
+        guard ctx.caller.isAdmin else { throw RPCError.application(.permissionDenied, "\(what) is for admins only") }
     }
 
     /// With enforce_ownership, only admins change what affects every object.

@@ -1,4 +1,4 @@
-// The command groups named for a method prefix: `edge …`, `template …`, `index …`. Their
+// The command groups named for a method prefix: `edge …`, `template …`, `index …`, `lease …`. Their
 // subcommands live in the files named for their methods.
 
 import ArgumentParser
@@ -22,4 +22,11 @@ struct IndexGroup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "index", abstract: "Define or list secondary indexes.",
         subcommands: [IndexDefineCommand.self, IndexListCommand.self])
+}
+
+/// `lease acquire|ls`.
+struct LeaseGroup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lease", abstract: "Hold or list leases that protect in-flight work.",
+        subcommands: [LeaseAcquireCommand.self, LeaseListCommand.self])
 }

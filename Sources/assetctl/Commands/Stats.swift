@@ -1,5 +1,6 @@
-// `assetctl stats` → stats: counts, bytes per owner, unlinks, commits, uptime and latency as
-// `name  value` lines (nested names dotted).
+// `assetctl stats [--prometheus]` → stats: counts, bytes per owner, unlinks, commits, uptime
+// and latency as `name  value` lines (nested names dotted), or as Prometheus metrics for
+// node_exporter's textfile collector.
 
 import ArgumentParser
 import AssetClient
@@ -10,7 +11,15 @@ struct StatsCommand: ParsableCommand {
 
     @ParentCommand var root: AssetCtl
 
+    @Flag(help: "Print the Prometheus text exposition format (node_exporter textfile collector).")
+    var prometheus = false
+
     func run() throws {
-        root.emit(try root.call("stats")) { Formatting.listing($0) }
+        let stats = try root.call("stats")
+        if prometheus {
+            Console.out(Prometheus.exposition(stats: stats))
+            return
+        }
+        root.emit(stats) { Formatting.listing($0) }
     }
 }

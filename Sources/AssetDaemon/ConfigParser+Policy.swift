@@ -1,0 +1,108 @@
+// `[policy]` with its `[[policy.quota]]` and `[[policy.ttl]]` tables (SPEC §9), read as
+// strictly as the rest of the file: unknown keys, bad values, out-of-range numbers and
+// duplicate owners or collections are errors naming the file, line and key.
+
+import AssetStore
+import Foundation
+
+extension ConfigParser {
+    static let policyKeys: Set<String> = ["interval", "max_bytes", "low_water", "min_free", "min_age", "batch", "quota", "ttl"]
+
+    /// `[policy]` as the engine's settings.
+    func policy(_ value: JSONValue) throws(ConfigError) -> PolicyConfiguration {
+        guard let o = value.objectValue else { throw error("policy", "must be a table ([policy])") }
+        for key in o.keys.sorted() where !ConfigParser.policyKeys.contains(key) {
+            throw error("policy.\(key)", "unknown key", section: "policy")
+        }
+        var p = PolicyConfiguration()
+        if let v = o["interval"] {
+            p.interval = try duration(v, "policy.interval", section: "policy")
+            guard p.interval >= 1 else { throw error("policy.interval", "must be at least 1s", section: "policy") }
+        }
+        if let v = o["max_bytes"] { p.maxBytes = try size(v, "policy.max_bytes", section: "policy") }
+        if let v = o["low_water"] { p.lowWater = try lowWater(v) }
+        if let v = o["min_free"] { p.minFree = try size(v, "policy.min_free", section: "policy") }
+        if let v = o["min_age"] { p.minAge = try duration(v, "policy.min_age", section: "policy") }
+        if let v = o["batch"] {
+            guard case .int(let n) = v, (1...100_000).contains(n) else {
+                throw error("policy.batch", "must be an integer from 1 to 100000", section: "policy")
+            }
+            p.batch = Int(n)
+        }
+        if let v = o["quota"] { p.quotas = try quotas(v) }
+        if let v = o["ttl"] { p.ttls = try ttls(v) }
+        return p
+    }
+
+    /// "90%" or a fraction such as 0.9: a share of the budget in (0, 1].
+    private func lowWater(_ v: JSONValue) throws(ConfigError) -> Double {
+        var share: Double?
+        if let s = v.stringValue {
+            let t = s.trimmingCharacters(in: " ")
+            share = t.hasSuffix("%") ? Double(t.dropLast()).map { $0 / 100 } : Double(t)
+        } else if let d = v.doubleValue {
+            share = d
+        }
+        guard let share, share > 0, share <= 1 else {
+            throw error("policy.low_water", "must be a share of the budget in (0, 100%], such as \"90%\" or 0.9", section: "policy")
+        }
+        return share
+    }
+
+    private func quotas(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.Quota] {
+        guard let items = value.arrayValue else { throw error("policy.quota", "must be an array of tables ([[policy.quota]])", section: "policy") }
+        var out = [PolicyConfiguration.Quota]()
+        for (n, item) in items.enumerated() {
+            let s = "policy.quota"
+            guard let o = item.objectValue else { throw error(s, "must be a table", section: s, occurrence: n) }
+            for key in o.keys.sorted() where key != "owner" && key != "max_bytes" {
+                throw error("\(s).\(key)", "unknown key", section: s, occurrence: n)
+            }
+            guard let owner = o["owner"]?.stringValue, !owner.isEmpty else {
+                throw error("\(s).owner", "each [[policy.quota]] needs an owner", section: s, occurrence: n)
+            }
+            guard let max = o["max_bytes"] else {
+                throw error("\(s).max_bytes", "each [[policy.quota]] needs max_bytes", section: s, occurrence: n)
+            }
+            guard !out.contains(where: { $0.owner == owner }) else {
+                throw error("\(s).owner", "owner \"\(owner)\" has two quotas", section: s, occurrence: n)
+            }
+            out.append(.init(owner: owner, maxBytes: try size(max, "\(s).max_bytes", section: s, occurrence: n)))
+        }
+        return out
+    }
+
+    private func ttls(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.TTL] {
+        guard let items = value.arrayValue else { throw error("policy.ttl", "must be an array of tables ([[policy.ttl]])", section: "policy") }
+        var out = [PolicyConfiguration.TTL]()
+        for (n, item) in items.enumerated() {
+            let s = "policy.ttl"
+            guard let o = item.objectValue else { throw error(s, "must be a table", section: s, occurrence: n) }
+            for key in o.keys.sorted() where !["collection", "max_idle", "max_age"].contains(key) {
+                throw error("\(s).\(key)", "unknown key", section: s, occurrence: n)
+            }
+            guard let collection = o["collection"]?.stringValue, !collection.isEmpty else {
+                throw error("\(s).collection", "each [[policy.ttl]] needs a collection", section: s, occurrence: n)
+            }
+            guard !out.contains(where: { $0.collection == collection }) else {
+                throw error("\(s).collection", "collection \"\(collection)\" has two TTLs", section: s, occurrence: n)
+            }
+            var ttl = PolicyConfiguration.TTL(collection: collection)
+            if let v = o["max_idle"] { ttl.maxIdle = try duration(v, "\(s).max_idle", section: s, occurrence: n) }
+            if let v = o["max_age"] { ttl.maxAge = try duration(v, "\(s).max_age", section: s, occurrence: n) }
+            guard ttl.maxIdle != nil || ttl.maxAge != nil else {
+                throw error("\(s).max_idle", "each [[policy.ttl]] needs max_idle or max_age", section: s, occurrence: n)
+            }
+            out.append(ttl)
+        }
+        return out
+    }
+
+    /// A size: "512MiB", "50GiB" or a number of bytes.
+    func size(_ v: JSONValue, _ key: String, section: String, occurrence: Int = 0) throws(ConfigError) -> Int64 {
+        guard let n = v.intValue ?? v.stringValue.flatMap(Units.size), n >= 0 else {
+            throw error(key, "must be a size such as \"512MiB\", \"50GiB\" or a number of bytes", section: section, occurrence: occurrence)
+        }
+        return n
+    }
+}

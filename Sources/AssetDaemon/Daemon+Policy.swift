@@ -1,0 +1,62 @@
+// The policy timer (SPEC §9): every policy.interval, while `[policy]` is configured, one
+// `store.enforce()` on the thread pool, never overlapping itself or a client's maintenance
+// run; then events for what each batch committed, and a sweep for the files it queued.
+
+import AssetStore
+import EventLoop
+
+extension Daemon {
+    /// What the timer's runs are called in `busy` answers and the log.
+    static let policyTimerRun = "policy.enforce (the policy timer)"
+
+    /// (Re)starts the timer for the current `[policy]`, or stops it when there is none.
+    func startPolicyTimer() throws(UVError) {
+        guard let policy = config.policy, !stopping else {
+            policyTimer?.close()
+            policyTimer = nil
+            return
+        }
+        let timer: EventLoop.Timer
+        if let existing = policyTimer {
+            timer = existing
+        } else {
+            timer = try EventLoop.Timer(loop: loop)
+            policyTimer = timer
+        }
+        try timer.start(after: policy.interval, repeating: policy.interval) { [unowned self] in enforcePolicy() }
+    }
+
+    /// One enforcement run, unless another maintenance run holds the slot.
+    func enforcePolicy() {
+        guard !stopping else { return }
+        if let running = claimMaintenance(Daemon.policyTimerRun) {
+            logger.info("policy run skipped: \(running) is in progress")
+            return
+        }
+        let box = Box<Result<PolicyPlan, any Error>>()
+        let store = self.store!
+        do {
+            try submit({ box.value = Result { try store.enforce() } }) { [unowned self] in
+                endMaintenance()
+                switch box.value {
+                case .success(let plan)?:
+                    if !plan.objects.isEmpty {
+                        logger.info("policy: deleted \(plan.objects.count) objects, \(plan.files.count) files, \(plan.bytes) bytes")
+                    }
+                    for report in plan.commits {
+                        noteCommit(report.commit)
+                        server.broadcast(ServerEvent.events(for: report))
+                    }
+                    if plan.commits.contains(where: { !$0.filesQueued.isEmpty }) { scheduleSweep() }
+                case .failure(let e)?:
+                    logger.error("policy run failed: \(e)")
+                case nil:
+                    break
+                }
+            }
+        } catch {
+            endMaintenance()
+            logger.error("cannot schedule a policy run: \(error)")
+        }
+    }
+}

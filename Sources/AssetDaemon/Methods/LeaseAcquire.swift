@@ -1,0 +1,23 @@
+// lease.acquire {objects?, files?, ttl} → {lease, expires, objects, files}: protects in-flight
+// work from eviction and expiry (SPEC §9). The lease belongs to the connection: it ends when
+// released, when its ttl passes, or when the connection closes.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    static func leaseAcquire(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        guard let holder = ctx.connection else {
+            throw RPCError.invalidParams("a lease lives as long as its connection: lease.acquire needs a running daemon (--socket)")
+        }
+        guard let ttl = try p.optionalDuration("ttl") else { throw RPCError.invalidParams("ttl is required") }
+        var objects = [ObjectRef]()
+        if let items = p.value("objects") {
+            guard let list = items.arrayValue else { throw RPCError.invalidParams("objects must be an array of {collection, key}") }
+            for item in list { objects.append(try Params(["o": item]).ref("o")) }
+        }
+        let files = try p.optionalStrings("files") ?? []
+        let lease = try ctx.store.protections.acquire(objects: objects, files: files, ttl: ttl, holder: holder)
+        return MethodOutcome(lease.json)
+    }
+}

@@ -1,0 +1,26 @@
+// lease.release {lease} → {released}: ends a lease early (its holder's connection or an
+// admin); its files' deferred unlinks become due again.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    static func leaseRelease(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        let id = try p.string("lease")
+        guard let lease = ctx.store.protections.active().first(where: { $0.id == id }) else {
+            return MethodOutcome(.object(["released": false]))
+        }
+        guard ctx.caller.isAdmin || (lease.holder != nil && lease.holder == ctx.connection) else {
+            throw RPCError.application(.permissionDenied, "lease \(id) belongs to another connection")
+        }
+        guard let released = ctx.store.protections.release(id) else { return MethodOutcome(.object(["released": false])) }
+        try leasesEnded([released], ctx.store)
+        return MethodOutcome(.object(["released": true]))
+    }
+
+    /// After leases end: files they kept become due for unlinking again.
+    static func leasesEnded(_ leases: [Lease], _ store: Store) throws {
+        guard !leases.isEmpty, !store.isReadOnly else { return }
+        _ = try store.leasesEnded(leases)
+    }
+}

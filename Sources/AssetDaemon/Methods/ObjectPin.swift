@@ -1,0 +1,23 @@
+// object.pin / object.unpin {collection, key} → {commit}: a pinned object is never evicted
+// or expired until unpinned (SPEC §9). Ownership rules as for other writes.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    static func objectPin(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        try setPinned(p, ctx, true)
+    }
+
+    static func objectUnpin(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        try setPinned(p, ctx, false)
+    }
+
+    private static func setPinned(_ p: Params, _ ctx: MethodContext, _ pinned: Bool) throws -> MethodOutcome {
+        let ref = try p.ref()
+        return committed(try ctx.store.write(owner: ctx.caller.userName) { tx in
+            try checkOwner(ref, tx, ctx)
+            try tx.pin(ref, pinned)
+        }.report)
+    }
+}

@@ -1,0 +1,23 @@
+// verify {repair?, orphans?, delete_orphans?} → the report `{problems, clean, …}`: checks the
+// store against its files and its own indexes (SPEC §9). Looking is open to everyone;
+// repair and delete_orphans are for admins.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    static func verify(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
+        var options = VerifyOptions()
+        options.repair = try p.optionalBool("repair") ?? false
+        options.deleteOrphans = try p.optionalBool("delete_orphans") ?? false
+        options.orphans = (try p.optionalBool("orphans") ?? false) || options.deleteOrphans
+        if options.repair { try requireAdmin("verify with repair", ctx) }
+        if options.deleteOrphans { try requireAdmin("verify with delete_orphans", ctx) }
+        var progress: (@Sendable (VerifyProgress) -> Void)?
+        if let report = ctx.progress {
+            progress = { v in report(["phase": .string(v.phase), "done": .int(Int64(v.done)), "total": v.total.map { .int(Int64($0)) } ?? .null]) }
+        }
+        let report = try ctx.store.verify(options, progress: progress)
+        return MethodOutcome(report.json, commit: report.commit)
+    }
+}

@@ -1,0 +1,17 @@
+// `assetctl checkpoint` → checkpoint: writes the WAL back into the database file (admins).
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+/// `checkpoint`.
+struct CheckpointCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "checkpoint", abstract: "Write the write-ahead log back into the database file.")
+
+    @ParentCommand var root: AssetCtl
+
+    func run() throws {
+        root.emit(try root.call("checkpoint")) { _ in "" }
+    }
+}

@@ -1,0 +1,29 @@
+// `assetctl lease ls` → lease.list: live leases as LEASE EXPIRES HOLDER OBJECTS FILES, soonest
+// to lapse first, times in UTC.
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+/// `lease ls`.
+struct LeaseListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ls", abstract: "List live leases.")
+
+    @ParentCommand var root: AssetCtl
+
+    func run() throws {
+        root.emit(try root.call("lease.list")) { r in
+            Formatting.objectTable(
+                r["leases"]?.arrayValue ?? [], columns: ["lease", "expires", "holder", "objects", "files"],
+                headers: ["LEASE", "EXPIRES", "HOLDER", "OBJECTS", "FILES"]
+            ) { name, value in
+                switch name {
+                case "expires": return value.doubleValue.map(Formatting.timestamp) ?? "-"
+                case "objects": return (value.arrayValue ?? []).map { "\(Formatting.cell($0["collection"] ?? .null))/\(Formatting.cell($0["key"] ?? .null))" }.joined(separator: ",")
+                case "files": return (value.arrayValue ?? []).map(Formatting.cell).joined(separator: ",")
+                default: return Formatting.cell(value)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+// `assetctl verify [--repair] [--orphans] [--delete-orphans]` → verify: checks the store
+// against its files and indexes. Exit 1 if problems remain (found and not repaired), per
+// SPEC §7; repair and orphan deletion are for admins.
+
+import ArgumentParser
+import AssetClient
+import AssetStore
+
+/// `verify`.
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify", abstract: "Check the store against its files and indexes; repair with --repair.")
+
+    @ParentCommand var root: AssetCtl
+
+    @Flag(help: "Repair what can be: file edges of missing files go, indexes are rebuilt.") var repair = false
+    @Flag(help: "Also report files under the roots that nothing registers.") var orphans = false
+    @Flag(help: "Delete those orphans (implies --orphans).") var deleteOrphans = false
+
+    func run() throws {
+        let result = try MaintenanceRun.call(root, "verify", [
+            "repair": .bool(repair), "orphans": .bool(orphans || deleteOrphans), "delete_orphans": .bool(deleteOrphans),
+        ])
+        root.emit(result) { r in
+            let table = Formatting.objectTable(
+                r["problems"]?.arrayValue ?? [], columns: ["kind", "repaired", "message"],
+                headers: ["KIND", "REPAIRED", "PROBLEM"])
+            let found = r["found"]?.intValue ?? 0, repaired = r["repaired"]?.intValue ?? 0
+            if found == 0 { return "clean\n" }
+            return table + "\(found) problems found, \(repaired) repaired" + (r["clean"] == false ? "; problems remain\n" : "\n")
+        }
+        if result["clean"] == false { throw CLIFailure("verify found problems that remain") }
+    }
+}

@@ -1,0 +1,95 @@
+// What the maintenance commands (enforce, evict, expire, verify, backup, vacuum) share: a
+// one-line progress on stderr when it is a terminal (nothing otherwise), and the cron rule
+// of SPEC §9: while another maintenance run holds the daemon, or another process holds the
+// --db database, say so on stderr and exit 0 instead of failing.
+
+import AssetClient
+import AssetStore
+
+/// One maintenance call.
+enum MaintenanceRun {
+    /// The message cron mails (or logs) when a run is skipped.
+    static let skipped = "another maintenance run is in progress; skipping"
+
+    /// The result of `method`; with `showProgress` and stderr a terminal, asks for progress
+    /// and draws it. Exits 0 with a message if another run holds the slot.
+    static func call(
+        _ root: AssetCtl, _ method: String, _ params: [String: JSONValue], showProgress: Bool = true
+    ) throws(CLIFailure) -> JSONValue {
+        var p = params
+        let drawer = showProgress && Console.stderrIsTerminal ? ProgressDrawer(label: root.progressLabel(method)) : nil
+        if drawer != nil { p["progress"] = true }
+        var report: (@Sendable (JSONValue) -> Void)?
+        if let drawer { report = { drawer.draw($0) } }
+        do throws(CLIFailure) {
+            let result = try root.backend().call(method, .object(p), progress: report)
+            drawer?.finish()
+            return result
+        } catch {
+            drawer?.finish()
+            if error.maintenanceBusy {
+                Console.error("\(skipped) (\(error.message))")
+                terminate(ExitStatus.success)
+            }
+            throw error
+        }
+    }
+}
+
+extension AssetCtl {
+    /// The word a progress line starts with.
+    func progressLabel(_ method: String) -> String {
+        method.split(separator: ".").last.map(String.init) ?? method
+    }
+}
+
+/// Draws `label: phase done/total` on stderr, rewriting one line, at most as often as the
+/// reports come (the daemon sends at most 5 a second).
+final class ProgressDrawer: @unchecked Sendable {  // called on the calling thread only: the client and LocalInvoker both report synchronously
+    private let label: String
+    private var drawn = false
+
+    init(label: String) {
+        self.label = label
+    }
+
+    /// Draws one report `{phase, done, total}`.
+    func draw(_ report: JSONValue) {
+        var text = "\r\(label): \(report["phase"]?.stringValue ?? "")"
+        if let done = report["done"]?.intValue {
+            text += " \(done)"
+            if let total = report["total"]?.intValue { text += "/\(total)" }
+        }
+        if let bytes = report["bytes"]?.intValue { text += " (\(bytes) bytes)" }
+        Console.status(text + "\u{1B}[K")
+        drawn = true
+    }
+
+    /// Clears the line.
+    func finish() {
+        if drawn { Console.status("\r\u{1B}[K") }
+        drawn = false
+    }
+}
+
+extension Render {
+    /// A policy plan: OBJECT REASON BYTES rows, then one summary line.
+    static func plan(_ r: JSONValue) -> String {
+        let objects = r["objects"]?.arrayValue ?? []
+        var out = Formatting.table(
+            header: ["COLLECTION", "KEY", "REASON", "BYTES"],
+            rows: objects.map { o in
+                ["collection", "key", "reason", "bytes"].map { Formatting.cell(o[$0] ?? .null) }
+            })
+        let files = r["files"]?.arrayValue?.count ?? 0
+        let bytes = r["bytes"]?.intValue ?? 0
+        if r["dry_run"] == true {
+            out += "would delete \(objects.count) objects and \(files) files, freeing \(bytes) bytes (dry run)\n"
+        } else {
+            out += "deleted \(objects.count) objects and \(files) files, freeing \(bytes) bytes"
+            if let c = r["commit"], !c.isNull { out += " (commit \(Formatting.cell(c)))" }
+            out += "\n"
+        }
+        return out
+    }
+}

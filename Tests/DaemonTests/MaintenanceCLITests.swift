@@ -1,0 +1,153 @@
+// Maintenance as cron runs it (SPEC §9): one maintenance run at a time (a second one is
+// skipped with exit 0 and a message), progress notifications only when asked and always
+// before the reply, and admin-only real runs with dry runs open to everyone.
+
+import AssetClient
+import AssetStore
+import ControlProtocol
+import Foundation
+import Testing
+
+/// Puts `count` objects `media/s<i>`, each with a file of its own, in transactions of 500.
+func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
+    let c = try h.client(timeout: 60)
+    for start in stride(from: 0, to: count, by: 500) {
+        var ops = [JSONValue]()
+        for i in start..<min(count, start + 500) {
+            let path = try h.makeFile("s/\(i / 1000)/\(i).bin", size: size)
+            ops.append(["method": "object.put", "params": [
+                "collection": "media", "key": .string("s\(i)"), "value": ["file": .string(path)],
+            ]])
+        }
+        _ = try c.call("transact", ["ops": .array(ops)])
+    }
+}
+
+@Suite(.serialized) struct MaintenanceCLITests {
+    @Test("a second maintenance run while one is in progress is skipped: exit 0 and a message naming the first")
+    func overlappingRunsSkip() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1, batch: 1))
+        try populate(h, count: 1500)
+        let started = DispatchSemaphore(value: 0)
+        let first = Locked<Result<JSONValue, ClientError>?>(nil)
+        let socket = h.socket
+        let done = onThread {
+            do {
+                let c = try ControlClient(socketPath: socket, timeout: 120)
+                var signalled = false
+                let r = try c.call("policy.enforce", ["progress": true]) { _ in
+                    if !signalled { started.signal() }
+                    signalled = true
+                }
+                first.withLock { $0 = .success(r) }
+            } catch {
+                first.withLock { $0 = .failure(error as! ClientError) }  // the client throws only ClientError
+            }
+            started.signal()
+        }
+        #expect(started.wait(timeout: .now() + 60) == .success)
+        let second = try h.assetctl("enforce")
+        let evict = try h.assetctl("evict", "--bytes", "1")
+        let verify = try h.assetctl("verify")
+        let direct = try h.client()
+        let raw = rpcError { () throws(ClientError) in try direct.call("policy.expire", ["older_than": "0s", "dry_run": true]) }
+        let stillRunning = first.current == nil
+        _ = done.wait(timeout: .now() + 120)
+        #expect(stillRunning, "the first run must outlast the others for this test to mean anything")
+        #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
+        #expect(second.stderr.contains("another maintenance run is in progress; skipping"), "\(second.stderr)")
+        #expect(second.stderr.contains("policy.enforce"), "names what runs: \(second.stderr)")
+        #expect(evict.status == 0 && evict.stderr.contains("skipping"), "\(evict.stderr)")
+        #expect(verify.status == 0 && verify.stderr.contains("skipping"), "\(verify.stderr)")
+        #expect(raw?.stableCode == "busy" && raw?.data?["detail"]?["running"] == "policy.enforce")
+        if case .success(let plan)? = first.current {
+            #expect(plan["objects"]?.arrayValue?.count == 1499, "all but the one that fits the 1-byte budget")
+        } else {
+            Issue.record("the first run failed: \(String(describing: first.current))")
+        }
+        #expect(try h.assetctl("enforce").status == 0, "the slot is free again")
+    }
+
+    @Test("progress notifications come only when asked, carry the request id, and precede the reply")
+    func progressBeforeReply() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1, batch: 1))
+        try populate(h, count: 300)
+        let raw = try RawConnection(path: h.socket)
+        raw.setReceiveTimeout(60)
+        for (id, asked) in [(7, true), (8, false)] {
+            let started = Date()
+            raw.send(#"{"jsonrpc":"2.0","id":\#(id),"method":"policy.enforce","params":{"dry_run":true,"progress":\#(asked)}}"# + "\n")
+            var progress = [JSONValue]()
+            var reply: JSONValue?
+            while reply == nil, let line = raw.readLine() {
+                if line["method"] == "progress" { progress.append(line) } else { reply = line }
+            }
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(reply?["id"] == .int(Int64(id)) && reply?["result"]?["objects"]?.arrayValue?.count == 299)
+            if asked {
+                #expect(!progress.isEmpty, "a run that reports gets at least its first progress")
+                #expect(progress.allSatisfy { $0["params"]?["id"] == .int(Int64(id)) && $0["params"]?["phase"] != nil })
+                #expect(Double(progress.count) <= elapsed * 5 + 1, "throttled: \(progress.count) in \(elapsed) s")
+            } else {
+                #expect(progress.isEmpty, "not asked: \(progress.count) progress lines")
+            }
+        }
+    }
+
+    @Test(
+        "on a terminal enforce draws a progress line on stderr and clears it; off a terminal nothing",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a pty"))
+    func progressOnTerminal() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
+        try populate(h, count: 20)
+        let command = "\(Binaries.assetctl) --socket \(h.socket) enforce --dry-run"
+        let tty = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"])
+        #expect(tty.status == 0, "\(tty.stderr)")
+        #expect(tty.stdout.contains("\renforce: "), "a progress line: \(tty.stdout.debugDescription)")
+        #expect(tty.stdout.contains("\r\u{1B}[K"), "cleared at the end")
+        let plain = try h.assetctl("enforce", "--dry-run")
+        #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr.debugDescription)")
+        #expect(plain.stdout.contains("would delete 19 objects"), "\(plain.stdout)")
+    }
+
+    @Test("with --db the maintenance commands run in-process, and skip with exit 0 while a daemon holds the database")
+    func offline() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
+        try populate(h, count: 5)
+        let held = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
+        #expect(held.status == 0, "\(held.stderr)")
+        #expect(held.stderr.contains("another maintenance run is in progress; skipping"), "\(held.stderr)")
+        h.stop()
+        let alone = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
+        #expect(alone.status == 0, "\(alone.stderr)")
+        #expect(alone.stdout.contains("deleted 4 objects and 4 files"), "\(alone.stdout)")
+        #expect(eventually { (try? FileManager.default.contentsOfDirectory(atPath: h.root + "/s/0").count) == 1 })
+    }
+
+    @Test(
+        "a non-admin is refused real enforce, evict, backup and vacuum but may dry-run",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func nonAdminRefused() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1), controlSection: #"mode = "0666""#)
+        try h.client().putFile("media", "n", try h.makeFile("n.bin", size: 10))
+        for args in [["enforce"], ["evict", "--bytes", "1"], ["expire", "--older-than", "0s"], ["backup", h.dir + "/b.sqlite"], ["vacuum"], ["checkpoint"]] {
+            let r = try h.assetctlAsNobody(args)
+            #expect(r.status == 1, "\(args): \(r.stdout)\(r.stderr)")
+            #expect(r.stderr.contains("admin"), "\(args): \(r.stderr)")
+        }
+        #expect(try h.client().getObject("media", "n") != .null, "nothing was deleted")
+        let dry = try h.assetctlAsNobody(["enforce", "--dry-run"])
+        #expect(dry.status == 0 && dry.stdout.contains("media"), "\(dry.stdout)\(dry.stderr)")
+        #expect(try h.assetctlAsNobody(["evict", "--owner", "root", "--dry-run"]).status == 0)
+        #expect(try h.assetctlAsNobody(["pin", "media", "n"]).status == 0, "pins are writes like others without enforce_ownership")
+    }
+}
+
+extension DaemonHarness {
+    /// Runs assetctl as nobody with an argument array.
+    func assetctlAsNobody(_ args: [String]) throws -> ProcessResult {
+        try runProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket", socket] + args)
+    }
+}
