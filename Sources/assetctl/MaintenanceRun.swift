@@ -12,9 +12,11 @@ enum MaintenanceRun {
     static let skipped = "another maintenance run is in progress; skipping"
 
     /// The result of `method`; with `showProgress` and stderr a terminal, asks for progress
-    /// and draws it. Exits 0 with a message if another run holds the slot.
+    /// and draws it. Exits 0 with a message if another run holds the slot (unless
+    /// `skipWhenBusy` is false: an index rebuild is not a cron job).
     static func call(
-        _ root: AssetCtl, _ method: String, _ params: [String: JSONValue], showProgress: Bool = true
+        _ root: AssetCtl, _ method: String, _ params: [String: JSONValue], showProgress: Bool = true,
+        skipWhenBusy: Bool = true
     ) throws(CLIFailure) -> JSONValue {
         var p = params
         let drawer = showProgress && Console.stderrIsTerminal ? ProgressDrawer(label: root.progressLabel(method)) : nil
@@ -27,7 +29,7 @@ enum MaintenanceRun {
             return result
         } catch {
             drawer?.finish()
-            if error.maintenanceBusy {
+            if skipWhenBusy && error.maintenanceBusy {
                 Console.error("\(skipped) (\(error.message))")
                 terminate(ExitStatus.success)
             }

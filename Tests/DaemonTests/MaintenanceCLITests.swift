@@ -110,6 +110,22 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(plain.stdout.contains("would delete 19 objects"), "\(plain.stdout)")
     }
 
+    @Test(
+        "on a terminal an index rebuild draws its progress; off a terminal nothing",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a pty"))
+    func indexRebuildProgress() throws {
+        let h = try DaemonHarness()
+        try populate(h, count: 20)
+        let def = #"{"name":"dims","version":"1","columns":[{"name":"n","type":"integer","path":"$.n"}]}"#
+        let command = "\(Binaries.assetctl) --socket \(h.socket) index define '\(def)'"
+        let tty = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"])
+        #expect(tty.status == 0, "\(tty.stderr)")
+        #expect(tty.stdout.contains("\rdefine: rebuild dims"), "a progress line: \(tty.stdout.debugDescription)")
+        let plain = try h.assetctl("index", "define", def.replacingOccurrences(of: #""1""#, with: #""2""#))
+        #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr.debugDescription)")
+        #expect(try h.assetctl("index", "ls").stdout.contains("dims  ") )
+    }
+
     @Test("with --db the maintenance commands run in-process, and skip with exit 0 while a daemon holds the database")
     func offline() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))

@@ -6,8 +6,18 @@ import ControlProtocol
 extension MethodTable {
     static func indexDefine(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         try checkAdminIfEnforcing("index.define", ctx)
-        let def = try IndexDefinition(json: .object(p.object))
-        return committed(try ctx.store.write(owner: ctx.caller.userName) { tx in try tx.defineIndex(def) }.report)
+        var fields = p.object
+        fields["progress"] = nil  // the session's flag, not a field of the definition
+        let def = try IndexDefinition(json: .object(fields))
+        var progress: (@Sendable (IndexRebuildProgress) -> Void)?
+        if let report = ctx.progress {
+            progress = { r in
+                report(["phase": .string("rebuild \(r.index)"), "done": .int(Int64(r.done)), "total": .int(Int64(r.total))])
+            }
+        }
+        return committed(try ctx.store.write(owner: ctx.caller.userName) { tx in
+            try tx.defineIndex(def, progress: progress)
+        }.report)
     }
 
     static func indexList(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {

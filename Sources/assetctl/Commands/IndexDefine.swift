@@ -19,7 +19,8 @@ struct IndexDefineCommand: ParsableCommand {
         let params = try Render.usage { () throws(CLIParamError) in
             try CLIParams.parseJSON(definition, what: "DEFINITION_JSON")
         }
-        guard params.objectValue != nil else { throw ValidationError("DEFINITION_JSON must be a JSON object") }
-        root.emit(try root.call("index.define", params), Render.commit)
+        guard let fields = params.objectValue else { throw ValidationError("DEFINITION_JSON must be a JSON object") }
+        // A changed index is rebuilt over every object: show how far on a terminal.
+        root.emit(try MaintenanceRun.call(root, "index.define", fields, skipWhenBusy: false), Render.commit)
     }
 }
