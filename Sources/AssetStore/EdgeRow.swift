@@ -26,6 +26,22 @@ struct EdgeRow: Hashable {
         LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
         """
 
+    init(raw r: RawRow) {
+        id = r.int64(0)
+        name = r.text(1) ?? ""
+        src = r.int64(2)
+        isFile = r.int64(3) != 0
+        dst = r.int64(4)
+        rules = DeleteRules(rawValue: Int(r.int64(5)))
+        field = r.text(6)
+        source = ObjectRef(r.text(7) ?? "", r.text(8) ?? "")
+        if isFile {
+            destination = .file(r.text(11) ?? "")
+        } else {
+            destination = .object(ObjectRef(r.text(9) ?? "", r.text(10) ?? ""))
+        }
+    }
+
     init(row: Row) {
         id = row[0]
         name = row[1]
@@ -43,10 +59,10 @@ struct EdgeRow: Hashable {
     }
 
     static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [EdgeRow] {
-        // A cursor decodes each row in place; fetchAll would copy every row first.
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: select + " WHERE " + condition), arguments: arguments)
         var out = [EdgeRow]()
-        while let row = try rows.next() { out.append(EdgeRow(row: row)) }
+        try db.cachedStatement(sql: select + " WHERE " + condition).forEachRawRow(arguments) { r in
+            out.append(EdgeRow(raw: r))
+        }
         return out
     }
 }
