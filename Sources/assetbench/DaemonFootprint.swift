@@ -10,14 +10,18 @@ import Glibc
 
 /// Starts assetd twice on a populated database and measures each start.
 struct Footprint {
+    /// The assetd binary, its configuration, and the control socket that names.
     let assetd: String
     let config: String
     let socket: String
+    /// Objects in the database (checked with COUNT(*)).
     let objects: Int
     /// object.get requests in the workload.
     let gets: Int
+    /// Bytes in a MiB.
     static let mib = 1024.0 * 1024.0
 
+    /// `--assetd BIN --config TOML --socket S [--objects M] [--gets G]`.
     init(_ f: Flags) throws {
         assetd = try f.string("assetd")
         config = try f.string("config")
@@ -59,6 +63,7 @@ struct Footprint {
             }
         }
 
+        /// One line: RSS and its parts, the peak, proportional sizes, threads.
         var text: String {
             func m(_ b: Int) -> String { String(format: "%.1f", Double(b) / Footprint.mib) }
             return "VmRSS=\(m(rss))MiB (RssAnon=\(m(anon)) RssFile=\(m(file)) RssShmem=\(m(shmem))) VmHWM=\(m(hwm))MiB"
@@ -66,6 +71,7 @@ struct Footprint {
         }
     }
 
+    /// Two starts, each timed to READY=1, measured, loaded, measured again and stopped.
     func run() throws {
         print("footprint: assetd on \(objects) objects (durability full, no extra indexes); time from exec to READY=1 on"
             + " NOTIFY_SOCKET, then memory from /proc/PID/status right after ready and after a workload (2 concurrent"
@@ -150,9 +156,11 @@ struct Footprint {
 
 /// A bound AF_UNIX datagram socket standing in for the service manager's NOTIFY_SOCKET.
 final class NotifySocket {
+    /// The socket, and the path it is bound to (removed by `close`).
     let fd: Int32
     let path: String
 
+    /// Binds a datagram socket at `path`, replacing a stale one.
     init(path: String) throws {
         self.path = path
         unlink(path)
@@ -189,6 +197,7 @@ final class NotifySocket {
         throw BenchError("no \(state) within \(seconds) s")
     }
 
+    /// Closes the socket and removes its path.
     func close() {
         Glibc.close(fd)
         unlink(path)

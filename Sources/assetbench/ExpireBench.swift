@@ -27,6 +27,7 @@ struct ExpireBench {
     static let oldAge = 7200.0
     static let cutoff = 3600.0
 
+    /// `--folder F [--files M] [--cold auto|no]`.
     init(_ f: Flags) throws {
         files = try f.int("files", 1_000_000)
         folder = try f.string("folder")
@@ -37,6 +38,8 @@ struct ExpireBench {
     private var old: Int { (files + ExpireBench.oldEvery - 1) / ExpireBench.oldEvery }
     private static func isOld(_ i: Int) -> Bool { i % oldEvery == 0 }
 
+    /// Writes both trees, registers one, runs the warm round, the cold one if it can, and the
+    /// collection-filter comparison; checks each side did the whole work before printing.
     func run() throws {
         let start = monotonicNanos()
         print("expire: \(files) files, 1000 to a folder, 1-1024 bytes; \(old) (every \(ExpireBench.oldEvery)th) are"
