@@ -7,35 +7,42 @@
 #           within PUT_SECONDS (default 60)
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
-# Default: all three. CLIENT=poll|uv|threads picks the socket load generator (default poll:
+#   footprint  assetd on the same M objects: exec to READY=1 on a first start (page cache
+#           dropped when possible) and a restart; RssAnon/RssFile at ready and after a workload
+#   expire  Store.expire by age + Store.sweep over EXPIRE_M registered files (default
+#           1000000, 10% old) against find -mmin +60 -delete over an identical tree, warm,
+#           and cold when /proc/sys/vm/drop_caches is writable (EXPIRE_COLD=no skips it)
+# Default: all five. CLIENT=poll|uv|threads picks the socket load generator (default poll:
 # one thread polling every connection; uv, one thread on libuv's epoll loop, is lighter but
 # lets the daemon batch fewer events per wake-up and measured lower); UV_THREADPOOL_SIZE, if
 # set, is passed on to assetd.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-usage() { echo "usage: scripts/bench.sh [N] [store|socket|scan ...]  (N objects per workload, default 100000)" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh [N] [store|socket|scan|footprint|expire ...]  (N objects per workload, default 100000)" >&2; exit 2; }
 n="${N:-100000}"
 case "${1:-}" in
     [0-9]*) n="$1"; shift ;;
 esac
 case "$n" in ''|*[!0-9]*) usage ;; esac
-parts="${*:-store socket scan}"
+parts="${*:-store socket scan footprint expire}"
 for p in $parts; do
-    case "$p" in store|socket|scan) ;; *) echo "unknown part: $p (store, socket or scan)" >&2; usage ;; esac
+    case "$p" in store|socket|scan|footprint|expire) ;; *) echo "unknown part: $p (store, socket, scan, footprint or expire)" >&2; usage ;; esac
 done
 has() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 m="${M:-1000000}"
 put_n="${PUT_N:-$((n / 2))}"
 put_seconds="${PUT_SECONDS:-60}"
 scan_seconds="${SCAN_SECONDS:-5}"
+expire_m="${EXPIRE_M:-1000000}"
+expire_cold="${EXPIRE_COLD:-auto}"
 client="${CLIENT:-poll}"
-for v in "$m" "$put_n" "$put_seconds" "$scan_seconds"; do
-    case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS and SCAN_SECONDS are whole numbers" >&2; exit 2 ;; esac
+for v in "$m" "$put_n" "$put_seconds" "$scan_seconds" "$expire_m"; do
+    case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS, SCAN_SECONDS and EXPIRE_M are whole numbers" >&2; exit 2 ;; esac
 done
 
 swift build -c release --product assetbench --scratch-path .build-bench >&2
-if has socket || has scan; then
+if has socket || has scan || has footprint; then
     swift build -c release --product assetd --scratch-path .build-bench >&2
 fi
 bench=.build-bench/release/assetbench
@@ -51,8 +58,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 start=$SECONDS
 
-# assetd on the database in $scratch/$1 (made by `assetbench populate`), durability full.
-start_assetd() {
+# The configuration of an assetd on the database in $scratch/$1, durability full.
+write_config() {
     local dir="$scratch/$1"
     mkdir -p "$dir/files"
     cat >"$dir/assetd.toml" <<EOF
@@ -70,6 +77,12 @@ roots = ["$dir/files"]
 [log]
 level = "warning"
 EOF
+}
+
+# assetd on the database in $scratch/$1 (made by `assetbench populate`).
+start_assetd() {
+    local dir="$scratch/$1"
+    write_config "$1"
     .build-bench/release/assetd --config "$dir/assetd.toml" 2>>"$scratch/assetd.log" &
     assetd_pid=$!
     "$bench" wait "$dir/control.sock" 120
@@ -121,13 +134,29 @@ if has socket; then
     redis_pid=""
 fi
 
+# scan and footprint share one database of M objects.
+if has scan || has footprint; then
+    echo "[bench] scan/footprint: storing $m objects" >&2
+    "$bench" populate "$scratch/big/assetd.sqlite" "$scratch/big/files" "$m" --explain
+fi
+
 if has scan; then
-    echo "[bench] scan: storing $m objects" >&2
-    "$bench" populate "$scratch/scan/assetd.sqlite" "$scratch/scan/files" "$m" --explain
-    start_assetd scan
-    "$bench" ping-scan --socket "$scratch/scan/control.sock" --objects "$m" --seconds "$scan_seconds" \
+    start_assetd big
+    "$bench" ping-scan --socket "$scratch/big/control.sock" --objects "$m" --seconds "$scan_seconds" \
         --daemon-pid "$assetd_pid"
     stop_assetd
-    rm -rf "$scratch/scan"
+fi
+
+if has footprint; then
+    write_config big
+    # assetbench starts assetd itself (twice), so it can time exec to READY=1.
+    "$bench" footprint --assetd .build-bench/release/assetd --config "$scratch/big/assetd.toml" \
+        --socket "$scratch/big/control.sock" --objects "$m"
+fi
+rm -rf "$scratch/big"
+
+if has expire; then
+    "$bench" expire --folder "$scratch/expire" --files "$expire_m" --cold "$expire_cold"
+    rm -rf "$scratch/expire"
 fi
 echo "bench total $((SECONDS - start))s ($parts)"

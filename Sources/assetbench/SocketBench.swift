@@ -24,6 +24,8 @@ enum SocketCommands {
             case "wait": try waitForDaemon(rest)
             case "socket": try SocketWorkloads(Flags(rest)).run()
             case "ping-scan": try PingScan(Flags(rest)).run()
+            case "expire": try ExpireBench(Flags(rest)).run()
+            case "footprint": try Footprint(Flags(rest)).run()
             default: return nil
             }
             return 0
