@@ -95,28 +95,29 @@ public enum Prometheus {
         return out
     }
 
-    /// A label value with `\`, `"` and newlines escaped.
+    /// A label value with `\`, `"` and newlines escaped. By scalar, not Character: Swift
+    /// reads "\r\n" as one Character, whose newline would otherwise pass raw.
     public static func escapeLabel(_ s: String) -> String {
         var out = ""
-        for c in s {
+        for c in s.unicodeScalars {
             switch c {
             case "\\": out += "\\\\"
             case "\"": out += "\\\""
             case "\n": out += "\\n"
-            default: out.append(c)
+            default: out.unicodeScalars.append(c)
             }
         }
         return out
     }
 
-    /// HELP text with `\` and newlines escaped.
+    /// HELP text with `\` and newlines escaped (by scalar, as label values).
     static func escapeHelp(_ s: String) -> String {
         var out = ""
-        for c in s {
+        for c in s.unicodeScalars {
             switch c {
             case "\\": out += "\\\\"
             case "\n": out += "\\n"
-            default: out.append(c)
+            default: out.unicodeScalars.append(c)
             }
         }
         return out

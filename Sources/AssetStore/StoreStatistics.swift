@@ -60,8 +60,12 @@ extension Store {
         }
     }
 
-    /// Writes the WAL back into the database file (on shutdown and by `checkpoint`).
+    /// Writes the WAL back into the database file (on shutdown and by `checkpoint`). On a
+    /// read-only store it is `busy`, as vacuum: SQLite's own error would read as an I/O error.
     public func checkpoint() throws {
+        guard !configuration.readOnly else {
+            throw StoreError(.busy, "the store is open read-only: another process holds the database")
+        }
         try Store.mapErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
     }
 }

@@ -134,4 +134,13 @@ struct Exposition {
         #expect(text.contains(#"owner="a\"b\\c\nd é""#), "\(text)")
         #expect(throws: Exposition.ParseError.self) { try Exposition("assetd_x{owner=\"a\"b\"} 1\n") }
     }
+
+    @Test("an owner name holding a carriage return before a newline still yields one line per sample")
+    func crlfInLabel() throws {
+        // Swift reads "\r\n" as one Character, so escaping by Character misses its newline.
+        let text = Prometheus.exposition(stats: ["bytes_per_owner": ["a\r\nb": 5]])
+        let lines = Array(text.utf8).split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+        #expect(lines.allSatisfy { $0.hasPrefix("# ") || $0.hasPrefix("assetd_") }, "\(text.debugDescription)")
+        #expect(text.contains("owner=\"a\r\\nb\""), "\(text.debugDescription)")
+    }
 }

@@ -55,6 +55,37 @@ import Testing
         #expect(try JSONValue.parse(other.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["objects"] == 20)
     }
 
+    @Test("every job of etc/cron.d/assetd exits 0 as written, run twice as cron does week after week")
+    func cronJobs() throws {
+        let h = try DaemonHarness()
+        try h.client().putObject("media", "c", ["file": .string(try h.makeFile("c.bin"))])
+        let cron = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("etc/cron.d/assetd").path
+        let jobs = try String(contentsOfFile: cron, encoding: .utf8).split(separator: "\n")
+            .filter { !$0.hasPrefix("#") && $0.contains("\t") }
+            .map { $0.split(separator: "\t", maxSplits: 2) }
+        #expect(jobs.count >= 6 && jobs.allSatisfy { $0.count == 3 && $0[1] == "root" }, "\(jobs)")
+        // The system's folders become the test's; logger becomes a sink (no syslog here).
+        let shims = h.dir + "/shims"
+        try FileManager.default.createDirectory(atPath: shims, withIntermediateDirectories: true)
+        try "#!/bin/sh\ncat >/dev/null\n".write(toFile: shims + "/logger", atomically: true, encoding: .utf8)
+        chmod(shims + "/logger", 0o755)
+        let environment = ["PATH": "\(shims):\(Binaries.directory):/usr/bin:/bin", "ASSETD_SOCKET": h.socket]
+        for round in 1...2 {
+            for job in jobs {
+                let command = job[2].replacingOccurrences(of: "/var/lib/node_exporter", with: h.dir)
+                    .replacingOccurrences(of: "/var/lib/assetd", with: h.dir)
+                #expect(!command.contains("%"), "cron turns % into a newline: \(command)")
+                let r = try runProcess("/bin/sh", ["-c", command], environment: environment, timeout: 60)
+                #expect(r.status == 0, "round \(round): \(command): \(r.stderr)")
+            }
+        }
+        let restored = try runProcess(Binaries.assetctl, ["--db", h.dir + "/backup.sqlite", "--config", h.configPath, "--json", "stats"])
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(try JSONValue.parse(restored.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["objects"] == 1)
+        #expect(h.exists(h.dir + "/assetd.prom") && h.exists(h.dir + "/stats.json"))
+    }
+
     @Test(
         "a non-admin may verify but not repair or delete orphans",
         .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))

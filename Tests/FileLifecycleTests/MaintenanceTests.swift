@@ -351,6 +351,16 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(expectCode(.busy) { try other.verify(d) } != nil)
         #expect(expectCode(.busy) { try other.vacuum() } != nil)
     }
+
+    @Test("a checkpoint on a store another process holds is busy, not an I/O error")
+    func readOnlyCheckpoint() throws {
+        let f = try VerifyTests.healthy()
+        var c = f.configuration
+        c.readOnly = true
+        let other = try Store(path: f.dbPath, configuration: c)
+        defer { other.close() }
+        #expect(expectCode(.busy) { try other.checkpoint() } != nil)
+    }
 }
 
 @Suite struct OrphanTests {
