@@ -159,11 +159,19 @@ final class Session {
             return
         }
         let maintenance = MethodTable.maintenance.contains(request.method)
-        if maintenance, let running = server.claimMaintenance(request.method) {
-            reply(request, .failure(.application(
-                .busy, "another maintenance run is in progress: \(running)", detail: .object(["running": .string(running)]))),
-                started)
-            return
+        if maintenance {
+            // Refused before claiming: a non-admin's real run is told so, not told to skip.
+            var refusal = MethodTable.refusal(request.method, request.params, context.caller)
+            if refusal == nil, let other = server.claimMaintenance(request.method) {
+                refusal = .application(
+                    .busy, "another maintenance run is in progress: \(other)", detail: .object(["running": .string(other)]))
+            }
+            if let refusal {
+                running = false
+                reply(request, .failure(refusal), started)
+                pump()
+                return
+            }
         }
         if let id = request.id, request.params["progress"] == true {
             context.progress = server.progressReporter(session: number, request: id)

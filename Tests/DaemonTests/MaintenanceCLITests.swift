@@ -26,7 +26,7 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
 @Suite(.serialized) struct MaintenanceCLITests {
     @Test("a second maintenance run while one is in progress is skipped: exit 0 and a message naming the first")
     func overlappingRunsSkip() throws {
-        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1, batch: 1))
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1, batch: 1), controlSection: #"mode = "0666""#)
         try populate(h, count: 1500)
         let started = DispatchSemaphore(value: 0)
         let first = Locked<Result<JSONValue, ClientError>?>(nil)
@@ -51,6 +51,10 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         let verify = try h.assetctl("verify")
         let direct = try h.client()
         let raw = rpcError { () throws(ClientError) in try direct.call("policy.expire", ["older_than": "0s", "dry_run": true]) }
+        // The busy answer leaves the connection serving.
+        let pingAfterBusy = try? direct.call("ping")
+        // A non-admin asking for an admin run is refused as such, not told to skip.
+        let nobodyVacuum = Nobody.canSwitch ? try h.assetctlAsNobody(["vacuum"]) : nil
         let stillRunning = first.current == nil
         _ = done.wait(timeout: .now() + 120)
         #expect(stillRunning, "the first run must outlast the others for this test to mean anything")
@@ -60,6 +64,10 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(evict.status == 0 && evict.stderr.contains("skipping"), "\(evict.stderr)")
         #expect(verify.status == 0 && verify.stderr.contains("skipping"), "\(verify.stderr)")
         #expect(raw?.stableCode == "busy" && raw?.data?["detail"]?["running"] == "policy.enforce")
+        #expect(pingAfterBusy?["version"] != nil, "the connection still answers after busy")
+        if let nobodyVacuum {
+            #expect(nobodyVacuum.status == 1 && nobodyVacuum.stderr.contains("admin"), "\(nobodyVacuum.stderr)")
+        }
         if case .success(let plan)? = first.current {
             #expect(plan["objects"]?.arrayValue?.count == 1499, "all but the one that fits the 1-byte budget")
         } else {

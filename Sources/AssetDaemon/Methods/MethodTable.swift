@@ -150,6 +150,23 @@ public enum MethodTable {
         "policy.enforce", "policy.evict", "policy.expire", "verify", "backup", "vacuum",
     ]
 
+    /// Why `caller` may not run `method` with `params`, checked before any work or claim:
+    /// admin-only methods, and the admin-only forms of maintenance runs (real policy runs,
+    /// verify with repair or delete_orphans). The method bodies check again.
+    public static func refusal(_ method: String, _ params: JSONValue, _ caller: Caller) -> RPCError? {
+        guard !caller.isAdmin else { return nil }
+        let denied: String?
+        switch method {
+        case _ where methods[method]?.adminOnly == true: denied = method
+        case _ where method.hasPrefix("policy.") && params["dry_run"] != true:
+            denied = "\(method) without dry_run"
+        case "verify" where params["repair"] == true: denied = "verify with repair"
+        case "verify" where params["delete_orphans"] == true: denied = "verify with delete_orphans"
+        default: denied = nil
+        }
+        return denied.map { .application(.permissionDenied, "\($0) is for admins only") }
+    }
+
     /// Runs `method`, mapping every failure to a JSON-RPC error.
     public static func call(_ method: String, _ params: JSONValue, _ ctx: MethodContext) -> Result<MethodOutcome, RPCError> {
         guard let m = methods[method] else { return .failure(.methodNotFound(method)) }
