@@ -159,9 +159,10 @@ final class Session {
             return
         }
         let maintenance = MethodTable.maintenance.contains(request.method)
-        if maintenance, let running = server.claimMaintenance(request.method) {
+        if maintenance, let holder = server.claimMaintenance(request.method) {
+            running = false  // answered here: the connection goes on with its next request
             reply(request, .failure(.application(
-                .busy, "another maintenance run is in progress: \(running)", detail: .object(["running": .string(running)]))),
+                .busy, "another maintenance run is in progress: \(holder)", detail: .object(["running": .string(holder)]))),
                 started)
             return
         }
