@@ -263,6 +263,22 @@ extension Store {
         }
     }
 
+    /// At open no lease is live (they die with the process that held them), so rows a lease
+    /// deferred are due again, no later than `files.unlink_delay` allows. Rows deferred for
+    /// an open file are only probed sooner; failed rows keep their backoff.
+    func endLeaseDeferrals() throws {
+        let now = configuration.clock()
+        try Store.mapErrors {
+            try pool.write { db in
+                try db.execute(
+                    sql: """
+                        UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
+                        WHERE attempts = 0 AND next_attempt > MAX(?1, queued_at + ?2)
+                        """, arguments: [now, configuration.unlinkDelay])
+            }
+        }
+    }
+
     private func bump(_ db: Database, _ counter: String, by n: Int) throws {
         try db.cachedStatement(sql: """
             INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
