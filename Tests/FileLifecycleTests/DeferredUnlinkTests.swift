@@ -464,6 +464,23 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         #expect(try f.store.pending().first?.nextAttempt == f.clock.now + 100)
     }
 
+    @Test("a lease that ends never makes a file due before files.unlink_delay has passed")
+    func leaseEndKeepsUnlinkDelay() throws {
+        let f = try Fixture { $0.unlinkDelay = 100 }
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        let lease = try f.store.protections.acquire(objects: [], files: [path], ttl: 60, holder: 7)
+        try f.delete(ref("c", "k"))
+        f.clock.advance(10)
+        let released = try #require(f.store.protections.release(lease.id))
+        _ = try f.store.leasesEnded([released])
+        #expect(try f.store.sweep().unlinked.isEmpty)
+        #expect(f.exists(path), "unlinked 10 s after its commit with an unlink_delay of 100 s")
+        #expect(try f.store.pending().first?.nextAttempt == f.clock.now + 90)
+        f.clock.advance(90)
+        #expect(try f.store.sweep().unlinked == [path])
+    }
+
     @Test("a file under two leases waits for the later one; ending the first reschedules nothing")
     func twoLeases() throws {
         let f = try Fixture()
