@@ -146,6 +146,20 @@ extension ControlClient {
         #expect(try c.call("policy.enforce")["objects"]?.refTexts == ["media/r"])
     }
 
+    @Test("reloads more often than the interval do not hold the policy timer off")
+    func reloadsKeepTimerRunning() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 10, interval: "2s"))
+        let c = try h.client()
+        let file = try h.makeFile("reloaded.bin", size: 100)
+        try c.putFile("media", "r", file)
+        // Same [policy] each time: 16 reloads half a second apart span four intervals.
+        for _ in 0..<16 where h.exists(file) {
+            try h.reload()
+            usleep(500_000)
+        }
+        #expect(!h.exists(file), "the timer was restarted by every reload and never fired")
+    }
+
     @Test("a connection answered busy for a maintenance run goes on answering its next requests")
     func busyAnswerKeepsConnectionServing() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1, batch: 1))
