@@ -17,7 +17,10 @@ extension ConfigParser {
         var p = PolicyConfiguration()
         if let v = o["interval"] {
             p.interval = try duration(v, "policy.interval", section: "policy")
-            guard p.interval >= 1 else { throw error("policy.interval", "must be at least 1s", section: "policy") }
+            // A year at most: the timer counts milliseconds in 64 bits and traps past that.
+            guard p.interval >= 1, p.interval <= 366 * 86_400 else {
+                throw error("policy.interval", "must be from 1s to 366d", section: "policy")
+            }
         }
         if let v = o["max_bytes"] { p.maxBytes = try size(v, "policy.max_bytes", section: "policy") }
         if let v = o["low_water"] { p.lowWater = try lowWater(v) }

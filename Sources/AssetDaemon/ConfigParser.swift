@@ -123,7 +123,7 @@ struct ConfigParser {
     }
 
     func duration(_ v: JSONValue, _ key: String, section: String, occurrence: Int = 0) throws(ConfigError) -> Double {
-        guard let d = v.stringValue.flatMap(Units.duration) ?? v.intValue.map(Double.init), d >= 0 else {
+        guard let d = v.stringValue.flatMap(Units.duration) ?? v.intValue.map(Double.init), d >= 0, d.isFinite else {
             throw error(key, "must be a duration such as \"90s\", \"10m\", \"12h\" or \"30d\"", section: section, occurrence: occurrence)
         }
         return d

@@ -237,9 +237,11 @@ public final class Daemon {
             config.enforceOwnership = fresh.enforceOwnership
             config.logLevel = logLevelOverride ?? fresh.logLevel
             logger.logLevel = config.logLevel
+            let interval = config.policy?.interval
             config.policy = fresh.policy
             store.policy = fresh.policy
-            try startPolicyTimer()
+            // Restarting an unchanged timer would push its next run out on every reload.
+            if fresh.policy?.interval != interval { try startPolicyTimer() }
             logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists, log level and policies")
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")

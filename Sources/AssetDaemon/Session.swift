@@ -167,9 +167,8 @@ final class Session {
                     .busy, "another maintenance run is in progress: \(other)", detail: .object(["running": .string(other)]))
             }
             if let refusal {
-                running = false
+                running = false  // answered here: the connection goes on with its next request
                 reply(request, .failure(refusal), started)
-                pump()
                 return
             }
         }

@@ -20,7 +20,11 @@ extension Store {
             if let age = ttl.maxAge { steps.append(ExpireStep(run, collection: ttl.collection, age: age)) }
         }
         if !policy.quotas.isEmpty { steps.append(QuotaStep(policy.quotas)) }
-        if let max = policy.maxBytes { steps.append(BudgetStep(max: max, target: Int64(Double(max) * policy.lowWater))) }
+        if let max = policy.maxBytes {
+            // Near Int64.max the share rounds up past what an Int64 holds (and would trap).
+            let share = Double(max) * policy.lowWater
+            steps.append(BudgetStep(max: max, target: share < Double(Int64.max) ? Int64(share) : max))
+        }
         if let minFree = policy.minFree {
             for device in roots.devices() { steps.append(MinFreeStep(device: device, minFree: minFree)) }
         }

@@ -79,6 +79,7 @@ public final class Store: Sendable {
         if !configuration.readOnly {
             try applyConfiguredDefinitions(progress: progress)
             try makeDurable()
+            try endLeaseDeferrals()
             if configuration.drainOnOpen { _ = try sweep() }
         }
     }

@@ -234,7 +234,8 @@ extension Store {
         report.deferred.append((path, reason))
     }
 
-    /// Makes the queued unlinks of the files these ended leases covered due now, so the next
+    /// Makes the queued unlinks of the files these ended leases covered due now (never before
+    /// `files.unlink_delay` has passed since their commit), so the next
     /// sweep takes them (the daemon calls it when leases are released, lapse or their
     /// connection closes). Paths compare as UTF-8 bytes; a file still under another live
     /// lease is left alone, as are rows already due. Returns how many rows were rescheduled.
@@ -252,13 +253,29 @@ extension Store {
         let now = configuration.clock()
         return try Store.mapErrors {
             try pool.write { db in
-                // TEXT compares with BINARY collation: byte for byte.
+                // TEXT compares with BINARY collation: byte for byte. Never before unlink_delay.
                 try db.execute(
                     sql: """
-                        UPDATE unlink_queue SET next_attempt = ?
-                        WHERE next_attempt > ? AND path IN (SELECT value FROM json_each(?))
-                        """, arguments: [now, now, JSONValue.array(paths).serialized()])
+                        UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
+                        WHERE next_attempt > MAX(?1, queued_at + ?2) AND path IN (SELECT value FROM json_each(?3))
+                        """, arguments: [now, configuration.unlinkDelay, JSONValue.array(paths).serialized()])
                 return db.changesCount
+            }
+        }
+    }
+
+    /// At open no lease is live (they die with the process that held them), so rows a lease
+    /// deferred are due again, no later than `files.unlink_delay` allows. Rows deferred for
+    /// an open file are only probed sooner; failed rows keep their backoff.
+    func endLeaseDeferrals() throws {
+        let now = configuration.clock()
+        try Store.mapErrors {
+            try pool.write { db in
+                try db.execute(
+                    sql: """
+                        UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
+                        WHERE attempts = 0 AND next_attempt > MAX(?1, queued_at + ?2)
+                        """, arguments: [now, configuration.unlinkDelay])
             }
         }
     }

@@ -83,6 +83,11 @@ import Testing
         ("[policy]\nmax_byte = \"1GiB\"\n", 2, "policy.max_byte"),
         ("[policy]\ninterval = \"often\"\n", 2, "policy.interval"),
         ("[policy]\ninterval = \"0s\"\n", 2, "policy.interval"),
+        // Past what a timer can count (the daemon trapped starting it) or not a number at all.
+        ("[policy]\ninterval = \"1e300\"\n", 2, "policy.interval"),
+        ("[policy]\ninterval = \"400000000000000d\"\n", 2, "policy.interval"),
+        ("[policy]\ninterval = \"inf\"\n", 2, "policy.interval"),
+        ("[policy]\nmin_age = \"inf\"\n", 2, "policy.min_age"),
         ("[policy]\nmax_bytes = \"lots\"\n", 2, "policy.max_bytes"),
         ("[policy]\nmin_free = -1\n", 2, "policy.min_free"),
         ("[policy]\nmin_age = true\n", 2, "policy.min_age"),

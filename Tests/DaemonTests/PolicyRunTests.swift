@@ -145,4 +145,44 @@ extension ControlClient {
         try h.reload()
         #expect(try c.call("policy.enforce")["objects"]?.refTexts == ["media/r"])
     }
+
+    @Test("reloads more often than the interval do not hold the policy timer off")
+    func reloadsKeepTimerRunning() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 10, interval: "2s"))
+        let c = try h.client()
+        let file = try h.makeFile("reloaded.bin", size: 100)
+        try c.putFile("media", "r", file)
+        // Same [policy] each time: 16 reloads half a second apart span four intervals.
+        for _ in 0..<16 where h.exists(file) {
+            try h.reload()
+            usleep(500_000)
+        }
+        #expect(!h.exists(file), "the timer was restarted by every reload and never fired")
+    }
+
+    @Test("a connection answered busy for a maintenance run goes on answering its next requests")
+    func busyAnswerKeepsConnectionServing() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1, batch: 1))
+        try populate(h, count: 1500)
+        let started = DispatchSemaphore(value: 0)
+        let socket = h.socket
+        let done = onThread {
+            var signalled = false
+            _ = try? ControlClient(socketPath: socket, timeout: 120).call("policy.enforce", ["progress": true]) { _ in
+                if !signalled { started.signal() }
+                signalled = true
+            }
+            started.signal()
+        }
+        #expect(started.wait(timeout: .now() + 60) == .success)
+        let raw = try RawConnection(path: h.socket)
+        raw.setReceiveTimeout(10)
+        raw.send(#"{"jsonrpc":"2.0","id":1,"method":"policy.expire","params":{"older_than":"0s","dry_run":true}}"# + "\n")
+        let busy = raw.readLine()
+        raw.send(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n")
+        let pong = raw.readLine()
+        _ = done.wait(timeout: .now() + 120)
+        #expect(busy?["error"]?["data"]?["code"] == "busy", "the first run must still hold the slot: \(String(describing: busy))")
+        #expect(pong?["id"] == 2 && pong?["result"]?["version"] != nil, "the connection stalled after busy: \(String(describing: pong))")
+    }
 }

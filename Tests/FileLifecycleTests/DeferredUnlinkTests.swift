@@ -438,6 +438,49 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         #expect(counters["unlink_failures"] == 0)
     }
 
+    @Test("leases live in memory: after a restart a file a lease kept is due at once, and unlink_delay still holds")
+    func restartEndsLeaseDeferral() throws {
+        let f = try Fixture()
+        let leased = try f.makeFile("a/leased.bin")
+        try f.hold(leased, key: "k")
+        _ = try f.store.protections.acquire(objects: [], files: [leased], ttl: 3600, holder: 7)
+        try f.delete(ref("c", "k"))
+        #expect(try f.store.sweep().deferred.map(\.reason) == [.leased])
+        #expect(try f.store.pending().first?.nextAttempt == f.clock.now + 3600)
+
+        // The daemon stops: the lease's connection is gone with it.
+        try f.reopen()
+        #expect(f.store.protections.active().isEmpty)
+        #expect(!f.exists(leased), "drained at open, not an hour later")
+
+        // A row that waits for files.unlink_delay is not hurried by the restart.
+        f.configuration.unlinkDelay = 100
+        try f.reopen()
+        let waiting = try f.makeFile("a/waiting.bin")
+        try f.hold(waiting, key: "w")
+        try f.delete(ref("c", "w"))
+        try f.reopen()
+        #expect(f.exists(waiting))
+        #expect(try f.store.pending().first?.nextAttempt == f.clock.now + 100)
+    }
+
+    @Test("a lease that ends never makes a file due before files.unlink_delay has passed")
+    func leaseEndKeepsUnlinkDelay() throws {
+        let f = try Fixture { $0.unlinkDelay = 100 }
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        let lease = try f.store.protections.acquire(objects: [], files: [path], ttl: 60, holder: 7)
+        try f.delete(ref("c", "k"))
+        f.clock.advance(10)
+        let released = try #require(f.store.protections.release(lease.id))
+        _ = try f.store.leasesEnded([released])
+        #expect(try f.store.sweep().unlinked.isEmpty)
+        #expect(f.exists(path), "unlinked 10 s after its commit with an unlink_delay of 100 s")
+        #expect(try f.store.pending().first?.nextAttempt == f.clock.now + 90)
+        f.clock.advance(90)
+        #expect(try f.store.sweep().unlinked == [path])
+    }
+
     @Test("a file under two leases waits for the later one; ending the first reschedules nothing")
     func twoLeases() throws {
         let f = try Fixture()
