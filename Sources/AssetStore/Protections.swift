@@ -117,6 +117,20 @@ public final class Protections: Sendable {
         return (objects, files)
     }
 
+    /// Runs `body` (an unlink) only if no live lease covers the file at this normalised path,
+    /// holding the registry meanwhile: a lease on it is taken either before (and `body` does
+    /// not run: nil) or after `body` returned, never in between.
+    public func unlessLeased(file path: String, _ body: () throws -> Bool) throws -> Bool? {
+        let bytes = Array(path.utf8)
+        return try state.withLock { s throws -> Bool? in
+            let now = clock()
+            let leased = s.leases.values.contains { l in
+                l.expires > now && l.files.contains { Array($0.utf8) == bytes }
+            }
+            return leased ? nil : try body()
+        }
+    }
+
     /// True if a live lease covers the file at this normalised path.
     public func isLeased(file path: String) -> Bool {
         let bytes = Array(path.utf8)

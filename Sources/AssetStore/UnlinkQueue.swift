@@ -158,11 +158,20 @@ extension Store {
                                 db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
                             continue
                         }
-                        if try sweepOne(
-                            db, row: row, now: now, unlinker: unlinker, probe: probe, counts: &counts, report: &report)
-                        {
-                            finished.append(.int(lastID))
+                        // Checked again under the lease registry's lock: a lease answered while this
+                        // batch ran is honoured (the unlink happens before it, or not at all).
+                        let done = try protections.unlessLeased(file: path) {
+                            try sweepOne(
+                                db, row: row, now: now, unlinker: unlinker, probe: probe, counts: &counts, report: &report)
                         }
+                        guard let done else {
+                            let until = protections.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
+                                .map(\.expires).max() ?? now
+                            try deferUnlink(
+                                db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
+                            continue
+                        }
+                        if done { finished.append(.int(lastID)) }
                     }
                     try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
                         .execute(arguments: [JSONValue.array(finished).serialized()])
