@@ -130,7 +130,9 @@ public enum MethodTable {
         "sweep": Method(adminOnly: false, slow: true, run: sweep),
         "pending": Method(adminOnly: false, slow: true, run: pending),
         "shutdown": Method(adminOnly: true, slow: false, run: shutdown),
-        "lease.acquire": Method(adminOnly: false, slow: true, run: leaseAcquire),
+        // On the loop: taken while its session is surely alive, so a closing connection cannot
+        // miss it (and no I/O: at most a wait for a sweep's single unlink).
+        "lease.acquire": Method(adminOnly: false, slow: false, run: leaseAcquire),
         "lease.release": Method(adminOnly: false, slow: true, run: leaseRelease),
         "lease.list": Method(adminOnly: false, slow: false, run: leaseList),
         "object.pin": Method(adminOnly: false, slow: true, run: objectPin),
