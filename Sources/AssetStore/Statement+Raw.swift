@@ -11,6 +11,7 @@ struct RawRow {
     let statement: OpaquePointer
 
     func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(statement, i) }
+    func double(_ i: Int32) -> Double { sqlite3_column_double(statement, i) }
     func isNull(_ i: Int32) -> Bool { sqlite3_column_type(statement, i) == SQLITE_NULL }
     func text(_ i: Int32) -> String? {
         guard let p = sqlite3_column_text(statement, i) else { return nil }

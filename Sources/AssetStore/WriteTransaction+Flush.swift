@@ -213,14 +213,18 @@ extension WriteTransaction {
 
     private func deleteObject(_ id: Int64, cause: DeleteCause) throws {
         guard !deletedIDs.contains(id) else { return }
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT collection, key, owner, pinned, created FROM object WHERE id = ?"),
-            arguments: [id])
-        else { return }
+        var found: DeletedDetail?
+        try db.cachedStatement(sql: "SELECT collection, key, owner, pinned, created FROM object WHERE id = ?")
+            .forEachRawRow([id]) { r in
+                found = DeletedDetail(
+                    id: id, ref: ObjectRef(r.text(0) ?? "", r.text(1) ?? ""), owner: r.text(2) ?? "",
+                    pinned: r.int64(3) != 0, created: r.double(4))
+            }
+        guard let detail = found else { return }
         deletedIDs.insert(id)
-        let ref = ObjectRef(row[0], row[1])
+        let ref = detail.ref
         report.deleted.append(DeletedObject(ref: ref, cause: cause))
-        deletedDetails.append(DeletedDetail(id: id, ref: ref, owner: row[2], pinned: row[3], created: row[4]))
+        deletedDetails.append(detail)
         let outgoing = try EdgeRow.fetch(db, where: "e.src = ?", [id])
         let incoming = try EdgeRow.fetch(db, where: "e.is_file = 0 AND e.dst = ? AND e.src != ?", [id, id])
         try db.cachedStatement(sql: "DELETE FROM edge WHERE src = ?").execute(arguments: [id])
@@ -244,12 +248,14 @@ extension WriteTransaction {
     /// joins the unlink queue in this transaction (SPEC §4.1).
     private func deleteFile(_ id: Int64) throws {
         guard deletedFiles.insert(id).inserted else { return }
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT path, device, inode, size FROM file WHERE id = ?"), arguments: [id])
-        else { return }
-        let path: String = row[0]
-        var device: Int64? = row[1]
-        var inode: Int64? = row[2]
+        var found: (path: String, device: Int64?, inode: Int64?, size: Int64)?
+        try db.cachedStatement(sql: "SELECT path, device, inode, size FROM file WHERE id = ?").forEachRawRow([id]) { r in
+            found = (r.text(0) ?? "", r.isNull(1) ? nil : r.int64(1), r.isNull(2) ? nil : r.int64(2), r.int64(3))
+        }
+        guard let row = found else { return }
+        let path = row.path
+        var device = row.device
+        var inode = row.inode
         if device == nil, let root = store.roots.root(of: path) {
             // Registered before it existed: the file there now is the one this commit meant.
             let state = FileProbe.identity(path: path, root: root)
@@ -265,10 +271,10 @@ extension WriteTransaction {
         try db.cachedStatement(sql: """
             INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt)
             VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [path, device, inode, row[3] as Int64, commit, now, now + store.configuration.unlinkDelay])
+            """).execute(arguments: [path, device, inode, row.size, commit, now, now + store.configuration.unlinkDelay])
         try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
         report.filesQueued.append(path)
-        queuedDetails.append(QueuedDetail(path: path, size: row[3], device: device))
+        queuedDetails.append(QueuedDetail(path: path, size: row.size, device: device))
     }
 
     private func isGone(isFile: Bool, _ id: Int64) -> Bool {
