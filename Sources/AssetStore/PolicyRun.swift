@@ -153,11 +153,7 @@ final class PolicyRun {
             counts["policy_deleted", default: 0] += 1
             counts["policy_deleted_" + o.reason.rawValue, default: 0] += 1
         }
-        for (name, n) in counts {
-            try db.cachedStatement(sql: """
-                INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
-                """).execute(arguments: [name, n])
-        }
+        for (name, n) in counts { try Store.bump(db, name, by: n) }
     }
 
     private func report(_ step: PolicyStep) {

@@ -175,7 +175,7 @@ extension Store {
                     }
                     try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
                         .execute(arguments: [JSONValue.array(finished).serialized()])
-                    for (name, n) in counts { try bump(db, name, by: n) }
+                    for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
                     return rows.count < batch
                 }
             }
@@ -289,7 +289,8 @@ extension Store {
         }
     }
 
-    private func bump(_ db: Database, _ counter: String, by n: Int) throws {
+    /// Adds `n` to a `stats` counter, in the caller's transaction.
+    static func bump(_ db: Database, _ counter: String, by n: Int64) throws {
         try db.cachedStatement(sql: """
             INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
             """).execute(arguments: [counter, n])
