@@ -48,6 +48,14 @@ extension Daemon {
                         server.broadcast(ServerEvent.events(for: report))
                     }
                     if plan.commits.contains(where: { !$0.filesQueued.isEmpty }) { scheduleSweep() }
+                case .failure(let failure as PolicyRunFailure)?:
+                    // The batches before the failure stand: their events and unlinks go on.
+                    logger.error("policy run failed after \(failure.completed.objects.count) objects: \(failure.underlying)")
+                    for report in failure.completed.commits {
+                        noteCommit(report.commit)
+                        server.broadcast(ServerEvent.events(for: report))
+                    }
+                    scheduleSweep()
                 case .failure(let e)?:
                     logger.error("policy run failed: \(e)")
                 case nil:

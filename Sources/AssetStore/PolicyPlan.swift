@@ -79,3 +79,17 @@ public struct PolicyPlan: Sendable {
         return .object(o)
     }
 }
+
+/// A real run that failed after some of its batches had committed: they stand (their
+/// objects are gone and their files queued), so the caller still learns what they did.
+public struct PolicyRunFailure: Error, Sendable {
+    /// What the committed batches did (`commits` holds their reports).
+    public var completed: PolicyPlan
+    /// Why the next batch failed.
+    public var underlying: any Error
+
+    public init(completed: PolicyPlan, underlying: any Error) {
+        self.completed = completed
+        self.underlying = underlying
+    }
+}

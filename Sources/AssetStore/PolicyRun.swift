@@ -138,7 +138,8 @@ final class PolicyRun {
                     plan = before
                 } catch {
                     plan = before  // that batch rolled back; earlier batches stand
-                    throw error
+                    if plan.commits.isEmpty { throw error }
+                    throw PolicyRunFailure(completed: plan, underlying: error)
                 }
                 report(step)
             }

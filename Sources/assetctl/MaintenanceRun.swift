@@ -38,6 +38,17 @@ enum MaintenanceRun {
     }
 }
 
+extension MaintenanceRun {
+    /// A policy run that stopped after committing some batches printed what they did; here
+    /// it says why it stopped and exits 1.
+    static func failIfIncomplete(_ result: JSONValue) {
+        guard result["complete"] == false else { return }
+        let message = result["error"]?["message"]?.stringValue ?? "unknown error"
+        Console.error("the run stopped before it finished: \(message)")
+        terminate(ExitStatus.failure)
+    }
+}
+
 extension AssetCtl {
     /// The word a progress line starts with.
     func progressLabel(_ method: String) -> String {

@@ -5,6 +5,7 @@
 import AssetStore
 import AssetStoreTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// A fixture with `n` objects in collection `c`, each holding its own file of `size` bytes,
@@ -285,4 +286,42 @@ struct PolicyTests {
 private final class ProgressLog: @unchecked Sendable {  // written from the calling thread only
     var values: [Int] = []
     func add(_ v: Int) { values.append(v) }
+}
+
+@Suite("Lifecycle policies that fail partway")
+struct PolicyFailureTests {
+    @Test("a real run failing in a later batch reports what its committed batches deleted")
+    func failureKeepsCompletedBatches() throws {
+        let f = try cache(10, policy: policy { $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2 })
+        // Deleting k5 aborts (as a full disk or an I/O error would): the batch (k4, k5) fails.
+        let q = try DatabaseQueue(path: f.dbPath)
+        try q.write { db in
+            try db.execute(sql: """
+                CREATE TRIGGER boom BEFORE DELETE ON object WHEN old.key = 'k5' BEGIN SELECT RAISE(ABORT, 'boom'); END
+                """)
+        }
+        try q.close()
+        do {
+            _ = try f.store.enforce()
+            Issue.record("the run should have failed")
+        } catch let failure as PolicyRunFailure {
+            #expect(keys(failure.completed) == ["k0", "k1", "k2", "k3"])
+            #expect(failure.completed.commits.map(\.deleted.count) == [2, 2])
+            #expect(Set(try f.store.pending().map(\.path)) == Set((0..<4).map { f.root + "/f\($0)" }))
+        }
+        #expect(try !f.exists(ref("c", "k3")) && f.exists(ref("c", "k4")))
+    }
+
+    @Test("a run failing in its first batch throws the plain error")
+    func failureInFirstBatch() throws {
+        let f = try cache(4, policy: policy { $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2 })
+        let q = try DatabaseQueue(path: f.dbPath)
+        try q.write { db in
+            try db.execute(sql: "CREATE TRIGGER boom BEFORE DELETE ON object BEGIN SELECT RAISE(ABORT, 'boom'); END")
+        }
+        try q.close()
+        #expect(throws: (any Error).self) { try f.store.enforce() }
+        do { _ = try f.store.enforce() } catch { #expect(!(error is PolicyRunFailure)) }
+        #expect(try f.store.read { try $0.objectCount() } == 4)
+    }
 }

@@ -9,7 +9,23 @@ extension MethodTable {
     static func policyEnforce(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let dryRun = try p.optionalBool("dry_run") ?? false
         if !dryRun { try requireAdmin("policy.enforce without dry_run", ctx) }
-        return planned(try ctx.store.enforce(dryRun: dryRun, progress: policyProgress(ctx)))
+        return try planned { try ctx.store.enforce(dryRun: dryRun, progress: policyProgress(ctx)) }
+    }
+
+    /// The plan of `run`. A real run that failed after some batches committed answers with
+    /// what those did, `complete: false` and the `error` that stopped it, and their events
+    /// go out: what was deleted is never left unreported.
+    static func planned(_ run: () throws -> PolicyPlan) throws -> MethodOutcome {
+        do {
+            return planned(try run())
+        } catch let failure as PolicyRunFailure {
+            var outcome = planned(failure.completed)
+            var o = outcome.result.objectValue ?? [:]
+            if case .failure(let e) = capture({ () throws -> Void in throw failure.underlying }) { o["error"] = e.json }
+            o["complete"] = false
+            outcome.result = .object(o)
+            return outcome
+        }
     }
 
     /// The plan as the reply shows it, with the last commit and every batch's events.

@@ -12,7 +12,9 @@ extension MethodTable {
         let olderThan = try p.optionalDuration("older_than")
         let idle = try p.optionalDuration("idle")
         if !dryRun { try requireAdmin("policy.expire without dry_run", ctx) }
-        return planned(try ctx.store.expire(
-            collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun, progress: policyProgress(ctx)))
+        return try planned {
+            try ctx.store.expire(
+                collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun, progress: policyProgress(ctx))
+        }
     }
 }

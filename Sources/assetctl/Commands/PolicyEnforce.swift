@@ -15,6 +15,8 @@ struct PolicyEnforceCommand: ParsableCommand {
     @Flag(help: "Print what would be deleted and change nothing.") var dryRun = false
 
     func run() throws {
-        root.emit(try MaintenanceRun.call(root, "policy.enforce", ["dry_run": .bool(dryRun)]), Render.plan)
+        let result = try MaintenanceRun.call(root, "policy.enforce", ["dry_run": .bool(dryRun)])
+        root.emit(result, Render.plan)
+        MaintenanceRun.failIfIncomplete(result)
     }
 }

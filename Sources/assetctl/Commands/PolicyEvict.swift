@@ -25,6 +25,8 @@ struct PolicyEvictCommand: ParsableCommand {
         var p: [String: JSONValue] = ["dry_run": .bool(dryRun)]
         if let bytes { p["bytes"] = .string(bytes) }
         if let owner { p["owner"] = .string(owner) }
-        root.emit(try MaintenanceRun.call(root, "policy.evict", p), Render.plan)
+        let result = try MaintenanceRun.call(root, "policy.evict", p)
+        root.emit(result, Render.plan)
+        MaintenanceRun.failIfIncomplete(result)
     }
 }

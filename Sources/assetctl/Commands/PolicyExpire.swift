@@ -28,6 +28,8 @@ struct PolicyExpireCommand: ParsableCommand {
         if let collection { p["collection"] = .string(collection) }
         if let olderThan { p["older_than"] = .string(olderThan) }
         if let idle { p["idle"] = .string(idle) }
-        root.emit(try MaintenanceRun.call(root, "policy.expire", p), Render.plan)
+        let result = try MaintenanceRun.call(root, "policy.expire", p)
+        root.emit(result, Render.plan)
+        MaintenanceRun.failIfIncomplete(result)
     }
 }
