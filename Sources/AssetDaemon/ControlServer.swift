@@ -27,6 +27,9 @@ final class ControlServer {
     /// Streams closing after their replies are flushed, with the time they must be gone by.
     private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double)] = [:]
     private var reaper: EventLoop.Timer?
+    /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
+    private(set) var pointReader: PointReader?
+    private var turnHook: TurnHook?
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0
 
@@ -38,6 +41,10 @@ final class ControlServer {
 
     func start(path: String, mode: UInt32) throws(UVError) {
         try progress.start(loop: daemon.loop) { [unowned self] in deliverProgress() }
+        pointReader = try? PointReader(store: store)
+        // The snapshot of one turn's gets ends before the loop waits again: an idle daemon
+        // never pins it, and the WAL can restart.
+        turnHook = try TurnHook(loop: daemon.loop) { [unowned self] in pointReader?.endSnapshot() }
         listener = try PipeListener(loop: daemon.loop, path: path, mode: mode_t(mode)) { [unowned self] stream in
             accept(stream)
         }
@@ -180,6 +187,9 @@ final class ControlServer {
     /// Refuses what is still queued, flushes replies and closes every connection.
     func closeAll() {
         progress.close()
+        turnHook?.close()
+        turnHook = nil
+        pointReader = nil  // ends its snapshot, so the checkpoint at shutdown can truncate
         for s in Array(sessions.values) {
             s.refuseQueued()
             s.close(flush: true)

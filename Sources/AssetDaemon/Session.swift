@@ -197,7 +197,11 @@ final class Session {
         let p = Params(request.params)
         let store = server.store
         let bytes: [UInt8]
-        switch MethodTable.capture({ try store.objectJSON(try p.ref()) ?? Array("null".utf8) }) {
+        let reader = server.pointReader
+        switch MethodTable.capture({
+            let ref = try p.ref()
+            return try (reader.map { try $0.objectJSON(ref) } ?? store.objectJSON(ref)) ?? Array("null".utf8)
+        }) {
         case .success(let b):
             bytes = b
         case .failure(let e):

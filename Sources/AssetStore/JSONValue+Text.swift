@@ -190,6 +190,18 @@ struct JSONParser {
             guard index < bytes.count, (48...57).contains(bytes[index]) else { throw error("invalid number") }
             while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
         }
+        // Up to 18 digits cannot overflow: added up here without making a String.
+        if integral, index - start <= 18 {
+            var v: Int64 = 0
+            var i = start
+            let negative = bytes[i] == UInt8(ascii: "-")
+            if negative { i += 1 }
+            while i < index {
+                v = v * 10 + Int64(bytes[i] - 48)
+                i += 1
+            }
+            return .int(negative ? -v : v)
+        }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if integral, let i = Int64(text) { return .int(i) }
         guard let d = Double(text) else { throw error("invalid number") }
@@ -198,8 +210,22 @@ struct JSONParser {
 
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1
+        // Most strings (member names, keys) have no escape: made straight from the input.
+        let start = index
+        while index < bytes.count {
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                guard let s = String(validating: run, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+                return s
+            }
+            if b < 0x20 || b == UInt8(ascii: "\\") { break }
+            index += 1
+        }
         var out = [UInt8]()
-        var runStart = index
+        var runStart = start
+        index = start
         while true {
             guard index < bytes.count else { throw error("unterminated string") }
             let b = bytes[index]

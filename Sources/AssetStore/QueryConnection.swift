@@ -83,6 +83,14 @@ final class QueryConnection {
         return stmt
     }
 
+    /// The store error for a failed step of one of the engine's own statements.
+    func failure(_ rc: Int32) -> StoreError {
+        switch rc & 0xff {
+        case SQLITE_BUSY, SQLITE_LOCKED: StoreError(.busy, "the database is busy")
+        default: StoreError(.internalError, "a read failed (\(rc))")
+        }
+    }
+
     func authorize(_ action: Int32, _ a: UnsafePointer<CChar>?, _ b: UnsafePointer<CChar>?, _ db: UnsafePointer<CChar>?)
         -> Int32
     {

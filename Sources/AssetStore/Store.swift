@@ -21,6 +21,8 @@ public final class Store: Sendable {
 
     let pool: DatabasePool
     let queries: QueryConnectionPool
+    /// Bumped after every commit of the writer: ``PointReader``s reopen older snapshots.
+    let commits: CommitCounter
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
     let state: Mutex<State>
@@ -58,13 +60,18 @@ public final class Store: Sendable {
         config.readonly = configuration.readOnly
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = \(Store.mmapSize)") }
+        let counter = CommitCounter()
+        commits = counter
         do {
             pool = try DatabasePool(path: path, configuration: config)
             if !configuration.readOnly {
                 // After the pool is set up: DatabasePool sets synchronous = NORMAL on its writer
                 // when it enables WAL, which would make "full" durability a lie.
                 let sync = configuration.durability == .full ? "FULL" : "NORMAL"
-                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(sync)") }
+                try pool.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA synchronous = \(sync)")
+                    db.add(transactionObserver: CommitObserver(counter), extent: .databaseLifetime)
+                }
             }
         } catch let e as DatabaseError {
             throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
@@ -223,3 +230,13 @@ public struct Committed<T> {
 }
 
 extension Committed: Sendable where T: Sendable {}
+
+/// Counts the writer's commits, whatever they changed.
+private final class CommitObserver: TransactionObserver {
+    let counter: CommitCounter
+    init(_ counter: CommitCounter) { self.counter = counter }
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
+    func databaseDidChange(with event: DatabaseEvent) {}
+    func databaseDidCommit(_ db: Database) { counter.value.add(1, ordering: .releasing) }
+    func databaseDidRollback(_ db: Database) {}
+}

@@ -1,4 +1,5 @@
-// The fast point read behind object.get prints exactly what the general path prints.
+// The fast point read behind object.get prints exactly what the general path prints, and the
+// loop's PointReader, which keeps one snapshot across reads, never misses a finished commit.
 
 import Foundation
 import Testing
@@ -38,5 +39,49 @@ import AssetStoreTestSupport
         #expect(try f.store.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) }?.contains("\"value\":2") == true)
         try f.delete(ref("c", "k"))
         #expect(try f.store.objectJSON(ref("c", "k")) == nil)
+    }
+
+    @Test("a PointReader prints the same bytes as objectJSON")
+    func readerSameBytes() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("p/a", size: 5)
+        try f.store.write { tx in
+            try tx.put(ref("c", "plain"), value: [:])
+            try tx.put(ref("c", "files"), value: ["file": .string(a)], metadata: ["m": 1], owner: "o")
+        }
+        let reader = try PointReader(store: f.store)
+        for r in [ref("c", "plain"), ref("c", "files"), ref("c", "files")] {
+            #expect(try reader.objectJSON(r) == f.store.objectJSON(r))
+        }
+        #expect(try reader.objectJSON(ref("c", "absent")) == nil)
+    }
+
+    @Test("a PointReader sees every commit that finished before the read, without ending its snapshot")
+    func readerSeesCommits() throws {
+        let f = try Fixture()
+        try f.put([(ref("c", "k"), 1)])
+        let reader = try PointReader(store: f.store)
+        func value() throws -> String? { try reader.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) } }
+        #expect(try value()?.contains("\"value\":1") == true)
+        #expect(try reader.objectJSON(ref("c", "new")) == nil)
+        try f.put([(ref("c", "k"), 2), (ref("c", "new"), 3)])
+        #expect(try value()?.contains("\"value\":2") == true)
+        #expect(try reader.objectJSON(ref("c", "new")) != nil)
+        try f.delete(ref("c", "k"))
+        #expect(try value() == nil)
+    }
+
+    @Test("after endSnapshot a PointReader no longer holds the WAL: a truncating checkpoint empties it")
+    func readerReleasesWAL() throws {
+        let f = try Fixture()
+        try f.put([(ref("c", "k"), 1)])
+        let reader = try PointReader(store: f.store)
+        _ = try reader.objectJSON(ref("c", "k"))
+        try f.put([(ref("c", "other"), 2)])
+        _ = try reader.objectJSON(ref("c", "k"))  // a snapshot newer than the last commit, still open
+        reader.endSnapshot()
+        try f.store.checkpoint()
+        let wal = try FileManager.default.attributesOfItem(atPath: f.store.path + "-wal")[.size] as? Int
+        #expect(wal == 0)
     }
 }

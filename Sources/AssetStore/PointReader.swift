@@ -1,0 +1,67 @@
+// Point reads for one thread that keep one snapshot across many reads. Opening a read
+// transaction costs two fcntl calls on the WAL index and a look at its header; the daemon's
+// loop answers object.get back to back, so it keeps the snapshot until something commits
+// (every commit bumps `Store.commits`) or until it ends the snapshot at the end of a loop
+// turn (so an idle daemon never pins an old snapshot and the WAL can restart).
+
+import GRDBSQLite
+import Synchronization
+
+/// Counts commits of the store's writer: a reader whose snapshot predates the count reopens it.
+final class CommitCounter: Sendable {
+    let value = Atomic<UInt64>(0)
+}
+
+/// Object reads on one thread over a reused snapshot; never sees less than every commit that
+/// finished before the read began.
+public final class PointReader {
+    private let store: Store
+    private let conn: QueryConnection
+    /// The commit count read before the open snapshot was taken, or nil with none open.
+    private var snapshotCommits: UInt64?
+
+    /// A reader with its own connection.
+    public init(store: Store) throws {
+        try store.checkOpen()
+        self.store = store
+        conn = try QueryConnection(path: store.path, timeLimit: store.configuration.queryTimeLimit)
+    }
+
+    deinit { endSnapshot() }
+
+    /// The object as compact JSON text, exactly as ``Store/objectJSON(_:)`` prints it, or nil.
+    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? {
+        try store.checkOpen()
+        try ref.validate()
+        // Read before the snapshot is taken (at the first step below): a commit counted after
+        // this load is at worst seen, never missed.
+        let commits = store.commits.value.load(ordering: .acquiring)
+        if snapshotCommits != commits {
+            endSnapshot()
+            let begin = try conn.cached("BEGIN")
+            guard sqlite3_step(begin) == SQLITE_DONE else { throw conn.failure(sqlite3_errcode(conn.handle)) }
+            snapshotCommits = commits
+        }
+        do {
+            return try Store.renderObject(ref, on: conn)
+        } catch {
+            endSnapshot()
+            throw error
+        }
+    }
+
+    /// Ends the open snapshot, if any (cheap when none is open).
+    public func endSnapshot() {
+        guard snapshotCommits != nil else { return }
+        snapshotCommits = nil
+        if let commit = try? conn.cached("COMMIT"), sqlite3_step(commit) == SQLITE_DONE {
+            sqlite3_reset(commit)
+        } else {
+            sqlite3_exec(conn.handle, "ROLLBACK", nil, nil, nil)
+        }
+    }
+}
+
+/// Bound to the thread that uses it.
+@available(*, unavailable)
+extension PointReader: Sendable {}

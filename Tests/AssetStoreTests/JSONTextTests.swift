@@ -1,0 +1,45 @@
+// The JSON reader's shortcuts (strings without escapes taken straight from the input,
+// integers of up to 18 characters added up without a String) give what the general path
+// gives, at their edges.
+
+import Testing
+import AssetStore
+
+@Suite struct JSONTextTests {
+    func parse(_ text: String) throws -> JSONValue { try JSONValue.parse(text) }
+
+    @Test("integers at the edges of the shortcut and of Int64 parse exactly; beyond them, doubles")
+    func integers() throws {
+        #expect(try parse("0") == .int(0))
+        #expect(try parse("-0") == .int(0))
+        #expect(try parse("7") == .int(7))
+        #expect(try parse("-7") == .int(-7))
+        #expect(try parse("999999999999999999") == .int(999_999_999_999_999_999))  // 18 digits
+        #expect(try parse("-99999999999999999") == .int(-99_999_999_999_999_999))  // 18 characters
+        #expect(try parse("-999999999999999999") == .int(-999_999_999_999_999_999))  // 19 characters
+        #expect(try parse("9223372036854775807") == .int(Int64.max))
+        #expect(try parse("-9223372036854775808") == .int(Int64.min))
+        #expect(try parse("9223372036854775808") == .double(9_223_372_036_854_775_808))
+        #expect(try parse("[12,-3,1.5,2e3]") == [.int(12), .int(-3), .double(1.5), .double(2000)])
+        for bad in ["01", "-", "1.", "--1", "1e"] {
+            #expect(throws: JSONParseError.self, "\(bad)") { try parse(bad) }
+        }
+    }
+
+    @Test("strings with and without escapes, and their errors")
+    func strings() throws {
+        #expect(try parse(#""plain""#) == "plain")
+        #expect(try parse(#""""#) == "")
+        #expect(try parse(#""a long plain run, then an escape: \n and \u00e9 and \"q\"""#)
+            == .string("a long plain run, then an escape: \n and é and \"q\""))
+        #expect(try parse(#""ünïcødé""#) == "ünïcødé")
+        #expect(try parse(#"{"k\"ey":"v","plain":"w"}"#) == ["k\"ey": "v", "plain": "w"])
+        #expect(throws: JSONParseError.self) { try parse("\"tab\there\"") }
+        #expect(throws: JSONParseError.self) { try parse("\"unterminated") }
+        #expect(throws: JSONParseError.self) { try parse(#""bad \x escape""#) }
+        let invalid: [UInt8] = [34, 0x61, 0xC3, 0x28, 34]
+        #expect(throws: JSONParseError.self) { try invalid.withUnsafeBufferPointer { try JSONValue.parse($0) } }
+        let invalidAfterEscape: [UInt8] = [34, 92, 110, 0xC3, 0x28, 34]
+        #expect(throws: JSONParseError.self) { try invalidAfterEscape.withUnsafeBufferPointer { try JSONValue.parse($0) } }
+    }
+}
