@@ -3,6 +3,7 @@
 // here so "index equals a recomputation from the objects" (I5) has one definition.
 
 import GRDB
+import GRDBSQLite
 
 enum IndexTable {
     static func table(_ index: String) -> String { "index_\(index)" }
@@ -101,26 +102,48 @@ enum IndexTable {
 
     /// Recomputes the rows of `ids` in every index (a missing object loses its rows).
     /// Per object, size and count come from a plain join summed here: the correlated `IN`
-    /// subqueries of `defaultSelect` build two temporary tables per row (5× slower).
+    /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
+    /// default row is inserted from values, not `INSERT … SELECT`: that form writes seven
+    /// b-trees from a query, so SQLite kept a statement journal copy of every page it touched.
     static func refresh(_ ids: some Collection<Int64>, indexes: [IndexDefinition], _ db: Database) throws {
         guard !ids.isEmpty else { return }
         let delDefault = try db.cachedStatement(sql: "DELETE FROM \"index_default\" WHERE object_id = ?")
         let files = try db.cachedStatement(sql: """
             SELECT e.dst, f.size FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
             """)
+        let object = try db.cachedStatement(sql: """
+            SELECT collection, key, owner, created, modified, accessed FROM object WHERE id = ?
+            """)
         let insDefault = try db.cachedStatement(sql: """
             INSERT INTO "index_default" (object_id, collection, key, owner, size, files, created, modified, accessed)
-            SELECT id, collection, key, owner, ?, ?, created, modified, accessed FROM object WHERE id = ?
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         for id in ids {
             var seen = Set<Int64>()
             var size: Int64 = 0
-            let rows = try Row.fetchCursor(files, arguments: [id])
-            while let row = try rows.next() {
-                if seen.insert(row[0]).inserted { size += row[1] as Int64 }
+            try files.forEachRawRow([id]) { r in
+                if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
             }
-            try delDefault.execute(arguments: [id])
-            try insDefault.execute(arguments: [size, seen.count, id])
+            try delDefault.executeRaw { sqlite3_bind_int64($0, 1, id) }
+            // The object's columns go across as SQLite values, unconverted.
+            let o = object.sqliteStatement
+            sqlite3_reset(o)
+            sqlite3_bind_int64(o, 1, id)
+            defer { sqlite3_reset(o) }
+            switch sqlite3_step(o) {
+            case SQLITE_ROW:
+                try insDefault.executeRaw { s in
+                    sqlite3_bind_int64(s, 1, id)
+                    for i in Int32(0)..<3 { sqlite3_bind_value(s, i + 2, sqlite3_column_value(o, i)) }
+                    sqlite3_bind_int64(s, 5, size)
+                    sqlite3_bind_int64(s, 6, Int64(seen.count))
+                    for i in Int32(3)..<6 { sqlite3_bind_value(s, i + 4, sqlite3_column_value(o, i)) }
+                }
+            case SQLITE_DONE:
+                break  // deleted: no row
+            case let rc:
+                throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
+            }
         }
         for def in indexes {
             let del = try db.cachedStatement(sql: "DELETE FROM \"\(table(def.name))\" WHERE object_id = ?")

@@ -1,7 +1,9 @@
-// Stepping a GRDB statement through the C API, for the engine's hottest reads inside the
-// write transaction (edges of an object being deleted): GRDB's Row builds a column-name
-// table per cursor, which cost a third of a policy expiry. Only for SELECTs; the statement
-// is reset before returning so GRDB finds it as it left it.
+// Stepping a GRDB statement through the C API, for the engine's hottest statements inside
+// the write transaction (edges of an object being deleted, index rows of a put): GRDB's Row
+// builds a column-name table per cursor, which cost a third of a policy expiry. Writes
+// stepped here skip GRDB's per-statement observation, which the engine never uses (its one
+// transaction observer watches commits, and commits go through GRDB). Each statement is
+// reset before returning so GRDB finds it as it left it.
 
 import GRDB
 import GRDBSQLite
@@ -32,6 +34,19 @@ extension Statement {
                 throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
             }
             try body(RawRow(statement: s))
+        }
+    }
+
+    /// Runs a statement that returns no rows (INSERT, DELETE) after `bind` sets its parameters.
+    func executeRaw(_ bind: (OpaquePointer) -> Void) throws {
+        let s = sqliteStatement
+        sqlite3_reset(s)
+        sqlite3_clear_bindings(s)
+        bind(s)
+        let rc = sqlite3_step(s)
+        sqlite3_reset(s)
+        guard rc == SQLITE_DONE else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
         }
     }
 }

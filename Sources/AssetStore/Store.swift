@@ -70,6 +70,9 @@ public final class Store: Sendable {
                 let sync = configuration.durability == .full ? "FULL" : "NORMAL"
                 try pool.writeWithoutTransaction { db in
                     try db.execute(sql: "PRAGMA synchronous = \(sync)")
+                    // Statement and savepoint journals in memory: spilled to a temp file, a batch
+                    // of puts wrote every changed page a second time.
+                    try db.execute(sql: "PRAGMA temp_store = MEMORY")
                     db.add(transactionObserver: CommitObserver(counter), extent: .databaseLifetime)
                 }
             }
