@@ -1,51 +1,78 @@
-// Group commit for object.put: while one batch commits (and syncs), arriving puts queue; the
-// next batch takes them all in one transaction. Each put is still acknowledged only after
-// its commit is durable. Loop-bound.
+// Group commit for object.put. Arriving puts queue; a batch job on the thread pool takes
+// everything queued once it holds the write lock, and commits it as one transaction. Two
+// jobs may be in flight: while one syncs its commit to disk (outside the write lock), the
+// next takes the puts that arrived meanwhile and builds its transaction. Each put is still
+// acknowledged only after its commit is durable. Loop-bound, except the queue the jobs take.
 
 import AssetStore
 import ControlProtocol
 import EventLoop
+import Synchronization
 
 final class PutBatcher {
-    private struct Job {
+    /// One queued put; the ticket finds its reply closure when the job is done.
+    private struct Input: Sendable {
+        var ticket: UInt64
         var params: JSONValue
         var context: MethodContext
-        var done: (Result<MethodOutcome, RPCError>) -> Void
     }
 
+    /// Jobs in flight at most: one committing, one syncing.
+    static let maximumJobs = 2
+
     private unowned let server: ControlServer
-    private var queue: [Job] = []
-    private var committing = false
+    /// Shared with the pool threads, which take from it under the write lock.
+    private let queue = Queue()
+    private var waiting: [UInt64: (Result<MethodOutcome, RPCError>) -> Void] = [:]
+    private var nextTicket: UInt64 = 0
+    private var jobs = 0
+
+    private final class Queue: Sendable {
+        let inputs = Mutex<[Input]>([])
+    }
 
     init(server: ControlServer) {
         self.server = server
     }
 
     func enqueue(_ params: JSONValue, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
-        queue.append(Job(params: params, context: context, done: done))
-        startIfIdle()
+        nextTicket += 1
+        waiting[nextTicket] = done
+        queue.inputs.withLock { $0.append(Input(ticket: nextTicket, params: params, context: context)) }
+        startIfRoom()
     }
 
-    private func startIfIdle() {
-        guard !committing, !queue.isEmpty else { return }
-        committing = true
-        let jobs = queue
-        queue = []
-        let inputs = jobs.map { ($0.params, $0.context) }
+    private func startIfRoom() {
+        guard jobs < PutBatcher.maximumJobs, queue.inputs.withLock({ !$0.isEmpty }) else { return }
+        jobs += 1
         let store = server.store
-        let box = Box<[Result<MethodOutcome, RPCError>]>()
+        let queue = self.queue
+        let box = Box<[(UInt64, Result<MethodOutcome, RPCError>)]>()
         do {
-            try server.submit({ box.value = MethodTable.putBatch(store, inputs) }) { [self] in
-                committing = false
-                let results = box.value ?? []
-                for (i, job) in jobs.enumerated() {
-                    job.done(i < results.count ? results[i] : .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")))
+            try server.submit({
+                box.value = MethodTable.putBatch(store) {
+                    queue.inputs.withLock { q in
+                        defer { q = [] }
+                        return q.map { ($0.ticket, $0.params, $0.context) }
+                    }
                 }
-                startIfIdle()
+            }) { [self] in
+                jobs -= 1
+                for (ticket, result) in box.value ?? [] {
+                    waiting.removeValue(forKey: ticket)?(result)
+                }
+                startIfRoom()
             }
         } catch {
-            committing = false
-            for job in jobs { job.done(.failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)"))) }
+            jobs -= 1
+            // Not submitted: nothing was taken, so everything queued is answered here.
+            let failed = queue.inputs.withLock { q in
+                defer { q = [] }
+                return q
+            }
+            for input in failed {
+                waiting.removeValue(forKey: input.ticket)?(.failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
+            }
         }
     }
 }

@@ -98,11 +98,13 @@ extension Store {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
         let before = Store.fileSize(path) + Store.fileSize(path + "-wal")
-        try Store.mapErrors {
-            // Outside a transaction, on the writer: VACUUM refuses to run inside one.
-            try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "VACUUM")
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        try checkpointer.exclusive {
+            try Store.mapErrors {
+                // Outside a transaction, on the writer: VACUUM refuses to run inside one.
+                try pool.writeWithoutTransaction { db in
+                    try db.execute(sql: "VACUUM")
+                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                }
             }
         }
         let after = Store.fileSize(path) + Store.fileSize(path + "-wal")

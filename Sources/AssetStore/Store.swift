@@ -23,6 +23,10 @@ public final class Store: Sendable {
     let queries: QueryConnectionPool
     /// Bumped after every commit of the writer: ``PointReader``s reopen older snapshots.
     let commits: CommitCounter
+    /// Runs checkpoints beside the writer instead of inside its commits.
+    let checkpointer: Checkpointer
+    /// WAL syncs `syncWAL` has made (for tests).
+    let walSyncs = Atomic<Int>(0)
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
     let state: Mutex<State>
@@ -62,18 +66,22 @@ public final class Store: Sendable {
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = \(Store.mmapSize)") }
         let counter = CommitCounter()
         commits = counter
+        let checkpointer = Checkpointer(path: path)
+        self.checkpointer = checkpointer
         do {
             pool = try DatabasePool(path: path, configuration: config)
             if !configuration.readOnly {
-                // After the pool is set up: DatabasePool sets synchronous = NORMAL on its writer
-                // when it enables WAL, which would make "full" durability a lie.
-                let sync = configuration.durability == .full ? "FULL" : "NORMAL"
+                // NORMAL: SQLite syncs the WAL only around checkpoints. With durability "full",
+                // `write` syncs the WAL itself after each commit, outside the write lock, so the
+                // next writer builds its transaction while this one waits for the disk (group
+                // commit); a write returns, and is acknowledged, only once synced.
                 try pool.writeWithoutTransaction { db in
-                    try db.execute(sql: "PRAGMA synchronous = \(sync)")
+                    try db.execute(sql: "PRAGMA synchronous = NORMAL")
                     // Statement and savepoint journals in memory: spilled to a temp file, a batch
                     // of puts wrote every changed page a second time.
                     try db.execute(sql: "PRAGMA temp_store = MEMORY")
                     db.add(transactionObserver: CommitObserver(counter), extent: .databaseLifetime)
+                    checkpointer.install(on: db.sqliteConnection!)  // open: we are inside its write
                 }
             }
         } catch let e as DatabaseError {
@@ -102,6 +110,7 @@ public final class Store: Sendable {
         }
         guard !wasClosed else { return }
         queries.close()
+        checkpointer.close()
         try? pool.close()
         lock.withLock { $0 = nil }
     }
@@ -123,7 +132,7 @@ public final class Store: Sendable {
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
-        return try Store.mapErrors {
+        let committed = try Store.mapErrors {
             try pool.writeWithoutTransaction { db in
                 var result: Committed<T>?
                 var tx: WriteTransaction?
@@ -143,11 +152,12 @@ public final class Store: Sendable {
                 state.withLock { s in
                     s.templates = t.templates
                     s.indexes = t.indexes
-                    if configuration.durability == .full { s.durableCommit = t.commit }
                 }
                 return result!  // set before commit
             }
         }
+        try syncCommitted(committed.report.commit)
+        return committed
     }
 
     func checkOpen() throws(StoreError) {
@@ -209,6 +219,32 @@ public final class Store: Sendable {
             }
         }
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
+    }
+
+    /// With durability "full": syncs the WAL, so `commit` and every commit before it survive
+    /// power loss, and records it. Called after the write lock is released; a checkpoint that
+    /// restarts the WAL meanwhile has already synced those frames and the database file.
+    func syncCommitted(_ commit: Int64) throws {
+        guard configuration.durability == .full else { return }
+        try syncWAL()
+        state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
+    }
+
+    /// fdatasync of the WAL: every frame written so far is on disk.
+    func syncWAL() throws {
+        let file = path + "-wal"
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError(.internalError, "open \(file): \(errnoDescription(errno))") }
+        let ok = fdatasync(fd) == 0
+        let e = errno
+        Glibc.close(fd)
+        // The commit is visible but may not be on disk: the caller must not acknowledge it.
+        guard ok else {
+            throw StoreError(
+                .internalError, "the commit could not be synced to disk (fdatasync \(file): \(errnoDescription(e)))",
+                detail: .object(["unsynced": true]))
+        }
+        walSyncs.add(1, ordering: .relaxed)
     }
 
     /// Bytes of the database file each connection maps (reads come from the map, not pread).

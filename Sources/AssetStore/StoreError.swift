@@ -37,4 +37,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
+
+    /// True when a write committed but its WAL could not be synced: retrying would commit it again.
+    public var isUnsynced: Bool { detail?["unsynced"] == true }
 }

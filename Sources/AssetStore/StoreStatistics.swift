@@ -66,6 +66,8 @@ extension Store {
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
-        try Store.mapErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
+        try checkpointer.exclusive {
+            try Store.mapErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
+        }
     }
 }

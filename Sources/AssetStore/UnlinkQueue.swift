@@ -181,6 +181,9 @@ extension Store {
             }
             if done { break }
         }
+        // Its queue updates were committed without a sync (the writer runs synchronous = NORMAL):
+        // synced once here, so a crash does not bring back rows of files already unlinked.
+        if configuration.durability == .full { try syncWAL() }
         report.pending = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0 }
         return report
     }

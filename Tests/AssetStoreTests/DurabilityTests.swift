@@ -6,15 +6,34 @@ import Testing
 import AssetStoreTestSupport
 
 @Suite struct DurabilityTests {
-    @Test("the writer commits with synchronous FULL or NORMAL as configured", arguments: [
-        (StoreConfiguration.Durability.full, 2), (.normal, 1),
-    ])
-    func writerSynchronous(durability: StoreConfiguration.Durability, expected: Int) throws {
-        let f = try Fixture { $0.durability = durability }
-        let level = try f.store.write { tx in try Int.fetchOne(tx.db, sql: "PRAGMA synchronous") }.value
-        #expect(level == expected)
-        try f.reopen()
-        #expect(try f.store.write { tx in try Int.fetchOne(tx.db, sql: "PRAGMA synchronous") }.value == expected)
+    @Test("the writer commits with synchronous NORMAL: with durability full the store syncs the WAL itself")
+    func writerSynchronous() throws {
+        for durability in [StoreConfiguration.Durability.full, .normal] {
+            let f = try Fixture { $0.durability = durability }
+            #expect(try f.store.write { tx in try Int.fetchOne(tx.db, sql: "PRAGMA synchronous") }.value == 1)
+            try f.reopen()
+            #expect(try f.store.write { tx in try Int.fetchOne(tx.db, sql: "PRAGMA synchronous") }.value == 1)
+        }
+    }
+
+    @Test("with durability full, every write syncs the WAL before it returns and records its commit as durable")
+    func fullSyncsEachWrite() throws {
+        let f = try Fixture { $0.durability = .full }
+        for i in 0..<5 {
+            let before = f.store.walSyncs.load(ordering: .relaxed)
+            let commit = try f.put([(ref("c", "k\(i)"), ["i": .int(Int64(i))])]).commit
+            #expect(f.store.walSyncs.load(ordering: .relaxed) == before + 1)
+            #expect(f.store.durableCommit == commit)
+        }
+    }
+
+    @Test("with durability normal, a write syncs nothing")
+    func normalSyncsNothing() throws {
+        let f = try Fixture { $0.durability = .normal }
+        let before = f.store.walSyncs.load(ordering: .relaxed)
+        let commit = try f.put([(ref("c", "k"), 1)]).commit
+        #expect(f.store.walSyncs.load(ordering: .relaxed) == before)
+        #expect(f.store.durableCommit < commit)
     }
 
     @Test("with durability normal, a queued file is unlinked only after the sweep syncs its commit")

@@ -28,14 +28,44 @@ extension MethodTable {
     /// succeed, runs them plainly; if one fails, the batch is run again with each put in a
     /// savepoint (failing alone); if the commit itself fails, each put gets its own transaction.
     public static func putBatch(_ store: Store, _ inputs: [(JSONValue, MethodContext)]) -> [Result<MethodOutcome, RPCError>] {
-        guard inputs.count > 1 else { return inputs.map { call("object.put", $0.0, $0.1) } }
-        if let done = try? store.write({ tx in
-            for (params, ctx) in inputs { _ = try applyPut(Params(params), tx, ctx) }
-        }) {
-            return inputs.indices.map { i in
-                .success(MethodOutcome(.object(["commit": .int(done.report.commit)]), commit: i == 0 ? done.report : nil))
+        var taken = false
+        return putBatch(store) { () -> [(Int, JSONValue, MethodContext)] in
+            defer { taken = true }
+            return taken ? [] : inputs.enumerated().map { ($0.offset, $0.element.0, $0.element.1) }
+        }.map(\.1)
+    }
+
+    /// The same, for puts taken by `take` once the batch holds the write lock (so puts that
+    /// arrived while the previous commit ran join this one); the results carry their tags.
+    /// Nothing taken, nothing committed.
+    static func putBatch<Tag>(
+        _ store: Store, take: () -> [(Tag, JSONValue, MethodContext)]
+    ) -> [(Tag, Result<MethodOutcome, RPCError>)] {
+        var inputs = [(Tag, JSONValue, MethodContext)]()
+        do {
+            let done = try store.write { tx in
+                inputs = take()
+                guard !inputs.isEmpty else { throw NothingTaken() }
+                for (_, params, ctx) in inputs { _ = try applyPut(Params(params), tx, ctx) }
             }
+            return inputs.enumerated().map { i, input in
+                (input.0, .success(MethodOutcome(.object(["commit": .int(done.report.commit)]), commit: i == 0 ? done.report : nil)))
+            }
+        } catch is NothingTaken {
+            return []
+        } catch let e as StoreError where e.isUnsynced {
+            // Committed but not durable: not acknowledged, and not run again.
+            return inputs.map { ($0.0, .failure(RPCError(e))) }
+        } catch {
+            return zip(inputs.map(\.0), retry(store, inputs.map { ($0.1, $0.2) })).map { ($0, $1) }
         }
+    }
+
+    private struct NothingTaken: Error {}
+
+    /// The batch again after a failure: each put in a savepoint, or alone.
+    private static func retry(_ store: Store, _ inputs: [(JSONValue, MethodContext)]) -> [Result<MethodOutcome, RPCError>] {
+        guard inputs.count > 1 else { return inputs.map { call("object.put", $0.0, $0.1) } }
         let done: Committed<[Result<Void, RPCError>]>
         do {
             done = try store.write { tx in
@@ -43,6 +73,8 @@ extension MethodTable {
                     capture { _ = try tx.attempt { try applyPut(Params(params), tx, ctx) } }
                 }
             }
+        } catch let e as StoreError where e.isUnsynced {
+            return inputs.map { _ in .failure(RPCError(e)) }
         } catch {
             return inputs.map { call("object.put", $0.0, $0.1) }
         }

@@ -1,0 +1,44 @@
+// Checkpoints run beside the writer: past 1,000 WAL frames a background checkpoint copies
+// the WAL into the database file, and the WAL starts over instead of growing.
+
+import Foundation
+import Testing
+@testable import AssetStore
+import AssetStoreTestSupport
+
+@Suite struct CheckpointTests {
+    func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+
+    @Test("past 1,000 WAL frames a background checkpoint fills the database file, and the WAL is reused")
+    func backgroundCheckpoint() throws {
+        let f = try Fixture()
+        let before = size(f.dbPath)
+        let filler = String(repeating: "x", count: 3000)  // about a page per object
+        var i = 0
+        // Until the checkpointer has run once (each commit adds frames; 1,000 start it).
+        while f.store.checkpointer.completed.load(ordering: .relaxed) == 0 && i < 4000 {
+            try f.put((0..<20).map { j in (ref("c", "k\(i)-\(j)"), ["pad": .string(filler)]) })
+            i += 1
+            f.store.checkpointer.drain()  // so the checkpoint it started covers the whole WAL
+        }
+        f.store.checkpointer.drain()
+        #expect(f.store.checkpointer.completed.load(ordering: .relaxed) >= 1)
+        // The pages reached the database file without any explicit checkpoint.
+        #expect(size(f.dbPath) > before + 2_000_000)
+        // Once checkpointed, later commits restart the WAL instead of appending past its end.
+        let walBefore = size(f.dbPath + "-wal")
+        for k in 0..<5 { try f.put([(ref("c", "after\(k)"), 1)]) }
+        #expect(size(f.dbPath + "-wal") <= walBefore)
+        #expect(try f.store.read { try $0.get(ref("c", "k0-0")) } != nil)
+    }
+
+    @Test("closing the store waits for a running checkpoint and stops the checkpointer")
+    func closeStops() throws {
+        let f = try Fixture()
+        for i in 0..<60 { try f.put((0..<20).map { j in (ref("c", "k\(i)-\(j)"), ["pad": .string(String(repeating: "y", count: 3000))]) }) }
+        f.store.close()
+        let n = f.store.checkpointer.completed.load(ordering: .relaxed)
+        f.store.checkpointer.drain()
+        #expect(f.store.checkpointer.completed.load(ordering: .relaxed) == n)
+    }
+}
