@@ -18,7 +18,7 @@ final class PutBatcher {
     }
 
     /// Jobs in flight at most: one committing, one syncing.
-    static let maximumJobs = 2
+    static let maximumJobs = 1
 
     private unowned let server: ControlServer
     /// Shared with the pool threads, which take from it under the write lock.

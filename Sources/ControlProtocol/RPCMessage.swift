@@ -91,9 +91,16 @@ public enum RPCLine {
         return out
     }
 
-    /// A success reply.
+    /// A success reply, written directly in `encode`'s sorted key order (no wrapper object).
     public static func result(id: JSONValue, _ result: JSONValue) -> [UInt8] {
-        encode(.object(["jsonrpc": "2.0", "id": id, "result": result]))
+        var out = [UInt8]()
+        out.reserveCapacity(128)
+        out.append(contentsOf: #"{"id":"#.utf8)
+        id.write(to: &out)
+        out.append(contentsOf: #","jsonrpc":"2.0","result":"#.utf8)
+        result.write(to: &out)
+        out.append(contentsOf: "}\n".utf8)
+        return out
     }
 
     /// A success reply whose result is already JSON text (spliced, not parsed again); the

@@ -42,4 +42,19 @@ import AssetStore
         let invalidAfterEscape: [UInt8] = [34, 92, 110, 0xC3, 0x28, 34]
         #expect(throws: JSONParseError.self) { try invalidAfterEscape.withUnsafeBufferPointer { try JSONValue.parse($0) } }
     }
+
+    @Test("strings are written escaped exactly where JSON needs it, and read back the same")
+    func writtenStrings() throws {
+        func text(_ s: String) -> String {
+            var out = [UInt8]()
+            JSONValue.writeString(s, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        #expect(text("plain é 日本") == "\"plain é 日本\"")
+        #expect(text("q\"b\\n\n\r\t\u{1}\u{1f}") == #""q\"b\\n\n\r\t\u0001\u001f""#)
+        #expect(text("") == "\"\"")
+        for s in ["", "plain", "tab\there", "\u{0}nul", "quote\"", "back\\slash", "é\u{7f}\u{80}"] {
+            #expect(try parse(text(s)) == .string(s))
+        }
+    }
 }

@@ -76,6 +76,18 @@ import ControlProtocol
         #expect(err["id"] == .null)
     }
 
+    @Test("a success reply is byte for byte the generic encoding of its object, for varied ids and results")
+    func resultBytes() {
+        let ids: [JSONValue] = [1, "x", .null, -7, 1.5, "a\"b"]
+        let results: [JSONValue] = [["commit": 12], .null, [1, "two"], ["z": ["y": true], "a": "é\n"], "s"]
+        for id in ids {
+            for r in results {
+                #expect(RPCLine.result(id: id, r) == RPCLine.encode(.object(["jsonrpc": "2.0", "id": id, "result": r])))
+                #expect(RPCLine.result(id: id, rawResult: Array(r.serialized().utf8)) == RPCLine.result(id: id, r))
+            }
+        }
+    }
+
     @Test("engine errors map to -32000 with data.code, invalid params to -32602, internal to -32603")
     func errorMapping() {
         #expect(RPCError(StoreError(.notFound, "x")).code == -32000)
