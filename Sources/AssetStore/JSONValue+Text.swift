@@ -24,6 +24,23 @@ extension JSONValue {
         return value
     }
 
+    /// Parses one JSON document that should be an object, returning its members in text order
+    /// (a repeated name appears twice; the last is the one `parse` would keep), or nil when
+    /// the document is valid JSON but not an object. Spares a dictionary where a caller only
+    /// reads a few known members (a JSON-RPC request).
+    public static func parseMembers(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> [(String, JSONValue)]? {
+        var parser = JSONParser(bytes: bytes)
+        parser.skipSpace()
+        guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {
+            _ = try parse(bytes)  // the same errors as parse, or a valid non-object
+            return nil
+        }
+        let members = try parser.parseMembers(depth: 0)
+        parser.skipSpace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
+        return members
+    }
+
     /// Compact JSON text with object keys sorted.
     public func serialized() -> String {
         var out = [UInt8]()
@@ -135,6 +152,30 @@ struct JSONParser {
         guard index + w.count <= bytes.count else { throw error("unexpected end of text") }
         for i in 0..<w.count where bytes[index + i] != w[i] { throw error("unexpected character") }
         index += w.count
+    }
+
+    /// An object's members in order, the object's `{` at `index`.
+    mutating func parseMembers(depth: Int) throws(JSONParseError) -> [(String, JSONValue)] {
+        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
+        index += 1
+        var members = [(String, JSONValue)]()
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return members }
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try parseString()
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            index += 1
+            skipSpace()
+            members.append((key, try parseValue(depth: depth + 1)))
+            skipSpace()
+            guard index < bytes.count else { throw error("unexpected end of text") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return members }
+            throw error("expected ',' or '}'")
+        }
     }
 
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {

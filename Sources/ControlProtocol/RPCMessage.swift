@@ -24,13 +24,27 @@ public struct RPCRequest: Sendable, Equatable {
     /// Parses one line (without its newline). On failure, the error and the id to answer
     /// with (`null` when the id could not be read).
     public static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Result<RPCRequest, RPCFailure> {
-        let json: JSONValue
+        let parsed: [(String, JSONValue)]?
         do {
-            json = try JSONValue.parse(line)
+            // The envelope's members are read off in order: no dictionary for four names.
+            parsed = try JSONValue.parseMembers(line)
         } catch {
             return .failure(RPCFailure(id: .null, error: .parseError(error.reason)))
         }
-        return parse(json)
+        guard let members = parsed else {
+            return .failure(RPCFailure(id: .null, error: .invalidRequest("a request is a JSON object")))
+        }
+        var id: JSONValue?, jsonrpc: JSONValue?, method: JSONValue?, params: JSONValue?
+        for (name, value) in members {  // a repeated name: the last one counts, as in an object
+            switch name {
+            case "id": id = value
+            case "jsonrpc": jsonrpc = value
+            case "method": method = value
+            case "params": params = value
+            default: break
+            }
+        }
+        return validate(id: id, jsonrpc: jsonrpc, method: method, params: params)
     }
 
     /// Validates a parsed JSON value as a request.
@@ -38,21 +52,27 @@ public struct RPCRequest: Sendable, Equatable {
         guard case .object(let o) = json else {
             return .failure(RPCFailure(id: .null, error: .invalidRequest("a request is a JSON object")))
         }
+        return validate(id: o["id"], jsonrpc: o["jsonrpc"], method: o["method"], params: o["params"])
+    }
+
+    private static func validate(id raw: JSONValue?, jsonrpc: JSONValue?, method m: JSONValue?, params p: JSONValue?)
+        -> Result<RPCRequest, RPCFailure>
+    {
         var id: JSONValue?
-        if let raw = o["id"] {
+        if let raw {
             switch raw {
             case .string, .int, .double, .null: id = raw
             default: return .failure(RPCFailure(id: .null, error: .invalidRequest("id must be a string, number or null")))
             }
         }
         let answerID = id ?? .null
-        guard o["jsonrpc"] == .string("2.0") else {
+        guard jsonrpc == .string("2.0") else {
             return .failure(RPCFailure(id: answerID, error: .invalidRequest("jsonrpc must be \"2.0\""), notification: id == nil))
         }
-        guard case .string(let method)? = o["method"], !method.isEmpty else {
+        guard case .string(let method)? = m, !method.isEmpty else {
             return .failure(RPCFailure(id: answerID, error: .invalidRequest("method must be a string"), notification: id == nil))
         }
-        let params = o["params"] ?? .object([:])
+        let params = p ?? .object([:])
         switch params {
         case .object: break
         case .null: return .success(RPCRequest(id: id, method: method))

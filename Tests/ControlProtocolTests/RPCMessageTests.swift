@@ -76,6 +76,30 @@ import ControlProtocol
         #expect(err["id"] == .null)
     }
 
+    @Test("a line parses as its parsed JSON value does, repeated names included (the last counts)")
+    func lineAgreesWithValue() throws {
+        let lines = Self.bad.map(\.0) + [
+            #"{"jsonrpc":"2.0","id":7,"method":"object.get","params":{"collection":"c","key":"k"}}"#,
+            #"{"jsonrpc":"2.0","method":"ping"}"#,
+            #" { "id" : 1 , "jsonrpc" : "2.0" , "method" : "a" , "method" : "b" , "extra" : [1,{"x":2}] } "#,
+            #"{"jsonrpc":"2.0","id":1,"id":"second","method":"m","params":null}"#,
+            #"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"params":[1]}"#,
+            #"{"jsonrpc":"2.0","id":1,"method":"m"} trailing"#,
+            "{}", "[]", "null", "",
+        ]
+        for line in lines {
+            let fromLine = parse(line)
+            guard let value = try? JSONValue.parse(line) else {
+                // Not JSON: a parse error answered with a null id, whatever the line looked like.
+                guard case .failure(let f) = fromLine else { Issue.record("accepted \(line)"); continue }
+                #expect(f.error.code == -32700 && f.id == .null, "\(line)")
+                continue
+            }
+            #expect(fromLine == RPCRequest.parse(value), "\(line)")
+        }
+        #expect(try parse(#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#).get().method == "b")
+    }
+
     @Test("a success reply is byte for byte the generic encoding of its object, for varied ids and results")
     func resultBytes() {
         let ids: [JSONValue] = [1, "x", .null, -7, 1.5, "a\"b"]
