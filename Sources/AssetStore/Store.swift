@@ -233,17 +233,20 @@ public final class Store: Sendable {
     /// fdatasync of the WAL: every frame written so far is on disk.
     func syncWAL() throws {
         let file = path + "-wal"
+        // The commit is visible but may not be on disk: the caller must not acknowledge it, nor
+        // run it again. That holds as much when the WAL cannot be opened (EMFILE) as when
+        // fdatasync fails.
+        func unsynced(_ call: String, _ e: Int32) -> StoreError {
+            StoreError(
+                .internalError, "the commit could not be synced to disk (\(call) \(file): \(errnoDescription(e)))",
+                detail: .object(["unsynced": true]))
+        }
         let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw StoreError(.internalError, "open \(file): \(errnoDescription(errno))") }
+        guard fd >= 0 else { throw unsynced("open", errno) }
         let ok = fdatasync(fd) == 0
         let e = errno
         Glibc.close(fd)
-        // The commit is visible but may not be on disk: the caller must not acknowledge it.
-        guard ok else {
-            throw StoreError(
-                .internalError, "the commit could not be synced to disk (fdatasync \(file): \(errnoDescription(e)))",
-                detail: .object(["unsynced": true]))
-        }
+        guard ok else { throw unsynced("fdatasync", e) }
         walSyncs.add(1, ordering: .relaxed)
     }
 

@@ -1,6 +1,7 @@
 // Durability settings reach the connection that commits (SPEC §7 store.durability, §4.2).
 
 import GRDB
+import Glibc
 import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
@@ -64,5 +65,24 @@ import AssetStoreTestSupport
         f.clock.advance(61)
         #expect(try f.store.sweep().unlinked == [path])
         #expect(f.store.durableCommit == commit)
+    }
+
+    @Test("a write whose WAL cannot be opened for its sync fails as unsynced: it committed, and must not be run again")
+    func unopenableWALIsUnsynced() throws {
+        let f = try Fixture { $0.durability = .full }
+        let first = try f.put([(ref("c", "a"), 1)]).commit
+        let wal = f.dbPath + "-wal"
+        // SQLite keeps its own descriptor; only the open by path fails (as it would on EMFILE).
+        #expect(rename(wal, wal + ".aside") == 0)
+        var error: StoreError?
+        do {
+            try f.put([(ref("c", "b"), 2)])
+        } catch let e as StoreError {
+            error = e
+        }
+        #expect(rename(wal + ".aside", wal) == 0)
+        #expect(error?.isUnsynced == true, "\(String(describing: error))")
+        #expect(try f.store.read { try $0.lastCommit() } == first + 1)
+        #expect(f.store.durableCommit == first)
     }
 }

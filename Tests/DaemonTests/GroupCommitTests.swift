@@ -2,6 +2,8 @@
 // only once durable, and one client's bad put fails alone.
 
 import AssetClient
+import AssetDaemon
+import ControlProtocol
 import AssetStore
 import Foundation
 import Testing
@@ -56,5 +58,37 @@ import Testing
         let stats = try c.call("stats")
         #expect(stats["objects"] == 480)
         #expect(stats["files"] == 1)
+    }
+}
+
+@Suite struct PutBatchFailureTests {
+    /// A store in a fresh temp folder, with one root.
+    private func openStore() throws -> Store {
+        var template = Array("/tmp/assetd-batch-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
+        let dir = String(cString: template)
+        try FileManager.default.createDirectory(atPath: dir + "/root", withIntermediateDirectories: true)
+        return try Store(path: dir + "/db.sqlite", configuration: StoreConfiguration(roots: [dir + "/root"]))
+    }
+
+    @Test("a batch whose write is refused before it starts still answers every put, with the refusal")
+    func refusedBeforeTaking() throws {
+        let store = try openStore()
+        store.close()
+        let ctx = MethodContext(store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
+        for n in [1, 2] {
+            let inputs: [(JSONValue, MethodContext)] = (0..<n).map { i in
+                (["collection": "c", "key": .string("k\(i)"), "value": ["i": .int(Int64(i))]], ctx)
+            }
+            let results = MethodTable.putBatch(store, inputs)
+            #expect(results.count == n, "a put without a reply waits forever, and its batcher resubmits it")
+            for r in results {
+                guard case .failure(let e) = r else {
+                    Issue.record("a put on a closed store succeeded")
+                    continue
+                }
+                #expect(e.message.contains("closed"))
+            }
+        }
     }
 }

@@ -42,9 +42,11 @@ extension MethodTable {
         _ store: Store, take: () -> [(Tag, JSONValue, MethodContext)]
     ) -> [(Tag, Result<MethodOutcome, RPCError>)] {
         var inputs = [(Tag, JSONValue, MethodContext)]()
+        var took = false
         do {
             let done = try store.write { tx in
                 inputs = take()
+                took = true
                 guard !inputs.isEmpty else { throw NothingTaken() }
                 for (_, params, ctx) in inputs { _ = try applyPut(Params(params), tx, ctx) }
             }
@@ -57,6 +59,13 @@ extension MethodTable {
             // Committed but not durable: not acknowledged, and not run again.
             return inputs.map { ($0.0, .failure(RPCError(e))) }
         } catch {
+            guard took else {
+                // Refused before the transaction began (store closed, busy, I/O): nothing was
+                // taken, and a job that takes nothing would leave the queue to the next one,
+                // which would be refused alike. The puts queued now get the refusal.
+                guard case .failure(let refusal) = capture({ () throws -> Void in throw error }) else { return [] }
+                return take().map { ($0.0, .failure(refusal)) }
+            }
             return zip(inputs.map(\.0), retry(store, inputs.map { ($0.1, $0.2) })).map { ($0, $1) }
         }
     }
