@@ -57,7 +57,8 @@ final class Checkpointer: Sendable {
     }
 
     private func run() {
-        guard !closed.load(ordering: .acquiring) else { return }
+        // Checked again here: the hook may have queued this just before `exclusive` paused it.
+        guard !closed.load(ordering: .acquiring), paused.load(ordering: .acquiring) == 0 else { return }
         let handle: OpaquePointer? = connection.withLock { c in
             if let c { return c.value }
             var h: OpaquePointer?
@@ -65,8 +66,13 @@ final class Checkpointer: Sendable {
                 if let h { sqlite3_close_v2(h) }
                 return nil
             }
-            // A fresh connection learns the database is in WAL mode only once it has read it.
-            sqlite3_exec(h, "PRAGMA schema_version", nil, nil, nil)
+            // A fresh connection learns the database is in WAL mode only once it has read it;
+            // one that could not read would never checkpoint, so it is not kept.
+            sqlite3_busy_timeout(h, 1000)
+            guard sqlite3_exec(h, "PRAGMA schema_version", nil, nil, nil) == SQLITE_OK else {
+                sqlite3_close_v2(h)
+                return nil
+            }
             c = UnsafeSendable(h)
             return h
         }

@@ -205,19 +205,15 @@ public final class Store: Sendable {
 
     // MARK: durability
 
-    /// Syncs the WAL so every commit made so far survives power loss, and records it.
+    /// Syncs the WAL so every commit made so far survives power loss, and records it. Only
+    /// the WAL: a checkpoint syncs the database file itself before the WAL can restart, and
+    /// closing a descriptor of the database file would drop this process's POSIX locks on it
+    /// (SQLite's), letting another process take the daemon for gone and delete the WAL.
     func makeDurable() throws {
         let commit = try read { r in try r.lastCommit() }
         if state.withLock({ $0.durableCommit >= commit }) { return }
-        for file in [path + "-wal", path] {
-            let fd = open(file, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 {
-                let ok = fsync(fd) == 0
-                let e = errno
-                Glibc.close(fd)
-                guard ok else { throw StoreError(.internalError, "fsync \(file): \(errnoDescription(e))") }
-            }
-        }
+        // No WAL: everything is in the database file, synced by the checkpoint that removed it.
+        if access(path + "-wal", F_OK) == 0 || errno != ENOENT { try syncWAL() }
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }
 

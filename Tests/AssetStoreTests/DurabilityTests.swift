@@ -85,4 +85,31 @@ import AssetStoreTestSupport
         #expect(try f.store.read { try $0.lastCommit() } == first + 1)
         #expect(f.store.durableCommit == first)
     }
+
+    @Test("making commits durable keeps SQLite's locks on the database file (it never opens and closes that file)")
+    func makeDurableKeepsLocks() throws {
+        let f = try Fixture { $0.durability = .normal }
+        try f.put([(ref("c", "k"), 1)])
+        // Probed with an open-file-description lock, which conflicts with this process's own
+        // POSIX locks. The probe's descriptor is never closed: closing any descriptor of the
+        // file would drop those locks itself.
+        let probe = open(f.dbPath, O_RDWR | O_CLOEXEC)
+        #expect(probe >= 0)
+        func sharedRangeHeld() -> Bool {
+            var lk = flock()
+            lk.l_type = Int16(F_WRLCK)
+            lk.l_whence = Int16(SEEK_SET)
+            lk.l_start = 0x4000_0002  // SQLite's shared-lock range
+            lk.l_len = 510
+            let ofdGetLock: Int32 = 36  // F_OFD_GETLK, not exported to Swift
+            guard fcntl(probe, ofdGetLock, &lk) == 0 else { return false }
+            return lk.l_type != Int16(F_UNLCK)
+        }
+        _ = try f.store.read { try $0.get(ref("c", "k")) }
+        #expect(sharedRangeHeld(), "an open WAL connection holds a shared lock on the database file")
+        try f.store.makeDurable()
+        #expect(sharedRangeHeld())
+        _ = try f.store.sweep()
+        #expect(sharedRangeHeld())
+    }
 }
