@@ -1,8 +1,7 @@
 // Group commit for object.put. Arriving puts queue; a batch job on the thread pool takes
-// everything queued once it holds the write lock, and commits it as one transaction. Two
-// jobs may be in flight: while one syncs its commit to disk (outside the write lock), the
-// next takes the puts that arrived meanwhile and builds its transaction. Each put is still
-// acknowledged only after its commit is durable. Loop-bound, except the queue the jobs take.
+// everything queued once it holds the write lock (so puts that arrive while another writer
+// holds it join), and commits it as one transaction. Each put is acknowledged only after its
+// commit is durable. Loop-bound, except the queue the jobs take.
 
 import AssetStore
 import ControlProtocol
@@ -18,7 +17,7 @@ final class PutBatcher {
     }
 
     /// Jobs in flight at most: one committing, one syncing.
-    static let maximumJobs = 1
+    static let maximumJobs = 2
 
     private unowned let server: ControlServer
     /// Shared with the pool threads, which take from it under the write lock.
