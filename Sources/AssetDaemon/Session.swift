@@ -241,7 +241,11 @@ final class Session {
         guard !out.isEmpty, !closed else { return }
         let bytes = out
         out = []
-        stream.write(bytes) { [weak self] error in self?.writeCompleted(error) }
+        // Usually the kernel takes the whole reply at once: then nothing is queued, so there is
+        // no completion to wait for (it would only resume reading, which nothing paused).
+        let written = bytes.withUnsafeBytes { stream.tryWrite($0) }
+        guard written < bytes.count else { return }
+        stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error) }
     }
 
     /// Lets other connections run, then goes on with this one's queue.

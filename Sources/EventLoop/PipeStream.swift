@@ -125,6 +125,19 @@ public final class PipeStream: HandleOwner {
         }
     }
 
+    /// Writes what the kernel takes at once, without queuing anything, and returns how many
+    /// bytes that was: 0 when it would block, when earlier writes are still queued (so order
+    /// is kept), or on an error (a following ``write(_:_:)`` reports it). A reply written whole
+    /// this way costs no request, no completion and no epoll update. The corresponding libuv
+    /// call is `uv_try_write`.
+    public func tryWrite(_ bytes: UnsafeRawBufferPointer) -> Int {
+        handle.loop.preconditionOnLoopThread()
+        guard handle.state == .open, bytes.count > 0, let base = bytes.baseAddress else { return 0 }
+        var buffer = uv_buf_init(UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
+        let n = uv_try_write(handle.asStream, &buffer, 1)
+        return n > 0 ? Int(n) : 0
+    }
+
     /// Bytes accepted by ``write(_:_:)`` but not yet taken by the kernel: the backpressure
     /// signal. 0 once closed. The corresponding libuv call is `uv_stream_get_write_queue_size`.
     public var writeQueueSize: Int {

@@ -45,6 +45,46 @@ extension EventLoopTests {
             expectClosesCleanly(loop)
         }
 
+        @Test("tryWrite writes what the kernel takes at once, never overtakes queued writes, and keeps order")
+        func tryWriteKeepsOrder() throws {
+            let directory = TemporaryDirectory()
+            defer { directory.remove() }
+            let loop = try Loop()
+            let path = directory.file("try.sock")
+            let big = pattern(count: 1 << 20)
+            var received: [UInt8] = []
+            var listener: PipeListener?
+            listener = try PipeListener(loop: loop, path: path, mode: 0o600) { stream in
+                listener?.close()
+                do {
+                    try stream.startReading({ bytes in received += bytes }, onEnd: { _ in stream.close() })
+                } catch { Issue.record(error) }
+            }
+            var small = -1
+            var whileQueued = -1
+            var afterClose = -1
+            try PipeStream.connect(loop: loop, path: path) { result in
+                guard case .success(let client) = result else {
+                    Issue.record("connect failed: \(result)")
+                    return
+                }
+                small = Array("hello\n".utf8).withUnsafeBytes { client.tryWrite($0) }
+                client.write(big)  // more than the socket buffer: part of it stays queued
+                whileQueued = Array("late".utf8).withUnsafeBytes { client.tryWrite($0) }
+                client.write(Array("tail".utf8)) { _ in client.shutdownAndClose() }
+                client.close()
+                afterClose = Array("x".utf8).withUnsafeBytes { client.tryWrite($0) }
+            }
+            runUntilIdle(loop)
+            #expect(small == 6)
+            #expect(whileQueued == 0)
+            #expect(afterClose == 0)
+            #expect(received.count <= 6 + big.count + 4)
+            #expect(received.starts(with: Array("hello\n".utf8)))
+            #expect(!received.contains(Array("late".utf8)))
+            expectClosesCleanly(loop)
+        }
+
         @Test("1 MiB echoes through the pipe in both directions, with the write queue observed")
         func echoOneMebibyte() throws {
             let directory = TemporaryDirectory()
