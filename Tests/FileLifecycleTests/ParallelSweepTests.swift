@@ -224,8 +224,9 @@ struct ParallelSweepTests {
             events.withLock { $0.append("lease") }
         }
         leaser.start()
-        // Ordering only: give the lease time to start waiting for the gate.
-        Thread.sleep(forTimeInterval: 0.2)
+        // Ordering only: give the lease time to start waiting for the gate (if it has not,
+        // "c" may go first and this fails: a loaded machine can only make it fail, never pass).
+        Thread.sleep(forTimeInterval: 0.5)
         let later = Thread {
             _ = protections.unlessLeased(file: c) {
                 events.withLock { $0.append("c") }
