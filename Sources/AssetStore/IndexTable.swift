@@ -164,6 +164,14 @@ enum IndexTable {
         }
     }
 
+    /// Removes the index rows of several objects (a JSON array of ids).
+    static func remove(all ids: String, indexes: [IndexDefinition], _ db: Database) throws {
+        for t in [table(IndexDefinition.defaultName)] + indexes.map({ table($0.name) }) {
+            try db.cachedStatement(sql: "DELETE FROM \"\(t)\" WHERE object_id IN (SELECT value FROM json_each(?))")
+                .execute(arguments: [ids])
+        }
+    }
+
     /// Fills an index from scratch in id ranges, reporting progress after each range.
     static func populate(
         name: String, def: IndexDefinition?, _ db: Database, progress: ((IndexRebuildProgress) -> Void)?

@@ -4,6 +4,7 @@
 // doubt keeps the file. Limits (leases, /proc, namespaces) are listed on `OpenFileProbe`.
 
 import Glibc
+import Synchronization
 
 /// What the open check decided about one queued file.
 enum OpenCheck {
@@ -18,7 +19,8 @@ enum OpenCheck {
     case outcome(UnlinkOutcome)
 }
 
-/// Decides whether a queued file is open anywhere, for one sweep batch.
+/// Decides whether a queued file is open anywhere, for one sweep batch. Thread-safe: the
+/// batch's unlink threads share one probe, and so one /proc pass.
 ///
 /// **Mechanism.** The file is opened relative to the folder the unlinker already opened
 /// with `O_NOFOLLOW` (`O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_NOCTTY|O_CLOEXEC`, plus `O_NOATIME`
@@ -52,13 +54,14 @@ enum OpenCheck {
 /// - Cost: one open, fstat, four fcntl and a close per file, about 10 µs (printed by
 ///   DeferredUnlinkTests' cost test); the /proc fallback reads all of /proc once per batch
 ///   (about 20–40 ms with 450 open files). Without `files.skip_open` none of this runs.
-final class OpenFileProbe {
+final class OpenFileProbe: Sendable {
     // Linux fcntl commands (uapi fcntl.h), not all exported by the Glibc module.
     private static let setLease: Int32 = 1024  // F_SETLEASE
     private static let setSignal: Int32 = 10  // F_SETSIG
     private static let setOwner: Int32 = 8  // F_SETOWN
     private static let noAccessTime: Int32 = 0o1000000  // O_NOATIME
-    private var scan: ProcScan?
+    // Read at most once per probe, by the first thread that needs it (the others wait for it).
+    private let scan = Mutex<ProcScan?>(nil)
     private let useLeases: Bool
 
     /// A probe for one batch; without `useLeases` it asks /proc only (tests use that to reach
@@ -118,8 +121,10 @@ final class OpenFileProbe {
     }
 
     private func fromProc(device: Int64, inode: Int64, because: String) -> OpenCheck {
-        if scan == nil { scan = ProcScan.read() }
-        let s = scan!  // set just above
+        let s = scan.withLock { scan in
+            if scan == nil { scan = ProcScan.read() }
+            return scan!  // set just above
+        }
         if s.files.contains(FileID(device: device, inode: inode)) { return .open }
         if let problem = s.problem { return .undetermined("\(because); \(problem)") }
         return .clear(leaseFD: -1)

@@ -36,6 +36,9 @@ public final class Protections: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
+    /// once), a new lease exclusively, so it is answered only after the unlinks under way.
+    private let gate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
     private let roots: ManagedRoots
 
@@ -60,11 +63,13 @@ public final class Protections: Sendable {
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let now = clock()
-        return state.withLock { s in
-            let lease = Lease(id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
-            s.next += 1
-            s.leases[lease.id] = lease
-            return lease
+        return gate.exclusive {
+            state.withLock { s in
+                let lease = Lease(id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
+                s.next += 1
+                s.leases[lease.id] = lease
+                return lease
+            }
         }
     }
 
@@ -118,14 +123,15 @@ public final class Protections: Sendable {
     }
 
     /// Runs `body` (an unlink) only if no live lease covers the file at this normalised path,
-    /// holding the registry meanwhile: a lease on it is taken either before (and `body` does
-    /// not run: nil) or after `body` returned, never in between.
-    public func unlessLeased(file path: String, _ body: () throws -> Bool) throws -> Bool? {
+    /// holding the registry's gate shared meanwhile: a lease on it is taken either before
+    /// (and `body` does not run: nil) or after `body` returned, never in between. Several
+    /// threads may be inside at once; `body` must not take a lease.
+    public func unlessLeased<T>(file path: String, _ body: () throws -> T) rethrows -> T? {
         let bytes = Array(path.utf8)
-        return try state.withLock { s throws -> Bool? in
+        return try gate.shared { () throws -> T? in
             let now = clock()
-            let leased = s.leases.values.contains { l in
-                l.expires > now && l.files.contains { Array($0.utf8) == bytes }
+            let leased = state.withLock { s in
+                s.leases.values.contains { l in l.expires > now && l.files.contains { Array($0.utf8) == bytes } }
             }
             return leased ? nil : try body()
         }

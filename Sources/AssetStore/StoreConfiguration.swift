@@ -40,6 +40,10 @@ public struct StoreConfiguration: Sendable {
     public var orphanGrace: Double = 3600
     /// `files.skip_open`: a queued file some process has open is kept and retried later.
     public var skipOpenFiles = false
+    /// Policy batches whose objects only hold files by reference counting are deleted with a
+    /// few set-based statements (`WriteTransaction.deleteReferenceCounted`); tests turn it off
+    /// to compare with the rule worklist, which must give the same result.
+    var setBasedPolicyDeletes = true
 
     /// Settings with these roots and defaults for the rest.
     public init(roots: [String]) {

@@ -65,10 +65,12 @@ extension WriteTransaction {
         )
         do {
             try db.inSavepoint {
-                for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
-                    pendingDeletes.append((id, .policy))
+                if try !deleteReferenceCounted(ids) {
+                    for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
+                        pendingDeletes.append((id, .policy))
+                    }
+                    try flush()
                 }
-                try flush()
                 if deletedDetails[marks.deleted...].contains(where: protection.protects) { throw EvictionRefused() }
                 if queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) }) {
                     throw EvictionRefused()

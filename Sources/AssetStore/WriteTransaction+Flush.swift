@@ -225,7 +225,8 @@ extension WriteTransaction {
         let ref = detail.ref
         report.deleted.append(DeletedObject(ref: ref, cause: cause))
         deletedDetails.append(detail)
-        let outgoing = try EdgeRow.fetch(db, where: "e.src = ?", [id])
+        // In index order, which `deleteReferenceCounted` reproduces for a whole batch.
+        let outgoing = try EdgeRow.fetch(db, where: "e.src = ? ORDER BY e.name, e.is_file, e.dst", [id])
         let incoming = try EdgeRow.fetch(db, where: "e.is_file = 0 AND e.dst = ? AND e.src != ?", [id, id])
         try db.cachedStatement(sql: "DELETE FROM edge WHERE src = ?").execute(arguments: [id])
         try db.cachedStatement(sql: "DELETE FROM edge WHERE is_file = 0 AND dst = ?").execute(arguments: [id])

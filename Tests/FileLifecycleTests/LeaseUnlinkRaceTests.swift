@@ -16,7 +16,7 @@ struct LeaseUnlinkRaceTests {
         let path = try f.makeFile("a")
         let acquired = Flag()
         let protections = f.store.protections
-        let ran = try protections.unlessLeased(file: path) {
+        let ran = protections.unlessLeased(file: path) {
             let t = Thread {
                 _ = try? protections.acquire(objects: [], files: [path], ttl: 60)
                 acquired.set()
@@ -33,7 +33,7 @@ struct LeaseUnlinkRaceTests {
         }
         #expect(acquired.value)
         // Now leased: the next unlink decision does not run.
-        #expect(try f.store.protections.unlessLeased(file: path) { true } == nil)
+        #expect(f.store.protections.unlessLeased(file: path) { true } == nil)
     }
 }
 

@@ -1,0 +1,124 @@
+// Policy deletions without the rule worklist: a batch whose objects only hold files through
+// reference counting (the built-in `file` template) and that nothing points at is deleted with
+// a few set-based statements. What it records — report, deleted and queued details, files
+// queued in order — must equal what `process` records for the same batch; anything else goes
+// to the worklist.
+
+import GRDB
+
+extension WriteTransaction {
+    /// Deletes `requested` (cause `policy`) as `flush` would, or returns false having changed
+    /// nothing when some rule needs the worklist: an edge to one of them, an edge of theirs to
+    /// an object or with a rule other than deleteDestinationIfAllSourcesDeleted, or a file
+    /// they free that another edge still reaches (its rules would fire). Call with no other
+    /// intent pending, as `evict` does.
+    func deleteReferenceCounted(_ requested: [Int64]) throws -> Bool {
+        guard store.configuration.setBasedPolicyDeletes, work.isEmpty, pendingDeletes.isEmpty, dirty.isEmpty,
+            unresolved.isEmpty, removedWithReason.isEmpty, filesTouched.isEmpty, indexDirty.isEmpty, flushFailure == nil
+        else { return false }
+        var seen = Set<Int64>()
+        let ids = requested.filter { !deletedIDs.contains($0) && seen.insert($0).inserted }
+        guard !ids.isEmpty else { return false }
+        let idList = JSONValue.array(ids.map { .int($0) }).serialized()
+
+        let needsRules = try Bool.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT EXISTS (SELECT 1 FROM edge WHERE src IN (SELECT value FROM json_each(?1)) AND (is_file = 0 OR rules & ~32 != 0))
+                OR EXISTS (SELECT 1 FROM edge WHERE is_file = 0 AND dst IN (SELECT value FROM json_each(?1)))
+                """), arguments: [idList]) ?? true
+        if needsRules { return false }
+        var details = [Int64: DeletedDetail]()
+        try db.cachedStatement(sql: """
+            SELECT id, collection, key, owner, pinned, created FROM object WHERE id IN (SELECT value FROM json_each(?))
+            """).forEachRawRow([idList]) { r in
+                let id = r.int64(0)
+                details[id] = DeletedDetail(
+                    id: id, ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), owner: r.text(3) ?? "",
+                    pinned: r.int64(4) != 0, created: r.double(5))
+            }
+        guard details.count == ids.count else { return false }
+        // Each object's edges in the order `deleteObject` reads them.
+        var outgoing = [Int64: [EdgeRow]]()
+        try db.cachedStatement(sql: EdgeRow.select + """
+             WHERE e.src IN (SELECT value FROM json_each(?)) ORDER BY e.src, e.name, e.is_file, e.dst
+            """).forEachRawRow([idList]) { r in
+                let e = EdgeRow(raw: r)
+                outgoing[e.src, default: []].append(e)
+            }
+        let edges = ids.flatMap { outgoing[$0] ?? [] }
+        // The worklist sees every object go before any edge fires, so a file goes when no
+        // retaining edge from outside the batch is left, in the order its first retaining edge fires.
+        var touched = [Int64]()
+        var retained = [Int64]()
+        var seenTouched = Set<Int64>()
+        var seenRetained = Set<Int64>()
+        for e in edges {
+            if seenTouched.insert(e.dst).inserted { touched.append(e.dst) }
+            if e.rules.contains(.deleteDestinationIfAllSourcesDeleted), seenRetained.insert(e.dst).inserted {
+                retained.append(e.dst)
+            }
+        }
+        var outside = [Int64: (all: Int64, retaining: Int64)]()
+        if !touched.isEmpty {
+            try db.cachedStatement(sql: """
+                SELECT dst, COUNT(*), SUM(rules & 32 != 0) FROM edge
+                WHERE is_file = 1 AND dst IN (SELECT value FROM json_each(?1)) AND src NOT IN (SELECT value FROM json_each(?2))
+                GROUP BY dst
+                """).forEachRawRow([JSONValue.array(touched.map { .int($0) }).serialized(), idList]) { r in
+                    outside[r.int64(0)] = (r.int64(1), r.int64(2))
+                }
+        }
+        let freed = retained.filter { (outside[$0]?.retaining ?? 0) == 0 }
+        if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return false }
+
+        // Decided: now the same changes `deleteObject`, `sourceGone` and `deleteFile` make.
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE src IN (SELECT value FROM json_each(?))").execute(arguments: [idList])
+        try db.cachedStatement(sql: "DELETE FROM object WHERE id IN (SELECT value FROM json_each(?))").execute(arguments: [idList])
+        try IndexTable.remove(all: idList, indexes: Array(indexes.values), db)
+        for id in ids {
+            let detail = details[id]!  // every id was found above
+            deletedIDs.insert(id)
+            report.deleted.append(DeletedObject(ref: detail.ref, cause: .policy))
+            deletedDetails.append(detail)
+            for e in outgoing[id] ?? [] { report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted)) }
+        }
+        let freedList = JSONValue.array(freed.map { .int($0) }).serialized()
+        var rows = [Int64: (path: String, device: Int64?, inode: Int64?, size: Int64)]()
+        try db.cachedStatement(sql: "SELECT id, path, device, inode, size FROM file WHERE id IN (SELECT value FROM json_each(?))")
+            .forEachRawRow([freedList]) { r in
+                rows[r.int64(0)] = (r.text(1) ?? "", r.isNull(2) ? nil : r.int64(2), r.isNull(3) ? nil : r.int64(3), r.int64(4))
+            }
+        let queue = try db.cachedStatement(sql: """
+            INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """)
+        for id in freed {
+            deletedFiles.insert(id)
+            guard let row = rows[id] else { continue }
+            var device = row.device
+            var inode = row.inode
+            if device == nil, let root = store.roots.root(of: row.path) {
+                // Registered before it existed: the file there now is the one this commit meant.
+                let state = FileProbe.identity(path: row.path, root: root)
+                device = state.device
+                inode = state.inode
+            }
+            try queue.execute(arguments: [
+                row.path, device, inode, row.size, commit, now, now + store.configuration.unlinkDelay,
+            ])
+            report.filesQueued.append(row.path)
+            queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: device))
+        }
+        try db.cachedStatement(sql: "DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))").execute(arguments: [freedList])
+        // A registry row lives as long as some edge references the file.
+        let kept = touched.filter { !deletedFiles.contains($0) }
+        if !kept.isEmpty {
+            try db.cachedStatement(sql: """
+                DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))
+                AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = file.id)
+                """).execute(arguments: [JSONValue.array(kept.map { .int($0) }).serialized()])
+        }
+        nullifyCursor = notifyCandidates.count
+        return true
+    }
+}
