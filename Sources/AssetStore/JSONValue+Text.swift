@@ -157,32 +157,22 @@ struct JSONParser {
     /// An object's members in order, the object's `{` at `index`.
     mutating func parseMembers(depth: Int) throws(JSONParseError) -> [(String, JSONValue)] {
         guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
-        index += 1
         var members = [(String, JSONValue)]()
-        skipSpace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return members }
-        while true {
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-            let key = try parseString()
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
-            index += 1
-            skipSpace()
-            members.append((key, try parseValue(depth: depth + 1)))
-            skipSpace()
-            guard index < bytes.count else { throw error("unexpected end of text") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return members }
-            throw error("expected ',' or '}'")
-        }
+        try forEachMember(depth: depth) { members.append(($0, $1)) }
+        return members
     }
 
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
-        index += 1
         var members = [String: JSONValue]()
+        try forEachMember(depth: depth) { members[$0] = $1 }
+        return .object(members)
+    }
+
+    /// Reads the object whose `{` is at `index`, handing each member to `body` in order.
+    mutating func forEachMember(depth: Int, _ body: (String, JSONValue) -> Void) throws(JSONParseError) {
+        index += 1
         skipSpace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
         while true {
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
@@ -191,11 +181,11 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipSpace()
-            members[key] = try parseValue(depth: depth + 1)
+            body(key, try parseValue(depth: depth + 1))
             skipSpace()
             guard index < bytes.count else { throw error("unexpected end of text") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
             throw error("expected ',' or '}'")
         }
     }
