@@ -92,6 +92,8 @@ final class PolicyRun {
     private(set) var plan: PolicyPlan
     /// Objects deleted in the current transaction (a step stops at `batch`).
     var deletedInBatch = 0
+    /// True while this batch holds new object leases back (`Protections.beginPolicyBatch`).
+    private var holdingLeases = false
 
     init(store: Store, policy: PolicyConfiguration, dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?) {
         self.store = store
@@ -128,9 +130,12 @@ final class PolicyRun {
                 deletedInBatch = 0
                 let before = plan
                 do {
+                    // Leases held back since the batch's first look at them go on after its commit.
+                    defer { endHold() }
                     let c = try store.write { tx in
                         done = try step.advance(tx, self)
                         if deletedInBatch == 0 { throw NothingDeleted() }  // no empty commits
+                        store.state.withLock { $0.policyBatchDecided }?()
                         try count(since: before, tx.db)
                     }
                     plan.commits.append(c.report)
@@ -157,12 +162,24 @@ final class PolicyRun {
         for (name, n) in counts { try Store.bump(db, name, by: n) }
     }
 
+    private func endHold() {
+        guard holdingLeases else { return }
+        holdingLeases = false
+        store.protections.endPolicyBatch()
+    }
+
     private func report(_ step: PolicyStep) {
         progress?(PolicyProgress(phase: step.phase, deleted: plan.objects.count, bytes: plan.bytes))
     }
 
-    /// What a policy must not delete, now (leases may come and go between batches).
+    /// What a policy must not delete, now (leases may come and go between batches). A real
+    /// batch holds new object leases back from here to its commit: none can be answered
+    /// between this snapshot and the deletions it allows. A dry run rolls back: no need.
     func protection() -> EvictionGuard {
+        if !dryRun && !holdingLeases {
+            store.protections.beginPolicyBatch()
+            holdingLeases = true
+        }
         let leased = store.protections.snapshot()
         return EvictionGuard(createdBefore: now - minAge, objects: leased.objects, files: leased.files)
     }

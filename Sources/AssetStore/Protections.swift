@@ -2,7 +2,8 @@
 // by release, by their TTL, or by the daemon when the connection that took them closes.
 // They live in memory on purpose: a lease belongs to a live client, and no client outlives
 // the daemon. Leased objects are never evicted or expired; a leased file whose unlink is
-// queued (an explicit delete is not blocked by leases) is kept until the lease ends.
+// queued (an explicit delete is not blocked by leases) is kept until the lease ends. A new
+// lease is ordered against the unlinks and policy batches under way (see the gates below).
 
 import Synchronization
 
@@ -39,7 +40,22 @@ public final class Protections: Sendable {
     /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
     /// once), a new lease exclusively, so it is answered only after the unlinks under way.
     private let gate = SharedExclusiveLock()
+    /// Orders new leases of objects against policy batches the same way: a real batch holds
+    /// it shared from its first look at the leases until its commit returned, a lease of
+    /// objects exclusively. Its own lock, not `gate`: a batch holds it across a whole write
+    /// transaction, and a sweep in its write transaction may need `gate` shared meanwhile.
+    ///
+    /// No deadlock: locks are taken in one order, SQLite's write lock (and GRDB's writer),
+    /// then `objectGate`, then `gate`. A batch takes `objectGate` once, inside its write
+    /// transaction (so never while waiting for the writer), and no other gate while holding
+    /// it; the sweep takes the writer, then `gate`; `acquire` takes `objectGate`, then
+    /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
+    /// only for holders that wait on later locks, if at all, so every chain of waits climbs
+    /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
+    private let objectGate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
+    /// Tests: runs when `acquire` has to wait for a policy batch to commit.
+    let acquireWaits = Mutex<(@Sendable () -> Void)?>(nil)
     private let roots: ManagedRoots
 
     init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
@@ -51,7 +67,8 @@ public final class Protections: Sendable {
     public static let maximumTTL = 86_400.0
 
     /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
-    /// managed root; objects are validated but need not exist.
+    /// managed root; objects are validated but need not exist. A lease of objects waits for
+    /// a policy batch under way to commit, so it must not be taken inside a write transaction.
     public func acquire(objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil) throws(StoreError) -> Lease {
         guard ttl > 0, ttl <= Protections.maximumTTL else {
             throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
@@ -63,15 +80,29 @@ public final class Protections: Sendable {
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let now = clock()
-        return gate.exclusive {
-            state.withLock { s in
-                let lease = Lease(id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
-                s.next += 1
-                s.leases[lease.id] = lease
-                return lease
+        let grant = {
+            self.gate.exclusive {
+                self.state.withLock { s in
+                    let lease = Lease(id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
+                    s.next += 1
+                    s.leases[lease.id] = lease
+                    return lease
+                }
             }
         }
+        // Leases of files only need not wait for a batch: their files are guarded at the unlink.
+        guard !objects.isEmpty else { return grant() }
+        let waiting: (@Sendable () -> Void)? = acquireWaits.withLock { $0 }
+        return objectGate.exclusive(waiting: waiting, grant)
     }
+
+    /// Holds new leases of objects back until `endPolicyBatch`: taken by a real policy batch
+    /// before it reads the leases, so a lease is answered either before its decisions (which
+    /// then spare the object) or after its commit. Once per batch, inside its write transaction.
+    func beginPolicyBatch() { objectGate.lockShared() }
+
+    /// Ends `beginPolicyBatch`, after the batch's commit (or rollback) returned.
+    func endPolicyBatch() { objectGate.unlockShared() }
 
     /// Ends a lease; returns it, or nil if there was none (or it had lapsed).
     @discardableResult

@@ -1,6 +1,7 @@
 // A shared/exclusive lock (pthread rwlock) that prefers the exclusive side: many sweep
 // threads unlink under it shared at once, and a lease acquire, which runs on the daemon's
 // event loop, waits only for the unlinks already under way, never for a stream of new ones.
+// A second one orders leases of objects against policy batches.
 
 import Glibc
 
@@ -33,11 +34,24 @@ final class SharedExclusiveLock: @unchecked Sendable {  // the rwlock is thread-
         return try body()
     }
 
-    /// Runs `body` holding the lock alone.
-    func exclusive<T>(_ body: () throws -> T) rethrows -> T {
-        let r = pthread_rwlock_wrlock(lock)
-        precondition(r == 0, "pthread_rwlock_wrlock: \(r)")
+    /// Runs `body` holding the lock alone; `waiting` (tests) runs first if it must wait.
+    func exclusive<T>(waiting: (() -> Void)? = nil, _ body: () throws -> T) rethrows -> T {
+        if pthread_rwlock_trywrlock(lock) != 0 {
+            waiting?()
+            let r = pthread_rwlock_wrlock(lock)
+            precondition(r == 0, "pthread_rwlock_wrlock: \(r)")
+        }
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
+
+    /// Takes the lock shared until `unlockShared`, for a hold that outlives the caller's
+    /// scope (it ends after a commit the caller does not see). Never while already holding it.
+    func lockShared() {
+        let r = pthread_rwlock_rdlock(lock)
+        precondition(r == 0, "pthread_rwlock_rdlock: \(r)")
+    }
+
+    /// Ends a `lockShared` hold.
+    func unlockShared() { pthread_rwlock_unlock(lock) }
 }

@@ -38,6 +38,8 @@ public final class Store: Sendable {
         var durableCommit: Int64 = 0
         var closed = false
         var policy: PolicyConfiguration?
+        /// Tests: runs in each real policy batch after its decisions, before its commit.
+        var policyBatchDecided: (@Sendable () -> Void)?
     }
 
     /// Opens (creating it and its folder if needed) the database at `path`. Takes the lock
