@@ -1,6 +1,7 @@
 // `backup` and `vacuum` (SPEC §9 maintenance). A backup copies one read snapshot with
 // SQLite's online backup API into a temp file beside the target, synced and then linked
 // under the final name, so a crash never leaves half a backup there; writers go on meanwhile.
+// What a killed backup left (its temp file) the next backup to the same name removes.
 
 import Foundation
 import GRDB
@@ -14,13 +15,20 @@ extension Store {
     /// `conflict`; a relative one is taken from the current folder. `progress` gets pages
     /// copied and total after each step. Returns `{path, bytes, commit}`: the commit is the
     /// last one the copy holds.
+    ///
+    /// The copy is written to `.<name>.tmp-<pid>-<random>` beside `path` first. A backup
+    /// killed meanwhile leaves that behind, so each backup first removes the temp files of
+    /// earlier backups to the same name whose process is gone (see `removeStaleBackupTemps`).
     public func backup(to path: String, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) throws -> JSONValue {
         try checkOpen()
         let target = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        let folder = (target as NSString).deletingLastPathComponent
+        let name = (target as NSString).lastPathComponent
+        // Before the check: a backup killed after its link left the name taken and its temp file.
+        Store.removeStaleBackupTemps(folder: folder, name: name)
         var st = stat()
         if lstat(target, &st) == 0 { throw StoreError(.conflict, "\(target) already exists", detail: .string(target)) }
-        let folder = (target as NSString).deletingLastPathComponent
-        let temp = folder + "/." + (target as NSString).lastPathComponent + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let temp = folder + "/." + name + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         func removeTemp() {
             for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temp + suffix) }
         }
@@ -88,6 +96,65 @@ extension Store {
             throw StoreError(.internalError, "backup to \(target) failed: \(error)")
         }
         return .object(["path": .string(target), "bytes": .int(Store.fileSize(target)), "commit": .int(commit)])
+    }
+
+    /// Removes from `folder` what killed backups to `name` left: regular files of this user
+    /// named as a backup's temp files are (`.<name>.tmp-<pid>-<random>`, and the same with
+    /// `-journal`, `-wal` or `-shm`) whose `<pid>` is no live process (`kill(pid, 0)` fails
+    /// with `ESRCH`). Nothing else: no symlink, no other name, no file of a live backup (its
+    /// own process's included). Best effort: what cannot be read or removed stays.
+    static func removeStaleBackupTemps(folder: String, name: String) {
+        let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dir >= 0 else { return }
+        defer { Glibc.close(dir) }
+        // Listed first, removed after: entries removed while a listing is read may be skipped.
+        var stale = [[UInt8]]()
+        let listing = dup(dir)
+        guard listing >= 0 else { return }
+        guard let stream = fdopendir(listing) else {
+            Glibc.close(listing)
+            return
+        }
+        let nameBytes = Array(name.utf8)
+        while let entry = readdir(stream) {
+            let file = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if Store.backupTempPID(file, name: nameBytes) != nil { stale.append(file) }
+        }
+        closedir(stream)
+        for file in stale {
+            guard let pid = Store.backupTempPID(file, name: nameBytes) else { continue }
+            errno = 0
+            guard kill(pid, 0) != 0, errno == ESRCH else { continue }  // alive (EPERM: someone else's)
+            let cName = file.map { CChar(bitPattern: $0) } + [0]
+            var st = stat()
+            guard fstatat(dir, cName, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFREG,
+                st.st_uid == geteuid()
+            else { continue }
+            unlinkat(dir, cName, 0)
+        }
+    }
+
+    /// The pid in `file` if it is named exactly as a temp file of a backup to `name` is
+    /// (`.<name>.tmp-<pid>-<random>`, optionally with `-journal`, `-wal` or `-shm`), else nil.
+    static func backupTempPID(_ file: [UInt8], name: [UInt8]) -> pid_t? {
+        let prefix = Array(".".utf8) + name + Array(".tmp-".utf8)
+        guard file.count > prefix.count, file.starts(with: prefix) else { return nil }
+        var rest = file[prefix.count...]
+        for suffix in ["-journal", "-wal", "-shm"] where rest.reversed().starts(with: suffix.utf8.reversed()) {
+            rest = rest.dropLast(suffix.utf8.count)
+            break
+        }
+        let parts = rest.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+        func digits(_ p: ArraySlice<UInt8>) -> String? {
+            guard !p.isEmpty, p.count <= 10, p.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                return nil
+            }
+            return String(decoding: p, as: UTF8.self)
+        }
+        guard parts.count == 2, let pidText = digits(parts[0]), let random = digits(parts[1]),
+            UInt32(random) != nil, let pid = Int32(pidText), pid > 0
+        else { return nil }
+        return pid
     }
 
     /// Rewrites the database compactly (`VACUUM` on the writer, then a checkpoint that

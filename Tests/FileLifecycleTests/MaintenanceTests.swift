@@ -552,6 +552,39 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(try FileManager.default.contentsOfDirectory(atPath: f.dir).sorted() == ["root", "state", "taken"])
     }
 
+    @Test("a backup removes the temp files killed backups to its name left, and nothing else")
+    func removesStaleTemps() throws {
+        let f = try Fixture()
+        let folder = f.dir + "/backups"
+        // Above pid_max: no process has it, ever.
+        let pidMax = try String(contentsOfFile: "/proc/sys/kernel/pid_max", encoding: .utf8)
+        let dead = try #require(Int32(pidMax.trimmingCharacters(in: .whitespacesAndNewlines))) + 1
+        errno = 0
+        #expect(kill(dead, 0) == -1 && errno == ESRCH)
+        let live = getpid()
+        let stale = [".copy.sqlite.tmp-\(dead)-123", ".copy.sqlite.tmp-\(dead)-123-wal", ".copy.sqlite.tmp-\(dead)-9-journal"]
+        let kept = [
+            ".copy.sqlite.tmp-\(live)-456",  // a live process's
+            ".other.sqlite.tmp-\(dead)-1",  // another target's
+            ".copy.sqlite.tmp-\(dead)-1x", ".copy.sqlite.tmp-\(dead)-1-wal.bak", ".copy.sqlite.tmp-\(dead)",
+            "copy.sqlite.tmp-\(dead)-1", "unrelated.txt", "victim",
+        ]
+        for name in stale + kept { try writeFile(folder + "/" + name, size: 5) }
+        // A symlink by the pattern is never followed nor removed.
+        let link = ".copy.sqlite.tmp-\(dead)-777"
+        #expect(symlink(folder + "/victim", folder + "/" + link) == 0)
+
+        _ = try f.store.backup(to: folder + "/copy.sqlite")
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: folder))
+        #expect(left == Set(kept + [link, "copy.sqlite"]))
+        #expect(onDisk(folder + "/victim")?.size == 5)
+
+        // Even a backup refused because its name is taken (one killed after its link) clears them.
+        try writeFile(folder + "/" + stale[0], size: 5)
+        #expect(expectCode(.conflict) { try f.store.backup(to: folder + "/copy.sqlite") } != nil)
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder)) == left)
+    }
+
     @Test("vacuum shrinks a store after mass deletes and reports both sizes")
     func vacuumShrinks() throws {
         let f = try Fixture()
