@@ -108,8 +108,13 @@ final class ControlServer {
     func remove(_ session: Session) {
         sessions[session.number] = nil
         // Its leases end with it (SPEC §9); their files' unlinks are rescheduled by the sweep.
-        daemon.leasesEnded(store.protections.releaseAll(holder: session.number))
+        leasesEnded(holder: session.number)
         daemon.checkStopped()
+    }
+
+    /// Ends the leases of the connection numbered `holder` (it closed).
+    func leasesEnded(holder: UInt64) {
+        daemon.leasesEnded(store.protections.releaseAll(holder: holder))
     }
 
     /// Claims the one maintenance slot for `what`; nil if claimed, else what holds it.

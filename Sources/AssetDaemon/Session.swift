@@ -180,6 +180,8 @@ final class Session {
         do {
             try server.submit({ box.value = MethodTable.call(name, params, ctx) }) { [self] in
                 running = false
+                // The connection's leases ended when it closed; one granted since ends now.
+                if closed { server.leasesEnded(holder: number) }
                 if maintenance { server.endMaintenance() }
                 // Progress posted by the pool thread goes out before the reply that follows it.
                 server.deliverProgress()

@@ -130,9 +130,9 @@ public enum MethodTable {
         "sweep": Method(adminOnly: false, slow: true, run: sweep),
         "pending": Method(adminOnly: false, slow: true, run: pending),
         "shutdown": Method(adminOnly: true, slow: false, run: shutdown),
-        // On the loop: taken while its session is surely alive, so a closing connection cannot
-        // miss it (and no I/O: at most a wait for a sweep's single unlink).
-        "lease.acquire": Method(adminOnly: false, slow: false, run: leaseAcquire),
+        // On the pool: a lease of objects waits for a policy batch under way to commit. A lease
+        // granted after its connection closed is ended when the reply would go (Session.run).
+        "lease.acquire": Method(adminOnly: false, slow: true, run: leaseAcquire),
         "lease.release": Method(adminOnly: false, slow: true, run: leaseRelease),
         "lease.list": Method(adminOnly: false, slow: false, run: leaseList),
         "object.pin": Method(adminOnly: false, slow: true, run: objectPin),
