@@ -4,14 +4,23 @@
 // size and wakes a background queue, which runs a PASSIVE checkpoint on its own connection
 // beside the writer. If writes outrun it and the WAL keeps growing, the committing writer
 // checkpoints itself again, as SQLite would, so the WAL stays bounded.
+//
+// The WAL starts over from its beginning only when a write transaction begins with every
+// frame copied, which a background checkpoint racing a stream of commits never achieves: the
+// WAL would grow to the inline limit, and checkpoints would run after nearly every commit,
+// each copying again the same few hot pages. So once a background run has copied all but a
+// few frames, the writer copies those itself (a millisecond at most) and the next
+// transaction restarts the WAL; a cycle copies each page once, however often it changed.
 
 import Dispatch
 import GRDBSQLite
 import Synchronization
 
 final class Checkpointer: Sendable {
-    /// WAL frames after a commit that start a background checkpoint (SQLite's default).
-    static let backgroundThreshold: Int32 = 1000
+    /// WAL frames (4 KiB pages) after a commit that start a background checkpoint.
+    static let backgroundThreshold: Int32 = 4000
+    /// Frames left after a background run that the writer copies itself, ending the cycle.
+    static let finishThreshold: Int32 = 512
     /// WAL frames after a commit at which the writer checkpoints inline, as SQLite would.
     static let inlineThreshold: Int32 = 16000
 
@@ -23,6 +32,15 @@ final class Checkpointer: Sendable {
     private let paused = Atomic<Int>(0)
     /// Checkpoints the queue has run (for tests).
     let completed = Atomic<Int>(0)
+    /// Checkpoints the writer ran to end a cycle (for tests).
+    let finished = Atomic<Int>(0)
+    /// Frames of the current WAL the last background run copied (0: none since the restart).
+    private let backfilled = Atomic<Int32>(0)
+    /// The WAL's size in frames at the last commit: a smaller one means it started over.
+    let lastFrames = Atomic<Int32>(0)
+    /// The WAL's size when a background run last copied nothing new (a reader holds an older
+    /// snapshot): no new run until it has grown by a threshold, instead of one per commit.
+    private let stalledAt = Atomic<Int32>(0)
     /// The checkpoint connection, opened on first use; only the queue touches it.
     private let connection = Mutex<UnsafeSendable<OpaquePointer>?>(nil)
 
@@ -38,25 +56,41 @@ final class Checkpointer: Sendable {
 
     /// From the WAL hook, on the writer's thread, right after a commit.
     fileprivate func committed(frames: Int32, writer: OpaquePointer?, schema: UnsafePointer<CChar>?) -> Int32 {
+        if frames < lastFrames.exchange(frames, ordering: .relaxed) {
+            // Started over: what earlier runs copied belongs to the old WAL.
+            backfilled.store(0, ordering: .relaxed)
+            stalledAt.store(0, ordering: .relaxed)
+        }
         if frames >= Checkpointer.inlineThreshold {
             // The background could not keep up: catch up now, inside the writer (PASSIVE waits
             // for no one). Its result is not returned: the commit has happened either way.
             _ = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             return SQLITE_OK
         }
-        if frames >= Checkpointer.backgroundThreshold, !closed.load(ordering: .acquiring),
+        let done = backfilled.load(ordering: .relaxed)
+        let idle = !running.load(ordering: .acquiring)
+        if done > 0, idle, frames - done <= Checkpointer.finishThreshold {
+            // The last few frames, here: the WAL is then all copied, so the next write
+            // transaction starts it over. A reader's older snapshot may keep some; no matter.
+            backfilled.store(0, ordering: .relaxed)
+            _ = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            finished.add(1, ordering: .relaxed)
+            return SQLITE_OK
+        }
+        if frames >= Checkpointer.backgroundThreshold, idle, frames - done > Checkpointer.finishThreshold,
+            frames >= stalledAt.load(ordering: .relaxed), !closed.load(ordering: .acquiring),
             paused.load(ordering: .acquiring) == 0,
             running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         {
             queue.async { [self] in
-                run()
+                run(before: done)
                 running.store(false, ordering: .releasing)
             }
         }
         return SQLITE_OK
     }
 
-    private func run() {
+    private func run(before done: Int32) {
         // Checked again here: the hook may have queued this just before `exclusive` paused it.
         guard !closed.load(ordering: .acquiring), paused.load(ordering: .acquiring) == 0 else { return }
         let handle: OpaquePointer? = connection.withLock { c in
@@ -78,7 +112,14 @@ final class Checkpointer: Sendable {
         }
         // A failure (busy, I/O) leaves the frames for the next checkpoint; nothing is lost.
         guard let handle else { return }
-        _ = sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        var log: Int32 = 0
+        var copied: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+        if rc == SQLITE_OK, copied > done {
+            backfilled.store(copied, ordering: .relaxed)
+        } else {
+            stalledAt.store(log + Checkpointer.backgroundThreshold, ordering: .relaxed)
+        }
         completed.add(1, ordering: .relaxed)
     }
 
