@@ -25,6 +25,7 @@ public final class PointReader {
         try store.checkOpen()
         self.store = store
         conn = try QueryConnection(path: store.path, timeLimit: store.configuration.queryTimeLimit)
+        sqlite3_exec(conn.handle, "PRAGMA cache_size = -\(Store.pointReaderCacheKiB)", nil, nil, nil)
     }
 
     deinit { endSnapshot() }

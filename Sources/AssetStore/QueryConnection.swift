@@ -49,8 +49,8 @@ final class QueryConnection {
         // A client's clause can ask for a lot: bound the time and the size of any value.
         sqlite3_progress_handler(h, 10_000, queryProgress, Unmanaged.passUnretained(self).toOpaque())
         sqlite3_limit(h, SQLITE_LIMIT_LENGTH, 64 << 20)
-        // Point reads and scans read pages from the map instead of copying them with pread.
-        sqlite3_exec(h, "PRAGMA mmap_size = \(Store.mmapSize)", nil, nil, nil)
+        // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
+        sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }
 
     static func monotonicNow() -> Double {

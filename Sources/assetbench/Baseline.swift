@@ -168,7 +168,8 @@ final class BaselineStore {
         let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         precondition(rc == SQLITE_OK && h != nil, "cannot open \(path) (\(rc))")
         db = h!  // checked above
-        // The engine's pragmas: WAL, FULL sync, and a 1 GiB map (Store.mmapSize).
+        // WAL and FULL sync as the engine; and a 1 GiB map, as the engine had before it gave its
+        // map up to bound its RSS (the baseline has no memory goal to meet).
         for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA mmap_size = 1073741824", BaselineStore.schema] {
             let rc = sqlite3_exec(db, sql, nil, nil, nil)
             precondition(rc == SQLITE_OK, "\(String(cString: sqlite3_errmsg(db))): \(sql)")
