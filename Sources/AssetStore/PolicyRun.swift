@@ -357,7 +357,8 @@ final class BudgetStep: BytesStep {
     }
 }
 
-/// `min_free` for one filesystem: bytes already queued for unlinking there count as freed.
+/// `min_free` for one filesystem: bytes queued for unlinking there count as freed, unless
+/// the next sweep will not free them: deferred (a lease, an open file), failed, or leased now.
 final class MinFreeStep: BytesStep {
     let device: Int64
     let minFree: Int64
@@ -371,8 +372,19 @@ final class MinFreeStep: BytesStep {
 
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         guard let free = tx.store.roots.freeBytes(device: device) else { return 0 }
-        let queued = try Int64.fetchOne(
-            tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE device = ?", arguments: [device]) ?? 0
+        // A row as queued has never been tried and is due by queued_at + unlink_delay; a
+        // deferral moves next_attempt past that, a failure counts an attempt.
+        let due = "device = ?1 AND attempts = 0 AND next_attempt <= MAX(?2, queued_at + ?3)"
+        let now = tx.store.configuration.clock()
+        let delay = tx.store.configuration.unlinkDelay
+        var queued = try Int64.fetchOne(
+            tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due)", arguments: [device, now, delay]) ?? 0
+        // A file leased since it was queued stays until the lease ends (leases are few).
+        for path in tx.store.protections.snapshot().files {
+            queued -= try Int64.fetchOne(
+                tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path = ?4",
+                arguments: [device, now, delay, String(decoding: path, as: UTF8.self)]) ?? 0
+        }
         return minFree - free - queued
     }
 

@@ -70,4 +70,27 @@ struct MinFreeTests {
         #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0", "k1"])
         #expect(try f.exists(ref("c", "disk")))
     }
+
+    @Test("queued bytes the next sweep will not free (a lease defers them) do not count as freed")
+    func deferredBytesNotFreed() throws {
+        let f = try Fixture()
+        #expect(mountTmpfs(f.root, size: 4 * mib))
+        defer { umount2(f.root, Int32(MNT_DETACH)) }
+        var paths = [String]()
+        for i in 0..<3 {
+            paths.append(try f.makeFile("f\(i)", size: mib))
+            try f.put([(ref("c", "k\(i)"), ["file": .string(paths[i])])])
+            f.clock.advance(1)
+        }
+        f.clock.advance(3600)
+        // k0 deleted while its file is leased: queued, and the sweep defers it.
+        _ = try f.store.protections.acquire(objects: [], files: [paths[0]], ttl: 600)
+        try f.delete(ref("c", "k0"))
+        #expect(try f.store.sweep().deferred.map(\.path) == [paths[0]])
+        // 1 MiB free of 4, 2.5 wanted: f0's queued MiB stays, so both other files must go.
+        var p = PolicyConfiguration()
+        p.minFree = Int64(2 * mib + mib / 2)
+        f.store.policy = p
+        #expect(try f.store.enforce().objects.map(\.ref.key) == ["k1", "k2"])
+    }
 }
