@@ -108,6 +108,10 @@ final class PolicyRun {
     var batchFull: Bool { deletedInBatch >= batch }
 
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
+        try store.withMappedWriter { try runSteps(steps) }
+    }
+
+    private func runSteps(_ steps: [PolicyStep]) throws -> PolicyPlan {
         if dryRun {
             do {
                 try store.write { tx in

@@ -41,6 +41,8 @@ public final class Store: Sendable {
         var policy: PolicyConfiguration?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
         var policyBatchDecided: (@Sendable () -> Void)?
+        /// Policy runs under way, each with the writer's map on (`withMappedWriter`).
+        var mappedRuns = 0
     }
 
     /// Opens (creating it and its folder if needed) the database at `path`. Takes the lock
@@ -262,6 +264,35 @@ public final class Store: Sendable {
     /// into per-connection caches instead, which SQLite's soft heap limit bounds as a whole.
     static func boundPageCaches() {
         if sqlite3_soft_heap_limit64(-1) == 0 { sqlite3_soft_heap_limit64(heapLimit) }
+    }
+
+    /// Bytes of the database the writer maps while a policy run is under way.
+    static let policyMapSize = 1 << 30
+
+    /// Runs `body` (a policy run) with the writer reading the database through a map, which
+    /// is how a run over a cold cache reads fast (the kernel reads around each faulting page:
+    /// 1,000,000-file expiry took 6.5 s through pread, 5.0 s mapped). The map goes when the
+    /// last run ends, and with it the pages it made resident: the daemon's RSS is back down.
+    func withMappedWriter<T>(_ body: () throws -> T) rethrows -> T {
+        mapWriter(true)
+        defer { mapWriter(false) }
+        return try body()
+    }
+
+    /// The writer's `mmap_size` now (tests).
+    func writerMapSize() throws -> Int {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA mmap_size") ?? -1 }
+    }
+
+    /// Best effort: a map that could not be set only makes the run read through pread.
+    private func mapWriter(_ on: Bool) {
+        let size: Int? = state.withLock { s in
+            s.mappedRuns += on ? 1 : -1
+            if on && s.mappedRuns == 1 { return Store.policyMapSize }
+            return !on && s.mappedRuns == 0 ? 0 : nil
+        }
+        guard let size else { return }
+        try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA mmap_size = \(size)") }
     }
 
     /// The highest commit known to be durable.
