@@ -258,10 +258,11 @@ public final class Store: Sendable {
     /// All connections' page caches together stay under this (SQLite recycles pages past it).
     static let heapLimit: Int64 = 64 << 20
 
-    /// No connection maps the database (`mmap_size` stays 0): a map makes every page a scan
-    /// touches count in the daemon's RSS (a full scan at 1,000,000 objects put it at 500 MiB),
-    /// and point reads measured faster from a page cache than from the map. Pages are copied
-    /// into per-connection caches instead, which SQLite's soft heap limit bounds as a whole.
+    /// Readers never map the database (`mmap_size` stays 0), the writer only during a policy
+    /// run (`withMappedWriter`): a map makes every page a scan touches count in the daemon's
+    /// RSS (two full scans at 1,000,000 objects put it at 500 MiB), and point reads measured
+    /// faster from a page cache than from the map. Pages are copied into per-connection
+    /// caches instead, which SQLite's soft heap limit bounds as a whole.
     static func boundPageCaches() {
         if sqlite3_soft_heap_limit64(-1) == 0 { sqlite3_soft_heap_limit64(heapLimit) }
     }
