@@ -55,6 +55,9 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         let pingAfterBusy = try? direct.call("ping")
         // A non-admin asking for an admin run is refused as such, not told to skip.
         let nobodyVacuum = Nobody.canSwitch ? try h.assetctlAsNobody(["vacuum"]) : nil
+        // A non-admin's read-only run neither waits for the slot nor holds it (else it could
+        // keep cron's runs out): it runs.
+        let nobodyVerify = Nobody.canSwitch ? try h.assetctlAsNobody(["verify"]) : nil
         let stillRunning = first.current == nil
         _ = done.wait(timeout: .now() + 120)
         #expect(stillRunning, "the first run must outlast the others for this test to mean anything")
@@ -67,6 +70,9 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(pingAfterBusy?["version"] != nil, "the connection still answers after busy")
         if let nobodyVacuum {
             #expect(nobodyVacuum.status == 1 && nobodyVacuum.stderr.contains("admin"), "\(nobodyVacuum.stderr)")
+        }
+        if let nobodyVerify {
+            #expect(nobodyVerify.status == 0 && !nobodyVerify.stderr.contains("skipping"), "\(nobodyVerify.stdout)\(nobodyVerify.stderr)")
         }
         if case .success(let plan)? = first.current {
             #expect(plan["objects"]?.arrayValue?.count == 1499, "all but the one that fits the 1-byte budget")
