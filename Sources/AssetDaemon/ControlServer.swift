@@ -118,10 +118,10 @@ final class ControlServer {
     }
 
     /// Claims the one maintenance slot for `what`; nil if claimed, else what holds it.
-    func claimMaintenance(_ what: String) -> String? { daemon.claimMaintenance(what) }
+    func claimMaintenance(_ what: String, readOnly: Bool) -> String? { daemon.claimMaintenance(what, readOnly: readOnly) }
 
     /// Frees the maintenance slot.
-    func endMaintenance() { daemon.endMaintenance() }
+    func endMaintenance(readOnly: Bool) { daemon.endMaintenance(readOnly: readOnly) }
 
     /// A progress reporter for a request that asked for one.
     func progressReporter(session: UInt64, request id: JSONValue) -> @Sendable ([String: JSONValue]) -> Void {

@@ -159,14 +159,14 @@ final class Session {
             return
         }
         let maintenance = MethodTable.maintenance.contains(request.method)
-        // Only an admin's run holds the one maintenance slot. A non-admin may run only the
-        // read-only forms (dry runs, verify without repair), which need no exclusion, and
-        // must not be able to keep cron's runs out by looping them.
-        let claims = maintenance && context.caller.isAdmin
+        // A non-admin may run only the read-only forms (dry runs, verify without repair):
+        // they take a slot of their own, one at a time, so that no user can keep cron's runs
+        // out by looping them, nor fill the thread pool with them.
+        let readOnly = !context.caller.isAdmin
         if maintenance {
             // Refused before claiming: a non-admin's real run is told so, not told to skip.
             var refusal = MethodTable.refusal(request.method, request.params, context.caller)
-            if refusal == nil, claims, let other = server.claimMaintenance(request.method) {
+            if refusal == nil, let other = server.claimMaintenance(request.method, readOnly: readOnly) {
                 refusal = .application(
                     .busy, "another maintenance run is in progress: \(other)", detail: .object(["running": .string(other)]))
             }
@@ -186,7 +186,7 @@ final class Session {
                 running = false
                 // The connection's leases ended when it closed; one granted since ends now.
                 if closed { server.leasesEnded(holder: number) }
-                if claims { server.endMaintenance() }
+                if maintenance { server.endMaintenance(readOnly: readOnly) }
                 // Progress posted by the pool thread goes out before the reply that follows it.
                 server.deliverProgress()
                 reply(request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started)
@@ -194,7 +194,7 @@ final class Session {
             }
         } catch {
             running = false
-            if claims { server.endMaintenance() }
+            if maintenance { server.endMaintenance(readOnly: readOnly) }
             reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
         }
     }

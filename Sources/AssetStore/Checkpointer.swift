@@ -73,7 +73,12 @@ final class Checkpointer: Sendable {
             // The last few frames, here: the WAL is then all copied, so the next write
             // transaction starts it over. A reader's older snapshot may keep some; no matter.
             backfilled.store(0, ordering: .relaxed)
-            _ = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            var log: Int32 = 0
+            var copied: Int32 = 0
+            _ = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+            // A reader's snapshot kept frames back: no background run until the WAL has grown
+            // (else the next would record that same copy as progress, and this would repeat).
+            if copied < log { stalledAt.store(log + Checkpointer.backgroundThreshold, ordering: .relaxed) }
             finished.add(1, ordering: .relaxed)
             return SQLITE_OK
         }

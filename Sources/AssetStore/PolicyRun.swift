@@ -381,14 +381,13 @@ final class MinFreeStep: BytesStep {
         let due = "device = ?1 AND attempts = 0 AND next_attempt <= MAX(?2, queued_at + ?3)"
         let now = tx.store.configuration.clock()
         let delay = tx.store.configuration.unlinkDelay
-        var queued = try Int64.fetchOne(
-            tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due)", arguments: [device, now, delay]) ?? 0
-        // A file leased since it was queued stays until the lease ends (leases are few).
-        for path in tx.store.protections.snapshot().files {
-            queued -= try Int64.fetchOne(
-                tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path = ?4",
-                arguments: [device, now, delay, String(decoding: path, as: UTF8.self)]) ?? 0
-        }
+        // A file leased since it was queued stays until the lease ends. One pass over the
+        // queue however many files are leased (SQLite builds a transient index for NOT IN).
+        let leased = JSONValue.array(tx.store.protections.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
+        let queued = try Int64.fetchOne(
+            tx.db,
+            sql: "SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?4))",
+            arguments: [device, now, delay, leased.serialized()]) ?? 0
         return minFree - free - queued
     }
 

@@ -55,8 +55,8 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         let pingAfterBusy = try? direct.call("ping")
         // A non-admin asking for an admin run is refused as such, not told to skip.
         let nobodyVacuum = Nobody.canSwitch ? try h.assetctlAsNobody(["vacuum"]) : nil
-        // A non-admin's read-only run neither waits for the slot nor holds it (else it could
-        // keep cron's runs out): it runs.
+        // A non-admin's read-only run takes a slot of its own (else it could keep cron's runs
+        // out): it runs.
         let nobodyVerify = Nobody.canSwitch ? try h.assetctlAsNobody(["verify"]) : nil
         let stillRunning = first.current == nil
         _ = done.wait(timeout: .now() + 120)
