@@ -12,12 +12,21 @@ final class StoreLock {
         guard fd >= 0 else {
             throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(errno))")
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        var tries = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let e = errno
             var buf = [UInt8](repeating: 0, count: 32)
             let n = pread(fd, &buf, 31, 0)
-            close(fd)
             let holder = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: " \n") : ""
+            // Held by this process's own pid: after a close, a child this process forked may
+            // still share the lock file until its exec closes it (O_CLOEXEC acts only then).
+            // That passes within moments; a store still open here does not, and stays busy.
+            if e == EWOULDBLOCK, holder == "\(getpid())", tries < StoreLock.ownRetries {
+                tries += 1
+                usleep(2_000)
+                continue
+            }
+            close(fd)
             if e == EWOULDBLOCK {
                 throw StoreError(
                     .busy, "the database is held by another process" + (holder.isEmpty ? "" : " (pid \(holder))"))
@@ -31,6 +40,9 @@ final class StoreLock {
     }
 
     deinit { close(fd) }  // closing releases the flock
+
+    /// Retries, 2 ms apart, while the lock is held under this process's own pid.
+    static let ownRetries = 50
 }
 
 extension String {

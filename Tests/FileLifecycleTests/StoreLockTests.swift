@@ -3,6 +3,7 @@
 // lock is free again once the holder closes.
 
 import Foundation
+import Glibc
 import Testing
 import AssetStore
 import AssetStoreTestSupport
@@ -72,5 +73,21 @@ import AssetStoreTestSupport
         f.store.close()
         #expect(throws: StoreError.self) { try f.store.read { try $0.objectCount() } }
         #expect(throws: StoreError.self) { try f.store.sweep() }
+    }
+
+    @Test("a lock left held a moment under this process's own pid (a forked child before its exec) is waited for, not busy")
+    func ownPidHolderWaitedFor() throws {
+        let f = try Fixture()
+        f.store.close()
+        // The lock taken again on an open file of its own, as a child between fork and exec
+        // shares it, under this pid; released 20 ms later.
+        let fd = open(f.dbPath + ".lock", O_RDWR | O_CLOEXEC)
+        #expect(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let release = Thread { usleep(20_000); close(fd) }
+        release.start()
+        let second = try Store(path: f.dbPath, configuration: f.configuration)
+        f.store = second
+        try second.write { tx in try tx.put(ref("c", "k"), value: [:]) }
+        #expect(try second.read { try $0.exists(ref("c", "k")) })
     }
 }
