@@ -41,7 +41,8 @@ public final class Store: Sendable {
         var policy: PolicyConfiguration?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
         var policyBatchDecided: (@Sendable () -> Void)?
-        /// Policy runs under way, each with the writer's map on (`withMappedWriter`).
+        /// Policy runs under way, each with the writer's map on (`withMappedWriter`); changed
+        /// only on the writer's queue.
         var mappedRuns = 0
     }
 
@@ -286,14 +287,16 @@ public final class Store: Sendable {
     }
 
     /// Best effort: a map that could not be set only makes the run read through pread.
+    /// Counted and set on the writer's queue, so that overlapping runs apply them in order.
     private func mapWriter(_ on: Bool) {
-        let size: Int? = state.withLock { s in
-            s.mappedRuns += on ? 1 : -1
-            if on && s.mappedRuns == 1 { return Store.policyMapSize }
-            return !on && s.mappedRuns == 0 ? 0 : nil
+        try? pool.writeWithoutTransaction { db in
+            let size: Int? = state.withLock { s in
+                s.mappedRuns += on ? 1 : -1
+                if on && s.mappedRuns == 1 { return Store.policyMapSize }
+                return !on && s.mappedRuns == 0 ? 0 : nil
+            }
+            if let size { try db.execute(sql: "PRAGMA mmap_size = \(size)") }
         }
-        guard let size else { return }
-        try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA mmap_size = \(size)") }
     }
 
     /// The highest commit known to be durable.
