@@ -35,6 +35,11 @@ public enum Prometheus {
             families += counterFamilies(counters)
         }
         gauge("assetd_last_commit", "The number of the latest commit.", s["commit"])
+        gauge("assetd_wal_frames", "Pages in the write-ahead log after the daemon's latest commit.", s["wal"]?["frames"])
+        gauge("assetd_checkpoints_total", "Background checkpoints run since the daemon started.", s["wal"]?["checkpoints"], type: "counter")
+        gauge(
+            "assetd_checkpoint_failures_total", "Checkpoints that failed since the daemon started.",
+            s["wal"]?["checkpoint_failures"], type: "counter")
         gauge("assetd_uptime_seconds", "Seconds since the daemon started.", s["uptime"])
         gauge("assetd_connections", "Open control connections.", s["connections"])
         gauge("assetd_requests_total", "Requests answered since the daemon started.", s["requests"], type: "counter")

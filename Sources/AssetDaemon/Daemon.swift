@@ -36,6 +36,8 @@ public final class Daemon {
     private var inFlight = 0
     private var sweeping = false
     private var sweepAgain = false
+    /// Checkpoint failures already logged: each new one is logged once, on the sweep timer.
+    private var loggedCheckpointFailures = 0
     let started = QueryClock.now()
     private(set) var lastCommit: Int64 = 0
 
@@ -105,7 +107,7 @@ public final class Daemon {
             }
             signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { [unowned self] in reload() })
             let timer = try EventLoop.Timer(loop: loop)
-            try timer.start(after: 1, repeating: 1) { [unowned self] in scheduleSweep() }
+            try timer.start(after: 1, repeating: 1) { [unowned self] in tick() }
             sweepTimer = timer
             try startPolicyTimer()
         } catch {
@@ -143,6 +145,17 @@ public final class Daemon {
 
     /// Runs due unlinks on the pool; one sweep at a time, another right after if asked meanwhile.
     /// None while stopping: the queue is durable and the next start drains it.
+    /// Every second: the sweep, and a log line for checkpoint failures, which happen off any
+    /// request (a WAL that cannot be checkpointed grows until the disk is full).
+    private func tick() {
+        let wal = store.walStatus
+        if wal.checkpointFailures > loggedCheckpointFailures {
+            logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")
+            loggedCheckpointFailures = wal.checkpointFailures
+        }
+        scheduleSweep()
+    }
+
     func scheduleSweep() {
         guard !stopping else { return }
         if sweeping {

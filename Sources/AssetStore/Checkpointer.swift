@@ -41,6 +41,10 @@ final class Checkpointer: Sendable {
     /// The WAL's size when a background run last copied nothing new (a reader holds an older
     /// snapshot): no new run until it has grown by a threshold, instead of one per commit.
     private let stalledAt = Atomic<Int32>(0)
+    /// Checkpoints that failed with an error (not busy: a busy one just runs later), and the
+    /// last failure's message: the frames stay in the WAL, which grows until one succeeds.
+    let failures = Atomic<Int>(0)
+    private let lastFailure = Mutex<String?>(nil)
     /// The checkpoint connection, opened on first use; only the queue touches it.
     private let connection = Mutex<UnsafeSendable<OpaquePointer>?>(nil)
 
@@ -64,7 +68,8 @@ final class Checkpointer: Sendable {
         if frames >= Checkpointer.inlineThreshold {
             // The background could not keep up: catch up now, inside the writer (PASSIVE waits
             // for no one). Its result is not returned: the commit has happened either way.
-            _ = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            let rc = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            note(rc, writer, "checkpoint")
             return SQLITE_OK
         }
         let done = backfilled.load(ordering: .relaxed)
@@ -75,7 +80,8 @@ final class Checkpointer: Sendable {
             backfilled.store(0, ordering: .relaxed)
             var log: Int32 = 0
             var copied: Int32 = 0
-            _ = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+            let rc = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+            note(rc, writer, "checkpoint")
             // A reader's snapshot kept frames back: no background run until the WAL has grown
             // (else the next would record that same copy as progress, and this would repeat).
             if copied < log { stalledAt.store(log + Checkpointer.backgroundThreshold, ordering: .relaxed) }
@@ -101,14 +107,18 @@ final class Checkpointer: Sendable {
         let handle: OpaquePointer? = connection.withLock { c in
             if let c { return c.value }
             var h: OpaquePointer?
-            guard sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let h else {
+            let opened = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+            guard opened == SQLITE_OK, let h else {
+                note(opened, h, "open for checkpoint")
                 if let h { sqlite3_close_v2(h) }
                 return nil
             }
             // A fresh connection learns the database is in WAL mode only once it has read it;
             // one that could not read would never checkpoint, so it is not kept.
             sqlite3_busy_timeout(h, 1000)
-            guard sqlite3_exec(h, "PRAGMA schema_version", nil, nil, nil) == SQLITE_OK else {
+            let read = sqlite3_exec(h, "PRAGMA schema_version", nil, nil, nil)
+            guard read == SQLITE_OK else {
+                note(read, h, "read for checkpoint")
                 sqlite3_close_v2(h)
                 return nil
             }
@@ -116,10 +126,15 @@ final class Checkpointer: Sendable {
             return h
         }
         // A failure (busy, I/O) leaves the frames for the next checkpoint; nothing is lost.
-        guard let handle else { return }
+        // Retried once the WAL has grown by a threshold, not after every commit.
+        guard let handle else {
+            stalledAt.store(lastFrames.load(ordering: .relaxed) + Checkpointer.backgroundThreshold, ordering: .relaxed)
+            return
+        }
         var log: Int32 = 0
         var copied: Int32 = 0
         let rc = sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+        note(rc, handle, "checkpoint")
         if rc == SQLITE_OK, copied > done {
             backfilled.store(copied, ordering: .relaxed)
         } else {
@@ -127,6 +142,19 @@ final class Checkpointer: Sendable {
         }
         completed.add(1, ordering: .relaxed)
     }
+
+    /// Counts a failed step: anything but success and busy (another checkpoint or a writer
+    /// had the lock, so the next run copies the frames).
+    private func note(_ rc: Int32, _ db: OpaquePointer?, _ step: String) {
+        let primary = rc & 0xff
+        guard primary != SQLITE_OK, primary != SQLITE_BUSY, primary != SQLITE_LOCKED else { return }
+        let detail = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+        lastFailure.withLock { $0 = "\(step): \(detail) (SQLite code \(rc))" }
+        failures.add(1, ordering: .releasing)
+    }
+
+    /// The last failure's message, if any checkpoint failed.
+    var lastFailureMessage: String? { lastFailure.withLock { $0 } }
 
     /// Runs `body` (an explicit checkpoint, VACUUM) with no background checkpoint running or
     /// starting: SQLite answers a second checkpointer busy, so TRUNCATE would not truncate.

@@ -22,6 +22,8 @@ public struct StoreStatistics: Sendable {
     public var counters: [String: Int64]
     /// The latest commit.
     public var commit: Int64
+    /// The write-ahead log and its checkpoints.
+    public var wal: WALStatus
 
     /// As the protocol shows it.
     public var json: JSONValue {
@@ -30,7 +32,31 @@ public struct StoreStatistics: Sendable {
             "bytes_per_owner": .object(bytesPerOwner.mapValues(JSONValue.int)),
             "pending_unlinks": .int(Int64(pendingUnlinks)), "failed_unlinks": .int(Int64(failedUnlinks)),
             "counters": .object(counters.mapValues(JSONValue.int)), "commit": .int(commit),
+            "wal": wal.json,
         ])
+    }
+}
+
+/// The write-ahead log as this process sees it. A WAL that keeps growing means checkpoints
+/// fail or a long read keeps its frames.
+public struct WALStatus: Sendable {
+    /// Frames (pages) in the WAL after the latest commit of this process.
+    public var frames: Int
+    /// Background checkpoints run since the store was opened.
+    public var checkpoints: Int
+    /// Checkpoints that failed with an error since the store was opened.
+    public var checkpointFailures: Int
+    /// The latest failure's message.
+    public var lastCheckpointError: String?
+
+    /// As the protocol shows it.
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "frames": .int(Int64(frames)), "checkpoints": .int(Int64(checkpoints)),
+            "checkpoint_failures": .int(Int64(checkpointFailures)),
+        ]
+        if let lastCheckpointError { o["last_checkpoint_error"] = .string(lastCheckpointError) }
+        return .object(o)
     }
 }
 
@@ -56,8 +82,17 @@ extension Store {
                 bytesPerOwner: perOwner,
                 pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
                 failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,
-                counters: counters, commit: try r.lastCommit())
+                counters: counters, commit: try r.lastCommit(), wal: walStatus)
         }
+    }
+
+    /// The WAL's size and this process's checkpoints (atomics: no database read).
+    public var walStatus: WALStatus {
+        WALStatus(
+            frames: Int(checkpointer.lastFrames.load(ordering: .relaxed)),
+            checkpoints: checkpointer.completed.load(ordering: .relaxed),
+            checkpointFailures: checkpointer.failures.load(ordering: .acquiring),
+            lastCheckpointError: checkpointer.lastFailureMessage)
     }
 
     /// Writes the WAL back into the database file (on shutdown and by `checkpoint`). On a

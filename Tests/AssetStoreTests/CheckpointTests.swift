@@ -84,4 +84,39 @@ import AssetStoreTestSupport
         #expect(f.store.checkpointer.completed.load(ordering: .relaxed) <= 5)
         _ = sqlite3_exec(reader, "COMMIT", nil, nil, nil)
     }
+
+    @Test("a checkpoint that fails is counted and its error kept, and the next one that can run does")
+    func failedCheckpointIsReported() throws {
+        let f = try Fixture()
+        try f.put([(ref("c", "first"), 1)])
+        #expect(f.store.walStatus.checkpointFailures == 0)
+        // The background checkpoint opens its own connection on first use, by path: with the
+        // database moved away that open fails (not busy: it would never succeed by waiting).
+        let moved = f.dbPath + ".moved"
+        #expect(rename(f.dbPath, moved) == 0)
+        let filler = String(repeating: "m", count: 3000)
+        var i = 0
+        while f.store.checkpointer.lastFrames.load(ordering: .relaxed) < Checkpointer.backgroundThreshold + 200 {
+            try f.put((0..<20).map { j in (ref("c", "k\(i)-\(j)"), ["pad": .string(filler)]) })
+            i += 1
+        }
+        f.store.checkpointer.drain()
+        let failed = f.store.walStatus
+        // Once, not once per commit past the threshold: the next try waits for 4,000 frames more.
+        #expect(failed.checkpointFailures == 1)
+        #expect(failed.lastCheckpointError?.contains("open for checkpoint") == true, "\(failed.lastCheckpointError ?? "nil")")
+        #expect(failed.frames >= Int(Checkpointer.backgroundThreshold))
+        let stats = try f.store.statistics().json
+        #expect(stats["wal"]?["checkpoint_failures"]?.intValue == Int64(failed.checkpointFailures))
+
+        // Back in place: the next run, 4,000 frames on, opens, copies, and counts no failure.
+        #expect(rename(moved, f.dbPath) == 0)
+        let before = f.store.checkpointer.completed.load(ordering: .relaxed)
+        for k in 0..<400 where f.store.checkpointer.completed.load(ordering: .relaxed) == before {
+            try f.put((0..<20).map { j in (ref("c", "after-\(k)-\(j)"), ["pad": .string(filler)]) })
+            f.store.checkpointer.drain()
+        }
+        #expect(f.store.checkpointer.completed.load(ordering: .relaxed) > before)
+        #expect(f.store.walStatus.checkpointFailures == failed.checkpointFailures)
+    }
 }

@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 extension MethodTests {
-    @Test("stats counts objects, files, bytes and bytes per owner, and reports unlinks, commits, uptime and latency")
+    @Test("stats counts objects, files, bytes and bytes per owner, and reports unlinks, commits, the WAL, uptime and latency")
     func stats() throws {
         let h = try DaemonHarness()
         let c = try h.client()
@@ -23,6 +23,8 @@ extension MethodTests {
         #expect(s["pending_unlinks"] == 0)
         #expect(s["failed_unlinks"] == 0)
         #expect(s["commit"] == .int(last))
+        #expect((s["wal"]?["frames"]?.intValue ?? 0) > 0, "the puts went to the WAL")
+        #expect(s["wal"]?["checkpoint_failures"] == 0)
         #expect(s["uptime"]?.doubleValue != nil)
         #expect(s["connections"] == 1)
         #expect((s["requests"]?.intValue ?? 0) >= 3)
