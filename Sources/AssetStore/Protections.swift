@@ -56,6 +56,8 @@ public final class Protections: Sendable {
     private let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
     let acquireWaits = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Tests: runs when `acquire` has to wait for unlinks under way.
+    let unlinkWaits = Mutex<(@Sendable () -> Void)?>(nil)
     private let roots: ManagedRoots
 
     init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
@@ -81,7 +83,8 @@ public final class Protections: Sendable {
         for f in files { paths.append(try roots.accept(f).path) }
         let now = clock()
         let grant = {
-            self.gate.exclusive {
+            let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
+            return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
                     let lease = Lease(id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
                     s.next += 1

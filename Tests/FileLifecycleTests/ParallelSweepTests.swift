@@ -219,14 +219,17 @@ struct ParallelSweepTests {
         }
         first.start()
         while !aInside.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
+        let leaseWaits = DispatchSemaphore(value: 0)
+        protections.unlinkWaits.withLock { $0 = { leaseWaits.signal() } }
         let leaser = Thread {
             _ = try? protections.acquire(objects: [], files: [b], ttl: 60)
             events.withLock { $0.append("lease") }
         }
         leaser.start()
-        // Ordering only: give the lease time to start waiting for the gate (if it has not,
-        // "c" may go first and this fails: a loaded machine can only make it fail, never pass).
-        Thread.sleep(forTimeInterval: 0.5)
+        // The lease found the gate held and is about to wait; a moment more for it to queue
+        // (if it has not, "c" may go first and this fails: load can only make it fail).
+        #expect(leaseWaits.wait(timeout: .now() + 30) == .success)
+        Thread.sleep(forTimeInterval: 0.05)
         let later = Thread {
             _ = protections.unlessLeased(file: c) {
                 // Read inside: the lease thread records its own return only after the gate is free.
