@@ -55,6 +55,7 @@ import AssetStore
     @Test("relative paths are made absolute against the working folder", arguments: [
         ("f.jpg", "/home/u", "/home/u/f.jpg"), ("./f.jpg", "/home/u/", "/home/u/f.jpg"),
         ("/abs/f", "/home/u", "/abs/f"), (".", "/w", "/w"), ("a/../b", "/w", "/w/a/../b"),
+        ("file:///abs/f", "/w", "file:///abs/f"), ("file:/f", "/w", "/w/file:/f"),
     ])
     func absolute(path: String, cwd: String, expected: String) {
         #expect(CLIParams.absolutePath(path, cwd: cwd) == expected)
