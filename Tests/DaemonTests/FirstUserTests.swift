@@ -18,3 +18,19 @@ import Testing
         #expect(try JSONValue.parse(file.stdout)["file"]?["path"] == .string(f))
     }
 }
+
+extension FirstUserTests {
+    @Test("query --include objects shows each value and metadata as its JSON, a {file} value too")
+    func queryObjectsShowJSON() throws {
+        let h = try DaemonHarness()
+        let f = try h.makeFile("media/a.mp4", size: 10)
+        #expect(try h.assetctl("put", "media", "a", "--file", f, "--meta", #"{"m":1}"#).status == 0)
+        #expect(try h.assetctl("put", "media", "b", #""just text""#).status == 0)
+        let r = try h.assetctl("query", "--include", "objects", "WHERE collection = ? ORDER BY key", "media")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 3, "\(r.stdout)")
+        #expect(lines.count == 3 && lines[1].hasSuffix(#"{"file":"\#(f)"}  {"m":1}"#), "\(r.stdout)")
+        #expect(lines.count == 3 && lines[2].contains(#"  "just text"  "#) && lines[2].hasSuffix("  -"), "\(r.stdout)")
+    }
+}
