@@ -34,3 +34,20 @@ extension FirstUserTests {
         #expect(lines.count == 3 && lines[2].contains(#"  "just text"  "#) && lines[2].hasSuffix("  -"), "\(r.stdout)")
     }
 }
+
+extension FirstUserTests {
+    @Test("edge add without --rules is a usage error and leaves the existing edge's rules alone")
+    func edgeAddNeedsRules() throws {
+        let h = try DaemonHarness()
+        #expect(try h.assetctl("put", "thumbs", "a").status == 0)
+        #expect(try h.assetctl("put", "originals", "a").status == 0)
+        let rules = "deleteSourceIfDestinationDeleted"
+        #expect(try h.assetctl("edge", "add", "original", "thumbs", "a", "originals", "a", "--rules", rules).status == 0)
+        let again = try h.assetctl("edge", "add", "original", "thumbs", "a", "originals", "a")
+        #expect(again.status == 64, "\(again.stderr)")
+        #expect(again.stderr.contains("--rules"), "\(again.stderr)")
+        let edges = try h.client().call("edge.find", ["name": "original"])["edges"]?.arrayValue ?? []
+        #expect(edges.count == 1)
+        #expect(edges.first?["rules"] == [.string(rules)], "\(edges)")
+    }
+}
