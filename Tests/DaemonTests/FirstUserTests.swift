@@ -51,3 +51,21 @@ extension FirstUserTests {
         #expect(edges.first?["rules"] == [.string(rules)], "\(edges)")
     }
 }
+
+extension FirstUserTests {
+    @Test("transact prints what it deleted and queued, as rm does, and each op's result that says something")
+    func transactPrintsDeletions() throws {
+        let h = try DaemonHarness()
+        let f = try h.makeFile("media/a.mp4", size: 10)
+        #expect(try h.assetctl("put", "media", "a", "--file", f).status == 0)
+        let ops = #"""
+            [{"method":"object.delete","params":{"collection":"media","key":"a"}},
+             {"method":"edge.remove","params":{"name":"n","source":{"collection":"media","key":"b"},
+               "destination":{"collection":"media","key":"c"}}}]
+            """#
+        let r = try h.assetctl("transact", "-", stdin: ops)
+        #expect(r.status == 0, "\(r.stderr)")
+        let commit = try h.client().call("ping")["commit"]?.intValue ?? -1
+        #expect(r.stdout == "commit \(commit)\ndeleted media/a\nqueued \(f)\nops[1]: {\"removed\":false}\n")
+    }
+}
