@@ -71,6 +71,12 @@ struct AssetCtl: ParsableCommand {
     func backend() throws(CLIFailure) -> Backend {
         if let db {
             let path = CLIParams.absolutePath(db, cwd: Environment.workingDirectory)
+            // The engine would create a missing database: a mistyped path would then verify
+            // "clean" and leave a new database behind.
+            var info = stat()
+            if stat(path, &info) != 0, errno == ENOENT {
+                throw CLIFailure("no database at \(path); --db opens an existing one (assetd creates it)")
+            }
             return try Backend(target: .database(path), configPath: config)
         }
         return try Backend(target: .socket(try socketPath()), configPath: config)

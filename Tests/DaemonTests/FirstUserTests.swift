@@ -69,3 +69,15 @@ extension FirstUserTests {
         #expect(r.stdout == "commit \(commit)\ndeleted media/a\nqueued \(f)\nops[1]: {\"removed\":false}\n")
     }
 }
+
+extension FirstUserTests {
+    @Test("--db on a path with no database fails with exit 1 and creates nothing (a typo must not verify clean)")
+    func dbMustExist() throws {
+        let h = try DaemonHarness(start: false)
+        let typo = h.dir + "/stat/assetd.sqlite"
+        let r = try runProcess(Binaries.assetctl, ["--db", typo, "--config", h.configPath, "verify"])
+        #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("no database at \(typo)"), "\(r.stderr)")
+        #expect(!h.exists(h.dir + "/stat"), "no folder, no database, no lock file")
+    }
+}
