@@ -35,7 +35,8 @@ struct AssetCtl: ParsableCommand {
         ])
 
     @Option(help: ArgumentHelp(
-        "The control socket (default: $ASSETD_SOCKET, else the daemon's default).", valueName: "path"))
+        "The control socket (default: $ASSETD_SOCKET, else control.socket of the config file, else the daemon's default).",
+        valueName: "path"))
     var socket: String?
 
     @Option(help: ArgumentHelp("Work on this database file directly instead of the daemon.", valueName: "path"))
