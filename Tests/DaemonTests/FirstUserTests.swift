@@ -81,3 +81,16 @@ extension FirstUserTests {
         #expect(!h.exists(h.dir + "/stat"), "no folder, no database, no lock file")
     }
 }
+
+extension FirstUserTests {
+    @Test("a second assetd on a held database says so once, with the path and the holder's pid")
+    func secondDaemonMessage() throws {
+        let h = try DaemonHarness()
+        let second = h.dir + "/second.toml"
+        try h.configText(socket: h.dir + "/run/second.sock").write(toFile: second, atomically: true, encoding: .utf8)
+        let r = try runAssetd(["--config", second])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("\(h.database): the database is held by another process (pid "), "\(r.stderr)")
+        #expect(!r.stderr.contains("held by another process: the database"), "said twice: \(r.stderr)")
+    }
+}
