@@ -94,3 +94,18 @@ extension FirstUserTests {
         #expect(!r.stderr.contains("held by another process: the database"), "said twice: \(r.stderr)")
     }
 }
+
+extension FirstUserTests {
+    @Test("a config file that cannot be read is named with the system's reason, exit 78", arguments: [
+        ("missing.toml", "No such file or directory"), ("folder", "it is a folder"), ("binary.toml", "not UTF-8 text"),
+    ])
+    func unreadableConfig(name: String, reason: String) throws {
+        let h = try DaemonHarness(start: false)
+        let path = h.dir + "/" + name
+        if name == "folder" { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        if name == "binary.toml" { FileManager.default.createFile(atPath: path, contents: Data([0xff, 0xfe, 0x0a])) }
+        let r = try runAssetd(["--config", path, "--check-config"])
+        #expect(r.status == 78)
+        #expect(r.stderr == "assetd: \(path): cannot read: \(reason)\n", "\(r.stderr)")
+    }
+}
