@@ -27,7 +27,10 @@ public enum CLIParams {
         do {
             return try JSONValue.parse(text)
         } catch {
-            throw CLIParamError("\(what) is not valid JSON: \(error)")
+            // A bare word is most likely a string without its JSON quotes.
+            let bare = text.first.map { $0.isLetter } ?? false
+            let hint = bare && !text.contains("'") ? "; a JSON string needs quotes: '\"\(text)\"'" : ""
+            throw CLIParamError("\(what) is not valid JSON: \(error)\(hint)")
         }
     }
 

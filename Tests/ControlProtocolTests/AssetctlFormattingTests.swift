@@ -43,6 +43,12 @@ import AssetStore
             _ = try CLIParams.parseJSON("{", what: "--meta")
         } catch {
             #expect(error.message.hasPrefix("--meta is not valid JSON"))
+            #expect(!error.message.contains("needs quotes"), "no hint for what is not a bare word")
+        }
+        do {
+            _ = try CLIParams.parseJSON("hello", what: "VALUE_JSON")
+        } catch {
+            #expect(error.message.hasSuffix(#"; a JSON string needs quotes: '"hello"'"#), "\(error.message)")
         }
     }
 
