@@ -101,6 +101,13 @@ struct AssetCtl: ParsableCommand {
         } catch {
             exit(withError: error)
         }
+        // `assetctl` or `assetctl edge` alone names no command: a usage error, not a success, so
+        // a script whose command word came out empty does not pass silently.
+        let chosen = type(of: command)
+        if !chosen.configuration.subcommands.isEmpty {
+            Console.status(helpMessage(for: chosen))
+            terminate(ExitStatus.usage)
+        }
         do {
             try command.run()
             terminate(ExitStatus.success)

@@ -109,3 +109,22 @@ extension FirstUserTests {
         #expect(r.stderr == "assetd: \(path): cannot read: \(reason)\n", "\(r.stderr)")
     }
 }
+
+extension FirstUserTests {
+    @Test("assetctl with no command, or a group without its subcommand, prints help on stderr and exits 64", arguments: [
+        [String](), ["edge"], ["template"], ["index"], ["lease"], ["--json"],
+    ])
+    func noCommand(_ args: [String]) throws {
+        let r = try runProcess(Binaries.assetctl, args)
+        #expect(r.status == 64, "\(args): \(r.stdout)\(r.stderr)")
+        #expect(r.stdout == "")
+        #expect(r.stderr.contains("USAGE: assetctl"), "\(r.stderr)")
+    }
+
+    @Test("--help still prints help on stdout and exits 0", arguments: [["--help"], ["edge", "--help"], ["help", "lease"]])
+    func helpStillSucceeds(_ args: [String]) throws {
+        let r = try runProcess(Binaries.assetctl, args)
+        #expect(r.status == 0, "\(args): \(r.stderr)")
+        #expect(r.stdout.contains("USAGE: assetctl"))
+    }
+}
