@@ -128,3 +128,22 @@ extension FirstUserTests {
         #expect(r.stdout.contains("USAGE: assetctl"))
     }
 }
+
+extension FirstUserTests {
+    @Test("--check-config refuses a control.socket longer than a socket address holds, naming line and key (exit 78)")
+    func socketPathTooLong() throws {
+        let h = try DaemonHarness(start: false)
+        let fits = "/tmp/" + String(repeating: "s", count: 107 - 10) + ".sock"
+        let long = "/tmp/" + String(repeating: "s", count: 108 - 10) + ".sock"
+        #expect(fits.utf8.count == 107 && long.utf8.count == 108)
+        for (socket, status) in [(fits, Int32(0)), (long, 78)] {
+            let file = h.dir + "/socket.toml"
+            try "[control]\nsocket = \"\(socket)\"\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let r = try runAssetd(["--config", file, "--check-config"])
+            #expect(r.status == status, "\(socket.utf8.count) bytes: \(r.stderr)")
+            if status == 78 {
+                #expect(r.stderr == "assetd: \(file):2: control.socket: must fit in a socket address (at most 107 bytes)\n")
+            }
+        }
+    }
+}
