@@ -147,3 +147,14 @@ extension FirstUserTests {
         }
     }
 }
+
+extension FirstUserTests {
+    @Test("backup into a folder that does not exist says why, exit 1")
+    func backupMissingFolder() throws {
+        let h = try DaemonHarness()
+        let target = h.dir + "/no/such/backup.sqlite"
+        let r = try h.assetctl("backup", target)
+        #expect(r.status == 1)
+        #expect(r.stderr == "assetctl: cannot create a file in \(h.dir)/no/such: ENOENT (No such file or directory)\n", "\(r.stderr)")
+    }
+}
