@@ -158,3 +158,23 @@ extension FirstUserTests {
         #expect(r.stderr == "assetctl: cannot create a file in \(h.dir)/no/such: ENOENT (No such file or directory)\n", "\(r.stderr)")
     }
 }
+
+extension FirstUserTests {
+    @Test("enforce without [policy] says that nothing is configured, on stdout and as configured: false")
+    func enforceWithoutPolicy() throws {
+        let h = try DaemonHarness()
+        for args in [["enforce", "--dry-run"], ["enforce"]] {
+            let r = try runProcess(Binaries.assetctl, ["--socket", h.socket] + args)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            #expect(r.stdout.hasSuffix("\nno [policy] is configured: nothing is evicted or expired\n"), "\(args): \(r.stdout)")
+        }
+        let json = try h.assetctl("--json", "enforce", "--dry-run")
+        #expect(try JSONValue.parse(json.stdout)["configured"] == false)
+
+        let configured = try DaemonHarness(extraConfig: "[policy]\nmax_bytes = \"1GiB\"\n")
+        let r = try configured.assetctl("enforce", "--dry-run")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!r.stdout.contains("no [policy]"), "\(r.stdout)")
+        #expect(try JSONValue.parse(try configured.assetctl("--json", "enforce", "--dry-run").stdout)["configured"] == nil)
+    }
+}
