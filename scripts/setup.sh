@@ -4,7 +4,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-swift build -c release --product assetd --product assetctl
+# One product per call: given --product twice, swift build builds only the last one.
+swift build -c release --product assetd
+swift build -c release --product assetctl
 bin="$(swift build -c release --show-bin-path)"
 echo "built: $bin/assetd $bin/assetctl" >&2
 [ "${1:-}" = "--no-run" ] && exit 0

@@ -27,7 +27,10 @@ public enum CLIParams {
         do {
             return try JSONValue.parse(text)
         } catch {
-            throw CLIParamError("\(what) is not valid JSON: \(error)")
+            // A bare word is most likely a string without its JSON quotes.
+            let bare = text.first.map { $0.isLetter } ?? false
+            let hint = bare && !text.contains("'") ? "; a JSON string needs quotes: '\"\(text)\"'" : ""
+            throw CLIParamError("\(what) is not valid JSON: \(error)\(hint)")
         }
     }
 
@@ -58,9 +61,10 @@ public enum CLIParams {
     }
 
     /// `path` made absolute against `cwd` (the daemon has another working folder). Nothing
-    /// else changes: the daemon normalises and judges the path.
+    /// else changes: the daemon normalises and judges the path. A `file://` URL, which the
+    /// daemon takes as well, is passed on as it is.
     public static func absolutePath(_ path: String, cwd: String) -> String {
-        if path.hasPrefix("/") || path.isEmpty { return path }
+        if path.hasPrefix("/") || path.isEmpty || path.hasPrefix("file://") { return path }
         var relative = Substring(path)
         while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
         if relative == "." { return cwd }

@@ -83,7 +83,14 @@ public struct DaemonConfig: Sendable {
         do {
             text = try String(contentsOfFile: file, encoding: .utf8)
         } catch {
-            throw ConfigError(file: file, line: nil, key: nil, message: "cannot read: \(error.localizedDescription)")
+            // Foundation's description ("The operation could not be completed. …") says less
+            // than the system's own reason, when there is one.
+            let fd = open(file, O_RDONLY)
+            var why = fd < 0 ? String(cString: strerror(errno)) : "not UTF-8 text"
+            var info = stat()
+            if fd >= 0, fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { why = "it is a folder" }
+            if fd >= 0 { close(fd) }
+            throw ConfigError(file: file, line: nil, key: nil, message: "cannot read: \(why)")
         }
         return try ConfigParser(file: file, text: text).parse(defaults: embeddedDefaults())
     }

@@ -55,7 +55,13 @@ struct ConfigParser {
             }
             c.durability = d
         }
-        if let v = get("control", "socket") { c.socketPath = try absolute(v, "control.socket") }
+        if let v = get("control", "socket") {
+            c.socketPath = try absolute(v, "control.socket")
+            // sun_path holds 108 bytes with the NUL: found here, not at bind after the store opened.
+            guard c.socketPath.utf8.count <= 107 else {
+                throw error("control.socket", "must fit in a socket address (at most 107 bytes)", section: "control")
+            }
+        }
         if let v = get("control", "mode") {
             guard let s = v.stringValue, let m = UInt32(s, radix: 8), m <= 0o777 else {
                 throw error("control.mode", "must be an octal mode string such as \"0660\"", section: "control")

@@ -75,7 +75,7 @@ public final class Daemon {
                 log.info("rebuilding index \(p.index): \(p.done)/\(p.total) objects")
             }
         } catch let e as StoreError where e.code == .busy {
-            logger.error("the database \(config.storePath) is held by another process: \(e.message)")
+            logger.error("\(config.storePath): \(e.message)")  // "the database is held by another process (pid N)"
             return 1
         } catch {
             logger.error("cannot open the database \(config.storePath): \(error)")

@@ -88,7 +88,10 @@ extension Store {
             removeTemp()
             switch e.resultCode {
             case .SQLITE_FULL: throw StoreError(.storageFull, "the disk holding \(target) is full")
-            case .SQLITE_CANTOPEN: throw StoreError(.permissionDenied, "cannot create a file in \(folder)")
+            case .SQLITE_CANTOPEN:
+                // SQLite does not say why; the folder usually does (missing, not writable).
+                let why = access(folder, W_OK) == 0 ? "" : ": \(errnoDescription(errno))"
+                throw StoreError(.permissionDenied, "cannot create a file in \(folder)\(why)")
             default: throw StoreError(.internalError, "backup to \(target) failed: database error \(e.resultCode.rawValue)")
             }
         } catch {

@@ -35,7 +35,8 @@ struct AssetCtl: ParsableCommand {
         ])
 
     @Option(help: ArgumentHelp(
-        "The control socket (default: $ASSETD_SOCKET, else the daemon's default).", valueName: "path"))
+        "The control socket (default: $ASSETD_SOCKET, else control.socket of the config file, else the daemon's default).",
+        valueName: "path"))
     var socket: String?
 
     @Option(help: ArgumentHelp("Work on this database file directly instead of the daemon.", valueName: "path"))
@@ -71,6 +72,12 @@ struct AssetCtl: ParsableCommand {
     func backend() throws(CLIFailure) -> Backend {
         if let db {
             let path = CLIParams.absolutePath(db, cwd: Environment.workingDirectory)
+            // The engine would create a missing database: a mistyped path would then verify
+            // "clean" and leave a new database behind.
+            var info = stat()
+            if stat(path, &info) != 0, errno == ENOENT {
+                throw CLIFailure("no database at \(path); --db opens an existing one (assetd creates it)")
+            }
             return try Backend(target: .database(path), configPath: config)
         }
         return try Backend(target: .socket(try socketPath()), configPath: config)
@@ -93,6 +100,13 @@ struct AssetCtl: ParsableCommand {
             command = try parseAsRoot()
         } catch {
             exit(withError: error)
+        }
+        // `assetctl` or `assetctl edge` alone names no command: a usage error, not a success, so
+        // a script whose command word came out empty does not pass silently.
+        let chosen = type(of: command)
+        if !chosen.configuration.subcommands.isEmpty {
+            Console.status(helpMessage(for: chosen))
+            terminate(ExitStatus.usage)
         }
         do {
             try command.run()

@@ -103,6 +103,7 @@ extension Render {
             if let c = r["commit"], !c.isNull { out += " (commit \(Formatting.cell(c)))" }
             out += "\n"
         }
+        if r["configured"] == false { out += "no [policy] is configured: nothing is evicted or expired\n" }
         return out
     }
 }

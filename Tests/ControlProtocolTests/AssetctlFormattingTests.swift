@@ -43,6 +43,12 @@ import AssetStore
             _ = try CLIParams.parseJSON("{", what: "--meta")
         } catch {
             #expect(error.message.hasPrefix("--meta is not valid JSON"))
+            #expect(!error.message.contains("needs quotes"), "no hint for what is not a bare word")
+        }
+        do {
+            _ = try CLIParams.parseJSON("hello", what: "VALUE_JSON")
+        } catch {
+            #expect(error.message.hasSuffix(#"; a JSON string needs quotes: '"hello"'"#), "\(error.message)")
         }
     }
 
@@ -55,6 +61,7 @@ import AssetStore
     @Test("relative paths are made absolute against the working folder", arguments: [
         ("f.jpg", "/home/u", "/home/u/f.jpg"), ("./f.jpg", "/home/u/", "/home/u/f.jpg"),
         ("/abs/f", "/home/u", "/abs/f"), (".", "/w", "/w"), ("a/../b", "/w", "/w/a/../b"),
+        ("file:///abs/f", "/w", "file:///abs/f"), ("file:/f", "/w", "/w/file:/f"),
     ])
     func absolute(path: String, cwd: String, expected: String) {
         #expect(CLIParams.absolutePath(path, cwd: cwd) == expected)

@@ -228,7 +228,7 @@ import Testing
         #expect(get.stderr.hasPrefix("assetctl: "), "\(get.stderr)")
         #expect(get.stderr.contains("photos/zz"))
         for args in [
-            ["rm", "photos", "zz"], ["touch", "photos", "zz"], ["edge", "add", "n", "photos", "a", "photos", "b"],
+            ["rm", "photos", "zz"], ["touch", "photos", "zz"], ["edge", "add", "n", "photos", "a", "photos", "b", "--rules", "notifyIfSourceDeleted"],
             ["query", "WHERE key IN (SELECT name FROM sqlite_master)"], ["put", "p", "k", "--file", "/etc/hostname"],
             ["watch", "--type", "object.exploded"],
         ] {

@@ -1,5 +1,5 @@
 // policy.enforce {dry_run?} → the plan `{objects, files, bytes, dry_run}` plus `commit` on a
-// real run: applies the configured policies now (SPEC §9). Real runs are for admins (they
+// real run, and `configured: false` without [policy]: applies the configured policies now (SPEC §9). Real runs are for admins (they
 // delete other users' objects); a dry run changes nothing and is open to everyone.
 
 import AssetStore
@@ -9,7 +9,13 @@ extension MethodTable {
     static func policyEnforce(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let dryRun = try p.optionalBool("dry_run") ?? false
         if !dryRun { try requireAdmin("policy.enforce without dry_run", ctx) }
-        return try planned { try ctx.store.enforce(dryRun: dryRun, progress: policyProgress(ctx)) }
+        var outcome = try planned { try ctx.store.enforce(dryRun: dryRun, progress: policyProgress(ctx)) }
+        // Without [policy] a run deletes nothing, which "0 objects" alone does not explain.
+        if ctx.store.policy == nil, case .object(var o) = outcome.result {
+            o["configured"] = false
+            outcome.result = .object(o)
+        }
+        return outcome
     }
 
     /// The plan of `run`. A real run that failed after some batches committed answers with

@@ -14,8 +14,10 @@ struct EdgeAddCommand: ParsableCommand {
 
     @OptionGroup var edge: EdgeArguments
 
-    @Option(help: ArgumentHelp("Delete rules, comma-separated (repeatable).", valueName: "r1,r2"))
-    var rules: [String] = []
+    /// Required, as the man page has it: adding an existing edge replaces its rules, so a
+    /// forgotten --rules would silently strip them.
+    @Option(help: ArgumentHelp("Delete rules, comma-separated (repeatable; required).", valueName: "r1,r2"))
+    var rules: [String]
 
     func run() throws {
         let params: JSONValue = [

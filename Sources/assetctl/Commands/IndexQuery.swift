@@ -44,6 +44,9 @@ struct IndexQueryCommand: ParsableCommand {
                 if builtIn, IndexQueryCommand.timeColumns.contains(name), let t = value.doubleValue {
                     return Formatting.timestamp(t)
                 }
+                // A value is shown as the JSON it is: the shorthand for edge ends would print
+                // {"file": path} as a bare path, like a string value.
+                if IndexQueryCommand.jsonColumns.contains(name), value != .null { return value.serialized() }
                 return Formatting.cell(value)
             }
         }
@@ -51,6 +54,8 @@ struct IndexQueryCommand: ParsableCommand {
 
     /// The built-in index's columns, in table order.
     static let leadingColumns = ["collection", "key", "owner", "size", "files", "created", "modified", "accessed"]
+    /// The object's own JSON, with `--include objects`.
+    static let jsonColumns: Set<String> = ["value", "metadata"]
     /// Built-in columns holding Unix seconds, shown as UTC times.
     static let timeColumns: Set<String> = ["created", "modified", "accessed"]
 }

@@ -17,11 +17,15 @@ struct ObjectDeleteCommand: ParsableCommand {
 
     func run() throws {
         let result = try root.call("object.delete", CLIParams.ref(collection, key))
-        root.emit(result) { r in
-            var out = Render.commit(.object(["commit": r["commit"] ?? .null]))
-            for d in r["deleted"]?.arrayValue ?? [] { out += "deleted \(Formatting.cell(d))\n" }
-            for p in r["unlinks_queued"]?.arrayValue ?? [] { out += "queued \(Formatting.cell(p))\n" }
-            return out
-        }
+        root.emit(result, ObjectDeleteCommand.render)
+    }
+
+    /// `commit N`, then a `deleted collection/key` line per object deleted and a `queued path`
+    /// line per file queued; transact's result has the same members.
+    static func render(_ r: JSONValue) -> String {
+        var out = Render.commit(.object(["commit": r["commit"] ?? .null]))
+        for d in r["deleted"]?.arrayValue ?? [] { out += "deleted \(Formatting.cell(d))\n" }
+        for p in r["unlinks_queued"]?.arrayValue ?? [] { out += "queued \(Formatting.cell(p))\n" }
+        return out
     }
 }

@@ -16,7 +16,7 @@ struct ObjectListCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Start after this key.", valueName: "key")) var after: String?
 
-    @Option(help: ArgumentHelp("Keys per page.", valueName: "n")) var limit: Int?
+    @Option(help: ArgumentHelp("Keys per page (default 1000).", valueName: "n")) var limit: Int?
 
     @Flag(help: "Fetch every page, not just the first.") var all = false
 

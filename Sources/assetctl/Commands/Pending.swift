@@ -12,7 +12,7 @@ struct PendingCommand: ParsableCommand {
 
     @ParentCommand var root: AssetCtl
 
-    @Option(help: ArgumentHelp("At most this many.", valueName: "n")) var limit: Int?
+    @Option(help: ArgumentHelp("At most this many (default 100).", valueName: "n")) var limit: Int?
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
