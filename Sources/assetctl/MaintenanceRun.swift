@@ -96,14 +96,18 @@ extension Render {
             })
         let files = r["files"]?.arrayValue?.count ?? 0
         let bytes = r["bytes"]?.intValue ?? 0
+        let counts = "\(count(objects.count, "object")) and \(count(files, "file")), freeing \(count(Int(bytes), "byte"))"
         if r["dry_run"] == true {
-            out += "would delete \(objects.count) objects and \(files) files, freeing \(bytes) bytes (dry run)\n"
+            out += "would delete \(counts) (dry run)\n"
         } else {
-            out += "deleted \(objects.count) objects and \(files) files, freeing \(bytes) bytes"
+            out += "deleted \(counts)"
             if let c = r["commit"], !c.isNull { out += " (commit \(Formatting.cell(c)))" }
             out += "\n"
         }
         if r["configured"] == false { out += "no [policy] is configured: nothing is evicted or expired\n" }
         return out
     }
+
+    /// "1 object", "2 objects".
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 }

@@ -124,6 +124,15 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(plain.stdout.contains("would delete 19 objects"), "\(plain.stdout)")
     }
 
+    @Test("a plan's summary counts in the singular for one")
+    func planSummarySingular() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
+        try populate(h, count: 2)
+        let r = try h.assetctl("enforce", "--dry-run")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("would delete 1 object and 1 file, freeing "), "\(r.stdout)")
+    }
+
     @Test(
         "on a terminal an index rebuild draws its progress; off a terminal nothing",
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a pty"))
