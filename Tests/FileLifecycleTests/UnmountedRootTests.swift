@@ -73,4 +73,24 @@ struct UnmountedRootTests {
         #expect(!f.exists(path))
         #expect(retried.pending == 0)
     }
+
+    @Test("verify --repair does not take files on an unmounted filesystem for missing: their holders and rows stay")
+    func verifyWhileNotMounted() throws {
+        let f = try Fixture()
+        let disk = try Disk(f)
+        let path = try f.makeFile("a/x.bin", size: 12)
+        try f.hold(path, key: "k")
+
+        try disk.detach()
+        let r = try f.verify(repair: true)
+        #expect(r.of("missing_file").isEmpty, "\(r.json)")
+        #expect(try f.exists(ref("c", "k")))
+        #expect(try f.store.read { try $0.file(path) } != nil)
+
+        try disk.attach()
+        #expect(try f.verify().found == 0)
+        try f.delete(ref("c", "k"))
+        #expect(try f.store.sweep().unlinked == [path])
+        #expect(!f.exists(path))
+    }
 }
