@@ -1,7 +1,8 @@
 // verify's orphan phase: walks each managed root with openat/fdopendir and O_NOFOLLOW, on
 // the root's device only, looking at regular files alone; a file nothing registers, queues
 // or leases, older than `orphanGrace`, is an orphan. Deleting one happens under the write
-// lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity.
+// lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity,
+// ordered against new leases as the sweep's unlinks are.
 
 import Glibc
 import GRDB
@@ -92,7 +93,14 @@ extension VerifyRun {
                             out[i] = .vanished
                             continue
                         }
-                        switch unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode, probe: probe) {
+                        store.state.withLock { $0.orphanUnlinkDecided }?(path)
+                        // As in the sweep: a lease answered before this is seen, one asked for
+                        // meanwhile is answered after the unlink.
+                        let outcome = store.protections.unlessLeased(file: path) {
+                            unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode, probe: probe)
+                        }
+                        switch outcome {
+                        case nil: out[i] = .vanished  // leased: not an orphan
                         case .removed, .alreadyGone: out[i] = .repaired("removed")
                         case .identityChanged: out[i] = .vanished
                         case .unsafePath: out[i] = .refused("a symlink is on the way")
