@@ -117,12 +117,15 @@ extension WriteTransaction {
     ) throws -> Bool {
         let queued = Set(queuedDetails[marks.queued...].map { Array($0.path.utf8) })
         guard !queued.isEmpty else { return false }
-        // The sources of edges removed since `marks` either went in this group or survive.
-        let deleted = Set(deletedDetails[marks.deleted...].map(\.ref))
-        var seen = Set<ObjectRef>()
+        // The sources of edges removed since `marks` either went in this group or survive. As
+        // bytes: ObjectRef's equality is String's, under which other keys can be equal.
+        func bytes(_ r: ObjectRef) -> [UInt8] { Array(r.collection.utf8) + [0] + Array(r.key.utf8) }
+        let deleted = Set(deletedDetails[marks.deleted...].map { bytes($0.ref) })
+        var seen = Set<[UInt8]>()
         for r in report.edgesRemoved[marks.edges...] {
             guard case .file(let path) = r.edge.destination, r.edge.rules.contains(.deleteDestinationIfAllSourcesDeleted),
-                queued.contains(Array(path.utf8)), !deleted.contains(r.edge.source), seen.insert(r.edge.source).inserted,
+                queued.contains(Array(path.utf8)), !deleted.contains(bytes(r.edge.source)),
+                seen.insert(bytes(r.edge.source)).inserted,
                 let row = try Row.fetchOne(
                     db.cachedStatement(sql: "SELECT id, pinned, created, owner FROM object WHERE collection = ? AND key = ?"),
                     arguments: [r.edge.source.collection, r.edge.source.key])

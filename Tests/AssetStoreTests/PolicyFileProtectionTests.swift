@@ -63,4 +63,24 @@ struct PolicyFileProtectionTests {
         #expect(try f.store.sweep().unlinked == [path])
         #expect(try f.exists(ref("c", "watcher")))
     }
+
+    @Test("a pinned holder whose key equals the evicted object's as a String but not in bytes still protects the file")
+    func canonicallyEqualKeys() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("shared.bin", size: 40)
+        // "ǻ" precomposed and decomposed: equal Strings, different keys (SQLite compares bytes).
+        let owner = ref("c", "\u{1FB}")
+        let holder = ref("c", "a\u{30A}\u{301}")
+        try f.store.write { tx in
+            try tx.put(owner, value: [:])
+            try tx.addEdge(name: "owns", source: owner, destination: .file(path), rules: .deleteDestinationIfSourceDeleted)
+            try tx.put(holder, value: ["file": .string(path)])
+            try tx.pin(holder)
+        }
+        f.clock.advance(3600)
+        let plan = try f.store.expire(collection: nil, olderThan: 60, idle: nil)
+        #expect(plan.files.isEmpty)
+        _ = try f.store.sweep()
+        #expect(f.exists(path))
+    }
 }
