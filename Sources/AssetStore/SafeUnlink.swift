@@ -1,8 +1,7 @@
 // Removes one queued file beneath its managed root without following a symlink anywhere:
-// each folder is opened with O_NOFOLLOW relative to the one above, the file is checked to
-// be the regular file recorded (device, inode), and only then unlinkat'ed. Never rmdir.
-// "No such file" counts as done only on the file's own filesystem: elsewhere (not mounted) it is a failure.
-// With `files.skip_open` an OpenFileProbe decides first whether the file is open anywhere.
+// each folder is opened with O_NOFOLLOW relative to the one above, the file is checked to be
+// the regular file recorded (device, inode), and only then unlinkat'ed. Never rmdir. With
+// `files.skip_open` an OpenFileProbe decides first whether the file is open anywhere.
 
 import Glibc
 
@@ -24,15 +23,17 @@ enum UnlinkOutcome: Equatable {
     case undetermined(String)
 }
 
-/// Opens folders below roots with O_NOFOLLOW, keeping the last one open: a sweep removes
-/// many files from the same folder. Short-lived: one per sweep batch.
+/// Opens folders below roots with O_NOFOLLOW, keeping the last one open while its path still
+/// names it: a sweep removes many files from the same folder. Short-lived: one per sweep
+/// batch. "No such file" counts as done only on the file's own filesystem.
 final class SafeUnlinker {
     // O_PATH (Linux) is not exported by the Glibc module; the value is fixed by the kernel ABI.
     private static let oPath: Int32 = 0o10000000
     private var cachedFolder: [UInt8]?
     private var cachedFD: Int32 = -1
-    /// The device the cached folder is on.
+    /// The device the cached folder is on, and its inode.
     private var cachedDevice: Int64?
+    private var cachedInode: Int64?
 
     deinit { closeCached() }
 
@@ -41,6 +42,17 @@ final class SafeUnlinker {
         cachedFD = -1
         cachedFolder = nil
         cachedDevice = nil
+        cachedInode = nil
+    }
+
+    /// True if the cached folder's path still names the folder held open, a folder (not a
+    /// symlink): one moved away since (out of the root, say) or swapped for a symlink is not
+    /// unlinked in; its path is walked again. One lstat per file instead of a walk.
+    private func cachedStillThere() -> Bool {
+        guard let folder = cachedFolder, let cachedDevice, let cachedInode else { return false }
+        var st = stat()
+        return lstat(String(decoding: folder, as: UTF8.self), &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+            && Int64(bitPattern: UInt64(st.st_dev)) == cachedDevice && Int64(bitPattern: UInt64(st.st_ino)) == cachedInode
     }
 
     /// Removes `path` (normalised, strictly below `root`) if it is the recorded file and,
@@ -55,7 +67,7 @@ final class SafeUnlinker {
         let folder = Array(bytes[..<slash])
         let leaf = String(decoding: bytes[(slash + 1)...], as: UTF8.self)
         let dirfd: Int32
-        if folder == cachedFolder {
+        if folder == cachedFolder, cachedStillThere() {
             dirfd = cachedFD
         } else {
             closeCached()
@@ -64,7 +76,11 @@ final class SafeUnlinker {
                 dirfd = fd
                 cachedFD = fd
                 cachedFolder = folder
-                cachedDevice = SafeUnlinker.device(of: fd)
+                var st = stat()
+                if fstat(fd, &st) == 0 {
+                    cachedDevice = Int64(bitPattern: UInt64(st.st_dev))
+                    cachedInode = Int64(bitPattern: UInt64(st.st_ino))
+                }
             case .missing(let folderDevice):
                 return SafeUnlinker.gone(folderDevice: folderDevice, device: device)
             case .failure(let outcome):
