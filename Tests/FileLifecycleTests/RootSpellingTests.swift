@@ -41,4 +41,16 @@ import AssetStoreTestSupport
         #expect(expectCode(.pathOutsideRoots) { try roots.accept("/srv/c-other/x") } != nil)
         #expect(try roots.accept("file:///srv/c/inner/a%20b").path == "/srv/c/inner/a b")
     }
+
+    @Test("a reference with a NUL byte, %00 or a percent escape that is not UTF-8 is invalid_path: nothing registered, no lease",
+          arguments: ["/a\u{0}/x.bin", "/a/x.bin\u{0}", "/a%00/x.bin", "/a/%FF.bin", "/a/%C3.bin"])
+    func refusedBytes(suffix: String) throws {
+        let f = try Fixture()
+        let reference = suffix.contains("%") ? "file://" + f.root + suffix : f.root + suffix
+        #expect(expectCode(.invalidPath) { try f.hold(reference, key: "k") } != nil)
+        #expect(try !f.exists(ref("c", "k")))
+        #expect(try f.store.read { try $0.objectCount() } == 0)
+        #expect(expectCode(.invalidPath) { try f.store.protections.acquire(objects: [], files: [reference], ttl: 60) } != nil)
+        #expect(f.store.protections.active().isEmpty)
+    }
 }
