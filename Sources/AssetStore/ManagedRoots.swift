@@ -7,7 +7,7 @@ import Foundation
 
 /// The managed roots and the rules for accepting a file path.
 public struct ManagedRoots: Sendable, Hashable {
-    /// The roots, normalised, longest first so the most specific root matches.
+    /// The roots, normalised, longest first (a nested root's orphan walk comes before its outer root's).
     public let paths: [String]
 
     /// Normalises each root; a root that is not an absolute path is `invalid_path`.
@@ -30,13 +30,24 @@ public struct ManagedRoots: Sendable, Hashable {
         return (path, root)
     }
 
-    /// The root a normalised path lies strictly below, if any (compared as bytes).
+    /// The root a normalised path is confined to, if any (compared as bytes): of nested roots
+    /// the outermost, because an inner root lies in folders the outer root's clients write and
+    /// may be swapped for a symlink; so every folder below the outermost root is checked.
     public func root(of path: String) -> String? {
         let p = Array(path.utf8)
-        return paths.first { root in
-            let r = Array(root.utf8)
-            return p.count > r.count + 1 && p.starts(with: r) && p[r.count] == UInt8(ascii: "/")
-        }
+        return paths.last { ManagedRoots.isBelow(p, $0) }
+    }
+
+    /// The most specific root a normalised path lies strictly below, if any: the one whose
+    /// orphan walk judges the path.
+    func nearestRoot(of path: String) -> String? {
+        let p = Array(path.utf8)
+        return paths.first { ManagedRoots.isBelow(p, $0) }
+    }
+
+    private static func isBelow(_ p: [UInt8], _ root: String) -> Bool {
+        let r = Array(root.utf8)
+        return p.count > r.count + 1 && p.starts(with: r) && p[r.count] == UInt8(ascii: "/")
     }
 
     /// The components of a normalised path below `root`, split on "/" bytes.

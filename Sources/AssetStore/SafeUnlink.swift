@@ -1,7 +1,7 @@
 // Removes one queued file beneath its managed root without following a symlink anywhere:
-// each folder is opened with O_NOFOLLOW relative to the one above, the file is checked to
-// be the regular file recorded (device, inode), and only then unlinkat'ed. Never rmdir.
-// With `files.skip_open` an OpenFileProbe decides first whether the file is open anywhere.
+// each folder is opened with O_NOFOLLOW relative to the one above, the file is checked to be
+// the regular file recorded (device, inode), and only then unlinkat'ed. Never rmdir. With
+// `files.skip_open` an OpenFileProbe decides first whether the file is open anywhere.
 
 import Glibc
 
@@ -23,13 +23,17 @@ enum UnlinkOutcome: Equatable {
     case undetermined(String)
 }
 
-/// Opens folders below roots with O_NOFOLLOW, keeping the last one open: a sweep removes
-/// many files from the same folder. Short-lived: one per sweep batch.
+/// Opens folders below roots with O_NOFOLLOW, keeping the last one open while its path still
+/// names it: a sweep removes many files from the same folder. Short-lived: one per sweep
+/// batch. "No such file" counts as done only on the file's own filesystem.
 final class SafeUnlinker {
     // O_PATH (Linux) is not exported by the Glibc module; the value is fixed by the kernel ABI.
     private static let oPath: Int32 = 0o10000000
     private var cachedFolder: [UInt8]?
     private var cachedFD: Int32 = -1
+    /// The device the cached folder is on, and its inode.
+    private var cachedDevice: Int64?
+    private var cachedInode: Int64?
 
     deinit { closeCached() }
 
@@ -37,6 +41,18 @@ final class SafeUnlinker {
         if cachedFD >= 0 { close(cachedFD) }
         cachedFD = -1
         cachedFolder = nil
+        cachedDevice = nil
+        cachedInode = nil
+    }
+
+    /// True if the cached folder's path still names the folder held open, a folder (not a
+    /// symlink): one moved away since (out of the root, say) or swapped for a symlink is not
+    /// unlinked in; its path is walked again. One lstat per file instead of a walk.
+    private func cachedStillThere() -> Bool {
+        guard let folder = cachedFolder, let cachedDevice, let cachedInode else { return false }
+        var st = stat()
+        return lstat(String(decoding: folder, as: UTF8.self), &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+            && Int64(bitPattern: UInt64(st.st_dev)) == cachedDevice && Int64(bitPattern: UInt64(st.st_ino)) == cachedInode
     }
 
     /// Removes `path` (normalised, strictly below `root`) if it is the recorded file and,
@@ -51,7 +67,7 @@ final class SafeUnlinker {
         let folder = Array(bytes[..<slash])
         let leaf = String(decoding: bytes[(slash + 1)...], as: UTF8.self)
         let dirfd: Int32
-        if folder == cachedFolder {
+        if folder == cachedFolder, cachedStillThere() {
             dirfd = cachedFD
         } else {
             closeCached()
@@ -60,6 +76,13 @@ final class SafeUnlinker {
                 dirfd = fd
                 cachedFD = fd
                 cachedFolder = folder
+                var st = stat()
+                if fstat(fd, &st) == 0 {
+                    cachedDevice = Int64(bitPattern: UInt64(st.st_dev))
+                    cachedInode = Int64(bitPattern: UInt64(st.st_ino))
+                }
+            case .missing(let folderDevice):
+                return SafeUnlinker.gone(folderDevice: folderDevice, device: device)
             case .failure(let outcome):
                 return outcome
             }
@@ -67,7 +90,8 @@ final class SafeUnlinker {
         var st = stat()
         if fstatat(dirfd, String(leaf), &st, AT_SYMLINK_NOFOLLOW) != 0 {
             let e = errno
-            return e == ENOENT || e == ENOTDIR ? .alreadyGone : .failed(errno: e, call: "fstatat")
+            return e == ENOENT || e == ENOTDIR
+                ? SafeUnlinker.gone(folderDevice: cachedDevice, device: device) : .failed(errno: e, call: "fstatat")
         }
         switch st.st_mode & S_IFMT {
         case S_IFLNK: return .unsafePath
@@ -95,7 +119,23 @@ final class SafeUnlinker {
         return .removed
     }
 
-    private enum OpenResult { case success(Int32), failure(UnlinkOutcome) }
+    /// A folder opened; a name on the way missing, below a folder on this device; or another outcome.
+    private enum OpenResult { case success(Int32), missing(folderDevice: Int64?), failure(UnlinkOutcome) }
+
+    private static func device(of fd: Int32) -> Int64? {
+        var st = stat()
+        return fstat(fd, &st) == 0 ? Int64(bitPattern: UInt64(st.st_dev)) : nil
+    }
+
+    /// A name of the path is missing below a folder on `folderDevice`: the file is gone, unless
+    /// it was recorded on another filesystem. Then that filesystem is not mounted where it was
+    /// (a disk not mounted yet): the file is hidden, not gone, and its row must stay (I2), so
+    /// it fails and is retried. (Where directories and files report different devices, as on
+    /// overlayfs with layers on several filesystems and xino off, a vanished file fails too.)
+    private static func gone(folderDevice: Int64?, device: Int64?) -> UnlinkOutcome {
+        guard let device, let folderDevice, folderDevice != device else { return .alreadyGone }
+        return .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
+    }
 
     private func openFolder(root: String, components: ArraySlice<String>) -> OpenResult {
         // The root itself is configuration and trusted; everything below it is not.
@@ -110,9 +150,10 @@ final class SafeUnlinker {
                 let e = errno
                 var st = stat()
                 let isLink = fstatat(fd, String(c), &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
+                let folderDevice = SafeUnlinker.device(of: fd)
                 close(fd)
                 if isLink || e == ELOOP { return .failure(.unsafePath) }
-                if e == ENOENT || e == ENOTDIR { return .failure(.alreadyGone) }
+                if e == ENOENT || e == ENOTDIR { return .missing(folderDevice: folderDevice) }
                 return .failure(.failed(errno: e, call: "openat"))
             }
             close(fd)

@@ -41,6 +41,9 @@ public final class Store: Sendable {
         var policy: PolicyConfiguration?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
         var policyBatchDecided: (@Sendable () -> Void)?
+        /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,
+        /// just before its unlink.
+        var orphanUnlinkDecided: (@Sendable (String) -> Void)?
         /// Policy runs under way, each with the writer's map on (`withMappedWriter`); changed
         /// only on the writer's queue.
         var mappedRuns = 0

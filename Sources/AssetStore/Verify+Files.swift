@@ -2,6 +2,7 @@
 // no edge references. Disk is probed outside any transaction (never through a symlink);
 // each repair probes again under the write lock, so a file that came back is left alone.
 
+import Glibc
 import GRDB
 
 extension VerifyRun {
@@ -26,7 +27,7 @@ extension VerifyRun {
             let page = try store.read { r in
                 try Row.fetchAll(
                     r.db, sql: """
-                        SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ? FROM file f
+                        SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ?, f.device FROM file f
                         WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                         ORDER BY f.id LIMIT ?
                         """, arguments: [youngSince, after, Store.verifyPage])
@@ -38,7 +39,7 @@ extension VerifyRun {
             let leased = store.protections.snapshot().files
             for row in page where row[2] as Bool {
                 let path: String = row[1]
-                if Self.isMissing(path, store, leased: leased) { missing.append((row[0], path)) }
+                if Self.isMissing(path, device: row[3], store, leased: leased) { missing.append((row[0], path)) }
             }
             if !missing.isEmpty { try repairMissing(missing) }
             report(phase, done, total)
@@ -46,13 +47,30 @@ extension VerifyRun {
     }
 
     /// True when nothing is at `path` now and no lease covers it (`leased`: the leased
-    /// paths as bytes, by default read now).
-    static func isMissing(_ path: String, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
+    /// paths as bytes, by default read now). A file recorded on `device` is missing only if
+    /// the deepest folder of its path that exists is on that device too: otherwise its
+    /// filesystem is not mounted there now, and the file is hidden, not gone.
+    static func isMissing(_ path: String, device: Int64?, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
         guard let root = store.roots.root(of: path),
             !(leased ?? store.protections.snapshot().files).contains(Array(path.utf8)),
-            let state = try? FileProbe.probe(path: path, root: root)
+            let state = try? FileProbe.probe(path: path, root: root), !state.exists
         else { return false }
-        return !state.exists
+        guard let device else { return true }
+        return deepestFolderDevice(path, root: root) == device
+    }
+
+    /// The device of the deepest folder on the way to `path` that exists (the root at least).
+    private static func deepestFolderDevice(_ path: String, root: String) -> Int64? {
+        var st = stat()
+        guard stat(root, &st) == 0 else { return nil }
+        var device = Int64(bitPattern: UInt64(st.st_dev))
+        var prefix = root
+        for folder in ManagedRoots.components(of: path, below: root).dropLast() {
+            prefix += "/" + folder
+            guard lstat(prefix, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { break }
+            device = Int64(bitPattern: UInt64(st.st_dev))
+        }
+        return device
     }
 
     private func repairMissing(_ files: [(id: Int64, path: String)]) throws {
@@ -159,8 +177,8 @@ extension WriteTransaction {
     /// every edge to it is removed as "destination deleted" (their rules fire at flush) and
     /// the registry row goes with its last edge.
     func removeMissingFile(_ id: Int64) throws -> RepairOutcome {
-        guard let path = try String.fetchOne(db.cachedStatement(sql: "SELECT path FROM file WHERE id = ?"), arguments: [id]),
-            VerifyRun.isMissing(path, store)
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT path, device FROM file WHERE id = ?"), arguments: [id]),
+            VerifyRun.isMissing(row[0], device: row[1], store)
         else { return .vanished }
         let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ?", [id])
         guard !edges.isEmpty else { return .vanished }

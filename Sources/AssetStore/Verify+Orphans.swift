@@ -1,7 +1,8 @@
 // verify's orphan phase: walks each managed root with openat/fdopendir and O_NOFOLLOW, on
 // the root's device only, looking at regular files alone; a file nothing registers, queues
 // or leases, older than `orphanGrace`, is an orphan. Deleting one happens under the write
-// lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity.
+// lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity,
+// ordered against new leases as the sweep's unlinks are.
 
 import Glibc
 import GRDB
@@ -12,7 +13,7 @@ struct WalkedFile {
     var path: String?
     /// Its path for people (invalid bytes replaced).
     var display: String
-    /// The root it was found under.
+    /// The root it is confined to (the outermost, for a file under a nested root).
     var root: String
     /// `st_dev` and `st_ino` when walked: the unlink checks them again.
     var device: Int64
@@ -53,7 +54,7 @@ extension VerifyRun {
                 // The database and its companions may live under a root: never orphans.
                 if let p = f.path, own.contains(Array(p.utf8)) { return }
                 // A root nested in another is walked as itself: each file is judged once.
-                if let p = f.path, store.roots.root(of: p) != root { return }
+                if let p = f.path, store.roots.nearestRoot(of: p) != root { return }
                 if ownIDs.contains([f.device, f.inode]) { return }
                 guard f.mtime < oldBefore else { return }  // within the grace: maybe being written
                 batch.append(f)
@@ -92,7 +93,14 @@ extension VerifyRun {
                             out[i] = .vanished
                             continue
                         }
-                        switch unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode, probe: probe) {
+                        store.state.withLock { $0.orphanUnlinkDecided }?(path)
+                        // As in the sweep: a lease answered before this is seen, one asked for
+                        // meanwhile is answered after the unlink.
+                        let outcome = store.protections.unlessLeased(file: path) {
+                            unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode, probe: probe)
+                        }
+                        switch outcome {
+                        case nil: out[i] = .vanished  // leased: not an orphan
                         case .removed, .alreadyGone: out[i] = .repaired("removed")
                         case .identityChanged: out[i] = .vanished
                         case .unsafePath: out[i] = .refused("a symlink is on the way")
@@ -134,15 +142,22 @@ extension VerifyRun {
     /// Calls `body` for every regular file below `root`, never following a symlink, never
     /// leaving the root's file system. Unreadable folders are skipped.
     func walk(root: String, _ body: (WalkedFile) throws -> Void) throws {
-        // The root itself is configuration and trusted (as in SafeUnlinker); nothing below it is.
-        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        // The outermost root is configuration and trusted (as in SafeUnlinker); nothing below
+        // it is, a nested root included: it is reached without following a symlink.
+        let outer = store.roots.root(of: root) ?? root
+        var fd = open(outer, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        for c in ManagedRoots.components(of: root, below: outer) where fd >= 0 {
+            let next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            close(fd)
+            fd = next
+        }
         guard fd >= 0 else { return }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             close(fd)
             return
         }
-        try walkFolder(fd, path: Array(root.utf8), root: root, device: st.st_dev, depth: 0, body)
+        try walkFolder(fd, path: Array(root.utf8), root: outer, device: st.st_dev, depth: 0, body)
     }
 
     /// Walks the open folder `fd` (and closes it).

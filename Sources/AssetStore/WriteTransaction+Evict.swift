@@ -75,6 +75,7 @@ extension WriteTransaction {
                 if queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) }) {
                     throw EvictionRefused()
                 }
+                if try queuesFileOfProtectedSurvivor(since: marks, protection) { throw EvictionRefused() }
                 if protection.needsFiles, !report.edgesRemoved[marks.edges...].contains(where: {
                     if case .file = $0.edge.destination { return true } else { return false }
                 }) {
@@ -104,5 +105,34 @@ extension WriteTransaction {
         return EvictionEffect(
             deleted: Array(deletedDetails[marks.deleted...]), files: Array(queuedDetails[marks.queued...]),
             edgesRemoved: Array(report.edgesRemoved[marks.edges...]))
+    }
+
+    /// True if a file queued since `marks` was retained (deleteDestinationIfAllSourcesDeleted:
+    /// the object owns it) by an object that survives and is itself protected (pinned, leased,
+    /// too young): a rule of a deleted object (deleteDestinationIfSourceDeleted) would take the
+    /// file from under it, and files under a pin or a lease are never evicted (SPEC §9). A weak
+    /// edge does not keep a file, so it does not protect one either.
+    private func queuesFileOfProtectedSurvivor(
+        since marks: (deleted: Int, queued: Int, deny: Int, edges: Int), _ protection: EvictionGuard
+    ) throws -> Bool {
+        let queued = Set(queuedDetails[marks.queued...].map { Array($0.path.utf8) })
+        guard !queued.isEmpty else { return false }
+        // The sources of edges removed since `marks` either went in this group or survive. As
+        // bytes: ObjectRef's equality is String's, under which other keys can be equal.
+        func bytes(_ r: ObjectRef) -> [UInt8] { Array(r.collection.utf8) + [0] + Array(r.key.utf8) }
+        let deleted = Set(deletedDetails[marks.deleted...].map { bytes($0.ref) })
+        var seen = Set<[UInt8]>()
+        for r in report.edgesRemoved[marks.edges...] {
+            guard case .file(let path) = r.edge.destination, r.edge.rules.contains(.deleteDestinationIfAllSourcesDeleted),
+                queued.contains(Array(path.utf8)), !deleted.contains(bytes(r.edge.source)),
+                seen.insert(bytes(r.edge.source)).inserted,
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT id, pinned, created, owner FROM object WHERE collection = ? AND key = ?"),
+                    arguments: [r.edge.source.collection, r.edge.source.key])
+            else { continue }
+            let holder = DeletedDetail(id: row[0], ref: r.edge.source, owner: row[3], pinned: row[1], created: row[2])
+            if protection.protects(holder) { return true }
+        }
+        return false
     }
 }

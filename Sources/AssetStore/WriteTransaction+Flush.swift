@@ -330,8 +330,10 @@ extension WriteTransaction {
             case .object(let r): target = r.key
             case .file(let p): target = p
             }
+            // As bytes: a canonically equal path or key in other bytes names another file or object.
             let matches: (String) -> Bool = { s in
-                c.edge.isFile ? (try? ManagedRoots.normalise(s)) == target : s == target
+                let spelled = c.edge.isFile ? try? ManagedRoots.normalise(s) : s
+                return spelled?.utf8.elementsEqual(target.utf8) ?? false
             }
             let old = try Reads.json(text)
             let new = path.updating(old) { v in

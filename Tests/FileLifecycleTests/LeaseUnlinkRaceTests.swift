@@ -1,8 +1,8 @@
-// A lease and an unlink of the same file are ordered: the sweep checks leases and unlinks
-// under the lease registry's lock, so a lease answered to a client is never followed by the
-// unlink of its file.
+// A lease and an unlink of the same file are ordered: the sweep and verify --delete-orphans
+// check leases and unlink under the lease registry's lock, so a lease answered to a client is
+// never followed by the unlink of its file.
 
-import AssetStore
+@testable import AssetStore
 import AssetStoreTestSupport
 import Foundation
 import Synchronization
@@ -34,6 +34,26 @@ struct LeaseUnlinkRaceTests {
         #expect(acquired.value)
         // Now leased: the next unlink decision does not run.
         #expect(f.store.protections.unlessLeased(file: path) { true } == nil)
+    }
+
+    @Test("an orphan leased after delete-orphans checked it, before its unlink, is kept and not reported")
+    func leaseBeforeOrphanUnlink() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("old.bin")
+        let store = f.store!
+        let leased = Mutex<[String]>([])
+        store.state.withLock {
+            $0.orphanUnlinkDecided = { p in
+                if (try? store.protections.acquire(objects: [], files: [p], ttl: 60)) != nil { leased.withLock { $0.append(p) } }
+            }
+        }
+        var o = VerifyOptions()
+        o.orphans = true
+        o.deleteOrphans = true
+        let r = try store.verify(o)
+        #expect(leased.withLock { $0 } == [path], "the hook ran with the orphan")
+        #expect(f.exists(path), "the orphan was removed after its lease was answered")
+        #expect(r.found == 0, "\(r.json)")
     }
 }
 
