@@ -23,17 +23,19 @@ enum UnlinkOutcome: Equatable {
     case undetermined(String)
 }
 
-/// Opens folders below roots with O_NOFOLLOW, keeping the last one open while its path still
-/// names it: a sweep removes many files from the same folder. Short-lived: one per sweep
-/// batch. "No such file" counts as done only on the file's own filesystem.
+/// Opens folders below roots with O_NOFOLLOW, keeping the last one open while it is still
+/// where it was opened: a sweep removes many files from the same folder. Short-lived: one per
+/// sweep batch. "No such file" counts as done only on the file's own filesystem.
 final class SafeUnlinker {
     // O_PATH (Linux) is not exported by the Glibc module; the value is fixed by the kernel ABI.
     private static let oPath: Int32 = 0o10000000
     private var cachedFolder: [UInt8]?
     private var cachedFD: Int32 = -1
-    /// The device the cached folder is on, and its inode.
+    /// The device the cached folder is on.
     private var cachedDevice: Int64?
-    private var cachedInode: Int64?
+    /// Where the kernel had the cached folder when the walk opened it (nil: unknown, so the
+    /// folder is never used again).
+    private var cachedLocation: [UInt8]?
 
     deinit { closeCached() }
 
@@ -42,17 +44,26 @@ final class SafeUnlinker {
         cachedFD = -1
         cachedFolder = nil
         cachedDevice = nil
-        cachedInode = nil
+        cachedLocation = nil
     }
 
-    /// True if the cached folder's path still names the folder held open, a folder (not a
-    /// symlink): one moved away since (out of the root, say) or swapped for a symlink is not
-    /// unlinked in; its path is walked again. One lstat per file instead of a walk.
+    /// True if the cached folder is still where the walk found it. The kernel's path of the
+    /// open folder changes when it, or any folder above it, is moved (out of the root, or away
+    /// and replaced by a symlink to where it went); the path's own lookup would follow such a
+    /// symlink and find the same folder. One readlink per file instead of a walk.
     private func cachedStillThere() -> Bool {
-        guard let folder = cachedFolder, let cachedDevice, let cachedInode else { return false }
-        var st = stat()
-        return lstat(String(decoding: folder, as: UTF8.self), &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
-            && Int64(bitPattern: UInt64(st.st_dev)) == cachedDevice && Int64(bitPattern: UInt64(st.st_ino)) == cachedInode
+        guard let cachedLocation else { return false }
+        return SafeUnlinker.location(of: cachedFD) == cachedLocation
+    }
+
+    /// The path the kernel has for an open folder (/proc/self/fd), or nil without /proc.
+    private static func location(of fd: Int32) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = buffer.withUnsafeMutableBufferPointer { b in
+            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) { readlink("/proc/self/fd/\(fd)", $0, b.count) }
+        }
+        guard n > 0, n < buffer.count else { return nil }
+        return Array(buffer[..<n])
     }
 
     /// Removes `path` (normalised, strictly below `root`) if it is the recorded file and,
@@ -76,11 +87,8 @@ final class SafeUnlinker {
                 dirfd = fd
                 cachedFD = fd
                 cachedFolder = folder
-                var st = stat()
-                if fstat(fd, &st) == 0 {
-                    cachedDevice = Int64(bitPattern: UInt64(st.st_dev))
-                    cachedInode = Int64(bitPattern: UInt64(st.st_ino))
-                }
+                cachedDevice = SafeUnlinker.device(of: fd)
+                cachedLocation = SafeUnlinker.location(of: fd)
             case .missing(let folderDevice):
                 return SafeUnlinker.gone(folderDevice: folderDevice, device: device)
             case .failure(let outcome):

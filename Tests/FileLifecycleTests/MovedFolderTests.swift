@@ -47,4 +47,28 @@ import AssetStoreTestSupport
         #expect(report.skipped.map(\.path) == [b])
         #expect(report.skipped.map(\.reason) == [.unsafePath])
     }
+
+    @Test("a folder's parent replaced by a symlink during a sweep batch: the folder's remaining file is kept")
+    func parentSwappedForSymlinkMidBatch() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("p/d/a.bin")
+        let b = try f.makeFile("p/d/b.bin")
+        try f.hold(a, key: "a")
+        try f.hold(b, key: "b")
+        try f.delete(ref("c", "a"), ref("c", "b"))
+        let root = f.root
+        let moved = f.dir + "/outside-p"
+        // The folder's own path still names the same folder, through the symlink: only where
+        // the held folder really is now tells that it left the root.
+        let report = try f.store.sweep(retryFailed: false, batch: 1000, threads: 1) { path in
+            if path.hasSuffix("/b.bin") {
+                _ = rename(root + "/p", moved)
+                _ = symlink(moved, root + "/p")
+            }
+        }
+        #expect(!f.exists(a))
+        #expect(f.exists(moved + "/d/b.bin"), "a file was removed through a symlink, outside the root")
+        #expect(report.skipped.map(\.path) == [b])
+        #expect(report.skipped.map(\.reason) == [.unsafePath])
+    }
 }
