@@ -105,7 +105,9 @@ struct ConfigParser {
                 throw error("files.roots", "must be a non-empty array of absolute paths", section: "files")
             }
             c.roots = try items.map { item throws(ConfigError) in try absolute(item, "files.roots") }
-            do { _ = try ManagedRoots(c.roots) } catch { throw self.error("files.roots", error.message, section: "files") }
+            let roots: ManagedRoots
+            do { roots = try ManagedRoots(c.roots) } catch { throw self.error("files.roots", error.message, section: "files") }
+            if let conflict = roots.symlinkConflict() { throw error("files.roots", conflict, section: "files") }
         }
         if let v = get("files", "unlink_delay") { c.unlinkDelay = try duration(v, "files.unlink_delay", section: "files") }
         if let v = get("files", "orphan_grace") { c.orphanGrace = try duration(v, "files.orphan_grace", section: "files") }

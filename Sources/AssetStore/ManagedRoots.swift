@@ -45,6 +45,37 @@ public struct ManagedRoots: Sendable, Hashable {
         return paths.first { ManagedRoots.isBelow(p, $0) }
     }
 
+    /// Why two roots meet through a symlink, if they do: two roots that are one
+    /// folder, or one inside the other, give a file two paths (two registry rows), and one
+    /// path's holders going would unlink a file the other's still hold; a nested root that is
+    /// not where its path says below the outer one (a symlink on the way) would have all its
+    /// files refused. Judged on where the kernel resolves each root now (realpath); a root that
+    /// does not exist yet is not judged.
+    public func symlinkConflict() -> String? {
+        let resolved: [[UInt8]?] = paths.map { p in
+            guard let r = realpath(p, nil) else { return nil }
+            defer { free(r) }
+            return Array(String(cString: r).utf8)
+        }
+        for i in paths.indices {
+            for j in paths.indices where i != j {
+                guard let ri = resolved[i], let rj = resolved[j] else { continue }
+                let inner = Array(paths[i].utf8)
+                if ManagedRoots.isBelow(inner, paths[j]) {
+                    if ri != rj + inner.dropFirst(paths[j].utf8.count) {
+                        return "\(paths[i]) is reached through a symlink below \(paths[j]): every file under it would be refused"
+                    }
+                } else if !ManagedRoots.isBelow(Array(paths[j].utf8), paths[i]),
+                    ri == rj || ManagedRoots.isBelow(ri, String(decoding: rj, as: UTF8.self))
+                {
+                    let how = ri == rj ? "the same folder as" : "inside"
+                    return "\(paths[i]) is, through a symlink, \(how) \(paths[j]): a file there would have two paths"
+                }
+            }
+        }
+        return nil
+    }
+
     private static func isBelow(_ p: [UInt8], _ root: String) -> Bool {
         let r = Array(root.utf8)
         return p.count > r.count + 1 && p.starts(with: r) && p[r.count] == UInt8(ascii: "/")

@@ -107,6 +107,34 @@ import Testing
         }
     }
 
+    @Test("roots that meet through a symlink are refused: one folder twice, one inside another, a nested root that is a symlink")
+    func rootsMeetingThroughSymlinks() throws {
+        let dir = NSTemporaryDirectory() + "assetd-roots-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for d in ["a/sub", "b", "elsewhere"] { try FileManager.default.createDirectory(atPath: "\(dir)/\(d)", withIntermediateDirectories: true) }
+        #expect(symlink("\(dir)/a", "\(dir)/alias") == 0)
+        #expect(symlink("\(dir)/a/sub", "\(dir)/b/linked") == 0)
+        #expect(symlink("\(dir)/elsewhere", "\(dir)/a/inner") == 0)
+        func roots(_ names: String...) -> String {
+            "[files]\nroots = [" + names.map { "\"\(dir)/\($0)\"" }.joined(separator: ", ") + "]\n"
+        }
+        for (text, words) in [
+            (roots("a", "alias"), "the same folder as"), (roots("a", "b/linked"), "inside"),
+            (roots("a", "a/inner"), "reached through a symlink below"),
+        ] {
+            do {
+                _ = try parse(text)
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.key == "files.roots" && error.line == 2 && error.message.contains(words), "\(error)")
+            }
+        }
+        // Nested for real, side by side, or not there yet: fine.
+        _ = try parse(roots("a", "a/sub"))
+        _ = try parse(roots("a", "b", "elsewhere"))
+        _ = try parse(roots("a", "missing"))
+    }
+
     @Test("etc/assetd.toml, the commented example, parses and matches the root defaults")
     func shippedExampleParses() throws {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
