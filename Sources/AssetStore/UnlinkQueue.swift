@@ -331,7 +331,9 @@ extension Store {
 
     /// At open no lease is live (they die with the process that held them), so rows a lease
     /// deferred are due again, no later than `files.unlink_delay` allows. Rows deferred for
-    /// an open file are only probed sooner; failed rows keep their backoff.
+    /// an open file are only probed sooner; failed rows keep their backoff, but no more: a
+    /// failed row a lease then deferred (to the lease's end, up to a day) is due within the
+    /// longest retry delay, as any failed row.
     func endLeaseDeferrals() throws {
         let now = configuration.clock()
         try Store.mapErrors {
@@ -341,6 +343,9 @@ extension Store {
                         UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
                         WHERE attempts = 0 AND next_attempt > MAX(?1, queued_at + ?2)
                         """, arguments: [now, configuration.unlinkDelay])
+                try db.execute(
+                    sql: "UPDATE unlink_queue SET next_attempt = ?1 WHERE attempts > 0 AND next_attempt > ?1",
+                    arguments: [now + Store.maximumRetryDelay])
             }
         }
     }

@@ -464,6 +464,26 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         #expect(try f.store.pending().first?.nextAttempt == f.clock.now + 100)
     }
 
+    @Test("after a restart a failed row a lease then deferred for a day is due within the longest retry delay")
+    func restartEndsLeaseDeferralOfFailedRow() throws {
+        let f = try Fixture()
+        let blocked = try f.makeFile("b/blocked.bin")
+        try f.hold(blocked, key: "k")
+        try f.delete(ref("c", "k"))
+        let obstacle = try UnlinkObstacle(blocked, in: f)
+        #expect(try f.store.sweep().failed.map(\.attempts) == [1])
+        let lease = try f.store.protections.acquire(objects: [], files: [blocked], ttl: Protections.maximumTTL, holder: 7)
+        f.clock.advance(1)
+        #expect(try f.store.sweep().deferred.map(\.reason) == [.leased])
+        #expect(try f.store.pending().first?.nextAttempt == lease.expires)
+
+        try f.reopen()  // the lease is gone with the daemon that held it
+        obstacle.remove()
+        #expect(try f.store.pending().first?.nextAttempt == f.clock.now + Store.maximumRetryDelay)
+        f.clock.advance(Store.maximumRetryDelay)
+        #expect(try f.store.sweep().unlinked == [blocked])
+    }
+
     @Test("a lease that ends never makes a file due before files.unlink_delay has passed")
     func leaseEndKeepsUnlinkDelay() throws {
         let f = try Fixture { $0.unlinkDelay = 100 }
