@@ -157,12 +157,16 @@ extension VerifyRun {
             close(fd)
             return
         }
-        try walkFolder(fd, path: Array(root.utf8), root: outer, device: st.st_dev, depth: 0, body)
+        // A root nested in this one is walked as itself, not here too: a file under it is judged
+        // once, its name UTF-8 or not.
+        let nested = Set(store.roots.paths.map { Array($0.utf8) }).subtracting([Array(root.utf8)])
+        try walkFolder(fd, path: Array(root.utf8), root: outer, device: st.st_dev, nested: nested, depth: 0, body)
     }
 
     /// Walks the open folder `fd` (and closes it).
     private func walkFolder(
-        _ fd: Int32, path: [UInt8], root: String, device: UInt, depth: Int, _ body: (WalkedFile) throws -> Void
+        _ fd: Int32, path: [UInt8], root: String, device: UInt, nested: Set<[UInt8]>, depth: Int,
+        _ body: (WalkedFile) throws -> Void
     ) throws {
         guard let dir = fdopendir(fd) else {
             close(fd)
@@ -182,10 +186,10 @@ extension VerifyRun {
             switch st.st_mode & S_IFMT {
             case S_IFDIR:
                 // Another file system mounted here is not ours to judge.
-                guard st.st_dev == device, depth < VerifyRun.maximumDepth else { continue }
+                guard st.st_dev == device, depth < VerifyRun.maximumDepth, !nested.contains(full) else { continue }
                 let sub = openat(dfd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard sub >= 0 else { continue }
-                try walkFolder(sub, path: full, root: root, device: device, depth: depth + 1, body)
+                try walkFolder(sub, path: full, root: root, device: device, nested: nested, depth: depth + 1, body)
             case S_IFREG:
                 try body(WalkedFile(
                     path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),
