@@ -28,7 +28,7 @@ enum UnlinkOutcome: Equatable {
 /// sweep batch. "No such file" counts as done only on the file's own filesystem.
 final class SafeUnlinker {
     // O_PATH (Linux) is not exported by the Glibc module; the value is fixed by the kernel ABI.
-    private static let oPath: Int32 = 0o10000000
+    static let oPath: Int32 = 0o10000000
     private var cachedFolder: [UInt8]?
     private var cachedFD: Int32 = -1
     /// The device the cached folder is on.

@@ -144,10 +144,14 @@ extension VerifyRun {
     func walk(root: String, _ body: (WalkedFile) throws -> Void) throws {
         // The outermost root is configuration and trusted (as in SafeUnlinker); nothing below
         // it is, a nested root included: it is reached without following a symlink.
+        // The folders on the way are passed through (O_PATH: searching them is enough, as for
+        // the nested root's own path); only the root walked is read.
         let outer = store.roots.root(of: root) ?? root
-        var fd = open(outer, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        for c in ManagedRoots.components(of: root, below: outer) where fd >= 0 {
-            let next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let below = ManagedRoots.components(of: root, below: outer)
+        var fd = open(outer, (below.isEmpty ? O_RDONLY : SafeUnlinker.oPath) | O_DIRECTORY | O_CLOEXEC)
+        for (i, c) in below.enumerated() where fd >= 0 {
+            let mode = i == below.count - 1 ? O_RDONLY : SafeUnlinker.oPath
+            let next = openat(fd, c, mode | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             close(fd)
             fd = next
         }
