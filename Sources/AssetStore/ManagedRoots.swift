@@ -57,6 +57,10 @@ public struct ManagedRoots: Sendable, Hashable {
             defer { free(r) }
             return Array(String(cString: r).utf8)
         }
+        // Every folder is inside / (which isBelow does not see): such a root is / itself.
+        if let i = resolved.firstIndex(where: { $0 == [UInt8(ascii: "/")] }) {
+            return "\(paths[i]) is, through a symlink, the file system root, which cannot be a managed root"
+        }
         for i in paths.indices {
             for j in paths.indices where i != j {
                 guard let ri = resolved[i], let rj = resolved[j] else { continue }

@@ -28,7 +28,7 @@ enum UnlinkOutcome: Equatable {
 /// sweep batch. "No such file" counts as done only on the file's own filesystem.
 final class SafeUnlinker {
     // O_PATH (Linux) is not exported by the Glibc module; the value is fixed by the kernel ABI.
-    private static let oPath: Int32 = 0o10000000
+    static let oPath: Int32 = 0o10000000
     private var cachedFolder: [UInt8]?
     private var cachedFD: Int32 = -1
     /// The device the cached folder is on.
@@ -135,6 +135,20 @@ final class SafeUnlinker {
         return fstat(fd, &st) == 0 ? Int64(bitPattern: UInt64(st.st_dev)) : nil
     }
 
+    /// The device of the deepest folder above a missing root that exists (the root is
+    /// configuration: symlinks in it are followed).
+    private static func deviceAbove(_ root: String) -> Int64? {
+        var bytes = Array(root.utf8)
+        while let slash = bytes.lastIndex(of: UInt8(ascii: "/")) {
+            bytes.removeSubrange(slash...)
+            var st = stat()
+            if stat(bytes.isEmpty ? "/" : String(decoding: bytes, as: UTF8.self), &st) == 0 {
+                return Int64(bitPattern: UInt64(st.st_dev))
+            }
+        }
+        return nil
+    }
+
     /// A name of the path is missing below a folder on `folderDevice`: the file is gone, unless
     /// it was recorded on another filesystem. Then that filesystem is not mounted where it was
     /// (a disk not mounted yet): the file is hidden, not gone, and its row must stay (I2), so
@@ -150,7 +164,10 @@ final class SafeUnlinker {
         var fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 {
             let e = errno
-            return e == ENOENT ? .failure(.alreadyGone) : .failure(.failed(errno: e, call: "open"))
+            // A root that is a folder on an unmounted filesystem is missing itself: judged
+            // by the folder above it that exists, as a missing folder below the root is.
+            return e == ENOENT
+                ? .missing(folderDevice: SafeUnlinker.deviceAbove(root)) : .failure(.failed(errno: e, call: "open"))
         }
         for c in components {
             let next = openat(fd, String(c), SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)

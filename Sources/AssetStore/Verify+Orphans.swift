@@ -144,10 +144,14 @@ extension VerifyRun {
     func walk(root: String, _ body: (WalkedFile) throws -> Void) throws {
         // The outermost root is configuration and trusted (as in SafeUnlinker); nothing below
         // it is, a nested root included: it is reached without following a symlink.
+        // The folders on the way are passed through (O_PATH: searching them is enough, as for
+        // the nested root's own path); only the root walked is read.
         let outer = store.roots.root(of: root) ?? root
-        var fd = open(outer, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        for c in ManagedRoots.components(of: root, below: outer) where fd >= 0 {
-            let next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let below = ManagedRoots.components(of: root, below: outer)
+        var fd = open(outer, (below.isEmpty ? O_RDONLY : SafeUnlinker.oPath) | O_DIRECTORY | O_CLOEXEC)
+        for (i, c) in below.enumerated() where fd >= 0 {
+            let mode = i == below.count - 1 ? O_RDONLY : SafeUnlinker.oPath
+            let next = openat(fd, c, mode | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             close(fd)
             fd = next
         }
@@ -157,12 +161,16 @@ extension VerifyRun {
             close(fd)
             return
         }
-        try walkFolder(fd, path: Array(root.utf8), root: outer, device: st.st_dev, depth: 0, body)
+        // A root nested in this one is walked as itself, not here too: a file under it is judged
+        // once, its name UTF-8 or not.
+        let nested = Set(store.roots.paths.map { Array($0.utf8) }).subtracting([Array(root.utf8)])
+        try walkFolder(fd, path: Array(root.utf8), root: outer, device: st.st_dev, nested: nested, depth: 0, body)
     }
 
     /// Walks the open folder `fd` (and closes it).
     private func walkFolder(
-        _ fd: Int32, path: [UInt8], root: String, device: UInt, depth: Int, _ body: (WalkedFile) throws -> Void
+        _ fd: Int32, path: [UInt8], root: String, device: UInt, nested: Set<[UInt8]>, depth: Int,
+        _ body: (WalkedFile) throws -> Void
     ) throws {
         guard let dir = fdopendir(fd) else {
             close(fd)
@@ -182,10 +190,10 @@ extension VerifyRun {
             switch st.st_mode & S_IFMT {
             case S_IFDIR:
                 // Another file system mounted here is not ours to judge.
-                guard st.st_dev == device, depth < VerifyRun.maximumDepth else { continue }
+                guard st.st_dev == device, depth < VerifyRun.maximumDepth, !nested.contains(full) else { continue }
                 let sub = openat(dfd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard sub >= 0 else { continue }
-                try walkFolder(sub, path: full, root: root, device: device, depth: depth + 1, body)
+                try walkFolder(sub, path: full, root: root, device: device, nested: nested, depth: depth + 1, body)
             case S_IFREG:
                 try body(WalkedFile(
                     path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),

@@ -129,6 +129,16 @@ import Testing
                 #expect(error.key == "files.roots" && error.line == 2 && error.message.contains(words), "\(error)")
             }
         }
+        // A root that is a symlink to / has every other root inside it (and is / itself).
+        #expect(symlink("/", "\(dir)/everything") == 0)
+        for text in [roots("a", "everything"), roots("everything")] {
+            do {
+                _ = try parse(text)
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.key == "files.roots" && error.message.contains("/"), "\(error)")
+            }
+        }
         // Nested for real, side by side, or not there yet: fine.
         _ = try parse(roots("a", "a/sub"))
         _ = try parse(roots("a", "b", "elsewhere"))

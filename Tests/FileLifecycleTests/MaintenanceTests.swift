@@ -435,6 +435,20 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(r.of("orphan").map { $0.subject["path"] } == [.string(p)])
     }
 
+    @Test("an orphan whose name is not UTF-8, under a root nested in another, is reported once")
+    func nestedRootsNotUTF8() throws {
+        let f = try Fixture { $0.roots.append($0.roots[0] + "/inner") }
+        try FileManager.default.createDirectory(atPath: f.root + "/inner", withIntermediateDirectories: true)
+        let name: [UInt8] = Array((f.root + "/inner/bad-").utf8) + [0xFF, 0xFE, 0]
+        let fd = name.withUnsafeBufferPointer { b in
+            b.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644) }
+        }
+        #expect(fd >= 0)
+        close(fd)
+        let r = try f.verify(orphans: true)
+        #expect(r.of("orphan").count == 1, "\(r.json)")
+    }
+
     @Test("an orphan whose name is not UTF-8 is reported but never removed: no path string can name it safely")
     func notUTF8() throws {
         let f = try Fixture()

@@ -74,6 +74,28 @@ struct UnmountedRootTests {
         #expect(retried.pending == 0)
     }
 
+    @Test("a root that is a folder on the unmounted filesystem (gone with it) keeps its queued file queued as failed")
+    func rootBelowMountPointNotMounted() throws {
+        // The root is <mount point>/assets: unmounted, the root itself does not exist.
+        let f = try Fixture { $0.roots = [$0.roots[0] + "/assets"] }
+        let disk = try Disk(f)
+        let path = try f.makeFile("assets/a/x.bin", size: 12)
+        try f.hold(path, key: "k")
+        #expect(try f.delete(ref("c", "k")).filesQueued == [path])
+
+        try disk.detach()
+        #expect(!f.exists(f.root + "/assets"))
+        let missed = try f.store.sweep()
+        #expect(missed.unlinked.isEmpty, "counted as unlinked while its filesystem was not mounted")
+        #expect(missed.pending == 1)
+
+        try disk.attach()
+        #expect(onDisk(path)?.size == 12)
+        let retried = try f.store.sweep(retryFailed: true)
+        #expect(retried.unlinked == [path])
+        #expect(!f.exists(path))
+    }
+
     @Test("verify --repair does not take files on an unmounted filesystem for missing: their holders and rows stay")
     func verifyWhileNotMounted() throws {
         let f = try Fixture()

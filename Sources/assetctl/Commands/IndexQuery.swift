@@ -46,7 +46,10 @@ struct IndexQueryCommand: ParsableCommand {
                 }
                 // A value is shown as the JSON it is: the shorthand for edge ends would print
                 // {"file": path} as a bare path, like a string value.
-                if IndexQueryCommand.jsonColumns.contains(name), value != .null { return value.serialized() }
+                // Only the object's own: an index may have a column of that name.
+                if include == .objects, IndexQueryCommand.jsonColumns.contains(name), value != .null {
+                    return value.serialized()
+                }
                 return Formatting.cell(value)
             }
         }
