@@ -52,18 +52,20 @@ final class SafeUnlinker {
     /// and replaced by a symlink to where it went); the path's own lookup would follow such a
     /// symlink and find the same folder. One readlink per file instead of a walk.
     private func cachedStillThere() -> Bool {
-        guard let cachedLocation else { return false }
-        return SafeUnlinker.location(of: cachedFD) == cachedLocation
+        guard let cachedLocation, let now = location(of: cachedFD) else { return false }
+        return now.elementsEqual(cachedLocation)
     }
 
+    /// Room for readlink, kept for the unlinker's life: one allocation, not one per file.
+    private var linkBuffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+
     /// The path the kernel has for an open folder (/proc/self/fd), or nil without /proc.
-    private static func location(of fd: Int32) -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = buffer.withUnsafeMutableBufferPointer { b in
+    private func location(of fd: Int32) -> ArraySlice<UInt8>? {
+        let n = linkBuffer.withUnsafeMutableBufferPointer { b in
             b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) { readlink("/proc/self/fd/\(fd)", $0, b.count) }
         }
-        guard n > 0, n < buffer.count else { return nil }
-        return Array(buffer[..<n])
+        guard n > 0, n < linkBuffer.count else { return nil }
+        return linkBuffer[..<n]
     }
 
     /// Removes `path` (normalised, strictly below `root`) if it is the recorded file and,
@@ -88,7 +90,7 @@ final class SafeUnlinker {
                 cachedFD = fd
                 cachedFolder = folder
                 cachedDevice = SafeUnlinker.device(of: fd)
-                cachedLocation = SafeUnlinker.location(of: fd)
+                cachedLocation = location(of: fd).map(Array.init)
             case .missing(let folderDevice):
                 return SafeUnlinker.gone(folderDevice: folderDevice, device: device)
             case .failure(let outcome):
@@ -137,7 +139,7 @@ final class SafeUnlinker {
 
     /// The device of the deepest folder above a missing root that exists (the root is
     /// configuration: symlinks in it are followed).
-    private static func deviceAbove(_ root: String) -> Int64? {
+    static func deviceAbove(_ root: String) -> Int64? {
         var bytes = Array(root.utf8)
         while let slash = bytes.lastIndex(of: UInt8(ascii: "/")) {
             bytes.removeSubrange(slash...)

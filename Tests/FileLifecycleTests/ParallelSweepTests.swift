@@ -229,7 +229,7 @@ struct ParallelSweepTests {
         // The lease found the gate held and is about to wait; a moment more for it to queue
         // (if it has not, "c" may go first and this fails: load can only make it fail).
         #expect(leaseWaits.wait(timeout: .now() + 30) == .success)
-        Thread.sleep(forTimeInterval: 0.05)
+        Thread.sleep(forTimeInterval: 0.2)
         let later = Thread {
             _ = protections.unlessLeased(file: c) {
                 // Read inside: the lease thread records its own return only after the gate is free.
