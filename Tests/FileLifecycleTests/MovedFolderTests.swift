@@ -8,14 +8,20 @@ import Testing
 import AssetStoreTestSupport
 
 @Suite struct MovedFolderTests {
-    @Test("a folder moved out of the root during a sweep batch: its remaining file is not removed there")
-    func folderMovedOutMidBatch() throws {
-        let f = try Fixture()
-        let a = try f.makeFile("d/a.bin")
-        let b = try f.makeFile("d/b.bin")
+    /// Two files in `folder`, each held by an object, both released: queued, in that order.
+    func queueTwo(_ f: Fixture, in folder: String) throws -> (a: String, b: String) {
+        let a = try f.makeFile("\(folder)/a.bin")
+        let b = try f.makeFile("\(folder)/b.bin")
         try f.hold(a, key: "a")
         try f.hold(b, key: "b")
         try f.delete(ref("c", "a"), ref("c", "b"))
+        return (a, b)
+    }
+
+    @Test("a folder moved out of the root during a sweep batch: its remaining file is not removed there")
+    func folderMovedOutMidBatch() throws {
+        let f = try Fixture()
+        let (a, b) = try queueTwo(f, in: "d")
         let root = f.root
         let outside = f.dir + "/outside-d"
         let report = try f.store.sweep(retryFailed: false, batch: 1000, threads: 1) { path in
@@ -30,11 +36,7 @@ import AssetStoreTestSupport
     @Test("a folder replaced by a symlink during a sweep batch: its remaining file is kept as unsafe_path")
     func folderSwappedForSymlinkMidBatch() throws {
         let f = try Fixture()
-        let a = try f.makeFile("d/a.bin")
-        let b = try f.makeFile("d/b.bin")
-        try f.hold(a, key: "a")
-        try f.hold(b, key: "b")
-        try f.delete(ref("c", "a"), ref("c", "b"))
+        let (a, b) = try queueTwo(f, in: "d")
         let root = f.root
         let moved = f.dir + "/outside-d"
         let report = try f.store.sweep(retryFailed: false, batch: 1000, threads: 1) { path in
@@ -51,11 +53,7 @@ import AssetStoreTestSupport
     @Test("a folder's parent replaced by a symlink during a sweep batch: the folder's remaining file is kept")
     func parentSwappedForSymlinkMidBatch() throws {
         let f = try Fixture()
-        let a = try f.makeFile("p/d/a.bin")
-        let b = try f.makeFile("p/d/b.bin")
-        try f.hold(a, key: "a")
-        try f.hold(b, key: "b")
-        try f.delete(ref("c", "a"), ref("c", "b"))
+        let (a, b) = try queueTwo(f, in: "p/d")
         let root = f.root
         let moved = f.dir + "/outside-p"
         // The folder's own path still names the same folder, through the symlink: only where
