@@ -74,6 +74,14 @@ enum Schema {
                 """)
             try IndexTable.createDefaultOwnerAccessed(db)
         }
+        // The device numbers each root's filesystem has had (DeviceRenumbering.swift).
+        m.registerMigration("v3") { db in
+            try db.execute(sql: """
+                CREATE TABLE root_device (
+                    device INTEGER NOT NULL, fsid INTEGER NOT NULL, seen REAL NOT NULL,
+                    PRIMARY KEY (device, fsid)) WITHOUT ROWID;
+                """)
+        }
         return m
     }
 }

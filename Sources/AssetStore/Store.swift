@@ -39,6 +39,9 @@ public final class Store: Sendable {
         var durableCommit: Int64 = 0
         var closed = false
         var policy: PolicyConfiguration?
+        /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
+        /// sweep (or the open) read them (DeviceRenumbering.swift).
+        var renumbered: [Int64: Int64] = [:]
         /// Tests: runs in each real policy batch after its decisions, before its commit.
         var policyBatchDecided: (@Sendable () -> Void)?
         /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,

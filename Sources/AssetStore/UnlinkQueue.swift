@@ -140,10 +140,12 @@ extension Store {
         try makeDurable()
         let durable = durableCommit
         var lastID: Int64 = 0
+        var renumbered: [Int64: Int64]?
         while true {
             let now = configuration.clock()
             let done: Bool = try Store.mapErrors {
                 try pool.write { db in
+                    if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
                     let rows = try Row.fetchAll(
                         db.cachedStatement(sql: """
                             SELECT id, path, device, inode, attempts FROM unlink_queue
@@ -173,7 +175,9 @@ extension Store {
                         let path: String = row[1]
                         let bytes = Array(path.utf8)
                         if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
-                        targets.append(UnlinkTarget(path: path, root: roots.root(of: path), device: row[2], inode: row[3]))
+                        // Recorded before its filesystem was numbered anew: the device it has now.
+                        let device = (row[2] as Int64?).map { renumbered?[$0] ?? $0 }
+                        targets.append(UnlinkTarget(path: path, root: roots.root(of: path), device: device, inode: row[3]))
                     }
                     let outcomes = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink)
                     // Outcomes are recorded here, on this thread, in queue order, as one file at a time would.
@@ -338,6 +342,8 @@ extension Store {
         let now = configuration.clock()
         try Store.mapErrors {
             try pool.write { db in
+                // Here too: a sweep may run only after rows were queued on a device renumbered later.
+                _ = try noteRootDevices(db, now: now)
                 try db.execute(
                     sql: """
                         UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)

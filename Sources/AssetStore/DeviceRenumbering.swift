@@ -1,0 +1,62 @@
+// A queued file is recorded with its st_dev, which is not stable: a reboot can number a
+// filesystem anew (disks found in another order, LVM minors, btrfs subvolumes' anonymous
+// devices). Then every file queued before it would read as replaced (kept: leaked) or, when
+// already gone, as hidden on an unmounted filesystem (retried forever). So the store notes,
+// for each root's filesystem, the device numbers it has had under its filesystem id
+// (statvfs f_fsid, from the filesystem's UUID on ext4 and btrfs), and the sweep reads a
+// recorded device the root's filesystem had before as the device it has now.
+
+import GRDB
+import Glibc
+
+extension Store {
+    /// The device and filesystem id of each root that exists now (roots whose filesystem
+    /// gives no id, 0, are left out: nothing could tell its devices apart).
+    func rootFilesystems() -> [(device: Int64, fsid: Int64)] {
+        roots.paths.compactMap { root in
+            var st = stat()
+            var fs = statvfs()
+            guard stat(root, &st) == 0, statvfs(root, &fs) == 0 else { return nil }
+            let id = Int64(bitPattern: UInt64(fs.f_fsid))
+            return id == 0 ? nil : (Int64(bitPattern: UInt64(st.st_dev)), id)
+        }
+    }
+
+    /// Records the roots' devices under their filesystem ids; in the caller's write
+    /// transaction (at open, and before each sweep).
+    static func recordRootDevices(_ db: Database, _ filesystems: [(device: Int64, fsid: Int64)], now: Double) throws {
+        for f in filesystems {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO root_device (device, fsid, seen) VALUES (?, ?, ?)")
+                .execute(arguments: [f.device, f.fsid, now])
+        }
+    }
+
+    /// `device` as its filesystem is numbered now, if it is a root's renumbered one.
+    func deviceNow(_ device: Int64) -> Int64 { state.withLock { $0.renumbered[device] } ?? device }
+
+    /// Records the roots' devices and reads which earlier ones they replace, in the caller's
+    /// write transaction; the result is kept for `deviceNow` too.
+    func noteRootDevices(_ db: Database, now: Double) throws -> [Int64: Int64] {
+        let filesystems = rootFilesystems()
+        try Store.recordRootDevices(db, filesystems, now: now)
+        let map = try Store.renumberedDevices(db, filesystems)
+        state.withLock { $0.renumbered = map }
+        return map
+    }
+
+    /// Earlier devices of the roots' filesystems, each to the device the filesystem has now.
+    /// A device seen under more than one filesystem id is left out: which one a file recorded
+    /// on it was on cannot be told.
+    static func renumberedDevices(_ db: Database, _ filesystems: [(device: Int64, fsid: Int64)]) throws -> [Int64: Int64] {
+        var map = [Int64: Int64]()
+        for f in filesystems {
+            let earlier = try Int64.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT device FROM root_device WHERE fsid = ?1 AND device != ?2
+                    AND NOT EXISTS (SELECT 1 FROM root_device o WHERE o.device = root_device.device AND o.fsid != ?1)
+                    """), arguments: [f.fsid, f.device])
+            for d in earlier { map[d] = f.device }
+        }
+        return map
+    }
+}

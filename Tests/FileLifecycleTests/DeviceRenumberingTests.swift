@@ -1,0 +1,95 @@
+// A filesystem numbered anew (a reboot found the disks in another order): files queued under
+// its earlier device number are the same files. A renumbering is played by writing the
+// queued row's device as an earlier number the root's filesystem had, under its fsid.
+
+import Foundation
+import GRDB
+import Testing
+@testable import AssetStore
+import AssetStoreTestSupport
+
+@Suite struct DeviceRenumberingTests {
+    /// The device number the queued rows are shifted to: one no filesystem here has.
+    static let shift: Int64 = 1 << 40
+
+    /// Queues `path` (held, then released), then makes its row's device an earlier number of
+    /// the root's filesystem: recorded under the root's fsid if `known`, and under another
+    /// fsid too if `ambiguous`.
+    func queueRenumbered(_ f: Fixture, _ path: String, known: Bool = true, ambiguous: Bool = false) throws {
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        try f.damage("UPDATE unlink_queue SET device = device + ?", [Self.shift])
+        if known { try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [Self.shift]) }
+        if ambiguous { try f.damage("INSERT INTO root_device SELECT device + ?, fsid + 1, seen FROM root_device", [Self.shift]) }
+    }
+
+    @Test("the store records each root's device under its filesystem id at open")
+    func recordsRootDevice() throws {
+        let f = try Fixture()
+        var st = stat()
+        #expect(stat(f.root, &st) == 0)
+        let rows = try f.store.read { r in try Row.fetchAll(r.db, sql: "SELECT device, fsid FROM root_device") }
+        #expect(rows.count == 1 && rows.first?["device"] == Int64(bitPattern: UInt64(st.st_dev)), "\(rows)")
+    }
+
+    @Test("a file queued under its filesystem's earlier device number is unlinked, not kept as replaced")
+    func queuedBeforeRenumbering() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try queueRenumbered(f, path)
+        let r = try f.store.sweep()
+        #expect(r.unlinked == [path] && r.skipped.isEmpty, "\(r.skipped)")
+        #expect(!f.exists(path))
+    }
+
+    @Test("a file gone already, queued under the earlier number, is done, not retried as on an unmounted disk")
+    func goneBeforeRenumbering() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try queueRenumbered(f, path)
+        #expect(unlink(path) == 0)
+        let r = try f.store.sweep()
+        #expect(r.unlinked == [path] && r.failed.isEmpty, "\(r.failed)")
+        #expect(r.pending == 0)
+    }
+
+    @Test("a device number never seen for the root's filesystem, or seen for two, still reads as another file")
+    func unknownOrAmbiguousDevice() throws {
+        for ambiguous in [false, true] {
+            let f = try Fixture()
+            let path = try f.makeFile("a/one.bin")
+            try queueRenumbered(f, path, known: ambiguous, ambiguous: ambiguous)
+            let r = try f.store.sweep()
+            #expect(r.skipped.map(\.reason) == [.identityChanged], "ambiguous: \(ambiguous)")
+            #expect(f.exists(path))
+        }
+    }
+
+    @Test("a file replaced at the path is kept, renumbered device or not: the inode still tells")
+    func replacedAfterRenumbering() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try queueRenumbered(f, path)
+        let old = f.root + "/a/old.bin"
+        #expect(link(path, old) == 0)  // the old inode lives on: the new file cannot reuse it
+        #expect(unlink(path) == 0)
+        _ = try f.makeFile("a/one.bin")
+        let r = try f.store.sweep()
+        #expect(r.skipped.map(\.reason) == [.identityChanged])
+        #expect(f.exists(path) && f.exists(old))
+    }
+
+    @Test("verify finds a file gone from a renumbered filesystem missing, as it would without the renumbering")
+    func verifyAfterRenumbering() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        try f.damage("UPDATE file SET device = device + ?", [Self.shift])
+        #expect(unlink(path) == 0)
+        // Not known as an earlier number of the root's filesystem: another filesystem, not mounted.
+        #expect(try f.verify().of("missing_file").isEmpty)
+        try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [Self.shift])
+        try f.reopen()  // the start after the reboot reads the numbers anew
+        #expect(try f.verify().of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
+    }
+}
