@@ -13,7 +13,8 @@ extension Store {
     /// The device and filesystem id of each root that exists now (roots whose filesystem
     /// gives no id, 0, are left out: nothing could tell its devices apart).
     func rootFilesystems() -> [(device: Int64, fsid: Int64)] {
-        roots.paths.compactMap { root in
+        if let played = state.withLock({ $0.rootFilesystems }) { return played() }
+        return roots.paths.compactMap { root in
             var st = stat()
             var fs = statvfs()
             guard stat(root, &st) == 0, statvfs(root, &fs) == 0 else { return nil }
@@ -31,7 +32,9 @@ extension Store {
         }
     }
 
-    /// `device` as its filesystem is numbered now, if it is a root's renumbered one.
+    /// `device` as its filesystem is numbered now, if it is a root's renumbered one. A file
+    /// recorded on `device` may be on either: the number may be another filesystem's now
+    /// (one mounted below a root), and the recorded number still tells it.
     func deviceNow(_ device: Int64) -> Int64 { state.withLock { $0.renumbered[device] } ?? device }
 
     /// Records the roots' devices and reads which earlier ones they replace, in the caller's
@@ -46,16 +49,23 @@ extension Store {
 
     /// Earlier devices of the roots' filesystems, each to the device the filesystem has now.
     /// A device seen under more than one filesystem id is left out: which one a file recorded
-    /// on it was on cannot be told.
+    /// on it was on cannot be told. So is a device some root's filesystem has now, and every
+    /// device of an id two roots' filesystems have now on different devices: an id is not
+    /// always one filesystem's (an overlay reports its upper layer's, before Linux 6.6; a
+    /// cloned disk or LVM snapshot has its origin's UUID), and files on both would each be
+    /// read as on the other.
     static func renumberedDevices(_ db: Database, _ filesystems: [(device: Int64, fsid: Int64)]) throws -> [Int64: Int64] {
         var map = [Int64: Int64]()
-        for f in filesystems {
+        let current = Set(filesystems.map(\.device))
+        var devices = [Int64: Set<Int64>]()
+        for f in filesystems { devices[f.fsid, default: []].insert(f.device) }
+        for f in filesystems where devices[f.fsid]?.count == 1 {
             let earlier = try Int64.fetchAll(
                 db.cachedStatement(sql: """
                     SELECT device FROM root_device WHERE fsid = ?1 AND device != ?2
                     AND NOT EXISTS (SELECT 1 FROM root_device o WHERE o.device = root_device.device AND o.fsid != ?1)
                     """), arguments: [f.fsid, f.device])
-            for d in earlier { map[d] = f.device }
+            for d in earlier where !current.contains(d) { map[d] = f.device }
         }
         return map
     }

@@ -69,8 +69,11 @@ final class SafeUnlinker {
     }
 
     /// Removes `path` (normalised, strictly below `root`) if it is the recorded file and,
-    /// given a `probe`, nobody has it open.
-    func unlink(path: String, root: String, device: Int64?, inode: Int64?, probe: OpenFileProbe? = nil) -> UnlinkOutcome {
+    /// given a `probe`, nobody has it open. `deviceNow`: the number the recorded device's
+    /// filesystem has now, when a root's filesystem was renumbered; the file is on either.
+    func unlink(
+        path: String, root: String, device: Int64?, inode: Int64?, deviceNow: Int64? = nil, probe: OpenFileProbe? = nil
+    ) -> UnlinkOutcome {
         // Split at the last "/" byte; the folder stays bytes, because String equality would
         // match canonically equal but different names.
         let bytes = Array(path.utf8)
@@ -92,7 +95,7 @@ final class SafeUnlinker {
                 cachedDevice = SafeUnlinker.device(of: fd)
                 cachedLocation = location(of: fd).map(Array.init)
             case .missing(let folderDevice):
-                return SafeUnlinker.gone(folderDevice: folderDevice, device: device)
+                return SafeUnlinker.gone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
             case .failure(let outcome):
                 return outcome
             }
@@ -101,16 +104,21 @@ final class SafeUnlinker {
         if fstatat(dirfd, String(leaf), &st, AT_SYMLINK_NOFOLLOW) != 0 {
             let e = errno
             return e == ENOENT || e == ENOTDIR
-                ? SafeUnlinker.gone(folderDevice: cachedDevice, device: device) : .failed(errno: e, call: "fstatat")
+                ? SafeUnlinker.gone(folderDevice: cachedDevice, device: device, deviceNow: deviceNow)
+                : .failed(errno: e, call: "fstatat")
         }
         switch st.st_mode & S_IFMT {
         case S_IFLNK: return .unsafePath
         case S_IFREG: break
         default: return .identityChanged
         }
-        guard let device, let inode,
-            Int64(bitPattern: UInt64(st.st_dev)) == device, Int64(bitPattern: UInt64(st.st_ino)) == inode
+        // The recorded number first: a filesystem mounted below the root may have the number
+        // the root's had before it was renumbered, and its files are still recorded rightly.
+        let onDevice = Int64(bitPattern: UInt64(st.st_dev))
+        guard let recorded = device, let inode, onDevice == recorded || onDevice == deviceNow,
+            Int64(bitPattern: UInt64(st.st_ino)) == inode
         else { return .identityChanged }
+        let device = onDevice
         var leaseFD: Int32 = -1
         if let probe {
             switch probe.check(dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
@@ -152,12 +160,13 @@ final class SafeUnlinker {
     }
 
     /// A name of the path is missing below a folder on `folderDevice`: the file is gone, unless
-    /// it was recorded on another filesystem. Then that filesystem is not mounted where it was
-    /// (a disk not mounted yet): the file is hidden, not gone, and its row must stay (I2), so
-    /// it fails and is retried. (Where directories and files report different devices, as on
+    /// it was recorded on another filesystem (neither its recorded number nor `deviceNow`, the
+    /// number a renumbered root's filesystem has now). Then that filesystem is not mounted
+    /// where it was (a disk not mounted yet): the file is hidden, not gone, and its row must
+    /// stay (I2), so it fails and is retried. (Where directories and files report different devices, as on
     /// overlayfs with layers on several filesystems and xino off, a vanished file fails too.)
-    private static func gone(folderDevice: Int64?, device: Int64?) -> UnlinkOutcome {
-        guard let device, let folderDevice, folderDevice != device else { return .alreadyGone }
+    private static func gone(folderDevice: Int64?, device: Int64?, deviceNow: Int64?) -> UnlinkOutcome {
+        guard let device, let folderDevice, folderDevice != device, folderDevice != deviceNow else { return .alreadyGone }
         return .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
     }
 

@@ -42,6 +42,9 @@ public final class Store: Sendable {
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
         /// sweep (or the open) read them (DeviceRenumbering.swift).
         var renumbered: [Int64: Int64] = [:]
+        /// Tests: what statvfs reads of the roots' filesystems, in root order (a renumbering,
+        /// two roots under one filesystem id).
+        var rootFilesystems: (@Sendable () -> [(device: Int64, fsid: Int64)])?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
         var policyBatchDecided: (@Sendable () -> Void)?
         /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,

@@ -70,6 +70,8 @@ private struct UnlinkTarget: Sendable {
     var root: String?
     var device: Int64?
     var inode: Int64?
+    /// The number `device`'s filesystem has now, if a root's was renumbered (either tells the file).
+    var deviceNow: Int64?
 }
 
 /// What one sweep did.
@@ -175,9 +177,11 @@ extension Store {
                         let path: String = row[1]
                         let bytes = Array(path.utf8)
                         if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
-                        // Recorded before its filesystem was numbered anew: the device it has now.
-                        let device = (row[2] as Int64?).map { renumbered?[$0] ?? $0 }
-                        targets.append(UnlinkTarget(path: path, root: roots.root(of: path), device: device, inode: row[3]))
+                        // Recorded before its filesystem was numbered anew: the device it has now too.
+                        let device: Int64? = row[2]
+                        targets.append(UnlinkTarget(
+                            path: path, root: roots.root(of: path), device: device, inode: row[3],
+                            deviceNow: device.flatMap { renumbered?[$0] }))
                     }
                     let outcomes = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink)
                     // Outcomes are recorded here, on this thread, in queue order, as one file at a time would.
@@ -245,7 +249,8 @@ extension Store {
                 beforeUnlink?(t.path)
                 return protections.unlessLeased(file: t.path) {
                     guard let root = t.root else { return UnlinkOutcome.unsafePath }
-                    return unlinker.unlink(path: t.path, root: root, device: t.device, inode: t.inode, probe: probe)
+                    return unlinker.unlink(
+                        path: t.path, root: root, device: t.device, inode: t.inode, deviceNow: t.deviceNow, probe: probe)
                 }
             }
         }

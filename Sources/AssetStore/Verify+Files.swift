@@ -56,7 +56,8 @@ extension VerifyRun {
             let state = try? FileProbe.probe(path: path, root: root), !state.exists
         else { return false }
         guard let device else { return true }
-        return deepestFolderDevice(path, root: root) == store.deviceNow(device)
+        let folder = deepestFolderDevice(path, root: root)
+        return folder == device || folder == store.deviceNow(device)
     }
 
     /// The device of the deepest folder on the way to `path` that exists: below the root, or

@@ -93,3 +93,67 @@ import AssetStoreTestSupport
         #expect(try f.verify().of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
     }
 }
+
+/// What statvfs reads of the roots' filesystems, played: the numbers now under which ids.
+@Suite struct DeviceRenumberingPlayedTests {
+    static let shift = DeviceRenumberingTests.shift
+
+    /// The real device and filesystem id of `path`.
+    static func filesystem(_ path: String) -> (device: Int64, fsid: Int64) {
+        var st = stat()
+        var fs = statvfs()
+        #expect(stat(path, &st) == 0 && statvfs(path, &fs) == 0)
+        return (Int64(bitPattern: UInt64(st.st_dev)), Int64(bitPattern: UInt64(fs.f_fsid)))
+    }
+
+    func play(_ f: Fixture, _ filesystems: [(device: Int64, fsid: Int64)]) {
+        f.store.state.withLock { $0.rootFilesystems = { filesystems } }
+    }
+
+    @Test("two roots whose filesystems report one id on different devices (an overlay and its upper layer) keep each file's own number")
+    func sharedFilesystemID() throws {
+        let f = try Fixture { $0.roots.append("/nonexistent/assetd-second-root") }  // played below
+        let (device, fsid) = Self.filesystem(f.root)
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        // The second root: another device under the same id, as an overlay whose upper layer
+        // is the first root's filesystem reports (Linux before 6.6), or a cloned disk.
+        play(f, [(device, fsid), (device + Self.shift, fsid)])
+        let r = try f.store.sweep()
+        #expect(r.unlinked == [path] && r.skipped.isEmpty, "\(r.skipped)")
+        #expect(!f.exists(path))
+        #expect(f.store.deviceNow(device) == device && f.store.deviceNow(device + Self.shift) == device + Self.shift)
+    }
+
+    @Test("a filesystem below a root numbered as the root's was before its renumbering keeps its files: unlinked, or gone and done")
+    func nestedFilesystemWithEarlierNumber() throws {
+        let f = try Fixture()
+        let (device, fsid) = Self.filesystem(f.root)  // recorded at open under the root's id
+        let kept = try f.makeFile("sub/kept.bin")
+        let gone = try f.makeFile("sub/gone.bin")
+        try f.hold(kept, key: "k")
+        try f.hold(gone, key: "g")
+        // The root's filesystem numbered anew; the real files play ones on a filesystem mounted
+        // at sub/ that was given the number the root's had (disks found in another order).
+        play(f, [(device + Self.shift, fsid)])
+        try f.delete(ref("c", "k"), ref("c", "g"))
+        #expect(unlink(gone) == 0)
+        let r = try f.store.sweep()
+        #expect(Set(r.unlinked) == [kept, gone] && r.skipped.isEmpty && r.failed.isEmpty, "\(r.skipped) \(r.failed)")
+        #expect(!f.exists(kept) && r.pending == 0)
+    }
+
+    @Test("verify finds a file gone from a filesystem below a root numbered as the root's was before missing")
+    func nestedFilesystemVerify() throws {
+        let f = try Fixture()
+        let (device, fsid) = Self.filesystem(f.root)
+        let path = try f.makeFile("sub/one.bin")
+        try f.hold(path, key: "k")
+        #expect(unlink(path) == 0)
+        play(f, [(device + Self.shift, fsid)])
+        try f.store.endLeaseDeferrals()  // reads the numbers, as a start does
+        #expect(f.store.deviceNow(device) == device + Self.shift)
+        #expect(try f.verify().of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
+    }
+}
