@@ -26,7 +26,12 @@ extension Store {
             steps.append(BudgetStep(max: max, target: share < Double(Int64.max) ? Int64(share) : max))
         }
         if let minFree = policy.minFree {
-            for device in roots.devices() { steps.append(MinFreeStep(device: device, minFree: minFree)) }
+            // Files recorded before a filesystem was numbered anew are on it too (DeviceRenumbering.swift).
+            let renumbered = state.withLock { $0.renumbered }
+            for device in roots.devices() {
+                let earlier = renumbered.filter { $0.value == device }.map(\.key).sorted()
+                steps.append(MinFreeStep(device: device, earlier: earlier, minFree: minFree))
+            }
         }
         return try run.run(steps)
     }
@@ -365,20 +370,27 @@ final class BudgetStep: BytesStep {
 /// the next sweep will not free them: deferred (a lease, an open file), failed, or leased now.
 final class MinFreeStep: BytesStep {
     let device: Int64
+    /// The filesystem's device and the earlier numbers it had, which files recorded before it
+    /// was numbered anew still carry.
+    let devices: [Int64]
     let minFree: Int64
     override var phase: String { "min_free" }
     override var reason: EvictionReason { .minFree }
 
-    init(device: Int64, minFree: Int64) {
+    init(device: Int64, earlier: [Int64] = [], minFree: Int64) {
         self.device = device
+        devices = [device] + earlier
         self.minFree = minFree
     }
+
+    /// "(?, ?)": one placeholder per number in `devices`.
+    private var placeholders: String { "(" + devices.map { _ in "?" }.joined(separator: ", ") + ")" }
 
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         guard let free = tx.store.roots.freeBytes(device: device) else { return 0 }
         // A row as queued has never been tried and is due by queued_at + unlink_delay; a
         // deferral moves next_attempt past that, a failure counts an attempt.
-        let due = "device = ?1 AND attempts = 0 AND next_attempt <= MAX(?2, queued_at + ?3)"
+        let due = "attempts = 0 AND next_attempt <= MAX(?1, queued_at + ?2)"
         let now = tx.store.configuration.clock()
         let delay = tx.store.configuration.unlinkDelay
         // A file leased since it was queued stays until the lease ends. One pass over the
@@ -386,18 +398,20 @@ final class MinFreeStep: BytesStep {
         let leased = JSONValue.array(tx.store.protections.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
         let queued = try Int64.fetchOne(
             tx.db,
-            sql: "SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?4))",
-            arguments: [device, now, delay, leased.serialized()]) ?? 0
+            sql: """
+                SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
+                AND device IN \(placeholders)
+                """, arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible]) + StatementArguments(devices)) ?? 0
         return minFree - free - queued
     }
 
     override var condition: (String, StatementArguments) {
-        ("EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.object_id AND e.is_file = 1 AND f.device = ?)",
-         [device])
+        ("EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.object_id AND e.is_file = 1 AND f.device IN \(placeholders))",
+         StatementArguments(devices))
     }
 
     override func counted(_ effect: EvictionEffect) -> Int64 {
-        effect.files.reduce(0) { $0 + ($1.device == device ? $1.size : 0) }
+        effect.files.reduce(0) { $0 + ($1.device.map(devices.contains) == true ? $1.size : 0) }
     }
 }
 

@@ -157,3 +157,24 @@ import AssetStoreTestSupport
         #expect(try f.verify().of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
     }
 }
+
+@Suite struct DeviceRenumberingPolicyTests {
+    @Test("min_free evicts files recorded before their filesystem was numbered anew: they are on it")
+    func minFreeAfterRenumbering() throws {
+        let f = try Fixture()
+        for i in 0..<2 {
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)"))])])
+            f.clock.advance(1)
+        }
+        f.clock.advance(3600)
+        let shift = DeviceRenumberingTests.shift
+        try f.damage("UPDATE file SET device = device + ?", [shift])
+        try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [shift])
+        try f.reopen()  // the start after the reboot reads the numbers anew
+        // More free space wanted than any disk has: every object on the root's filesystem goes.
+        var p = PolicyConfiguration()
+        p.minFree = 1 << 62
+        f.store.policy = p
+        #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0", "k1"])
+    }
+}
