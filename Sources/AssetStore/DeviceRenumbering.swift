@@ -47,6 +47,16 @@ extension Store {
         return map
     }
 
+    /// Reads which earlier devices the roots' filesystems replace without recording anything,
+    /// for `deviceNow` in a read-only open (verify of a store another process holds); a
+    /// database from before the table knows none.
+    func readRootDevices() throws {
+        let map = try read { r in
+            try r.db.tableExists("root_device") ? Store.renumberedDevices(r.db, rootFilesystems()) : [:]
+        }
+        state.withLock { $0.renumbered = map }
+    }
+
     /// Earlier devices of the roots' filesystems, each to the device the filesystem has now.
     /// A device seen under more than one filesystem id is left out: which one a file recorded
     /// on it was on cannot be told. So is a device some root's filesystem has now, and every

@@ -109,6 +109,7 @@ public final class Store: Sendable {
             try Store.mapErrors { try Schema.migrator().migrate(pool) }
         }
         try loadDefinitions()
+        if configuration.readOnly { try readRootDevices() }
         if !configuration.readOnly {
             try applyConfiguredDefinitions(progress: progress)
             try makeDurable()

@@ -92,6 +92,34 @@ import AssetStoreTestSupport
         try f.reopen()  // the start after the reboot reads the numbers anew
         #expect(try f.verify().of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
     }
+
+    @Test("verify of a store another process holds (read-only) reads the renumbering too")
+    func verifyReadOnlyAfterRenumbering() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        try f.damage("UPDATE file SET device = device + ?", [Self.shift])
+        try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [Self.shift])
+        #expect(unlink(path) == 0)
+        var c = f.configuration
+        c.readOnly = true
+        let other = try Store(path: f.dbPath, configuration: c)
+        defer { other.close() }
+        #expect(try other.verify(VerifyOptions()).of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
+    }
+
+    @Test("a database from before root_device opens read-only and verifies; opened to write, it gets the table")
+    func databaseBeforeTable() throws {
+        let f = try Fixture()
+        try f.damage("DROP TABLE root_device; DELETE FROM grdb_migrations WHERE identifier = 'v3'")
+        var c = f.configuration
+        c.readOnly = true
+        let other = try Store(path: f.dbPath, configuration: c)
+        #expect(try other.verify(VerifyOptions()).found == 0)
+        other.close()
+        try f.reopen()
+        #expect(try f.store.read { r in try r.db.tableExists("root_device") })
+    }
 }
 
 /// What statvfs reads of the roots' filesystems, played: the numbers now under which ids.
