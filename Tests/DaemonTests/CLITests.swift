@@ -191,6 +191,28 @@ import Testing
         #expect(listing(sweep.stdout)["pending"] == "1")
     }
 
+    @Test("forget drops a queued unlink and keeps the file; a path with no row fails; non-admins are refused")
+    func forget() throws {
+        let h = try DaemonHarness(controlSection: #"mode = "0666""#, filesSection: #"unlink_delay = "1h""#)
+        let c = try h.client()
+        let f = try h.makeFile("kept.bin")
+        try c.putObject("p", "a", ["file": .string(f)])
+        try c.deleteObject("p", "a")
+        if Nobody.canSwitch {
+            let refused = try h.assetctlAsNobody("forget", f)
+            #expect(refused.status == 1 && refused.stderr.contains("admin"), "\(refused.status) \(refused.stderr)")
+        }
+        // Spelled with a doubled slash: matched as the daemon normalises it.
+        let spelled = f.replacingOccurrences(of: "/kept.bin", with: "//kept.bin")
+        let r = try h.assetctl("forget", spelled)
+        #expect(r.status == 0 && r.stdout == "forgot \(f)\n", "\(r.stdout) \(r.stderr)")
+        #expect(try c.call("pending")["pending"] == [])
+        #expect(try c.call("stats")["counters"]?["forgotten"] == 1)
+        #expect(h.exists(f), "forgetting unlinks nothing")
+        let again = try h.assetctl("forget", f)
+        #expect(again.status == 1 && again.stderr.contains("no queued unlink: \(f)"), "\(again.stderr)")
+    }
+
     @Test("edge add prints the commit; edge ls a table NAME SOURCE DESTINATION RULES KIND; --json the edges")
     func edges() throws {
         let h = try DaemonHarness()

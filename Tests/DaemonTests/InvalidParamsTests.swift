@@ -118,6 +118,12 @@ struct InvalidParamsCase: CustomTestStringConvertible, Sendable {
             ("limit a string", #"{"limit":"5"}"#),
             ("limit negative", #"{"limit":-1}"#),
         ]),
+        InvalidParamsCase(method: "pending.forget", cases: [
+            ("paths missing", "{}"),
+            ("paths empty", #"{"paths":[]}"#),
+            ("paths a string", #"{"paths":"/tmp/x"}"#),
+            ("a path a number", #"{"paths":[7]}"#),
+        ]),
         InvalidParamsCase(method: "shutdown", cases: [("params an array", "[]")]),
     ]
 

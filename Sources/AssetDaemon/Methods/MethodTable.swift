@@ -129,6 +129,7 @@ public enum MethodTable {
         "stats": Method(adminOnly: false, slow: true, run: stats),
         "sweep": Method(adminOnly: false, slow: true, run: sweep),
         "pending": Method(adminOnly: false, slow: true, run: pending),
+        "pending.forget": Method(adminOnly: true, slow: true, run: pendingForget),
         "shutdown": Method(adminOnly: true, slow: false, run: shutdown),
         // On the pool: a lease of objects waits for a policy batch under way to commit. A lease
         // granted after its connection closed is ended when the reply would go (Session.run).
