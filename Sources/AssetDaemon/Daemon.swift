@@ -143,8 +143,6 @@ public final class Daemon {
         lastCommit = max(lastCommit, commit)
     }
 
-    /// Runs due unlinks on the pool; one sweep at a time, another right after if asked meanwhile.
-    /// None while stopping: the queue is durable and the next start drains it.
     /// Every second: the sweep, and a log line for checkpoint failures, which happen off any
     /// request (a WAL that cannot be checkpointed grows until the disk is full).
     private func tick() {
@@ -156,6 +154,8 @@ public final class Daemon {
         scheduleSweep()
     }
 
+    /// Runs due unlinks on the pool; one sweep at a time, another right after if asked meanwhile.
+    /// None while stopping: the queue is durable and the next start drains it.
     func scheduleSweep() {
         guard !stopping else { return }
         if sweeping {

@@ -111,7 +111,7 @@ extension Store {
         guard dir >= 0 else { return }
         defer { Glibc.close(dir) }
         // Listed first, removed after: entries removed while a listing is read may be skipped.
-        var stale = [[UInt8]]()
+        var stale = [(file: [UInt8], pid: pid_t)]()
         let listing = dup(dir)
         guard listing >= 0 else { return }
         guard let stream = fdopendir(listing) else {
@@ -121,11 +121,10 @@ extension Store {
         let nameBytes = Array(name.utf8)
         while let entry = readdir(stream) {
             let file = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-            if Store.backupTempPID(file, name: nameBytes) != nil { stale.append(file) }
+            if let pid = Store.backupTempPID(file, name: nameBytes) { stale.append((file, pid)) }
         }
         closedir(stream)
-        for file in stale {
-            guard let pid = Store.backupTempPID(file, name: nameBytes) else { continue }
+        for (file, pid) in stale {
             errno = 0
             guard kill(pid, 0) != 0, errno == ESRCH else { continue }  // alive (EPERM: someone else's)
             let cName = file.map { CChar(bitPattern: $0) } + [0]

@@ -23,25 +23,20 @@ extension Store {
         }
     }
 
-    /// Records the roots' devices under their filesystem ids; in the caller's write
-    /// transaction (at open, and before each sweep).
-    static func recordRootDevices(_ db: Database, _ filesystems: [(device: Int64, fsid: Int64)], now: Double) throws {
-        for f in filesystems {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO root_device (device, fsid, seen) VALUES (?, ?, ?)")
-                .execute(arguments: [f.device, f.fsid, now])
-        }
-    }
-
     /// `device` as its filesystem is numbered now, if it is a root's renumbered one. A file
     /// recorded on `device` may be on either: the number may be another filesystem's now
     /// (one mounted below a root), and the recorded number still tells it.
     func deviceNow(_ device: Int64) -> Int64 { state.withLock { $0.renumbered[device] } ?? device }
 
-    /// Records the roots' devices and reads which earlier ones they replace, in the caller's
-    /// write transaction; the result is kept for `deviceNow` too.
+    /// Records the roots' devices under their filesystem ids and reads which earlier ones they
+    /// replace, in the caller's write transaction (at open, and before each sweep); the result
+    /// is kept for `deviceNow` too.
     func noteRootDevices(_ db: Database, now: Double) throws -> [Int64: Int64] {
         let filesystems = rootFilesystems()
-        try Store.recordRootDevices(db, filesystems, now: now)
+        for f in filesystems {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO root_device (device, fsid, seen) VALUES (?, ?, ?)")
+                .execute(arguments: [f.device, f.fsid, now])
+        }
         let map = try Store.renumberedDevices(db, filesystems)
         state.withLock { $0.renumbered = map }
         return map

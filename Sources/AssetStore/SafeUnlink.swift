@@ -166,8 +166,15 @@ final class SafeUnlinker {
     /// stay (I2), so it fails and is retried. (Where directories and files report different devices, as on
     /// overlayfs with layers on several filesystems and xino off, a vanished file fails too.)
     private static func gone(folderDevice: Int64?, device: Int64?, deviceNow: Int64?) -> UnlinkOutcome {
-        guard let device, let folderDevice, folderDevice != device, folderDevice != deviceNow else { return .alreadyGone }
-        return .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
+        isGone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
+            ? .alreadyGone : .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
+    }
+
+    /// The rule of `gone`, which verify's missing-file check shares: true when the file is
+    /// gone, false when it is hidden on a filesystem not mounted where it was.
+    static func isGone(folderDevice: Int64?, device: Int64?, deviceNow: Int64?) -> Bool {
+        guard let device, let folderDevice else { return true }
+        return folderDevice == device || folderDevice == deviceNow
     }
 
     private func openFolder(root: String, components: ArraySlice<String>) -> OpenResult {

@@ -109,10 +109,13 @@ public final class Store: Sendable {
             try Store.mapErrors { try Schema.migrator().migrate(pool) }
         }
         try loadDefinitions()
-        if configuration.readOnly { try readRootDevices() }
-        if !configuration.readOnly {
+        if configuration.readOnly {
+            try readRootDevices()
+        } else {
             try applyConfiguredDefinitions(progress: progress)
             try makeDurable()
+            // Before any sweep: rows may have been queued on a device renumbered since.
+            try Store.mapErrors { try pool.write { db in _ = try noteRootDevices(db, now: configuration.clock()) } }
             try endLeaseDeferrals()
             if configuration.drainOnOpen { _ = try sweep() }
         }

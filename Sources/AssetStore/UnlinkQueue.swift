@@ -347,8 +347,6 @@ extension Store {
         let now = configuration.clock()
         try Store.mapErrors {
             try pool.write { db in
-                // Here too: a sweep may run only after rows were queued on a device renumbered later.
-                _ = try noteRootDevices(db, now: now)
                 try db.execute(
                     sql: """
                         UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)

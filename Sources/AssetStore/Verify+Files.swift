@@ -55,9 +55,9 @@ extension VerifyRun {
             !(leased ?? store.protections.snapshot().files).contains(Array(path.utf8)),
             let state = try? FileProbe.probe(path: path, root: root), !state.exists
         else { return false }
-        guard let device else { return true }
-        let folder = deepestFolderDevice(path, root: root)
-        return folder == device || folder == store.deviceNow(device)
+        guard let device else { return true }  // never seen on disk: nothing could hide it
+        return SafeUnlinker.isGone(
+            folderDevice: deepestFolderDevice(path, root: root), device: device, deviceNow: store.deviceNow(device))
     }
 
     /// The device of the deepest folder on the way to `path` that exists: below the root, or

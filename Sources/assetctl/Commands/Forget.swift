@@ -27,8 +27,9 @@ struct ForgetCommand: ParsableCommand {
         root.emit(result) { r in
             (r["forgotten"]?.arrayValue ?? []).map { "forgot \(Formatting.cell($0))\n" }.joined()
         }
-        let forgotten = Set((result["forgotten"]?.arrayValue ?? []).compactMap(\.stringValue))
-        let missing = asked.filter { p in !forgotten.contains { $0.utf8.elementsEqual(p.utf8) } }
+        // As bytes: canonically equal paths in other bytes are other files.
+        let forgotten = Set((result["forgotten"]?.arrayValue ?? []).compactMap { $0.stringValue.map { Array($0.utf8) } })
+        let missing = asked.filter { !forgotten.contains(Array($0.utf8)) }
         guard missing.isEmpty else {
             throw CLIFailure(missing.map { "no queued unlink: \($0)" }.joined(separator: "\n"))
         }
