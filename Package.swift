@@ -29,8 +29,11 @@ let package = Package(
             name: "EventLoop",
             dependencies: ["CUV"]),
         .target(
+            name: "CWALCoalesce",
+            linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(
             name: "AssetStore",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["CWALCoalesce", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "ControlProtocol",
             dependencies: ["AssetStore"]),
@@ -68,7 +71,7 @@ let package = Package(
         .testTarget(
             name: "AssetStoreTests",
             dependencies: [
-                "AssetStore", "AssetStoreTestSupport",
+                "AssetStore", "AssetStoreTestSupport", "CWALCoalesce",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),

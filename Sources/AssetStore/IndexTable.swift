@@ -121,7 +121,7 @@ enum IndexTable {
         for id in ids {
             var seen = Set<Int64>()
             var size: Int64 = 0
-            try files.forEachRawRow([id]) { r in
+            try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
                 if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
             }
             try delDefault.executeRaw { sqlite3_bind_int64($0, 1, id) }
@@ -150,8 +150,8 @@ enum IndexTable {
             let ins = try db.cachedStatement(
                 sql: "INSERT INTO \"\(table(def.name))\" \(userSelect(def, extraCondition: "o.id = ?"))")
             for id in ids {
-                try del.execute(arguments: [id])
-                try ins.execute(arguments: [id])
+                try del.executeRaw { sqlite3_bind_int64($0, 1, id) }
+                try ins.executeRaw { sqlite3_bind_int64($0, 1, id) }
             }
         }
     }

@@ -37,6 +37,23 @@ extension Statement {
         }
     }
 
+    /// Runs the SELECT after `bind` sets its parameters, calling `body` for each row.
+    func forEachRawRow(_ bind: (OpaquePointer) -> Void, _ body: (RawRow) throws -> Void) throws {
+        let s = sqliteStatement
+        sqlite3_reset(s)
+        sqlite3_clear_bindings(s)
+        bind(s)
+        defer { sqlite3_reset(s) }
+        while true {
+            let rc = sqlite3_step(s)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
+            }
+            try body(RawRow(statement: s))
+        }
+    }
+
     /// Runs a statement that returns no rows (INSERT, DELETE) after `bind` sets its parameters.
     func executeRaw(_ bind: (OpaquePointer) -> Void) throws {
         let s = sqliteStatement
@@ -49,4 +66,27 @@ extension Statement {
             throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
         }
     }
+
+    /// Runs a SELECT after `bind` sets its parameters: its first row's first column, nil if
+    /// it returns no row.
+    func firstInt64Raw(_ bind: (OpaquePointer) -> Void) throws -> Int64? {
+        let s = sqliteStatement
+        sqlite3_reset(s)
+        sqlite3_clear_bindings(s)
+        bind(s)
+        defer { sqlite3_reset(s) }
+        switch sqlite3_step(s) {
+        case SQLITE_ROW: return sqlite3_column_int64(s, 0)
+        case SQLITE_DONE: return nil
+        case let rc: throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
+        }
+    }
+
+    /// Binds parameter `i` (from 1) to `text`, all its bytes (SQLite copies them).
+    static func bindText(_ s: OpaquePointer, _ i: Int32, _ text: String) {
+        sqlite3_bind_text(s, i, text, Int32(text.utf8.count), sqliteTransient)
+    }
 }
+
+/// SQLITE_TRANSIENT, a C macro Swift does not import: SQLite copies what is bound.
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

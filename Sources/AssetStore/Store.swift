@@ -2,6 +2,7 @@
 // readers. It owns the lock next to the database, applies configured templates and indexes
 // at open, drains the unlink queue, and hands out read and write transactions.
 
+import CWALCoalesce
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -79,6 +80,9 @@ public final class Store: Sendable {
         config.readonly = configuration.readOnly
         config.busyMode = .timeout(10)
         Store.boundPageCaches()
+        // WAL frames written once per commit, not twice per frame (wal_coalesce.c); without
+        // it, the same files are written the plain way.
+        _ = assetd_wal_coalesce_register()
         let counter = CommitCounter()
         commits = counter
         let checkpointer = Checkpointer(path: path)

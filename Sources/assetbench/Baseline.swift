@@ -165,7 +165,9 @@ final class BaselineStore {
 
     init(path: String) {
         var h: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        // SQLite's own VFS, "unix": the engine's WAL write coalescing (a VFS the Store makes
+        // the process's default) is not the straightforward way.
+        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, "unix")
         precondition(rc == SQLITE_OK && h != nil, "cannot open \(path) (\(rc))")
         db = h!  // checked above
         // WAL and FULL sync as the engine; and a 1 GiB map, as the engine had before it gave its

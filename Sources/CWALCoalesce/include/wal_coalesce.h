@@ -1,0 +1,16 @@
+// A SQLite VFS that wraps the default one and gathers each transaction's WAL frame writes
+// into one write (see wal_coalesce.c).
+#ifndef WAL_COALESCE_H
+#define WAL_COALESCE_H
+
+#include <sqlite3.h>
+
+/// Registers the VFS "assetd-coalesce" as the process's default, wrapping the default VFS
+/// found at the first call. Idempotent and thread-safe; returns a SQLite result code.
+int assetd_wal_coalesce_register(void);
+
+/// Writes this VFS has issued for one WAL file (from SQLITE_FCNTL_JOURNAL_POINTER); -1 if the
+/// file is not one of its WAL files (for tests).
+long long assetd_wal_coalesce_writes(sqlite3_file *wal);
+
+#endif
