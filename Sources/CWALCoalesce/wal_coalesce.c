@@ -8,6 +8,13 @@
 // size, truncate, close, file controls) writes the buffer first, so the file looks to SQLite
 // exactly as if every write had gone through at once. A crash loses only what the kernel
 // would not have had either: durability still comes from the fdatasync after the commit.
+// Only what SQLite writes when appending frames is gathered (the WAL header, a frame's header,
+// the page right after it); anything else (a page rewritten in place, a header rewritten with
+// new checksums after reading its frame, the pieces of a write split at a sync point) writes
+// the buffer and then itself at once, so no commit ever ends with part of it held back. And a
+// connection's buffer is written before it gives up the WAL write lock (the database file's
+// xShmLock, which this VFS wraps for that alone): frames of a transaction that spilled and then
+// rolled back must not reach the file after another connection has appended at their offsets.
 // Other files are the wrapped VFS's own, untouched.
 
 #include "wal_coalesce.h"
@@ -18,27 +25,44 @@
 #include <string.h>
 
 enum {
+    walHeaderSize = 32,        // WAL_HDRSIZE
     frameHeaderSize = 24,      // WAL_FRAME_HDRSIZE
+    walWriteLock = 0,          // WAL_WRITE_LOCK, the wal-index lock a writer holds
     bufferCapacity = 1 << 20,  // a bigger transaction is written a MiB at a time
     // The unix VFS keeps only the low 17 bits of a write's length (seekAndWriteFd: SQLite
     // itself never writes more than a page), so a buffer goes down in pieces below 128 KiB.
     writeLimit = 31 * 4096,
 };
 
+typedef struct DatabaseFile DatabaseFile;
+
 typedef struct CoalescedFile {
     sqlite3_file base;        // methods: coalescedMethods
+    DatabaseFile *database;   // the connection's database file, if this VFS opened it
     sqlite3_file *real;       // the wrapped VFS's file, in the same allocation, after this
     unsigned char *buffer;    // allocated on the first write (readers never write the WAL)
     sqlite3_int64 start;      // file offset of buffer[0]
     int length;
     int pageSize;             // the size of the write after a commit frame's header, 0: none due
     int commitPending;        // the last header buffered was a commit frame's
+    int afterHeader;          // the last write was a frame header, buffered: a page may follow
+    sqlite3_int64 lastRead;   // offset of the last call if it was a read, else -1
     long long writes;         // writes issued to the real file (tests)
 } CoalescedFile;
+
+/// A main database file: the wrapped VFS's, and the WAL opened for it, whose buffer is written
+/// when the connection releases the WAL write lock.
+struct DatabaseFile {
+    sqlite3_file base;        // methods: databaseMethods (databaseMethodsNoShm without shm)
+    sqlite3_file *real;       // in the same allocation, after this
+    CoalescedFile *wal;
+};
 
 static sqlite3_vfs *wrapped;
 static sqlite3_vfs coalescedVFS;
 static sqlite3_io_methods coalescedMethods;
+static sqlite3_io_methods databaseMethods;
+static sqlite3_io_methods databaseMethodsNoShm;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int registered = SQLITE_ERROR;
 
@@ -58,6 +82,7 @@ static int drain(CoalescedFile *f) {
 static int cClose(sqlite3_file *pf) {
     CoalescedFile *f = (CoalescedFile *)pf;
     int rc = drain(f);
+    if (f->database != NULL && f->database->wal == f) f->database->wal = NULL;
     int rc2 = f->real->pMethods ? f->real->pMethods->xClose(f->real) : SQLITE_OK;
     free(f->buffer);
     f->buffer = NULL;
@@ -67,6 +92,7 @@ static int cClose(sqlite3_file *pf) {
 static int cRead(sqlite3_file *pf, void *out, int amount, sqlite3_int64 offset) {
     int rc = drain((CoalescedFile *)pf);
     if (rc != SQLITE_OK) return rc;
+    ((CoalescedFile *)pf)->lastRead = offset;
     return realOf(pf)->pMethods->xRead(realOf(pf), out, amount, offset);
 }
 
@@ -80,24 +106,31 @@ static int cWrite(sqlite3_file *pf, const void *data, int amount, sqlite3_int64 
     CoalescedFile *f = (CoalescedFile *)pf;
     const unsigned char *z = data;
     int rc;
-    if (f->length > 0 && (offset != f->start + f->length || f->length + amount > bufferCapacity)) {
+    // A frame header written at the offset just read is walRewriteChecksums' (the commit of a
+    // transaction that rewrote a spilled frame): its last is the commit frame's, and no page
+    // follows it. Everything that is not an appended frame goes through at once.
+    int header = amount == frameHeaderSize && offset != f->lastRead;
+    int gathered = header || f->afterHeader || (amount == walHeaderSize && offset == 0);
+    f->afterHeader = 0;
+    f->lastRead = -1;
+    if (f->length > 0
+        && (!gathered || offset != f->start + f->length || f->length + amount > bufferCapacity)) {
         if ((rc = drain(f)) != SQLITE_OK) return rc;
     }
-    if (amount > writeLimit || (f->buffer == NULL && (f->buffer = malloc(bufferCapacity)) == NULL)) {
+    if (!gathered || amount > writeLimit
+        || (f->buffer == NULL && (f->buffer = malloc(bufferCapacity)) == NULL)) {
         f->writes++;
         return f->real->pMethods->xWrite(f->real, data, amount, offset);
     }
     if (f->length == 0) f->start = offset;
     memcpy(f->buffer + f->length, z, (size_t)amount);
     f->length += amount;
+    f->afterHeader = header;
     if (isCommitHeader(z, amount)) {
         f->commitPending = 1;
         return SQLITE_OK;
     }
-    // A header and its page in one write (not what SQLite does today, but cheap to honour).
-    int combinedCommit = amount > frameHeaderSize && isCommitHeader(z, frameHeaderSize)
-        && ((amount - frameHeaderSize) & (amount - frameHeaderSize - 1)) == 0;
-    if ((f->commitPending && amount != frameHeaderSize) || combinedCommit) {
+    if (f->commitPending && amount != frameHeaderSize) {
         f->commitPending = 0;
         return drain(f);
     }
@@ -174,18 +207,100 @@ static int cUnfetch(sqlite3_file *pf, sqlite3_int64 offset, void *p) {
     return r->pMethods->iVersion >= 3 ? r->pMethods->xUnfetch(r, offset, p) : SQLITE_OK;
 }
 
+// The main database file: every method the wrapped file's, except that releasing the WAL write
+// lock first writes what the connection's WAL still holds (frames of a transaction that spilled
+// and rolled back), before another connection may append frames at the same offsets.
+static sqlite3_file *dbRealOf(sqlite3_file *f) { return ((DatabaseFile *)f)->real; }
+
+static int dClose(sqlite3_file *pf) {
+    DatabaseFile *d = (DatabaseFile *)pf;
+    if (d->wal != NULL) d->wal->database = NULL;
+    return d->real->pMethods ? d->real->pMethods->xClose(d->real) : SQLITE_OK;
+}
+static int dRead(sqlite3_file *pf, void *o, int n, sqlite3_int64 off) {
+    return dbRealOf(pf)->pMethods->xRead(dbRealOf(pf), o, n, off);
+}
+static int dWrite(sqlite3_file *pf, const void *z, int n, sqlite3_int64 off) {
+    return dbRealOf(pf)->pMethods->xWrite(dbRealOf(pf), z, n, off);
+}
+static int dTruncate(sqlite3_file *pf, sqlite3_int64 size) {
+    return dbRealOf(pf)->pMethods->xTruncate(dbRealOf(pf), size);
+}
+static int dSync(sqlite3_file *pf, int flags) { return dbRealOf(pf)->pMethods->xSync(dbRealOf(pf), flags); }
+static int dFileSize(sqlite3_file *pf, sqlite3_int64 *size) {
+    return dbRealOf(pf)->pMethods->xFileSize(dbRealOf(pf), size);
+}
+static int dLock(sqlite3_file *pf, int level) { return dbRealOf(pf)->pMethods->xLock(dbRealOf(pf), level); }
+static int dUnlock(sqlite3_file *pf, int level) { return dbRealOf(pf)->pMethods->xUnlock(dbRealOf(pf), level); }
+static int dCheckReservedLock(sqlite3_file *pf, int *out) {
+    return dbRealOf(pf)->pMethods->xCheckReservedLock(dbRealOf(pf), out);
+}
+static int dFileControl(sqlite3_file *pf, int op, void *arg) {
+    return dbRealOf(pf)->pMethods->xFileControl(dbRealOf(pf), op, arg);
+}
+static int dSectorSize(sqlite3_file *pf) { return dbRealOf(pf)->pMethods->xSectorSize(dbRealOf(pf)); }
+static int dDeviceCharacteristics(sqlite3_file *pf) {
+    return dbRealOf(pf)->pMethods->xDeviceCharacteristics(dbRealOf(pf));
+}
+static int dShmMap(sqlite3_file *pf, int region, int size, int extend, void volatile **out) {
+    return dbRealOf(pf)->pMethods->xShmMap(dbRealOf(pf), region, size, extend, out);
+}
+static int dShmLock(sqlite3_file *pf, int offset, int n, int flags) {
+    DatabaseFile *d = (DatabaseFile *)pf;
+    if (d->wal != NULL && offset <= walWriteLock && walWriteLock < offset + n
+        && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE)) {
+        // SQLite ignores an unlock's result; the frames are not a committed transaction's (a
+        // commit's are written before it is published), so a failure here loses nothing.
+        (void)drain(d->wal);
+    }
+    return d->real->pMethods->xShmLock(d->real, offset, n, flags);
+}
+static void dShmBarrier(sqlite3_file *pf) { dbRealOf(pf)->pMethods->xShmBarrier(dbRealOf(pf)); }
+static int dShmUnmap(sqlite3_file *pf, int deleteFlag) {
+    return dbRealOf(pf)->pMethods->xShmUnmap(dbRealOf(pf), deleteFlag);
+}
+static int dFetch(sqlite3_file *pf, sqlite3_int64 offset, int amount, void **out) {
+    sqlite3_file *r = dbRealOf(pf);
+    *out = NULL;
+    return r->pMethods->iVersion >= 3 ? r->pMethods->xFetch(r, offset, amount, out) : SQLITE_OK;
+}
+static int dUnfetch(sqlite3_file *pf, sqlite3_int64 offset, void *p) {
+    sqlite3_file *r = dbRealOf(pf);
+    return r->pMethods->iVersion >= 3 ? r->pMethods->xUnfetch(r, offset, p) : SQLITE_OK;
+}
+
 static int cOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pf, int flags, int *outFlags) {
     (void)vfs;
+    if (flags & SQLITE_OPEN_MAIN_DB) {
+        DatabaseFile *d = (DatabaseFile *)pf;
+        memset(d, 0, sizeof *d);
+        d->real = (sqlite3_file *)(d + 1);
+        int rc = wrapped->xOpen(wrapped, name, d->real, flags, outFlags);
+        if (rc == SQLITE_OK) {
+            const sqlite3_io_methods *m = d->real->pMethods;
+            // Without shared memory (nolock=1, say), SQLite must see none here either.
+            d->base.pMethods = m->iVersion >= 2 && m->xShmMap != NULL ? &databaseMethods : &databaseMethodsNoShm;
+        }
+        return rc;
+    }
     if (!(flags & SQLITE_OPEN_WAL)) {
         // Not a WAL: the wrapped VFS's file itself, in the space this VFS asked for.
         return wrapped->xOpen(wrapped, name, pf, flags, outFlags);
     }
     CoalescedFile *f = (CoalescedFile *)pf;
     memset(f, 0, sizeof *f);
+    f->lastRead = -1;
     f->real = (sqlite3_file *)(f + 1);
     int rc = wrapped->xOpen(wrapped, name, f->real, flags, outFlags);
     // On failure SQLite calls xClose only if pMethods is set; the real file is closed by its VFS.
-    if (rc == SQLITE_OK) f->base.pMethods = &coalescedMethods;
+    if (rc == SQLITE_OK) {
+        f->base.pMethods = &coalescedMethods;
+        sqlite3_file *db = sqlite3_database_file_object(name);
+        if (db != NULL && (db->pMethods == &databaseMethods || db->pMethods == &databaseMethodsNoShm)) {
+            f->database = (DatabaseFile *)db;
+            f->database->wal = f;
+        }
+    }
     return rc;
 }
 
@@ -232,9 +347,23 @@ static void registerOnce(void) {
         .xShmMap = cShmMap, .xShmLock = cShmLock, .xShmBarrier = cShmBarrier, .xShmUnmap = cShmUnmap,
         .xFetch = cFetch, .xUnfetch = cUnfetch,
     };
+    databaseMethods = (sqlite3_io_methods){
+        .iVersion = 3,
+        .xClose = dClose, .xRead = dRead, .xWrite = dWrite, .xTruncate = dTruncate, .xSync = dSync,
+        .xFileSize = dFileSize, .xLock = dLock, .xUnlock = dUnlock, .xCheckReservedLock = dCheckReservedLock,
+        .xFileControl = dFileControl, .xSectorSize = dSectorSize, .xDeviceCharacteristics = dDeviceCharacteristics,
+        .xShmMap = dShmMap, .xShmLock = dShmLock, .xShmBarrier = dShmBarrier, .xShmUnmap = dShmUnmap,
+        .xFetch = dFetch, .xUnfetch = dUnfetch,
+    };
+    databaseMethodsNoShm = databaseMethods;
+    databaseMethodsNoShm.xShmMap = NULL;
+    databaseMethodsNoShm.xShmLock = NULL;
+    databaseMethodsNoShm.xShmBarrier = NULL;
+    databaseMethodsNoShm.xShmUnmap = NULL;
+    size_t own = sizeof(CoalescedFile) > sizeof(DatabaseFile) ? sizeof(CoalescedFile) : sizeof(DatabaseFile);
     coalescedVFS = (sqlite3_vfs){
         .iVersion = 3,
-        .szOsFile = (int)sizeof(CoalescedFile) + wrapped->szOsFile,
+        .szOsFile = (int)own + wrapped->szOsFile,
         .mxPathname = wrapped->mxPathname,
         .zName = "assetd-coalesce",
         .xOpen = cOpen, .xDelete = cDelete, .xAccess = cAccess, .xFullPathname = cFullPathname,

@@ -109,4 +109,127 @@ import AssetStoreTestSupport
         #expect(spilled == 0)
         #expect(kept == 6)
     }
+
+    // MARK: raw connections (the VFS is the process default, so plain sqlite3_open_v2 uses it)
+
+    private final class Conn {
+        let h: OpaquePointer
+        init(_ path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX) throws {
+            _ = assetd_wal_coalesce_register()
+            var h: OpaquePointer?
+            let rc = sqlite3_open_v2(path, &h, flags, nil)
+            guard rc == SQLITE_OK, let h else { throw DatabaseError(resultCode: ResultCode(rawValue: rc)) }
+            self.h = h
+        }
+        @discardableResult func exec(_ sql: String) -> Int32 {
+            let rc = sqlite3_exec(h, sql, nil, nil, nil)
+            #expect(rc == SQLITE_OK, "\(sql.prefix(60)): \(String(cString: sqlite3_errmsg(h)))")
+            return rc
+        }
+        func text(_ sql: String) -> String? {
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, sql, -1, &stmt, nil) == SQLITE_OK else { return "prepare: " + String(cString: sqlite3_errmsg(h)) }
+            defer { sqlite3_finalize(stmt) }
+            let rc = sqlite3_step(stmt)
+            guard rc == SQLITE_ROW else { return "step \(rc): " + String(cString: sqlite3_errmsg(h)) }
+            return sqlite3_column_text(stmt, 0).map { String(cString: $0) }
+        }
+        deinit { sqlite3_close_v2(h) }
+    }
+
+    private func tempDir() throws -> String {
+        let dir = NSTemporaryDirectory() + "walc-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// What a kill -9 leaves: the database and WAL as the kernel has them, no wal-index;
+    /// opened (and recovered) in a folder of its own.
+    private func crashCopy(_ dbPath: String) throws -> Conn {
+        let copyDir = try tempDir()
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: dbPath + suffix) {
+            try FileManager.default.copyItem(atPath: dbPath + suffix, toPath: copyDir + "/db.sqlite" + suffix)
+        }
+        return try Conn(copyDir + "/db.sqlite")
+    }
+
+    private func setUp(_ c: Conn) {
+        c.exec("PRAGMA journal_mode = WAL")
+        c.exec("PRAGMA synchronous = NORMAL")
+        c.exec("PRAGMA wal_autocheckpoint = 0")
+        c.exec("CREATE TABLE IF NOT EXISTS t(k INTEGER PRIMARY KEY, v BLOB)")
+    }
+
+    @Test("a spilled transaction whose commit rewrites spilled frames (and so their checksums) is whole in the file when COMMIT returns")
+    func rewrittenChecksums() throws {
+        let dir = try tempDir()
+        let w = try Conn(dir + "/db.sqlite")
+        setUp(w)
+        w.exec("INSERT INTO t VALUES (0, zeroblob(10))")
+        // 10 pages of cache: the inserts spill to the WAL; the last update changes page 2 (and
+        // the interior pages) again, which SQLite then rewrites in place in the WAL, and so
+        // rewrites the checksums of every frame after it, the commit frame's header last.
+        w.exec("PRAGMA cache_size = 10")
+        w.exec("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+                INSERT INTO t SELECT i, randomblob(3000) FROM n;
+            UPDATE t SET v = zeroblob(20) WHERE k = 0;
+            COMMIT
+            """)
+        // (The writer reads nothing before the copy: a read of the WAL would write its buffer.)
+        let copy = try crashCopy(dir + "/db.sqlite")
+        #expect(copy.text("PRAGMA integrity_check") == "ok")
+        #expect(copy.text("SELECT COUNT(*) FROM t") == "301", "the committed transaction is lost by recovery")
+        #expect(w.text("SELECT COUNT(*) FROM t") == "301")
+    }
+
+    @Test("a rolled-back spilled transaction's frames never land on frames another connection committed since")
+    func rolledBackSpillAndAnotherWriter() throws {
+        let dir = try tempDir()
+        let w1 = try Conn(dir + "/db.sqlite")
+        setUp(w1)
+        let w2 = try Conn(dir + "/db.sqlite")
+        w2.exec("PRAGMA wal_autocheckpoint = 0")
+        w1.exec("INSERT INTO t VALUES (0, zeroblob(10))")
+        // Everything checkpointed: the next transaction restarts the WAL, and page 1 comes from
+        // the database file (a rollback re-reads it, which would otherwise read the WAL).
+        w1.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+        w1.exec("PRAGMA cache_size = 10")
+        w1.exec("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+                INSERT INTO t SELECT i, randomblob(3000) FROM n;
+            ROLLBACK
+            """)
+        // The other writer appends where the abandoned frames were.
+        w2.exec("""
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+                INSERT INTO t SELECT 1000 + i, randomblob(3000) FROM n
+            """)
+        // The first connection reads the WAL again.
+        #expect(w1.text("SELECT COUNT(*) FROM t") == "201")
+        let r = try Conn(dir + "/db.sqlite")
+        #expect(r.text("PRAGMA integrity_check") == "ok")
+        #expect(r.text("SELECT COUNT(*) FROM t") == "201")
+        let copy = try crashCopy(dir + "/db.sqlite")
+        #expect(copy.text("PRAGMA integrity_check") == "ok")
+        #expect(copy.text("SELECT COUNT(*) FROM t") == "201")
+    }
+
+    @Test("with psow=0 and synchronous FULL (commit padded to a sector and synced mid-frame) the commit is readable by another connection at once")
+    func paddedCommitVisible() throws {
+        let dir = try tempDir()
+        let uri = "file:" + dir + "/db.sqlite?psow=0"
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        let w = try Conn(uri, flags: flags)
+        setUp(w)
+        w.exec("PRAGMA synchronous = FULL")
+        let r = try Conn(uri, flags: flags)
+        for round in 0..<12 {
+            w.exec("INSERT INTO t VALUES (\(round), randomblob(\(500 + 700 * round)))")
+            #expect(r.text("SELECT COUNT(*) FROM t") == "\(round + 1)", "round \(round)")
+            #expect(r.text("PRAGMA integrity_check") == "ok", "round \(round)")
+        }
+    }
 }
