@@ -245,10 +245,16 @@ static int dDeviceCharacteristics(sqlite3_file *pf) {
 static int dShmMap(sqlite3_file *pf, int region, int size, int extend, void volatile **out) {
     return dbRealOf(pf)->pMethods->xShmMap(dbRealOf(pf), region, size, extend, out);
 }
+static void (*_Atomic writeUnlockHook)(sqlite3_file *database);
+
+void assetd_wal_coalesce_set_write_unlock_hook(void (*hook)(sqlite3_file *database)) { writeUnlockHook = hook; }
+
 static int dShmLock(sqlite3_file *pf, int offset, int n, int flags) {
     DatabaseFile *d = (DatabaseFile *)pf;
     if (d->wal != NULL && offset <= walWriteLock && walWriteLock < offset + n
         && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE)) {
+        void (*hook)(sqlite3_file *) = writeUnlockHook;
+        if (hook != NULL) hook(pf);
         // SQLite ignores an unlock's result; the frames are not a committed transaction's (a
         // commit's are written before it is published), so a failure here loses nothing.
         (void)drain(d->wal);

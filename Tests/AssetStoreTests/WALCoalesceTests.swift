@@ -6,9 +6,24 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import Glibc
+import Synchronization
 import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
+
+/// What to run when the connection whose database file is `file` is about to release the WAL
+/// write lock (assetd_wal_coalesce_set_write_unlock_hook): its commit is published, not returned.
+private let unlockHook = Mutex<(file: Int, action: (@Sendable () -> Void)?)>((0, nil))
+
+private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
+    var file: UnsafeMutablePointer<sqlite3_file>?
+    #expect(sqlite3_file_control(h, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK)
+    assetd_wal_coalesce_set_write_unlock_hook { db in
+        let key = Int(bitPattern: db)
+        unlockHook.withLock { $0.file == key ? $0.action : nil }?()
+    }
+    unlockHook.withLock { $0 = (action == nil ? 0 : Int(bitPattern: file), action) }
+}
 
 @Suite struct WALCoalesceTests {
     /// Writes issued to the writer's WAL file so far.
@@ -112,7 +127,7 @@ import AssetStoreTestSupport
 
     // MARK: raw connections (the VFS is the process default, so plain sqlite3_open_v2 uses it)
 
-    private final class Conn {
+    private final class Conn: @unchecked Sendable {
         let h: OpaquePointer
         init(_ path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX) throws {
             _ = assetd_wal_coalesce_register()
@@ -160,16 +175,26 @@ import AssetStoreTestSupport
         c.exec("CREATE TABLE IF NOT EXISTS t(k INTEGER PRIMARY KEY, v BLOB)")
     }
 
-    @Test("a spilled transaction whose commit rewrites spilled frames (and so their checksums) is whole in the file when COMMIT returns")
-    func rewrittenChecksums() throws {
+    /// The copy is taken when the commit is published, before SQLite releases the write lock
+    /// (other connections may read it: a crash must not lose it). In exclusive locking mode
+    /// SQLite takes no wal-index locks, so nothing but the writes tell the VFS a commit is done;
+    /// the copy is taken after COMMIT returns.
+    @Test("a spilled transaction whose commit rewrites spilled frames (and so their checksums) is whole in the file when COMMIT returns",
+          arguments: ["NORMAL", "EXCLUSIVE"])
+    func rewrittenChecksums(lockingMode: String) throws {
         let dir = try tempDir()
         let w = try Conn(dir + "/db.sqlite")
+        w.exec("PRAGMA locking_mode = \(lockingMode)")
         setUp(w)
         w.exec("INSERT INTO t VALUES (0, zeroblob(10))")
         // 10 pages of cache: the inserts spill to the WAL; the last update changes page 2 (and
         // the interior pages) again, which SQLite then rewrites in place in the WAL, and so
         // rewrites the checksums of every frame after it, the commit frame's header last.
         w.exec("PRAGMA cache_size = 10")
+        let copied = Mutex<Conn?>(nil)
+        if lockingMode == "NORMAL" {
+            onWriteUnlock(w.h) { [self] in copied.withLock { $0 = try? crashCopy(dir + "/db.sqlite") } }
+        }
         w.exec("""
             BEGIN;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
@@ -177,8 +202,9 @@ import AssetStoreTestSupport
             UPDATE t SET v = zeroblob(20) WHERE k = 0;
             COMMIT
             """)
+        onWriteUnlock(w.h, nil)
         // (The writer reads nothing before the copy: a read of the WAL would write its buffer.)
-        let copy = try crashCopy(dir + "/db.sqlite")
+        let copy = try copied.withLock { $0 } ?? crashCopy(dir + "/db.sqlite")
         #expect(copy.text("PRAGMA integrity_check") == "ok")
         #expect(copy.text("SELECT COUNT(*) FROM t") == "301", "the committed transaction is lost by recovery")
         #expect(w.text("SELECT COUNT(*) FROM t") == "301")
@@ -230,6 +256,28 @@ import AssetStoreTestSupport
             w.exec("INSERT INTO t VALUES (\(round), randomblob(\(500 + 700 * round)))")
             #expect(r.text("SELECT COUNT(*) FROM t") == "\(round + 1)", "round \(round)")
             #expect(r.text("PRAGMA integrity_check") == "ok", "round \(round)")
+        }
+    }
+
+    /// Read by another connection when the commit is published, before SQLite releases the
+    /// write lock (on another thread, a reader could run just then).
+    @Test("with psow=0 and synchronous FULL, a commit is whole in the file when it is published")
+    func paddedCommitPublished() throws {
+        let dir = try tempDir()
+        let uri = "file:" + dir + "/db.sqlite?psow=0"
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        let w = try Conn(uri, flags: flags)
+        setUp(w)
+        w.exec("PRAGMA synchronous = FULL")
+        let r = try Conn(uri, flags: flags)
+        let seen = Mutex<[String]>([])
+        onWriteUnlock(w.h) {
+            seen.withLock { $0.append(r.text("SELECT COUNT(*) FROM t WHERE hex(substr(v, -8)) <> ''") ?? "nil") }
+        }
+        defer { onWriteUnlock(w.h, nil) }
+        for round in 0..<12 {
+            w.exec("INSERT INTO t VALUES (\(round), randomblob(\(500 + 700 * round)))")
+            #expect(seen.withLock { $0.last } == "\(round + 1)", "round \(round)")
         }
     }
 }

@@ -13,4 +13,8 @@ int assetd_wal_coalesce_register(void);
 /// file is not one of its WAL files (for tests).
 long long assetd_wal_coalesce_writes(sqlite3_file *wal);
 
+/// Tests: `hook` is called with a connection's database file (SQLITE_FCNTL_FILE_POINTER) on its thread
+/// just before it releases the WAL write lock, a commit published but COMMIT not yet returned.
+void assetd_wal_coalesce_set_write_unlock_hook(void (*hook)(sqlite3_file *database));
+
 #endif
