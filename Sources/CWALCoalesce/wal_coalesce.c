@@ -10,8 +10,9 @@
 // would not have had either: durability still comes from the fdatasync after the commit.
 // Only what SQLite writes when appending frames is gathered (the WAL header, a frame's header,
 // the page right after it); anything else (a page rewritten in place, a header rewritten with
-// new checksums after reading its frame, the pieces of a write split at a sync point) writes
-// the buffer and then itself at once, so no commit ever ends with part of it held back. And a
+// new checksums after reading its frame, the pieces of a write split at a sync point, the
+// first write after a sync) writes the buffer and then itself at once, so no commit ever ends
+// with part of it held back. And a
 // connection's buffer is written before it gives up the WAL write lock (the database file's
 // xShmLock, which this VFS wraps for that alone): frames of a transaction that spilled and then
 // rolled back must not reach the file after another connection has appended at their offsets.
@@ -47,6 +48,7 @@ typedef struct CoalescedFile {
     int commitPending;        // the last header buffered was a commit frame's
     int afterHeader;          // the last write was a frame header, buffered: a page may follow
     sqlite3_int64 lastRead;   // offset of the last call if it was a read, else -1
+    int synced;               // the last call was a sync
     long long writes;         // writes issued to the real file (tests)
 } CoalescedFile;
 
@@ -93,6 +95,7 @@ static int cRead(sqlite3_file *pf, void *out, int amount, sqlite3_int64 offset) 
     int rc = drain((CoalescedFile *)pf);
     if (rc != SQLITE_OK) return rc;
     ((CoalescedFile *)pf)->lastRead = offset;
+    ((CoalescedFile *)pf)->synced = 0;
     return realOf(pf)->pMethods->xRead(realOf(pf), out, amount, offset);
 }
 
@@ -110,9 +113,12 @@ static int cWrite(sqlite3_file *pf, const void *data, int amount, sqlite3_int64 
     // transaction that rewrote a spilled frame): its last is the commit frame's, and no page
     // follows it. Everything that is not an appended frame goes through at once.
     int header = amount == frameHeaderSize && offset != f->lastRead;
-    int gathered = header || f->afterHeader || (amount == walHeaderSize && offset == 0);
+    // A write right after a sync is the rest of one SQLite split at the sync point, whatever
+    // its size (a page's last 24 bytes look like a frame header).
+    int gathered = !f->synced && (header || f->afterHeader || (amount == walHeaderSize && offset == 0));
     f->afterHeader = 0;
     f->lastRead = -1;
+    f->synced = 0;
     if (f->length > 0
         && (!gathered || offset != f->start + f->length || f->length + amount > bufferCapacity)) {
         if ((rc = drain(f)) != SQLITE_OK) return rc;
@@ -146,6 +152,7 @@ static int cTruncate(sqlite3_file *pf, sqlite3_int64 size) {
 static int cSync(sqlite3_file *pf, int flags) {
     int rc = drain((CoalescedFile *)pf);
     if (rc != SQLITE_OK) return rc;
+    ((CoalescedFile *)pf)->synced = 1;
     return realOf(pf)->pMethods->xSync(realOf(pf), flags);
 }
 

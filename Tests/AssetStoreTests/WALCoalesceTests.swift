@@ -13,16 +13,16 @@ import AssetStoreTestSupport
 
 /// What to run when the connection whose database file is `file` is about to release the WAL
 /// write lock (assetd_wal_coalesce_set_write_unlock_hook): its commit is published, not returned.
-private let unlockHook = Mutex<(file: Int, action: (@Sendable () -> Void)?)>((0, nil))
+private let unlockHooks = Mutex<[Int: @Sendable () -> Void]>([:])
 
 private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
     var file: UnsafeMutablePointer<sqlite3_file>?
     #expect(sqlite3_file_control(h, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK)
     assetd_wal_coalesce_set_write_unlock_hook { db in
         let key = Int(bitPattern: db)
-        unlockHook.withLock { $0.file == key ? $0.action : nil }?()
+        unlockHooks.withLock { $0[key] }?()
     }
-    unlockHook.withLock { $0 = (action == nil ? 0 : Int(bitPattern: file), action) }
+    unlockHooks.withLock { $0[Int(bitPattern: file)] = action }
 }
 
 @Suite struct WALCoalesceTests {
@@ -260,13 +260,17 @@ private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?
     }
 
     /// Read by another connection when the commit is published, before SQLite releases the
-    /// write lock (on another thread, a reader could run just then).
-    @Test("with psow=0 and synchronous FULL, a commit is whole in the file when it is published")
-    func paddedCommitPublished() throws {
+    /// write lock (on another thread, a reader could run just then). With 512-byte pages the
+    /// write split at the sync point sometimes leaves a 24-byte rest of a page, which is not
+    /// a frame header.
+    @Test("with psow=0 and synchronous FULL, a commit is whole in the file when it is published",
+          arguments: [512, 4096])
+    func paddedCommitPublished(pageSize: Int) throws {
         let dir = try tempDir()
         let uri = "file:" + dir + "/db.sqlite?psow=0"
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         let w = try Conn(uri, flags: flags)
+        w.exec("PRAGMA page_size = \(pageSize)")
         setUp(w)
         w.exec("PRAGMA synchronous = FULL")
         let r = try Conn(uri, flags: flags)
@@ -275,9 +279,12 @@ private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?
             seen.withLock { $0.append(r.text("SELECT COUNT(*) FROM t WHERE hex(substr(v, -8)) <> ''") ?? "nil") }
         }
         defer { onWriteUnlock(w.h, nil) }
-        for round in 0..<12 {
-            w.exec("INSERT INTO t VALUES (\(round), randomblob(\(500 + 700 * round)))")
-            #expect(seen.withLock { $0.last } == "\(round + 1)", "round \(round)")
+        var failed = 0
+        for round in 0..<200 where failed < 5 {
+            w.exec("INSERT INTO t VALUES (\(round), randomblob(\(20 + (round * 677) % 3000)))")
+            let last = seen.withLock { $0.last }
+            if last != "\(round + 1)" { failed += 1 }
+            #expect(last == "\(round + 1)", "round \(round)")
         }
     }
 }
