@@ -287,4 +287,92 @@ private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?
             #expect(last == "\(round + 1)", "round \(round)")
         }
     }
+
+    // MARK: write errors, injected through the unix VFS's system calls
+
+    /// Files (device and inode) whose writes fail with ENOSPC: how many may still succeed, how
+    /// many failed.
+    private static let failing = Mutex<[[UInt64]: (allowed: Int, failed: Int)]>([:])
+    private static let originals = Mutex<[String: sqlite3_syscall_ptr]>([:])
+    private static let installed: Void = {
+        let unix = sqlite3_vfs_find("unix")!
+        typealias PWrite = @convention(c) (Int32, UnsafeRawPointer?, Int, Int) -> Int
+        typealias Write = @convention(c) (Int32, UnsafeRawPointer?, Int) -> Int
+        func shouldFail(_ fd: Int32) -> Bool {
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { return false }
+            return failing.withLock { files in
+                let key = [UInt64(st.st_dev), UInt64(st.st_ino)]
+                guard var f = files[key] else { return false }
+                defer { files[key] = f }
+                if f.allowed > 0 { f.allowed -= 1; return false }
+                f.failed += 1
+                return true
+            }
+        }
+        let pwrite: PWrite = { fd, buf, n, off in
+            if shouldFail(fd) { errno = ENOSPC; return -1 }
+            let real = unsafeBitCast(originals.withLock { $0["pwrite"] }!, to: PWrite.self)
+            return real(fd, buf, n, off)
+        }
+        let pwrite64: PWrite = { fd, buf, n, off in
+            if shouldFail(fd) { errno = ENOSPC; return -1 }
+            let real = unsafeBitCast(originals.withLock { $0["pwrite64"] }!, to: PWrite.self)
+            return real(fd, buf, n, off)
+        }
+        let write: Write = { fd, buf, n in
+            if shouldFail(fd) { errno = ENOSPC; return -1 }
+            let real = unsafeBitCast(originals.withLock { $0["write"] }!, to: Write.self)
+            return real(fd, buf, n)
+        }
+        for (name, fn) in [("pwrite", unsafeBitCast(pwrite, to: sqlite3_syscall_ptr.self)),
+                           ("pwrite64", unsafeBitCast(pwrite64, to: sqlite3_syscall_ptr.self)),
+                           ("write", unsafeBitCast(write, to: sqlite3_syscall_ptr.self))] {
+            guard let original = unix.pointee.xGetSystemCall(unix, name) else { continue }
+            originals.withLock { $0[name] = original }
+            _ = unix.pointee.xSetSystemCall(unix, name, fn)
+        }
+    }()
+
+    /// Makes writes to `path` fail after `allowed` more (nil: succeed again); returns how many
+    /// failed since the last call.
+    private func failWrites(to path: String, after allowed: Int?) -> Int {
+        _ = Self.installed
+        var st = stat()
+        #expect(stat(path, &st) == 0)
+        let key = [UInt64(st.st_dev), UInt64(st.st_ino)]
+        return Self.failing.withLock { files in
+            let failed = files[key]?.failed ?? 0
+            files[key] = allowed.map { ($0, 0) }
+            return failed
+        }
+    }
+
+    @Test("a commit whose WAL writes fail (ENOSPC) reports SQLITE_FULL and leaves nothing behind, whichever write fails",
+          arguments: [0, 1, 2, 3])
+    func writeErrors(allowed: Int) throws {
+        let dir = try tempDir()
+        let w = try Conn(dir + "/db.sqlite")
+        setUp(w)
+        w.exec("INSERT INTO t VALUES (0, randomblob(100))")
+        let r = try Conn(dir + "/db.sqlite")
+        #expect(r.text("SELECT COUNT(*) FROM t") == "1")
+        // 200 rows of 3000 bytes: over 600 KiB of frames, several writes of 124 KiB at commit.
+        let wal = dir + "/db.sqlite-wal"
+        _ = failWrites(to: wal, after: allowed)
+        let rc = sqlite3_exec(w.h, """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+                INSERT INTO t SELECT i, randomblob(3000) FROM n
+            """, nil, nil, nil)
+        let failed = failWrites(to: wal, after: nil)
+        #expect(failed > 0)
+        #expect(rc & 0xff == SQLITE_FULL, "\(rc): \(String(cString: sqlite3_errmsg(w.h)))")
+        #expect(r.text("SELECT COUNT(*) FROM t") == "1")
+        #expect(w.text("SELECT COUNT(*) FROM t") == "1")
+        w.exec("INSERT INTO t VALUES (1000, randomblob(100))")
+        #expect(r.text("SELECT COUNT(*) FROM t") == "2")
+        let copy = try crashCopy(dir + "/db.sqlite")
+        #expect(copy.text("PRAGMA integrity_check") == "ok")
+        #expect(copy.text("SELECT COUNT(*) FROM t") == "2")
+    }
 }
