@@ -288,6 +288,50 @@ private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?
         }
     }
 
+    @Test("page sizes, spills, checkpoints of every mode (WAL restarts, truncation), journal_size_limit, persistent WAL: every commit readable at once and in a crash copy",
+          arguments: [512, 4096, 65536])
+    func lifecycle(pageSize: Int) throws {
+        let dir = try tempDir()
+        let path = dir + "/db.sqlite"
+        var expected = 1
+        do {
+            let w = try Conn(path)
+            w.exec("PRAGMA page_size = \(pageSize)")
+            setUp(w)
+            w.exec("PRAGMA journal_size_limit = 65536")
+            var persist: Int32 = 1
+            #expect(sqlite3_file_control(w.h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist) == SQLITE_OK)
+            w.exec("INSERT INTO t VALUES (0, zeroblob(10))")
+            let checkpointer = try Conn(path)
+            let r = try Conn(path)
+            let modes = [SQLITE_CHECKPOINT_PASSIVE, SQLITE_CHECKPOINT_FULL, SQLITE_CHECKPOINT_RESTART, SQLITE_CHECKPOINT_TRUNCATE]
+            for round in 0..<24 {
+                let count = [1, 40, 300][round % 3]
+                // Every other round spills (and rewrites row 0's page after spilling it).
+                w.exec("PRAGMA cache_size = \(round % 2 == 1 ? 10 : -2000)")
+                w.exec("""
+                    BEGIN;
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count))
+                        INSERT INTO t SELECT \(round * 1000) + i, randomblob(\(50 + (round * 331) % 3000)) FROM n;
+                    UPDATE t SET v = randomblob(\(round + 1)) WHERE k = 0;
+                    COMMIT
+                    """)
+                expected += count
+                #expect(r.text("SELECT COUNT(*) FROM t WHERE hex(substr(v, -4)) <> ''") == "\(expected)", "round \(round)")
+                let copy = try crashCopy(path)
+                #expect(copy.text("PRAGMA integrity_check") == "ok", "round \(round)")
+                #expect(copy.text("SELECT COUNT(*) FROM t") == "\(expected)", "round \(round)")
+                let mode = modes[round % 4]
+                let rc = sqlite3_wal_checkpoint_v2(checkpointer.h, nil, mode, nil, nil)
+                #expect(rc == SQLITE_OK, "round \(round) mode \(mode): \(rc)")
+            }
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "persistent WAL")
+        let again = try Conn(path)
+        #expect(again.text("PRAGMA integrity_check") == "ok")
+        #expect(again.text("SELECT COUNT(*) FROM t") == "\(expected)")
+    }
+
     // MARK: write errors, injected through the unix VFS's system calls
 
     /// Files (device and inode) whose writes fail with ENOSPC: how many may still succeed, how
