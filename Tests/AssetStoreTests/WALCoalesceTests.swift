@@ -97,6 +97,30 @@ private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?
         }
     }
 
+    @Test("a put batch bigger than the writer's page cache (it spills, then rewrites spilled pages) is in a crash copy once acknowledged")
+    func bigBatchCrashCopy() throws {
+        let f = try Fixture { $0.durability = .full }
+        let copyDir = f.dir + "/copy"
+        try FileManager.default.createDirectory(atPath: copyDir, withIntermediateDirectories: true)
+        var committed = 0
+        for round in 0..<3 {
+            // 400 objects of 8 KiB: 3 MiB of pages, past the writer's 2 MiB cache.
+            try f.put((0..<400).map { (ref("r\(round)", "k\($0)"), bigValue($0, bytes: 8000)) })
+            committed += 400
+            // What a kill -9 right after the acknowledgment leaves.
+            for suffix in ["", "-wal"] {
+                let to = copyDir + "/db.sqlite" + suffix
+                try? FileManager.default.removeItem(atPath: to)
+                try FileManager.default.copyItem(atPath: f.dbPath + suffix, toPath: to)
+            }
+            try? FileManager.default.removeItem(atPath: copyDir + "/db.sqlite-shm")
+            let copy = try DatabaseQueue(path: copyDir + "/db.sqlite")
+            let seen = try copy.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") }
+            #expect(seen == committed, "round \(round)")
+            try copy.close()
+        }
+    }
+
     @Test("a transaction that spills frames before its commit and then rolls back leaves later commits intact")
     func spilledRollback() throws {
         let f = try Fixture { $0.durability = .normal }
