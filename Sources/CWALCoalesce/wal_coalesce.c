@@ -12,10 +12,10 @@
 // the page right after it); anything else (a page rewritten in place, a header rewritten with
 // new checksums after reading its frame, the pieces of a write split at a sync point, the
 // first write after a sync) writes the buffer and then itself at once, so no commit ever ends
-// with part of it held back. And a
-// connection's buffer is written before it gives up the WAL write lock (the database file's
-// xShmLock, which this VFS wraps for that alone): frames of a transaction that spilled and then
-// rolled back must not reach the file after another connection has appended at their offsets.
+// with part of it held back. And a connection's buffer is written before it gives up the WAL
+// write lock (the database file's xShmLock, which this VFS wraps for that alone, and its
+// xUnlock, for exclusive locking mode): frames of a transaction that spilled and then rolled
+// back must not reach the file after another connection has appended at their offsets.
 // Other files are the wrapped VFS's own, untouched.
 
 #include "wal_coalesce.h"
@@ -238,7 +238,13 @@ static int dFileSize(sqlite3_file *pf, sqlite3_int64 *size) {
     return dbRealOf(pf)->pMethods->xFileSize(dbRealOf(pf), size);
 }
 static int dLock(sqlite3_file *pf, int level) { return dbRealOf(pf)->pMethods->xLock(dbRealOf(pf), level); }
-static int dUnlock(sqlite3_file *pf, int level) { return dbRealOf(pf)->pMethods->xUnlock(dbRealOf(pf), level); }
+static int dUnlock(sqlite3_file *pf, int level) {
+    DatabaseFile *d = (DatabaseFile *)pf;
+    // In exclusive locking mode SQLite takes no wal-index locks: another connection can write
+    // only once this one releases its lock on the database file.
+    if (d->wal != NULL && d->wal->length > 0) (void)drain(d->wal);
+    return d->real->pMethods->xUnlock(d->real, level);
+}
 static int dCheckReservedLock(sqlite3_file *pf, int *out) {
     return dbRealOf(pf)->pMethods->xCheckReservedLock(dbRealOf(pf), out);
 }

@@ -267,6 +267,39 @@ private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?
         #expect(copy.text("SELECT COUNT(*) FROM t") == "201")
     }
 
+    /// In exclusive locking mode SQLite takes no wal-index locks; another connection can write
+    /// only once this one has left the mode and released its database file lock.
+    @Test("a rolled-back spilled transaction in exclusive locking mode leaves nothing to land on another writer's frames after the mode is left")
+    func rolledBackSpillExclusive() throws {
+        let dir = try tempDir()
+        let w1 = try Conn(dir + "/db.sqlite")
+        setUp(w1)
+        w1.exec("INSERT INTO t VALUES (0, zeroblob(10))")
+        w1.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+        w1.exec("PRAGMA locking_mode = EXCLUSIVE")
+        w1.exec("PRAGMA cache_size = 10")
+        w1.exec("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+                INSERT INTO t SELECT i, randomblob(3000) FROM n;
+            ROLLBACK
+            """)
+        w1.exec("PRAGMA locking_mode = NORMAL")
+        #expect(w1.text("SELECT COUNT(*) FROM t") == "1")  // releases the exclusive lock
+        let w2 = try Conn(dir + "/db.sqlite")
+        w2.exec("PRAGMA wal_autocheckpoint = 0")
+        w2.exec("""
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+                INSERT INTO t SELECT 1000 + i, randomblob(3000) FROM n
+            """)
+        #expect(w1.text("SELECT COUNT(*) FROM t") == "201")
+        let r = try Conn(dir + "/db.sqlite")
+        #expect(r.text("PRAGMA integrity_check") == "ok")
+        #expect(r.text("SELECT COUNT(*) FROM t") == "201")
+        let copy = try crashCopy(dir + "/db.sqlite")
+        #expect(copy.text("SELECT COUNT(*) FROM t") == "201")
+    }
+
     @Test("with psow=0 and synchronous FULL (commit padded to a sector and synced mid-frame) the commit is readable by another connection at once")
     func paddedCommitVisible() throws {
         let dir = try tempDir()
