@@ -16,7 +16,8 @@
 // write lock (the database file's xShmLock, which this VFS wraps for that alone, and its
 // xUnlock, for exclusive locking mode): frames of a transaction that spilled and then rolled
 // back must not reach the file after another connection has appended at their offsets.
-// Other files are the wrapped VFS's own, untouched.
+// Other files are the wrapped VFS's own, untouched; a main database file's methods are the
+// wrapped file's, but for those two.
 
 #include "wal_coalesce.h"
 
@@ -47,8 +48,8 @@ typedef struct CoalescedFile {
     int pageSize;             // the size of the write after a commit frame's header, 0: none due
     int commitPending;        // the last header buffered was a commit frame's
     int afterHeader;          // the last write was a frame header, buffered: a page may follow
-    sqlite3_int64 lastRead;   // offset of the last call if it was a read, else -1
-    int synced;               // the last call was a sync
+    sqlite3_int64 lastRead;   // offset of the last read if no write came after it, else -1
+    int synced;               // no read or write since the last sync
     long long writes;         // writes issued to the real file (tests)
 } CoalescedFile;
 
