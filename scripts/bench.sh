@@ -4,7 +4,9 @@
 #   socket  object.get and durable object.put over assetd's socket, 50 clients, against
 #           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with
 #           apt-get if missing): N gets over N stored objects; up to PUT_N puts (default N/2)
-#           within PUT_SECONDS (default 60)
+#           within PUT_SECONDS (default 60); then, for information, the same puts through
+#           Store.write in-process, 20 per commit (about the daemon's batch), durability full
+#           and normal
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
 #   footprint  assetd on the same M objects: exec to READY=1 on a first start (page cache
@@ -129,6 +131,10 @@ if has socket; then
         --daemon-pid "$assetd_pid" --redis-pid "$redis_pid"
     stop_assetd
     rm -rf "$scratch/socket"
+    # The same puts without the socket or the daemon's pipeline (information).
+    "$bench" populate "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$n"
+    "$bench" put-ceiling "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$put_n" 20
+    rm -rf "$scratch/ceiling"
     kill -TERM "$redis_pid"
     wait "$redis_pid" || true
     redis_pid=""

@@ -26,6 +26,7 @@ enum SocketCommands {
             case "ping-scan": try PingScan(Flags(rest)).run()
             case "expire": try ExpireBench(Flags(rest)).run()
             case "footprint": try Footprint(Flags(rest)).run()
+            case "put-ceiling": try putCeiling(rest)
             default: return nil
             }
             return 0
@@ -191,8 +192,11 @@ struct SocketWorkloads {
                 throw BenchError("object.get #\(i) did not return the object: \(RPC.text(reply))")
             }
         }
+        // The commit numbers the puts were acknowledged with: their count gives the batch size.
+        let putCommits = Mutex(Set<Int64>())
         let putCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
             guard !RPC.isError(reply) else { throw BenchError("object.put #\(i) failed: \(RPC.text(reply))") }
+            if let commit = RPC.commitNumber(reply) { putCommits.withLock { _ = $0.insert(commit) } }
         }
 
         // Warm-up, untimed: connections, the pool's threads and readers, the page cache.
@@ -276,7 +280,7 @@ struct SocketWorkloads {
         print("  socket-put: \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
             + (puts.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(putSeconds)) s limit)" : "")
             + "; round trip p50=\(fmt(putAll.percentile(0.5)))ms p99=\(fmt(putAll.percentile(0.99)))ms;"
-            + " per commit \(fmt(putAll.seconds / Double(putAll.completed) * 1000))ms;"
+            + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each);"
             + " fdatasync of 4 KiB on this file system: p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
             + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
         func us(_ seconds: Double, _ requests: Int) -> String { seconds.isNaN ? "?" : String(format: "%.0fus", seconds / Double(requests) * 1e6) }

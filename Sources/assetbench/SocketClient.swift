@@ -98,6 +98,21 @@ enum RPC {
     private static let errorPrefix = Array("{\"error\":".utf8)
     private static let nullResult = Array("\"result\":null}".utf8)
 
+    private static let commitKey = Array("\"commit\":".utf8)
+
+    /// The commit number in an object.put reply (`{"commit":N}`), nil if there is none.
+    static func commitNumber(_ reply: [UInt8]) -> Int64? {
+        guard let at = reply.indices.first(where: { reply[$0...].starts(with: commitKey) }) else { return nil }
+        var n: Int64 = 0
+        var i = at + commitKey.count
+        guard i < reply.count, reply[i] >= 48, reply[i] <= 57 else { return nil }
+        while i < reply.count, reply[i] >= 48, reply[i] <= 57 {
+            n = n * 10 + Int64(reply[i] - 48)
+            i += 1
+        }
+        return n
+    }
+
     /// True for an error reply (keys are sorted, so `error` comes first).
     static func isError(_ reply: [UInt8]) -> Bool { reply.starts(with: errorPrefix) }
     /// True for a `null` result (object.get of a missing key).
