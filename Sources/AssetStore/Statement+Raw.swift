@@ -26,15 +26,7 @@ extension Statement {
     func forEachRawRow(_ arguments: StatementArguments, _ body: (RawRow) throws -> Void) throws {
         try setArguments(arguments)
         let s = sqliteStatement
-        defer { sqlite3_reset(s) }
-        while true {
-            let rc = sqlite3_step(s)
-            if rc == SQLITE_DONE { return }
-            guard rc == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
-            }
-            try body(RawRow(statement: s))
-        }
+        try Statement.stepRows(s, body)
     }
 
     /// Runs the SELECT after `bind` sets its parameters, calling `body` for each row.
@@ -43,6 +35,11 @@ extension Statement {
         sqlite3_reset(s)
         sqlite3_clear_bindings(s)
         bind(s)
+        try Statement.stepRows(s, body)
+    }
+
+    /// Steps `s` to its end, calling `body` for each row, and resets it.
+    private static func stepRows(_ s: OpaquePointer, _ body: (RawRow) throws -> Void) throws {
         defer { sqlite3_reset(s) }
         while true {
             let rc = sqlite3_step(s)
