@@ -19,6 +19,27 @@ import AssetStoreTestSupport
         #expect(try f.store.read { try $0.get(ref("c", "missing")) } == nil)
     }
 
+    @Test("a put of an existing key replaces that object in place: one row, created kept, modified moved")
+    func putExistingUpdates() throws {
+        let f = try Fixture()
+        try f.put([(ref("c", "k"), ["v": 1])], owner: "bob")
+        let created = f.clock.now
+        f.clock.advance(5)
+        // Twice in one transaction, and with another new key beside it.
+        try f.store.write { tx in
+            try tx.put(ref("c", "k"), value: ["v": 2], metadata: ["m": true])
+            try tx.put(ref("c", "new"), value: 3)
+            try tx.put(ref("c", "k"), value: ["v": 4], owner: "carol")
+        }
+        let o = try #require(try f.store.read { try $0.get(ref("c", "k")) })
+        #expect(o.value == ["v": 4])
+        #expect(o.metadata == nil)
+        #expect(o.owner == "carol")
+        #expect(o.created == created && o.modified == created + 5)
+        #expect(try f.store.read { try $0.objectCount() } == 2)
+        #expect(try f.store.read { try $0.get(ref("c", "new"))?.value } == 3)
+    }
+
     @Test("the owner is the value's owner string, else the argument, else the writer's default")
     func ownerPrecedence() throws {
         let f = try Fixture()
