@@ -32,6 +32,7 @@ extension Statement {
     /// Runs the SELECT after `bind` sets its parameters, calling `body` for each row.
     func forEachRawRow(_ bind: (OpaquePointer) -> Void, _ body: (RawRow) throws -> Void) throws {
         let s = sqliteStatement
+        try Statement.checkTransaction(s)
         sqlite3_reset(s)
         sqlite3_clear_bindings(s)
         bind(s)
@@ -51,9 +52,11 @@ extension Statement {
         }
     }
 
-    /// Runs a statement that returns no rows (INSERT, DELETE) after `bind` sets its parameters.
+    /// Runs a statement that returns no rows (INSERT, DELETE) after `bind` sets its parameters,
+    /// inside a transaction only.
     func executeRaw(_ bind: (OpaquePointer) -> Void) throws {
         let s = sqliteStatement
+        try Statement.checkTransaction(s)
         sqlite3_reset(s)
         sqlite3_clear_bindings(s)
         bind(s)
@@ -68,6 +71,7 @@ extension Statement {
     /// it returns no row.
     func firstInt64Raw(_ bind: (OpaquePointer) -> Void) throws -> Int64? {
         let s = sqliteStatement
+        try Statement.checkTransaction(s)
         sqlite3_reset(s)
         sqlite3_clear_bindings(s)
         bind(s)
@@ -76,6 +80,17 @@ extension Statement {
         case SQLITE_ROW: return sqlite3_column_int64(s, 0)
         case SQLITE_DONE: return nil
         case let rc: throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
+        }
+    }
+
+    /// Throws SQLITE_ABORT if the connection is out of a transaction: the bind-and-step
+    /// helpers run only inside the write transaction, and SQLite rolls a transaction back by
+    /// itself on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM outside a statement
+    /// journal). GRDB refuses its own statements then (checkForAbortedTransaction); a
+    /// statement stepped here would otherwise run in autocommit mode and commit on its own.
+    private static func checkTransaction(_ s: OpaquePointer) throws {
+        guard sqlite3_get_autocommit(sqlite3_db_handle(s)) == 0 else {
+            throw DatabaseError(resultCode: .SQLITE_ABORT, message: "Transaction was aborted", sql: nil)
         }
     }
 
