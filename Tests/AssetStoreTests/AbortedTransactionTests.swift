@@ -14,7 +14,7 @@ import AssetStoreTestSupport
         let f = try Fixture()
         try f.put([(ref("c", "seed"), 1)])
         let big = JSONValue.string(String(repeating: "x", count: 200_000))
-        #expect(throws: (any Error).self) {
+        let failure = #expect(throws: StoreError.self) {
             try f.store.write { tx in
                 let db = tx.db.sqliteConnection!
                 // The database may not grow: the big value needs overflow pages it cannot have.
@@ -22,13 +22,16 @@ import AssetStoreTestSupport
                 do {
                     try tx.attempt { try tx.put(ref("c", "big"), value: big) }
                     Issue.record("the big put fit")
-                } catch {}
+                } catch {
+                    #expect((error as? DatabaseError)?.resultCode == .SQLITE_FULL, "\(error)")
+                }
                 #expect(sqlite3_get_autocommit(db) != 0, "SQLite rolled the whole transaction back")
                 #expect(sqlite3_exec(db, "PRAGMA max_page_count = 1000000", nil, nil, nil) == SQLITE_OK)
                 // The caller goes on (as a batch does after one failed request).
                 try? tx.put(ref("c", "after"), value: 2)
             }
         }
+        #expect(failure != nil)
         #expect(try !f.exists(ref("c", "after")))
         #expect(try !f.exists(ref("c", "big")))
         #expect(try f.exists(ref("c", "seed")))
