@@ -78,29 +78,15 @@ public final class WriteTransaction {
         let valueText = value.serialized()
         let metadataText = metadata.map { $0.serialized() }
         let id: Int64
-        // Inserted if new (one b-tree search of the key, not two), bound through the C API:
-        // GRDB's arguments cost more than the insert's b-tree work.
-        try db.cachedStatement(sql: """
-            INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (collection, key) DO NOTHING
-            """).executeRaw { s in
-            Statement.bindText(s, 1, ref.collection)
-            Statement.bindText(s, 2, ref.key)
-            Statement.bindText(s, 3, valueText)
-            if let metadataText { Statement.bindText(s, 4, metadataText) }
-            Statement.bindText(s, 5, effectiveOwner)
-            for i in Int32(6)...8 { sqlite3_bind_double(s, i, now) }
-        }
-        if sqlite3_changes(db.sqliteConnection) == 1 {
-            id = db.lastInsertedRowID
-            neverDerived.insert(id)
-        } else {
-            guard let existing = try db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?")
-                .firstInt64Raw({ s in
-                    Statement.bindText(s, 1, ref.collection)
-                    Statement.bindText(s, 2, ref.key)
-                })
-            else { throw StoreError(.internalError, "\(ref) was neither inserted nor found") }
+        // Looked up first, not inserted with ON CONFLICT DO NOTHING: that saves a search for a
+        // new key, but with AUTOINCREMENT every update would use up an id (and write
+        // sqlite_sequence), and an update would search the key twice.
+        if let existing = try db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?")
+            .firstInt64Raw({ s in
+                Statement.bindText(s, 1, ref.collection)
+                Statement.bindText(s, 2, ref.key)
+            })
+        {
             id = existing
             try db.cachedStatement(sql: """
                 UPDATE object SET value = ?, metadata = ?, owner = ?, modified = ?, accessed = ? WHERE id = ?
@@ -113,6 +99,21 @@ public final class WriteTransaction {
                 if case .file(let p) = d.destination { return Array(p.utf8) } else { return nil }
             })
             try refreshHeldFiles(of: id, except: named)
+        } else {
+            // Bound through the C API: GRDB's arguments cost more than the insert's b-tree work.
+            try db.cachedStatement(sql: """
+                INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """).executeRaw { s in
+                Statement.bindText(s, 1, ref.collection)
+                Statement.bindText(s, 2, ref.key)
+                Statement.bindText(s, 3, valueText)
+                if let metadataText { Statement.bindText(s, 4, metadataText) }
+                Statement.bindText(s, 5, effectiveOwner)
+                for i in Int32(6)...8 { sqlite3_bind_double(s, i, now) }
+            }
+            id = db.lastInsertedRowID
+            neverDerived.insert(id)
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
         report.put.append(ref)

@@ -184,6 +184,20 @@ struct Boom: Error {}
         #expect(ids == [1, 3])
     }
 
+    @Test("a put of an existing key uses up no id: the next new object's id follows the last one")
+    func updatesUseNoIds() throws {
+        let f = try Fixture()
+        try f.put([(ref("n", "a"), 1)])
+        for v in 2...4 { try f.put([(ref("n", "a"), .int(Int64(v)))]) }
+        try f.put([(ref("n", "b"), 1)])
+        var config = Configuration()
+        config.readonly = true
+        let q = try DatabaseQueue(path: f.dbPath, configuration: config)
+        defer { try? q.close() }
+        let ids = try q.read { try Int64.fetchAll($0, sql: "SELECT id FROM object ORDER BY key") }
+        #expect(ids == [1, 2])
+    }
+
     @Test("a reader sees a snapshot while the writer works, and the commit afterwards")
     func readersAreIsolated() throws {
         let f = try Fixture()
