@@ -169,6 +169,15 @@ struct Boom: Error {}
         #expect(try f.put([(ref("n", "d"), 1)]).commit == 4)
     }
 
+    /// The object ids in key order, read from the database file.
+    func objectIDs(_ f: Fixture) throws -> [Int64] {
+        var config = Configuration()
+        config.readonly = true
+        let q = try DatabaseQueue(path: f.dbPath, configuration: config)
+        defer { try? q.close() }
+        return try q.read { try Int64.fetchAll($0, sql: "SELECT id FROM object ORDER BY key") }
+    }
+
     @Test("row ids are never reused: a key deleted and another created gets a fresh id")
     func idsNeverReused() throws {
         let f = try Fixture()
@@ -176,11 +185,7 @@ struct Boom: Error {}
         try f.delete(ref("n", "b"))
         try f.reopen()
         try f.put([(ref("n", "c"), 1)])
-        var config = Configuration()
-        config.readonly = true
-        let q = try DatabaseQueue(path: f.dbPath, configuration: config)
-        defer { try? q.close() }
-        let ids = try q.read { try Int64.fetchAll($0, sql: "SELECT id FROM object ORDER BY key") }
+        let ids = try objectIDs(f)
         #expect(ids == [1, 3])
     }
 
@@ -190,11 +195,7 @@ struct Boom: Error {}
         try f.put([(ref("n", "a"), 1)])
         for v in 2...4 { try f.put([(ref("n", "a"), .int(Int64(v)))]) }
         try f.put([(ref("n", "b"), 1)])
-        var config = Configuration()
-        config.readonly = true
-        let q = try DatabaseQueue(path: f.dbPath, configuration: config)
-        defer { try? q.close() }
-        let ids = try q.read { try Int64.fetchAll($0, sql: "SELECT id FROM object ORDER BY key") }
+        let ids = try objectIDs(f)
         #expect(ids == [1, 2])
     }
 
