@@ -38,14 +38,19 @@ enum {
 
 typedef struct DatabaseFile DatabaseFile;
 
+/// What both wrappers start with, so that one set of pass-through methods serves both.
+typedef struct Wrapper {
+    sqlite3_file base;        // this VFS's methods
+    sqlite3_file *real;       // the wrapped VFS's file, in the same allocation, after this
+} Wrapper;
+
 typedef struct CoalescedFile {
     sqlite3_file base;        // methods: coalescedMethods
+    sqlite3_file *real;       // as in Wrapper
     DatabaseFile *database;   // the connection's database file, if this VFS opened it
-    sqlite3_file *real;       // the wrapped VFS's file, in the same allocation, after this
     unsigned char *buffer;    // allocated on the first write (readers never write the WAL)
     sqlite3_int64 start;      // file offset of buffer[0]
     int length;
-    int pageSize;             // the size of the write after a commit frame's header, 0: none due
     int commitPending;        // the last header buffered was a commit frame's
     int afterHeader;          // the last write was a frame header, buffered: a page may follow
     sqlite3_int64 lastRead;   // offset of the last read if no write came after it, else -1
@@ -57,7 +62,7 @@ typedef struct CoalescedFile {
 /// when the connection releases the WAL write lock.
 struct DatabaseFile {
     sqlite3_file base;        // methods: databaseMethods (databaseMethodsNoShm without shm)
-    sqlite3_file *real;       // in the same allocation, after this
+    sqlite3_file *real;       // as in Wrapper
     CoalescedFile *wal;
 };
 
@@ -69,7 +74,53 @@ static sqlite3_io_methods databaseMethodsNoShm;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int registered = SQLITE_ERROR;
 
-static sqlite3_file *realOf(sqlite3_file *f) { return ((CoalescedFile *)f)->real; }
+static sqlite3_file *realOf(sqlite3_file *f) { return ((Wrapper *)f)->real; }
+
+// Methods either wrapper passes on to the wrapped file as they are.
+static int pRead(sqlite3_file *pf, void *o, int n, sqlite3_int64 off) {
+    return realOf(pf)->pMethods->xRead(realOf(pf), o, n, off);
+}
+static int pWrite(sqlite3_file *pf, const void *z, int n, sqlite3_int64 off) {
+    return realOf(pf)->pMethods->xWrite(realOf(pf), z, n, off);
+}
+static int pTruncate(sqlite3_file *pf, sqlite3_int64 size) { return realOf(pf)->pMethods->xTruncate(realOf(pf), size); }
+static int pSync(sqlite3_file *pf, int flags) { return realOf(pf)->pMethods->xSync(realOf(pf), flags); }
+static int pFileSize(sqlite3_file *pf, sqlite3_int64 *size) { return realOf(pf)->pMethods->xFileSize(realOf(pf), size); }
+static int pLock(sqlite3_file *pf, int level) { return realOf(pf)->pMethods->xLock(realOf(pf), level); }
+static int pUnlock(sqlite3_file *pf, int level) { return realOf(pf)->pMethods->xUnlock(realOf(pf), level); }
+static int pCheckReservedLock(sqlite3_file *pf, int *out) {
+    return realOf(pf)->pMethods->xCheckReservedLock(realOf(pf), out);
+}
+static int pFileControl(sqlite3_file *pf, int op, void *arg) {
+    return realOf(pf)->pMethods->xFileControl(realOf(pf), op, arg);
+}
+static int pSectorSize(sqlite3_file *pf) { return realOf(pf)->pMethods->xSectorSize(realOf(pf)); }
+static int pDeviceCharacteristics(sqlite3_file *pf) { return realOf(pf)->pMethods->xDeviceCharacteristics(realOf(pf)); }
+static int pShmMap(sqlite3_file *pf, int region, int size, int extend, void volatile **out) {
+    sqlite3_file *r = realOf(pf);
+    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmMap(r, region, size, extend, out) : SQLITE_IOERR;
+}
+static int pShmLock(sqlite3_file *pf, int offset, int n, int flags) {
+    sqlite3_file *r = realOf(pf);
+    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmLock(r, offset, n, flags) : SQLITE_IOERR;
+}
+static void pShmBarrier(sqlite3_file *pf) {
+    sqlite3_file *r = realOf(pf);
+    if (r->pMethods->iVersion >= 2) r->pMethods->xShmBarrier(r);
+}
+static int pShmUnmap(sqlite3_file *pf, int deleteFlag) {
+    sqlite3_file *r = realOf(pf);
+    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmUnmap(r, deleteFlag) : SQLITE_OK;
+}
+static int pFetch(sqlite3_file *pf, sqlite3_int64 offset, int amount, void **out) {
+    sqlite3_file *r = realOf(pf);
+    *out = NULL;
+    return r->pMethods->iVersion >= 3 ? r->pMethods->xFetch(r, offset, amount, out) : SQLITE_OK;
+}
+static int pUnfetch(sqlite3_file *pf, sqlite3_int64 offset, void *p) {
+    sqlite3_file *r = realOf(pf);
+    return r->pMethods->iVersion >= 3 ? r->pMethods->xUnfetch(r, offset, p) : SQLITE_OK;
+}
 
 static int drain(CoalescedFile *f) {
     int rc = SQLITE_OK;
@@ -97,7 +148,7 @@ static int cRead(sqlite3_file *pf, void *out, int amount, sqlite3_int64 offset) 
     if (rc != SQLITE_OK) return rc;
     ((CoalescedFile *)pf)->lastRead = offset;
     ((CoalescedFile *)pf)->synced = 0;
-    return realOf(pf)->pMethods->xRead(realOf(pf), out, amount, offset);
+    return pRead(pf, out, amount, offset);
 }
 
 /// A 24-byte write is a frame header; its bytes 4-7 (the database size after the commit)
@@ -147,59 +198,26 @@ static int cWrite(sqlite3_file *pf, const void *data, int amount, sqlite3_int64 
 static int cTruncate(sqlite3_file *pf, sqlite3_int64 size) {
     int rc = drain((CoalescedFile *)pf);
     if (rc != SQLITE_OK) return rc;
-    return realOf(pf)->pMethods->xTruncate(realOf(pf), size);
+    return pTruncate(pf, size);
 }
 
 static int cSync(sqlite3_file *pf, int flags) {
     int rc = drain((CoalescedFile *)pf);
     if (rc != SQLITE_OK) return rc;
     ((CoalescedFile *)pf)->synced = 1;
-    return realOf(pf)->pMethods->xSync(realOf(pf), flags);
+    return pSync(pf, flags);
 }
 
 static int cFileSize(sqlite3_file *pf, sqlite3_int64 *size) {
     int rc = drain((CoalescedFile *)pf);
     if (rc != SQLITE_OK) return rc;
-    return realOf(pf)->pMethods->xFileSize(realOf(pf), size);
-}
-
-static int cLock(sqlite3_file *pf, int level) { return realOf(pf)->pMethods->xLock(realOf(pf), level); }
-static int cUnlock(sqlite3_file *pf, int level) { return realOf(pf)->pMethods->xUnlock(realOf(pf), level); }
-
-static int cCheckReservedLock(sqlite3_file *pf, int *out) {
-    return realOf(pf)->pMethods->xCheckReservedLock(realOf(pf), out);
+    return pFileSize(pf, size);
 }
 
 static int cFileControl(sqlite3_file *pf, int op, void *arg) {
     int rc = drain((CoalescedFile *)pf);
     if (rc != SQLITE_OK) return rc;
     return realOf(pf)->pMethods->xFileControl(realOf(pf), op, arg);
-}
-
-static int cSectorSize(sqlite3_file *pf) { return realOf(pf)->pMethods->xSectorSize(realOf(pf)); }
-
-static int cDeviceCharacteristics(sqlite3_file *pf) {
-    return realOf(pf)->pMethods->xDeviceCharacteristics(realOf(pf));
-}
-
-static int cShmMap(sqlite3_file *pf, int region, int size, int extend, void volatile **out) {
-    sqlite3_file *r = realOf(pf);
-    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmMap(r, region, size, extend, out) : SQLITE_IOERR;
-}
-
-static int cShmLock(sqlite3_file *pf, int offset, int n, int flags) {
-    sqlite3_file *r = realOf(pf);
-    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmLock(r, offset, n, flags) : SQLITE_IOERR;
-}
-
-static void cShmBarrier(sqlite3_file *pf) {
-    sqlite3_file *r = realOf(pf);
-    if (r->pMethods->iVersion >= 2) r->pMethods->xShmBarrier(r);
-}
-
-static int cShmUnmap(sqlite3_file *pf, int deleteFlag) {
-    sqlite3_file *r = realOf(pf);
-    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmUnmap(r, deleteFlag) : SQLITE_OK;
 }
 
 static int cFetch(sqlite3_file *pf, sqlite3_int64 offset, int amount, void **out) {
@@ -210,54 +228,20 @@ static int cFetch(sqlite3_file *pf, sqlite3_int64 offset, int amount, void **out
     return r->pMethods->iVersion >= 3 ? r->pMethods->xFetch(r, offset, amount, out) : SQLITE_OK;
 }
 
-static int cUnfetch(sqlite3_file *pf, sqlite3_int64 offset, void *p) {
-    sqlite3_file *r = realOf(pf);
-    return r->pMethods->iVersion >= 3 ? r->pMethods->xUnfetch(r, offset, p) : SQLITE_OK;
-}
-
 // The main database file: every method the wrapped file's, except that releasing the WAL write
 // lock first writes what the connection's WAL still holds (frames of a transaction that spilled
 // and rolled back), before another connection may append frames at the same offsets.
-static sqlite3_file *dbRealOf(sqlite3_file *f) { return ((DatabaseFile *)f)->real; }
-
 static int dClose(sqlite3_file *pf) {
     DatabaseFile *d = (DatabaseFile *)pf;
     if (d->wal != NULL) d->wal->database = NULL;
     return d->real->pMethods ? d->real->pMethods->xClose(d->real) : SQLITE_OK;
 }
-static int dRead(sqlite3_file *pf, void *o, int n, sqlite3_int64 off) {
-    return dbRealOf(pf)->pMethods->xRead(dbRealOf(pf), o, n, off);
-}
-static int dWrite(sqlite3_file *pf, const void *z, int n, sqlite3_int64 off) {
-    return dbRealOf(pf)->pMethods->xWrite(dbRealOf(pf), z, n, off);
-}
-static int dTruncate(sqlite3_file *pf, sqlite3_int64 size) {
-    return dbRealOf(pf)->pMethods->xTruncate(dbRealOf(pf), size);
-}
-static int dSync(sqlite3_file *pf, int flags) { return dbRealOf(pf)->pMethods->xSync(dbRealOf(pf), flags); }
-static int dFileSize(sqlite3_file *pf, sqlite3_int64 *size) {
-    return dbRealOf(pf)->pMethods->xFileSize(dbRealOf(pf), size);
-}
-static int dLock(sqlite3_file *pf, int level) { return dbRealOf(pf)->pMethods->xLock(dbRealOf(pf), level); }
 static int dUnlock(sqlite3_file *pf, int level) {
     DatabaseFile *d = (DatabaseFile *)pf;
     // In exclusive locking mode SQLite takes no wal-index locks: another connection can write
     // only once this one releases its lock on the database file.
     if (d->wal != NULL && d->wal->length > 0) (void)drain(d->wal);
     return d->real->pMethods->xUnlock(d->real, level);
-}
-static int dCheckReservedLock(sqlite3_file *pf, int *out) {
-    return dbRealOf(pf)->pMethods->xCheckReservedLock(dbRealOf(pf), out);
-}
-static int dFileControl(sqlite3_file *pf, int op, void *arg) {
-    return dbRealOf(pf)->pMethods->xFileControl(dbRealOf(pf), op, arg);
-}
-static int dSectorSize(sqlite3_file *pf) { return dbRealOf(pf)->pMethods->xSectorSize(dbRealOf(pf)); }
-static int dDeviceCharacteristics(sqlite3_file *pf) {
-    return dbRealOf(pf)->pMethods->xDeviceCharacteristics(dbRealOf(pf));
-}
-static int dShmMap(sqlite3_file *pf, int region, int size, int extend, void volatile **out) {
-    return dbRealOf(pf)->pMethods->xShmMap(dbRealOf(pf), region, size, extend, out);
 }
 static void (*_Atomic writeUnlockHook)(sqlite3_file *database);
 
@@ -273,20 +257,7 @@ static int dShmLock(sqlite3_file *pf, int offset, int n, int flags) {
         // commit's are written before it is published), so a failure here loses nothing.
         (void)drain(d->wal);
     }
-    return d->real->pMethods->xShmLock(d->real, offset, n, flags);
-}
-static void dShmBarrier(sqlite3_file *pf) { dbRealOf(pf)->pMethods->xShmBarrier(dbRealOf(pf)); }
-static int dShmUnmap(sqlite3_file *pf, int deleteFlag) {
-    return dbRealOf(pf)->pMethods->xShmUnmap(dbRealOf(pf), deleteFlag);
-}
-static int dFetch(sqlite3_file *pf, sqlite3_int64 offset, int amount, void **out) {
-    sqlite3_file *r = dbRealOf(pf);
-    *out = NULL;
-    return r->pMethods->iVersion >= 3 ? r->pMethods->xFetch(r, offset, amount, out) : SQLITE_OK;
-}
-static int dUnfetch(sqlite3_file *pf, sqlite3_int64 offset, void *p) {
-    sqlite3_file *r = dbRealOf(pf);
-    return r->pMethods->iVersion >= 3 ? r->pMethods->xUnfetch(r, offset, p) : SQLITE_OK;
+    return pShmLock(pf, offset, n, flags);
 }
 
 static int cOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pf, int flags, int *outFlags) {
@@ -362,18 +333,18 @@ static void registerOnce(void) {
     coalescedMethods = (sqlite3_io_methods){
         .iVersion = 3,
         .xClose = cClose, .xRead = cRead, .xWrite = cWrite, .xTruncate = cTruncate, .xSync = cSync,
-        .xFileSize = cFileSize, .xLock = cLock, .xUnlock = cUnlock, .xCheckReservedLock = cCheckReservedLock,
-        .xFileControl = cFileControl, .xSectorSize = cSectorSize, .xDeviceCharacteristics = cDeviceCharacteristics,
-        .xShmMap = cShmMap, .xShmLock = cShmLock, .xShmBarrier = cShmBarrier, .xShmUnmap = cShmUnmap,
-        .xFetch = cFetch, .xUnfetch = cUnfetch,
+        .xFileSize = cFileSize, .xLock = pLock, .xUnlock = pUnlock, .xCheckReservedLock = pCheckReservedLock,
+        .xFileControl = cFileControl, .xSectorSize = pSectorSize, .xDeviceCharacteristics = pDeviceCharacteristics,
+        .xShmMap = pShmMap, .xShmLock = pShmLock, .xShmBarrier = pShmBarrier, .xShmUnmap = pShmUnmap,
+        .xFetch = cFetch, .xUnfetch = pUnfetch,
     };
     databaseMethods = (sqlite3_io_methods){
         .iVersion = 3,
-        .xClose = dClose, .xRead = dRead, .xWrite = dWrite, .xTruncate = dTruncate, .xSync = dSync,
-        .xFileSize = dFileSize, .xLock = dLock, .xUnlock = dUnlock, .xCheckReservedLock = dCheckReservedLock,
-        .xFileControl = dFileControl, .xSectorSize = dSectorSize, .xDeviceCharacteristics = dDeviceCharacteristics,
-        .xShmMap = dShmMap, .xShmLock = dShmLock, .xShmBarrier = dShmBarrier, .xShmUnmap = dShmUnmap,
-        .xFetch = dFetch, .xUnfetch = dUnfetch,
+        .xClose = dClose, .xRead = pRead, .xWrite = pWrite, .xTruncate = pTruncate, .xSync = pSync,
+        .xFileSize = pFileSize, .xLock = pLock, .xUnlock = dUnlock, .xCheckReservedLock = pCheckReservedLock,
+        .xFileControl = pFileControl, .xSectorSize = pSectorSize, .xDeviceCharacteristics = pDeviceCharacteristics,
+        .xShmMap = pShmMap, .xShmLock = dShmLock, .xShmBarrier = pShmBarrier, .xShmUnmap = pShmUnmap,
+        .xFetch = pFetch, .xUnfetch = pUnfetch,
     };
     databaseMethodsNoShm = databaseMethods;
     databaseMethodsNoShm.xShmMap = NULL;
