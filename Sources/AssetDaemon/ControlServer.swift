@@ -23,7 +23,8 @@ final class ControlServer {
     private var latencies = [Double](repeating: 0, count: 4096)
     private var latencyCount = 0
     private(set) var requests = 0
-    private(set) lazy var puts = PutBatcher(server: self)
+    /// object.put's group commit; started with the socket, stopped by closeAll.
+    private var puts: PutPipeline?
     /// Streams closing after their replies are flushed, with the time they must be gone by.
     private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double)] = [:]
     private var reaper: EventLoop.Timer?
@@ -41,6 +42,7 @@ final class ControlServer {
 
     func start(path: String, mode: UInt32) throws(UVError) {
         try progress.start(loop: daemon.loop) { [unowned self] in deliverProgress() }
+        puts = try PutPipeline(store: store, loop: daemon.loop) { [unowned self] n in daemon.workEnded(n) }
         pointReader = try? PointReader(store: store)
         // The snapshot of one turn's gets ends before the loop waits again: an idle daemon
         // never pins it, and the WAL can restart.
@@ -138,6 +140,17 @@ final class ControlServer {
             store: daemon.store, caller: identity.caller(daemon.config), enforceOwnership: daemon.config.enforceOwnership)
     }
 
+    /// Queues a put for the next group commit; `done` runs on the loop once it is durable or
+    /// has failed. Counted as in flight until then.
+    func put(_ params: JSONValue, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
+        guard let puts else {
+            done(.failure(RPCError(code: RPCError.internalErrorCode, message: "the put pipeline is not running")))
+            return
+        }
+        daemon.workStarted()
+        puts.enqueue(params, context, done: done)
+    }
+
     /// Runs `work` on the thread pool and `done` back on the loop, counted as in flight.
     func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
         try daemon.submit(work, done: done)
@@ -192,6 +205,8 @@ final class ControlServer {
     /// Refuses what is still queued, flushes replies and closes every connection.
     func closeAll() {
         progress.close()
+        puts?.stop()  // every put has been answered: the daemon waited for them
+        puts = nil
         turnHook?.close()
         turnHook = nil
         pointReader = nil  // ends its snapshot, so the checkpoint at shutdown can truncate

@@ -112,6 +112,7 @@ public final class Daemon {
             try startPolicyTimer()
         } catch {
             logger.error("cannot serve \(config.socketPath): \(error)")
+            server.closeAll()  // stops the put threads before the store closes under them
             store.close()
             return 1
         }
@@ -125,17 +126,27 @@ public final class Daemon {
 
     /// Runs `work` on the thread pool, counted as in flight until `done` has run.
     func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
-        inFlight += 1
+        workStarted()
         do {
             try Work.submit(loop: loop, work) { [unowned self] in
-                inFlight -= 1
                 done()
-                checkStopped()
+                workEnded()
             }
         } catch {
             inFlight -= 1
             throw error
         }
+    }
+
+    /// Work handed off the loop (a pool job, a queued put): a stop waits for it to end.
+    func workStarted() {
+        inFlight += 1
+    }
+
+    /// `count` pieces of work have ended and been answered.
+    func workEnded(_ count: Int = 1) {
+        inFlight -= count
+        checkStopped()
     }
 
     /// Records the latest commit (replies to ping carry it).

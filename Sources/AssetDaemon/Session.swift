@@ -151,7 +151,7 @@ final class Session {
         }
         running = true
         if request.method == "object.put" {
-            server.puts.enqueue(request.params, context) { [self] result in
+            server.put(request.params, context) { [self] result in
                 running = false
                 reply(request, result, started)
                 pump()

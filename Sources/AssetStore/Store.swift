@@ -148,9 +148,11 @@ public final class Store: Sendable {
 
     /// Runs `body` in the write transaction (one at a time). At the end the rules are
     /// processed to a fixed point and the transaction commits as a whole, or not at all.
-    /// `owner` is the owner of objects put without one (the client's user name).
+    /// `owner` is the owner of objects put without one (the client's user name). With
+    /// durability "full" the commit is synced before `write` returns, unless `syncing` is
+    /// false: then the caller must not acknowledge it before `syncCommitted` has covered it.
     @discardableResult
-    public func write<T>(owner: String? = nil, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
+    public func write<T>(owner: String? = nil, syncing: Bool = true, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
         try checkOpen()
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
@@ -179,7 +181,7 @@ public final class Store: Sendable {
                 return result!  // set before commit
             }
         }
-        try syncCommitted(committed.report.commit)
+        if syncing { try syncCommitted(committed.report.commit) }
         return committed
     }
 
@@ -243,14 +245,15 @@ public final class Store: Sendable {
     /// With durability "full": syncs the WAL, so `commit` and every commit before it survive
     /// power loss, and records it. Called after the write lock is released; a checkpoint that
     /// restarts the WAL meanwhile has already synced those frames and the database file.
-    func syncCommitted(_ commit: Int64) throws {
+    /// A failure is a StoreError marked `unsynced`.
+    public func syncCommitted(_ commit: Int64) throws(StoreError) {
         guard configuration.durability == .full else { return }
         try syncWAL()
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }
 
     /// fdatasync of the WAL: every frame written so far is on disk.
-    func syncWAL() throws {
+    func syncWAL() throws(StoreError) {
         let file = path + "-wal"
         // The commit is visible but may not be on disk: the caller must not acknowledge it, nor
         // run it again. That holds as much when the WAL cannot be opened (EMFILE) as when

@@ -32,43 +32,55 @@ extension MethodTable {
         return putBatch(store) { () -> [(Int, JSONValue, MethodContext)] in
             defer { taken = true }
             return taken ? [] : inputs.enumerated().map { ($0.offset, $0.element.0, $0.element.1) }
-        }.map(\.1)
+        }.results.map(\.1)
     }
 
     /// The same, for puts taken by `take` once the batch holds the write lock (so puts that
     /// arrived while the previous commit ran join this one); the results carry their tags.
-    /// Nothing taken, nothing committed.
+    /// Nothing taken, nothing committed. Without `syncing`, the batch's own commit is not
+    /// synced: `unsynced` is that commit, and its successes may be acknowledged only once
+    /// `Store.syncCommitted` has covered it (a retry's commits are synced as usual).
     static func putBatch<Tag>(
-        _ store: Store, take: () -> [(Tag, JSONValue, MethodContext)]
-    ) -> [(Tag, Result<MethodOutcome, RPCError>)] {
+        _ store: Store, syncing: Bool = true, take: () -> [(Tag, JSONValue, MethodContext)]
+    ) -> (results: [(Tag, Result<MethodOutcome, RPCError>)], unsynced: Int64?) {
         var inputs = [(Tag, JSONValue, MethodContext)]()
         var took = false
         do {
-            let done = try store.write { tx in
-                inputs = take()
-                took = true
+            let done = try store.write(syncing: syncing) { tx in
+                // Puts that arrive while these are applied join too, up to a limit.
+                repeat {
+                    let more = take()
+                    took = true
+                    if more.isEmpty { break }
+                    inputs += more
+                    for (_, params, ctx) in more { _ = try applyPut(Params(params), tx, ctx) }
+                } while inputs.count < batchLimit
                 guard !inputs.isEmpty else { throw NothingTaken() }
-                for (_, params, ctx) in inputs { _ = try applyPut(Params(params), tx, ctx) }
             }
-            return inputs.enumerated().map { i, input in
-                (input.0, .success(MethodOutcome(.object(["commit": .int(done.report.commit)]), commit: i == 0 ? done.report : nil)))
+            let results = inputs.enumerated().map { i, input in
+                (input.0, Result<MethodOutcome, RPCError>.success(
+                    MethodOutcome(.object(["commit": .int(done.report.commit)]), commit: i == 0 ? done.report : nil)))
             }
+            return (results, syncing ? nil : done.report.commit)
         } catch is NothingTaken {
-            return []
+            return ([], nil)
         } catch let e as StoreError where e.isUnsynced {
             // Committed but not durable: not acknowledged, and not run again.
-            return inputs.map { ($0.0, .failure(RPCError(e))) }
+            return (inputs.map { ($0.0, .failure(RPCError(e))) }, nil)
         } catch {
             guard took else {
                 // Refused before the transaction began (store closed, busy, I/O): nothing was
                 // taken, and a job that takes nothing would leave the queue to the next one,
                 // which would be refused alike. The puts queued now get the refusal.
-                guard case .failure(let refusal) = capture({ () throws -> Void in throw error }) else { return [] }
-                return take().map { ($0.0, .failure(refusal)) }
+                guard case .failure(let refusal) = capture({ () throws -> Void in throw error }) else { return ([], nil) }
+                return (take().map { ($0.0, .failure(refusal)) }, nil)
             }
-            return zip(inputs.map(\.0), retry(store, inputs.map { ($0.1, $0.2) })).map { ($0, $1) }
+            return (zip(inputs.map(\.0), retry(store, inputs.map { ($0.1, $0.2) })).map { ($0, $1) }, nil)
         }
     }
+
+    /// Puts one transaction takes at most (a commit of more would hold back every reply in it).
+    static let batchLimit = 256
 
     private struct NothingTaken: Error {}
 

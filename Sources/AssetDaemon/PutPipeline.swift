@@ -1,0 +1,181 @@
+// Group commit for object.put, on two threads of its own. The committer takes every queued
+// put once it holds the write lock, and keeps taking the puts that arrive while it applies
+// them (up to a limit); it commits them as one transaction and goes straight on to the next
+// batch. The syncer fdatasyncs the WAL once for every commit made since its last sync, then
+// hands the replies to the loop through a waker. A put is acknowledged only once its commit
+// is durable.
+//
+// Why not the libuv pool: each batch then went through the loop twice (queued to a sleeping
+// pool thread, its `done` run on the loop before the next batch could start), about 400 µs
+// of a 1.6 ms cycle in which the write lock stood idle.
+
+import AssetStore
+import ControlProtocol
+import EventLoop
+import Foundation
+import Synchronization
+
+final class PutPipeline: @unchecked Sendable {
+    // @unchecked Sendable: `waiting`, `nextTicket` and `waker` are touched only on the loop
+    // thread (the threads only call `wake()`, safe anywhere, between init and stop); the rest
+    // the threads share is under the two conditions.
+
+    private struct Input {
+        var ticket: UInt64
+        var params: JSONValue
+        var context: MethodContext
+    }
+
+    private typealias Reply = (ticket: UInt64, result: Result<MethodOutcome, RPCError>)
+
+    /// A committed batch waiting for the syncer; `unsynced` is the commit a sync must cover
+    /// before its successes are acknowledged (nil: already durable, or nothing committed).
+    private struct Committed {
+        var replies: [Reply]
+        var unsynced: Int64?
+    }
+
+    /// Puts waiting for the committer, and the stop request; under `incoming`.
+    private final class Incoming {
+        var queue: [Input] = []
+        var stopping = false
+    }
+
+    /// Commits waiting for the syncer, and the committer's end; under `outgoing`.
+    private final class Outgoing {
+        var committed: [Committed] = []
+        var committerDone = false
+    }
+
+    private let store: Store
+    private let incoming = NSCondition()
+    private let inputs = Incoming()
+    private let outgoing = NSCondition()
+    private let outputs = Outgoing()
+    /// Replies ready for the loop, filled by the syncer.
+    private let ready = Mutex<[Reply]>([])
+    private var waker: Waker?
+    private var waiting: [UInt64: (Result<MethodOutcome, RPCError>) -> Void] = [:]
+    private var nextTicket: UInt64 = 0
+    private let finished = DispatchGroup()
+    /// Runs on the loop after each delivery, with the number of puts answered.
+    private let answered: (Int) -> Void
+
+    /// Starts the two threads and the waker on `loop`. `answered` runs on the loop after each
+    /// delivery of replies (the daemon counts them out of its in-flight work).
+    init(store: Store, loop: Loop, answered: @escaping (Int) -> Void) throws(UVError) {
+        self.store = store
+        self.answered = answered
+        // Referenced: a stop waits for in-flight puts, and closes it (stop()) once they are answered.
+        waker = try Waker(loop: loop) { [unowned self] in deliver() }
+        let bodies: [(String, @Sendable () -> Void)] = [
+            ("assetd-commit", { self.commitLoop() }), ("assetd-sync", { self.syncLoop() }),
+        ]
+        for (name, body) in bodies {
+            finished.enter()
+            let thread = Thread { [finished] in
+                body()
+                finished.leave()
+            }
+            thread.name = name
+            thread.start()
+        }
+    }
+
+    /// Queues a put (loop thread); `done` runs on the loop once it is durable, or has failed.
+    func enqueue(_ params: JSONValue, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
+        nextTicket += 1
+        waiting[nextTicket] = done
+        incoming.lock()
+        inputs.queue.append(Input(ticket: nextTicket, params: params, context: context))
+        incoming.signal()
+        incoming.unlock()
+    }
+
+    /// Lets the threads finish what is queued, waits for them, and closes the waker (loop
+    /// thread). Replies not delivered by then are dropped: the daemon calls it once every put
+    /// has been answered.
+    func stop() {
+        incoming.lock()
+        inputs.stopping = true
+        incoming.signal()
+        incoming.unlock()
+        finished.wait()
+        waker?.close()
+        waker = nil
+    }
+
+    // MARK: committer
+
+    private func commitLoop() {
+        while true {
+            incoming.lock()
+            while inputs.queue.isEmpty && !inputs.stopping { incoming.wait() }
+            let done = inputs.queue.isEmpty
+            incoming.unlock()
+            if done { break }
+            let batch = MethodTable.putBatch(store, syncing: false) { () -> [(UInt64, JSONValue, MethodContext)] in
+                incoming.lock()
+                defer {
+                    inputs.queue = []
+                    incoming.unlock()
+                }
+                return inputs.queue.map { ($0.ticket, $0.params, $0.context) }
+            }
+            outgoing.lock()
+            outputs.committed.append(Committed(replies: batch.results.map { ($0.0, $0.1) }, unsynced: batch.unsynced))
+            outgoing.signal()
+            outgoing.unlock()
+        }
+        outgoing.lock()
+        outputs.committerDone = true
+        outgoing.signal()
+        outgoing.unlock()
+    }
+
+    // MARK: syncer
+
+    private func syncLoop() {
+        while true {
+            outgoing.lock()
+            while outputs.committed.isEmpty && !outputs.committerDone { outgoing.wait() }
+            let batches = outputs.committed
+            outputs.committed = []
+            outgoing.unlock()
+            if batches.isEmpty { break }  // the committer is done and nothing is left
+            var failure: RPCError?
+            if let commit = batches.compactMap(\.unsynced).max() {
+                do {
+                    // One fdatasync covers every commit made before it.
+                    try store.syncCommitted(commit)
+                } catch {
+                    // Committed but not durable: not acknowledged, and not run again.
+                    failure = RPCError(error)
+                }
+            }
+            var replies = [Reply]()
+            for batch in batches {
+                for var reply in batch.replies {
+                    if let failure, batch.unsynced != nil, case .success = reply.result { reply.result = .failure(failure) }
+                    replies.append(reply)
+                }
+            }
+            ready.withLock { $0.append(contentsOf: replies) }
+            waker?.wake()
+        }
+    }
+
+    // MARK: loop
+
+    private func deliver() {
+        let replies = ready.withLock { r in
+            defer { r = [] }
+            return r
+        }
+        guard !replies.isEmpty else { return }
+        for reply in replies {
+            waiting.removeValue(forKey: reply.ticket)?(reply.result)
+        }
+        answered(replies.count)
+    }
+}
