@@ -100,12 +100,15 @@ enum IndexTable {
         try db.execute(sql: "DROP TABLE IF EXISTS \"\(table(name))\"")
     }
 
-    /// Recomputes the rows of `ids` in every index (a missing object loses its rows).
+    /// Recomputes the rows of `ids` in every index (a missing object loses its rows); those
+    /// in `unindexed` have none yet, and nothing is deleted for them.
     /// Per object, size and count come from a plain join summed here: the correlated `IN`
     /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
     /// default row is inserted from values, not `INSERT … SELECT`: that form writes seven
     /// b-trees from a query, so SQLite kept a statement journal copy of every page it touched.
-    static func refresh(_ ids: some Collection<Int64>, indexes: [IndexDefinition], _ db: Database) throws {
+    static func refresh(
+        _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [], _ db: Database
+    ) throws {
         guard !ids.isEmpty else { return }
         let delDefault = try db.cachedStatement(sql: "DELETE FROM \"index_default\" WHERE object_id = ?")
         let files = try db.cachedStatement(sql: """
@@ -124,7 +127,7 @@ enum IndexTable {
             try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
                 if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
             }
-            try delDefault.executeRaw { sqlite3_bind_int64($0, 1, id) }
+            if !unindexed.contains(id) { try delDefault.executeRaw { sqlite3_bind_int64($0, 1, id) } }
             // The object's columns go across as SQLite values, unconverted.
             let o = object.sqliteStatement
             sqlite3_reset(o)
@@ -150,7 +153,7 @@ enum IndexTable {
             let ins = try db.cachedStatement(
                 sql: "INSERT INTO \"\(table(def.name))\" \(userSelect(def, extraCondition: "o.id = ?"))")
             for id in ids {
-                try del.executeRaw { sqlite3_bind_int64($0, 1, id) }
+                if !unindexed.contains(id) { try del.executeRaw { sqlite3_bind_int64($0, 1, id) } }
                 try ins.executeRaw { sqlite3_bind_int64($0, 1, id) }
             }
         }

@@ -57,7 +57,7 @@ extension WriteTransaction {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
         let saved = (
             work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
-            report, deletedDetails, queuedDetails, removedWithReason, neverDerived
+            report, deletedDetails, queuedDetails, removedWithReason, neverDerived, unindexed
         )
         let marks = (
             deleted: deletedDetails.count, queued: queuedDetails.count, deny: denyChecks.count,
@@ -95,7 +95,7 @@ extension WriteTransaction {
             }
         } catch {
             (work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
-             report, deletedDetails, queuedDetails, removedWithReason, neverDerived) = saved
+             report, deletedDetails, queuedDetails, removedWithReason, neverDerived, unindexed) = saved
             pendingDeletes = []
             pendingDeleteIDs = []
             flushFailure = nil

@@ -61,7 +61,9 @@ extension WriteTransaction {
                 """).execute(arguments: [id, id])
         }
         filesTouched = []
-        try IndexTable.refresh(indexDirty.subtracting(deletedIDs).sorted(), indexes: Array(indexes.values), db)
+        let refreshed = indexDirty.subtracting(deletedIDs)
+        try IndexTable.refresh(refreshed.sorted(), indexes: Array(indexes.values), unindexed: unindexed, db)
+        unindexed.subtract(refreshed)
         indexDirty = []
     }
 

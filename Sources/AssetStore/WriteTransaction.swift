@@ -26,6 +26,9 @@ public final class WriteTransaction {
     var dirtyOrder: [Int64] = []
     /// Objects inserted by this transaction and not yet derived: they have no derived edges.
     var neverDerived: Set<Int64> = []
+    /// Objects inserted by this transaction whose index rows were never written: refreshing
+    /// them deletes nothing (ids are never reused, so no old row can exist).
+    var unindexed: Set<Int64> = []
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
@@ -114,6 +117,7 @@ public final class WriteTransaction {
             }
             id = db.lastInsertedRowID
             neverDerived.insert(id)
+            unindexed.insert(id)
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
         report.put.append(ref)
@@ -265,6 +269,7 @@ public final class WriteTransaction {
             sql: "INSERT OR REPLACE INTO secondary_index (name, definition) VALUES (?, ?)",
             arguments: [def.name, def.json.serialized()])
         indexes[def.name] = def
+        unindexed = []  // populated with every object, this transaction's too
         try IndexTable.populate(name: def.name, def: def, db, progress: progress)
     }
 
@@ -273,6 +278,7 @@ public final class WriteTransaction {
         guard name == IndexDefinition.defaultName || indexes[name] != nil else {
             throw StoreError(.notFound, "no index \"\(name)\"")
         }
+        unindexed = []
         try IndexTable.populate(name: name, def: indexes[name], db, progress: progress)
     }
 

@@ -251,4 +251,37 @@ import AssetStoreTestSupport
         #expect(err != nil)
         #expect(try indexContents(f.store).isEmpty)
     }
+
+    // A new object's index rows are written without deleting first; these are the ways a
+    // row can exist before the transaction's final refresh (a duplicate would fail the commit).
+    @Test("a new object put again after a flush, or after its index was rebuilt, keeps one row per index, the last")
+    func newObjectRowsWrittenOnce() throws {
+        let kinds = IndexDefinition(name: "kinds", version: "1", columns: [column("kind", .text, "kind")])
+        let f = try Fixture { $0.indexes = [kinds] }
+        // Each case in its own transaction: a rebuild in one would hide a slip in another.
+        try f.store.write { tx in
+            try tx.put(ref("n", "flushed"), value: ["kind": "a"], owner: "first")
+            try tx.flush()
+            try tx.put(ref("n", "flushed"), value: ["kind": "b"], owner: "second")
+        }
+        try f.store.write { tx in
+            try tx.put(ref("n", "rebuilt"), value: ["kind": "a"], owner: "first")
+            try tx.rebuildIndex("default")
+            try tx.rebuildIndex("kinds")
+            try tx.put(ref("n", "rebuilt"), value: ["kind": "b"], owner: "second")
+        }
+        try f.store.write { tx in
+            try tx.put(ref("n", "defined"), value: ["kind": "a", "tag": "x"], owner: "first")
+            try tx.defineIndex(IndexDefinition(name: "tags", version: "1", columns: [column("tag", .text, "tag")]))
+            try tx.put(ref("n", "defined"), value: ["kind": "b", "tag": "y"], owner: "second")
+        }
+        let rows = try indexContents(f.store)  // records an issue for a repeated row
+        let kindRows = try indexContents(f.store, index: "kinds")
+        for key in ["flushed", "rebuilt", "defined"] {
+            #expect(rows[ref("n", key)]?["owner"] == "second", "\(key)")
+            #expect(kindRows[ref("n", key)]?["kind"] == "b", "\(key)")
+        }
+        #expect(try indexContents(f.store, index: "tags")[ref("n", "defined")]?["tag"] == "y")
+    }
 }
+
