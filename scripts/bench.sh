@@ -5,7 +5,7 @@
 #           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with
 #           apt-get if missing): N gets over N stored objects; up to PUT_N puts (default N/2)
 #           within PUT_SECONDS (default 60); then, for information, the same puts through
-#           Store.write in-process, 20 per commit (about the daemon's batch), durability full
+#           Store.write in-process, 25 per commit (about the daemon's batch), durability full
 #           and normal
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
@@ -133,7 +133,7 @@ if has socket; then
     rm -rf "$scratch/socket"
     # The same puts without the socket or the daemon's pipeline (information).
     "$bench" populate "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$n"
-    "$bench" put-ceiling "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$put_n" 20
+    "$bench" put-ceiling "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$put_n" 25
     rm -rf "$scratch/ceiling"
     kill -TERM "$redis_pid"
     wait "$redis_pid" || true

@@ -1,9 +1,12 @@
 // Group commit for object.put, on two threads of its own. The committer takes every queued
-// put once it holds the write lock, and keeps taking the puts that arrive while it applies
-// them (up to a limit); it commits them as one transaction and goes straight on to the next
-// batch. The syncer fdatasyncs the WAL once for every commit made since its last sync, then
-// hands the replies to the loop through a waker. A put is acknowledged only once its commit
-// is durable.
+// put once it holds the write lock (those that arrived during the previous commit), commits
+// them as one transaction and goes straight on to the next batch. The syncer fdatasyncs the
+// WAL once for every commit made since its last sync, then hands the replies to the loop
+// through a waker. A put is acknowledged only once its commit is durable.
+//
+// Tried and not kept: taking the puts that arrive while a batch is applied into the same
+// transaction (up to 256 a commit: 22,900 puts/s against 25,600 without, five interleaved
+// runs each; at most 24: no difference), and capping a batch at 16 or 24 (no difference).
 //
 // Why not the libuv pool: each batch then went through the loop twice (queued to a sleeping
 // pool thread, its `done` run on the loop before the next batch could start), about 400 µs

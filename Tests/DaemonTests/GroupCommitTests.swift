@@ -92,34 +92,6 @@ import Testing
         }
     }
 
-    @Test("puts queued while a batch is applied join its transaction, up to the batch limit")
-    func latePutsJoin() throws {
-        let store = try openStore()
-        defer { store.close() }
-        let ctx = MethodContext(store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
-        func puts(_ range: Range<Int>) -> [(Int, JSONValue, MethodContext)] {
-            range.map { i in (i, ["collection": "late", "key": .string("k\(i)"), "value": ["i": .int(Int64(i))]], ctx) }
-        }
-        // Arrivals: 3 puts, then 2 more while those are applied, then none.
-        var rounds = [puts(0..<3), puts(3..<5)]
-        let joined = MethodTable.putBatch(store) { rounds.isEmpty ? [] : rounds.removeFirst() }
-        #expect(joined.results.map(\.0) == Array(0..<5))
-        let commits = Set(joined.results.compactMap { try? $0.1.get().result["commit"]?.intValue })
-        #expect(commits.count == 1, "the late puts were left for another commit: \(commits)")
-
-        // Puts keep arriving: the transaction stops taking once it holds the limit.
-        var taken = 0
-        let limited = MethodTable.putBatch(store) { () -> [(Int, JSONValue, MethodContext)] in
-            defer { taken += 100 }
-            return puts((1000 + taken)..<(1100 + taken))
-        }
-        let rounds100 = (MethodTable.batchLimit + 99) / 100
-        #expect(taken == rounds100 * 100)
-        #expect(limited.results.count == rounds100 * 100)
-        #expect(Set(limited.results.compactMap { try? $0.1.get().result["commit"]?.intValue }).count == 1)
-        #expect(try store.read { try $0.objectCount() } == 5 + rounds100 * 100)
-    }
-
     @Test("without syncing, a batch's commit is left for syncCommitted, which makes it durable")
     func unsyncedBatch() throws {
         let store = try openStore()

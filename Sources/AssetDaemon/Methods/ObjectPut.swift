@@ -47,15 +47,10 @@ extension MethodTable {
         var took = false
         do {
             let done = try store.write(syncing: syncing) { tx in
-                // Puts that arrive while these are applied join too, up to a limit.
-                repeat {
-                    let more = take()
-                    took = true
-                    if more.isEmpty { break }
-                    inputs += more
-                    for (_, params, ctx) in more { _ = try applyPut(Params(params), tx, ctx) }
-                } while inputs.count < batchLimit
+                inputs = take()
+                took = true
                 guard !inputs.isEmpty else { throw NothingTaken() }
+                for (_, params, ctx) in inputs { _ = try applyPut(Params(params), tx, ctx) }
             }
             let results = inputs.enumerated().map { i, input in
                 (input.0, Result<MethodOutcome, RPCError>.success(
@@ -78,9 +73,6 @@ extension MethodTable {
             return (zip(inputs.map(\.0), retry(store, inputs.map { ($0.1, $0.2) })).map { ($0, $1) }, nil)
         }
     }
-
-    /// Puts one transaction takes at most (a commit of more would hold back every reply in it).
-    static let batchLimit = 256
 
     private struct NothingTaken: Error {}
 
