@@ -1,5 +1,6 @@
-// Review of the put pipeline: a stop (shutdown request or SIGTERM) while many connections'
-// puts are queued answers every put exactly once, and every acknowledged put is stored.
+// The put pipeline under load and at a stop: a shutdown request or SIGTERM while many
+// connections' puts are queued answers every put exactly once and keeps every acknowledged
+// put; puts beside pool writers all get answers.
 
 import AssetClient
 import AssetStore
@@ -8,7 +9,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite(.serialized) struct PutPipelineReviewTests {
+@Suite(.serialized) struct PutPipelineStopTests {
     /// `connections` raw connections each pipelining `perConnection` puts; then `stop` runs.
     /// Reads every connection to its end (no id may be answered twice); returns the keys of
     /// the puts answered with a result. (Puts not yet read when it stops get no answer.)
@@ -71,7 +72,7 @@ import Testing
     }
 }
 
-@Suite struct PutPipelineConcurrencyReviewTests {
+@Suite struct PutPipelineConcurrencyTests {
     @Test("puts alongside transacts, deletes and checkpoints on the pool: everything answered, nothing hangs")
     func putsWithPoolWriters() throws {
         let h = try DaemonHarness()
