@@ -38,6 +38,7 @@ public final class Daemon {
     private var sweepAgain = false
     /// Checkpoint failures already logged: each new one is logged once, on the sweep timer.
     private var loggedCheckpointFailures = 0
+    private var loggedSyncFailure = false
     let started = QueryClock.now()
     private(set) var lastCommit: Int64 = 0
 
@@ -161,6 +162,10 @@ public final class Daemon {
         if wal.checkpointFailures > loggedCheckpointFailures {
             logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")
             loggedCheckpointFailures = wal.checkpointFailures
+        }
+        if !loggedSyncFailure, let failure = store.syncFailure {
+            loggedSyncFailure = true
+            logger.critical("a sync of the WAL failed (\(failure)): writes are refused until assetd is restarted")
         }
         scheduleSweep()
     }

@@ -29,6 +29,8 @@ public final class Store: Sendable {
     let checkpointer: Checkpointer
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
+    /// Tests: an errno the next fdatasync of the WAL fails with (0: none).
+    let injectedSyncError = Atomic<Int32>(0)
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
     let state: Mutex<State>
@@ -38,6 +40,10 @@ public final class Store: Sendable {
         var indexes: [String: IndexDefinition] = [:]
         /// The highest commit known to be on disk.
         var durableCommit: Int64 = 0
+        /// Why an fdatasync of the WAL failed, once one has: the kernel may then have dropped
+        /// the pages it could not write, so a later sync that succeeds proves nothing. Nothing
+        /// is acknowledged or written after it; a restart recovers from what is on disk.
+        var syncFailure: String?
         var closed = false
         var policy: PolicyConfiguration?
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
@@ -154,6 +160,12 @@ public final class Store: Sendable {
     @discardableResult
     public func write<T>(owner: String? = nil, syncing: Bool = true, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
         try checkOpen()
+        if let failure = syncFailure {
+            // Not marked unsynced: nothing was committed, and the caller may answer so.
+            throw StoreError(
+                .internalError, "writes are refused: a sync of the database's WAL failed (\(failure)), so what was"
+                    + " written since may not be on disk; restart assetd to recover from what is")
+        }
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
@@ -263,12 +275,24 @@ public final class Store: Sendable {
                 .internalError, "the commit could not be synced to disk (\(call) \(file): \(errnoDescription(e)))",
                 detail: .object(["unsynced": true]))
         }
+        if let failure = syncFailure {
+            throw StoreError(
+                .internalError, "the commit could not be synced to disk (an earlier fdatasync failed: \(failure))",
+                detail: .object(["unsynced": true]))
+        }
         let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw unsynced("open", errno) }
-        let ok = fdatasync(fd) == 0
-        let e = errno
+        guard fd >= 0 else { throw unsynced("open", errno) }  // nothing was lost: later syncs may succeed
+        var ok = fdatasync(fd) == 0
+        var e = errno
+        let injected = injectedSyncError.exchange(0, ordering: .relaxed)
+        if injected != 0 { (ok, e) = (false, injected) }
         Glibc.close(fd)
-        guard ok else { throw unsynced("fdatasync", e) }
+        guard ok else {
+            state.withLock { s in
+                if s.syncFailure == nil { s.syncFailure = "fdatasync \(file): \(errnoDescription(e))" }
+            }
+            throw unsynced("fdatasync", e)
+        }
         walSyncs.add(1, ordering: .relaxed)
     }
 
@@ -321,6 +345,9 @@ public final class Store: Sendable {
 
     /// The highest commit known to be durable.
     public var durableCommit: Int64 { state.withLock { $0.durableCommit } }
+
+    /// Why an fdatasync of the WAL failed, if one has: from then on writes are refused.
+    public var syncFailure: String? { state.withLock { $0.syncFailure } }
 
     /// The lifecycle policies in force (the daemon replaces them on SIGHUP).
     public var policy: PolicyConfiguration? {

@@ -86,6 +86,45 @@ import AssetStoreTestSupport
         #expect(f.store.durableCommit == first)
     }
 
+    @Test("after an fdatasync of the WAL fails, nothing more is acknowledged or written until the store is reopened")
+    func failedSyncRefusesWrites() throws {
+        let f = try Fixture { $0.durability = .full }
+        let first = try f.put([(ref("c", "a"), 1)]).commit
+        // The kernel may drop the pages a failed fdatasync could not write (and a later one
+        // then succeeds without them): a success after a failure proves nothing.
+        f.store.injectedSyncError.store(EIO, ordering: .relaxed)
+        var failed: StoreError?
+        do { try f.put([(ref("c", "b"), 2)]) } catch let e as StoreError { failed = e }
+        #expect(failed?.isUnsynced == true, "\(String(describing: failed))")
+        var refused: StoreError?
+        do { try f.put([(ref("c", "c"), 3)]) } catch let e as StoreError { refused = e }
+        #expect(refused?.message.contains("restart") == true, "\(String(describing: refused))")
+        #expect(refused?.isUnsynced == false, "refused before it began: nothing committed")
+        #expect(throws: StoreError.self) { try f.store.syncCommitted(first + 1) }
+        #expect(f.store.durableCommit == first)
+        #expect(try f.store.read { try $0.lastCommit() } == first + 1)
+        #expect(try f.store.read { try $0.exists(ref("c", "a")) }, "reads go on")
+        #expect(f.store.syncFailure?.contains("fdatasync") == true)
+
+        try f.reopen()
+        #expect(f.store.syncFailure == nil)
+        let next = try f.put([(ref("c", "d"), 4)]).commit
+        #expect(f.store.durableCommit == next)
+    }
+
+    @Test("a WAL that cannot be opened for a sync (EMFILE, say) loses nothing: the next write syncs as usual")
+    func unopenableWALIsNotAFailedSync() throws {
+        let f = try Fixture { $0.durability = .full }
+        try f.put([(ref("c", "a"), 1)])
+        let wal = f.dbPath + "-wal"
+        #expect(rename(wal, wal + ".aside") == 0)
+        #expect(throws: StoreError.self) { try f.put([(ref("c", "b"), 2)]) }
+        #expect(rename(wal + ".aside", wal) == 0)
+        let next = try f.put([(ref("c", "c"), 3)]).commit
+        #expect(f.store.durableCommit == next)
+        #expect(f.store.syncFailure == nil)
+    }
+
     @Test("making commits durable keeps SQLite's locks on the database file (it never opens and closes that file)")
     func makeDurableKeepsLocks() throws {
         let f = try Fixture { $0.durability = .normal }
