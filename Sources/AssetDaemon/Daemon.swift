@@ -165,7 +165,7 @@ public final class Daemon {
         }
         if !loggedSyncFailure, let failure = store.syncFailure {
             loggedSyncFailure = true
-            logger.critical("a sync of the WAL failed (\(failure)): writes are refused until assetd is restarted")
+            logger.critical("a sync of the database failed (\(failure)): writes are refused until assetd is restarted")
         }
         scheduleSweep()
     }

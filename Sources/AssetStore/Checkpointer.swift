@@ -45,6 +45,9 @@ final class Checkpointer: Sendable {
     /// last failure's message: the frames stay in the WAL, which grows until one succeeds.
     let failures = Atomic<Int>(0)
     private let lastFailure = Mutex<String?>(nil)
+    /// The first checkpoint whose sync of the WAL or the database file failed: the kernel may
+    /// have dropped what it could not write, so later syncs that succeed prove nothing.
+    private let syncFailure = Mutex<String?>(nil)
     /// The checkpoint connection, opened on first use; only the queue touches it.
     private let connection = Mutex<UnsafeSendable<OpaquePointer>?>(nil)
 
@@ -116,6 +119,7 @@ final class Checkpointer: Sendable {
             // A fresh connection learns the database is in WAL mode only once it has read it;
             // one that could not read would never checkpoint, so it is not kept.
             sqlite3_busy_timeout(h, 1000)
+            sqlite3_extended_result_codes(h, 1)  // a failed sync must be told from other I/O errors
             let read = sqlite3_exec(h, "PRAGMA schema_version", nil, nil, nil)
             guard read == SQLITE_OK else {
                 note(read, h, "read for checkpoint")
@@ -151,7 +155,14 @@ final class Checkpointer: Sendable {
         let detail = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
         lastFailure.withLock { $0 = "\(step): \(detail) (SQLite code \(rc))" }
         failures.add(1, ordering: .releasing)
+        if rc == Checkpointer.ioerrFsync { syncFailure.withLock { $0 = $0 ?? "\(step): \(detail)" } }
     }
+
+    /// SQLITE_IOERR_FSYNC, a macro Swift does not import.
+    static let ioerrFsync: Int32 = SQLITE_IOERR | (4 << 8)
+
+    /// The first failed sync of a checkpoint, if any (the store then refuses writes).
+    var syncFailureMessage: String? { syncFailure.withLock { $0 } }
 
     /// The last failure's message, if any checkpoint failed.
     var lastFailureMessage: String? { lastFailure.withLock { $0 } }

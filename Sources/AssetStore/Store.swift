@@ -40,9 +40,10 @@ public final class Store: Sendable {
         var indexes: [String: IndexDefinition] = [:]
         /// The highest commit known to be on disk.
         var durableCommit: Int64 = 0
-        /// Why an fdatasync of the WAL failed, once one has: the kernel may then have dropped
-        /// the pages it could not write, so a later sync that succeeds proves nothing. Nothing
-        /// is acknowledged or written after it; a restart recovers from what is on disk.
+        /// Why a sync failed, once one has (the store's fdatasync of the WAL, or an explicit
+        /// checkpoint's; the background checkpointer keeps its own): the kernel may then have
+        /// dropped the pages it could not write, so a later sync that succeeds proves nothing.
+        /// Nothing is acknowledged or written after it; a restart recovers from what is on disk.
         var syncFailure: String?
         var closed = false
         var policy: PolicyConfiguration?
@@ -163,7 +164,7 @@ public final class Store: Sendable {
         if let failure = syncFailure {
             // Not marked unsynced: nothing was committed, and the caller may answer so.
             throw StoreError(
-                .internalError, "writes are refused: a sync of the database's WAL failed (\(failure)), so what was"
+                .internalError, "writes are refused: a sync of the database failed (\(failure)), so what was"
                     + " written since may not be on disk; restart assetd to recover from what is")
         }
         guard !configuration.readOnly else {
@@ -277,7 +278,7 @@ public final class Store: Sendable {
         }
         if let failure = syncFailure {
             throw StoreError(
-                .internalError, "the commit could not be synced to disk (an earlier fdatasync failed: \(failure))",
+                .internalError, "the commit could not be synced to disk (an earlier sync failed: \(failure))",
                 detail: .object(["unsynced": true]))
         }
         let fd = open(file, O_RDONLY | O_CLOEXEC)
@@ -346,8 +347,9 @@ public final class Store: Sendable {
     /// The highest commit known to be durable.
     public var durableCommit: Int64 { state.withLock { $0.durableCommit } }
 
-    /// Why an fdatasync of the WAL failed, if one has: from then on writes are refused.
-    public var syncFailure: String? { state.withLock { $0.syncFailure } }
+    /// Why a sync of the WAL (or a checkpoint's sync of the database) failed, if one has:
+    /// from then on writes are refused.
+    public var syncFailure: String? { state.withLock { $0.syncFailure } ?? checkpointer.syncFailureMessage }
 
     /// The lifecycle policies in force (the daemon replaces them on SIGHUP).
     public var policy: PolicyConfiguration? {

@@ -102,7 +102,14 @@ extension Store {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
         try checkpointer.exclusive {
-            try Store.mapErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
+            try Store.mapErrors {
+                do {
+                    try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+                } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_IOERR_FSYNC {
+                    state.withLock { s in s.syncFailure = s.syncFailure ?? "checkpoint: \(e.message ?? "sync failed")" }
+                    throw e
+                }
+            }
         }
     }
 }

@@ -42,11 +42,13 @@ typedef struct DatabaseFile DatabaseFile;
 typedef struct Wrapper {
     sqlite3_file base;        // this VFS's methods
     sqlite3_file *real;       // the wrapped VFS's file, in the same allocation, after this
+    const char *name;         // the path SQLite opened it by (valid until xClose)
 } Wrapper;
 
 typedef struct CoalescedFile {
     sqlite3_file base;        // methods: coalescedMethods
     sqlite3_file *real;       // as in Wrapper
+    const char *name;         // as in Wrapper
     DatabaseFile *database;   // the connection's database file, if this VFS opened it
     unsigned char *buffer;    // allocated on the first write (readers never write the WAL)
     sqlite3_int64 start;      // file offset of buffer[0]
@@ -63,6 +65,7 @@ typedef struct CoalescedFile {
 struct DatabaseFile {
     sqlite3_file base;        // methods: databaseMethods (databaseMethodsNoShm without shm)
     sqlite3_file *real;       // as in Wrapper
+    const char *name;         // as in Wrapper
     CoalescedFile *wal;
 };
 
@@ -84,7 +87,11 @@ static int pWrite(sqlite3_file *pf, const void *z, int n, sqlite3_int64 off) {
     return realOf(pf)->pMethods->xWrite(realOf(pf), z, n, off);
 }
 static int pTruncate(sqlite3_file *pf, sqlite3_int64 size) { return realOf(pf)->pMethods->xTruncate(realOf(pf), size); }
-static int pSync(sqlite3_file *pf, int flags) { return realOf(pf)->pMethods->xSync(realOf(pf), flags); }
+static int injectedSyncFailure(sqlite3_file *pf);
+static int pSync(sqlite3_file *pf, int flags) {
+    if (injectedSyncFailure(pf)) return SQLITE_IOERR_FSYNC;
+    return realOf(pf)->pMethods->xSync(realOf(pf), flags);
+}
 static int pFileSize(sqlite3_file *pf, sqlite3_int64 *size) { return realOf(pf)->pMethods->xFileSize(realOf(pf), size); }
 static int pLock(sqlite3_file *pf, int level) { return realOf(pf)->pMethods->xLock(realOf(pf), level); }
 static int pUnlock(sqlite3_file *pf, int level) { return realOf(pf)->pMethods->xUnlock(realOf(pf), level); }
@@ -266,6 +273,7 @@ static int cOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pf, int flags
         DatabaseFile *d = (DatabaseFile *)pf;
         memset(d, 0, sizeof *d);
         d->real = (sqlite3_file *)(d + 1);
+        d->name = name;
         int rc = wrapped->xOpen(wrapped, name, d->real, flags, outFlags);
         if (rc == SQLITE_OK) {
             const sqlite3_io_methods *m = d->real->pMethods;
@@ -282,6 +290,7 @@ static int cOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pf, int flags
     memset(f, 0, sizeof *f);
     f->lastRead = -1;
     f->real = (sqlite3_file *)(f + 1);
+    f->name = name;
     int rc = wrapped->xOpen(wrapped, name, f->real, flags, outFlags);
     // On failure SQLite calls xClose only if pMethods is set; the real file is closed by its VFS.
     if (rc == SQLITE_OK) {
@@ -373,4 +382,31 @@ int assetd_wal_coalesce_register(void) {
 
 long long assetd_wal_coalesce_writes(sqlite3_file *wal) {
     return wal != NULL && wal->pMethods == &coalescedMethods ? ((CoalescedFile *)wal)->writes : -1;
+}
+
+// Tests: syncs of files whose path starts with a prefix fail, a given number of times.
+static pthread_mutex_t syncFaultLock = PTHREAD_MUTEX_INITIALIZER;
+static char *syncFaultPrefix;
+static _Atomic int syncFaultsLeft;
+
+void assetd_wal_coalesce_fail_syncs(const char *prefix, int count) {
+    pthread_mutex_lock(&syncFaultLock);
+    free(syncFaultPrefix);
+    syncFaultPrefix = prefix != NULL && count > 0 ? strdup(prefix) : NULL;
+    syncFaultsLeft = syncFaultPrefix != NULL ? count : 0;
+    pthread_mutex_unlock(&syncFaultLock);
+}
+
+static int injectedSyncFailure(sqlite3_file *pf) {
+    if (syncFaultsLeft == 0) return 0;
+    const char *name = ((Wrapper *)pf)->name;
+    int fail = 0;
+    pthread_mutex_lock(&syncFaultLock);
+    if (syncFaultsLeft > 0 && syncFaultPrefix != NULL && name != NULL
+        && strncmp(name, syncFaultPrefix, strlen(syncFaultPrefix)) == 0) {
+        syncFaultsLeft--;
+        fail = 1;
+    }
+    pthread_mutex_unlock(&syncFaultLock);
+    return fail;
 }

@@ -1,5 +1,6 @@
 // Durability settings reach the connection that commits (SPEC §7 store.durability, §4.2).
 
+import CWALCoalesce
 import GRDB
 import Glibc
 import Testing
@@ -110,6 +111,38 @@ import AssetStoreTestSupport
         #expect(f.store.syncFailure == nil)
         let next = try f.put([(ref("c", "d"), 4)]).commit
         #expect(f.store.durableCommit == next)
+    }
+
+    @Test("a checkpoint whose sync fails (an explicit one, or one in the background) stops writes too")
+    func failedCheckpointSyncRefusesWrites() throws {
+        // Explicit: SQLite's own sync of the WAL before it copies, or of the database after.
+        let f = try Fixture { $0.durability = .full }
+        try f.put([(ref("c", "a"), 1)])
+        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
+        #expect(throws: StoreError.self) { try f.store.checkpoint() }
+        assetd_wal_coalesce_fail_syncs(nil, 0)
+        #expect(f.store.syncFailure?.contains("checkpoint") == true)
+        #expect(throws: StoreError.self) { try f.put([(ref("c", "b"), 2)]) }
+        #expect(try !f.store.read { try $0.exists(ref("c", "b")) })
+
+        // In the background: past 4,000 WAL frames, on the checkpointer's own connection.
+        let g = try Fixture { $0.durability = .full }
+        assetd_wal_coalesce_fail_syncs(g.dbPath, 1_000_000)
+        defer { assetd_wal_coalesce_fail_syncs(nil, 0) }
+        let filler = String(repeating: "x", count: 3000)  // about a page per object
+        var i = 0
+        while g.store.syncFailure == nil && i < 1000 {
+            do {
+                try g.put((0..<20).map { j in (ref("c", "k\(i)-\(j)"), ["pad": .string(filler)]) })
+            } catch let e as StoreError {
+                // The failure came while this write waited for its sync: committed, not durable.
+                #expect(e.isUnsynced, "\(e)")
+            }
+            g.store.checkpointer.drain()
+            i += 1
+        }
+        #expect(g.store.syncFailure != nil, "no checkpoint ran after \(i) writes")
+        #expect(throws: StoreError.self) { try g.put([(ref("c", "late"), 1)]) }
     }
 
     @Test("a WAL that cannot be opened for a sync (EMFILE, say) loses nothing: the next write syncs as usual")

@@ -17,4 +17,7 @@ long long assetd_wal_coalesce_writes(sqlite3_file *wal);
 /// just before it releases the WAL write lock, a commit published but COMMIT not yet returned.
 void assetd_wal_coalesce_set_write_unlock_hook(void (*hook)(sqlite3_file *database));
 
+/// Tests: the next `count` syncs (xSync) of database or WAL files whose path starts with
+/// `prefix` fail with SQLITE_IOERR_FSYNC, as an fdatasync returning EIO would (NULL or 0: none).
+void assetd_wal_coalesce_fail_syncs(const char *prefix, int count);
 #endif
