@@ -255,10 +255,15 @@ public final class Daemon {
         guard stopping, !finished, inFlight == 0, server.allIdle else { return }
         finished = true
         server.closeAll()
-        for s in signals { s.close() }
-        signals = []
+        // The signal watchers stay until the store is closed: closing one restores the default
+        // action, and a second SIGTERM would then kill the process mid-checkpoint (which waits
+        // up to 10 s for readers). After that the signals are ignored until exit.
+        logger.info("checkpointing the database before exit")
         do { try store.checkpoint() } catch { logger.warning("checkpoint at shutdown failed: \(error)") }
         store.close()
+        for s in signals { s.close() }
+        signals = []
+        for sig in [SIGTERM, SIGINT, SIGHUP] { signal(sig, SIG_IGN) }
     }
 
     /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.

@@ -52,6 +52,38 @@ import Testing
         }
     }
 
+    @Test("a second SIGTERM while assetd checkpoints before exit does not kill it: it still exits 0")
+    func secondSigtermDuringExit() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        _ = try c.call("object.put", ["collection": "s", "key": "a", "value": ["n": 1]])
+        c.close()
+        // A reader on a snapshot that uses the WAL: the checkpoint before exit (TRUNCATE)
+        // waits for it, which holds assetd in the window.
+        var config = StoreConfiguration(roots: [h.root])
+        config.readOnly = true
+        let reader = try Store(path: h.database, configuration: config)
+        defer { reader.close() }
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = onThread {
+            _ = try? reader.read { r in
+                _ = try r.objectCount()
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        let pid = h.process!.processIdentifier
+        kill(pid, SIGTERM)
+        #expect(eventually(timeout: 10) { h.log.contains("checkpointing the database before exit") })
+        kill(pid, SIGTERM)
+        usleep(200_000)
+        release.signal()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(h.stop(signal: 0) == 0, "the second SIGTERM killed assetd")
+    }
+
     @Test("SIGINT stops assetd like SIGTERM: exit 0, socket removed, data kept")
     func sigint() throws {
         let h = try DaemonHarness()
