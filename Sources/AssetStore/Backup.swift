@@ -166,6 +166,7 @@ extension Store {
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
+        try checkNoSyncFailure()
         let before = Store.fileSize(path) + Store.fileSize(path + "-wal")
         try checkpointer.exclusive {
             try Store.mapErrors {

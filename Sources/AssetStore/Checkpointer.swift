@@ -45,9 +45,13 @@ final class Checkpointer: Sendable {
     /// last failure's message: the frames stay in the WAL, which grows until one succeeds.
     let failures = Atomic<Int>(0)
     private let lastFailure = Mutex<String?>(nil)
-    /// The first checkpoint whose sync of the WAL or the database file failed: the kernel may
-    /// have dropped what it could not write, so later syncs that succeed prove nothing.
+    /// The first failed sync of the WAL or the database file (the store's own, or a
+    /// checkpoint's): the kernel may have dropped what it could not write, so a later sync
+    /// that succeeds proves nothing, and a checkpoint could copy pages read back stale into
+    /// the database file. From then on nothing is written or checkpointed; a restart
+    /// recovers from what is on disk (recovery checks every frame).
     private let syncFailure = Mutex<String?>(nil)
+    private let syncFailed = Atomic<Bool>(false)
     /// The checkpoint connection, opened on first use; only the queue touches it.
     private let connection = Mutex<UnsafeSendable<OpaquePointer>?>(nil)
 
@@ -63,6 +67,7 @@ final class Checkpointer: Sendable {
 
     /// From the WAL hook, on the writer's thread, right after a commit.
     fileprivate func committed(frames: Int32, writer: OpaquePointer?, schema: UnsafePointer<CChar>?) -> Int32 {
+        if syncFailed.load(ordering: .acquiring) { return SQLITE_OK }
         if frames < lastFrames.exchange(frames, ordering: .relaxed) {
             // Started over: what earlier runs copied belongs to the old WAL.
             backfilled.store(0, ordering: .relaxed)
@@ -106,7 +111,9 @@ final class Checkpointer: Sendable {
 
     private func run(before done: Int32) {
         // Checked again here: the hook may have queued this just before `exclusive` paused it.
-        guard !closed.load(ordering: .acquiring), paused.load(ordering: .acquiring) == 0 else { return }
+        guard !closed.load(ordering: .acquiring), paused.load(ordering: .acquiring) == 0,
+            !syncFailed.load(ordering: .acquiring)
+        else { return }
         let handle: OpaquePointer? = connection.withLock { c in
             if let c { return c.value }
             var h: OpaquePointer?
@@ -155,13 +162,19 @@ final class Checkpointer: Sendable {
         let detail = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
         lastFailure.withLock { $0 = "\(step): \(detail) (SQLite code \(rc))" }
         failures.add(1, ordering: .releasing)
-        if rc == Checkpointer.ioerrFsync { syncFailure.withLock { $0 = $0 ?? "\(step): \(detail)" } }
+        if rc == Checkpointer.ioerrFsync { recordSyncFailure("\(step): \(detail)") }
+    }
+
+    /// Records a failed sync (the first one's message is kept).
+    func recordSyncFailure(_ message: String) {
+        syncFailure.withLock { $0 = $0 ?? message }
+        syncFailed.store(true, ordering: .releasing)
     }
 
     /// SQLITE_IOERR_FSYNC, a macro Swift does not import.
     static let ioerrFsync: Int32 = SQLITE_IOERR | (4 << 8)
 
-    /// The first failed sync of a checkpoint, if any (the store then refuses writes).
+    /// The first failed sync, if any (the store then refuses writes and checkpoints).
     var syncFailureMessage: String? { syncFailure.withLock { $0 } }
 
     /// The last failure's message, if any checkpoint failed.

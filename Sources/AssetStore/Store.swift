@@ -40,11 +40,6 @@ public final class Store: Sendable {
         var indexes: [String: IndexDefinition] = [:]
         /// The highest commit known to be on disk.
         var durableCommit: Int64 = 0
-        /// Why a sync failed, once one has (the store's fdatasync of the WAL, or an explicit
-        /// checkpoint's; the background checkpointer keeps its own): the kernel may then have
-        /// dropped the pages it could not write, so a later sync that succeeds proves nothing.
-        /// Nothing is acknowledged or written after it; a restart recovers from what is on disk.
-        var syncFailure: String?
         var closed = false
         var policy: PolicyConfiguration?
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
@@ -161,12 +156,7 @@ public final class Store: Sendable {
     @discardableResult
     public func write<T>(owner: String? = nil, syncing: Bool = true, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
         try checkOpen()
-        if let failure = syncFailure {
-            // Not marked unsynced: nothing was committed, and the caller may answer so.
-            throw StoreError(
-                .internalError, "writes are refused: a sync of the database failed (\(failure)), so what was"
-                    + " written since may not be on disk; restart assetd to recover from what is")
-        }
+        try checkNoSyncFailure()
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
@@ -289,9 +279,7 @@ public final class Store: Sendable {
         if injected != 0 { (ok, e) = (false, injected) }
         Glibc.close(fd)
         guard ok else {
-            state.withLock { s in
-                if s.syncFailure == nil { s.syncFailure = "fdatasync \(file): \(errnoDescription(e))" }
-            }
+            checkpointer.recordSyncFailure("fdatasync \(file): \(errnoDescription(e))")
             throw unsynced("fdatasync", e)
         }
         walSyncs.add(1, ordering: .relaxed)
@@ -349,7 +337,16 @@ public final class Store: Sendable {
 
     /// Why a sync of the WAL (or a checkpoint's sync of the database) failed, if one has:
     /// from then on writes are refused.
-    public var syncFailure: String? { state.withLock { $0.syncFailure } ?? checkpointer.syncFailureMessage }
+    public var syncFailure: String? { checkpointer.syncFailureMessage }
+
+    /// Refuses a write or checkpoint once a sync has failed. Not marked unsynced: nothing was
+    /// committed, and the caller may answer so.
+    func checkNoSyncFailure() throws(StoreError) {
+        guard let failure = syncFailure else { return }
+        throw StoreError(
+            .internalError, "writes are refused: a sync of the database failed (\(failure)), so what was"
+                + " written since may not be on disk; restart assetd to recover from what is")
+    }
 
     /// The lifecycle policies in force (the daemon replaces them on SIGHUP).
     public var policy: PolicyConfiguration? {

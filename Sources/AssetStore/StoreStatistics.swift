@@ -101,12 +101,13 @@ extension Store {
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
+        try checkNoSyncFailure()
         try checkpointer.exclusive {
             try Store.mapErrors {
                 do {
                     try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
                 } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_IOERR_FSYNC {
-                    state.withLock { s in s.syncFailure = s.syncFailure ?? "checkpoint: \(e.message ?? "sync failed")" }
+                    checkpointer.recordSyncFailure("checkpoint: \(e.message ?? "sync failed")")
                     throw e
                 }
             }

@@ -1,6 +1,7 @@
 // Durability settings reach the connection that commits (SPEC §7 store.durability, §4.2).
 
 import CWALCoalesce
+import Foundation
 import GRDB
 import Glibc
 import Testing
@@ -106,6 +107,12 @@ import AssetStoreTestSupport
         #expect(try f.store.read { try $0.lastCommit() } == first + 1)
         #expect(try f.store.read { try $0.exists(ref("c", "a")) }, "reads go on")
         #expect(f.store.syncFailure?.contains("fdatasync") == true)
+        // No checkpoint either: it could copy pages the kernel dropped, read back stale, into
+        // the database file (a restart's recovery checks every frame instead).
+        let unchanged = try Data(contentsOf: URL(fileURLWithPath: f.dbPath))
+        #expect(throws: StoreError.self) { try f.store.checkpoint() }
+        #expect(throws: StoreError.self) { try f.store.vacuum() }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: f.dbPath)) == unchanged)
 
         try f.reopen()
         #expect(f.store.syncFailure == nil)
