@@ -4,7 +4,8 @@
 #   socket  object.get and durable object.put over assetd's socket, 50 clients, against
 #           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with
 #           apt-get if missing): N gets over N stored objects; up to PUT_N puts (default N/2)
-#           within PUT_SECONDS (default 60); then, for information, the same puts through
+#           within PUT_SECONDS (default 60), from 100 owners in turn, and as many again from one
+#           owner (information); then, for information, the same puts through
 #           Store.write in-process, 25 per commit (about the daemon's batch), durability full
 #           and normal
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default

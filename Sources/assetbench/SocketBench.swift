@@ -131,7 +131,8 @@ struct Flags {
 
 /// object.get and durable object.put over the socket, `connections` clients with one request
 /// in flight each, against redis-benchmark GET and SET on redis-server's Unix socket with as
-/// many clients. Rounds alternate which side goes first; each side's ops/s is its requests
+/// many clients. The puts' goal line has 100 owners in turn; the same puts from one owner
+/// follow for information. Rounds alternate which side goes first; each side's ops/s is its requests
 /// over its summed time.
 struct SocketWorkloads {
     let socket: String
@@ -179,13 +180,20 @@ struct SocketWorkloads {
             + "; baseline: redis-server \(redisVersion.dropFirst(2)) --save '' --appendonly no, redis-benchmark -s SOCK -c \(connections) -t get,set -q")
         print("socket: get = object.get of random keys among \(keys) stored objects, \(n) requests; ping = \(n / 2) pings"
             + " (info); put = object.put of new"
-            + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s; \(rounds) rounds alternating order")
+            + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s, owners 100 in turn,"
+            + " then as many from one owner (info); \(rounds) rounds alternating order")
         fflush(nil)
 
         var rng = SplitMix64(seed: 7)
         let getRequests = (0..<n).map { _ in RPC.get(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng))) }
         let putRequests = (0..<putN).map { i in
             RPC.put(SocketCommands.collection, "p" + pad(i, 8), owner: Bench.owners[i % 100], n: i)
+        }
+        // The same puts from one owner (information): a new object adds an entry at its owner's
+        // end of the two per-owner indexes, so 100 owners dirty up to two pages per put in each
+        // commit where one owner dirties two in all. The difference is what those pages cost.
+        let oneOwnerRequests = (0..<putN).map { i in
+            RPC.put(SocketCommands.collection, "q" + pad(i, 8), owner: Bench.owners[0], n: i)
         }
         let getCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
             guard !RPC.isError(reply), !RPC.isNullResult(reply) else {
@@ -197,6 +205,11 @@ struct SocketWorkloads {
         let putCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
             guard !RPC.isError(reply) else { throw BenchError("object.put #\(i) failed: \(RPC.text(reply))") }
             if let commit = RPC.commitNumber(reply) { putCommits.withLock { _ = $0.insert(commit) } }
+        }
+        let oneOwnerCommits = Mutex(Set<Int64>())
+        let oneOwnerCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+            guard !RPC.isError(reply) else { throw BenchError("object.put #\(i) of one owner failed: \(RPC.text(reply))") }
+            if let commit = RPC.commitNumber(reply) { oneOwnerCommits.withLock { _ = $0.insert(commit) } }
         }
 
         // Warm-up, untimed: connections, the pool's threads and readers, the page cache.
@@ -214,6 +227,7 @@ struct SocketWorkloads {
             guard !RPC.isError(reply) else { throw BenchError("ping #\(i) failed: \(RPC.text(reply))") }
         }
         var puts = [LoadResult]()
+        var oneOwnerPuts = [LoadResult]()
         // CPU seconds: (server, client) for gets, puts, and redis-benchmark's GET+SET runs.
         var getCPU = CPUSpent()
         var putCPU = CPUSpent()
@@ -221,6 +235,7 @@ struct SocketWorkloads {
         for round in 0..<rounds {
             let getSlice = Array(getRequests[(round * n / rounds)..<((round + 1) * n / rounds)])
             let putSlice = Array(putRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
+            let oneOwnerSlice = Array(oneOwnerRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
             let redisN = (round + 1) * n / rounds - round * n / rounds
             let engine = {
                 // ping is answered on the event loop from memory: the floor of the protocol,
@@ -241,6 +256,11 @@ struct SocketWorkloads {
                         socket: socket, connections: connections, requests: putSlice, driver: driver, deadline: deadline,
                         check: putCheck))
                 }
+                progress("round \(round + 1)/\(rounds): assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
+                let oneOwnerDeadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
+                oneOwnerPuts.append(try closedLoop(
+                    socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
+                    deadline: oneOwnerDeadline, check: oneOwnerCheck))
             }
             let redis = {
                 progress("round \(round + 1)/\(rounds): redis-benchmark -n \(redisN)")
@@ -263,6 +283,7 @@ struct SocketWorkloads {
         let getAll = merge(gets)
         let pingAll = merge(pings)
         let putAll = merge(puts)
+        let oneOwnerAll = merge(oneOwnerPuts)
         emit(ResultLine(
             name: "socket-get", engine: .throughput(ops: getAll.completed, seconds: getAll.seconds),
             baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .atLeast(0.5)))
@@ -283,6 +304,12 @@ struct SocketWorkloads {
             + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each);"
             + " fdatasync of 4 KiB on this file system: p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
             + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
+        emit(ResultLine(
+            name: "socket-put-one-owner", engine: .throughput(ops: oneOwnerAll.completed, seconds: oneOwnerAll.seconds),
+            baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .none))
+        print("  socket-put-one-owner (info, no goal): the same puts, all from one owner instead of 100;"
+            + " round trip p50=\(fmt(oneOwnerAll.percentile(0.5)))ms p99=\(fmt(oneOwnerAll.percentile(0.99)))ms;"
+            + " \(String(format: "%.1f", Double(oneOwnerAll.completed) / Double(max(1, oneOwnerCommits.withLock { $0.count })))) puts a commit")
         func us(_ seconds: Double, _ requests: Int) -> String { seconds.isNaN ? "?" : String(format: "%.0fus", seconds / Double(requests) * 1e6) }
         print("  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
             + " put=\(us(putCPU.server, putAll.completed)); assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
