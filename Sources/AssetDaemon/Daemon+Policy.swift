@@ -26,9 +26,10 @@ extension Daemon {
         try timer.start(after: policy.interval, repeating: policy.interval) { [unowned self] in enforcePolicy() }
     }
 
-    /// One enforcement run, unless another maintenance run holds the slot.
+    /// One enforcement run, unless another maintenance run holds the slot (or a failed sync
+    /// stopped writes: it could only fail).
     func enforcePolicy() {
-        guard !stopping else { return }
+        guard !stopping, store.syncFailure == nil else { return }
         if let running = claimMaintenance(Daemon.policyTimerRun) {
             logger.info("policy run skipped: \(running) is in progress")
             return

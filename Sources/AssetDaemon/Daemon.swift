@@ -165,15 +165,17 @@ public final class Daemon {
         }
         if !loggedSyncFailure, let failure = store.syncFailure {
             loggedSyncFailure = true
-            logger.critical("a sync of the database failed (\(failure)): writes are refused until assetd is restarted")
+            let why = "writes are refused, and unlinks and policy runs wait, until assetd is restarted"
+            logger.critical("a sync of the database failed (\(failure)): \(why)")
         }
         scheduleSweep()
     }
 
     /// Runs due unlinks on the pool; one sweep at a time, another right after if asked meanwhile.
-    /// None while stopping: the queue is durable and the next start drains it.
+    /// None while stopping: the queue is durable and the next start drains it. None after a
+    /// failed sync either: it could only fail, every second (the restart drains the queue).
     func scheduleSweep() {
-        guard !stopping else { return }
+        guard !stopping, store.syncFailure == nil else { return }
         if sweeping {
             sweepAgain = true
             return

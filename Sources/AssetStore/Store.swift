@@ -31,6 +31,11 @@ public final class Store: Sendable {
     let walSyncs = Atomic<Int>(0)
     /// Tests: an errno the next fdatasync of the WAL fails with (0: none).
     let injectedSyncError = Atomic<Int32>(0)
+    #if DEBUG
+    /// Debug builds only, for tests of a running assetd: if the file this variable names
+    /// exists when the WAL is synced, it is removed and the sync fails with EIO.
+    static let syncFailpoint = ProcessInfo.processInfo.environment["ASSETD_DEBUG_FAIL_WAL_SYNC"]
+    #endif
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
     let state: Mutex<State>
@@ -277,6 +282,9 @@ public final class Store: Sendable {
         var e = errno
         let injected = injectedSyncError.exchange(0, ordering: .relaxed)
         if injected != 0 { (ok, e) = (false, injected) }
+        #if DEBUG
+        if let trigger = Store.syncFailpoint, unlink(trigger) == 0 { (ok, e) = (false, EIO) }
+        #endif
         Glibc.close(fd)
         guard ok else {
             checkpointer.recordSyncFailure("fdatasync \(file): \(errnoDescription(e))")

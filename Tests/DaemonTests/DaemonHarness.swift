@@ -96,6 +96,8 @@ final class DaemonHarness {
     var logLevel: String
     /// Lines added to the config's [files] section (after roots).
     var filesSection: String
+    /// Variables added to the daemon's environment.
+    var environment: [String: String] = [:]
 
     /// `extraConfig` is appended to the config file (TOML), `controlSection` goes into [control].
     init(
@@ -173,6 +175,7 @@ final class DaemonHarness {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Binaries.assetd)
         p.arguments = arguments ?? ["--config", configPath]
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
