@@ -40,6 +40,11 @@ public enum Prometheus {
         gauge(
             "assetd_checkpoint_failures_total", "Checkpoints that failed since the daemon started.",
             s["wal"]?["checkpoint_failures"], type: "counter")
+        if let wal = s["wal"] {
+            gauge(
+                "assetd_writes_refused", "1 once a sync of the database failed: writes are refused until assetd is restarted.",
+                .int(wal["sync_failure"] == nil ? 0 : 1))
+        }
         gauge("assetd_uptime_seconds", "Seconds since the daemon started.", s["uptime"])
         gauge("assetd_connections", "Open control connections.", s["connections"])
         gauge("assetd_requests_total", "Requests answered since the daemon started.", s["requests"], type: "counter")

@@ -48,6 +48,9 @@ public struct WALStatus: Sendable {
     public var checkpointFailures: Int
     /// The latest failure's message.
     public var lastCheckpointError: String?
+    /// Why a sync of the WAL or the database file failed, if one has: writes are refused
+    /// until a restart.
+    public var syncFailure: String?
 
     /// As the protocol shows it.
     public var json: JSONValue {
@@ -56,6 +59,7 @@ public struct WALStatus: Sendable {
             "checkpoint_failures": .int(Int64(checkpointFailures)),
         ]
         if let lastCheckpointError { o["last_checkpoint_error"] = .string(lastCheckpointError) }
+        if let syncFailure { o["sync_failure"] = .string(syncFailure) }
         return .object(o)
     }
 }
@@ -92,7 +96,7 @@ extension Store {
             frames: Int(checkpointer.lastFrames.load(ordering: .relaxed)),
             checkpoints: checkpointer.completed.load(ordering: .relaxed),
             checkpointFailures: checkpointer.failures.load(ordering: .acquiring),
-            lastCheckpointError: checkpointer.lastFailureMessage)
+            lastCheckpointError: checkpointer.lastFailureMessage, syncFailure: syncFailure)
     }
 
     /// Writes the WAL back into the database file (on shutdown and by `checkpoint`). On a

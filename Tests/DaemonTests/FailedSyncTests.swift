@@ -18,6 +18,8 @@ import Testing
         let c = try h.client()
         let f = try h.makeFile("a.bin")
         _ = try c.putObject("fs", "a", ["file": .string(f)])
+        #expect(try c.call("stats")["wal"]?["sync_failure"] == nil)
+        #expect(try Exposition(h.assetctl("stats", "--prometheus").stdout).value("assetd_writes_refused") == 0)
 
         #expect(FileManager.default.createFile(atPath: trigger, contents: nil))
         let unsynced = rpcError { _ = try c.deleteObject("fs", "a") }
@@ -28,6 +30,10 @@ import Testing
         #expect(refused?.message.contains("restart assetd") == true, "\(String(describing: refused))")
         #expect(try c.call("object.get", ["collection": "fs", "key": "b"]) == .null)
         #expect(try c.call("ping")["commit"] != nil)
+        // Monitoring sees it: stats, and the Prometheus gauge an alert can watch.
+        let failure = try c.call("stats")["wal"]?["sync_failure"]?.stringValue
+        #expect(failure?.contains("EIO") == true, "\(String(describing: failure))")
+        #expect(try Exposition(h.assetctl("stats", "--prometheus").stdout).value("assetd_writes_refused") == 1)
 
         // Three sweep ticks: the delete's commit is not known to be on disk, so its file stays,
         // and the sweep is not tried (it could only fail, and say so every second).

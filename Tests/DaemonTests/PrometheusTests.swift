@@ -122,6 +122,7 @@ struct Exposition {
         #expect(e.value("assetd_unlink_outcomes_total", ["outcome": "unlinked"]) == 1)
         #expect((e.value("assetd_wal_frames") ?? 0) > 0)
         #expect(e.value("assetd_checkpoint_failures_total") == 0 && e.types["assetd_checkpoint_failures_total"] == "counter")
+        #expect(e.value("assetd_writes_refused") == 0 && e.types["assetd_writes_refused"] == "gauge")
         #expect(e.samples.allSatisfy { $0.name.hasPrefix("assetd_") })
         #expect(Set(e.samples.map(\.name)).isSubset(of: e.helps), "every family has HELP")
         #expect(Set(e.samples.map(\.name)).isSubset(of: Set(e.types.keys)), "every family has TYPE")
