@@ -29,6 +29,8 @@ public final class Store: Sendable {
     let checkpointer: Checkpointer
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
+    /// The WAL's descriptor for `syncWAL`, kept open; held while a sync runs (Store+WALSync.swift).
+    let walSync = Mutex<WALDescriptor?>(nil)
     /// Tests: an errno the next fdatasync of the WAL fails with (0: none).
     let injectedSyncError = Atomic<Int32>(0)
     #if DEBUG
@@ -53,6 +55,8 @@ public final class Store: Sendable {
         /// Tests: what statvfs reads of the roots' filesystems, in root order (a renumbering,
         /// two roots under one filesystem id).
         var rootFilesystems: (@Sendable () -> [(device: Int64, fsid: Int64)])?
+        /// Tests: runs in `syncWAL` once its fdatasync has returned, before a failure is recorded.
+        var walSynced: (@Sendable () -> Void)?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
         var policyBatchDecided: (@Sendable () -> Void)?
         /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,
@@ -117,7 +121,9 @@ public final class Store: Sendable {
         state = Mutex(State(policy: configuration.policy))
 
         if !configuration.readOnly {
+            openWALDescriptor()  // before anything else syncs the WAL (Store+WALSync.swift)
             try Store.mapErrors { try Schema.migrator().migrate(pool) }
+            openWALDescriptor()  // if the migration made the WAL
         }
         try loadDefinitions()
         if configuration.readOnly {
@@ -142,6 +148,7 @@ public final class Store: Sendable {
         queries.close()
         checkpointer.close()
         try? pool.close()
+        walSync.withLock { $0 = nil }
         lock.withLock { $0 = nil }
     }
 
@@ -260,38 +267,6 @@ public final class Store: Sendable {
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }
 
-    /// fdatasync of the WAL: every frame written so far is on disk.
-    func syncWAL() throws(StoreError) {
-        let file = path + "-wal"
-        // The commit is visible but may not be on disk: the caller must not acknowledge it, nor
-        // run it again. That holds as much when the WAL cannot be opened (EMFILE) as when
-        // fdatasync fails.
-        func unsynced(_ call: String, _ e: Int32) -> StoreError {
-            StoreError(
-                .internalError, "the commit could not be synced to disk (\(call) \(file): \(errnoDescription(e)))",
-                detail: .object(["unsynced": true]))
-        }
-        if let failure = syncFailure {
-            throw StoreError(
-                .internalError, "the commit could not be synced to disk (an earlier sync failed: \(failure))",
-                detail: .object(["unsynced": true]))
-        }
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw unsynced("open", errno) }  // nothing was lost: later syncs may succeed
-        var ok = fdatasync(fd) == 0
-        var e = errno
-        let injected = injectedSyncError.exchange(0, ordering: .relaxed)
-        if injected != 0 { (ok, e) = (false, injected) }
-        #if DEBUG
-        if let trigger = Store.syncFailpoint, unlink(trigger) == 0 { (ok, e) = (false, EIO) }
-        #endif
-        Glibc.close(fd)
-        guard ok else {
-            checkpointer.recordSyncFailure("fdatasync \(file): \(errnoDescription(e))")
-            throw unsynced("fdatasync", e)
-        }
-        walSyncs.add(1, ordering: .relaxed)
-    }
 
     /// Page cache per connection, in KiB (SQLite's `cache_size` when negative): the point
     /// reader's serves random gets; a query connection's, an index's hot pages.

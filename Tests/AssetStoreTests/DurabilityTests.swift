@@ -4,6 +4,7 @@ import CWALCoalesce
 import Foundation
 import GRDB
 import Glibc
+import Synchronization
 import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
@@ -118,6 +119,59 @@ import AssetStoreTestSupport
         #expect(f.store.syncFailure == nil)
         let next = try f.put([(ref("c", "d"), 4)]).commit
         #expect(f.store.durableCommit == next)
+    }
+
+    @Test("a sync that starts while another fails waits for it and fails too, though its own fdatasync would succeed")
+    func syncBehindFailedSync() throws {
+        // Linux tells each descriptor of a failed writeback once: a second sync must not
+        // succeed on its own, before the first has recorded what it was told.
+        let f = try Fixture { $0.durability = .full }
+        let first = try f.put([(ref("c", "a"), 1)]).commit
+        _ = try f.store.write(syncing: false) { tx in try tx.put(ref("c", "b"), value: 2) }
+        let inside = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        f.store.state.withLock { $0.walSynced = { inside.signal(); resume.wait() } }
+        f.store.injectedSyncError.store(EIO, ordering: .relaxed)
+        let results = Mutex<[String: Bool]>([:])  // which sync succeeded
+        let store = try #require(f.store)
+        // Threads of their own: a blocked dispatch worker may hold the next block back.
+        let failing = Thread {
+            let ok = (try? store.syncCommitted(first + 1)) != nil
+            results.withLock { $0["failing"] = ok }
+        }
+        failing.start()
+        inside.wait()  // the first has failed its fdatasync and not yet recorded it
+        f.store.state.withLock { $0.walSynced = nil }
+        let second = Thread {
+            let ok = (try? store.syncCommitted(first + 1)) != nil
+            results.withLock { $0["second"] = ok }
+        }
+        second.start()
+        usleep(200_000)
+        #expect(results.withLock { $0["second"] } == nil, "the second sync waits for the first")
+        resume.signal()
+        let deadline = Date().addingTimeInterval(10)
+        while results.withLock({ $0.count }) < 2 && Date() < deadline { usleep(10_000) }
+        #expect(results.withLock { $0 } == ["failing": false, "second": false])
+        #expect(f.store.durableCommit == first)
+    }
+
+    @Test("the WAL is synced through one descriptor, opened with the store, and a new one if the WAL is another file")
+    func walDescriptorKept() throws {
+        let f = try Fixture { $0.durability = .full }
+        let opened = try #require(f.store.walSync.withLock { $0 })
+        for i in 0..<5 { try f.put([(ref("c", "k\(i)"), .int(Int64(i)))]) }
+        #expect(f.store.walSync.withLock { $0 } === opened)
+        // A WAL replaced by another file (never while SQLite has it open; here by hand): the
+        // sync must not go to the old one.
+        let wal = f.dbPath + "-wal"
+        #expect(rename(wal, wal + ".old") == 0)
+        try FileManager.default.copyItem(atPath: wal + ".old", toPath: wal)
+        try f.store.syncCommitted(try f.store.read { try $0.lastCommit() })
+        let now = try #require(f.store.walSync.withLock { $0 })
+        var st = stat()
+        #expect(stat(wal, &st) == 0 && now.inode == UInt64(st.st_ino) && now !== opened)
+        #expect(rename(wal + ".old", wal) == 0)
     }
 
     @Test("a checkpoint whose sync fails (an explicit one, or one in the background) stops writes too")
