@@ -163,10 +163,14 @@ public final class Daemon {
             logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")
             loggedCheckpointFailures = wal.checkpointFailures
         }
-        if !loggedSyncFailure, let failure = store.syncFailure {
-            loggedSyncFailure = true
-            let why = "writes are refused, and unlinks and policy runs wait, until assetd is restarted"
-            logger.critical("a sync of the database failed (\(failure)): \(why)")
+        if let failure = store.syncFailure {
+            if !loggedSyncFailure {
+                loggedSyncFailure = true
+                let why = "writes are refused, and unlinks and policy runs wait, until assetd is restarted"
+                logger.critical("a sync of the database failed (\(failure)): \(why)")
+            }
+            _ = store.protections.removeExpired()  // lapsed leases: the sweep that drops them is off
+            return
         }
         scheduleSweep()
     }
@@ -219,7 +223,8 @@ public final class Daemon {
 
     /// Leases that ended with their connection: the next sweep reschedules their files.
     func leasesEnded(_ leases: [Lease]) {
-        guard !leases.isEmpty, !finished else { return }
+        // After a failed sync the restart reschedules what leases held back (no sweep runs).
+        guard !leases.isEmpty, !finished, store.syncFailure == nil else { return }
         endedLeases += leases
         scheduleSweep()
     }

@@ -249,18 +249,30 @@ struct SocketWorkloads {
                 try getCPU.measure(server: daemonPID) {
                     gets.append(try closedLoop(socket: socket, connections: connections, requests: getSlice, driver: driver, check: getCheck))
                 }
-                progress("round \(round + 1)/\(rounds): assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s")
-                let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
-                try putCPU.measure(server: daemonPID) {
-                    puts.append(try closedLoop(
-                        socket: socket, connections: connections, requests: putSlice, driver: driver, deadline: deadline,
-                        check: putCheck))
+                let manyOwners = {
+                    progress("round \(round + 1)/\(rounds): assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s")
+                    let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
+                    try putCPU.measure(server: daemonPID) {
+                        puts.append(try closedLoop(
+                            socket: socket, connections: connections, requests: putSlice, driver: driver, deadline: deadline,
+                            check: putCheck))
+                    }
                 }
-                progress("round \(round + 1)/\(rounds): assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
-                let oneOwnerDeadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
-                oneOwnerPuts.append(try closedLoop(
-                    socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
-                    deadline: oneOwnerDeadline, check: oneOwnerCheck))
+                let oneOwner = {
+                    progress("round \(round + 1)/\(rounds): assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
+                    let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
+                    oneOwnerPuts.append(try closedLoop(
+                        socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
+                        deadline: deadline, check: oneOwnerCheck))
+                }
+                // Alternating which goes first: the second inherits the first's WAL and checkpoints.
+                if round % 2 == 0 {
+                    try manyOwners()
+                    try oneOwner()
+                } else {
+                    try oneOwner()
+                    try manyOwners()
+                }
             }
             let redis = {
                 progress("round \(round + 1)/\(rounds): redis-benchmark -n \(redisN)")

@@ -11,7 +11,9 @@ import Testing
 @Suite struct FailedSyncTests {
     @Test("after a failed WAL sync: the write fails unsynced, later ones are refused, reads go on, one critical line, no unlink and no sweep retried every second; a restart recovers")
     func failedSyncInDaemon() throws {
-        let h = try DaemonHarness(start: false)
+        // The unlink is due a second after the delete: by then the failure is recorded, so no
+        // sweep can race the delete's own sync to the failpoint.
+        let h = try DaemonHarness(filesSection: #"unlink_delay = "1s""#, start: false)
         let trigger = h.dir + "/fail-next-sync"
         h.environment = ["ASSETD_DEBUG_FAIL_WAL_SYNC": trigger]
         try h.start()
@@ -35,8 +37,8 @@ import Testing
         #expect(failure?.contains("EIO") == true, "\(String(describing: failure))")
         #expect(try Exposition(h.assetctl("stats", "--prometheus").stdout).value("assetd_writes_refused") == 1)
 
-        // Three sweep ticks: the delete's commit is not known to be on disk, so its file stays,
-        // and the sweep is not tried (it could only fail, and say so every second).
+        // Three sweep ticks, two with the file due: the delete's commit is not known to be on
+        // disk, so the file stays, and the sweep is not tried (it could only fail, every second).
         sleep(3)
         #expect(h.exists(f))
         let log = h.log
