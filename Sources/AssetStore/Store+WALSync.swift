@@ -4,16 +4,22 @@
 // descriptor opened afterwards only if no one has been told yet. A sync through a descriptor
 // opened for it could therefore succeed right after another sync (SQLite's own, of the WAL
 // in a checkpoint, or a concurrent one of ours) had been told its pages were lost, and
-// acknowledge commits that are not on disk (PostgreSQL's "fsyncgate"). So the descriptor is
-// opened once, with the store, and kept: it sees every error from then on. Syncs through it
-// take turns, and each checks for a recorded failure first: one descriptor hears of an error
-// once, so a sync that ran after the failed one on the same descriptor would succeed too.
+// acknowledge commits that are not on disk (PostgreSQL's "fsyncgate"). So the WAL is opened
+// once, with the store, and kept: that descriptor hears of every error from then on. Syncs
+// through it take turns, and each first looks for a recorded failure: one descriptor hears
+// of an error once, so a sync right after the failed one would succeed.
+//
+// A restart is told nothing of a failure the last run was told of, and pages the kernel
+// could not write may still be in its cache, marked clean: recovery would read them as if
+// on disk, the first sync would "confirm" them, and new commits would follow a hole where a
+// power loss ends the WAL. So a WAL left by the last run is checkpointed at open: its frames
+// go into the database file, which SQLite syncs, and the WAL starts over.
 
+import GRDB
 import Glibc
 import Synchronization
 
-/// The WAL opened for syncing, and which file it is (a WAL deleted and created again is
-/// another file: syncing the old one would prove nothing).
+/// The WAL, opened for syncing, and which file it is.
 final class WALDescriptor: Sendable {
     let fd: Int32
     let device: UInt64
@@ -28,36 +34,70 @@ final class WALDescriptor: Sendable {
     deinit { Glibc.close(fd) }
 }
 
+/// What `syncWAL` keeps between syncs.
+struct WALSyncState {
+    /// Nil once the store is closed (and on a read-only store).
+    var descriptor: WALDescriptor?
+    /// The writer's commit count (``CommitCounter``) read before the last fdatasync that
+    /// succeeded: every commit it counted is on disk.
+    var syncedCommits: UInt64 = 0
+}
+
 extension Store {
-    /// Opens the WAL's descriptor now, before any sync or checkpoint runs, so that it sees
-    /// every writeback error from the start. Best effort: a sync opens it if this could not.
-    func openWALDescriptor() {
-        walSync.withLock { held in _ = try? Store.descriptor(for: path + "-wal", held: &held) }
+    /// Opens the WAL for syncing, before anything is written. SQLite keeps the WAL for as
+    /// long as a connection is open, so this descriptor stays valid until the store closes.
+    func openWALDescriptor() throws {
+        let file = path + "-wal"
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError(.permissionDenied, "cannot open \(file): \(errnoDescription(errno))") }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw StoreError(.permissionDenied, "cannot read \(file): \(errnoDescription(e))")
+        }
+        let wal = WALDescriptor(fd: fd, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        walSync.withLock { $0.descriptor = wal }
+        if st.st_size > 0 { try settleLeftoverWAL() }
     }
 
-    /// fdatasync of the WAL: every frame written so far is on disk.
+    /// The checkpoint of a WAL the last run left (see the top of this file).
+    private func settleLeftoverWAL() throws {
+        let busy = try Store.mapErrors {
+            try pool.writeWithoutTransaction { db in
+                try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") ?? 1
+            }
+        }
+        guard busy == 0 else {
+            throw StoreError(.busy, "cannot write back the WAL left by the last run: another process is reading \(path)")
+        }
+    }
+
+    /// fdatasync of the WAL: every commit made before the call is on disk when it returns.
     func syncWAL() throws(StoreError) {
         let file = path + "-wal"
         // The commit is visible but may not be on disk: the caller must not acknowledge it, nor
-        // run it again. That holds as much when the WAL cannot be opened (EMFILE) as when
-        // fdatasync fails.
-        func unsynced(_ call: String, _ e: Int32) -> StoreError {
+        // run it again.
+        func unsynced(_ what: String) -> StoreError {
             StoreError(
-                .internalError, "the commit could not be synced to disk (\(call) \(file): \(errnoDescription(e)))",
-                detail: .object(["unsynced": true]))
+                .internalError, "the commit could not be synced to disk (\(what))", detail: .object(["unsynced": true]))
         }
-        try walSync.withLock { (held: inout WALDescriptor?) throws(StoreError) in
-            if let failure = syncFailure {
-                throw StoreError(
-                    .internalError, "the commit could not be synced to disk (an earlier sync failed: \(failure))",
-                    detail: .object(["unsynced": true]))
+        // Every commit that ended before this call, the caller's among them.
+        let target = commits.value.load(ordering: .acquiring)
+        try walSync.withLock { (s: inout WALSyncState) throws(StoreError) in
+            if let failure = syncFailure { throw unsynced("an earlier sync failed: \(failure)") }
+            guard let wal = s.descriptor else { throw StoreError(.internalError, "the store is closed") }
+            // SQLite writes the file it opened; a restart reads the one at the path.
+            var st = stat()
+            let found = stat(file, &st) == 0
+            guard found, UInt64(st.st_dev) == wal.device, UInt64(st.st_ino) == wal.inode else {
+                let why = "\(file) is no longer the WAL the store writes: " + (found ? "replaced" : errnoDescription(errno))
+                checkpointer.recordSyncFailure(why)
+                throw unsynced(why)
             }
-            let wal: WALDescriptor
-            do throws(DescriptorError) {
-                wal = try Store.descriptor(for: file, held: &held)
-            } catch {
-                throw unsynced(error.call, error.code)  // nothing was lost: later syncs may succeed
-            }
+            // A sync that began after those commits has covered them (group commit).
+            if s.syncedCommits >= target { return }
+            let upTo = commits.value.load(ordering: .acquiring)
             var ok = fdatasync(wal.fd) == 0
             var e = errno
             let injected = injectedSyncError.exchange(0, ordering: .relaxed)
@@ -67,34 +107,12 @@ extension Store {
             #endif
             state.withLock { $0.walSynced }?()
             guard ok else {
-                checkpointer.recordSyncFailure("fdatasync \(file): \(errnoDescription(e))")
-                throw unsynced("fdatasync", e)
+                let why = "fdatasync \(file): \(errnoDescription(e))"
+                checkpointer.recordSyncFailure(why)
+                throw unsynced(why)
             }
+            s.syncedCommits = max(s.syncedCommits, upTo)
             walSyncs.add(1, ordering: .relaxed)
         }
-    }
-
-    struct DescriptorError: Error {
-        let call: String
-        let code: Int32
-    }
-
-    /// `held` if it is still the file at `file`, else that file opened anew.
-    static func descriptor(for file: String, held: inout WALDescriptor?) throws(DescriptorError) -> WALDescriptor {
-        var st = stat()
-        guard stat(file, &st) == 0 else { throw DescriptorError(call: "stat", code: errno) }
-        if let h = held, h.device == UInt64(st.st_dev), h.inode == UInt64(st.st_ino) { return h }
-        held = nil
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw DescriptorError(call: "open", code: errno) }
-        var opened = stat()
-        guard fstat(fd, &opened) == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw DescriptorError(call: "fstat", code: e)
-        }
-        let wal = WALDescriptor(fd: fd, device: UInt64(opened.st_dev), inode: UInt64(opened.st_ino))
-        held = wal
-        return wal
     }
 }

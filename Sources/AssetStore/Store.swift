@@ -30,7 +30,7 @@ public final class Store: Sendable {
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
     /// The WAL's descriptor for `syncWAL`, kept open; held while a sync runs (Store+WALSync.swift).
-    let walSync = Mutex<WALDescriptor?>(nil)
+    let walSync = Mutex(WALSyncState())
     /// Tests: an errno the next fdatasync of the WAL fails with (0: none).
     let injectedSyncError = Atomic<Int32>(0)
     #if DEBUG
@@ -121,9 +121,10 @@ public final class Store: Sendable {
         state = Mutex(State(policy: configuration.policy))
 
         if !configuration.readOnly {
-            openWALDescriptor()  // before anything else syncs the WAL (Store+WALSync.swift)
+            // Before anything is written or synced; a WAL the last run left is written back
+            // (Store+WALSync.swift).
+            try openWALDescriptor()
             try Store.mapErrors { try Schema.migrator().migrate(pool) }
-            openWALDescriptor()  // if the migration made the WAL
         }
         try loadDefinitions()
         if configuration.readOnly {
@@ -148,7 +149,7 @@ public final class Store: Sendable {
         queries.close()
         checkpointer.close()
         try? pool.close()
-        walSync.withLock { $0 = nil }
+        walSync.withLock { $0.descriptor = nil }
         lock.withLock { $0 = nil }
     }
 
