@@ -266,13 +266,7 @@ struct SocketWorkloads {
                         deadline: deadline, check: oneOwnerCheck))
                 }
                 // Alternating which goes first: the second inherits the first's WAL and checkpoints.
-                if round % 2 == 0 {
-                    try manyOwners()
-                    try oneOwner()
-                } else {
-                    try oneOwner()
-                    try manyOwners()
-                }
+                try inTurn(round, manyOwners, oneOwner)
             }
             let redis = {
                 progress("round \(round + 1)/\(rounds): redis-benchmark -n \(redisN)")
@@ -282,13 +276,7 @@ struct SocketWorkloads {
                 redisSet.ops += redisN
                 redisSet.seconds += Double(redisN) / r.set
             }
-            if round % 2 == 0 {
-                try redis()
-                try engine()
-            } else {
-                try engine()
-                try redis()
-            }
+            try inTurn(round, redis, engine)
         }
         try verifyPuts(puts, putRequests)
 
@@ -348,6 +336,17 @@ struct SocketWorkloads {
             }
         }
         try check(sampled > 0, "some puts were answered")
+    }
+
+    /// `first` then `second` in even rounds, the other way round in odd ones.
+    private func inTurn(_ round: Int, _ first: () throws -> Void, _ second: () throws -> Void) rethrows {
+        if round % 2 == 0 {
+            try first()
+            try second()
+        } else {
+            try second()
+            try first()
+        }
     }
 
     private func merge(_ results: [LoadResult]) -> LoadResult {
