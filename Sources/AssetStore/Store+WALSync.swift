@@ -44,9 +44,11 @@ struct WALSyncState {
 }
 
 extension Store {
-    /// Opens the WAL for syncing, before anything is written. SQLite keeps the WAL for as
-    /// long as a connection is open, so this descriptor stays valid until the store closes.
-    func openWALDescriptor() throws {
+    /// Opens the WAL for syncing, before anything is written, and with `settling` (the WAL
+    /// had frames before the pool opened: the last run ended without its closing checkpoint)
+    /// writes it back. SQLite keeps the WAL for as long as a connection is open, so this
+    /// descriptor stays valid until the store closes.
+    func openWALDescriptor(settling: Bool) throws {
         let file = path + "-wal"
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError(.permissionDenied, "cannot open \(file): \(errnoDescription(errno))") }
@@ -58,7 +60,7 @@ extension Store {
         }
         let wal = WALDescriptor(fd: fd, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
         walSync.withLock { $0.descriptor = wal }
-        if st.st_size > 0 { try settleLeftoverWAL() }
+        if settling { try settleLeftoverWAL() }
     }
 
     /// The checkpoint of a WAL the last run left (see the top of this file).
@@ -68,13 +70,19 @@ extension Store {
                 try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") ?? 1
             }
         }
+        // Not `busy`, which callers read as "another process holds the store".
         guard busy == 0 else {
-            throw StoreError(.busy, "cannot write back the WAL left by the last run: another process is reading \(path)")
+            throw StoreError(
+                .internalError,
+                "cannot write back the WAL the last run left (it did not close): another process is reading \(path); stop it and open again")
         }
     }
 
-    /// fdatasync of the WAL: every commit made before the call is on disk when it returns.
-    func syncWAL() throws(StoreError) {
+    /// fdatasync of the WAL: every commit counted (by ``CommitCounter``, once its COMMIT has
+    /// returned) before the call is on disk when it returns. `force`: an fdatasync even if an
+    /// earlier one covered every counted commit, for a caller that cannot tell whether its
+    /// commit is counted yet.
+    func syncWAL(force: Bool = false) throws(StoreError) {
         let file = path + "-wal"
         // The commit is visible but may not be on disk: the caller must not acknowledge it, nor
         // run it again.
@@ -96,7 +104,7 @@ extension Store {
                 throw unsynced(why)
             }
             // A sync that began after those commits has covered them (group commit).
-            if s.syncedCommits >= target { return }
+            if !force && s.syncedCommits >= target { return }
             let upTo = commits.value.load(ordering: .acquiring)
             var ok = fdatasync(wal.fd) == 0
             var e = errno

@@ -91,6 +91,8 @@ public final class Store: Sendable {
         config.readonly = configuration.readOnly
         config.busyMode = .timeout(10)
         Store.boundPageCaches()
+        // Looked at before the pool opens: GRDB writes a transaction into a missing or empty WAL.
+        let leftoverWAL = !configuration.readOnly && Store.fileSize(path + "-wal") > 0
         // WAL frames written once per commit, not twice per frame (wal_coalesce.c); without
         // it, the same files are written the plain way.
         _ = assetd_wal_coalesce_register()
@@ -123,7 +125,7 @@ public final class Store: Sendable {
         if !configuration.readOnly {
             // Before anything is written or synced; a WAL the last run left is written back
             // (Store+WALSync.swift).
-            try openWALDescriptor()
+            try openWALDescriptor(settling: leftoverWAL)
             try Store.mapErrors { try Schema.migrator().migrate(pool) }
         }
         try loadDefinitions()
@@ -146,6 +148,9 @@ public final class Store: Sendable {
             return s.closed
         }
         guard !wasClosed else { return }
+        // The WAL written back and emptied: the next open has nothing of this run's to settle
+        // (Store+WALSync.swift). Refused after a failed sync, which the next open then settles.
+        if !configuration.readOnly { try? checkpoint() }
         queries.close()
         checkpointer.close()
         try? pool.close()
@@ -253,8 +258,10 @@ public final class Store: Sendable {
     func makeDurable() throws {
         let commit = try read { r in try r.lastCommit() }
         if state.withLock({ $0.durableCommit >= commit }) { return }
-        // No WAL: everything is in the database file, synced by the checkpoint that removed it.
-        if access(path + "-wal", F_OK) == 0 || errno != ENOENT { try syncWAL() }
+        // Always an fdatasync: a reader sees a commit before its writer has counted it, so
+        // the commit count cannot tell whether an earlier sync covered this one. The WAL is
+        // there as long as the store is open; if it is not, syncWAL stops writes.
+        try syncWAL(force: true)
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }
 

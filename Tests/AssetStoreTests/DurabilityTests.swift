@@ -3,6 +3,7 @@
 import CWALCoalesce
 import Foundation
 import GRDB
+import GRDBSQLite
 import Glibc
 import Synchronization
 import Testing
@@ -175,6 +176,69 @@ import AssetStoreTestSupport
         #expect(error?.isUnsynced == true, "\(String(describing: error))")
         #expect(f.store.syncFailure?.contains("replaced") == true, "\(String(describing: f.store.syncFailure))")
         #expect(rename(wal + ".old", wal) == 0)
+    }
+
+    @Test("the sweep's sync is a real fdatasync even when a reader sees a commit its writer has not yet counted")
+    func makeDurableSyncsUncountedCommit() throws {
+        let f = try Fixture { $0.durability = .normal }
+        let path = try f.makeFile("m/file")
+        try f.put([(ref("c", "k"), ["file": .string(path)])])
+        try f.store.makeDurable()  // a sync that covers every commit counted so far
+        let writer = try f.store.pool.writeWithoutTransaction { $0.sqliteConnection! }
+        let inside = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        onWriteUnlock(writer) {
+            inside.signal()
+            _ = resume.wait(timeout: .now() + 10)
+        }
+        let store = try #require(f.store)
+        let done = Atomic<Bool>(false)
+        Thread {
+            _ = try? store.write { tx in try tx.delete(ref("c", "k")) }
+            done.store(true, ordering: .releasing)
+        }.start()
+        try #require(inside.wait(timeout: .now() + 10) == .success)
+        onWriteUnlock(writer, nil)
+        // The delete is published (readers see it, its file is queued) but its COMMIT has not
+        // returned, so the commit count leaves it out: only an fdatasync now covers it.
+        let before = f.store.walSyncs.load(ordering: .relaxed)
+        try f.store.makeDurable()
+        #expect(f.store.walSyncs.load(ordering: .relaxed) == before + 1)
+        #expect(f.store.durableCommit == (try f.store.read { try $0.lastCommit() }))
+        resume.signal()
+        while !done.load(ordering: .acquiring) { usleep(1_000) }
+    }
+
+    @Test("a WAL moved away under the store: the sweep stops writes and unlinks nothing")
+    func movedWALStopsSweep() throws {
+        let f = try Fixture { $0.durability = .normal }
+        let path = try f.makeFile("m/file")
+        try f.put([(ref("c", "k"), ["file": .string(path)])])
+        try f.delete(ref("c", "k"))
+        let wal = f.dbPath + "-wal"
+        #expect(rename(wal, wal + ".aside") == 0)
+        #expect(throws: StoreError.self) { try f.store.sweep() }
+        #expect(rename(wal + ".aside", wal) == 0)
+        #expect(f.exists(path), "the delete is only in a WAL a restart would not find")
+        #expect(f.store.syncFailure?.contains("no longer the WAL") == true, "\(String(describing: f.store.syncFailure))")
+    }
+
+    @Test("a store closed cleanly leaves an empty WAL, so the next open settles nothing and waits for no reader")
+    func cleanCloseLeavesNothingToSettle() throws {
+        let f = try Fixture { $0.durability = .full }
+        for i in 0..<20 { try f.put([(ref("c", "k\(i)"), .int(Int64(i)))]) }
+        f.store.close()
+        #expect(Store.fileSize(f.dbPath + "-wal") == 0)
+        // Another process reading: a write-back (TRUNCATE) at open would wait for it and fail.
+        var reader: OpaquePointer?
+        #expect(sqlite3_open_v2(f.dbPath, &reader, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
+        defer { sqlite3_close(reader) }
+        #expect(sqlite3_exec(reader, "BEGIN; SELECT COUNT(*) FROM object", nil, nil, nil) == SQLITE_OK)
+        let started = Date()
+        try f.reopen()
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(try f.store.read { try $0.objectCount() } == 20)
+        sqlite3_exec(reader, "COMMIT", nil, nil, nil)
     }
 
     @Test("a checkpoint whose sync fails (an explicit one, or one in the background) stops writes too")

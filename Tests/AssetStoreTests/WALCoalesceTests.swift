@@ -15,7 +15,7 @@ import AssetStoreTestSupport
 /// write lock (assetd_wal_coalesce_set_write_unlock_hook): its commit is published, not returned.
 private let unlockHooks = Mutex<[Int: @Sendable () -> Void]>([:])
 
-private func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
+func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
     var file: UnsafeMutablePointer<sqlite3_file>?
     #expect(sqlite3_file_control(h, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK)
     assetd_wal_coalesce_set_write_unlock_hook { db in
