@@ -82,6 +82,7 @@ public final class Daemon {
             logger.error("cannot open the database \(config.storePath): \(error)")
             return 1
         }
+        for w in store.openWarnings { logger.warning("\(w)") }
         lastCommit = (try? store.read { try $0.lastCommit() }) ?? 0
         // Checked again after the store opened: a daemon may have started meanwhile.
         switch SocketProbe.state(of: config.socketPath) {
@@ -266,8 +267,14 @@ public final class Daemon {
         // action, and a second SIGTERM would then kill the process mid-checkpoint (which waits
         // up to 10 s for readers). After that the signals are ignored until exit.
         logger.info("checkpointing the database before exit")
-        do { try store.checkpoint() } catch { logger.warning("checkpoint at shutdown failed: \(error)") }
-        store.close()
+        do {
+            if try !store.checkpoint() {
+                logger.warning("the WAL could not be emptied before exit: another process is reading the database")
+            }
+        } catch {
+            logger.warning("checkpoint at shutdown failed: \(error)")
+        }
+        store.close(checkpoint: false)  // just done (a second would wait for that reader again)
         for s in signals { s.close() }
         signals = []
         for sig in [SIGTERM, SIGINT, SIGHUP] { signal(sig, SIG_IGN) }

@@ -171,9 +171,11 @@ extension Store {
         try checkpointer.exclusive {
             try Store.mapErrors {
                 // Outside a transaction, on the writer: VACUUM refuses to run inside one.
-                try pool.writeWithoutTransaction { db in
-                    try db.execute(sql: "VACUUM")
-                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                try recordingSyncFailure("vacuum") {
+                    try pool.writeWithoutTransaction { db in
+                        try db.execute(sql: "VACUUM")
+                        try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                    }
                 }
             }
         }

@@ -13,7 +13,9 @@
 // could not write may still be in its cache, marked clean: recovery would read them as if
 // on disk, the first sync would "confirm" them, and new commits would follow a hole where a
 // power loss ends the WAL. So a WAL left by the last run is checkpointed at open: its frames
-// go into the database file, which SQLite syncs, and the WAL starts over.
+// go into the database file, which SQLite syncs, and the WAL starts over. A clean close
+// empties the WAL, so that is rare: a crash, a failed sync, or a reader that kept the
+// closing checkpoint from finishing.
 
 import GRDB
 import Glibc
@@ -63,18 +65,24 @@ extension Store {
         if settling { try settleLeftoverWAL() }
     }
 
-    /// The checkpoint of a WAL the last run left (see the top of this file).
+    /// The checkpoint of a WAL the last run left (see the top of this file). A reader of
+    /// another process can keep it from finishing (a backup or replication tool may read all
+    /// the time): then the store opens anyway, says so, and syncs the frames instead, as it
+    /// did before this check existed. Refusing to start for as long as such a reader runs
+    /// would trade a daemon that cannot start for a loss that needs a failed sync first.
     private func settleLeftoverWAL() throws {
-        let busy = try Store.mapErrors {
-            try pool.writeWithoutTransaction { db in
-                try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") ?? 1
+        let done = try Store.mapErrors {
+            try recordingSyncFailure("writing back the WAL the last run left") {
+                try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0 }
             }
         }
-        // Not `busy`, which callers read as "another process holds the store".
-        guard busy == 0 else {
-            throw StoreError(
-                .internalError,
-                "cannot write back the WAL the last run left (it did not close): another process is reading \(path); stop it and open again")
+        if !done {
+            state.withLock {
+                $0.openWarnings.append(
+                    "the WAL the last run left (it crashed, a sync failed, or a reader kept its closing checkpoint"
+                        + " from finishing) could not be written back: another process is reading \(path); its frames"
+                        + " are synced instead, which cannot bring back pages a failed sync of that run lost")
+            }
         }
     }
 

@@ -52,6 +52,8 @@ public final class Store: Sendable {
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
         /// sweep (or the open) read them (DeviceRenumbering.swift).
         var renumbered: [Int64: Int64] = [:]
+        /// What the open could not do and the caller should say (Store+WALSync.swift).
+        var openWarnings: [String] = []
         /// Tests: what statvfs reads of the roots' filesystems, in root order (a renumbering,
         /// two roots under one filesystem id).
         var rootFilesystems: (@Sendable () -> [(device: Int64, fsid: Int64)])?
@@ -112,7 +114,7 @@ public final class Store: Sendable {
                     // Statement and savepoint journals in memory: spilled to a temp file, a batch
                     // of puts wrote every changed page a second time.
                     try db.execute(sql: "PRAGMA temp_store = MEMORY")
-                    db.add(transactionObserver: CommitObserver(counter), extent: .databaseLifetime)
+                    db.add(transactionObserver: CommitObserver(counter, checkpointer), extent: .databaseLifetime)
                     checkpointer.install(on: db.sqliteConnection!)  // open: we are inside its write
                 }
             }
@@ -141,8 +143,10 @@ public final class Store: Sendable {
         }
     }
 
-    /// Closes the database and releases the lock; the store is unusable afterwards.
-    public func close() {
+    /// Closes the database and releases the lock; the store is unusable afterwards. With
+    /// `checkpoint` (unless the caller has just run one) the WAL is written back and emptied
+    /// first, so the next open has nothing of this run's to write back.
+    public func close(checkpoint emptying: Bool = true) {
         let wasClosed = state.withLock { s in
             defer { s.closed = true }
             return s.closed
@@ -150,7 +154,7 @@ public final class Store: Sendable {
         guard !wasClosed else { return }
         // The WAL written back and emptied: the next open has nothing of this run's to settle
         // (Store+WALSync.swift). Refused after a failed sync, which the next open then settles.
-        if !configuration.readOnly { try? checkpoint() }
+        if emptying && !configuration.readOnly { _ = try? checkpoint() }
         queries.close()
         checkpointer.close()
         try? pool.close()
@@ -256,6 +260,7 @@ public final class Store: Sendable {
     /// closing a descriptor of the database file would drop this process's POSIX locks on it
     /// (SQLite's), letting another process take the daemon for gone and delete the WAL.
     func makeDurable() throws {
+        try checkNoSyncFailure()  // the sweep and its unlinks stop too
         let commit = try read { r in try r.lastCommit() }
         if state.withLock({ $0.durableCommit >= commit }) { return }
         // Always an fdatasync: a reader sees a commit before its writer has counted it, so
@@ -326,6 +331,9 @@ public final class Store: Sendable {
     /// The highest commit known to be durable.
     public var durableCommit: Int64 { state.withLock { $0.durableCommit } }
 
+    /// What the open could not do, for the caller to log (a WAL it could not write back).
+    public var openWarnings: [String] { state.withLock { $0.openWarnings } }
+
     /// Why a sync of the WAL (or a checkpoint's sync of the database) failed, if one has:
     /// from then on writes are refused.
     public var syncFailure: String? { checkpointer.syncFailureMessage }
@@ -334,7 +342,11 @@ public final class Store: Sendable {
     /// committed, and the caller may answer so.
     func checkNoSyncFailure() throws(StoreError) {
         guard let failure = syncFailure else { return }
-        throw StoreError(
+        throw Store.writesRefused(failure)
+    }
+
+    static func writesRefused(_ failure: String) -> StoreError {
+        StoreError(
             .internalError, "writes are refused: a sync of the database failed (\(failure)), so what was"
                 + " written since may not be on disk; restart assetd to recover from what is")
     }
@@ -359,9 +371,18 @@ extension Committed: Sendable where T: Sendable {}
 /// Counts the writer's commits, whatever they changed.
 private final class CommitObserver: TransactionObserver {
     let counter: CommitCounter
-    init(_ counter: CommitCounter) { self.counter = counter }
+    let checkpointer: Checkpointer
+    init(_ counter: CommitCounter, _ checkpointer: Checkpointer) {
+        self.counter = counter
+        self.checkpointer = checkpointer
+    }
     func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
     func databaseDidChange(with event: DatabaseEvent) {}
+    /// The last word on every write, whichever way it came (a method's checks run earlier,
+    /// and a sync may fail on another thread after them): none commits after a failed sync.
+    func databaseWillCommit() throws {
+        if let failure = checkpointer.syncFailureMessage { throw Store.writesRefused(failure) }
+    }
     func databaseDidCommit(_ db: Database) { counter.value.add(1, ordering: .releasing) }
     func databaseDidRollback(_ db: Database) {}
 }

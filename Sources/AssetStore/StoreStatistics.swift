@@ -99,22 +99,35 @@ extension Store {
             lastCheckpointError: checkpointer.lastFailureMessage, syncFailure: syncFailure)
     }
 
-    /// Writes the WAL back into the database file (on shutdown and by `checkpoint`). On a
-    /// read-only store it is `busy`, as vacuum: SQLite's own error would read as an I/O error.
-    public func checkpoint() throws {
+    /// Writes the WAL back into the database file and empties it (on shutdown and by
+    /// `checkpoint`); false if a reader of another process kept some of it (SQLite waits for
+    /// it up to the busy timeout). On a read-only store it is `busy`, as vacuum: SQLite's own
+    /// error would read as an I/O error.
+    @discardableResult
+    public func checkpoint() throws -> Bool {
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
         try checkNoSyncFailure()
-        try checkpointer.exclusive {
+        return try checkpointer.exclusive {
             try Store.mapErrors {
-                do {
-                    try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-                } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_IOERR_FSYNC {
-                    checkpointer.recordSyncFailure("checkpoint: \(e.message ?? "sync failed")")
-                    throw e
+                try recordingSyncFailure("checkpoint") {
+                    try pool.writeWithoutTransaction { db in
+                        try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0
+                    }
                 }
             }
+        }
+    }
+
+    /// Runs `body` (SQLite checkpointing on the writer), recording a failed sync as the
+    /// store's: from then on writes are refused.
+    func recordingSyncFailure<T>(_ what: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_IOERR_FSYNC {
+            checkpointer.recordSyncFailure("\(what): \(e.message ?? "sync failed")")
+            throw e
         }
     }
 }

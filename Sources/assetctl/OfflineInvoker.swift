@@ -16,6 +16,7 @@ struct OfflineInvoker: Invoker {
     init(databasePath: String, configPath: String?) throws(CLIFailure) {
         do {
             local = try LocalInvoker(databasePath: databasePath, configPath: configPath)
+            for w in local.store.openWarnings { Console.error("warning: \(w)") }
         } catch let e as ConfigError {
             throw CLIFailure(e.description, status: ExitStatus.configuration)
         } catch {

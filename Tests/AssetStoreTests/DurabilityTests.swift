@@ -241,6 +241,58 @@ import AssetStoreTestSupport
         sqlite3_exec(reader, "COMMIT", nil, nil, nil)
     }
 
+    @Test("after a failed sync, with every commit durable, the sweep unlinks nothing and no write of any kind commits")
+    func failedSyncStopsEveryWrite() throws {
+        let f = try Fixture { $0.durability = .full }
+        let path = try f.makeFile("m/file")
+        try f.put([(ref("c", "k"), ["file": .string(path)])])
+        try f.delete(ref("c", "k"))  // durable, its file due
+        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
+        #expect(throws: StoreError.self) { try f.store.checkpoint() }
+        assetd_wal_coalesce_fail_syncs(nil, 0)
+        #expect(f.store.syncFailure != nil)
+        #expect(f.store.durableCommit == (try f.store.read { try $0.lastCommit() }))
+        let wal = Store.fileSize(f.dbPath + "-wal")
+        #expect(throws: StoreError.self) { try f.store.sweep() }
+        #expect(f.exists(path))
+        #expect(throws: StoreError.self) { _ = try f.store.forgetQueued([path]) }
+        // Even a write that checks nothing itself: the commit is refused at the last moment.
+        #expect(throws: StoreError.self) {
+            try f.store.pool.write { db in try db.execute(sql: "DELETE FROM unlink_queue") }
+        }
+        #expect(Store.fileSize(f.dbPath + "-wal") == wal, "nothing was written")
+        #expect(try f.store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM unlink_queue") } == 1)
+    }
+
+    @Test("a vacuum whose sync fails stops writes, as a checkpoint's does")
+    func failedVacuumSyncRefusesWrites() throws {
+        let f = try Fixture { $0.durability = .full }
+        try f.put([(ref("c", "a"), 1)])
+        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
+        #expect(throws: StoreError.self) { try f.store.vacuum() }
+        assetd_wal_coalesce_fail_syncs(nil, 0)
+        #expect(f.store.syncFailure?.contains("vacuum") == true, "\(String(describing: f.store.syncFailure))")
+        #expect(throws: StoreError.self) { try f.put([(ref("c", "b"), 2)]) }
+    }
+
+    @Test("a WAL the last run left that a reader keeps from being written back: the store opens, says so, and syncs it")
+    func leftoverWALBehindReader() throws {
+        let f = try Fixture { $0.durability = .full }
+        for i in 0..<20 { try f.put([(ref("c", "k\(i)"), .int(Int64(i)))]) }
+        f.store.close(checkpoint: false)  // as if a reader had kept the closing checkpoint from finishing
+        #expect(Store.fileSize(f.dbPath + "-wal") > 0)
+        var reader: OpaquePointer?
+        #expect(sqlite3_open_v2(f.dbPath, &reader, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
+        defer { sqlite3_close(reader) }
+        #expect(sqlite3_exec(reader, "BEGIN; SELECT COUNT(*) FROM object", nil, nil, nil) == SQLITE_OK)
+        try f.reopen()  // waits for the reader up to the busy timeout (10 s), then goes on
+        #expect(f.store.openWarnings.count == 1)
+        #expect(f.store.openWarnings.first?.contains("could not be written back") == true)
+        #expect(f.store.durableCommit == (try f.store.read { try $0.lastCommit() }), "synced instead")
+        try f.put([(ref("c", "more"), 1)])
+        sqlite3_exec(reader, "COMMIT", nil, nil, nil)
+    }
+
     @Test("a checkpoint whose sync fails (an explicit one, or one in the background) stops writes too")
     func failedCheckpointSyncRefusesWrites() throws {
         // Explicit: SQLite's own sync of the WAL before it copies, or of the database after.
