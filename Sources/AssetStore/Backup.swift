@@ -173,6 +173,8 @@ extension Store {
                 // Outside a transaction, on the writer: VACUUM refuses to run inside one.
                 try recordingSyncFailure("vacuum") {
                     try pool.writeWithoutTransaction { db in
+                        // Again on the writer: no commit hook sees VACUUM's commit.
+                        try checkNoSyncFailure()
                         try db.execute(sql: "VACUUM")
                         try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
                     }

@@ -73,6 +73,9 @@ extension VerifyRun {
         if options.deleteOrphans {
             removed = try Store.mapErrors {
                 try store.pool.write { db in
+                    // A sync that failed since the check in verify: its commit would be refused
+                    // after the unlinks.
+                    try store.checkNoSyncFailure()
                     // Again under the write lock: no transaction can register one meanwhile.
                     let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
                     let unlinker = SafeUnlinker()

@@ -10,7 +10,9 @@ import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
 
-@Suite struct DurabilityTests {
+// Serialized: the VFS's sync fault hook (assetd_wal_coalesce_fail_syncs) is one for the
+// process, and one test setting or clearing it would take another's faults away.
+@Suite(.serialized) struct DurabilityTests {
     @Test("the writer commits with synchronous NORMAL: with durability full the store syncs the WAL itself")
     func writerSynchronous() throws {
         for durability in [StoreConfiguration.Durability.full, .normal] {
@@ -262,6 +264,25 @@ import AssetStoreTestSupport
         }
         #expect(Store.fileSize(f.dbPath + "-wal") == wal, "nothing was written")
         #expect(try f.store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM unlink_queue") } == 1)
+    }
+
+    @Test("after a failed sync, verify --delete-orphans is refused before it unlinks anything")
+    func failedSyncStopsOrphanDeletion() throws {
+        let f = try Fixture { $0.durability = .full }
+        let orphan = try f.makeFile("orphan.bin")
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: f.clock.now - f.configuration.orphanGrace - 10)],
+            ofItemAtPath: orphan)
+        try f.put([(ref("c", "a"), 1)])
+        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
+        #expect(throws: StoreError.self) { try f.store.checkpoint() }
+        assetd_wal_coalesce_fail_syncs(nil, 0)
+        var o = VerifyOptions()
+        o.orphans = true
+        #expect(try f.store.verify(o).found == 1, "a read-only verify still runs")
+        o.deleteOrphans = true
+        #expect(throws: StoreError.self) { try f.store.verify(o) }
+        #expect(f.exists(orphan))
     }
 
     @Test("a vacuum whose sync fails stops writes, as a checkpoint's does")
