@@ -10,6 +10,13 @@ import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
 
+/// Runs `body` with the next sync SQLite makes of `f`'s files failing with EIO.
+private func failingNextSync(of f: Fixture, _ body: () throws -> Void) rethrows {
+    assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
+    defer { assetd_wal_coalesce_fail_syncs(nil, 0) }
+    try body()
+}
+
 // Serialized: the VFS's sync fault hook (assetd_wal_coalesce_fail_syncs) is one for the
 // process, and one test setting or clearing it would take another's faults away.
 @Suite(.serialized) struct DurabilityTests {
@@ -249,9 +256,7 @@ import AssetStoreTestSupport
         let path = try f.makeFile("m/file")
         try f.put([(ref("c", "k"), ["file": .string(path)])])
         try f.delete(ref("c", "k"))  // durable, its file due
-        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
-        #expect(throws: StoreError.self) { try f.store.checkpoint() }
-        assetd_wal_coalesce_fail_syncs(nil, 0)
+        failingNextSync(of: f) { #expect(throws: StoreError.self) { try f.store.checkpoint() } }
         #expect(f.store.syncFailure != nil)
         #expect(f.store.durableCommit == (try f.store.read { try $0.lastCommit() }))
         let wal = Store.fileSize(f.dbPath + "-wal")
@@ -274,9 +279,7 @@ import AssetStoreTestSupport
             [.modificationDate: Date(timeIntervalSince1970: f.clock.now - f.configuration.orphanGrace - 10)],
             ofItemAtPath: orphan)
         try f.put([(ref("c", "a"), 1)])
-        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
-        #expect(throws: StoreError.self) { try f.store.checkpoint() }
-        assetd_wal_coalesce_fail_syncs(nil, 0)
+        failingNextSync(of: f) { #expect(throws: StoreError.self) { try f.store.checkpoint() } }
         var o = VerifyOptions()
         o.orphans = true
         #expect(try f.store.verify(o).found == 1, "a read-only verify still runs")
@@ -289,9 +292,7 @@ import AssetStoreTestSupport
     func failedVacuumSyncRefusesWrites() throws {
         let f = try Fixture { $0.durability = .full }
         try f.put([(ref("c", "a"), 1)])
-        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
-        #expect(throws: StoreError.self) { try f.store.vacuum() }
-        assetd_wal_coalesce_fail_syncs(nil, 0)
+        failingNextSync(of: f) { #expect(throws: StoreError.self) { try f.store.vacuum() } }
         #expect(f.store.syncFailure?.contains("vacuum") == true, "\(String(describing: f.store.syncFailure))")
         #expect(throws: StoreError.self) { try f.put([(ref("c", "b"), 2)]) }
     }
@@ -319,9 +320,7 @@ import AssetStoreTestSupport
         // Explicit: SQLite's own sync of the WAL before it copies, or of the database after.
         let f = try Fixture { $0.durability = .full }
         try f.put([(ref("c", "a"), 1)])
-        assetd_wal_coalesce_fail_syncs(f.dbPath, 1)
-        #expect(throws: StoreError.self) { try f.store.checkpoint() }
-        assetd_wal_coalesce_fail_syncs(nil, 0)
+        failingNextSync(of: f) { #expect(throws: StoreError.self) { try f.store.checkpoint() } }
         #expect(f.store.syncFailure?.contains("checkpoint") == true)
         #expect(throws: StoreError.self) { try f.put([(ref("c", "b"), 2)]) }
         #expect(try !f.store.read { try $0.exists(ref("c", "b")) })
