@@ -280,7 +280,6 @@ public final class Store: Sendable {
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }
 
-
     /// Page cache per connection, in KiB (SQLite's `cache_size` when negative): the point
     /// reader's serves random gets; a query connection's, an index's hot pages.
     static let pointReaderCacheKiB = 16 << 10
