@@ -166,20 +166,10 @@ extension Store {
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
-        try checkNoSyncFailure()
         let before = Store.fileSize(path) + Store.fileSize(path + "-wal")
-        try checkpointer.exclusive {
-            try Store.mapErrors {
-                // Outside a transaction, on the writer: VACUUM refuses to run inside one.
-                try recordingSyncFailure("vacuum") {
-                    try pool.writeWithoutTransaction { db in
-                        // Again on the writer: no commit hook sees VACUUM's commit.
-                        try checkNoSyncFailure()
-                        try db.execute(sql: "VACUUM")
-                        try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                    }
-                }
-            }
+        try checkpointing("vacuum") { db in
+            try db.execute(sql: "VACUUM")
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
         }
         let after = Store.fileSize(path) + Store.fileSize(path + "-wal")
         return .object(["bytes_before": .int(before), "bytes_after": .int(after)])

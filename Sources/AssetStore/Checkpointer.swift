@@ -13,6 +13,7 @@
 // transaction restarts the WAL; a cycle copies each page once, however often it changed.
 
 import Dispatch
+import GRDB
 import GRDBSQLite
 import Synchronization
 
@@ -162,7 +163,7 @@ final class Checkpointer: Sendable {
         let detail = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
         lastFailure.withLock { $0 = "\(step): \(detail) (SQLite code \(rc))" }
         failures.add(1, ordering: .releasing)
-        if rc == Checkpointer.ioerrFsync { recordSyncFailure("\(step): \(detail)") }
+        if rc == ResultCode.SQLITE_IOERR_FSYNC.rawValue { recordSyncFailure("\(step): \(detail)") }
     }
 
     /// Records a failed sync (the first one's message is kept).
@@ -171,11 +172,9 @@ final class Checkpointer: Sendable {
         syncFailed.store(true, ordering: .releasing)
     }
 
-    /// SQLITE_IOERR_FSYNC, a macro Swift does not import.
-    static let ioerrFsync: Int32 = SQLITE_IOERR | (4 << 8)
-
-    /// The first failed sync, if any (the store then refuses writes and checkpoints).
-    var syncFailureMessage: String? { syncFailure.withLock { $0 } }
+    /// The first failed sync, if any (the store then refuses writes and checkpoints); one
+    /// atomic load while there is none (every commit asks).
+    var syncFailureMessage: String? { syncFailed.load(ordering: .acquiring) ? syncFailure.withLock { $0 } : nil }
 
     /// The last failure's message, if any checkpoint failed.
     var lastFailureMessage: String? { lastFailure.withLock { $0 } }

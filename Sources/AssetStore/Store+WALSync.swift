@@ -17,6 +17,7 @@
 // empties the WAL, so that is rare: a crash, a failed sync, or a reader that kept the
 // closing checkpoint from finishing.
 
+import Foundation
 import GRDB
 import Glibc
 import Synchronization
@@ -71,10 +72,8 @@ extension Store {
     /// did before this check existed. Refusing to start for as long as such a reader runs
     /// would trade a daemon that cannot start for a loss that needs a failed sync first.
     private func settleLeftoverWAL() throws {
-        let done = try Store.mapErrors {
-            try recordingSyncFailure("writing back the WAL the last run left") {
-                try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0 }
-            }
+        let done = try checkpointing("writing back the WAL the last run left") { db in
+            try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0
         }
         if !done {
             state.withLock {
@@ -85,6 +84,32 @@ extension Store {
             }
         }
     }
+
+    /// Runs `body` (a checkpoint, VACUUM) on the writer, outside a transaction and with no
+    /// background checkpoint running. Refused after a failed sync, checked on the writer:
+    /// neither is a commit the writer's commit observer sees. A sync of SQLite's that fails
+    /// in it is recorded as the store's: from then on writes are refused.
+    func checkpointing<T>(_ what: String, _ body: (Database) throws -> T) throws -> T {
+        try checkpointer.exclusive {
+            try Store.mapErrors {
+                do {
+                    return try pool.writeWithoutTransaction { db in
+                        try checkNoSyncFailure()
+                        return try body(db)
+                    }
+                } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_IOERR_FSYNC {
+                    checkpointer.recordSyncFailure("\(what): \(e.message ?? "sync failed")")
+                    throw e
+                }
+            }
+        }
+    }
+
+    #if DEBUG
+    /// Debug builds only, for tests of a running assetd: if the file this variable names
+    /// exists when the WAL is synced, it is removed and the sync fails with EIO.
+    static let syncFailpoint = ProcessInfo.processInfo.environment["ASSETD_DEBUG_FAIL_WAL_SYNC"]
+    #endif
 
     /// fdatasync of the WAL: every commit counted (by ``CommitCounter``, once its COMMIT has
     /// returned) before the call is on disk when it returns. `force`: an fdatasync even if an

@@ -33,11 +33,6 @@ public final class Store: Sendable {
     let walSync = Mutex(WALSyncState())
     /// Tests: an errno the next fdatasync of the WAL fails with (0: none).
     let injectedSyncError = Atomic<Int32>(0)
-    #if DEBUG
-    /// Debug builds only, for tests of a running assetd: if the file this variable names
-    /// exists when the WAL is synced, it is removed and the sync fails with EIO.
-    static let syncFailpoint = ProcessInfo.processInfo.environment["ASSETD_DEBUG_FAIL_WAL_SYNC"]
-    #endif
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
     let state: Mutex<State>

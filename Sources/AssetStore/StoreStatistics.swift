@@ -108,26 +108,6 @@ extension Store {
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }
-        try checkNoSyncFailure()
-        return try checkpointer.exclusive {
-            try Store.mapErrors {
-                try recordingSyncFailure("checkpoint") {
-                    try pool.writeWithoutTransaction { db in
-                        try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0
-                    }
-                }
-            }
-        }
-    }
-
-    /// Runs `body` (SQLite checkpointing on the writer), recording a failed sync as the
-    /// store's: from then on writes are refused.
-    func recordingSyncFailure<T>(_ what: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_IOERR_FSYNC {
-            checkpointer.recordSyncFailure("\(what): \(e.message ?? "sync failed")")
-            throw e
-        }
+        return try checkpointing("checkpoint") { db in try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0 }
     }
 }
