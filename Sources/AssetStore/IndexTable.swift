@@ -31,10 +31,10 @@ enum IndexTable {
             CREATE INDEX "\(sqlIndex("default", "created"))" ON "\(t)"(created);
             CREATE INDEX "\(sqlIndex("default", "collection_key"))" ON "\(t)"(collection, key);
             """)
-        try createDefaultOwnerAccessed(db)
     }
 
-    /// Least recently used first within one owner: the quota policy's order.
+    /// Least recently used first within one owner: the quota policy's order, kept only while
+    /// a policy needs it (Store+OwnerLRU.swift).
     static func createDefaultOwnerAccessed(_ db: Database) throws {
         try db.execute(sql: """
             CREATE INDEX IF NOT EXISTS "\(sqlIndex("default", "owner_accessed"))" ON "\(table(IndexDefinition.defaultName))"(owner, accessed)

@@ -8,6 +8,7 @@ import GRDB
 final class QuotaStep: PolicyStep {
     let quotas: [PolicyConfiguration.Quota]
     var phase: String { "quota" }
+    var walksOwnerLRU: Bool { true }
     private var cursors: [String: (Double, Int64)] = [:]
     private var exhausted: Set<String> = []
 

@@ -80,6 +80,12 @@ protocol PolicyStep: AnyObject {
     var phase: String { get }
     /// Deletes up to `run.batch` objects; true when the step has nothing more to do.
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool
+    /// Walks one owner's objects least recently accessed first (Store+OwnerLRU.swift).
+    var walksOwnerLRU: Bool { get }
+}
+
+extension PolicyStep {
+    var walksOwnerLRU: Bool { false }
 }
 
 private struct DryRunFinished: Error {}
@@ -113,7 +119,8 @@ final class PolicyRun {
     var batchFull: Bool { deletedInBatch >= batch }
 
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
-        try store.withMappedWriter { try runSteps(steps) }
+        if steps.contains(where: \.walksOwnerLRU) { try store.ensureOwnerLRUIndex() }
+        return try store.withMappedWriter { try runSteps(steps) }
     }
 
     private func runSteps(_ steps: [PolicyStep]) throws -> PolicyPlan {
@@ -323,6 +330,8 @@ class BytesStep: PolicyStep {
     func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 { 0 }
     /// An extra condition on candidates.
     var condition: (String, StatementArguments) { ("", []) }
+    /// A class member, so a subclass's answer is the one the protocol sees.
+    var walksOwnerLRU: Bool { false }
     /// The bytes of an effect that count toward the need.
     func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0 + $1.size } }
 
@@ -428,6 +437,8 @@ final class EvictStep: BytesStep {
     }
 
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 { remaining }
+
+    override var walksOwnerLRU: Bool { owner != nil }
 
     override var condition: (String, StatementArguments) {
         guard let owner else { return ("", []) }

@@ -72,7 +72,8 @@ enum Schema {
                 ALTER TABLE object ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE unlink_queue ADD COLUMN size INTEGER;
                 """)
-            try IndexTable.createDefaultOwnerAccessed(db)
+            // The per-owner LRU index, once made here, is kept only while a policy needs it
+            // (Store+OwnerLRU.swift): open makes or drops it.
         }
         // The device numbers each root's filesystem has had (DeviceRenumbering.swift).
         m.registerMigration("v3") { db in

@@ -130,6 +130,7 @@ public final class Store: Sendable {
             try readRootDevices()
         } else {
             try applyConfiguredDefinitions(progress: progress)
+            try applyOwnerLRUPolicy()
             try makeDurable()
             // Before any sweep: rows may have been queued on a device renumbered since.
             try Store.mapErrors { try pool.write { db in _ = try noteRootDevices(db, now: configuration.clock()) } }

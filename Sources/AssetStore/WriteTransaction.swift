@@ -64,7 +64,8 @@ public final class WriteTransaction {
         self.indexes = indexes
         self.defaultOwner = defaultOwner
         now = store.configuration.clock()
-        commit = (try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0) + 1
+        // Cached: preparing it (through GRDB's authorizer) cost a group commit of puts 5%.
+        commit = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'commit'")) ?? 0) + 1
     }
 
     var reads: Reads { Reads(db: db, roots: store.roots, hidden: pendingDeleteIDs) }

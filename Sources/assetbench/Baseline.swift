@@ -148,7 +148,6 @@ final class BaselineStore {
         CREATE INDEX "index_default__accessed" ON "index_default"(accessed);
         CREATE INDEX "index_default__created" ON "index_default"(created);
         CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
-        CREATE INDEX "index_default__owner_accessed" ON "index_default"(owner, accessed);
         """
 
     // Transactions and the commit number (every write transaction gets the next one).

@@ -13,6 +13,8 @@ struct PolicyQueryPlanTests {
         var order: String
         var condition: String
         var arguments: [String]
+        /// One owner's LRU order: the per-owner index exists while a quota is configured.
+        var quota = false
         var testDescription: String { "\(order) \(condition)" }
     }
 
@@ -21,12 +23,14 @@ struct PolicyQueryPlanTests {
         Shape(order: "created", condition: "d.created < ? AND +d.collection = ?", arguments: ["1", "c"]),
         Shape(order: "accessed", condition: "d.accessed < ? AND +d.collection = ?", arguments: ["1", "c"]),
         Shape(order: "accessed", condition: "", arguments: []),
-        Shape(order: "accessed", condition: "d.owner = ?", arguments: ["alice"]),
+        Shape(order: "accessed", condition: "d.owner = ?", arguments: ["alice"], quota: true),
     ]
 
     @Test("candidates come from an index in order, with no sort", arguments: shapes)
     func inOrder(_ s: Shape) throws {
-        let f = try Fixture()
+        let f = try Fixture { c in
+            if s.quota { c.policy = PolicyConfiguration(); c.policy?.quotas = [.init(owner: "alice", maxBytes: 1)] }
+        }
         for i in 0..<200 {
             try f.put([(ref(i % 2 == 0 ? "c" : "d", "k\(i)"), ["n": .int(Int64(i))])], owner: i % 3 == 0 ? "alice" : "bob")
         }
