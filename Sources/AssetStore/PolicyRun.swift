@@ -119,7 +119,13 @@ final class PolicyRun {
     var batchFull: Bool { deletedInBatch >= batch }
 
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
-        if steps.contains(where: \.walksOwnerLRU) { try store.ensureOwnerLRUIndex() }
+        // A dry run builds the per-owner LRU index inside its own transaction, which it rolls
+        // back: it changes nothing, not even the schema (Store+OwnerLRU.swift).
+        guard !dryRun, steps.contains(where: \.walksOwnerLRU) else {
+            return try store.withMappedWriter { try runSteps(steps) }
+        }
+        try store.beginOwnerLRUWalk()
+        defer { store.endOwnerLRUWalk() }
         return try store.withMappedWriter { try runSteps(steps) }
     }
 
@@ -127,6 +133,7 @@ final class PolicyRun {
         if dryRun {
             do {
                 try store.write { tx in
+                    if steps.contains(where: \.walksOwnerLRU) { try IndexTable.createDefaultOwnerAccessed(tx.db) }
                     for step in steps {
                         var done = false
                         while !done {

@@ -1,10 +1,11 @@
 // The per-owner LRU index (`index_default__owner_accessed`): the order in which quota
 // enforcement and `policy.evict` of one owner pick objects. A new object adds an entry at its
 // owner's end of it, so a group commit of puts from many owners dirties a page of it per
-// owner: about a fifth of a put's cost (README "What bounds puts"). It is kept only while
-// something needs it: built at open when quotas are configured, and before any policy run
-// that needs it (a quota added by a reload, an eviction by owner); dropped at an open whose
-// configuration has no quota.
+// owner: about a fifth of a put's cost (README "What bounds puts"). It is kept only while a
+// quota is configured: built at open, or before the first run that needs it (a quota added
+// by a reload); dropped at an open without quotas. An eviction by owner without a quota
+// builds it for its run and drops it after; a dry run builds it in the transaction it rolls
+// back, so it changes nothing.
 
 import GRDB
 
@@ -23,25 +24,46 @@ extension Store {
         }
     }
 
-    /// Builds the per-owner LRU index if it is missing, in a transaction of its own (so a dry
-    /// run, which rolls back, does not build it again next time). One pass over the default
-    /// index, while writers wait: about a second per million objects.
+    /// Builds the per-owner LRU index if it is missing, in a transaction of its own. One pass
+    /// over the default index, while writers wait: about a second per million objects.
     func ensureOwnerLRUIndex() throws {
-        guard try !hasOwnerLRUIndex else { return }
+        // On the writer, not after a read: a run ending now may be dropping it.
         try changeSchema { db in try IndexTable.createDefaultOwnerAccessed(db) }
+    }
+
+    /// Before a real run that walks one owner's LRU order: the index exists until the last
+    /// such run ends (`endOwnerLRUWalk`).
+    func beginOwnerLRUWalk() throws {
+        state.withLock { $0.ownerLRUWalkers += 1 }
+        do {
+            try ensureOwnerLRUIndex()
+        } catch {
+            endOwnerLRUWalk()
+            throw error
+        }
+    }
+
+    /// After such a run: with no quota configured now and no other such run under way, the
+    /// index goes again (a failure to drop it only leaves it until the next open).
+    func endOwnerLRUWalk() {
+        state.withLock { $0.ownerLRUWalkers -= 1 }
+        try? changeSchema { db in
+            // Decided on the writer, where a run beginning now builds it again after us.
+            let unused = state.withLock { $0.ownerLRUWalkers == 0 && ($0.policy?.quotas.isEmpty ?? true) }
+            if unused { try db.execute(sql: "DROP INDEX IF EXISTS \"\(Store.ownerLRUIndex)\"") }
+        }
     }
 
     /// At open: the index exists if and only if quotas are configured.
     func applyOwnerLRUPolicy() throws {
         if !(configuration.policy?.quotas.isEmpty ?? true) {
-            try ensureOwnerLRUIndex()
+            if try !hasOwnerLRUIndex { try ensureOwnerLRUIndex() }
         } else if try hasOwnerLRUIndex {
             try changeSchema { db in try db.execute(sql: "DROP INDEX \"\(Store.ownerLRUIndex)\"") }
         }
     }
 
-    /// A write that changes no object, so takes no commit number and tells watchers nothing
-    /// (a dry run stays without a visible commit).
+    /// A write that changes no object: it takes no commit number and tells watchers nothing.
     private func changeSchema(_ body: (Database) throws -> Void) throws {
         try checkOpen()
         try checkNoSyncFailure()

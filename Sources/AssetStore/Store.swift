@@ -47,6 +47,8 @@ public final class Store: Sendable {
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
         /// sweep (or the open) read them (DeviceRenumbering.swift).
         var renumbered: [Int64: Int64] = [:]
+        /// Real policy runs walking one owner's LRU order now (Store+OwnerLRU.swift).
+        var ownerLRUWalkers = 0
         /// What the open could not do and the caller should say (Store+WALSync.swift).
         var openWarnings: [String] = []
         /// Tests: what statvfs reads of the roots' filesystems, in root order (a renumbering,

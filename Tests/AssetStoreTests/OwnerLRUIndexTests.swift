@@ -4,6 +4,8 @@
 
 @testable import AssetStore
 import AssetStoreTestSupport
+import GRDB
+import Synchronization
 import Testing
 
 private func quotas(_ owner: String = "alice", _ maxBytes: Int64 = 150) -> PolicyConfiguration {
@@ -44,7 +46,7 @@ struct OwnerLRUIndexTests {
         #expect(plan.objects.map(\.ref) == [ref("c", "k0"), ref("c", "k1")])
     }
 
-    @Test("an eviction by owner builds the index, in a commit of its own even for a dry run")
+    @Test("an eviction by owner without a quota has the index for its run only; a dry run leaves no trace")
     func evictionByOwner() throws {
         let f = try Fixture()
         for i in 0..<3 {
@@ -52,12 +54,52 @@ struct OwnerLRUIndexTests {
             f.clock.advance(1)
         }
         f.clock.advance(3600)
-        // Evicting from everyone walks the global LRU order: no per-owner index.
-        _ = try f.store.evict(bytes: 1, owner: nil, dryRun: true)
+        let schema = { try f.store.read { r in try String.fetchAll(r.db, sql: "SELECT name FROM sqlite_master ORDER BY name") } }
+        let before = try schema()
+        let dry = try f.store.evict(bytes: nil, owner: "alice", dryRun: true)
+        #expect(dry.objects.map(\.ref) == [ref("c", "k0"), ref("c", "k2")])
+        #expect(try schema() == before)
+        // Seen from another connection in each real batch, before its commit.
+        let seen = Mutex<[Bool]>([])
+        let path = f.dbPath
+        f.store.state.withLock { s in
+            s.policyBatchDecided = { seen.withLock { $0.append(indexExists(path)) } }
+        }
+        let real = try f.store.evict(bytes: nil, owner: "alice")
+        #expect(real.objects == dry.objects)
+        #expect(seen.withLock { $0 } == [true])
         #expect(try !f.store.hasOwnerLRUIndex)
-        let plan = try f.store.evict(bytes: nil, owner: "alice", dryRun: true)
-        #expect(plan.objects.map(\.ref) == [ref("c", "k0"), ref("c", "k2")])
-        #expect(try f.store.hasOwnerLRUIndex)
-        #expect(try f.store.read { try $0.objectCount() } == 3)
+        #expect(try f.store.read { try $0.objectCount() } == 1)
     }
+
+    @Test("with a quota configured an eviction by owner leaves the index in place")
+    func evictionByOwnerWithQuota() throws {
+        let f = try Fixture { $0.policy = quotas("alice", 1 << 40) }
+        for i in 0..<2 {
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: 100))])], owner: "alice")
+        }
+        f.clock.advance(3600)
+        #expect(try f.store.evict(bytes: nil, owner: "alice").objects.count == 2)
+        #expect(try f.store.hasOwnerLRUIndex)
+    }
+
+    @Test("a read-only open neither builds nor drops the index")
+    func readOnlyOpen() throws {
+        let f = try Fixture()
+        var c = f.configuration
+        c.readOnly = true
+        c.policy = quotas()
+        let reader = try Store(path: f.dbPath, configuration: c)
+        defer { reader.close() }
+        #expect(try !reader.hasOwnerLRUIndex)
+        #expect(try !f.store.hasOwnerLRUIndex)
+    }
+}
+
+/// Whether the committed schema has the per-owner LRU index, read on a connection of its own.
+private func indexExists(_ path: String) -> Bool {
+    var config = Configuration()
+    config.readonly = true
+    guard let q = try? DatabaseQueue(path: path, configuration: config) else { return false }
+    return (try? q.read { db in try db.indexes(on: "index_default").contains { $0.name == Store.ownerLRUIndex } }) ?? false
 }
