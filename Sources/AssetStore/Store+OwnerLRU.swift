@@ -54,10 +54,16 @@ extension Store {
         }
     }
 
-    /// At open: the index exists if and only if quotas are configured.
-    func applyOwnerLRUPolicy() throws {
+    /// At open: the index exists if and only if quotas are configured. A build is reported
+    /// as an index rebuild (the daemon logs it: the first start with a quota waits for it).
+    func applyOwnerLRUPolicy(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         if !(configuration.policy?.quotas.isEmpty ?? true) {
-            if try !hasOwnerLRUIndex { try ensureOwnerLRUIndex() }
+            guard try !hasOwnerLRUIndex else { return }
+            let total = try read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM index_default") ?? 0 }
+            let name = IndexDefinition.defaultName + " (owner, accessed: quotas are configured)"
+            progress?(IndexRebuildProgress(index: name, done: 0, total: total))
+            try ensureOwnerLRUIndex()
+            progress?(IndexRebuildProgress(index: name, done: total, total: total))
         } else if try hasOwnerLRUIndex {
             try changeSchema { db in try db.execute(sql: "DROP INDEX \"\(Store.ownerLRUIndex)\"") }
         }

@@ -132,7 +132,7 @@ public final class Store: Sendable {
             try readRootDevices()
         } else {
             try applyConfiguredDefinitions(progress: progress)
-            try applyOwnerLRUPolicy()
+            try applyOwnerLRUPolicy(progress: progress)
             try makeDurable()
             // Before any sweep: rows may have been queued on a device renumbered since.
             try Store.mapErrors { try pool.write { db in _ = try noteRootDevices(db, now: configuration.clock()) } }

@@ -23,8 +23,15 @@ struct OwnerLRUIndexTests {
         #expect(try !f.store.hasOwnerLRUIndex)
         try f.put([(ref("c", "a"), ["n": .int(1)])], owner: "alice")
         f.configuration.policy = quotas()
-        try f.reopen()
+        // Built at open, reported as an index rebuild (the daemon logs it).
+        f.store.close()
+        let reported = Mutex<[String]>([])
+        f.store = try Store(path: f.dbPath, configuration: f.configuration) { p in
+            reported.withLock { $0.append("\(p.index) \(p.done)/\(p.total)") }
+        }
         #expect(try f.store.hasOwnerLRUIndex)
+        #expect(reported.withLock { $0 }.map { $0.hasPrefix("default (owner, accessed") } == [true, true])
+        #expect(reported.withLock { $0 }.last?.hasSuffix(" 1/1") == true)
         // A configuration without quotas drops it again; a policy without quotas too.
         f.configuration.policy = PolicyConfiguration()
         try f.reopen()
