@@ -162,10 +162,7 @@ extension Store {
     /// Rewrites the database compactly (`VACUUM` on the writer, then a checkpoint that
     /// truncates the WAL). Returns `{bytes_before, bytes_after}`: database plus WAL.
     public func vacuum() throws -> JSONValue {
-        try checkOpen()
-        guard !configuration.readOnly else {
-            throw StoreError(.busy, "the store is open read-only: another process holds the database")
-        }
+        try checkWritable()
         let before = Store.fileSize(path) + Store.fileSize(path + "-wal")
         try checkpointing("vacuum") { db in
             try db.execute(sql: "VACUUM")

@@ -41,6 +41,10 @@ enum IndexTable {
             """)
     }
 
+    static func dropDefaultOwnerAccessed(_ db: Database) throws {
+        try db.execute(sql: "DROP INDEX IF EXISTS \"\(sqlIndex("default", "owner_accessed"))\"")
+    }
+
     /// The default index row of objects, computed from the objects, edges and registry.
     static let defaultSelect = """
         SELECT o.id, o.collection, o.key, o.owner,

@@ -121,19 +121,17 @@ final class PolicyRun {
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
         // A dry run builds the per-owner LRU index inside its own transaction, which it rolls
         // back: it changes nothing, not even the schema (Store+OwnerLRU.swift).
-        guard !dryRun, steps.contains(where: \.walksOwnerLRU) else {
-            return try store.withMappedWriter { try runSteps(steps) }
-        }
-        try store.beginOwnerLRUWalk()
-        defer { store.endOwnerLRUWalk() }
-        return try store.withMappedWriter { try runSteps(steps) }
+        let walks = steps.contains(where: \.walksOwnerLRU)
+        if walks && !dryRun { try store.beginOwnerLRUWalk() }
+        defer { if walks && !dryRun { store.endOwnerLRUWalk() } }
+        return try store.withMappedWriter { try runSteps(steps, buildingOwnerLRU: walks) }
     }
 
-    private func runSteps(_ steps: [PolicyStep]) throws -> PolicyPlan {
+    private func runSteps(_ steps: [PolicyStep], buildingOwnerLRU: Bool) throws -> PolicyPlan {
         if dryRun {
             do {
                 try store.write { tx in
-                    if steps.contains(where: \.walksOwnerLRU) { try IndexTable.createDefaultOwnerAccessed(tx.db) }
+                    if buildingOwnerLRU { try IndexTable.createDefaultOwnerAccessed(tx.db) }
                     for step in steps {
                         var done = false
                         while !done {

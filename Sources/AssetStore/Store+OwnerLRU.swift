@@ -14,7 +14,7 @@ extension Store {
     static let ownerLRUIndex = IndexTable.sqlIndex(IndexDefinition.defaultName, "owner_accessed")
 
     /// Whether the per-owner LRU index exists now.
-    public var hasOwnerLRUIndex: Bool {
+    var hasOwnerLRUIndex: Bool {
         get throws {
             try read { r in
                 try Bool.fetchOne(
@@ -46,11 +46,15 @@ extension Store {
     /// After such a run: with no quota configured now and no other such run under way, the
     /// index goes again (a failure to drop it only leaves it until the next open).
     func endOwnerLRUWalk() {
-        state.withLock { $0.ownerLRUWalkers -= 1 }
+        let quotas = state.withLock { s in
+            s.ownerLRUWalkers -= 1
+            return !(s.policy?.quotas.isEmpty ?? true)
+        }
+        guard !quotas else { return }
         try? changeSchema { db in
             // Decided on the writer, where a run beginning now builds it again after us.
             let unused = state.withLock { $0.ownerLRUWalkers == 0 && ($0.policy?.quotas.isEmpty ?? true) }
-            if unused { try db.execute(sql: "DROP INDEX IF EXISTS \"\(Store.ownerLRUIndex)\"") }
+            if unused { try IndexTable.dropDefaultOwnerAccessed(db) }
         }
     }
 
@@ -65,17 +69,13 @@ extension Store {
             try ensureOwnerLRUIndex()
             progress?(IndexRebuildProgress(index: name, done: total, total: total))
         } else if try hasOwnerLRUIndex {
-            try changeSchema { db in try db.execute(sql: "DROP INDEX \"\(Store.ownerLRUIndex)\"") }
+            try changeSchema { db in try IndexTable.dropDefaultOwnerAccessed(db) }
         }
     }
 
     /// A write that changes no object: it takes no commit number and tells watchers nothing.
     private func changeSchema(_ body: (Database) throws -> Void) throws {
-        try checkOpen()
-        try checkNoSyncFailure()
-        guard !configuration.readOnly else {
-            throw StoreError(.busy, "the store is open read-only: another process holds the database")
-        }
+        try checkWritable()
         try Store.mapErrors { try pool.write(body) }
     }
 }

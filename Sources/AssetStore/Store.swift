@@ -175,11 +175,7 @@ public final class Store: Sendable {
     /// false: then the caller must not acknowledge it before `syncCommitted` has covered it.
     @discardableResult
     public func write<T>(owner: String? = nil, syncing: Bool = true, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
-        try checkOpen()
-        try checkNoSyncFailure()
-        guard !configuration.readOnly else {
-            throw StoreError(.busy, "the store is open read-only: another process holds the database")
-        }
+        try checkWritable()
         let committed = try Store.mapErrors {
             try pool.writeWithoutTransaction { db in
                 var result: Committed<T>?
@@ -210,6 +206,20 @@ public final class Store: Sendable {
 
     func checkOpen() throws(StoreError) {
         if state.withLock({ $0.closed }) { throw StoreError(.internalError, "the store is closed") }
+    }
+
+    /// Before any write: the store is open, no sync has failed, and it is not read-only.
+    func checkWritable() throws(StoreError) {
+        try checkOpen()
+        try checkNoSyncFailure()
+        try checkNotReadOnly()
+    }
+
+    /// `busy` on a read-only store: SQLite's own error would read as an I/O error.
+    func checkNotReadOnly() throws(StoreError) {
+        guard !configuration.readOnly else {
+            throw StoreError(.busy, "the store is open read-only: another process holds the database")
+        }
     }
 
     /// Translates SQLite failures into stable error codes (disk full, busy); everything else

@@ -105,9 +105,7 @@ extension Store {
     /// error would read as an I/O error.
     @discardableResult
     public func checkpoint() throws -> Bool {
-        guard !configuration.readOnly else {
-            throw StoreError(.busy, "the store is open read-only: another process holds the database")
-        }
+        try checkNotReadOnly()  // not checkOpen: `close` runs it after marking the store closed
         return try checkpointing("checkpoint") { db in try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0 }
     }
 }

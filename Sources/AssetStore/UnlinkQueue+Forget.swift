@@ -9,8 +9,7 @@ extension Store {
     /// anything, and counts them (`forgotten`). Returns the paths whose rows went, in queue
     /// order; a path with no row is not an error.
     public func forgetQueued(_ paths: [String]) throws -> [String] {
-        try checkOpen()
-        guard !configuration.readOnly else { throw StoreError(.busy, "the store is open read-only") }
+        try checkWritable()
         // Any absolute path: a row may be outside the roots now (a root removed from the config).
         let normal = try paths.map { p throws(StoreError) in JSONValue.string(try ManagedRoots.normalise(p)) }
         guard !normal.isEmpty else { return [] }

@@ -122,8 +122,7 @@ extension Store {
     func sweep(
         retryFailed: Bool, batch: Int, threads: Int, beforeUnlink: (@Sendable (String) -> Void)? = nil
     ) throws -> SweepReport {
-        try checkOpen()
-        guard !configuration.readOnly else { throw StoreError(.busy, "the store is open read-only") }
+        try checkWritable()
         var report = SweepReport()
         // The daemon sweeps every second: with nothing due, a read is all it costs (no write
         // lock taken from clients, no WAL sync).
@@ -314,8 +313,7 @@ extension Store {
     /// connection closes). Paths compare as UTF-8 bytes; a file still under another live
     /// lease is left alone, as are rows already due. Returns how many rows were rescheduled.
     public func leasesEnded(_ leases: [Lease]) throws -> Int {
-        try checkOpen()
-        guard !configuration.readOnly else { throw StoreError(.busy, "the store is open read-only") }
+        try checkWritable()
         let stillLeased = protections.snapshot().files
         var seen = Set<[UInt8]>()
         var paths = [JSONValue]()

@@ -79,12 +79,7 @@ extension Store {
     /// Checks the store (SPEC §9 verify). A repair on a read-only store is `busy`, as any write.
     public func verify(_ options: VerifyOptions, progress: (@Sendable (VerifyProgress) -> Void)? = nil) throws -> VerifyReport {
         try checkOpen()
-        if options.repair || options.deleteOrphans {
-            if configuration.readOnly {
-                throw StoreError(.busy, "the store is open read-only: another process holds the database")
-            }
-            try checkNoSyncFailure()
-        }
+        if options.repair || options.deleteOrphans { try checkWritable() }
         let run = VerifyRun(store: self, options: options, progress: progress)
         try run.danglingEdges()
         try run.missingFiles()
