@@ -122,7 +122,7 @@ final class PolicyRun {
         // A dry run builds the per-owner LRU index inside its own transaction, which it rolls
         // back: it changes nothing, not even the schema (Store+OwnerLRU.swift).
         let walks = steps.contains(where: \.walksOwnerLRU)
-        if walks && !dryRun { try store.beginOwnerLRUWalk() }
+        if walks && !dryRun { store.beginOwnerLRUWalk() }
         defer { if walks && !dryRun { store.endOwnerLRUWalk() } }
         return try store.withMappedWriter { try runSteps(steps, buildingOwnerLRU: walks) }
     }

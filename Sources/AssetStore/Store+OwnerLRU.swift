@@ -32,15 +32,12 @@ extension Store {
     }
 
     /// Before a real run that walks one owner's LRU order: the index exists until the last
-    /// such run ends (`endOwnerLRUWalk`).
-    func beginOwnerLRUWalk() throws {
+    /// such run ends (`endOwnerLRUWalk`). If it cannot be built (a full disk, when evicting
+    /// matters most) the run goes on without it: the walk then sorts the owner's objects,
+    /// slower, in the same order.
+    func beginOwnerLRUWalk() {
         state.withLock { $0.ownerLRUWalkers += 1 }
-        do {
-            try ensureOwnerLRUIndex()
-        } catch {
-            endOwnerLRUWalk()
-            throw error
-        }
+        try? ensureOwnerLRUIndex()
     }
 
     /// After such a run: with no quota configured now and no other such run under way, the
@@ -59,17 +56,27 @@ extension Store {
     }
 
     /// At open: the index exists if and only if quotas are configured. A build is reported
-    /// as an index rebuild (the daemon logs it: the first start with a quota waits for it).
+    /// as an index rebuild (the daemon logs it: the first start with a quota waits for it);
+    /// one that fails is a warning, not a failed open.
     func applyOwnerLRUPolicy(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         if !(configuration.policy?.quotas.isEmpty ?? true) {
             guard try !hasOwnerLRUIndex else { return }
             let total = try read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM index_default") ?? 0 }
             let name = IndexDefinition.defaultName + " (owner, accessed: quotas are configured)"
             progress?(IndexRebuildProgress(index: name, done: 0, total: total))
-            try ensureOwnerLRUIndex()
-            progress?(IndexRebuildProgress(index: name, done: total, total: total))
+            do {
+                try ensureOwnerLRUIndex()
+                progress?(IndexRebuildProgress(index: name, done: total, total: total))
+            } catch {
+                // Not a reason to stay down: a full disk is when the policies must run.
+                state.withLock {
+                    $0.openWarnings.append(
+                        "the per-owner LRU index for the quotas could not be built (\(error)): quota runs sort each"
+                            + " owner's objects instead, slower, until one of them builds it")
+                }
+            }
         } else if try hasOwnerLRUIndex {
-            try changeSchema { db in try IndexTable.dropDefaultOwnerAccessed(db) }
+            try? changeSchema { db in try IndexTable.dropDefaultOwnerAccessed(db) }  // else kept until the next open
         }
     }
 

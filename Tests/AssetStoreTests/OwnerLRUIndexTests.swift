@@ -90,6 +90,24 @@ struct OwnerLRUIndexTests {
         #expect(try f.store.hasOwnerLRUIndex)
     }
 
+    @Test("a quota run whose index cannot be built (the disk full) still evicts, least recently accessed first")
+    func fullDiskStillEvicts() throws {
+        let f = try Fixture()
+        for i in 0..<4 {
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: 100))])], owner: "alice")
+            f.clock.advance(1)
+        }
+        // The writer may not grow the database: the index needs new pages, the deletions do not.
+        try f.store.pool.writeWithoutTransaction { db in
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+        }
+        f.store.policy = quotas("alice", 250)
+        let plan = try f.store.enforce()
+        #expect(try !f.store.hasOwnerLRUIndex)
+        #expect(plan.objects.map(\.ref) == [ref("c", "k0"), ref("c", "k1")])
+    }
+
     @Test("a read-only open neither builds nor drops the index")
     func readOnlyOpen() throws {
         let f = try Fixture()
