@@ -8,6 +8,14 @@ import GRDB
 import Synchronization
 import Testing
 
+/// Objects c/k0… holding a 100-byte file each, one second apart (k0 least recently accessed).
+private func putFiles(_ f: Fixture, _ n: Int, owner: (Int) -> String = { _ in "alice" }) throws {
+    for i in 0..<n {
+        try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: 100))])], owner: owner(i))
+        f.clock.advance(1)
+    }
+}
+
 private func quotas(_ owner: String = "alice", _ maxBytes: Int64 = 150) -> PolicyConfiguration {
     var p = PolicyConfiguration()
     p.quotas = [.init(owner: owner, maxBytes: maxBytes)]
@@ -42,10 +50,7 @@ struct OwnerLRUIndexTests {
     @Test("a quota added while open (a reload) builds the index before its first run, and is enforced LRU first")
     func quotaAddedByReload() throws {
         let f = try Fixture()
-        for i in 0..<4 {
-            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: 100))])], owner: "alice")
-            f.clock.advance(1)
-        }
+        try putFiles(f, 4)
         f.store.policy = quotas("alice", 250)
         #expect(try !f.store.hasOwnerLRUIndex)
         let plan = try f.store.enforce()
@@ -56,10 +61,7 @@ struct OwnerLRUIndexTests {
     @Test("an eviction by owner without a quota has the index for its run only; a dry run leaves no trace")
     func evictionByOwner() throws {
         let f = try Fixture()
-        for i in 0..<3 {
-            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: 100))])], owner: i == 1 ? "bob" : "alice")
-            f.clock.advance(1)
-        }
+        try putFiles(f, 3) { $0 == 1 ? "bob" : "alice" }
         f.clock.advance(3600)
         let schema = { try f.store.read { r in try String.fetchAll(r.db, sql: "SELECT name FROM sqlite_master ORDER BY name") } }
         let before = try schema()
@@ -82,9 +84,7 @@ struct OwnerLRUIndexTests {
     @Test("with a quota configured an eviction by owner leaves the index in place")
     func evictionByOwnerWithQuota() throws {
         let f = try Fixture { $0.policy = quotas("alice", 1 << 40) }
-        for i in 0..<2 {
-            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: 100))])], owner: "alice")
-        }
+        try putFiles(f, 2)
         f.clock.advance(3600)
         #expect(try f.store.evict(bytes: nil, owner: "alice").objects.count == 2)
         #expect(try f.store.hasOwnerLRUIndex)
@@ -93,10 +93,7 @@ struct OwnerLRUIndexTests {
     @Test("a quota run whose index cannot be built (the disk full) still evicts, least recently accessed first")
     func fullDiskStillEvicts() throws {
         let f = try Fixture()
-        for i in 0..<4 {
-            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: 100))])], owner: "alice")
-            f.clock.advance(1)
-        }
+        try putFiles(f, 4)
         // The writer may not grow the database: the index needs new pages, the deletions do not.
         try f.store.pool.writeWithoutTransaction { db in
             let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
