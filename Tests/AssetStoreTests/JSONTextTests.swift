@@ -43,6 +43,26 @@ import AssetStore
         #expect(throws: JSONParseError.self) { try invalidAfterEscape.withUnsafeBufferPointer { try JSONValue.parse($0) } }
     }
 
+    @Test("a string's bytes are accepted exactly when they are UTF-8, with or without an escape before them")
+    func utf8Edges() throws {
+        let samples: [[UInt8]] = [
+            Array("é".utf8), Array("日本".utf8), Array("🦊".utf8), Array("\u{FFFD}".utf8), Array("\u{10FFFF}".utf8),
+            Array("\u{7F}\u{80}\u{7FF}\u{800}\u{FFFF}\u{10000}".utf8),
+            [0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+            [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xFE], [0xE2, 0x82], [0xF0, 0x9F, 0xA6], [0xEF, 0xBF], [0xEF, 0xBF, 0xBE],
+            [0x61, 0xC3], [0xC3, 0x61], [0xEF, 0xBF, 0xBD, 0xFF],
+        ]
+        for sample in samples {
+            let oracle = String(validating: sample, as: UTF8.self)
+            for prefix in [[UInt8](), Array("x".utf8), Array(#"\n"#.utf8)] {
+                let text = [34] + prefix + sample + [34]
+                let got = try? text.withUnsafeBufferPointer { try JSONValue.parse($0) }
+                let expected = oracle.map { JSONValue.string((prefix == Array(#"\n"#.utf8) ? "\n" : String(decoding: prefix, as: UTF8.self)) + $0) }
+                #expect(got == expected, "\(prefix) + \(sample)")
+            }
+        }
+    }
+
     @Test("strings are written escaped exactly where JSON needs it, and read back the same")
     func writtenStrings() throws {
         func text(_ s: String) -> String {
