@@ -158,12 +158,15 @@ final class ControlServer {
 
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
+        // Events are made only for someone to send them to: with no watcher, making a group
+        // commit's put events cost the loop about a tenth of its time.
+        let watched = sessions.values.contains { $0.watching != nil }
         for report in [outcome.commit].compactMap({ $0 }) + outcome.moreCommits {
             daemon.noteCommit(report.commit)
-            broadcast(ServerEvent.events(for: report))
+            if watched { broadcast(ServerEvent.events(for: report)) }
             if !report.filesQueued.isEmpty { daemon.scheduleSweep() }
         }
-        if let sweep = outcome.sweep { broadcast(ServerEvent.events(for: sweep, commit: daemon.lastCommit)) }
+        if watched, let sweep = outcome.sweep { broadcast(ServerEvent.events(for: sweep, commit: daemon.lastCommit)) }
         if case .shutdown = outcome.action { daemon.beginStop("a shutdown request") }
     }
 
