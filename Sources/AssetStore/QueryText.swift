@@ -2,6 +2,7 @@
 // literals, identifiers and comments is a parameter; an array parameter expands to `?,?,…`,
 // an empty one to NULL (so `IN (?)` matches nothing).
 
+import GRDB
 import GRDBSQLite
 
 enum QueryText {
@@ -85,14 +86,12 @@ enum QueryText {
     }
 
     static func bind(_ stmt: OpaquePointer, _ i: Int32, _ v: JSONValue) throws {
-        // SQLITE_TRANSIENT: SQLite copies the text before the Swift string goes away.
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         switch v {
         case .null: sqlite3_bind_null(stmt, i)
         case .bool(let b): sqlite3_bind_int64(stmt, i, b ? 1 : 0)
         case .int(let n): sqlite3_bind_int64(stmt, i, n)
         case .double(let d): sqlite3_bind_double(stmt, i, d)
-        case .string(let s): sqlite3_bind_text(stmt, i, s, Int32(s.utf8.count), transient)  // NUL bytes included
+        case .string(let s): Statement.bindText(stmt, i, s)  // NUL bytes included
         case .array, .object: throw StoreError(.invalidParams, "parameters must be JSON scalars")
         }
     }

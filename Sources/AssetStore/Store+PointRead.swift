@@ -2,6 +2,7 @@
 // and the stored value text spliced into the output instead of parsed and printed again.
 // Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this).
 
+import GRDB
 import GRDBSQLite
 
 extension Store {
@@ -22,9 +23,8 @@ extension Store {
             """)
         // A statement left mid-rows keeps the read transaction (and its snapshot) open.
         defer { sqlite3_reset(o) }
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        sqlite3_bind_text(o, 1, ref.collection, Int32(ref.collection.utf8.count), transient)
-        sqlite3_bind_text(o, 2, ref.key, Int32(ref.key.utf8.count), transient)
+        Statement.bindText(o, 1, ref.collection)
+        Statement.bindText(o, 2, ref.key)
         switch sqlite3_step(o) {
         case SQLITE_ROW: break
         case SQLITE_DONE: return nil

@@ -78,6 +78,11 @@ import AssetStoreTestSupport
         // No clause at all, and WHERE 1, match everything.
         ParameterCase(index: "media", clause: "", parameters: [], keys: ["x", "y", "z"]),
         ParameterCase(index: "default", clause: "WHERE collection = ?", parameters: ["v"], keys: ["x", "y", "z"]),
+        // Text binds whole: an empty string is text, not NULL; a NUL byte and what follows count.
+        ParameterCase(index: "default", clause: "WHERE ? = '' AND owner = ?", parameters: ["", "bob"], keys: ["b"]),
+        ParameterCase(index: "default", clause: "WHERE ? IS NULL", parameters: [""], keys: []),
+        ParameterCase(index: "default", clause: "WHERE length(CAST(? AS BLOB)) = 6 AND owner = ?", parameters: ["é\u{0}bob", "bob"], keys: ["b"]),
+        ParameterCase(index: "default", clause: "WHERE owner = ?", parameters: ["bob\u{0}"], keys: []),
     ]
 
     @Test("parameters of each JSON type bind, and arrays expand", arguments: parameterCases)
