@@ -49,6 +49,7 @@ public final class WriteTransaction {
     /// Candidates before this index have had their Nullify applied.
     var nullifyCursor = 0
     var report = CommitReport()
+    private var cachedPutStatements: (lookup: Statement, insert: Statement)?
     /// Each deleted object's owner and protection, for the policy planner.
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
@@ -85,7 +86,8 @@ public final class WriteTransaction {
         // Looked up first, not inserted with ON CONFLICT DO NOTHING: that saves a search for a
         // new key, but with AUTOINCREMENT every update would use up an id (and write
         // sqlite_sequence), and an update would search the key twice.
-        if let existing = try db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?")
+        let statements = try putStatements()
+        if let existing = try statements.lookup
             .firstInt64Raw({ s in
                 Statement.bindText(s, 1, ref.collection)
                 Statement.bindText(s, 2, ref.key)
@@ -105,10 +107,7 @@ public final class WriteTransaction {
             try refreshHeldFiles(of: id, except: named)
         } else {
             // Bound through the C API: GRDB's arguments cost more than the insert's b-tree work.
-            try db.cachedStatement(sql: """
-                INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """).executeRaw { s in
+            try statements.insert.executeRaw { s in
                 Statement.bindText(s, 1, ref.collection)
                 Statement.bindText(s, 2, ref.key)
                 Statement.bindText(s, 3, valueText)
@@ -122,6 +121,20 @@ public final class WriteTransaction {
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
         report.put.append(ref)
+    }
+
+    /// The put's lookup and insert, found once a transaction: GRDB's statement cache hashes
+    /// the SQL text at each lookup, which was two hashes of about 100 bytes a put.
+    private func putStatements() throws -> (lookup: Statement, insert: Statement) {
+        if let cachedPutStatements { return cachedPutStatements }
+        let found = (
+            lookup: try db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
+            insert: try db.cachedStatement(sql: """
+                INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """))
+        cachedPutStatements = found
+        return found
     }
 
     /// Deletes an object at commit (its rules run then); `not_found` if it does not exist.

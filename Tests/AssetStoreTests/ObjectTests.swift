@@ -19,6 +19,21 @@ import AssetStoreTestSupport
         #expect(try f.store.read { try $0.get(ref("c", "missing")) } == nil)
     }
 
+    @Test("a new object put without metadata has none, after one put with it (in the same transaction and the next)")
+    func metadataNotCarriedOver() throws {
+        let f = try Fixture()
+        try f.store.write { tx in
+            try tx.put(ref("c", "with"), value: 1, metadata: ["m": 1])
+            try tx.put(ref("c", "without"), value: 2)
+        }
+        try f.store.write { tx in try tx.put(ref("c", "with2"), value: 3, metadata: ["m": 2]) }
+        try f.store.write { tx in try tx.put(ref("c", "without2"), value: 4) }
+        for (key, metadata) in [("with", ["m": 1]), ("without", nil), ("with2", ["m": 2]), ("without2", nil)] as [(String, JSONValue?)] {
+            let o = try #require(try f.store.read { try $0.get(ref("c", key)) })
+            #expect(o.metadata == metadata, "\(key)")
+        }
+    }
+
     @Test("a put of an existing key replaces that object in place: one row, created kept, modified moved")
     func putExistingUpdates() throws {
         let f = try Fixture()
