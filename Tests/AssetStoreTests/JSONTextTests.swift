@@ -63,6 +63,17 @@ import AssetStore
         }
     }
 
+    @Test("integers are written as Swift prints them, at every edge; object members in key order")
+    func writtenNumbersAndMembers() throws {
+        let edges: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 1_000_000_007, -987_654_321, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1]
+        for i in edges {
+            #expect(JSONValue.int(i).serialized() == String(i))
+            #expect(try parse(JSONValue.int(i).serialized()) == .int(i))
+        }
+        let object: JSONValue = ["b": 2, "a": ["z": 1, "é": -3, "Z": [7, -8]], "": true, "aa": nil]
+        #expect(object.serialized() == #"{"":true,"a":{"Z":[7,-8],"z":1,"é":-3},"aa":null,"b":2}"#)
+    }
+
     @Test("strings are written escaped exactly where JSON needs it, and read back the same")
     func writtenStrings() throws {
         func text(_ s: String) -> String {
