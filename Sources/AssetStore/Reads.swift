@@ -33,12 +33,15 @@ struct Reads {
         else { return nil }
         let id: Int64 = row[0]
         guard !hidden.contains(id) else { return nil }
+        // As the point read (Store.heldFiles): joined, one entry a file, in path byte order.
+        var seen = Set<Int64>()
         let files = try Row.fetchAll(
             db.cachedStatement(sql: """
-                SELECT path, size, device, inode, mtime, missing, first_seen FROM file
-                WHERE id IN (SELECT dst FROM edge WHERE src = ? AND is_file = 1) ORDER BY path
+                SELECT path, size, device, inode, mtime, missing, first_seen, f.id
+                FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
                 """), arguments: [id]
-        ).map(Reads.fileRecord)
+        ).filter { seen.insert($0[7]).inserted }.map(Reads.fileRecord)
+            .sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
         let metadata: String? = row[2]
         return StoredObject(
             ref: ref, value: try Reads.json(row[1]), metadata: try metadata.map(Reads.json), owner: row[3],

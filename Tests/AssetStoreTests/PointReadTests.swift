@@ -2,6 +2,7 @@
 // loop's PointReader, which keeps one snapshot across reads, never misses a finished commit.
 
 import Foundation
+import GRDB
 import Testing
 import AssetStore
 import AssetStoreTestSupport
@@ -28,6 +29,29 @@ import AssetStoreTestSupport
             #expect(String(decoding: fast, as: UTF8.self) == general, "\(r)")
         }
         #expect(try f.store.objectJSON(ref("c", "absent")) == nil)
+    }
+
+    @Test("an object's files are listed once each, in SQLite's byte order of their paths, by both reads")
+    func filesOrderedOnce() throws {
+        let f = try Fixture()
+        // Byte order differs from plain alphabetical order (capitals first, a decomposed é
+        // sorts by its 'e'), and one file is held through two edges.
+        let names = ["p/b", "p/B", "p/a", "p/é", "p/e\u{301}x", "p/Z", "p/aa"]
+        let paths = try names.map { try f.makeFile($0, size: 3) }
+        try f.store.write { tx in
+            try tx.put(ref("c", "k"), value: ["file": .array(paths.map { .string($0) })])
+            try tx.addEdge(name: "also", source: ref("c", "k"), destination: .file(paths[0]), rules: [])
+        }
+        let q = try DatabaseQueue(path: f.dbPath)
+        let expected = try q.read { db in
+            try String.fetchAll(db, sql: "SELECT path FROM file WHERE id IN (SELECT dst FROM edge WHERE is_file = 1) ORDER BY path")
+        }
+        #expect(expected.count == names.count)
+        let general = try #require(try f.store.read { try $0.get(ref("c", "k")) })
+        #expect(general.files.map(\.path) == expected)
+        let fast = try JSONValue.parse(String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self))
+        #expect(fast["files"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == expected)
+        #expect(String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self) == general.json.serialized())
     }
 
     @Test("objectJSON sees each commit: a fresh snapshot per read")
