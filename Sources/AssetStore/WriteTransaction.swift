@@ -346,10 +346,12 @@ public final class WriteTransaction {
 
     /// Re-reads the registry rows of the files an object holds (SPEC §1: on put and touch).
     private func refreshHeldFiles(of id: Int64, except skip: Set<[UInt8]> = []) throws {
+        // Made distinct here: DISTINCT in SQL built a temporary b-tree for every update and touch.
+        var seen = Set<String>()
         let paths = try String.fetchAll(
-            db.cachedStatement(sql: "SELECT DISTINCT f.path FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id WHERE e.src = ?"),
+            db.cachedStatement(sql: "SELECT f.path FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1"),
             arguments: [id])
-        for path in paths where !skip.contains(Array(path.utf8)) {
+        for path in paths where seen.insert(path).inserted && !skip.contains(Array(path.utf8)) {
             if let root = store.roots.root(of: path) {
                 _ = try registerFile(path: path, state: FileProbe.identity(path: path, root: root))
             }
