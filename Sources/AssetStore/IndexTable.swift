@@ -105,13 +105,16 @@ enum IndexTable {
     }
 
     /// Recomputes the rows of `ids` in every index (a missing object loses its rows); those
-    /// in `unindexed` have none yet, and nothing is deleted for them.
+    /// in `unindexed` have none yet, and nothing is deleted for them; those in `fileless`
+    /// hold no file, and their files are not looked up (a new object without any: a fifth
+    /// of a put's statements).
     /// Per object, size and count come from a plain join summed here: the correlated `IN`
     /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
     /// default row is inserted from values, not `INSERT … SELECT`: that form writes seven
     /// b-trees from a query, so SQLite kept a statement journal copy of every page it touched.
     static func refresh(
-        _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [], _ db: Database
+        _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [],
+        fileless: Set<Int64> = [], _ db: Database
     ) throws {
         guard !ids.isEmpty else { return }
         let delDefault = try db.cachedStatement(sql: "DELETE FROM \"index_default\" WHERE object_id = ?")
@@ -128,8 +131,10 @@ enum IndexTable {
         for id in ids {
             var seen = Set<Int64>()
             var size: Int64 = 0
-            try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
-                if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
+            if !fileless.contains(id) {
+                try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
+                    if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
+                }
             }
             if !unindexed.contains(id) { try delDefault.executeRaw { sqlite3_bind_int64($0, 1, id) } }
             // The object's columns go across as SQLite values, unconverted.

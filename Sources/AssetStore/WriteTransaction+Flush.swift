@@ -62,7 +62,9 @@ extension WriteTransaction {
         }
         filesTouched = []
         let refreshed = indexDirty.subtracting(deletedIDs)
-        try IndexTable.refresh(refreshed.sorted(), indexes: Array(indexes.values), unindexed: unindexed, db)
+        try IndexTable.refresh(
+            refreshed.sorted(), indexes: Array(indexes.values), unindexed: unindexed,
+            fileless: unindexed.subtracting(fileEdgeSources), db)
         unindexed.subtract(refreshed)
         indexDirty = []
     }

@@ -29,6 +29,10 @@ public final class WriteTransaction {
     /// Objects inserted by this transaction whose index rows were never written: refreshing
     /// them deletes nothing (ids are never reused, so no old row can exist).
     var unindexed: Set<Int64> = []
+    /// Objects given a file edge by this transaction. It never shrinks, not even when a
+    /// savepoint rolls back: a superset only costs a query, while an object missing from it
+    /// that holds files would be indexed as holding none.
+    var fileEdgeSources: Set<Int64> = []
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
@@ -341,7 +345,10 @@ public final class WriteTransaction {
             ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
             WHERE excluded.field IS NULL OR edge.field IS NOT NULL
             """).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
-        if isFile { indexDirty.insert(src) }
+        if isFile {
+            indexDirty.insert(src)
+            fileEdgeSources.insert(src)
+        }
     }
 
     /// Re-reads the registry rows of the files an object holds (SPEC §1: on put and touch).

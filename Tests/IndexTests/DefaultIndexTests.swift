@@ -30,6 +30,34 @@ import AssetStoreTestSupport
         #expect(try row(f, ref("m", "nested"))?["owner"] == "daemon")
     }
 
+    @Test("an object new in a transaction holds its files in the index however it got them there")
+    func newObjectsFilesCounted() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("a.bin", size: 100)
+        let b = try f.makeFile("b.bin", size: 20)
+        try f.store.write { tx in
+            try tx.put(ref("m", "derived"), value: ["file": .string(a)])
+            try tx.put(ref("m", "manual"), value: ["x": 1])
+            try tx.addEdge(name: "keeps", source: ref("m", "manual"), destination: .file(b), rules: [])
+            try tx.put(ref("m", "before"), value: ["x": 1])
+            _ = try? tx.attempt {
+                try tx.addEdge(name: "keeps", source: ref("m", "before"), destination: .file(b), rules: [])
+                throw StoreError(.invalidParams, "rolled back")
+            }
+            try tx.addEdge(name: "keeps", source: ref("m", "pending"), destination: .file(a), rules: [])
+            try tx.put(ref("m", "pending"), value: ["x": 1])
+            try tx.put(ref("m", "none"), value: ["x": 1])
+        }
+        #expect(try row(f, ref("m", "derived"))?["size"] == 100)
+        #expect(try row(f, ref("m", "manual"))?["size"] == 20)
+        #expect(try row(f, ref("m", "manual"))?["files"] == 1)
+        #expect(try row(f, ref("m", "before"))?["files"] == 0)
+        #expect(try row(f, ref("m", "pending"))?["size"] == 100)
+        #expect(try row(f, ref("m", "none"))?["files"] == 0)
+        try expectIndexTruth(
+            f.store, universe: ["derived", "manual", "before", "pending", "none"].map { ref("m", $0) }, "after the transaction")
+    }
+
     @Test("a write transaction's owner is the default for puts without one")
     func writeOwnerIsTheDefault() throws {
         let f = try Fixture { $0.defaultOwner = "daemon" }
