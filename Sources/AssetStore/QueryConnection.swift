@@ -61,6 +61,7 @@ final class QueryConnection {
 
     /// The engine's own statements, prepared once (never under a client's authorizer).
     /// Keyed by the text's address: hashing the text itself cost a tenth of a point read.
+    /// The same SQL written at two places may be prepared twice, which is harmless.
     private var statements: [UnsafeRawPointer: OpaquePointer] = [:]
 
     deinit {
@@ -70,6 +71,7 @@ final class QueryConnection {
 
     /// A prepared statement for the engine's own `sql`, reset and cleared for reuse.
     func cached(_ sql: StaticString) throws -> OpaquePointer {
+        precondition(sql.hasPointerRepresentation, "engine SQL is a string literal")
         let key = UnsafeRawPointer(sql.utf8Start)
         if let s = statements[key] {
             sqlite3_reset(s)

@@ -100,7 +100,8 @@ extension Statement {
     static func bindText(_ s: OpaquePointer, _ i: Int32, _ text: String) {
         var text = text
         text.withUTF8 { utf8 in
-            // An empty buffer may have no address, and a null pointer would bind NULL.
+            // Defensive: an empty string has had an address in every build tried, but a null
+            // pointer would bind NULL instead of ''.
             let bytes = UnsafeRawPointer(utf8.baseAddress ?? emptyText.utf8Start)
             sqlite3_bind_text(s, i, bytes.assumingMemoryBound(to: CChar.self), Int32(utf8.count), sqliteTransient)
         }

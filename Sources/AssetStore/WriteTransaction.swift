@@ -29,9 +29,9 @@ public final class WriteTransaction {
     /// Objects inserted by this transaction whose index rows were never written: refreshing
     /// them deletes nothing (ids are never reused, so no old row can exist).
     var unindexed: Set<Int64> = []
-    /// Objects given a file edge by this transaction. It never shrinks, not even when a
-    /// savepoint rolls back: a superset only costs a query, while an object missing from it
-    /// that holds files would be indexed as holding none.
+    /// Objects given a file edge by this transaction (index refresh looks up the files of
+    /// these and of objects it did not create). Not restored when a savepoint rolls back, for
+    /// simplicity: a superset only costs a query.
     var fileEdgeSources: Set<Int64> = []
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
@@ -353,12 +353,15 @@ public final class WriteTransaction {
 
     /// Re-reads the registry rows of the files an object holds (SPEC §1: on put and touch).
     private func refreshHeldFiles(of id: Int64, except skip: Set<[UInt8]> = []) throws {
-        // Made distinct here: DISTINCT in SQL built a temporary b-tree for every update and touch.
-        var seen = Set<String>()
-        let paths = try String.fetchAll(
-            db.cachedStatement(sql: "SELECT f.path FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1"),
+        // Made distinct here, by file id (String equality would merge two paths that differ
+        // only in Unicode normalisation): DISTINCT in SQL built a temporary b-tree each time.
+        var seen = Set<Int64>()
+        let rows = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT f.id, f.path FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1"),
             arguments: [id])
-        for path in paths where seen.insert(path).inserted && !skip.contains(Array(path.utf8)) {
+        for row in rows where seen.insert(row[0]).inserted {
+            let path: String = row[1]
+            guard !skip.contains(Array(path.utf8)) else { continue }
             if let root = store.roots.root(of: path) {
                 _ = try registerFile(path: path, state: FileProbe.identity(path: path, root: root))
             }

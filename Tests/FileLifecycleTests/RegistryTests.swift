@@ -26,6 +26,28 @@ enum Refresh: String, CaseIterable, Sendable {
 }
 
 @Suite struct RegistryTests {
+    @Test("touch and put again re-measure every held file, two canonically equal paths in other bytes included",
+          arguments: Refresh.allCases)
+    func refreshesCanonicallyEqualPaths(refresh: Refresh) throws {
+        let f = try Fixture()
+        let composed = try f.makeFile("\u{1FB}.bin", size: 10)
+        let decomposed = try f.makeFile("a\u{30A}\u{301}.bin", size: 10)
+        #expect(composed == decomposed)  // Swift calls them equal; they are two files
+        #expect(!composed.utf8.elementsEqual(decomposed.utf8))
+        try f.store.write { tx in
+            try tx.put(ref("c", "k"), value: ["note": "first"])
+            try tx.addEdge(name: "one", source: ref("c", "k"), destination: .file(composed), rules: [])
+            try tx.addEdge(name: "two", source: ref("c", "k"), destination: .file(decomposed), rules: [])
+        }
+        #expect(try f.indexedSize(key: "k") == .int(20))
+        try grow(composed, by: 90)
+        try grow(decomposed, by: 90)
+        try refresh.run(ref("c", "k"), path: composed, entry: .manualEdge, in: f)
+        #expect(try f.fileReport(composed)?.record.size == 100)
+        #expect(try f.fileReport(decomposed)?.record.size == 100)
+        #expect(try f.indexedSize(key: "k") == .int(200))
+    }
+
     @Test("a registered file's size, device, inode, mtime and first sighting are recorded")
     func recordsWhatIsOnDisk() throws {
         let f = try Fixture()
