@@ -35,14 +35,16 @@ enum IndexTable {
 
     /// Least recently used first within one owner: the quota policy's order, kept only while
     /// a policy needs it (Store+OwnerLRU.swift).
+    static let defaultOwnerAccessed = sqlIndex(IndexDefinition.defaultName, "owner_accessed")
+
     static func createDefaultOwnerAccessed(_ db: Database) throws {
         try db.execute(sql: """
-            CREATE INDEX IF NOT EXISTS "\(sqlIndex("default", "owner_accessed"))" ON "\(table(IndexDefinition.defaultName))"(owner, accessed)
+            CREATE INDEX IF NOT EXISTS "\(defaultOwnerAccessed)" ON "\(table(IndexDefinition.defaultName))"(owner, accessed)
             """)
     }
 
     static func dropDefaultOwnerAccessed(_ db: Database) throws {
-        try db.execute(sql: "DROP INDEX IF EXISTS \"\(sqlIndex("default", "owner_accessed"))\"")
+        try db.execute(sql: "DROP INDEX IF EXISTS \"\(defaultOwnerAccessed)\"")
     }
 
     /// The default index row of objects, computed from the objects, edges and registry.

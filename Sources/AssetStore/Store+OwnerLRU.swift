@@ -10,16 +10,13 @@
 import GRDB
 
 extension Store {
-    /// The SQLite name of the per-owner LRU index.
-    static let ownerLRUIndex = IndexTable.sqlIndex(IndexDefinition.defaultName, "owner_accessed")
-
     /// Whether the per-owner LRU index exists now.
     var hasOwnerLRUIndex: Bool {
         get throws {
             try read { r in
                 try Bool.fetchOne(
                     r.db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)",
-                    arguments: [Store.ownerLRUIndex]) ?? false
+                    arguments: [IndexTable.defaultOwnerAccessed]) ?? false
             }
         }
     }
@@ -45,12 +42,12 @@ extension Store {
     func endOwnerLRUWalk() {
         let quotas = state.withLock { s in
             s.ownerLRUWalkers -= 1
-            return !(s.policy?.quotas.isEmpty ?? true)
+            return Store.hasQuotas(s.policy)
         }
         guard !quotas else { return }
         try? changeSchema { db in
             // Decided on the writer, where a run beginning now builds it again after us.
-            let unused = state.withLock { $0.ownerLRUWalkers == 0 && ($0.policy?.quotas.isEmpty ?? true) }
+            let unused = state.withLock { $0.ownerLRUWalkers == 0 && !Store.hasQuotas($0.policy) }
             if unused { try IndexTable.dropDefaultOwnerAccessed(db) }
         }
     }
@@ -59,7 +56,7 @@ extension Store {
     /// as an index rebuild (the daemon logs it: the first start with a quota waits for it);
     /// one that fails is a warning, not a failed open.
     func applyOwnerLRUPolicy(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
-        if !(configuration.policy?.quotas.isEmpty ?? true) {
+        if Store.hasQuotas(configuration.policy) {
             guard try !hasOwnerLRUIndex else { return }
             let total = try read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM index_default") ?? 0 }
             let name = IndexDefinition.defaultName + " (owner, accessed: quotas are configured)"
@@ -79,6 +76,8 @@ extension Store {
             try? changeSchema { db in try IndexTable.dropDefaultOwnerAccessed(db) }  // else kept until the next open
         }
     }
+
+    private static func hasQuotas(_ policy: PolicyConfiguration?) -> Bool { !(policy?.quotas.isEmpty ?? true) }
 
     /// A write that changes no object: it takes no commit number and tells watchers nothing.
     private func changeSchema(_ body: (Database) throws -> Void) throws {

@@ -123,5 +123,5 @@ private func indexExists(_ path: String) -> Bool {
     var config = Configuration()
     config.readonly = true
     guard let q = try? DatabaseQueue(path: path, configuration: config) else { return false }
-    return (try? q.read { db in try db.indexes(on: "index_default").contains { $0.name == Store.ownerLRUIndex } }) ?? false
+    return (try? q.read { db in try db.indexes(on: "index_default").contains { $0.name == IndexTable.defaultOwnerAccessed } }) ?? false
 }
