@@ -194,6 +194,7 @@ extension QueryConnection {
     /// Compiles `sql` (under the authorizer when `table` is set), binds, and steps through rows.
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
         allowedTable = table
+        textNamesObject = table == QueryConnection.defaultView && QueryConnection.namesObject(sql)
         refusal = nil
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }

@@ -18,18 +18,16 @@ enum IndexTable {
         return ["collection", "key"] + def.columns.map(\.name)
     }
 
+    /// The built-in index: a view of the object rows (size and files are columns of object,
+    /// kept by `refresh`), with its SQLite indexes on object under the index's names.
     static func createDefault(_ db: Database) throws {
-        let t = table(IndexDefinition.defaultName)
         try db.execute(sql: """
-            CREATE TABLE "\(t)" (
-                object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
-                owner TEXT NOT NULL, size INTEGER NOT NULL, files INTEGER NOT NULL,
-                created REAL NOT NULL, modified REAL NOT NULL, accessed REAL NOT NULL);
-            CREATE INDEX "\(sqlIndex("default", "owner_size"))" ON "\(t)"(owner, size);
-            CREATE INDEX "\(sqlIndex("default", "size"))" ON "\(t)"(size);
-            CREATE INDEX "\(sqlIndex("default", "accessed"))" ON "\(t)"(accessed);
-            CREATE INDEX "\(sqlIndex("default", "created"))" ON "\(t)"(created);
-            CREATE INDEX "\(sqlIndex("default", "collection_key"))" ON "\(t)"(collection, key);
+            CREATE VIEW "\(table(IndexDefinition.defaultName))" AS
+                SELECT id AS object_id, collection, key, owner, size, files, created, modified, accessed FROM object;
+            CREATE INDEX "\(sqlIndex("default", "owner_size"))" ON object(owner, size);
+            CREATE INDEX "\(sqlIndex("default", "size"))" ON object(size);
+            CREATE INDEX "\(sqlIndex("default", "accessed"))" ON object(accessed);
+            CREATE INDEX "\(sqlIndex("default", "created"))" ON object(created);
             """)
     }
 
@@ -39,7 +37,7 @@ enum IndexTable {
 
     static func createDefaultOwnerAccessed(_ db: Database) throws {
         try db.execute(sql: """
-            CREATE INDEX IF NOT EXISTS "\(defaultOwnerAccessed)" ON "\(table(IndexDefinition.defaultName))"(owner, accessed)
+            CREATE INDEX IF NOT EXISTS "\(defaultOwnerAccessed)" ON object(owner, accessed)
             """)
     }
 
@@ -50,8 +48,8 @@ enum IndexTable {
     /// The default index row of objects, computed from the objects, edges and registry.
     static let defaultSelect = """
         SELECT o.id, o.collection, o.key, o.owner,
-            (SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)),
-            (SELECT COUNT(*) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)),
+            (SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)) AS size,
+            (SELECT COUNT(*) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)) AS files,
             o.created, o.modified, o.accessed
         FROM object o
         """
@@ -108,55 +106,33 @@ enum IndexTable {
 
     /// Recomputes the rows of `ids` in every index (a missing object loses its rows); those
     /// in `unindexed` have none yet, and nothing is deleted for them; those in `fileless`
-    /// hold no file, and their files are not looked up (a new object without any: a fifth
-    /// of a put's statements).
+    /// are new and hold no file, so their built-in row (the object's own, size and files 0)
+    /// is already right.
     /// Per object, size and count come from a plain join summed here: the correlated `IN`
     /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
-    /// default row is inserted from values, not `INSERT … SELECT`: that form writes seven
-    /// b-trees from a query, so SQLite kept a statement journal copy of every page it touched.
+    /// object row is written only when they changed: a write rewrites the whole row, value
+    /// included, and two of its SQLite indexes.
     static func refresh(
         _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [],
         fileless: Set<Int64> = [], _ db: Database
     ) throws {
         guard !ids.isEmpty else { return }
-        let delDefault = try db.cachedStatement(sql: "DELETE FROM \"index_default\" WHERE object_id = ?")
         let files = try db.cachedStatement(sql: """
             SELECT e.dst, f.size FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
             """)
-        let object = try db.cachedStatement(sql: """
-            SELECT collection, key, owner, created, modified, accessed FROM object WHERE id = ?
+        let setSize = try db.cachedStatement(sql: """
+            UPDATE object SET size = ?2, files = ?3 WHERE id = ?1 AND (size != ?2 OR files != ?3)
             """)
-        let insDefault = try db.cachedStatement(sql: """
-            INSERT INTO "index_default" (object_id, collection, key, owner, size, files, created, modified, accessed)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        for id in ids {
+        for id in ids where !fileless.contains(id) {
             var seen = Set<Int64>()
             var size: Int64 = 0
-            if !fileless.contains(id) {
-                try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
-                    if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
-                }
+            try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
+                if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
             }
-            if !unindexed.contains(id) { try delDefault.executeRaw { sqlite3_bind_int64($0, 1, id) } }
-            // The object's columns go across as SQLite values, unconverted.
-            let o = object.sqliteStatement
-            sqlite3_reset(o)
-            sqlite3_bind_int64(o, 1, id)
-            defer { sqlite3_reset(o) }
-            switch sqlite3_step(o) {
-            case SQLITE_ROW:
-                try insDefault.executeRaw { s in
-                    sqlite3_bind_int64(s, 1, id)
-                    for i in Int32(0)..<3 { sqlite3_bind_value(s, i + 2, sqlite3_column_value(o, i)) }
-                    sqlite3_bind_int64(s, 5, size)
-                    sqlite3_bind_int64(s, 6, Int64(seen.count))
-                    for i in Int32(3)..<6 { sqlite3_bind_value(s, i + 4, sqlite3_column_value(o, i)) }
-                }
-            case SQLITE_DONE:
-                break  // deleted: no row
-            case let rc:
-                throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
+            try setSize.executeRaw { s in
+                sqlite3_bind_int64(s, 1, id)
+                sqlite3_bind_int64(s, 2, size)
+                sqlite3_bind_int64(s, 3, Int64(seen.count))
             }
         }
         for def in indexes {
@@ -170,34 +146,42 @@ enum IndexTable {
         }
     }
 
-    /// Removes the rows of a deleted object from every index.
+    /// Removes the rows of a deleted object from every user index (its built-in row is the
+    /// object's own).
     static func remove(_ id: Int64, indexes: [IndexDefinition], _ db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM \"index_default\" WHERE object_id = ?").execute(arguments: [id])
         for def in indexes {
             try db.cachedStatement(sql: "DELETE FROM \"\(table(def.name))\" WHERE object_id = ?").execute(arguments: [id])
         }
     }
 
-    /// Removes the index rows of several objects (a JSON array of ids).
+    /// Removes the user index rows of several objects (a JSON array of ids).
     static func remove(all ids: String, indexes: [IndexDefinition], _ db: Database) throws {
-        for t in [table(IndexDefinition.defaultName)] + indexes.map({ table($0.name) }) {
+        for t in indexes.map({ table($0.name) }) {
             try db.cachedStatement(sql: "DELETE FROM \"\(t)\" WHERE object_id IN (SELECT value FROM json_each(?))")
                 .execute(arguments: [ids])
         }
     }
 
     /// Fills an index from scratch in id ranges, reporting progress after each range.
+    /// For the built-in index, the objects' size and files are recomputed (the rest of its
+    /// row is the object's own) and written where they differ.
     static func populate(
         name: String, def: IndexDefinition?, _ db: Database, progress: ((IndexRebuildProgress) -> Void)?
     ) throws {
         let t = table(name)
-        try db.execute(sql: "DELETE FROM \"\(t)\"")
         let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0
         let maxID = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM object") ?? 0
         let step: Int64 = 50_000
-        let select = def.map { userSelect($0, extraCondition: "o.id > ? AND o.id <= ?") }
-            ?? defaultSelect + " WHERE o.id > ? AND o.id <= ?"
-        let stmt = try db.makeStatement(sql: "INSERT INTO \"\(t)\" \(select)")
+        let stmt: Statement
+        if let def {
+            try db.execute(sql: "DELETE FROM \"\(t)\"")
+            stmt = try db.makeStatement(sql: "INSERT INTO \"\(t)\" \(userSelect(def, extraCondition: "o.id > ? AND o.id <= ?"))")
+        } else {
+            stmt = try db.makeStatement(sql: """
+                UPDATE object SET size = r.size, files = r.files FROM (\(defaultSelect) WHERE o.id > ? AND o.id <= ?) AS r
+                WHERE object.id = r.id AND (object.size != r.size OR object.files != r.files)
+                """)
+        }
         var low: Int64 = 0
         progress?(IndexRebuildProgress(index: name, done: 0, total: total))
         while low < maxID {

@@ -1,6 +1,7 @@
-// The database schema and its migrations. User index tables are named index_<name> and no
-// engine table starts with index_. Every id is AUTOINCREMENT so SQLite never
-// reuses one (YapDatabase's #274, #453, #543 were data loss from reused row ids).
+// The database schema and its migrations. User index tables are named index_<name>, the
+// built-in index is the view index_default, and nothing else starts with index_. Every id
+// is AUTOINCREMENT so SQLite never reuses one (YapDatabase's #274, #453, #543 were data
+// loss from reused row ids).
 
 import GRDB
 
@@ -62,8 +63,17 @@ enum Schema {
 
                 CREATE TABLE template (collection TEXT PRIMARY KEY, edges TEXT NOT NULL) WITHOUT ROWID;
                 CREATE TABLE secondary_index (name TEXT PRIMARY KEY, definition TEXT NOT NULL) WITHOUT ROWID;
+
+                CREATE TABLE "index_default" (
+                    object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
+                    owner TEXT NOT NULL, size INTEGER NOT NULL, files INTEGER NOT NULL,
+                    created REAL NOT NULL, modified REAL NOT NULL, accessed REAL NOT NULL);
+                CREATE INDEX "index_default__owner_size" ON "index_default"(owner, size);
+                CREATE INDEX "index_default__size" ON "index_default"(size);
+                CREATE INDEX "index_default__accessed" ON "index_default"(accessed);
+                CREATE INDEX "index_default__created" ON "index_default"(created);
+                CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
                 """)
-            try IndexTable.createDefault(db)
         }
         // Pins (SPEC §9) live on the object so a delete drops them; the queue keeps each
         // file's size so a plan can count the bytes an eviction really frees.
@@ -82,6 +92,26 @@ enum Schema {
                     device INTEGER NOT NULL, fsid INTEGER NOT NULL, seen REAL NOT NULL,
                     PRIMARY KEY (device, fsid)) WITHOUT ROWID;
                 """)
+        }
+        // The built-in index's own columns (size, files) move onto the object row, and
+        // index_default becomes a view of it: its other columns were copies, and keeping the
+        // copy cost a new object a second table row, five index entries and a read-back (a
+        // third of a put's SQL work). Its SQLite indexes keep their names, now on object; its
+        // (collection, key) index is object's own unique one. Sizes are copied, not
+        // recomputed: verify compares them with the registry as before.
+        m.registerMigration("v4") { db in
+            let ownerLRU = try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)",
+                arguments: [IndexTable.defaultOwnerAccessed]) ?? false
+            try db.execute(sql: """
+                ALTER TABLE object ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE object ADD COLUMN files INTEGER NOT NULL DEFAULT 0;
+                UPDATE object SET size = d.size, files = d.files FROM "index_default" d
+                    WHERE d.object_id = object.id AND (d.size != 0 OR d.files != 0);
+                DROP TABLE "index_default";
+                """)
+            try IndexTable.createDefault(db)
+            if ownerLRU { try IndexTable.createDefaultOwnerAccessed(db) }
         }
         return m
     }

@@ -107,6 +107,8 @@ final class BaselineStore {
             modified REAL NOT NULL,
             accessed REAL NOT NULL,
             pinned INTEGER NOT NULL DEFAULT 0,
+            size INTEGER NOT NULL DEFAULT 0,
+            files INTEGER NOT NULL DEFAULT 0,
             UNIQUE (collection, key));
         CREATE TABLE file (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -139,25 +141,22 @@ final class BaselineStore {
             next_attempt REAL NOT NULL,
             size INTEGER);
         CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
-        CREATE TABLE "index_default" (
-            object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
-            owner TEXT NOT NULL, size INTEGER NOT NULL, files INTEGER NOT NULL,
-            created REAL NOT NULL, modified REAL NOT NULL, accessed REAL NOT NULL);
-        CREATE INDEX "index_default__owner_size" ON "index_default"(owner, size);
-        CREATE INDEX "index_default__size" ON "index_default"(size);
-        CREATE INDEX "index_default__accessed" ON "index_default"(accessed);
-        CREATE INDEX "index_default__created" ON "index_default"(created);
-        CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
+        CREATE VIEW "index_default" AS
+            SELECT id AS object_id, collection, key, owner, size, files, created, modified, accessed FROM object;
+        CREATE INDEX "index_default__owner_size" ON object(owner, size);
+        CREATE INDEX "index_default__size" ON object(size);
+        CREATE INDEX "index_default__accessed" ON object(accessed);
+        CREATE INDEX "index_default__created" ON object(created);
         """
 
     // Transactions and the commit number (every write transaction gets the next one).
     private let begin, commit, nextCommit: CStatement
     // Put.
-    private let insertObject, upsertFile, insertEdge, insertIndexRow: CStatement
+    private let insertObject, upsertFile, insertEdge: CStatement
     // Get.
     private let getObject: CStatement
     // Delete.
-    private let deleteObject, deleteIndexRow, deleteOutgoing, deleteIncoming, countRetainers: CStatement
+    private let deleteObject, deleteOutgoing, deleteIncoming, countRetainers: CStatement
     private let deleteFileRow, deleteFileEdges, enqueueUnlink: CStatement
     // Index queries: the SQL the engine compiles for the same calls.
     private let top100Query, sumByOwnerQuery: CStatement
@@ -179,9 +178,10 @@ final class BaselineStore {
         commit = CStatement(db, "COMMIT")
         nextCommit = CStatement(db, "UPDATE meta SET value = value + 1 WHERE key = 'commit' RETURNING value")
 
+        // The object's size is known before its row is written: its index columns go in with it.
         insertObject = CStatement(db, """
-            INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
-            VALUES (?, ?, ?, NULL, ?, ?, ?, ?)
+            INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed, size, files)
+            VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, 1)
             """)
         upsertFile = CStatement(db, """
             INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, 0, ?)
@@ -191,10 +191,6 @@ final class BaselineStore {
             """)
         insertEdge = CStatement(db, """
             INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES ('file', ?, 1, ?, 32, 'file')
-            """)
-        insertIndexRow = CStatement(db, """
-            INSERT INTO "index_default" (object_id, collection, key, owner, size, files, created, modified, accessed)
-            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
             """)
 
         getObject = CStatement(db, """
@@ -208,7 +204,6 @@ final class BaselineStore {
             """)
 
         deleteObject = CStatement(db, "DELETE FROM object WHERE collection = ? AND key = ? RETURNING id")
-        deleteIndexRow = CStatement(db, "DELETE FROM \"index_default\" WHERE object_id = ?")
         deleteOutgoing = CStatement(db, "DELETE FROM edge WHERE src = ? RETURNING is_file, dst, rules")
         deleteIncoming = CStatement(db, "DELETE FROM edge WHERE is_file = 0 AND dst = ? RETURNING src, rules")
         countRetainers = CStatement(db, "SELECT COUNT(*) FROM edge WHERE is_file = 1 AND dst = ? AND rules & 32 != 0")
@@ -238,7 +233,8 @@ final class BaselineStore {
     // MARK: put
 
     /// Puts objects `range` in one transaction; object i holds `path(i)`. Per object: one
-    /// lstat, the object row, the file row (inserted or refreshed), the edge, the index row.
+    /// lstat, the object row (with its index columns), the file row (inserted or refreshed),
+    /// the edge.
     func put(_ range: Range<Int>, keys: [String], owners: [String], path: (Int) -> String) throws {
         try transaction { _, now in
             for i in range {
@@ -258,6 +254,7 @@ final class BaselineStore {
                 insertObject.bind(5, now)
                 insertObject.bind(6, now)
                 insertObject.bind(7, now)
+                insertObject.bind(8, size)
                 insertObject.run()
                 let id = sqlite3_last_insert_rowid(db)
 
@@ -275,15 +272,6 @@ final class BaselineStore {
                 insertEdge.bind(2, fileID)
                 insertEdge.run()
 
-                insertIndexRow.bind(1, id)
-                insertIndexRow.bind(2, Bench.collection)
-                insertIndexRow.bind(3, keys[i])
-                insertIndexRow.bind(4, owner)
-                insertIndexRow.bind(5, size)
-                insertIndexRow.bind(6, now)
-                insertIndexRow.bind(7, now)
-                insertIndexRow.bind(8, now)
-                insertIndexRow.run()
             }
         }
     }
@@ -334,7 +322,7 @@ final class BaselineStore {
 
     // MARK: delete
 
-    /// Deletes objects `range` in one transaction. Per object: its row and index row, its
+    /// Deletes objects `range` in one transaction. Per object: its row (index row included), its
     /// edges both ways; per file edge that retains its file (or deletes it with the source),
     /// the retaining edges left are counted and at zero the file row goes, the other edges to
     /// it go, and the file joins the unlink queue. Returns the files queued.
@@ -351,9 +339,6 @@ final class BaselineStore {
                 guard deleteObject.step() else { throw BenchError("no object \(keys[i])") }
                 let id = deleteObject.int64(0)
                 deleteObject.run()
-
-                deleteIndexRow.bind(1, id)
-                deleteIndexRow.run()
 
                 fileEdges.removeAll(keepingCapacity: true)
                 deleteOutgoing.bind(1, id)

@@ -1,5 +1,6 @@
-// A database written by the first schema opens under the current one: migrations add the
-// pin column and queue sizes without touching existing rows.
+// A database written by an earlier schema opens under the current one: migrations add the
+// pin column and queue sizes without touching existing rows, and move the built-in index's
+// sizes onto the object rows.
 
 @testable import AssetStore
 import AssetStoreTestSupport
@@ -41,5 +42,50 @@ struct MigrationTests {
         #expect(!indexes.contains("index_default__owner_accessed"))
         try f.store.write { tx in try tx.pin(ref("c", "old")) }
         #expect(try f.store.write { tx in try tx.isPinned(ref("c", "old")) }.value)
+    }
+
+    @Test("a v3 database's built-in index becomes a view of the object rows, sizes and LRU index kept")
+    func v3ToCurrent() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a", size: 42)
+        f.store.close()
+        try FileManager.default.removeItem(atPath: f.dbPath)
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.dbPath + suffix) }
+        let pool = try DatabasePool(path: f.dbPath)
+        try Schema.migrator().migrate(pool, upTo: "v3")
+        // As v3 kept them: an object holding a 42-byte file, one holding none, the index rows
+        // beside them, and the per-owner LRU index (a quota was configured).
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO object (id, collection, key, value, owner, created, modified, accessed)
+                VALUES (1, 'c', 'a', '{}', 'alice', 1, 2, 3), (2, 'c', 'b', '{}', 'bob', 4, 5, 6);
+                INSERT INTO file (id, path, size, missing, first_seen) VALUES (1, ?, 42, 0, 1);
+                INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES ('file', 1, 1, 1, 32, NULL);
+                INSERT INTO index_default VALUES (1, 'c', 'a', 'alice', 42, 1, 1, 2, 3), (2, 'c', 'b', 'bob', 0, 0, 4, 5, 6);
+                CREATE INDEX index_default__owner_accessed ON index_default(owner, accessed);
+                """, arguments: [path])
+        }
+        let rows = { (db: Database) in try Row.fetchAll(db, sql: "SELECT * FROM index_default ORDER BY object_id") }
+        let before = try pool.read(rows)
+        try Schema.migrator().migrate(pool)
+        try pool.read { db in
+            #expect(try rows(db) == before)
+            #expect(try String.fetchOne(db, sql: "SELECT type FROM sqlite_master WHERE name = 'index_default'") == "view")
+            let onObject = Set(try db.indexes(on: "object").map(\.name))
+            #expect(onObject.isSuperset(of: [
+                "index_default__owner_size", "index_default__size", "index_default__accessed", "index_default__created",
+                IndexTable.defaultOwnerAccessed,
+            ]), "\(onObject.sorted())")
+            // Nothing differs from a recomputation (verify's comparison).
+            let differing = try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM (\(IndexTable.defaultSelect) EXCEPT SELECT * FROM index_default)
+                """)
+            #expect(differing == 0)
+        }
+        try pool.close()
+        try f.reopen(drain: false)
+        #expect(try f.store.query(clause: "WHERE size = 42 AND files = 1").map(\.ref) == [ref("c", "a")])
+        #expect(try f.store.aggregate(function: "SUM(size)", groupBy: ["owner"])
+            == .rows([["owner": "alice", "value": 42], ["owner": "bob", "value": 0]]))
     }
 }

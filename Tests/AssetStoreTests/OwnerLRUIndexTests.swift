@@ -94,8 +94,10 @@ struct OwnerLRUIndexTests {
     func fullDiskStillEvicts() throws {
         let f = try Fixture()
         try putFiles(f, 4)
-        // The writer may not grow the database: the index needs new pages, the deletions do not.
+        // The writer may not grow the database: the index needs new pages, the deletions do not
+        // (VACUUM first: no free page left for it).
         try f.store.pool.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM")
             let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
             try db.execute(sql: "PRAGMA max_page_count = \(pages)")
         }
@@ -123,5 +125,5 @@ private func indexExists(_ path: String) -> Bool {
     var config = Configuration()
     config.readonly = true
     guard let q = try? DatabaseQueue(path: path, configuration: config) else { return false }
-    return (try? q.read { db in try db.indexes(on: "index_default").contains { $0.name == IndexTable.defaultOwnerAccessed } }) ?? false
+    return (try? q.read { db in try db.indexes(on: "object").contains { $0.name == IndexTable.defaultOwnerAccessed } }) ?? false
 }

@@ -94,7 +94,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     @Test("verify holds no transaction between pages: a client write from inside its progress callback goes through")
     func writesBetweenPages() throws {
         let f = try VerifyTests.healthy()
-        try f.damage("UPDATE index_default SET size = 5 WHERE key = '2'")
+        try f.damage("UPDATE object SET size = 5 WHERE key = '2'")
         let store = f.store!
         let writes = Mutex(0)
         let failures = Mutex<[String]>([])
@@ -276,8 +276,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     @Test("index rows that differ from a recomputation are reported per index and repair rebuilds them")
     func indexMismatch() throws {
         let f = try VerifyTests.healthy()
-        try f.damage("UPDATE index_default SET size = 999 WHERE key = '1'")
-        try f.damage("INSERT INTO index_default VALUES (424242, 'gone', 'g', 'nobody', 1, 1, 0, 0, 0)")
+        // The built-in index's own columns: the rest of its row is the object's.
+        try f.damage("UPDATE object SET size = 999 WHERE key = '1'")
+        try f.damage("UPDATE object SET files = 7 WHERE key = '2'")
         try f.damage("DELETE FROM index_media")
         let r = try f.verify()
         let found = r.of("index_mismatch")
@@ -288,7 +289,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         let fixed = try f.verify(repair: true)
         #expect(fixed.clean && fixed.repaired == 2)
         #expect(try f.indexedSize(key: "1") == .int(100))
-        #expect(try f.store.query(clause: "WHERE key = 'g'").isEmpty)
+        #expect(try f.store.query(clause: "WHERE files = 7").isEmpty)
         #expect(try f.store.query(index: "media", clause: "WHERE duration = 1.5").map(\.ref) == [ref("c", "1")])
         #expect(try f.verify().clean)
     }
@@ -347,7 +348,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     @Test("verify reads a store another process holds; repairing it is busy, as are vacuum and other writes")
     func readOnly() throws {
         let f = try VerifyTests.healthy()
-        try f.damage("UPDATE index_default SET size = 1 WHERE key = '1'")
+        try f.damage("UPDATE object SET size = 1 WHERE key = '1'")
         var c = f.configuration
         c.readOnly = true
         let other = try Store(path: f.dbPath, configuration: c)

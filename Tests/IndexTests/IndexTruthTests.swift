@@ -130,10 +130,10 @@ import AssetStoreTestSupport
     }
 
     @Test("the truth check notices a wrong value, a missing row and a stray row", arguments: [
-        "UPDATE index_default SET size = size + 1 WHERE key = 'a'",
-        "UPDATE index_default SET owner = 'mallory' WHERE key = 'b'",
-        "DELETE FROM index_default WHERE key = 'a'",
-        "INSERT INTO index_default VALUES (999, 'm', 'ghost', 'o', 0, 0, 0, 0, 0)",
+        // The built-in index's own columns (its other columns are the object's).
+        "UPDATE object SET size = size + 1 WHERE key = 'a'",
+        "UPDATE object SET files = 0 WHERE key = 'a'",
+        "UPDATE object SET size = 3 WHERE key = 'b'",
         "UPDATE index_media SET kind = 'other' WHERE key = 'a'",
         "DELETE FROM index_media",
         "INSERT INTO index_media (object_id, collection, key, hd) SELECT object_id, collection, key, 1 FROM index_default WHERE key = 'b'",

@@ -3,7 +3,7 @@
 // its message shows none of the engine's own SQL.
 
 import Testing
-import AssetStore
+@testable import AssetStore
 import AssetStoreTestSupport
 
 @Suite struct QueryAuthorizerTests {
@@ -78,6 +78,15 @@ import AssetStoreTestSupport
         ", object",
         "WHERE 1 UNION ALL SELECT * FROM index_media",
         "WHERE key IN (WITH t AS (SELECT key FROM object) SELECT key FROM t)",
+        // The built-in index is a view of object; naming object without reading a column of
+        // it, in any spelling, is still another table.
+        "WHERE EXISTS (SELECT 1 FROM \"OBJECT\")",
+        "WHERE EXISTS (SELECT 1 FROM [Object])",
+        "WHERE EXISTS (SELECT 1 FROM `object`)",
+        "WHERE EXISTS (SELECT 1 FROM 'object')",
+        "WHERE EXISTS (SELECT 1 FROM main.\"object\")",
+        ", main.object",
+        "WHERE 0 < (SELECT COUNT(*) FROM index_default, object)",
         // Functions outside the allowlist.
         "WHERE load_extension('x') IS NULL",
         "WHERE randomblob(4) IS NOT NULL",
@@ -153,6 +162,26 @@ import AssetStoreTestSupport
         }
         #expect(!v.isNull, "\(function) \(clause)")
         #expect(try !f.store.query(clause: clause, parameters: parameters).isEmpty)
+    }
+
+    @Test("queries that use no column of the built-in index (a view of object) are allowed")
+    func viewWithoutColumns() throws {
+        let f = try Self.populated()
+        #expect(try f.store.aggregate(function: "COUNT(*)") == .value(2))
+        #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE EXISTS (SELECT 1 FROM index_default b)") == .value(2))
+        #expect(try f.store.query(clause: ", index_default b").count == 4)
+        #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE key != 'object'") == .value(2))
+        #expect(try f.store.query(clause: "WHERE EXISTS (SELECT 1 FROM index_default b)").count == 2)
+        #expect(try f.store.aggregate(index: "media", function: "COUNT(*)") == .value(2))
+    }
+
+    @Test("the word object is found in any case and quoting, and not inside other names", arguments: [
+        ("FROM object", true), ("FROM \"OBJECT\"", true), ("FROM [oBjEcT]", true), ("x.object)", true),
+        ("object", true), ("'object'", true), ("object_id", false), ("index_object", false), ("objects", false),
+        ("$object", false), ("objecté", false), ("obj ect", false), ("", false),
+    ])
+    func namesObject(_ text: String, _ expected: Bool) {
+        #expect(QueryConnection.namesObject(text) == expected, "\(text)")
     }
 
     @Test("the engine's own reads still work after a refused query on the same connection")
