@@ -125,7 +125,7 @@ public final class Store: Sendable {
             // Before anything is written or synced; a WAL the last run left is written back
             // (Store+WALSync.swift).
             try openWALDescriptor(settling: leftoverWAL)
-            try Store.mapErrors { try Schema.migrator().migrate(pool) }
+            try migrate(progress: progress)
         }
         try loadDefinitions()
         if configuration.readOnly {

@@ -6,6 +6,7 @@
 import AssetStoreTestSupport
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 
 @Suite("Schema migrations")
@@ -67,8 +68,20 @@ struct MigrationTests {
         }
         let rows = { (db: Database) in try Row.fetchAll(db, sql: "SELECT * FROM index_default ORDER BY object_id") }
         let before = try pool.read(rows)
-        try Schema.migrator().migrate(pool)
-        try pool.read { db in
+        try pool.close()
+        // Opened as the daemon opens it, with the quota that made the LRU index.
+        f.store = nil
+        var c = f.configuration
+        c.policy = PolicyConfiguration()
+        c.policy?.quotas = [.init(owner: "alice", maxBytes: 1 << 40)]
+        let reported = Mutex<[String]>([])
+        let store = try Store(path: f.dbPath, configuration: c) { p in
+            reported.withLock { $0.append("\(p.index) \(p.done)/\(p.total)") }
+        }
+        defer { store.close() }
+        #expect(reported.withLock { $0 } == ["default (moved onto the object rows, once) 0/2", "default (moved onto the object rows, once) 2/2"])
+        try store.read { r in
+            let db = r.db
             #expect(try rows(db) == before)
             #expect(try String.fetchOne(db, sql: "SELECT type FROM sqlite_master WHERE name = 'index_default'") == "view")
             let onObject = Set(try db.indexes(on: "object").map(\.name))
@@ -82,10 +95,8 @@ struct MigrationTests {
                 """)
             #expect(differing == 0)
         }
-        try pool.close()
-        try f.reopen(drain: false)
-        #expect(try f.store.query(clause: "WHERE size = 42 AND files = 1").map(\.ref) == [ref("c", "a")])
-        #expect(try f.store.aggregate(function: "SUM(size)", groupBy: ["owner"])
+        #expect(try store.query(clause: "WHERE size = 42 AND files = 1").map(\.ref) == [ref("c", "a")])
+        #expect(try store.aggregate(function: "SUM(size)", groupBy: ["owner"])
             == .rows([["owner": "alice", "value": 42], ["owner": "bob", "value": 0]]))
     }
 }
