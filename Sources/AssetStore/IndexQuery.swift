@@ -198,21 +198,11 @@ extension QueryConnection {
         refusal = nil
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }
-        var stmt: OpaquePointer?
-        var tail: UnsafePointer<CChar>?
-        let rc = sql.withCString { sqlite3_prepare_v2(handle, $0, -1, &stmt, &tail) }
-        defer { sqlite3_finalize(stmt) }
-        guard rc == SQLITE_OK, let stmt else {
-            if rc == SQLITE_AUTH || refusal != nil {
-                throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")")
-            }
-            throw StoreError(.queryRejected, "the query is not valid: \(QueryText.describe(handle))")
-        }
-        if let tail, !String(cString: tail).allSatisfy({ $0.isWhitespace || $0 == ";" }) {
-            throw StoreError(.queryRejected, "the query was refused: only one statement is allowed")
-        }
-        guard sqlite3_stmt_readonly(stmt) != 0 else {
-            throw StoreError(.queryRejected, "the query was refused: only reading is allowed")
+        let key = (table ?? "") + "\u{0}" + sql
+        let stmt = try compiledStatement(key) ?? compile(sql, key)
+        defer {
+            sqlite3_reset(stmt)
+            sqlite3_clear_bindings(stmt)
         }
         guard Int(sqlite3_bind_parameter_count(stmt)) == args.count else {
             throw StoreError(.queryRejected, "the query was refused: use only ? parameters")
@@ -228,5 +218,29 @@ extension QueryConnection {
             }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
         }
+    }
+
+    /// Compiles `sql` as `run` sets it up, checks it is one read-only statement, and keeps it.
+    private func compile(_ sql: String, _ key: String) throws -> OpaquePointer {
+        var stmt: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        let rc = sql.withCString { sqlite3_prepare_v2(handle, $0, -1, &stmt, &tail) }
+        guard rc == SQLITE_OK, let stmt else {
+            sqlite3_finalize(stmt)
+            if rc == SQLITE_AUTH || refusal != nil {
+                throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")")
+            }
+            throw StoreError(.queryRejected, "the query is not valid: \(QueryText.describe(handle))")
+        }
+        if let tail, !String(cString: tail).allSatisfy({ $0.isWhitespace || $0 == ";" }) {
+            sqlite3_finalize(stmt)
+            throw StoreError(.queryRejected, "the query was refused: only one statement is allowed")
+        }
+        guard sqlite3_stmt_readonly(stmt) != 0 else {
+            sqlite3_finalize(stmt)
+            throw StoreError(.queryRejected, "the query was refused: only reading is allowed")
+        }
+        keep(stmt, key)
+        return stmt
     }
 }

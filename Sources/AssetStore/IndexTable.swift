@@ -18,12 +18,16 @@ enum IndexTable {
         return ["collection", "key"] + def.columns.map(\.name)
     }
 
+    /// The columns of object the built-in index shows, in order (`id` as `object_id`); the
+    /// query authorizer lets a clause read these through the view and no others.
+    static let defaultViewColumns = ["id", "collection", "key", "owner", "size", "files", "created", "modified", "accessed"]
+
     /// The built-in index: a view of the object rows (size and files are columns of object,
     /// kept by `refresh`), with its SQLite indexes on object under the index's names.
     static func createDefault(_ db: Database) throws {
+        let columns = defaultViewColumns.map { $0 == "id" ? "id AS object_id" : $0 }.joined(separator: ", ")
         try db.execute(sql: """
-            CREATE VIEW "\(table(IndexDefinition.defaultName))" AS
-                SELECT id AS object_id, collection, key, owner, size, files, created, modified, accessed FROM object;
+            CREATE VIEW "\(table(IndexDefinition.defaultName))" AS SELECT \(columns) FROM object;
             CREATE INDEX "\(sqlIndex("default", "owner_size"))" ON object(owner, size);
             CREATE INDEX "\(sqlIndex("default", "size"))" ON object(size);
             CREATE INDEX "\(sqlIndex("default", "accessed"))" ON object(accessed);
