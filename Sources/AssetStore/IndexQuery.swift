@@ -66,7 +66,9 @@ extension Store {
             ? [] : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
         let selected = (["object_id", "collection", "key"] + extra).map { "\"\(table)\".\"\($0)\"" }
         return try queries.with { conn in
-            try conn.inReadTransaction {
+            // One snapshot for the rows and the objects read after them; a lone statement is
+            // one already.
+            try conn.inReadTransaction(if: include == .objects) {
                 var out = [IndexRow]()
                 var ids = [Int64]()
                 let text = "SELECT \(selected.joined(separator: ", ")) FROM \"\(table)\" \(sql)"
@@ -176,7 +178,8 @@ extension Store {
 
 extension QueryConnection {
     /// Runs statements between BEGIN and COMMIT so several see one snapshot.
-    func inReadTransaction<T>(_ body: () throws -> T) throws -> T {
+    func inReadTransaction<T>(if needed: Bool = true, _ body: () throws -> T) throws -> T {
+        guard needed else { return try body() }
         let begin = try cached("BEGIN")
         _ = sqlite3_step(begin)
         sqlite3_reset(begin)

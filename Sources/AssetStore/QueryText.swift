@@ -7,43 +7,56 @@ import GRDBSQLite
 
 enum QueryText {
     static func expand(_ clause: String, _ parameters: [JSONValue]) throws(StoreError) -> (String, [JSONValue]) {
-        var out = ""
+        // Over the UTF-8 bytes: every delimiter is ASCII, and a multi-byte character's bytes
+        // are all ≥ 0x80, so none is mistaken for one (by scalars it was a tenth of a query).
+        let text = Array(clause.utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(text.count + 8)
         var args = [JSONValue]()
         var next = 0
-        let chars = Array(clause.unicodeScalars)
         var i = 0
-        func copyUntil(_ end: String) {
-            let endScalars = Array(end.unicodeScalars)
-            while i < chars.count {
-                if chars[i...].starts(with: endScalars) {
-                    for s in endScalars { out.unicodeScalars.append(s) }
-                    i += endScalars.count
+        func copyUntil(_ end: StaticString) {
+            let e = UnsafeBufferPointer(start: end.utf8Start, count: end.utf8CodeUnitCount)
+            while i < text.count {
+                if text[i...].starts(with: e) {
+                    out.append(contentsOf: e)
+                    i += e.count
                     return
                 }
-                out.unicodeScalars.append(chars[i])
+                out.append(text[i])
                 i += 1
             }
         }
-        while i < chars.count {
-            let c = chars[i]
+        while i < text.count {
+            let c = text[i]
             switch c {
-            case "'", "\"", "`":
-                out.unicodeScalars.append(c)
+            case UInt8(ascii: "'"):
+                out.append(c)
                 i += 1
-                copyUntil(String(c))
-            case "[":
-                out.unicodeScalars.append(c)
+                copyUntil("'")
+            case UInt8(ascii: "\""):
+                out.append(c)
+                i += 1
+                copyUntil("\"")
+            case UInt8(ascii: "`"):
+                out.append(c)
+                i += 1
+                copyUntil("`")
+            case UInt8(ascii: "["):
+                out.append(c)
                 i += 1
                 copyUntil("]")
-            case "-" where i + 1 < chars.count && chars[i + 1] == "-":
+            case UInt8(ascii: "-") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "-"):
                 copyUntil("\n")
-            case "/" where i + 1 < chars.count && chars[i + 1] == "*":
-                out += "/*"
+            case UInt8(ascii: "/") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "*"):
+                out.append(contentsOf: [c, text[i + 1]])
                 i += 2
                 copyUntil("*/")
-            case "?":
+            case UInt8(ascii: "?"):
                 i += 1
-                if i < chars.count, chars[i].properties.numericType != nil {
+                if i < text.count, String(decoding: text[i..<min(i + 4, text.count)], as: UTF8.self)
+                    .unicodeScalars.first?.properties.numericType != nil
+                {
                     throw StoreError(.queryRejected, "numbered parameters are not supported; use ?")
                 }
                 guard next < parameters.count else {
@@ -54,28 +67,29 @@ enum QueryText {
                 switch p {
                 case .array(let items):
                     if items.isEmpty {
-                        out += "NULL"
+                        out.append(contentsOf: "NULL".utf8)
                     } else {
-                        out += Array(repeating: "?", count: items.count).joined(separator: ",")
-                        for item in items {
+                        for (n, item) in items.enumerated() {
                             try checkScalar(item)
+                            if n > 0 { out.append(UInt8(ascii: ",")) }
+                            out.append(UInt8(ascii: "?"))
                             args.append(item)
                         }
                     }
                 default:
                     try checkScalar(p)
-                    out += "?"
+                    out.append(UInt8(ascii: "?"))
                     args.append(p)
                 }
             default:
-                out.unicodeScalars.append(c)
+                out.append(c)
                 i += 1
             }
         }
         guard next == parameters.count else {
             throw StoreError(.invalidParams, "\(parameters.count) parameters given for \(next) ?")
         }
-        return (out, args)
+        return (String(decoding: out, as: UTF8.self), args)
     }
 
     private static func checkScalar(_ v: JSONValue) throws(StoreError) {
@@ -96,16 +110,18 @@ enum QueryText {
         }
     }
 
+    /// The column's text, all its bytes (a NUL inside included; `String(cString:)` stopped
+    /// there, and measured its length first).
     static func text(_ stmt: OpaquePointer, _ i: Int32) -> String {
         guard let p = sqlite3_column_text(stmt, i) else { return "" }
-        return String(cString: p)
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, i))), as: UTF8.self)
     }
 
     static func value(_ stmt: OpaquePointer, _ i: Int32) -> JSONValue {
         switch sqlite3_column_type(stmt, i) {
         case SQLITE_INTEGER: return .int(sqlite3_column_int64(stmt, i))
         case SQLITE_FLOAT: return .double(sqlite3_column_double(stmt, i))
-        case SQLITE_TEXT: return .string(String(cString: sqlite3_column_text(stmt, i)))
+        case SQLITE_TEXT: return .string(text(stmt, i))
         default: return .null
         }
     }

@@ -75,6 +75,8 @@ import AssetStoreTestSupport
         ParameterCase(index: "default", clause: "WHERE owner = 'it''s ?' OR size = ?", parameters: [300], keys: ["c"]),
         ParameterCase(index: "default", clause: "WHERE \"owner\" = ? -- why?\n", parameters: ["carol"], keys: ["d"]),
         ParameterCase(index: "default", clause: "WHERE /* ? */ owner = ?", parameters: ["alice"], keys: ["a", "c"]),
+        ParameterCase(index: "default", clause: "WHERE owner = 'é?😀' OR [owner] = ? OR `owner` = '?'", parameters: ["bob"], keys: ["b"]),
+        ParameterCase(index: "default", clause: "WHERE owner IN (?) /* é */ AND size > ? -- ?", parameters: [["alice", "bob"], 100], keys: ["b", "c"]),
         // No clause at all, and WHERE 1, match everything.
         ParameterCase(index: "media", clause: "", parameters: [], keys: ["x", "y", "z"]),
         ParameterCase(index: "default", clause: "WHERE collection = ?", parameters: ["v"], keys: ["x", "y", "z"]),
@@ -123,7 +125,7 @@ import AssetStoreTestSupport
     @Test("numbered and named parameters are refused")
     func otherParameterForms() throws {
         let f = try Self.populated()
-        for clause in ["WHERE owner = ?1", "WHERE owner = :o", "WHERE owner = @o", "WHERE owner = $o"] {
+        for clause in ["WHERE owner = ?1", "WHERE owner = :o", "WHERE owner = @o", "WHERE owner = $o", "WHERE owner = ?²"] {
             let e = expectCode(.queryRejected) { try f.store.query(clause: clause, parameters: ["alice"]) }
                 ?? expectCode(.invalidParams) { try f.store.query(clause: clause, parameters: ["alice"]) }
             #expect(e != nil, "\(clause) was accepted")
@@ -168,6 +170,15 @@ import AssetStoreTestSupport
         let user = try #require(try f.store.query(index: "media", clause: "WHERE kind = 'clip'", include: .rows).first)
         #expect(user.ref == ref("v", "x"))
         #expect(user.columns == ["duration": 1.5, "kind": "clip", "hd": 1, "year": 2024])
+    }
+
+    @Test("text read back from a query is whole: a NUL inside and what follows it stay")
+    func textWithNUL() throws {
+        let f = try Self.populated()
+        // (JSON's \u0000 cannot make one: SQLite's json_extract stops at it.)
+        #expect(try f.store.aggregate(function: "MAX(key) || char(0) || 'z'", clause: "WHERE collection = 'm'") == .value("e\u{0}z"))
+        let grouped = try f.store.aggregate(function: "group_concat(key, char(0))", clause: "WHERE owner = 'alice'", groupBy: ["owner"])
+        #expect(grouped == .rows([["owner": "alice", "value": "a\u{0}c"]]))
     }
 
     @Test("include objects carries each object's value and metadata")
