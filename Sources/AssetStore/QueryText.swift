@@ -15,8 +15,7 @@ enum QueryText {
         var args = [JSONValue]()
         var next = 0
         var i = 0
-        func copyUntil(_ end: StaticString) {
-            let e = UnsafeBufferPointer(start: end.utf8Start, count: end.utf8CodeUnitCount)
+        func copyUntil(_ e: [UInt8]) {
             while i < text.count {
                 if text[i...].starts(with: e) {
                     out.append(contentsOf: e)
@@ -30,28 +29,16 @@ enum QueryText {
         while i < text.count {
             let c = text[i]
             switch c {
-            case UInt8(ascii: "'"):
+            case UInt8(ascii: "'"), UInt8(ascii: "\""), UInt8(ascii: "`"), UInt8(ascii: "["):
                 out.append(c)
                 i += 1
-                copyUntil("'")
-            case UInt8(ascii: "\""):
-                out.append(c)
-                i += 1
-                copyUntil("\"")
-            case UInt8(ascii: "`"):
-                out.append(c)
-                i += 1
-                copyUntil("`")
-            case UInt8(ascii: "["):
-                out.append(c)
-                i += 1
-                copyUntil("]")
+                copyUntil([c == UInt8(ascii: "[") ? UInt8(ascii: "]") : c])
             case UInt8(ascii: "-") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "-"):
-                copyUntil("\n")
+                copyUntil(Array("\n".utf8))
             case UInt8(ascii: "/") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "*"):
                 out.append(contentsOf: [c, text[i + 1]])
                 i += 2
-                copyUntil("*/")
+                copyUntil(Array("*/".utf8))
             case UInt8(ascii: "?"):
                 i += 1
                 if i < text.count, String(decoding: text[i..<min(i + 4, text.count)], as: UTF8.self)

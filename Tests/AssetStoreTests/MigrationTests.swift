@@ -11,17 +11,22 @@ import Testing
 
 @Suite("Schema migrations")
 struct MigrationTests {
+    /// Closes the fixture's store and makes its database again, empty, as `version` wrote it.
+    static func rebuild(_ f: Fixture, as version: String) throws -> DatabasePool {
+        f.store.close()
+        try FileManager.default.removeItem(atPath: f.dbPath)
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.dbPath + suffix) }
+        let pool = try DatabasePool(path: f.dbPath)
+        try Schema.migrator().migrate(pool, upTo: version)
+        return pool
+    }
+
     @Test("a v1 database gains pins and queue sizes, and keeps its objects and queue")
     func v1ToCurrent() throws {
         let f = try Fixture()
         let path = try f.makeFile("a", size: 42)
         try f.put([(ref("c", "k"), ["file": .string(path)])])
-        f.store.close()
-        // Rebuild the database as v1 wrote it.
-        try FileManager.default.removeItem(atPath: f.dbPath)
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.dbPath + suffix) }
-        let pool = try DatabasePool(path: f.dbPath)
-        try Schema.migrator().migrate(pool, upTo: "v1")
+        let pool = try Self.rebuild(f, as: "v1")
         try pool.write { db in
             try db.execute(sql: """
                 INSERT INTO object (collection, key, value, owner, created, modified, accessed)
@@ -49,11 +54,7 @@ struct MigrationTests {
     func v3ToCurrent() throws {
         let f = try Fixture()
         let path = try f.makeFile("a", size: 42)
-        f.store.close()
-        try FileManager.default.removeItem(atPath: f.dbPath)
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.dbPath + suffix) }
-        let pool = try DatabasePool(path: f.dbPath)
-        try Schema.migrator().migrate(pool, upTo: "v3")
+        let pool = try Self.rebuild(f, as: "v3")
         // As v3 kept them: an object holding a 42-byte file, one holding none, the index rows
         // beside them, and the per-owner LRU index (a quota was configured).
         try pool.write { db in
