@@ -236,9 +236,9 @@ final class PolicyRun {
         }
     }
 
-    /// Evictable candidates from `index_default` after a cursor, in `order` (a column), with
-    /// an extra SQL condition. Young and pinned objects never come back; leased ones are
-    /// filtered by the caller's guard.
+    /// Evictable candidates after a cursor, in `order` (a column), with an extra SQL
+    /// condition: object rows, which carry the built-in index's columns and SQLite indexes.
+    /// Young and pinned objects never come back; leased ones are filtered by the caller's guard.
     func candidates(
         _ tx: WriteTransaction, order: String, after cursor: (Double, Int64)?, condition: String = "",
         arguments: StatementArguments = [], limit: Int
@@ -259,16 +259,16 @@ extension PolicyRun {
         arguments: StatementArguments, limit: Int
     ) -> (String, StatementArguments) {
         var sql = """
-            SELECT d.object_id, d.collection, d.key, d.\(order) FROM index_default d JOIN object o ON o.id = d.object_id
-            WHERE o.pinned = 0 AND d.created <= ?
+            SELECT d.id, d.collection, d.key, d.\(order) FROM object d
+            WHERE d.pinned = 0 AND d.created <= ?
             """
         var args: StatementArguments = [createdBefore]
         if let cursor {
-            sql += " AND d.\(order) >= ? AND (d.\(order) > ? OR d.object_id > ?)"
+            sql += " AND d.\(order) >= ? AND (d.\(order) > ? OR d.id > ?)"
             args += [cursor.0, cursor.0, cursor.1]
         }
         if !condition.isEmpty { sql += " AND " + condition }
-        sql += " ORDER BY d.\(order), d.object_id LIMIT ?"
+        sql += " ORDER BY d.\(order), d.id LIMIT ?"
         args += arguments
         args += [limit]
         return (sql, args)
@@ -420,7 +420,7 @@ final class MinFreeStep: BytesStep {
     }
 
     override var condition: (String, StatementArguments) {
-        ("EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.object_id AND e.is_file = 1 AND f.device IN \(placeholders))",
+        ("EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.id AND e.is_file = 1 AND f.device IN \(placeholders))",
          StatementArguments(devices))
     }
 

@@ -1,7 +1,7 @@
 // Read-only raw SQLite connections for index queries. Each carries an authorizer that, while
 // a client's clause is compiled, allows reading one index table (or the built-in index's
-// view) and a fixed list of functions, and nothing else. GRDB keeps its own authorizer on its connections for good,
-// so these connections are separate.
+// view) and a fixed list of functions, and nothing else. GRDB keeps its own authorizer on
+// its connections for good, so these connections are separate.
 
 import GRDBSQLite
 import Glibc
@@ -119,7 +119,6 @@ final class QueryConnection {
         }
     }
 
-    /// `view` is the innermost view the access comes through (SQLite's sixth argument).
     static let defaultView = IndexTable.table(IndexDefinition.defaultName)
     static let viewColumns = Set(IndexTable.defaultViewColumns)
 
@@ -141,6 +140,7 @@ final class QueryConnection {
         return false
     }
 
+    /// `view` is the innermost view the access comes through (SQLite's sixth argument).
     func authorize(
         _ action: Int32, _ a: UnsafePointer<CChar>?, _ b: UnsafePointer<CChar>?, _ db: UnsafePointer<CChar>?,
         _ view: UnsafePointer<CChar>?

@@ -271,7 +271,6 @@ final class BaselineStore {
                 insertEdge.bind(1, id)
                 insertEdge.bind(2, fileID)
                 insertEdge.run()
-
             }
         }
     }
