@@ -14,12 +14,15 @@ import Testing
         let h = try DaemonHarness()
         let file = try h.makeFile("a.bin")
         let c = try h.client()
+        let before = Date().timeIntervalSince1970
         let lease = try c.call("lease.acquire", [
             "objects": [ref("photos", "p1")], "files": [.string(file)], "ttl": "90s",
         ])
+        let after = Date().timeIntervalSince1970
         let id = try #require(lease["lease"]?.stringValue)
         let expires = try #require(lease["expires"]?.doubleValue)
-        #expect(abs(expires - Date().timeIntervalSince1970 - 90) < 10)
+        // Taken between the two readings of the clock, however long the call took.
+        #expect(expires >= before + 90 - 0.01 && expires <= after + 90 + 0.01, "\(before) \(expires) \(after)")
         let listed = try h.client().call("lease.list")["leases"]?.arrayValue ?? []
         #expect(listed.count == 1)
         #expect(listed.first?["lease"] == .string(id) && listed.first?["files"] == [.string(file)])
@@ -45,9 +48,12 @@ import Testing
     ])
     func ttlForms(ttl: JSONValue, seconds: Double) throws {
         let h = try DaemonHarness()
-        let lease = try h.client().call("lease.acquire", ["objects": [ref("c", "k")], "ttl": ttl])
-        let left = (lease["expires"]?.doubleValue ?? 0) - Date().timeIntervalSince1970
-        #expect(abs(left - seconds) < 5, "\(lease.serialized())")
+        let c = try h.client()
+        let before = Date().timeIntervalSince1970
+        let lease = try c.call("lease.acquire", ["objects": [ref("c", "k")], "ttl": ttl])
+        let after = Date().timeIntervalSince1970
+        let expires = lease["expires"]?.doubleValue ?? 0
+        #expect(expires >= before + seconds - 0.01 && expires <= after + seconds + 0.01, "\(before) \(lease.serialized()) \(after)")
     }
 
     @Test("a lease without ttl, with a bad ttl, with nothing to protect or outside the roots is refused")

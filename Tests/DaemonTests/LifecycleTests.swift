@@ -78,7 +78,8 @@ import Testing
         kill(pid, SIGTERM)
         #expect(eventually(timeout: 10) { h.log.contains("checkpointing the database before exit") })
         kill(pid, SIGTERM)
-        usleep(200_000)
+        // Delivered (to the daemon's handler, or fatally by default) before the reader lets go.
+        #expect(signalsDelivered(to: pid))
         release.signal()
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(h.stop(signal: 0) == 0, "the second SIGTERM killed assetd")

@@ -43,8 +43,9 @@ extension ControlClient {
         let run = try h.assetctl("enforce")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try eventually { !h.exists(other) }, "the unleased object is evicted and its file unlinked")
-        usleep(300_000)  // two sweeps would have run by now
+        #expect(try c.call("sweep")["unlinked"] == 0, "every due unlink has run")
         #expect(h.exists(leased), "over budget still, but leased")
+        #expect(try c.call("object.get", ref("media", "leased")) != .null, "and not evicted")
 
         holder.close()
         #expect(try eventually { try c.call("lease.list")["leases"] == [] })
@@ -152,8 +153,9 @@ extension ControlClient {
         let c = try h.client()
         let file = try h.makeFile("reloaded.bin", size: 100)
         try c.putFile("media", "r", file)
-        // Same [policy] each time: 16 reloads half a second apart span four intervals.
-        for _ in 0..<16 where h.exists(file) {
+        // Same [policy] each time, reloads half a second apart (time that passes for real),
+        // until the file is gone: 120 of them span 30 intervals.
+        for _ in 0..<120 where h.exists(file) {
             try h.reload()
             usleep(500_000)
         }

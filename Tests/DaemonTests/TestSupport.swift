@@ -58,11 +58,19 @@ func eventually(timeout: Double = 5, _ condition: () throws -> Bool) rethrows ->
     }
 }
 
-/// Seconds `body` took.
-func seconds(_ body: () throws -> Void) rethrows -> Double {
-    let start = Date()
-    try body()
-    return Date().timeIntervalSince(start)
+/// Waits until the wall clock is past `timestamp` (Unix seconds, as the daemon stamps objects),
+/// so that a timestamp taken from now on differs from it.
+func passClock(_ timestamp: Double) {
+    _ = eventually(timeout: 60) { Date().timeIntervalSince1970 > timestamp + 0.002 }
+}
+
+/// Waits until no signal sent to process `pid` is pending (each was handled or acted on);
+/// false after 60 s.
+func signalsDelivered(to pid: pid_t) -> Bool {
+    eventually(timeout: 60) {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return true }
+        return status.split(separator: "\n").allSatisfy { !$0.hasPrefix("ShdPnd:") || $0.hasSuffix("0000000000000000") }
+    }
 }
 
 // MARK: - Calls

@@ -183,10 +183,10 @@ struct ParallelSweepTests {
         let protections = f.store.protections
         let inside = Mutex(0)
         let bothInside = Mutex(false)
-        // Each waits (up to 5 s) for the other to be inside too: an exclusive gate never lets it.
+        // Each waits (up to 60 s) for the other to be inside too: an exclusive gate never lets it.
         let wait: @Sendable () -> Bool = {
             inside.withLock { $0 += 1 }
-            for _ in 0..<500 {
+            for _ in 0..<6000 {
                 if inside.withLock({ $0 }) == 2 { return true }
                 Thread.sleep(forTimeInterval: 0.01)
             }
@@ -195,7 +195,7 @@ struct ParallelSweepTests {
         let t = Thread { if protections.unlessLeased(file: b, wait) == true { bothInside.withLock { $0 = true } } }
         t.start()
         #expect(protections.unlessLeased(file: a, wait) == true)
-        for _ in 0..<500 where !bothInside.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
+        for _ in 0..<6000 where !bothInside.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
         #expect(bothInside.withLock { $0 })
     }
 
@@ -241,7 +241,7 @@ struct ParallelSweepTests {
         later.start()
         Thread.sleep(forTimeInterval: 0.2)
         release.withLock { $0 = true }
-        for _ in 0..<500 where events.withLock({ $0.count }) < 3 { Thread.sleep(forTimeInterval: 0.01) }
+        for _ in 0..<6000 where events.withLock({ $0.count }) < 3 { Thread.sleep(forTimeInterval: 0.01) }
         let seen = events.withLock { $0 }
         #expect(seen.first == "a done" && seen.contains("c after the lease") && seen.contains("lease"), "\(seen)")
     }

@@ -22,7 +22,9 @@ import AssetStoreTestSupport
         }
         #expect(e != nil)
         #expect(e2?.message.contains("longer than") == true, "\(String(describing: e2))")
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Stopped by the configured 0.2 s, not the 30 s default: a bound on the limit in effect,
+        // with room for any load, not on speed.
+        #expect(ContinuousClock.now - started < .seconds(25))
         #expect(try f.store.aggregate(function: "COUNT(*)") == .value(2000))
     }
 
