@@ -142,7 +142,7 @@ class Soak:
         self.registered = set()  # plain files some acknowledged write referenced
         self.queued = set()      # files acknowledged replies said were queued for unlink
         self.dead = set()        # files never to be referenced again (released or queued)
-        self.created = []        # every file this soak made
+        self.created = set()     # every file this soak made and has not yet seen gone for good
         self.violations = []
         self.writes_checked = self.files_checked = self.acknowledged = 0
 
@@ -181,7 +181,7 @@ class Soak:
         path = f"{self.root}/{group}/f{self.counter}"
         with open(path, "wb") as f:
             f.write(os.urandom(self.rng.randint(1, 4096)))
-        self.created.append(path)
+        self.created.add(path)
         return path
 
     def live_plain_files(self):
@@ -206,6 +206,8 @@ class Soak:
         r = self.rng.random()
         plain = sorted(k for k in self.objects if k.startswith("p/"))
         es = sorted(k for k in self.objects if k.startswith("e/"))
+        if len(plain) > 300 and r < 0.25:  # keep the store, and so each check, bounded
+            return self.delete(conn, self.rng.choice(plain), False)
         if r < 0.25 or not plain:
             self.counter += 1
             key = f"p/k{self.counter}"
@@ -216,6 +218,8 @@ class Soak:
             return self.delete(conn, self.rng.choice(plain), False)
         if r < 0.60:
             return self.transact(conn, plain)
+        if len(es) > 150 and r < 0.68:
+            return self.delete(conn, self.rng.choice(es), True)
         if r < 0.68 or len(es) < 2:
             self.counter += 1
             key = self.rng.choice(es) if es and self.rng.random() < 0.3 else f"e/k{self.counter}"
@@ -389,9 +393,9 @@ class Soak:
             time.sleep(0.1)
         else:
             self.fail(f"I2: unlinks still pending after 100 sweeps: {rows}")
-        for p in self.created:
-            held = p in live_plain or p in self.live_e_files()
-            if held:
+        live_e = self.live_e_files()
+        for p in sorted(self.created):
+            if p in live_plain or p in live_e:
                 continue
             self.files_checked += 1
             report = conn.call("file.get", {"path": p})
@@ -399,7 +403,12 @@ class Soak:
                 if not os.path.exists(p):
                     self.fail(f"I1: {p} is referenced by {report['edges']} but is gone")
                 continue
-            if (p in self.registered or p in self.queued) and os.path.exists(p):
+            if not os.path.exists(p):
+                # Released and gone: it is never referenced again, so checked once is enough.
+                if p in self.dead:
+                    self.created.discard(p)
+                continue
+            if p in self.registered or p in self.queued:
                 self.fail(f"I2: {p} was registered, nothing references it, and it is still there")
         result = subprocess.run([self.assetctl, "--socket", self.sock, "--json", "verify"],
                                 capture_output=True, text=True, timeout=300)
@@ -412,6 +421,8 @@ class Soak:
             self.work(conn, self.seconds)
             conn = self.start()
             self.check(conn)
+            if (cycle + 1) % 10 == 0:
+                print(f"soak: {cycle + 1} kills, {self.writes_checked} acknowledged writes checked", file=sys.stderr)
             if self.violations:
                 print(f"soak: cycle {cycle + 1}; daemon log:\n{self.log_tail()}", file=sys.stderr)
                 conn.close()

@@ -155,15 +155,19 @@ private func failingNextSync(of f: Fixture, _ body: () throws -> Void) rethrows 
         // The first has failed its fdatasync and not yet recorded it.
         try #require(inside.wait(timeout: .now() + 10) == .success)
         f.store.state.withLock { $0.walSynced = nil }
+        let secondThread = Mutex<pid_t>(0)
         let second = Thread {
+            secondThread.withLock { $0 = currentThreadID() }
             let ok = (try? store.syncCommitted(first + 1)) != nil
             results.withLock { $0["second"] = ok }
         }
         second.start()
-        usleep(200_000)
+        // Asleep on the WAL sync's lock (a second that did not wait would end instead).
+        _ = pollFor { secondThread.withLock { $0 } != 0 }
+        #expect(threadSleeps(secondThread.withLock { $0 }), "the second sync waits for the first")
         #expect(results.withLock { $0["second"] } == nil, "the second sync waits for the first")
         resume.signal()
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)
         while results.withLock({ $0.count }) < 2 && Date() < deadline { usleep(10_000) }
         #expect(results.withLock { $0 } == ["failing": false, "second": false])
         #expect(f.store.durableCommit == first)

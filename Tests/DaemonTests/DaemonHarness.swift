@@ -30,7 +30,7 @@ struct ProcessResult {
 
 /// Runs a command to completion with a time limit.
 func runProcess(_ path: String, _ args: [String], stdin: String? = nil, environment: [String: String]? = nil,
-                timeout: Double = 30) throws -> ProcessResult {
+                timeout: Double = 60) throws -> ProcessResult {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
@@ -153,12 +153,12 @@ final class DaemonHarness {
         try writeConfig()
         guard let p = process else { return }
         kill(p.processIdentifier, SIGHUP)
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if log.components(separatedBy: "reloaded").count > before { return }
             usleep(20_000)
         }
-        Issue.record("assetd did not log a reload within 10 s", sourceLocation: sourceLocation)
+        Issue.record("assetd did not log a reload within 60 s", sourceLocation: sourceLocation)
     }
 
     deinit {
@@ -183,7 +183,7 @@ final class DaemonHarness {
         p.standardOutput = log
         if inheritSignalMask { try p.run() } else { try withDefaultSignalMask { try p.run() } }
         process = p
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if !p.isRunning { throw HarnessError.exited(p.terminationStatus, log: self.log) }
             if let c = try? ControlClient(socketPath: socket, timeout: 2), (try? c.call("ping")) != nil {
@@ -199,7 +199,7 @@ final class DaemonHarness {
 
     /// SIGTERM (or another signal) and wait; returns the exit status.
     @discardableResult
-    func stop(signal sig: Int32 = SIGTERM, timeout: Double = 20) -> Int32? {
+    func stop(signal sig: Int32 = SIGTERM, timeout: Double = 60) -> Int32? {
         guard let p = process else { return nil }
         kill(p.processIdentifier, sig)
         let deadline = Date().addingTimeInterval(timeout)
@@ -215,7 +215,7 @@ final class DaemonHarness {
 
     var isRunning: Bool { process?.isRunning ?? false }
 
-    func client(timeout: Double = 10) throws -> ControlClient {
+    func client(timeout: Double = 60) throws -> ControlClient {
         try ControlClient(socketPath: socket, timeout: timeout)
     }
 

@@ -51,7 +51,7 @@ import Testing
         try h.start()
         let d = try h.client()
         #expect(try d.call("object.get", ["collection": "fs", "key": "a"]) == .null)
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)
         while h.exists(f) && Date() < deadline { usleep(50_000) }
         #expect(!h.exists(f))
         _ = try d.putObject("fs", "c")

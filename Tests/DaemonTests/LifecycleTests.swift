@@ -17,7 +17,7 @@ import Testing
         let socket = h.socket
         let writers = (0..<3).map { w in
             onThread {
-                guard let c = try? ControlClient(socketPath: socket, timeout: 10) else { return }
+                guard let c = try? ControlClient(socketPath: socket, timeout: 60) else { return }
                 for i in 0... {
                     let key = "w\(w)-\(i)"
                     do {
@@ -32,7 +32,7 @@ import Testing
         }
         #expect(eventually { acknowledged.current.count >= 60 })
         #expect(h.stop(signal: SIGTERM) == 0)
-        for w in writers { #expect(w.wait(timeout: .now() + 10) == .success, "a writer was left hanging") }
+        for w in writers { #expect(w.wait(timeout: .now() + 60) == .success, "a writer was left hanging") }
         for ending in endings.current {
             #expect(ending == "closed" || ending == "shutting_down", "a write in flight ended with \(ending)")
         }
@@ -76,12 +76,12 @@ import Testing
         holding.wait()
         let pid = h.process!.processIdentifier
         kill(pid, SIGTERM)
-        #expect(eventually(timeout: 10) { h.log.contains("checkpointing the database before exit") })
+        #expect(eventually(timeout: 60) { h.log.contains("checkpointing the database before exit") })
         kill(pid, SIGTERM)
         // Delivered (to the daemon's handler, or fatally by default) before the reader lets go.
         #expect(signalsDelivered(to: pid))
         release.signal()
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(done.wait(timeout: .now() + 60) == .success)
         #expect(h.stop(signal: 0) == 0, "the second SIGTERM killed assetd")
     }
 
@@ -119,7 +119,7 @@ import Testing
         let deleted = Locked<[String]>([])
         let socket = h.socket
         let deleter = onThread {
-            guard let d = try? ControlClient(socketPath: socket, timeout: 10) else { return }
+            guard let d = try? ControlClient(socketPath: socket, timeout: 60) else { return }
             for key in order {
                 do { try d.deleteObject("crash", key) } catch { return }
                 deleted.withLock { $0.append(key) }
@@ -127,7 +127,7 @@ import Testing
         }
         #expect(eventually { deleted.current.count >= 40 })
         h.stop(signal: SIGKILL)
-        #expect(deleter.wait(timeout: .now() + 10) == .success)
+        #expect(deleter.wait(timeout: .now() + 60) == .success)
         let acknowledged = Set(deleted.current)
         #expect(acknowledged.count < holdings.count, "the kill came before the last delete (\(acknowledged.count) done)")
 
@@ -169,7 +169,7 @@ import Testing
         let pid = try #require(h.process?.processIdentifier)
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let blocked = status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }.map(String.init) ?? "SigBlk: unknown"
-        #expect(h.stop(signal: SIGTERM, timeout: 5) == 0, "SIGTERM ignored; the daemon runs with \(blocked)")
+        #expect(h.stop(signal: SIGTERM, timeout: 60) == 0, "SIGTERM ignored; the daemon runs with \(blocked)")
     }
 
     @Test("a stale socket file from a dead daemon is replaced")

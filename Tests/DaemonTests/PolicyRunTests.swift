@@ -132,7 +132,7 @@ extension ControlClient {
         let c = try h.client()
         let file = try h.makeFile("timer.bin", size: 100)
         try c.putFile("media", "t", file)
-        #expect(try eventually(timeout: 10) { !h.exists(file) })
+        #expect(try eventually(timeout: 60) { !h.exists(file) })
         #expect(try c.getObject("media", "t") == .null)
     }
 

@@ -82,7 +82,7 @@ import Testing
         for t in 0..<6 {
             let socket = h.socket
             let thread = Thread {
-                guard let c = try? ControlClient(socketPath: socket, timeout: 20) else { return }
+                guard let c = try? ControlClient(socketPath: socket, timeout: 60) else { return }
                 for i in 0..<150 {
                     do {
                         switch t % 3 {

@@ -49,7 +49,8 @@ enum Code {
 // MARK: - Time
 
 /// Polls `condition` every 20 ms until it holds or `timeout` seconds pass; true if it held.
-func eventually(timeout: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+/// The default only runs out on a real hang, however loaded the machine.
+func eventually(timeout: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
         if try condition() { return true }
@@ -192,7 +193,7 @@ final class BackgroundProcess: @unchecked Sendable {  // lines are guarded by `l
     var output: [String] { lines.current }
 
     /// Waits until a line satisfies `match`; true if one did within `timeout` seconds.
-    func waitForLine(timeout: Double = 5, where match: (String) -> Bool) -> Bool {
+    func waitForLine(timeout: Double = 60, where match: (String) -> Bool) -> Bool {
         eventually(timeout: timeout) { output.contains(where: match) }
     }
 
@@ -200,15 +201,15 @@ final class BackgroundProcess: @unchecked Sendable {  // lines are guarded by `l
     @discardableResult
     func stop(signal sig: Int32 = SIGINT) -> Int32 {
         if process.isRunning { kill(process.processIdentifier, sig) }
-        if !eventually(timeout: 10, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        if !eventually(timeout: 60, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        _ = reader.wait(timeout: .now() + 5)
+        _ = reader.wait(timeout: .now() + 60)
         return process.terminationStatus
     }
 }
 
 /// Runs assetd once with `args` (a check, or a start expected to fail).
-func runAssetd(_ args: [String], timeout: Double = 15) throws -> ProcessResult {
+func runAssetd(_ args: [String], timeout: Double = 60) throws -> ProcessResult {
     try runProcess(Binaries.assetd, args, timeout: timeout)
 }
 
@@ -252,7 +253,7 @@ extension DaemonHarness {
     }
 
     /// Waits for the daemon process to exit by itself; its status, or nil after `timeout`.
-    func waitForExit(timeout: Double = 10) -> Int32? {
+    func waitForExit(timeout: Double = 60) -> Int32? {
         guard let p = process else { return nil }
         guard eventually(timeout: timeout, { !p.isRunning }) else { return nil }
         p.waitUntilExit()

@@ -47,7 +47,7 @@ final class ChildHolder {
         try process.run()
         // Waits for the shell to have opened the redirection (a state, not a time).
         let fd0 = "/proc/\(process.processIdentifier)/fd/0"
-        for _ in 0..<10_000 {
+        for _ in 0..<60_000 {
             var st = stat()
             if stat(fd0, &st) == 0, Int64(bitPattern: UInt64(st.st_ino)) == file.inode,
                 Int64(bitPattern: UInt64(st.st_dev)) == file.device
@@ -261,7 +261,7 @@ final class ChildHolder {
         // The reader's open has begun breaking the lease (a state, polled): F_GETLEASE then
         // reports the type being broken to, no longer F_WRLCK.
         var breaking = false
-        for _ in 0..<10_000 {
+        for _ in 0..<60_000 {
             if fcntl(fd, 1025, 0) != Int32(F_WRLCK) {  // F_GETLEASE
                 breaking = true
                 break

@@ -16,18 +16,22 @@ struct LeaseUnlinkRaceTests {
         let path = try f.makeFile("a")
         let acquired = Flag()
         let protections = f.store.protections
+        let leaseWaits = DispatchSemaphore(value: 0)
+        protections.unlinkWaits.withLock { $0 = { leaseWaits.signal() } }
         let ran = protections.unlessLeased(file: path) {
             let t = Thread {
                 _ = try? protections.acquire(objects: [], files: [path], ttl: 60)
                 acquired.set()
             }
             t.start()
-            Thread.sleep(forTimeInterval: 0.2)
+            // The lease found the decision held and waits (a lease that did not wait would be
+            // answered without this, and the wait below would run out).
+            _ = leaseWaits.wait(timeout: .now() + 60)
             return !acquired.value  // still waiting
         }
         #expect(ran == true, "the lease was answered while the unlink decision was held")
         var waited = 0
-        while !acquired.value && waited < 200 {
+        while !acquired.value && waited < 6000 {
             Thread.sleep(forTimeInterval: 0.01)
             waited += 1
         }

@@ -221,16 +221,19 @@ struct ParallelSweepTests {
         while !aInside.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
         let leaseWaits = DispatchSemaphore(value: 0)
         protections.unlinkWaits.withLock { $0 = { leaseWaits.signal() } }
+        let leaserThread = Mutex<pid_t>(0)
         let leaser = Thread {
+            leaserThread.withLock { $0 = currentThreadID() }
             _ = try? protections.acquire(objects: [], files: [b], ttl: 60)
             events.withLock { $0.append("lease") }
         }
         leaser.start()
-        // The lease found the gate held and is about to wait; a moment more for it to queue
-        // (if it has not, "c" may go first and this fails: load can only make it fail).
-        #expect(leaseWaits.wait(timeout: .now() + 30) == .success)
-        Thread.sleep(forTimeInterval: 0.2)
+        // The lease found the gate held and is about to wait; then it sleeps, queued on the gate.
+        #expect(leaseWaits.wait(timeout: .now() + 60) == .success)
+        #expect(threadSleeps(leaserThread.withLock { $0 }), "the lease queued on the gate")
+        let laterThread = Mutex<pid_t>(0)
         let later = Thread {
+            laterThread.withLock { $0 = currentThreadID() }
             _ = protections.unlessLeased(file: c) {
                 // Read inside: the lease thread records its own return only after the gate is free.
                 let leased = protections.isLeased(file: b)
@@ -239,10 +242,13 @@ struct ParallelSweepTests {
             }
         }
         later.start()
-        Thread.sleep(forTimeInterval: 0.2)
+        // Queued behind the lease before "a" ends (had it not, it would come after anyway).
+        _ = pollFor { laterThread.withLock { $0 } != 0 }
+        #expect(threadSleeps(laterThread.withLock { $0 }), "c waits at the gate")
         release.withLock { $0 = true }
         for _ in 0..<6000 where events.withLock({ $0.count }) < 3 { Thread.sleep(forTimeInterval: 0.01) }
         let seen = events.withLock { $0 }
         #expect(seen.first == "a done" && seen.contains("c after the lease") && seen.contains("lease"), "\(seen)")
     }
 }
+
