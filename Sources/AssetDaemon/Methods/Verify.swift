@@ -1,5 +1,5 @@
 // verify {repair?, orphans?, delete_orphans?, force?} → the report `{problems, clean, …}`:
-// checks the store against its files and its own indexes (SPEC §9). Looking is open to
+// checks the store against its files and its own indexes (assetd(8)). Looking is open to
 // everyone; repair and delete_orphans are for admins, and delete_orphans refuses a root
 // without assetd's CACHEDIR.TAG (untagged_root) unless force.
 
