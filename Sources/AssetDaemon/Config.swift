@@ -29,6 +29,8 @@ public struct DaemonConfig: Sendable {
     public var maxConnections = 1024
     /// `files.roots`.
     public var roots: [String]
+    /// Whether `roots` is the embedded default (created at start) or set by the config file.
+    public var rootsOrigin = RootsOrigin.embeddedDefault
     /// `files.unlink_delay`, seconds.
     public var unlinkDelay = 0.0
     /// `files.orphan_grace`, seconds.
@@ -50,15 +52,18 @@ public struct DaemonConfig: Sendable {
     ) -> DaemonConfig {
         if uid == 0 {
             return DaemonConfig(
-                storePath: "/var/lib/assetd/assetd.sqlite", socketPath: "/run/assetd/control.sock", roots: ["/var/cache"])
+                storePath: "/var/lib/assetd/assetd.sqlite", socketPath: "/run/assetd/control.sock",
+                roots: ["/var/cache/assetd"])
         }
         let home = environment["HOME"] ?? NSHomeDirectory()
         let state = (environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/state") + "/assetd"
         let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.cache"
+        // A folder of assetd's own: everything under a root that no object holds is an
+        // orphan, and the cache folder itself holds every other program's cache.
         return DaemonConfig(
             storePath: state + "/assetd.sqlite", socketPath: runtime.map { $0 + "/assetd.sock" } ?? state + "/control.sock",
-            roots: [cache])
+            roots: [cache + "/assetd"])
     }
 
     /// The config file to read when none is named: /etc/assetd/assetd.toml as root, else
@@ -144,6 +149,14 @@ public struct DaemonConfig: Sendable {
         }
         return lines
     }
+}
+
+/// Where `files.roots` came from: it decides whether a missing root is created or refused.
+public enum RootsOrigin: Sendable, Equatable {
+    /// The embedded default: created (and tagged) at start when missing.
+    case embeddedDefault
+    /// The config file's `files.roots`, on this line: each root must already exist.
+    case configured(line: Int?)
 }
 
 /// A configuration error: the file, line and key, and what is wrong. assetd exits 78.

@@ -105,8 +105,13 @@ struct ConfigParser {
                 throw error("files.roots", "must be a non-empty array of absolute paths", section: "files")
             }
             c.roots = try items.map { item throws(ConfigError) in try absolute(item, "files.roots") }
+            c.rootsOrigin = .configured(line: line(of: "files.roots", section: "files"))
             let roots: ManagedRoots
-            do { roots = try ManagedRoots(c.roots) } catch { throw self.error("files.roots", error.message, section: "files") }
+            do { roots = try ManagedRoots(c.roots) } catch {
+                // Name the root: with several, the engine's message alone does not say which.
+                let bad = c.roots.first { (try? ManagedRoots.normalise($0)) == nil } ?? error.detail?.stringValue ?? "\(c.roots)"
+                throw self.error("files.roots", "root \(bad): \(error.message)", section: "files")
+            }
             if let conflict = roots.symlinkConflict() { throw error("files.roots", conflict, section: "files") }
         }
         if let v = get("files", "unlink_delay") { c.unlinkDelay = try duration(v, "files.unlink_delay", section: "files") }

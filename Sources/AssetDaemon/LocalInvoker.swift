@@ -18,6 +18,8 @@ public final class LocalInvoker {
     /// or the embedded defaults) for roots and durability.
     public init(databasePath: String, configPath: String?) throws {
         let config = try DaemonConfig.load(path: configPath)
+        // Judged as assetd judges them; only the daemon's start creates its default root.
+        try config.prepareRoots(create: false)
         var sc = config.storeConfiguration()
         let store: Store
         do {

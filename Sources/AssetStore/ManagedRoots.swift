@@ -25,7 +25,10 @@ public struct ManagedRoots: Sendable, Hashable {
     public func accept(_ reference: String) throws(StoreError) -> (path: String, root: String) {
         let path = try ManagedRoots.normalise(reference)
         guard let root = root(of: path) else {
-            throw StoreError(.pathOutsideRoots, "\(path) is not under a managed root", detail: .string(path))
+            // Naming the roots tells a user whose path looked right where files must go.
+            throw StoreError(
+                .pathOutsideRoots, "\(path) is not under a managed root (roots: \(paths.reversed().joined(separator: ", ")))",
+                detail: .string(path))
         }
         return (path, root)
     }

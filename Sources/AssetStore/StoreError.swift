@@ -18,6 +18,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case queryRejected = "query_rejected"
         case permissionDenied = "permission_denied"
         case storageFull = "storage_full"
+        case untaggedRoot = "untagged_root"
         case busy
         case internalError = "internal"
     }

@@ -32,6 +32,8 @@ extension VerifyRun {
     func orphans() throws {
         let phase = "orphans"
         let own = Set(["", "-wal", "-shm", "-journal", ".lock"].map { Array((store.path + $0).utf8) })
+        // A root's CACHEDIR.TAG marks the folder; it is never an orphan.
+        let tags = Set(store.roots.paths.map { Array(($0 + "/" + CacheDirectoryTag.fileName).utf8) })
         var ownIDs = Set<[Int64]>()
         for name in own {
             var st = stat()
@@ -52,7 +54,7 @@ extension VerifyRun {
         for root in store.roots.paths {
             try walk(root: root) { f in
                 // The database and its companions may live under a root: never orphans.
-                if let p = f.path, own.contains(Array(p.utf8)) { return }
+                if let p = f.path, own.contains(Array(p.utf8)) || tags.contains(Array(p.utf8)) { return }
                 // A root nested in another is walked as itself: each file is judged once.
                 if let p = f.path, store.roots.nearestRoot(of: p) != root { return }
                 if ownIDs.contains([f.device, f.inode]) { return }

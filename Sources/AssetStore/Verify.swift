@@ -13,6 +13,8 @@ public struct VerifyOptions: Sendable {
     public var orphans = false
     /// Unlink the orphans found (implies `orphans`); each one removed counts as repaired.
     public var deleteOrphans = false
+    /// Delete orphans even under a root without assetd's CACHEDIR.TAG.
+    public var force = false
     /// Seconds since queueing after which a failing unlink is a problem.
     public var failingFor: Double = 86_400
     /// Problems listed in the report at most; the rest are only counted (a broken large
@@ -80,6 +82,8 @@ extension Store {
     public func verify(_ options: VerifyOptions, progress: (@Sendable (VerifyProgress) -> Void)? = nil) throws -> VerifyReport {
         try checkOpen()
         if options.repair || options.deleteOrphans { try checkWritable() }
+        // Before any phase: a refused run changes nothing.
+        if options.deleteOrphans && !options.force { try checkOrphanConsent() }
         let run = VerifyRun(store: self, options: options, progress: progress)
         try run.danglingEdges()
         try run.missingFiles()
@@ -88,6 +92,18 @@ extension Store {
         try run.failingUnlinks()
         if options.orphans || options.deleteOrphans { try run.orphans() }
         return run.report
+    }
+}
+
+extension Store {
+    /// Throws `untagged_root` naming the first root whose orphans are not known to be
+    /// assetd's: one without assetd's CACHEDIR.TAG, itself or on an enclosing root.
+    func checkOrphanConsent() throws(StoreError) {
+        for root in roots.paths.reversed() where !CacheDirectoryTag.isPresent(in: root) {
+            let enclosing = roots.paths.filter { root.utf8.starts(with: ($0 + "/").utf8) }
+            guard !enclosing.contains(where: CacheDirectoryTag.isPresent(in:)) else { continue }
+            throw StoreError(.untaggedRoot, CacheDirectoryTag.refusal(root), detail: .object(["root": .string(root)]))
+        }
     }
 }
 

@@ -38,6 +38,13 @@ struct AssetdCommand: ParsableCommand {
             }
             settings.logLevel = level
         }
+        do {
+            // --check-config judges the roots as start does, but creates nothing.
+            try settings.prepareRoots(create: !checkConfig)
+        } catch {
+            FileHandle.standardError.write(Data("assetd: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
         if checkConfig {
             print(settings.summary.joined(separator: "\n"))
             return

@@ -61,7 +61,7 @@ import Testing
         let c = try parse("")
         #expect(c.storePath == "/home/u/.local/state/assetd/assetd.sqlite")
         #expect(c.socketPath == "/home/u/.local/state/assetd/control.sock")
-        #expect(c.roots == ["/home/u/.cache"])
+        #expect(c.roots == ["/home/u/.cache/assetd"], "a folder of assetd's own, not every program's cache")
         #expect(c.socketMode == 0o660 && c.maxRequestBytes == 1_048_576 && c.maxConnections == 1024)
         #expect(c.unlinkDelay == 0 && c.orphanGrace == 3600 && c.logLevel == .info && c.durability == .full)
     }
@@ -71,13 +71,13 @@ import Testing
         let root = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
         #expect(root.storePath == "/var/lib/assetd/assetd.sqlite")
         #expect(root.socketPath == "/run/assetd/control.sock")
-        #expect(root.roots == ["/var/cache"])
+        #expect(root.roots == ["/var/cache/assetd"], "not all of /var/cache")
         let user = DaemonConfig.embeddedDefaults(
             uid: 1000, environment: ["HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/s",
                                      "XDG_CACHE_HOME": "/c"])
         #expect(user.storePath == "/s/assetd/assetd.sqlite")
         #expect(user.socketPath == "/run/user/1000/assetd.sock")
-        #expect(user.roots == ["/c"])
+        #expect(user.roots == ["/c/assetd"])
     }
 
     static let errors: [(String, Int?, String?)] = [

@@ -36,6 +36,7 @@ import Testing
         #expect(try h.assetctl("verify").status == 0, "orphans only when asked")
         let found = try h.assetctl("verify", "--orphans")
         #expect(found.status == 1 && found.stdout.contains(orphan), "\(found.stdout)\(found.stderr)")
+        #expect(CacheDirectoryTag.write(in: h.root) == nil, "the root is tagged as assetd tags a root it creates")
         let removed = try h.assetctl("verify", "--delete-orphans")
         #expect(removed.status == 0, "\(removed.stdout)\(removed.stderr)")
         #expect(!h.exists(orphan))

@@ -51,6 +51,7 @@ struct LeaseUnlinkRaceTests {
                 if (try? store.protections.acquire(objects: [], files: [p], ttl: 60)) != nil { leased.withLock { $0.append(p) } }
             }
         }
+        f.tagRoots()
         var o = VerifyOptions()
         o.orphans = true
         o.deleteOrphans = true

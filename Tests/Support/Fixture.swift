@@ -49,6 +49,16 @@ public final class Fixture {
         store = try Store(path: dbPath, configuration: c)
     }
 
+    /// Writes assetd's CACHEDIR.TAG into every outermost root, as assetd does in a root it
+    /// creates (a nested root is covered by its outer root's tag): verify --delete-orphans
+    /// unlinks only in tagged roots.
+    public func tagRoots() {
+        let roots = configuration.roots
+        for r in roots where !roots.contains(where: { r.utf8.starts(with: ($0 + "/").utf8) }) {
+            precondition(CacheDirectoryTag.write(in: r) == nil, "cannot tag \(r)")
+        }
+    }
+
     /// Creates a file of `size` bytes below the root and returns its path.
     @discardableResult
     public func makeFile(_ relative: String, size: Int = 10) throws -> String {

@@ -1,6 +1,7 @@
-// verify {repair?, orphans?, delete_orphans?} → the report `{problems, clean, …}`: checks the
-// store against its files and its own indexes (SPEC §9). Looking is open to everyone;
-// repair and delete_orphans are for admins.
+// verify {repair?, orphans?, delete_orphans?, force?} → the report `{problems, clean, …}`:
+// checks the store against its files and its own indexes (assetd(8)). Looking is open to
+// everyone; repair and delete_orphans are for admins, and delete_orphans refuses a root
+// without assetd's CACHEDIR.TAG (untagged_root) unless force.
 
 import AssetStore
 import ControlProtocol
@@ -11,6 +12,7 @@ extension MethodTable {
         options.repair = try p.optionalBool("repair") ?? false
         options.deleteOrphans = try p.optionalBool("delete_orphans") ?? false
         options.orphans = (try p.optionalBool("orphans") ?? false) || options.deleteOrphans
+        options.force = try p.optionalBool("force") ?? false
         if options.repair { try requireAdmin("verify with repair", ctx) }
         if options.deleteOrphans { try requireAdmin("verify with delete_orphans", ctx) }
         var progress: (@Sendable (VerifyProgress) -> Void)?

@@ -1,4 +1,4 @@
-// `assetctl verify [--repair] [--orphans] [--delete-orphans]` → verify: checks the store
+// `assetctl verify [--repair] [--orphans] [--delete-orphans [--force]]` → verify: checks the store
 // against its files and indexes. Exit 1 if problems remain (found and not repaired), per
 // SPEC §7; repair and orphan deletion are for admins.
 
@@ -15,11 +15,17 @@ struct VerifyCommand: ParsableCommand {
 
     @Flag(help: "Repair what can be: file edges of missing files go, indexes are rebuilt.") var repair = false
     @Flag(help: "Also report files under the roots that nothing registers.") var orphans = false
-    @Flag(help: "Delete those orphans (implies --orphans).") var deleteOrphans = false
+    @Flag(help: "Delete those orphans (implies --orphans); only in roots with assetd's CACHEDIR.TAG.") var deleteOrphans = false
+    @Flag(help: "With --delete-orphans: delete them also in roots without assetd's CACHEDIR.TAG.") var force = false
+
+    func validate() throws {
+        if force && !deleteOrphans { throw ValidationError("--force goes with --delete-orphans") }
+    }
 
     func run() throws {
         let result = try MaintenanceRun.call(root, "verify", [
             "repair": .bool(repair), "orphans": .bool(orphans || deleteOrphans), "delete_orphans": .bool(deleteOrphans),
+            "force": .bool(force),
         ])
         root.emit(result) { r in
             let table = Formatting.objectTable(

@@ -1,0 +1,129 @@
+// Root hygiene, at start and on --check-config (assetd(8)): everything under a root that no
+// object holds is an orphan, so a root must be a folder of assetd's own. A configured root
+// that is missing, is not a folder, or is (or contains) a folder other programs share is a
+// configuration error; the embedded default root is created, with assetd's CACHEDIR.TAG.
+
+import AssetStore
+import Foundation
+
+extension DaemonConfig {
+    /// Checks every root; with `create`, makes the default root (and its missing parents)
+    /// when it is missing and tags it when it is not tagged. Other configured roots are never
+    /// created nor tagged: a folder the admin chose may hold files that are not assetd's.
+    public func prepareRoots(
+        create: Bool, uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigError) {
+        let shared = RootHygiene.sharedFolders(uid: uid, environment: environment)
+        // The default root is assetd's by name, also when the config file spells it out
+        // (etc/assetd.toml sets every key to its default).
+        let defaults = Set(DaemonConfig.embeddedDefaults(uid: uid, environment: environment).roots.map(RootHygiene.lexical))
+        for root in roots {
+            let isDefault = rootsOrigin == .embeddedDefault || defaults.contains(RootHygiene.lexical(root))
+            if isDefault, create { try createDefault(root, uid: uid) }
+            var st = stat()
+            if stat(root, &st) != 0 {
+                let e = errno
+                // Only --check-config gets here with a missing default root: start creates it.
+                if e == ENOENT, isDefault { continue }
+                throw rootError(e == ENOENT
+                    ? "\(root) does not exist: create it (assetd creates only its default root)"
+                    : "\(root) cannot be reached: \(String(cString: strerror(e)))")
+            }
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw rootError("\(root) is not a folder") }
+            if let why = RootHygiene.sharing(root, shared) { throw rootError(why) }
+        }
+    }
+
+    private func rootError(_ message: String) -> ConfigError {
+        var line: Int?
+        if case .configured(let l) = rootsOrigin { line = l }
+        let origin = rootsOrigin == .embeddedDefault ? " (the embedded default)" : ""
+        return ConfigError(
+            file: sourcePath ?? "(embedded defaults)", line: line, key: "files.roots", message: "root " + message + origin)
+    }
+
+    /// mkdir -p for the default root: parents 0700 (as XDG base folders are made), the root
+    /// 0755 as root (clients read their files through it) and 0700 for a user's daemon.
+    private func createDefault(_ root: String, uid: UInt32) throws(ConfigError) {
+        var made: String?
+        var path = ""
+        for part in root.split(separator: "/") {
+            path += "/" + part
+            if mkdir(path, 0o700) == 0 {
+                made = path
+            } else if errno != EEXIST {
+                throw rootError("\(root) cannot be created: mkdir \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        if made == root { chmod(root, uid == 0 ? 0o755 : 0o700) }
+        var st = stat()
+        guard lstat(root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { return }  // judged by the caller
+        if !CacheDirectoryTag.isPresent(in: root), let failure = CacheDirectoryTag.write(in: root) {
+            throw rootError("\(root) cannot be tagged: \(failure.call): \(String(cString: strerror(failure.errno)))")
+        }
+    }
+}
+
+/// The folders other programs share, and whether a root is (or contains) one.
+enum RootHygiene {
+    /// System folders, every home folder in the password database, and this user's home,
+    /// cache, config, data, state and runtime folders.
+    static func sharedFolders(uid: UInt32, environment: [String: String]) -> [String] {
+        var out = [
+            "/", "/tmp", "/var", "/var/tmp", "/var/cache", "/var/lib", "/var/log", "/var/spool", "/var/mail",
+            "/var/run", "/var/lock", "/var/opt", "/var/local", "/var/backups", "/home", "/root", "/usr", "/usr/local",
+            "/usr/share", "/usr/lib", "/usr/bin", "/usr/sbin", "/etc", "/run", "/run/user", "/dev", "/dev/shm", "/proc",
+            "/sys", "/boot", "/opt", "/srv", "/mnt", "/media", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+            "/snap", "/lost+found",
+        ]
+        setpwent()
+        while let pw = getpwent() {
+            if let dir = pw.pointee.pw_dir, dir.pointee != 0 { out.append(String(cString: dir)) }
+        }
+        endpwent()
+        let env = { (k: String) in environment[k].flatMap { $0.isEmpty ? nil : $0 } }
+        let home = env("HOME") ?? NSHomeDirectory()
+        out += [home, home + "/.cache", home + "/.config", home + "/.local", home + "/.local/share", home + "/.local/state"]
+        out += ["XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"].compactMap(env)
+        return out
+    }
+
+    /// Why `root` is refused as a shared folder, or nil. Compared as bytes after resolving
+    /// symlinks and `..` (realpath) on both sides, so `/var/cache/../tmp` and a symlink to /tmp
+    /// are caught; a root that contains a shared folder (`/var` holds `/var/cache`) is refused too.
+    static func sharing(_ root: String, _ shared: [String]) -> String? {
+        let spelled = Array(lexical(root).utf8)
+        let resolved = resolve(root).map { Array($0.utf8) } ?? spelled
+        let through = resolved == spelled ? "" : ", through a symlink or \"..\" (\(String(decoding: resolved, as: UTF8.self))),"
+        let below = resolved == [UInt8(ascii: "/")] ? resolved : resolved + [UInt8(ascii: "/")]
+        for folder in shared {
+            for candidate in Set([lexical(folder), resolve(folder)].compactMap { $0 }).map({ Array($0.utf8) }) {
+                if candidate == resolved {
+                    let what = through.isEmpty && candidate == spelled ? "" : "\(through) \(folder),"
+                    return "\(root) is\(what) a folder other programs share: everything there that no object "
+                        + "holds would be an orphan; use a folder of assetd's own inside it, such as \(folder == "/" ? "" : folder)/assetd"
+                }
+                if candidate.starts(with: below) {
+                    return "\(root)\(through) contains \(folder), a folder other programs share: use a folder of assetd's own"
+                }
+            }
+        }
+        return nil
+    }
+
+    /// realpath, or nil when the path cannot be resolved.
+    private static func resolve(_ path: String) -> String? {
+        guard let r = realpath(path, nil) else { return nil }
+        defer { free(r) }
+        return String(cString: r)
+    }
+
+    /// `.`, `..` and repeated slashes folded, without looking at the disk.
+    static func lexical(_ path: String) -> String {
+        var parts = [Substring]()
+        for p in path.split(separator: "/") where p != "." {
+            if p == ".." { _ = parts.popLast() } else { parts.append(p) }
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+}

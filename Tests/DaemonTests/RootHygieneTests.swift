@@ -1,0 +1,204 @@
+// Roots as an operator meets them (assetd(8)): the embedded default root is a folder of
+// assetd's own, created at start with a CACHEDIR.TAG; a configured root that is missing, not a
+// folder, or a folder other programs share stops --check-config, start-up and assetctl --db
+// with exit 78; verify --delete-orphans refuses an untagged root unless --force.
+
+import AssetClient
+import AssetDaemon
+import AssetStore
+import Foundation
+import Testing
+
+/// A configured root that must be refused, and what the message must say.
+struct BadRoot: CustomTestStringConvertible, Sendable {
+    var label: String
+    /// The root, given the harness's temp folder.
+    var root: @Sendable (String) -> String
+    /// Words of the reason.
+    var reason: String
+    /// Set up in the temp folder first: environment variables for assetd, symlinks.
+    var prepare: @Sendable (String) throws -> [String: String] = { _ in [:] }
+    var testDescription: String { label }
+}
+
+@Suite("roots") struct RootHygieneTests {
+    static let badRoots: [BadRoot] = [
+        BadRoot(label: "a root that does not exist", root: { $0 + "/bad/does-not-exist" }, reason: "does not exist"),
+        BadRoot(label: "a root that is a file", root: { _ in "/etc/passwd" }, reason: "is not a folder"),
+        BadRoot(label: "/tmp", root: { _ in "/tmp" }, reason: "a folder other programs share"),
+        BadRoot(label: "/var/cache", root: { _ in "/var/cache" }, reason: "a folder other programs share"),
+        BadRoot(label: "/var/tmp", root: { _ in "/var/tmp" }, reason: "a folder other programs share"),
+        BadRoot(label: "/usr", root: { _ in "/usr" }, reason: "a folder other programs share"),
+        BadRoot(label: "/etc", root: { _ in "/etc" }, reason: "a folder other programs share"),
+        BadRoot(
+            label: "a folder that holds $XDG_RUNTIME_DIR", root: { $0 + "/parent" }, reason: "contains",
+            prepare: { dir in
+                try FileManager.default.createDirectory(atPath: dir + "/parent/run", withIntermediateDirectories: true)
+                return ["XDG_RUNTIME_DIR": dir + "/parent/run"]
+            }),
+        BadRoot(label: "/var/cache/../tmp", root: { _ in "/var/cache/../tmp" }, reason: "\"..\" is not allowed"),
+        BadRoot(
+            label: "a symlink to /tmp", root: { $0 + "/link" }, reason: "through a symlink",
+            prepare: { dir in
+                try FileManager.default.createSymbolicLink(atPath: dir + "/link", withDestinationPath: "/tmp")
+                return [:]
+            }),
+        BadRoot(
+            label: "$XDG_CACHE_HOME itself", root: { $0 + "/xdg-cache" }, reason: "a folder other programs share",
+            prepare: { dir in
+                try FileManager.default.createDirectory(atPath: dir + "/xdg-cache", withIntermediateDirectories: true)
+                return ["XDG_CACHE_HOME": dir + "/xdg-cache"]
+            }),
+        BadRoot(
+            label: "the home folder", root: { $0 + "/home" }, reason: "a folder other programs share",
+            prepare: { dir in
+                try FileManager.default.createDirectory(atPath: dir + "/home", withIntermediateDirectories: true)
+                return ["HOME": dir + "/home"]
+            }),
+    ]
+
+    @Test("a bad configured root exits 78 naming it and why: --check-config, start-up and assetctl --db", arguments: badRoots)
+    func badRoot(_ bad: BadRoot) throws {
+        // A database for assetctl --db: made by a daemon on a good root, then stopped.
+        let h = try DaemonHarness()
+        #expect(h.stop() == 0)
+        let root = bad.root(h.dir)
+        let env = ProcessInfo.processInfo.environment.merging(try bad.prepare(h.dir)) { $1 }
+        let text = h.configText().replacingOccurrences(of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(root)\"]")
+        try text.write(toFile: h.configPath, atomically: true, encoding: .utf8)
+        let line = try #require(text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.hasPrefix("roots") }) + 1
+
+        let check = try runProcess(Binaries.assetd, ["--config", h.configPath, "--check-config"], environment: env)
+        #expect(check.status == 78, "\(check.stdout)\(check.stderr)")
+        for words in ["\(h.configPath):\(line)", "files.roots", root, bad.reason] {
+            #expect(check.stderr.contains(words), "\(words) in: \(check.stderr)")
+        }
+        let start = try runProcess(Binaries.assetd, ["--config", h.configPath], environment: env, timeout: 60)
+        #expect(start.status == 78, "\(start.stderr)")
+        #expect(start.stderr.contains(root) && start.stderr.contains(bad.reason), "\(start.stderr)")
+        #expect(!h.exists(h.socket), "nothing started")
+        let db = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "verify"], environment: env)
+        #expect(db.status == 78, "\(db.stdout)\(db.stderr)")
+        #expect(db.stderr.contains(root) && db.stderr.contains(bad.reason), "\(db.stderr)")
+    }
+
+    @Test("a configured root inside a temp folder, and a root below the home folder, are accepted")
+    func goodRoots() throws {
+        let h = try DaemonHarness(start: false)
+        try FileManager.default.createDirectory(atPath: h.dir + "/home/cache/mine", withIntermediateDirectories: true)
+        try h.configText().replacingOccurrences(
+            of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(h.root)\", \"\(h.dir)/home/cache/mine\"]"
+        ).write(toFile: h.configPath, atomically: true, encoding: .utf8)
+        let env = ProcessInfo.processInfo.environment.merging(["HOME": h.dir + "/home", "XDG_CACHE_HOME": h.dir + "/home/cache"]) { $1 }
+        let r = try runProcess(Binaries.assetd, ["--config", h.configPath, "--check-config"], environment: env)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!h.exists(h.root + "/CACHEDIR.TAG"), "a configured root is never tagged by assetd")
+    }
+
+    @Test("the default root is created with a CACHEDIR.TAG; --check-config creates nothing; an untagged one is tagged")
+    func defaultRootInProcess() throws {
+        let h = try DaemonHarness(start: false)
+        let env = ["HOME": h.dir + "/home", "XDG_CACHE_HOME": h.dir + "/home/cache"]
+        let c = DaemonConfig.embeddedDefaults(uid: 1000, environment: env)
+        #expect(c.roots == [h.dir + "/home/cache/assetd"] && c.rootsOrigin == .embeddedDefault)
+        try c.prepareRoots(create: false, uid: 1000, environment: env)
+        #expect(!h.exists(h.dir + "/home"), "--check-config creates nothing")
+        try c.prepareRoots(create: true, uid: 1000, environment: env)
+        let tag = try String(contentsOfFile: c.roots[0] + "/CACHEDIR.TAG", encoding: .utf8)
+        let lines = tag.split(separator: "\n").map(String.init)
+        #expect(lines.first == "Signature: 8a477f597d28d172789f06886806bc55")
+        #expect(lines.dropFirst().first == "# This file is a cache directory tag created by assetd.")
+        #expect(lines.count >= 3 && lines.dropFirst(2).allSatisfy { $0.hasPrefix("#") })
+        #expect(permissions(of: c.roots[0]) == 0o700, "a user's default root is the user's alone")
+        #expect(unlink(c.roots[0] + "/CACHEDIR.TAG") == 0)
+        try c.prepareRoots(create: true, uid: 1000, environment: env)
+        #expect(CacheDirectoryTag.isPresent(in: c.roots[0]), "the default root is assetd's by name: tagged again at start")
+        // Spelled out in a config file (etc/assetd.toml sets every key to its default), it is still assetd's.
+        var spelled = c
+        spelled.rootsOrigin = .configured(line: 1)
+        try FileManager.default.removeItem(atPath: c.roots[0])
+        try spelled.prepareRoots(create: true, uid: 1000, environment: env)
+        #expect(CacheDirectoryTag.isPresent(in: c.roots[0]))
+        var other = spelled
+        other.roots = [h.dir + "/home/cache/other"]
+        #expect(throws: ConfigError.self) { try other.prepareRoots(create: true, uid: 1000, environment: env) }
+        #expect(!h.exists(other.roots[0]), "a root of the admin's choosing is never created")
+    }
+
+    @Test("assetd on its embedded defaults creates its own root with a CACHEDIR.TAG and names it when a path is outside")
+    func defaultRootAtStart() throws {
+        guard getuid() != 0 || Nobody.canSwitch else { return }
+        let h = try DaemonHarness(start: false)
+        let home = h.dir + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        chmod(home, 0o777)  // nobody's, when the test runs as root
+        let env = [
+            "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_STATE_HOME": home + "/state",
+            "XDG_RUNTIME_DIR": home,
+        ]
+        // As root the defaults are the system's (/var/cache/assetd): run as nobody instead.
+        let (path, args) = getuid() == 0
+            ? ("/usr/bin/setpriv", ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetd])
+            : (Binaries.assetd, [])
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        p.environment = env
+        let log = h.dir + "/default.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        p.standardOutput = p.standardError
+        try withDefaultSignalMask { try p.run() }
+        defer {
+            kill(p.processIdentifier, SIGTERM)
+            p.waitUntilExit()
+        }
+        let socket = home + "/assetd.sock"
+        let ready = eventually(timeout: 60) {
+            guard p.isRunning, let c = try? ControlClient(socketPath: socket, timeout: 5) else { return !p.isRunning }
+            defer { c.close() }
+            return (try? c.call("ping")) != nil
+        }
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        try #require(ready && p.isRunning, "not ready: \(output)")
+        let root = home + "/.cache/assetd"
+        #expect(output.contains("files.roots = [\"\(root)\"]"), "\(output)")
+        #expect(CacheDirectoryTag.isPresent(in: root), "tagged at start")
+        let outside = try runProcess(Binaries.assetctl, ["--socket", socket, "put", "media", "trailer", "--file", h.dir + "/movie.mp4"])
+        #expect(outside.status == 1)
+        #expect(outside.stderr.contains("is not under a managed root (roots: \(root))"), "\(outside.stderr)")
+    }
+
+    @Test("verify --delete-orphans refuses an untagged root naming it (exit 1); --orphans lists; --force and the tag delete")
+    func deleteOrphansNeedsTag() throws {
+        let h = try DaemonHarness(filesSection: "orphan_grace = \"0s\"")
+        let first = try h.makeFile("a.bin"), second = try h.makeFile("b.bin")
+        var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
+        utimensat(AT_FDCWD, first, &times, 0)
+        utimensat(AT_FDCWD, second, &times, 0)
+        let refused = try h.assetctl("verify", "--delete-orphans")
+        #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
+        for words in [h.root, "CACHEDIR.TAG", "--force"] { #expect(refused.stderr.contains(words), "\(words): \(refused.stderr)") }
+        #expect(h.exists(first) && h.exists(second))
+        let listed = try h.assetctl("verify", "--orphans")
+        #expect(listed.status == 1 && listed.stdout.contains(first) && listed.stdout.contains(second), "\(listed.stdout)")
+        #expect(try h.assetctl("verify", "--force").status == 64, "--force goes with --delete-orphans")
+
+        let forced = try h.assetctl("verify", "--delete-orphans", "--force")
+        #expect(forced.status == 0, "\(forced.stdout)\(forced.stderr)")
+        #expect(!h.exists(first) && !h.exists(second))
+
+        // assetctl --db, once the daemon is gone, refuses the same way.
+        let third = try h.makeFile("c.bin")
+        utimensat(AT_FDCWD, third, &times, 0)
+        #expect(h.stop() == 0)
+        let db = ["--db", h.database, "--config", h.configPath, "verify", "--delete-orphans"]
+        let dbRefused = try runProcess(Binaries.assetctl, db)
+        #expect(dbRefused.status == 1 && dbRefused.stderr.contains(h.root), "\(dbRefused.stdout)\(dbRefused.stderr)")
+        #expect(h.exists(third))
+        #expect(CacheDirectoryTag.write(in: h.root) == nil)
+        let tagged = try runProcess(Binaries.assetctl, db)
+        #expect(tagged.status == 0, "\(tagged.stdout)\(tagged.stderr)")
+        #expect(!h.exists(third) && h.exists(h.root + "/CACHEDIR.TAG"))
+    }
+}
