@@ -34,13 +34,7 @@ enum FileProbe {
         let below = ManagedRoots.components(of: path, below: root)
         for folder in below.dropLast() {
             prefix += "/" + folder
-            let st: FileStatus
-            switch FileStatus.of(prefix) {
-            case .success(let s): st = s
-            case .failure(let e):
-                if e.code == ENOENT || e.code == ENOTDIR { return .missing }
-                throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e.code)))")
-            }
+            guard let st = try status(prefix) else { return .missing }
             if st.kind == S_IFLNK {
                 throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path))
             }
@@ -50,13 +44,7 @@ enum FileProbe {
                 mount = st
             }
         }
-        let st: FileStatus
-        switch FileStatus.of(path) {
-        case .success(let s): st = s
-        case .failure(let e):
-            if e.code == ENOENT || e.code == ENOTDIR { return .missing }
-            throw StoreError(.permissionDenied, "cannot inspect \(path): \(String(cString: strerror(e.code)))")
-        }
+        guard let st = try status(path) else { return .missing }
         guard st.kind == S_IFREG else {
             if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
             throw StoreError(.notARegularFile, "\(path) is not a regular file", detail: .string(path))
@@ -70,6 +58,16 @@ enum FileProbe {
         }
         return FileState(
             exists: true, size: st.size, device: st.device, inode: st.inode, mtime: st.mtime, stamp: stamp)
+    }
+
+    /// statx of `path` (a final symlink not followed); nil when nothing is there.
+    private static func status(_ path: String) throws(StoreError) -> FileStatus? {
+        switch FileStatus.of(path) {
+        case .success(let s): return s
+        case .failure(let e):
+            if e.code == ENOENT || e.code == ENOTDIR { return nil }
+            throw StoreError(.permissionDenied, "cannot inspect \(path): \(String(cString: strerror(e.code)))")
+        }
     }
 
     private static func crossing(_ at: String, _ path: String) -> StoreError {

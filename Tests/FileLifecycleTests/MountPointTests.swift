@@ -10,16 +10,6 @@ import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
 
-/// True when this process may mount (a tmpfs, then a bind mount of it).
-private let canMount: Bool = {
-    let dir = NSTemporaryDirectory() + "assetd-mount-probe-\(getpid())"
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { rmdir(dir) }
-    guard mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0 else { return false }
-    umount(dir)
-    return true
-}()
-
 /// Mounts made for one test, undone in reverse order when it ends, failed or not.
 private final class Mounts {
     private var points = [String]()
