@@ -10,9 +10,16 @@ import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
 
-/// Mounts made for one test, undone in reverse order when it ends, failed or not.
+/// Mounts made for one test, undone in reverse order when it ends, failed or not (each test
+/// defers `undo`, which also keeps this alive to the end). It holds the fixture, so the
+/// fixture's folder is removed only once nothing is mounted in it.
 private final class Mounts {
     private var points = [String]()
+    private let fixture: Fixture
+
+    init(_ fixture: Fixture) {
+        self.fixture = fixture
+    }
 
     func bind(_ source: String, at target: String) throws {
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
@@ -26,9 +33,12 @@ private final class Mounts {
         points.append(target)
     }
 
-    deinit {
+    func undo() {
         for p in points.reversed() { umount2(p, Int32(MNT_DETACH)) }
+        points = []
     }
+
+    deinit { undo() }
 }
 
 @Suite(.enabled(if: canMount, "mounting needs CAP_SYS_ADMIN"))
@@ -36,7 +46,8 @@ struct MountPointTests {
     @Test("the orphan walk enters no bind mount or tmpfs below a root: --delete-orphans leaves their files alone")
     func orphanWalkStaysOnTheRootsMount() throws {
         let f = try Fixture()
-        let mounts = Mounts()
+        let mounts = Mounts(f)
+        defer { mounts.undo() }
         let outside = f.dir + "/outside"
         let canary = outside + "/canary.bin"
         try writeFile(canary)
@@ -60,7 +71,8 @@ struct MountPointTests {
     @Test("a file across a bind mount below the root is refused at put with unsafe_path")
     func registeringAcrossAMountIsRefused() throws {
         let f = try Fixture()
-        let mounts = Mounts()
+        let mounts = Mounts(f)
+        defer { mounts.undo() }
         let outside = f.dir + "/outside"
         try writeFile(outside + "/x.bin")
         try mounts.bind(outside, at: f.root + "/bm")
@@ -74,7 +86,8 @@ struct MountPointTests {
     @Test("a queued file whose folder became a mount point is not unlinked: unsafe_path")
     func unlinkDoesNotCrossAMount() throws {
         let f = try Fixture()
-        let mounts = Mounts()
+        let mounts = Mounts(f)
+        defer { mounts.undo() }
         let path = try f.makeFile("a/x.bin")
         try f.hold(path, key: "k")
         try f.delete(ref("c", "k"))
@@ -89,7 +102,8 @@ struct MountPointTests {
     @Test("a root that is itself a mount point works: files on it are registered, unlinked and walked")
     func rootThatIsAMountPoint() throws {
         let f = try Fixture()
-        let mounts = Mounts()
+        let mounts = Mounts(f)
+        defer { mounts.undo() }
         try mounts.tmpfs(at: f.root)
         let held = try f.makeFile("a/held.bin")
         try f.hold(held, key: "k")
@@ -106,7 +120,8 @@ struct MountPointTests {
     @Test("a nested root that is a mount point is its own: its files are unlinked from the outer root's walk")
     func nestedRootThatIsAMountPoint() throws {
         let f = try Fixture { c in c.roots.append(c.roots[0] + "/inner") }
-        let mounts = Mounts()
+        let mounts = Mounts(f)
+        defer { mounts.undo() }
         try mounts.tmpfs(at: f.root + "/inner")
         let held = try f.makeFile("inner/a/held.bin")
         try f.hold(held, key: "k")
