@@ -11,7 +11,7 @@ import Glibc
 ///
 /// A birth time or a generation never changes while the inode lives, so a file that was read,
 /// written, appended to, chmod-ed or had its times set since is still the same file. Only
-/// where neither exists (tmpfs before Linux 5.x, NFS, FAT, ext4 with 128-byte inodes, ...)
+/// where neither exists (many NFS servers and FUSE filesystems, tmpfs on older kernels)
 /// the ctime and size decide: then a file changed after its last put or touch (the registry
 /// measures it again at both) is kept as `identity_changed` rather than risk removing
 /// another program's file. A row recorded before these fields (all nil) is judged on
@@ -104,9 +104,9 @@ enum FileGeneration {
     // O_NOATIME (uapi fcntl.h), not exported by the Glibc module.
     private static let noAccessTime: Int32 = 0o1000000
 
-    /// The generation of `leaf` in the open folder `dirfd`, if it is still the regular file
-    /// (`device`, `inode`): nil where the filesystem has none; the errno when it cannot be
-    /// opened; `identityChanged` reads as a mismatch.
+    /// The generation of `leaf` in the open folder `dirfd` (or an absolute path with
+    /// AT_FDCWD): nil where the filesystem has none; the errno when it cannot be opened, and
+    /// ESTALE when what opened is no longer the regular file (`device`, `inode`).
     static func read(dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> Result<Int64?, Errno> {
         // Opened to ask, never blocking (a fifo swapped in, a lease someone holds) and not
         // touching the access time where permitted.

@@ -39,14 +39,15 @@ final class SafeUnlinker {
     /// The configured roots: a mount at one of them (a nested root) is its own, not a crossing.
     private let roots: [String]
 
-    /// An unlinker for files below `roots` (all configured roots, for nested ones that are
-    /// mount points).
-    init(roots: [String] = []) {
-        self.roots = roots
-    }
     /// Where the kernel had the cached folder when the walk opened it (nil: unknown, so the
     /// folder is never used again).
     private var cachedLocation: [UInt8]?
+
+    /// An unlinker for files below `roots` (all configured roots, for nested ones that are
+    /// mount points).
+    init(roots: [String]) {
+        self.roots = roots
+    }
 
     deinit { closeCached() }
 
