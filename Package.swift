@@ -31,9 +31,10 @@ let package = Package(
         .target(
             name: "CWALCoalesce",
             linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "CFileIdentity"),
         .target(
             name: "AssetStore",
-            dependencies: ["CWALCoalesce", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["CWALCoalesce", "CFileIdentity", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "ControlProtocol",
             dependencies: ["AssetStore"]),

@@ -1,5 +1,6 @@
-// Looks at a file below a managed root without following symlinks: every folder between
-// the root and the file is lstat'ed, so a symlinked folder is refused (unsafe_path).
+// Looks at a file below a managed root without following symlinks or crossing a mount: every
+// folder between the root and the file is statx'ed, so a symlinked folder or a mount point
+// below the root (a bind mount of the same filesystem too) is refused (unsafe_path).
 
 import Glibc
 
@@ -15,48 +16,67 @@ public struct FileState: Sendable, Hashable {
     public var inode: Int64?
     /// Modification time, Unix seconds.
     public var mtime: Double?
+    /// What tells this file from a later one given the same inode number.
+    public var stamp: FileStamp = .none
 
     /// Nothing at the path.
     public static let missing = FileState(exists: false, size: 0, device: nil, inode: nil, mtime: nil)
 }
 
 enum FileProbe {
-    /// Inspects `path` (normalised, below `root`): a symlinked folder on the way is
-    /// `unsafe_path`; an existing non-regular file is `not_a_regular_file`.
-    static func probe(path: String, root: String) throws(StoreError) -> FileState {
-        var st = stat()
-        // Folders strictly between the root and the file.
+    /// Inspects `path` (normalised, below `root`): a symlinked folder or a mount point on the
+    /// way is `unsafe_path`; an existing non-regular file is `not_a_regular_file`. A mount at
+    /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
+    static func probe(path: String, root: String, roots: [String] = []) throws(StoreError) -> FileState {
+        // The root is configuration: its own mount is fine, only crossing below it is not.
+        guard var mount = FileStatus.ofRoot(root) else { return .missing }
         var prefix = root
         let below = ManagedRoots.components(of: path, below: root)
         for folder in below.dropLast() {
             prefix += "/" + folder
-            if lstat(prefix, &st) != 0 {
-                let e = errno
-                if e == ENOENT || e == ENOTDIR { return .missing }
-                throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e)))")
-            }
-            if (st.st_mode & S_IFMT) == S_IFLNK {
+            guard let st = try status(prefix) else { return .missing }
+            if st.kind == S_IFLNK {
                 throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path))
             }
-            if (st.st_mode & S_IFMT) != S_IFDIR { return .missing }
+            if st.kind != S_IFDIR { return .missing }
+            if st.onAnotherMount(than: mount) {
+                guard roots.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else { throw crossing(prefix, path) }
+                mount = st
+            }
         }
-        if lstat(path, &st) != 0 {
-            let e = errno
-            if e == ENOENT || e == ENOTDIR { return .missing }
-            throw StoreError(.permissionDenied, "cannot inspect \(path): \(String(cString: strerror(e)))")
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
+        guard let st = try status(path) else { return .missing }
+        guard st.kind == S_IFREG else {
+            if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
             throw StoreError(.notARegularFile, "\(path) is not a regular file", detail: .string(path))
         }
+        // A file bind-mounted over the name is another file system's (or another place's) file.
+        if st.onAnotherMount(than: mount) { throw crossing(path, path) }
+        var stamp = st.stamp
+        // Where the open fails (no read permission) the other fields still tell.
+        if case .success(let g) = FileGeneration.read(dirfd: AT_FDCWD, leaf: path, device: st.device, inode: st.inode) {
+            stamp.generation = g
+        }
         return FileState(
-            exists: true, size: Int64(st.st_size), device: Int64(bitPattern: UInt64(st.st_dev)),
-            inode: Int64(bitPattern: UInt64(st.st_ino)),
-            mtime: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
+            exists: true, size: st.size, device: st.device, inode: st.inode, mtime: st.mtime, stamp: stamp)
+    }
+
+    /// statx of `path` (a final symlink not followed); nil when nothing is there.
+    private static func status(_ path: String) throws(StoreError) -> FileStatus? {
+        switch FileStatus.of(path) {
+        case .success(let s): return s
+        case .failure(let e):
+            if e.code == ENOENT || e.code == ENOTDIR { return nil }
+            throw StoreError(.permissionDenied, "cannot inspect \(path): \(String(cString: strerror(e.code)))")
+        }
+    }
+
+    private static func crossing(_ at: String, _ path: String) -> StoreError {
+        StoreError(.unsafePath, "\(at) is a mount point below the root: files across it are not managed", detail: .string(path))
     }
 
     /// Like `probe`, but never throws: anything unusual reads as missing. Used when recording
     /// the identity of a file that is being queued.
-    static func identity(path: String, root: String) -> FileState {
-        (try? probe(path: path, root: root)) ?? .missing
+    static func identity(path: String, root: String, roots: [String] = []) -> FileState {
+        (try? probe(path: path, root: root, roots: roots)) ?? .missing
     }
 }

@@ -1,7 +1,8 @@
-// Removes one queued file beneath its managed root without following a symlink anywhere:
-// each folder is opened with O_NOFOLLOW relative to the one above, the file is checked to be
-// the regular file recorded (device, inode), and only then unlinkat'ed. Never rmdir. With
-// `files.skip_open` an OpenFileProbe decides first whether the file is open anywhere.
+// Removes one queued file beneath its managed root without following a symlink anywhere or
+// crossing a mount: each folder is opened with O_NOFOLLOW relative to the one above and must
+// be on the root's mount, the file is checked to be the regular file recorded (device, inode,
+// and its FileStamp), and only then unlinkat'ed. Never rmdir. With `files.skip_open` an
+// OpenFileProbe decides first whether the file is open anywhere.
 
 import Glibc
 
@@ -13,7 +14,7 @@ enum UnlinkOutcome: Equatable {
     case alreadyGone
     /// Something else is at the path now (another inode, a folder): kept.
     case identityChanged
-    /// A symlink on the way, or the path is no longer under a root: nothing removed.
+    /// A symlink or a mount point on the way, or the path is no longer under a root: nothing removed.
     case unsafePath
     /// The unlink failed; retried later.
     case failed(errno: Int32, call: String)
@@ -33,9 +34,20 @@ final class SafeUnlinker {
     private var cachedFD: Int32 = -1
     /// The device the cached folder is on.
     private var cachedDevice: Int64?
+    /// The cached folder's status: the file must be on its mount.
+    private var cachedStatus: FileStatus?
+    /// The configured roots: a mount at one of them (a nested root) is its own, not a crossing.
+    private let roots: [String]
+
     /// Where the kernel had the cached folder when the walk opened it (nil: unknown, so the
     /// folder is never used again).
     private var cachedLocation: [UInt8]?
+
+    /// An unlinker for files below `roots` (all configured roots, for nested ones that are
+    /// mount points).
+    init(roots: [String]) {
+        self.roots = roots
+    }
 
     deinit { closeCached() }
 
@@ -44,6 +56,7 @@ final class SafeUnlinker {
         cachedFD = -1
         cachedFolder = nil
         cachedDevice = nil
+        cachedStatus = nil
         cachedLocation = nil
     }
 
@@ -68,11 +81,13 @@ final class SafeUnlinker {
         return linkBuffer[..<n]
     }
 
-    /// Removes `path` (normalised, strictly below `root`) if it is the recorded file and,
-    /// given a `probe`, nobody has it open. `deviceNow`: the number the recorded device's
-    /// filesystem has now, when a root's filesystem was renumbered; the file is on either.
+    /// Removes `path` (normalised, strictly below `root`) if it is the recorded file (its
+    /// `stamp`, and `size` bytes for the ctime fallback) and, given a `probe`, nobody has it
+    /// open. `deviceNow`: the number the recorded device's filesystem has now, when a root's
+    /// filesystem was renumbered; the file is on either.
     func unlink(
-        path: String, root: String, device: Int64?, inode: Int64?, deviceNow: Int64? = nil, probe: OpenFileProbe? = nil
+        path: String, root: String, device: Int64?, inode: Int64?, stamp: FileStamp = .none, size: Int64? = nil,
+        deviceNow: Int64? = nil, probe: OpenFileProbe? = nil
     ) -> UnlinkOutcome {
         // Split at the last "/" byte; the folder stays bytes, because String equality would
         // match canonically equal but different names.
@@ -92,7 +107,8 @@ final class SafeUnlinker {
                 dirfd = fd
                 cachedFD = fd
                 cachedFolder = folder
-                cachedDevice = SafeUnlinker.device(of: fd)
+                cachedStatus = try? FileStatus.of(fd, "").get()
+                cachedDevice = cachedStatus?.device
                 cachedLocation = location(of: fd).map(Array.init)
             case .missing(let folderDevice):
                 return SafeUnlinker.gone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
@@ -100,25 +116,39 @@ final class SafeUnlinker {
                 return outcome
             }
         }
-        var st = stat()
-        if fstatat(dirfd, String(leaf), &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            let e = errno
-            return e == ENOENT || e == ENOTDIR
+        let st: FileStatus
+        switch FileStatus.of(dirfd, leaf) {
+        case .success(let s): st = s
+        case .failure(let e):
+            return e.code == ENOENT || e.code == ENOTDIR
                 ? SafeUnlinker.gone(folderDevice: cachedDevice, device: device, deviceNow: deviceNow)
-                : .failed(errno: e, call: "fstatat")
+                : .failed(errno: e.code, call: "statx")
         }
-        switch st.st_mode & S_IFMT {
+        // A file bind-mounted over the name (or a mount of any kind there) is not this root's.
+        if let folder = cachedStatus, st.onAnotherMount(than: folder) { return .unsafePath }
+        switch st.kind {
         case S_IFLNK: return .unsafePath
         case S_IFREG: break
         default: return .identityChanged
         }
         // The recorded number first: a filesystem mounted below the root may have the number
         // the root's had before it was renumbered, and its files are still recorded rightly.
-        let onDevice = Int64(bitPattern: UInt64(st.st_dev))
-        guard let recorded = device, let inode, onDevice == recorded || onDevice == deviceNow,
-            Int64(bitPattern: UInt64(st.st_ino)) == inode
+        let onDevice = st.device
+        guard let recorded = device, let inode, onDevice == recorded || onDevice == deviceNow, st.inode == inode
         else { return .identityChanged }
         let device = onDevice
+        // The same number is not the same file: ext4 gives a freed inode number to the next
+        // file at once. The generation needs the file open, so it is read only when recorded.
+        var now = st.stamp
+        if stamp.generation != nil {
+            switch FileGeneration.read(dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
+            case .success(let g): now.generation = g
+            case .failure(let e) where e.code == ENOENT: return .alreadyGone
+            case .failure(let e) where e.code == ELOOP || e.code == ESTALE: return .identityChanged
+            case .failure(let e): return .failed(errno: e.code, call: "open (to read its generation)")
+            }
+        }
+        guard stamp.matches(now, size: size, sizeNow: st.size) else { return .identityChanged }
         var leaseFD: Int32 = -1
         if let probe {
             switch probe.check(dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
@@ -178,7 +208,9 @@ final class SafeUnlinker {
     }
 
     private func openFolder(root: String, components: ArraySlice<String>) -> OpenResult {
-        // The root itself is configuration and trusted; everything below it is not.
+        // The root itself is configuration and trusted, its own mount too; everything below it
+        // is not, and no folder on the way may be on another mount (a bind mount of the same
+        // filesystem included) unless it is a configured root.
         var fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 {
             let e = errno
@@ -187,6 +219,8 @@ final class SafeUnlinker {
             return e == ENOENT
                 ? .missing(folderDevice: SafeUnlinker.deviceAbove(root)) : .failure(.failed(errno: e, call: "open"))
         }
+        var mount = try? FileStatus.of(fd, "").get()
+        var prefix = Array(root.utf8)
         for c in components {
             let next = openat(fd, String(c), SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 {
@@ -201,6 +235,15 @@ final class SafeUnlinker {
             }
             close(fd)
             fd = next
+            prefix += [UInt8(ascii: "/")] + Array(c.utf8)
+            let here = try? FileStatus.of(fd, "").get()
+            if let m = mount, let h = here, h.onAnotherMount(than: m) {
+                guard roots.contains(where: { $0.utf8.elementsEqual(prefix) }) else {
+                    close(fd)
+                    return .failure(.unsafePath)
+                }
+                mount = h
+            }
         }
         return .success(fd)
     }

@@ -113,6 +113,20 @@ enum Schema {
             try IndexTable.createDefault(db)
             if ownerLRU { try IndexTable.createDefaultOwnerAccessed(db) }
         }
+        // (device, inode) does not name a file for long: ext4 gives a freed inode number to
+        // the next new file at once. The registry and the queue keep what tells a file from
+        // a later one at its path (FileIdentity.swift); rows from before keep NULLs and are
+        // judged on (device, inode) alone, as they were.
+        m.registerMigration("v5") { db in
+            try db.execute(sql: """
+                ALTER TABLE file ADD COLUMN birth INTEGER;
+                ALTER TABLE file ADD COLUMN generation INTEGER;
+                ALTER TABLE file ADD COLUMN ctime INTEGER;
+                ALTER TABLE unlink_queue ADD COLUMN birth INTEGER;
+                ALTER TABLE unlink_queue ADD COLUMN generation INTEGER;
+                ALTER TABLE unlink_queue ADD COLUMN ctime INTEGER;
+                """)
+        }
         return m
     }
 }

@@ -49,9 +49,10 @@ public struct PendingUnlink: Sendable, Hashable {
 
 /// Why a queued file was kept.
 public enum UnlinkSkipReason: String, Sendable, Hashable {
-    /// Another file (inode) or a non-regular file is at the path now.
+    /// Another file (inode, or the same inode number given to a new file) or a non-regular
+    /// file is at the path now.
     case identityChanged = "identity_changed"
-    /// A symlink on the way, or the path is no longer under a managed root.
+    /// A symlink or a mount point on the way, or the path is no longer under a managed root.
     case unsafePath = "unsafe_path"
 }
 
@@ -70,6 +71,9 @@ private struct UnlinkTarget: Sendable {
     var root: String?
     var device: Int64?
     var inode: Int64?
+    /// What tells the file from a later one with its inode number, and its size then.
+    var stamp: FileStamp
+    var size: Int64?
     /// The number `device`'s filesystem has now, if a root's was renumbered (either tells the file).
     var deviceNow: Int64?
 }
@@ -149,7 +153,7 @@ extension Store {
                     if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
                     let rows = try Row.fetchAll(
                         db.cachedStatement(sql: """
-                            SELECT id, path, device, inode, attempts FROM unlink_queue
+                            SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
                             WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
                             ORDER BY id LIMIT ?
                             """), arguments: [lastID, durable, now, retryFailed, batch])
@@ -180,6 +184,7 @@ extension Store {
                         let device: Int64? = row[2]
                         targets.append(UnlinkTarget(
                             path: path, root: roots.root(of: path), device: device, inode: row[3],
+                            stamp: FileStamp(birth: row[5], generation: row[6], ctime: row[7]), size: row[8],
                             deviceNow: device.flatMap { renumbered?[$0] }))
                     }
                     let outcomes = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink)
@@ -238,18 +243,20 @@ extension Store {
         _ targets: [UnlinkTarget], threads: Int, beforeUnlink: (@Sendable (String) -> Void)?
     ) -> [UnlinkOutcome?] {
         let protections = self.protections
+        let roots = self.roots.paths
         // One probe for the batch: its /proc pass, when leases cannot decide, is read once.
         let probe = configuration.skipOpenFiles ? OpenFileProbe() : nil
         let threads = min(threads, max(1, targets.count / Store.filesPerSweepThread))
         return inSlices(count: targets.count, threads: threads) { slice in
             // Each thread its own unlinker: it caches the folder it has open.
-            let unlinker = SafeUnlinker()
+            let unlinker = SafeUnlinker(roots: roots)
             return targets[slice].map { t in
                 beforeUnlink?(t.path)
                 return protections.unlessLeased(file: t.path) {
                     guard let root = t.root else { return UnlinkOutcome.unsafePath }
                     return unlinker.unlink(
-                        path: t.path, root: root, device: t.device, inode: t.inode, deviceNow: t.deviceNow, probe: probe)
+                        path: t.path, root: root, device: t.device, inode: t.inode, stamp: t.stamp, size: t.size,
+                        deviceNow: t.deviceNow, probe: probe)
                 }
             }
         }

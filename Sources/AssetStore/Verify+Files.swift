@@ -53,7 +53,7 @@ extension VerifyRun {
     static func isMissing(_ path: String, device: Int64?, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
         guard let root = store.roots.root(of: path),
             !(leased ?? store.protections.snapshot().files).contains(Array(path.utf8)),
-            let state = try? FileProbe.probe(path: path, root: root), !state.exists
+            let state = try? FileProbe.probe(path: path, root: root, roots: store.roots.paths), !state.exists
         else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it
         return SafeUnlinker.isGone(
@@ -198,7 +198,7 @@ extension WriteTransaction {
     func removeUnreferencedFile(_ id: Int64) throws -> RepairOutcome {
         guard let row = try Row.fetchOne(
             db.cachedStatement(sql: """
-                SELECT path, device, inode, size FROM file f WHERE id = ?
+                SELECT path, device, inode, size, birth, generation, ctime FROM file f WHERE id = ?
                 AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                 """), arguments: [id])
         else { return .vanished }
@@ -210,9 +210,12 @@ extension WriteTransaction {
             return .repaired("the registry row was dropped; the file was never seen, so nothing is unlinked")
         }
         try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [path, device, inode, row[3] as Int64, commit, now, now + store.configuration.unlinkDelay])
+            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                path, device, inode, row[3] as Int64, row[4] as Int64?, row[5] as Int64?, row[6] as Int64?, commit, now,
+                now + store.configuration.unlinkDelay,
+            ])
         report.filesQueued.append(path)
         return .repaired("the registry row was dropped and the file queued for unlinking")
     }

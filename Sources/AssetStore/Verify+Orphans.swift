@@ -1,5 +1,6 @@
 // verify's orphan phase: walks each managed root with openat/fdopendir and O_NOFOLLOW, on
-// the root's device only, looking at regular files alone; a file nothing registers, queues
+// the root's mount only (no bind mount of the same filesystem either), looking at regular
+// files alone; a file nothing registers, queues
 // or leases, older than `orphanGrace`, is an orphan. Deleting one happens under the write
 // lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity,
 // ordered against new leases as the sweep's unlinks are.
@@ -18,6 +19,8 @@ struct WalkedFile {
     /// `st_dev` and `st_ino` when walked: the unlink checks them again.
     var device: Int64
     var inode: Int64
+    /// Its birth time (or ctime) when walked: the unlink checks it too.
+    var stamp: FileStamp
     /// Bytes.
     var size: Int64
     /// Modification time, Unix seconds.
@@ -80,7 +83,7 @@ extension VerifyRun {
                     try store.checkNoSyncFailure()
                     // Again under the write lock: no transaction can register one meanwhile.
                     let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
-                    let unlinker = SafeUnlinker()
+                    let unlinker = SafeUnlinker(roots: store.roots.paths)
                     // With files.skip_open, an orphan some process has open (a download not yet
                     // registered) is kept like a queued file would be.
                     let probe = store.configuration.skipOpenFiles ? OpenFileProbe() : nil
@@ -92,7 +95,7 @@ extension VerifyRun {
                             continue
                         }
                         guard still.contains(Array(path.utf8)),
-                            let now = try? FileProbe.probe(path: path, root: f.root), now.exists,
+                            let now = try? FileProbe.probe(path: path, root: f.root, roots: store.roots.paths), now.exists,
                             now.device == f.device, now.inode == f.inode, (now.mtime ?? 0) < oldBefore
                         else {
                             out[i] = .vanished
@@ -102,13 +105,15 @@ extension VerifyRun {
                         // As in the sweep: a lease answered before this is seen, one asked for
                         // meanwhile is answered after the unlink.
                         let outcome = store.protections.unlessLeased(file: path) {
-                            unlinker.unlink(path: path, root: f.root, device: f.device, inode: f.inode, probe: probe)
+                            unlinker.unlink(
+                                path: path, root: f.root, device: f.device, inode: f.inode, stamp: f.stamp, size: f.size,
+                                probe: probe)
                         }
                         switch outcome {
                         case nil: out[i] = .vanished  // leased: not an orphan
                         case .removed, .alreadyGone: out[i] = .repaired("removed")
                         case .identityChanged: out[i] = .vanished
-                        case .unsafePath: out[i] = .refused("a symlink is on the way")
+                        case .unsafePath: out[i] = .refused("a symlink or a mount point is on the way")
                         case .failed(let e, let call): out[i] = .refused("\(call): \(errnoDescription(e))")
                         case .open: out[i] = .refused("a process has it open (files.skip_open)")
                         case .undetermined(let why): out[i] = .refused("cannot tell whether it is open: \(why)")
@@ -145,7 +150,8 @@ extension VerifyRun {
     }
 
     /// Calls `body` for every regular file below `root`, never following a symlink, never
-    /// leaving the root's file system. Unreadable folders are skipped.
+    /// leaving the root's mount (a bind mount of the same filesystem is another mount).
+    /// Unreadable folders are skipped.
     func walk(root: String, _ body: (WalkedFile) throws -> Void) throws {
         // The outermost root is configuration and trusted (as in SafeUnlinker); nothing below
         // it is, a nested root included: it is reached without following a symlink.
@@ -161,20 +167,20 @@ extension VerifyRun {
             fd = next
         }
         guard fd >= 0 else { return }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
+        // The walked root's own mount is fine (it may be a mount point): only crossing below it is not.
+        guard case .success(let mount) = FileStatus.of(fd, "") else {
             close(fd)
             return
         }
         // A root nested in this one is walked as itself, not here too: a file under it is judged
         // once, its name UTF-8 or not.
         let nested = Set(store.roots.paths.map { Array($0.utf8) }).subtracting([Array(root.utf8)])
-        try walkFolder(fd, path: Array(root.utf8), root: outer, device: st.st_dev, nested: nested, depth: 0, body)
+        try walkFolder(fd, path: Array(root.utf8), root: outer, mount: mount, nested: nested, depth: 0, body)
     }
 
     /// Walks the open folder `fd` (and closes it).
     private func walkFolder(
-        _ fd: Int32, path: [UInt8], root: String, device: UInt, nested: Set<[UInt8]>, depth: Int,
+        _ fd: Int32, path: [UInt8], root: String, mount: FileStatus, nested: Set<[UInt8]>, depth: Int,
         _ body: (WalkedFile) throws -> Void
     ) throws {
         guard let dir = fdopendir(fd) else {
@@ -188,22 +194,27 @@ extension VerifyRun {
                 Array(raw.prefix { $0 != 0 })
             }
             if name == [46] || name == [46, 46] { continue }
-            var st = stat()
             let cName = name.map { CChar(bitPattern: $0) } + [0]
-            guard fstatat(dfd, cName, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            guard case .success(let st) = FileStatus.of(dfd, cName) else { continue }
+            // Another mount here (a bind mount of the same filesystem, a tmpfs, a file mounted
+            // over a name) is not ours to judge, nor to descend into.
+            if st.onAnotherMount(than: mount) { continue }
             let full = path + [UInt8(ascii: "/")] + name
-            switch st.st_mode & S_IFMT {
+            switch st.kind {
             case S_IFDIR:
-                // Another file system mounted here is not ours to judge.
-                guard st.st_dev == device, depth < VerifyRun.maximumDepth, !nested.contains(full) else { continue }
+                guard depth < VerifyRun.maximumDepth, !nested.contains(full) else { continue }
                 let sub = openat(dfd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard sub >= 0 else { continue }
-                try walkFolder(sub, path: full, root: root, device: device, nested: nested, depth: depth + 1, body)
+                // Mounted on between the statx and the open: still not ours.
+                guard case .success(let opened) = FileStatus.of(sub, ""), !opened.onAnotherMount(than: mount) else {
+                    close(sub)
+                    continue
+                }
+                try walkFolder(sub, path: full, root: root, mount: mount, nested: nested, depth: depth + 1, body)
             case S_IFREG:
                 try body(WalkedFile(
                     path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),
-                    root: root, device: Int64(bitPattern: UInt64(st.st_dev)), inode: Int64(bitPattern: UInt64(st.st_ino)),
-                    size: Int64(st.st_size), mtime: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9))
+                    root: root, device: st.device, inode: st.inode, stamp: st.stamp, size: st.size, mtime: st.mtime))
             default:
                 continue  // symlinks, fifos, sockets, devices: never reported, never followed
             }

@@ -83,31 +83,21 @@ extension WriteTransaction {
             for e in outgoing[id] ?? [] { report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted)) }
         }
         let freedList = JSONValue.array(freed.map { .int($0) }).serialized()
-        var rows = [Int64: (path: String, device: Int64?, inode: Int64?, size: Int64)]()
-        try db.cachedStatement(sql: "SELECT id, path, device, inode, size FROM file WHERE id IN (SELECT value FROM json_each(?))")
-            .forEachRawRow([freedList]) { r in
-                rows[r.int64(0)] = (r.text(1) ?? "", r.isNull(2) ? nil : r.int64(2), r.isNull(3) ? nil : r.int64(3), r.int64(4))
-            }
+        var rows = [Int64: RegisteredFile]()
+        try db.cachedStatement(sql: """
+            SELECT \(RegisteredFile.columns), id FROM file WHERE id IN (SELECT value FROM json_each(?))
+            """).forEachRawRow([freedList]) { r in rows[r.int64(RegisteredFile.columnCount)] = RegisteredFile(r) }
         let queue = try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         for id in freed {
             deletedFiles.insert(id)
-            guard let row = rows[id] else { continue }
-            var device = row.device
-            var inode = row.inode
-            if device == nil, let root = store.roots.root(of: row.path) {
-                // Registered before it existed: the file there now is the one this commit meant.
-                let state = FileProbe.identity(path: row.path, root: root)
-                device = state.device
-                inode = state.inode
-            }
-            try queue.execute(arguments: [
-                row.path, device, inode, row.size, commit, now, now + store.configuration.unlinkDelay,
-            ])
+            guard var row = rows[id] else { continue }
+            row.identifyIfUnseen(store.roots)
+            try queue.execute(arguments: row.queueArguments(commit: commit, now: now, delay: store.configuration.unlinkDelay))
             report.filesQueued.append(row.path)
-            queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: device))
+            queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: row.device))
         }
         try db.cachedStatement(sql: "DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))").execute(arguments: [freedList])
         // A registry row lives as long as some edge references the file.

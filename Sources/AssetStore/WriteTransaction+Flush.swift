@@ -253,20 +253,13 @@ extension WriteTransaction {
     /// joins the unlink queue in this transaction (SPEC §4.1).
     private func deleteFile(_ id: Int64) throws {
         guard deletedFiles.insert(id).inserted else { return }
-        var found: (path: String, device: Int64?, inode: Int64?, size: Int64)?
-        try db.cachedStatement(sql: "SELECT path, device, inode, size FROM file WHERE id = ?").forEachRawRow([id]) { r in
-            found = (r.text(0) ?? "", r.isNull(1) ? nil : r.int64(1), r.isNull(2) ? nil : r.int64(2), r.int64(3))
+        var found: RegisteredFile?
+        try db.cachedStatement(sql: "SELECT \(RegisteredFile.columns) FROM file WHERE id = ?").forEachRawRow([id]) { r in
+            found = RegisteredFile(r)
         }
-        guard let row = found else { return }
+        guard var row = found else { return }
         let path = row.path
-        var device = row.device
-        var inode = row.inode
-        if device == nil, let root = store.roots.root(of: path) {
-            // Registered before it existed: the file there now is the one this commit meant.
-            let state = FileProbe.identity(path: path, root: root)
-            device = state.device
-            inode = state.inode
-        }
+        row.identifyIfUnseen(store.roots)
         let incoming = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ?", [id])
         try db.cachedStatement(sql: "DELETE FROM edge WHERE is_file = 1 AND dst = ?").execute(arguments: [id])
         for e in incoming {
@@ -274,12 +267,12 @@ extension WriteTransaction {
             work.append(.destinationGone(e))
         }
         try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [path, device, inode, row.size, commit, now, now + store.configuration.unlinkDelay])
+            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: row.queueArguments(commit: commit, now: now, delay: store.configuration.unlinkDelay))
         try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
         report.filesQueued.append(path)
-        queuedDetails.append(QueuedDetail(path: path, size: row.size, device: device))
+        queuedDetails.append(QueuedDetail(path: path, size: row.size, device: row.device))
     }
 
     private func isGone(isFile: Bool, _ id: Int64) -> Bool {

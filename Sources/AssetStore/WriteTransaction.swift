@@ -310,7 +310,7 @@ public final class WriteTransaction {
             return (end, false)
         case .file(let reference):
             let (path, root) = try store.roots.accept(reference)
-            if register { _ = try FileProbe.probe(path: path, root: root) }
+            if register { _ = try FileProbe.probe(path: path, root: root, roots: store.roots.paths) }
             return (.file(path), true)
         }
     }
@@ -325,7 +325,8 @@ public final class WriteTransaction {
         case .file(let path):
             if let id = try reads.fileID(path) { return (src, true, id) }
             guard register, let root = store.roots.root(of: path) else { return nil }
-            return (src, true, try registerFile(path: path, state: try FileProbe.probe(path: path, root: root)))
+            let state = try FileProbe.probe(path: path, root: root, roots: store.roots.paths)
+            return (src, true, try registerFile(path: path, state: state))
         }
     }
 
@@ -363,7 +364,7 @@ public final class WriteTransaction {
             let path: String = row[1]
             guard !skip.contains(Array(path.utf8)) else { continue }
             if let root = store.roots.root(of: path) {
-                _ = try registerFile(path: path, state: FileProbe.identity(path: path, root: root))
+                _ = try registerFile(path: path, state: FileProbe.identity(path: path, root: root, roots: store.roots.paths))
             }
         }
     }
@@ -371,16 +372,25 @@ public final class WriteTransaction {
     /// Inserts or refreshes a registry row; a size change re-indexes every holder.
     func registerFile(path: String, state: FileState) throws -> Int64 {
         if let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT id, size, device, inode, mtime, missing FROM file WHERE path = ?"),
+            db.cachedStatement(sql: """
+                SELECT id, size, device, inode, mtime, missing, birth, generation, ctime FROM file WHERE path = ?
+                """),
             arguments: [path])
         {
             let id: Int64 = row[0]
             let size: Int64 = row[1]
+            let stamp = state.stamp
+            let was = FileStamp(birth: row[6], generation: row[7], ctime: row[8])
             let changed = size != state.size || row[2] != state.device || row[3] != state.inode
                 || row[4] != state.mtime || row[5] != !state.exists
-            if changed {
-                try db.cachedStatement(sql: "UPDATE file SET size = ?, device = ?, inode = ?, mtime = ?, missing = ? WHERE id = ?")
-                    .execute(arguments: [state.size, state.device, state.inode, state.mtime, !state.exists, id])
+            if changed || was != stamp {
+                try db.cachedStatement(sql: """
+                    UPDATE file SET size = ?, device = ?, inode = ?, mtime = ?, missing = ?, birth = ?, generation = ?,
+                    ctime = ? WHERE id = ?
+                    """).execute(arguments: [
+                        state.size, state.device, state.inode, state.mtime, !state.exists, stamp.birth,
+                        stamp.generation, stamp.ctime, id,
+                    ])
             }
             if size != state.size {
                 let holders = try Int64.fetchAll(
@@ -390,8 +400,12 @@ public final class WriteTransaction {
             return id
         }
         try db.cachedStatement(sql: """
-            INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [path, state.size, state.device, state.inode, state.mtime, !state.exists, now])
+            INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                path, state.size, state.device, state.inode, state.mtime, !state.exists, now, state.stamp.birth,
+                state.stamp.generation, state.stamp.ctime,
+            ])
         let id = db.lastInsertedRowID
         // Taken again: a queued unlink of this path (from this or an earlier commit) is cancelled.
         try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE path = ?").execute(arguments: [path])
@@ -408,7 +422,7 @@ public final class WriteTransaction {
                 switch t.to {
                 case .file:
                     let (path, root) = try store.roots.accept(reference)
-                    let state = try FileProbe.probe(path: path, root: root)
+                    let state = try FileProbe.probe(path: path, root: root, roots: store.roots.paths)
                     out.append(DesiredEdge(template: t, destination: .file(path), fileState: state))
                 case .collection(let c):
                     let ref = ObjectRef(c, reference)

@@ -20,6 +20,16 @@ struct OnDisk: Equatable {
     var isSymlink: Bool { kind == S_IFLNK }
 }
 
+/// True when this process may mount (a tmpfs; bind mounts need the same capability).
+let canMount: Bool = {
+    let dir = NSTemporaryDirectory() + "assetd-mount-probe-\(getpid())"
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { rmdir(dir) }
+    guard mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0 else { return false }
+    umount(dir)
+    return true
+}()
+
 /// A system call that failed while setting up a test.
 struct SetupFailed: Error, CustomStringConvertible {
     var what: String

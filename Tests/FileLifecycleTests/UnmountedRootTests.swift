@@ -9,16 +9,6 @@ import Testing
 import AssetStore
 import AssetStoreTestSupport
 
-/// True when this process may mount a tmpfs.
-private let canMount: Bool = {
-    let dir = NSTemporaryDirectory() + "assetd-unmount-probe-\(getpid())"
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { rmdir(dir) }
-    guard mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0 else { return false }
-    umount(dir)
-    return true
-}()
-
 /// A tmpfs at `dir/disk` bind-mounted on the fixture's root, so the root can be unmounted
 /// and mounted again without losing the files on it.
 private final class Disk {

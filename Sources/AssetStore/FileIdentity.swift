@@ -1,0 +1,164 @@
+// What tells a registered file from a later one at its path that got the same inode number
+// (ext4 hands a freed number out again at once), and which mount a name is on: statx and
+// FS_IOC_GETVERSION through the CFileIdentity shim. See assetd(8), "The unlink queue".
+
+import CFileIdentity
+import GRDB
+import Glibc
+
+/// What the registry records beside (device, inode) to know a file again: its birth time
+/// and inode generation where the filesystem has them, its ctime otherwise.
+///
+/// A birth time or a generation never changes while the inode lives, so a file that was read,
+/// written, appended to, chmod-ed or had its times set since is still the same file. Only
+/// where neither exists (many NFS servers and FUSE filesystems, tmpfs on older kernels)
+/// the ctime and size decide: then a file changed after its last put or touch (the registry
+/// measures it again at both) is kept as `identity_changed` rather than risk removing
+/// another program's file. A row recorded before these fields (all nil) is judged on
+/// (device, inode) alone, as it always was.
+public struct FileStamp: Sendable, Hashable {
+    /// statx birth time, nanoseconds; nil where the filesystem reports none.
+    public var birth: Int64?
+    /// The inode generation (FS_IOC_GETVERSION); nil where the filesystem has none.
+    public var generation: Int64?
+    /// The status-change time, nanoseconds: the fallback when neither of the others exists.
+    public var ctime: Int64?
+
+    /// Nothing recorded.
+    public static let none = FileStamp()
+
+    /// Memberwise.
+    public init(birth: Int64? = nil, generation: Int64? = nil, ctime: Int64? = nil) {
+        self.birth = birth
+        self.generation = generation
+        self.ctime = ctime
+    }
+
+    /// True when `now`, read from the file at the path now (already known to have the
+    /// recorded device and inode, and `sizeNow` bytes), is the file this stamp was recorded
+    /// for (`size` bytes then). A field recorded but not readable now is a mismatch.
+    func matches(_ now: FileStamp, size: Int64?, sizeNow: Int64) -> Bool {
+        if birth != nil || generation != nil {
+            return (birth == nil || birth == now.birth) && (generation == nil || generation == now.generation)
+        }
+        guard let ctime else { return true }
+        return ctime == now.ctime && size == sizeNow
+    }
+}
+
+/// One statx result, for the walks and checks that must not cross a mount.
+struct FileStatus {
+    var device: Int64
+    var inode: Int64
+    var mode: mode_t
+    var size: Int64
+    /// Unix seconds.
+    var mtime: Double
+    var ctime: Int64
+    var birth: Int64?
+    /// nil where neither statx nor /proc tells it: then only devices are compared.
+    var mountID: UInt64?
+
+    var kind: mode_t { mode & S_IFMT }
+
+    /// The stamp statx alone gives (no generation: that needs the file open).
+    var stamp: FileStamp { FileStamp(birth: birth, generation: nil, ctime: ctime) }
+
+    /// True when `other` is on another mount than this (a bind mount of the same filesystem
+    /// included); devices decide where a mount id is unknown.
+    func onAnotherMount(than other: FileStatus) -> Bool {
+        if let a = mountID, let b = other.mountID { return a != b }
+        return device != other.device
+    }
+
+    /// statx of `path` relative to `dirfd` (a final symlink not followed; "" is `dirfd`
+    /// itself), or the errno.
+    static func of(_ dirfd: Int32, _ path: UnsafePointer<CChar>) -> Result<FileStatus, Errno> {
+        var s = assetd_file_stat()
+        guard assetd_file_stat(dirfd, path, &s) == 0 else { return .failure(Errno(errno)) }
+        return .success(FileStatus(
+            device: Int64(bitPattern: s.device), inode: Int64(bitPattern: s.inode), mode: mode_t(s.mode), size: s.size,
+            mtime: Double(s.mtime_sec) + Double(s.mtime_nsec) / 1e9, ctime: s.ctime_ns, birth: s.has_birth != 0 ? s.birth_ns : nil,
+            mountID: s.has_mount_id != 0 ? s.mount_id : nil))
+    }
+
+    /// statx of an absolute path (a final symlink not followed).
+    static func of(_ path: String) -> Result<FileStatus, Errno> { of(AT_FDCWD, path) }
+
+    /// The status of the folder a root names, its symlinks followed (a root is configuration).
+    static func ofRoot(_ root: String) -> FileStatus? {
+        let fd = open(root, SafeUnlinker.oPath | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return try? of(fd, "").get()
+    }
+}
+
+/// An errno as an Error, for `Result`.
+struct Errno: Error, Equatable {
+    var code: Int32
+    init(_ code: Int32) { self.code = code }
+}
+
+enum FileGeneration {
+    // O_NOATIME (uapi fcntl.h), not exported by the Glibc module.
+    private static let noAccessTime: Int32 = 0o1000000
+
+    /// The generation of `leaf` in the open folder `dirfd` (or an absolute path with
+    /// AT_FDCWD): nil where the filesystem has none; the errno when it cannot be opened, and
+    /// ESTALE when what opened is no longer the regular file (`device`, `inode`).
+    static func read(dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> Result<Int64?, Errno> {
+        // Opened to ask, never blocking (a fifo swapped in, a lease someone holds) and not
+        // touching the access time where permitted.
+        let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
+        var fd = openat(dirfd, leaf, flags | noAccessTime)
+        if fd < 0 && errno == EPERM { fd = openat(dirfd, leaf, flags) }
+        guard fd >= 0 else { return .failure(Errno(errno)) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(Errno(errno)) }
+        // Swapped between the caller's statx and this open: not the file asked about.
+        guard (st.st_mode & S_IFMT) == S_IFREG, Int64(bitPattern: UInt64(st.st_dev)) == device,
+            Int64(bitPattern: UInt64(st.st_ino)) == inode
+        else { return .failure(Errno(ESTALE)) }
+        var generation: UInt32 = 0
+        return assetd_file_generation(fd, &generation) == 0 ? .success(Int64(generation)) : .success(nil)
+    }
+}
+
+/// A registry row being queued for unlinking: its identity is copied to the queue row.
+struct RegisteredFile {
+    var path: String
+    var size: Int64
+    var device: Int64?
+    var inode: Int64?
+    var stamp: FileStamp
+
+    /// The columns `init(_:)` reads, in order.
+    static let columns = "path, size, device, inode, birth, generation, ctime"
+    static let columnCount: Int32 = 7
+
+    init(_ r: RawRow) {
+        func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
+        path = r.text(0) ?? ""
+        size = r.int64(1)
+        device = optional(2)
+        inode = optional(3)
+        stamp = FileStamp(birth: optional(4), generation: optional(5), ctime: optional(6))
+    }
+
+    /// Registered before it existed: the file there now is the one the deleting commit meant.
+    mutating func identifyIfUnseen(_ roots: ManagedRoots) {
+        guard device == nil, let root = roots.root(of: path) else { return }
+        let state = FileProbe.identity(path: path, root: root, roots: roots.paths)
+        device = state.device
+        inode = state.inode
+        stamp = state.stamp
+    }
+
+    /// The arguments of an `INSERT INTO unlink_queue (path, device, inode, size, birth,
+    /// generation, ctime, commit_no, queued_at, next_attempt)`.
+    func queueArguments(commit: Int64, now: Double, delay: Double) -> StatementArguments {
+        [path, device, inode, size, stamp.birth, stamp.generation, stamp.ctime, commit, now, now + delay]
+    }
+}

@@ -1,0 +1,36 @@
+// What tells one file from another later created at its path (birth time, inode generation)
+// and which mount a file or folder is on: statx and FS_IOC_GETVERSION, which the Glibc module
+// does not export (see file_identity.c).
+#ifndef FILE_IDENTITY_H
+#define FILE_IDENTITY_H
+
+#include <stdint.h>
+
+/// One file as statx reports it. Times are nanoseconds since the epoch (mtime in two parts,
+/// as stat gives it).
+struct assetd_file_stat {
+    uint64_t device;
+    uint64_t inode;
+    uint32_t mode;
+    int64_t size;
+    int64_t mtime_sec;
+    int64_t mtime_nsec;
+    int64_t ctime_ns;
+    /// 1 when the filesystem reports a birth time (STATX_BTIME).
+    int has_birth;
+    int64_t birth_ns;
+    /// 1 when the mount is known (STATX_MNT_ID, or /proc/self/fdinfo on kernels before 5.8).
+    int has_mount_id;
+    uint64_t mount_id;
+};
+
+/// statx of `path` relative to `dirfd` without following a final symlink (mounts are
+/// crossed, as any lookup does: compare `mount_id`); "" means `dirfd` itself. Falls back to
+/// fstatat where statx is missing (no birth time then). 0, or -1 with errno set.
+int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out);
+
+/// The inode generation of the open file `fd` (FS_IOC_GETVERSION: ext2/3/4, xfs, btrfs and
+/// a few more). 0, or -1 with errno set (ENOTTY where the filesystem has none).
+int assetd_file_generation(int fd, uint32_t *out);
+
+#endif
