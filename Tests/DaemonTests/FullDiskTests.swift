@@ -1,0 +1,124 @@
+// assetd on a full disk (assetd(8), FULL DISK): the database, its WAL and the managed root on
+// an 8 MiB tmpfs the test fills. Mounting needs CAP_SYS_ADMIN: skipped, saying so, without it.
+
+import AssetClient
+import AssetStore
+import ControlProtocol
+import Foundation
+import Glibc
+import Testing
+@testable import AssetDaemon
+
+/// True when this process may mount a tmpfs.
+private let canMount: Bool = {
+    let dir = NSTemporaryDirectory() + "assetd-fulldisk-probe-\(getpid())"
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { rmdir(dir) }
+    guard mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0 else { return false }
+    umount(dir)
+    return true
+}()
+
+/// Writes a file at `path` until the filesystem has no block left; its size.
+@discardableResult
+func fillDisk(_ path: String) -> Int {
+    let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+    guard fd >= 0 else { return 0 }
+    defer { close(fd) }
+    var total = 0
+    // Large writes first, then smaller ones for the last partial blocks.
+    for chunk in [1 << 20, 4096, 1] {
+        let bytes = [UInt8](repeating: 0x5a, count: chunk)
+        while true {
+            let n = write(fd, bytes, chunk)
+            if n <= 0 { break }
+            total += n
+        }
+    }
+    return total
+}
+
+/// Free bytes on the filesystem holding `path`.
+func freeBytes(_ path: String) -> Int64 {
+    var vfs = statvfs()
+    guard statvfs(path, &vfs) == 0 else { return -1 }
+    return Int64(vfs.f_bavail) * Int64(vfs.f_frsize)
+}
+
+@Suite(.enabled(if: canMount, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+struct FullDiskTests {
+    @Test("killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space")
+    func restartOnFullDisk() throws {
+        let h = try DaemonHarness(start: false)
+        let disk = h.dir + "/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        #expect(mount("tmpfs", disk, "tmpfs", 0, "size=8m") == 0)
+        defer { umount2(disk, Int32(MNT_DETACH)) }
+        // The database and the root both on the small disk.
+        let root = disk + "/root"
+        let database = disk + "/state/assetd.sqlite"
+        let ballast = database + ".ballast"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try h.configText()
+            .replacingOccurrences(of: h.database, with: database)
+            .replacingOccurrences(of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(root)\"]")
+            .write(toFile: h.configPath, atomically: true, encoding: .utf8)
+        try h.start()
+
+        // The default reserve, 8 MiB, is cut to a sixteenth of this disk.
+        var st = stat()
+        #expect(stat(ballast, &st) == 0 && st.st_size == 512 << 10 && st.st_blocks * 512 >= 512 << 10)
+        let c = try h.client()
+        let big = root + "/big.bin"
+        #expect(FileManager.default.createFile(atPath: big, contents: Data(repeating: 1, count: 2 << 20)))
+        try c.putObject("fs", "big", ["file": .string(big)])
+        // Few commits: the WAL the kill leaves stays under the frames at which low space
+        // checkpoints it, so writing it back needs the database file to grow.
+        for i in 0..<5 { try c.putObject("v", "k\(i)", ["n": .int(Int64(i))]) }
+        c.close()
+        h.stop(signal: SIGKILL)
+        #expect(stat(database + "-wal", &st) == 0 && st.st_size > 0, "the kill left a WAL to write back")
+
+        fillDisk(disk + "/filler")
+        #expect(freeBytes(disk) < 4096)
+        try h.start()  // today: exits 1, storage_full
+        let d = try h.client()
+        #expect(try d.getObject("v", "k3")["value"]?["n"] == 3)
+        #expect(try d.call("object.list", ["collection": "v"])["keys"]?.arrayValue?.count == 5)
+        #expect(try d.call("stats")["objects"] == 6)
+        #expect(h.log.contains("the disk holding \(database) is full"), "\(h.log)")
+
+        let put: JSONValue = ["collection": "v", "key": "new", "value": ["n": 1]]
+        expectRPCError(Code.application, "storage_full") { () throws(ClientError) in try d.call("object.put", put) }
+        // The delete commits through the reserve; the sweep unlinks the file and commits too.
+        let deleted = try d.deleteObject("fs", "big")
+        #expect(deleted["unlinks_queued"] == [.string(big)])
+        #expect(eventually(timeout: 60) { !h.exists(big) }, "the sweep did not unlink the file")
+        #expect(eventually(timeout: 60) { h.log.contains("released the reserve \(ballast)") })
+        // 2 MiB free again: the reserve comes back, and writes are taken.
+        #expect(eventually(timeout: 60) { h.exists(ballast) }, "the reserve was not allocated again: \(h.log)")
+        #expect(eventually(timeout: 60) { (try? d.putObject("v", "new")) != nil })
+        #expect(try eventually(timeout: 60) { try d.call("pending")["pending"]?.arrayValue?.isEmpty ?? true })
+        d.close()
+        #expect(h.stop() == 0)
+    }
+}
+
+@Suite struct ReserveConfigTests {
+    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: DaemonConfig.embeddedDefaults())
+    }
+
+    @Test("store.reserve is a size (8MiB unless set, 0 for none) that reaches the store and the summary; anything else is an error naming it")
+    func reserveKey() throws {
+        #expect(try parse("").reserve == 8 << 20)
+        let c = try parse("[store]\nreserve = \"64MiB\"")
+        #expect(c.storeConfiguration().reserve == 64 << 20)
+        #expect(c.summary.contains("store.reserve = \(64 << 20)"))
+        #expect(try parse("[store]\nreserve = 0").storeConfiguration().reserve == 0)
+        for bad in ["-1", "\"lots\"", "true"] {
+            #expect(throws: ConfigError.self) { try parse("[store]\nreserve = \(bad)") }
+            do { _ = try parse("[store]\nreserve = \(bad)") } catch { #expect(error.description.contains("store.reserve")) }
+        }
+    }
+}
