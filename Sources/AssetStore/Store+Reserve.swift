@@ -156,12 +156,13 @@ extension Store {
     /// space is low, writing the WAL back and truncating it when it is.
     public func maintainSpace() {
         guard !configuration.readOnly, syncFailure == nil, !state.withLock({ $0.closed }) else { return }
-        if reserve.restore() {
-            reserve.note(.info, "allocated the reserve \(reserve.path) (deletes use it when the disk is full)")
-        }
         guard let space = reserve.space else { return }
+        // Room again by the measure that allocates the reserve again (at least 2 MiB free).
         if space.free >= 2 * max(reserve.size(total: space.total), 1 << 20), reserve.noteFull(false) {
             reserve.note(.info, "there is room again on the disk holding \(path) (\(space.free >> 20) MiB free)")
+        }
+        if reserve.restore() {
+            reserve.note(.info, "allocated the reserve \(reserve.path) (deletes use it when the disk is full)")
         }
         let low = space.free < Checkpointer.lowSpaceBytes
         checkpointer.lowSpace.store(low, ordering: .relaxed)

@@ -83,7 +83,8 @@ extension Store {
             state.withLock {
                 $0.openWarnings.append(
                     "the WAL the last run left could not be written back: the disk holding \(path) is full; its frames"
-                        + " are synced instead")
+                        + " are synced instead. Reads are served; writes answer storage_full until there is room"
+                        + " (deletes and policy runs can still commit, through the reserve)")
             }
             return
         }

@@ -98,6 +98,7 @@ struct FullDiskTests {
         // 2 MiB free again: the reserve comes back, and writes are taken.
         #expect(eventually(timeout: 60) { h.exists(ballast) }, "the reserve was not allocated again: \(h.log)")
         #expect(eventually(timeout: 60) { (try? d.putObject("v", "new")) != nil })
+        #expect(eventually(timeout: 60) { h.log.contains("there is room again on the disk holding \(database)") })
         #expect(try eventually(timeout: 60) { try d.call("pending")["pending"]?.arrayValue?.isEmpty ?? true })
         d.close()
         #expect(h.stop() == 0)
