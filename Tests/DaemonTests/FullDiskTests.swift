@@ -100,6 +100,18 @@ struct FullDiskTests {
         #expect(eventually(timeout: 60) { (try? d.putObject("v", "new")) != nil })
         #expect(eventually(timeout: 60) { h.log.contains("there is room again on the disk holding \(database)") })
         #expect(try eventually(timeout: 60) { try d.call("pending")["pending"]?.arrayValue?.isEmpty ?? true })
+
+        // Full again: a transact of deletes only uses the reserve too; one with a put does not.
+        fillDisk(disk + "/filler2")
+        let mixed: JSONValue = ["ops": [
+            ["method": "object.delete", "params": ["collection": "v", "key": "k0"]],
+            ["method": "object.put", "params": ["collection": "v", "key": "k9", "value": ["n": 9]]],
+        ]]
+        expectRPCError(Code.application, "storage_full") { () throws(ClientError) in try d.call("transact", mixed) }
+        #expect(h.exists(ballast))
+        let deletes: JSONValue = ["ops": .array((0..<3).map { ["method": "object.delete", "params": ["collection": "v", "key": .string("k\($0)")]] })]
+        #expect(try d.call("transact", deletes)["deleted"]?.arrayValue?.count == 3)
+        #expect(!h.exists(ballast))
         d.close()
         #expect(h.stop() == 0)
     }
