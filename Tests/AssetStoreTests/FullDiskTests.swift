@@ -7,36 +7,11 @@ import Foundation
 import Glibc
 import Testing
 
-private let canMount: Bool = {
-    let dir = NSTemporaryDirectory() + "assetd-fulldisk-store-probe-\(getpid())"
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { rmdir(dir) }
-    guard mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0 else { return false }
-    umount(dir)
-    return true
-}()
-
 /// A store whose database folder is a tmpfs of `mib` MiB (the root stays on the test disk).
 private func fixtureOnTmpfs(mib: Int) throws -> Fixture {
     try Fixture { c in
         let state = (c.roots[0] as NSString).deletingLastPathComponent + "/state"
-        try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        if mount("tmpfs", state, "tmpfs", 0, "size=\(mib)m") != 0 { Issue.record("mount: errno \(errno)") }
-    }
-}
-
-private func unmountState(_ f: Fixture) {
-    umount2(f.dir + "/state", Int32(MNT_DETACH))
-}
-
-/// Appends to `path` until the filesystem has no block left.
-private func fill(_ path: String) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-    guard fd >= 0 else { return }
-    defer { close(fd) }
-    for chunk in [1 << 20, 4096, 1] {
-        let bytes = [UInt8](repeating: 0x5a, count: chunk)
-        while write(fd, bytes, chunk) > 0 {}
+        if !Tmpfs.mount(state, mib: mib) { Issue.record("mount: errno \(errno)") }
     }
 }
 
@@ -45,12 +20,12 @@ private func fileSize(_ path: String) -> Int {
     return stat(path, &st) == 0 ? Int(st.st_size) : -1
 }
 
-@Suite(.enabled(if: canMount, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+@Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
 struct FullDiskStoreTests {
     @Test("with little free space the writer checkpoints early: 4 MiB of commits leave a WAL near 1 MiB, not 4")
     func walKeptSmallWhenSpaceIsLow() throws {
         let f = try fixtureOnTmpfs(mib: 32)
-        defer { unmountState(f) }
+        defer { Tmpfs.unmount(f.dir + "/state") }
         let text = JSONValue.string(String(repeating: "w", count: 40_000))
         for i in 0..<100 { try f.put([(ref("c", "k\(i)"), ["text": text])]) }
         let wal = fileSize(f.dbPath + "-wal")
@@ -62,7 +37,7 @@ struct FullDiskStoreTests {
     @Test("on a full disk a put answers storage_full and keeps the reserve; a delete, an eviction and forgetting queued unlinks commit through it; it is allocated again once there is room")
     func reserveFreesSpaceForDeletes() throws {
         let f = try fixtureOnTmpfs(mib: 8)
-        defer { unmountState(f) }
+        defer { Tmpfs.unmount(f.dir + "/state") }
         let ballast = f.dbPath + ".ballast"
         #expect(f.store.reservePath == ballast)
         #expect(fileSize(ballast) == 512 << 10, "8 MiB reserve cut to a sixteenth of the disk")
@@ -78,7 +53,7 @@ struct FullDiskStoreTests {
         _ = try f.store.protections.acquire(objects: [], files: [queued], ttl: 600)  // keeps its unlink queued
         try f.delete(ref("c", "q"))
         let filler = f.dir + "/state/filler"
-        fill(filler)
+        Tmpfs.fill(filler)
 
         #expect(expectCode(.storageFull) { try f.put([(ref("c", "new"), ["text": text])]) } != nil)
         #expect(f.store.reserveHeld, "a put does not use the reserve")
@@ -91,7 +66,7 @@ struct FullDiskStoreTests {
         #expect(truncate(filler, 0) == 0)
         f.store.maintainSpace()
         #expect(f.store.reserveHeld && fileSize(ballast) == 512 << 10)
-        fill(filler)
+        Tmpfs.fill(filler)
         f.clock.advance(3600)  // past policy.min_age
         let plan = try f.store.evict(bytes: nil, owner: "alice")
         #expect(plan.objects.count == 10)
@@ -100,7 +75,7 @@ struct FullDiskStoreTests {
         #expect(truncate(filler, 0) == 0)
         f.store.maintainSpace()
         #expect(f.store.reserveHeld)
-        fill(filler)
+        Tmpfs.fill(filler)
         #expect(try f.store.forgetQueued([queued]) == [queued])
         #expect(!f.store.reserveHeld)
         #expect(f.store.takeSpaceNotices().contains { $0.message.contains("forgetting queued unlinks") })

@@ -3,57 +3,28 @@
 
 import AssetClient
 import AssetStore
+import AssetStoreTestSupport
 import ControlProtocol
 import Foundation
 import Glibc
 import Testing
 @testable import AssetDaemon
 
-/// True when this process may mount a tmpfs.
-private let canMount: Bool = {
-    let dir = NSTemporaryDirectory() + "assetd-fulldisk-probe-\(getpid())"
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { rmdir(dir) }
-    guard mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0 else { return false }
-    umount(dir)
-    return true
-}()
-
-/// Writes a file at `path` until the filesystem has no block left; its size.
-@discardableResult
-func fillDisk(_ path: String) -> Int {
-    let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-    guard fd >= 0 else { return 0 }
-    defer { close(fd) }
-    var total = 0
-    // Large writes first, then smaller ones for the last partial blocks.
-    for chunk in [1 << 20, 4096, 1] {
-        let bytes = [UInt8](repeating: 0x5a, count: chunk)
-        while true {
-            let n = write(fd, bytes, chunk)
-            if n <= 0 { break }
-            total += n
-        }
-    }
-    return total
-}
-
 /// Free bytes on the filesystem holding `path`.
-func freeBytes(_ path: String) -> Int64 {
+private func freeBytes(_ path: String) -> Int64 {
     var vfs = statvfs()
     guard statvfs(path, &vfs) == 0 else { return -1 }
     return Int64(vfs.f_bavail) * Int64(vfs.f_frsize)
 }
 
-@Suite(.enabled(if: canMount, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+@Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
 struct FullDiskTests {
     @Test("killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space")
     func restartOnFullDisk() throws {
         let h = try DaemonHarness(start: false)
         let disk = h.dir + "/disk"
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        #expect(mount("tmpfs", disk, "tmpfs", 0, "size=8m") == 0)
-        defer { umount2(disk, Int32(MNT_DETACH)) }
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
         // The database and the root both on the small disk.
         let root = disk + "/root"
         let database = disk + "/state/assetd.sqlite"
@@ -79,7 +50,7 @@ struct FullDiskTests {
         h.stop(signal: SIGKILL)
         #expect(stat(database + "-wal", &st) == 0 && st.st_size > 0, "the kill left a WAL to write back")
 
-        fillDisk(disk + "/filler")
+        Tmpfs.fill(disk + "/filler")
         #expect(freeBytes(disk) < 4096)
         try h.start()  // today: exits 1, storage_full
         let d = try h.client()
@@ -102,7 +73,7 @@ struct FullDiskTests {
         #expect(try eventually(timeout: 60) { try d.call("pending")["pending"]?.arrayValue?.isEmpty ?? true })
 
         // Full again: a transact of deletes only uses the reserve too; one with a put does not.
-        fillDisk(disk + "/filler2")
+        Tmpfs.fill(disk + "/filler2")
         let mixed: JSONValue = ["ops": [
             ["method": "object.delete", "params": ["collection": "v", "key": "k0"]],
             ["method": "object.put", "params": ["collection": "v", "key": "k9", "value": ["n": 9]]],
