@@ -11,6 +11,10 @@
 // each copying again the same few hot pages. So once a background run has copied all but a
 // few frames, the writer copies those itself (a millisecond at most) and the next
 // transaction restarts the WAL; a cycle copies each page once, however often it changed.
+//
+// On a disk with little free space the WAL must not grow to those thresholds (16 MiB before a
+// background run, 64 MiB inline: on an 8 MiB disk it filled the disk by itself), so there the
+// writer copies it back once it passes 1 MiB, and the WAL starts over instead of growing.
 
 import Dispatch
 import Glibc
