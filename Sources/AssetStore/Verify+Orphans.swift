@@ -31,7 +31,8 @@ extension VerifyRun {
     /// Files under the roots that nothing registers (SPEC §9 `--orphans`).
     func orphans() throws {
         let phase = "orphans"
-        let own = Set(["", "-wal", "-shm", "-journal", ".lock"].map { Array((store.path + $0).utf8) })
+        // The reserve too (Store+Reserve.swift), and its file while being allocated.
+        let own = Set(["", "-wal", "-shm", "-journal", ".lock", ".ballast", ".ballast.new"].map { Array((store.path + $0).utf8) })
         var ownIDs = Set<[Int64]>()
         for name in own {
             var st = stat()
