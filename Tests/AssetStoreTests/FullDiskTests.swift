@@ -81,4 +81,36 @@ struct FullDiskStoreTests {
         #expect(!f.store.reserveHeld)
         #expect(f.store.takeSpaceNotices().contains { $0.message.contains("forgetting queued unlinks") })
     }
+
+    @Test("reopened on a full disk with a WAL left and a changed index, the store opens with warnings naming what it could not write, keeps the stored definitions, serves reads and answers writes storage_full")
+    func openSkipsWritesOnFullDisk() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        try f.put([(ref("c", "a"), ["n": 1])])
+        Tmpfs.fill(f.dir + "/state/filler")
+        f.configuration.indexes = [IndexDefinition(name: "nums", version: "1", collections: ["c"], columns: [
+            IndexColumn(name: "n", type: .integer, path: JSONPath("$.n")!),
+        ])]
+        try f.reopen()  // today: storage_full (the WAL's write-back, then the index build)
+        let warnings = f.store.openWarnings.joined(separator: "\n")
+        #expect(warnings.contains("the WAL the last run left could not be written back: the disk holding \(f.dbPath) is full"))
+        #expect(warnings.contains("not written at start: the configured indexes and templates"), "\(warnings)")
+        #expect(try f.store.read { try $0.get(ref("c", "a")) }?.value == ["n": 1])
+        #expect(try f.store.read { try $0.storedIndexes() }.isEmpty, "the stored definitions stay")
+        #expect(expectCode(.storageFull) { try f.put([(ref("c", "b"), [:])]) } != nil)
+    }
+
+    @Test("reopened on a full disk with an unlink due, the store's drain at open commits through the reserve")
+    func drainAtOpenUsesReserve() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let file = try f.makeFile("due.bin")
+        try f.put([(ref("c", "a"), ["file": .string(file)])])
+        #expect(try f.delete(ref("c", "a")).filesQueued == [file])
+        Tmpfs.fill(f.dir + "/state/filler")
+        try f.reopen()  // today: storage_full
+        #expect(!f.exists(file))
+        #expect(try f.store.pending().isEmpty)
+        #expect(!f.store.reserveHeld)
+    }
 }
