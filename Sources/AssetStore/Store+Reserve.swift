@@ -13,6 +13,7 @@
 
 import Foundation
 import Glibc
+import GRDB
 import Synchronization
 
 /// Something about the disk the daemon should log (the store has no logger).
@@ -144,6 +145,19 @@ extension Store {
             guard let what, reserve.release() else { throw error }
             reserve.note(.warning, "released the reserve \(reserve.path) so that \(what) can commit")
             return try body()
+        }
+    }
+
+    /// Opens the pool. GRDB writes a transaction into a missing or empty WAL (as a clean
+    /// stop leaves it), so on a full disk the open itself fails: it may use the reserve, since
+    /// a daemon that cannot start cannot free space either.
+    static func openPool(path: String, configuration: Configuration, reserve: Reserve) throws -> DatabasePool {
+        do {
+            return try DatabasePool(path: path, configuration: configuration)
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_FULL && !configuration.readonly {
+            guard reserve.release() else { throw e }
+            reserve.note(.warning, "the disk holding \(path) is full: released the reserve \(reserve.path) so that the database can open")
+            return try DatabasePool(path: path, configuration: configuration)
         }
     }
 

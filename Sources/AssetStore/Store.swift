@@ -103,7 +103,7 @@ public final class Store: Sendable {
         self.checkpointer = checkpointer
         reserve = Reserve(database: path, wanted: configuration.readOnly ? 0 : configuration.reserve)
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            pool = try Store.openPool(path: path, configuration: config, reserve: reserve)
             if !configuration.readOnly {
                 // NORMAL: SQLite syncs the WAL only around checkpoints. With durability "full",
                 // `write` syncs the WAL itself after each commit, outside the write lock, so the
@@ -119,7 +119,8 @@ public final class Store: Sendable {
                 }
             }
         } catch let e as DatabaseError {
-            throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
+            let code: StoreError.Code = e.resultCode == .SQLITE_FULL ? .storageFull : .permissionDenied
+            throw StoreError(code, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
         queries = QueryConnectionPool(path: path, timeLimit: configuration.queryTimeLimit)
         state = Mutex(State(policy: configuration.policy))

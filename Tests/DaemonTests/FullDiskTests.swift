@@ -17,23 +17,49 @@ private func freeBytes(_ path: String) -> Int64 {
     return Int64(vfs.f_bavail) * Int64(vfs.f_frsize)
 }
 
+/// Points `h`'s config at a database and a root both on `disk`; returns them.
+private func onDisk(_ h: DaemonHarness, _ disk: String) throws -> (root: String, database: String) {
+    let root = disk + "/root"
+    let database = disk + "/state/assetd.sqlite"
+    try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    try h.configText()
+        .replacingOccurrences(of: h.database, with: database)
+        .replacingOccurrences(of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(root)\"]")
+        .write(toFile: h.configPath, atomically: true, encoding: .utf8)
+    return (root, database)
+}
+
 @Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
 struct FullDiskTests {
+    @Test("stopped cleanly and started on a full disk, assetd opens through its reserve (the open writes into the empty WAL) and serves reads")
+    func startAfterCleanStopOnFullDisk() throws {
+        let h = try DaemonHarness(start: false)
+        let disk = h.dir + "/disk"
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
+        let (_, database) = try onDisk(h, disk)
+        try h.start()
+        let c = try h.client()
+        try c.putObject("v", "a", ["n": 1])
+        c.close()
+        #expect(h.stop() == 0)
+        Tmpfs.fill(disk + "/filler")
+        try h.start()  // today: exits 1, "database or disk is full"
+        let d = try h.client()
+        #expect(try d.getObject("v", "a")["value"] == ["n": 1])
+        #expect(eventually(timeout: 60) { h.log.contains("released the reserve \(database).ballast so that the database can open") })
+        d.close()
+        #expect(h.stop() == 0)
+    }
+
     @Test("killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space")
     func restartOnFullDisk() throws {
         let h = try DaemonHarness(start: false)
         let disk = h.dir + "/disk"
         #expect(Tmpfs.mount(disk, mib: 8))
         defer { Tmpfs.unmount(disk) }
-        // The database and the root both on the small disk.
-        let root = disk + "/root"
-        let database = disk + "/state/assetd.sqlite"
+        let (root, database) = try onDisk(h, disk)
         let ballast = database + ".ballast"
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        try h.configText()
-            .replacingOccurrences(of: h.database, with: database)
-            .replacingOccurrences(of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(root)\"]")
-            .write(toFile: h.configPath, atomically: true, encoding: .utf8)
         try h.start()
 
         // The default reserve, 8 MiB, is cut to a sixteenth of this disk.
