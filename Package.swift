@@ -90,7 +90,7 @@ let package = Package(
             dependencies: ["ControlProtocol", "AssetStore", "AssetClient"]),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["AssetClient", "ControlProtocol", "AssetStore", "AssetDaemon"]),
+            dependencies: ["AssetClient", "ControlProtocol", "AssetStore", "AssetDaemon", "AssetStoreTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,6 +13,8 @@ public struct DaemonConfig: Sendable {
     public var storePath: String
     /// `store.durability`.
     public var durability: StoreConfiguration.Durability = .full
+    /// `store.reserve`: bytes of the ballast kept for deletes on a full disk (0: none).
+    public var reserve = StoreConfiguration.defaultReserve
     /// `control.socket`.
     public var socketPath: String
     /// `control.mode`.
@@ -104,6 +106,7 @@ public struct DaemonConfig: Sendable {
     public func storeConfiguration() -> StoreConfiguration {
         var c = StoreConfiguration(roots: roots)
         c.durability = durability
+        c.reserve = reserve
         c.unlinkDelay = unlinkDelay
         c.indexes = indexes
         c.templates = templates
@@ -119,6 +122,7 @@ public struct DaemonConfig: Sendable {
             "config = \(sourcePath ?? "(embedded defaults)")",
             "store.path = \(storePath)",
             "store.durability = \(durability.rawValue)",
+            "store.reserve = \(reserve)",
             "control.socket = \(socketPath)",
             "control.mode = \(String(format: "%04o", socketMode))",
             "control.admin_uids = \(adminUIDs)",

@@ -12,7 +12,7 @@ struct ConfigParser {
     let text: String
 
     static let sections: [String: Set<String>] = [
-        "store": ["path", "durability"],
+        "store": ["path", "durability", "reserve"],
         "control": ["socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "max_request_bytes", "max_connections"],
         "files": ["roots", "unlink_delay", "orphan_grace", "skip_open"],
         "log": ["level"],
@@ -55,6 +55,7 @@ struct ConfigParser {
             }
             c.durability = d
         }
+        if let v = get("store", "reserve") { c.reserve = try size(v, "store.reserve", section: "store") }
         if let v = get("control", "socket") {
             c.socketPath = try absolute(v, "control.socket")
             // sun_path holds 108 bytes with the NUL: found here, not at bind after the store opened.

@@ -159,6 +159,7 @@ public final class Daemon {
     /// Every second: the sweep, and a log line for checkpoint failures, which happen off any
     /// request (a WAL that cannot be checkpointed grows until the disk is full).
     private func tick() {
+        logSpaceNotices()
         let wal = store.walStatus
         if wal.checkpointFailures > loggedCheckpointFailures {
             logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")
@@ -193,6 +194,7 @@ public final class Daemon {
         do {
             try submit({
                 box.value = Result {
+                    store.maintainSpace()  // the reserve back once there is room; the WAL kept small when there is not
                     // Leases that ended or lapsed first: their kept files become due again.
                     try MethodTable.leasesEnded(ended + store.protections.removeExpired(), store)
                     return try store.sweep()

@@ -11,8 +11,13 @@
 // each copying again the same few hot pages. So once a background run has copied all but a
 // few frames, the writer copies those itself (a millisecond at most) and the next
 // transaction restarts the WAL; a cycle copies each page once, however often it changed.
+//
+// On a disk with little free space the WAL must not grow to those thresholds (16 MiB before a
+// background run, 64 MiB inline: on an 8 MiB disk it filled the disk by itself), so there the
+// writer copies it back once it passes 1 MiB, and the WAL starts over instead of growing.
 
 import Dispatch
+import Glibc
 import GRDB
 import GRDBSQLite
 import Synchronization
@@ -24,6 +29,13 @@ final class Checkpointer: Sendable {
     static let finishThreshold: Int32 = 512
     /// WAL frames after a commit at which the writer checkpoints inline, as SQLite would.
     static let inlineThreshold: Int32 = 16000
+    /// With free space low, WAL frames (1 MiB) at which the writer checkpoints inline: the
+    /// next transaction then starts the WAL over instead of growing it into the last free
+    /// blocks (on an 8 MiB filesystem the WAL alone filled the disk).
+    static let lowSpaceThreshold: Int32 = 256
+    /// Free bytes on the database's filesystem below which space is low: twice what the WAL
+    /// may grow to otherwise.
+    static let lowSpaceBytes = 2 * Int64(inlineThreshold) * 4096
 
     private let path: String
     private let queue = DispatchQueue(label: "assetd.checkpoint")
@@ -55,6 +67,13 @@ final class Checkpointer: Sendable {
     private let syncFailed = Atomic<Bool>(false)
     /// The checkpoint connection, opened on first use; only the queue touches it.
     private let connection = Mutex<UnsafeSendable<OpaquePointer>?>(nil)
+    /// Free space on the database's filesystem is below `lowSpaceBytes` (read by the hook
+    /// once per `lowSpaceThreshold` frames of growth, and every second by the daemon).
+    let lowSpace = Atomic<Bool>(false)
+    /// The WAL's size in frames when the hook last read the free space.
+    private let spaceReadAt = Atomic<Int32>(0)
+    /// Checkpoints the writer ran because space was low (for tests).
+    let lowSpaceRuns = Atomic<Int>(0)
 
     init(path: String) {
         self.path = path
@@ -73,6 +92,14 @@ final class Checkpointer: Sendable {
             // Started over: what earlier runs copied belongs to the old WAL.
             backfilled.store(0, ordering: .relaxed)
             stalledAt.store(0, ordering: .relaxed)
+            spaceReadAt.store(0, ordering: .relaxed)
+        }
+        if frames >= Checkpointer.lowSpaceThreshold, frames < Checkpointer.inlineThreshold, spaceIsLow(frames: frames) {
+            // Copied now, by the writer, so that the next transaction starts the WAL over.
+            let rc = sqlite3_wal_checkpoint_v2(writer, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            note(rc, writer, "checkpoint")
+            lowSpaceRuns.add(1, ordering: .relaxed)
+            return SQLITE_OK
         }
         if frames >= Checkpointer.inlineThreshold {
             // The background could not keep up: catch up now, inside the writer (PASSIVE waits
@@ -108,6 +135,20 @@ final class Checkpointer: Sendable {
             }
         }
         return SQLITE_OK
+    }
+
+    /// Whether free space is low, read again once the WAL has grown by `lowSpaceThreshold`
+    /// frames since the last look (a statvfs per MiB of WAL, not per commit).
+    private func spaceIsLow(frames: Int32) -> Bool {
+        if frames >= spaceReadAt.load(ordering: .relaxed) + Checkpointer.lowSpaceThreshold {
+            spaceReadAt.store(frames, ordering: .relaxed)
+            var vfs = statvfs()
+            if statvfs(path, &vfs) == 0 {
+                let free = Int64(clamping: UInt64(vfs.f_bavail) &* UInt64(vfs.f_frsize))
+                lowSpace.store(free < Checkpointer.lowSpaceBytes, ordering: .relaxed)
+            }
+        }
+        return lowSpace.load(ordering: .relaxed)
     }
 
     private func run(before done: Int32) {

@@ -11,7 +11,13 @@ import GRDB
 extension Store {
     /// Applies the configured `[policy]`: TTLs, then quotas, then the byte budget, then
     /// `min_free`. With no policy configured, nothing happens.
+    /// On a full disk a real run may use the reserve (Store+Reserve.swift): when its first batch
+    /// cannot commit, the run starts again once the reserve is released. So may `evict` and `expire`.
     public func enforce(dryRun: Bool = false, progress: (@Sendable (PolicyProgress) -> Void)? = nil) throws -> PolicyPlan {
+        try freeingSpace(dryRun ? nil : "a policy run") { try enforceOnce(dryRun: dryRun, progress: progress) }
+    }
+
+    private func enforceOnce(dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?) throws -> PolicyPlan {
         guard let policy else { return PolicyPlan(dryRun: dryRun) }
         let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
         var steps = [PolicyStep]()
@@ -43,6 +49,14 @@ extension Store {
     ) throws -> PolicyPlan {
         guard bytes != nil || owner != nil else { throw StoreError(.invalidParams, "evict needs bytes, owner or both") }
         if let bytes, bytes <= 0 { throw StoreError(.invalidParams, "bytes must be positive") }
+        return try freeingSpace(dryRun ? nil : "an eviction") {
+            try evictOnce(bytes: bytes, owner: owner, dryRun: dryRun, progress: progress)
+        }
+    }
+
+    private func evictOnce(
+        bytes: Int64?, owner: String?, dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?
+    ) throws -> PolicyPlan {
         let run = PolicyRun(store: self, policy: policy ?? PolicyConfiguration(), dryRun: dryRun, progress: progress)
         return try run.run([EvictStep(bytes: bytes, owner: owner)])
     }
@@ -52,6 +66,15 @@ extension Store {
     public func expire(
         collection: String?, olderThan: Double?, idle: Double?, dryRun: Bool = false,
         progress: (@Sendable (PolicyProgress) -> Void)? = nil
+    ) throws -> PolicyPlan {
+        try freeingSpace(dryRun ? nil : "an expiry") {
+            try expireOnce(collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun, progress: progress)
+        }
+    }
+
+    private func expireOnce(
+        collection: String?, olderThan: Double?, idle: Double?, dryRun: Bool,
+        progress: (@Sendable (PolicyProgress) -> Void)?
     ) throws -> PolicyPlan {
         let policy = self.policy ?? PolicyConfiguration()
         let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)

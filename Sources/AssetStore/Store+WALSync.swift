@@ -71,9 +71,22 @@ extension Store {
     /// the time): then the store opens anyway, says so, and syncs the frames instead, as it
     /// did before this check existed. Refusing to start for as long as such a reader runs
     /// would trade a daemon that cannot start for a loss that needs a failed sync first.
+    /// On a full disk (the database file cannot grow by the WAL's pages) the frames are
+    /// synced too, and the store opens for reads; the reserve is kept for deletes.
     private func settleLeftoverWAL() throws {
-        let done = try checkpointing("writing back the WAL the last run left") { db in
-            try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0
+        let done: Bool
+        do {
+            done = try checkpointing("writing back the WAL the last run left") { db in
+                try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0
+            }
+        } catch let e as StoreError where e.code == .storageFull {
+            state.withLock {
+                $0.openWarnings.append(
+                    "the WAL the last run left could not be written back: the disk holding \(path) is full; its frames"
+                        + " are synced instead. Reads are served; writes answer storage_full until there is room"
+                        + " (deletes and policy runs can still commit, through the reserve)")
+            }
+            return
         }
         if !done {
             state.withLock {

@@ -27,6 +27,8 @@ public final class Store: Sendable {
     let commits: CommitCounter
     /// Runs checkpoints beside the writer instead of inside its commits.
     let checkpointer: Checkpointer
+    /// The ballast that lets deletes commit on a full disk (Store+Reserve.swift).
+    let reserve: Reserve
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
     /// The WAL's descriptor for `syncWAL`, kept open; held while a sync runs (Store+WALSync.swift).
@@ -99,8 +101,9 @@ public final class Store: Sendable {
         commits = counter
         let checkpointer = Checkpointer(path: path)
         self.checkpointer = checkpointer
+        reserve = Reserve(database: path, wanted: configuration.readOnly ? 0 : configuration.reserve)
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            pool = try Store.openPool(path: path, configuration: config, reserve: reserve)
             if !configuration.readOnly {
                 // NORMAL: SQLite syncs the WAL only around checkpoints. With durability "full",
                 // `write` syncs the WAL itself after each commit, outside the write lock, so the
@@ -116,7 +119,8 @@ public final class Store: Sendable {
                 }
             }
         } catch let e as DatabaseError {
-            throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
+            let code: StoreError.Code = e.resultCode == .SQLITE_FULL ? .storageFull : .permissionDenied
+            throw StoreError(code, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
         queries = QueryConnectionPool(path: path, timeLimit: configuration.queryTimeLimit)
         state = Mutex(State(policy: configuration.policy))
@@ -131,13 +135,7 @@ public final class Store: Sendable {
         if configuration.readOnly {
             try readRootDevices()
         } else {
-            try applyConfiguredDefinitions(progress: progress)
-            try applyOwnerLRUPolicy(progress: progress)
-            try makeDurable()
-            // Before any sweep: rows may have been queued on a device renumbered since.
-            try Store.mapErrors { try pool.write { db in _ = try noteRootDevices(db, now: configuration.clock()) } }
-            try endLeaseDeferrals()
-            if configuration.drainOnOpen { _ = try sweep() }
+            try finishOpen(progress: progress)
         }
     }
 
@@ -173,10 +171,15 @@ public final class Store: Sendable {
     /// `owner` is the owner of objects put without one (the client's user name). With
     /// durability "full" the commit is synced before `write` returns, unless `syncing` is
     /// false: then the caller must not acknowledge it before `syncCommitted` has covered it.
+    /// `freesSpace`: the write frees space (deletes only), and may use the reserve on a full
+    /// disk (Store+Reserve.swift).
     @discardableResult
-    public func write<T>(owner: String? = nil, syncing: Bool = true, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
+    public func write<T>(
+        owner: String? = nil, syncing: Bool = true, freesSpace: Bool = false, _ body: (WriteTransaction) throws -> T
+    ) throws -> Committed<T> {
         try checkWritable()
-        let committed = try Store.mapErrors {
+        // Re-run whole on a full disk if it frees space: SQLite rolled the failed one back.
+        let committed = try freeingSpace(freesSpace ? "a delete" : nil) { try Store.mapErrors {
             try pool.writeWithoutTransaction { db in
                 var result: Committed<T>?
                 var tx: WriteTransaction?
@@ -199,7 +202,7 @@ public final class Store: Sendable {
                 }
                 return result!  // set before commit
             }
-        }
+        } }
         if syncing { try syncCommitted(committed.report.commit) }
         return committed
     }
@@ -248,7 +251,7 @@ public final class Store: Sendable {
         }
     }
 
-    private func applyConfiguredDefinitions(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
+    func applyConfiguredDefinitions(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         let current = state.withLock { ($0.templates, $0.indexes) }
         let changedTemplates = configuration.templates.filter { current.0[$0.key] ?? [] != $0.value }
         let changedIndexes = configuration.indexes.filter { current.1[$0.name] != $0 }

@@ -33,6 +33,9 @@ public struct StoreConfiguration: Sendable {
     public var queryTimeLimit: Double = 30
     /// Open without the lock, for reading a database another process holds.
     public var readOnly = false
+    /// `store.reserve`: bytes of the ballast file kept next to the database so that deletes
+    /// and evictions can still commit on a full disk (Store+Reserve.swift); 0: none.
+    public var reserve: Int64 = StoreConfiguration.defaultReserve
     /// Lifecycle policies (`[policy]`); nil: nothing is evicted or expired.
     public var policy: PolicyConfiguration?
     /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime is
@@ -44,6 +47,9 @@ public struct StoreConfiguration: Sendable {
     /// few set-based statements (`WriteTransaction.deleteReferenceCounted`); tests turn it off
     /// to compare with the rule worklist, which must give the same result.
     var setBasedPolicyDeletes = true
+
+    /// `store.reserve` unless configured: room for thousands of delete commits.
+    public static let defaultReserve: Int64 = 8 << 20
 
     /// Settings with these roots and defaults for the rest.
     public init(roots: [String]) {

@@ -148,8 +148,12 @@ extension Store {
         var renumbered: [Int64: Int64]?
         while true {
             let now = configuration.clock()
-            let done: Bool = try Store.mapErrors {
-                try pool.write { db in
+            // On a full disk the reserve lets the batch commit (its unlinks free space); a second
+            // attempt starts from the same report and finds the files it unlinked gone.
+            let before = (report, lastID)
+            let done: Bool = try freeingSpace("the sweep of queued unlinks") { try Store.mapErrors {
+                (report, lastID) = before
+                return try pool.write { db in
                     if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
                     let rows = try Row.fetchAll(
                         db.cachedStatement(sql: """
@@ -225,7 +229,7 @@ extension Store {
                     for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
                     return rows.count < batch
                 }
-            }
+            } }
             if done { break }
         }
         // Its queue updates were committed without a sync (the writer runs synchronous = NORMAL):

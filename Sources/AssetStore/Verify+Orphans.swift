@@ -34,7 +34,8 @@ extension VerifyRun {
     /// Files under the roots that nothing registers (SPEC §9 `--orphans`).
     func orphans() throws {
         let phase = "orphans"
-        let own = Set(["", "-wal", "-shm", "-journal", ".lock"].map { Array((store.path + $0).utf8) })
+        // The reserve too (Store+Reserve.swift), and its file while being allocated.
+        let own = Set(["", "-wal", "-shm", "-journal", ".lock", ".ballast", ".ballast.new"].map { Array((store.path + $0).utf8) })
         // A root's CACHEDIR.TAG marks the folder; it is never an orphan.
         let tags = Set(store.roots.paths.map { Array(($0 + "/" + CacheDirectoryTag.fileName).utf8) })
         var ownIDs = Set<[Int64]>()

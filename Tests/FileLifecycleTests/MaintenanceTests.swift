@@ -484,7 +484,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(f.exists(f.dbPath + "-wal"))
         let r = try f.verify(orphans: true, deleteOrphans: true)
         #expect(r.found == 0, "\(r.json)")
-        #expect(f.exists(f.dbPath) && f.exists(f.dbPath + ".lock"))
+        #expect(f.exists(f.dbPath) && f.exists(f.dbPath + ".lock") && f.exists(f.dbPath + ".ballast"))
     }
 }
 

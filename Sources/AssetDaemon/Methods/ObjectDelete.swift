@@ -6,7 +6,9 @@ import ControlProtocol
 
 extension MethodTable {
     static func objectDelete(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        let report = try ctx.store.write(owner: ctx.caller.userName) { tx in _ = try applyDelete(p, tx, ctx) }.report
+        let report = try ctx.store.write(owner: ctx.caller.userName, freesSpace: true) { tx in
+            _ = try applyDelete(p, tx, ctx)
+        }.report
         return MethodOutcome(deletionResult(report), commit: report)
     }
 

@@ -26,7 +26,9 @@ extension MethodTable {
             guard params.objectValue != nil else { throw RPCError.invalidParams("ops[\(i)].params must be an object") }
             parsed.append((run, Params(params), i))
         }
-        let done = try ctx.store.write(owner: ctx.caller.userName) { tx in
+        // Only deletes: it frees space, and may use the reserve on a full disk (assetd(8)).
+        let deletes = ops.allSatisfy { $0["method"]?.stringValue == "object.delete" }
+        let done = try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
             try parsed.map { run, params, i in
                 do { return try run(params, tx, ctx) } catch var e as RPCError {
                     e.message = "ops[\(i)]: " + e.message

@@ -1,0 +1,200 @@
+// A full disk. Every write then fails with SQLITE_FULL, and so would the delete meant to
+// free space: its commit needs WAL pages, and so does the sweep that records the unlinks
+// after. So the store keeps a reserve: a ballast file next to the database
+// (`<database>.ballast`, `store.reserve` bytes, at most a sixteenth of the filesystem),
+// allocated with posix_fallocate so it really holds blocks. A write that frees space (a
+// delete, a policy run, a sweep, forgetting queued unlinks) that meets a full disk removes
+// the ballast and runs once more; any other write (a put, a checkpoint) answers
+// `storage_full` and leaves it, so nothing else eats the room deletes need. The ballast is
+// allocated again once the filesystem has twice its size free.
+//
+// Low space also makes the WAL checkpoint sooner (Checkpointer.swift): a WAL left to grow
+// to the usual thresholds (16 MiB, 64 MiB) can fill a small disk by itself.
+
+import Foundation
+import Glibc
+import GRDB
+import Synchronization
+
+/// Something about the disk the daemon should log (the store has no logger).
+public struct SpaceNotice: Sendable, Equatable {
+    public enum Level: Sendable { case info, warning }
+    public var level: Level
+    public var message: String
+}
+
+/// The ballast file and what happened to it.
+final class Reserve: Sendable {
+    let path: String
+    private let folder: String
+    /// `store.reserve`.
+    let wanted: Int64
+    private let state = Mutex(State())
+
+    struct State {
+        var notices: [SpaceNotice] = []
+        var lowSpace = false
+        var full = false
+    }
+
+    init(database: String, wanted: Int64) {
+        path = database + ".ballast"
+        folder = (database as NSString).deletingLastPathComponent
+        self.wanted = wanted
+    }
+
+    /// Free and total bytes of the database's filesystem (f_bavail: what the disk has before
+    /// the root-only blocks, so space counts as low a little early, never late).
+    var space: (free: Int64, total: Int64)? {
+        var vfs = statvfs()
+        guard statvfs(folder, &vfs) == 0 else { return nil }
+        let unit = UInt64(vfs.f_frsize)
+        return (Int64(clamping: UInt64(vfs.f_bavail) &* unit), Int64(clamping: UInt64(vfs.f_blocks) &* unit))
+    }
+
+    /// The ballast's size on a filesystem of `total` bytes: the reserve must not take a
+    /// small disk's room for itself.
+    func size(total: Int64) -> Int64 { min(wanted, total / 16) }
+
+    /// True while the ballast file exists.
+    var isPresent: Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// Allocates the ballast when it is missing and the filesystem has twice its size free
+    /// (allocated under another name and renamed, so a ballast never holds less than it
+    /// should); removes it when the reserve is configured off. True if it was allocated.
+    @discardableResult
+    func restore() -> Bool {
+        state.withLock { _ in
+            guard wanted > 0 else {
+                unlink(path)
+                return false
+            }
+            guard !isPresent, let space, case let size = size(total: space.total), size > 0,
+                space.free >= 2 * size
+            else { return false }
+            let fresh = path + ".new"
+            let fd = open(fresh, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return false }
+            let rc = posix_fallocate(fd, 0, off_t(size))
+            close(fd)
+            guard rc == 0, rename(fresh, path) == 0 else {
+                unlink(fresh)
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Removes the ballast; true if there was one.
+    func release() -> Bool {
+        state.withLock { _ in unlink(path) == 0 }
+    }
+
+    /// Whether a write met a full disk since there was last room; true if that changed.
+    func noteFull(_ full: Bool) -> Bool {
+        state.withLock { s in
+            defer { s.full = full }
+            return s.full != full
+        }
+    }
+
+    /// Whether the filesystem's free space is low (the checkpointer's thresholds shrink).
+    func noteLowSpace(_ low: Bool) -> Bool {
+        state.withLock { s in
+            defer { s.lowSpace = low }
+            return s.lowSpace != low
+        }
+    }
+
+    func note(_ level: SpaceNotice.Level, _ message: String) {
+        state.withLock { $0.notices.append(SpaceNotice(level: level, message: message)) }
+    }
+
+    func takeNotices() -> [SpaceNotice] {
+        state.withLock { s in
+            defer { s.notices = [] }
+            return s.notices
+        }
+    }
+}
+
+extension Store {
+    /// The ballast file's path (`<database>.ballast`).
+    public var reservePath: String { reserve.path }
+
+    /// True while the ballast file exists.
+    public var reserveHeld: Bool { reserve.isPresent }
+
+    /// Runs `body`, a write that frees space; if it meets a full disk, releases the reserve
+    /// and runs it once more (SQLite rolled the failed transaction back). A policy run that
+    /// failed after committing batches is not run again: those batches will free space.
+    /// With `what` nil (a write that does not free space), the reserve stays. The first
+    /// write to meet a full disk is logged, once until there is room again.
+    func freeingSpace<T>(_ what: String?, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error where Store.isStorageFull(error) {
+            if reserve.noteFull(true) {
+                reserve.note(
+                    .warning, "the disk holding \(path) is full: writes answer storage_full until there is room;"
+                        + " deletes and policy runs can still commit" + (reserve.isPresent ? ", through the reserve" : ""))
+            }
+            guard let what, reserve.release() else { throw error }
+            reserve.note(.warning, "released the reserve \(reserve.path) so that \(what) can commit")
+            return try body()
+        }
+    }
+
+    /// Opens the pool. GRDB writes a transaction into a missing or empty WAL (as a clean
+    /// stop leaves it), so on a full disk the open itself fails: it may use the reserve, since
+    /// a daemon that cannot start cannot free space either.
+    static func openPool(path: String, configuration: Configuration, reserve: Reserve) throws -> DatabasePool {
+        do {
+            return try DatabasePool(path: path, configuration: configuration)
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_FULL && !configuration.readonly {
+            guard reserve.release() else { throw e }
+            reserve.note(.warning, "the disk holding \(path) is full: released the reserve \(reserve.path) so that the database can open")
+            return try DatabasePool(path: path, configuration: configuration)
+        }
+    }
+
+    static func isStorageFull(_ error: any Error) -> Bool {
+        (error as? StoreError)?.code == .storageFull
+    }
+
+    /// Looks at the database's filesystem (the daemon calls it every second, off its loop):
+    /// allocates the reserve again once there is room, and tells the checkpointer whether
+    /// space is low, writing the WAL back and truncating it when it is.
+    public func maintainSpace() {
+        guard !configuration.readOnly, syncFailure == nil, !state.withLock({ $0.closed }) else { return }
+        guard let space = reserve.space else { return }
+        // Room again by the measure that allocates the reserve again (at least 2 MiB free).
+        if space.free >= 2 * max(reserve.size(total: space.total), 1 << 20), reserve.noteFull(false) {
+            reserve.note(.info, "there is room again on the disk holding \(path) (\(space.free >> 20) MiB free)")
+        }
+        if reserve.restore() {
+            reserve.note(.info, "allocated the reserve \(reserve.path) (deletes use it when the disk is full)")
+        }
+        let low = space.free < Checkpointer.lowSpaceBytes
+        checkpointer.lowSpace.store(low, ordering: .relaxed)
+        if reserve.noteLowSpace(low) {
+            reserve.note(
+                low ? .warning : .info,
+                low
+                    ? "free space on the disk holding \(path) is low (\(space.free >> 20) MiB): the WAL is checkpointed"
+                        + " and truncated early"
+                    : "free space on the disk holding \(path) is back (\(space.free >> 20) MiB)")
+        }
+        // The WAL keeps its size after a checkpoint: truncated here, off the writer's commits.
+        // Not through the reserve: on a full disk it waits for a delete and its sweep.
+        if low, Store.fileSize(path + "-wal") > Int64(Checkpointer.lowSpaceThreshold) * 4096 {
+            _ = try? checkpoint()
+        }
+    }
+
+    /// What happened to the disk since the last call, for the daemon's log.
+    public func takeSpaceNotices() -> [SpaceNotice] { reserve.takeNotices() }
+}

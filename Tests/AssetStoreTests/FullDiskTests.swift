@@ -1,0 +1,116 @@
+// The store on a small or full disk (assetd(8), FULL DISK): the database's folder is a tmpfs
+// the test fills. Mounting needs CAP_SYS_ADMIN: skipped, saying so, without it.
+
+@testable import AssetStore
+import AssetStoreTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// A store whose database folder is a tmpfs of `mib` MiB (the root stays on the test disk).
+private func fixtureOnTmpfs(mib: Int) throws -> Fixture {
+    try Fixture { c in
+        let state = (c.roots[0] as NSString).deletingLastPathComponent + "/state"
+        if !Tmpfs.mount(state, mib: mib) { Issue.record("mount: errno \(errno)") }
+    }
+}
+
+private func fileSize(_ path: String) -> Int {
+    var st = stat()
+    return stat(path, &st) == 0 ? Int(st.st_size) : -1
+}
+
+@Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+struct FullDiskStoreTests {
+    @Test("with little free space the writer checkpoints early: 4 MiB of commits leave a WAL near 1 MiB, not 4")
+    func walKeptSmallWhenSpaceIsLow() throws {
+        let f = try fixtureOnTmpfs(mib: 32)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let text = JSONValue.string(String(repeating: "w", count: 40_000))
+        for i in 0..<100 { try f.put([(ref("c", "k\(i)"), ["text": text])]) }
+        let wal = fileSize(f.dbPath + "-wal")
+        // 256 frames and the commit that crossed them; today the WAL grew to every frame (16 MiB first).
+        #expect(wal > 0 && wal < 2 << 20, "the WAL is \(wal) bytes")
+        #expect(f.store.checkpointer.lowSpaceRuns.load(ordering: .relaxed) > 0)
+        #expect(try f.store.read { try $0.get(ref("c", "k99")) }?.value["text"] == text)
+    }
+
+    @Test("on a full disk a put answers storage_full and keeps the reserve; a delete, an eviction and forgetting queued unlinks commit through it; it is allocated again once there is room")
+    func reserveFreesSpaceForDeletes() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let ballast = f.dbPath + ".ballast"
+        #expect(f.store.reservePath == ballast)
+        #expect(fileSize(ballast) == 512 << 10, "8 MiB reserve cut to a sixteenth of the disk")
+        // Few commits: the WAL stays under the frames at which low space checkpoints it, so
+        // every commit from here on needs new blocks (a WAL started over reuses its own).
+        let text = JSONValue.string(String(repeating: "v", count: 300))
+        // Eviction picks objects that hold files.
+        let files = try (0..<10).map { try f.makeFile("a\($0).bin") }
+        try f.put((0..<10).map { (ref("c", "k\($0)"), ["text": text, "file": .string(files[$0])]) }, owner: "alice")
+        try f.put((10..<20).map { (ref("c", "k\($0)"), ["text": text]) }, owner: "bob")
+        let queued = try f.makeFile("q.bin")
+        try f.put([(ref("c", "q"), ["file": .string(queued)])])
+        _ = try f.store.protections.acquire(objects: [], files: [queued], ttl: 600)  // keeps its unlink queued
+        try f.delete(ref("c", "q"))
+        let filler = f.dir + "/state/filler"
+        Tmpfs.fill(filler)
+
+        #expect(expectCode(.storageFull) { try f.put([(ref("c", "new"), ["text": text])]) } != nil)
+        #expect(f.store.reserveHeld, "a put does not use the reserve")
+        try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k15")) }
+        #expect(!f.store.reserveHeld)
+        #expect(try !f.exists(ref("c", "k15")))
+        #expect(f.store.takeSpaceNotices().contains { $0.message.contains("released the reserve \(ballast) so that a delete") })
+
+        // Room again: the reserve comes back; then full once more, an eviction uses it.
+        #expect(truncate(filler, 0) == 0)
+        f.store.maintainSpace()
+        #expect(f.store.reserveHeld && fileSize(ballast) == 512 << 10)
+        Tmpfs.fill(filler)
+        f.clock.advance(3600)  // past policy.min_age
+        let plan = try f.store.evict(bytes: nil, owner: "alice")
+        #expect(plan.objects.count == 10)
+        #expect(!f.store.reserveHeld)
+
+        #expect(truncate(filler, 0) == 0)
+        f.store.maintainSpace()
+        #expect(f.store.reserveHeld)
+        Tmpfs.fill(filler)
+        #expect(try f.store.forgetQueued([queued]) == [queued])
+        #expect(!f.store.reserveHeld)
+        #expect(f.store.takeSpaceNotices().contains { $0.message.contains("forgetting queued unlinks") })
+    }
+
+    @Test("reopened on a full disk with a WAL left and a changed index, the store opens with warnings naming what it could not write, keeps the stored definitions, serves reads and answers writes storage_full")
+    func openSkipsWritesOnFullDisk() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        try f.put([(ref("c", "a"), ["n": 1])])
+        Tmpfs.fill(f.dir + "/state/filler")
+        f.configuration.indexes = [IndexDefinition(name: "nums", version: "1", collections: ["c"], columns: [
+            IndexColumn(name: "n", type: .integer, path: JSONPath("$.n")!),
+        ])]
+        try f.reopen()  // today: storage_full (the WAL's write-back, then the index build)
+        let warnings = f.store.openWarnings.joined(separator: "\n")
+        #expect(warnings.contains("the WAL the last run left could not be written back: the disk holding \(f.dbPath) is full"))
+        #expect(warnings.contains("not written at start: the configured indexes and templates"), "\(warnings)")
+        #expect(try f.store.read { try $0.get(ref("c", "a")) }?.value == ["n": 1])
+        #expect(try f.store.read { try $0.storedIndexes() }.isEmpty, "the stored definitions stay")
+        #expect(expectCode(.storageFull) { try f.put([(ref("c", "b"), [:])]) } != nil)
+    }
+
+    @Test("reopened on a full disk with an unlink due, the store's drain at open commits through the reserve")
+    func drainAtOpenUsesReserve() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let file = try f.makeFile("due.bin")
+        try f.put([(ref("c", "a"), ["file": .string(file)])])
+        #expect(try f.delete(ref("c", "a")).filesQueued == [file])
+        Tmpfs.fill(f.dir + "/state/filler")
+        try f.reopen()  // today: storage_full
+        #expect(!f.exists(file))
+        #expect(try f.store.pending().isEmpty)
+        #expect(!f.store.reserveHeld)
+    }
+}

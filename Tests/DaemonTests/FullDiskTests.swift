@@ -1,0 +1,134 @@
+// assetd on a full disk (assetd(8), FULL DISK): the database, its WAL and the managed root on
+// an 8 MiB tmpfs the test fills. Mounting needs CAP_SYS_ADMIN: skipped, saying so, without it.
+
+import AssetClient
+import AssetStore
+import AssetStoreTestSupport
+import ControlProtocol
+import Foundation
+import Glibc
+import Testing
+@testable import AssetDaemon
+
+/// Free bytes on the filesystem holding `path`.
+private func freeBytes(_ path: String) -> Int64 {
+    var vfs = statvfs()
+    guard statvfs(path, &vfs) == 0 else { return -1 }
+    return Int64(vfs.f_bavail) * Int64(vfs.f_frsize)
+}
+
+/// Points `h`'s config at a database and a root both on `disk`; returns them.
+private func onDisk(_ h: DaemonHarness, _ disk: String) throws -> (root: String, database: String) {
+    let root = disk + "/root"
+    let database = disk + "/state/assetd.sqlite"
+    try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    try h.configText()
+        .replacingOccurrences(of: h.database, with: database)
+        .replacingOccurrences(of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(root)\"]")
+        .write(toFile: h.configPath, atomically: true, encoding: .utf8)
+    return (root, database)
+}
+
+@Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+struct FullDiskTests {
+    @Test("stopped cleanly and started on a full disk, assetd opens through its reserve (the open writes into the empty WAL) and serves reads")
+    func startAfterCleanStopOnFullDisk() throws {
+        let h = try DaemonHarness(start: false)
+        let disk = h.dir + "/disk"
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
+        let (_, database) = try onDisk(h, disk)
+        try h.start()
+        let c = try h.client()
+        try c.putObject("v", "a", ["n": 1])
+        c.close()
+        #expect(h.stop() == 0)
+        Tmpfs.fill(disk + "/filler")
+        try h.start()  // today: exits 1, "database or disk is full"
+        let d = try h.client()
+        #expect(try d.getObject("v", "a")["value"] == ["n": 1])
+        #expect(eventually(timeout: 60) { h.log.contains("released the reserve \(database).ballast so that the database can open") })
+        d.close()
+        #expect(h.stop() == 0)
+    }
+
+    @Test("killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space")
+    func restartOnFullDisk() throws {
+        let h = try DaemonHarness(start: false)
+        let disk = h.dir + "/disk"
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
+        let (root, database) = try onDisk(h, disk)
+        let ballast = database + ".ballast"
+        try h.start()
+
+        // The default reserve, 8 MiB, is cut to a sixteenth of this disk.
+        var st = stat()
+        #expect(stat(ballast, &st) == 0 && st.st_size == 512 << 10 && st.st_blocks * 512 >= 512 << 10)
+        let c = try h.client()
+        let big = root + "/big.bin"
+        #expect(FileManager.default.createFile(atPath: big, contents: Data(repeating: 1, count: 2 << 20)))
+        try c.putObject("fs", "big", ["file": .string(big)])
+        // Few commits: the WAL the kill leaves stays under the frames at which low space
+        // checkpoints it, so writing it back needs the database file to grow.
+        for i in 0..<5 { try c.putObject("v", "k\(i)", ["n": .int(Int64(i))]) }
+        c.close()
+        h.stop(signal: SIGKILL)
+        #expect(stat(database + "-wal", &st) == 0 && st.st_size > 0, "the kill left a WAL to write back")
+
+        Tmpfs.fill(disk + "/filler")
+        #expect(freeBytes(disk) < 4096)
+        try h.start()  // today: exits 1, storage_full
+        let d = try h.client()
+        #expect(try d.getObject("v", "k3")["value"]?["n"] == 3)
+        #expect(try d.call("object.list", ["collection": "v"])["keys"]?.arrayValue?.count == 5)
+        #expect(try d.call("stats")["objects"] == 6)
+        #expect(h.log.contains("the disk holding \(database) is full"), "\(h.log)")
+
+        let put: JSONValue = ["collection": "v", "key": "new", "value": ["n": 1]]
+        expectRPCError(Code.application, "storage_full") { () throws(ClientError) in try d.call("object.put", put) }
+        // The delete commits through the reserve; the sweep unlinks the file and commits too.
+        let deleted = try d.deleteObject("fs", "big")
+        #expect(deleted["unlinks_queued"] == [.string(big)])
+        #expect(eventually(timeout: 60) { !h.exists(big) }, "the sweep did not unlink the file")
+        #expect(eventually(timeout: 60) { h.log.contains("released the reserve \(ballast)") })
+        // 2 MiB free again: the reserve comes back, and writes are taken.
+        #expect(eventually(timeout: 60) { h.exists(ballast) }, "the reserve was not allocated again: \(h.log)")
+        #expect(eventually(timeout: 60) { (try? d.putObject("v", "new")) != nil })
+        #expect(eventually(timeout: 60) { h.log.contains("there is room again on the disk holding \(database)") })
+        #expect(try eventually(timeout: 60) { try d.call("pending")["pending"]?.arrayValue?.isEmpty ?? true })
+
+        // Full again: a transact of deletes only uses the reserve too; one with a put does not.
+        Tmpfs.fill(disk + "/filler2")
+        let mixed: JSONValue = ["ops": [
+            ["method": "object.delete", "params": ["collection": "v", "key": "k0"]],
+            ["method": "object.put", "params": ["collection": "v", "key": "k9", "value": ["n": 9]]],
+        ]]
+        expectRPCError(Code.application, "storage_full") { () throws(ClientError) in try d.call("transact", mixed) }
+        #expect(h.exists(ballast))
+        let deletes: JSONValue = ["ops": .array((0..<3).map { ["method": "object.delete", "params": ["collection": "v", "key": .string("k\($0)")]] })]
+        #expect(try d.call("transact", deletes)["deleted"]?.arrayValue?.count == 3)
+        #expect(!h.exists(ballast))
+        d.close()
+        #expect(h.stop() == 0)
+    }
+}
+
+@Suite struct ReserveConfigTests {
+    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: DaemonConfig.embeddedDefaults())
+    }
+
+    @Test("store.reserve is a size (8MiB unless set, 0 for none) that reaches the store and the summary; anything else is an error naming it")
+    func reserveKey() throws {
+        #expect(try parse("").reserve == 8 << 20)
+        let c = try parse("[store]\nreserve = \"64MiB\"")
+        #expect(c.storeConfiguration().reserve == 64 << 20)
+        #expect(c.summary.contains("store.reserve = \(64 << 20)"))
+        #expect(try parse("[store]\nreserve = 0").storeConfiguration().reserve == 0)
+        for bad in ["-1", "\"lots\"", "true"] {
+            #expect(throws: ConfigError.self) { try parse("[store]\nreserve = \(bad)") }
+            do { _ = try parse("[store]\nreserve = \(bad)") } catch { #expect(error.description.contains("store.reserve")) }
+        }
+    }
+}
