@@ -61,6 +61,7 @@ struct MountPointTests {
         let orphan = try f.makeFile("d/orphan.bin")
         try setModificationTime(orphan, 0)
 
+        f.tagRoots()
         let r = try f.verify(orphans: true, deleteOrphans: true)
         #expect(r.of("orphan").map { $0.subject["path"] } == [.string(orphan)], "\(r.problems)")
         #expect(!f.exists(orphan))
@@ -112,6 +113,7 @@ struct MountPointTests {
         #expect(r.unlinked == [held] && r.skipped.isEmpty, "\(r.skipped)")
         let orphan = try f.makeFile("b/orphan.bin")
         try setModificationTime(orphan, 0)
+        f.tagRoots()  // on the tmpfs now over the root
         let v = try f.verify(orphans: true, deleteOrphans: true)
         #expect(v.of("orphan").map { $0.subject["path"] } == [.string(orphan)])
         #expect(!f.exists(orphan))
