@@ -27,6 +27,8 @@ public struct DaemonConfig: Sendable {
     public var maxRequestBytes = 1_048_576
     /// `control.max_connections`.
     public var maxConnections = 1024
+    /// The other `control.*` limits.
+    public var limits = ControlLimits()
     /// `files.roots`.
     public var roots: [String]
     /// `files.unlink_delay`, seconds.
@@ -105,6 +107,7 @@ public struct DaemonConfig: Sendable {
         c.orphanGrace = orphanGrace
         c.skipOpenFiles = skipOpenFiles
         c.policy = policy
+        c.queryTimeLimit = limits.queryTimeLimit
         return c
     }
 
@@ -121,6 +124,7 @@ public struct DaemonConfig: Sendable {
             "control.enforce_ownership = \(enforceOwnership)",
             "control.max_request_bytes = \(maxRequestBytes)",
             "control.max_connections = \(maxConnections)",
+        ] + limits.summary + [
             "files.roots = \(roots)",
             "files.unlink_delay = \(Units.formatDuration(unlinkDelay))",
             "files.orphan_grace = \(Units.formatDuration(orphanGrace))",

@@ -25,6 +25,8 @@ final class ControlServer {
     private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
+    /// index.query and index.aggregate, on threads of their own; started with the socket.
+    private var queries: QueryLane?
     /// Streams closing after their replies are flushed, with the time they must be gone by.
     private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double)] = [:]
     private var reaper: EventLoop.Timer?
@@ -43,6 +45,7 @@ final class ControlServer {
     func start(path: String, mode: UInt32) throws(UVError) {
         try progress.start(loop: daemon.loop) { [unowned self] in deliverProgress() }
         puts = try PutPipeline(store: store, loop: daemon.loop) { [unowned self] n in daemon.workEnded(n) }
+        queries = try QueryLane(loop: daemon.loop, threads: daemon.config.limits.queryThreads)
         pointReader = try? PointReader(store: store)
         // The snapshot of one turn's gets ends before the loop waits again: an idle daemon
         // never pins it, and the WAL can restart.
@@ -109,6 +112,8 @@ final class ControlServer {
 
     func remove(_ session: Session) {
         sessions[session.number] = nil
+        // Its queries that wait for a thread will never be read: they are dropped unrun.
+        queries?.cancel(connection: session.number)
         // Its leases end with it (SPEC §9); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
         daemon.checkStopped()
@@ -156,6 +161,19 @@ final class ControlServer {
         try daemon.submit(work, done: done)
     }
 
+    /// Runs `work` on a query thread and `done` back on the loop, counted as in flight.
+    func submitQuery(uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+        guard let queries else {
+            done()
+            return
+        }
+        daemon.workStarted()
+        queries.submit(uid: uid, connection: connection, work) { [unowned self] in
+            done()
+            daemon.workEnded()
+        }
+    }
+
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
         for report in [outcome.commit].compactMap({ $0 }) + outcome.moreCommits {
@@ -196,6 +214,13 @@ final class ControlServer {
         o["uptime"] = .double((QueryClock.now() - daemon.started).rounded())
         o["connections"] = .int(Int64(sessions.count))
         o["requests"] = .int(Int64(requests))
+        if let queries {
+            let load = queries.load
+            o["queries"] = .object([
+                "threads": .int(Int64(queries.threads)), "running": .int(Int64(load.running)),
+                "queued": .int(Int64(load.queued)),
+            ])
+        }
         o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
         return .object(o)
     }
@@ -212,6 +237,8 @@ final class ControlServer {
         progress.close()
         puts?.stop()  // every put has been answered: the daemon waited for them
         puts = nil
+        queries?.stop()  // nothing runs or waits on it: the daemon waited for every request
+        queries = nil
         turnHook?.close()
         turnHook = nil
         pointReader = nil  // ends its snapshot, so the checkpoint at shutdown can truncate

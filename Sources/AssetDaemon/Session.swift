@@ -181,17 +181,23 @@ final class Session {
         }
         let box = Box<Result<MethodOutcome, RPCError>>()
         let (name, params, ctx) = (request.method, request.params, context)
+        let work: @Sendable () -> Void = { box.value = MethodTable.call(name, params, ctx) }
+        let done = { [self] in
+            running = false
+            // The connection's leases ended when it closed; one granted since ends now.
+            if closed { server.leasesEnded(holder: number) }
+            if maintenance { server.endMaintenance(readOnly: readOnly) }
+            // Progress posted by the pool thread goes out before the reply that follows it.
+            server.deliverProgress()
+            reply(request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started)
+            pump()
+        }
+        if MethodTable.queryLane.contains(name) {
+            server.submitQuery(uid: identity.uid, connection: number, work, done: done)
+            return
+        }
         do {
-            try server.submit({ box.value = MethodTable.call(name, params, ctx) }) { [self] in
-                running = false
-                // The connection's leases ended when it closed; one granted since ends now.
-                if closed { server.leasesEnded(holder: number) }
-                if maintenance { server.endMaintenance(readOnly: readOnly) }
-                // Progress posted by the pool thread goes out before the reply that follows it.
-                server.deliverProgress()
-                reply(request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started)
-                pump()
-            }
+            try server.submit(work, done: done)
         } catch {
             running = false
             if maintenance { server.endMaintenance(readOnly: readOnly) }

@@ -147,6 +147,10 @@ public enum MethodTable {
         "vacuum": Method(adminOnly: true, slow: true, run: vacuum),
     ]
 
+    /// Methods that run a client's clause, on the daemon's query threads rather than the pool:
+    /// they may run until the query time limit.
+    public static let queryLane: Set<String> = ["index.query", "index.aggregate"]
+
     /// Maintenance runs: one at a time per daemon, the policy timer's included; a second is
     /// answered `busy` (that is how cron runs never overlap).
     public static let maintenance: Set<String> = [
