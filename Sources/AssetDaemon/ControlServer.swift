@@ -19,6 +19,11 @@ final class ControlServer {
     var lastCommit: Int64 { daemon.lastCommit }
     var store: Store { daemon.store }
     var loop: Loop { daemon.loop }
+    var limits: ControlLimits { daemon.config.limits }
+    /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
+    private(set) var bufferedTotal = 0
+    /// Connections dropped because they did not take their replies.
+    private var droppedConnections = 0
     /// The last request durations, for stats.
     private var latencies = [Double](repeating: 0, count: 4096)
     private var latencyCount = 0
@@ -174,6 +179,29 @@ final class ControlServer {
         }
     }
 
+    /// Whether all connections together hold more than control.total_buffer_bytes: then none
+    /// is read until they hold less.
+    var overTotal: Bool { bufferedTotal > limits.totalBufferBytes }
+
+    /// `session` holds `delta` more bytes. Over the total, connections that do not take their
+    /// replies are dropped, the largest backlog first; back under it, paused ones are read again.
+    func buffered(_ delta: Int, by session: Session) {
+        let wasOver = overTotal
+        bufferedTotal += delta
+        while overTotal {
+            guard let worst = sessions.values.max(by: { $0.outputBytes < $1.outputBytes }),
+                worst.outputBytes > limits.connectionOutputBytes
+            else { break }
+            logger.warning(
+                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.outputBytes) bytes waiting")
+            droppedConnections += 1
+            worst.close(flush: false)
+        }
+        if wasOver && !overTotal {
+            for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
+        }
+    }
+
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
         for report in [outcome.commit].compactMap({ $0 }) + outcome.moreCommits {
@@ -221,6 +249,16 @@ final class ControlServer {
                 "queued": .int(Int64(load.queued)),
             ])
         }
+        var input = 0, output = 0
+        for s in sessions.values {
+            input += s.bufferedBytes - s.outputBytes
+            output += s.outputBytes
+        }
+        o["buffers"] = .object([
+            "input_bytes": .int(Int64(input)), "output_bytes": .int(Int64(output)),
+            "paused_connections": .int(Int64(sessions.values.filter(\.readingPaused).count)),
+            "dropped_connections": .int(Int64(droppedConnections)),
+        ])
         o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
         return .object(o)
     }

@@ -1,7 +1,9 @@
 // One client connection: splits lines, runs its requests one at a time in order (so a
 // pipelined request sees the effects of the ones before it), writes replies in order, and
-// sends events when watching. Loop-bound. A client that does not read is paused, and a
-// watcher that falls far behind is dropped; other clients never wait for either.
+// sends events when watching. Loop-bound. What a connection holds is counted in bytes: a
+// client over its bounds (requests read and not run, replies not taken) is not read until it
+// is under them again, and a watcher that falls far behind is dropped; other clients never
+// wait for either (assetd.toml(5), [control]).
 
 import AssetStore
 import ControlProtocol
@@ -14,12 +16,12 @@ final class Box<T>: @unchecked Sendable {
 }
 
 final class Session {
-    /// Stop reading a client's requests while this many reply bytes wait to be written.
-    static let replyBacklogLimit = 4 << 20
     /// Drop a watcher whose unwritten events exceed this.
     static let eventBacklogLimit = 16 << 20
-    /// Stop reading while this many requests wait to run.
+    /// Stop reading while this many requests wait to run, however small.
     static let queuedRequestLimit = 4096
+    /// What a parsed request costs beyond its line, counted against the input bound.
+    static let requestOverhead = 128
     /// Items one connection may run per loop turn before the others get theirs.
     static let itemsPerTurn = 512
 
@@ -32,12 +34,18 @@ final class Session {
     /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
-        case request(Result<RPCRequest, RPCFailure>)
+        case request(Result<RPCRequest, RPCFailure>, bytes: Int)
         /// A line over the limit: answered after everything before it, then the connection closes.
         case tooLong
+        /// Taken to run: its memory is released at once, not when the queue is compacted.
+        case taken
     }
     private var queue: [Item] = []
     private var head = 0
+    /// Bytes of the requests read and not yet taken to run.
+    private(set) var inputBytes = 0
+    /// What this session last added to the server's count of buffered bytes.
+    private var accounted = 0
     /// Replies produced while pumping, written in one go at the end (a flood of pipelined
     /// requests costs one write, not one per reply).
     private var out: [UInt8] = []
@@ -46,7 +54,7 @@ final class Session {
     private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
     private var running = false
-    private var readingPaused = false
+    private(set) var readingPaused = false
     /// The peer closed its end: finish what runs, then close.
     private var peerEnded = false
     private(set) var closed = false
@@ -68,7 +76,9 @@ final class Session {
         for item in framer.feed(bytes) {
             switch item {
             case .line(let line):
-                queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }))
+                let bytes = line.count + Session.requestOverhead
+                inputBytes += bytes
+                queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, bytes: bytes))
             case .tooLong:
                 queue.append(.tooLong)
                 stream.stopReading()
@@ -89,20 +99,28 @@ final class Session {
         defer {
             batching = false
             flushOut()
+            // Stopped at the output bound, and the kernel took it all: no write completion
+            // will come to resume, so go on next turn.
+            if !closed, !running, head < queue.count, outputBytes <= server.limits.connectionOutputBytes { yieldTurn() }
         }
         var budget = Session.itemsPerTurn
-        while !running, !closed, head < queue.count, stream.writeQueueSize + out.count <= Session.replyBacklogLimit {
+        while !running, !closed, head < queue.count, outputBytes <= server.limits.connectionOutputBytes {
             guard budget > 0 else {
                 yieldTurn()
                 break
             }
             budget -= 1
             let item = queue[head]
+            queue[head] = .taken
             head += 1
             switch item {
-            case .request(.failure(let f)):
+            case .taken:
+                break
+            case .request(.failure(let f), let bytes):
+                inputBytes -= bytes
                 if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
-            case .request(.success(let request)):
+            case .request(.success(let request), let bytes):
+                inputBytes -= bytes
                 run(request)
             case .tooLong:
                 write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))
@@ -110,7 +128,11 @@ final class Session {
                 return
             }
         }
-        if head > 4096 && head * 2 > queue.count {
+        if head == queue.count {
+            // A connection's queue is empty most of the time: its array goes with it.
+            queue.removeAll(keepingCapacity: queue.capacity <= 64)
+            head = 0
+        } else if head > 1024 && head * 2 > queue.count {
             queue.removeFirst(head)
             head = 0
         }
@@ -250,6 +272,7 @@ final class Session {
     }
 
     private func flushOut() {
+        defer { account() }
         guard !out.isEmpty, !closed else { return }
         let bytes = out
         out = []
@@ -258,6 +281,21 @@ final class Session {
         let written = bytes.withUnsafeBytes { stream.tryWrite($0) }
         guard written < bytes.count else { return }
         stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error) }
+    }
+
+    /// Replies and events not yet taken by the client.
+    var outputBytes: Int { out.count + (closed ? 0 : stream.writeQueueSize) }
+
+    /// Bytes this connection holds: requests waiting, a partial line, replies not taken.
+    var bufferedBytes: Int { closed ? 0 : inputBytes + framer.pendingCount + outputBytes }
+
+    /// Brings the server's total up to date with what this connection holds now.
+    private func account() {
+        let now = bufferedBytes
+        guard now != accounted else { return }
+        let delta = now - accounted
+        accounted = now
+        server.buffered(delta, by: self)
     }
 
     /// Lets other connections run, then goes on with this one's queue.
@@ -297,10 +335,15 @@ final class Session {
         write(event.line)
     }
 
-    /// Pauses reading while replies pile up or requests queue; resumes when they drain.
-    private func updateReading() {
+    /// Pauses reading while this connection is over a bound (requests waiting, replies not
+    /// taken), or holds anything while all connections together are over theirs (one that
+    /// holds nothing is read: a bystander's ping is answered); resumes when they drain.
+    func updateReading() {
+        account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
-        let busy = stream.writeQueueSize > Session.replyBacklogLimit || queuedCount > Session.queuedRequestLimit
+        let limits = server.limits
+        let busy = outputBytes > limits.connectionOutputBytes || inputBytes > limits.connectionInputBytes
+            || queuedCount > Session.queuedRequestLimit || (server.overTotal && inputBytes + outputBytes > 0)
         if busy && !readingPaused {
             stream.stopReading()
             readingPaused = true
@@ -313,12 +356,13 @@ final class Session {
     /// Answers every queued request with shutting_down (the daemon is stopping).
     func refuseQueued() {
         for item in queue[head...] {
-            if case .request(.success(let r)) = item, let id = r.id {
+            if case .request(.success(let r), _) = item, let id = r.id {
                 write(RPCLine.error(id: id, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
             }
         }
         queue = []
         head = 0
+        inputBytes = 0
     }
 
     var isIdle: Bool { !running }
@@ -327,6 +371,7 @@ final class Session {
         guard !closed else { return }
         if flush { flushOut() }
         closed = true
+        account()
         watching = nil
         continuation?.close()
         continuation = nil

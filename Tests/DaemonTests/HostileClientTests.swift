@@ -40,7 +40,8 @@ import Testing
         try c.putObject("w", "b")
         try c.addEdge("link", from: ref("w", "a"), to: ref("w", "b"), rules: ["deleteDestinationIfSourceDeleted"])
         #expect(try c.call("object.touch", ref("w", "b"))["commit"] != nil)
-        #expect(try c.call("transact", ["ops": [["method": "object.put", "params": ["collection": "w", "key": "t", "value": [:]]]]])["commit"] != nil)
+        let put: JSONValue = ["method": "object.put", "params": ["collection": "w", "key": "t", "value": [:]]]
+        #expect(try c.call("transact", ["ops": [put]])["commit"] != nil)
         #expect(try c.deleteObject("w", "a")["deleted"]?.refTexts == ["w/a", "w/b"])
         #expect(try c.call("object.list", ["collection": "q", "limit": 5])["keys"]?.arrayValue?.count == 5)
         #expect(try c.call("lease.acquire", ["objects": [ref("q", "k1")], "ttl": "90s"])["lease"] != nil)
@@ -60,5 +61,78 @@ extension RawConnection {
     func hasBytesToRead() -> Bool {
         var b: UInt8 = 0
         return recv(fd, &b, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+    }
+}
+
+@Suite struct ConnectionMemoryTests {
+    /// A request line of about 1 KiB (the id pads it) for object.get of `key`.
+    static func paddedGet(_ i: Int, _ key: String) -> String {
+        let id = String(repeating: "x", count: 900) + "\(i)"
+        return #"{"jsonrpc":"2.0","id":"\#(id)","method":"object.get","params":{"collection":"big","key":"\#(key)"}}"# + "\n"
+    }
+
+    static func buffers(_ c: ControlClient) throws -> JSONValue { try c.call("stats")["buffers"] ?? .null }
+
+    @Test("a burst of requests, once answered, leaves nothing buffered for its connection")
+    func burstIsReleased() throws {
+        let h = try DaemonHarness()
+        let raw = try RawConnection(path: h.socket)
+        let value = String(repeating: "v", count: 2048)
+        var burst = ""
+        for i in 0..<300 {
+            burst += #"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"b","key":"k\#(i)","value":"\#(value)"}}"# + "\n"
+        }
+        raw.send(burst)
+        for _ in 0..<300 { #expect(raw.readLine()?["result"]?["commit"] != nil) }
+        let c = try h.client()
+        let b = try Self.buffers(c)
+        #expect(b["input_bytes"] == 0 && b["output_bytes"] == 0, "\(b)")
+    }
+
+    @Test("a client that pipelines without reading is paused at its bounds; the others keep answering")
+    func nonReaderIsPaused() throws {
+        let h = try DaemonHarness(controlSection: "connection_input_bytes = \"64KiB\"\nconnection_output_bytes = \"64KiB\"")
+        let c = try h.client(timeout: 60)
+        try c.putObject("big", "x", .string(String(repeating: "y", count: 50_000)))
+        let raw = try RawConnection(path: h.socket)
+        // Far more than the bounds and the socket buffers hold: the sender blocks once the
+        // daemon stops reading, and is released by the shutdown below.
+        let requests = Array((0..<4000).map { Self.paddedGet($0, "x") }.joined().utf8)
+        let sent = onThread { raw.send(requests) }
+        #expect(try eventually(timeout: 60) { try Self.buffers(c)["paused_connections"] == 1 })
+        let b = try Self.buffers(c)
+        // Reading stops within one read (64 KiB) of the input bound, plus a partial line.
+        let input: Int64 = b["input_bytes"]?.intValue ?? .max, inputBound: Int64 = 64 * 1024 + 65_536 + 2048
+        #expect(input <= inputBound, "\(b)")
+        // Replies stop being made within one reply of the output bound.
+        let output: Int64 = b["output_bytes"]?.intValue ?? .max, outputBound: Int64 = 64 * 1024 + 52_000
+        #expect(output <= outputBound, "\(b)")
+        // Everyone else is served meanwhile.
+        #expect(try c.call("ping")["version"] != nil)
+        try c.putObject("other", "k")
+        #expect(try c.getObject("other", "k") != .null)
+        shutdown(raw.fd, Int32(SHUT_RDWR))
+        sent.wait()
+        var last: JSONValue = .null
+        #expect(try eventually(timeout: 60) {
+            last = try Self.buffers(c)
+            return last["input_bytes"] == 0 && last["output_bytes"] == 0 && last["paused_connections"] == 0
+        }, "\(last)")
+    }
+
+    @Test("over the total bound, a connection that does not take its replies is dropped")
+    func nonReaderIsDroppedOverTotal() throws {
+        let h = try DaemonHarness(
+            controlSection: "connection_input_bytes = \"64KiB\"\nconnection_output_bytes = \"64KiB\"\ntotal_buffer_bytes = \"160KiB\"")
+        let c = try h.client(timeout: 60)
+        try c.putObject("big", "x", .string(String(repeating: "y", count: 50_000)))
+        let requests = Array((0..<4000).map { Self.paddedGet($0, "x") }.joined().utf8)
+        let raws = try (0..<3).map { _ in try RawConnection(path: h.socket) }
+        let senders = raws.map { raw in onThread { raw.send(requests) } }
+        #expect(try eventually(timeout: 60) { (try Self.buffers(c)["dropped_connections"]?.intValue ?? 0) >= 1 })
+        #expect(try c.call("ping")["version"] != nil)
+        for raw in raws { shutdown(raw.fd, Int32(SHUT_RDWR)) }
+        for s in senders { s.wait() }
+        #expect(try eventually(timeout: 60) { try Self.buffers(c)["output_bytes"] == 0 })
     }
 }
