@@ -108,6 +108,8 @@ public struct DaemonConfig: Sendable {
         c.skipOpenFiles = skipOpenFiles
         c.policy = policy
         c.queryTimeLimit = limits.queryTimeLimit
+        // No value a query builds can be sent, once over the reply limit: SQLite stops it early.
+        c.queryLengthLimit = limits.maxReplyBytes
         return c
     }
 

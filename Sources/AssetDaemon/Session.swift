@@ -167,6 +167,7 @@ final class Session {
         }
         var context = server.context(for: identity)
         context.connection = number
+        context.replyLimit = server.limits.maxReplyBytes
         guard method.slow else {
             reply(request, MethodTable.call(request.method, request.params, context), started)
             return
@@ -202,8 +203,23 @@ final class Session {
             context.progress = server.progressReporter(session: number, request: id)
         }
         let box = Box<Result<MethodOutcome, RPCError>>()
-        let (name, params, ctx) = (request.method, request.params, context)
-        let work: @Sendable () -> Void = { box.value = MethodTable.call(name, params, ctx) }
+        let line = Box<[UInt8]>()
+        let (name, params, ctx, id) = (request.method, request.params, context, request.id)
+        let work: @Sendable () -> Void = {
+            var result = MethodTable.call(name, params, ctx)
+            // The reply is built here, off the loop: a big one would stall every client.
+            if name != "stats", let id, case .success(var outcome) = result {
+                let bytes = RPCLine.result(id: id, outcome.result)
+                if bytes.count > ctx.replyLimit {
+                    result = .failure(RPCError(StoreError.replyTooLarge(ctx.replyLimit)))
+                } else {
+                    line.value = bytes
+                    outcome.result = .null  // its memory goes now, not with the reply
+                    result = .success(outcome)
+                }
+            }
+            box.value = result
+        }
         let done = { [self] in
             running = false
             // The connection's leases ended when it closed; one granted since ends now.
@@ -211,7 +227,9 @@ final class Session {
             if maintenance { server.endMaintenance(readOnly: readOnly) }
             // Progress posted by the pool thread goes out before the reply that follows it.
             server.deliverProgress()
-            reply(request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started)
+            reply(
+                request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started,
+                built: line.value)
             pump()
         }
         if MethodTable.queryLane.contains(name) {
@@ -246,13 +264,20 @@ final class Session {
         if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
     }
 
-    private func reply(_ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double) {
+    /// Answers `request`; `built` is the reply line when the worker thread made it.
+    private func reply(
+        _ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double, built: [UInt8]? = nil
+    ) {
         server.recordLatency(QueryClock.now() - started)
         switch result {
         case .success(let outcome):
-            var value = outcome.result
-            if request.method == "stats" { value = server.augmentStats(value) }
-            if let id = request.id { write(RPCLine.result(id: id, value)) }
+            if let built {
+                write(built)
+            } else if let id = request.id {
+                var value = outcome.result
+                if request.method == "stats" { value = server.augmentStats(value) }
+                write(RPCLine.result(id: id, value))
+            }
             switch outcome.action {
             case .watch(let filter): watching = filter
             case .unwatch: watching = nil

@@ -118,7 +118,8 @@ public final class Store: Sendable {
         } catch let e as DatabaseError {
             throw StoreError(.permissionDenied, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
-        queries = QueryConnectionPool(path: path, timeLimit: configuration.queryTimeLimit)
+        queries = QueryConnectionPool(
+            path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit)
         state = Mutex(State(policy: configuration.policy))
 
         if !configuration.readOnly {

@@ -136,3 +136,32 @@ extension RawConnection {
         #expect(try eventually(timeout: 60) { try Self.buffers(c)["output_bytes"] == 0 })
     }
 }
+
+@Suite struct ReplySizeTests {
+    @Test("a query reply over control.max_reply_bytes is refused with reply_too_large and a hint to page")
+    func queryReplyTooLarge() throws {
+        let h = try DaemonHarness(controlSection: "max_reply_bytes = \"64KiB\"")
+        let c = try h.client(timeout: 60)
+        for i in 0..<20 { try c.putObject("r", "k\(i)", .string(String(repeating: "z", count: 10_000))) }
+        let e = expectRPCError(Code.application, "reply_too_large") { () throws(ClientError) in
+            try c.call("index.query", ["where": "", "include": "objects"])
+        }
+        #expect(e?.message.contains("LIMIT") == true, "\(String(describing: e))")
+        // Asking for less works, on the same connection.
+        #expect(try c.call("index.query", ["where": "", "include": "keys"])["rows"]?.arrayValue?.count == 20)
+        let page = try c.call("index.query", ["where": "ORDER BY key LIMIT 3", "include": "objects"])
+        #expect(page["rows"]?.arrayValue?.count == 3)
+    }
+
+    @Test("an aggregate that builds a string over the reply limit is stopped with reply_too_large")
+    func aggregateTooLarge() throws {
+        let h = try DaemonHarness(controlSection: "max_reply_bytes = \"64KiB\"")
+        let c = try h.client(timeout: 60)
+        for i in 0..<100 { try c.putObject("g", "k\(i)") }
+        _ = expectRPCError(Code.application, "reply_too_large") { () throws(ClientError) in
+            try c.call("index.aggregate", ["function": "group_concat(printf('%.*c', 1000, 'x'))"])
+        }
+        let small = try c.call("index.aggregate", ["function": "length(group_concat(printf('%.*c', 100, 'x')))"])
+        #expect(small["value"] == 10_099, "\(small)")
+    }
+}

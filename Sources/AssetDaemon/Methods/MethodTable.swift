@@ -36,6 +36,8 @@ public struct MethodContext: Sendable {
     /// Reports how far a long method got (`{phase, done, total}`); nil unless the request
     /// asked with `progress: true`. Called on the method's thread; throttled by the receiver.
     public var progress: (@Sendable ([String: JSONValue]) -> Void)?
+    /// The largest reply the daemon sends (control.max_reply_bytes): a query stops early past it.
+    public var replyLimit = Int.max
 
     public init(
         store: Store, caller: Caller, enforceOwnership: Bool, connection: UInt64? = nil,
