@@ -8,7 +8,7 @@ extension ConfigParser {
         "total_buffer_bytes", "admin_reserved_connections", "max_connections_per_uid",
     ]
 
-    func limits(_ control: JSONValue?, into c: inout ControlLimits) throws(ConfigError) {
+    func limits(_ control: JSONValue?, maxConnections: Int, into c: inout ControlLimits) throws(ConfigError) {
         guard let control else { return }
         func count(_ key: String, _ range: ClosedRange<Int64>) throws(ConfigError) -> Int? {
             guard let v = control[key] else { return nil }
@@ -35,6 +35,11 @@ extension ConfigParser {
         if let n = try size("connection_output_bytes") { c.connectionOutputBytes = n }
         if let n = try size("total_buffer_bytes") { c.totalBufferBytes = n }
         if let n = try count("admin_reserved_connections", 0...1_000_000) { c.adminReservedConnections = n }
+        guard c.adminReservedConnections < maxConnections else {
+            throw error(
+                "control.admin_reserved_connections", "must be less than control.max_connections (\(maxConnections))",
+                section: "control")
+        }
         if let n = try count("max_connections_per_uid", 1...1_000_000) { c.maxConnectionsPerUID = n }
     }
 }

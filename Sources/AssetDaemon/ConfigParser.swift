@@ -102,7 +102,7 @@ struct ConfigParser {
             }
             c.maxConnections = Int(n)
         }
-        try limits(root["control"], into: &c.limits)
+        try limits(root["control"], maxConnections: c.maxConnections, into: &c.limits)
         if let v = get("files", "roots") {
             guard let items = v.arrayValue, !items.isEmpty else {
                 throw error("files.roots", "must be a non-empty array of absolute paths", section: "files")

@@ -1,4 +1,5 @@
-// The control socket: accepts connections (refusing past max_connections), keeps the
+// The control socket: accepts connections (refusing past max_connections, past the slots kept
+// for admins, and past a uid's own cap), keeps the
 // sessions, hands slow work to the thread pool, and sends events after commits and sweeps.
 // Loop-bound.
 
@@ -13,6 +14,8 @@ final class ControlServer {
     private var listener: PipeListener?
     private var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
+    /// Open connections by uid, for control.max_connections_per_uid.
+    private var connectionsByUID: [UInt32: Int] = [:]
     private let progress = ProgressRelay()
     var logger: Logger { daemon.logger }
     var stopping: Bool { daemon.stopping }
@@ -66,26 +69,50 @@ final class ControlServer {
             flushing(stream)
             return
         }
-        guard sessions.count < daemon.config.maxConnections else {
-            logger.warning("refusing a connection: \(sessions.count) of \(daemon.config.maxConnections) in use")
-            stream.write(RPCLine.error(id: .null, .application(.busy, "too many connections")))
-            flushing(stream)
+        let config = daemon.config
+        guard sessions.count < config.maxConnections else {
+            refuse(stream, "too many connections", log: "\(sessions.count) of \(config.maxConnections) in use")
             return
         }
         guard let cred = stream.peerCredentials else {
             stream.close()
             return
         }
+        let identity = PeerIdentity(uid: cred.uid, gid: cred.gid)
+        // Admins may take the last slots and any number of their own: a user who holds every
+        // other slot cannot lock them out.
+        if !identity.isAdmin(config) {
+            let open = connectionsByUID[cred.uid, default: 0]
+            if open >= config.limits.maxConnectionsPerUID {
+                refuse(
+                    stream, "too many connections for uid \(cred.uid) (control.max_connections_per_uid)",
+                    log: "uid \(cred.uid) holds \(open)")
+                return
+            }
+            if sessions.count >= config.maxConnections - config.limits.adminReservedConnections {
+                refuse(
+                    stream, "too many connections: the last \(config.limits.adminReservedConnections) are kept for admins",
+                    log: "\(sessions.count) of \(config.maxConnections) in use, the rest kept for admins")
+                return
+            }
+        }
         let session = Session(
-            server: self, number: nextSessionNumber, stream: stream, identity: PeerIdentity(uid: cred.uid, gid: cred.gid),
-            maximumLine: daemon.config.maxRequestBytes)
+            server: self, number: nextSessionNumber, stream: stream, identity: identity, maximumLine: config.maxRequestBytes)
         nextSessionNumber += 1
         sessions[session.number] = session
+        connectionsByUID[cred.uid, default: 0] += 1
         do {
             try session.start()
         } catch {
             session.close(flush: false)
         }
+    }
+
+    /// Answers a connection refused at accept with `busy` and closes it.
+    private func refuse(_ stream: PipeStream, _ message: String, log: String) {
+        logger.warning("refusing a connection: \(log)")
+        stream.write(RPCLine.error(id: .null, .application(.busy, message)))
+        flushing(stream)
     }
 
     /// Flushes and closes `stream`, closing it outright if that takes past the deadline.
@@ -116,7 +143,9 @@ final class ControlServer {
     }
 
     func remove(_ session: Session) {
-        sessions[session.number] = nil
+        guard sessions.removeValue(forKey: session.number) != nil else { return }
+        let uid = session.identity.uid
+        connectionsByUID[uid] = connectionsByUID[uid] == 1 ? nil : connectionsByUID[uid].map { $0 - 1 }
         // Its queries that wait for a thread will never be read: they are dropped unrun.
         queries?.cancel(connection: session.number)
         // Its leases end with it (SPEC §9); their files' unlinks are rescheduled by the sweep.

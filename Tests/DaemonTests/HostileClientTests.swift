@@ -165,3 +165,49 @@ extension RawConnection {
         #expect(small["value"] == 10_099, "\(small)")
     }
 }
+
+@Suite struct ConnectionSlotTests {
+    /// Holds one connection as nobody until stopped.
+    static func watcherAsNobody(_ h: DaemonHarness) throws -> BackgroundProcess {
+        try BackgroundProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket", h.socket, "watch"])
+    }
+
+    @Test("a user who takes every slot it may leaves the admins theirs, and is held to its own cap",
+          .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as another user"))
+    func slotsKeptForAdmins() throws {
+        let h = try DaemonHarness(controlSection: """
+            mode = "0666"
+            max_connections = 6
+            admin_reserved_connections = 2
+            max_connections_per_uid = 3
+            """)
+        let c = try h.client(timeout: 60)  // an admin's: the daemon's own uid
+        let watchers = try (0..<3).map { _ in try Self.watcherAsNobody(h) }
+        #expect(eventually(timeout: 60) { (try? c.call("stats")["connections"]) == 4 })
+        // nobody's fourth is past its own cap.
+        let capped = try h.assetctlAsNobody("ping")
+        #expect(capped.status != 0, "\(capped)")
+        #expect(eventually { h.log.contains("refusing a connection: uid \(Nobody.uid) holds 3") })
+        for w in watchers { w.stop() }
+        #expect(eventually(timeout: 60) { (try? c.call("stats")["connections"]) == 1 })
+
+        // With the per-uid cap out of the way, nobody may take all but the admins' slots.
+        h.controlSection = h.controlSection.replacingOccurrences(of: "max_connections_per_uid = 3", with: "")
+        try h.writeConfig()
+        _ = h.stop()
+        try h.start()
+        let admin = try h.client(timeout: 60)
+        let more = try (0..<3).map { _ in try Self.watcherAsNobody(h) }
+        #expect(eventually(timeout: 60) { (try? admin.call("stats")["connections"]) == 4 })
+        let refused = try h.assetctlAsNobody("ping")
+        #expect(refused.status != 0, "\(refused)")
+        #expect(eventually { h.log.contains("4 of 6 in use, the rest kept for admins") })
+        // The admins still connect, up to max_connections.
+        let others = try (0..<2).map { _ in try h.client(timeout: 60) }
+        for o in others { #expect(try o.call("ping")["version"] != nil) }
+        #expect(try admin.call("stats")["connections"] == 6)
+        for w in more { w.stop() }
+    }
+}
