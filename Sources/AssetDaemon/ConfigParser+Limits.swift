@@ -35,7 +35,8 @@ extension ConfigParser {
         if let n = try size("connection_output_bytes") { c.connectionOutputBytes = n }
         if let n = try size("total_buffer_bytes") { c.totalBufferBytes = n }
         if let n = try count("admin_reserved_connections", 0...1_000_000) { c.adminReservedConnections = n }
-        guard c.adminReservedConnections < maxConnections else {
+        // The default gives way to a small max_connections; a value set must fit.
+        guard control["admin_reserved_connections"] == nil || c.adminReservedConnections < maxConnections else {
             throw error(
                 "control.admin_reserved_connections", "must be less than control.max_connections (\(maxConnections))",
                 section: "control")

@@ -11,13 +11,13 @@ public struct ControlLimits: Sendable, Equatable {
     /// `control.query_time_limit`, seconds: a clause running longer is interrupted.
     public var queryTimeLimit = 30.0
     /// `control.max_reply_bytes`: a larger reply is refused with reply_too_large.
-    public var maxReplyBytes = 64 << 20
+    public var maxReplyBytes = 16 << 20
     /// `control.connection_input_bytes`: requests read and not yet run, per connection.
     public var connectionInputBytes = 8 << 20
     /// `control.connection_output_bytes`: replies not yet taken by the client, per connection.
-    public var connectionOutputBytes = 16 << 20
+    public var connectionOutputBytes = 4 << 20
     /// `control.total_buffer_bytes`: input and output of all connections together.
-    public var totalBufferBytes = 256 << 20
+    public var totalBufferBytes = 128 << 20
     /// `control.admin_reserved_connections`: slots of max_connections only admins may take.
     public var adminReservedConnections = 8
     /// `control.max_connections_per_uid`: connections one non-admin uid may hold.

@@ -27,6 +27,8 @@ final class ControlServer {
     private(set) var bufferedTotal = 0
     /// Connections dropped because they did not take their replies.
     private var droppedConnections = 0
+    /// Bytes of big replies and buffers freed since memory was last handed back to the system.
+    private var releasedSinceTrim = 0
     /// The last request durations, for stats.
     private var latencies = [Double](repeating: 0, count: 4096)
     private var latencyCount = 0
@@ -89,9 +91,10 @@ final class ControlServer {
                     log: "uid \(cred.uid) holds \(open)")
                 return
             }
-            if sessions.count >= config.maxConnections - config.limits.adminReservedConnections {
+            let reserved = min(config.limits.adminReservedConnections, config.maxConnections - 1)
+            if sessions.count >= config.maxConnections - reserved {
                 refuse(
-                    stream, "too many connections: the last \(config.limits.adminReservedConnections) are kept for admins",
+                    stream, "too many connections: the last \(reserved) are kept for admins",
                     log: "\(sessions.count) of \(config.maxConnections) in use, the rest kept for admins")
                 return
             }
@@ -217,6 +220,7 @@ final class ControlServer {
     func buffered(_ delta: Int, by session: Session) {
         let wasOver = overTotal
         bufferedTotal += delta
+        if delta < 0 { releasedSinceTrim -= delta }
         while overTotal {
             guard let worst = sessions.values.max(by: { $0.outputBytes < $1.outputBytes }),
                 worst.outputBytes > limits.connectionOutputBytes
@@ -229,6 +233,20 @@ final class ControlServer {
         if wasOver && !overTotal {
             for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
         }
+    }
+
+    /// A reply of `bytes` was made (or refused) off the loop: its memory is free again.
+    func released(_ bytes: Int) {
+        if bytes >= 1 << 20 { releasedSinceTrim += bytes }
+    }
+
+    /// Hands freed memory back to the system once a lot was freed and little is held:
+    /// malloc keeps the arenas of the threads that built big replies otherwise, and the
+    /// daemon would stay at its peak while idle.
+    func trimMemory() {
+        guard releasedSinceTrim >= 16 << 20, bufferedTotal < 1 << 20 else { return }
+        releasedSinceTrim = 0
+        _ = mallocTrim(0)
     }
 
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
@@ -315,3 +333,7 @@ final class ControlServer {
         }
     }
 }
+
+/// glibc's malloc_trim (malloc.h is not in the Glibc module).
+@_silgen_name("malloc_trim")
+private func mallocTrim(_ pad: Int) -> Int32

@@ -159,6 +159,7 @@ public final class Daemon {
     /// Every second: the sweep, and a log line for checkpoint failures, which happen off any
     /// request (a WAL that cannot be checkpointed grows until the disk is full).
     private func tick() {
+        server.trimMemory()
         let wal = store.walStatus
         if wal.checkpointFailures > loggedCheckpointFailures {
             logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")

@@ -22,6 +22,9 @@ final class Session {
     static let queuedRequestLimit = 4096
     /// What a parsed request costs beyond its line, counted against the input bound.
     static let requestOverhead = 128
+    /// Lines longer than this are parsed on the pool when their turn comes, not on the loop:
+    /// a client pipelining megabyte puts would hold every other client for each parse.
+    static let parseOnLoopLimit = 64 << 10
     /// Items one connection may run per loop turn before the others get theirs.
     static let itemsPerTurn = 512
 
@@ -35,6 +38,8 @@ final class Session {
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
         case request(Result<RPCRequest, RPCFailure>, bytes: Int)
+        /// A long line, parsed off the loop when its turn comes.
+        case unparsed([UInt8], bytes: Int)
         /// A line over the limit: answered after everything before it, then the connection closes.
         case tooLong
         /// Taken to run: its memory is released at once, not when the queue is compacted.
@@ -78,7 +83,11 @@ final class Session {
             case .line(let line):
                 let bytes = line.count + Session.requestOverhead
                 inputBytes += bytes
-                queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, bytes: bytes))
+                if line.count > Session.parseOnLoopLimit {
+                    queue.append(.unparsed(line, bytes: bytes))
+                } else {
+                    queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, bytes: bytes))
+                }
             case .tooLong:
                 queue.append(.tooLong)
                 stream.stopReading()
@@ -122,6 +131,9 @@ final class Session {
             case .request(.success(let request), let bytes):
                 inputBytes -= bytes
                 run(request)
+            case .unparsed(let line, let bytes):
+                inputBytes -= bytes
+                parseOffLoop(line)
             case .tooLong:
                 write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))
                 close(flush: true)
@@ -225,6 +237,9 @@ final class Session {
             // The connection's leases ended when it closed; one granted since ends now.
             if closed { server.leasesEnded(holder: number) }
             if maintenance { server.endMaintenance(readOnly: readOnly) }
+            if case .failure(let e)? = box.value, e.stableCode == StoreError.Code.replyTooLarge.rawValue {
+                server.released(ctx.replyLimit)
+            }
             // Progress posted by the pool thread goes out before the reply that follows it.
             server.deliverProgress()
             reply(
@@ -242,6 +257,30 @@ final class Session {
             running = false
             if maintenance { server.endMaintenance(readOnly: readOnly) }
             reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
+        }
+    }
+
+    /// Parses a long line on the pool, then runs it as if it had been parsed on arrival.
+    private func parseOffLoop(_ line: [UInt8]) {
+        running = true
+        let box = Box<Result<RPCRequest, RPCFailure>>()
+        do {
+            try server.submit({ box.value = line.withUnsafeBufferPointer { RPCRequest.parse($0) } }) { [self] in
+                running = false
+                guard !closed else { return }  // like the rest of a closed connection's queue: not run
+                switch box.value {
+                case .success(let request)?:
+                    run(request)
+                case .failure(let f)?:
+                    if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
+                case nil:
+                    break
+                }
+                pump()
+            }
+        } catch {
+            running = false
+            write(RPCLine.error(id: .null, RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
         }
     }
 
@@ -381,7 +420,12 @@ final class Session {
     /// Answers every queued request with shutting_down (the daemon is stopping).
     func refuseQueued() {
         for item in queue[head...] {
-            if case .request(.success(let r), _) = item, let id = r.id {
+            var parsed: RPCRequest?
+            if case .request(.success(let r), _) = item { parsed = r }
+            if case .unparsed(let line, _) = item, case .success(let r) = line.withUnsafeBufferPointer({ RPCRequest.parse($0) }) {
+                parsed = r
+            }
+            if let id = parsed?.id {
                 write(RPCLine.error(id: id, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
             }
         }
