@@ -10,11 +10,6 @@ import ControlProtocol
 import EventLoop
 import Foundation
 
-/// Written on a pool thread, read on the loop thread after libuv's `done`, which orders the two.
-final class Box<T>: @unchecked Sendable {
-    var value: T?
-}
-
 final class Session {
     /// Drop a watcher whose unwritten events exceed this.
     static let eventBacklogLimit = 16 << 20
@@ -452,21 +447,5 @@ final class Session {
             stream.close()
         }
         server.remove(self)
-    }
-}
-
-extension RPCError {
-    /// The same error with data.code `shutting_down`.
-    var shuttingDown: RPCError {
-        RPCError(code: RPCError.applicationCode, message: message, data: .object(["code": "shutting_down"]))
-    }
-}
-
-/// Monotonic seconds.
-enum QueryClock {
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
