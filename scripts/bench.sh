@@ -15,22 +15,25 @@
 #   expire  Store.expire by age + Store.sweep over EXPIRE_M registered files (default
 #           1000000, 10% old) against find -mmin +60 -delete over an identical tree, warm,
 #           and cold when /proc/sys/vm/drop_caches is writable (EXPIRE_COLD=no skips it)
-# Default: all five. CLIENT=poll|uv|threads picks the socket load generator (default poll:
+#   hostile  scripts/hostile.sh against the release assetd: slow queries, big and pipelined
+#           puts, big replies, huge aggregates, four hostile clients at once; RSS peak/after
+#           and the bystanders' ping p99 against issue 17's targets (HOSTILE_SCALE, default 1)
+# Default: all six. CLIENT=poll|uv|threads picks the socket load generator (default poll:
 # one thread polling every connection; uv, one thread on libuv's epoll loop, is lighter but
 # lets the daemon batch fewer events per wake-up and measured lower); UV_THREADPOOL_SIZE, if
 # set, is passed on to assetd.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-usage() { echo "usage: scripts/bench.sh [N] [store|socket|scan|footprint|expire ...]  (N objects per workload, default 100000)" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh [N] [store|socket|scan|footprint|expire|hostile ...]  (N objects per workload, default 100000)" >&2; exit 2; }
 n="${N:-100000}"
 case "${1:-}" in
     [0-9]*) n="$1"; shift ;;
 esac
 case "$n" in ''|*[!0-9]*) usage ;; esac
-parts="${*:-store socket scan footprint expire}"
+parts="${*:-store socket scan footprint expire hostile}"
 for p in $parts; do
-    case "$p" in store|socket|scan|footprint|expire) ;; *) echo "unknown part: $p (store, socket, scan, footprint or expire)" >&2; usage ;; esac
+    case "$p" in store|socket|scan|footprint|expire|hostile) ;; *) echo "unknown part: $p (store, socket, scan, footprint, expire or hostile)" >&2; usage ;; esac
 done
 has() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 m="${M:-1000000}"
@@ -45,7 +48,7 @@ for v in "$m" "$put_n" "$put_seconds" "$scan_seconds" "$expire_m"; do
 done
 
 swift build -c release --product assetbench --scratch-path .build-bench >&2
-if has socket || has scan || has footprint; then
+if has socket || has scan || has footprint || has hostile; then
     swift build -c release --product assetd --scratch-path .build-bench >&2
 fi
 bench=.build-bench/release/assetbench
@@ -165,5 +168,9 @@ rm -rf "$scratch/big"
 if has expire; then
     "$bench" expire --folder "$scratch/expire" --files "$expire_m" --cold "$expire_cold"
     rm -rf "$scratch/expire"
+fi
+if has hostile; then
+    # Reports MET/MISSED per case; a miss is reported, not fatal to the other parts.
+    ASSETD=.build-bench/release/assetd scripts/hostile.sh --scale "${HOSTILE_SCALE:-1}" || echo "hostile: some targets MISSED"
 fi
 echo "bench total $((SECONDS - start))s ($parts)"

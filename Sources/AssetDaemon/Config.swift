@@ -29,6 +29,8 @@ public struct DaemonConfig: Sendable {
     public var maxRequestBytes = 1_048_576
     /// `control.max_connections`.
     public var maxConnections = 1024
+    /// The other `control.*` limits.
+    public var limits = ControlLimits()
     /// `files.roots`.
     public var roots: [String]
     /// Whether `roots` is the embedded default (created at start) or set by the config file.
@@ -113,6 +115,9 @@ public struct DaemonConfig: Sendable {
         c.orphanGrace = orphanGrace
         c.skipOpenFiles = skipOpenFiles
         c.policy = policy
+        c.queryTimeLimit = limits.queryTimeLimit
+        // No value a query builds can be sent, once over the reply limit: SQLite stops it early.
+        c.queryLengthLimit = limits.maxReplyBytes
         return c
     }
 
@@ -130,6 +135,7 @@ public struct DaemonConfig: Sendable {
             "control.enforce_ownership = \(enforceOwnership)",
             "control.max_request_bytes = \(maxRequestBytes)",
             "control.max_connections = \(maxConnections)",
+        ] + limits.summary + [
             "files.roots = \(roots)",
             "files.unlink_delay = \(Units.formatDuration(unlinkDelay))",
             "files.orphan_grace = \(Units.formatDuration(orphanGrace))",

@@ -13,7 +13,9 @@ struct ConfigParser {
 
     static let sections: [String: Set<String>] = [
         "store": ["path", "durability", "reserve"],
-        "control": ["socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "max_request_bytes", "max_connections"],
+        "control": limitKeys.union([
+            "socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "max_request_bytes", "max_connections",
+        ]),
         "files": ["roots", "unlink_delay", "orphan_grace", "skip_open"],
         "log": ["level"],
     ]
@@ -101,6 +103,7 @@ struct ConfigParser {
             }
             c.maxConnections = Int(n)
         }
+        try limits(root["control"], maxConnections: c.maxConnections, into: &c.limits)
         if let v = get("files", "roots") {
             guard let items = v.arrayValue, !items.isEmpty else {
                 throw error("files.roots", "must be a non-empty array of absolute paths", section: "files")

@@ -1,4 +1,5 @@
-// The control socket: accepts connections (refusing past max_connections), keeps the
+// The control socket: accepts connections (refusing past max_connections, past the slots kept
+// for admins, and past a uid's own cap), keeps the
 // sessions, hands slow work to the thread pool, and sends events after commits and sweeps.
 // Loop-bound.
 
@@ -13,18 +14,29 @@ final class ControlServer {
     private var listener: PipeListener?
     private var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
+    /// Open connections by uid, for control.max_connections_per_uid.
+    private var connectionsByUID: [UInt32: Int] = [:]
     private let progress = ProgressRelay()
     var logger: Logger { daemon.logger }
     var stopping: Bool { daemon.stopping }
     var lastCommit: Int64 { daemon.lastCommit }
     var store: Store { daemon.store }
     var loop: Loop { daemon.loop }
+    var limits: ControlLimits { daemon.config.limits }
+    /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
+    private(set) var bufferedTotal = 0
+    /// Connections dropped because they did not take their replies.
+    private var droppedConnections = 0
+    /// Bytes of big replies and buffers freed since memory was last handed back to the system.
+    private var releasedSinceTrim = 0
     /// The last request durations, for stats.
     private var latencies = [Double](repeating: 0, count: 4096)
     private var latencyCount = 0
     private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
+    /// index.query and index.aggregate, on threads of their own; started with the socket.
+    private var queries: QueryLane?
     /// Streams closing after their replies are flushed, with the time they must be gone by.
     private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double)] = [:]
     private var reaper: EventLoop.Timer?
@@ -43,6 +55,7 @@ final class ControlServer {
     func start(path: String, mode: UInt32) throws(UVError) {
         try progress.start(loop: daemon.loop) { [unowned self] in deliverProgress() }
         puts = try PutPipeline(store: store, loop: daemon.loop) { [unowned self] n in daemon.workEnded(n) }
+        queries = try QueryLane(loop: daemon.loop, threads: daemon.config.limits.queryThreads)
         pointReader = try? PointReader(store: store)
         // The snapshot of one turn's gets ends before the loop waits again: an idle daemon
         // never pins it, and the WAL can restart.
@@ -58,26 +71,51 @@ final class ControlServer {
             flushing(stream)
             return
         }
-        guard sessions.count < daemon.config.maxConnections else {
-            logger.warning("refusing a connection: \(sessions.count) of \(daemon.config.maxConnections) in use")
-            stream.write(RPCLine.error(id: .null, .application(.busy, "too many connections")))
-            flushing(stream)
+        let config = daemon.config
+        guard sessions.count < config.maxConnections else {
+            refuse(stream, "too many connections", log: "\(sessions.count) of \(config.maxConnections) in use")
             return
         }
         guard let cred = stream.peerCredentials else {
             stream.close()
             return
         }
+        let identity = PeerIdentity(uid: cred.uid, gid: cred.gid)
+        // Admins may take the last slots and any number of their own: a user who holds every
+        // other slot cannot lock them out.
+        if !identity.isAdmin(config) {
+            let open = connectionsByUID[cred.uid, default: 0]
+            if open >= config.limits.maxConnectionsPerUID {
+                refuse(
+                    stream, "too many connections for uid \(cred.uid) (control.max_connections_per_uid)",
+                    log: "uid \(cred.uid) holds \(open)")
+                return
+            }
+            let reserved = min(config.limits.adminReservedConnections, config.maxConnections - 1)
+            if sessions.count >= config.maxConnections - reserved {
+                refuse(
+                    stream, "too many connections: the last \(reserved) are kept for admins",
+                    log: "\(sessions.count) of \(config.maxConnections) in use, the rest kept for admins")
+                return
+            }
+        }
         let session = Session(
-            server: self, number: nextSessionNumber, stream: stream, identity: PeerIdentity(uid: cred.uid, gid: cred.gid),
-            maximumLine: daemon.config.maxRequestBytes)
+            server: self, number: nextSessionNumber, stream: stream, identity: identity, maximumLine: config.maxRequestBytes)
         nextSessionNumber += 1
         sessions[session.number] = session
+        connectionsByUID[cred.uid, default: 0] += 1
         do {
             try session.start()
         } catch {
             session.close(flush: false)
         }
+    }
+
+    /// Answers a connection refused at accept with `busy` and closes it.
+    private func refuse(_ stream: PipeStream, _ message: String, log: String) {
+        logger.warning("refusing a connection: \(log)")
+        stream.write(RPCLine.error(id: .null, .application(.busy, message)))
+        flushing(stream)
     }
 
     /// Flushes and closes `stream`, closing it outright if that takes past the deadline.
@@ -108,7 +146,11 @@ final class ControlServer {
     }
 
     func remove(_ session: Session) {
-        sessions[session.number] = nil
+        guard sessions.removeValue(forKey: session.number) != nil else { return }
+        let uid = session.identity.uid
+        connectionsByUID[uid] = connectionsByUID[uid] == 1 ? nil : connectionsByUID[uid].map { $0 - 1 }
+        // Its queries that wait for a thread will never be read: they are dropped unrun.
+        queries?.cancel(connection: session.number)
         // Its leases end with it (SPEC §9); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
         daemon.checkStopped()
@@ -156,6 +198,57 @@ final class ControlServer {
         try daemon.submit(work, done: done)
     }
 
+    /// Runs `work` on a query thread and `done` back on the loop, counted as in flight.
+    func submitQuery(uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+        guard let queries else {
+            done()
+            return
+        }
+        daemon.workStarted()
+        queries.submit(uid: uid, connection: connection, work) { [unowned self] in
+            done()
+            daemon.workEnded()
+        }
+    }
+
+    /// Whether all connections together hold more than control.total_buffer_bytes: then none
+    /// is read until they hold less.
+    var overTotal: Bool { bufferedTotal > limits.totalBufferBytes }
+
+    /// `session` holds `delta` more bytes. Over the total, connections that do not take their
+    /// replies are dropped, the largest backlog first; back under it, paused ones are read again.
+    func buffered(_ delta: Int, by session: Session) {
+        let wasOver = overTotal
+        bufferedTotal += delta
+        if delta < 0 { releasedSinceTrim -= delta }
+        while overTotal {
+            guard let worst = sessions.values.max(by: { $0.outputBytes < $1.outputBytes }),
+                worst.outputBytes > limits.connectionOutputBytes
+            else { break }
+            logger.warning(
+                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.outputBytes) bytes waiting")
+            droppedConnections += 1
+            worst.close(flush: false)
+        }
+        if wasOver && !overTotal {
+            for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
+        }
+    }
+
+    /// A reply of `bytes` was made (or refused) off the loop: its memory is free again.
+    func released(_ bytes: Int) {
+        if bytes >= 1 << 20 { releasedSinceTrim += bytes }
+    }
+
+    /// Hands freed memory back to the system once a lot was freed and little is held:
+    /// malloc keeps the arenas of the threads that built big replies otherwise, and the
+    /// daemon would stay at its peak while idle.
+    func trimMemory() {
+        guard releasedSinceTrim >= 16 << 20, bufferedTotal < 1 << 20 else { return }
+        releasedSinceTrim = 0
+        _ = mallocTrim(0)
+    }
+
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
         for report in [outcome.commit].compactMap({ $0 }) + outcome.moreCommits {
@@ -196,6 +289,23 @@ final class ControlServer {
         o["uptime"] = .double((QueryClock.now() - daemon.started).rounded())
         o["connections"] = .int(Int64(sessions.count))
         o["requests"] = .int(Int64(requests))
+        if let queries {
+            let load = queries.load
+            o["queries"] = .object([
+                "threads": .int(Int64(queries.threads)), "running": .int(Int64(load.running)),
+                "queued": .int(Int64(load.queued)),
+            ])
+        }
+        var input = 0, output = 0
+        for s in sessions.values {
+            input += s.bufferedBytes - s.outputBytes
+            output += s.outputBytes
+        }
+        o["buffers"] = .object([
+            "input_bytes": .int(Int64(input)), "output_bytes": .int(Int64(output)),
+            "paused_connections": .int(Int64(sessions.values.filter(\.readingPaused).count)),
+            "dropped_connections": .int(Int64(droppedConnections)),
+        ])
         o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
         return .object(o)
     }
@@ -212,6 +322,8 @@ final class ControlServer {
         progress.close()
         puts?.stop()  // every put has been answered: the daemon waited for them
         puts = nil
+        queries?.stop()  // nothing runs or waits on it: the daemon waited for every request
+        queries = nil
         turnHook?.close()
         turnHook = nil
         pointReader = nil  // ends its snapshot, so the checkpoint at shutdown can truncate
@@ -221,3 +333,7 @@ final class ControlServer {
         }
     }
 }
+
+/// glibc's malloc_trim (malloc.h is not in the Glibc module).
+@_silgen_name("malloc_trim")
+private func mallocTrim(_ pad: Int) -> Int32

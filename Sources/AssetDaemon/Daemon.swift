@@ -160,6 +160,7 @@ public final class Daemon {
     /// request (a WAL that cannot be checkpointed grows until the disk is full).
     private func tick() {
         logSpaceNotices()
+        server.trimMemory()
         let wal = store.walStatus
         if wal.checkpointFailures > loggedCheckpointFailures {
             logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")

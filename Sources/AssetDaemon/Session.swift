@@ -1,25 +1,25 @@
 // One client connection: splits lines, runs its requests one at a time in order (so a
 // pipelined request sees the effects of the ones before it), writes replies in order, and
-// sends events when watching. Loop-bound. A client that does not read is paused, and a
-// watcher that falls far behind is dropped; other clients never wait for either.
+// sends events when watching. Loop-bound. What a connection holds is counted in bytes: a
+// client over its bounds (requests read and not run, replies not taken) is not read until it
+// is under them again, and a watcher that falls far behind is dropped; other clients never
+// wait for either (assetd.toml(5), [control]).
 
 import AssetStore
 import ControlProtocol
 import EventLoop
 import Foundation
 
-/// Written on a pool thread, read on the loop thread after libuv's `done`, which orders the two.
-final class Box<T>: @unchecked Sendable {
-    var value: T?
-}
-
 final class Session {
-    /// Stop reading a client's requests while this many reply bytes wait to be written.
-    static let replyBacklogLimit = 4 << 20
     /// Drop a watcher whose unwritten events exceed this.
     static let eventBacklogLimit = 16 << 20
-    /// Stop reading while this many requests wait to run.
+    /// Stop reading while this many requests wait to run, however small.
     static let queuedRequestLimit = 4096
+    /// What a parsed request costs beyond its line, counted against the input bound.
+    static let requestOverhead = 128
+    /// Lines longer than this are parsed on the pool when their turn comes, not on the loop:
+    /// a client pipelining megabyte puts would hold every other client for each parse.
+    static let parseOnLoopLimit = 64 << 10
     /// Items one connection may run per loop turn before the others get theirs.
     static let itemsPerTurn = 512
 
@@ -32,12 +32,20 @@ final class Session {
     /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
-        case request(Result<RPCRequest, RPCFailure>)
+        case request(Result<RPCRequest, RPCFailure>, bytes: Int)
+        /// A long line, parsed off the loop when its turn comes.
+        case unparsed([UInt8], bytes: Int)
         /// A line over the limit: answered after everything before it, then the connection closes.
         case tooLong
+        /// Taken to run: its memory is released at once, not when the queue is compacted.
+        case taken
     }
     private var queue: [Item] = []
     private var head = 0
+    /// Bytes of the requests read and not yet taken to run.
+    private(set) var inputBytes = 0
+    /// What this session last added to the server's count of buffered bytes.
+    private var accounted = 0
     /// Replies produced while pumping, written in one go at the end (a flood of pipelined
     /// requests costs one write, not one per reply).
     private var out: [UInt8] = []
@@ -46,7 +54,7 @@ final class Session {
     private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
     private var running = false
-    private var readingPaused = false
+    private(set) var readingPaused = false
     /// The peer closed its end: finish what runs, then close.
     private var peerEnded = false
     private(set) var closed = false
@@ -68,7 +76,13 @@ final class Session {
         for item in framer.feed(bytes) {
             switch item {
             case .line(let line):
-                queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }))
+                let bytes = line.count + Session.requestOverhead
+                inputBytes += bytes
+                if line.count > Session.parseOnLoopLimit {
+                    queue.append(.unparsed(line, bytes: bytes))
+                } else {
+                    queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, bytes: bytes))
+                }
             case .tooLong:
                 queue.append(.tooLong)
                 stream.stopReading()
@@ -89,28 +103,43 @@ final class Session {
         defer {
             batching = false
             flushOut()
+            // Stopped at the output bound, and the kernel took it all: no write completion
+            // will come to resume, so go on next turn.
+            if !closed, !running, head < queue.count, outputBytes <= server.limits.connectionOutputBytes { yieldTurn() }
         }
         var budget = Session.itemsPerTurn
-        while !running, !closed, head < queue.count, stream.writeQueueSize + out.count <= Session.replyBacklogLimit {
+        while !running, !closed, head < queue.count, outputBytes <= server.limits.connectionOutputBytes {
             guard budget > 0 else {
                 yieldTurn()
                 break
             }
             budget -= 1
             let item = queue[head]
+            queue[head] = .taken
             head += 1
             switch item {
-            case .request(.failure(let f)):
+            case .taken:
+                break
+            case .request(.failure(let f), let bytes):
+                inputBytes -= bytes
                 if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
-            case .request(.success(let request)):
+            case .request(.success(let request), let bytes):
+                inputBytes -= bytes
                 run(request)
+            case .unparsed(let line, let bytes):
+                inputBytes -= bytes
+                parseOffLoop(line)
             case .tooLong:
                 write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))
                 close(flush: true)
                 return
             }
         }
-        if head > 4096 && head * 2 > queue.count {
+        if head == queue.count {
+            // A connection's queue is empty most of the time: its array goes with it.
+            queue.removeAll(keepingCapacity: queue.capacity <= 64)
+            head = 0
+        } else if head > 1024 && head * 2 > queue.count {
             queue.removeFirst(head)
             head = 0
         }
@@ -145,6 +174,7 @@ final class Session {
         }
         var context = server.context(for: identity)
         context.connection = number
+        context.replyLimit = server.limits.maxReplyBytes
         guard method.slow else {
             reply(request, MethodTable.call(request.method, request.params, context), started)
             return
@@ -180,22 +210,72 @@ final class Session {
             context.progress = server.progressReporter(session: number, request: id)
         }
         let box = Box<Result<MethodOutcome, RPCError>>()
-        let (name, params, ctx) = (request.method, request.params, context)
-        do {
-            try server.submit({ box.value = MethodTable.call(name, params, ctx) }) { [self] in
-                running = false
-                // The connection's leases ended when it closed; one granted since ends now.
-                if closed { server.leasesEnded(holder: number) }
-                if maintenance { server.endMaintenance(readOnly: readOnly) }
-                // Progress posted by the pool thread goes out before the reply that follows it.
-                server.deliverProgress()
-                reply(request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started)
-                pump()
+        let line = Box<[UInt8]>()
+        let (name, params, ctx, id) = (request.method, request.params, context, request.id)
+        let work: @Sendable () -> Void = {
+            var result = MethodTable.call(name, params, ctx)
+            // The reply is built here, off the loop: a big one would stall every client.
+            if name != "stats", let id, case .success(var outcome) = result {
+                let bytes = RPCLine.result(id: id, outcome.result)
+                if bytes.count > ctx.replyLimit {
+                    result = .failure(RPCError(StoreError.replyTooLarge(ctx.replyLimit)))
+                } else {
+                    line.value = bytes
+                    outcome.result = .null  // its memory goes now, not with the reply
+                    result = .success(outcome)
+                }
             }
+            box.value = result
+        }
+        let done = { [self] in
+            running = false
+            // The connection's leases ended when it closed; one granted since ends now.
+            if closed { server.leasesEnded(holder: number) }
+            if maintenance { server.endMaintenance(readOnly: readOnly) }
+            if case .failure(let e)? = box.value, e.stableCode == StoreError.Code.replyTooLarge.rawValue {
+                server.released(ctx.replyLimit)
+            }
+            // Progress posted by the pool thread goes out before the reply that follows it.
+            server.deliverProgress()
+            reply(
+                request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started,
+                built: line.value)
+            pump()
+        }
+        if MethodTable.queryLane.contains(name) {
+            server.submitQuery(uid: identity.uid, connection: number, work, done: done)
+            return
+        }
+        do {
+            try server.submit(work, done: done)
         } catch {
             running = false
             if maintenance { server.endMaintenance(readOnly: readOnly) }
             reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
+        }
+    }
+
+    /// Parses a long line on the pool, then runs it as if it had been parsed on arrival.
+    private func parseOffLoop(_ line: [UInt8]) {
+        running = true
+        let box = Box<Result<RPCRequest, RPCFailure>>()
+        do {
+            try server.submit({ box.value = line.withUnsafeBufferPointer { RPCRequest.parse($0) } }) { [self] in
+                running = false
+                guard !closed else { return }  // like the rest of a closed connection's queue: not run
+                switch box.value {
+                case .success(let request)?:
+                    run(request)
+                case .failure(let f)?:
+                    if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
+                case nil:
+                    break
+                }
+                pump()
+            }
+        } catch {
+            running = false
+            write(RPCLine.error(id: .null, RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
         }
     }
 
@@ -218,13 +298,20 @@ final class Session {
         if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
     }
 
-    private func reply(_ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double) {
+    /// Answers `request`; `built` is the reply line when the worker thread made it.
+    private func reply(
+        _ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double, built: [UInt8]? = nil
+    ) {
         server.recordLatency(QueryClock.now() - started)
         switch result {
         case .success(let outcome):
-            var value = outcome.result
-            if request.method == "stats" { value = server.augmentStats(value) }
-            if let id = request.id { write(RPCLine.result(id: id, value)) }
+            if let built {
+                write(built)
+            } else if let id = request.id {
+                var value = outcome.result
+                if request.method == "stats" { value = server.augmentStats(value) }
+                write(RPCLine.result(id: id, value))
+            }
             switch outcome.action {
             case .watch(let filter): watching = filter
             case .unwatch: watching = nil
@@ -244,6 +331,7 @@ final class Session {
     }
 
     private func flushOut() {
+        defer { account() }
         guard !out.isEmpty, !closed else { return }
         let bytes = out
         out = []
@@ -252,6 +340,21 @@ final class Session {
         let written = bytes.withUnsafeBytes { stream.tryWrite($0) }
         guard written < bytes.count else { return }
         stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error) }
+    }
+
+    /// Replies and events not yet taken by the client.
+    var outputBytes: Int { out.count + (closed ? 0 : stream.writeQueueSize) }
+
+    /// Bytes this connection holds: requests waiting, a partial line, replies not taken.
+    var bufferedBytes: Int { closed ? 0 : inputBytes + framer.pendingCount + outputBytes }
+
+    /// Brings the server's total up to date with what this connection holds now.
+    private func account() {
+        let now = bufferedBytes
+        guard now != accounted else { return }
+        let delta = now - accounted
+        accounted = now
+        server.buffered(delta, by: self)
     }
 
     /// Lets other connections run, then goes on with this one's queue.
@@ -291,10 +394,15 @@ final class Session {
         write(event.line)
     }
 
-    /// Pauses reading while replies pile up or requests queue; resumes when they drain.
-    private func updateReading() {
+    /// Pauses reading while this connection is over a bound (requests waiting, replies not
+    /// taken), or holds anything while all connections together are over theirs (one that
+    /// holds nothing is read: a bystander's ping is answered); resumes when they drain.
+    func updateReading() {
+        account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
-        let busy = stream.writeQueueSize > Session.replyBacklogLimit || queuedCount > Session.queuedRequestLimit
+        let limits = server.limits
+        let busy = outputBytes > limits.connectionOutputBytes || inputBytes > limits.connectionInputBytes
+            || queuedCount > Session.queuedRequestLimit || (server.overTotal && inputBytes + outputBytes > 0)
         if busy && !readingPaused {
             stream.stopReading()
             readingPaused = true
@@ -307,12 +415,18 @@ final class Session {
     /// Answers every queued request with shutting_down (the daemon is stopping).
     func refuseQueued() {
         for item in queue[head...] {
-            if case .request(.success(let r)) = item, let id = r.id {
+            var parsed: RPCRequest?
+            if case .request(.success(let r), _) = item { parsed = r }
+            if case .unparsed(let line, _) = item, case .success(let r) = line.withUnsafeBufferPointer({ RPCRequest.parse($0) }) {
+                parsed = r
+            }
+            if let id = parsed?.id {
                 write(RPCLine.error(id: id, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
             }
         }
         queue = []
         head = 0
+        inputBytes = 0
     }
 
     var isIdle: Bool { !running }
@@ -321,6 +435,7 @@ final class Session {
         guard !closed else { return }
         if flush { flushOut() }
         closed = true
+        account()
         watching = nil
         continuation?.close()
         continuation = nil
@@ -332,21 +447,5 @@ final class Session {
             stream.close()
         }
         server.remove(self)
-    }
-}
-
-extension RPCError {
-    /// The same error with data.code `shutting_down`.
-    var shuttingDown: RPCError {
-        RPCError(code: RPCError.applicationCode, message: message, data: .object(["code": "shutting_down"]))
-    }
-}
-
-/// Monotonic seconds.
-enum QueryClock {
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }

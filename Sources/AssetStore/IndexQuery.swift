@@ -53,10 +53,12 @@ public enum AggregateResult: Sendable, Hashable {
 }
 
 extension Store {
-    /// Rows of `index` matching `clause` (`WHERE …`, `ORDER BY …`, `LIMIT …`).
+    /// Rows of `index` matching `clause` (`WHERE …`, `ORDER BY …`, `LIMIT …`); `replyLimit`
+    /// stops one whose rows would take more bytes than that as JSON (`reply_too_large`) before
+    /// they are all in memory.
     public func query(
         index: String = IndexDefinition.defaultName, clause: String, parameters: [JSONValue] = [],
-        include: IndexInclude = .keys
+        include: IndexInclude = .keys, replyLimit: Int = .max
     ) throws -> [IndexRow] {
         let table = try tableName(index)
         let (sql, args) = try QueryText.expand(clause, parameters)
@@ -71,8 +73,15 @@ extension Store {
             try conn.inReadTransaction(if: include == .objects) {
                 var out = [IndexRow]()
                 var ids = [Int64]()
+                // What the rows' text takes, a little under their JSON (quotes and names aside).
+                var bytes = 0
+                func count(_ stmt: OpaquePointer, _ columns: Int32) throws {
+                    for i in 0..<columns { bytes += Int(sqlite3_column_bytes(stmt, i)) }
+                    if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
+                }
                 let text = "SELECT \(selected.joined(separator: ", ")) FROM \"\(table)\" \(sql)"
                 try conn.run(text, args, table: table) { stmt in
+                    try count(stmt, sqlite3_column_count(stmt))
                     ids.append(sqlite3_column_int64(stmt, 0))
                     let ref = ObjectRef(QueryText.text(stmt, 1), QueryText.text(stmt, 2))
                     var columns: [String: JSONValue]?
@@ -86,6 +95,7 @@ extension Store {
                 if include == .objects {
                     for (i, id) in ids.enumerated() {
                         try conn.run("SELECT value, metadata FROM object WHERE id = ?", [.int(id)], table: nil) { stmt in
+                            try count(stmt, 2)
                             out[i].value = try Reads.json(String(cString: sqlite3_column_text(stmt, 0)))
                             if sqlite3_column_type(stmt, 1) != SQLITE_NULL {
                                 out[i].metadata = try Reads.json(String(cString: sqlite3_column_text(stmt, 1)))
@@ -216,6 +226,9 @@ extension QueryConnection {
             if step == SQLITE_ROW { try row(stmt); continue }
             if step == SQLITE_DONE { return }
             if step == SQLITE_AUTH { throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")") }
+            if step == SQLITE_TOOBIG {
+                throw StoreError(.replyTooLarge, "the query built a value larger than the reply limit: ask for less")
+            }
             if step == SQLITE_INTERRUPT {
                 throw StoreError(.queryRejected, "the query ran longer than \(Int(timeLimit)) s and was stopped")
             }

@@ -37,7 +37,7 @@ final class QueryConnection {
         "json_quote", "json_group_array", "json_group_object",
     ]
 
-    init(path: String, timeLimit: Double) throws(StoreError) {
+    init(path: String, timeLimit: Double, lengthLimit: Int = 64 << 20) throws(StoreError) {
         self.timeLimit = timeLimit
         var h: OpaquePointer?
         let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
@@ -51,7 +51,7 @@ final class QueryConnection {
         sqlite3_set_authorizer(h, queryAuthorizer, Unmanaged.passUnretained(self).toOpaque())
         // A client's clause can ask for a lot: bound the time and the size of any value.
         sqlite3_progress_handler(h, 10_000, queryProgress, Unmanaged.passUnretained(self).toOpaque())
-        sqlite3_limit(h, SQLITE_LIMIT_LENGTH, 64 << 20)
+        sqlite3_limit(h, SQLITE_LIMIT_LENGTH, Int32(clamping: lengthLimit))
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }
@@ -202,18 +202,20 @@ private let queryProgress: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = 
 final class QueryConnectionPool: Sendable {
     let path: String
     let timeLimit: Double
+    let lengthLimit: Int
     // QueryConnection is not Sendable; the mutex hands each to one thread at a time.
     private let idle = Mutex<[UnsafeSendable<QueryConnection>]>([])
     private let closed = Mutex(false)
 
-    init(path: String, timeLimit: Double) {
+    init(path: String, timeLimit: Double, lengthLimit: Int) {
         self.path = path
         self.timeLimit = timeLimit
+        self.lengthLimit = lengthLimit
     }
 
     func with<T>(_ body: (QueryConnection) throws -> T) throws -> T {
         guard !closed.withLock({ $0 }) else { throw StoreError(.internalError, "the store is closed") }
-        let conn = try idle.withLock { $0.popLast()?.value } ?? QueryConnection(path: path, timeLimit: timeLimit)
+        let conn = try idle.withLock { $0.popLast()?.value } ?? QueryConnection(path: path, timeLimit: timeLimit, lengthLimit: lengthLimit)
         defer {
             conn.allowedTable = nil
             if !closed.withLock({ $0 }) {

@@ -122,7 +122,8 @@ public final class Store: Sendable {
             let code: StoreError.Code = e.resultCode == .SQLITE_FULL ? .storageFull : .permissionDenied
             throw StoreError(code, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
-        queries = QueryConnectionPool(path: path, timeLimit: configuration.queryTimeLimit)
+        queries = QueryConnectionPool(
+            path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit)
         state = Mutex(State(policy: configuration.policy))
 
         if !configuration.readOnly {

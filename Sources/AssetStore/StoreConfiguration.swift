@@ -31,6 +31,8 @@ public struct StoreConfiguration: Sendable {
     public var drainOnOpen = true
     /// Seconds an index query or aggregate may run before it is stopped (`query_rejected`).
     public var queryTimeLimit: Double = 30
+    /// The longest text or blob a query may build (SQLITE_LIMIT_LENGTH on its connections).
+    public var queryLengthLimit = 64 << 20
     /// Open without the lock, for reading a database another process holds.
     public var readOnly = false
     /// `store.reserve`: bytes of the ballast file kept next to the database so that deletes

@@ -20,6 +20,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case storageFull = "storage_full"
         case untaggedRoot = "untagged_root"
         case busy
+        /// A reply larger than the daemon's control.max_reply_bytes.
+        case replyTooLarge = "reply_too_large"
         case internalError = "internal"
     }
 
@@ -29,6 +31,14 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// Structured detail for programs (the edge that denied, the offending pair of rules…).
     public let detail: JSONValue?
+
+    /// A reply over `limit` bytes, with the hint to ask for less.
+    public static func replyTooLarge(_ limit: Int) -> StoreError {
+        StoreError(
+            .replyTooLarge,
+            "the reply would be larger than \(limit) bytes (control.max_reply_bytes): ask for less, with a LIMIT in the "
+                + "clause (ORDER BY key and key > the last one for the next page), include \"keys\", or object.list with limit and after")
+    }
 
     /// An error with a code and message.
     public init(_ code: Code, _ message: String, detail: JSONValue? = nil) {

@@ -12,7 +12,8 @@ extension MethodTable {
         }
         let rows = try ctx.store.query(
             index: try p.optionalString("index") ?? IndexDefinition.defaultName,
-            clause: try p.optionalString("where") ?? "", parameters: try queryParameters(p), include: include)
+            clause: try p.optionalString("where") ?? "", parameters: try queryParameters(p), include: include,
+            replyLimit: ctx.replyLimit)
         return MethodOutcome(.object(["rows": .array(rows.map(\.json))]))
     }
 

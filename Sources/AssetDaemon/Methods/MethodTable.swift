@@ -36,6 +36,8 @@ public struct MethodContext: Sendable {
     /// Reports how far a long method got (`{phase, done, total}`); nil unless the request
     /// asked with `progress: true`. Called on the method's thread; throttled by the receiver.
     public var progress: (@Sendable ([String: JSONValue]) -> Void)?
+    /// The largest reply the daemon sends (control.max_reply_bytes): a query stops early past it.
+    public var replyLimit = Int.max
 
     public init(
         store: Store, caller: Caller, enforceOwnership: Bool, connection: UInt64? = nil,
@@ -146,6 +148,10 @@ public enum MethodTable {
         "backup": Method(adminOnly: true, slow: true, run: backup),
         "vacuum": Method(adminOnly: true, slow: true, run: vacuum),
     ]
+
+    /// Methods that run a client's clause, on the daemon's query threads rather than the pool:
+    /// they may run until the query time limit.
+    public static let queryLane: Set<String> = ["index.query", "index.aggregate"]
 
     /// Maintenance runs: one at a time per daemon, the policy timer's included; a second is
     /// answered `busy` (that is how cron runs never overlap).

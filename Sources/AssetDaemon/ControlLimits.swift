@@ -1,0 +1,41 @@
+// What one client may take of the daemon (assetd.toml(5), [control]): threads for queries,
+// bytes buffered per connection and in total, the size of one reply, connection slots.
+
+import AssetStore
+import Foundation
+
+/// The `control.*` limits that keep one client from hurting the others.
+public struct ControlLimits: Sendable, Equatable {
+    /// `control.query_threads`: threads that run index.query and index.aggregate.
+    public var queryThreads = 2
+    /// `control.query_time_limit`, seconds: a clause running longer is interrupted.
+    public var queryTimeLimit = 30.0
+    /// `control.max_reply_bytes`: a larger reply is refused with reply_too_large.
+    public var maxReplyBytes = 16 << 20
+    /// `control.connection_input_bytes`: requests read and not yet run, per connection.
+    public var connectionInputBytes = 8 << 20
+    /// `control.connection_output_bytes`: replies not yet taken by the client, per connection.
+    public var connectionOutputBytes = 4 << 20
+    /// `control.total_buffer_bytes`: input and output of all connections together.
+    public var totalBufferBytes = 128 << 20
+    /// `control.admin_reserved_connections`: slots of max_connections only admins may take.
+    public var adminReservedConnections = 8
+    /// `control.max_connections_per_uid`: connections one non-admin uid may hold.
+    public var maxConnectionsPerUID = 256
+
+    public init() {}
+
+    /// `key = value` lines for the start-up log.
+    var summary: [String] {
+        [
+            "control.query_threads = \(queryThreads)",
+            "control.query_time_limit = \(Units.formatDuration(queryTimeLimit))",
+            "control.max_reply_bytes = \(maxReplyBytes)",
+            "control.connection_input_bytes = \(connectionInputBytes)",
+            "control.connection_output_bytes = \(connectionOutputBytes)",
+            "control.total_buffer_bytes = \(totalBufferBytes)",
+            "control.admin_reserved_connections = \(adminReservedConnections)",
+            "control.max_connections_per_uid = \(maxConnectionsPerUID)",
+        ]
+    }
+}

@@ -1,0 +1,55 @@
+// The [control] limits of assetd.toml(5): read with their types and ranges, defaults kept,
+// errors naming the key.
+
+import AssetStore
+import Foundation
+import Testing
+@testable import AssetDaemon
+
+@Suite struct ControlLimitsConfigTests {
+    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        let defaults = DaemonConfig.embeddedDefaults(uid: 1000, environment: ["HOME": "/home/u"])
+        return try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: defaults)
+    }
+
+    @Test("the control limits are read with their units, and left out they keep their defaults")
+    func limitsRead() throws {
+        #expect(try parse("").limits == ControlLimits())
+        let c = try parse("""
+            [control]
+            query_threads = 3
+            query_time_limit = "2m"
+            max_reply_bytes = "1MiB"
+            connection_input_bytes = 65536
+            connection_output_bytes = "2MiB"
+            total_buffer_bytes = "64MiB"
+            admin_reserved_connections = 4
+            max_connections_per_uid = 10
+            """)
+        #expect(c.limits.queryThreads == 3 && c.limits.queryTimeLimit == 120)
+        #expect(c.limits.maxReplyBytes == 1 << 20 && c.limits.connectionInputBytes == 65536)
+        #expect(c.limits.connectionOutputBytes == 2 << 20 && c.limits.totalBufferBytes == 64 << 20)
+        #expect(c.limits.adminReservedConnections == 4 && c.limits.maxConnectionsPerUID == 10)
+        #expect(c.storeConfiguration().queryTimeLimit == 120 && c.storeConfiguration().queryLengthLimit == 1 << 20)
+        #expect(c.summary.contains("control.max_reply_bytes = 1048576"))
+    }
+
+    static let errors: [(String, String)] = [
+        ("[control]\nquery_threads = 0\n", "control.query_threads"),
+        ("[control]\nquery_time_limit = \"0s\"\n", "control.query_time_limit"),
+        ("[control]\nmax_reply_bytes = \"lots\"\n", "control.max_reply_bytes"),
+        ("[control]\nconnection_input_bytes = 10\n", "control.connection_input_bytes"),
+        ("[control]\nmax_connections = 4\nadmin_reserved_connections = 4\n", "control.admin_reserved_connections"),
+        ("[control]\nmax_connections_per_uid = 0\n", "control.max_connections_per_uid"),
+    ]
+
+    @Test("a bad control limit names its key", arguments: errors)
+    func badLimit(text: String, key: String) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted:\n\(text)")
+        } catch {
+            #expect(error.key == key, "\(error)")
+        }
+    }
+}
