@@ -144,7 +144,8 @@ final class Session {
             head = 0
         }
         if peerEnded && !running && head == queue.count {
-            close(flush: false)
+            // A half-closed peer still reads: what is queued for it goes out first.
+            close(flush: true)
             return
         }
         updateReading()

@@ -216,6 +216,22 @@ struct BadLine: CustomTestStringConvertible, Sendable {
         #expect(try bystander.call("object.list", ["collection": "h"])["keys"] == [])
     }
 
+    @Test("a client that pipelines requests then half-closes gets every reply before the daemon closes")
+    func halfCloseAfterPipelining() throws {
+        let h = try DaemonHarness()
+        let raw = try RawConnection(path: h.socket)
+        raw.setReceiveTimeout(60)
+        // Nothing is read until the end is sent: about 1 MB of replies, more than the socket
+        // buffer holds and less than the output bound, waits in the daemon when the end arrives.
+        let count = 20_000
+        raw.send((0..<count).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"ping"}"# + "\n" }.joined())
+        raw.shutdownWrite()
+        var ids = [Int64]()
+        while let reply = raw.readLine() { ids.append(reply["id"]?.intValue ?? -1) }
+        #expect(ids.count == count, "replies before the daemon closed: \(ids.count) of \(count)")
+        #expect(ids.elementsEqual(0..<Int64(count)), "in order")
+    }
+
     @Test("a client that never reads its replies does not stall others: their pings and puts are answered meanwhile")
     func nonReader() throws {
         let h = try DaemonHarness()
