@@ -198,6 +198,8 @@ extension QueryConnection {
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
         allowedTable = table
         textNamesObject = table == QueryConnection.defaultView && QueryConnection.namesObject(sql)
+        clauseSQL = sql
+        textJoinsByName = nil
         refusal = nil
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }

@@ -16,6 +16,10 @@ final class QueryConnection {
     /// While a clause on the built-in index is compiled or run: whether the text names
     /// `object` anywhere (see `authorize`).
     var textNamesObject = false
+    /// While a clause is compiled or run: its SQL, and whether it joins with USING or NATURAL
+    /// once `authorize` has looked (only when SQLite compiles it: a kept statement is not).
+    var clauseSQL = ""
+    var textJoinsByName: Bool?
     /// What the authorizer refused last, for the error message.
     var refusal: String?
     /// Seconds a statement may run before it is interrupted.
@@ -148,6 +152,13 @@ final class QueryConnection {
         guard let table = allowedTable else { return SQLITE_OK }
         switch action {
         case SQLITE_SELECT:
+            // SQLite compares the columns of a USING or NATURAL join without asking here, so
+            // such a join could read a table this never hears of (object, through the index).
+            if textJoinsByName == nil { textJoinsByName = QueryText.joinsByName(clauseSQL) }
+            guard textJoinsByName == false else {
+                refusal = "USING and NATURAL joins are not allowed (join with ON)"
+                return SQLITE_DENY
+            }
             return SQLITE_OK
         case SQLITE_READ:
             let name = a.map { String(cString: $0) } ?? ""
