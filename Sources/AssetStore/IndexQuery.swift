@@ -221,6 +221,10 @@ extension QueryConnection {
             if step == SQLITE_INTERRUPT {
                 throw StoreError(.queryRejected, "the query ran longer than \(Int(timeLimit)) s and was stopped")
             }
+            if step & 0xff == SQLITE_TOOBIG {
+                throw StoreError(.queryRejected, "the query failed: a value it builds would be longer than \(QueryConnection.lengthLimit >> 20) MiB")
+            }
+            if step & 0xff == SQLITE_NOMEM { throw StoreError(.queryRejected, "the query failed: out of memory") }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
         }
     }

@@ -26,6 +26,10 @@ final class QueryConnection {
     let timeLimit: Double
     /// Monotonic time after which the progress handler interrupts the running statement.
     var deadline = Double.infinity
+    /// Longest text or blob a clause may build.
+    static let lengthLimit: Int32 = 64 << 20
+    /// printf and format that fail where SQLite's return NULL (kept alive for the handle).
+    private var printf: CheckedPrintf?
 
     static let allowedFunctions: Set<String> = [
         // scalar
@@ -55,7 +59,9 @@ final class QueryConnection {
         sqlite3_set_authorizer(h, queryAuthorizer, Unmanaged.passUnretained(self).toOpaque())
         // A client's clause can ask for a lot: bound the time and the size of any value.
         sqlite3_progress_handler(h, 10_000, queryProgress, Unmanaged.passUnretained(self).toOpaque())
-        sqlite3_limit(h, SQLITE_LIMIT_LENGTH, 64 << 20)
+        sqlite3_limit(h, SQLITE_LIMIT_LENGTH, Self.lengthLimit)
+        printf = CheckedPrintf(lengthLimit: Self.lengthLimit)
+        printf?.install(on: h)
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }
