@@ -1,7 +1,8 @@
-// Checks on the config text before TOMLKit reads it. toml++ asserts that a table header's name
-// starts with a letter, digit, `_`, `-` or a quote (`[é]` aborted assetd; built without
-// asserts it is undefined behaviour), and TOMLKit hands it a C string, so text after a NUL
-// byte was silently ignored. Both are configuration errors here, with their line.
+// Checks on the config text before TOMLKit reads it, for what toml++ 3.4 asserts rather than
+// refuses (each aborted assetd; built without asserts it is undefined behaviour): a table
+// header's name not starting with a letter, digit, `_`, `-` or quote (`[é]`), a control
+// character, a date's `T` without a time after it. TOMLKit hands it a C string, so text after
+// a NUL byte was silently ignored. All are configuration errors here, with their line.
 
 extension ConfigParser {
     /// The first line toml++ could not be given, and why; nil if the text is fit for it.
@@ -10,6 +11,8 @@ extension ConfigParser {
         func isBare(_ c: UInt8) -> Bool {
             (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A) || c == 0x5F || c == 0x2D
         }
+        func isControl(_ c: UInt8) -> Bool { (c < 0x20 && c != 0x09 && c != 0x0A && c != 0x0D) || c == 0x7F }
+        func hex(_ c: UInt8) -> String { "U+" + String(repeating: "0", count: c < 16 ? 3 : 2) + String(c, radix: 16, uppercase: true) }
         var line = 1
         var i = 0
         var atLineStart = true
@@ -20,6 +23,9 @@ extension ConfigParser {
             switch c {
             case 0:
                 return (line, "the file contains a NUL byte")
+            case 1...8, 11, 12, 14...31, 127:
+                // TOML allows none outside escapes; toml++ asserted on some.
+                return (line, "the file contains a control character (\(hex(c)))")
             case 10:
                 line += 1
                 atLineStart = true
@@ -30,14 +36,18 @@ extension ConfigParser {
                 i += 1
                 continue
             case UInt8(ascii: "#"):
-                while i < b.count, b[i] != 10, b[i] != 0 { i += 1 }
+                while i < b.count, b[i] != 10, b[i] != 0, !isControl(b[i]) { i += 1 }
                 continue
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where inValue && isDateThenT(b, i):
+                // toml++ asserted that a time of day follows the T of a date-time.
+                return (line, "a date-time needs a time of day (HH:MM:SS) after its T")
             case UInt8(ascii: "\""), UInt8(ascii: "'"):
                 if i + 2 < b.count, b[i + 1] == c, b[i + 2] == c {
                     // A multi-line string: to its closing triple quote.
                     i += 3
                     while i < b.count, !(b[i] == c && i + 2 < b.count && b[i + 1] == c && b[i + 2] == c) {
                         if b[i] == 0 { return (line, "the file contains a NUL byte") }
+                        if isControl(b[i]) { return (line, "the file contains a control character (\(hex(b[i])))") }
                         if b[i] == 10 { line += 1 }
                         if c == UInt8(ascii: "\""), b[i] == UInt8(ascii: "\\") { i += 1 }
                         i += 1
@@ -47,6 +57,7 @@ extension ConfigParser {
                     i += 1
                     while i < b.count, b[i] != c, b[i] != 10 {
                         if b[i] == 0 { return (line, "the file contains a NUL byte") }
+                        if isControl(b[i]) { return (line, "the file contains a control character (\(hex(b[i])))") }
                         if c == UInt8(ascii: "\""), b[i] == UInt8(ascii: "\\") { i += 1 }
                         i += 1
                     }
@@ -75,5 +86,15 @@ extension ConfigParser {
             i += 1
         }
         return nil
+    }
+
+    /// Whether `YYYY-MM-DD` then `T` or `t` starts at `i`, with no digit after the `T`.
+    private static func isDateThenT(_ b: [UInt8], _ i: Int) -> Bool {
+        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
+        guard i + 10 < b.count, b[i + 4] == UInt8(ascii: "-"), b[i + 7] == UInt8(ascii: "-"),
+            digits.allSatisfy({ b[i + $0] >= 0x30 && b[i + $0] <= 0x39 }),
+            b[i + 10] | 0x20 == UInt8(ascii: "t")
+        else { return false }
+        return i + 11 >= b.count || !(b[i + 11] >= 0x30 && b[i + 11] <= 0x39)
     }
 }

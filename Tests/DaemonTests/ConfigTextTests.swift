@@ -1,7 +1,7 @@
 // Config text TOMLKit cannot be given (ConfigParser+Text.swift), found by the config fuzzer: a
-// table header whose name starts with another character aborted assetd in toml++'s assert,
-// and text after a NUL byte was ignored. Both are errors naming the line; brackets and such
-// characters inside values and strings are not headers.
+// table header whose name starts with another character, a control character or a date's T
+// without a time aborted assetd in toml++'s asserts, and text after a NUL byte was ignored.
+// Each is an error naming the line; brackets inside values and strings are not headers.
 
 import AssetStore
 import Foundation
@@ -15,7 +15,7 @@ import Testing
     }
 
     @Test("a table header not starting with a name is a config error on its line, not an abort", arguments: [
-        ("[é]\n", 1), ("[store]\n\n[\u{1F}x]\n", 3), ("[[ \u{FFFD}]]\n", 1), ("# c\n[ ]\n", 2), ("[\u{1}]", 1),
+        ("[é]\n", 1), ("[store]\n\n[+x]\n", 3), ("[[ \u{FFFD}]]\n", 1), ("# c\n[ ]\n", 2), ("[.a]", 1),
     ])
     func badHeader(_ text: String, _ line: Int) {
         #expect(throws: ConfigError.self) { _ = try parse(text) }
@@ -36,6 +36,32 @@ import Testing
         }
     }
 
+    @Test("a control character, in a string or a comment too, is a config error on its line", arguments: [
+        ("[log]\nlevel = \"a\u{1}\"\n", 2), ("# \u{1F}\n", 1), ("[store]\n\u{7F}", 2), ("x = '''\n\n\u{8}'''", 3),
+    ])
+    func controlCharacter(_ text: String, _ line: Int) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.line == line)
+            #expect(error.message.contains("control character"), "\(error)")
+        }
+    }
+
+    @Test("a date whose T has no time after it is a config error, not an abort (found by the fuzzer)", arguments: [
+        "[log]\nlevel = 1979-05-27Tz7:32:00Z\n", "x = [1979-05-27t:7:32]\n", "x = {y = 1979-05-27T+7:32}\n",
+    ])
+    func dateWithoutTime(_ text: String) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.contains("time of day"), "\(error)")
+        }
+        #expect(ConfigParser.unfitLine("x = 1979-05-27T07:32:00Z\ny = 1979-05-27 07:32:00\nz = 1979-05-27\n") == nil)
+    }
+
     @Test("brackets in arrays and strings, and headers with quoted names, are no bad header")
     func notHeaders() throws {
         let text = """
@@ -51,6 +77,6 @@ import Testing
             """
         let c = try parse(text)
         #expect(c.adminUIDs == [0, 1000])
-        #expect(ConfigParser.unfitLine("a = \"\"\"\n[é\n\"\"\"\nb = '''\n[\u{1}\n'''\nc = [\n  [1], [],\n  [{x = 1}],\n]\n") == nil)
+        #expect(ConfigParser.unfitLine("a = \"\"\"\n[é\n\"\"\"\nb = '''\n[ü\n'''\nc = [\n  [1], [],\n  [{x = 1}],\n]\n") == nil)
     }
 }
