@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzes one target with libFuzzer for SECONDS: scripts/fuzz.sh request|config|query [SECONDS].
-# Builds Fuzz/Driver (the target named by ASSETFUZZ_TARGET) into .build-fuzz with -sanitize=fuzzer,address, starts from the committed
-# corpus Fuzz/Corpus/TARGET (new inputs go to .build-fuzz/corpus/TARGET), prints the run's
-# counts and exits non-zero on a finding, whose input is left in .build-fuzz/findings/: add it
-# to Fuzz/Corpus/TARGET so that CorpusReplayTests keeps it fixed.
 set -eu
+# Builds Fuzz/Driver into .build-fuzz with -sanitize=fuzzer,address, runs the target named by
+# ASSETFUZZ_TARGET from the committed corpus Fuzz/Corpus/TARGET (new inputs go to
+# .build-fuzz/corpus/TARGET), prints the run's counts and exits non-zero on a finding, whose
+# input is left in .build-fuzz/findings/: add it to Fuzz/Corpus/TARGET with its fix, so that
+# CorpusReplayTests keeps it fixed.
 cd "$(dirname "$0")/.."
 target=${1:?usage: scripts/fuzz.sh request|config|query [SECONDS]}
 seconds=${2:-60}

@@ -1,7 +1,7 @@
 // Checks on the config text before TOMLKit reads it, for what toml++ 3.4 asserts rather than
 // refuses (each aborted assetd; built without asserts it is undefined behaviour): a table
 // header's name not starting with a letter, digit, `_`, `-` or quote (`[é]`), a control
-// character, a date's `T` without a time after it. TOMLKit hands it a C string, so text after
+// character, a date's `T` without a time after it, a `}` where an array's value belongs. TOMLKit hands it a C string, so text after
 // a NUL byte was silently ignored. All are configuration errors here, with their line.
 
 extension ConfigParser {
@@ -17,9 +17,12 @@ extension ConfigParser {
         var i = 0
         var atLineStart = true
         var inValue = false
-        var depth = 0  // brackets and braces open in a value (an array may span lines)
+        var open = [UInt8]()  // brackets and braces open in a value (an array may span lines)
+        var valueDue = false  // after an array's [ or , a value belongs next
         while i < b.count {
             let c = b[i]
+            let wasDue = valueDue
+            if !(c == 0x20 || c == 0x09 || c == 0x0D || c == 10 || c == UInt8(ascii: "#")) { valueDue = false }
             switch c {
             case 0:
                 return (line, "the file contains a NUL byte")
@@ -29,7 +32,7 @@ extension ConfigParser {
             case 10:
                 line += 1
                 atLineStart = true
-                if depth == 0 { inValue = false }
+                if open.isEmpty { inValue = false }
                 i += 1
                 continue
             case 0x20, 0x09, 0x0D:
@@ -65,7 +68,7 @@ extension ConfigParser {
                 }
                 atLineStart = false
                 continue
-            case UInt8(ascii: "[") where atLineStart && depth == 0:
+            case UInt8(ascii: "[") where atLineStart && open.isEmpty:
                 var j = i + 1
                 if j < b.count, b[j] == UInt8(ascii: "[") { j += 1 }
                 while j < b.count, b[j] == 0x20 || b[j] == 0x09 { j += 1 }
@@ -73,12 +76,19 @@ extension ConfigParser {
                     return (line, "a table header must start with a name: letters, digits, _ and -, or a quoted name")
                 }
                 inValue = false
-            case UInt8(ascii: "=") where depth == 0:
+            case UInt8(ascii: "=") where open.isEmpty:
                 inValue = true
             case UInt8(ascii: "["), UInt8(ascii: "{"):
-                if inValue { depth += 1 }
+                if inValue {
+                    open.append(c)
+                    valueDue = c == UInt8(ascii: "[")
+                }
+            case UInt8(ascii: ","):
+                valueDue = inValue && open.last == UInt8(ascii: "[")
             case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                if inValue { depth = max(0, depth - 1) }
+                // toml++ asserted on a } where an array's value belongs.
+                if c == UInt8(ascii: "}"), wasDue { return (line, "an array holds a } where a value belongs") }
+                if inValue { _ = open.popLast() }
             default:
                 break
             }

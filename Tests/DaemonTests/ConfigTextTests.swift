@@ -1,6 +1,7 @@
 // Config text TOMLKit cannot be given (ConfigParser+Text.swift), found by the config fuzzer: a
-// table header whose name starts with another character, a control character or a date's T
-// without a time aborted assetd in toml++'s asserts, and text after a NUL byte was ignored.
+// table header whose name starts with another character, a control character, a date's T
+// without a time or a } where an array's value belongs aborted assetd in toml++'s asserts,
+// and text after a NUL byte was ignored.
 // Each is an error naming the line; brackets inside values and strings are not headers.
 
 import AssetStore
@@ -60,6 +61,20 @@ import Testing
             #expect(error.message.contains("time of day"), "\(error)")
         }
         #expect(ConfigParser.unfitLine("x = 1979-05-27T07:32:00Z\ny = 1979-05-27 07:32:00\nz = 1979-05-27\n") == nil)
+    }
+
+    @Test("a } where an array's value belongs is a config error, not an abort (found by the fuzzer)", arguments: [
+        "a = [1, }]\n", "a = [}]\n", "a = [ # c\n }]\n", "a = [[}]]\n",
+        "[[indexes]]\nmns = [{name= \"duratiod\"}, }, {na = \"d\"}]\n",
+    ])
+    func braceInArray(_ text: String) {
+        do {
+            _ = try parse(text)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.contains("where a value belongs"), "\(error)")
+        }
+        #expect(ConfigParser.unfitLine("a = [{b = 1}, {c = [2, 3]}]\nd = [1, 2, ]\ne = {f = [], g = {}}\n") == nil)
     }
 
     @Test("brackets in arrays and strings, and headers with quoted names, are no bad header")
