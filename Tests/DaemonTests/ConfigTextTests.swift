@@ -17,6 +17,7 @@ import Testing
 
     @Test("a table header not starting with a name is a config error on its line, not an abort", arguments: [
         ("[é]\n", 1), ("[store]\n\n[+x]\n", 3), ("[[ \u{FFFD}]]\n", 1), ("# c\n[ ]\n", 2), ("[.a]", 1),
+        ("\u{FEFF}[[\u{FFFD}[[ii", 1),
     ])
     func badHeader(_ text: String, _ line: Int) {
         #expect(throws: ConfigError.self) { _ = try parse(text) }
