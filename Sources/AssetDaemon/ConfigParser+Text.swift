@@ -1,7 +1,7 @@
 // Checks on the config text before TOMLKit reads it, for what toml++ 3.4 asserts rather than
 // refuses (each aborted assetd; built without asserts it is undefined behaviour): a table
 // header's name not starting with a letter, digit, `_`, `-` or quote (`[é]`), a control
-// character, a date's `T` without a time after it, a `}` where an array's value belongs. TOMLKit hands it a C string, so text after
+// character, a date's `T` (or space and digit) without a time after it, a `}` where an array's value belongs. TOMLKit hands it a C string, so text after
 // a NUL byte was silently ignored. All are configuration errors here, with their line.
 
 extension ConfigParser {
@@ -41,8 +41,8 @@ extension ConfigParser {
             case UInt8(ascii: "#"):
                 while i < b.count, b[i] != 10, b[i] != 0, !isControl(b[i]) { i += 1 }
                 continue
-            case UInt8(ascii: "0")...UInt8(ascii: "9") where inValue && isDateThenT(b, i):
-                // toml++ asserted that a time of day follows the T of a date-time.
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where inValue && isDateWithoutTime(b, i):
+                // toml++ asserted that a time of day follows a date's T (or its space and digit).
                 return (line, "a date-time needs a time of day (HH:MM:SS) after its T")
             case UInt8(ascii: "\""), UInt8(ascii: "'"):
                 if i + 2 < b.count, b[i + 1] == c, b[i + 2] == c {
@@ -98,13 +98,15 @@ extension ConfigParser {
         return nil
     }
 
-    /// Whether `YYYY-MM-DD` then `T` or `t` starts at `i`, with no digit after the `T`.
-    private static func isDateThenT(_ b: [UInt8], _ i: Int) -> Bool {
-        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
+    /// Whether a date starts at `i` followed by `T` or `t`, or by a space and a digit, with no
+    /// `HH:` after that: a date-time without its time of day.
+    private static func isDateWithoutTime(_ b: [UInt8], _ i: Int) -> Bool {
+        func digit(_ j: Int) -> Bool { j < b.count && b[j] >= 0x30 && b[j] <= 0x39 }
         guard i + 10 < b.count, b[i + 4] == UInt8(ascii: "-"), b[i + 7] == UInt8(ascii: "-"),
-            digits.allSatisfy({ b[i + $0] >= 0x30 && b[i + $0] <= 0x39 }),
-            b[i + 10] | 0x20 == UInt8(ascii: "t")
+            [0, 1, 2, 3, 5, 6, 8, 9].allSatisfy({ digit(i + $0) })
         else { return false }
-        return i + 11 >= b.count || !(b[i + 11] >= 0x30 && b[i + 11] <= 0x39)
+        let separator = b[i + 10]
+        guard separator | 0x20 == UInt8(ascii: "t") || (separator == 0x20 && digit(i + 11)) else { return false }
+        return !(digit(i + 11) && digit(i + 12) && i + 13 < b.count && b[i + 13] == UInt8(ascii: ":"))
     }
 }

@@ -53,6 +53,7 @@ import Testing
 
     @Test("a date whose T has no time after it is a config error, not an abort (found by the fuzzer)", arguments: [
         "[log]\nlevel = 1979-05-27Tz7:32:00Z\n", "x = [1979-05-27t:7:32]\n", "x = {y = 1979-05-27T+7:32}\n",
+        "b = 1979-05-27 0\n", "b = [1979-05-27 0]\n", "b = 1979-05-27 0,\n",
     ])
     func dateWithoutTime(_ text: String) {
         do {
@@ -61,7 +62,7 @@ import Testing
         } catch {
             #expect(error.message.contains("time of day"), "\(error)")
         }
-        #expect(ConfigParser.unfitLine("x = 1979-05-27T07:32:00Z\ny = 1979-05-27 07:32:00\nz = 1979-05-27\n") == nil)
+        #expect(ConfigParser.unfitLine("x = 1979-05-27T07:32:00Z\ny = 1979-05-27 07:32:00\nz = 1979-05-27\nw = 1979-05-27 # c\n") == nil)
     }
 
     @Test("a } where an array's value belongs is a config error, not an abort (found by the fuzzer)", arguments: [
