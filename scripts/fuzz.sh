@@ -20,14 +20,10 @@ bin="$(swift build "${flags[@]}" --show-bin-path)/assetfuzz"
 [ -x "$bin" ] || { echo "fuzz.sh: the build failed" >&2; exit 1; }
 mkdir -p "$scratch/corpus/$target" "$scratch/findings"
 log="$scratch/fuzz-$target.log"
-# A clause may build a 64 MiB value in one call, which ASan's realloc makes take 10-20 s
-# (0.5 s without it): a query counts as hung only after 60 s.
-timeout=10
-[ "$target" = query ] && timeout=60
 # Leak checks are off: the Swift runtime's caches live for the process and read as leaks (and
 # TOMLKit leaks 85 bytes per refused file). Swift's backtracer would trip ASan after a crash.
 set +e
-ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no ASSETFUZZ_TARGET="$target" "$bin" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=3072 -max_len=4096 -detect_leaks=0 \
+ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no ASSETFUZZ_TARGET="$target" "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=3072 -max_len=4096 -detect_leaks=0 \
     -print_final_stats=1 -artifact_prefix="$scratch/findings/$target-" \
     "$scratch/corpus/$target" "Fuzz/Corpus/$target" >"$log" 2>&1
 rc=$?
