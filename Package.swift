@@ -66,6 +66,14 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .target(
+            name: "FuzzTargets",
+            dependencies: ["AssetStore", "ControlProtocol", "AssetDaemon"],
+            path: "Fuzz/Targets"),
+        .executableTarget(
+            name: "assetfuzz",
+            dependencies: ["FuzzTargets"],
+            path: "Fuzz/Driver"),
+        .target(
             name: "AssetStoreTestSupport",
             dependencies: ["AssetStore"],
             path: "Tests/Support"),
@@ -88,6 +96,9 @@ let package = Package(
         .testTarget(
             name: "ControlProtocolTests",
             dependencies: ["ControlProtocol", "AssetStore", "AssetClient"]),
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: ["FuzzTargets"]),
         .testTarget(
             name: "DaemonTests",
             dependencies: ["AssetClient", "ControlProtocol", "AssetStore", "AssetDaemon", "AssetStoreTestSupport"]),

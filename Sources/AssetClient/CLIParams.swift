@@ -25,7 +25,15 @@ public enum CLIParams {
     /// An argument that must be JSON; `what` names it in the error (`VALUE_JSON`, `--meta`).
     public static func parseJSON(_ text: String, what: String) throws(CLIParamError) -> JSONValue {
         do {
-            return try JSONValue.parse(text)
+            let value = try JSONValue.parse(text)
+            // Sent on, it would be refused (or, written from its value, changed): said here.
+            var copy = text
+            if let (path, number) = copy.withUTF8({ JSONValue.firstInexactNumber($0) }) {
+                throw CLIParamError("\(what) holds \(number) at \(path.isEmpty ? "its top" : path), a number assetd cannot keep exactly; write it as a string")
+            }
+            return value
+        } catch let e as CLIParamError {
+            throw e
         } catch {
             // A bare word is most likely a string without its JSON quotes.
             let bare = text.first.map { $0.isLetter } ?? false

@@ -26,6 +26,7 @@ struct ConfigParser {
 
     func parse(defaults: DaemonConfig) throws(ConfigError) -> DaemonConfig {
         let table: TOMLTable
+        if let unfit = ConfigParser.unfitLine(text) { throw ConfigError(file: file, line: unfit.line, key: nil, message: unfit.message) }
         do {
             table = try TOMLTable(string: text)
         } catch let e as TOMLParseError {

@@ -168,7 +168,7 @@ final class ControlServer {
     func endMaintenance(readOnly: Bool) { daemon.endMaintenance(readOnly: readOnly) }
 
     /// A progress reporter for a request that asked for one.
-    func progressReporter(session: UInt64, request id: JSONValue) -> @Sendable ([String: JSONValue]) -> Void {
+    func progressReporter(session: UInt64, request id: RPCID) -> @Sendable ([String: JSONValue]) -> Void {
         progress.reporter(session: session, request: id)
     }
 

@@ -33,7 +33,7 @@ final class ProgressRelay: Sendable {
     }
 
     /// A reporter for request `id` of connection `session`, safe to call from any thread.
-    func reporter(session: UInt64, request id: JSONValue) -> @Sendable ([String: JSONValue]) -> Void {
+    func reporter(session: UInt64, request id: RPCID) -> @Sendable ([String: JSONValue]) -> Void {
         let last = Mutex<Double?>(nil)
         return { [self] fields in
             let now = QueryClock.now()

@@ -208,6 +208,8 @@ extension QueryConnection {
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
         allowedTable = table
         textNamesObject = table == QueryConnection.defaultView && QueryConnection.namesObject(sql)
+        clauseSQL = sql
+        textJoinsByName = nil
         refusal = nil
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }
@@ -226,12 +228,15 @@ extension QueryConnection {
             if step == SQLITE_ROW { try row(stmt); continue }
             if step == SQLITE_DONE { return }
             if step == SQLITE_AUTH { throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")") }
-            if step == SQLITE_TOOBIG {
+            if step & 0xff == SQLITE_TOOBIG {
+                // SQLite's length limit on query connections is the reply limit; printf and
+                // format report passing it too (QueryConnection+Printf.swift).
                 throw StoreError(.replyTooLarge, "the query built a value larger than the reply limit: ask for less")
             }
             if step == SQLITE_INTERRUPT {
                 throw StoreError(.queryRejected, "the query ran longer than \(Int(timeLimit)) s and was stopped")
             }
+            if step & 0xff == SQLITE_NOMEM { throw StoreError(.queryRejected, "the query failed: out of memory") }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
         }
     }

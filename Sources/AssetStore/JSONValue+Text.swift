@@ -25,20 +25,21 @@ extension JSONValue {
     }
 
     /// Parses one JSON document that should be an object, returning its members in text order
-    /// (a repeated name appears twice; the last is the one `parse` would keep), or nil when
-    /// the document is valid JSON but not an object. Spares a dictionary where a caller only
-    /// reads a few known members (a JSON-RPC request).
-    public static func parseMembers(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> [(String, JSONValue)]? {
+    /// (a repeated name appears twice; the last is the one `parse` would keep) with where each
+    /// value's text lies, or nil when the document is valid JSON but not an object. Spares a
+    /// dictionary where a caller only reads a few known members (a JSON-RPC request).
+    public static func parseMembers(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONMembers? {
         var parser = JSONParser(bytes: bytes)
         parser.skipSpace()
         guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {
             _ = try parse(bytes)  // the same errors as parse, or a valid non-object
             return nil
         }
-        let members = try parser.parseMembers(depth: 0)
+        var members = [JSONMember]()
+        try parser.forEachMember(depth: 0) { members.append(JSONMember(name: $0, value: $1, range: $2)) }
         parser.skipSpace()
         guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
-        return members
+        return JSONMembers(members: members, numbersExact: !parser.sawInexactNumber)
     }
 
     /// Compact JSON text with object keys sorted.
@@ -118,6 +119,9 @@ public struct JSONParseError: Error, Sendable, CustomStringConvertible {
 struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
+    /// Set when a number was read that a value does not keep (`1e400`, `18446744073709551617`:
+    /// see `JSONValue.firstInexactNumber`).
+    var sawInexactNumber = false
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -154,17 +158,9 @@ struct JSONParser {
         index += w.count
     }
 
-    /// An object's members in order, the object's `{` at `index`.
-    mutating func parseMembers(depth: Int) throws(JSONParseError) -> [(String, JSONValue)] {
-        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
-        var members = [(String, JSONValue)]()
-        try forEachMember(depth: depth) { members.append(($0, $1)) }
-        return members
-    }
-
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         var members = [String: JSONValue]()
-        try forEachMember(depth: depth) { key, value in
+        try forEachMember(depth: depth) { key, value, _ in
             // Room for 8 at once: grown from empty, a 5-member object was hashed four times.
             if members.isEmpty { members.reserveCapacity(8) }
             members[key] = value
@@ -172,8 +168,10 @@ struct JSONParser {
         return .object(members)
     }
 
-    /// Reads the object whose `{` is at `index`, handing each member to `body` in order.
-    mutating func forEachMember(depth: Int, _ body: (String, JSONValue) -> Void) throws(JSONParseError) {
+    /// Reads the object whose `{` is at `index`, handing each member to `body` in order with
+    /// the byte range of its value's text.
+    mutating func forEachMember(depth: Int, _ body: (String, JSONValue, Range<Int>) -> Void) throws(JSONParseError) {
+        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
         index += 1
         skipSpace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
@@ -185,7 +183,9 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipSpace()
-            body(key, try parseValue(depth: depth + 1))
+            let start = index
+            let value = try parseValue(depth: depth + 1)
+            body(key, value, start..<index)
             skipSpace()
             guard index < bytes.count else { throw error("unexpected end of text") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -245,9 +245,11 @@ struct JSONParser {
             }
             return .int(negative ? -v : v)
         }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        let text = String(decoding: run, as: UTF8.self)
         if integral, let i = Int64(text) { return .int(i) }
         guard let d = Double(text) else { throw error("invalid number") }
+        if !JSONNumber.isKept(run, d, integral: integral) { sawInexactNumber = true }
         return .double(d)
     }
 

@@ -16,12 +16,18 @@ final class QueryConnection {
     /// While a clause on the built-in index is compiled or run: whether the text names
     /// `object` anywhere (see `authorize`).
     var textNamesObject = false
+    /// While a clause is compiled or run: its SQL, and whether it joins with USING or NATURAL
+    /// once `authorize` has looked (only when SQLite compiles it: a kept statement is not).
+    var clauseSQL = ""
+    var textJoinsByName: Bool?
     /// What the authorizer refused last, for the error message.
     var refusal: String?
     /// Seconds a statement may run before it is interrupted.
     let timeLimit: Double
     /// Monotonic time after which the progress handler interrupts the running statement.
     var deadline = Double.infinity
+    /// printf and format that fail where SQLite's return NULL (kept alive for the handle).
+    private var printf: CheckedPrintf?
 
     static let allowedFunctions: Set<String> = [
         // scalar
@@ -52,6 +58,8 @@ final class QueryConnection {
         // A client's clause can ask for a lot: bound the time and the size of any value.
         sqlite3_progress_handler(h, 10_000, queryProgress, Unmanaged.passUnretained(self).toOpaque())
         sqlite3_limit(h, SQLITE_LIMIT_LENGTH, Int32(clamping: lengthLimit))
+        printf = CheckedPrintf(lengthLimit: Int32(clamping: lengthLimit))
+        printf?.install(on: h)
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }
@@ -148,6 +156,13 @@ final class QueryConnection {
         guard let table = allowedTable else { return SQLITE_OK }
         switch action {
         case SQLITE_SELECT:
+            // SQLite compares the columns of a USING or NATURAL join without asking here, so
+            // such a join could read a table this never hears of (object, through the index).
+            if textJoinsByName == nil { textJoinsByName = QueryText.joinsByName(clauseSQL) }
+            guard textJoinsByName == false else {
+                refusal = "USING and NATURAL joins are not allowed (join with ON)"
+                return SQLITE_DENY
+            }
             return SQLITE_OK
         case SQLITE_READ:
             let name = a.map { String(cString: $0) } ?? ""

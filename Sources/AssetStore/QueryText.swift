@@ -122,6 +122,53 @@ enum QueryText {
         return safe.contains(where: message.hasPrefix) ? message : "syntax error in the clause or function"
     }
 
+    /// Whether `sql` joins with USING or NATURAL: the words as keywords, outside literals,
+    /// quoted names and comments. SQLite reads the columns such a join compares without asking
+    /// the authorizer, so that a clause could read any table through one.
+    static func joinsByName(_ sql: String) -> Bool {
+        var sql = sql
+        return sql.withUTF8 { joinsByName($0) }
+    }
+
+    private static func joinsByName(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        func isNameByte(_ c: UInt8) -> Bool {
+            c >= 0x80 || c == 0x5F || c == 0x24 || (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
+        }
+        func skip(past end: UInt8, _ end2: UInt8?, from start: Int) -> Int {
+            var j = start
+            while j < text.count {
+                if text[j] == end, end2 == nil || (j + 1 < text.count && text[j + 1] == end2!) { return j + (end2 == nil ? 1 : 2) }
+                j += 1
+            }
+            return j
+        }
+        func isWord(_ start: Int, _ end: Int, _ word: StaticString) -> Bool {
+            guard end - start == word.utf8CodeUnitCount else { return false }
+            return (0..<(end - start)).allSatisfy { text[start + $0] | 0x20 == word.utf8Start[$0] }
+        }
+        var i = 0
+        while i < text.count {
+            let c = text[i]
+            switch c {
+            case UInt8(ascii: "'"), UInt8(ascii: "\""), UInt8(ascii: "`"):
+                i = skip(past: c, nil, from: i + 1)
+            case UInt8(ascii: "["):
+                i = skip(past: UInt8(ascii: "]"), nil, from: i + 1)
+            case UInt8(ascii: "-") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "-"):
+                i = skip(past: 10, nil, from: i + 2)
+            case UInt8(ascii: "/") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "*"):
+                i = skip(past: UInt8(ascii: "*"), UInt8(ascii: "/"), from: i + 2)
+            case _ where isNameByte(c):
+                let start = i
+                while i < text.count, isNameByte(text[i]) { i += 1 }
+                if isWord(start, i, "using") || isWord(start, i, "natural") { return true }
+            default:
+                i += 1
+            }
+        }
+        return false
+    }
+
     /// True for an empty clause or one that starts with WHERE.
     static func isWhereClause(_ clause: String) -> Bool {
         let t = clause.drop(while: \.isWhitespace)

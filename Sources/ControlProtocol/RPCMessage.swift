@@ -3,17 +3,57 @@
 
 import AssetStore
 
+/// A request id, echoed in the reply as the client wrote it. A string without escapes or an
+/// integer written the usual way (almost every id) is written again from its value, with no
+/// copy; any other number (`1e400`, `1.50`, `-0`) or escaped string keeps its text, since its
+/// value would print differently and the client might not match its reply.
+public struct RPCID: Sendable, Hashable, ExpressibleByIntegerLiteral, ExpressibleByStringLiteral {
+    /// The id's value.
+    public let value: JSONValue
+    /// The id's text when the value would print otherwise; nil for the common id.
+    let text: [UInt8]?
+
+    /// The null id, for a reply to a request whose id could not be read.
+    public static let null = RPCID(.null)
+
+    /// An id written as `value` prints.
+    public init(_ value: JSONValue) {
+        self.value = value
+        text = nil
+    }
+
+    public init(integerLiteral value: Int64) { self.init(.int(value)) }
+    public init(stringLiteral value: String) { self.init(.string(value)) }
+
+    /// The id as it came in: its text is kept unless the value prints it the same way.
+    init(_ value: JSONValue, text bytes: UnsafeBufferPointer<UInt8>) {
+        self.value = value
+        switch value {
+        case .int(let i) where !(i == 0 && bytes.first == UInt8(ascii: "-")):
+            text = nil  // JSON has one spelling of an integer but for -0
+        case .int, .double: text = Array(bytes)
+        case .string where bytes.contains(UInt8(ascii: "\\")): text = Array(bytes)  // escapes print otherwise
+        default: text = nil
+        }
+    }
+
+    /// Appends the id's JSON text.
+    public func write(to out: inout [UInt8]) {
+        if let text { out.append(contentsOf: text) } else { value.write(to: &out) }
+    }
+}
+
 /// A parsed request. A request without `id` is a notification: executed, never answered.
 public struct RPCRequest: Sendable, Equatable {
     /// The id to answer with; nil for a notification.
-    public var id: JSONValue?
+    public var id: RPCID?
     /// The method name.
     public var method: String
     /// The params (an object, or `{}` when absent).
     public var params: JSONValue
 
     public init(id: JSONValue?, method: String, params: JSONValue = .object([:])) {
-        self.id = id
+        self.id = id.map(RPCID.init)
         self.method = method
         self.params = params
     }
@@ -22,29 +62,38 @@ public struct RPCRequest: Sendable, Equatable {
     public var isNotification: Bool { id == nil }
 
     /// Parses one line (without its newline). On failure, the error and the id to answer
-    /// with (`null` when the id could not be read).
+    /// with (`null` when the id could not be read). A number in the params that the store
+    /// could not keep as written is refused (-32602) with its path (`params.value[1]`).
     public static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Result<RPCRequest, RPCFailure> {
-        let parsed: [(String, JSONValue)]?
+        let parsed: JSONMembers?
         do {
             // The envelope's members are read off in order: no dictionary for four names.
             parsed = try JSONValue.parseMembers(line)
         } catch {
             return .failure(RPCFailure(id: .null, error: .parseError(error.reason)))
         }
-        guard let members = parsed else {
+        guard let parsed else {
             return .failure(RPCFailure(id: .null, error: .invalidRequest("a request is a JSON object")))
         }
-        var id: JSONValue?, jsonrpc: JSONValue?, method: JSONValue?, params: JSONValue?
-        for (name, value) in members {  // a repeated name: the last one counts, as in an object
-            switch name {
-            case "id": id = value
-            case "jsonrpc": jsonrpc = value
-            case "method": method = value
-            case "params": params = value
+        var id: JSONMember?, jsonrpc: JSONValue?, method: JSONValue?, params: JSONMember?
+        for member in parsed.members {  // a repeated name: the last one counts, as in an object
+            switch member.name {
+            case "id": id = member
+            case "jsonrpc": jsonrpc = member.value
+            case "method": method = member.value
+            case "params": params = member
             default: break
             }
         }
-        return validate(id: id, jsonrpc: jsonrpc, method: method, params: params)
+        let idText = id.map { UnsafeBufferPointer(rebasing: line[$0.range]) }
+        let result = validate(id: id?.value, idText: idText, jsonrpc: jsonrpc, method: method, params: params?.value)
+        guard !parsed.numbersExact, case .success(let request) = result, let params,
+            let (path, text) = JSONValue.firstInexactNumber(UnsafeBufferPointer(rebasing: line[params.range]))
+        else { return result }
+        return .failure(RPCFailure(
+            id: request.id ?? .null,
+            error: .invalidParams("params\(path) is \(text), a number assetd cannot keep exactly (send an integer within 64 bits, a number a double holds, or a string)"),
+            notification: request.isNotification))
     }
 
     /// Validates a parsed JSON value as a request.
@@ -52,16 +101,16 @@ public struct RPCRequest: Sendable, Equatable {
         guard case .object(let o) = json else {
             return .failure(RPCFailure(id: .null, error: .invalidRequest("a request is a JSON object")))
         }
-        return validate(id: o["id"], jsonrpc: o["jsonrpc"], method: o["method"], params: o["params"])
+        return validate(id: o["id"], idText: nil, jsonrpc: o["jsonrpc"], method: o["method"], params: o["params"])
     }
 
-    private static func validate(id raw: JSONValue?, jsonrpc: JSONValue?, method m: JSONValue?, params p: JSONValue?)
-        -> Result<RPCRequest, RPCFailure>
-    {
-        var id: JSONValue?
+    private static func validate(
+        id raw: JSONValue?, idText: UnsafeBufferPointer<UInt8>?, jsonrpc: JSONValue?, method m: JSONValue?, params p: JSONValue?
+    ) -> Result<RPCRequest, RPCFailure> {
+        var id: RPCID?
         if let raw {
             switch raw {
-            case .string, .int, .double, .null: id = raw
+            case .string, .int, .double, .null: id = idText.map { RPCID(raw, text: $0) } ?? RPCID(raw)
             default: return .failure(RPCFailure(id: .null, error: .invalidRequest("id must be a string, number or null")))
             }
         }
@@ -75,17 +124,23 @@ public struct RPCRequest: Sendable, Equatable {
         let params = p ?? .object([:])
         switch params {
         case .object: break
-        case .null: return .success(RPCRequest(id: id, method: method))
+        case .null: return .success(RPCRequest(rpcID: id, method: method, params: .object([:])))
         default:
             return .failure(RPCFailure(id: answerID, error: .invalidParams("params must be an object"), notification: id == nil))
         }
-        return .success(RPCRequest(id: id, method: method, params: params))
+        return .success(RPCRequest(rpcID: id, method: method, params: params))
+    }
+
+    private init(rpcID: RPCID?, method: String, params: JSONValue) {
+        id = rpcID
+        self.method = method
+        self.params = params
     }
 
     /// The request as one line, newline included.
     public func line() -> [UInt8] {
         var o: [String: JSONValue] = ["jsonrpc": "2.0", "method": .string(method), "params": params]
-        if let id { o["id"] = id }
+        if let id { o["id"] = id.value }
         return RPCLine.encode(.object(o))
     }
 }
@@ -93,7 +148,7 @@ public struct RPCRequest: Sendable, Equatable {
 /// A request that could not be accepted, with the id to answer.
 public struct RPCFailure: Error, Sendable, Equatable {
     /// The id for the error reply.
-    public var id: JSONValue
+    public var id: RPCID
     /// What was wrong.
     public var error: RPCError
     /// True if it was a notification after all (no reply is sent).
@@ -112,7 +167,7 @@ public enum RPCLine {
     }
 
     /// A success reply, written directly in `encode`'s sorted key order (no wrapper object).
-    public static func result(id: JSONValue, _ result: JSONValue) -> [UInt8] {
+    public static func result(id: RPCID, _ result: JSONValue) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(128)
         out.append(contentsOf: #"{"id":"#.utf8)
@@ -125,7 +180,7 @@ public enum RPCLine {
 
     /// A success reply whose result is already JSON text (spliced, not parsed again); the
     /// keys come out in the sorted order `encode` uses.
-    public static func result(id: JSONValue, rawResult: [UInt8]) -> [UInt8] {
+    public static func result(id: RPCID, rawResult: [UInt8]) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(rawResult.count + 48)
         out.append(contentsOf: #"{"id":"#.utf8)
@@ -136,9 +191,17 @@ public enum RPCLine {
         return out
     }
 
-    /// An error reply.
-    public static func error(id: JSONValue, _ error: RPCError) -> [UInt8] {
-        encode(.object(["jsonrpc": "2.0", "id": id, "error": error.json]))
+    /// An error reply, in `encode`'s sorted key order.
+    public static func error(id: RPCID, _ error: RPCError) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(128)
+        out.append(contentsOf: #"{"error":"#.utf8)
+        error.json.write(to: &out)
+        out.append(contentsOf: #","id":"#.utf8)
+        id.write(to: &out)
+        out.append(contentsOf: #","jsonrpc":"2.0"}"#.utf8)
+        out.append(10)
+        return out
     }
 
     /// A server event: a notification with method `event`.
@@ -147,10 +210,20 @@ public enum RPCLine {
     }
 
     /// A `progress` notification for the request `id` (sent only when it asked with `progress: true`).
-    public static func progress(id: JSONValue, _ fields: [String: JSONValue]) -> [UInt8] {
-        var params = fields
-        params["id"] = id
-        return encode(.object(["jsonrpc": "2.0", "method": "progress", "params": .object(params)]))
+    public static func progress(id: RPCID, _ fields: [String: JSONValue]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(128)
+        out.append(contentsOf: #"{"jsonrpc":"2.0","method":"progress","params":{"#.utf8)
+        // The params' keys sorted as `encode` sorts them, the id's text among them.
+        let keys = (fields.keys.filter { $0 != "id" } + ["id"]).sorted()
+        for (i, key) in keys.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            if key == "id" { id.write(to: &out) } else { fields[key]!.write(to: &out) }  // key from fields
+        }
+        out.append(contentsOf: "}}\n".utf8)
+        return out
     }
 }
 

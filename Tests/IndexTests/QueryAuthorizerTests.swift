@@ -94,6 +94,18 @@ import AssetStoreTestSupport
         "WHERE key IN (WITH index_default AS (SELECT key, pinned FROM object) SELECT key FROM index_default WHERE pinned = 0)",
         "WHERE 0 UNION ALL SELECT 0, value, metadata FROM (WITH index_default AS (SELECT value, metadata FROM object) SELECT * FROM index_default)",
         "WHERE key IN (SELECT key FROM (SELECT key, value FROM object) AS index_default WHERE value IS NOT NULL)",
+        // A USING or NATURAL join compares columns SQLite never shows the authorizer: object
+        // was readable through one (issue 17, 20,000 rows), and so was any other table.
+        "WHERE key IN (SELECT key FROM index_default JOIN object USING (key))",
+        "WHERE key IN (SELECT key FROM index_default AS i JOIN object AS o USING (key))",
+        "WHERE key IN (SELECT key FROM index_default JOIN main.object USING (key))",
+        "WHERE key IN (SELECT key FROM index_default JOIN \"object\" USING (collection, key))",
+        "WHERE key IN (SELECT key FROM index_default NATURAL JOIN object)",
+        "WHERE key IN (SELECT key FROM index_default natural left join object)",
+        "WHERE key IN (SELECT k FROM (SELECT key AS k, key FROM index_default JOIN object USING (key)))",
+        "WHERE key IN (WITH t AS (SELECT key FROM index_default JOIN object USING (key)) SELECT key FROM t)",
+        "WHERE key IN (SELECT key FROM index_default JOIN meta USING (key))",
+        "WHERE EXISTS (SELECT 1 FROM index_default b JOIN object /* x */ USING(key) WHERE b.key = 'zz')",
         // Functions outside the allowlist.
         "WHERE load_extension('x') IS NULL",
         "WHERE randomblob(4) IS NOT NULL",
@@ -120,6 +132,9 @@ import AssetStoreTestSupport
         "WHERE 1 UNION ALL SELECT object_id, collection, key, NULL, NULL FROM index_default",
         "WHERE key IN (SELECT key FROM object)",
         "WHERE 1; DROP TABLE index_media",
+        "WHERE key IN (SELECT key FROM index_media JOIN object USING (key))",
+        "WHERE key IN (SELECT key FROM index_media NATURAL JOIN index_default)",
+        "WHERE key IN (SELECT key FROM index_media m JOIN meta USING (key))",
     ]
 
     @Test("a user index query may not read the default index or any other table", arguments: refusedUserClauses)
@@ -141,6 +156,7 @@ import AssetStoreTestSupport
         "SUM(random())",
         "(SELECT COUNT(*) FROM pragma_table_info('object'))",
         "(WITH index_default AS (SELECT value, metadata, pinned FROM object) SELECT group_concat(value || pinned) FROM index_default)",
+        "(SELECT COUNT(*) FROM index_default JOIN object USING (key))",
     ]
 
     @Test("an aggregate's function text is held to the same rules", arguments: refusedFunctions)
@@ -170,6 +186,15 @@ import AssetStoreTestSupport
         }
         #expect(!v.isNull, "\(function) \(clause)")
         #expect(try !f.store.query(clause: clause, parameters: parameters).isEmpty)
+    }
+
+    @Test("the words USING and NATURAL in a literal, a quoted name or a comment are no join")
+    func joinWordsElsewhere() throws {
+        let f = try Self.populated()
+        #expect(try f.store.query(clause: "WHERE key != 'using natural' -- using\n").count == 2)
+        #expect(try f.store.query(clause: "WHERE \"key\" != 'x' /* NATURAL JOIN object */ AND [key] != 'Using' AND `key` IS NOT NULL").count == 2)
+        #expect(try f.store.query(clause: "WHERE owner IN (SELECT \"natural\".owner FROM index_default AS \"natural\")").count == 2)
+        #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE key IN (SELECT b.key FROM index_default b JOIN index_default c ON b.key = c.key)") == .value(2))
     }
 
     @Test("queries that use no column of the built-in index (a view of object) are allowed")

@@ -37,4 +37,37 @@ import AssetStoreTestSupport
         }
         #expect(try f.store.aggregate(function: "COUNT(*)", clause: "  where size >= 0") == .value(0))
     }
+
+    /// Values longer than the query connection's limit (64 MiB), through printf and format,
+    /// whose SQLite versions give NULL there, and through functions that report it.
+    static let tooBig: [(String, String)] = [
+        ("length(printf('%.*c', 70000000, 'x'))", ""),
+        ("length(format('%.*c', 70000000, 'x'))", ""),
+        ("COUNT(*)", "WHERE length(printf('%.*c', 70000000, 'x')) > 0"),
+        ("COUNT(*)", "WHERE printf('%s%s', printf('%.*c', 40000000, 'x'), printf('%.*c', 40000000, 'y')) IS NULL"),
+        ("length(replace(printf('%.*c', 40000000, 'x'), 'x', 'yy'))", ""),
+    ]
+
+    @Test("a value SQLite cannot build within the limit is reply_too_large, not null", arguments: tooBig)
+    func valueTooBig(_ function: String, _ clause: String) throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        let e = expectCode(.replyTooLarge) { try f.store.aggregate(function: function, clause: clause) }
+        #expect(e?.message.contains("larger than the reply limit") == true, "\(String(describing: e))")
+        if !clause.isEmpty {
+            #expect(expectCode(.replyTooLarge) { try f.store.query(clause: clause) } != nil)
+        }
+        #expect(try f.store.aggregate(function: "COUNT(*)") == .value(1))
+    }
+
+    @Test("printf and format still format, and give null for a null format, as SQLite's do")
+    func printfStillFormats() throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        #expect(try f.store.aggregate(function: "printf('%d-%s-%.2f', 5, key, 1.5)") == .value("5-a-1.50"))
+        #expect(try f.store.aggregate(function: "format('%5s|%-3d|', 'ab', 7)") == .value("   ab|7  |"))
+        #expect(try f.store.aggregate(function: "printf(NULL, 1)") == .value(.null))
+        #expect(try f.store.aggregate(function: "length(printf('%.*c', 1000000, 'x'))") == .value(1_000_000))
+        #expect(try f.store.query(clause: "WHERE printf('%s', key) = ?", parameters: ["a"]).count == 1)
+    }
 }

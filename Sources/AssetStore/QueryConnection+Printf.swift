@@ -1,0 +1,74 @@
+// printf and format for clients' clauses. SQLite's own give NULL, and no error, when their text
+// would pass the length limit, so a query answered null where it could not compute a value.
+// These run SQLite's printf on a private in-memory connection and turn that NULL into
+// SQLITE_TOOBIG, which the query reports.
+
+import GRDBSQLite
+
+/// SQLite's printf on a private connection of its own, for one query connection's thread.
+final class CheckedPrintf {
+    private let handle: OpaquePointer
+    /// `SELECT printf(?1, …, ?n)` by argument count.
+    private var statements: [Int32: OpaquePointer] = [:]
+
+    init?(lengthLimit: Int32) {
+        var h: OpaquePointer?
+        guard sqlite3_open_v2(":memory:", &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let h else {
+            if let h { sqlite3_close_v2(h) }
+            return nil
+        }
+        handle = h
+        sqlite3_limit(h, SQLITE_LIMIT_LENGTH, lengthLimit)
+    }
+
+    deinit {
+        for s in statements.values { sqlite3_finalize(s) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// Registers `printf` and `format` on `connection`, in place of SQLite's; `self` must
+    /// outlive the registration (the query connection holds both).
+    func install(on connection: OpaquePointer) {
+        for name in ["printf", "format"] {
+            sqlite3_create_function_v2(
+                connection, name, -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                Unmanaged.passUnretained(self).toOpaque(), checkedPrintf, nil, nil, nil)
+        }
+    }
+
+    fileprivate func call(_ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?) {
+        // As SQLite's: no format, no text.
+        guard argc > 0, let argv, sqlite3_value_type(argv[0]) != SQLITE_NULL else { return sqlite3_result_null(ctx) }
+        guard let stmt = statement(argc) else { return sqlite3_result_error_nomem(ctx) }
+        defer {
+            sqlite3_reset(stmt)
+            sqlite3_clear_bindings(stmt)
+        }
+        for i in 0..<argc { sqlite3_bind_value(stmt, i + 1, argv[Int(i)]) }
+        let rc = sqlite3_step(stmt)
+        guard rc == SQLITE_ROW else {
+            return rc & 0xff == SQLITE_NOMEM ? sqlite3_result_error_nomem(ctx) : sqlite3_result_error_toobig(ctx)
+        }
+        // A format gives text, if only empty; NULL means the text could not be built.
+        if sqlite3_column_type(stmt, 0) == SQLITE_NULL { return sqlite3_result_error_toobig(ctx) }
+        sqlite3_result_value(ctx, sqlite3_column_value(stmt, 0))
+    }
+
+    private func statement(_ argc: Int32) -> OpaquePointer? {
+        if let s = statements[argc] { return s }
+        let sql = "SELECT printf(" + (1...argc).map { "?\($0)" }.joined(separator: ",") + ")"
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+            sqlite3_finalize(stmt)
+            return nil
+        }
+        statements[argc] = stmt
+        return stmt
+    }
+}
+
+private let checkedPrintf: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+    ctx, argc, argv in
+    // The user data is the CheckedPrintf, which the query connection keeps alive.
+    Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue().call(ctx, argc, argv)
+}
