@@ -17,9 +17,20 @@ public struct CLIParamError: Error, Sendable, Equatable, CustomStringConvertible
 /// Conversions from argument text to params.
 public enum CLIParams {
     /// A query PARAM: the text parsed as JSON if it is JSON, else the text as a string
-    /// (`42` is a number, `"42"` and `alice` are strings, `[1,2]` an array).
-    public static func parseParam(_ text: String) -> JSONValue {
-        (try? JSONValue.parse(text)) ?? .string(text)
+    /// (`42` is a number, `"42"` and `alice` are strings, `[1,2]` an array). JSON holding a
+    /// number assetd cannot keep exactly (`1e400`) is refused: its parsed value would be null.
+    public static func parseParam(_ text: String) throws(CLIParamError) -> JSONValue {
+        guard let value = try? JSONValue.parse(text) else { return .string(text) }
+        try refuseInexact(text, what: "PARAM \(text)")
+        return value
+    }
+
+    /// Throws when `text`, valid JSON, holds a number that would not read back as written.
+    private static func refuseInexact(_ text: String, what: String) throws(CLIParamError) {
+        var copy = text
+        if let (path, number) = copy.withUTF8({ JSONValue.firstInexactNumber($0) }) {
+            throw CLIParamError("\(what) holds \(number) at \(path.isEmpty ? "its top" : path), a number assetd cannot keep exactly; write it as a string")
+        }
     }
 
     /// An argument that must be JSON; `what` names it in the error (`VALUE_JSON`, `--meta`).
@@ -27,10 +38,7 @@ public enum CLIParams {
         do {
             let value = try JSONValue.parse(text)
             // Sent on, it would be refused (or, written from its value, changed): said here.
-            var copy = text
-            if let (path, number) = copy.withUTF8({ JSONValue.firstInexactNumber($0) }) {
-                throw CLIParamError("\(what) holds \(number) at \(path.isEmpty ? "its top" : path), a number assetd cannot keep exactly; write it as a string")
-            }
+            try refuseInexact(text, what: what)
             return value
         } catch let e as CLIParamError {
             throw e

@@ -243,6 +243,18 @@ final class ControlServer {
     /// Hands freed memory back to the system once a lot was freed and little is held:
     /// malloc keeps the arenas of the threads that built big replies otherwise, and the
     /// daemon would stay at its peak while idle.
+    /// Every second: a query whose client hung up after half-closing stops (the end of input
+    /// came first, when the peer could still read).
+    func stopOrphanedQueries() {
+        for s in sessions.values { s.stopQueryIfHungUp() }
+    }
+
+    /// Stops every running and waiting query (the daemon is stopping): each answers
+    /// query_rejected at its next progress check.
+    func stopQueries() {
+        for s in sessions.values { s.stopQuery() }
+    }
+
     func trimMemory() {
         guard releasedSinceTrim >= 16 << 20, bufferedTotal < 1 << 20 else { return }
         releasedSinceTrim = 0

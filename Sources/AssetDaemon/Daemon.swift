@@ -161,6 +161,7 @@ public final class Daemon {
     private func tick() {
         logSpaceNotices()
         server.trimMemory()
+        server.stopOrphanedQueries()
         let wal = store.walStatus
         if wal.checkpointFailures > loggedCheckpointFailures {
             logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")
@@ -253,6 +254,9 @@ public final class Daemon {
         logger.info("stopping (\(why)): finishing \(inFlight) in-flight requests")
         SystemdNotify.send("STOPPING=1")
         server.stopAccepting()
+        // A query may run to its time limit and others wait for a lane thread: the stop
+        // would outlast systemd's TimeoutStopSec.
+        server.stopQueries()
         unlink(config.socketPath)
         sweepTimer?.close()
         sweepTimer = nil

@@ -58,6 +58,8 @@ final class Session {
     /// The peer closed its end: finish what runs, then close.
     private var peerEnded = false
     private(set) var closed = false
+    /// The query this connection runs in the query lane, stopped if the connection closes.
+    private var runningQuery: QueryCancellation?
     var watching: EventFilter?
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
@@ -93,7 +95,19 @@ final class Session {
 
     private func onEnd() {
         peerEnded = true
+        stopQueryIfHungUp()
         pump()
+    }
+
+    /// Stops this connection's running query once its peer has closed both ways: no reply can
+    /// reach it. A peer that only half-closed still reads, and gets its answer.
+    func stopQueryIfHungUp() {
+        if peerEnded, let runningQuery, stream.peerHungUp { runningQuery.cancel() }
+    }
+
+    /// Stops this connection's query, running or waiting for a lane thread.
+    func stopQuery() {
+        runningQuery?.cancel()
     }
 
     /// Runs queued requests until one has to wait for the thread pool, or until replies pile
@@ -106,6 +120,12 @@ final class Session {
             // Stopped at the output bound, and the kernel took it all: no write completion
             // will come to resume, so go on next turn.
             if !closed, !running, head < queue.count, outputBytes <= server.limits.connectionOutputBytes { yieldTurn() }
+            // A half-closed peer still reads: it is closed once it has taken every reply, and
+            // until then its bytes and its slot count against the limits like any connection's.
+            if !closed, peerEnded, !running, head == queue.count, outputBytes == 0 { close(flush: false) }
+            // After the flush: judged before it, a reply the kernel then took whole would leave
+            // the connection paused with no write completion to resume it.
+            updateReading()
         }
         var budget = Session.itemsPerTurn
         while !running, !closed, head < queue.count, outputBytes <= server.limits.connectionOutputBytes {
@@ -143,12 +163,6 @@ final class Session {
             queue.removeFirst(head)
             head = 0
         }
-        if peerEnded && !running && head == queue.count {
-            // A half-closed peer still reads: what is queued for it goes out first.
-            close(flush: true)
-            return
-        }
-        updateReading()
     }
 
     private func run(_ request: RPCRequest) {
@@ -210,6 +224,11 @@ final class Session {
         if let id = request.id, request.params["progress"] == true {
             context.progress = server.progressReporter(session: number, request: id)
         }
+        let inQueryLane = MethodTable.queryLane.contains(request.method)
+        if inQueryLane {
+            runningQuery = QueryCancellation()
+            context.queryCancellation = runningQuery
+        }
         let box = Box<Result<MethodOutcome, RPCError>>()
         let line = Box<[UInt8]>()
         let (name, params, ctx, id) = (request.method, request.params, context, request.id)
@@ -218,7 +237,9 @@ final class Session {
             // The reply is built here, off the loop: a big one would stall every client.
             if name != "stats", let id, case .success(var outcome) = result {
                 let bytes = RPCLine.result(id: id, outcome.result)
-                if bytes.count > ctx.replyLimit {
+                // A write that committed is answered whatever its size: refusing its reply
+                // would tell the client it failed, and skip its events.
+                if bytes.count > ctx.replyLimit, outcome.commit == nil, outcome.moreCommits.isEmpty {
                     result = .failure(RPCError(StoreError.replyTooLarge(ctx.replyLimit)))
                 } else {
                     line.value = bytes
@@ -230,6 +251,7 @@ final class Session {
         }
         let done = { [self] in
             running = false
+            runningQuery = nil
             // The connection's leases ended when it closed; one granted since ends now.
             if closed { server.leasesEnded(holder: number) }
             if maintenance { server.endMaintenance(readOnly: readOnly) }
@@ -243,7 +265,7 @@ final class Session {
                 built: line.value)
             pump()
         }
-        if MethodTable.queryLane.contains(name) {
+        if inQueryLane {
             server.submitQuery(uid: identity.uid, connection: number, work, done: done)
             return
         }
@@ -376,7 +398,7 @@ final class Session {
             close(flush: false)
             return
         }
-        if !running && queuedCount > 0 { pump() } else { updateReading() }
+        if !running && (queuedCount > 0 || peerEnded) { pump() } else { updateReading() }
     }
 
     /// Sends a progress notification (the request asked for it and has not been answered yet).
@@ -434,6 +456,7 @@ final class Session {
 
     func close(flush: Bool) {
         guard !closed else { return }
+        runningQuery?.cancel()
         if flush { flushOut() }
         closed = true
         account()

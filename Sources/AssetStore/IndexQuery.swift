@@ -58,7 +58,7 @@ extension Store {
     /// they are all in memory.
     public func query(
         index: String = IndexDefinition.defaultName, clause: String, parameters: [JSONValue] = [],
-        include: IndexInclude = .keys, replyLimit: Int = .max
+        include: IndexInclude = .keys, replyLimit: Int = .max, cancellation: QueryCancellation? = nil
     ) throws -> [IndexRow] {
         let table = try tableName(index)
         let (sql, args) = try QueryText.expand(clause, parameters)
@@ -67,7 +67,7 @@ extension Store {
         let extra = include == .keys
             ? [] : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
         let selected = (["object_id", "collection", "key"] + extra).map { "\"\(table)\".\"\($0)\"" }
-        return try queries.with { conn in
+        return try queries.with(cancellation: cancellation) { conn in
             // One snapshot for the rows and the objects read after them; a lone statement is
             // one already.
             try conn.inReadTransaction(if: include == .objects) {
@@ -112,7 +112,7 @@ extension Store {
     /// optionally grouped by index columns.
     public func aggregate(
         index: String = IndexDefinition.defaultName, function: String, clause: String = "",
-        parameters: [JSONValue] = [], groupBy: [String] = []
+        parameters: [JSONValue] = [], groupBy: [String] = [], cancellation: QueryCancellation? = nil
     ) throws -> AggregateResult {
         let table = try tableName(index)
         let columns = IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index))
@@ -128,7 +128,7 @@ extension Store {
         let text = groupBy.isEmpty
             ? "SELECT \(function) FROM \"\(table)\" \(sql)"
             : "SELECT \(groups), \(function) FROM \"\(table)\" \(sql) GROUP BY \(groups)"
-        return try queries.with { conn in
+        return try queries.with(cancellation: cancellation) { conn in
             var rows = [[String: JSONValue]]()
             var single: JSONValue = .null
             try conn.run(text, args, table: table) { stmt in
@@ -232,6 +232,9 @@ extension QueryConnection {
                 // SQLite's length limit on query connections is the reply limit; printf and
                 // format report passing it too (QueryConnection+Printf.swift).
                 throw StoreError(.replyTooLarge, "the query built a value larger than the reply limit: ask for less")
+            }
+            if step == SQLITE_INTERRUPT, cancellation?.isCancelled == true {
+                throw StoreError(.queryRejected, "the query was stopped: its client went away or assetd is stopping")
             }
             if step == SQLITE_INTERRUPT {
                 throw StoreError(.queryRejected, "the query ran longer than \(Int(timeLimit)) s and was stopped")

@@ -26,6 +26,8 @@ final class QueryConnection {
     let timeLimit: Double
     /// Monotonic time after which the progress handler interrupts the running statement.
     var deadline = Double.infinity
+    /// Raised when the client that asked went away; checked with the deadline.
+    var cancellation: QueryCancellation?
     /// printf and format that fail where SQLite's return NULL (kept alive for the handle).
     private var printf: CheckedPrintf?
 
@@ -210,7 +212,8 @@ private let queryAuthorizer: @convention(c) (
 
 private let queryProgress: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { ctx in
     // ctx set at init; non-zero interrupts the statement.
-    QueryConnection.monotonicNow() > Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue().deadline ? 1 : 0
+    let conn = Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue()
+    return QueryConnection.monotonicNow() > conn.deadline || conn.cancellation?.isCancelled == true ? 1 : 0
 }
 
 /// Idle query connections, reused; at most a few are kept.
@@ -228,11 +231,13 @@ final class QueryConnectionPool: Sendable {
         self.lengthLimit = lengthLimit
     }
 
-    func with<T>(_ body: (QueryConnection) throws -> T) throws -> T {
+    func with<T>(cancellation: QueryCancellation? = nil, _ body: (QueryConnection) throws -> T) throws -> T {
         guard !closed.withLock({ $0 }) else { throw StoreError(.internalError, "the store is closed") }
         let conn = try idle.withLock { $0.popLast()?.value } ?? QueryConnection(path: path, timeLimit: timeLimit, lengthLimit: lengthLimit)
+        conn.cancellation = cancellation
         defer {
             conn.allowedTable = nil
+            conn.cancellation = nil
             if !closed.withLock({ $0 }) {
                 idle.withLock { if $0.count < 8 { $0.append(UnsafeSendable(conn)) } }
             }

@@ -3,6 +3,7 @@
 // close() or shutdownAndClose() no read callback runs again; pending writes end with ECANCELED.
 
 import CUV
+import Glibc
 
 /// A connected Unix-domain stream socket: accepted by a ``PipeListener`` or made by
 /// ``connect(loop:path:_:)``. Loop-bound; whoever receives it must close it.
@@ -176,6 +177,15 @@ public final class PipeStream: HandleOwner {
         dataHandler = nil
         endHandler = nil
         handle.close(onClosed)
+    }
+
+    /// True when the peer has closed both directions, not only its writing side: nothing
+    /// written reaches it any more. Asked of the socket without waiting; false if it cannot tell.
+    public var peerHungUp: Bool {
+        var fd: uv_os_fd_t = -1
+        guard uv_fileno(handle.asHandle, &fd) == 0 else { return false }
+        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP) != 0
     }
 
     /// Reads SO_PEERCRED once, right after accept or connect.

@@ -14,8 +14,15 @@ import AssetStore
         ("[1,\"a\"]", .array([1, "a"])), ("{\"a\":1}", .object(["a": 1])), ("", .string("")),
         ("{broken", .string("{broken")), ("42 apples", .string("42 apples")),
     ])
-    func param(text: String, expected: JSONValue) {
-        #expect(CLIParams.parseParam(text) == expected)
+    func param(text: String, expected: JSONValue) throws {
+        #expect(try CLIParams.parseParam(text) == expected)
+    }
+
+    @Test("a PARAM holding a number assetd cannot keep exactly is refused, not sent as null", arguments: [
+        "1e400", "-1e400", "18446744073709551617", "[1,1e400]",
+    ])
+    func inexactParam(text: String) {
+        #expect(throws: CLIParamError.self) { try CLIParams.parseParam(text) }
     }
 
     @Test("--file adds to the value's file field, an array once there are two", arguments: [

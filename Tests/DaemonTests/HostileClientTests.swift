@@ -54,6 +54,46 @@ import Testing
         #expect(try lane()?["running"] == 2)
         for r in slow { #expect(!r.hasBytesToRead()) }
     }
+
+    @Test("SIGTERM stops queries running and waiting instead of waiting for their time limit")
+    func stopEndsQueries() throws {
+        let h = try DaemonHarness(controlSection: "query_threads = 2\nquery_time_limit = \"10m\"")
+        let c = try h.client(timeout: 60)
+        for i in 0..<40 { try c.putObject("q", "k\(i)") }
+        let slow = try (0..<4).map { i in
+            let r = try RawConnection(path: h.socket)
+            let request: JSONValue = [
+                "jsonrpc": "2.0", "id": .int(Int64(i)), "method": "index.query", "params": ["where": .string(Self.endlessClause)],
+            ]
+            r.send(request.serialized() + "\n")
+            return r
+        }
+        #expect(try eventually { try c.call("stats")["queries"] == ["threads": 2, "running": 2, "queued": 2] })
+        // Within the harness's wait: without the stop, the first two alone would run 10 minutes.
+        #expect(h.stop(timeout: 60) == 0)
+        for r in slow { #expect(r.readLine()?["error"]?["data"]?["code"] == "query_rejected") }
+    }
+
+    @Test("a query whose client disconnects stops instead of running to its time limit", arguments: [
+        "index.query", "index.aggregate",
+    ])
+    func disconnectStopsQuery(method: String) throws {
+        let params: JSONValue = method == "index.query"
+            ? ["where": .string(Self.endlessClause)] : ["function": "COUNT(*)", "where": .string(Self.endlessClause)]
+        let h = try DaemonHarness(controlSection: "query_threads = 2\nquery_time_limit = \"10m\"")
+        let c = try h.client(timeout: 60)
+        for i in 0..<40 { try c.putObject("q", "k\(i)") }
+        let running = { () throws -> JSONValue? in try c.call("stats")["queries"]?["running"] }
+        var gone: RawConnection? = try RawConnection(path: h.socket)
+        let request: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": .string(method), "params": params]
+        gone?.send(request.serialized() + "\n")
+        #expect(try eventually { try running() == 1 })
+        gone = nil  // closes the socket
+        // With a 10-minute limit, only the disconnect can end it within the wait.
+        #expect(try eventually { try running() == 0 })
+        #expect(try c.call("ping")["version"] != nil)
+        withExtendedLifetime(gone) {}
+    }
 }
 
 extension RawConnection {
@@ -151,6 +191,28 @@ extension RawConnection {
         #expect(try c.call("index.query", ["where": "", "include": "keys"])["rows"]?.arrayValue?.count == 20)
         let page = try c.call("index.query", ["where": "ORDER BY key LIMIT 3", "include": "objects"])
         #expect(page["rows"]?.arrayValue?.count == 3)
+    }
+
+    @Test("a write whose reply is over max_reply_bytes still answers its commit, with its events")
+    func committedWriteAnswersWhateverItsSize() throws {
+        let h = try DaemonHarness(controlSection: "max_reply_bytes = \"1KiB\"")
+        let c = try h.client(timeout: 60)
+        let watcher = try h.client(timeout: 60)
+        try watcher.call("watch", ["types": ["object.deleted"]])
+        try c.putObject("root", "r")
+        // A cascade whose reply lists 60 deleted objects: over 1 KiB.
+        for i in 0..<60 {
+            try c.putObject("leaf", "a-long-enough-key-\(i)")
+            try c.addEdge("l", from: ref("root", "r"), to: ref("leaf", "a-long-enough-key-\(i)"), rules: ["deleteDestinationIfSourceDeleted"])
+        }
+        let r = try c.deleteObject("root", "r")
+        #expect(r["commit"] != nil && r["deleted"]?.arrayValue?.count == 61)
+        #expect(try c.call("object.list", ["collection": "leaf"])["keys"] == [])
+        var deleted = 0
+        while deleted < 61, let event = try watcher.nextEvent() {
+            if event["type"] == "object.deleted" { deleted += 1 }
+        }
+        #expect(deleted == 61)
     }
 
     @Test("an aggregate that builds a string over the reply limit is stopped with reply_too_large")

@@ -13,7 +13,7 @@ extension MethodTable {
         let rows = try ctx.store.query(
             index: try p.optionalString("index") ?? IndexDefinition.defaultName,
             clause: try p.optionalString("where") ?? "", parameters: try queryParameters(p), include: include,
-            replyLimit: ctx.replyLimit)
+            replyLimit: ctx.replyLimit, cancellation: ctx.queryCancellation)
         return MethodOutcome(.object(["rows": .array(rows.map(\.json))]))
     }
 
@@ -21,7 +21,7 @@ extension MethodTable {
         let result = try ctx.store.aggregate(
             index: try p.optionalString("index") ?? IndexDefinition.defaultName, function: try p.string("function"),
             clause: try p.optionalString("where") ?? "", parameters: try queryParameters(p),
-            groupBy: try p.optionalStrings("group_by") ?? [])
+            groupBy: try p.optionalStrings("group_by") ?? [], cancellation: ctx.queryCancellation)
         return MethodOutcome(result.json)
     }
 

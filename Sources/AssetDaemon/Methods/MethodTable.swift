@@ -38,6 +38,8 @@ public struct MethodContext: Sendable {
     public var progress: (@Sendable ([String: JSONValue]) -> Void)?
     /// The largest reply the daemon sends (control.max_reply_bytes): a query stops early past it.
     public var replyLimit = Int.max
+    /// Raised when the client's connection closes: its query stops instead of running on.
+    public var queryCancellation: QueryCancellation?
 
     public init(
         store: Store, caller: Caller, enforceOwnership: Bool, connection: UInt64? = nil,

@@ -31,7 +31,7 @@ struct IndexQueryCommand: ParsableCommand {
         var p: [String: JSONValue] = ["where": .string(clause)]
         if let index { p["index"] = .string(index) }
         if let include { p["include"] = .string(include.rawValue) }
-        if !params.isEmpty { p["params"] = .array(params.map(CLIParams.parseParam)) }
+        if !params.isEmpty { p["params"] = try Render.usage { () throws(CLIParamError) in .array(try params.map(CLIParams.parseParam)) } }
         let builtIn = index == nil || index == "default"
         root.emit(try root.call("index.query", .object(p))) { r in
             let rows = r["rows"]?.arrayValue ?? []
