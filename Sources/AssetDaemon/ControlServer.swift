@@ -151,7 +151,7 @@ final class ControlServer {
         connectionsByUID[uid] = connectionsByUID[uid] == 1 ? nil : connectionsByUID[uid].map { $0 - 1 }
         // Its queries that wait for a thread will never be read: they are dropped unrun.
         queries?.cancel(connection: session.number)
-        // Its leases end with it (SPEC §9); their files' unlinks are rescheduled by the sweep.
+        // Its leases end with it (assetd(8)); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
         daemon.checkStopped()
     }

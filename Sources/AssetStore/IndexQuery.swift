@@ -76,7 +76,11 @@ extension Store {
                 // What the rows' text takes, a little under their JSON (quotes and names aside).
                 var bytes = 0
                 func count(_ stmt: OpaquePointer, _ columns: Int32) throws {
-                    for i in 0..<columns { bytes += Int(sqlite3_column_bytes(stmt, i)) }
+                    // Text and blobs by their length; asking a number's would convert it to text.
+                    for i in 0..<columns {
+                        let type = sqlite3_column_type(stmt, i)
+                        bytes += type == SQLITE_TEXT || type == SQLITE_BLOB ? Int(sqlite3_column_bytes(stmt, i)) : 8
+                    }
                     if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
                 }
                 let text = "SELECT \(selected.joined(separator: ", ")) FROM \"\(table)\" \(sql)"

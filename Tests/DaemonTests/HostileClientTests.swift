@@ -1,7 +1,7 @@
 // A client that runs slow queries, pipelines without reading, asks for huge replies or takes
 // every connection must not hurt the others (assetd(8), CONTROL PROTOCOL). Small configured
 // limits keep these fast; nothing here asserts a time: the bounds in time and memory are
-// measured by `assetbench hostile`.
+// measured by `scripts/hostile.sh` (also `scripts/bench.sh hostile`).
 
 import AssetClient
 import AssetStore

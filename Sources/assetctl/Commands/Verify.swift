@@ -1,6 +1,6 @@
 // `assetctl verify [--repair] [--orphans] [--delete-orphans [--force]]` → verify: checks the store
-// against its files and indexes. Exit 1 if problems remain (found and not repaired), per
-// SPEC §7; repair and orphan deletion are for admins.
+// against its files and indexes. Exit 1 if problems remain (found and not repaired), as
+// assetctl(1) says; repair and orphan deletion are for admins.
 
 import ArgumentParser
 import AssetClient
