@@ -6,6 +6,7 @@ import AssetStoreTestSupport
 import Foundation
 import Glibc
 import GRDB
+import Synchronization
 import Testing
 
 /// A store whose database folder is a tmpfs of `mib` MiB (the root stays on the test disk).
@@ -145,5 +146,27 @@ struct FullDiskStoreTests {
         #expect(try f.store.read { try $0.get(ref("c", "a")) }?.value == ["n": 1])
         #expect(!f.store.reserveHeld)
         #expect(f.store.takeSpaceNotices().contains { $0.message.contains("so that the schema upgrade can commit") })
+    }
+    @Test("a sweep that meets a full disk commits through the reserve and reports every file it unlinked, once")
+    func sweepUsesReserve() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let files = try (0..<20).map { try f.makeFile("s\($0).bin") }
+        let refs = files.indices.map { ref("c", "k\($0)") }
+        try f.put(files.indices.map { (refs[$0], ["file": .string(files[$0])]) })
+        try f.store.write { tx in for r in refs { try tx.delete(r) } }
+        let before = try f.store.counters()["unlinked"] ?? 0
+        Tmpfs.fill(f.dir + "/state/filler")
+
+        let unlinks = Mutex([String: Int]())
+        let report = try f.store.sweep(retryFailed: false, batch: 1000, threads: 1) { path in
+            unlinks.withLock { $0[path, default: 0] += 1 }
+        }
+        #expect(!f.store.reserveHeld, "the sweep met the full disk")
+        #expect(report.unlinked.sorted() == files.sorted(), "\(report.unlinked.count) of 20: \(report.skipped) \(report.failed)")
+        #expect(try f.store.counters()["unlinked"] == before + 20)
+        #expect(files.allSatisfy { !f.exists($0) })
+        #expect(try f.store.pending().isEmpty)
+        #expect(unlinks.withLock { $0 } == Dictionary(uniqueKeysWithValues: files.map { ($0, 1) }), "each file unlinked once")
     }
 }
