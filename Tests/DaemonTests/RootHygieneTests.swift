@@ -6,6 +6,7 @@
 import AssetClient
 @testable import AssetDaemon
 import AssetStore
+import AssetStoreTestSupport
 import Foundation
 import Testing
 
@@ -213,6 +214,31 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         try #require(ready, "not ready (before: exit 78): \(output)")
         #expect(output.contains("warning") && output.contains("the default root \(cache)/assetd cannot be tagged"), "\(output)")
         #expect(!CacheDirectoryTag.isPresent(in: cache + "/assetd"))
+    }
+
+    @Test("on a full disk the default root is made and left untagged with a warning; on a read-only one it is unavailable, not a config error",
+          .enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+    func defaultRootOnFullOrReadOnlyDisk() throws {
+        let h = try DaemonHarness(start: false)
+        let cache = h.dir + "/cache"
+        try #require(Tmpfs.mount(cache, mib: 1))
+        defer { Tmpfs.unmount(cache) }
+        Tmpfs.fill(cache + "/filler")
+        let env = ["HOME": h.dir + "/home", "XDG_CACHE_HOME": cache]
+        let c = DaemonConfig.embeddedDefaults(uid: 1000, environment: env)
+        let warnings = try c.prepareRoots(create: true, uid: 1000, environment: env)
+        #expect(warnings.count == 1 && warnings[0].contains("the default root \(cache)/assetd cannot be tagged"), "\(warnings)")
+        #expect(h.exists(cache + "/assetd") && !CacheDirectoryTag.isPresent(in: cache + "/assetd"))
+
+        #expect(mount("none", cache, nil, UInt(MS_REMOUNT | MS_RDONLY), nil) == 0, "remount: errno \(errno)")
+        let elsewhere = ["HOME": h.dir + "/home", "XDG_CACHE_HOME": cache + "/sub"]
+        do {
+            try DaemonConfig.embeddedDefaults(uid: 1000, environment: elsewhere).prepareRoots(create: true, uid: 1000, environment: elsewhere)
+            Issue.record("a read-only disk let the default root be created")
+        } catch {
+            guard case .unavailable(let message) = error else { return #expect(Bool(false), "\(error)") }
+            #expect(message.contains("mkdir \(cache)/sub") && error.exitStatus == 1, "\(message)")
+        }
     }
 
     /// The passwd homes (uid 990 is the user assetd runs as) and whether the root
