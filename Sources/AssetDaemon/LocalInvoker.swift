@@ -19,7 +19,13 @@ public final class LocalInvoker {
     public init(databasePath: String, configPath: String?) throws {
         let config = try DaemonConfig.load(path: configPath)
         // Judged as assetd judges them; only the daemon's start creates its default root.
-        try config.prepareRoots(create: false)
+        do {
+            try config.prepareRoots(create: false)
+        } catch .config(let e) {
+            throw e
+        } catch {
+            throw error  // never without `create`
+        }
         var sc = config.storeConfiguration()
         let store: Store
         do {

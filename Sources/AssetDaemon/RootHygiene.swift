@@ -6,32 +6,56 @@
 import AssetStore
 import Foundation
 
+/// Why the roots stop start-up: a configuration error (exit 78), or a default root the disk
+/// does not let assetd create now (exit 1, so a supervisor tries again once there is room).
+public enum RootsError: Error, Sendable, CustomStringConvertible {
+    case config(ConfigError)
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .config(let e): e.description
+        case .unavailable(let message): message
+        }
+    }
+
+    /// assetd's exit status.
+    public var exitStatus: Int32 {
+        if case .config = self { return 78 }
+        return 1
+    }
+}
+
 extension DaemonConfig {
     /// Checks every root; with `create`, makes the default root (and its missing parents)
     /// when it is missing and tags it when it is not tagged. Other configured roots are never
     /// created nor tagged: a folder the admin chose may hold files that are not assetd's.
+    /// Returns warnings for the log: a default root that exists but cannot be tagged now.
+    @discardableResult
     public func prepareRoots(
         create: Bool, uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(ConfigError) {
-        let shared = RootHygiene.sharedFolders(uid: uid, environment: environment)
+    ) throws(RootsError) -> [String] {
+        let shared = RootHygiene.sharedFolders(uid: uid, environment: environment, roots: roots)
         // The default root is assetd's by name, also when the config file spells it out
         // (etc/assetd.toml sets every key to its default).
         let defaults = Set(DaemonConfig.embeddedDefaults(uid: uid, environment: environment).roots.map(RootHygiene.lexical))
+        var warnings = [String]()
         for root in roots {
             let isDefault = rootsOrigin == .embeddedDefault || defaults.contains(RootHygiene.lexical(root))
-            if isDefault, create { try createDefault(root, uid: uid) }
+            if isDefault, create, let warning = try createDefault(root, uid: uid) { warnings.append(warning) }
             var st = stat()
             if stat(root, &st) != 0 {
                 let e = errno
                 // Only --check-config gets here with a missing default root: start creates it.
                 if e == ENOENT, isDefault { continue }
-                throw rootError(e == ENOENT
+                throw .config(rootError(e == ENOENT
                     ? "\(root) does not exist: create it (assetd creates only its default root)"
-                    : "\(root) cannot be reached: \(String(cString: strerror(e)))")
+                    : "\(root) cannot be reached: \(String(cString: strerror(e)))"))
             }
-            guard st.st_mode & S_IFMT == S_IFDIR else { throw rootError("\(root) is not a folder") }
-            if let why = RootHygiene.sharing(root, shared) { throw rootError(why) }
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw .config(rootError("\(root) is not a folder")) }
+            if let why = RootHygiene.sharing(root, shared) { throw .config(rootError(why)) }
         }
+        return warnings
     }
 
     private func rootError(_ message: String) -> ConfigError {
@@ -44,31 +68,45 @@ extension DaemonConfig {
 
     /// mkdir -p for the default root: parents 0700 (as XDG base folders are made), the root
     /// 0755 as root (clients read their files through it) and 0700 for a user's daemon.
-    private func createDefault(_ root: String, uid: UInt32) throws(ConfigError) {
+    /// A disk that refuses (full, read-only, permissions) is no configuration error: the
+    /// root that cannot be made stops start-up with exit 1; one that cannot be tagged is a
+    /// warning (verify --delete-orphans refuses an untagged root). Other failures are left
+    /// to the caller's checks.
+    private func createDefault(_ root: String, uid: UInt32) throws(RootsError) -> String? {
         var made: String?
         var path = ""
         for part in root.split(separator: "/") {
             path += "/" + part
             if mkdir(path, 0o700) == 0 {
                 made = path
-            } else if errno != EEXIST {
-                throw rootError("\(root) cannot be created: mkdir \(path): \(String(cString: strerror(errno)))")
+            } else if case let e = errno, e != EEXIST {
+                guard RootHygiene.refusedByDisk(e) else { return nil }  // judged by the caller
+                throw .unavailable(
+                    "the default root \(root) cannot be created: mkdir \(path): \(String(cString: strerror(e)))")
             }
         }
         if made == root { chmod(root, uid == 0 ? 0o755 : 0o700) }
         var st = stat()
-        guard lstat(root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { return }  // judged by the caller
-        if !CacheDirectoryTag.isPresent(in: root), let failure = CacheDirectoryTag.write(in: root) {
-            throw rootError("\(root) cannot be tagged: \(failure.call): \(String(cString: strerror(failure.errno)))")
-        }
+        guard lstat(root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { return nil }  // judged by the caller
+        guard !CacheDirectoryTag.isPresent(in: root), let failure = CacheDirectoryTag.write(in: root) else { return nil }
+        return "the default root \(root) cannot be tagged: \(failure.call): \(String(cString: strerror(failure.errno)))"
+            + "; verify --delete-orphans refuses it until it has its CACHEDIR.TAG (assetd writes it at the next start)"
     }
 }
 
 /// The folders other programs share, and whether a root is (or contains) one.
 enum RootHygiene {
+    /// An error of the disk or its permissions, which goes away without a config change.
+    static func refusedByDisk(_ e: Int32) -> Bool {
+        [ENOSPC, EDQUOT, EROFS, EACCES, EPERM, EIO].contains(e)
+    }
+
     /// System folders, every home folder in the password database, and this user's home,
-    /// cache, config, data, state and runtime folders.
-    static func sharedFolders(uid: UInt32, environment: [String: String]) -> [String] {
+    /// cache, config, data, state and runtime folders; not the home of `uid` (nor the
+    /// folders named after it) when that home is one of `roots` or inside one.
+    static func sharedFolders(
+        uid: UInt32, environment: [String: String], roots: [String] = [], homes: [(uid: UInt32, home: String)] = passwdHomes()
+    ) -> [String] {
         var out = [
             "/", "/tmp", "/var", "/var/tmp", "/var/cache", "/var/lib", "/var/log", "/var/spool", "/var/mail",
             "/var/run", "/var/lock", "/var/opt", "/var/local", "/var/backups", "/home", "/root", "/usr", "/usr/local",
@@ -76,15 +114,41 @@ enum RootHygiene {
             "/sys", "/boot", "/opt", "/srv", "/mnt", "/media", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
             "/snap", "/lost+found",
         ]
-        setpwent()
-        while let pw = getpwent() {
-            if let dir = pw.pointee.pw_dir, dir.pointee != 0 { out.append(String(cString: dir)) }
+        // The home of the user assetd runs as, when it is a root or inside one (a packaged
+        // `assetd` user whose home is /var/cache/assetd), is assetd's own folder. Another
+        // user's home there is not.
+        let own = { (home: String) in
+            let h = Array(lexical(home).utf8)
+            return roots.contains { r in
+                let r = Array(lexical(r).utf8)
+                return h == r || h.starts(with: r == [UInt8(ascii: "/")] ? r : r + [UInt8(ascii: "/")])
+            }
         }
-        endpwent()
+        var ownHome: String?
+        for (user, home) in homes {
+            if user == uid, own(home) {
+                ownHome = lexical(home)
+            } else {
+                out.append(home)
+            }
+        }
         let env = { (k: String) in environment[k].flatMap { $0.isEmpty ? nil : $0 } }
         let home = env("HOME") ?? NSHomeDirectory()
-        out += [home, home + "/.cache", home + "/.config", home + "/.local", home + "/.local/share", home + "/.local/state"]
+        if lexical(home) != ownHome {
+            out += [home, home + "/.cache", home + "/.config", home + "/.local", home + "/.local/share", home + "/.local/state"]
+        }
         out += ["XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"].compactMap(env)
+        return out
+    }
+
+    /// Every user's home folder in the password database.
+    static func passwdHomes() -> [(uid: UInt32, home: String)] {
+        var out = [(uid: UInt32, home: String)]()
+        setpwent()
+        while let pw = getpwent() {
+            if let dir = pw.pointee.pw_dir, dir.pointee != 0 { out.append((pw.pointee.pw_uid, String(cString: dir))) }
+        }
+        endpwent()
         return out
     }
 

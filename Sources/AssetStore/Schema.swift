@@ -144,7 +144,9 @@ extension Store {
             }
             let name = IndexDefinition.defaultName + " (moved onto the object rows, once)"
             if let objects { progress?(IndexRebuildProgress(index: name, done: 0, total: objects)) }
-            try migrator.migrate(pool)
+            // A schema upgrade on a full disk (ALTER TABLEs write pages to the WAL) goes through
+            // the reserve, as the open does: a daemon that cannot start cannot free space.
+            try freeingSpace("the schema upgrade") { try Store.mapErrors { try migrator.migrate(pool) } }
             if let objects { progress?(IndexRebuildProgress(index: name, done: objects, total: objects)) }
         }
     }

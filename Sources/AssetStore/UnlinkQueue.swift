@@ -146,13 +146,18 @@ extension Store {
         let durable = durableCommit
         var lastID: Int64 = 0
         var renumbered: [Int64: Int64]?
+        // What the unlinks of a batch whose commit failed came to, by queue row: a second
+        // attempt records these instead of unlinking again (only the commit failed; the
+        // unlinks happened).
+        var attempted = [Int64: UnlinkOutcome]()
         while true {
             let now = configuration.clock()
             // On a full disk the reserve lets the batch commit (its unlinks free space); a second
-            // attempt starts from the same report and finds the files it unlinked gone.
-            let before = (report, lastID)
+            // attempt starts from the same report, and the same root devices to record (they
+            // were rolled back too), with the outcomes of the first.
+            let before = (report, lastID, renumbered)
             let done: Bool = try freeingSpace("the sweep of queued unlinks") { try Store.mapErrors {
-                (report, lastID) = before
+                (report, lastID, renumbered) = before
                 return try pool.write { db in
                     if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
                     let rows = try Row.fetchAll(
@@ -180,10 +185,13 @@ extension Store {
                     // The files to unlink, in queue order: contiguous slices keep a folder's
                     // files on one thread (each thread keeps its folder open).
                     var targets = [UnlinkTarget]()
+                    var targetIDs = [Int64]()
                     for row in rows {
                         let path: String = row[1]
                         let bytes = Array(path.utf8)
                         if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
+                        targetIDs.append(row[0])
+                        if attempted[row[0]] != nil { continue }
                         // Recorded before its filesystem was numbered anew: the device it has now too.
                         let device: Int64? = row[2]
                         targets.append(UnlinkTarget(
@@ -191,7 +199,12 @@ extension Store {
                             stamp: FileStamp(birth: row[5], generation: row[6], ctime: row[7]), size: row[8],
                             deviceNow: device.flatMap { renumbered?[$0] }))
                     }
-                    let outcomes = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink)
+                    var fresh = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink).makeIterator()
+                    let outcomes = targetIDs.map { id in
+                        let outcome = attempted[id] ?? fresh.next()!  // one fresh outcome per target
+                        if let outcome { attempted[id] = outcome }
+                        return outcome
+                    }
                     // Outcomes are recorded here, on this thread, in queue order, as one file at a time would.
                     var counts = [String: Int]()
                     var finished = [JSONValue]()

@@ -1,5 +1,6 @@
 // assetd's command line (SPEC §7): runs in the foreground and logs to stderr. Config errors
-// exit 78; a database or socket held by another daemon exits 1.
+// exit 78; a database or socket held by another daemon, or a default root the disk will not
+// take, exits 1.
 
 import ArgumentParser
 import AssetDaemon
@@ -38,12 +39,15 @@ struct AssetdCommand: ParsableCommand {
             }
             settings.logLevel = level
         }
+        let rootWarnings: [String]
         do {
             // --check-config judges the roots as start does, but creates nothing.
-            try settings.prepareRoots(create: !checkConfig)
+            rootWarnings = try settings.prepareRoots(create: !checkConfig)
         } catch {
+            // A config error exits 78 (systemd does not restart); a default root the disk
+            // will not take now exits 1, so it is tried again once there is room.
             FileHandle.standardError.write(Data("assetd: \(error)\n".utf8))
-            throw ExitCode(78)
+            throw ExitCode(error.exitStatus)
         }
         if checkConfig {
             print(settings.summary.joined(separator: "\n"))
@@ -56,6 +60,7 @@ struct AssetdCommand: ParsableCommand {
         setenv("UV_THREADPOOL_SIZE", "\(max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))", 0)
         var logger = Logger(label: "assetd")
         logger.logLevel = settings.logLevel
+        for warning in rootWarnings { logger.warning("\(warning)") }
         let daemon: Daemon
         do {
             daemon = try Daemon(

@@ -5,6 +5,8 @@
 import AssetStoreTestSupport
 import Foundation
 import Glibc
+import GRDB
+import Synchronization
 import Testing
 
 /// A store whose database folder is a tmpfs of `mib` MiB (the root stays on the test disk).
@@ -112,5 +114,59 @@ struct FullDiskStoreTests {
         #expect(!f.exists(file))
         #expect(try f.store.pending().isEmpty)
         #expect(!f.store.reserveHeld)
+    }
+    @Test("a v4 database with a WAL left, reopened on a full disk, is upgraded through the reserve and serves reads")
+    func upgradeUsesReserve() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        try f.put([(ref("c", "a"), ["n": 1])])
+        f.store.close()
+        // As v4 left it when it stopped on a full disk: the WAL it could not write back (the
+        // database file must grow for the write-back) is still there.
+        let pool = try DatabasePool(path: f.dbPath)
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            try db.inTransaction {
+                for column in ["birth", "generation", "ctime"] {
+                    try db.execute(sql: "ALTER TABLE file DROP COLUMN \(column)")
+                    try db.execute(sql: "ALTER TABLE unlink_queue DROP COLUMN \(column)")
+                }
+                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5'")
+                try db.execute(sql: "CREATE TABLE bulk (b BLOB); INSERT INTO bulk VALUES (zeroblob(1048576))")
+                return .commit
+            }
+        }
+        #expect(f.store.reserveHeld)
+        Tmpfs.fill(f.dir + "/state/filler")
+        try pool.close()
+        #expect(fileSize(f.dbPath + "-wal") > 1 << 20, "the WAL is left")
+
+        try f.reopen()  // before: storage_full from the v5 migration's ALTER TABLEs
+        #expect(try f.store.read { r in try r.db.columns(in: "unlink_queue").map(\.name) }.contains("generation"))
+        #expect(try f.store.read { try $0.get(ref("c", "a")) }?.value == ["n": 1])
+        #expect(!f.store.reserveHeld)
+        #expect(f.store.takeSpaceNotices().contains { $0.message.contains("so that the schema upgrade can commit") })
+    }
+    @Test("a sweep that meets a full disk commits through the reserve and reports every file it unlinked, once")
+    func sweepUsesReserve() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let files = try (0..<20).map { try f.makeFile("s\($0).bin") }
+        let refs = files.indices.map { ref("c", "k\($0)") }
+        try f.put(files.indices.map { (refs[$0], ["file": .string(files[$0])]) })
+        try f.store.write { tx in for r in refs { try tx.delete(r) } }
+        let before = try f.store.counters()["unlinked"] ?? 0
+        Tmpfs.fill(f.dir + "/state/filler")
+
+        let unlinks = Mutex([String: Int]())
+        let report = try f.store.sweep(retryFailed: false, batch: 1000, threads: 1) { path in
+            unlinks.withLock { $0[path, default: 0] += 1 }
+        }
+        #expect(!f.store.reserveHeld, "the sweep met the full disk")
+        #expect(report.unlinked.sorted() == files.sorted(), "\(report.unlinked.count) of 20: \(report.skipped) \(report.failed)")
+        #expect(try f.store.counters()["unlinked"] == before + 20)
+        #expect(files.allSatisfy { !f.exists($0) })
+        #expect(try f.store.pending().isEmpty)
+        #expect(unlinks.withLock { $0 } == Dictionary(uniqueKeysWithValues: files.map { ($0, 1) }), "each file unlinked once")
     }
 }

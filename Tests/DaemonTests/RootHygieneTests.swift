@@ -4,8 +4,9 @@
 // with exit 78; verify --delete-orphans refuses an untagged root unless --force.
 
 import AssetClient
-import AssetDaemon
+@testable import AssetDaemon
 import AssetStore
+import AssetStoreTestSupport
 import Foundation
 import Testing
 
@@ -121,21 +122,22 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         #expect(CacheDirectoryTag.isPresent(in: c.roots[0]))
         var other = spelled
         other.roots = [h.dir + "/home/cache/other"]
-        #expect(throws: ConfigError.self) { try other.prepareRoots(create: true, uid: 1000, environment: env) }
+        #expect(throws: RootsError.self) { try other.prepareRoots(create: true, uid: 1000, environment: env) }
         #expect(!h.exists(other.roots[0]), "a root of the admin's choosing is never created")
     }
 
-    @Test("assetd on its embedded defaults creates its own root with a CACHEDIR.TAG and names it when a path is outside")
-    func defaultRootAtStart() throws {
-        guard getuid() != 0 || Nobody.canSwitch else { return }
-        let h = try DaemonHarness(start: false)
+    /// Starts assetd on its embedded defaults in `home` as a user other than root (nobody,
+    /// when the test runs as root), with `environment` added; its output goes to the log file.
+    private static func startUnprivileged(
+        _ h: DaemonHarness, environment extra: [String: String] = [:]
+    ) throws -> (process: Process, log: String, socket: String) {
         let home = h.dir + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         chmod(home, 0o777)  // nobody's, when the test runs as root
         let env = [
             "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_STATE_HOME": home + "/state",
             "XDG_RUNTIME_DIR": home,
-        ]
+        ].merging(extra) { $1 }
         // As root the defaults are the system's (/var/cache/assetd): run as nobody instead.
         let (path, args) = getuid() == 0
             ? ("/usr/bin/setpriv", ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetd])
@@ -149,24 +151,119 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         p.standardOutput = p.standardError
         try withDefaultSignalMask { try p.run() }
+        return (p, log, home + "/assetd.sock")
+    }
+
+    /// Waits until assetd answers a ping on `socket` or has exited; true if it answers.
+    private static func ready(_ p: Process, _ socket: String) -> Bool {
+        eventually(timeout: 60) {
+            guard p.isRunning, let c = try? ControlClient(socketPath: socket, timeout: 5) else { return !p.isRunning }
+            defer { c.close() }
+            return (try? c.call("ping")) != nil
+        } && p.isRunning
+    }
+
+    @Test("assetd on its embedded defaults creates its own root with a CACHEDIR.TAG and names it when a path is outside")
+    func defaultRootAtStart() throws {
+        guard getuid() != 0 || Nobody.canSwitch else { return }
+        let h = try DaemonHarness(start: false)
+        let (p, log, socket) = try Self.startUnprivileged(h)
         defer {
             kill(p.processIdentifier, SIGTERM)
             p.waitUntilExit()
         }
-        let socket = home + "/assetd.sock"
-        let ready = eventually(timeout: 60) {
-            guard p.isRunning, let c = try? ControlClient(socketPath: socket, timeout: 5) else { return !p.isRunning }
-            defer { c.close() }
-            return (try? c.call("ping")) != nil
-        }
+        let ready = Self.ready(p, socket)
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        try #require(ready && p.isRunning, "not ready: \(output)")
-        let root = home + "/.cache/assetd"
+        try #require(ready, "not ready: \(output)")
+        let root = h.dir + "/home/.cache/assetd"
         #expect(output.contains("files.roots = [\"\(root)\"]"), "\(output)")
         #expect(CacheDirectoryTag.isPresent(in: root), "tagged at start")
         let outside = try runProcess(Binaries.assetctl, ["--socket", socket, "put", "media", "trailer", "--file", h.dir + "/movie.mp4"])
         #expect(outside.status == 1)
         #expect(outside.stderr.contains("is not under a managed root (roots: \(root))"), "\(outside.stderr)")
+    }
+
+    @Test("a default root the disk will not let assetd tag is a warning and assetd starts; one it cannot create exits 1, not 78")
+    func defaultRootRefusedByDisk() throws {
+        guard getuid() != 0 || Nobody.canSwitch else { return }
+        let h = try DaemonHarness(start: false)
+        // A cache folder assetd's user may not write in (mode bits stop nobody, as a
+        // read-only or full disk would stop root).
+        let cache = h.dir + "/locked"
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        chmod(cache, 0o555)
+        defer { chmod(cache, 0o755) }
+        let env = ["XDG_CACHE_HOME": cache]
+
+        let (p, log, _) = try Self.startUnprivileged(h, environment: env)
+        p.waitUntilExit()
+        let refused = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(p.terminationStatus == 1, "before: 78, which systemd does not restart: \(refused)")
+        #expect(refused.contains("the default root \(cache)/assetd cannot be created: mkdir \(cache)/assetd"), "\(refused)")
+
+        // The root exists (made by the admin, or before the disk filled) but cannot be tagged.
+        try FileManager.default.createDirectory(atPath: cache + "/assetd", withIntermediateDirectories: true)
+        chmod(cache + "/assetd", 0o555)
+        let (q, qlog, socket) = try Self.startUnprivileged(h, environment: env)
+        defer {
+            kill(q.processIdentifier, SIGTERM)
+            q.waitUntilExit()
+        }
+        let ready = Self.ready(q, socket)
+        let output = (try? String(contentsOfFile: qlog, encoding: .utf8)) ?? ""
+        try #require(ready, "not ready (before: exit 78): \(output)")
+        #expect(output.contains("warning") && output.contains("the default root \(cache)/assetd cannot be tagged"), "\(output)")
+        #expect(!CacheDirectoryTag.isPresent(in: cache + "/assetd"))
+    }
+
+    @Test("on a full disk the default root is made and left untagged with a warning; on a read-only one it is unavailable, not a config error",
+          .enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+    func defaultRootOnFullOrReadOnlyDisk() throws {
+        let h = try DaemonHarness(start: false)
+        let cache = h.dir + "/cache"
+        try #require(Tmpfs.mount(cache, mib: 1))
+        defer { Tmpfs.unmount(cache) }
+        Tmpfs.fill(cache + "/filler")
+        let env = ["HOME": h.dir + "/home", "XDG_CACHE_HOME": cache]
+        let c = DaemonConfig.embeddedDefaults(uid: 1000, environment: env)
+        let warnings = try c.prepareRoots(create: true, uid: 1000, environment: env)
+        #expect(warnings.count == 1 && warnings[0].contains("the default root \(cache)/assetd cannot be tagged"), "\(warnings)")
+        #expect(h.exists(cache + "/assetd") && !CacheDirectoryTag.isPresent(in: cache + "/assetd"))
+
+        #expect(mount("none", cache, nil, UInt(MS_REMOUNT | MS_RDONLY), nil) == 0, "remount: errno \(errno)")
+        let elsewhere = ["HOME": h.dir + "/home", "XDG_CACHE_HOME": cache + "/sub"]
+        do {
+            try DaemonConfig.embeddedDefaults(uid: 1000, environment: elsewhere).prepareRoots(create: true, uid: 1000, environment: elsewhere)
+            Issue.record("a read-only disk let the default root be created")
+        } catch {
+            guard case .unavailable(let message) = error else { return #expect(Bool(false), "\(error)") }
+            #expect(message.contains("mkdir \(cache)/sub") && error.exitStatus == 1, "\(message)")
+        }
+    }
+
+    /// The passwd homes (uid 990 is the user assetd runs as) and whether the root
+    /// /srv/assetd is refused.
+    struct HomeCase: Sendable, CustomTestStringConvertible {
+        var homes: [UInt32: String]
+        var refused: Bool
+        var testDescription: String { "\(homes.sorted { $0.key < $1.key }) refused: \(refused)" }
+    }
+
+    @Test("the home of the user assetd runs as may be its root or inside it; another user's home may not", arguments: [
+        HomeCase(homes: [990: "/srv/assetd"], refused: false),
+        HomeCase(homes: [990: "/srv/assetd/home"], refused: false),
+        HomeCase(homes: [991: "/srv/assetd"], refused: true),
+        HomeCase(homes: [990: "/srv/assetd", 991: "/srv/assetd"], refused: true),
+        HomeCase(homes: [991: "/srv/assetd/home"], refused: true),
+    ])
+    func ownHomeIsNotShared(_ c: HomeCase) {
+        let root = "/srv/assetd"
+        // $HOME as systemd sets it for User=: the passwd home of the daemon's user.
+        let env = ["HOME": c.homes[990] ?? "/nonexistent"]
+        let shared = RootHygiene.sharedFolders(
+            uid: 990, environment: env, roots: [root], homes: c.homes.map { (uid: $0.key, home: $0.value) })
+        let why = RootHygiene.sharing(root, shared)
+        #expect((why != nil) == c.refused, "\(why ?? "accepted")")
     }
 
     @Test("verify --delete-orphans refuses an untagged root naming it (exit 1); --orphans lists; --force and the tag delete")
