@@ -35,6 +35,8 @@ final class Reserve: Sendable {
         var notices: [SpaceNotice] = []
         var lowSpace = false
         var full = false
+        /// The ballast went to a write that frees space, and there has not been room since.
+        var released = false
     }
 
     init(database: String, wanted: Int64) {
@@ -90,13 +92,23 @@ final class Reserve: Sendable {
 
     /// Removes the ballast; true if there was one.
     func release() -> Bool {
-        state.withLock { _ in unlink(path) == 0 }
+        state.withLock { s in
+            guard unlink(path) == 0 else { return false }
+            s.released = true
+            return true
+        }
     }
+
+    /// True from a release until there is room again.
+    var wasReleased: Bool { state.withLock { $0.released } }
 
     /// Whether a write met a full disk since there was last room; true if that changed.
     func noteFull(_ full: Bool) -> Bool {
         state.withLock { s in
-            defer { s.full = full }
+            defer {
+                s.full = full
+                if !full { s.released = false }
+            }
             return s.full != full
         }
     }
@@ -134,6 +146,16 @@ extension Store {
     /// With `what` nil (a write that does not free space), the reserve stays. The first
     /// write to meet a full disk is logged, once until there is room again.
     func freeingSpace<T>(_ what: String?, _ body: () throws -> T) throws -> T {
+        // The space the reserve gave back is for deletes and their sweeps until there is room
+        // again: a put would take it, and the next delete meet a full disk with no reserve.
+        if what == nil, reserve.wasReleased, !Store.insideFreeingWrite {
+            throw StoreError(
+                .storageFull, "the disk holding \(path) is full: its reserve went to a delete, and other writes wait for room")
+        }
+        // The writes a policy run or a sweep makes are part of it, whatever they say.
+        let outermost = what != nil && !Store.insideFreeingWrite
+        if outermost { Store.insideFreeingWrite = true }
+        defer { if outermost { Store.insideFreeingWrite = false } }
         do {
             return try body()
         } catch let error where Store.isStorageFull(error) {
@@ -160,6 +182,13 @@ extension Store {
             return try DatabasePool(path: path, configuration: configuration)
         }
     }
+
+    /// Whether this thread runs a write that frees space (a delete, a policy run, a sweep).
+    static var insideFreeingWrite: Bool {
+        get { Thread.current.threadDictionary[freeingKey] != nil }
+        set { Thread.current.threadDictionary[freeingKey] = newValue ? true : nil }
+    }
+    private static let freeingKey = "assetd.freeingWrite"
 
     static func isStorageFull(_ error: any Error) -> Bool {
         (error as? StoreError)?.code == .storageFull

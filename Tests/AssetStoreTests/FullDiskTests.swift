@@ -37,7 +37,7 @@ struct FullDiskStoreTests {
         #expect(try f.store.read { try $0.get(ref("c", "k99")) }?.value["text"] == text)
     }
 
-    @Test("on a full disk a put answers storage_full and keeps the reserve; a delete, an eviction and forgetting queued unlinks commit through it; it is allocated again once there is room")
+    @Test("on a full disk a put answers storage_full and keeps the reserve; a delete, an eviction and forgetting queued unlinks commit through it, and only they until there is room; it is allocated again then")
     func reserveFreesSpaceForDeletes() throws {
         let f = try fixtureOnTmpfs(mib: 8)
         defer { Tmpfs.unmount(f.dir + "/state") }
@@ -64,6 +64,9 @@ struct FullDiskStoreTests {
         #expect(!f.store.reserveHeld)
         #expect(try !f.exists(ref("c", "k15")))
         #expect(f.store.takeSpaceNotices().contains { $0.message.contains("released the reserve \(ballast) so that a delete") })
+        // What the reserve gave back is for deletes until there is room: a put would take it.
+        #expect(expectCode(.storageFull) { try f.put([(ref("c", "new"), ["text": text])]) } != nil)
+        try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k16")) }
 
         // Room again: the reserve comes back; then full once more, an eviction uses it.
         #expect(truncate(filler, 0) == 0)
