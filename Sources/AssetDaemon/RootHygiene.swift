@@ -160,6 +160,14 @@ enum RootHygiene {
         let resolved = resolve(root).map { Array($0.utf8) } ?? spelled
         let through = resolved == spelled ? "" : ", through a symlink or \"..\" (\(String(decoding: resolved, as: UTF8.self))),"
         let below = resolved == [UInt8(ascii: "/")] ? resolved : resolved + [UInt8(ascii: "/")]
+        // Kernel interfaces and the system's own files: no folder inside them is assetd's.
+        for tree in systemTrees {
+            let prefix = Array((tree + "/").utf8)
+            if resolved.starts(with: prefix) || spelled.starts(with: prefix) {
+                return "\(root)\(through) is inside \(tree), which holds the system's own files or the kernel's: "
+                    + "use a folder of assetd's own, such as /var/cache/assetd"
+            }
+        }
         for folder in shared {
             for candidate in Set([lexical(folder), resolve(folder)].compactMap { $0 }).map({ Array($0.utf8) }) {
                 if candidate == resolved {
@@ -174,6 +182,10 @@ enum RootHygiene {
         }
         return nil
     }
+
+    /// Folders in which no root may lie at any depth: pseudo-filesystems (a file there is a
+    /// kernel setting) and the system's installed files and configuration.
+    static let systemTrees = ["/proc", "/sys", "/dev", "/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
 
     /// realpath, or nil when the path cannot be resolved.
     private static func resolve(_ path: String) -> String? {

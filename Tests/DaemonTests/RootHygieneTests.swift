@@ -31,6 +31,10 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         BadRoot(label: "/var/tmp", root: { _ in "/var/tmp" }, reason: "a folder other programs share"),
         BadRoot(label: "/usr", root: { _ in "/usr" }, reason: "a folder other programs share"),
         BadRoot(label: "/etc", root: { _ in "/etc" }, reason: "a folder other programs share"),
+        BadRoot(label: "a folder inside /etc", root: { _ in "/etc/ssl" }, reason: "is inside /etc"),
+        BadRoot(label: "a folder inside /usr", root: { _ in "/usr/local/share" }, reason: "is inside /usr"),
+        BadRoot(label: "a folder inside /proc", root: { _ in "/proc/sys" }, reason: "is inside /proc"),
+        BadRoot(label: "a folder inside /sys", root: { _ in "/sys/kernel" }, reason: "is inside /sys"),
         BadRoot(
             label: "a folder that holds $XDG_RUNTIME_DIR", root: { $0 + "/parent" }, reason: "contains",
             prepare: { dir in
