@@ -16,7 +16,7 @@ private func mountTmpfs(_ path: String, size: Int) -> Bool {
 }
 
 private let canMount: Bool = {
-    let dir = NSTemporaryDirectory() + "assetd-mount-probe-\(getpid())"
+    let dir = NSTemporaryDirectory() + "assetd-mount-probe-minfree-\(getpid())"
     try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { rmdir(dir) }
     guard mountTmpfs(dir, size: mib) else { return false }

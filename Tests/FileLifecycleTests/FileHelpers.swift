@@ -22,7 +22,7 @@ struct OnDisk: Equatable {
 
 /// True when this process may mount (a tmpfs; bind mounts need the same capability).
 let canMount: Bool = {
-    let dir = NSTemporaryDirectory() + "assetd-mount-probe-\(getpid())"
+    let dir = NSTemporaryDirectory() + "assetd-mount-probe-files-\(getpid())"
     try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { rmdir(dir) }
     guard mount("tmpfs", dir, "tmpfs", 0, "size=1m") == 0 else { return false }
