@@ -195,8 +195,7 @@ struct ParallelSweepTests {
         let t = Thread { if protections.unlessLeased(file: b, wait) == true { bothInside.withLock { $0 = true } } }
         t.start()
         #expect(protections.unlessLeased(file: a, wait) == true)
-        for _ in 0..<6000 where !bothInside.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
-        #expect(bothInside.withLock { $0 })
+        #expect(pollFor { bothInside.withLock { $0 } })
     }
 
     @Test("a waiting lease goes before unlinks that start after it: it waits only for those under way")
@@ -246,7 +245,7 @@ struct ParallelSweepTests {
         _ = pollFor { laterThread.withLock { $0 } != 0 }
         #expect(threadSleeps(laterThread.withLock { $0 }), "c waits at the gate")
         release.withLock { $0 = true }
-        for _ in 0..<6000 where events.withLock({ $0.count }) < 3 { Thread.sleep(forTimeInterval: 0.01) }
+        _ = pollFor { events.withLock { $0.count } >= 3 }
         let seen = events.withLock { $0 }
         #expect(seen.first == "a done" && seen.contains("c after the lease") && seen.contains("lease"), "\(seen)")
     }
