@@ -234,7 +234,7 @@ extension QueryConnection {
             if step == SQLITE_AUTH { throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")") }
             if step & 0xff == SQLITE_TOOBIG {
                 // SQLite's length limit on query connections is the reply limit; printf and
-                // format report passing it too (QueryConnection+Printf.swift).
+                // format report passing it too (CheckedPrintf.swift).
                 throw StoreError(.replyTooLarge, "the query built a value larger than the reply limit: ask for less")
             }
             if step == SQLITE_INTERRUPT, cancellation?.isCancelled == true {

@@ -44,13 +44,3 @@ final class StoreLock {
     /// Retries, 2 ms apart, while the lock is held under this process's own pid.
     static let ownRetries = 50
 }
-
-extension String {
-    /// The string without leading and trailing characters of `set`.
-    public func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s = s.dropFirst() }
-        while let l = s.last, set.contains(l) { s = s.dropLast() }
-        return String(s)
-    }
-}
