@@ -158,7 +158,7 @@ final class ControlServer {
 
     /// Ends the leases of the connection numbered `holder` (it closed).
     func leasesEnded(holder: UInt64) {
-        daemon.leasesEnded(store.protections.releaseAll(holder: holder))
+        daemon.leasesEnded(store.leases.releaseAll(holder: holder))
     }
 
     /// Claims the one maintenance slot for `what`; nil if claimed, else what holds it.

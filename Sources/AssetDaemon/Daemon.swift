@@ -173,7 +173,7 @@ public final class Daemon {
                 let why = "writes are refused, and unlinks and policy runs wait, until assetd is restarted"
                 logger.critical("a sync of the database failed (\(failure)): \(why)")
             }
-            _ = store.protections.removeExpired()  // lapsed leases: the sweep that drops them is off
+            _ = store.leases.removeExpired()  // lapsed leases: the sweep that drops them is off
             return
         }
         scheduleSweep()
@@ -198,7 +198,7 @@ public final class Daemon {
                 box.value = Result {
                     store.maintainSpace()  // the reserve back once there is room; the WAL kept small when there is not
                     // Leases that ended or lapsed first: their kept files become due again.
-                    try MethodTable.leasesEnded(ended + store.protections.removeExpired(), store)
+                    try MethodTable.leasesEnded(ended + store.leases.removeExpired(), store)
                     return try store.sweep()
                 }
             }) { [unowned self] in

@@ -82,7 +82,7 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
         try tx.addEdge(name: "tell", source: ref("assets", "m0"), destination: .object(ref("young", "listener")),
                        rules: .notifyIfSourceDeleted)
     }
-    _ = try f.store.protections.acquire(objects: [], files: [paths["leased"]!], ttl: 600)
+    _ = try f.store.leases.acquire(objects: [], files: [paths["leased"]!], ttl: 600)
     return f
 }
 

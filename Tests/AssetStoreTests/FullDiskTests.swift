@@ -53,7 +53,7 @@ struct FullDiskStoreTests {
         try f.put((10..<20).map { (ref("c", "k\($0)"), ["text": text]) }, owner: "bob")
         let queued = try f.makeFile("q.bin")
         try f.put([(ref("c", "q"), ["file": .string(queued)])])
-        _ = try f.store.protections.acquire(objects: [], files: [queued], ttl: 600)  // keeps its unlink queued
+        _ = try f.store.leases.acquire(objects: [], files: [queued], ttl: 600)  // keeps its unlink queued
         try f.delete(ref("c", "q"))
         let filler = f.dir + "/state/filler"
         Tmpfs.fill(filler)

@@ -23,7 +23,7 @@ struct LeasePolicyRaceTests {
         let existed = Mutex<Bool?>(nil)
         let waited = Mutex(false)
         let first = Mutex(true)
-        store.protections.acquireWaits.withLock {
+        store.leases.acquireWaits.withLock {
             $0 = {
                 waited.withLock { $0 = true }
                 answeredOrWaiting.signal()
@@ -33,7 +33,7 @@ struct LeasePolicyRaceTests {
             $0.policyBatchDecided = {
                 guard first.withLock({ f in defer { f = false }; return f }) else { return }
                 Thread {
-                    _ = try? store.protections.acquire(objects: objects, files: files, ttl: 60)
+                    _ = try? store.leases.acquire(objects: objects, files: files, ttl: 60)
                     // Read at once, before the batch can go on: what the client is told is protected.
                     let exists = (try? store.read { try $0.exists(probe) }) ?? false
                     existed.withLock { $0 = exists }
@@ -59,7 +59,7 @@ struct LeasePolicyRaceTests {
         // What the client was told is protected is never deleted afterwards.
         if r.existedWhenLeased { #expect(try f.exists(k), "the leased object was expired after its lease was answered") }
         #expect(r.plan.objects.map(\.ref).contains(ref("c", "other")))
-        #expect(f.store.protections.active().count == 1)
+        #expect(f.store.leases.active().count == 1)
     }
 
     @Test("a lease of files only does not wait for a policy batch")

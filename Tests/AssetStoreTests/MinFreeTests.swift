@@ -84,7 +84,7 @@ struct MinFreeTests {
         }
         f.clock.advance(3600)
         // k0 deleted while its file is leased: queued, and the sweep defers it.
-        _ = try f.store.protections.acquire(objects: [], files: [paths[0]], ttl: 600)
+        _ = try f.store.leases.acquire(objects: [], files: [paths[0]], ttl: 600)
         try f.delete(ref("c", "k0"))
         #expect(try f.store.sweep().deferred.map(\.path) == [paths[0]])
         // 1 MiB free of 4, 2.5 wanted: f0's queued MiB stays, so both other files must go.

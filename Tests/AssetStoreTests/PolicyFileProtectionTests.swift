@@ -32,7 +32,7 @@ struct PolicyFileProtectionTests {
         }
         var lease: Lease?
         if protection == .objectLease {
-            lease = try f.store.protections.acquire(objects: [holder], files: [], ttl: 86_400)
+            lease = try f.store.leases.acquire(objects: [holder], files: [], ttl: 86_400)
         }
         f.clock.advance(3600)  // past min_age; the lease still lives
         if protection == .young { try f.store.write { tx in try tx.put(holder, value: ["file": .string(path)]) } }

@@ -130,7 +130,7 @@ struct PolicyTests {
     @Test("a leased object, and the holders of a leased file, are never evicted")
     func leasesProtect() throws {
         let f = try cache(3, policy: policy { $0.maxBytes = 10 })
-        let lease = try f.store.protections.acquire(objects: [ref("c", "k0")], files: [f.root + "/f1"], ttl: 60)
+        let lease = try f.store.leases.acquire(objects: [ref("c", "k0")], files: [f.root + "/f1"], ttl: 60)
         #expect(keys(try f.store.enforce(dryRun: true)) == ["k2"])
         f.clock.advance(61)  // the lease lapses
         #expect(keys(try f.store.enforce(dryRun: true)) == ["k0", "k1", "k2"])

@@ -2,7 +2,7 @@
 // (this process through another descriptor, a child through its stdin, a mapping whose
 // descriptor is closed) stays queued without counting an attempt and goes once it is closed;
 // a leased file waits for its lease even when an explicit delete queued it. Also the lease
-// registry itself (Protections) on the test clock.
+// registry itself (LeaseRegistry) on the test clock.
 
 import Foundation
 import Glibc
@@ -395,7 +395,7 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
         try f.hold(path, key: "k")
-        let lease = try f.store.protections.acquire(objects: [], files: [path], ttl: 60, holder: 7)
+        let lease = try f.store.leases.acquire(objects: [], files: [path], ttl: 60, holder: 7)
         // The explicit delete is not blocked: the object goes, the file waits.
         #expect(try f.delete(ref("c", "k")).filesQueued == [path])
         #expect(try !f.exists(ref("c", "k")))
@@ -418,12 +418,12 @@ enum LeaseEnd: String, CaseIterable, Sendable {
 
         switch end {
         case .release:
-            let released = try #require(f.store.protections.release(lease.id))
+            let released = try #require(f.store.leases.release(lease.id))
             #expect(try f.store.leasesEnded([released]) == 1)
         case .expiry:
             f.clock.advance(30)
         case .holderGone:
-            let released = f.store.protections.releaseAll(holder: 7)
+            let released = f.store.leases.releaseAll(holder: 7)
             #expect(released.map(\.id) == [lease.id])
             #expect(try f.store.leasesEnded(released) == 1)
         }
@@ -443,14 +443,14 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         let f = try Fixture()
         let leased = try f.makeFile("a/leased.bin")
         try f.hold(leased, key: "k")
-        _ = try f.store.protections.acquire(objects: [], files: [leased], ttl: 3600, holder: 7)
+        _ = try f.store.leases.acquire(objects: [], files: [leased], ttl: 3600, holder: 7)
         try f.delete(ref("c", "k"))
         #expect(try f.store.sweep().deferred.map(\.reason) == [.leased])
         #expect(try f.store.pending().first?.nextAttempt == f.clock.now + 3600)
 
         // The daemon stops: the lease's connection is gone with it.
         try f.reopen()
-        #expect(f.store.protections.active().isEmpty)
+        #expect(f.store.leases.active().isEmpty)
         #expect(!f.exists(leased), "drained at open, not an hour later")
 
         // A row that waits for files.unlink_delay is not hurried by the restart.
@@ -472,7 +472,7 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         try f.delete(ref("c", "k"))
         let obstacle = try UnlinkObstacle(blocked, in: f)
         #expect(try f.store.sweep().failed.map(\.attempts) == [1])
-        let lease = try f.store.protections.acquire(objects: [], files: [blocked], ttl: Protections.maximumTTL, holder: 7)
+        let lease = try f.store.leases.acquire(objects: [], files: [blocked], ttl: LeaseRegistry.maximumTTL, holder: 7)
         f.clock.advance(1)
         #expect(try f.store.sweep().deferred.map(\.reason) == [.leased])
         #expect(try f.store.pending().first?.nextAttempt == lease.expires)
@@ -489,10 +489,10 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         let f = try Fixture { $0.unlinkDelay = 100 }
         let path = try f.makeFile("a/one.bin")
         try f.hold(path, key: "k")
-        let lease = try f.store.protections.acquire(objects: [], files: [path], ttl: 60, holder: 7)
+        let lease = try f.store.leases.acquire(objects: [], files: [path], ttl: 60, holder: 7)
         try f.delete(ref("c", "k"))
         f.clock.advance(10)
-        let released = try #require(f.store.protections.release(lease.id))
+        let released = try #require(f.store.leases.release(lease.id))
         _ = try f.store.leasesEnded([released])
         #expect(try f.store.sweep().unlinked.isEmpty)
         #expect(f.exists(path), "unlinked 10 s after its commit with an unlink_delay of 100 s")
@@ -506,16 +506,16 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
         try f.hold(path, key: "k")
-        let short = try f.store.protections.acquire(objects: [], files: [path], ttl: 10)
-        let long = try f.store.protections.acquire(objects: [], files: ["file://" + path], ttl: 100)
+        let short = try f.store.leases.acquire(objects: [], files: [path], ttl: 10)
+        let long = try f.store.leases.acquire(objects: [], files: ["file://" + path], ttl: 100)
         try f.delete(ref("c", "k"))
         #expect(try f.store.sweep().deferred.map(\.reason) == [.leased])
         #expect(try f.store.pending().first?.nextAttempt == long.expires)
 
-        let first = try #require(f.store.protections.release(short.id))
+        let first = try #require(f.store.leases.release(short.id))
         #expect(try f.store.leasesEnded([first]) == 0)
         #expect(try f.store.sweep().unlinked.isEmpty)
-        let second = try #require(f.store.protections.release(long.id))
+        let second = try #require(f.store.leases.release(long.id))
         #expect(try f.store.leasesEnded([second]) == 1)
         #expect(try f.store.leasesEnded([second]) == 0)  // already due
         #expect(try f.store.sweep().unlinked == [path])
@@ -526,7 +526,7 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         let f = try Fixture()
         let composed = try f.makeFile("caf\u{E9}.bin")
         try f.hold(composed, key: "k")
-        let lease = try f.store.protections.acquire(objects: [], files: [composed], ttl: 60)
+        let lease = try f.store.leases.acquire(objects: [], files: [composed], ttl: 60)
         try f.delete(ref("c", "k"))
         _ = try f.store.sweep()
         let decomposed = f.root + "/cafe\u{301}.bin"
@@ -534,18 +534,18 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         var other = lease
         other.files = [decomposed]
         #expect(try f.store.leasesEnded([other]) == 0)
-        f.store.protections.release(lease.id)
+        f.store.leases.release(lease.id)
         #expect(try f.store.leasesEnded([lease]) == 1)
     }
 
     @Test("a leased file that is also open waits for the lease first, then for the close")
     func leasedAndOpen() throws {
         let q = try QueuedFile()
-        let lease = try q.f.store.protections.acquire(objects: [], files: [q.path], ttl: 5)
+        let lease = try q.f.store.leases.acquire(objects: [], files: [q.path], ttl: 5)
         let fd = try openHere(q.path)
         #expect(try q.f.store.sweep().deferred.map(\.reason) == [.leased])
         q.f.clock.advance(5)
-        #expect(q.f.store.protections.active().isEmpty)
+        #expect(q.f.store.leases.active().isEmpty)
         #expect(try q.f.store.sweep().deferred.map(\.reason) == [.open])
         close(fd)
         q.f.clock.advance(Store.openFileRetryDelay)
@@ -554,27 +554,27 @@ enum LeaseEnd: String, CaseIterable, Sendable {
     }
 }
 
-@Suite struct ProtectionsTests {
+@Suite struct LeaseRegistryTests {
     @Test("acquire refuses a ttl that is not positive or longer than a day", arguments: [0, -1, 86_400.5, .nan, .infinity])
     func badTTL(ttl: Double) throws {
         let f = try Fixture()
-        let e = expectCode(.invalidParams) { try f.store.protections.acquire(objects: [ref("c", "k")], files: [], ttl: ttl) }
+        let e = expectCode(.invalidParams) { try f.store.leases.acquire(objects: [ref("c", "k")], files: [], ttl: ttl) }
         #expect(e != nil)
-        #expect(f.store.protections.active().isEmpty)
+        #expect(f.store.leases.active().isEmpty)
     }
 
     @Test("acquire takes a ttl of exactly a day, and refuses a lease on nothing")
     func ttlBounds() throws {
         let f = try Fixture()
-        let l = try f.store.protections.acquire(objects: [ref("c", "k")], files: [], ttl: Protections.maximumTTL)
+        let l = try f.store.leases.acquire(objects: [ref("c", "k")], files: [], ttl: LeaseRegistry.maximumTTL)
         #expect(l.expires == f.clock.now + 86_400)
-        #expect(expectCode(.invalidParams) { try f.store.protections.acquire(objects: [], files: [], ttl: 10) } != nil)
+        #expect(expectCode(.invalidParams) { try f.store.leases.acquire(objects: [], files: [], ttl: 10) } != nil)
     }
 
     @Test("acquire refuses files outside the roots and bad paths, and takes nothing then")
     func badPaths() throws {
         let f = try Fixture()
-        let p = f.store.protections
+        let p = f.store.leases
         let inside = f.root + "/ok.bin"
         #expect(expectCode(.pathOutsideRoots) { try p.acquire(objects: [], files: [inside, "/etc/passwd"], ttl: 10) } != nil)
         #expect(expectCode(.pathOutsideRoots) { try p.acquire(objects: [], files: [f.root], ttl: 10) } != nil)
@@ -587,7 +587,7 @@ enum LeaseEnd: String, CaseIterable, Sendable {
     @Test("acquired files are normalised; the lease shows in active, snapshot and isLeased")
     func acquireNormalises() throws {
         let f = try Fixture()
-        let p = f.store.protections
+        let p = f.store.leases
         let l = try p.acquire(objects: [ref("c", "k")], files: [f.root + "//a/./b.bin", "file://" + f.root + "/c%20d"], ttl: 30, holder: 3)
         #expect(l.files == [f.root + "/a/b.bin", f.root + "/c d"])
         #expect(l.expires == f.clock.now + 30)
@@ -606,7 +606,7 @@ enum LeaseEnd: String, CaseIterable, Sendable {
     @Test("release ends a lease once; a second release or an unknown id returns nil")
     func release() throws {
         let f = try Fixture()
-        let p = f.store.protections
+        let p = f.store.leases
         let l = try p.acquire(objects: [ref("c", "k")], files: [], ttl: 30)
         #expect(p.release(l.id) == l)
         #expect(p.release(l.id) == nil)
@@ -618,7 +618,7 @@ enum LeaseEnd: String, CaseIterable, Sendable {
     @Test("releaseAll ends only that holder's leases")
     func releaseAllByHolder() throws {
         let f = try Fixture()
-        let p = f.store.protections
+        let p = f.store.leases
         let a1 = try p.acquire(objects: [ref("c", "1")], files: [], ttl: 30, holder: 1)
         let a2 = try p.acquire(objects: [ref("c", "2")], files: [], ttl: 40, holder: 1)
         let b = try p.acquire(objects: [ref("c", "3")], files: [], ttl: 30, holder: 2)
@@ -631,7 +631,7 @@ enum LeaseEnd: String, CaseIterable, Sendable {
     @Test("a lease lapses with the clock: inactive at its expiry, release returns nil, removeExpired hands it over once")
     func expiry() throws {
         let f = try Fixture()
-        let p = f.store.protections
+        let p = f.store.leases
         let path = f.root + "/x.bin"
         let short = try p.acquire(objects: [ref("c", "1")], files: [path], ttl: 10)
         let long = try p.acquire(objects: [ref("c", "2")], files: [], ttl: 20)

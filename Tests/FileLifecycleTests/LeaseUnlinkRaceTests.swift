@@ -15,12 +15,12 @@ struct LeaseUnlinkRaceTests {
         let f = try Fixture()
         let path = try f.makeFile("a")
         let acquired = Flag()
-        let protections = f.store.protections
+        let leases = f.store.leases
         let leaseWaits = DispatchSemaphore(value: 0)
-        protections.unlinkWaits.withLock { $0 = { leaseWaits.signal() } }
-        let ran = protections.unlessLeased(file: path) {
+        leases.unlinkWaits.withLock { $0 = { leaseWaits.signal() } }
+        let ran = leases.unlessLeased(file: path) {
             let t = Thread {
-                _ = try? protections.acquire(objects: [], files: [path], ttl: 60)
+                _ = try? leases.acquire(objects: [], files: [path], ttl: 60)
                 acquired.set()
             }
             t.start()
@@ -37,7 +37,7 @@ struct LeaseUnlinkRaceTests {
         }
         #expect(acquired.value)
         // Now leased: the next unlink decision does not run.
-        #expect(f.store.protections.unlessLeased(file: path) { true } == nil)
+        #expect(f.store.leases.unlessLeased(file: path) { true } == nil)
     }
 
     @Test("an orphan leased after delete-orphans checked it, before its unlink, is kept and not reported")
@@ -48,7 +48,7 @@ struct LeaseUnlinkRaceTests {
         let leased = Mutex<[String]>([])
         store.state.withLock {
             $0.orphanUnlinkDecided = { p in
-                if (try? store.protections.acquire(objects: [], files: [p], ttl: 60)) != nil { leased.withLock { $0.append(p) } }
+                if (try? store.leases.acquire(objects: [], files: [p], ttl: 60)) != nil { leased.withLock { $0.append(p) } }
             }
         }
         f.tagRoots()

@@ -177,9 +177,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         let p = try f.makeFile("x.bin")
         try f.hold(p, key: "x")
         unlink(p)
-        let lease = try f.store.protections.acquire(objects: [], files: [p], ttl: 60)
+        let lease = try f.store.leases.acquire(objects: [], files: [p], ttl: 60)
         #expect(try f.verify(repair: true).found == 0)
-        _ = f.store.protections.release(lease.id)
+        _ = f.store.leases.release(lease.id)
         #expect(try f.verify().found == 1)
     }
 
@@ -414,10 +414,10 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     func leased() throws {
         let f = try Fixture()
         let p = try f.makeFile("incoming.bin")
-        let lease = try f.store.protections.acquire(objects: [], files: [p], ttl: 60)
+        let lease = try f.store.leases.acquire(objects: [], files: [p], ttl: 60)
         #expect(try f.verify(orphans: true, deleteOrphans: true).found == 0)
         #expect(f.exists(p))
-        _ = f.store.protections.release(lease.id)
+        _ = f.store.leases.release(lease.id)
         #expect(try f.verify(orphans: true).found == 1)
     }
 

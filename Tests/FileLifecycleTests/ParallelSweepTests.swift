@@ -85,13 +85,13 @@ struct ParallelSweepTests {
         let paths = try queueFiles(f, folders: 10, perFolder: 40)
         let before = paths[7]
         let during = paths[250]
-        _ = try f.store.protections.acquire(objects: [], files: [before], ttl: 600)
-        let protections = f.store.protections
+        _ = try f.store.leases.acquire(objects: [], files: [before], ttl: 600)
+        let leases = f.store.leases
         let leasedDuring = Mutex<Lease?>(nil)
         // Taken after the batch read the leases, just before this file's own check and unlink.
         let sweep = try f.store.sweep(retryFailed: false, batch: 1000, threads: 16) { path in
             guard path == during else { return }
-            let lease = try? protections.acquire(objects: [], files: [during], ttl: 300)
+            let lease = try? leases.acquire(objects: [], files: [during], ttl: 300)
             leasedDuring.withLock { $0 = lease }
         }
         #expect(leasedDuring.withLock { $0 } != nil)
@@ -180,7 +180,7 @@ struct ParallelSweepTests {
         let f = try Fixture()
         let a = try f.makeFile("a")
         let b = try f.makeFile("b")
-        let protections = f.store.protections
+        let leases = f.store.leases
         let inside = Mutex(0)
         let bothInside = Mutex(false)
         // Each waits (up to 60 s) for the other to be inside too: an exclusive gate never lets it.
@@ -192,9 +192,9 @@ struct ParallelSweepTests {
             }
             return false
         }
-        let t = Thread { if protections.unlessLeased(file: b, wait) == true { bothInside.withLock { $0 = true } } }
+        let t = Thread { if leases.unlessLeased(file: b, wait) == true { bothInside.withLock { $0 = true } } }
         t.start()
-        #expect(protections.unlessLeased(file: a, wait) == true)
+        #expect(leases.unlessLeased(file: a, wait) == true)
         #expect(pollFor { bothInside.withLock { $0 } })
     }
 
@@ -204,12 +204,12 @@ struct ParallelSweepTests {
         let a = try f.makeFile("a")
         let b = try f.makeFile("b")
         let c = try f.makeFile("c")
-        let protections = f.store.protections
+        let leases = f.store.leases
         let events = Mutex<[String]>([])
         let release = Mutex(false)
         let aInside = Mutex(false)
         let first = Thread {
-            _ = protections.unlessLeased(file: a) {
+            _ = leases.unlessLeased(file: a) {
                 aInside.withLock { $0 = true }
                 while !release.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
                 events.withLock { $0.append("a done") }
@@ -219,11 +219,11 @@ struct ParallelSweepTests {
         first.start()
         while !aInside.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.01) }
         let leaseWaits = DispatchSemaphore(value: 0)
-        protections.unlinkWaits.withLock { $0 = { leaseWaits.signal() } }
+        leases.unlinkWaits.withLock { $0 = { leaseWaits.signal() } }
         let leaserThread = Mutex<pid_t>(0)
         let leaser = Thread {
             leaserThread.withLock { $0 = currentThreadID() }
-            _ = try? protections.acquire(objects: [], files: [b], ttl: 60)
+            _ = try? leases.acquire(objects: [], files: [b], ttl: 60)
             events.withLock { $0.append("lease") }
         }
         leaser.start()
@@ -233,9 +233,9 @@ struct ParallelSweepTests {
         let laterThread = Mutex<pid_t>(0)
         let later = Thread {
             laterThread.withLock { $0 = currentThreadID() }
-            _ = protections.unlessLeased(file: c) {
+            _ = leases.unlessLeased(file: c) {
                 // Read inside: the lease thread records its own return only after the gate is free.
-                let leased = protections.isLeased(file: b)
+                let leased = leases.isLeased(file: b)
                 events.withLock { $0.append(leased ? "c after the lease" : "c before the lease") }
                 return true
             }

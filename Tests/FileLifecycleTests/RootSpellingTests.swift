@@ -50,7 +50,7 @@ import AssetStoreTestSupport
         #expect(expectCode(.invalidPath) { try f.hold(reference, key: "k") } != nil)
         #expect(try !f.exists(ref("c", "k")))
         #expect(try f.store.read { try $0.objectCount() } == 0)
-        #expect(expectCode(.invalidPath) { try f.store.protections.acquire(objects: [], files: [reference], ttl: 60) } != nil)
-        #expect(f.store.protections.active().isEmpty)
+        #expect(expectCode(.invalidPath) { try f.store.leases.acquire(objects: [], files: [reference], ttl: 60) } != nil)
+        #expect(f.store.leases.active().isEmpty)
     }
 }

@@ -17,7 +17,7 @@ extension MethodTable {
             for item in list { objects.append(try Params(["o": item]).ref("o")) }
         }
         let files = try p.optionalStrings("files") ?? []
-        let lease = try ctx.store.protections.acquire(objects: objects, files: files, ttl: ttl, holder: holder)
+        let lease = try ctx.store.leases.acquire(objects: objects, files: files, ttl: ttl, holder: holder)
         return MethodOutcome(lease.json)
     }
 }

@@ -6,7 +6,7 @@ import ControlProtocol
 
 extension MethodTable {
     static func leaseList(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        let leases = ctx.store.protections.active().map { l -> JSONValue in
+        let leases = ctx.store.leases.active().map { l -> JSONValue in
             var o = l.json.objectValue ?? [:]
             o["holder"] = l.holder.map { .int(Int64($0)) } ?? .null
             return .object(o)

@@ -7,13 +7,13 @@ import ControlProtocol
 extension MethodTable {
     static func leaseRelease(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let id = try p.string("lease")
-        guard let lease = ctx.store.protections.active().first(where: { $0.id == id }) else {
+        guard let lease = ctx.store.leases.active().first(where: { $0.id == id }) else {
             return MethodOutcome(.object(["released": false]))
         }
         guard ctx.caller.isAdmin || (lease.holder != nil && lease.holder == ctx.connection) else {
             throw RPCError.application(.permissionDenied, "lease \(id) belongs to another connection")
         }
-        guard let released = ctx.store.protections.release(id) else { return MethodOutcome(.object(["released": false])) }
+        guard let released = ctx.store.leases.release(id) else { return MethodOutcome(.object(["released": false])) }
         try leasesEnded([released], ctx.store)
         return MethodOutcome(.object(["released": true]))
     }

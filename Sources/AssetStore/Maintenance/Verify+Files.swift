@@ -36,7 +36,7 @@ extension VerifyRun {
             after = last[0]
             done += page.count
             var missing = [(id: Int64, path: String)]()
-            let leased = store.protections.snapshot().files
+            let leased = store.leases.snapshot().files
             for row in page where row[2] as Bool {
                 let path: String = row[1]
                 if Self.isMissing(path, device: row[3], store, leased: leased) { missing.append((row[0], path)) }
@@ -52,7 +52,7 @@ extension VerifyRun {
     /// filesystem is not mounted there now, and the file is hidden, not gone.
     static func isMissing(_ path: String, device: Int64?, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
         guard let root = store.roots.root(of: path),
-            !(leased ?? store.protections.snapshot().files).contains(Array(path.utf8)),
+            !(leased ?? store.leases.snapshot().files).contains(Array(path.utf8)),
             let state = try? FileProbe.probe(path: path, root: root, roots: store.roots.paths), !state.exists
         else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it

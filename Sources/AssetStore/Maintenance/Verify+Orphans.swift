@@ -105,7 +105,7 @@ extension VerifyRun {
                         store.state.withLock { $0.orphanUnlinkDecided }?(path)
                         // As in the sweep: a lease answered before this is seen, one asked for
                         // meanwhile is answered after the unlink.
-                        let outcome = store.protections.unlessLeased(file: path) {
+                        let outcome = store.leases.unlessLeased(file: path) {
                             unlinker.unlink(
                                 path: path, root: f.root, device: f.device, inode: f.inode, stamp: f.stamp, size: f.size,
                                 probe: probe)
@@ -142,7 +142,7 @@ extension VerifyRun {
                 SELECT path FROM file WHERE path IN (SELECT value FROM json_each(?1))
                 UNION SELECT path FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?1))
                 """, arguments: [paths]).map { Array($0.utf8) })
-        let leased = store.protections.snapshot().files
+        let leased = store.leases.snapshot().files
         return files.filter { f in
             guard let p = f.path else { return true }
             let bytes = Array(p.utf8)

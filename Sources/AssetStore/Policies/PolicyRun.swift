@@ -126,7 +126,7 @@ final class PolicyRun {
     private(set) var plan: PolicyPlan
     /// Objects deleted in the current transaction (a step stops at `batch`).
     var deletedInBatch = 0
-    /// True while this batch holds new object leases back (`Protections.beginPolicyBatch`).
+    /// True while this batch holds new object leases back (`LeaseRegistry.beginPolicyBatch`).
     private var holdingLeases = false
 
     init(store: Store, policy: PolicyConfiguration, dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?) {
@@ -209,7 +209,7 @@ final class PolicyRun {
     private func endHold() {
         guard holdingLeases else { return }
         holdingLeases = false
-        store.protections.endPolicyBatch()
+        store.leases.endPolicyBatch()
     }
 
     private func report(_ step: PolicyStep) {
@@ -221,10 +221,10 @@ final class PolicyRun {
     /// between this snapshot and the deletions it allows. A dry run rolls back: no need.
     func protection() -> EvictionGuard {
         if !dryRun && !holdingLeases {
-            store.protections.beginPolicyBatch()
+            store.leases.beginPolicyBatch()
             holdingLeases = true
         }
-        let leased = store.protections.snapshot()
+        let leased = store.leases.snapshot()
         return EvictionGuard(createdBefore: now - minAge, objects: leased.objects, files: leased.files)
     }
 
@@ -432,7 +432,7 @@ final class MinFreeStep: BytesStep {
         let delay = tx.store.configuration.unlinkDelay
         // A file leased since it was queued stays until the lease ends. One pass over the
         // queue however many files are leased (SQLite builds a transient index for NOT IN).
-        let leased = JSONValue.array(tx.store.protections.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
+        let leased = JSONValue.array(tx.store.leases.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
         let queued = try Int64.fetchOne(
             tx.db,
             sql: """

@@ -19,7 +19,7 @@ public final class Store: Sendable {
     /// True when opened without the lock (writes refused).
     public var isReadOnly: Bool { configuration.readOnly }
     /// Live leases.
-    public let protections: Protections
+    public let leases: LeaseRegistry
 
     let pool: DatabasePool
     let queries: QueryConnectionPool
@@ -77,7 +77,7 @@ public final class Store: Sendable {
         self.path = path
         self.configuration = configuration
         self.roots = try ManagedRoots(configuration.roots)
-        protections = Protections(roots: roots, clock: configuration.clock)
+        leases = LeaseRegistry(roots: roots, clock: configuration.clock)
         let folder = (path as NSString).deletingLastPathComponent
         if !configuration.readOnly {
             do {

@@ -176,7 +176,7 @@ extension Store {
                             """), arguments: [paths]).map { Array($0.utf8) })
                     // Once per batch: each leased file with the latest expiry of its leases.
                     var leasedUntil = [[UInt8]: Double]()
-                    for lease in protections.active() {
+                    for lease in leases.active() {
                         for file in lease.files {
                             let bytes = Array(file.utf8)
                             leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
@@ -227,7 +227,7 @@ extension Store {
                         next += 1
                         guard let outcome else {
                             // Leased while this batch ran: the unlink did not happen.
-                            let until = protections.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
+                            let until = leases.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
                                 .map(\.expires).max() ?? now
                             try deferUnlink(
                                 db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
@@ -259,7 +259,7 @@ extension Store {
     private func unlinkAll(
         _ targets: [UnlinkTarget], threads: Int, beforeUnlink: (@Sendable (String) -> Void)?
     ) -> [UnlinkOutcome?] {
-        let protections = self.protections
+        let leases = self.leases
         let roots = self.roots.paths
         // One probe for the batch: its /proc pass, when leases cannot decide, is read once.
         let probe = configuration.skipOpenFiles ? OpenFileProbe() : nil
@@ -269,7 +269,7 @@ extension Store {
             let unlinker = SafeUnlinker(roots: roots)
             return targets[slice].map { t in
                 beforeUnlink?(t.path)
-                return protections.unlessLeased(file: t.path) {
+                return leases.unlessLeased(file: t.path) {
                     guard let root = t.root else { return UnlinkOutcome.unsafePath }
                     return unlinker.unlink(
                         path: t.path, root: root, device: t.device, inode: t.inode, stamp: t.stamp, size: t.size,
@@ -338,7 +338,7 @@ extension Store {
     /// lease is left alone, as are rows already due. Returns how many rows were rescheduled.
     public func leasesEnded(_ leases: [Lease]) throws -> Int {
         try checkWritable()
-        let stillLeased = protections.snapshot().files
+        let stillLeased = self.leases.snapshot().files
         var seen = Set<[UInt8]>()
         var paths = [JSONValue]()
         for file in leases.flatMap(\.files) {
@@ -390,7 +390,7 @@ extension Store {
 
     /// Queued unlinks, oldest first; a row whose file a live lease covers shows `.leased`.
     public func pending(limit: Int = 100) throws -> [PendingUnlink] {
-        let leased = protections.snapshot().files
+        let leased = leases.snapshot().files
         return try read { r in
             try Row.fetchAll(
                 r.db, sql: """

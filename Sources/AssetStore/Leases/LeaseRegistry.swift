@@ -30,7 +30,7 @@ public struct Lease: Sendable, Hashable {
 }
 
 /// The store's live leases. Thread-safe; expired leases count as absent.
-public final class Protections: Sendable {
+public final class LeaseRegistry: Sendable {
     private struct State {
         var leases: [String: Lease] = [:]
         var next: UInt64 = 1
@@ -72,7 +72,7 @@ public final class Protections: Sendable {
     /// managed root; objects are validated but need not exist. A lease of objects waits for
     /// a policy batch under way to commit, so it must not be taken inside a write transaction.
     public func acquire(objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil) throws(StoreError) -> Lease {
-        guard ttl > 0, ttl <= Protections.maximumTTL else {
+        guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
             throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
         }
         guard !objects.isEmpty || !files.isEmpty else {
