@@ -3,7 +3,6 @@
 // FS_IOC_GETVERSION through the CFileIdentity shim. See assetd(8), "The unlink queue".
 
 import CFileIdentity
-import GRDB
 import Glibc
 
 /// What the registry records beside (device, inode) to know a file again: its birth time
@@ -123,42 +122,5 @@ enum FileGeneration {
         else { return .failure(Errno(ESTALE)) }
         var generation: UInt32 = 0
         return assetd_file_generation(fd, &generation) == 0 ? .success(Int64(generation)) : .success(nil)
-    }
-}
-
-/// A registry row being queued for unlinking: its identity is copied to the queue row.
-struct RegisteredFile {
-    var path: String
-    var size: Int64
-    var device: Int64?
-    var inode: Int64?
-    var stamp: FileStamp
-
-    /// The columns `init(_:)` reads, in order.
-    static let columns = "path, size, device, inode, birth, generation, ctime"
-    static let columnCount: Int32 = 7
-
-    init(_ r: RawRow) {
-        func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
-        path = r.text(0) ?? ""
-        size = r.int64(1)
-        device = optional(2)
-        inode = optional(3)
-        stamp = FileStamp(birth: optional(4), generation: optional(5), ctime: optional(6))
-    }
-
-    /// Registered before it existed: the file there now is the one the deleting commit meant.
-    mutating func identifyIfUnseen(_ roots: ManagedRoots) {
-        guard device == nil, let root = roots.root(of: path) else { return }
-        let state = FileProbe.identity(path: path, root: root, roots: roots.paths)
-        device = state.device
-        inode = state.inode
-        stamp = state.stamp
-    }
-
-    /// The arguments of an `INSERT INTO unlink_queue (path, device, inode, size, birth,
-    /// generation, ctime, commit_no, queued_at, next_attempt)`.
-    func queueArguments(commit: Int64, now: Double, delay: Double) -> StatementArguments {
-        [path, device, inode, size, stamp.birth, stamp.generation, stamp.ctime, commit, now, now + delay]
     }
 }

@@ -209,13 +209,10 @@ extension WriteTransaction {
         guard let device, let inode else {
             return .repaired("the registry row was dropped; the file was never seen, so nothing is unlinked")
         }
-        try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                path, device, inode, row[3] as Int64, row[4] as Int64?, row[5] as Int64?, row[6] as Int64?, commit, now,
-                now + store.configuration.unlinkDelay,
-            ])
+        let file = RegisteredFile(
+            path: path, size: row[3], device: device, inode: inode,
+            stamp: FileStamp(birth: row[4], generation: row[5], ctime: row[6]))
+        try file.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
         report.filesQueued.append(path)
         return .repaired("the registry row was dropped and the file queued for unlinking")
     }

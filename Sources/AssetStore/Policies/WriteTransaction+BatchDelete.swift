@@ -87,15 +87,11 @@ extension WriteTransaction {
         try db.cachedStatement(sql: """
             SELECT \(RegisteredFile.columns), id FROM file WHERE id IN (SELECT value FROM json_each(?))
             """).forEachRawRow([freedList]) { r in rows[r.int64(RegisteredFile.columnCount)] = RegisteredFile(r) }
-        let queue = try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
         for id in freed {
             deletedFiles.insert(id)
             guard var row = rows[id] else { continue }
             row.identifyIfUnseen(store.roots)
-            try queue.execute(arguments: row.queueArguments(commit: commit, now: now, delay: store.configuration.unlinkDelay))
+            try row.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
             report.filesQueued.append(row.path)
             queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: row.device))
         }

@@ -266,10 +266,7 @@ extension WriteTransaction {
             report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
             work.append(.destinationGone(e))
         }
-        try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: row.queueArguments(commit: commit, now: now, delay: store.configuration.unlinkDelay))
+        try row.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
         try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
         report.filesQueued.append(path)
         queuedDetails.append(QueuedDetail(path: path, size: row.size, device: row.device))

@@ -1,9 +1,6 @@
-// The unlinker (SPEC §4.2–4.5): takes due rows of the pending-unlink queue whose commit is
-// durable, re-checks in the write transaction that no edge references the path, removes the
-// batch's files safely on several threads while that transaction is held, then records each
-// outcome in queue order: done, skipped (kept, reported), failed (retried with backoff from
-// 1 s doubling to 1 h) or deferred (a lease or, with `files.skip_open`, an open file keeps
-// it for now; retried later without counting an attempt).
+// The pending-unlink queue: what a deleting commit adds (a file's registered identity, due
+// `files.unlink_delay` later), what `pending` lists, and the rescheduling when leases end.
+// The sweep that works through it is Store+Sweep.swift; its counters UnlinkCounters.swift.
 
 import GRDB
 
@@ -47,15 +44,6 @@ public struct PendingUnlink: Sendable, Hashable {
     }
 }
 
-/// Why a queued file was kept.
-public enum UnlinkSkipReason: String, Sendable, Hashable {
-    /// Another file (inode, or the same inode number given to a new file) or a non-regular
-    /// file is at the path now.
-    case identityChanged = "identity_changed"
-    /// A symlink or a mount point on the way, or the path is no longer under a managed root.
-    case unsafePath = "unsafe_path"
-}
-
 /// Why a queued file was kept in the queue for later, without counting a failed attempt.
 public enum UnlinkDeferReason: String, Sendable, Hashable {
     /// Some process has it open (`files.skip_open`), or whether one has could not be told.
@@ -64,273 +52,59 @@ public enum UnlinkDeferReason: String, Sendable, Hashable {
     case leased
 }
 
-/// A queued file a sweep batch unlinks.
-private struct UnlinkTarget: Sendable {
+/// A registry row being queued for unlinking: its identity is copied to the queue row.
+struct RegisteredFile {
     var path: String
-    /// Its managed root; nil if it is no longer under one (kept: unsafe path).
-    var root: String?
+    var size: Int64
     var device: Int64?
     var inode: Int64?
-    /// What tells the file from a later one with its inode number, and its size then.
     var stamp: FileStamp
-    var size: Int64?
-    /// The number `device`'s filesystem has now, if a root's was renumbered (either tells the file).
-    var deviceNow: Int64?
-}
 
-/// What one sweep did.
-public struct SweepReport: Sendable {
-    /// Files removed (or already gone).
-    public var unlinked: [String] = []
-    /// Files whose unlink failed this time, with the error; they stay queued.
-    public var failed: [(path: String, error: String, attempts: Int)] = []
-    /// Files kept and dropped from the queue, with why.
-    public var skipped: [(path: String, reason: UnlinkSkipReason)] = []
-    /// Files dropped from the queue because an edge references them again.
-    public var referencedAgain: [String] = []
-    /// Files kept in the queue for later, with why; their attempts are not counted.
-    public var deferred: [(path: String, reason: UnlinkDeferReason)] = []
-    /// Among the `open` deferrals, those where it could not be told whether the file is
-    /// open (no lease possible and /proc not fully readable), with why.
-    public var undetermined: [(path: String, why: String)] = []
-    /// Rows still queued after the sweep.
-    public var pending: Int = 0
+    /// The columns `init(_:)` reads, in order.
+    static let columns = "path, size, device, inode, birth, generation, ctime"
+    static let columnCount: Int32 = 7
+
+    /// Memberwise.
+    init(path: String, size: Int64, device: Int64?, inode: Int64?, stamp: FileStamp) {
+        self.path = path
+        self.size = size
+        self.device = device
+        self.inode = inode
+        self.stamp = stamp
+    }
+
+    /// Reads the columns of `columns`.
+    init(_ r: RawRow) {
+        func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
+        path = r.text(0) ?? ""
+        size = r.int64(1)
+        device = optional(2)
+        inode = optional(3)
+        stamp = FileStamp(birth: optional(4), generation: optional(5), ctime: optional(6))
+    }
+
+    /// Registered before it existed: the file there now is the one the deleting commit meant.
+    mutating func identifyIfUnseen(_ roots: ManagedRoots) {
+        guard device == nil, let root = roots.root(of: path) else { return }
+        let state = FileProbe.identity(path: path, root: root, roots: roots.paths)
+        device = state.device
+        inode = state.inode
+        stamp = state.stamp
+    }
+
+    /// Queues this file's unlink in `db`'s transaction, for the deleting commit `commit`, due
+    /// `delay` seconds after `now`: the one statement that adds to the queue.
+    func queueUnlink(_ db: Database, commit: Int64, now: Double, delay: Double) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                path, device, inode, size, stamp.birth, stamp.generation, stamp.ctime, commit, now, now + delay,
+            ])
+    }
 }
 
 extension Store {
-    /// The longest wait between attempts.
-    public static let maximumRetryDelay = 3600.0
-    /// Seconds before a file found open (`files.skip_open`) is probed again: short, because a
-    /// reader usually finishes soon, and long enough that a file held open for hours costs
-    /// one open and fcntl per ten seconds.
-    public static let openFileRetryDelay = 10.0
-
-    /// Threads a sweep batch unlinks on at most: an unlink mostly waits on the disk (with
-    /// `discard`, on the device), so many run at once even on few cores (on ext4 with
-    /// `discard`, 76 µs per unlink from one thread, about 20 µs with 16).
-    static let sweepThreads = 16
-    /// Files per thread at least: a small batch (the daemon's sweep every second usually
-    /// finds one file) runs on the calling thread, starting no thread at all.
-    static let filesPerSweepThread = 16
-
-    /// Unlinks every due queued file whose commit is durable. With `retryFailed`, failed rows
-    /// are tried now instead of at their next attempt time. A file under a live lease, and
-    /// with `files.skip_open` a file some process has open, is deferred: it stays queued
-    /// without counting an attempt, due again when the lease lapses or ten seconds later.
-    public func sweep(retryFailed: Bool = false, batch: Int = 1000) throws -> SweepReport {
-        try sweep(retryFailed: retryFailed, batch: batch, threads: Store.sweepThreads)
-    }
-
-    /// `sweep`, with at most `threads` unlink threads per batch; `beforeUnlink` (tests) is
-    /// called on the unlinking thread with each path just before its lease check and unlink.
-    func sweep(
-        retryFailed: Bool, batch: Int, threads: Int, beforeUnlink: (@Sendable (String) -> Void)? = nil
-    ) throws -> SweepReport {
-        try checkWritable()
-        var report = SweepReport()
-        // The daemon sweeps every second: with nothing due, a read is all it costs (no write
-        // lock taken from clients, no WAL sync).
-        let (pending, due) = try read { r in
-            let row = try Row.fetchOne(
-                r.db, sql: """
-                    SELECT COUNT(*), EXISTS (SELECT 1 FROM unlink_queue WHERE next_attempt <= ? OR (? AND attempts > 0))
-                    FROM unlink_queue
-                    """, arguments: [configuration.clock(), retryFailed])
-            return (row?[0] ?? 0, row?[1] ?? false) as (Int, Bool)
-        }
-        guard due else {
-            report.pending = pending
-            return report
-        }
-        try makeDurable()
-        let durable = durableCommit
-        var lastID: Int64 = 0
-        var renumbered: [Int64: Int64]?
-        // What the unlinks of a batch whose commit failed came to, by queue row: a second
-        // attempt records these instead of unlinking again (only the commit failed; the
-        // unlinks happened).
-        var attempted = [Int64: UnlinkOutcome]()
-        while true {
-            let now = configuration.clock()
-            // On a full disk the reserve lets the batch commit (its unlinks free space); a second
-            // attempt starts from the same report, and the same root devices to record (they
-            // were rolled back too), with the outcomes of the first.
-            let before = (report, lastID, renumbered)
-            let done: Bool = try freeingSpace("the sweep of queued unlinks") { try Store.mapErrors {
-                (report, lastID, renumbered) = before
-                return try pool.write { db in
-                    if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
-                    let rows = try Row.fetchAll(
-                        db.cachedStatement(sql: """
-                            SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
-                            WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
-                            ORDER BY id LIMIT ?
-                            """), arguments: [lastID, durable, now, retryFailed, batch])
-                    let paths = JSONValue.array(rows.map { .string($0[1]) }).serialized()
-                    // Taken again by a later transaction (transactions cancel such rows; this is
-                    // the unlink-time re-check of SPEC §4.3): keep the file, drop the row.
-                    let referenced = Set(try String.fetchAll(
-                        db.cachedStatement(sql: """
-                            SELECT f.path FROM file f WHERE f.path IN (SELECT value FROM json_each(?))
-                            AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
-                            """), arguments: [paths]).map { Array($0.utf8) })
-                    // Once per batch: each leased file with the latest expiry of its leases.
-                    var leasedUntil = [[UInt8]: Double]()
-                    for lease in leases.active() {
-                        for file in lease.files {
-                            let bytes = Array(file.utf8)
-                            leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
-                        }
-                    }
-                    // The files to unlink, in queue order: contiguous slices keep a folder's
-                    // files on one thread (each thread keeps its folder open).
-                    var targets = [UnlinkTarget]()
-                    var targetIDs = [Int64]()
-                    for row in rows {
-                        let path: String = row[1]
-                        let bytes = Array(path.utf8)
-                        if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
-                        targetIDs.append(row[0])
-                        if attempted[row[0]] != nil { continue }
-                        // Recorded before its filesystem was numbered anew: the device it has now too.
-                        let device: Int64? = row[2]
-                        targets.append(UnlinkTarget(
-                            path: path, root: roots.root(of: path), device: device, inode: row[3],
-                            stamp: FileStamp(birth: row[5], generation: row[6], ctime: row[7]), size: row[8],
-                            deviceNow: device.flatMap { renumbered?[$0] }))
-                    }
-                    var fresh = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink).makeIterator()
-                    let outcomes = targetIDs.map { id in
-                        let outcome = attempted[id] ?? fresh.next()!  // one fresh outcome per target
-                        if let outcome { attempted[id] = outcome }
-                        return outcome
-                    }
-                    // Outcomes are recorded here, on this thread, in queue order, as one file at a time would.
-                    var counts = [String: Int]()
-                    var finished = [JSONValue]()
-                    var next = 0
-                    for row in rows {
-                        lastID = row[0]
-                        let path: String = row[1]
-                        if referenced.contains(Array(path.utf8)) {
-                            finished.append(.int(lastID))
-                            report.referencedAgain.append(path)
-                            continue
-                        }
-                        // Never unlinked while a lease lives, even when an explicit delete queued it.
-                        if let until = leasedUntil[Array(path.utf8)] {
-                            try deferUnlink(
-                                db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
-                            continue
-                        }
-                        let outcome = outcomes[next]
-                        next += 1
-                        guard let outcome else {
-                            // Leased while this batch ran: the unlink did not happen.
-                            let until = leases.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
-                                .map(\.expires).max() ?? now
-                            try deferUnlink(
-                                db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
-                            continue
-                        }
-                        if try record(outcome, db, row: row, now: now, counts: &counts, report: &report) {
-                            finished.append(.int(lastID))
-                        }
-                    }
-                    try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
-                        .execute(arguments: [JSONValue.array(finished).serialized()])
-                    for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
-                    return rows.count < batch
-                }
-            } }
-            if done { break }
-        }
-        // Its queue updates were committed without a sync (the writer runs synchronous = NORMAL):
-        // synced once here, so a crash does not bring back rows of files already unlinked.
-        if configuration.durability == .full { try syncWAL() }
-        report.pending = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0 }
-        return report
-    }
-
-    /// Unlinks `targets` on up to `threads` threads, contiguous slices each; one outcome per
-    /// target in order, nil where a lease covered the file when its turn came. Each file is
-    /// checked against the leases and unlinked under the registry's gate held shared, so a
-    /// lease answered meanwhile is answered either before (no unlink) or after the unlink.
-    private func unlinkAll(
-        _ targets: [UnlinkTarget], threads: Int, beforeUnlink: (@Sendable (String) -> Void)?
-    ) -> [UnlinkOutcome?] {
-        let leases = self.leases
-        let roots = self.roots.paths
-        // One probe for the batch: its /proc pass, when leases cannot decide, is read once.
-        let probe = configuration.skipOpenFiles ? OpenFileProbe() : nil
-        let threads = min(threads, max(1, targets.count / Store.filesPerSweepThread))
-        return inSlices(count: targets.count, threads: threads) { slice in
-            // Each thread its own unlinker: it caches the folder it has open.
-            let unlinker = SafeUnlinker(roots: roots)
-            return targets[slice].map { t in
-                beforeUnlink?(t.path)
-                return leases.unlessLeased(file: t.path) {
-                    guard let root = t.root else { return UnlinkOutcome.unsafePath }
-                    return unlinker.unlink(
-                        path: t.path, root: root, device: t.device, inode: t.inode, stamp: t.stamp, size: t.size,
-                        deviceNow: t.deviceNow, probe: probe)
-                }
-            }
-        }
-    }
-
-    /// Records one file's outcome; true when its row is finished (done or skipped), false
-    /// when it failed or was deferred and stays queued for a retry.
-    private func record(
-        _ outcome: UnlinkOutcome, _ db: Database, row: Row, now: Double, counts: inout [String: Int],
-        report: inout SweepReport
-    ) throws -> Bool {
-        let id: Int64 = row[0]
-        let path: String = row[1]
-        let attempts: Int = row[4]
-        switch outcome {
-        case .removed, .alreadyGone:
-            counts["unlinked", default: 0] += 1
-            report.unlinked.append(path)
-            return true
-        case .identityChanged, .unsafePath:
-            let reason: UnlinkSkipReason = outcome == .identityChanged ? .identityChanged : .unsafePath
-            counts["skipped_" + reason.rawValue, default: 0] += 1
-            report.skipped.append((path, reason))
-            return true
-        case .failed(let e, let call):
-            let message = "\(call): \(errnoDescription(e))"
-            let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
-            try db.cachedStatement(sql: """
-                UPDATE unlink_queue SET attempts = attempts + 1, last_error = ?, next_attempt = ? WHERE id = ?
-                """).execute(arguments: [message, now + delay, id])
-            counts["unlink_failures", default: 0] += 1
-            report.failed.append((path, message, attempts + 1))
-            return false
-        case .open, .undetermined:
-            try deferUnlink(
-                db, id: id, path: path, reason: .open, until: now + Store.openFileRetryDelay, counts: &counts,
-                report: &report)
-            if case .undetermined(let why) = outcome {
-                // Kept because it could not be told: counted apart, so an operator sees why.
-                counts["deferred_open_undetermined", default: 0] += 1
-                report.undetermined.append((path, why))
-            }
-            return false
-        }
-    }
-
-    /// Keeps a row for a retry at `until`; attempts and last error stay as they were.
-    private func deferUnlink(
-        _ db: Database, id: Int64, path: String, reason: UnlinkDeferReason, until: Double,
-        counts: inout [String: Int], report: inout SweepReport
-    ) throws {
-        try db.cachedStatement(sql: "UPDATE unlink_queue SET next_attempt = ? WHERE id = ?")
-            .execute(arguments: [until, id])
-        counts["deferred_" + reason.rawValue, default: 0] += 1
-        report.deferred.append((path, reason))
-    }
-
     /// Makes the queued unlinks of the files these ended leases covered due now (never before
     /// `files.unlink_delay` has passed since their commit), so the next
     /// sweep takes them (the daemon calls it when leases are released, lapse or their
@@ -381,13 +155,6 @@ extension Store {
         }
     }
 
-    /// Adds `n` to a `stats` counter, in the caller's transaction.
-    static func bump(_ db: Database, _ counter: String, by n: Int64) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
-            """).execute(arguments: [counter, n])
-    }
-
     /// Queued unlinks, oldest first; a row whose file a live lease covers shows `.leased`.
     public func pending(limit: Int = 100) throws -> [PendingUnlink] {
         let leased = leases.snapshot().files
@@ -402,20 +169,6 @@ extension Store {
                     path: path, queuedAt: $0[1], attempts: $0[2], lastError: $0[3], nextAttempt: $0[4],
                     deferred: leased.contains(Array(path.utf8)) ? .leased : nil)
             }
-        }
-    }
-
-    /// Lifetime counters: unlinked, skipped_identity_changed, skipped_unsafe_path,
-    /// unlink_failures, deferred_open (deferred_open_undetermined of them could not tell),
-    /// deferred_leased.
-    public func counters() throws -> [String: Int64] {
-        try read { r in
-            var out = [
-                "unlinked": Int64(0), "skipped_identity_changed": 0, "skipped_unsafe_path": 0, "unlink_failures": 0,
-                "deferred_open": 0, "deferred_open_undetermined": 0, "deferred_leased": 0,
-            ]
-            for row in try Row.fetchAll(r.db, sql: "SELECT name, value FROM counter") { out[row[0]] = row[1] }
-            return out
         }
     }
 }
