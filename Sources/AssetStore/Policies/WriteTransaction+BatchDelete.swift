@@ -7,6 +7,20 @@
 import GRDB
 
 extension WriteTransaction {
+    /// True when one of the objects `?1` has an edge to an object, or one with a rule other
+    /// than reference counting, or an object points at one of them.
+    private static let needsRuleWorklist = """
+        SELECT EXISTS (SELECT 1 FROM edge WHERE src IN (SELECT value FROM json_each(?1))
+            AND (is_file = 0 OR \(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlConditionOutside)))
+        OR EXISTS (SELECT 1 FROM edge WHERE is_file = 0 AND dst IN (SELECT value FROM json_each(?1)))
+        """
+    /// For each file of `?1`: the edges to it from objects outside `?2`, and how many of them retain it.
+    private static let edgesFromOutside = """
+        SELECT dst, COUNT(*), SUM(\(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlCondition)) FROM edge
+        WHERE is_file = 1 AND dst IN (SELECT value FROM json_each(?1)) AND src NOT IN (SELECT value FROM json_each(?2))
+        GROUP BY dst
+        """
+
     /// Deletes `requested` (cause `policy`) as `flush` would, or returns false having changed
     /// nothing when some rule needs the worklist: an edge to one of them, an edge of theirs to
     /// an object or with a rule other than deleteDestinationIfAllSourcesDeleted, or a file
@@ -22,10 +36,7 @@ extension WriteTransaction {
         let idList = JSONValue.array(ids.map { .int($0) }).serialized()
 
         let needsRules = try Bool.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT EXISTS (SELECT 1 FROM edge WHERE src IN (SELECT value FROM json_each(?1)) AND (is_file = 0 OR rules & ~32 != 0))
-                OR EXISTS (SELECT 1 FROM edge WHERE is_file = 0 AND dst IN (SELECT value FROM json_each(?1)))
-                """), arguments: [idList]) ?? true
+            db.cachedStatement(sql: Self.needsRuleWorklist), arguments: [idList]) ?? true
         if needsRules { return false }
         var details = [Int64: DeletedDetail]()
         try db.cachedStatement(sql: """
@@ -60,13 +71,10 @@ extension WriteTransaction {
         }
         var outside = [Int64: (all: Int64, retaining: Int64)]()
         if !touched.isEmpty {
-            try db.cachedStatement(sql: """
-                SELECT dst, COUNT(*), SUM(rules & 32 != 0) FROM edge
-                WHERE is_file = 1 AND dst IN (SELECT value FROM json_each(?1)) AND src NOT IN (SELECT value FROM json_each(?2))
-                GROUP BY dst
-                """).forEachRawRow([JSONValue.array(touched.map { .int($0) }).serialized(), idList]) { r in
-                    outside[r.int64(0)] = (r.int64(1), r.int64(2))
-                }
+            let files = JSONValue.array(touched.map { .int($0) }).serialized()
+            try db.cachedStatement(sql: Self.edgesFromOutside).forEachRawRow([files, idList]) { r in
+                outside[r.int64(0)] = (r.int64(1), r.int64(2))
+            }
         }
         let freed = retained.filter { (outside[$0]?.retaining ?? 0) == 0 }
         if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return false }

@@ -276,6 +276,15 @@ extension WriteTransaction {
         isFile ? deletedFiles.contains(id) : deletedIDs.contains(id)
     }
 
+    /// Edges that still keep a destination (object or file) alive by reference counting.
+    private static let countDestinationRetainers = """
+        SELECT COUNT(*) FROM edge WHERE is_file = ? AND dst = ? AND \(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlCondition)
+        """
+    /// Edges that still keep their source alive by reference counting.
+    private static let countSourceRetainers = """
+        SELECT COUNT(*) FROM edge WHERE src = ? AND \(DeleteRules.deleteSourceIfAllDestinationsDeleted.sqlCondition)
+        """
+
     /// The edge's source went: its destination-side rules fire, unless the destination is
     /// gone too (then nothing fires).
     private func sourceGone(_ e: EdgeRow) throws {
@@ -288,7 +297,7 @@ extension WriteTransaction {
             work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade))
         } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
             let retainers = try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT COUNT(*) FROM edge WHERE is_file = ? AND dst = ? AND rules & 32 != 0"),
+                db.cachedStatement(sql: Self.countDestinationRetainers),
                 arguments: [e.isFile, e.dst]) ?? 0
             if retainers == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade)) }
         }
@@ -305,7 +314,7 @@ extension WriteTransaction {
             work.append(.deleteObject(e.src, .cascade))
         } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
             let retainers = try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT COUNT(*) FROM edge WHERE src = ? AND rules & 16 != 0"),
+                db.cachedStatement(sql: Self.countSourceRetainers),
                 arguments: [e.src]) ?? 0
             if retainers == 0 { work.append(.deleteObject(e.src, .cascade)) }
         }
