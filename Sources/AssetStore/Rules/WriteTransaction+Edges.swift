@@ -1,0 +1,130 @@
+// The write transaction's manual edges: added or removed by name and ends, either end allowed
+// to appear later in the transaction (the edge waits as a PendingEdge until both exist), and
+// the row-level upsert that derived edges share.
+
+import GRDB
+
+extension WriteTransaction {
+    /// Adds a manual edge, or replaces the rules of the same (name, source, destination).
+    /// Either end may be created later in the transaction; at commit both must exist.
+    public func addEdge(name: String, source: ObjectRef, destination: EdgeEnd, rules: DeleteRules) throws {
+        guard !name.isEmpty, !name.utf8.contains(0) else {
+            throw StoreError(.invalidParams, "an edge needs a name without NUL bytes")
+        }
+        try source.validate()
+        let end = try resolveInput(destination)
+        try rules.validate(fileDestination: end.isFile)
+        let pending = PendingEdge(name: name, source: source, destination: end.end, rules: rules)
+        unresolved.removeAll { $0.sameTriple(pending) }
+        if let row = try resolve(pending) {
+            try upsertEdge(src: row.src, name: name, isFile: row.isFile, dst: row.dst, rules: rules, field: nil)
+        } else {
+            unresolved.append(pending)
+        }
+    }
+
+    /// Removes an edge. With reason `edge` nothing fires; `sourceDeleted` and
+    /// `destinationDeleted` fire the rules of that side at commit. False if there was none.
+    @discardableResult
+    public func removeEdge(
+        name: String, source: ObjectRef, destination: EdgeEnd, reason: EdgeRemovalReason = .edge
+    ) throws -> Bool {
+        try source.validate()
+        let end = try resolveInput(destination, register: false)
+        let pending = PendingEdge(name: name, source: source, destination: end.end, rules: [])
+        if let before = unresolved.firstIndex(where: { $0.sameTriple(pending) }) {
+            // Added before an end existed: if both exist now it is a real edge and its rules
+            // fire as for any other; otherwise it never was one.
+            let p = unresolved.remove(at: before)
+            guard let row = try resolve(p) else { return true }
+            try upsertEdge(src: row.src, name: p.name, isFile: row.isFile, dst: row.dst, rules: p.rules, field: nil)
+        }
+        guard let target = try resolve(pending, register: false),
+            let row = try EdgeRow.fetch(
+                db, where: "e.src = ? AND e.name = ? AND e.is_file = ? AND e.dst = ?",
+                [target.src, name, target.isFile, target.dst]
+            ).first
+        else { return false }
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE id = ?").execute(arguments: [row.id])
+        report.edgesRemoved.append(RemovedEdge(edge: row.edge, reason: reason))
+        if row.isFile {
+            filesTouched.insert(row.dst)
+            indexDirty.insert(row.src)
+        }
+        if reason != .edge { removedWithReason.append((row, reason)) }
+        return true
+    }
+
+    /// Edges matching the filter as this transaction sees them.
+    public func edges(_ filter: EdgeFilter) throws -> [Edge] { try reads.edges(filter) }
+
+    /// The number of edges matching the filter as this transaction sees them.
+    public func edgeCount(_ filter: EdgeFilter) throws -> Int { try reads.edgeCount(filter) }
+
+    /// A file's registry row and edges as this transaction sees them.
+    public func file(_ path: String) throws -> FileReport? { try reads.file(path) }
+
+    /// Turns a destination given by a caller into a normalised, validated one.
+    private func resolveInput(_ end: EdgeEnd, register: Bool = true) throws -> (end: EdgeEnd, isFile: Bool) {
+        switch end {
+        case .object(let ref):
+            try ref.validate()
+            return (end, false)
+        case .file(let reference):
+            let (path, root) = try store.roots.accept(reference)
+            if register { _ = try FileProbe.probe(path: path, root: root, roots: store.roots.paths) }
+            return (.file(path), true)
+        }
+    }
+
+    /// Row ids of both ends, or nil if an object end does not exist (yet). Registers files.
+    func resolve(_ e: PendingEdge, register: Bool = true) throws -> (src: Int64, isFile: Bool, dst: Int64)? {
+        guard let src = try rowID(e.source) else { return nil }
+        switch e.destination {
+        case .object(let ref):
+            guard let dst = try rowID(ref) else { return nil }
+            return (src, false, dst)
+        case .file(let path):
+            if let id = try reads.fileID(path) { return (src, true, id) }
+            guard register, let root = store.roots.root(of: path) else { return nil }
+            let state = try FileProbe.probe(path: path, root: root, roots: store.roots.paths)
+            return (src, true, try registerFile(path: path, state: state))
+        }
+    }
+
+    /// The row id of an object, including one deleted earlier in this transaction but not yet
+    /// processed: edges to it are real until the delete runs (and then go with their rules).
+    func rowID(_ ref: ObjectRef) throws -> Int64? {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+    }
+
+    /// Inserts an edge or replaces the rules of the same triple. A manual edge (field nil)
+    /// takes over a derived one; a derived edge never takes over a manual one.
+    func upsertEdge(src: Int64, name: String, isFile: Bool, dst: Int64, rules: DeleteRules, field: String?) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
+            WHERE excluded.field IS NULL OR edge.field IS NOT NULL
+            """).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
+        if isFile {
+            indexDirty.insert(src)
+            fileEdgeSources.insert(src)
+        }
+    }
+}
+
+/// A manual edge waiting for an end to exist.
+struct PendingEdge {
+    var name: String
+    var source: ObjectRef
+    var destination: EdgeEnd
+    var rules: DeleteRules
+
+    func sameTriple(_ o: PendingEdge) -> Bool {
+        name == o.name && source == o.source && destination == o.destination
+    }
+
+    var edge: Edge { Edge(name: name, source: source, destination: destination, rules: rules) }
+}
