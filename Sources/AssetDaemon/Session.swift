@@ -24,11 +24,13 @@ final class Session {
     static let itemsPerTurn = 512
 
     private unowned let server: ControlServer
+    private unowned let daemon: Daemon
     /// The daemon's number for this connection: the holder of its leases.
     let number: UInt64
     let stream: PipeStream
     let identity: PeerIdentity
     private var framer: LineFramer
+    private var limits: ControlLimits { daemon.config.limits }
     /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
@@ -64,6 +66,7 @@ final class Session {
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server
+        daemon = server.daemon
         self.number = number
         self.stream = stream
         self.identity = identity
@@ -119,7 +122,7 @@ final class Session {
             flushOut()
             // Stopped at the output bound, and the kernel took it all: no write completion
             // will come to resume, so go on next turn.
-            if !closed, !running, head < queue.count, outputBytes <= server.limits.connectionOutputBytes { yieldTurn() }
+            if !closed, !running, head < queue.count, outputBytes <= limits.connectionOutputBytes { yieldTurn() }
             // A half-closed peer still reads: it is closed once it has taken every reply, and
             // until then its bytes and its slot count against the limits like any connection's.
             if !closed, peerEnded, !running, head == queue.count, outputBytes == 0 { close(flush: false) }
@@ -128,7 +131,7 @@ final class Session {
             updateReading()
         }
         var budget = Session.itemsPerTurn
-        while !running, !closed, head < queue.count, outputBytes <= server.limits.connectionOutputBytes {
+        while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
             guard budget > 0 else {
                 yieldTurn()
                 break
@@ -165,9 +168,10 @@ final class Session {
         }
     }
 
+    /// Runs `request` as its method's table entry declares (Execution.swift).
     private func run(_ request: RPCRequest) {
         let started = QueryClock.now()
-        if server.stopping {
+        if daemon.stopping {
             reply(request, .failure(.application(.busy, "assetd is shutting down", detail: nil).shuttingDown), started)
             return
         }
@@ -175,57 +179,48 @@ final class Session {
             reply(request, .failure(.methodNotFound(request.method)), started)
             return
         }
-        if request.method == "ping" {
-            // Answered on the loop from memory: it must stay fast while scans fill the pool.
-            let result: JSONValue = .object(["version": .string(MethodTable.version), "commit": .int(server.lastCommit)])
-            reply(request, .success(MethodOutcome(result)), started)
-            return
-        }
-        if request.method == "object.get", request.params["touch"] == nil || request.params["touch"] == false {
-            // A point read: answered on the loop from a prepared statement (no pool hop), with
-            // the stored value spliced into the reply.
-            pointRead(request, started)
-            return
-        }
-        var context = server.context(for: identity)
-        context.connection = number
-        context.replyLimit = server.limits.maxReplyBytes
-        guard method.slow else {
-            reply(request, MethodTable.call(request.method, request.params, context), started)
-            return
-        }
-        running = true
-        if request.method == "object.put" {
-            server.put(request.params, context) { [self] result in
+        let execution = method.execution(for: request.params)
+        switch execution {
+        case .pointRead:
+            pointRead(method, request, started)
+        case .loop:
+            reply(request, MethodTable.call(request.method, request.params, server.context(for: self)), started)
+        case .groupCommit:
+            running = true
+            server.put(request.params, server.context(for: self)) { [self] result in
                 running = false
                 reply(request, result, started)
                 pump()
             }
-            return
+        case .pool, .queryLane, .maintenance:
+            runOffLoop(request, execution, server.context(for: self), started)
         }
-        let maintenance = MethodTable.maintenance.contains(request.method)
-        // A non-admin may run only the read-only forms (dry runs, verify without repair):
-        // they take a slot of their own, one at a time, so that no user can keep cron's runs
-        // out by looping them, nor fill the thread pool with them.
-        let readOnly = !context.caller.isAdmin
-        if maintenance {
+    }
+
+    /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared.
+    private func runOffLoop(_ request: RPCRequest, _ execution: Execution, _ context: MethodContext, _ started: Double) {
+        var context = context
+        var claim: MaintenanceSlot.Claim?
+        if execution == .maintenance {
             // Refused before claiming: a non-admin's real run is told so, not told to skip.
-            var refusal = MethodTable.refusal(request.method, request.params, context.caller)
-            if refusal == nil, let other = server.claimMaintenance(request.method, readOnly: readOnly) {
-                refusal = .application(
-                    .busy, "another maintenance run is in progress: \(other)", detail: .object(["running": .string(other)]))
-            }
-            if let refusal {
-                running = false  // answered here: the connection goes on with its next request
+            if let refusal = MethodTable.refusal(request.method, request.params, context.caller) {
                 reply(request, .failure(refusal), started)
                 return
             }
+            // A non-admin may run only the read-only forms (dry runs, verify without repair),
+            // in a slot of their own.
+            switch daemon.maintenance.claim(request.method, readOnly: !context.caller.isAdmin) {
+            case .success(let c): claim = c
+            case .failure(let busy):
+                reply(request, .failure(busy.error), started)
+                return
+            }
         }
+        running = true
         if let id = request.id, request.params["progress"] == true {
-            context.progress = server.progressReporter(session: number, request: id)
+            context.progress = server.progress.reporter(session: number, request: id)
         }
-        let inQueryLane = MethodTable.queryLane.contains(request.method)
-        if inQueryLane {
+        if execution == .queryLane {
             runningQuery = QueryCancellation()
             context.queryCancellation = runningQuery
         }
@@ -234,12 +229,13 @@ final class Session {
         let (name, params, ctx, id) = (request.method, request.params, context, request.id)
         let work: @Sendable () -> Void = {
             var result = MethodTable.call(name, params, ctx)
-            // The reply is built here, off the loop: a big one would stall every client.
-            if name != "stats", let id, case .success(var outcome) = result {
+            // The reply is built here, off the loop: a big one would stall every client. Not
+            // one the daemon adds to on the loop (stats).
+            if let id, case .success(var outcome) = result, !outcome.completedOnLoop {
                 let bytes = RPCLine.result(id: id, outcome.result)
                 // A write that committed is answered whatever its size: refusing its reply
                 // would tell the client it failed, and skip its events.
-                if bytes.count > ctx.replyLimit, outcome.commit == nil, outcome.moreCommits.isEmpty {
+                if bytes.count > ctx.replyLimit, outcome.commits.isEmpty {
                     result = .failure(RPCError(StoreError.replyTooLarge(ctx.replyLimit)))
                 } else {
                     line.value = bytes
@@ -254,7 +250,7 @@ final class Session {
             runningQuery = nil
             // The connection's leases ended when it closed; one granted since ends now.
             if closed { server.leasesEnded(holder: number) }
-            if maintenance { server.endMaintenance(readOnly: readOnly) }
+            if let claim { daemon.maintenance.end(claim) }
             if case .failure(let e)? = box.value, e.stableCode == StoreError.Code.replyTooLarge.rawValue {
                 server.released(ctx.replyLimit)
             }
@@ -265,15 +261,15 @@ final class Session {
                 built: line.value)
             pump()
         }
-        if inQueryLane {
+        if execution == .queryLane {
             server.submitQuery(uid: identity.uid, connection: number, work, done: done)
             return
         }
         do {
-            try server.submit(work, done: done)
+            try daemon.submit(work, done: done)
         } catch {
             running = false
-            if maintenance { server.endMaintenance(readOnly: readOnly) }
+            if let claim { daemon.maintenance.end(claim) }
             reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
         }
     }
@@ -283,7 +279,7 @@ final class Session {
         running = true
         let box = Box<Result<RPCRequest, RPCFailure>>()
         do {
-            try server.submit({ box.value = line.withUnsafeBufferPointer { RPCRequest.parse($0) } }) { [self] in
+            try daemon.submit({ box.value = line.withUnsafeBufferPointer { RPCRequest.parse($0) } }) { [self] in
                 running = false
                 guard !closed else { return }  // like the rest of a closed connection's queue: not run
                 switch box.value {
@@ -302,23 +298,22 @@ final class Session {
         }
     }
 
-    private func pointRead(_ request: RPCRequest, _ started: Double) {
-        let p = Params(request.params)
-        let store = server.store
-        let bytes: [UInt8]
-        let reader = server.pointReader
-        switch MethodTable.capture({
-            let ref = try p.ref()
-            return try (reader.map { try $0.objectJSON(ref) } ?? store.objectJSON(ref)) ?? Array("null".utf8)
-        }) {
-        case .success(let b):
-            bytes = b
+    /// A point read on the loop, over the snapshot the server keeps for this turn (the store's
+    /// own reader if it has none), the result's JSON text spliced into the reply.
+    private func pointRead(_ method: MethodTable.Method, _ request: RPCRequest, _ started: Double) {
+        let result: Result<[UInt8], RPCError>
+        if let reader = server.pointReader {
+            result = method.pointRead(request.params, from: reader.objectJSON)
+        } else {
+            result = method.pointRead(request.params, from: daemon.store.objectJSON)
+        }
+        switch result {
+        case .success(let bytes):
+            server.recordLatency(QueryClock.now() - started)
+            if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
         case .failure(let e):
             reply(request, .failure(e), started)
-            return
         }
-        server.recordLatency(QueryClock.now() - started)
-        if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
     }
 
     /// Answers `request`; `built` is the reply line when the worker thread made it.
@@ -332,13 +327,13 @@ final class Session {
                 write(built)
             } else if let id = request.id {
                 var value = outcome.result
-                if request.method == "stats" { value = server.augmentStats(value) }
+                if case .addDaemonStats = outcome.action { value = server.augmentStats(value) }
                 write(RPCLine.result(id: id, value))
             }
             switch outcome.action {
             case .watch(let filter): watching = filter
             case .unwatch: watching = nil
-            case .shutdown, .none: break
+            case .shutdown, .addDaemonStats, .none: break
             }
             server.after(outcome)
         case .failure(let error):
@@ -382,7 +377,7 @@ final class Session {
 
     /// Lets other connections run, then goes on with this one's queue.
     private func yieldTurn() {
-        if continuation == nil { continuation = try? EventLoop.Timer(loop: server.loop) }
+        if continuation == nil { continuation = try? EventLoop.Timer(loop: daemon.loop) }
         do {
             try continuation?.start(after: 0) { [unowned self] in pump() }
         } catch {
@@ -410,7 +405,7 @@ final class Session {
     func send(event: ServerEvent) {
         guard !closed, let filter = watching, event.matches(filter) else { return }
         if stream.writeQueueSize > Session.eventBacklogLimit {
-            server.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
+            daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
             close(flush: false)
             return
         }
@@ -423,7 +418,7 @@ final class Session {
     func updateReading() {
         account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
-        let limits = server.limits
+        let limits = limits
         let busy = outputBytes > limits.connectionOutputBytes || inputBytes > limits.connectionInputBytes
             || queuedCount > Session.queuedRequestLimit || (server.overTotal && inputBytes + outputBytes > 0)
         if busy && !readingPaused {
