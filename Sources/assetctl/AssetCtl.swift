@@ -24,7 +24,7 @@ struct AssetCtl: ParsableCommand {
             problems that remain; \
             64 usage; 69 the daemon cannot be reached; 78 configuration.
             """,
-        version: Version.description,
+        version: Version.product,
         subcommands: [
             PingCommand.self, ObjectPutCommand.self, ObjectGetCommand.self, ObjectDeleteCommand.self,
             ObjectTouchCommand.self, ObjectListCommand.self, EdgeGroup.self, IndexQueryCommand.self,

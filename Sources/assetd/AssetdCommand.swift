@@ -11,7 +11,7 @@ import Logging
 @main
 struct AssetdCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "assetd", abstract: "The assetd file-asset lifecycle daemon.", version: Version.description)
+        commandName: "assetd", abstract: "The assetd file-asset lifecycle daemon.", version: Version.product)
 
     @Option(name: .long, help: ArgumentHelp(
         "The config file (default: /etc/assetd/assetd.toml as root, else $XDG_CONFIG_HOME/assetd/assetd.toml, else embedded defaults).",
