@@ -1,7 +1,7 @@
 // The control socket: accepts connections (refusing past max_connections, past the slots kept
 // for admins, and past a uid's own cap), keeps the
-// sessions, hands slow work to the thread pool, and sends events after commits and sweeps.
-// Loop-bound.
+// sessions, hands off the work their methods declare (the group commit, the query lane),
+// and sends events after commits and sweeps. Loop-bound.
 
 import AssetStore
 import ControlProtocol
@@ -10,19 +10,16 @@ import Foundation
 import Logging
 
 final class ControlServer {
-    private unowned let daemon: Daemon
+    unowned let daemon: Daemon
     private var listener: PipeListener?
     private var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
     /// Open connections by uid, for control.max_connections_per_uid.
     private var connectionsByUID: [UInt32: Int] = [:]
-    private let progress = ProgressRelay()
-    var logger: Logger { daemon.logger }
-    var stopping: Bool { daemon.stopping }
-    var lastCommit: Int64 { daemon.lastCommit }
-    var store: Store { daemon.store }
-    var loop: Loop { daemon.loop }
-    var limits: ControlLimits { daemon.config.limits }
+    /// Progress notifications from the threads to the connections that asked.
+    let progress = ProgressRelay()
+    private var logger: Logger { daemon.logger }
+    private var limits: ControlLimits { daemon.config.limits }
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     private(set) var bufferedTotal = 0
     /// Connections dropped because they did not take their replies.
@@ -54,9 +51,14 @@ final class ControlServer {
 
     func start(path: String, mode: UInt32) throws(UVError) {
         try progress.start(loop: daemon.loop) { [unowned self] in deliverProgress() }
-        puts = try PutPipeline(store: store, loop: daemon.loop) { [unowned self] n in daemon.workEnded(n) }
+        puts = try PutPipeline(
+            store: daemon.store, loop: daemon.loop, noted: { [unowned self] in for r in $0 { daemon.noteCommit(r.commit) } },
+            answered: { [unowned self] count, commits in
+                published(commits)
+                daemon.workEnded(count)
+            })
         queries = try QueryLane(loop: daemon.loop, threads: daemon.config.limits.queryThreads)
-        pointReader = try? PointReader(store: store)
+        pointReader = try? PointReader(store: daemon.store)
         // The snapshot of one turn's gets ends before the loop waits again: an idle daemon
         // never pins it, and the WAL can restart.
         turnHook = try TurnHook(loop: daemon.loop) { [unowned self] in pointReader?.endSnapshot() }
@@ -66,7 +68,7 @@ final class ControlServer {
     }
 
     private func accept(_ stream: PipeStream) {
-        guard !stopping else {
+        guard !daemon.stopping else {
             stream.write(RPCLine.error(id: .null, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
             flushing(stream)
             return
@@ -158,18 +160,7 @@ final class ControlServer {
 
     /// Ends the leases of the connection numbered `holder` (it closed).
     func leasesEnded(holder: UInt64) {
-        daemon.leasesEnded(store.leases.releaseAll(holder: holder))
-    }
-
-    /// Claims the one maintenance slot for `what`; nil if claimed, else what holds it.
-    func claimMaintenance(_ what: String, readOnly: Bool) -> String? { daemon.claimMaintenance(what, readOnly: readOnly) }
-
-    /// Frees the maintenance slot.
-    func endMaintenance(readOnly: Bool) { daemon.endMaintenance(readOnly: readOnly) }
-
-    /// A progress reporter for a request that asked for one.
-    func progressReporter(session: UInt64, request id: RPCID) -> @Sendable ([String: JSONValue]) -> Void {
-        progress.reporter(session: session, request: id)
+        daemon.leasesEnded(daemon.store.leases.releaseAll(holder: holder))
     }
 
     /// Writes the progress lines the pool threads queued to their connections.
@@ -177,9 +168,14 @@ final class ControlServer {
         for (number, line) in progress.takeAll() { sessions[number]?.send(progress: line) }
     }
 
-    func context(for identity: PeerIdentity) -> MethodContext {
-        MethodContext(
-            store: daemon.store, caller: identity.caller(daemon.config), enforceOwnership: daemon.config.enforceOwnership)
+    /// What a method called on `session` runs with.
+    func context(for session: Session) -> MethodContext {
+        var context = MethodContext(
+            store: daemon.store, caller: session.identity.caller(daemon.config),
+            enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
+        context.lastCommit = daemon.lastCommit
+        context.replyLimit = limits.maxReplyBytes
+        return context
     }
 
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or
@@ -191,11 +187,6 @@ final class ControlServer {
         }
         daemon.workStarted()
         puts.enqueue(params, context, done: done)
-    }
-
-    /// Runs `work` on the thread pool and `done` back on the loop, counted as in flight.
-    func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
-        try daemon.submit(work, done: done)
     }
 
     /// Runs `work` on a query thread and `done` back on the loop, counted as in flight.
@@ -263,13 +254,19 @@ final class ControlServer {
 
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
-        for report in [outcome.commit].compactMap({ $0 }) + outcome.moreCommits {
+        published(outcome.commits)
+        if let sweep = outcome.sweep, watched { broadcast(ServerEvent.events(for: sweep, commit: daemon.lastCommit)) }
+        if case .shutdown = outcome.action { daemon.beginStop("a shutdown request") }
+    }
+
+    /// Commits made (by a method, or a group commit): ping's last commit moves, watchers get
+    /// their events, and the files they queued are swept.
+    func published(_ commits: [CommitReport]) {
+        for report in commits {
             daemon.noteCommit(report.commit)
             if watched { broadcast(ServerEvent.events(for: report)) }
             if !report.filesQueued.isEmpty { daemon.scheduleSweep() }
         }
-        if let sweep = outcome.sweep, watched { broadcast(ServerEvent.events(for: sweep, commit: daemon.lastCommit)) }
-        if case .shutdown = outcome.action { daemon.beginStop("a shutdown request") }
     }
 
     /// Whether any connection watches. Events are made only for someone to send them to:

@@ -30,15 +30,18 @@ extension Daemon {
     /// stopped writes: it could only fail).
     func enforcePolicy() {
         guard !stopping, store.syncFailure == nil else { return }
-        if let running = claimMaintenance(Daemon.policyTimerRun) {
-            logger.info("policy run skipped: \(running) is in progress")
+        let claim: MaintenanceSlot.Claim
+        switch maintenance.claim(Daemon.policyTimerRun) {
+        case .success(let c): claim = c
+        case .failure(let busy):
+            logger.info("policy run skipped: \(busy.holder) is in progress")
             return
         }
         let box = Box<Result<PolicyPlan, any Error>>()
         let store = self.store!
         do {
             try submit({ box.value = Result { try store.enforce() } }) { [unowned self] in
-                endMaintenance()
+                maintenance.end(claim)
                 switch box.value {
                 case .success(let plan)?:
                     if !plan.objects.isEmpty {
@@ -64,7 +67,7 @@ extension Daemon {
                 }
             }
         } catch {
-            endMaintenance()
+            maintenance.end(claim)
             logger.error("cannot schedule a policy run: \(error)")
         }
     }

@@ -24,11 +24,8 @@ public final class Daemon {
     private var sweepTimer: EventLoop.Timer?
     /// Runs `store.enforce()` every policy.interval while `[policy]` is configured.
     var policyTimer: EventLoop.Timer?
-    /// The maintenance run in progress (a method name, or the policy timer's), if any.
-    private(set) var maintenance: String?
-    /// A non-admin's read-only maintenance run in progress, if any: its own slot, so that no
-    /// user can keep cron's runs out, and one at a time, so that users cannot fill the pool.
-    private(set) var readOnlyMaintenance: String?
+    /// One maintenance run at a time: clients' and the policy timer's.
+    let maintenance = MaintenanceSlot()
     /// Leases ended since the last sweep, whose files the next sweep reschedules.
     private var endedLeases: [Lease] = []
     private(set) var stopping = false
@@ -232,19 +229,6 @@ public final class Daemon {
         guard !leases.isEmpty, !finished, store.syncFailure == nil else { return }
         endedLeases += leases
         scheduleSweep()
-    }
-
-    /// Claims the maintenance slot for `what` (a non-admin's read-only run: the other one);
-    /// nil if claimed, else what holds it.
-    func claimMaintenance(_ what: String, readOnly: Bool = false) -> String? {
-        if let running = readOnly ? readOnlyMaintenance : maintenance { return running }
-        if readOnly { readOnlyMaintenance = what } else { maintenance = what }
-        return nil
-    }
-
-    /// Frees the maintenance slot (or the read-only one).
-    func endMaintenance(readOnly: Bool = false) {
-        if readOnly { readOnlyMaintenance = nil } else { maintenance = nil }
     }
 
     /// SIGTERM, SIGINT or `shutdown`: stop accepting, let in-flight requests finish.

@@ -42,12 +42,13 @@ public final class LocalInvoker {
 
     deinit { store.close() }
 
-    /// Runs one method as the daemon would; `shutdown` and `watch` have no meaning here.
+    /// Runs one method as the daemon would; those that need a running daemon (`shutdown`,
+    /// `watch`: the table says which) are refused.
     /// `progress` gets the `{phase, done, total}` reports of long methods, on this thread.
     public func call(
         _ method: String, _ params: JSONValue, progress: (@Sendable ([String: JSONValue]) -> Void)? = nil
     ) throws(RPCError) -> JSONValue {
-        if ["shutdown", "watch", "unwatch"].contains(method) {
+        if MethodTable.methods[method]?.needsDaemon == true {
             throw RPCError.invalidParams("\(method) needs a running daemon (--socket)")
         }
         var context = self.context
@@ -55,8 +56,7 @@ public final class LocalInvoker {
         switch MethodTable.call(method, params, context) {
         case .success(let outcome):
             // Unlinks queued by a write run now, as the daemon would after the commit.
-            let commits = [outcome.commit].compactMap { $0 } + outcome.moreCommits
-            if commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
+            if outcome.commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
                 _ = try? store.sweep()
             }
             return outcome.result

@@ -3,7 +3,7 @@
 // sends events when watching. Loop-bound. What a connection holds is counted in bytes: a
 // client over its bounds (requests read and not run, replies not taken) is not read until it
 // is under them again, and a watcher that falls far behind is dropped; other clients never
-// wait for either (assetd.toml(5), [control]).
+// wait for either (assetd.toml(5), [control]). How a request runs is in Session+Run.swift.
 
 import AssetStore
 import ControlProtocol
@@ -23,12 +23,14 @@ final class Session {
     /// Items one connection may run per loop turn before the others get theirs.
     static let itemsPerTurn = 512
 
-    private unowned let server: ControlServer
+    unowned let server: ControlServer
+    unowned let daemon: Daemon
     /// The daemon's number for this connection: the holder of its leases.
     let number: UInt64
     let stream: PipeStream
     let identity: PeerIdentity
     private var framer: LineFramer
+    private var limits: ControlLimits { daemon.config.limits }
     /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
@@ -53,17 +55,19 @@ final class Session {
     /// Runs the rest of a long queue on the next loop turn.
     private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
-    private var running = false
+    /// A request is running off the loop (or waits for its group commit): the next waits.
+    var running = false
     private(set) var readingPaused = false
     /// The peer closed its end: finish what runs, then close.
     private var peerEnded = false
     private(set) var closed = false
     /// The query this connection runs in the query lane, stopped if the connection closes.
-    private var runningQuery: QueryCancellation?
+    var runningQuery: QueryCancellation?
     var watching: EventFilter?
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server
+        daemon = server.daemon
         self.number = number
         self.stream = stream
         self.identity = identity
@@ -119,7 +123,7 @@ final class Session {
             flushOut()
             // Stopped at the output bound, and the kernel took it all: no write completion
             // will come to resume, so go on next turn.
-            if !closed, !running, head < queue.count, outputBytes <= server.limits.connectionOutputBytes { yieldTurn() }
+            if !closed, !running, head < queue.count, outputBytes <= limits.connectionOutputBytes { yieldTurn() }
             // A half-closed peer still reads: it is closed once it has taken every reply, and
             // until then its bytes and its slot count against the limits like any connection's.
             if !closed, peerEnded, !running, head == queue.count, outputBytes == 0 { close(flush: false) }
@@ -128,7 +132,7 @@ final class Session {
             updateReading()
         }
         var budget = Session.itemsPerTurn
-        while !running, !closed, head < queue.count, outputBytes <= server.limits.connectionOutputBytes {
+        while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
             guard budget > 0 else {
                 yieldTurn()
                 break
@@ -165,188 +169,7 @@ final class Session {
         }
     }
 
-    private func run(_ request: RPCRequest) {
-        let started = QueryClock.now()
-        if server.stopping {
-            reply(request, .failure(.application(.busy, "assetd is shutting down", detail: nil).shuttingDown), started)
-            return
-        }
-        guard let method = MethodTable.methods[request.method] else {
-            reply(request, .failure(.methodNotFound(request.method)), started)
-            return
-        }
-        if request.method == "ping" {
-            // Answered on the loop from memory: it must stay fast while scans fill the pool.
-            let result: JSONValue = .object(["version": .string(MethodTable.version), "commit": .int(server.lastCommit)])
-            reply(request, .success(MethodOutcome(result)), started)
-            return
-        }
-        if request.method == "object.get", request.params["touch"] == nil || request.params["touch"] == false {
-            // A point read: answered on the loop from a prepared statement (no pool hop), with
-            // the stored value spliced into the reply.
-            pointRead(request, started)
-            return
-        }
-        var context = server.context(for: identity)
-        context.connection = number
-        context.replyLimit = server.limits.maxReplyBytes
-        guard method.slow else {
-            reply(request, MethodTable.call(request.method, request.params, context), started)
-            return
-        }
-        running = true
-        if request.method == "object.put" {
-            server.put(request.params, context) { [self] result in
-                running = false
-                reply(request, result, started)
-                pump()
-            }
-            return
-        }
-        let maintenance = MethodTable.maintenance.contains(request.method)
-        // A non-admin may run only the read-only forms (dry runs, verify without repair):
-        // they take a slot of their own, one at a time, so that no user can keep cron's runs
-        // out by looping them, nor fill the thread pool with them.
-        let readOnly = !context.caller.isAdmin
-        if maintenance {
-            // Refused before claiming: a non-admin's real run is told so, not told to skip.
-            var refusal = MethodTable.refusal(request.method, request.params, context.caller)
-            if refusal == nil, let other = server.claimMaintenance(request.method, readOnly: readOnly) {
-                refusal = .application(
-                    .busy, "another maintenance run is in progress: \(other)", detail: .object(["running": .string(other)]))
-            }
-            if let refusal {
-                running = false  // answered here: the connection goes on with its next request
-                reply(request, .failure(refusal), started)
-                return
-            }
-        }
-        if let id = request.id, request.params["progress"] == true {
-            context.progress = server.progressReporter(session: number, request: id)
-        }
-        let inQueryLane = MethodTable.queryLane.contains(request.method)
-        if inQueryLane {
-            runningQuery = QueryCancellation()
-            context.queryCancellation = runningQuery
-        }
-        let box = Box<Result<MethodOutcome, RPCError>>()
-        let line = Box<[UInt8]>()
-        let (name, params, ctx, id) = (request.method, request.params, context, request.id)
-        let work: @Sendable () -> Void = {
-            var result = MethodTable.call(name, params, ctx)
-            // The reply is built here, off the loop: a big one would stall every client.
-            if name != "stats", let id, case .success(var outcome) = result {
-                let bytes = RPCLine.result(id: id, outcome.result)
-                // A write that committed is answered whatever its size: refusing its reply
-                // would tell the client it failed, and skip its events.
-                if bytes.count > ctx.replyLimit, outcome.commit == nil, outcome.moreCommits.isEmpty {
-                    result = .failure(RPCError(StoreError.replyTooLarge(ctx.replyLimit)))
-                } else {
-                    line.value = bytes
-                    outcome.result = .null  // its memory goes now, not with the reply
-                    result = .success(outcome)
-                }
-            }
-            box.value = result
-        }
-        let done = { [self] in
-            running = false
-            runningQuery = nil
-            // The connection's leases ended when it closed; one granted since ends now.
-            if closed { server.leasesEnded(holder: number) }
-            if maintenance { server.endMaintenance(readOnly: readOnly) }
-            if case .failure(let e)? = box.value, e.stableCode == StoreError.Code.replyTooLarge.rawValue {
-                server.released(ctx.replyLimit)
-            }
-            // Progress posted by the pool thread goes out before the reply that follows it.
-            server.deliverProgress()
-            reply(
-                request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started,
-                built: line.value)
-            pump()
-        }
-        if inQueryLane {
-            server.submitQuery(uid: identity.uid, connection: number, work, done: done)
-            return
-        }
-        do {
-            try server.submit(work, done: done)
-        } catch {
-            running = false
-            if maintenance { server.endMaintenance(readOnly: readOnly) }
-            reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
-        }
-    }
-
-    /// Parses a long line on the pool, then runs it as if it had been parsed on arrival.
-    private func parseOffLoop(_ line: [UInt8]) {
-        running = true
-        let box = Box<Result<RPCRequest, RPCFailure>>()
-        do {
-            try server.submit({ box.value = line.withUnsafeBufferPointer { RPCRequest.parse($0) } }) { [self] in
-                running = false
-                guard !closed else { return }  // like the rest of a closed connection's queue: not run
-                switch box.value {
-                case .success(let request)?:
-                    run(request)
-                case .failure(let f)?:
-                    if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
-                case nil:
-                    break
-                }
-                pump()
-            }
-        } catch {
-            running = false
-            write(RPCLine.error(id: .null, RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
-        }
-    }
-
-    private func pointRead(_ request: RPCRequest, _ started: Double) {
-        let p = Params(request.params)
-        let store = server.store
-        let bytes: [UInt8]
-        let reader = server.pointReader
-        switch MethodTable.capture({
-            let ref = try p.ref()
-            return try (reader.map { try $0.objectJSON(ref) } ?? store.objectJSON(ref)) ?? Array("null".utf8)
-        }) {
-        case .success(let b):
-            bytes = b
-        case .failure(let e):
-            reply(request, .failure(e), started)
-            return
-        }
-        server.recordLatency(QueryClock.now() - started)
-        if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
-    }
-
-    /// Answers `request`; `built` is the reply line when the worker thread made it.
-    private func reply(
-        _ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double, built: [UInt8]? = nil
-    ) {
-        server.recordLatency(QueryClock.now() - started)
-        switch result {
-        case .success(let outcome):
-            if let built {
-                write(built)
-            } else if let id = request.id {
-                var value = outcome.result
-                if request.method == "stats" { value = server.augmentStats(value) }
-                write(RPCLine.result(id: id, value))
-            }
-            switch outcome.action {
-            case .watch(let filter): watching = filter
-            case .unwatch: watching = nil
-            case .shutdown, .none: break
-            }
-            server.after(outcome)
-        case .failure(let error):
-            if let id = request.id { write(RPCLine.error(id: id, error)) }
-        }
-    }
-
-    private func write(_ bytes: [UInt8]) {
+    func write(_ bytes: [UInt8]) {
         guard !closed else { return }
         // The usual single reply is moved, not copied.
         if out.isEmpty { out = bytes } else { out.append(contentsOf: bytes) }
@@ -382,7 +205,7 @@ final class Session {
 
     /// Lets other connections run, then goes on with this one's queue.
     private func yieldTurn() {
-        if continuation == nil { continuation = try? EventLoop.Timer(loop: server.loop) }
+        if continuation == nil { continuation = try? EventLoop.Timer(loop: daemon.loop) }
         do {
             try continuation?.start(after: 0) { [unowned self] in pump() }
         } catch {
@@ -410,7 +233,7 @@ final class Session {
     func send(event: ServerEvent) {
         guard !closed, let filter = watching, event.matches(filter) else { return }
         if stream.writeQueueSize > Session.eventBacklogLimit {
-            server.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
+            daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
             close(flush: false)
             return
         }
@@ -423,7 +246,7 @@ final class Session {
     func updateReading() {
         account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
-        let limits = server.limits
+        let limits = limits
         let busy = outputBytes > limits.connectionOutputBytes || inputBytes > limits.connectionInputBytes
             || queuedCount > Session.queuedRequestLimit || (server.overTotal && inputBytes + outputBytes > 0)
         if busy && !readingPaused {

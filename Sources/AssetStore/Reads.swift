@@ -25,22 +25,14 @@ struct Reads {
 
     func get(_ ref: ObjectRef) throws -> StoredObject? {
         try ref.validate()
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT id, value, metadata, owner, created, modified, accessed FROM object
-                WHERE collection = ? AND key = ?
-                """), arguments: [ref.collection, ref.key])
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: Store.objectRowSQL.description), arguments: [ref.collection, ref.key])
         else { return nil }
         let id: Int64 = row[0]
         guard !hidden.contains(id) else { return nil }
-        // As the point read (Store.heldFiles): joined, one entry a file, in path byte order.
+        // The point read's statements (Store+PointRead.swift): one entry a file, in path byte order.
         var seen = Set<Int64>()
-        let files = try Row.fetchAll(
-            db.cachedStatement(sql: """
-                SELECT path, size, device, inode, mtime, missing, first_seen, f.id
-                FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
-                """), arguments: [id]
-        ).filter { seen.insert($0[7]).inserted }.map(Reads.fileRecord)
+        let files = try Row.fetchAll(db.cachedStatement(sql: Store.heldFilesSQL.description), arguments: [id])
+            .filter { seen.insert($0[7]).inserted }.map(Reads.fileRecord)
             .sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
         let metadata: String? = row[2]
         return StoredObject(

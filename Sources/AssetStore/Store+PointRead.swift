@@ -1,6 +1,8 @@
 // The fast point read behind object.get: one raw read-only connection, prepared statements,
 // and the stored value text spliced into the output instead of parsed and printed again.
-// Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this).
+// Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this), and both read the
+// same rows with the same statements (`objectRowSQL`, `heldFilesSQL`). Every object.get reply
+// is printed here: on the daemon's loop through a PointReader, elsewhere through objectJSON.
 
 import GRDB
 import GRDBSQLite
@@ -15,12 +17,22 @@ extension Store {
         }
     }
 
+    /// An object's row, as object.get reads it here and `Reads.get` does.
+    static let objectRowSQL: StaticString = """
+        SELECT id, value, metadata, owner, created, modified, accessed FROM object
+        WHERE collection = ? AND key = ?
+        """
+
+    /// The files an object holds, one row an edge (a file held through two edges comes
+    /// twice): the columns `Reads.fileRecord` takes, then the file's id.
+    static let heldFilesSQL: StaticString = """
+        SELECT path, size, device, inode, mtime, missing, first_seen, f.id
+        FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
+        """
+
     /// Reads and prints one object inside the connection's current read transaction.
     static func renderObject(_ ref: ObjectRef, on conn: QueryConnection) throws -> [UInt8]? {
-        let o = try conn.cached("""
-            SELECT id, value, metadata, owner, created, modified, accessed FROM object
-            WHERE collection = ? AND key = ?
-            """)
+        let o = try conn.cached(objectRowSQL)
         // A statement left mid-rows keeps the read transaction (and its snapshot) open.
         defer { sqlite3_reset(o) }
         Statement.bindText(o, 1, ref.collection)
@@ -58,10 +70,7 @@ extension Store {
     /// Joined, not `WHERE id IN (SELECT dst …) ORDER BY path`: that form built two temporary
     /// b-trees for every get, with files or without: 40% of a get's instructions.
     private static func heldFiles(_ id: Int64, on conn: QueryConnection) throws -> [[UInt8]] {
-        let f = try conn.cached("""
-            SELECT f.id, path, size, device, inode, mtime, missing, first_seen
-            FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
-            """)
+        let f = try conn.cached(heldFilesSQL)
         defer { sqlite3_reset(f) }
         sqlite3_bind_int64(f, 1, id)
         var seen = Set<Int64>()
@@ -70,16 +79,16 @@ extension Store {
             let rc = sqlite3_step(f)
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw conn.failure(rc) }
-            guard seen.insert(sqlite3_column_int64(f, 0)).inserted else { continue }
-            let path = Array(UnsafeBufferPointer(start: sqlite3_column_text(f, 1), count: Int(sqlite3_column_bytes(f, 1))))
+            guard seen.insert(sqlite3_column_int64(f, 7)).inserted else { continue }
+            let path = Array(UnsafeBufferPointer(start: sqlite3_column_text(f, 0), count: Int(sqlite3_column_bytes(f, 0))))
             var json: [UInt8] = [UInt8(ascii: "{")]
-            key("device", first: true, &json); number(f, 3, double: false, &json)
-            key("first_seen", &json); number(f, 7, double: true, &json)
-            key("inode", &json); number(f, 4, double: false, &json)
-            key("missing", &json); json.append(contentsOf: (sqlite3_column_int64(f, 6) != 0 ? "true" : "false").utf8)
-            key("mtime", &json); number(f, 5, double: true, &json)
+            key("device", first: true, &json); number(f, 2, double: false, &json)
+            key("first_seen", &json); number(f, 6, double: true, &json)
+            key("inode", &json); number(f, 3, double: false, &json)
+            key("missing", &json); json.append(contentsOf: (sqlite3_column_int64(f, 5) != 0 ? "true" : "false").utf8)
+            key("mtime", &json); number(f, 4, double: true, &json)
             key("path", &json); JSONValue.writeString(String(decoding: path, as: UTF8.self), to: &json)
-            key("size", &json); number(f, 2, double: false, &json)
+            key("size", &json); number(f, 1, double: false, &json)
             json.append(UInt8(ascii: "}"))
             files.append((path, json))
         }

@@ -4,6 +4,7 @@
 import ArgumentParser
 import AssetClient
 import AssetStore
+import ControlProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -23,6 +24,7 @@ struct AssetCtl: ParsableCommand {
             problems that remain; \
             64 usage; 69 the daemon cannot be reached; 78 configuration.
             """,
+        version: Version.product,
         subcommands: [
             PingCommand.self, ObjectPutCommand.self, ObjectGetCommand.self, ObjectDeleteCommand.self,
             ObjectTouchCommand.self, ObjectListCommand.self, EdgeGroup.self, IndexQueryCommand.self,

@@ -4,13 +4,14 @@
 
 import ArgumentParser
 import AssetDaemon
+import ControlProtocol
 import Foundation
 import Logging
 
 @main
 struct AssetdCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "assetd", abstract: "The assetd file-asset lifecycle daemon.", version: MethodTable.version)
+        commandName: "assetd", abstract: "The assetd file-asset lifecycle daemon.", version: Version.product)
 
     @Option(name: .long, help: ArgumentHelp(
         "The config file (default: /etc/assetd/assetd.toml as root, else $XDG_CONFIG_HOME/assetd/assetd.toml, else embedded defaults).",

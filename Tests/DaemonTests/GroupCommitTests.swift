@@ -80,7 +80,7 @@ import Testing
             let inputs: [(JSONValue, MethodContext)] = (0..<n).map { i in
                 (["collection": "c", "key": .string("k\(i)"), "value": ["i": .int(Int64(i))]], ctx)
             }
-            let results = MethodTable.putBatch(store, inputs)
+            let results = PutBatch.run(store, inputs).results.map(\.1)
             #expect(results.count == n, "a put without a reply waits forever, and its batcher resubmits it")
             for r in results {
                 guard case .failure(let e) = r else {
@@ -98,7 +98,7 @@ import Testing
         defer { store.close() }
         let ctx = MethodContext(store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
         var once = false
-        let batch = MethodTable.putBatch(store, syncing: false) { () -> [(Int, JSONValue, MethodContext)] in
+        let batch = PutBatch.run(store, syncing: false) { () -> [(Int, JSONValue, MethodContext)] in
             defer { once = true }
             return once ? [] : [(0, ["collection": "c", "key": "k", "value": ["n": 1]], ctx)]
         }
@@ -109,7 +109,7 @@ import Testing
         #expect(store.durableCommit == commit)
         // A synced batch leaves nothing to sync.
         once = false
-        #expect(MethodTable.putBatch(store) { () -> [(Int, JSONValue, MethodContext)] in
+        #expect(PutBatch.run(store) { () -> [(Int, JSONValue, MethodContext)] in
             defer { once = true }
             return once ? [] : [(0, ["collection": "c", "key": "k2", "value": ["n": 2]], ctx)]
         }.unsynced == nil)

@@ -1,4 +1,7 @@
 // object.get {collection, key, touch?} → the object or null; with touch, `accessed` moves.
+// One rendering of the reply: the daemon's loop reads through `objectGetRead` over its
+// PointReader, and every other get (with touch, in-process) through the same function over
+// the store, both printing with Store.renderObject.
 
 import AssetStore
 import ControlProtocol
@@ -6,17 +9,27 @@ import ControlProtocol
 extension MethodTable {
     static func objectGet(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let ref = try p.ref()
+        var commit: CommitReport?
         if try p.optionalBool("touch") == true {
-            let done = try ctx.store.write(owner: ctx.caller.userName) { tx -> JSONValue in
-                guard try tx.exists(ref) else { return .null }
+            commit = try ctx.store.write(owner: ctx.caller.userName) { tx in
+                guard try tx.exists(ref) else { return }
                 try checkOwner(ref, tx, ctx)
                 try tx.touch(ref)
-                return .null
-            }
-            let object = try ctx.store.read { try $0.get(ref) }
-            return MethodOutcome(object?.json ?? .null, commit: done.report)
+            }.report
         }
-        return MethodOutcome(try ctx.store.read { try $0.get(ref) }?.json ?? .null)
+        let text = try objectGetRead(p, ctx.store.objectJSON)
+        return MethodOutcome(try text.withUnsafeBufferPointer { try JSONValue.parse($0) }, commit: commit)
+    }
+
+    /// object.get without touch: the object's JSON text from `reader`, or `null`.
+    @Sendable static func objectGetRead(_ p: Params, _ reader: ObjectReader) throws -> [UInt8] {
+        try reader(try p.ref()) ?? Array("null".utf8)
+    }
+
+    /// Whether a get writes (moves `accessed`): anything but an absent or false `touch`, so
+    /// that a malformed one is refused by the body.
+    @Sendable static func objectGetTouches(_ params: JSONValue) -> Bool {
+        params["touch"] != nil && params["touch"] != false
     }
 
     static func applyGet(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {

@@ -7,6 +7,11 @@ import AssetStore
 import ControlProtocol
 
 extension MethodTable {
+    /// The admin-only form of policy run `method`: a real run (without `dry_run: true`).
+    static func realPolicyRun(_ method: String) -> @Sendable (JSONValue) -> String? {
+        { params in params["dry_run"] != true ? "\(method) without dry_run" : nil }
+    }
+
     static func policyEnforce(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let dryRun = try p.optionalBool("dry_run") ?? false
         if !dryRun { try requireAdmin("policy.enforce without dry_run", ctx) }

@@ -7,6 +7,13 @@ import AssetStore
 import ControlProtocol
 
 extension MethodTable {
+    /// verify's admin-only forms: those that change the store or the disk.
+    @Sendable static func verifyChanges(_ params: JSONValue) -> String? {
+        if params["repair"] == true { return "verify with repair" }
+        if params["delete_orphans"] == true { return "verify with delete_orphans" }
+        return nil
+    }
+
     static func verify(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         var options = VerifyOptions()
         options.repair = try p.optionalBool("repair") ?? false

@@ -1,4 +1,4 @@
-// `assetctl ping` → ping: is the daemon there, and which version and commit is it at.
+// `assetctl ping` → ping: is the daemon there, and which version, protocol and commit is it at.
 
 import ArgumentParser
 import AssetClient
@@ -6,7 +6,7 @@ import AssetClient
 /// `ping`.
 struct PingCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ping", abstract: "Check that assetd answers; show its version and last commit.")
+        commandName: "ping", abstract: "Check that assetd answers; show its version, protocol version and last commit.")
 
     @ParentCommand var root: AssetCtl
 

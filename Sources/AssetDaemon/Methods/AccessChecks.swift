@@ -1,0 +1,28 @@
+// The checks method bodies make of their caller: ownership of what they write, and the
+// runs that are for admins only.
+
+import AssetStore
+import ControlProtocol
+
+extension MethodTable {
+    /// With enforce_ownership, a non-admin may write only its own objects.
+    static func checkOwner(_ ref: ObjectRef, _ tx: WriteTransaction, _ ctx: MethodContext) throws {
+        guard ctx.enforceOwnership, !ctx.caller.isAdmin, let existing = try tx.get(ref) else { return }
+        guard existing.owner == ctx.caller.userName else {
+            throw RPCError.application(
+                .permissionDenied, "\(ref) belongs to \(existing.owner), not \(ctx.caller.userName)")
+        }
+    }
+
+    /// Real runs that delete other users' objects, or touch the whole database, are for admins.
+    static func requireAdmin(_ what: String, _ ctx: MethodContext) throws {
+        guard ctx.caller.isAdmin else { throw RPCError.application(.permissionDenied, "\(what) is for admins only") }
+    }
+
+    /// With enforce_ownership, only admins change what affects every object.
+    static func checkAdminIfEnforcing(_ what: String, _ ctx: MethodContext) throws {
+        if ctx.enforceOwnership && !ctx.caller.isAdmin {
+            throw RPCError.application(.permissionDenied, "\(what) is for admins while ownership is enforced")
+        }
+    }
+}

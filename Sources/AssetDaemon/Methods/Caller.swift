@@ -1,0 +1,18 @@
+// Who calls a method: the daemon makes it from the socket's peer credentials, `assetctl --db`
+// from the process's own user (an admin).
+
+/// Who is calling, from the socket's peer credentials.
+public struct Caller: Sendable {
+    /// The client's uid.
+    public var uid: UInt32
+    /// The client's user name (or the uid as text).
+    public var userName: String
+    /// True for uid 0, the daemon's uid, and configured admins.
+    public var isAdmin: Bool
+
+    public init(uid: UInt32, userName: String, isAdmin: Bool) {
+        self.uid = uid
+        self.userName = userName
+        self.isAdmin = isAdmin
+    }
+}

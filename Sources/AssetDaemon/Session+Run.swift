@@ -1,0 +1,181 @@
+// How a session runs a request: as its method's table entry declares (Execution.swift), on
+// the loop, as a point read, in the group commit, on the query lane or the pool (holding the
+// maintenance slot when declared), and how the answer is written back. Loop-bound.
+
+import AssetStore
+import ControlProtocol
+
+extension Session {
+    /// Runs `request` as its method's table entry declares (Execution.swift).
+    func run(_ request: RPCRequest) {
+        let started = QueryClock.now()
+        if daemon.stopping {
+            reply(request, .failure(.application(.busy, "assetd is shutting down", detail: nil).shuttingDown), started)
+            return
+        }
+        guard let method = MethodTable.methods[request.method] else {
+            reply(request, .failure(.methodNotFound(request.method)), started)
+            return
+        }
+        let execution = method.execution(for: request.params)
+        switch execution {
+        case .pointRead:
+            pointRead(method, request, started)
+        case .loop:
+            reply(request, MethodTable.call(request.method, request.params, server.context(for: self)), started)
+        case .groupCommit:
+            running = true
+            server.put(request.params, server.context(for: self)) { [self] result in
+                running = false
+                reply(request, result, started)
+                pump()
+            }
+        case .pool, .queryLane, .maintenance:
+            runOffLoop(request, execution, server.context(for: self), started)
+        }
+    }
+
+    /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared.
+    private func runOffLoop(_ request: RPCRequest, _ execution: Execution, _ context: MethodContext, _ started: Double) {
+        var context = context
+        var claim: MaintenanceSlot.Claim?
+        if execution == .maintenance {
+            // Refused before claiming: a non-admin's real run is told so, not told to skip.
+            if let refusal = MethodTable.refusal(request.method, request.params, context.caller) {
+                reply(request, .failure(refusal), started)
+                return
+            }
+            // A non-admin may run only the read-only forms (dry runs, verify without repair),
+            // in a slot of their own.
+            switch daemon.maintenance.claim(request.method, readOnly: !context.caller.isAdmin) {
+            case .success(let c): claim = c
+            case .failure(let busy):
+                reply(request, .failure(busy.error), started)
+                return
+            }
+        }
+        running = true
+        if let id = request.id, request.params["progress"] == true {
+            context.progress = server.progress.reporter(session: number, request: id)
+        }
+        if execution == .queryLane {
+            runningQuery = QueryCancellation()
+            context.queryCancellation = runningQuery
+        }
+        let box = Box<Result<MethodOutcome, RPCError>>()
+        let line = Box<[UInt8]>()
+        let (name, params, ctx, id) = (request.method, request.params, context, request.id)
+        let work: @Sendable () -> Void = {
+            var result = MethodTable.call(name, params, ctx)
+            // The reply is built here, off the loop: a big one would stall every client. Not
+            // one the daemon adds to on the loop (stats).
+            if let id, case .success(var outcome) = result, !outcome.completedOnLoop {
+                let bytes = RPCLine.result(id: id, outcome.result)
+                // A write that committed is answered whatever its size: refusing its reply
+                // would tell the client it failed, and skip its events.
+                if bytes.count > ctx.replyLimit, outcome.commits.isEmpty {
+                    result = .failure(RPCError(StoreError.replyTooLarge(ctx.replyLimit)))
+                } else {
+                    line.value = bytes
+                    outcome.result = .null  // its memory goes now, not with the reply
+                    result = .success(outcome)
+                }
+            }
+            box.value = result
+        }
+        let done = { [self] in
+            running = false
+            runningQuery = nil
+            // The connection's leases ended when it closed; one granted since ends now.
+            if closed { server.leasesEnded(holder: number) }
+            if let claim { daemon.maintenance.end(claim) }
+            if case .failure(let e)? = box.value, e.stableCode == StoreError.Code.replyTooLarge.rawValue {
+                server.released(ctx.replyLimit)
+            }
+            // Progress posted by the pool thread goes out before the reply that follows it.
+            server.deliverProgress()
+            reply(
+                request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started,
+                built: line.value)
+            pump()
+        }
+        if execution == .queryLane {
+            server.submitQuery(uid: identity.uid, connection: number, work, done: done)
+            return
+        }
+        do {
+            try daemon.submit(work, done: done)
+        } catch {
+            running = false
+            if let claim { daemon.maintenance.end(claim) }
+            reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
+        }
+    }
+
+    /// Parses a long line on the pool, then runs it as if it had been parsed on arrival.
+    func parseOffLoop(_ line: [UInt8]) {
+        running = true
+        let box = Box<Result<RPCRequest, RPCFailure>>()
+        do {
+            try daemon.submit({ box.value = line.withUnsafeBufferPointer { RPCRequest.parse($0) } }) { [self] in
+                running = false
+                guard !closed else { return }  // like the rest of a closed connection's queue: not run
+                switch box.value {
+                case .success(let request)?:
+                    run(request)
+                case .failure(let f)?:
+                    if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
+                case nil:
+                    break
+                }
+                pump()
+            }
+        } catch {
+            running = false
+            write(RPCLine.error(id: .null, RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
+        }
+    }
+
+    /// A point read on the loop, over the snapshot the server keeps for this turn (the store's
+    /// own reader if it has none), the result's JSON text spliced into the reply.
+    private func pointRead(_ method: MethodTable.Method, _ request: RPCRequest, _ started: Double) {
+        let result: Result<[UInt8], RPCError>
+        if let reader = server.pointReader {
+            result = method.pointRead(request.params, from: reader.objectJSON)
+        } else {
+            result = method.pointRead(request.params, from: daemon.store.objectJSON)
+        }
+        switch result {
+        case .success(let bytes):
+            server.recordLatency(QueryClock.now() - started)
+            if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
+        case .failure(let e):
+            reply(request, .failure(e), started)
+        }
+    }
+
+    /// Answers `request`; `built` is the reply line when the worker thread made it.
+    private func reply(
+        _ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double, built: [UInt8]? = nil
+    ) {
+        server.recordLatency(QueryClock.now() - started)
+        switch result {
+        case .success(let outcome):
+            if let built {
+                write(built)
+            } else if let id = request.id {
+                var value = outcome.result
+                if case .addDaemonStats = outcome.action { value = server.augmentStats(value) }
+                write(RPCLine.result(id: id, value))
+            }
+            switch outcome.action {
+            case .watch(let filter): watching = filter
+            case .unwatch: watching = nil
+            case .shutdown, .addDaemonStats, .none: break
+            }
+            server.after(outcome)
+        case .failure(let error):
+            if let id = request.id { write(RPCLine.error(id: id, error)) }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+// One version, reported everywhere: assetd --version, assetctl --version, and ping over the
+// socket and in-process (assetd(8), assetctl(1)).
+
+import AssetClient
+@testable import AssetDaemon
+import AssetStore
+import ControlProtocol
+import Foundation
+import Testing
+
+@Suite struct VersionTests {
+    @Test("assetd --version and assetctl --version print the same version")
+    func commandLines() throws {
+        let daemon = try runAssetd(["--version"])
+        #expect(daemon.status == 0, "\(daemon.stderr)")
+        #expect(daemon.stdout == Version.product + "\n")
+        let ctl = try runProcess(Binaries.assetctl, ["--version"])
+        #expect(ctl.status == 0, "\(ctl.stderr)")
+        #expect(ctl.stdout == Version.product + "\n")
+    }
+
+    @Test("ping reports the version, the protocol and the last commit, from the daemon and with --db")
+    func ping() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        let put = try c.call("object.put", ["collection": "c", "key": "k", "value": ["n": 1]])
+        let ping = try c.call("ping")
+        #expect(ping["version"] == .string(Version.product))
+        #expect(ping["protocol"] == .int(Int64(Version.controlProtocol)))
+        #expect(ping["commit"] == put["commit"])
+        let offline = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "--json", "ping"])
+        #expect(offline.status == 0, "\(offline.stderr)")
+        #expect(try JSONValue.parse(offline.stdout) == ping, "in-process, the store is asked")
+        let human = try h.assetctl("ping")
+        #expect(human.stdout.contains(Version.product) && human.stdout.contains("protocol"), "\(human.stdout)")
+    }
+
+    @Test("each method declares how the daemon runs it; object.get with touch is a write on the pool")
+    func executions() {
+        let table = MethodTable.methods
+        #expect(table["ping"]?.execution(for: [:]) == .loop)
+        #expect(table["object.put"]?.execution(for: [:]) == .groupCommit)
+        #expect(table["object.get"]?.execution(for: ["collection": "c", "key": "k"]) == .pointRead)
+        #expect(table["object.get"]?.execution(for: ["collection": "c", "key": "k", "touch": false]) == .pointRead)
+        #expect(table["object.get"]?.execution(for: ["collection": "c", "key": "k", "touch": true]) == .pool)
+        #expect(table["index.query"]?.execution(for: [:]) == .queryLane)
+        #expect(table["verify"]?.execution(for: [:]) == .maintenance)
+        #expect(table.filter { $0.value.needsDaemon }.keys.sorted() == ["shutdown", "unwatch", "watch"])
+    }
+}
