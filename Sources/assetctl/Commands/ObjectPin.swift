@@ -2,6 +2,8 @@
 // a pinned object is never evicted or expired until unpinned.
 
 import ArgumentParser
+import AssetClient
+import AssetStore
 
 /// `pin`.
 struct ObjectPinCommand: ObjectRefCommand {

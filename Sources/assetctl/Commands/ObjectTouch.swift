@@ -1,6 +1,8 @@
 // `assetctl touch COLLECTION KEY` → object.touch: sets `accessed`, which drives LRU eviction.
 
 import ArgumentParser
+import AssetClient
+import AssetStore
 
 /// `touch`.
 struct ObjectTouchCommand: ObjectRefCommand {
