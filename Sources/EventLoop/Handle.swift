@@ -13,8 +13,9 @@ import CUV
 protocol HandleOwner: AnyObject {
     /// Closes the handle; every public handle type has this.
     func close(_ onClosed: (() -> Void)?)
-    /// Runs once, from the close callback: free the handle (``Handle/finishClose()``), drop
-    /// every stored closure (they may form cycles with the owner's users), run `onClosed`.
+    /// Runs once, from the close callback: calls ``Handle/finishClose(dropping:)``, which
+    /// frees the handle, drops every stored closure (they may form cycles with the owner's
+    /// users) and runs `onClosed`.
     func didClose()
 }
 
@@ -32,7 +33,7 @@ enum HandleState {
 ///
 /// It is loop-bound like its owner, and keeps the ``Loop`` alive until it is closed.
 final class Handle<Raw> {
-    /// The handle's memory: valid from init until ``finishClose()``.
+    /// The handle's memory: valid from init until ``finishClose(dropping:)``.
     let raw: UnsafeMutablePointer<Raw>
     /// The loop it was initialized on.
     let loop: Loop
@@ -85,14 +86,17 @@ final class Handle<Raw> {
         }
     }
 
-    /// Frees the memory and returns the callbacks to run; called by the owner's `didClose()`.
-    func finishClose() -> [() -> Void] {
+    /// The whole of an owner's `didClose()`: frees the memory, runs `dropClosures` (the owner
+    /// sets its stored closures to nil), then the `onClosed` callbacks.
+    func finishClose(dropping dropClosures: () -> Void) {
         precondition(state == .closing, "a handle finished closing twice")
         state = .closed
         raw.deallocate()
         loop.handleDidClose()
-        defer { closeCallbacks = [] }
-        return closeCallbacks
+        let callbacks = closeCallbacks
+        closeCallbacks = []
+        dropClosures()
+        for callback in callbacks { callback() }
     }
 
     /// Lets the loop exit while this handle is active (a no-op once closed).

@@ -98,10 +98,10 @@ public final class PipeListener: HandleOwner {
 
     /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
     func didClose() {
-        let callbacks = handle.finishClose()
-        connectionHandler = nil
-        onAcceptError = nil
-        for callback in callbacks { callback() }
+        handle.finishClose {
+            connectionHandler = nil
+            onAcceptError = nil
+        }
     }
 }
 

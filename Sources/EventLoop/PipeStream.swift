@@ -216,12 +216,12 @@ public final class PipeStream: HandleOwner {
 
     /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
     func didClose() {
-        let callbacks = handle.finishClose()
-        readBuffer?.deallocate()
-        readBuffer = nil
-        dataHandler = nil
-        endHandler = nil
-        for callback in callbacks { callback() }
+        handle.finishClose {
+            readBuffer?.deallocate()
+            readBuffer = nil
+            dataHandler = nil
+            endHandler = nil
+        }
     }
 }
 

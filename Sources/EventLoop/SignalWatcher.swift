@@ -11,16 +11,16 @@ import CUV
 /// ```
 public final class SignalWatcher: HandleOwner {
     private let handle: Handle<uv_signal_t>
-    private var action: (() -> Void)?
+    private var onSignal: (() -> Void)?
 
     /// Starts watching `signal`. The corresponding libuv calls are `uv_signal_init` and `uv_signal_start`.
     ///
     /// - Throws: ``UVError`` if libuv cannot watch the signal (for example `SIGKILL`: `UV_EINVAL`).
     public init(loop: Loop, signal: Int32, _ onSignal: @escaping () -> Void) throws(UVError) {
         handle = try Handle(loop: loop, call: "uv_signal_init") { uv_signal_init($0, $1) }
-        action = onSignal
+        self.onSignal = onSignal
         handle.adopt(self)
-        let result = uv_signal_start(handle.raw, { watcher, _ in SignalWatcher.owner(of: watcher).onSignal() }, signal)
+        let result = uv_signal_start(handle.raw, { watcher, _ in SignalWatcher.owner(of: watcher).onSignal?() }, signal)
         guard result == 0 else {
             handle.close(nil)  // init succeeded, so libuv must see the close
             throw UVError(code: result, call: "uv_signal_start")
@@ -39,15 +39,9 @@ public final class SignalWatcher: HandleOwner {
         handle.unref()
     }
 
-    private func onSignal() {
-        action?()
-    }
-
-    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
+    /// From the close callback: frees the handle, drops the closure, runs `onClosed`.
     func didClose() {
-        let callbacks = handle.finishClose()
-        action = nil
-        for callback in callbacks { callback() }
+        handle.finishClose { onSignal = nil }
     }
 }
 

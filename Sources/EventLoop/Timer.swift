@@ -13,7 +13,7 @@ import CUV
 /// ```
 public final class Timer: HandleOwner {
     private let handle: Handle<uv_timer_t>
-    private var action: (() -> Void)?
+    private var onFire: (() -> Void)?
 
     /// Creates a stopped timer. The corresponding libuv call is `uv_timer_init`.
     public init(loop: Loop) throws(UVError) {
@@ -34,9 +34,9 @@ public final class Timer: HandleOwner {
         precondition(handle.state == .open, "Timer.start after close")
         let timeout = Timer.milliseconds(seconds)
         let interval = repeating.map { max(1, Timer.milliseconds($0)) } ?? 0
-        action = onFire
+        self.onFire = onFire
         try UVError.check(
-            uv_timer_start(handle.raw, { timer in Timer.owner(of: timer).onFire() }, timeout, interval),
+            uv_timer_start(handle.raw, { timer in Timer.owner(of: timer).onFire?() }, timeout, interval),
             "uv_timer_start")
     }
 
@@ -59,15 +59,9 @@ public final class Timer: HandleOwner {
         handle.unref()
     }
 
-    private func onFire() {
-        action?()
-    }
-
-    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
+    /// From the close callback: frees the handle, drops the closure, runs `onClosed`.
     func didClose() {
-        let callbacks = handle.finishClose()
-        action = nil
-        for callback in callbacks { callback() }
+        handle.finishClose { onFire = nil }
     }
 
     private static func milliseconds(_ seconds: Double) -> UInt64 {

@@ -13,7 +13,7 @@ import CUV
 /// ```
 public final class TurnHook: HandleOwner {
     private let handle: Handle<uv_prepare_t>
-    private var action: (() -> Void)?
+    private var onTurnEnd: (() -> Void)?
 
     /// Creates a started hook. The corresponding libuv calls are `uv_prepare_init` and
     /// `uv_prepare_start`; the handle is unref'd so it alone never keeps ``Loop/run()`` going.
@@ -23,8 +23,8 @@ public final class TurnHook: HandleOwner {
     public init(loop: Loop, _ onTurnEnd: @escaping () -> Void) throws(UVError) {
         handle = try Handle(loop: loop, call: "uv_prepare_init") { uv_prepare_init($0, $1) }
         handle.adopt(self)
-        action = onTurnEnd
-        let result = uv_prepare_start(handle.raw) { prepare in TurnHook.owner(of: prepare).onTurnEnd() }
+        self.onTurnEnd = onTurnEnd
+        let result = uv_prepare_start(handle.raw) { prepare in TurnHook.owner(of: prepare).onTurnEnd?() }
         guard result == 0 else {
             handle.close(nil)
             throw UVError(code: result, call: "uv_prepare_start")
@@ -38,15 +38,9 @@ public final class TurnHook: HandleOwner {
         handle.close(onClosed)
     }
 
-    private func onTurnEnd() {
-        action?()
-    }
-
     /// From the close callback: frees the handle, drops the closure, runs `onClosed`.
     func didClose() {
-        let callbacks = handle.finishClose()
-        action = nil
-        for callback in callbacks { callback() }
+        handle.finishClose { onTurnEnd = nil }
     }
 }
 

@@ -22,15 +22,15 @@ public final class Waker: HandleOwner, @unchecked Sendable {
     private let asyncHandle: UnsafeMutablePointer<uv_async_t>
     /// True until close() starts; wake() sends only while it holds this lock and it is true.
     private let accepting = Mutex(true)
-    private var action: (() -> Void)?
+    private var onWake: (() -> Void)?
 
     /// Creates the waker. The corresponding libuv call is `uv_async_init`.
     public init(loop: Loop, _ onWake: @escaping () -> Void) throws(UVError) {
         handle = try Handle(loop: loop, call: "uv_async_init") { loop, raw in
-            uv_async_init(loop, raw) { async in Waker.owner(of: async).onWake() }
+            uv_async_init(loop, raw) { async in Waker.owner(of: async).onWake?() }
         }
         asyncHandle = handle.raw
-        action = onWake
+        self.onWake = onWake
         handle.adopt(self)
     }
 
@@ -57,14 +57,8 @@ public final class Waker: HandleOwner, @unchecked Sendable {
         handle.unref()
     }
 
-    private func onWake() {
-        action?()
-    }
-
-    /// From the close callback: frees the handle, drops the closures, runs `onClosed`.
+    /// From the close callback: frees the handle, drops the closure, runs `onClosed`.
     func didClose() {
-        let callbacks = handle.finishClose()
-        action = nil
-        for callback in callbacks { callback() }
+        handle.finishClose { onWake = nil }
     }
 }

@@ -1,5 +1,5 @@
 // The baseline: the same logical work as the engine, written directly on the SQLite C API —
-// the engine's tables and indexes (copied from Schema.swift and IndexTable.swift), WAL with
+// the engine's tables and indexes (copied from the engine's own database), WAL with
 // synchronous=FULL, 1,000 objects per transaction, every statement prepared once and reused.
 // It must stay the best straightforward way to do the work: never slow it down.
 
@@ -91,63 +91,20 @@ struct BaselineObject {
 final class BaselineStore {
     private let db: OpaquePointer
 
-    /// The engine's schema (Schema.swift, IndexTable.createDefault), minus the tables this
-    /// work never touches (template, secondary_index, counter).
-    static let schema = """
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
-        INSERT INTO meta(key, value) VALUES ('commit', 0);
-        CREATE TABLE object (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            collection TEXT NOT NULL,
-            key TEXT NOT NULL,
-            value TEXT NOT NULL,
-            metadata TEXT,
-            owner TEXT NOT NULL,
-            created REAL NOT NULL,
-            modified REAL NOT NULL,
-            accessed REAL NOT NULL,
-            pinned INTEGER NOT NULL DEFAULT 0,
-            size INTEGER NOT NULL DEFAULT 0,
-            files INTEGER NOT NULL DEFAULT 0,
-            UNIQUE (collection, key));
-        CREATE TABLE file (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            path TEXT NOT NULL UNIQUE,
-            size INTEGER NOT NULL,
-            device INTEGER,
-            inode INTEGER,
-            mtime REAL,
-            missing INTEGER NOT NULL,
-            first_seen REAL NOT NULL);
-        CREATE TABLE edge (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            name TEXT NOT NULL,
-            src INTEGER NOT NULL,
-            is_file INTEGER NOT NULL,
-            dst INTEGER NOT NULL,
-            rules INTEGER NOT NULL,
-            field TEXT);
-        CREATE UNIQUE INDEX edge_src_name_dst ON edge(src, name, is_file, dst);
-        CREATE INDEX edge_dst ON edge(is_file, dst, rules);
-        CREATE TABLE unlink_queue (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            path TEXT NOT NULL,
-            device INTEGER,
-            inode INTEGER,
-            commit_no INTEGER NOT NULL,
-            queued_at REAL NOT NULL,
-            attempts INTEGER NOT NULL DEFAULT 0,
-            last_error TEXT,
-            next_attempt REAL NOT NULL,
-            size INTEGER);
-        CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
-        CREATE VIEW "index_default" AS
-            SELECT id AS object_id, collection, key, owner, size, files, created, modified, accessed FROM object;
-        CREATE INDEX "index_default__owner_size" ON object(owner, size);
-        CREATE INDEX "index_default__size" ON object(size);
-        CREATE INDEX "index_default__accessed" ON object(accessed);
-        CREATE INDEX "index_default__created" ON object(created);
-        """
+    /// The engine's tables, indexes and views, as the engine made them in the database at
+    /// `enginePath`, and the commit counter's row: both sides work on the same schema.
+    static func schema(copiedFrom enginePath: String) -> String {
+        var h: OpaquePointer?
+        let rc = sqlite3_open_v2(enginePath, &h, SQLITE_OPEN_READONLY, "unix")
+        precondition(rc == SQLITE_OK && h != nil, "cannot open \(enginePath) (\(rc))")
+        defer { sqlite3_close_v2(h) }  // v2: waits for the statement below to be finalized
+        let s = CStatement(h!, """
+            SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' ORDER BY rowid
+            """)  // h!: checked above; rowid order creates each table before its indexes and views
+        var out = ""
+        while s.step() { out += s.text(0) + ";\n" }
+        return out + "INSERT INTO meta(key, value) VALUES ('commit', 0);\n"
+    }
 
     // Transactions and the commit number (every write transaction gets the next one).
     private let begin, commit, nextCommit: CStatement
@@ -161,7 +118,8 @@ final class BaselineStore {
     // Index queries: the SQL the engine compiles for the same calls.
     private let top100Query, sumByOwnerQuery: CStatement
 
-    init(path: String) {
+    /// Opens a new database at `path` and makes `schema` in it.
+    init(path: String, schema: String) {
         var h: OpaquePointer?
         // SQLite's own VFS, "unix": the engine's WAL write coalescing (a VFS the Store makes
         // the process's default) is not the straightforward way.
@@ -170,7 +128,7 @@ final class BaselineStore {
         db = h!  // checked above
         // WAL and FULL sync as the engine; and a 1 GiB map, as the engine had before it gave its
         // map up to bound its RSS (the baseline has no memory goal to meet).
-        for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA mmap_size = 1073741824", BaselineStore.schema] {
+        for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA mmap_size = 1073741824", schema] {
             let rc = sqlite3_exec(db, sql, nil, nil, nil)
             precondition(rc == SQLITE_OK, "\(String(cString: sqlite3_errmsg(db))): \(sql)")
         }

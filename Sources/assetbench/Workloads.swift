@@ -40,7 +40,8 @@ final class Bench {
         let baselineFiles = try FileSet(root: baselineDir + "/files", count: n)
         sync()  // both sides start with their files written back, not being written back
         let engine = try EngineSide(database: engineDir + "/db/assetd.sqlite", root: engineFiles.root)
-        let baseline = BaselineStore(path: try scratch.folder("baseline/db") + "/baseline.sqlite")
+        let baseline = BaselineStore(
+            path: try scratch.folder("baseline/db") + "/baseline.sqlite", schema: BaselineStore.schema(copiedFrom: engine.store.path))
 
         emit(try put(engine, baseline, engineFiles, baselineFiles))
         emit(try get(engine, baseline))
@@ -168,7 +169,9 @@ final class Bench {
         sync()
         let engine = try EngineSide(database: engineDir + "/db/assetd.sqlite", root: ef.root)
         defer { engine.close() }
-        let baseline = BaselineStore(path: try scratch.folder("baseline-shared/db") + "/baseline.sqlite")
+        let baseline = BaselineStore(
+            path: try scratch.folder("baseline-shared/db") + "/baseline.sqlite",
+            schema: BaselineStore.schema(copiedFrom: engine.store.path))
         _ = try alternatingBatches(
             count: n,
             engine: { try engine.put($0, keys: keys, owners: Bench.owners) { ef.paths[$0 % fileCount] } },
@@ -219,19 +222,8 @@ final class Bench {
     func alternatingBatches(
         count: Int, engine: (Range<Int>) throws -> Void, baseline: (Range<Int>) throws -> Void
     ) throws -> (engine: Stopwatch, baseline: Stopwatch) {
-        var e = Stopwatch()
-        var b = Stopwatch()
-        for (j, start) in stride(from: 0, to: count, by: Bench.batch).enumerated() {
-            let r = start..<min(start + Bench.batch, count)
-            if j % 2 == 0 {
-                try e.measure { try engine(r) }
-                try b.measure { try baseline(r) }
-            } else {
-                try b.measure { try baseline(r) }
-                try e.measure { try engine(r) }
-            }
-        }
-        return (e, b)
+        let batches = stride(from: 0, to: count, by: Bench.batch).lazy.map { $0..<min($0 + Bench.batch, count) }
+        return try alternating(batches, engine: engine, baseline: baseline)
     }
 
     /// `warmUp` untimed runs of each, then `count` timed runs, alternating as above.
@@ -242,15 +234,23 @@ final class Bench {
             try engine(i)
             try baseline(i)
         }
+        return try alternating(0..<count, engine: engine, baseline: baseline)
+    }
+
+    /// Times engine and baseline on each step, alternating which goes first (the engine on
+    /// the first step).
+    private func alternating<Step>(
+        _ steps: some Sequence<Step>, engine: (Step) throws -> Void, baseline: (Step) throws -> Void
+    ) throws -> (engine: Stopwatch, baseline: Stopwatch) {
         var e = Stopwatch()
         var b = Stopwatch()
-        for i in 0..<count {
-            if i % 2 == 0 {
-                try e.measure { try engine(i) }
-                try b.measure { try baseline(i) }
+        for (j, step) in steps.enumerated() {
+            if j % 2 == 0 {
+                try e.measure { try engine(step) }
+                try b.measure { try baseline(step) }
             } else {
-                try b.measure { try baseline(i) }
-                try e.measure { try engine(i) }
+                try b.measure { try baseline(step) }
+                try e.measure { try engine(step) }
             }
         }
         return (e, b)

@@ -95,6 +95,11 @@ struct AssetCtl: ParsableCommand {
         Console.out(json ? result.serialized() + "\n" : human(result))
     }
 
+    /// One call on a fresh backend, its result printed as ``emit(_:_:)`` prints it.
+    func show(_ method: String, _ params: JSONValue = [:], _ human: (JSONValue) -> String) throws(CLIFailure) {
+        emit(try call(method, params), human)
+    }
+
     /// Parses the command line, runs the command, and exits with its status.
     static func runMain() -> Never {
         var command: any ParsableCommand

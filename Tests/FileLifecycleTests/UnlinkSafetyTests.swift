@@ -73,18 +73,7 @@ let swaps: [Swap] = [
 
     @Test("a symlink leading to the very file queued is not followed: the file is kept")
     func symlinkToSameFile() throws {
-        let f = try Fixture()
-        let path = try f.makeFile("dir/x.bin")
-        try f.hold(path, key: "k")
-        try f.delete(ref("c", "k"))
-        // Following the link would reach the recorded inode itself, so only refusing links protects it.
-        try move(f.root + "/dir", f.root + "/dir.moved")
-        try makeSymlink(at: f.root + "/dir", to: f.root + "/dir.moved")
-
-        let sweep = try f.store.sweep()
-        #expect(sweep.unlinked.isEmpty)
-        #expect(sweep.skipped.map(\.reason) == [.unsafePath])
-        #expect(f.exists(f.root + "/dir.moved/x.bin"))
+        try expectLinkToQueuedFileRefused(try Fixture(), folder: "dir", file: "x.bin")
     }
 
     @Test("a file replaced by a new inode after commit is kept and reported as identity_changed")
@@ -208,4 +197,20 @@ let swaps: [Swap] = [
         #expect(f.exists(path))
         #expect(try f.store.counters()["skipped_unsafe_path"] == 1)
     }
+}
+
+/// Queues `folder/file` (relative to the root), then moves `folder` aside and leaves a
+/// symlink to it in its place, and sweeps. Following the link would reach the recorded inode
+/// itself, so only refusing the link keeps the file.
+func expectLinkToQueuedFileRefused(_ f: Fixture, folder: String, file: String) throws {
+    let path = try f.makeFile(folder + "/" + file)
+    try f.hold(path, key: "k")
+    #expect(try f.delete(ref("c", "k")).filesQueued == [path])
+    try move(f.root + "/" + folder, f.root + "/" + folder + ".moved")
+    try makeSymlink(at: f.root + "/" + folder, to: f.root + "/" + folder + ".moved")
+
+    let sweep = try f.store.sweep()
+    #expect(sweep.unlinked.isEmpty)
+    #expect(sweep.skipped.map(\.reason) == [.unsafePath])
+    #expect(f.exists(f.root + "/" + folder + ".moved/" + file))
 }

@@ -13,28 +13,16 @@ extension VerifyRun {
     /// "missing" and is left to other checks. Repair: every edge to the file goes as
     /// "destination deleted", so the holders' rules fire (SPEC §9), and the row goes with them.
     func missingFiles() throws {
-        let phase = "missing_files"
-        let total = try store.read { r in
-            try Int.fetchOne(
-                r.db, sql: "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)")
-                ?? 0
-        }
         let youngSince = store.configuration.clock() - store.configuration.orphanGrace
-        var after: Int64 = 0
-        var done = 0
-        report(phase, 0, total)
-        while true {
-            let page = try store.read { r in
-                try Row.fetchAll(
-                    r.db, sql: """
-                        SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ?, f.device FROM file f
-                        WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
-                        ORDER BY f.id LIMIT ?
-                        """, arguments: [youngSince, after, Store.verifyPage])
-            }
-            guard let last = page.last else { break }
-            after = last[0]
-            done += page.count
+        try scan(
+            "missing_files",
+            count: "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)",
+            page: """
+                SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ?, f.device FROM file f
+                WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
+                ORDER BY f.id LIMIT ?
+                """, arguments: [youngSince]
+        ) { page in
             var missing = [(id: Int64, path: String)]()
             let leased = store.leases.snapshot().files
             for row in page where row[2] as Bool {
@@ -42,7 +30,6 @@ extension VerifyRun {
                 if Self.isMissing(path, device: row[3], store, leased: leased) { missing.append((row[0], path)) }
             }
             if !missing.isEmpty { try repairMissing(missing) }
-            report(phase, done, total)
         }
     }
 

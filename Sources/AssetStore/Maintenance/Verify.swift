@@ -151,6 +151,30 @@ final class VerifyRun {
         progress?(VerifyProgress(phase: phase, done: done, total: total))
     }
 
+    /// Reads rows a page at a time in id order, one read transaction a page, and hands each
+    /// page to `body` outside the read, reporting `phase` at the start and after each page.
+    /// `count` counts the rows the pages will hold; `page` selects the row id first and takes
+    /// `arguments`, then the last id seen and the page size as its last two parameters.
+    func scan(
+        _ phase: String, count: String, page: String, arguments: [(any DatabaseValueConvertible)?] = [],
+        _ body: ([Row]) throws -> Void
+    ) throws {
+        let total = try store.read { r in try Int.fetchOne(r.db, sql: count) ?? 0 }
+        var after: Int64 = 0
+        var done = 0
+        report(phase, 0, total)
+        while true {
+            let rows = try store.read { r in
+                try Row.fetchAll(r.db, sql: page, arguments: StatementArguments(arguments + [after, Store.verifyPage]))
+            }
+            guard let last = rows.last else { break }
+            after = last[0]
+            done += rows.count
+            try body(rows)
+            report(phase, done, total)
+        }
+    }
+
     /// Runs a repair transaction and folds its report into the run's.
     func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
         let committed = try store.write(body)
@@ -178,25 +202,16 @@ final class VerifyRun {
     /// Edges whose source object, or destination object or registry row, does not exist.
     /// Repair: the edge row goes (nothing fires: there is nothing on the other side to fire for).
     func danglingEdges() throws {
-        let phase = "dangling_edges"
-        let total = try store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM edge") ?? 0 }
-        var after: Int64 = 0
-        var done = 0
-        report(phase, 0, total)
-        while true {
-            let page = try store.read { r in
-                try Row.fetchAll(
-                    r.db, sql: """
-                        SELECT e.id, s.id IS NOT NULL AND (d.id IS NOT NULL OR f.id IS NOT NULL)
-                        FROM edge e LEFT JOIN object s ON s.id = e.src
-                        LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
-                        LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
-                        WHERE e.id > ? ORDER BY e.id LIMIT ?
-                        """, arguments: [after, Store.verifyPage])
-            }
-            guard let last = page.last else { break }
-            after = last[0]
-            done += page.count
+        try scan(
+            "dangling_edges", count: "SELECT COUNT(*) FROM edge",
+            page: """
+                SELECT e.id, s.id IS NOT NULL AND (d.id IS NOT NULL OR f.id IS NOT NULL)
+                FROM edge e LEFT JOIN object s ON s.id = e.src
+                LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
+                LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
+                WHERE e.id > ? ORDER BY e.id LIMIT ?
+                """
+        ) { page in
             let dangling: [Int64] = page.filter { !($0[1] as Bool) }.map { $0[0] }
             if !dangling.isEmpty {
                 let found = try store.read { r in try dangling.compactMap { try DanglingEdge.fetch(id: $0, r.db) } }
@@ -211,7 +226,6 @@ final class VerifyRun {
                         repaired: ok)
                 }
             }
-            report(phase, done, total)
         }
     }
 
@@ -220,30 +234,20 @@ final class VerifyRun {
     /// Unlinks that kept failing for longer than `failingFor`. Not repairable here: the
     /// obstacle (permissions, a busy or read-only mount) is outside the store.
     func failingUnlinks() throws {
-        let phase = "unlink_queue"
         let since = store.configuration.clock() - options.failingFor
-        var after: Int64 = 0
-        var done = 0
-        let total = try store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0 }
-        report(phase, 0, total)
-        while true {
-            let page = try store.read { r in
-                try Row.fetchAll(
-                    r.db, sql: """
-                        SELECT id, path, queued_at, attempts, last_error, next_attempt, attempts > 0 AND queued_at < ?
-                        FROM unlink_queue WHERE id > ? ORDER BY id LIMIT ?
-                        """, arguments: [since, after, Store.verifyPage])
-            }
-            guard let last = page.last else { break }
-            after = last[0]
-            done += page.count
+        try scan(
+            "unlink_queue", count: "SELECT COUNT(*) FROM unlink_queue",
+            page: """
+                SELECT id, path, queued_at, attempts, last_error, next_attempt, attempts > 0 AND queued_at < ?
+                FROM unlink_queue WHERE id > ? ORDER BY id LIMIT ?
+                """, arguments: [since]
+        ) { page in
             for row in page where row[6] as Bool {
                 let p = PendingUnlink(path: row[1], queuedAt: row[2], attempts: row[3], lastError: row[4], nextAttempt: row[5])
                 add("unlink_failing", p.json,
                     "unlinking \(p.path) has failed \(p.attempts) times since it was queued: \(p.lastError ?? "unknown error")",
                     repaired: false)
             }
-            report(phase, done, total)
         }
     }
 }

@@ -12,7 +12,7 @@ struct CheckpointCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     func run() throws {
-        root.emit(try root.call("checkpoint")) { r in
+        try root.show("checkpoint") { r in
             r["emptied"] == false ? "the write-ahead log was not emptied: another process is reading the database\n" : ""
         }
     }

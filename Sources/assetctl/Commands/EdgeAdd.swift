@@ -24,7 +24,7 @@ struct EdgeAddCommand: ParsableCommand {
             "name": .string(edge.name), "source": edge.source, "destination": edge.destination,
             "rules": .array(CLIParams.ruleNames(rules).map(JSONValue.string)),
         ]
-        root.emit(try root.call("edge.add", params), Render.commit)
+        try root.show("edge.add", params, Render.commit)
     }
 }
 

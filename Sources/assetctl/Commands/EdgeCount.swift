@@ -14,7 +14,7 @@ struct EdgeCountCommand: ParsableCommand {
     @OptionGroup var filter: EdgeFilterOptions
 
     func run() throws {
-        root.emit(try root.call("edge.count", filter.params)) { r in
+        try root.show("edge.count", filter.params) { r in
             Formatting.cell(r["count"] ?? r) + "\n"
         }
     }

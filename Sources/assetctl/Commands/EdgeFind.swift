@@ -15,7 +15,7 @@ struct EdgeFindCommand: ParsableCommand {
     @OptionGroup var filter: EdgeFilterOptions
 
     func run() throws {
-        root.emit(try root.call("edge.find", filter.params)) { Formatting.edgeTable($0["edges"]?.arrayValue ?? []) }
+        try root.show("edge.find", filter.params) { Formatting.edgeTable($0["edges"]?.arrayValue ?? []) }
     }
 }
 

@@ -26,7 +26,7 @@ struct EdgeRemoveCommand: ParsableCommand {
             "name": .string(edge.name), "source": edge.source, "destination": edge.destination,
         ]
         if let reason { params["reason"] = .string(reason.rawValue) }
-        root.emit(try root.call("edge.remove", .object(params))) { r in
+        try root.show("edge.remove", .object(params)) { r in
             var out = Render.commit(.object(["commit": r["commit"] ?? .null]))
             if let removed = r["removed"] { out += "removed \(Formatting.cell(removed))\n" }
             return out

@@ -31,7 +31,7 @@ struct IndexAggregateCommand: ParsableCommand {
         if let clause = rest.first { p["where"] = .string(clause) }
         if rest.count > 1 { p["params"] = try Render.usage { () throws(CLIParamError) in .array(try rest.dropFirst().map(CLIParams.parseParam)) } }
         if !groupBy.isEmpty { p["group_by"] = .array(groupBy.map(JSONValue.string)) }
-        root.emit(try root.call("index.aggregate", .object(p))) { r in
+        try root.show("index.aggregate", .object(p)) { r in
             if let rows = r["rows"]?.arrayValue {
                 return Formatting.objectTable(rows, columns: Formatting.columns(of: rows, leading: groupBy))
             }

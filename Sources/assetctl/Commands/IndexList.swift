@@ -12,7 +12,7 @@ struct IndexListCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     func run() throws {
-        root.emit(try root.call("index.list")) { r in
+        try root.show("index.list") { r in
             Formatting.objectTable(
                 r["indexes"]?.arrayValue ?? [], columns: ["name", "version", "collections", "columns"],
                 headers: ["NAME", "VERSION", "COLLECTIONS", "COLUMNS"]

@@ -33,7 +33,7 @@ struct IndexQueryCommand: ParsableCommand {
         if let include { p["include"] = .string(include.rawValue) }
         if !params.isEmpty { p["params"] = try Render.usage { () throws(CLIParamError) in .array(try params.map(CLIParams.parseParam)) } }
         let builtIn = index == nil || index == "default"
-        root.emit(try root.call("index.query", .object(p))) { r in
+        try root.show("index.query", .object(p)) { r in
             let rows = r["rows"]?.arrayValue ?? []
             var columns = Formatting.columns(of: rows, leading: IndexQueryCommand.leadingColumns)
             for last in ["value", "metadata"] where columns.contains(last) {

@@ -12,7 +12,7 @@ struct LeaseListCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     func run() throws {
-        root.emit(try root.call("lease.list")) { r in
+        try root.show("lease.list") { r in
             Formatting.objectTable(
                 r["leases"]?.arrayValue ?? [], columns: ["lease", "expires", "holder", "objects", "files"],
                 headers: ["LEASE", "EXPIRES", "HOLDER", "OBJECTS", "FILES"]

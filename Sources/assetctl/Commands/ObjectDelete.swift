@@ -12,12 +12,10 @@ struct ObjectDeleteCommand: ParsableCommand {
 
     @ParentCommand var root: AssetCtl
 
-    @Argument(help: "The collection.") var collection: String
-    @Argument(help: "The key.") var key: String
+    @OptionGroup var object: ObjectArguments
 
     func run() throws {
-        let result = try root.call("object.delete", CLIParams.ref(collection, key))
-        root.emit(result, ObjectDeleteCommand.render)
+        try root.show("object.delete", object.ref, ObjectDeleteCommand.render)
     }
 
     /// `commit N`, then a `deleted collection/key` line per object deleted and a `queued path`

@@ -12,16 +12,15 @@ struct ObjectGetCommand: ParsableCommand {
 
     @ParentCommand var root: AssetCtl
 
-    @Argument(help: "The collection.") var collection: String
-    @Argument(help: "The key.") var key: String
+    @OptionGroup var object: ObjectArguments
 
     @Flag(help: "Also count this as an access (moves `accessed`, which drives LRU).") var touch = false
 
     func run() throws {
-        var params: [String: JSONValue] = ["collection": .string(collection), "key": .string(key)]
+        var params: [String: JSONValue] = ["collection": .string(object.collection), "key": .string(object.key)]
         if touch { params["touch"] = true }
         let result = try root.call("object.get", .object(params))
         root.emit(result) { $0.isNull ? "" : Formatting.pretty($0) }
-        if result.isNull { throw CLIFailure("no object \(collection)/\(key)") }
+        if result.isNull { throw CLIFailure("no object \(object.collection)/\(object.key)") }
     }
 }

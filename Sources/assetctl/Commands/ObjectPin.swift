@@ -6,31 +6,23 @@ import AssetClient
 import AssetStore
 
 /// `pin`.
-struct ObjectPinCommand: ParsableCommand {
+struct ObjectPinCommand: ObjectRefCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin", abstract: "Protect an object from eviction and expiry until unpinned.")
+    static let method = "object.pin"
 
     @ParentCommand var root: AssetCtl
 
-    @Argument(help: "The collection.") var collection: String
-    @Argument(help: "The key.") var key: String
-
-    func run() throws {
-        root.emit(try root.call("object.pin", CLIParams.ref(collection, key)), Render.commit)
-    }
+    @OptionGroup var object: ObjectArguments
 }
 
 /// `unpin`.
-struct ObjectUnpinCommand: ParsableCommand {
+struct ObjectUnpinCommand: ObjectRefCommand {
     static let configuration = CommandConfiguration(
         commandName: "unpin", abstract: "Let policies evict or expire an object again.")
+    static let method = "object.unpin"
 
     @ParentCommand var root: AssetCtl
 
-    @Argument(help: "The collection.") var collection: String
-    @Argument(help: "The key.") var key: String
-
-    func run() throws {
-        root.emit(try root.call("object.unpin", CLIParams.ref(collection, key)), Render.commit)
-    }
+    @OptionGroup var object: ObjectArguments
 }

@@ -12,8 +12,7 @@ struct ObjectPutCommand: ParsableCommand {
 
     @ParentCommand var root: AssetCtl
 
-    @Argument(help: "The collection.") var collection: String
-    @Argument(help: "The key.") var key: String
+    @OptionGroup var object: ObjectArguments
     @Argument(help: ArgumentHelp("The value as JSON (default {}).", valueName: "value-json")) var value: String?
 
     @Option(name: .customLong("file"), help: ArgumentHelp("Add a file path to the value's file field.", valueName: "path"))
@@ -29,11 +28,11 @@ struct ObjectPutCommand: ParsableCommand {
             let parsed = try value.map { v throws(CLIParamError) in try CLIParams.parseJSON(v, what: "VALUE_JSON") }
             let body = try CLIParams.addFiles(
                 files.map { CLIParams.absolutePath($0, cwd: cwd) }, to: parsed ?? .object([:]))
-            var p: [String: JSONValue] = ["collection": .string(collection), "key": .string(key), "value": body]
+            var p: [String: JSONValue] = ["collection": .string(object.collection), "key": .string(object.key), "value": body]
             if let meta { p["metadata"] = try CLIParams.parseJSON(meta, what: "--meta") }
             if let owner { p["owner"] = .string(owner) }
             return .object(p)
         }
-        root.emit(try root.call("object.put", params), Render.commit)
+        try root.show("object.put", params, Render.commit)
     }
 }

@@ -5,16 +5,12 @@ import AssetClient
 import AssetStore
 
 /// `touch`.
-struct ObjectTouchCommand: ParsableCommand {
+struct ObjectTouchCommand: ObjectRefCommand {
     static let configuration = CommandConfiguration(
         commandName: "touch", abstract: "Mark an object as accessed now.")
+    static let method = "object.touch"
 
     @ParentCommand var root: AssetCtl
 
-    @Argument(help: "The collection.") var collection: String
-    @Argument(help: "The key.") var key: String
-
-    func run() throws {
-        root.emit(try root.call("object.touch", CLIParams.ref(collection, key)), Render.commit)
-    }
+    @OptionGroup var object: ObjectArguments
 }

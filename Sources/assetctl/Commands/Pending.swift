@@ -21,7 +21,7 @@ struct PendingCommand: ParsableCommand {
     func run() throws {
         var params: [String: JSONValue] = [:]
         if let limit { params["limit"] = .int(Int64(limit)) }
-        root.emit(try root.call("pending", .object(params))) { r in
+        try root.show("pending", .object(params)) { r in
             Formatting.objectTable(
                 r["pending"]?.arrayValue ?? [], columns: ["path", "queued_at", "attempts", "last_error"],
                 headers: ["PATH", "QUEUED", "ATTEMPTS", "LAST_ERROR"]

@@ -11,6 +11,6 @@ struct PingCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     func run() throws {
-        root.emit(try root.call("ping")) { Formatting.listing($0) }
+        try root.show("ping") { Formatting.listing($0) }
     }
 }

@@ -11,6 +11,6 @@ struct ShutdownCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     func run() throws {
-        root.emit(try root.call("shutdown")) { _ in "assetd is shutting down\n" }
+        try root.show("shutdown") { _ in "assetd is shutting down\n" }
     }
 }

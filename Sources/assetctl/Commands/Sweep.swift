@@ -10,6 +10,6 @@ struct SweepCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     func run() throws {
-        root.emit(try root.call("sweep")) { Formatting.listing($0) }
+        try root.show("sweep") { Formatting.listing($0) }
     }
 }

@@ -15,7 +15,7 @@ struct TemplateGetCommand: ParsableCommand {
     @Argument(help: "The collection.") var collection: String
 
     func run() throws {
-        root.emit(try root.call("template.get", ["collection": .string(collection)])) { r in
+        try root.show("template.get", ["collection": .string(collection)]) { r in
             let edges = r["edges"]?.arrayValue ?? []
             let columns = Formatting.columns(of: edges, leading: ["name", "field", "to", "rules"])
             return Formatting.objectTable(edges, columns: columns, headers: columns.map { $0.uppercased() })

@@ -25,6 +25,6 @@ struct TemplateSetCommand: ParsableCommand {
         }
         guard parsed.arrayValue != nil else { throw ValidationError("EDGES_JSON must be a JSON array") }
         let params: JSONValue = ["collection": .string(collection), "edges": parsed]
-        root.emit(try root.call("template.set", params), Render.commit)
+        try root.show("template.set", params, Render.commit)
     }
 }

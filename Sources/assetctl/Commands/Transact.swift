@@ -21,7 +21,7 @@ struct TransactCommand: ParsableCommand {
         let parsed = try Render.usage { () throws(CLIParamError) in try CLIParams.parseJSON(text, what: "OPS_JSON") }
         let list = parsed["ops"] ?? parsed
         guard list.arrayValue != nil else { throw ValidationError("OPS_JSON must be an array of {method, params}") }
-        root.emit(try root.call("transact", ["ops": list])) { r in
+        try root.show("transact", ["ops": list]) { r in
             // As rm prints it (what the transaction deleted and queued), then each op's own
             // result that says anything, such as edge.remove's `removed`.
             var out = ObjectDeleteCommand.render(r)
