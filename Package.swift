@@ -28,13 +28,14 @@ let package = Package(
         .target(
             name: "EventLoop",
             dependencies: ["CUV"]),
+        .target(name: "JSON"),
         .target(
             name: "CWALCoalesce",
             linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(name: "CFileIdentity"),
         .target(
             name: "AssetStore",
-            dependencies: ["CWALCoalesce", "CFileIdentity", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["JSON", "CWALCoalesce", "CFileIdentity", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "ControlProtocol",
             dependencies: ["AssetStore"]),
@@ -77,6 +78,9 @@ let package = Package(
             name: "AssetStoreTestSupport",
             dependencies: ["AssetStore"],
             path: "Tests/Support"),
+        .testTarget(
+            name: "JSONTests",
+            dependencies: ["JSON", .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(
             name: "AssetStoreTests",
             dependencies: [

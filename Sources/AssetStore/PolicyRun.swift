@@ -7,6 +7,7 @@
 
 import Foundation
 import GRDB
+import JSON
 
 extension Store {
     /// Applies the configured `[policy]`: TTLs, then quotas, then the byte budget, then

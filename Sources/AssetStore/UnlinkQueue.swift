@@ -6,6 +6,7 @@
 // it for now; retried later without counting an attempt).
 
 import GRDB
+import JSON
 
 /// A queued unlink, as `pending` lists it.
 public struct PendingUnlink: Sendable, Hashable {

@@ -5,6 +5,7 @@
 // to the worklist.
 
 import GRDB
+import JSON
 
 extension WriteTransaction {
     /// Deletes `requested` (cause `policy`) as `flush` would, or returns false having changed

@@ -4,6 +4,7 @@
 
 import GRDB
 import GRDBSQLite
+import JSON
 
 /// The one write transaction at a time. Everything it does commits together, or nothing.
 public final class WriteTransaction {
