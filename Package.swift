@@ -38,13 +38,15 @@ let package = Package(
             dependencies: ["JSON", "CWALCoalesce", "CFileIdentity", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "ControlProtocol",
-            dependencies: ["AssetStore"]),
+            dependencies: ["JSON"]),
+        .target(
+            name: "AssetService",
+            dependencies: ["AssetStore", "ControlProtocol", .product(name: "TOMLKit", package: "TOMLKit")]),
         .target(
             name: "AssetDaemon",
             dependencies: [
-                "AssetStore", "ControlProtocol", "EventLoop",
+                "AssetService", "AssetStore", "ControlProtocol", "EventLoop",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
         .target(
@@ -56,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "assetctl",
             dependencies: [
-                "AssetClient", "AssetDaemon", "AssetStore", "ControlProtocol",
+                "AssetClient", "AssetService", "AssetStore", "ControlProtocol", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -68,7 +70,7 @@ let package = Package(
             ]),
         .target(
             name: "FuzzTargets",
-            dependencies: ["AssetStore", "ControlProtocol", "AssetDaemon"],
+            dependencies: ["AssetService", "AssetStore", "ControlProtocol"],
             path: "Fuzz/Targets"),
         .executableTarget(
             name: "assetfuzz",
@@ -99,13 +101,15 @@ let package = Package(
             dependencies: ["EventLoop", "CUV"]),
         .testTarget(
             name: "ControlProtocolTests",
-            dependencies: ["ControlProtocol", "AssetStore", "AssetClient"]),
+            dependencies: ["ControlProtocol", "JSON", "AssetStore", "AssetClient"]),
         .testTarget(
             name: "FuzzTests",
             dependencies: ["FuzzTargets"]),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["AssetClient", "ControlProtocol", "AssetStore", "AssetDaemon", "AssetStoreTestSupport"]),
+            dependencies: [
+                "AssetClient", "ControlProtocol", "AssetStore", "AssetService", "AssetDaemon", "AssetStoreTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,6 +3,7 @@
 // sessions, hands slow work to the thread pool, and sends events after commits and sweeps.
 // Loop-bound.
 
+import AssetService
 import AssetStore
 import ControlProtocol
 import EventLoop

@@ -188,7 +188,7 @@ public enum MethodTable {
     }
 
     /// `body`'s value, or its error as the protocol reports it (the one place that maps).
-    static func capture<T>(_ body: () throws -> T) -> Result<T, RPCError> {
+    public static func capture<T>(_ body: () throws -> T) -> Result<T, RPCError> {
         do {
             return .success(try body())
         } catch let e as RPCError {

@@ -40,7 +40,7 @@ extension MethodTable {
     /// Nothing taken, nothing committed. Without `syncing`, the batch's own commit is not
     /// synced: `unsynced` is that commit, and its successes may be acknowledged only once
     /// `Store.syncCommitted` has covered it (a retry's commits are synced as usual).
-    static func putBatch<Tag>(
+    public static func putBatch<Tag>(
         _ store: Store, syncing: Bool = true, take: () -> [(Tag, JSONValue, MethodContext)]
     ) -> (results: [(Tag, Result<MethodOutcome, RPCError>)], unsynced: Int64?) {
         var inputs = [(Tag, JSONValue, MethodContext)]()
