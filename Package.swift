@@ -51,14 +51,17 @@ let package = Package(
             ]),
         .target(
             name: "AssetClient",
-            dependencies: ["ControlProtocol", "AssetStore"]),
+            dependencies: ["ControlProtocol", "JSON"]),
+        .target(
+            name: "AssetctlText",
+            dependencies: ["JSON"]),
         .executableTarget(
             name: "assetd",
             dependencies: ["AssetDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(
             name: "assetctl",
             dependencies: [
-                "AssetClient", "AssetService", "AssetStore", "ControlProtocol", "JSON",
+                "AssetService", "AssetStore", "AssetClient", "AssetctlText", "ControlProtocol", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -101,14 +104,18 @@ let package = Package(
             dependencies: ["EventLoop", "CUV"]),
         .testTarget(
             name: "ControlProtocolTests",
-            dependencies: ["ControlProtocol", "JSON", "AssetStore", "AssetClient"]),
+            dependencies: ["ControlProtocol", "JSON"]),
+        .testTarget(
+            name: "AssetClientTests",
+            dependencies: ["AssetClient", "AssetctlText", "ControlProtocol", "JSON"]),
         .testTarget(
             name: "FuzzTests",
             dependencies: ["FuzzTargets"]),
         .testTarget(
             name: "DaemonTests",
             dependencies: [
-                "AssetClient", "ControlProtocol", "AssetStore", "AssetService", "AssetDaemon", "AssetStoreTestSupport",
+                "AssetClient", "AssetctlText", "ControlProtocol", "AssetStore", "AssetService", "AssetDaemon",
+                "AssetStoreTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]
