@@ -1,11 +1,42 @@
 // swift-tools-version:6.1
-// assetd: a file-asset lifecycle manager. Module layout follows STYLE.md: dependencies point
-// down, and nothing below the daemon knows an event loop exists.
+// assetd: a file-asset lifecycle manager for Linux. One module per job, dependencies point
+// down, and nothing below AssetDaemon knows an event loop exists. Bottom to top, each line
+// says what a module holds and, after "on", what it builds on (not repeating what those bring):
+//
+//   JSON             the JSON value, its parser and writer, exact numbers, JSON paths. On nothing.
+//   CWALCoalesce     C: the WAL write-combining VFS for SQLite. On libsqlite3.
+//   CFileIdentity    C: statx and the inode generation for file identities. On libc.
+//   AssetStore       the engine: objects, edges and delete rules, templates, the file registry
+//                    and unlink queue, indexes and queries, policies, verify and backup.
+//                    On JSON (re-exported: its API speaks JSON values), GRDB, CWALCoalesce,
+//                    CFileIdentity.
+//   ControlProtocol  the wire: line framing, JSON-RPC requests, replies and events, and the
+//                    error codes clients see. On JSON.
+//   AssetService     the methods: MethodTable and Methods/ (one file per method), Params, the
+//                    one mapping of engine errors to wire errors, LocalInvoker (assetctl --db),
+//                    the config model (DaemonConfig, ConfigParser, ControlLimits, root hygiene,
+//                    who is an admin). On AssetStore, ControlProtocol, TOMLKit.
+//   CUV, EventLoop   libuv, and its Swift face (Loop, Timer, PipeListener, PipeStream, Work,
+//                    Waker); EventLoop is CUV's only importer.
+//   AssetDaemon      the wiring: Daemon, ControlServer, Session, PutPipeline (group commit),
+//                    QueryLane, events, threads. On AssetService (re-exported), EventLoop, swift-log.
+//   AssetClient      a small blocking client for the socket, linking no SQLite. On ControlProtocol, JSON.
+//   AssetctlText     assetctl's text: argument words to params (CLIParams), replies to tables
+//                    and listings (Formatting), stats to Prometheus. On JSON.
+//   assetd           the daemon's command line. On AssetDaemon, ArgumentParser.
+//   assetctl         the CLI, one file per subcommand under Commands/. On AssetClient (socket),
+//                    AssetService (--db, config, the engine's units and paths), AssetctlText,
+//                    ArgumentParser; never EventLoop.
+//   assetbench       the benchmarks of scripts/bench.sh. On AssetStore, EventLoop, GRDBSQLite.
+//   FuzzTargets      libFuzzer entry points (request line, config, query clause), driven by
+//                    assetfuzz. On ControlProtocol, AssetService.
+// Tests: a target per module (the engine's split by concern: AssetStoreTests, FileLifecycleTests,
+// IndexTests), DaemonTests driving the built assetd and assetctl, and Tests/Support
+// (AssetStoreTestSupport), the store fixture the engine's suites share.
 import PackageDescription
 
 let package = Package(
     name: "assetd",
-    platforms: [.macOS(.v13)],
     products: [
         .library(name: "AssetStore", targets: ["AssetStore"]),
         .library(name: "AssetClient", targets: ["AssetClient"]),
@@ -17,10 +48,23 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
+        .target(name: "JSON"),
+        .target(
+            name: "CWALCoalesce",
+            linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "CFileIdentity"),
+        .target(
+            name: "AssetStore",
+            dependencies: ["JSON", "CWALCoalesce", "CFileIdentity", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(
+            name: "ControlProtocol",
+            dependencies: ["JSON"]),
+        .target(
+            name: "AssetService",
+            dependencies: ["AssetStore", "ControlProtocol", .product(name: "TOMLKit", package: "TOMLKit")]),
         .systemLibrary(
             name: "CUV",
             pkgConfig: "libuv",
@@ -29,45 +73,35 @@ let package = Package(
             name: "EventLoop",
             dependencies: ["CUV"]),
         .target(
-            name: "CWALCoalesce",
-            linkerSettings: [.linkedLibrary("sqlite3")]),
-        .target(name: "CFileIdentity"),
-        .target(
-            name: "AssetStore",
-            dependencies: ["CWALCoalesce", "CFileIdentity", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(
-            name: "ControlProtocol",
-            dependencies: ["AssetStore"]),
-        .target(
             name: "AssetDaemon",
             dependencies: [
-                "AssetStore", "ControlProtocol", "EventLoop",
+                "AssetService", "AssetStore", "ControlProtocol", "EventLoop",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ]),
         .target(
             name: "AssetClient",
-            dependencies: ["ControlProtocol", "AssetStore"]),
+            dependencies: ["ControlProtocol", "JSON"]),
+        .target(
+            name: "AssetctlText",
+            dependencies: ["JSON"]),
         .executableTarget(
             name: "assetd",
             dependencies: ["AssetDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(
             name: "assetctl",
             dependencies: [
-                "AssetClient", "AssetDaemon", "AssetStore", "ControlProtocol",
+                "AssetService", "AssetStore", "AssetClient", "AssetctlText", "ControlProtocol", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
             name: "assetbench",
             dependencies: [
                 "AssetStore", "EventLoop",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .target(
             name: "FuzzTargets",
-            dependencies: ["AssetStore", "ControlProtocol", "AssetDaemon"],
+            dependencies: ["AssetService", "AssetStore", "ControlProtocol"],
             path: "Fuzz/Targets"),
         .executableTarget(
             name: "assetfuzz",
@@ -77,6 +111,9 @@ let package = Package(
             name: "AssetStoreTestSupport",
             dependencies: ["AssetStore"],
             path: "Tests/Support"),
+        .testTarget(
+            name: "JSONTests",
+            dependencies: ["JSON", .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(
             name: "AssetStoreTests",
             dependencies: [
@@ -95,13 +132,19 @@ let package = Package(
             dependencies: ["EventLoop", "CUV"]),
         .testTarget(
             name: "ControlProtocolTests",
-            dependencies: ["ControlProtocol", "AssetStore", "AssetClient"]),
+            dependencies: ["ControlProtocol", "JSON"]),
+        .testTarget(
+            name: "AssetClientTests",
+            dependencies: ["AssetClient", "AssetctlText", "ControlProtocol", "JSON"]),
         .testTarget(
             name: "FuzzTests",
             dependencies: ["FuzzTargets"]),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["AssetClient", "ControlProtocol", "AssetStore", "AssetDaemon", "AssetStoreTestSupport"]),
+            dependencies: [
+                "AssetClient", "AssetctlText", "ControlProtocol", "AssetStore", "AssetService", "AssetDaemon",
+                "AssetStoreTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

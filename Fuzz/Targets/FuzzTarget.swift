@@ -2,7 +2,7 @@
 // the test that replays the committed corpus. A finding is a trap: a crash, or a property
 // below that does not hold.
 
-import AssetDaemon
+import AssetService
 import AssetStore
 import ControlProtocol
 

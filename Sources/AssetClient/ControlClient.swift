@@ -7,8 +7,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import AssetStore
 import ControlProtocol
+import JSON
 
 /// A connection to assetd's control socket.
 public final class ControlClient {

@@ -3,6 +3,7 @@
 // sessions, hands off the work their methods declare (the group commit, the query lane),
 // and sends events after commits and sweeps. Loop-bound.
 
+import AssetService
 import AssetStore
 import ControlProtocol
 import EventLoop

@@ -3,6 +3,7 @@
 // (which also ends lapsed leases), the policy timer, signals (TERM/INT stop gracefully, HUP
 // reloads), and the shutdown sequence. The policy timer is in Daemon+Policy.swift.
 
+import AssetService
 import AssetStore
 import ControlProtocol
 import EventLoop
@@ -15,7 +16,7 @@ public final class Daemon {
     private(set) var config: DaemonConfig
     private let configPath: String?
     /// `--log-level`: wins over log.level, on reload too.
-    private let logLevelOverride: Logger.Level?
+    private let logLevelOverride: LogLevel?
     var logger: Logger
     let loop: Loop
     private(set) var store: Store!
@@ -40,7 +41,7 @@ public final class Daemon {
     private(set) var lastCommit: Int64 = 0
 
     /// A daemon for `config`, read from `configPath` (nil: the default file or embedded defaults).
-    public init(config: DaemonConfig, configPath: String?, logLevelOverride: Logger.Level? = nil, logger: Logger) throws {
+    public init(config: DaemonConfig, configPath: String?, logLevelOverride: LogLevel? = nil, logger: Logger) throws {
         self.config = config
         self.configPath = configPath
         self.logLevelOverride = logLevelOverride
@@ -279,7 +280,7 @@ public final class Daemon {
             config.adminGroups = fresh.adminGroups
             config.enforceOwnership = fresh.enforceOwnership
             config.logLevel = logLevelOverride ?? fresh.logLevel
-            logger.logLevel = config.logLevel
+            logger.logLevel = Logger.Level(config.logLevel)
             let interval = config.policy?.interval
             config.policy = fresh.policy
             store.policy = fresh.policy

@@ -2,6 +2,7 @@
 // event concerns so watch filters can apply: object events by the object's collection, edge
 // events by either end's, file events unfiltered by collection.
 
+import AssetService
 import AssetStore
 import ControlProtocol
 

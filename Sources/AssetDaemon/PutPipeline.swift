@@ -14,6 +14,7 @@
 // pool thread, its `done` run on the loop before the next batch could start), about 400 µs
 // of a 1.6 ms cycle in which the write lock stood idle.
 
+import AssetService
 import AssetStore
 import ControlProtocol
 import EventLoop

@@ -5,6 +5,7 @@
 // is under them again, and a watcher that falls far behind is dropped; other clients never
 // wait for either (assetd.toml(5), [control]). How a request runs is in Session+Run.swift.
 
+import AssetService
 import AssetStore
 import ControlProtocol
 import EventLoop

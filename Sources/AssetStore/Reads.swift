@@ -2,6 +2,7 @@
 // deleted but not yet processed, so its own reads do not see them.
 
 import GRDB
+import JSON
 
 struct Reads {
     /// The largest page `list` returns.

@@ -6,6 +6,7 @@
 
 import GRDB
 import GRDBSQLite
+import JSON
 
 extension Store {
     /// The object as compact JSON text (keys sorted, as `StoredObject.json` prints), or nil.

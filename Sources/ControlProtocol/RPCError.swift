@@ -1,7 +1,8 @@
 // JSON-RPC 2.0 errors as assetd sends them: the standard codes, and -32000 with a stable
-// `data.code` for application errors (SPEC §6). Engine errors map here, in one place.
+// `data.code` for application errors (SPEC §6). The protocol owns these codes; the engine's
+// errors are mapped to them in one place, in AssetService.
 
-import AssetStore
+import JSON
 
 /// A JSON-RPC error object.
 public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -39,7 +40,7 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func requestTooLarge(limit: Int) -> RPCError {
         RPCError(
             code: invalidRequestCode, message: "request longer than \(limit) bytes",
-            data: .object(["code": "request_too_large"]))
+            data: .object(["code": .string(Code.requestTooLarge.rawValue)]))
     }
 
     /// No such method.
@@ -53,19 +54,10 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// An application error with a stable code.
-    public static func application(_ code: StoreError.Code, _ message: String, detail: JSONValue? = nil) -> RPCError {
+    public static func application(_ code: Code, _ message: String, detail: JSONValue? = nil) -> RPCError {
         var data: [String: JSONValue] = ["code": .string(code.rawValue)]
         if let detail { data["detail"] = detail }
         return RPCError(code: applicationCode, message: message, data: .object(data))
-    }
-
-    /// The engine's error as the protocol reports it.
-    public init(_ e: StoreError) {
-        switch e.code {
-        case .invalidParams: self = .invalidParams(e.message)
-        case .internalError: self = RPCError(code: RPCError.internalErrorCode, message: e.message)
-        default: self = .application(e.code, e.message, detail: e.detail)
-        }
     }
 
     /// The stable `data.code`, if any.
@@ -87,8 +79,32 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { stableCode.map { "\($0): \(message)" } ?? message }
 }
 
-extension StoreError.Code {
-    /// Codes only the protocol layer produces.
-    public static let shuttingDownCode = "shutting_down"
-    public static let requestTooLargeCode = "request_too_large"
+extension RPCError {
+    /// The stable `data.code` strings of application errors, which clients match on. The
+    /// engine's codes are here under the same names; `shuttingDown` and `requestTooLarge`
+    /// only the protocol layer produces.
+    public enum Code: String, Sendable, CaseIterable {
+        case invalidParams = "invalid_params"
+        case notFound = "not_found"
+        case conflict
+        case invalidPath = "invalid_path"
+        case pathOutsideRoots = "path_outside_roots"
+        case notARegularFile = "not_a_regular_file"
+        case unsafePath = "unsafe_path"
+        case invalidRules = "invalid_rules"
+        case danglingEdge = "dangling_edge"
+        case deleteDenied = "delete_denied"
+        case queryRejected = "query_rejected"
+        case permissionDenied = "permission_denied"
+        case storageFull = "storage_full"
+        case untaggedRoot = "untagged_root"
+        case busy
+        /// A reply larger than the daemon's control.max_reply_bytes.
+        case replyTooLarge = "reply_too_large"
+        case internalError = "internal"
+        /// The daemon is stopping: the request was not run.
+        case shuttingDown = "shutting_down"
+        /// A request line over control.max_request_bytes; the connection is closed after it.
+        case requestTooLarge = "request_too_large"
+    }
 }

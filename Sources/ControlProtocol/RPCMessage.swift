@@ -1,7 +1,7 @@
 // JSON-RPC 2.0 messages, one per line (SPEC §6): requests parsed strictly, replies and event
 // notifications encoded as single lines.
 
-import AssetStore
+import JSON
 
 /// A request id, echoed in the reply as the client wrote it. A string without escapes or an
 /// integer written the usual way (almost every id) is written again from its value, with no

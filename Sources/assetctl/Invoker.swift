@@ -3,6 +3,7 @@
 // status (SPEC §7), in this one place.
 
 import AssetClient
+import AssetService
 import AssetStore
 import ControlProtocol
 

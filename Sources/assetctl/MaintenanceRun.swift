@@ -4,7 +4,8 @@
 // --db database, say so on stderr and exit 0 instead of failing.
 
 import AssetClient
-import AssetStore
+import AssetctlText
+import JSON
 
 /// One maintenance call.
 enum MaintenanceRun {

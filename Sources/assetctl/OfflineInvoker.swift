@@ -1,11 +1,11 @@
 // --db: the same engine as assetd, opened in this process with the same lock, and the
-// socket named by a --config file. The one file that knows AssetDaemon: LocalInvoker runs
+// socket named by a --config file. The one file that knows AssetService: LocalInvoker runs
 // the daemon's own method table (reads work while a daemon holds the database, writes fail
 // with data.code "busy"), and DaemonConfig reads the config file as assetd does.
 
-import AssetDaemon
-import AssetStore
+import AssetService
 import ControlProtocol
+import JSON
 
 /// Methods run in-process on a database file (`assetctl --db PATH`).
 struct OfflineInvoker: Invoker {

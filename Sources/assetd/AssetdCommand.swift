@@ -34,7 +34,7 @@ struct AssetdCommand: ParsableCommand {
             throw ExitCode(78)
         }
         if let logLevel {
-            guard let level = Logger.Level(rawValue: logLevel) else {
+            guard let level = LogLevel(rawValue: logLevel) else {
                 FileHandle.standardError.write(Data("assetd: --log-level: unknown level \(logLevel)\n".utf8))
                 throw ExitCode(64)
             }
@@ -60,12 +60,12 @@ struct AssetdCommand: ParsableCommand {
         // first uv_queue_work; a user's own value wins.
         setenv("UV_THREADPOOL_SIZE", "\(max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))", 0)
         var logger = Logger(label: "assetd")
-        logger.logLevel = settings.logLevel
+        logger.logLevel = Logger.Level(settings.logLevel)
         for warning in rootWarnings { logger.warning("\(warning)") }
         let daemon: Daemon
         do {
             daemon = try Daemon(
-                config: settings, configPath: config, logLevelOverride: logLevel.flatMap(Logger.Level.init(rawValue:)),
+                config: settings, configPath: config, logLevelOverride: logLevel.flatMap(LogLevel.init(rawValue:)),
                 logger: logger)
         } catch {
             logger.error("cannot start: \(error)")

@@ -2,8 +2,8 @@
 // to answer with; notifications are recognised; replies are single lines.
 
 import Testing
-import AssetStore
 import ControlProtocol
+import JSON
 
 @Suite struct RPCMessageTests {
     func parse(_ text: String) -> Result<RPCRequest, RPCFailure> {
@@ -110,14 +110,5 @@ import ControlProtocol
                 #expect(RPCLine.result(id: RPCID(id), rawResult: Array(r.serialized().utf8)) == RPCLine.result(id: RPCID(id), r))
             }
         }
-    }
-
-    @Test("engine errors map to -32000 with data.code, invalid params to -32602, internal to -32603")
-    func errorMapping() {
-        #expect(RPCError(StoreError(.notFound, "x")).code == -32000)
-        #expect(RPCError(StoreError(.notFound, "x")).stableCode == "not_found")
-        #expect(RPCError(StoreError(.invalidParams, "x")).code == -32602)
-        #expect(RPCError(StoreError(.internalError, "x")).code == -32603)
-        #expect(RPCError(StoreError(.deleteDenied, "x", detail: ["name": "e"])).data?["detail"]?["name"] == "e")
     }
 }

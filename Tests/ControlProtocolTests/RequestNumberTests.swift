@@ -2,9 +2,8 @@
 // refused with invalid_params naming where it is, and an id comes back in the reply as the
 // client wrote it, whatever number it is.
 
-import AssetClient
-import AssetStore
 import ControlProtocol
+import JSON
 import Testing
 
 @Suite struct RequestNumberTests {
@@ -79,14 +78,6 @@ import Testing
             #expect(RPCLine.progress(id: r.id!, ["done": 1, "phase": "p"])
                 == RPCLine.encode(.object(["jsonrpc": "2.0", "method": "progress", "params": ["done": 1, "phase": "p", "id": value]])))
         }
-    }
-
-    @Test("assetctl refuses a JSON argument holding a number assetd cannot keep, naming where")
-    func cliArgument() throws {
-        let e = CLIParamError("VALUE_JSON holds 1e400 at [1], a number assetd cannot keep exactly; write it as a string")
-        #expect(throws: e) { try CLIParams.parseJSON("[5,1e400]", what: "VALUE_JSON") }
-        #expect(throws: CLIParamError.self) { try CLIParams.parseJSON("18446744073709551617", what: "--meta") }
-        #expect(try CLIParams.parseJSON(#"{"n":1e2}"#, what: "VALUE_JSON") == ["n": 100.0])
     }
 
     func contains(_ line: [UInt8], _ part: [UInt8]) -> Bool {

@@ -3,6 +3,7 @@
 // database, and the README's five-minute tour.
 
 import AssetClient
+import AssetctlText
 import AssetStore
 import Foundation
 import Testing

@@ -8,6 +8,7 @@ import AssetStore
 import Foundation
 import Testing
 @testable import AssetDaemon
+@testable import AssetService
 
 @Suite struct ConfigTextTests {
     func parse(_ text: String) throws(ConfigError) -> DaemonConfig {

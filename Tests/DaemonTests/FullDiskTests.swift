@@ -9,6 +9,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import AssetDaemon
+@testable import AssetService
 
 /// Free bytes on the filesystem holding `path`.
 private func freeBytes(_ path: String) -> Int64 {

@@ -3,6 +3,7 @@
 // can provoke. Indexes and maintenance are in MethodTests+*.swift, wrong params in InvalidParamsTests.
 
 import AssetClient
+import AssetctlText
 import AssetStore
 import ControlProtocol
 import Foundation

@@ -5,6 +5,7 @@ import AssetStore
 import Foundation
 import Testing
 @testable import AssetDaemon
+@testable import AssetService
 
 @Suite struct PolicyConfigTests {
     func parse(_ text: String) throws(ConfigError) -> DaemonConfig {

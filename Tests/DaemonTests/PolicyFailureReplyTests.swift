@@ -2,6 +2,7 @@
 // `complete: false` and the error, instead of an error that hides the deletions.
 
 @testable import AssetDaemon
+@testable import AssetService
 import AssetStore
 import ControlProtocol
 import Testing

@@ -2,6 +2,7 @@
 // textfile collector reads, checked by a small parser of that format written here.
 
 import AssetClient
+import AssetctlText
 import AssetStore
 import Foundation
 import Testing

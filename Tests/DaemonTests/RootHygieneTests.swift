@@ -5,6 +5,7 @@
 
 import AssetClient
 @testable import AssetDaemon
+@testable import AssetService
 import AssetStore
 import AssetStoreTestSupport
 import Foundation

@@ -1,6 +1,8 @@
 // Secondary index definitions (SPEC §5): the built-in `default` index and user indexes of
 // typed columns extracted from JSON paths, limited to some collections, versioned.
 
+import JSON
+
 /// The type of a user index column.
 public enum IndexColumnType: String, Sendable, Hashable, CaseIterable {
     case integer, real, text, boolean

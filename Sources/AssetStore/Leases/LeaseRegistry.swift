@@ -5,6 +5,7 @@
 // queued (an explicit delete is not blocked by leases) is kept until the lease ends. A new
 // lease is ordered against the unlinks and policy batches under way (see the gates below).
 
+import JSON
 import Synchronization
 
 /// One lease.

@@ -5,6 +5,7 @@
 
 import Foundation
 import GRDB
+import JSON
 
 extension Store {
     /// Pages copied per backup step (progress is reported after each).

@@ -2,6 +2,7 @@
 // and the lifetime unlink counters, read on one snapshot.
 
 import GRDB
+import JSON
 
 /// What `stats` reports about the store.
 public struct StoreStatistics: Sendable {

@@ -4,6 +4,7 @@
 
 import Glibc
 import GRDB
+import JSON
 
 extension VerifyRun {
     /// Registered files some object holds that are gone from disk. A file referenced before

@@ -7,6 +7,7 @@
 
 import Glibc
 import GRDB
+import JSON
 
 /// A regular file found by the walk.
 struct WalkedFile {

@@ -4,6 +4,7 @@
 // lock, so a large store is never held in memory nor its writer stalled for the whole run.
 
 import GRDB
+import JSON
 
 /// What `verify` checks and may change.
 public struct VerifyOptions: Sendable {

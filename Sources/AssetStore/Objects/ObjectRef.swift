@@ -1,6 +1,8 @@
 // The identity of an object: (collection, key). Both are non-empty UTF-8 strings of at most
 // 1,024 bytes; validation lives here so every entry point applies the same limits.
 
+import JSON
+
 /// Names one object.
 public struct ObjectRef: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The longest collection or key, in UTF-8 bytes.

@@ -1,5 +1,7 @@
 // Objects and registry rows as readers get them, with their JSON forms for the protocol.
 
+import JSON
+
 /// An object with its files.
 public struct StoredObject: Sendable, Hashable {
     /// Which object.

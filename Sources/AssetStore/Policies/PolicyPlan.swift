@@ -2,6 +2,8 @@
 // really frees, the files that go, and the total. A dry run returns the plan and changes
 // nothing; the real run of an unchanged store deletes exactly the same plan.
 
+import JSON
+
 /// Why a policy deletes an object.
 public enum EvictionReason: String, Sendable, Hashable {
     /// Over the byte budget (`max_bytes`), least recently accessed first.

@@ -5,6 +5,7 @@
 // to the worklist.
 
 import GRDB
+import JSON
 
 extension WriteTransaction {
     /// True when one of the objects `?1` has an edge to an object, or one with a rule other

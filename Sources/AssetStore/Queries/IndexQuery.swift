@@ -3,6 +3,7 @@
 // a read-only connection. Refusals are `query_rejected`; messages never echo SQL.
 
 import GRDBSQLite
+import JSON
 
 /// What an index query returns per row.
 public enum IndexInclude: String, Sendable, CaseIterable {

@@ -4,6 +4,7 @@
 
 import GRDB
 import GRDBSQLite
+import JSON
 
 enum QueryText {
     static func expand(_ clause: String, _ parameters: [JSONValue]) throws(StoreError) -> (String, [JSONValue]) {

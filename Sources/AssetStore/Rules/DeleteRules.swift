@@ -1,6 +1,8 @@
 // The eight delete rules (YapDatabase's six plus Core Data's Deny, both ways) as a bit set,
 // their wire names, and the check that rejects combinations that cannot mean anything.
 
+import JSON
+
 /// A set of delete rules carried by an edge.
 public struct DeleteRules: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: Int

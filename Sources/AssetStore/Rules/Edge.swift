@@ -1,6 +1,8 @@
 // Edges as callers see them: a named, directed link from an object to an object or a file,
 // carrying delete rules. Manual edges come from edge.add; derived ones from templates.
 
+import JSON
+
 /// The far end of an edge: an object or a file path (normalised).
 public enum EdgeEnd: Hashable, Sendable, CustomStringConvertible {
     /// An object.

@@ -2,6 +2,8 @@
 // The built-in template derives `file` edges that own their files, unless the collection
 // declares its own template on the field `file`.
 
+import JSON
+
 /// What a template's field refers to.
 public enum TemplateTarget: Hashable, Sendable {
     /// Keys of objects in this collection.

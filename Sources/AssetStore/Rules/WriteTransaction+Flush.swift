@@ -4,6 +4,7 @@
 // what survives the whole transaction.
 
 import GRDB
+import JSON
 
 extension WriteTransaction {
     /// One unit of rule work.

@@ -1,6 +1,8 @@
 // Errors the engine reports to its callers. Each has a stable code (the SPEC's data.code
 // names, plus invalid_params) and a message for humans that never contains SQL text.
 
+import JSON
+
 /// An error from the store, with a stable code.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The stable error codes (SPEC §6), plus `invalid_params` for malformed arguments.

@@ -6,6 +6,7 @@
 // it for now; retried later without counting an attempt).
 
 import GRDB
+import JSON
 
 /// Why a queued file was kept.
 public enum UnlinkSkipReason: String, Sendable, Hashable {

@@ -3,6 +3,7 @@
 // retry hourly forever. The files stay on disk; nothing will remove them.
 
 import GRDB
+import JSON
 
 extension Store {
     /// Drops the queued unlinks of `paths` (normalised, compared as bytes) without unlinking

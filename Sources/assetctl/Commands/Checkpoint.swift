@@ -2,7 +2,7 @@
 
 import ArgumentParser
 import AssetClient
-import AssetStore
+import JSON
 
 /// `checkpoint`.
 struct CheckpointCommand: ParsableCommand {

@@ -3,7 +3,8 @@
 
 import ArgumentParser
 import AssetClient
-import AssetStore
+import AssetctlText
+import JSON
 
 /// `edge add`.
 struct EdgeAddCommand: ParsableCommand {

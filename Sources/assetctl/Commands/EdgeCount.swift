@@ -2,7 +2,8 @@
 
 import ArgumentParser
 import AssetClient
-import AssetStore
+import AssetctlText
+import JSON
 
 /// `edge count`.
 struct EdgeCountCommand: ParsableCommand {

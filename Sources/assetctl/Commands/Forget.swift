@@ -4,6 +4,7 @@
 
 import ArgumentParser
 import AssetClient
+import AssetctlText
 import AssetStore
 
 /// `forget`.

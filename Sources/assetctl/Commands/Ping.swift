@@ -2,6 +2,7 @@
 
 import ArgumentParser
 import AssetClient
+import AssetctlText
 
 /// `ping`.
 struct PingCommand: ParsableCommand {

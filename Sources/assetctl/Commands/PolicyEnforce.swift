@@ -3,7 +3,7 @@
 
 import ArgumentParser
 import AssetClient
-import AssetStore
+import JSON
 
 /// `enforce`.
 struct PolicyEnforceCommand: ParsableCommand {

@@ -2,6 +2,7 @@
 
 import ArgumentParser
 import AssetClient
+import AssetctlText
 
 /// `sweep`.
 struct SweepCommand: ParsableCommand {

@@ -2,7 +2,8 @@
 
 import ArgumentParser
 import AssetClient
-import AssetStore
+import AssetctlText
+import JSON
 
 /// `vacuum`.
 struct VacuumCommand: ParsableCommand {

@@ -4,7 +4,8 @@
 
 import ArgumentParser
 import AssetClient
-import AssetStore
+import AssetctlText
+import JSON
 
 /// `verify`.
 struct VerifyCommand: ParsableCommand {

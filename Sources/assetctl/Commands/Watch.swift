@@ -3,7 +3,8 @@
 
 import ArgumentParser
 import AssetClient
-import AssetStore
+import AssetctlText
+import JSON
 
 #if canImport(Glibc)
 import Glibc

@@ -3,7 +3,6 @@
 
 import AssetStore
 import Foundation
-import Logging
 
 /// Effective settings of assetd (and of assetctl --db).
 public struct DaemonConfig: Sendable {
@@ -44,7 +43,7 @@ public struct DaemonConfig: Sendable {
     /// `[policy]`; nil: nothing is evicted or expired.
     public var policy: PolicyConfiguration?
     /// `log.level`.
-    public var logLevel: Logger.Level = .info
+    public var logLevel: LogLevel = .info
     /// `[[collections]]`.
     public var templates: [String: [EdgeTemplate]] = [:]
     /// `[[indexes]]`.

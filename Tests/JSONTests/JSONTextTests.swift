@@ -3,7 +3,7 @@
 // gives, at their edges.
 
 import Testing
-import AssetStore
+import JSON
 
 @Suite struct JSONTextTests {
     func parse(_ text: String) throws -> JSONValue { try JSONValue.parse(text) }

@@ -1,11 +1,11 @@
 // ControlClient against a real Unix socket in a temp folder, served by a scripted peer on a
 // thread: ids match replies, events that arrive during a call wait for nextEvent, errors and
-// end of stream surface as ClientError. (Needs AssetClient among the target's dependencies.)
+// end of stream surface as ClientError.
 
 import Testing
 import Foundation
 import AssetClient
-import AssetStore
+import JSON
 import ControlProtocol
 
 /// A one-connection server that runs `script` on the accepted descriptor.

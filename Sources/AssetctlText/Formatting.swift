@@ -7,7 +7,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import AssetStore
+import JSON
 
 /// Text renderings of results.
 public enum Formatting {

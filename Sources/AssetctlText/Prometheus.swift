@@ -2,7 +2,7 @@
 // textfile collector: `# HELP` and `# TYPE` once per metric family, names `assetd_…`, label
 // values escaped (backslash, double quote, newline), one sample per line.
 
-import AssetStore
+import JSON
 
 /// Renders `stats` results as Prometheus metrics.
 public enum Prometheus {

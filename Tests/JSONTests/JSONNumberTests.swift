@@ -2,7 +2,7 @@
 // number in a double's range as that double; `firstInexactNumber` finds the rest with their
 // path. A property check over random numbers: whatever is kept reads back as the same value.
 
-import AssetStore
+import JSON
 import Foundation
 import PropertyBased
 import Testing

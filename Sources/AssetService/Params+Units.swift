@@ -2,6 +2,7 @@
 // or plain numbers of seconds and bytes (SPEC §9 "Durations on the wire").
 
 import AssetStore
+import ControlProtocol
 
 extension Params {
     /// An optional duration: "90s", "10m", "1h30m", or a number of seconds.

@@ -2,6 +2,7 @@
 // learns exactly what was wrong (-32602).
 
 import AssetStore
+import ControlProtocol
 
 /// A request's params object.
 public struct Params: Sendable {

@@ -4,14 +4,14 @@
 import Foundation
 
 /// A connected client's identity, read once at accept.
-struct PeerIdentity: Sendable {
-    let uid: UInt32
-    let gid: UInt32
-    let userName: String
+public struct PeerIdentity: Sendable {
+    public let uid: UInt32
+    public let gid: UInt32
+    public let userName: String
     /// Names and numeric ids (as text) of the user's groups, primary included.
-    let groups: Set<String>
+    public let groups: Set<String>
 
-    init(uid: UInt32, gid: UInt32) {
+    public init(uid: UInt32, gid: UInt32) {
         self.uid = uid
         self.gid = gid
         var pwd = passwd()
@@ -39,11 +39,12 @@ struct PeerIdentity: Sendable {
     }
 
     /// Admins: uid 0, the daemon's own uid, and configured uids and groups.
-    func isAdmin(_ config: DaemonConfig) -> Bool {
+    public func isAdmin(_ config: DaemonConfig) -> Bool {
         uid == 0 || uid == getuid() || config.adminUIDs.contains(uid) || !groups.isDisjoint(with: config.adminGroups)
     }
 
-    func caller(_ config: DaemonConfig) -> Caller {
+    /// The caller the methods see.
+    public func caller(_ config: DaemonConfig) -> Caller {
         Caller(uid: uid, userName: userName, isAdmin: isAdmin(config))
     }
 }

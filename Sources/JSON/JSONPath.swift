@@ -63,7 +63,7 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
         var s = "$"
         for c in components {
             switch c {
-            case .member(let m): s += ".\"" + m.replacingOccurrences(of: "\"", with: "") + "\""
+            case .member(let m): s += ".\"" + m.filter { $0 != "\"" } + "\""
             case .element(let i): s += "[\(i)]"
             }
         }

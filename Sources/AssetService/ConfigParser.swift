@@ -4,7 +4,6 @@
 
 import AssetStore
 import Foundation
-import Logging
 import TOMLKit
 
 struct ConfigParser {
@@ -126,7 +125,7 @@ struct ConfigParser {
             c.skipOpenFiles = b
         }
         if let v = get("log", "level") {
-            guard let l = v.stringValue.flatMap(Logger.Level.init(rawValue:)) else {
+            guard let l = v.stringValue.flatMap(LogLevel.init(rawValue:)) else {
                 throw error("log.level", "must be one of trace, debug, info, notice, warning, error, critical", section: "log")
             }
             c.logLevel = l

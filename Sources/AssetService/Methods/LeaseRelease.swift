@@ -19,7 +19,7 @@ extension MethodTable {
     }
 
     /// After leases end: files they kept become due for unlinking again.
-    static func leasesEnded(_ leases: [Lease], _ store: Store) throws {
+    public static func leasesEnded(_ leases: [Lease], _ store: Store) throws {
         guard !leases.isEmpty, !store.isReadOnly else { return }
         _ = try store.leasesEnded(leases)
     }

@@ -1,11 +1,10 @@
-// The pure parts of the CLI and client, in AssetClient: PARAM parsing, `--file` merging,
-// paths, the default socket, the JSON pretty printer, tables and listings.
-// (ControlProtocolTests must list AssetClient among its dependencies for these to build;
-// until it does, the guard keeps the target compiling.)
+// The pure parts of the CLI (AssetctlText) and client (AssetClient): PARAM parsing, `--file`
+// merging, paths, the default socket, the JSON pretty printer, tables and listings.
 
 import Testing
 import AssetClient
-import AssetStore
+import AssetctlText
+import JSON
 
 @Suite struct CLIParamsTests {
     @Test("a PARAM is JSON when it parses and a string otherwise", arguments: [
@@ -77,6 +76,14 @@ import AssetStore
     @Test("a ref is {collection, key}")
     func ref() {
         #expect(CLIParams.ref("c", "k") == .object(["collection": "c", "key": "k"]))
+    }
+
+    @Test("assetctl refuses a JSON argument holding a number assetd cannot keep, naming where")
+    func cliArgument() throws {
+        let e = CLIParamError("VALUE_JSON holds 1e400 at [1], a number assetd cannot keep exactly; write it as a string")
+        #expect(throws: e) { try CLIParams.parseJSON("[5,1e400]", what: "VALUE_JSON") }
+        #expect(throws: CLIParamError.self) { try CLIParams.parseJSON("18446744073709551617", what: "--meta") }
+        #expect(try CLIParams.parseJSON(#"{"n":1e2}"#, what: "VALUE_JSON") == ["n": 100.0])
     }
 }
 

@@ -2,7 +2,7 @@
 // arguments, `--file` paths merged into an object's value, rule lists and paths.
 // Pure functions, so the CLI's argument handling is tested without a daemon.
 
-import AssetStore
+import JSON
 
 /// A command-line argument that cannot become a param; the CLI reports it as a usage error.
 public struct CLIParamError: Error, Sendable, Equatable, CustomStringConvertible {
