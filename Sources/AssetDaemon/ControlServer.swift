@@ -70,7 +70,7 @@ final class ControlServer {
 
     private func accept(_ stream: PipeStream) {
         guard !daemon.stopping else {
-            stream.write(RPCLine.error(id: .null, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
+            stream.write(RPCLine.error(id: .null, RPCError.shuttingDown))
             flushing(stream)
             return
         }

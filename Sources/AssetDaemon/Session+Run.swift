@@ -10,7 +10,7 @@ extension Session {
     func run(_ request: RPCRequest) {
         let started = QueryClock.now()
         if daemon.stopping {
-            reply(request, .failure(.application(.busy, "assetd is shutting down", detail: nil).shuttingDown), started)
+            reply(request, .failure(.shuttingDown), started)
             return
         }
         guard let method = MethodTable.methods[request.method] else {
@@ -89,7 +89,7 @@ extension Session {
             // The connection's leases ended when it closed; one granted since ends now.
             if closed { server.leasesEnded(holder: number) }
             if let claim { daemon.maintenance.end(claim) }
-            if case .failure(let e)? = box.value, e.stableCode == StoreError.Code.replyTooLarge.rawValue {
+            if case .failure(let e)? = box.value, e.stableCode == RPCError.Code.replyTooLarge.rawValue {
                 server.released(ctx.replyLimit)
             }
             // Progress posted by the pool thread goes out before the reply that follows it.

@@ -268,7 +268,7 @@ final class Session {
                 parsed = r
             }
             if let id = parsed?.id {
-                write(RPCLine.error(id: id, RPCError.application(.busy, "assetd is shutting down").shuttingDown))
+                write(RPCLine.error(id: id, RPCError.shuttingDown))
             }
         }
         queue = []

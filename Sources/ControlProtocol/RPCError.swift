@@ -43,6 +43,9 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
             data: .object(["code": .string(Code.requestTooLarge.rawValue)]))
     }
 
+    /// Every request's answer while the daemon stops.
+    public static let shuttingDown = application(.shuttingDown, "assetd is shutting down")
+
     /// No such method.
     public static func methodNotFound(_ method: String) -> RPCError {
         RPCError(code: methodNotFoundCode, message: "no method \"\(method)\"")
