@@ -9,15 +9,18 @@
 /// found at the first call. Idempotent and thread-safe; returns a SQLite result code.
 int assetd_wal_coalesce_register(void);
 
+// Test hooks, defined in debug builds only (SwiftPM defines DEBUG=1 for C targets there): a
+// release build has no way to inject faults, and a call to one does not link. Declared in
+// every build, since Swift's importer does not see DEBUG; only tests call them.
 /// Writes this VFS has issued for one WAL file (from SQLITE_FCNTL_JOURNAL_POINTER); -1 if the
-/// file is not one of its WAL files (for tests).
+/// file is not one of its WAL files.
 long long assetd_wal_coalesce_writes(sqlite3_file *wal);
 
-/// Tests: `hook` is called with a connection's database file (SQLITE_FCNTL_FILE_POINTER) on its thread
+/// `hook` is called with a connection's database file (SQLITE_FCNTL_FILE_POINTER) on its thread
 /// just before it releases the WAL write lock, a commit published but COMMIT not yet returned.
 void assetd_wal_coalesce_set_write_unlock_hook(void (*hook)(sqlite3_file *database));
 
-/// Tests: the next `count` syncs (xSync) of database or WAL files whose path starts with
-/// `prefix` fail with SQLITE_IOERR_FSYNC, as an fdatasync returning EIO would (NULL or 0: none).
+/// The next `count` syncs (xSync) of database or WAL files whose path starts with `prefix`
+/// fail with SQLITE_IOERR_FSYNC, as an fdatasync returning EIO would (NULL or 0: none).
 void assetd_wal_coalesce_fail_syncs(const char *prefix, int count);
 #endif
