@@ -18,6 +18,9 @@
 // back must not reach the file after another connection has appended at their offsets.
 // Other files are the wrapped VFS's own, untouched; a main database file's methods are the
 // wrapped file's, but for those two.
+// Registered under its own name, not as the default: a connection that does not ask for it
+// (a reader, another program) has the wrapped VFS, and the same files, locks and wal-index
+// through it, which is all that connections to one database must agree on.
 
 #include "wal_coalesce.h"
 
@@ -377,14 +380,14 @@ static void registerOnce(void) {
         .iVersion = 3,
         .szOsFile = (int)own + wrapped->szOsFile,
         .mxPathname = wrapped->mxPathname,
-        .zName = "assetd-coalesce",
+        .zName = ASSETD_WAL_COALESCE_VFS,
         .xOpen = cOpen, .xDelete = cDelete, .xAccess = cAccess, .xFullPathname = cFullPathname,
         .xDlOpen = cDlOpen, .xDlError = cDlError, .xDlSym = cDlSym, .xDlClose = cDlClose,
         .xRandomness = cRandomness, .xSleep = cSleep, .xCurrentTime = cCurrentTime, .xGetLastError = cGetLastError,
         .xCurrentTimeInt64 = cCurrentTimeInt64,
         .xSetSystemCall = cSetSystemCall, .xGetSystemCall = cGetSystemCall, .xNextSystemCall = cNextSystemCall,
     };
-    registered = sqlite3_vfs_register(&coalescedVFS, 1);
+    registered = sqlite3_vfs_register(&coalescedVFS, 0);
 }
 
 int assetd_wal_coalesce_register(void) {

@@ -5,8 +5,23 @@
 
 #include <sqlite3.h>
 
-/// Registers the VFS "assetd-coalesce" as the process's default, wrapping the default VFS
-/// found at the first call. Idempotent and thread-safe; returns a SQLite result code.
+/// The name this VFS is registered under. It is not the default VFS: only connections opened
+/// with this name (the store's writer) use it; any other connection of the process gets
+/// SQLite's default, the VFS this one wraps.
+#define ASSETD_WAL_COALESCE_VFS "assetd-coalesce"
+
+/// The SQLite versions (sqlite3_libversion_number()) this VFS was tested with, the first
+/// included, the second not. It relies on how wal.c writes frames (a frame header, then its
+/// page; walRewriteChecksums; the split at a sync point and the padding of synchronous FULL;
+/// the commit frame's page written last, before the wal-index publishes it), on WAL_WRITE_LOCK
+/// being wal-index lock 0, and on the unix VFS writing at most 17 bits of length at a time:
+/// none of that is an interface. Widen the range only after WALCoalesceTests pass on the new
+/// version and its wal.c write path has been read.
+#define ASSETD_WAL_COALESCE_TESTED_FROM 3040000
+#define ASSETD_WAL_COALESCE_TESTED_BELOW 3041000
+
+/// Registers the VFS ASSETD_WAL_COALESCE_VFS, wrapping the default VFS found at the first call
+/// (not making itself the default). Idempotent and thread-safe; returns a SQLite result code.
 int assetd_wal_coalesce_register(void);
 
 // Test hooks, defined in debug builds only (SwiftPM defines DEBUG=1 for C targets there): a
