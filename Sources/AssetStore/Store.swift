@@ -101,17 +101,19 @@ public final class Store: Sendable {
         // Point readers, query connections and backups read with SQLite's default VFS, as
         // another program would: the VFS writes a commit's frames before SQLite publishes
         // it, and wraps the same files, locks and wal-index, so they see what the writer does.
-        let coalescing = WALCoalescing.resolve(
+        var coalescing = WALCoalescing.resolve(
             enabled: configuration.coalesceWAL, readOnly: configuration.readOnly,
             sqliteVersion: configuration.sqliteVersionForCoalescing ?? sqlite3_libversion_number())
-        walCoalescing = coalescing
         let counter = CommitCounter()
         commits = counter
-        let checkpointer = Checkpointer(path: path, vfs: coalescing.vfs)
-        self.checkpointer = checkpointer
         reserve = Reserve(database: path, wanted: configuration.readOnly ? 0 : configuration.reserve)
+        let checkpointer: Checkpointer
         do {
-            pool = try Store.openPool(path: coalescing.poolPath(path), configuration: config, reserve: reserve)
+            pool = try Store.openPool(
+                path: path, coalescing: &coalescing, walLeft: leftoverWAL, configuration: config, reserve: reserve)
+            walCoalescing = coalescing
+            checkpointer = Checkpointer(path: path, vfs: coalescing.vfs)
+            self.checkpointer = checkpointer
             if !configuration.readOnly {
                 // NORMAL: SQLite syncs the WAL only around checkpoints. With durability "full",
                 // `write` syncs the WAL itself after each commit, outside the write lock, so the
