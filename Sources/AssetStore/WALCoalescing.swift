@@ -4,6 +4,7 @@
 // `store.coalesce_wal` is on, and only by the connections the store names it for.
 
 import CWALCoalesce
+import Foundation
 import GRDBSQLite
 
 /// Whether the store's WAL writes are combined (`stats`: wal.coalescing).
@@ -58,18 +59,10 @@ public struct WALCoalescing: Sendable, Equatable {
     /// The VFS for `sqlite3_open_v2`: nil (SQLite's default) when not active.
     var vfs: String? { active ? WALCoalescing.vfsName : nil }
 
-    /// What GRDB opens for `path`: when active, a URI naming the VFS (`?` `#` `%` escaped).
+    /// What GRDB opens for `path`: when active, a URI naming the VFS (SQLite decodes the
+    /// path's %-escapes, which cover `?`, `#` and `%`).
     func poolPath(_ path: String) -> String {
-        guard active else { return path }
-        var escaped = ""
-        for c in path.unicodeScalars {
-            switch c {
-            case "%": escaped += "%25"
-            case "?": escaped += "%3F"
-            case "#": escaped += "%23"
-            default: escaped.unicodeScalars.append(c)
-            }
-        }
+        guard active, let escaped = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { return path }
         // "file://" and an empty authority before an absolute path: one starting "//" stays a path.
         return (path.hasPrefix("/") ? "file://" : "file:") + escaped + "?vfs=" + WALCoalescing.vfsName
     }

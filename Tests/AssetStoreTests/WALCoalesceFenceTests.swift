@@ -49,9 +49,22 @@ private var defaultVFS: String { String(cString: sqlite3_vfs_find(nil)!.pointee.
 
     @Test("a URI names the VFS for GRDB, with ?, # and % of the path escaped")
     func poolPath() {
-        #expect(WALCoalescing.on.poolPath("/a/b c?d#e%f") == "file:///a/b c%3Fd%23e%25f?vfs=assetd-coalesce")
+        #expect(WALCoalescing.on.poolPath("/a/b c?d#e%f") == "file:///a/b%20c%3Fd%23e%25f?vfs=assetd-coalesce")
         #expect(WALCoalescing.on.poolPath("rel/db") == "file:rel/db?vfs=assetd-coalesce")
         #expect(WALCoalescing.off("x").poolPath("/a/b?c") == "/a/b?c")
+    }
+
+    @Test("a store in a folder whose name has ?, #, % and spaces opens its own files on the coalescing VFS")
+    func oddPath() throws {
+        let f = try Fixture()
+        let folder = f.dir + "/a b?c#d%25 é"
+        let store = try Store(path: folder + "/db.sqlite", configuration: f.configuration)
+        defer { store.close() }
+        try store.write { tx in try tx.put(ref("c", "k"), value: 1) }
+        #expect(store.walCoalescing.active)
+        #expect(try store.write { tx in vfsName(tx.db.sqliteConnection) }.value == WALCoalescing.vfsName)
+        #expect(FileManager.default.fileExists(atPath: folder + "/db.sqlite-wal"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).sorted().first == "db.sqlite")
     }
 
     @Test("by default the writer and the checkpointer use the coalescing VFS; stats says it is on")
