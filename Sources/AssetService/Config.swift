@@ -14,6 +14,8 @@ public struct DaemonConfig: Sendable {
     public var durability: StoreConfiguration.Durability = .full
     /// `store.reserve`: bytes of the ballast kept for deletes on a full disk (0: none).
     public var reserve = StoreConfiguration.defaultReserve
+    /// `store.coalesce_wal`: the writer combines each commit's WAL writes.
+    public var coalesceWAL = true
     /// `control.socket`.
     public var socketPath: String
     /// `control.mode`.
@@ -108,6 +110,7 @@ public struct DaemonConfig: Sendable {
         var c = StoreConfiguration(roots: roots)
         c.durability = durability
         c.reserve = reserve
+        c.coalesceWAL = coalesceWAL
         c.unlinkDelay = unlinkDelay
         c.indexes = indexes
         c.templates = templates
@@ -127,6 +130,7 @@ public struct DaemonConfig: Sendable {
             "store.path = \(storePath)",
             "store.durability = \(durability.rawValue)",
             "store.reserve = \(reserve)",
+            "store.coalesce_wal = \(coalesceWAL)",
             "control.socket = \(socketPath)",
             "control.mode = \(String(format: "%04o", socketMode))",
             "control.admin_uids = \(adminUIDs)",

@@ -11,7 +11,7 @@ struct ConfigParser {
     let text: String
 
     static let sections: [String: Set<String>] = [
-        "store": ["path", "durability", "reserve"],
+        "store": ["path", "durability", "reserve", "coalesce_wal"],
         "control": limitKeys.union([
             "socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "max_request_bytes", "max_connections",
         ]),
@@ -58,6 +58,10 @@ struct ConfigParser {
             c.durability = d
         }
         if let v = get("store", "reserve") { c.reserve = try size(v, "store.reserve", section: "store") }
+        if let v = get("store", "coalesce_wal") {
+            guard case .bool(let b) = v else { throw error("store.coalesce_wal", "must be true or false", section: "store") }
+            c.coalesceWAL = b
+        }
         if let v = get("control", "socket") {
             c.socketPath = try absolute(v, "control.socket")
             // sun_path holds 108 bytes with the NUL: found here, not at bind after the store opened.

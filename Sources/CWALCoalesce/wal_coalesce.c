@@ -18,6 +18,9 @@
 // back must not reach the file after another connection has appended at their offsets.
 // Other files are the wrapped VFS's own, untouched; a main database file's methods are the
 // wrapped file's, but for those two.
+// Registered under its own name, not as the default: a connection that does not ask for it
+// (a reader, another program) has the wrapped VFS, and the same files, locks and wal-index
+// through it, which is all that connections to one database must agree on.
 
 #include "wal_coalesce.h"
 
@@ -57,7 +60,9 @@ typedef struct CoalescedFile {
     int afterHeader;          // the last write was a frame header, buffered: a page may follow
     sqlite3_int64 lastRead;   // offset of the last read if no write came after it, else -1
     int synced;               // no read or write since the last sync
+#ifdef DEBUG
     long long writes;         // writes issued to the real file (tests)
+#endif
 } CoalescedFile;
 
 /// A main database file: the wrapped VFS's, and the WAL opened for it, whose buffer is written
@@ -87,7 +92,13 @@ static int pWrite(sqlite3_file *pf, const void *z, int n, sqlite3_int64 off) {
     return realOf(pf)->pMethods->xWrite(realOf(pf), z, n, off);
 }
 static int pTruncate(sqlite3_file *pf, sqlite3_int64 size) { return realOf(pf)->pMethods->xTruncate(realOf(pf), size); }
+#ifdef DEBUG
 static int injectedSyncFailure(sqlite3_file *pf);
+#define countWrite(f) ((f)->writes++)
+#else
+#define injectedSyncFailure(pf) 0
+#define countWrite(f) ((void)0)
+#endif
 static int pSync(sqlite3_file *pf, int flags) {
     if (injectedSyncFailure(pf)) return SQLITE_IOERR_FSYNC;
     return realOf(pf)->pMethods->xSync(realOf(pf), flags);
@@ -134,7 +145,7 @@ static int drain(CoalescedFile *f) {
     for (int done = 0; done < f->length && rc == SQLITE_OK; done += writeLimit) {
         int n = f->length - done < writeLimit ? f->length - done : writeLimit;
         rc = f->real->pMethods->xWrite(f->real, f->buffer + done, n, f->start + done);
-        f->writes++;
+        countWrite(f);
     }
     f->length = 0;
     return rc;
@@ -184,7 +195,7 @@ static int cWrite(sqlite3_file *pf, const void *data, int amount, sqlite3_int64 
     }
     if (!gathered || amount > writeLimit
         || (f->buffer == NULL && (f->buffer = malloc(bufferCapacity)) == NULL)) {
-        f->writes++;
+        countWrite(f);
         return f->real->pMethods->xWrite(f->real, data, amount, offset);
     }
     if (f->length == 0) f->start = offset;
@@ -250,16 +261,20 @@ static int dUnlock(sqlite3_file *pf, int level) {
     if (d->wal != NULL && d->wal->length > 0) (void)drain(d->wal);
     return d->real->pMethods->xUnlock(d->real, level);
 }
+#ifdef DEBUG
 static void (*_Atomic writeUnlockHook)(sqlite3_file *database);
 
 void assetd_wal_coalesce_set_write_unlock_hook(void (*hook)(sqlite3_file *database)) { writeUnlockHook = hook; }
+#endif
 
 static int dShmLock(sqlite3_file *pf, int offset, int n, int flags) {
     DatabaseFile *d = (DatabaseFile *)pf;
     if (d->wal != NULL && offset <= walWriteLock && walWriteLock < offset + n
         && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE)) {
+#ifdef DEBUG
         void (*hook)(sqlite3_file *) = writeUnlockHook;
         if (hook != NULL) hook(pf);
+#endif
         // SQLite ignores an unlock's result; the frames are not a committed transaction's (a
         // commit's are written before it is published), so a failure here loses nothing.
         (void)drain(d->wal);
@@ -365,14 +380,14 @@ static void registerOnce(void) {
         .iVersion = 3,
         .szOsFile = (int)own + wrapped->szOsFile,
         .mxPathname = wrapped->mxPathname,
-        .zName = "assetd-coalesce",
+        .zName = ASSETD_WAL_COALESCE_VFS,
         .xOpen = cOpen, .xDelete = cDelete, .xAccess = cAccess, .xFullPathname = cFullPathname,
         .xDlOpen = cDlOpen, .xDlError = cDlError, .xDlSym = cDlSym, .xDlClose = cDlClose,
         .xRandomness = cRandomness, .xSleep = cSleep, .xCurrentTime = cCurrentTime, .xGetLastError = cGetLastError,
         .xCurrentTimeInt64 = cCurrentTimeInt64,
         .xSetSystemCall = cSetSystemCall, .xGetSystemCall = cGetSystemCall, .xNextSystemCall = cNextSystemCall,
     };
-    registered = sqlite3_vfs_register(&coalescedVFS, 1);
+    registered = sqlite3_vfs_register(&coalescedVFS, 0);
 }
 
 int assetd_wal_coalesce_register(void) {
@@ -380,6 +395,7 @@ int assetd_wal_coalesce_register(void) {
     return registered;
 }
 
+#ifdef DEBUG
 long long assetd_wal_coalesce_writes(sqlite3_file *wal) {
     return wal != NULL && wal->pMethods == &coalescedMethods ? ((CoalescedFile *)wal)->writes : -1;
 }
@@ -410,3 +426,4 @@ static int injectedSyncFailure(sqlite3_file *pf) {
     pthread_mutex_unlock(&syncFaultLock);
     return fail;
 }
+#endif

@@ -149,14 +149,18 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         #expect(kept == 6)
     }
 
-    // MARK: raw connections (the VFS is the process default, so plain sqlite3_open_v2 uses it)
+    // MARK: raw connections, on the coalescing VFS unless they say otherwise
 
     private final class Conn: @unchecked Sendable {
         let h: OpaquePointer
-        init(_ path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX) throws {
+        /// `vfs` nil: SQLite's default, as another program's connection.
+        init(
+            _ path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+            vfs: String? = WALCoalescing.vfsName
+        ) throws {
             _ = assetd_wal_coalesce_register()
             var h: OpaquePointer?
-            let rc = sqlite3_open_v2(path, &h, flags, nil)
+            let rc = sqlite3_open_v2(path, &h, flags, vfs)
             guard rc == SQLITE_OK, let h else { throw DatabaseError(resultCode: ResultCode(rawValue: rc)) }
             self.h = h
         }
@@ -316,9 +320,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
     /// write lock (on another thread, a reader could run just then). With 512-byte pages the
     /// write split at the sync point sometimes leaves a 24-byte rest of a page, which is not
     /// a frame header.
-    @Test("with psow=0 and synchronous FULL, a commit is whole in the file when it is published",
-          arguments: [512, 4096])
-    func paddedCommitPublished(pageSize: Int) throws {
+    @Test("with psow=0 and synchronous FULL, a commit is whole in the file when it is published, to a reader on either VFS",
+          arguments: [512, 4096], [WALCoalescing.vfsName, nil])
+    func paddedCommitPublished(pageSize: Int, readerVFS: String?) throws {
         let dir = try tempDir()
         let uri = "file:" + dir + "/db.sqlite?psow=0"
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
@@ -326,7 +330,7 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         w.exec("PRAGMA page_size = \(pageSize)")
         setUp(w)
         w.exec("PRAGMA synchronous = FULL")
-        let r = try Conn(uri, flags: flags)
+        let r = try Conn(uri, flags: flags, vfs: readerVFS)
         let seen = Mutex<[String]>([])
         onWriteUnlock(w.h) {
             seen.withLock { $0.append(r.text("SELECT COUNT(*) FROM t WHERE hex(substr(v, -8)) <> ''") ?? "nil") }
@@ -341,9 +345,10 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         }
     }
 
+    /// `othersVFS`: the reader's and the checkpointer's (nil: SQLite's default, as in another program).
     @Test("page sizes, spills, checkpoints of every mode (WAL restarts, truncation), journal_size_limit, persistent WAL: every commit readable at once and in a crash copy",
-          arguments: [512, 4096, 65536])
-    func lifecycle(pageSize: Int) throws {
+          arguments: [512, 4096, 65536], [WALCoalescing.vfsName, nil])
+    func lifecycle(pageSize: Int, othersVFS: String?) throws {
         let dir = try tempDir()
         let path = dir + "/db.sqlite"
         var expected = 1
@@ -355,8 +360,8 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
             var persist: Int32 = 1
             #expect(sqlite3_file_control(w.h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist) == SQLITE_OK)
             w.exec("INSERT INTO t VALUES (0, zeroblob(10))")
-            let checkpointer = try Conn(path)
-            let r = try Conn(path)
+            let checkpointer = try Conn(path, vfs: othersVFS)
+            let r = try Conn(path, vfs: othersVFS)
             let modes = [SQLITE_CHECKPOINT_PASSIVE, SQLITE_CHECKPOINT_FULL, SQLITE_CHECKPOINT_RESTART, SQLITE_CHECKPOINT_TRUNCATE]
             for round in 0..<24 {
                 let count = [1, 40, 300][round % 3]

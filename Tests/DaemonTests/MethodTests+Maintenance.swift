@@ -25,6 +25,7 @@ extension MethodTests {
         #expect(s["commit"] == .int(last))
         #expect((s["wal"]?["frames"]?.intValue ?? 0) > 0, "the puts went to the WAL")
         #expect(s["wal"]?["checkpoint_failures"] == 0)
+        #expect(s["wal"]?["coalescing"] == true, "store.coalesce_wal is on by default")
         #expect(s["uptime"]?.doubleValue != nil)
         #expect(s["connections"] == 1)
         #expect((s["requests"]?.intValue ?? 0) >= 3)

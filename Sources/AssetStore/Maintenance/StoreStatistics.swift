@@ -52,13 +52,18 @@ public struct WALStatus: Sendable {
     /// Why a sync of the WAL or the database file failed, if one has: writes are refused
     /// until a restart.
     public var syncFailure: String?
+    /// Whether the writer combines each commit's WAL writes (`store.coalesce_wal`).
+    public var coalescing = true
+    /// Why not, when it does not.
+    public var coalescingOffReason: String?
 
     /// As the protocol shows it.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "frames": .int(Int64(frames)), "checkpoints": .int(Int64(checkpoints)),
-            "checkpoint_failures": .int(Int64(checkpointFailures)),
+            "checkpoint_failures": .int(Int64(checkpointFailures)), "coalescing": .bool(coalescing),
         ]
+        if let coalescingOffReason { o["coalescing_off_reason"] = .string(coalescingOffReason) }
         if let lastCheckpointError { o["last_checkpoint_error"] = .string(lastCheckpointError) }
         if let syncFailure { o["sync_failure"] = .string(syncFailure) }
         return .object(o)
@@ -97,7 +102,8 @@ extension Store {
             frames: Int(checkpointer.lastFrames.load(ordering: .relaxed)),
             checkpoints: checkpointer.completed.load(ordering: .relaxed),
             checkpointFailures: checkpointer.failures.load(ordering: .acquiring),
-            lastCheckpointError: checkpointer.lastFailureMessage, syncFailure: syncFailure)
+            lastCheckpointError: checkpointer.lastFailureMessage, syncFailure: syncFailure,
+            coalescing: walCoalescing.active, coalescingOffReason: walCoalescing.reason)
     }
 
     /// Writes the WAL back into the database file and empties it (on shutdown and by

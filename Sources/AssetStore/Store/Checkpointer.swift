@@ -38,6 +38,9 @@ final class Checkpointer: Sendable {
     static let lowSpaceBytes = 2 * Int64(inlineThreshold) * 4096
 
     private let path: String
+    /// The writer's VFS (nil: SQLite's default): the checkpointer writes the database and
+    /// truncates the WAL as the writer's connection would.
+    private let vfs: String?
     private let queue = DispatchQueue(label: "assetd.checkpoint")
     private let running = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
@@ -75,8 +78,9 @@ final class Checkpointer: Sendable {
     /// Checkpoints the writer ran because space was low (for tests).
     let lowSpaceRuns = Atomic<Int>(0)
 
-    init(path: String) {
+    init(path: String, vfs: String?) {
         self.path = path
+        self.vfs = vfs
     }
 
     /// Replaces the writer's automatic checkpoint with this one.
@@ -159,7 +163,7 @@ final class Checkpointer: Sendable {
         let handle: OpaquePointer? = connection.withLock { c in
             if let c { return c.value }
             var h: OpaquePointer?
-            let opened = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+            let opened = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, vfs)
             guard opened == SQLITE_OK, let h else {
                 note(opened, h, "open for checkpoint")
                 if let h { sqlite3_close_v2(h) }

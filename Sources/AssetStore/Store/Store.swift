@@ -2,7 +2,6 @@
 // readers. It owns the lock next to the database, applies configured templates and indexes
 // at open, drains the unlink queue, and hands out read and write transactions.
 
-import CWALCoalesce
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -20,6 +19,8 @@ public final class Store: Sendable {
     public var isReadOnly: Bool { configuration.readOnly }
     /// Live leases.
     public let leases: LeaseRegistry
+    /// Whether the writer's WAL writes are combined, and why not.
+    public let walCoalescing: WALCoalescing
 
     let pool: DatabasePool
     let queries: QueryConnectionPool
@@ -94,16 +95,25 @@ public final class Store: Sendable {
         Store.boundPageCaches()
         // Looked at before the pool opens: GRDB writes a transaction into a missing or empty WAL.
         let leftoverWAL = !configuration.readOnly && Store.fileSize(path + "-wal") > 0
-        // WAL frames written once per commit, not twice per frame (wal_coalesce.c); without
-        // it, the same files are written the plain way.
-        _ = assetd_wal_coalesce_register()
+        // WAL frames written once per commit, not twice per frame (wal_coalesce.c), by the
+        // connections that write: the pool's (GRDB opens its readers by the same name; they
+        // never write the WAL, so the VFS only passes their reads on) and the checkpointer's.
+        // Point readers, query connections and backups read with SQLite's default VFS, as
+        // another program would: the VFS writes a commit's frames before SQLite publishes
+        // it, and wraps the same files, locks and wal-index, so they see what the writer does.
+        var coalescing = WALCoalescing.resolve(
+            enabled: configuration.coalesceWAL, readOnly: configuration.readOnly,
+            sqliteVersion: configuration.sqliteVersionForCoalescing ?? sqlite3_libversion_number())
         let counter = CommitCounter()
         commits = counter
-        let checkpointer = Checkpointer(path: path)
-        self.checkpointer = checkpointer
         reserve = Reserve(database: path, wanted: configuration.readOnly ? 0 : configuration.reserve)
+        let checkpointer: Checkpointer
         do {
-            pool = try Store.openPool(path: path, configuration: config, reserve: reserve)
+            pool = try Store.openPool(
+                path: path, coalescing: &coalescing, walLeft: leftoverWAL, configuration: config, reserve: reserve)
+            walCoalescing = coalescing
+            checkpointer = Checkpointer(path: path, vfs: coalescing.vfs)
+            self.checkpointer = checkpointer
             if !configuration.readOnly {
                 // NORMAL: SQLite syncs the WAL only around checkpoints. With durability "full",
                 // `write` syncs the WAL itself after each commit, outside the write lock, so the
@@ -125,6 +135,9 @@ public final class Store: Sendable {
         queries = QueryConnectionPool(
             path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit)
         state = Mutex(State(policy: configuration.policy))
+        if coalescing.fellBack, let why = coalescing.reason {
+            state.withLock { $0.openWarnings.append("WAL writes are not combined (store.coalesce_wal): \(why)") }
+        }
 
         if !configuration.readOnly {
             // Before anything is written or synced; a WAL the last run left is written back

@@ -38,6 +38,11 @@ public struct StoreConfiguration: Sendable {
     /// `store.reserve`: bytes of the ballast file kept next to the database so that deletes
     /// and evictions can still commit on a full disk (Store+Reserve.swift); 0: none.
     public var reserve: Int64 = StoreConfiguration.defaultReserve
+    /// `store.coalesce_wal`: the writer gathers each commit's WAL frames into a few writes
+    /// (WALCoalescing.swift), with the SQLite versions it was tested with; off: SQLite's own.
+    public var coalesceWAL = true
+    /// Tests: the SQLite version the coalescing decision is made for (nil: the library's).
+    var sqliteVersionForCoalescing: Int32?
     /// Lifecycle policies (`[policy]`); nil: nothing is evicted or expired.
     public var policy: PolicyConfiguration?
     /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime is
