@@ -158,6 +158,24 @@ extension RawConnection {
         var b: UInt8 = 0
         return recv(fd, &b, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
     }
+
+    /// Pipelines up to 3,000 object.get requests for `collection`/`key` without reading a
+    /// reply, until all are sent or the socket stays full: a client that never reads.
+    func sendGetsWithoutReading(_ collection: String, _ key: String) {
+        let params = #"{"collection":"\#(collection)","key":"\#(key)"}"#
+        let request = #"{"jsonrpc":"2.0","id":1,"method":"object.get","params":\#(params)}"# + "\n"
+        let requests = Array(String(repeating: request, count: 3000).utf8)
+        var sent = 0, stalls = 0
+        while sent < requests.count && stalls < 50 {
+            let n = trySend(requests[sent...])
+            if n == 0 {
+                stalls += 1
+                usleep(10_000)
+            } else {
+                sent += n
+            }
+        }
+    }
 }
 
 @Suite struct ConnectionMemoryTests {

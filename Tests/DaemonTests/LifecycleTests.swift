@@ -101,13 +101,7 @@ import Testing
         let c = try h.client()
         try c.putObject("big", "k", ["blob": .string(String(repeating: "b", count: 64 * 1024))])
         let hog = try RawConnection(path: h.socket)
-        let request = #"{"jsonrpc":"2.0","id":1,"method":"object.get","params":{"collection":"big","key":"k"}}"# + "\n"
-        let requests = Array(String(repeating: request, count: 3000).utf8)
-        var sent = 0, stalls = 0
-        while sent < requests.count && stalls < 50 {
-            let n = hog.trySend(requests[sent...])
-            if n == 0 { stalls += 1; usleep(10_000) } else { sent += n }
-        }
+        hog.sendGetsWithoutReading("big", "k")
         c.close()
         let status = h.stop(timeout: 60)
         #expect(status == 0, "on SIGTERM … exits 0; got \(String(describing: status)) (nil: still running after 60 s)")
