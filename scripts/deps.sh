@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sourced by the other scripts: installs libuv1-dev and libsqlite3-dev with apt-get if missing.
+# Sourced by the other scripts: installs libuv1-dev, libsqlite3-dev and mandoc (for
+# scripts/lint.sh) with apt-get if missing.
 set -eu
 missing=""
-for pkg in libuv1-dev libsqlite3-dev pkg-config; do
+for pkg in libuv1-dev libsqlite3-dev pkg-config mandoc; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
 done
 if [ -n "$missing" ]; then

@@ -123,4 +123,26 @@ import AssetStoreTestSupport
             #expect(expectCode(.notFound) { try tx.delete(ref("c", "a")) } != nil)
         }
     }
+
+    @Test("inside a write transaction, file() does not list edges of objects the transaction deleted")
+    func fileReportHidesDeletedSources() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("seen")
+        let a = ref("m", "a"), b = ref("m", "b")
+        try f.put([(a, ["file": .string(path)]), (b, ["file": .string(path)])])
+        try f.store.write { tx in
+            try tx.delete(a)
+            #expect(try tx.edges(EdgeFilter(destination: .file(path))).map(\.source) == [b])
+            #expect(try tx.file(path)?.edges.map(\.source) == [b])
+        }
+    }
+
+    @Test("list with a huge limit does not crash")
+    func listHugeLimit() async {
+        // No input crashes the daemon: `limit + 1 + hidden.count` overflowed.
+        let f = try! Fixture()
+        try! f.put([(ref("n", "a"), 1)])
+        #expect(expectCode(.invalidParams) { try f.store.read { try $0.list(collection: "n", limit: Int.max) } } != nil)
+        #expect(try! f.store.read { try $0.list(collection: "n", limit: 100_000) }.keys == ["a"])
+    }
 }

@@ -224,6 +224,72 @@ import AssetStoreTestSupport
         #expect(try f.store.read { try $0.file(b) } == nil)  // unreferenced: out of the registry, still on disk
         #expect(f.exists(b))
     }
+
+    @Test("an edge added before its source existed, then removed with reason sourceDeleted, fires its rules")
+    func removeWithReasonOfEdgeAddedBeforeSource() throws {
+        let f = try Fixture()
+        let s = ref("n", "s"), d = ref("n", "d")
+        try f.put([(d, [:])])
+        let r = try f.store.write { tx in
+            try tx.addEdge(name: "e", source: s, destination: .object(d), rules: .deleteDestinationIfSourceDeleted)
+            try tx.put(s, value: [:])
+            // Both ends exist now: this is the same edge as if s had existed before.
+            #expect(try tx.removeEdge(name: "e", source: s, destination: .object(d), reason: .sourceDeleted))
+        }.report
+        // The source goes when the edge is removed with reason sourceDeleted.
+        #expect(r.deletedRefs == [d])
+        #expect(try !f.exists(d))
+    }
+
+    // The count seen while the first retainer is processed includes the second (still
+    // pending): the file is queued once, by the second.
+    @Test("two retainers deleted together queue their shared file exactly once")
+    func twoRetainersDeletedTogether() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("shared")
+        let a = ref("m", "a"), b = ref("m", "b"), w = ref("m", "w")
+        try f.put([(a, ["file": .string(path)]), (b, ["file": .string(path)]), (w, [:])])
+        try f.addEdge("sees", w, .file(path), .notifyIfDestinationDeleted)
+        let r = try f.delete(a, b)
+        #expect(r.filesQueued == [path])
+        #expect(r.notifications.map(\.node) == [w])
+    }
+
+    // Nullify on a to-many field removes just the strings equal to the deleted key and keeps
+    // the rest in order.
+    @Test("nullify on an array with non-strings and a repeated key keeps everything else")
+    func nullifyMixedArray() throws {
+        let f = try Fixture()
+        try f.setTemplate("l", templateEdge("item", field: "$.x.items", to: "i", .notifyIfDestinationDeleted))
+        let l = ref("l", "1")
+        try f.put([(ref("i", "a"), [:]), (ref("i", "b"), [:]),
+                   (l, ["x": ["items": ["a", 1, "b", nil, "a", ["a"]]]])])
+        let r = try f.delete(ref("i", "a"))
+        #expect(try f.value(l) == ["x": ["items": [1, "b", nil, ["a"]]]])
+        #expect(r.notifications.count == 1)
+        #expect(try f.count(EdgeFilter(source: l)) == 1)
+    }
+
+    // A file that a rule deletes is a deleted node like any other: an object put in the same
+    // transaction with the file in its value loses its edge to it (the put does not save the
+    // file), its registry row goes, and the object's files and index follow.
+    @Test("a put naming a file that a rule deletes in the same commit does not keep the file")
+    func putNamingFileDeletedByRule() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("ruled")
+        let a = ref("m", "a"), b = ref("m", "b")
+        try f.put([(a, [:])])
+        try f.addEdge("owns", a, .file(path), .deleteDestinationIfSourceDeleted)
+        let r = try f.store.write { tx in
+            try tx.put(b, value: ["file": .string(path)])
+            try tx.delete(a)
+        }.report
+        #expect(r.filesQueued == [path])
+        #expect(r.edgesRemoved.contains { $0.edge.source == b && $0.reason == .destinationDeleted })
+        #expect(try f.store.read { try $0.get(b) }?.files.isEmpty == true)
+        #expect(try f.store.read { try $0.file(path) } == nil)
+        #expect(try f.store.sweep().unlinked == [path])
+    }
 }
 
 @Suite struct NotifyIdentityTests {
@@ -240,5 +306,53 @@ import AssetStoreTestSupport
             try tx.removeEdge(name: "e", source: s, destination: .object(d), reason: .sourceDeleted)
         }.report
         #expect(r.notifications.count == 1)
+    }
+
+    @Test("an edge added before its source existed, then removed with reason sourceDeleted, notifies the destination")
+    func removeWithReasonOfEdgeAddedBeforeSourceNotifies() throws {
+        let f = try Fixture()
+        let s = ref("n", "s"), d = ref("n", "d")
+        try f.put([(d, [:])])
+        let r = try f.store.write { tx in
+            try tx.addEdge(name: "e", source: s, destination: .object(d), rules: .notifyIfSourceDeleted)
+            try tx.put(s, value: [:])
+            try tx.removeEdge(name: "e", source: s, destination: .object(d), reason: .sourceDeleted)
+        }.report
+        #expect(r.notifications.map(\.node) == [d])
+    }
+
+    @Test("a file edge removed, added again and removed again in one transaction notifies once")
+    func readdedFileEdgeNotifiesOnce() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("watched")
+        let w = ref("n", "w")
+        try f.put([(w, [:])])
+        try f.addEdge("sees", w, .file(path), .notifyIfDestinationDeleted)
+        let r = try f.store.write { tx in
+            try tx.removeEdge(name: "sees", source: w, destination: .file(path), reason: .destinationDeleted)
+            try tx.flush()  // the registry row goes: nothing references the file
+            try tx.addEdge(name: "sees", source: w, destination: .file(path), rules: .notifyIfDestinationDeleted)
+            try tx.removeEdge(name: "sees", source: w, destination: .file(path), reason: .destinationDeleted)
+        }.report
+        // Notified exactly once per edge per transaction, whichever path removed the edge.
+        #expect(r.notifications.count == 1)
+    }
+
+    @Test("a file deleted by a rule twice in one transaction (flush between) notifies a watcher once")
+    func fileDeletedTwiceNotifiesOnce() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("twice")
+        let a = ref("n", "a"), b = ref("n", "b"), w = ref("n", "w")
+        try f.put([(a, [:]), (b, [:]), (w, [:])])
+        try f.addEdge("owns", a, .file(path), .deleteDestinationIfSourceDeleted)
+        try f.addEdge("sees", w, .file(path), .notifyIfDestinationDeleted)
+        let r = try f.store.write { tx in
+            try tx.delete(a)
+            try tx.flush()
+            try tx.addEdge(name: "owns", source: b, destination: .file(path), rules: .deleteDestinationIfSourceDeleted)
+            try tx.addEdge(name: "sees", source: w, destination: .file(path), rules: .notifyIfDestinationDeleted)
+            try tx.delete(b)
+        }.report
+        #expect(r.notifications.filter { $0.node == w }.count == 1)
     }
 }

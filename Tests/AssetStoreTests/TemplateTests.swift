@@ -100,4 +100,83 @@ import AssetStoreTestSupport
         #expect(expectCode(code) { try f.put([(ref("c", "k"), ["file": .string(p)])]) } != nil)
         #expect(try !f.exists(ref("c", "k")))
     }
+
+    @Test("a put never takes over a manual edge: a later put without the field keeps the manual edge and the file")
+    func putDoesNotTakeOverManualEdge() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("pinned")
+        let s = ref("m", "s")
+        try f.put([(s, [:])])
+        // A manual edge that owns the file, under the name the built-in template uses.
+        try f.addEdge("file", s, .file(path), .deleteDestinationIfAllSourcesDeleted)
+        try f.put([(s, ["file": .string(path)])])
+        let r = try f.put([(s, [:])])
+        // Manual edges stay: only a derived edge may be dropped by a put.
+        #expect(r.filesQueued.isEmpty)
+        #expect(try f.store.read { try $0.edges(EdgeFilter(source: s)) }.map(\.kind) == [.manual])
+        _ = try f.store.sweep()
+        #expect(f.exists(path))
+    }
+
+    @Test("a put with an unchanged value does not silently replace the rules of a manual edge on the same triple")
+    func putDoesNotRewriteManualRules() throws {
+        let f = try Fixture()
+        try f.setTemplate("t", templateEdge("orig", field: "orig", to: "o", .deleteSourceIfDestinationDeleted))
+        let o = ref("o", "1"), t = ref("t", "1")
+        try f.put([(o, [:]), (t, ["orig": "1"])])
+        // The user replaces the rules of the (orig, t/1, o/1) edge: adding the same triple
+        // again replaces its rules.
+        try f.addEdge("orig", t, .object(o), .notifyIfDestinationDeleted)
+        try f.put([(t, ["orig": "1"])])  // same value again
+        #expect(try f.store.read { try $0.edges(EdgeFilter(source: t)) }.map(\.rules) == [.notifyIfDestinationDeleted])
+    }
+
+    @Test("template.set and a put of an unchanged value in one transaction do not unlink the object's file")
+    func templateSetWithPutDoesNotUnlink() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("kept")
+        let o = ref("docs", "o")
+        try f.put([(o, ["file": .string(path)])])
+        let r = try f.store.write { tx in
+            try tx.put(o, value: ["file": .string(path)])
+            // The field file is now a weak "attachment": the built-in owning edge is no longer declared.
+            try tx.setTemplate(collection: "docs", edges: [templateEdge("attachment", field: "file", to: "file", [])])
+        }.report
+        // Doing the same in two transactions keeps the file (template changes are quiet).
+        #expect(r.filesQueued.isEmpty)
+        _ = try f.store.sweep()
+        #expect(f.exists(path))
+    }
+
+    @Test("one edge name declared on two fields is refused, so nullify always knows the field")
+    func nullifyBothFieldsOfOneEdge() throws {
+        let f = try Fixture()
+        // Two declarations of one edge name on two fields could not both be nulled: refused.
+        let e = expectCode(.invalidParams) {
+            try f.setTemplate(
+                "s",
+                templateEdge("ref", field: "a", to: "d", .notifyIfDestinationDeleted),
+                templateEdge("ref", field: "b", to: "d", .notifyIfDestinationDeleted))
+        }
+        #expect(e != nil)
+        #expect(try f.store.read { try $0.template(collection: "s") }.isEmpty)
+        // A template named like the built-in one replaces it instead of sitting beside it.
+        try f.setTemplate("s", templateEdge("file", field: "thumb", to: "file", []))
+        let path = try f.makeFile("t")
+        try f.put([(ref("s", "2"), ["file": .string(path)])])
+        #expect(try f.count(EdgeFilter(source: ref("s", "2"))) == 0)
+    }
+
+    // A file field holding the same path twice (two spellings) derives one edge; dropping one
+    // occurrence keeps the file, dropping both queues it once.
+    @Test("the same file twice in a field is one edge; it goes only when no occurrence is left")
+    func sameFileTwiceInField() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("dup")
+        let o = ref("m", "o")
+        try f.put([(o, ["file": [.string(path), .string("file://" + path), 7, nil]])])
+        #expect(try f.count(EdgeFilter(source: o)) == 1)
+        #expect(try f.put([(o, ["file": [.string(path)]])]).filesQueued.isEmpty)
+        #expect(try f.put([(o, ["file": [5]])]).filesQueued == [path])
+    }
 }

@@ -211,4 +211,38 @@ struct Boom: Error {}
         }
         #expect(try f.value(ref("n", "a")) == 2)
     }
+
+    @Test("an explicit flush does not reject an edge to an object created later in the transaction")
+    func flushBeforeDestinationExists() throws {
+        let f = try Fixture()
+        try f.setTemplate("t", templateEdge("parent", field: "parent", to: "p", .deleteSourceIfDestinationDeleted))
+        // Edges may name objects created later in the same transaction; only at commit does an
+        // edge whose source or destination does not exist fail.
+        try f.store.write { tx in
+            try tx.put(ref("t", "1"), value: ["parent": "x"])
+            try tx.flush()
+            try tx.put(ref("p", "x"), value: [:])
+        }
+        #expect(try f.count(EdgeFilter(name: "parent")) == 1)
+    }
+
+    @Test("a flush before an edge's destination exists leaves it pending; the commit derives every put object's edges")
+    func flushErrorLosesEdges() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("lost")
+        try f.setTemplate("t", templateEdge("parent", field: "parent", to: "p", .deleteSourceIfDestinationDeleted))
+        let a = ref("m", "a"), t = ref("t", "1")
+        try f.store.write { tx in
+            try tx.put(t, value: ["parent": "x"])
+            try tx.put(a, value: ["file": .string(path)])
+            try tx.flush()
+            try tx.put(ref("p", "x"), value: [:])
+        }
+        // The commit went through, so the objects' values must match their edges (and index).
+        #expect(try f.count(EdgeFilter(source: t)) == 1)
+        #expect(try f.count(EdgeFilter(source: a)) == 1)
+        #expect(try f.store.read { try $0.get(a) }?.files.map(\.path) == [path])
+        // The file a's value names is not owned: deleting a leaks it.
+        #expect(try f.delete(a).filesQueued == [path])
+    }
 }

@@ -116,4 +116,35 @@ import Testing
         #expect(try h.assetctlAsNobody("shutdown").status == 0, "an admin after the reload")
         #expect(h.waitForExit() == 0)
     }
+
+    @Test(
+        "with enforce_ownership a non-admin cannot move accessed of another's object through object.get touch",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func getTouchBypassesOwnership() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\nenforce_ownership = true")
+        let c = try h.client()
+        try c.putObject("e", "roots", ["v": 1])
+        let before = try #require(try c.getObject("e", "roots")["accessed"])
+        #expect(try h.assetctlAsNobody("touch", "e", "roots").status == 1, "object.touch is refused")
+        passClock(before.doubleValue ?? 0)  // so that a touch would move accessed
+        _ = try h.assetctlAsNobody("get", "--touch", "e", "roots")
+        #expect(try c.getObject("e", "roots")["accessed"] == before, "object.get touch moved accessed of root's object")
+        _ = try h.assetctlAsNobody(
+            "transact", #"[{"method":"object.get","params":{"collection":"e","key":"roots","touch":true}}]"#)
+        #expect(try c.getObject("e", "roots")["accessed"] == before, "transact object.get touch moved accessed of root's object")
+    }
+
+    @Test(
+        "with enforce_ownership a non-admin cannot delete another's object through an edge it adds to it",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func edgeCascadeBypassesOwnership() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\nenforce_ownership = true")
+        let c = try h.client()
+        try c.putObject("e", "victim", ["v": 1])
+        #expect(try h.assetctlAsNobody("rm", "e", "victim").status == 1, "a direct delete is refused")
+        #expect(try h.assetctlAsNobody("put", "e", "mine", #"{"v":1}"#).status == 0)
+        _ = try h.assetctlAsNobody("edge", "add", "x", "e", "mine", "e", "victim", "--rules", "deleteDestinationIfSourceDeleted")
+        _ = try h.assetctlAsNobody("rm", "e", "mine")
+        #expect(try c.getObject("e", "victim") != .null, "root's object was deleted by nobody's cascade")
+    }
 }

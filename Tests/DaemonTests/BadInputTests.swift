@@ -104,6 +104,21 @@ struct BadLine: CustomTestStringConvertible, Sendable {
         #expect(exact.readLine()?["id"] == 3)
     }
 
+    @Test("a too-long line after pipelined requests: their replies come first, in order, then request_too_large")
+    func tooLongAfterPipelined() throws {
+        let h = try DaemonHarness(controlSection: "max_request_bytes = 4096")
+        let raw = try RawConnection(path: h.socket)
+        let put = #"{"jsonrpc":"2.0","id":1,"method":"object.put","params":{"collection":"tl","key":"k","value":{}}}"#
+        let ping = #"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
+        raw.send(put + "\n" + ping + "\n" + String(repeating: "x", count: 5000) + "\n")
+        var ids: [JSONValue] = []
+        while let line = raw.readLine() { ids.append(line["id"] ?? .null) }
+        #expect(ids == [1, 2, .null], "replies in request order; got ids \(ids)")
+        if !ids.contains(1) {
+            #expect(try h.client().getObject("tl", "k") == .null, "the put was committed but never answered")
+        }
+    }
+
     /// A ping request of exactly `length` bytes.
     private func paddedPing(id: Int, length: Int) -> String {
         let head = #"{"jsonrpc":"2.0","id":\#(id),"method":"ping","params":{"pad":""#
@@ -239,19 +254,8 @@ struct BadLine: CustomTestStringConvertible, Sendable {
         let big = String(repeating: "b", count: 64 * 1024)
         try bystander.putObject("big", "k", ["blob": .string(big)])
         let hog = try RawConnection(path: h.socket)
-        let request = #"{"jsonrpc":"2.0","id":1,"method":"object.get","params":{"collection":"big","key":"k"}}"# + "\n"
-        let requests = Array(String(repeating: request, count: 3000).utf8)
         // Ask for far more reply bytes (190 MiB) than any buffer holds, until the hog's socket is full.
-        var sent = 0, stalls = 0
-        while sent < requests.count && stalls < 50 {
-            let n = hog.trySend(requests[sent...])
-            if n == 0 {
-                stalls += 1
-                usleep(10_000)
-            } else {
-                sent += n
-            }
-        }
+        hog.sendGetsWithoutReading("big", "k")
         // The hog has read nothing, so its replies are all outstanding while these are answered
         // (a daemon that waited on the hog's socket would time these calls out).
         for i in 0..<20 {

@@ -75,6 +75,23 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         #expect(check.status == 78, "--check-config fails the same way")
     }
 
+    @Test("--check-config refuses a control.socket longer than a socket address holds, naming line and key (exit 78)")
+    func socketPathTooLong() throws {
+        let h = try DaemonHarness(start: false)
+        let fits = "/tmp/" + String(repeating: "s", count: 107 - 10) + ".sock"
+        let long = "/tmp/" + String(repeating: "s", count: 108 - 10) + ".sock"
+        #expect(fits.utf8.count == 107 && long.utf8.count == 108)
+        for (socket, status) in [(fits, Int32(0)), (long, 78)] {
+            let file = h.dir + "/socket.toml"
+            try "[control]\nsocket = \"\(socket)\"\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let r = try runAssetd(["--config", file, "--check-config"])
+            #expect(r.status == status, "\(socket.utf8.count) bytes: \(r.stderr)")
+            if status == 78 {
+                #expect(r.stderr == "assetd: \(file):2: control.socket: must fit in a socket address (at most 107 bytes)\n")
+            }
+        }
+    }
+
     @Test("a file that is not TOML exits 78 naming the file and line")
     func notTOML() throws {
         let h = try DaemonHarness(extraConfig: "this is = = not toml", start: false)
@@ -90,6 +107,19 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         let r = try runAssetd(["--config", "/nonexistent/assetd.toml"])
         #expect(r.status == 78)
         #expect(r.stderr.contains("/nonexistent/assetd.toml"))
+    }
+
+    @Test("a config file that cannot be read is named with the system's reason, exit 78", arguments: [
+        ("missing.toml", "No such file or directory"), ("folder", "it is a folder"), ("binary.toml", "not UTF-8 text"),
+    ])
+    func unreadableConfig(name: String, reason: String) throws {
+        let h = try DaemonHarness(start: false)
+        let path = h.dir + "/" + name
+        if name == "folder" { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        if name == "binary.toml" { FileManager.default.createFile(atPath: path, contents: Data([0xff, 0xfe, 0x0a])) }
+        let r = try runAssetd(["--config", path, "--check-config"])
+        #expect(r.status == 78)
+        #expect(r.stderr == "assetd: \(path): cannot read: \(reason)\n", "\(r.stderr)")
     }
 
     @Test("SIGHUP reloads the log level without a restart")

@@ -5,6 +5,7 @@
 
 import AssetClient
 import AssetStore
+import ControlProtocol
 import Foundation
 import Testing
 
@@ -94,6 +95,61 @@ import Testing
         #expect(try c.call("ping")["version"] != nil)
         withExtendedLifetime(gone) {}
     }
+
+    @Test("a client flooding tiny bad lines does not stall others: their pings are answered while the flood is")
+    func floodOfTinyLines() throws {
+        let h = try DaemonHarness()
+        let bystander = try h.client(timeout: 60)
+        try bystander.call("ping")
+        let flood = try RawConnection(path: h.socket)
+        flood.setReceiveTimeout(60)
+        let progress = FloodProgress()
+        // Each chunk is 32 Ki bad lines then a ping numbered by the chunk, so the replies show
+        // whether the flood was answered in full and in order.
+        let badLines = String(repeating: "1\n", count: 32 * 1024)
+        let maxChunks = 2000
+        // The flood goes on until the bystander is done: a daemon that served the flood
+        // before others would let it run to maxChunks and never answer the bystander meanwhile.
+        let sender = onThread {
+            for chunk in 0..<maxChunks where !progress.bystanderDone.current {
+                flood.send(badLines + #"{"jsonrpc":"2.0","id":\#(chunk),"method":"ping"}"# + "\n")
+                progress.sent.withLock { $0 += 32 * 1024 + 1 }
+                progress.chunks.withLock { $0 += 1 }
+            }
+            flood.send(#"{"jsonrpc":"2.0","id":"end","method":"ping"}"# + "\n")
+        }
+        // Drains the flood's replies so it is never paused for backpressure; checks each one.
+        let reader = onThread {
+            var nextPing = 0
+            while let reply = flood.readLine(), reply["id"] != "end" {
+                if reply["id"] == .null, reply["error"]?["code"] == .int(Int64(Code.invalidRequest)) {
+                } else if reply["id"] == .int(Int64(nextPing)), reply["result"]?["version"] != nil {
+                    nextPing += 1
+                } else {
+                    progress.unexpected.withLock { $0.append(reply.serialized()) }
+                }
+                progress.answered.withLock { $0 += 1 }
+            }
+            progress.pingsAnswered.withLock { $0 = nextPing }
+        }
+        #expect(eventually(timeout: 60) { progress.answered.current > 0 }, "the flood is being answered")
+        // Outstanding flood lines (sent, reply not yet read) when each bystander ping came back.
+        var outstanding: [Int] = []
+        defer { progress.bystanderDone.withLock { $0 = true } }  // ends the flood if a ping throws
+        for _ in 0..<20 {
+            try bystander.call("ping")
+            outstanding.append(progress.sent.current - progress.answered.current)
+        }
+        progress.bystanderDone.withLock { $0 = true }
+        #expect(sender.wait(timeout: .now() + 120) == .success)
+        #expect(reader.wait(timeout: .now() + 120) == .success)
+        let chunks = progress.chunks.current
+        #expect(chunks < maxChunks, "the bystander's pings waited until the flood ended")
+        #expect(outstanding.contains { $0 > 0 }, "no ping was answered while the flood was: \(outstanding)")
+        #expect(progress.answered.current == progress.sent.current, "every flood line is answered")
+        #expect(progress.pingsAnswered.current == chunks, "the flood's pings come back in order")
+        #expect(progress.unexpected.current.isEmpty, "\(progress.unexpected.current.prefix(3))")
+    }
 }
 
 extension RawConnection {
@@ -101,6 +157,24 @@ extension RawConnection {
     func hasBytesToRead() -> Bool {
         var b: UInt8 = 0
         return recv(fd, &b, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+    }
+
+    /// Pipelines up to 3,000 object.get requests for `collection`/`key` without reading a
+    /// reply, until all are sent or the socket stays full: a client that never reads.
+    func sendGetsWithoutReading(_ collection: String, _ key: String) {
+        let params = #"{"collection":"\#(collection)","key":"\#(key)"}"#
+        let request = #"{"jsonrpc":"2.0","id":1,"method":"object.get","params":\#(params)}"# + "\n"
+        let requests = Array(String(repeating: request, count: 3000).utf8)
+        var sent = 0, stalls = 0
+        while sent < requests.count && stalls < 50 {
+            let n = trySend(requests[sent...])
+            if n == 0 {
+                stalls += 1
+                usleep(10_000)
+            } else {
+                sent += n
+            }
+        }
     }
 }
 
@@ -272,4 +346,20 @@ extension RawConnection {
         #expect(try admin.call("stats")["connections"] == 6)
         for w in more { w.stop() }
     }
+}
+
+/// What the flooding client's threads and the bystander share.
+private final class FloodProgress: Sendable {
+    /// Flood lines written to the socket.
+    let sent = Locked(0)
+    /// Flood replies read.
+    let answered = Locked(0)
+    /// Chunks written.
+    let chunks = Locked(0)
+    /// The flood's numbered pings answered in order.
+    let pingsAnswered = Locked(0)
+    /// Replies that were neither the bad line's error nor the next ping.
+    let unexpected = Locked<[String]>([])
+    /// Set once the bystander is done: the flood stops.
+    let bystanderDone = Locked(false)
 }

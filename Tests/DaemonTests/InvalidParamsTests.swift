@@ -149,4 +149,25 @@ struct InvalidParamsCase: CustomTestStringConvertible, Sendable {
         #expect(after["commit"] == before["commit"])
         #expect(h.isRunning)
     }
+
+    @Test("a key, collection or owner with a NUL byte is refused (-32602): it never aliases the prefix's object")
+    func nulInKey() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        try c.putObject("nul", "a", ["v": 1])
+        for params: JSONValue in [
+            ["collection": "nul", "key": "a\u{0}zz"], ["collection": "nul", "key": "a\u{0}zz", "touch": true],
+            ["collection": "nul\u{0}other", "key": "a"],
+        ] {
+            expectRPCError(Code.invalidParams) { () throws(ClientError) in try c.call("object.get", params) }
+        }
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in
+            try c.call("object.put", ["collection": "nul", "key": "a\u{0}zz", "value": ["v": 2]])
+        }
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in
+            try c.call("object.put", ["collection": "nul", "key": "b", "value": ["owner": "x\u{0}y"]])
+        }
+        #expect(try c.getObject("nul", "a")["value"] == ["v": 1])
+        #expect(try c.call("object.list", ["collection": "nul"])["keys"] == ["a"])
+    }
 }

@@ -95,6 +95,40 @@ import Testing
         #expect(try h.client().getObject("k", "v") != .null)
     }
 
+    @Test("SIGTERM while a client does not read its replies: assetd still exits 0 soon")
+    func shutdownWithNonReader() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        try c.putObject("big", "k", ["blob": .string(String(repeating: "b", count: 64 * 1024))])
+        let hog = try RawConnection(path: h.socket)
+        hog.sendGetsWithoutReading("big", "k")
+        c.close()
+        let status = h.stop(timeout: 60)
+        #expect(status == 0, "on SIGTERM … exits 0; got \(String(describing: status)) (nil: still running after 60 s)")
+        withExtendedLifetime(hog) {}
+    }
+
+    @Test("SIGTERM while a watcher does not read its events: assetd still exits 0 soon")
+    func shutdownWithNonReadingWatcher() throws {
+        let h = try DaemonHarness()
+        let watcher = try RawConnection(path: h.socket)
+        watcher.send(#"{"jsonrpc":"2.0","id":1,"method":"watch"}"# + "\n")
+        #expect(watcher.readLine()?["id"] == 1)
+        let c = try h.client()
+        // Events with long keys, until well past any socket buffer (but under the 16 MiB drop limit).
+        let longKey = String(repeating: "k", count: 1000)
+        for i in 0..<40 {
+            let ops: [JSONValue] = (0..<200).map { j in
+                ["method": "object.put", "params": ["collection": "w", "key": .string("\(longKey)\(i)-\(j)"), "value": [:]]]
+            }
+            try c.call("transact", ["ops": .array(ops)])
+        }
+        c.close()
+        let status = h.stop(timeout: 60)
+        #expect(status == 0, "on SIGTERM … exits 0; got \(String(describing: status)) (nil: still running after 60 s)")
+        withExtendedLifetime(watcher) {}
+    }
+
     @Test("SIGKILL during deletes of shared files: after a restart no held file is gone (I1), objects are whole or gone (I4), and a sweep leaves nothing behind (I2)")
     func killDuringDeletes() throws {
         let h = try DaemonHarness()
@@ -210,6 +244,17 @@ import Testing
         #expect(!h.exists(otherSocket), "the second daemon left no socket")
         try c.putObject("still", "writable")
         #expect(try h.client().getObject("still", "writable") != .null)
+    }
+
+    @Test("a second assetd on a held database says so once, with the path and the holder's pid")
+    func secondDaemonMessage() throws {
+        let h = try DaemonHarness()
+        let second = h.dir + "/second.toml"
+        try h.configText(socket: h.dir + "/run/second.sock").write(toFile: second, atomically: true, encoding: .utf8)
+        let r = try runAssetd(["--config", second])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("\(h.database): the database is held by another process (pid "), "\(r.stderr)")
+        #expect(!r.stderr.contains("held by another process: the database"), "said twice: \(r.stderr)")
     }
 
     @Test("a restart keeps objects, edges and files, and drains what was queued")

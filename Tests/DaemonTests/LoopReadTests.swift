@@ -4,6 +4,7 @@
 
 import AssetClient
 import AssetStore
+import ControlProtocol
 import Foundation
 import Testing
 
@@ -33,5 +34,22 @@ import Testing
         #expect(try c.call("checkpoint")["emptied"] == true)
         let wal = try FileManager.default.attributesOfItem(atPath: h.database + "-wal")[.size] as? Int
         #expect(wal == 0)
+    }
+
+    @Test("object.get params: touch of a wrong type is -32602 on both paths; touch null and extra params are ignored")
+    func fastGetParams() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        try c.putObject("p", "k", ["v": 1])
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in
+            try c.call("object.get", ["collection": "p", "key": "k", "touch": "yes"])
+        }
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in
+            try c.call("object.get", ["collection": "p", "key": "k", "touch": 1])
+        }
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in try c.call("object.get", ["collection": "p"]) }
+        let plain = try c.call("object.get", ["collection": "p", "key": "k"])
+        #expect(try c.call("object.get", ["collection": "p", "key": "k", "touch": .null, "extra": 1]) == plain)
+        #expect(try c.call("object.get", ["collection": "p", "key": "k", "touch": false]) == plain)
     }
 }

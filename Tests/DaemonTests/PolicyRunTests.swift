@@ -126,6 +126,24 @@ extension ControlClient {
         #expect(try c.call("stats")["objects"] == 0)
     }
 
+    @Test("enforce without [policy] says that nothing is configured, on stdout and as configured: false")
+    func enforceWithoutPolicy() throws {
+        let h = try DaemonHarness()
+        for args in [["enforce", "--dry-run"], ["enforce"]] {
+            let r = try runProcess(Binaries.assetctl, ["--socket", h.socket] + args)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            #expect(r.stdout.hasSuffix("\nno [policy] is configured: nothing is evicted or expired\n"), "\(args): \(r.stdout)")
+        }
+        let json = try h.assetctl("--json", "enforce", "--dry-run")
+        #expect(try JSONValue.parse(json.stdout)["configured"] == false)
+
+        let configured = try DaemonHarness(extraConfig: "[policy]\nmax_bytes = \"1GiB\"\n")
+        let r = try configured.assetctl("enforce", "--dry-run")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!r.stdout.contains("no [policy]"), "\(r.stdout)")
+        #expect(try JSONValue.parse(try configured.assetctl("--json", "enforce", "--dry-run").stdout)["configured"] == nil)
+    }
+
     @Test("the policy timer enforces every interval without being asked")
     func timerEnforces() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 10, interval: "1s"))

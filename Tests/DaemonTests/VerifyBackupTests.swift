@@ -56,6 +56,15 @@ import Testing
         #expect(try JSONValue.parse(other.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["objects"] == 20)
     }
 
+    @Test("backup into a folder that does not exist says why, exit 1")
+    func backupMissingFolder() throws {
+        let h = try DaemonHarness()
+        let target = h.dir + "/no/such/backup.sqlite"
+        let r = try h.assetctl("backup", target)
+        #expect(r.status == 1)
+        #expect(r.stderr == "assetctl: cannot create a file in \(h.dir)/no/such: ENOENT (No such file or directory)\n", "\(r.stderr)")
+    }
+
     @Test("every job of etc/cron.d/assetd exits 0 as written, run twice as cron does week after week")
     func cronJobs() throws {
         let h = try DaemonHarness()

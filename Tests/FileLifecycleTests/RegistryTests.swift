@@ -231,4 +231,18 @@ enum Refresh: String, CaseIterable, Sendable {
         let report = try #require(try f.fileReport(path))
         #expect(report.edges.map(\.source) == [ref("c", "b")])
     }
+
+    @Test("removing an edge to a never-referenced file leaves no registry row")
+    func removeEdgeRegistersNothing() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("stranger")
+        let s = ref("n", "s")
+        try f.put([(s, [:])])
+        let removed = try f.store.write { tx in
+            try tx.removeEdge(name: "x", source: s, destination: .file(path))
+        }.value
+        #expect(!removed)
+        // A registry row exists only for a referenced file.
+        #expect(try f.store.read { try $0.file(path) } == nil)
+    }
 }

@@ -183,6 +183,25 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(!f.exists(path))
     }
 
+    @Test("a file taken again by a later transaction is kept even if that holder is later removed with reason edge")
+    func takenAgainDropsQueueRow() throws {
+        let f = try Fixture { $0.unlinkDelay = 60 }
+        let path = try f.makeFile("again")
+        let a = ref("m", "a"), b = ref("m", "b")
+        try f.put([(a, ["file": .string(path)]), (b, [:])])
+        #expect(try f.delete(a).filesQueued == [path])
+        // A later transaction takes the file again: its queue row is dropped and the file kept...
+        try f.store.write {
+            try $0.addEdge(name: "keep", source: b, destination: .file(path), rules: .deleteDestinationIfAllSourcesDeleted)
+        }
+        // ...and a still later one removes that edge with reason edge, which fires nothing.
+        let r = try f.store.write { try $0.removeEdge(name: "keep", source: b, destination: .file(path)) }.report
+        #expect(r.filesQueued.isEmpty)
+        f.clock.advance(61)
+        _ = try f.store.sweep()
+        #expect(f.exists(path))
+    }
+
     @Test("a key deleted and put again with its file in one transaction keeps the file")
     func deleteAndPutAgainInOneTransaction() throws {
         let f = try Fixture()

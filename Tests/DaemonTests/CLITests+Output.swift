@@ -1,0 +1,65 @@
+// What assetctl prints for values a first-time user gives it: file:// URLs, JSON values and
+// metadata in query tables, index text columns as plain text, and transact's deletions.
+
+import AssetClient
+import AssetStore
+import Foundation
+import Testing
+
+extension CLITests {
+    @Test("a file:// URL given to --file or file reaches the daemon as a URL, not glued to the working folder")
+    func fileURL() throws {
+        let h = try DaemonHarness()
+        let f = try h.makeFile("media/a.mp4", size: 10)
+        let put = try h.assetctl("put", "media", "a", "--file", "file://" + f)
+        #expect(put.status == 0, "\(put.stderr)")
+        let file = try h.assetctl("--json", "file", "file://" + f)
+        #expect(file.status == 0, "\(file.stderr)")
+        #expect(try JSONValue.parse(file.stdout)["file"]?["path"] == .string(f))
+    }
+
+    @Test("query --include objects shows each value and metadata as its JSON, a {file} value too")
+    func queryObjectsShowJSON() throws {
+        let h = try DaemonHarness()
+        let f = try h.makeFile("media/a.mp4", size: 10)
+        #expect(try h.assetctl("put", "media", "a", "--file", f, "--meta", #"{"m":1}"#).status == 0)
+        #expect(try h.assetctl("put", "media", "b", #""just text""#).status == 0)
+        let r = try h.assetctl("query", "--include", "objects", "WHERE collection = ? ORDER BY key", "media")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 3, "\(r.stdout)")
+        #expect(lines.count == 3 && lines[1].hasSuffix(#"{"file":"\#(f)"}  {"m":1}"#), "\(r.stdout)")
+        #expect(lines.count == 3 && lines[2].contains(#"  "just text"  "#) && lines[2].hasSuffix("  -"), "\(r.stdout)")
+    }
+
+    @Test("query --include rows of an index with a text column named value shows the text as it is, no JSON quotes")
+    func queryRowsValueColumnIsText() throws {
+        let h = try DaemonHarness(extraConfig: """
+            [[indexes]]
+            name = "labels"
+            version = "1"
+            columns = [ { name = "value", type = "text", path = "$.label" } ]
+            """)
+        #expect(try h.assetctl("put", "media", "a", #"{"label":"sunset"}"#).status == 0)
+        let r = try h.assetctl("query", "--index", "labels", "--include", "rows", "WHERE value = ?", "sunset")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 2 && lines[1].hasSuffix("  sunset"), "\(r.stdout)")
+    }
+
+    @Test("transact prints what it deleted and queued, as rm does, and each op's result that says something")
+    func transactPrintsDeletions() throws {
+        let h = try DaemonHarness()
+        let f = try h.makeFile("media/a.mp4", size: 10)
+        #expect(try h.assetctl("put", "media", "a", "--file", f).status == 0)
+        let ops = #"""
+            [{"method":"object.delete","params":{"collection":"media","key":"a"}},
+             {"method":"edge.remove","params":{"name":"n","source":{"collection":"media","key":"b"},
+               "destination":{"collection":"media","key":"c"}}}]
+            """#
+        let r = try h.assetctl("transact", "-", stdin: ops)
+        #expect(r.status == 0, "\(r.stderr)")
+        let commit = try h.client().call("ping")["commit"]?.intValue ?? -1
+        #expect(r.stdout == "commit \(commit)\ndeleted media/a\nqueued \(f)\nops[1]: {\"removed\":false}\n")
+    }
+}
