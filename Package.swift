@@ -23,7 +23,7 @@
 //   AssetClient      a small blocking client for the socket, linking no SQLite. On ControlProtocol, JSON.
 //   AssetctlText     assetctl's text: argument words to params (CLIParams), replies to tables
 //                    and listings (Formatting), stats to Prometheus. On JSON.
-//   assetd           the daemon's command line. On AssetDaemon, ArgumentParser.
+//   assetd           the daemon's command line and its logger. On AssetDaemon, ArgumentParser, swift-log.
 //   assetctl         the CLI, one file per subcommand under Commands/. On AssetClient (socket),
 //                    AssetService (--db, config, the engine's units and paths), AssetctlText,
 //                    ArgumentParser; never EventLoop.
@@ -86,7 +86,11 @@ let package = Package(
             dependencies: ["JSON"]),
         .executableTarget(
             name: "assetd",
-            dependencies: ["AssetDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: [
+                "AssetDaemon", "ControlProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "assetctl",
             dependencies: [
