@@ -65,6 +65,20 @@ import AssetStoreTestSupport
         #expect(try f.store.objectJSON(ref("c", "k")) == nil)
     }
 
+    @Test("objectJSON reads an object over the query length limit, and queries keep the limit")
+    func objectOverQueryLengthLimit() throws {
+        let f = try Fixture { $0.queryLengthLimit = 4096 }
+        let value: JSONValue = ["blob": .string(String(repeating: "x", count: 10_000))]
+        try f.put([(ref("c", "k"), value)])
+        let text = try #require(try f.store.objectJSON(ref("c", "k")))
+        let general = try #require(try f.store.read { try $0.get(ref("c", "k")) })
+        #expect(String(decoding: text, as: UTF8.self) == general.json.serialized())
+        // The same pooled connection, back under the clients' limit.
+        func doubled(_ n: Int) -> String { "length(replace(printf('%.*c', \(n), 'x'), 'x', 'yy'))" }
+        #expect(expectCode(.replyTooLarge) { try f.store.aggregate(function: doubled(3000)) } != nil)
+        #expect(try f.store.aggregate(function: doubled(1000)) == .value(2000))
+    }
+
     @Test("a PointReader prints the same bytes as objectJSON")
     func readerSameBytes() throws {
         let f = try Fixture()

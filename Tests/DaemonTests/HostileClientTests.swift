@@ -289,6 +289,37 @@ extension RawConnection {
         #expect(deleted == 61)
     }
 
+    /// A daemon with max_reply_bytes 4 KiB holding c/k, whose value takes 10 KB.
+    func objectOverReplyLimit() throws -> (DaemonHarness, ControlClient, JSONValue) {
+        let h = try DaemonHarness(controlSection: "max_reply_bytes = \"4KiB\"")
+        let c = try h.client(timeout: 60)
+        let value: JSONValue = ["blob": .string(String(repeating: "x", count: 10_000))]
+        try c.putObject("c", "k", value)
+        return (h, c, value)
+    }
+
+    @Test("a touching get of an object over max_reply_bytes answers it once the touch committed")
+    func touchingGetAnswersWhateverItsSize() throws {
+        let (h, c, value) = try objectOverReplyLimit()
+        let before = try #require(try c.call("ping")["commit"]?.intValue)
+        let got = try c.call("object.get", ["collection": "c", "key": "k", "touch": true])
+        #expect(got["value"] == value)
+        #expect(try c.call("ping")["commit"]?.intValue == before + 1, "the touch committed")
+        #expect(h.isRunning)
+    }
+
+    @Test("assetctl --db get prints an object over max_reply_bytes")
+    func offlineGetPrintsWhateverItsSize() throws {
+        let (h, c, _) = try objectOverReplyLimit()
+        let stored = try c.getObject("c", "k")
+        c.close()
+        #expect(h.stop() == 0)
+        let db = ["--db", h.database, "--config", h.configPath]
+        let get = try runProcess(Binaries.assetctl, db + ["--json", "get", "c", "k"])
+        #expect(get.status == 0, "\(get.stderr)")
+        #expect((try? JSONValue.parse(get.stdout)) == stored)
+    }
+
     @Test("an aggregate that builds a string over the reply limit is stopped with reply_too_large")
     func aggregateTooLarge() throws {
         let h = try DaemonHarness(controlSection: "max_reply_bytes = \"64KiB\"")

@@ -14,7 +14,8 @@ extension Store {
         try checkOpen()
         try ref.validate()
         return try queries.with { conn in
-            try conn.inReadTransaction { try Store.renderObject(ref, on: conn) }
+            // The pool's connections cap values at the reply limit for clients' clauses.
+            try conn.withoutLengthLimit { try conn.inReadTransaction { try Store.renderObject(ref, on: conn) } }
         }
     }
 

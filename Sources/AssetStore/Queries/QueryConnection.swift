@@ -121,6 +121,17 @@ final class QueryConnection {
         return stmt
     }
 
+    /// Runs the engine's own `body` with SQLite's compiled maximum value length, then puts
+    /// the clients' limit back: that limit stops a clause building a reply too large to
+    /// send, but a stored object (a get after its touch committed, assetctl --db get) is
+    /// answered whatever its size.
+    func withoutLengthLimit<T>(_ body: () throws -> T) rethrows -> T {
+        // Asking for more than the compiled maximum gets the maximum.
+        let clients = sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, Int32.max)
+        defer { sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, clients) }
+        return try body()
+    }
+
     /// The store error for a failed step of one of the engine's own statements.
     func failure(_ rc: Int32) -> StoreError {
         switch rc & 0xff {

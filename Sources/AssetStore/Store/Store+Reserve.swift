@@ -174,19 +174,20 @@ extension Store {
     /// stop leaves it), so on a full disk the open itself fails: it may use the reserve, since
     /// a daemon that cannot start cannot free space either.
     /// GRDB looks for the WAL at the name it is given + "-wal", so behind the URI that names
-    /// the coalescing VFS it never finds one and always writes that transaction. A WAL the
-    /// last run left needs none: then the pool opens by the plain path (SQLite's own WAL
-    /// writes, said in `coalescing`) rather than take the reserve deletes need.
+    /// the coalescing VFS it never finds one and always writes that transaction. So a WAL the
+    /// last run left is written back first, and that transaction follows none of its frames.
+    /// When it cannot be (a full disk), the pool opens by the plain path, where GRDB sees the
+    /// WAL and writes nothing, with SQLite's own WAL writes until a restart (said in
+    /// `coalescing`), rather than take the reserve deletes need.
     static func openPool(
         path: String, coalescing: inout WALCoalescing, walLeft: Bool, configuration: Configuration, reserve: Reserve
     ) throws -> DatabasePool {
+        if coalescing.active && walLeft, let why = writeBackLeftoverWAL(path) {
+            coalescing = .off(why + " (until a restart)", fellBack: true)
+        }
         do {
             return try DatabasePool(path: coalescing.poolPath(path), configuration: configuration)
         } catch let e as DatabaseError where e.resultCode == .SQLITE_FULL && !configuration.readonly {
-            if coalescing.active && walLeft, let pool = try? DatabasePool(path: path, configuration: configuration) {
-                coalescing = .off("the disk was full when the store opened (until a restart)", fellBack: true)
-                return pool
-            }
             guard reserve.release() else { throw e }
             reserve.note(.warning, "the disk holding \(path) is full: released the reserve \(reserve.path) so that the database can open")
             return try DatabasePool(path: coalescing.poolPath(path), configuration: configuration)

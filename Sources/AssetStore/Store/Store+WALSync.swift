@@ -19,6 +19,7 @@
 
 import Foundation
 import GRDB
+import GRDBSQLite
 import Glibc
 import Synchronization
 
@@ -95,6 +96,33 @@ extension Store {
                         + " from finishing) could not be written back: another process is reading \(path); its frames"
                         + " are synced instead, which cannot bring back pages a failed sync of that run lost")
             }
+        }
+    }
+
+    /// Writes the WAL the last run left back into the database file before the pool opens,
+    /// with a connection of SQLite's own VFS that closes after (see `openPool`): nil once
+    /// every frame is in the database file and synced, else why not. Only the store's writer
+    /// writes: the caller holds the store lock (Store.init takes it first). Another process's
+    /// reader may keep the WAL from starting over: `settleLeftoverWAL` then says so.
+    static func writeBackLeftoverWAL(_ path: String) -> String? {
+        var h: OpaquePointer?
+        defer { sqlite3_close_v2(h) }
+        var rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        if rc == SQLITE_OK {
+            sqlite3_busy_timeout(h, 1000)
+            // A fresh connection learns the database is in WAL mode only once it has read it.
+            rc = sqlite3_exec(h, "PRAGMA schema_version", nil, nil, nil)
+        }
+        var log: Int32 = -1
+        var copied: Int32 = -1
+        if rc == SQLITE_OK { rc = sqlite3_wal_checkpoint_v2(h, "main", SQLITE_CHECKPOINT_TRUNCATE, &log, &copied) }
+        switch rc & 0xff {
+        case SQLITE_OK: return nil
+        case SQLITE_BUSY where log > 0 && copied == log: return nil
+        case SQLITE_FULL: return "the disk was full when the store opened: the WAL the last run left could not be written back"
+        default:
+            let why = h.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            return "the WAL the last run left could not be written back when the store opened: \(why)"
         }
     }
 

@@ -141,7 +141,7 @@ public final class Store: Sendable {
 
         if !configuration.readOnly {
             // Before anything is written or synced; a WAL the last run left is written back
-            // (Store+WALSync.swift).
+            // (Store+WALSync.swift; with the coalescing VFS, before the pool opened: openPool).
             try openWALDescriptor(settling: leftoverWAL)
             try migrate(progress: progress)
         }
