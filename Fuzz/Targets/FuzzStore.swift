@@ -15,16 +15,25 @@ final class FuzzStore: Sendable {
         try! FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)  // a temp folder
         var c = StoreConfiguration(roots: [folder])
         c.queryTimeLimit = 0.2
-        c.indexes = [IndexDefinition(name: "media", version: "1", columns: [
-            IndexColumn(name: "duration", type: .real, path: JSONPath("duration")!),  // literal paths
-            IndexColumn(name: "kind", type: .text, path: JSONPath("kind")!),
-        ])]
+        c.indexes = [
+            IndexDefinition(
+                name: "media", version: "1",
+                columns: [
+                    IndexColumn(name: "duration", type: .real, path: JSONPath("duration")!),  // literal paths
+                    IndexColumn(name: "kind", type: .text, path: JSONPath("kind")!),
+                ])
+        ]
         store = try! Store(path: folder + "/fuzz.sqlite", configuration: c)  // a fresh temp folder
         try! store.write { tx in  // a fresh store takes these
             for i in 0..<20 {
-                try tx.put(ObjectRef("m", "k\(i)"), value: ["duration": .double(Double(i) / 2), "kind": i % 3 == 0 ? "a" : "b"])
+                try tx.put(
+                    ObjectRef("m", "k\(i)"),
+                    value: ["duration": .double(Double(i) / 2), "kind": i % 3 == 0 ? "a" : "b"])
             }
         }
-        atexit { try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.appendingPathComponent("assetfuzz-\(getpid())").path) }
+        atexit {
+            try? FileManager.default.removeItem(
+                atPath: FileManager.default.temporaryDirectory.appendingPathComponent("assetfuzz-\(getpid())").path)
+        }
     }
 }

@@ -37,7 +37,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // Whatever was read writes as JSON that reads back as the same value, each number
         // included when all are exact.
         let text = value.serialized()
-        guard let again = try? JSONValue.parse(text) else { preconditionFailure("written JSON does not parse: \(text)") }
+        guard let again = try? JSONValue.parse(text) else {
+            preconditionFailure("written JSON does not parse: \(text)")
+        }
         if JSONValue.firstInexactNumber(line) == nil {
             precondition(again == value, "read back as another value: \(text)")
         }
@@ -45,7 +47,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let fromValue = RPCRequest.parse(value)
         switch (parsed, fromValue) {
         case (.success(let a), .success(let b)):
-            precondition(a.method == b.method && a.params == b.params && a.id?.value == b.id?.value, "line and value disagree")
+            precondition(
+                a.method == b.method && a.params == b.params && a.id?.value == b.id?.value, "line and value disagree")
             guard let id = a.id else { return }
             // A reply carries the id as written: its text reads back as the id's value.
             let reply = RPCLine.result(id: id, .null)
@@ -89,7 +92,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let parts = text.split(separator: "\u{0}", maxSplits: 1, omittingEmptySubsequences: false)
         let parameters: [JSONValue] = []
         if parts.count == 2 {
-            _ = try? store.aggregate(index: index, function: String(parts[0]), clause: String(parts[1]), parameters: parameters)
+            _ = try? store.aggregate(
+                index: index, function: String(parts[0]), clause: String(parts[1]), parameters: parameters)
         } else {
             _ = try? store.query(index: index, clause: text, parameters: parameters, include: .rows)
         }

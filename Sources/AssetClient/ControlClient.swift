@@ -209,7 +209,9 @@ public final class ControlClient {
             case .line(let bytes):
                 let json: JSONValue
                 do {
-                    json = try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in try JSONValue.parse(buffer) }
+                    json = try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+                        try JSONValue.parse(buffer)
+                    }
                 } catch {
                     throw .io("assetd sent a line that is not JSON: \(error)")
                 }

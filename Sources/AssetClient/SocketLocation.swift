@@ -21,7 +21,8 @@ public enum SocketLocation {
     }
 
     /// `explicit` if given, else `$ASSETD_SOCKET` if set, else `defaultPath`.
-    public static func resolve(explicit: String?, environment: [String: String], isRoot: Bool, home: String?) -> String {
+    public static func resolve(explicit: String?, environment: [String: String], isRoot: Bool, home: String?) -> String
+    {
         if let explicit { return explicit }
         if let v = environment["ASSETD_SOCKET"], !v.isEmpty { return v }
         return defaultPath(environment: environment, isRoot: isRoot, home: home)

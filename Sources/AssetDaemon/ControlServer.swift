@@ -53,7 +53,8 @@ final class ControlServer {
     func start(path: String, mode: UInt32) throws(UVError) {
         try progress.start(loop: daemon.loop) { [unowned self] in deliverProgress() }
         puts = try PutPipeline(
-            store: daemon.store, loop: daemon.loop, noted: { [unowned self] in for r in $0 { daemon.noteCommit(r.commit) } },
+            store: daemon.store, loop: daemon.loop,
+            noted: { [unowned self] in for r in $0 { daemon.noteCommit(r.commit) } },
             answered: { [unowned self] count, commits in
                 published(commits)
                 daemon.workEnded(count)
@@ -103,7 +104,8 @@ final class ControlServer {
             }
         }
         let session = Session(
-            server: self, number: nextSessionNumber, stream: stream, identity: identity, maximumLine: config.maxRequestBytes)
+            server: self, number: nextSessionNumber, stream: stream, identity: identity,
+            maximumLine: config.maxRequestBytes)
         nextSessionNumber += 1
         sessions[session.number] = session
         connectionsByUID[cred.uid, default: 0] += 1
@@ -191,7 +193,9 @@ final class ControlServer {
     }
 
     /// Runs `work` on a query thread and `done` back on the loop, counted as in flight.
-    func submitQuery(uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+    func submitQuery(
+        uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void
+    ) {
         guard let queries else {
             done()
             return
@@ -218,7 +222,8 @@ final class ControlServer {
                 worst.outputBytes > limits.connectionOutputBytes
             else { break }
             logger.warning(
-                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.outputBytes) bytes waiting")
+                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.outputBytes) bytes waiting"
+            )
             droppedConnections += 1
             worst.close(flush: false)
         }

@@ -45,7 +45,9 @@ extension Daemon {
                 switch box.value {
                 case .success(let plan)?:
                     if !plan.objects.isEmpty {
-                        logger.info("policy: deleted \(plan.objects.count) objects, \(plan.files.count) files, \(plan.bytes) bytes")
+                        logger.info(
+                            "policy: deleted \(plan.objects.count) objects, \(plan.files.count) files, \(plan.bytes) bytes"
+                        )
                     }
                     for report in plan.commits {
                         noteCommit(report.commit)
@@ -54,7 +56,8 @@ extension Daemon {
                     if plan.commits.contains(where: { !$0.filesQueued.isEmpty }) { scheduleSweep() }
                 case .failure(let failure as PolicyRunFailure)?:
                     // The batches before the failure stand: their events and unlinks go on.
-                    logger.error("policy run failed after \(failure.completed.objects.count) objects: \(failure.underlying)")
+                    logger.error(
+                        "policy run failed after \(failure.completed.objects.count) objects: \(failure.underlying)")
                     for report in failure.completed.commits {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))

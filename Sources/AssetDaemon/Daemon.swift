@@ -162,7 +162,9 @@ public final class Daemon {
         server.stopOrphanedQueries()
         let wal = store.walStatus
         if wal.checkpointFailures > loggedCheckpointFailures {
-            logger.error("checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")")
+            logger.error(
+                "checkpoint failed (\(wal.checkpointFailures - loggedCheckpointFailures) more, the WAL is \(wal.frames) pages): \(wal.lastCheckpointError ?? "unknown error")"
+            )
             loggedCheckpointFailures = wal.checkpointFailures
         }
         if let failure = store.syncFailure {
@@ -203,7 +205,9 @@ public final class Daemon {
                 sweeping = false
                 switch box.value {
                 case .success(let report)?:
-                    for f in report.failed { logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))") }
+                    for f in report.failed {
+                        logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))")
+                    }
                     for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
                     for d in report.deferred { logger.debug("unlink deferred: \(d.path): \(d.reason.rawValue)") }
                     if !report.unlinked.isEmpty { logger.debug("unlinked \(report.unlinked.count) files") }

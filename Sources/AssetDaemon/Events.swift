@@ -36,13 +36,19 @@ public struct ServerEvent: Sendable {
         var out = [ServerEvent]()
         let commit = JSONValue.int(r.commit)
         for ref in r.put {
-            out.append(make("object.put", [ref.collection], ["commit": commit, "collection": .string(ref.collection), "key": .string(ref.key)]))
+            out.append(
+                make(
+                    "object.put", [ref.collection],
+                    ["commit": commit, "collection": .string(ref.collection), "key": .string(ref.key)]))
         }
         for d in r.deleted {
-            out.append(make("object.deleted", [d.ref.collection], [
-                "commit": commit, "collection": .string(d.ref.collection), "key": .string(d.ref.key),
-                "cause": .string(d.cause.rawValue),
-            ]))
+            out.append(
+                make(
+                    "object.deleted", [d.ref.collection],
+                    [
+                        "commit": commit, "collection": .string(d.ref.collection), "key": .string(d.ref.key),
+                        "cause": .string(d.cause.rawValue),
+                    ]))
         }
         for n in r.notifications {
             var collections: Set<String> = [n.edge.source.collection]
@@ -63,18 +69,28 @@ public struct ServerEvent: Sendable {
         let c = JSONValue.int(commit)
         for path in s.unlinked { out.append(make("file.unlinked", nil, ["commit": c, "path": .string(path)])) }
         for f in s.failed {
-            out.append(make("file.unlink_failed", nil, [
-                "commit": c, "path": .string(f.path), "error": .string(f.error), "attempts": .int(Int64(f.attempts)),
-            ]))
+            out.append(
+                make(
+                    "file.unlink_failed", nil,
+                    [
+                        "commit": c, "path": .string(f.path), "error": .string(f.error),
+                        "attempts": .int(Int64(f.attempts)),
+                    ]))
         }
         for k in s.skipped {
-            out.append(make("file.unlink_skipped", nil, ["commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue)]))
+            out.append(
+                make(
+                    "file.unlink_skipped", nil,
+                    ["commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue)]))
         }
         // Kept for now and retried later (open, or leased): same type, told apart by `deferred`.
         for d in s.deferred {
-            out.append(make("file.unlink_skipped", nil, [
-                "commit": c, "path": .string(d.path), "reason": .string(d.reason.rawValue), "deferred": true,
-            ]))
+            out.append(
+                make(
+                    "file.unlink_skipped", nil,
+                    [
+                        "commit": c, "path": .string(d.path), "reason": .string(d.reason.rawValue), "deferred": true,
+                    ]))
         }
         return out
     }

@@ -37,7 +37,8 @@ final class MaintenanceSlot {
         /// The answer to a client whose run found the slot taken.
         var error: RPCError {
             .application(
-                .busy, "another maintenance run is in progress: \(holder)", detail: .object(["running": .string(holder)]))
+                .busy, "another maintenance run is in progress: \(holder)",
+                detail: .object(["running": .string(holder)]))
         }
     }
 }

@@ -31,7 +31,9 @@ enum PutBatch {
 
     /// The batch of the puts `take` gives once it holds the write lock (so puts that arrived
     /// while the previous commit ran join this one). Nothing taken, nothing committed.
-    static func run<Tag>(_ store: Store, syncing: Bool = true, take: () -> [(Tag, JSONValue, MethodContext)]) -> Done<Tag> {
+    static func run<Tag>(
+        _ store: Store, syncing: Bool = true, take: () -> [(Tag, JSONValue, MethodContext)]
+    ) -> Done<Tag> {
         var inputs = [(Tag, JSONValue, MethodContext)]()
         var took = false
         do {
@@ -43,7 +45,8 @@ enum PutBatch {
             }
             let answer = committed(done.report.commit)
             return Done(
-                results: inputs.map { ($0.0, answer) }, commits: [done.report], unsynced: syncing ? nil : done.report.commit)
+                results: inputs.map { ($0.0, answer) }, commits: [done.report],
+                unsynced: syncing ? nil : done.report.commit)
         } catch is NothingTaken {
             return Done()
         } catch let e as StoreError where e.isUnsynced {
@@ -98,7 +101,9 @@ enum PutBatch {
         var done = Done<Void>()
         for (params, ctx) in inputs {
             let result = MethodTable.capture {
-                try store.write(owner: ctx.caller.userName) { tx in _ = try MethodTable.applyPut(Params(params), tx, ctx) }.report
+                try store.write(owner: ctx.caller.userName) { tx in
+                    _ = try MethodTable.applyPut(Params(params), tx, ctx)
+                }.report
             }
             done.results.append(((), result.map { MethodOutcome(.object(["commit": .int($0.commit)])) }))
             if case .success(let report) = result { done.commits.append(report) }

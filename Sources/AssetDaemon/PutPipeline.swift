@@ -104,7 +104,9 @@ final class PutPipeline: @unchecked Sendable {
     }
 
     /// Queues a put (loop thread); `done` runs on the loop once it is durable, or has failed.
-    func enqueue(_ params: JSONValue, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
+    func enqueue(
+        _ params: JSONValue, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void
+    ) {
         nextTicket += 1
         waiting[nextTicket] = done
         incoming.lock()
@@ -145,7 +147,8 @@ final class PutPipeline: @unchecked Sendable {
             }
             outgoing.lock()
             outputs.committed.append(
-                Committed(replies: batch.results.map { ($0.0, $0.1) }, commits: batch.commits, unsynced: batch.unsynced))
+                Committed(replies: batch.results.map { ($0.0, $0.1) }, commits: batch.commits, unsynced: batch.unsynced)
+            )
             outgoing.signal()
             outgoing.unlock()
         }

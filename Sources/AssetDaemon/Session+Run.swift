@@ -36,7 +36,8 @@ extension Session {
     }
 
     /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared.
-    private func runOffLoop(_ request: RPCRequest, _ execution: Execution, _ context: MethodContext, _ started: Double) {
+    private func runOffLoop(_ request: RPCRequest, _ execution: Execution, _ context: MethodContext, _ started: Double)
+    {
         var context = context
         var claim: MaintenanceSlot.Claim?
         if execution == .maintenance {
@@ -95,7 +96,8 @@ extension Session {
             // Progress posted by the pool thread goes out before the reply that follows it.
             server.deliverProgress()
             reply(
-                request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")), started,
+                request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")),
+                started,
                 built: line.value)
             pump()
         }

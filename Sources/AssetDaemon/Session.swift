@@ -186,7 +186,8 @@ final class Session {
         // no completion to wait for (it would only resume reading, which nothing paused).
         let written = bytes.withUnsafeBytes { stream.tryWrite($0) }
         guard written < bytes.count else { return }
-        stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error) }
+        stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error)
+        }
     }
 
     /// Replies and events not yet taken by the client.
@@ -248,7 +249,8 @@ final class Session {
         account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
         let limits = limits
-        let busy = outputBytes > limits.connectionOutputBytes || inputBytes > limits.connectionInputBytes
+        let busy =
+            outputBytes > limits.connectionOutputBytes || inputBytes > limits.connectionInputBytes
             || queuedCount > Session.queuedRequestLimit || (server.overTotal && inputBytes + outputBytes > 0)
         if busy && !readingPaused {
             stream.stopReading()
@@ -264,7 +266,9 @@ final class Session {
         for item in queue[head...] {
             var parsed: RPCRequest?
             if case .request(.success(let r), _) = item { parsed = r }
-            if case .unparsed(let line, _) = item, case .success(let r) = line.withUnsafeBufferPointer({ RPCRequest.parse($0) }) {
+            if case .unparsed(let line, _) = item,
+                case .success(let r) = line.withUnsafeBufferPointer({ RPCRequest.parse($0) })
+            {
                 parsed = r
             }
             if let id = parsed?.id {

@@ -24,7 +24,9 @@ enum SocketProbe {
         guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return .live }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         if r == 0 { return .live }
         return errno == ECONNREFUSED ? .stale : .live

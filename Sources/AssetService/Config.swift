@@ -61,13 +61,15 @@ public struct DaemonConfig: Sendable {
                 roots: ["/var/cache/assetd"])
         }
         let home = environment["HOME"] ?? NSHomeDirectory()
-        let state = (environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/state") + "/assetd"
+        let state =
+            (environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/state") + "/assetd"
         let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.cache"
         // A folder of assetd's own: everything under a root that no object holds is an
         // orphan, and the cache folder itself holds every other program's cache.
         return DaemonConfig(
-            storePath: state + "/assetd.sqlite", socketPath: runtime.map { $0 + "/assetd.sock" } ?? state + "/control.sock",
+            storePath: state + "/assetd.sqlite",
+            socketPath: runtime.map { $0 + "/assetd.sock" } ?? state + "/control.sock",
             roots: [cache + "/assetd"])
     }
 
@@ -81,7 +83,9 @@ public struct DaemonConfig: Sendable {
             path = "/etc/assetd/assetd.toml"
         } else {
             let home = environment["HOME"] ?? NSHomeDirectory()
-            path = (environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config") + "/assetd/assetd.toml"
+            path =
+                (environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config")
+                + "/assetd/assetd.toml"
         }
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
@@ -125,28 +129,29 @@ public struct DaemonConfig: Sendable {
 
     /// The effective settings, one `key = value` per line, for the start-up log and --check-config.
     public var summary: [String] {
-        var lines = [
-            "config = \(sourcePath ?? "(embedded defaults)")",
-            "store.path = \(storePath)",
-            "store.durability = \(durability.rawValue)",
-            "store.reserve = \(reserve)",
-            "store.coalesce_wal = \(coalesceWAL)",
-            "control.socket = \(socketPath)",
-            "control.mode = \(String(format: "%04o", socketMode))",
-            "control.admin_uids = \(adminUIDs)",
-            "control.admin_groups = \(adminGroups)",
-            "control.enforce_ownership = \(enforceOwnership)",
-            "control.max_request_bytes = \(maxRequestBytes)",
-            "control.max_connections = \(maxConnections)",
-        ] + limits.summary + [
-            "files.roots = \(roots)",
-            "files.unlink_delay = \(Units.formatDuration(unlinkDelay))",
-            "files.orphan_grace = \(Units.formatDuration(orphanGrace))",
-            "files.skip_open = \(skipOpenFiles)",
-            "log.level = \(logLevel.rawValue)",
-            "collections = \(templates.keys.sorted())",
-            "indexes = \(indexes.map(\.name))",
-        ]
+        var lines =
+            [
+                "config = \(sourcePath ?? "(embedded defaults)")",
+                "store.path = \(storePath)",
+                "store.durability = \(durability.rawValue)",
+                "store.reserve = \(reserve)",
+                "store.coalesce_wal = \(coalesceWAL)",
+                "control.socket = \(socketPath)",
+                "control.mode = \(String(format: "%04o", socketMode))",
+                "control.admin_uids = \(adminUIDs)",
+                "control.admin_groups = \(adminGroups)",
+                "control.enforce_ownership = \(enforceOwnership)",
+                "control.max_request_bytes = \(maxRequestBytes)",
+                "control.max_connections = \(maxConnections)",
+            ] + limits.summary + [
+                "files.roots = \(roots)",
+                "files.unlink_delay = \(Units.formatDuration(unlinkDelay))",
+                "files.orphan_grace = \(Units.formatDuration(orphanGrace))",
+                "files.skip_open = \(skipOpenFiles)",
+                "log.level = \(logLevel.rawValue)",
+                "collections = \(templates.keys.sorted())",
+                "indexes = \(indexes.map(\.name))",
+            ]
         guard let p = policy else { return lines + ["policy = (none: nothing is evicted or expired)"] }
         lines += [
             "policy.interval = \(Units.formatDuration(p.interval))",

@@ -13,7 +13,9 @@ extension ConfigParser {
         func count(_ key: String, _ range: ClosedRange<Int64>) throws(ConfigError) -> Int? {
             guard let v = control[key] else { return nil }
             guard let n = v.intValue, range.contains(n) else {
-                throw error("control.\(key)", "must be an integer from \(range.lowerBound) to \(range.upperBound)", section: "control")
+                throw error(
+                    "control.\(key)", "must be an integer from \(range.lowerBound) to \(range.upperBound)",
+                    section: "control")
             }
             return Int(n)
         }

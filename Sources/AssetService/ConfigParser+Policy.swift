@@ -6,7 +6,9 @@ import AssetStore
 import Foundation
 
 extension ConfigParser {
-    static let policyKeys: Set<String> = ["interval", "max_bytes", "low_water", "min_free", "min_age", "batch", "quota", "ttl"]
+    static let policyKeys: Set<String> = [
+        "interval", "max_bytes", "low_water", "min_free", "min_age", "batch", "quota", "ttl",
+    ]
 
     /// `[policy]` as the engine's settings.
     func policy(_ value: JSONValue) throws(ConfigError) -> PolicyConfiguration {
@@ -47,13 +49,17 @@ extension ConfigParser {
             share = d
         }
         guard let share, share > 0, share <= 1 else {
-            throw error("policy.low_water", "must be a share of the budget in (0, 100%], such as \"90%\" or 0.9", section: "policy")
+            throw error(
+                "policy.low_water", "must be a share of the budget in (0, 100%], such as \"90%\" or 0.9",
+                section: "policy")
         }
         return share
     }
 
     private func quotas(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.Quota] {
-        guard let items = value.arrayValue else { throw error("policy.quota", "must be an array of tables ([[policy.quota]])", section: "policy") }
+        guard let items = value.arrayValue else {
+            throw error("policy.quota", "must be an array of tables ([[policy.quota]])", section: "policy")
+        }
         var out = [PolicyConfiguration.Quota]()
         for (n, item) in items.enumerated() {
             let s = "policy.quota"
@@ -76,7 +82,9 @@ extension ConfigParser {
     }
 
     private func ttls(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.TTL] {
-        guard let items = value.arrayValue else { throw error("policy.ttl", "must be an array of tables ([[policy.ttl]])", section: "policy") }
+        guard let items = value.arrayValue else {
+            throw error("policy.ttl", "must be an array of tables ([[policy.ttl]])", section: "policy")
+        }
         var out = [PolicyConfiguration.TTL]()
         for (n, item) in items.enumerated() {
             let s = "policy.ttl"
@@ -104,7 +112,9 @@ extension ConfigParser {
     /// A size: "512MiB", "50GiB" or a number of bytes.
     func size(_ v: JSONValue, _ key: String, section: String, occurrence: Int = 0) throws(ConfigError) -> Int64 {
         guard let n = v.intValue ?? v.stringValue.flatMap(Units.size), n >= 0 else {
-            throw error(key, "must be a size such as \"512MiB\", \"50GiB\" or a number of bytes", section: section, occurrence: occurrence)
+            throw error(
+                key, "must be a size such as \"512MiB\", \"50GiB\" or a number of bytes", section: section,
+                occurrence: occurrence)
         }
         return n
     }

@@ -12,7 +12,9 @@ extension ConfigParser {
             (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A) || c == 0x5F || c == 0x2D
         }
         func isControl(_ c: UInt8) -> Bool { (c < 0x20 && c != 0x09 && c != 0x0A && c != 0x0D) || c == 0x7F }
-        func hex(_ c: UInt8) -> String { "U+" + String(repeating: "0", count: c < 16 ? 3 : 2) + String(c, radix: 16, uppercase: true) }
+        func hex(_ c: UInt8) -> String {
+            "U+" + String(repeating: "0", count: c < 16 ? 3 : 2) + String(c, radix: 16, uppercase: true)
+        }
         var line = 1
         var i = b.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0  // toml++ skips a byte order mark
         var atLineStart = true

@@ -20,12 +20,15 @@ struct ConfigParser {
     ]
 
     func error(_ key: String?, _ message: String, section: String? = nil, occurrence: Int = 0) -> ConfigError {
-        ConfigError(file: file, line: line(of: key, section: section, occurrence: occurrence), key: key, message: message)
+        ConfigError(
+            file: file, line: line(of: key, section: section, occurrence: occurrence), key: key, message: message)
     }
 
     func parse(defaults: DaemonConfig) throws(ConfigError) -> DaemonConfig {
         let table: TOMLTable
-        if let unfit = ConfigParser.unfitLine(text) { throw ConfigError(file: file, line: unfit.line, key: nil, message: unfit.message) }
+        if let unfit = ConfigParser.unfitLine(text) {
+            throw ConfigError(file: file, line: unfit.line, key: nil, message: unfit.message)
+        }
         do {
             table = try TOMLTable(string: text)
         } catch let e as TOMLParseError {
@@ -59,7 +62,9 @@ struct ConfigParser {
         }
         if let v = get("store", "reserve") { c.reserve = try size(v, "store.reserve", section: "store") }
         if let v = get("store", "coalesce_wal") {
-            guard case .bool(let b) = v else { throw error("store.coalesce_wal", "must be true or false", section: "store") }
+            guard case .bool(let b) = v else {
+                throw error("store.coalesce_wal", "must be true or false", section: "store")
+            }
             c.coalesceWAL = b
         }
         if let v = get("control", "socket") {
@@ -76,7 +81,8 @@ struct ConfigParser {
             c.socketMode = m
         }
         if let v = get("control", "admin_uids") {
-            guard let items = v.arrayValue, let uids = Optional(items.compactMap { $0.intValue }), uids.count == items.count,
+            guard let items = v.arrayValue, let uids = Optional(items.compactMap { $0.intValue }),
+                uids.count == items.count,
                 uids.allSatisfy({ $0 >= 0 && $0 <= Int64(UInt32.max) })
             else { throw error("control.admin_uids", "must be an array of uids", section: "control") }
             c.adminUIDs = uids.map { UInt32($0) }
@@ -92,7 +98,9 @@ struct ConfigParser {
             }
         }
         if let v = get("control", "enforce_ownership") {
-            guard case .bool(let b) = v else { throw error("control.enforce_ownership", "must be true or false", section: "control") }
+            guard case .bool(let b) = v else {
+                throw error("control.enforce_ownership", "must be true or false", section: "control")
+            }
             c.enforceOwnership = b
         }
         if let v = get("control", "max_request_bytes") {
@@ -117,20 +125,29 @@ struct ConfigParser {
             let roots: ManagedRoots
             do { roots = try ManagedRoots(c.roots) } catch {
                 // Name the root: with several, the engine's message alone does not say which.
-                let bad = c.roots.first { (try? ManagedRoots.normalise($0)) == nil } ?? error.detail?.stringValue ?? "\(c.roots)"
+                let bad =
+                    c.roots.first { (try? ManagedRoots.normalise($0)) == nil } ?? error.detail?.stringValue
+                    ?? "\(c.roots)"
                 throw self.error("files.roots", "root \(bad): \(error.message)", section: "files")
             }
             if let conflict = roots.symlinkConflict() { throw error("files.roots", conflict, section: "files") }
         }
-        if let v = get("files", "unlink_delay") { c.unlinkDelay = try duration(v, "files.unlink_delay", section: "files") }
-        if let v = get("files", "orphan_grace") { c.orphanGrace = try duration(v, "files.orphan_grace", section: "files") }
+        if let v = get("files", "unlink_delay") {
+            c.unlinkDelay = try duration(v, "files.unlink_delay", section: "files")
+        }
+        if let v = get("files", "orphan_grace") {
+            c.orphanGrace = try duration(v, "files.orphan_grace", section: "files")
+        }
         if let v = get("files", "skip_open") {
-            guard case .bool(let b) = v else { throw error("files.skip_open", "must be true or false", section: "files") }
+            guard case .bool(let b) = v else {
+                throw error("files.skip_open", "must be true or false", section: "files")
+            }
             c.skipOpenFiles = b
         }
         if let v = get("log", "level") {
             guard let l = v.stringValue.flatMap(LogLevel.init(rawValue:)) else {
-                throw error("log.level", "must be one of trace, debug, info, notice, warning, error, critical", section: "log")
+                throw error(
+                    "log.level", "must be one of trace, debug, info, notice, warning, error, critical", section: "log")
             }
             c.logLevel = l
         }
@@ -139,22 +156,29 @@ struct ConfigParser {
 
     private func absolute(_ v: JSONValue, _ key: String) throws(ConfigError) -> String {
         let section = String(key.split(separator: ".")[0])
-        guard let s = v.stringValue, s.hasPrefix("/") else { throw error(key, "must be an absolute path", section: section) }
+        guard let s = v.stringValue, s.hasPrefix("/") else {
+            throw error(key, "must be an absolute path", section: section)
+        }
         return s
     }
 
     func duration(_ v: JSONValue, _ key: String, section: String, occurrence: Int = 0) throws(ConfigError) -> Double {
         guard let d = v.stringValue.flatMap(Units.duration) ?? v.intValue.map(Double.init), d >= 0, d.isFinite else {
-            throw error(key, "must be a duration such as \"90s\", \"10m\", \"12h\" or \"30d\"", section: section, occurrence: occurrence)
+            throw error(
+                key, "must be a duration such as \"90s\", \"10m\", \"12h\" or \"30d\"", section: section,
+                occurrence: occurrence)
         }
         return d
     }
 
     private func collections(_ value: JSONValue, into c: inout DaemonConfig) throws(ConfigError) {
-        guard let items = value.arrayValue else { throw error("collections", "must be an array of tables ([[collections]])") }
+        guard let items = value.arrayValue else {
+            throw error("collections", "must be an array of tables ([[collections]])")
+        }
         for (n, item) in items.enumerated() {
             guard let o = item.objectValue, let name = o["name"]?.stringValue else {
-                throw error("collections.name", "each [[collections]] needs a name", section: "collections", occurrence: n)
+                throw error(
+                    "collections.name", "each [[collections]] needs a name", section: "collections", occurrence: n)
             }
             for key in o.keys.sorted() where key != "name" && key != "edges" {
                 throw error("collections.\(key)", "unknown key", section: "collections", occurrence: n)
@@ -169,7 +193,8 @@ struct ConfigParser {
                 }
             }
             guard c.templates[name] == nil else {
-                throw error("collections.name", "collection \"\(name)\" appears twice", section: "collections", occurrence: n)
+                throw error(
+                    "collections.name", "collection \"\(name)\" appears twice", section: "collections", occurrence: n)
             }
             c.templates[name] = edges
         }
@@ -178,7 +203,8 @@ struct ConfigParser {
     private func indexes(_ value: JSONValue, into c: inout DaemonConfig) throws(ConfigError) {
         guard let items = value.arrayValue else { throw error("indexes", "must be an array of tables ([[indexes]])") }
         for (n, item) in items.enumerated() {
-            for key in (item.objectValue ?? [:]).keys.sorted() where !["name", "version", "collections", "columns"].contains(key) {
+            for key in (item.objectValue ?? [:]).keys.sorted()
+            where !["name", "version", "collections", "columns"].contains(key) {
                 throw error("indexes.\(key)", "unknown key", section: "indexes", occurrence: n)
             }
             for col in item["columns"]?.arrayValue ?? [] {
@@ -230,14 +256,18 @@ struct ConfigParser {
                 continue
             }
             let inSection = section == nil ? current.isEmpty : (current == section && seen[current] == occurrence)
-            if inSection, let leaf, l.hasPrefix(leaf), String(l.dropFirst(leaf.count)).trimmingCharacters(in: " \t").hasPrefix("=") {
+            if inSection, let leaf, l.hasPrefix(leaf),
+                String(l.dropFirst(leaf.count)).trimmingCharacters(in: " \t").hasPrefix("=")
+            {
                 return i + 1
             }
             if section == nil, let leaf, l.hasPrefix(leaf) { return i + 1 }
         }
         if let headerLine { return headerLine }
         if let leaf {
-            for (i, raw) in lines.enumerated() where raw.contains("[\(leaf)]") || raw.contains("[[\(leaf)]]") { return i + 1 }
+            for (i, raw) in lines.enumerated() where raw.contains("[\(leaf)]") || raw.contains("[[\(leaf)]]") {
+                return i + 1
+            }
         }
         return nil
     }

@@ -37,7 +37,8 @@ public final class LocalInvoker {
         }
         self.store = store
         let user = StoreConfiguration.processUserName()
-        context = MethodContext(store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
+        context = MethodContext(
+            store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
     }
 
     deinit { store.close() }

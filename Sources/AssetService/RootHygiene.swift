@@ -38,7 +38,8 @@ extension DaemonConfig {
         let shared = RootHygiene.sharedFolders(uid: uid, environment: environment, roots: roots)
         // The default root is assetd's by name, also when the config file spells it out
         // (etc/assetd.toml sets every key to its default).
-        let defaults = Set(DaemonConfig.embeddedDefaults(uid: uid, environment: environment).roots.map(RootHygiene.lexical))
+        let defaults = Set(
+            DaemonConfig.embeddedDefaults(uid: uid, environment: environment).roots.map(RootHygiene.lexical))
         var warnings = [String]()
         for root in roots {
             let isDefault = rootsOrigin == .embeddedDefault || defaults.contains(RootHygiene.lexical(root))
@@ -48,9 +49,11 @@ extension DaemonConfig {
                 let e = errno
                 // Only --check-config gets here with a missing default root: start creates it.
                 if e == ENOENT, isDefault { continue }
-                throw .config(rootError(e == ENOENT
-                    ? "\(root) does not exist: create it (assetd creates only its default root)"
-                    : "\(root) cannot be reached: \(String(cString: strerror(e)))"))
+                throw .config(
+                    rootError(
+                        e == ENOENT
+                            ? "\(root) does not exist: create it (assetd creates only its default root)"
+                            : "\(root) cannot be reached: \(String(cString: strerror(e)))"))
             }
             guard st.st_mode & S_IFMT == S_IFDIR else { throw .config(rootError("\(root) is not a folder")) }
             if let why = RootHygiene.sharing(root, shared) { throw .config(rootError(why)) }
@@ -63,7 +66,8 @@ extension DaemonConfig {
         if case .configured(let l) = rootsOrigin { line = l }
         let origin = rootsOrigin == .embeddedDefault ? " (the embedded default)" : ""
         return ConfigError(
-            file: sourcePath ?? "(embedded defaults)", line: line, key: "files.roots", message: "root " + message + origin)
+            file: sourcePath ?? "(embedded defaults)", line: line, key: "files.roots",
+            message: "root " + message + origin)
     }
 
     /// mkdir -p for the default root: parents 0700 (as XDG base folders are made), the root
@@ -88,7 +92,9 @@ extension DaemonConfig {
         if made == root { chmod(root, uid == 0 ? 0o755 : 0o700) }
         var st = stat()
         guard lstat(root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { return nil }  // judged by the caller
-        guard !CacheDirectoryTag.isPresent(in: root), let failure = CacheDirectoryTag.write(in: root) else { return nil }
+        guard !CacheDirectoryTag.isPresent(in: root), let failure = CacheDirectoryTag.write(in: root) else {
+            return nil
+        }
         return "the default root \(root) cannot be tagged: \(failure.call): \(String(cString: strerror(failure.errno)))"
             + "; verify --delete-orphans refuses it until it has its CACHEDIR.TAG (assetd writes it at the next start)"
     }
@@ -105,7 +111,8 @@ enum RootHygiene {
     /// cache, config, data, state and runtime folders; not the home of `uid` (nor the
     /// folders named after it) when that home is one of `roots` or inside one.
     static func sharedFolders(
-        uid: UInt32, environment: [String: String], roots: [String] = [], homes: [(uid: UInt32, home: String)] = passwdHomes()
+        uid: UInt32, environment: [String: String], roots: [String] = [],
+        homes: [(uid: UInt32, home: String)] = passwdHomes()
     ) -> [String] {
         var out = [
             "/", "/tmp", "/var", "/var/tmp", "/var/cache", "/var/lib", "/var/log", "/var/spool", "/var/mail",
@@ -135,9 +142,13 @@ enum RootHygiene {
         let env = { (k: String) in environment[k].flatMap { $0.isEmpty ? nil : $0 } }
         let home = env("HOME") ?? NSHomeDirectory()
         if lexical(home) != ownHome {
-            out += [home, home + "/.cache", home + "/.config", home + "/.local", home + "/.local/share", home + "/.local/state"]
+            out += [
+                home, home + "/.cache", home + "/.config", home + "/.local", home + "/.local/share",
+                home + "/.local/state",
+            ]
         }
-        out += ["XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"].compactMap(env)
+        out += ["XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"].compactMap(
+            env)
         return out
     }
 
@@ -158,7 +169,8 @@ enum RootHygiene {
     static func sharing(_ root: String, _ shared: [String]) -> String? {
         let spelled = Array(lexical(root).utf8)
         let resolved = resolve(root).map { Array($0.utf8) } ?? spelled
-        let through = resolved == spelled ? "" : ", through a symlink or \"..\" (\(String(decoding: resolved, as: UTF8.self))),"
+        let through =
+            resolved == spelled ? "" : ", through a symlink or \"..\" (\(String(decoding: resolved, as: UTF8.self))),"
         let below = resolved == [UInt8(ascii: "/")] ? resolved : resolved + [UInt8(ascii: "/")]
         // Kernel interfaces and the system's own files: no folder inside them is assetd's.
         for tree in systemTrees {
@@ -176,7 +188,8 @@ enum RootHygiene {
                         + "holds would be an orphan; use a folder of assetd's own inside it, such as \(folder == "/" ? "" : folder)/assetd"
                 }
                 if candidate.starts(with: below) {
-                    return "\(root)\(through) contains \(folder), a folder other programs share: use a folder of assetd's own"
+                    return
+                        "\(root)\(through) contains \(folder), a folder other programs share: use a folder of assetd's own"
                 }
             }
         }
@@ -185,7 +198,9 @@ enum RootHygiene {
 
     /// Folders in which no root may lie at any depth: pseudo-filesystems (a file there is a
     /// kernel setting) and the system's installed files and configuration.
-    static let systemTrees = ["/proc", "/sys", "/dev", "/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
+    static let systemTrees = [
+        "/proc", "/sys", "/dev", "/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+    ]
 
     /// realpath, or nil when the path cannot be resolved.
     private static func resolve(_ path: String) -> String? {

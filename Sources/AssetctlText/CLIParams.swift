@@ -29,7 +29,9 @@ public enum CLIParams {
     private static func refuseInexact(_ text: String, what: String) throws(CLIParamError) {
         var copy = text
         if let (path, number) = copy.withUTF8({ JSONValue.firstInexactNumber($0) }) {
-            throw CLIParamError("\(what) holds \(number) at \(path.isEmpty ? "its top" : path), a number assetd cannot keep exactly; write it as a string")
+            throw CLIParamError(
+                "\(what) holds \(number) at \(path.isEmpty ? "its top" : path), a number assetd cannot keep exactly; write it as a string"
+            )
         }
     }
 

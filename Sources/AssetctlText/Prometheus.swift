@@ -25,9 +25,11 @@ public enum Prometheus {
         gauge("assetd_files", "Registered files.", s["files"])
         gauge("assetd_bytes", "Bytes of all registered files, each counted once.", s["bytes"])
         if let owners = s["bytes_per_owner"]?.objectValue {
-            families.append(Family(
-                name: "assetd_owner_bytes", type: "gauge", help: "Bytes of the files each owner's objects hold.",
-                samples: owners.keys.sorted().compactMap { k in owners[k]?.doubleValue.map { ([("owner", k)], $0) } }))
+            families.append(
+                Family(
+                    name: "assetd_owner_bytes", type: "gauge", help: "Bytes of the files each owner's objects hold.",
+                    samples: owners.keys.sorted().compactMap { k in owners[k]?.doubleValue.map { ([("owner", k)], $0) }
+                    }))
         }
         gauge("assetd_pending_unlinks", "Queued unlinks.", s["pending_unlinks"])
         gauge("assetd_failed_unlinks", "Queued unlinks that failed at least once.", s["failed_unlinks"])
@@ -35,27 +37,33 @@ public enum Prometheus {
             families += counterFamilies(counters)
         }
         gauge("assetd_last_commit", "The number of the latest commit.", s["commit"])
-        gauge("assetd_wal_frames", "Pages in the write-ahead log after the daemon's latest commit.", s["wal"]?["frames"])
-        gauge("assetd_checkpoints_total", "Background checkpoints run since the daemon started.", s["wal"]?["checkpoints"], type: "counter")
+        gauge(
+            "assetd_wal_frames", "Pages in the write-ahead log after the daemon's latest commit.", s["wal"]?["frames"])
+        gauge(
+            "assetd_checkpoints_total", "Background checkpoints run since the daemon started.",
+            s["wal"]?["checkpoints"], type: "counter")
         gauge(
             "assetd_checkpoint_failures_total", "Checkpoints that failed since the daemon started.",
             s["wal"]?["checkpoint_failures"], type: "counter")
         if let wal = s["wal"] {
             gauge(
-                "assetd_writes_refused", "1 once a sync of the database failed: writes are refused until assetd is restarted.",
+                "assetd_writes_refused",
+                "1 once a sync of the database failed: writes are refused until assetd is restarted.",
                 .int(wal["sync_failure"] == nil ? 0 : 1))
         }
         gauge("assetd_uptime_seconds", "Seconds since the daemon started.", s["uptime"])
         gauge("assetd_connections", "Open control connections.", s["connections"])
         gauge("assetd_requests_total", "Requests answered since the daemon started.", s["requests"], type: "counter")
         if let latency = s["latency_ms"] {
-            let samples: [(labels: [(String, String)], value: Double)] = [("0.5", "p50"), ("0.99", "p99")].compactMap { q, key in
+            let samples: [(labels: [(String, String)], value: Double)] = [("0.5", "p50"), ("0.99", "p99")].compactMap {
+                q, key in
                 latency[key]?.doubleValue.map { ([("quantile", q)], $0 / 1000) }
             }
             if !samples.isEmpty {
-                families.append(Family(
-                    name: "assetd_request_latency_seconds", type: "gauge",
-                    help: "Request latency over the last requests, by quantile.", samples: samples))
+                families.append(
+                    Family(
+                        name: "assetd_request_latency_seconds", type: "gauge",
+                        help: "Request latency over the last requests, by quantile.", samples: samples))
             }
         }
         return families.filter { !$0.samples.isEmpty }.map(render).joined()
@@ -71,25 +79,31 @@ public enum Prometheus {
             guard let v = counters[key]?.doubleValue else { continue }
             switch key {
             case "policy_deleted":
-                families.append(Family(
-                    name: "assetd_policy_deleted_total", type: "counter", help: "Objects lifecycle policies deleted.",
-                    samples: [([], v)]))
+                families.append(
+                    Family(
+                        name: "assetd_policy_deleted_total", type: "counter",
+                        help: "Objects lifecycle policies deleted.",
+                        samples: [([], v)]))
             case "policy_bytes":
-                families.append(Family(
-                    name: "assetd_policy_freed_bytes_total", type: "counter",
-                    help: "Bytes of the files lifecycle policies queued for unlinking.", samples: [([], v)]))
+                families.append(
+                    Family(
+                        name: "assetd_policy_freed_bytes_total", type: "counter",
+                        help: "Bytes of the files lifecycle policies queued for unlinking.", samples: [([], v)]))
             case let k where k.hasPrefix("policy_deleted_"):
                 byReason.append(([("reason", String(k.dropFirst("policy_deleted_".count)))], v))
             default:
                 outcomes.append(([("outcome", key)], v))
             }
         }
-        families.append(Family(
-            name: "assetd_policy_deleted_by_reason_total", type: "counter",
-            help: "Objects lifecycle policies deleted, by reason.", samples: byReason))
-        families.append(Family(
-            name: "assetd_unlink_outcomes_total", type: "counter", help: "Unlink outcomes since the database was created.",
-            samples: outcomes))
+        families.append(
+            Family(
+                name: "assetd_policy_deleted_by_reason_total", type: "counter",
+                help: "Objects lifecycle policies deleted, by reason.", samples: byReason))
+        families.append(
+            Family(
+                name: "assetd_unlink_outcomes_total", type: "counter",
+                help: "Unlink outcomes since the database was created.",
+                samples: outcomes))
         return families
     }
 

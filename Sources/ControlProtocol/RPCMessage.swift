@@ -90,10 +90,13 @@ public struct RPCRequest: Sendable, Equatable {
         guard !parsed.numbersExact, case .success(let request) = result, let params,
             let (path, text) = JSONValue.firstInexactNumber(UnsafeBufferPointer(rebasing: line[params.range]))
         else { return result }
-        return .failure(RPCFailure(
-            id: request.id ?? .null,
-            error: .invalidParams("params\(path) is \(text), a number assetd cannot keep exactly (send an integer within 64 bits, a number a double holds, or a string)"),
-            notification: request.isNotification))
+        return .failure(
+            RPCFailure(
+                id: request.id ?? .null,
+                error: .invalidParams(
+                    "params\(path) is \(text), a number assetd cannot keep exactly (send an integer within 64 bits, a number a double holds, or a string)"
+                ),
+                notification: request.isNotification))
     }
 
     /// Validates a parsed JSON value as a request.
@@ -105,28 +108,33 @@ public struct RPCRequest: Sendable, Equatable {
     }
 
     private static func validate(
-        id raw: JSONValue?, idText: UnsafeBufferPointer<UInt8>?, jsonrpc: JSONValue?, method m: JSONValue?, params p: JSONValue?
+        id raw: JSONValue?, idText: UnsafeBufferPointer<UInt8>?, jsonrpc: JSONValue?, method m: JSONValue?,
+        params p: JSONValue?
     ) -> Result<RPCRequest, RPCFailure> {
         var id: RPCID?
         if let raw {
             switch raw {
             case .string, .int, .double, .null: id = idText.map { RPCID(raw, text: $0) } ?? RPCID(raw)
-            default: return .failure(RPCFailure(id: .null, error: .invalidRequest("id must be a string, number or null")))
+            default:
+                return .failure(RPCFailure(id: .null, error: .invalidRequest("id must be a string, number or null")))
             }
         }
         let answerID = id ?? .null
         guard jsonrpc == .string("2.0") else {
-            return .failure(RPCFailure(id: answerID, error: .invalidRequest("jsonrpc must be \"2.0\""), notification: id == nil))
+            return .failure(
+                RPCFailure(id: answerID, error: .invalidRequest("jsonrpc must be \"2.0\""), notification: id == nil))
         }
         guard case .string(let method)? = m, !method.isEmpty else {
-            return .failure(RPCFailure(id: answerID, error: .invalidRequest("method must be a string"), notification: id == nil))
+            return .failure(
+                RPCFailure(id: answerID, error: .invalidRequest("method must be a string"), notification: id == nil))
         }
         let params = p ?? .object([:])
         switch params {
         case .object: break
         case .null: return .success(RPCRequest(rpcID: id, method: method, params: .object([:])))
         default:
-            return .failure(RPCFailure(id: answerID, error: .invalidParams("params must be an object"), notification: id == nil))
+            return .failure(
+                RPCFailure(id: answerID, error: .invalidParams("params must be an object"), notification: id == nil))
         }
         return .success(RPCRequest(rpcID: id, method: method, params: params))
     }

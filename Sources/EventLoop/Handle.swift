@@ -117,7 +117,8 @@ extension HandleOwner {
     static func owner<Raw>(of raw: UnsafeMutablePointer<Raw>?) -> Self {
         let data = uv_handle_get_data(UnsafePointer(OpaquePointer(raw)))
         // Unmanaged: a borrow of the +1 set by `Handle.adopt`, which outlives every callback.
-        let object = Unmanaged<AnyObject>.fromOpaque(data!).takeUnretainedValue()  // data!: set by adopt before any callback can run
+        // data!: set by adopt before any callback can run.
+        let object = Unmanaged<AnyObject>.fromOpaque(data!).takeUnretainedValue()
         return unsafeDowncast(object, to: Self.self)
     }
 }
@@ -125,7 +126,8 @@ extension HandleOwner {
 /// The one close callback: takes back the +1 from `Handle.adopt` and lets the owner finish.
 private func handleDidClose(_ handle: UnsafeMutablePointer<uv_handle_t>?) {
     // Unmanaged: balances the passRetained in `Handle.adopt`; the owner may deinit when this returns.
-    let object = Unmanaged<AnyObject>.fromOpaque(uv_handle_get_data(handle)!).takeRetainedValue()  // data!: adopt runs before any close
+    // data!: adopt runs before any close.
+    let object = Unmanaged<AnyObject>.fromOpaque(uv_handle_get_data(handle)!).takeRetainedValue()
     (object as! any HandleOwner).didClose()  // as!: adopt only ever stores a HandleOwner
 }
 

@@ -36,7 +36,9 @@ public final class PipeStream: HandleOwner {
     ///
     /// - Throws: ``UVError`` with `UV_ENAMETOOLONG` if `path` does not fit in `sun_path`
     ///   (libuv 1.44 would truncate it), or from `uv_pipe_init`; `done` then never runs.
-    public static func connect(loop: Loop, path: String, _ done: @escaping (Result<PipeStream, UVError>) -> Void) throws(UVError) {
+    public static func connect(
+        loop: Loop, path: String, _ done: @escaping (Result<PipeStream, UVError>) -> Void
+    ) throws(UVError) {
         loop.preconditionOnLoopThread()
         try Posix.checkSocketPath(path, call: "uv_pipe_connect")
         let stream = try PipeStream(loop: loop)
@@ -134,7 +136,8 @@ public final class PipeStream: HandleOwner {
     public func tryWrite(_ bytes: UnsafeRawBufferPointer) -> Int {
         handle.loop.preconditionOnLoopThread()
         guard handle.state == .open, bytes.count > 0, let base = bytes.baseAddress else { return 0 }
-        var buffer = uv_buf_init(UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
+        var buffer = uv_buf_init(
+            UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
         let n = uv_try_write(handle.asStream, &buffer, 1)
         return n > 0 ? Int(n) : 0
     }
@@ -197,7 +200,8 @@ public final class PipeStream: HandleOwner {
 
     private func onAlloc(_ buffer: UnsafeMutablePointer<uv_buf_t>) {
         let readBuffer = readBuffer!  // allocated by startReading, which reading requires
-        buffer.pointee = uv_buf_init(readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(readBuffer.count))
+        buffer.pointee = uv_buf_init(
+            readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(readBuffer.count))
     }
 
     private func onRead(_ count: Int) {

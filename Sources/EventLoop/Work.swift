@@ -14,7 +14,9 @@ public enum Work {
     /// before the first submission.
     ///
     /// - Throws: ``UVError`` if libuv refuses the request; then neither closure runs.
-    public static func submit(loop: Loop, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
+    public static func submit(
+        loop: Loop, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void
+    ) throws(UVError) {
         loop.preconditionOnLoopThread()
         let request = WorkRequest(loop: loop, work: work, done: done)
         request.retainWhileInFlight(request.raw)

@@ -92,7 +92,9 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
         update(root, components[...], transform)
     }
 
-    private func update(_ v: JSONValue, _ rest: ArraySlice<Component>, _ transform: (JSONValue) -> JSONValue)
+    private func update(
+        _ v: JSONValue, _ rest: ArraySlice<Component>, _ transform: (JSONValue) -> JSONValue
+    )
         -> JSONValue
     {
         guard let c = rest.first else { return transform(v) }

@@ -57,9 +57,11 @@ enum JSONNumber {
 
     /// A path component for an object member: `.name`, or `["name"]` when not a plain word.
     static func member(_ name: String) -> String {
-        let plain = !name.isEmpty && name.utf8.allSatisfy { c in
-            c == UInt8(ascii: "_") || (c >= 48 && c <= 57) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
-        } && !(name.utf8.first! >= 48 && name.utf8.first! <= 57)  // not empty: checked first
+        let plain =
+            !name.isEmpty
+            && name.utf8.allSatisfy { c in
+                c == UInt8(ascii: "_") || (c >= 48 && c <= 57) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
+            } && !(name.utf8.first! >= 48 && name.utf8.first! <= 57)  // not empty: checked first
         if plain { return "." + name }
         var out = [UInt8]()
         JSONValue.writeString(name, to: &out)
@@ -70,7 +72,9 @@ enum JSONNumber {
 extension JSONParser {
     /// Walks the value at `index` like `parseValue`, keeping the path, until a number that is
     /// not exact.
-    mutating func findInexact(_ path: inout [String], depth: Int) throws(JSONParseError) -> (path: String, text: String)? {
+    mutating func findInexact(
+        _ path: inout [String], depth: Int
+    ) throws(JSONParseError) -> (path: String, text: String)? {
         guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
         guard index < bytes.count else { throw error("unexpected end of text") }
         switch bytes[index] {
@@ -84,7 +88,9 @@ extension JSONParser {
             while true {
                 skipSpace()
                 if object {
-                    guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                        throw error("expected a member name")
+                    }
                     path.append(JSONNumber.member(try parseString()))
                     skipSpace()
                     guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
@@ -107,7 +113,8 @@ extension JSONParser {
             sawInexactNumber = false
             _ = try parseNumber()
             guard sawInexactNumber else { return nil }
-            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<min(index, start + 40)]), as: UTF8.self)
+            let text = String(
+                decoding: UnsafeBufferPointer(rebasing: bytes[start..<min(index, start + 40)]), as: UTF8.self)
             return (path.joined(), index - start > 40 ? text + "…" : text)
         default:
             _ = try parseValue(depth: depth)

@@ -98,7 +98,9 @@ final class BaselineStore {
         let rc = sqlite3_open_v2(enginePath, &h, SQLITE_OPEN_READONLY, "unix")
         precondition(rc == SQLITE_OK && h != nil, "cannot open \(enginePath) (\(rc))")
         defer { sqlite3_close_v2(h) }  // v2: waits for the statement below to be finalized
-        let s = CStatement(h!, """
+        let s = CStatement(
+            h!,
+            """
             SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' ORDER BY rowid
             """)  // h!: checked above; rowid order creates each table before its indexes and views
         var out = ""
@@ -137,21 +139,29 @@ final class BaselineStore {
         nextCommit = CStatement(db, "UPDATE meta SET value = value + 1 WHERE key = 'commit' RETURNING value")
 
         // The object's size is known before its row is written: its index columns go in with it.
-        insertObject = CStatement(db, """
+        insertObject = CStatement(
+            db,
+            """
             INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed, size, files)
             VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, 1)
             """)
-        upsertFile = CStatement(db, """
+        upsertFile = CStatement(
+            db,
+            """
             INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, 0, ?)
             ON CONFLICT (path) DO UPDATE SET size = excluded.size, device = excluded.device,
                 inode = excluded.inode, mtime = excluded.mtime, missing = 0
             RETURNING id
             """)
-        insertEdge = CStatement(db, """
+        insertEdge = CStatement(
+            db,
+            """
             INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES ('file', ?, 1, ?, 32, 'file')
             """)
 
-        getObject = CStatement(db, """
+        getObject = CStatement(
+            db,
+            """
             SELECT o.id, o.value, o.metadata, o.owner, o.created, o.modified, o.accessed,
                 f.path, f.size, f.device, f.inode, f.mtime, f.missing, f.first_seen
             FROM object o
@@ -167,7 +177,9 @@ final class BaselineStore {
         countRetainers = CStatement(db, "SELECT COUNT(*) FROM edge WHERE is_file = 1 AND dst = ? AND rules & 32 != 0")
         deleteFileRow = CStatement(db, "DELETE FROM file WHERE id = ? RETURNING path, device, inode, size")
         deleteFileEdges = CStatement(db, "DELETE FROM edge WHERE is_file = 1 AND dst = ? RETURNING src, rules")
-        enqueueUnlink = CStatement(db, """
+        enqueueUnlink = CStatement(
+            db,
+            """
             INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt) VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
 
@@ -247,10 +259,11 @@ final class BaselineStore {
             created: s.double(4), modified: s.double(5), accessed: s.double(6), files: [])
         repeat {
             if !s.isNull(7) {
-                object.files.append(BaselineFile(
-                    path: s.text(7), size: s.int64(8), device: s.isNull(9) ? nil : s.int64(9),
-                    inode: s.isNull(10) ? nil : s.int64(10), mtime: s.isNull(11) ? nil : s.double(11),
-                    missing: s.int64(12) != 0, firstSeen: s.double(13)))
+                object.files.append(
+                    BaselineFile(
+                        path: s.text(7), size: s.int64(8), device: s.isNull(9) ? nil : s.int64(9),
+                        inode: s.isNull(10) ? nil : s.int64(10), mtime: s.isNull(11) ? nil : s.double(11),
+                        missing: s.int64(12) != 0, firstSeen: s.double(13)))
             }
         } while s.step()
         return object
@@ -300,7 +313,9 @@ final class BaselineStore {
                 fileEdges.removeAll(keepingCapacity: true)
                 deleteOutgoing.bind(1, id)
                 while deleteOutgoing.step() {
-                    if deleteOutgoing.int64(0) != 0 { fileEdges.append((deleteOutgoing.int64(1), deleteOutgoing.int64(2))) }
+                    if deleteOutgoing.int64(0) != 0 {
+                        fileEdges.append((deleteOutgoing.int64(1), deleteOutgoing.int64(2)))
+                    }
                 }
                 deleteOutgoing.reset()
                 deleteIncoming.bind(1, id)

@@ -73,17 +73,20 @@ struct Footprint {
 
     /// Two starts, each timed to READY=1, measured, loaded, measured again and stopped.
     func run() throws {
-        print("footprint: assetd on \(objects) objects (durability full, no extra indexes); time from exec to READY=1 on"
-            + " NOTIFY_SOCKET, then memory from /proc/PID/status right after ready and after a workload (2 concurrent"
-            + " full-scan aggregates \(SocketCommands.scanFunction) \(SocketCommands.scanClause), then \(gets) object.get of random"
-            + " keys over 50 connections); absolute goals (ready <= 1 s on a restart, RSS <= 100 MiB), no baseline")
+        print(
+            "footprint: assetd on \(objects) objects (durability full, no extra indexes); time from exec to READY=1 on"
+                + " NOTIFY_SOCKET, then memory from /proc/PID/status right after ready and after a workload (2 concurrent"
+                + " full-scan aggregates \(SocketCommands.scanFunction) \(SocketCommands.scanClause), then \(gets) object.get of random"
+                + " keys over 50 connections); absolute goals (ready <= 1 s on a restart, RSS <= 100 MiB), no baseline")
         fflush(nil)
         let notifyPath = (socket as NSString).deletingLastPathComponent + "/notify.sock"
         let notify = try NotifySocket(path: notifyPath)
         defer { notify.close() }
         var results = [(name: String, ready: Double, atReady: Memory, afterWork: Memory)]()
         let cold = dropPageCache()
-        for name in [cold ? "first start, page cache dropped" : "first start (page cache not droppable here)", "restart, warm"] {
+        for name in [
+            cold ? "first start, page cache dropped" : "first start (page cache not droppable here)", "restart, warm",
+        ] {
             progress("\(name): starting assetd")
             let p = Process()
             p.executableURL = URL(fileURLWithPath: assetd)
@@ -121,14 +124,16 @@ struct Footprint {
             let label = r.name.hasPrefix("restart") ? "restart" : "first"
             let anon = Double(r.afterWork.anon) / Footprint.mib
             let rss = Double(r.afterWork.rss) / Footprint.mib
-            print("footprint-rss-\(label) engine=\(String(format: "%.1f", rss))MiB (VmRSS; RssAnon \(String(format: "%.1f", anon))MiB)"
-                + " baseline=none goal=<=100MiB \(rss <= 100 ? "ok" : "MISSED")")
+            print(
+                "footprint-rss-\(label) engine=\(String(format: "%.1f", rss))MiB (VmRSS; RssAnon \(String(format: "%.1f", anon))MiB)"
+                    + " baseline=none goal=<=100MiB \(rss <= 100 ? "ok" : "MISSED")")
             print("  \(r.name): at ready: \(r.atReady.text)")
             print("  \(r.name): after the workload: \(r.afterWork.text)")
         }
-        print("  judged on VmRSS, all resident pages: RssAnon is the daemon's own memory, SQLite's page caches included"
-            + " (no connection maps the database; the caches are bounded by a soft heap limit), RssFile mostly the binary"
-            + " and its libraries")
+        print(
+            "  judged on VmRSS, all resident pages: RssAnon is the daemon's own memory, SQLite's page caches included"
+                + " (no connection maps the database; the caches are bounded by a soft heap limit), RssFile mostly the binary"
+                + " and its libraries")
         fflush(nil)
     }
 
@@ -138,14 +143,19 @@ struct Footprint {
         let count = try JSONValue.parse(String(decoding: counted, as: UTF8.self))["result"]?["value"]?.intValue
         try check(count == Int64(objects), "the daemon holds \(objects) objects (COUNT(*) said \(RPC.text(counted)))")
         let request = RPC.aggregate(function: SocketCommands.scanFunction, clause: SocketCommands.scanClause)
-        let scans = try closedLoop(socket: socket, connections: 2, requests: [request, request], driver: .threads) { reply, i in
+        let scans = try closedLoop(socket: socket, connections: 2, requests: [request, request], driver: .threads) {
+            reply, i in
             guard !RPC.isError(reply) else { throw BenchError("scan #\(i) failed: \(RPC.text(reply))") }
         }
         try check(scans.completed == 2, "both scans answered")
         var rng = SplitMix64(seed: 11)
-        let requests = (0..<gets).map { _ in RPC.get(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<objects, using: &rng))) }
+        let requests = (0..<gets).map { _ in
+            RPC.get(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<objects, using: &rng)))
+        }
         let got = try closedLoop(socket: socket, connections: 50, requests: requests, driver: .poll) { reply, i in
-            guard !RPC.isError(reply), !RPC.isNullResult(reply) else { throw BenchError("get #\(i): \(RPC.text(reply))") }
+            guard !RPC.isError(reply), !RPC.isNullResult(reply) else {
+                throw BenchError("get #\(i): \(RPC.text(reply))")
+            }
         }
         try check(got.completed == gets, "every get answered")
     }
@@ -168,12 +178,16 @@ final class NotifySocket {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw BenchError("notify socket path too long: \(path)") }
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw BenchError("notify socket path too long: \(path)")
+        }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             for (i, b) in bytes.enumerated() { raw[i] = b }
         }
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0 else { throw BenchError("bind \(path): \(String(cString: strerror(errno)))") }
     }
@@ -188,7 +202,11 @@ final class NotifySocket {
             let n = poll(&pfd, 1, 100)
             if n > 0 {
                 let got = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if got > 0, String(decoding: buffer[..<got], as: UTF8.self).split(separator: "\n").contains(Substring(state)) { return }
+                if got > 0,
+                    String(decoding: buffer[..<got], as: UTF8.self).split(separator: "\n").contains(Substring(state))
+                {
+                    return
+                }
                 continue
             }
             guard alive() else { throw BenchError("assetd exited before sending \(state)") }

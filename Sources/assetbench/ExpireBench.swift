@@ -32,7 +32,9 @@ struct ExpireBench {
         files = try f.int("files", 1_000_000)
         folder = try f.string("folder")
         cold = ((try? f.string("cold")) ?? "auto") != "no"
-        try check(files >= 1000 && files % FileSet.perFolder == 0, "--files is a multiple of \(FileSet.perFolder), at least 1000")
+        try check(
+            files >= 1000 && files % FileSet.perFolder == 0,
+            "--files is a multiple of \(FileSet.perFolder), at least 1000")
     }
 
     private var old: Int { (files + ExpireBench.oldEvery - 1) / ExpireBench.oldEvery }
@@ -42,13 +44,15 @@ struct ExpireBench {
     /// collection-filter comparison; checks each side did the whole work before printing.
     func run() throws {
         let start = monotonicNanos()
-        print("expire: \(files) files, 1000 to a folder, 1-1024 bytes; \(old) (every \(ExpireBench.oldEvery)th) are"
-            + " \(Int(ExpireBench.oldAge / 60)) min old; engine: Store.expire(olderThan: \(Int(ExpireBench.cutoff)) s), policy batch"
-            + " \(PolicyConfiguration().batch) objects per durable commit, then Store.sweep(); baseline: find TREE -type f"
-            + " -mmin +\(Int(ExpireBench.cutoff / 60)) -delete over an identical tree; sync before each timed side")
+        print(
+            "expire: \(files) files, 1000 to a folder, 1-1024 bytes; \(old) (every \(ExpireBench.oldEvery)th) are"
+                + " \(Int(ExpireBench.oldAge / 60)) min old; engine: Store.expire(olderThan: \(Int(ExpireBench.cutoff)) s), policy batch"
+                + " \(PolicyConfiguration().batch) objects per durable commit, then Store.sweep(); baseline: find TREE -type f"
+                + " -mmin +\(Int(ExpireBench.cutoff / 60)) -delete over an identical tree; sync before each timed side")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        print("expire: file system of the trees: \(mountOptions(of: folder)) (with `discard`, every unlink that frees"
-            + " blocks waits for the device to discard them, on both sides)")
+        print(
+            "expire: file system of the trees: \(mountOptions(of: folder)) (with `discard`, every unlink that frees"
+                + " blocks waits for the device to discard them, on both sides)")
         fflush(nil)
         let storeRoot = folder + "/store-files"
         let findRoot = folder + "/find-files"
@@ -78,7 +82,8 @@ struct ExpireBench {
         if !cold {
             print("expire-cold: skipped (--cold no)")
         } else if !dropPageCache() {
-            print("expire-cold: skipped: /proc/sys/vm/drop_caches is not writable here (needs root outside a container)")
+            print(
+                "expire-cold: skipped: /proc/sys/vm/drop_caches is not writable here (needs root outside a container)")
         } else {
             progress("restoring the \(old) expired files on both sides")
             try restore(storeFiles, only: ExpireBench.isOld)
@@ -106,11 +111,15 @@ struct ExpireBench {
             let plan = try store.expire(collection: collection, olderThan: ExpireBench.cutoff, idle: nil)
             seconds.append(Double(monotonicNanos() - t0) / 1e9)
             let swept = try store.sweep().unlinked.count
-            try check(plan.objects.count == count && swept == count, "expired and swept \(count) (\(plan.objects.count), \(swept))")
+            try check(
+                plan.objects.count == count && swept == count,
+                "expired and swept \(count) (\(plan.objects.count), \(swept))")
         }
-        print("  collection filter (info): Store.expire of \(count) old objects among \(files - old + count), warm:"
-            + " collection \"\(Bench.collection)\" \(fmt(seconds[0])) s (\(fmt(seconds[0] / Double(count) * 1e6)) us per object),"
-            + " collection nil \(fmt(seconds[1])) s (\(fmt(seconds[1] / Double(count) * 1e6)) us per object), same objects")
+        print(
+            "  collection filter (info): Store.expire of \(count) old objects among \(files - old + count), warm:"
+                + " collection \"\(Bench.collection)\" \(fmt(seconds[0])) s (\(fmt(seconds[0] / Double(count) * 1e6)) us per object),"
+                + " collection nil \(fmt(seconds[1])) s (\(fmt(seconds[1] / Double(count) * 1e6)) us per object), same objects"
+        )
         fflush(nil)
     }
 
@@ -120,7 +129,9 @@ struct ExpireBench {
     }
 
     /// One timed comparison; the warm round runs the store first, the cold round find first.
-    private func round(_ name: String, _ store: Store, _ storeFiles: FileSet, _ findFiles: FileSet, dropCaches: Bool) throws {
+    private func round(
+        _ name: String, _ store: Store, _ storeFiles: FileSet, _ findFiles: FileSet, dropCaches: Bool
+    ) throws {
         func prepare() throws {
             sync()
             if dropCaches { try check(dropPageCache(), "the page cache was dropped") }
@@ -143,7 +154,9 @@ struct ExpireBench {
             try prepare()
             progress("\(name): find -mmin +\(Int(ExpireBench.cutoff / 60)) -delete")
             let t1 = monotonicNanos()
-            _ = try runTool(["find", findFiles.root, "-type", "f", "-mmin", "+\(Int(ExpireBench.cutoff / 60))", "-delete"])
+            _ = try runTool([
+                "find", findFiles.root, "-type", "f", "-mmin", "+\(Int(ExpireBench.cutoff / 60))", "-delete",
+            ])
             find = Double(monotonicNanos() - t1) / 1e9
         }
         let storeSide = {
@@ -169,7 +182,8 @@ struct ExpireBench {
             planned = plan.objects.count
             unlinked = report.unlinked.count
             let first = batches.first.map { Double($0) / 1e6 } ?? 0
-            phases = "\(plan.commits.count) commits; per batch of \(PolicyConfiguration().batch): first \(fmt(first))ms,"
+            phases =
+                "\(plan.commits.count) commits; per batch of \(PolicyConfiguration().batch): first \(fmt(first))ms,"
                 + " median \(fmt(LoadResult.percentile(batches, 0.5)))ms,"
                 + " max \(fmt(LoadResult.percentile(batches, 1)))ms"
         }
@@ -181,29 +195,40 @@ struct ExpireBench {
             try findSide()
         }
         sync()
-        try check(planned == old && unlinked == old, "the store expired \(old) objects and unlinked their files (\(planned), \(unlinked))")
+        try check(
+            planned == old && unlinked == old,
+            "the store expired \(old) objects and unlinked their files (\(planned), \(unlinked))")
         try check(listed == old, "find listed \(old) old files (\(listed))")
         let storeLeft = storeFiles.existing()
         let findLeft = findFiles.existing()
-        try check(storeLeft == files - old && findLeft == files - old, "both trees keep \(files - old) files (\(storeLeft), \(findLeft))")
+        try check(
+            storeLeft == files - old && findLeft == files - old,
+            "both trees keep \(files - old) files (\(storeLeft), \(findLeft))")
 
         let total = expire + sweep
         let verdict = find / total >= 5 ? "ok" : "MISSED"
-        print("expire-\(name) engine=\(fmt(total))s baseline=\(fmt(find))s speedup=\(String(format: "%.2f", find / total))"
-            + " goal=>=5 \(verdict)")
-        print("  \(name): engine expire alone (decide + \(planned) deletes in durable commits, files queued) \(fmt(expire)) s,"
-            + " speedup vs find -delete \(String(format: "%.2f", find / expire)) (\(find / expire >= 5 ? "at least" : "under") 5x; info, the goal is judged end to end);"
-            + " sweep (\(unlinked) unlinks) \(fmt(sweep)) s = \(String(format: "%.0f", sweep / Double(max(1, unlinked)) * 1e6)) us per file")
-        print("  \(name): find listing alone (no -delete) \(fmt(list)) s vs engine expire alone: speedup"
-            + " \(String(format: "%.2f", list / expire)) (info: decision against decision);"
-            + " find's unlinks cost ~\(String(format: "%.0f", max(0, find - list) / Double(old) * 1e6)) us per file (-delete minus listing)")
+        print(
+            "expire-\(name) engine=\(fmt(total))s baseline=\(fmt(find))s speedup=\(String(format: "%.2f", find / total))"
+                + " goal=>=5 \(verdict)")
+        print(
+            "  \(name): engine expire alone (decide + \(planned) deletes in durable commits, files queued) \(fmt(expire)) s,"
+                + " speedup vs find -delete \(String(format: "%.2f", find / expire)) (\(find / expire >= 5 ? "at least" : "under") 5x; info, the goal is judged end to end);"
+                + " sweep (\(unlinked) unlinks) \(fmt(sweep)) s = \(String(format: "%.0f", sweep / Double(max(1, unlinked)) * 1e6)) us per file"
+        )
+        print(
+            "  \(name): find listing alone (no -delete) \(fmt(list)) s vs engine expire alone: speedup"
+                + " \(String(format: "%.2f", list / expire)) (info: decision against decision);"
+                + " find's unlinks cost ~\(String(format: "%.0f", max(0, find - list) / Double(old) * 1e6)) us per file (-delete minus listing)"
+        )
         print("  \(name): \(phases)")
         fflush(nil)
     }
 
     /// Registers file i as object `assets/k…`, one object per file; old objects are created
     /// at `oldTime`. Per folder: one transaction for its old objects, one for the rest.
-    private func register(_ store: Store, _ clock: SteppedClock, _ set: FileSet, oldTime: Double, only: ((Int) -> Bool)?) throws {
+    private func register(
+        _ store: Store, _ clock: SteppedClock, _ set: FileSet, oldTime: Double, only: ((Int) -> Bool)?
+    ) throws {
         for folder in 0..<(files / FileSet.perFolder) {
             let range = (folder * FileSet.perFolder)..<((folder + 1) * FileSet.perFolder)
             for wantOld in [true, false] {
@@ -213,7 +238,9 @@ struct ExpireBench {
                 defer { clock.set(nil) }
                 try store.write { tx in
                     for i in ids {
-                        let value: JSONValue = .object(["file": .string(set.paths[i]), "owner": .string(Bench.owners[i % 100])])
+                        let value: JSONValue = .object([
+                            "file": .string(set.paths[i]), "owner": .string(Bench.owners[i % 100]),
+                        ])
                         try tx.put(ObjectRef(Bench.collection, "k" + pad(i, 8)), value: value)
                     }
                 }

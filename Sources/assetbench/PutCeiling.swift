@@ -28,10 +28,12 @@ extension SocketCommands {
                 }
             }
             let seconds = Double(monotonicNanos() - start) / 1e9
-            rates.append("durability \(durability.rawValue) \(Int(Double(count) / seconds))/s"
-                + " (\(String(format: "%.1f", seconds * 1e6 / Double(count))) us per put)")
+            rates.append(
+                "durability \(durability.rawValue) \(Int(Double(count) / seconds))/s"
+                    + " (\(String(format: "%.1f", seconds * 1e6 / Double(count))) us per put)")
         }
-        print("  socket-put-engine (info): \(count) puts of the same objects, \(batch) per commit, through Store.write on one"
-            + " thread without the socket: " + rates.joined(separator: "; "))
+        print(
+            "  socket-put-engine (info): \(count) puts of the same objects, \(batch) per commit, through Store.write on one"
+                + " thread without the socket: " + rates.joined(separator: "; "))
     }
 }

@@ -39,7 +39,9 @@ enum SocketCommands {
     /// The collection the socket workloads use, and its keys.
     static let collection = "bench"
     static func key(_ i: Int) -> String { "k" + pad(i, 8) }
-    static func value(_ i: Int) -> JSONValue { .object(["owner": .string(Bench.owners[i % 100]), "n": .int(Int64(i))]) }
+    static func value(_ i: Int) -> JSONValue {
+        .object(["owner": .string(Bench.owners[i % 100]), "n": .int(Int64(i))])
+    }
 
     /// The full-scan aggregate: `created > 0` alone could use the created index, but the OR
     /// with a LIKE that has a leading wildcard leaves SQLite nothing but a scan of the table.
@@ -68,7 +70,9 @@ enum SocketCommands {
         }
         let objects = try store.read { try $0.objectCount() }
         try check(objects == count, "the store holds \(count) objects, not \(objects)")
-        printError("[assetbench] populate: \(count) objects in \(String(format: "%.1f", Double(monotonicNanos() - start) / 1e9)) s")
+        printError(
+            "[assetbench] populate: \(count) objects in \(String(format: "%.1f", Double(monotonicNanos() - start) / 1e9)) s"
+        )
         if args.contains("--explain") {
             let plan = try store.explain(clause: scanClause, function: scanFunction)
             print("scan: index.aggregate \(scanFunction) \(scanClause) -> plan: \(plan.joined(separator: "; "))")
@@ -81,7 +85,9 @@ enum SocketCommands {
 
     /// `wait SOCKET SECONDS`: connects and pings until answered.
     static func waitForDaemon(_ args: [String]) throws {
-        guard args.count == 2, let seconds = Double(args[1]) else { throw BenchError("usage: assetbench wait SOCKET SECONDS") }
+        guard args.count == 2, let seconds = Double(args[1]) else {
+            throw BenchError("usage: assetbench wait SOCKET SECONDS")
+        }
         let deadline = monotonicNanos() + UInt64(seconds * 1e9)
         var last = "not tried"
         while monotonicNanos() < deadline {
@@ -105,7 +111,9 @@ struct Flags {
     init(_ args: [String]) throws {
         var i = 0
         while i < args.count {
-            guard args[i].hasPrefix("--"), i + 1 < args.count else { throw BenchError("expected --name value, got \(args[i])") }
+            guard args[i].hasPrefix("--"), i + 1 < args.count else {
+                throw BenchError("expected --name value, got \(args[i])")
+            }
             values[String(args[i].dropFirst(2))] = args[i + 1]
             i += 2
         }
@@ -173,19 +181,25 @@ struct SocketWorkloads {
     }
 
     func run() throws {
-        let redisVersion = (try? runTool(["redis-server", "--version"]))?.split(separator: " ").first { $0.hasPrefix("v=") } ?? "v=?"
-        print("socket: \(connections) connections, one request in flight each; client: \(driver.rawValue)"
-            + (driver == .poll ? " (one thread polls all, like redis-benchmark)" : " (a thread per connection)")
-            + "; assetd UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)")"
-            + "; baseline: redis-server \(redisVersion.dropFirst(2)) --save '' --appendonly no, redis-benchmark -s SOCK -c \(connections) -t get,set -q")
-        print("socket: get = object.get of random keys among \(keys) stored objects, \(n) requests; ping = \(n / 2) pings"
-            + " (info); put = object.put of new"
-            + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s, owners 100 in turn,"
-            + " then as many from one owner (info); \(rounds) rounds alternating order")
+        let redisVersion =
+            (try? runTool(["redis-server", "--version"]))?.split(separator: " ").first { $0.hasPrefix("v=") } ?? "v=?"
+        print(
+            "socket: \(connections) connections, one request in flight each; client: \(driver.rawValue)"
+                + (driver == .poll ? " (one thread polls all, like redis-benchmark)" : " (a thread per connection)")
+                + "; assetd UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)")"
+                + "; baseline: redis-server \(redisVersion.dropFirst(2)) --save '' --appendonly no, redis-benchmark -s SOCK -c \(connections) -t get,set -q"
+        )
+        print(
+            "socket: get = object.get of random keys among \(keys) stored objects, \(n) requests; ping = \(n / 2) pings"
+                + " (info); put = object.put of new"
+                + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s, owners 100 in turn,"
+                + " then as many from one owner (info); \(rounds) rounds alternating order")
         fflush(nil)
 
         var rng = SplitMix64(seed: 7)
-        let getRequests = (0..<n).map { _ in RPC.get(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng))) }
+        let getRequests = (0..<n).map { _ in
+            RPC.get(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng)))
+        }
         let putRequests = (0..<putN).map { i in
             RPC.put(SocketCommands.collection, "p" + pad(i, 8), owner: Bench.owners[i % 100], n: i)
         }
@@ -208,13 +222,17 @@ struct SocketWorkloads {
         }
         let oneOwnerCommits = Mutex(Set<Int64>())
         let oneOwnerCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
-            guard !RPC.isError(reply) else { throw BenchError("object.put #\(i) of one owner failed: \(RPC.text(reply))") }
+            guard !RPC.isError(reply) else {
+                throw BenchError("object.put #\(i) of one owner failed: \(RPC.text(reply))")
+            }
             if let commit = RPC.commitNumber(reply) { oneOwnerCommits.withLock { _ = $0.insert(commit) } }
         }
 
         // Warm-up, untimed: connections, the pool's threads and readers, the page cache.
         progress("warm-up")
-        _ = try closedLoop(socket: socket, connections: connections, requests: Array(getRequests.prefix(5000)), driver: driver, check: getCheck)
+        _ = try closedLoop(
+            socket: socket, connections: connections, requests: Array(getRequests.prefix(5000)), driver: driver,
+            check: getCheck)
         _ = try runRedis(n: 5000)
         if daemonPID > 0 { print("socket: assetd runs \(CPUSpent.threads(daemonPID)) threads after the warm-up") }
 
@@ -243,27 +261,40 @@ struct SocketWorkloads {
                 let pingSlice = [[UInt8]](repeating: RPC.ping, count: max(1, getSlice.count / 2))
                 progress("round \(round + 1)/\(rounds): assetd ping x\(pingSlice.count)")
                 try pingCPU.measure(server: daemonPID) {
-                    pings.append(try closedLoop(socket: socket, connections: connections, requests: pingSlice, driver: driver, check: pingCheck))
+                    pings.append(
+                        try closedLoop(
+                            socket: socket, connections: connections, requests: pingSlice, driver: driver,
+                            check: pingCheck))
                 }
                 progress("round \(round + 1)/\(rounds): assetd object.get x\(getSlice.count)")
                 try getCPU.measure(server: daemonPID) {
-                    gets.append(try closedLoop(socket: socket, connections: connections, requests: getSlice, driver: driver, check: getCheck))
+                    gets.append(
+                        try closedLoop(
+                            socket: socket, connections: connections, requests: getSlice, driver: driver,
+                            check: getCheck))
                 }
                 let manyOwners = {
-                    progress("round \(round + 1)/\(rounds): assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s")
+                    progress(
+                        "round \(round + 1)/\(rounds): assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s"
+                    )
                     let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
                     try putCPU.measure(server: daemonPID) {
-                        puts.append(try closedLoop(
-                            socket: socket, connections: connections, requests: putSlice, driver: driver, deadline: deadline,
-                            check: putCheck))
+                        puts.append(
+                            try closedLoop(
+                                socket: socket, connections: connections, requests: putSlice, driver: driver,
+                                deadline: deadline,
+                                check: putCheck))
                     }
                 }
                 let oneOwner = {
-                    progress("round \(round + 1)/\(rounds): assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
+                    progress(
+                        "round \(round + 1)/\(rounds): assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s"
+                    )
                     let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
-                    oneOwnerPuts.append(try closedLoop(
-                        socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
-                        deadline: deadline, check: oneOwnerCheck))
+                    oneOwnerPuts.append(
+                        try closedLoop(
+                            socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
+                            deadline: deadline, check: oneOwnerCheck))
                 }
                 // Alternating which goes first: the second inherits the first's WAL and checkpoints.
                 try inTurn(round, manyOwners, oneOwner)
@@ -284,41 +315,55 @@ struct SocketWorkloads {
         let pingAll = merge(pings)
         let putAll = merge(puts)
         let oneOwnerAll = merge(oneOwnerPuts)
-        emit(ResultLine(
-            name: "socket-get", engine: .throughput(ops: getAll.completed, seconds: getAll.seconds),
-            baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .atLeast(0.5)))
-        print("  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
-            + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
-        emit(ResultLine(
-            name: "socket-ping", engine: .throughput(ops: pingAll.completed, seconds: pingAll.seconds),
-            baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .none))
-        print("  socket-ping (info, no goal; vs redis GET): answered on assetd's loop without the pool or the store;"
-            + " round trip p50=\(fmt(pingAll.percentile(0.5)))ms p99=\(fmt(pingAll.percentile(0.99)))ms")
-        emit(ResultLine(
-            name: "socket-put", engine: .throughput(ops: putAll.completed, seconds: putAll.seconds),
-            baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .atLeast(0.25)))
+        emit(
+            ResultLine(
+                name: "socket-get", engine: .throughput(ops: getAll.completed, seconds: getAll.seconds),
+                baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .atLeast(0.5)))
+        print(
+            "  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
+                + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
+        emit(
+            ResultLine(
+                name: "socket-ping", engine: .throughput(ops: pingAll.completed, seconds: pingAll.seconds),
+                baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .none))
+        print(
+            "  socket-ping (info, no goal; vs redis GET): answered on assetd's loop without the pool or the store;"
+                + " round trip p50=\(fmt(pingAll.percentile(0.5)))ms p99=\(fmt(pingAll.percentile(0.99)))ms")
+        emit(
+            ResultLine(
+                name: "socket-put", engine: .throughput(ops: putAll.completed, seconds: putAll.seconds),
+                baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .atLeast(0.25)))
         let probe = try fsyncProbe()
-        print("  socket-put: \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
-            + (puts.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(putSeconds)) s limit)" : "")
-            + "; round trip p50=\(fmt(putAll.percentile(0.5)))ms p99=\(fmt(putAll.percentile(0.99)))ms;"
-            + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each);"
-            + " fdatasync of 4 KiB on this file system: p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
-            + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
-        emit(ResultLine(
-            name: "socket-put-one-owner", engine: .throughput(ops: oneOwnerAll.completed, seconds: oneOwnerAll.seconds),
-            baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .none))
-        print("  socket-put-one-owner (info, no goal): the same puts, all from one owner instead of 100;"
-            + " round trip p50=\(fmt(oneOwnerAll.percentile(0.5)))ms p99=\(fmt(oneOwnerAll.percentile(0.99)))ms;"
-            + " \(String(format: "%.1f", Double(oneOwnerAll.completed) / Double(max(1, oneOwnerCommits.withLock { $0.count })))) puts a commit")
-        func us(_ seconds: Double, _ requests: Int) -> String { seconds.isNaN ? "?" : String(format: "%.0fus", seconds / Double(requests) * 1e6) }
-        print("  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
-            + " put=\(us(putCPU.server, putAll.completed)); assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
-            + " get=\(us(getCPU.client, getAll.completed)) put=\(us(putCPU.client, putAll.completed));"
-            + " redis-server GET+SET=\(us(redisCPU.server, redisGet.ops + redisSet.ops));"
-            + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGet.ops + redisSet.ops))")
-        print("  other processes on the machine used on average: \(String(format: "%.2f", getCPU.others)) cores during gets,"
-            + " \(String(format: "%.2f", putCPU.others)) during puts, \(String(format: "%.2f", redisCPU.others)) during redis-benchmark"
-            + " (of \(ProcessInfo.processInfo.activeProcessorCount))")
+        print(
+            "  socket-put: \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
+                + (puts.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(putSeconds)) s limit)" : "")
+                + "; round trip p50=\(fmt(putAll.percentile(0.5)))ms p99=\(fmt(putAll.percentile(0.99)))ms;"
+                + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each);"
+                + " fdatasync of 4 KiB on this file system: p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
+                + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
+        emit(
+            ResultLine(
+                name: "socket-put-one-owner",
+                engine: .throughput(ops: oneOwnerAll.completed, seconds: oneOwnerAll.seconds),
+                baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .none))
+        print(
+            "  socket-put-one-owner (info, no goal): the same puts, all from one owner instead of 100;"
+                + " round trip p50=\(fmt(oneOwnerAll.percentile(0.5)))ms p99=\(fmt(oneOwnerAll.percentile(0.99)))ms;"
+                + " \(String(format: "%.1f", Double(oneOwnerAll.completed) / Double(max(1, oneOwnerCommits.withLock { $0.count })))) puts a commit"
+        )
+        func us(_ seconds: Double, _ requests: Int) -> String {
+            seconds.isNaN ? "?" : String(format: "%.0fus", seconds / Double(requests) * 1e6)
+        }
+        print(
+            "  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
+                + " put=\(us(putCPU.server, putAll.completed)); assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
+                + " get=\(us(getCPU.client, getAll.completed)) put=\(us(putCPU.client, putAll.completed));"
+                + " redis-server GET+SET=\(us(redisCPU.server, redisGet.ops + redisSet.ops));"
+                + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGet.ops + redisSet.ops))")
+        print(
+            "  other processes on the machine used on average: \(String(format: "%.2f", getCPU.others)) cores during gets,"
+                + " \(String(format: "%.2f", putCPU.others)) during puts, \(String(format: "%.2f", redisCPU.others)) during redis-benchmark"
+                + " (of \(ProcessInfo.processInfo.activeProcessorCount))")
         fflush(nil)
     }
 
@@ -357,11 +402,15 @@ struct SocketWorkloads {
 
     /// redis-benchmark GET and SET requests/s at `n` requests each.
     private func runRedis(n: Int) throws -> (get: Double, set: Double) {
-        let out = try runTool(["redis-benchmark", "-s", redisSocket, "-c", String(connections), "-n", String(n), "-t", "get,set", "-q"])
+        let out = try runTool([
+            "redis-benchmark", "-s", redisSocket, "-c", String(connections), "-n", String(n), "-t", "get,set", "-q",
+        ])
         func rate(_ test: String) throws -> Double {
             // -q prints progress ending in \r, then "GET: 93457.95 requests per second, p50=…".
             for line in out.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) where line.hasPrefix(test + ": ") {
-                if line.contains("requests per second"), let v = Double(line.dropFirst(test.count + 2).prefix { $0 != " " }) {
+                if line.contains("requests per second"),
+                    let v = Double(line.dropFirst(test.count + 2).prefix { $0 != " " })
+                {
                     return v
                 }
             }
@@ -422,10 +471,11 @@ struct PingScan {
     }
 
     func run() throws {
-        print("ping-scan: \(scanners) clients run index.aggregate \(SocketCommands.scanFunction) \(SocketCommands.scanClause)"
-            + " back to back over \(objects) objects while one client pings every \(fmt(Double(intervalNanos) / 1e6)) ms"
-            + " for \(fmt(seconds)) s; UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)");"
-            + " SPEC §10 sets an absolute goal, so there is no baseline (idle pings are shown for reference)")
+        print(
+            "ping-scan: \(scanners) clients run index.aggregate \(SocketCommands.scanFunction) \(SocketCommands.scanClause)"
+                + " back to back over \(objects) objects while one client pings every \(fmt(Double(intervalNanos) / 1e6)) ms"
+                + " for \(fmt(seconds)) s; UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)");"
+                + " SPEC §10 sets an absolute goal, so there is no baseline (idle pings are shown for reference)")
         fflush(nil)
         let counted = try LineConnection(path: socket).call(RPC.aggregate(function: "COUNT(*)", clause: ""))
         let count = try JSONValue.parse(String(decoding: counted, as: UTF8.self))["result"]?["value"]?.intValue
@@ -450,7 +500,9 @@ struct PingScan {
                         let t0 = monotonicNanos()
                         let reply = try conn.call(request)
                         let t1 = monotonicNanos()
-                        guard !RPC.isError(reply), reply.starts(with: Array("{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"value\":".utf8)) else {
+                        guard !RPC.isError(reply),
+                            reply.starts(with: Array("{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"value\":".utf8))
+                        else {
                             throw BenchError("the scan aggregate failed: \(RPC.text(reply))")
                         }
                         scans.withLock { $0.append((t0, t1, s)) }
@@ -487,18 +539,22 @@ struct PingScan {
         let p99 = LoadResult.percentile(busy, 0.99)
         let verdict = p99 < 10 ? "ok" : "MISSED"
         print("ping-p99-during-scan engine=\(fmt(p99))ms baseline=none goal=<10ms \(verdict)")
-        print("  during scans: \(busy.count) pings p50=\(fmt(LoadResult.percentile(busy, 0.5)))ms p99=\(fmt(p99))ms"
-            + " max=\(fmt(LoadResult.percentile(busy, 1)))ms; \(all.count) scans, each p50=\(fmt(LoadResult.percentile(scanTimes, 0.5)))ms"
-            + " max=\(fmt(LoadResult.percentile(scanTimes, 1)))ms; each scanner inside a scan for"
-            + " \(coverage.map { String(format: "%.0f%%", $0 * 100) }.joined(separator: ", ")) of the ping window")
-        print("  during the ping window: assetd (\(CPUSpent.threads(daemonPID)) threads) used \(String(format: "%.2f", cpu.server / cpu.wall)) cores,"
-            + " assetbench \(String(format: "%.2f", cpu.client / cpu.wall)), other processes \(String(format: "%.2f", cpu.others))"
-            + " (of \(ProcessInfo.processInfo.activeProcessorCount))")
-        print("  idle (reference): \(idle.count) pings p50=\(fmt(LoadResult.percentile(idle, 0.5)))ms"
-            + " p99=\(fmt(LoadResult.percentile(idle, 0.99)))ms max=\(fmt(LoadResult.percentile(idle, 1)))ms")
+        print(
+            "  during scans: \(busy.count) pings p50=\(fmt(LoadResult.percentile(busy, 0.5)))ms p99=\(fmt(p99))ms"
+                + " max=\(fmt(LoadResult.percentile(busy, 1)))ms; \(all.count) scans, each p50=\(fmt(LoadResult.percentile(scanTimes, 0.5)))ms"
+                + " max=\(fmt(LoadResult.percentile(scanTimes, 1)))ms; each scanner inside a scan for"
+                + " \(coverage.map { String(format: "%.0f%%", $0 * 100) }.joined(separator: ", ")) of the ping window")
+        print(
+            "  during the ping window: assetd (\(CPUSpent.threads(daemonPID)) threads) used \(String(format: "%.2f", cpu.server / cpu.wall)) cores,"
+                + " assetbench \(String(format: "%.2f", cpu.client / cpu.wall)), other processes \(String(format: "%.2f", cpu.others))"
+                + " (of \(ProcessInfo.processInfo.activeProcessorCount))")
+        print(
+            "  idle (reference): \(idle.count) pings p50=\(fmt(LoadResult.percentile(idle, 0.5)))ms"
+                + " p99=\(fmt(LoadResult.percentile(idle, 0.99)))ms max=\(fmt(LoadResult.percentile(idle, 1)))ms")
         if coverage.contains(where: { $0 < 0.9 }) {
-            print("  warning: a scanner spent less than 90% of the ping window inside a scan (scans this short are"
-                + " mostly round trips): use more objects (M)")
+            print(
+                "  warning: a scanner spent less than 90% of the ping window inside a scan (scans this short are"
+                    + " mostly round trips): use more objects (M)")
         }
         fflush(nil)
         try check(coverage.allSatisfy { $0 > 0 }, "every scanner ran scans during the ping window")

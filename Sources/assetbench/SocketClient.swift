@@ -20,7 +20,9 @@ final class LineConnection {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw BenchError("socket path too long: \(path)") }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw BenchError("socket path too long: \(path)")
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
@@ -28,7 +30,9 @@ final class LineConnection {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw BenchError("socket: \(String(cString: strerror(errno)))") }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else {
             let e = errno
@@ -63,7 +67,10 @@ final class LineConnection {
             }
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw BenchError(n == 0 ? "the daemon closed the connection" : "read: \(String(cString: strerror(errno)))") }
+            guard n > 0 else {
+                throw BenchError(
+                    n == 0 ? "the daemon closed the connection" : "read: \(String(cString: strerror(errno)))")
+            }
             pending.append(contentsOf: buffer[..<n])
         }
     }
@@ -86,7 +93,9 @@ enum RPC {
     }
 
     static func put(_ collection: String, _ key: String, owner: String, n: Int) -> [UInt8] {
-        line("object.put", "{\"collection\":\"\(collection)\",\"key\":\"\(key)\",\"value\":{\"owner\":\"\(owner)\",\"n\":\(n)}}")
+        line(
+            "object.put",
+            "{\"collection\":\"\(collection)\",\"key\":\"\(key)\",\"value\":{\"owner\":\"\(owner)\",\"n\":\(n)}}")
     }
 
     static let ping = line("ping", "{}")
@@ -116,7 +125,9 @@ enum RPC {
     /// True for an error reply (keys are sorted, so `error` comes first).
     static func isError(_ reply: [UInt8]) -> Bool { reply.starts(with: errorPrefix) }
     /// True for a `null` result (object.get of a missing key).
-    static func isNullResult(_ reply: [UInt8]) -> Bool { reply.count >= nullResult.count && Array(reply.suffix(nullResult.count)) == nullResult }
+    static func isNullResult(_ reply: [UInt8]) -> Bool {
+        reply.count >= nullResult.count && Array(reply.suffix(nullResult.count)) == nullResult
+    }
     /// The reply as text, for messages.
     static func text(_ reply: [UInt8]) -> String { String(decoding: reply.prefix(300), as: UTF8.self) }
 }
@@ -163,7 +174,8 @@ func closedLoop(
     check: @escaping @Sendable ([UInt8], Int) throws -> Void
 ) throws -> LoadResult {
     if driver == .uv {
-        return try uvLoop(socket: socket, connections: connections, requests: requests, deadline: deadline, check: check)
+        return try uvLoop(
+            socket: socket, connections: connections, requests: requests, deadline: deadline, check: check)
     }
     let conns = try (0..<connections).map { _ in try LineConnection(path: socket) }
     switch driver {
@@ -205,12 +217,17 @@ private func pollLoop(
     while outstanding > 0 {
         let rc = poll(&pfds, nfds_t(pfds.count), 10_000)
         if rc < 0 && errno == EINTR { continue }
-        guard rc > 0 else { throw BenchError(rc == 0 ? "no reply for 10 s" : "poll: \(String(cString: strerror(errno)))") }
+        guard rc > 0 else {
+            throw BenchError(rc == 0 ? "no reply for 10 s" : "poll: \(String(cString: strerror(errno)))")
+        }
         for c in pfds.indices where pfds[c].revents != 0 {
             pfds[c].revents = 0
             let n = buffer.withUnsafeMutableBytes { Glibc.read(conns[c].fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw BenchError(n == 0 ? "the daemon closed a connection" : "read: \(String(cString: strerror(errno)))") }
+            guard n > 0 else {
+                throw BenchError(
+                    n == 0 ? "the daemon closed a connection" : "read: \(String(cString: strerror(errno)))")
+            }
             partial[c].append(contentsOf: buffer[..<n])
             guard partial[c].last == 10 else { continue }  // one request in flight: a reply ends the bytes
             let now = monotonicNanos()

@@ -65,9 +65,11 @@ func uvLoop(
             case .success(let s):
                 streams[c] = s
                 do {
-                    try s.startReading({ onData(c, $0) }, onEnd: { _ in
-                        if inFlight[c] >= 0 { fail(BenchError("the daemon closed a connection")) }
-                    })
+                    try s.startReading(
+                        { onData(c, $0) },
+                        onEnd: { _ in
+                            if inFlight[c] >= 0 { fail(BenchError("the daemon closed a connection")) }
+                        })
                 } catch {
                     fail(error)
                 }

@@ -41,7 +41,8 @@ final class Bench {
         sync()  // both sides start with their files written back, not being written back
         let engine = try EngineSide(database: engineDir + "/db/assetd.sqlite", root: engineFiles.root)
         let baseline = BaselineStore(
-            path: try scratch.folder("baseline/db") + "/baseline.sqlite", schema: BaselineStore.schema(copiedFrom: engine.store.path))
+            path: try scratch.folder("baseline/db") + "/baseline.sqlite",
+            schema: BaselineStore.schema(copiedFrom: engine.store.path))
 
         emit(try put(engine, baseline, engineFiles, baselineFiles))
         emit(try get(engine, baseline))
@@ -101,11 +102,13 @@ final class Bench {
             count: Bench.queryRuns, warmUp: 5,
             engine: { i in
                 let k = (i * 37) % owners
-                try check(try engine.top100(owner: Bench.owners[k]).count == expected(k), "engine finds \(expected(k)) rows")
+                try check(
+                    try engine.top100(owner: Bench.owners[k]).count == expected(k), "engine finds \(expected(k)) rows")
             },
             baseline: { i in
                 let k = (i * 37) % owners
-                try check(baseline.top100(owner: Bench.owners[k]).count == expected(k), "baseline finds \(expected(k)) rows")
+                try check(
+                    baseline.top100(owner: Bench.owners[k]).count == expected(k), "baseline finds \(expected(k)) rows")
             })
         return ResultLine(
             name: "top100-by-size", engine: .latency(seconds: e.medianSeconds),
@@ -143,7 +146,8 @@ final class Bench {
             count: n,
             engine: { r in engineQueued += try engine.at(sweepTime(r)) { try engine.delete(r, keys: keys) } },
             baseline: { baselineQueued += try baseline.delete($0, keys: keys) })
-        try check(engineQueued == n && (try engine.objectCount()) == 0, "engine deleted \(n) objects, queued \(n) files")
+        try check(
+            engineQueued == n && (try engine.objectCount()) == 0, "engine deleted \(n) objects, queued \(n) files")
         try check(
             baselineQueued == n && baseline.count("object") == 0 && baseline.count("unlink_queue") == n,
             "baseline deleted \(n) objects, queued \(n) files")
@@ -176,7 +180,8 @@ final class Bench {
             count: n,
             engine: { try engine.put($0, keys: keys, owners: Bench.owners) { ef.paths[$0 % fileCount] } },
             baseline: { try baseline.put($0, keys: keys, owners: Bench.owners) { bf.paths[$0 % fileCount] } })
-        try check(baseline.count("file") == fileCount && baseline.count("edge") == n, "baseline shares \(fileCount) files")
+        try check(
+            baseline.count("file") == fileCount && baseline.count("edge") == n, "baseline shares \(fileCount) files")
 
         progress("shared-file delete")
         var engineQueued = 0
@@ -262,16 +267,20 @@ final class Bench {
         var u = utsname()
         uname(&u)
         let kernel = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+        let cpu =
+            (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") }?
             .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
-        print("assetbench N=\(n) nproc=\(ProcessInfo.processInfo.activeProcessorCount) cpu=\"\(cpu)\" linux=\(kernel)"
-            + " sqlite=\(String(cString: sqlite3_libversion()))")
-        print("engine: StoreConfiguration defaults (durability full); baseline: SQLite C API, WAL, synchronous=FULL, mmap 1 GiB;"
-            + " \(Bench.batch) objects per write transaction on both sides")
-        print("ratio = engine/baseline; throughput goals are minimums; latency = median of \(Bench.queryRuns) (top100)"
-            + " and \(Bench.aggregateRuns) (sum) runs, goals are maximums; sweep = store.sweep() per \(Bench.batch) queued"
-            + " vs an unlinkat loop; get has no goal in SPEC §10 (info)")
+        print(
+            "assetbench N=\(n) nproc=\(ProcessInfo.processInfo.activeProcessorCount) cpu=\"\(cpu)\" linux=\(kernel)"
+                + " sqlite=\(String(cString: sqlite3_libversion()))")
+        print(
+            "engine: StoreConfiguration defaults (durability full); baseline: SQLite C API, WAL, synchronous=FULL, mmap 1 GiB;"
+                + " \(Bench.batch) objects per write transaction on both sides")
+        print(
+            "ratio = engine/baseline; throughput goals are minimums; latency = median of \(Bench.queryRuns) (top100)"
+                + " and \(Bench.aggregateRuns) (sum) runs, goals are maximums; sweep = store.sweep() per \(Bench.batch) queued"
+                + " vs an unlinkat loop; get has no goal in SPEC §10 (info)")
         fflush(nil)
     }
 

@@ -37,17 +37,19 @@ struct AssetCtl: ParsableCommand {
             ShutdownCommand.self,
         ])
 
-    @Option(help: ArgumentHelp(
-        "The control socket (default: $ASSETD_SOCKET, else control.socket of the config file, else the daemon's default).",
-        valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The control socket (default: $ASSETD_SOCKET, else control.socket of the config file, else the daemon's default).",
+            valueName: "path"))
     var socket: String?
 
     @Option(help: ArgumentHelp("Work on this database file directly instead of the daemon.", valueName: "path"))
     var db: String?
 
-    @Option(help: ArgumentHelp(
-        "The daemon's config file: its control.socket, or with --db its roots, templates and indexes.",
-        valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The daemon's config file: its control.socket, or with --db its roots, templates and indexes.",
+            valueName: "path"))
     var config: String?
 
     @Flag(help: "Print each result as one line of compact JSON.")

@@ -59,7 +59,9 @@ extension AssetCtl {
 
 /// Draws `label: phase done/total` on stderr, rewriting one line, at most as often as the
 /// reports come (the daemon sends at most 5 a second).
-final class ProgressDrawer: @unchecked Sendable {  // called on the calling thread only: the client and LocalInvoker both report synchronously
+// @unchecked Sendable: called on the calling thread only (the client and LocalInvoker both
+// report synchronously).
+final class ProgressDrawer: @unchecked Sendable {
     private let label: String
     private var drawn = false
 
@@ -97,7 +99,8 @@ extension Render {
             })
         let files = r["files"]?.arrayValue?.count ?? 0
         let bytes = r["bytes"]?.intValue ?? 0
-        let counts = "\(count(objects.count, "object")) and \(count(files, "file")), freeing \(count(Int(bytes), "byte"))"
+        let counts =
+            "\(count(objects.count, "object")) and \(count(files, "file")), freeing \(count(Int(bytes), "byte"))"
         if r["dry_run"] == true {
             out += "would delete \(counts) (dry run)\n"
         } else {

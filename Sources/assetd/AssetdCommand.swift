@@ -13,16 +13,21 @@ struct AssetdCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "assetd", abstract: "The assetd file-asset lifecycle daemon.", version: Version.product)
 
-    @Option(name: .long, help: ArgumentHelp(
-        "The config file (default: /etc/assetd/assetd.toml as root, else $XDG_CONFIG_HOME/assetd/assetd.toml, else embedded defaults).",
-        valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The config file (default: /etc/assetd/assetd.toml as root, else $XDG_CONFIG_HOME/assetd/assetd.toml, else embedded defaults).",
+            valueName: "path"))
     var config: String?
 
     @Flag(name: .long, help: "Check the configuration, print the effective settings and exit.")
     var checkConfig = false
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Log level: trace, debug, info, notice, warning, error, critical (overrides log.level).", valueName: "level"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Log level: trace, debug, info, notice, warning, error, critical (overrides log.level).", valueName: "level"
+        ))
     var logLevel: String?
 
     func run() throws {

@@ -7,37 +7,44 @@ import AssetctlText
 import JSON
 
 @Suite struct CLIParamsTests {
-    @Test("a PARAM is JSON when it parses and a string otherwise", arguments: [
-        ("42", JSONValue.int(42)), ("-5", .int(-5)), ("1.5", .double(1.5)), ("true", .bool(true)),
-        ("null", .null), ("\"42\"", .string("42")), ("alice", .string("alice")),
-        ("[1,\"a\"]", .array([1, "a"])), ("{\"a\":1}", .object(["a": 1])), ("", .string("")),
-        ("{broken", .string("{broken")), ("42 apples", .string("42 apples")),
-    ])
+    @Test(
+        "a PARAM is JSON when it parses and a string otherwise",
+        arguments: [
+            ("42", JSONValue.int(42)), ("-5", .int(-5)), ("1.5", .double(1.5)), ("true", .bool(true)),
+            ("null", .null), ("\"42\"", .string("42")), ("alice", .string("alice")),
+            ("[1,\"a\"]", .array([1, "a"])), ("{\"a\":1}", .object(["a": 1])), ("", .string("")),
+            ("{broken", .string("{broken")), ("42 apples", .string("42 apples")),
+        ])
     func param(text: String, expected: JSONValue) throws {
         #expect(try CLIParams.parseParam(text) == expected)
     }
 
-    @Test("a PARAM holding a number assetd cannot keep exactly is refused, not sent as null", arguments: [
-        "1e400", "-1e400", "18446744073709551617", "[1,1e400]",
-    ])
+    @Test(
+        "a PARAM holding a number assetd cannot keep exactly is refused, not sent as null",
+        arguments: [
+            "1e400", "-1e400", "18446744073709551617", "[1,1e400]",
+        ])
     func inexactParam(text: String) {
         #expect(throws: CLIParamError.self) { try CLIParams.parseParam(text) }
     }
 
-    @Test("--file adds to the value's file field, an array once there are two", arguments: [
-        (JSONValue.object([:]), ["/a"], JSONValue.object(["file": "/a"])),
-        (.object([:]), ["/a", "/b"], .object(["file": ["/a", "/b"]])),
-        (.object(["file": "/x", "n": 1]), ["/a"], .object(["file": ["/x", "/a"], "n": 1])),
-        (.object(["file": ["/x"]]), ["/a"], .object(["file": ["/x", "/a"]])),
-        (.object(["file": .null]), ["/a"], .object(["file": "/a"])),
-        (.array([1]), [], .array([1])),
-    ])
+    @Test(
+        "--file adds to the value's file field, an array once there are two",
+        arguments: [
+            (JSONValue.object([:]), ["/a"], JSONValue.object(["file": "/a"])),
+            (.object([:]), ["/a", "/b"], .object(["file": ["/a", "/b"]])),
+            (.object(["file": "/x", "n": 1]), ["/a"], .object(["file": ["/x", "/a"], "n": 1])),
+            (.object(["file": ["/x"]]), ["/a"], .object(["file": ["/x", "/a"]])),
+            (.object(["file": .null]), ["/a"], .object(["file": "/a"])),
+            (.array([1]), [], .array([1])),
+        ])
     func addFiles(value: JSONValue, files: [String], expected: JSONValue) throws {
         #expect(try CLIParams.addFiles(files, to: value) == expected)
     }
 
-    @Test("--file on a value that is not an object, or whose file field is not paths, is refused",
-          arguments: [JSONValue.array([1]), .string("x"), .object(["file": 7])])
+    @Test(
+        "--file on a value that is not an object, or whose file field is not paths, is refused",
+        arguments: [JSONValue.array([1]), .string("x"), .object(["file": 7])])
     func addFilesRefused(value: JSONValue) {
         #expect(throws: CLIParamError.self) { try CLIParams.addFiles(["/a"], to: value) }
     }
@@ -64,11 +71,13 @@ import JSON
         #expect(CLIParams.ruleNames([]) == [])
     }
 
-    @Test("relative paths are made absolute against the working folder", arguments: [
-        ("f.jpg", "/home/u", "/home/u/f.jpg"), ("./f.jpg", "/home/u/", "/home/u/f.jpg"),
-        ("/abs/f", "/home/u", "/abs/f"), (".", "/w", "/w"), ("a/../b", "/w", "/w/a/../b"),
-        ("file:///abs/f", "/w", "file:///abs/f"), ("file:/f", "/w", "/w/file:/f"),
-    ])
+    @Test(
+        "relative paths are made absolute against the working folder",
+        arguments: [
+            ("f.jpg", "/home/u", "/home/u/f.jpg"), ("./f.jpg", "/home/u/", "/home/u/f.jpg"),
+            ("/abs/f", "/home/u", "/abs/f"), (".", "/w", "/w"), ("a/../b", "/w", "/w/a/../b"),
+            ("file:///abs/f", "/w", "file:///abs/f"), ("file:/f", "/w", "/w/file:/f"),
+        ])
     func absolute(path: String, cwd: String, expected: String) {
         #expect(CLIParams.absolutePath(path, cwd: cwd) == expected)
     }
@@ -80,7 +89,8 @@ import JSON
 
     @Test("assetctl refuses a JSON argument holding a number assetd cannot keep, naming where")
     func cliArgument() throws {
-        let e = CLIParamError("VALUE_JSON holds 1e400 at [1], a number assetd cannot keep exactly; write it as a string")
+        let e = CLIParamError(
+            "VALUE_JSON holds 1e400 at [1], a number assetd cannot keep exactly; write it as a string")
         #expect(throws: e) { try CLIParams.parseJSON("[5,1e400]", what: "VALUE_JSON") }
         #expect(throws: CLIParamError.self) { try CLIParams.parseJSON("18446744073709551617", what: "--meta") }
         #expect(try CLIParams.parseJSON(#"{"n":1e2}"#, what: "VALUE_JSON") == ["n": 100.0])
@@ -90,16 +100,19 @@ import JSON
 @Suite struct SocketLocationTests {
     @Test("root uses /run/assetd whatever the environment says")
     func root() {
-        #expect(SocketLocation.defaultPath(environment: ["XDG_RUNTIME_DIR": "/run/user/0"], isRoot: true, home: "/root")
-            == "/run/assetd/control.sock")
+        #expect(
+            SocketLocation.defaultPath(environment: ["XDG_RUNTIME_DIR": "/run/user/0"], isRoot: true, home: "/root")
+                == "/run/assetd/control.sock")
     }
 
-    @Test("a user's socket is in the runtime folder, else the state folder", arguments: [
-        (["XDG_RUNTIME_DIR": "/run/user/1000"], "/run/user/1000/assetd.sock"),
-        (["XDG_RUNTIME_DIR": "", "XDG_STATE_HOME": "/s/"], "/s/assetd/control.sock"),
-        (["HOME": "/home/u"], "/home/u/.local/state/assetd/control.sock"),
-        ([:], "/pw/.local/state/assetd/control.sock"),
-    ])
+    @Test(
+        "a user's socket is in the runtime folder, else the state folder",
+        arguments: [
+            (["XDG_RUNTIME_DIR": "/run/user/1000"], "/run/user/1000/assetd.sock"),
+            (["XDG_RUNTIME_DIR": "", "XDG_STATE_HOME": "/s/"], "/s/assetd/control.sock"),
+            (["HOME": "/home/u"], "/home/u/.local/state/assetd/control.sock"),
+            ([:], "/pw/.local/state/assetd/control.sock"),
+        ])
     func user(environment: [String: String], expected: String) {
         #expect(SocketLocation.defaultPath(environment: environment, isRoot: false, home: "/pw") == expected)
     }
@@ -109,8 +122,9 @@ import JSON
         let env = ["ASSETD_SOCKET": "/e.sock", "XDG_RUNTIME_DIR": "/r"]
         #expect(SocketLocation.resolve(explicit: "/x.sock", environment: env, isRoot: false, home: nil) == "/x.sock")
         #expect(SocketLocation.resolve(explicit: nil, environment: env, isRoot: false, home: nil) == "/e.sock")
-        #expect(SocketLocation.resolve(explicit: nil, environment: ["XDG_RUNTIME_DIR": "/r"], isRoot: false, home: nil)
-            == "/r/assetd.sock")
+        #expect(
+            SocketLocation.resolve(explicit: nil, environment: ["XDG_RUNTIME_DIR": "/r"], isRoot: false, home: nil)
+                == "/r/assetd.sock")
     }
 }
 
@@ -118,21 +132,22 @@ import JSON
     @Test("pretty prints with two spaces, sorted keys, empty containers on one line")
     func pretty() {
         let v: JSONValue = ["b": [1, ["x": .null]], "a": "s\"q", "e": [:], "f": [], "d": 1.5]
-        #expect(Formatting.pretty(v) == """
-            {
-              "a": "s\\"q",
-              "b": [
-                1,
+        #expect(
+            Formatting.pretty(v) == """
                 {
-                  "x": null
+                  "a": "s\\"q",
+                  "b": [
+                    1,
+                    {
+                      "x": null
+                    }
+                  ],
+                  "d": 1.5,
+                  "e": {},
+                  "f": []
                 }
-              ],
-              "d": 1.5,
-              "e": {},
-              "f": []
-            }
 
-            """)
+                """)
         #expect(Formatting.pretty(42) == "42\n")
         #expect(Formatting.pretty([:]) == "{}\n")
     }
@@ -143,12 +158,14 @@ import JSON
         #expect(try JSONValue.parse(Formatting.pretty(v)) == v)
     }
 
-    @Test("cells", arguments: [
-        (JSONValue.null, "-"), (.bool(true), "true"), (.int(-7), "-7"), (.double(3.0), "3"), (.double(2.5), "2.5"),
-        (.string("a\nb"), "a\\nb"), (.array([]), "-"), (.array(["a", "b"]), "a,b"),
-        (.object(["collection": "c", "key": "k"]), "c/k"), (.object(["file": "/p"]), "/p"),
-        (.object(["x": 1]), "{\"x\":1}"), (.array([["x": 1]]), "[{\"x\":1}]"),
-    ])
+    @Test(
+        "cells",
+        arguments: [
+            (JSONValue.null, "-"), (.bool(true), "true"), (.int(-7), "-7"), (.double(3.0), "3"), (.double(2.5), "2.5"),
+            (.string("a\nb"), "a\\nb"), (.array([]), "-"), (.array(["a", "b"]), "a,b"),
+            (.object(["collection": "c", "key": "k"]), "c/k"), (.object(["file": "/p"]), "/p"),
+            (.object(["x": 1]), "{\"x\":1}"), (.array([["x": 1]]), "[{\"x\":1}]"),
+        ])
     func cells(value: JSONValue, expected: String) {
         #expect(Formatting.cell(value) == expected)
     }
@@ -164,21 +181,23 @@ import JSON
         let out = Formatting.table(
             header: ["PATH", "ATTEMPTS", "LAST_ERROR"],
             rows: [["/a/long/path", "2", "EACCES"], ["/b", "10", "-"], ["/c", "-", ""]])
-        #expect(out == """
-            PATH          ATTEMPTS  LAST_ERROR
-            /a/long/path         2  EACCES
-            /b                  10  -
-            /c                   -
+        #expect(
+            out == """
+                PATH          ATTEMPTS  LAST_ERROR
+                /a/long/path         2  EACCES
+                /b                  10  -
+                /c                   -
 
-            """)
+                """)
         #expect(!out.split(separator: "\n").contains { $0.hasSuffix(" ") })
     }
 
     @Test("a table of no rows is nothing, and a column of only - is not numeric")
     func emptyTable() {
         #expect(Formatting.table(header: ["A", "B"], rows: []) == "")
-        #expect(Formatting.table(header: ["NAME", "VERSION", "X"], rows: [["default", "-", "y"]])
-            == "NAME     VERSION  X\ndefault  -        y\n")
+        #expect(
+            Formatting.table(header: ["NAME", "VERSION", "X"], rows: [["default", "-", "y"]])
+                == "NAME     VERSION  X\ndefault  -        y\n")
     }
 
     @Test("object tables put the leading columns first, then the rest sorted")
@@ -189,12 +208,13 @@ import JSON
         ]
         let columns = Formatting.columns(of: rows)
         #expect(columns == ["collection", "key", "alpha", "size", "zeta"])
-        #expect(Formatting.objectTable(rows, columns: columns) == """
-            collection  key  alpha  size  zeta
-            m           a    -        10  true
-            m           bb   x         -  -
+        #expect(
+            Formatting.objectTable(rows, columns: columns) == """
+                collection  key  alpha  size  zeta
+                m           a    -        10  true
+                m           bb   x         -  -
 
-            """)
+                """)
     }
 
     @Test("edge tables show ends as collection/key or the path")
@@ -203,30 +223,34 @@ import JSON
             "name": "file", "source": ["collection": "media", "key": "a"], "destination": ["file": "/c/a.jpg"],
             "rules": ["deleteDestinationIfAllSourcesDeleted"], "kind": "derived", "field": "file",
         ]
-        #expect(Formatting.edgeTable([edge]) == """
-            NAME  SOURCE   DESTINATION  RULES                                 KIND
-            file  media/a  /c/a.jpg     deleteDestinationIfAllSourcesDeleted  derived
+        #expect(
+            Formatting.edgeTable([edge]) == """
+                NAME  SOURCE   DESTINATION  RULES                                 KIND
+                file  media/a  /c/a.jpg     deleteDestinationIfAllSourcesDeleted  derived
 
-            """)
+                """)
     }
 
     @Test("listings flatten nested objects with dotted names")
     func listing() {
         let stats: JSONValue = ["objects": 3, "bytes_per_owner": ["alice": 10, "bob": 2], "uptime": 1.5, "none": [:]]
-        #expect(Formatting.listing(stats) == """
-            bytes_per_owner.alice  10
-            bytes_per_owner.bob    2
-            none                   {}
-            objects                3
-            uptime                 1.5
+        #expect(
+            Formatting.listing(stats) == """
+                bytes_per_owner.alice  10
+                bytes_per_owner.bob    2
+                none                   {}
+                objects                3
+                uptime                 1.5
 
-            """)
+                """)
         #expect(Formatting.listing(7) == "7\n")
     }
 
     @Test("an event is its type, then name=value pairs in name order")
     func event() {
-        let e: JSONValue = ["type": "object.deleted", "commit": 42, "collection": "m", "key": "a b", "cause": "cascade"]
+        let e: JSONValue = [
+            "type": "object.deleted", "commit": 42, "collection": "m", "key": "a b", "cause": "cascade",
+        ]
         #expect(Formatting.eventLine(e) == "object.deleted cause=cascade collection=m commit=42 key=\"a b\"")
     }
 }

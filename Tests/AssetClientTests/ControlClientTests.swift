@@ -25,7 +25,9 @@ private final class ScriptedPeer: @unchecked Sendable {  // fields set before th
         let pathBytes = Array(path.utf8) + [0]
         withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: pathBytes) }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         precondition(rc == 0 && listen(fd, 4) == 0, "bind/listen in a fresh temp folder")
         listener = fd
@@ -70,18 +72,22 @@ private final class ScriptedPeer: @unchecked Sendable {  // fields set before th
         let peer = try ScriptedPeer { fd in
             // 1: an event first, then the reply echoing the request.
             guard let first = ScriptedPeer.readLine(fd) else { return }
-            ScriptedPeer.write(fd, ["jsonrpc": "2.0", "method": "event", "params": ["type": "object.put", "commit": 1]])
+            ScriptedPeer.write(
+                fd, ["jsonrpc": "2.0", "method": "event", "params": ["type": "object.put", "commit": 1]])
             ScriptedPeer.write(fd, ["jsonrpc": "2.0", "id": 999, "result": "stale"])
             ScriptedPeer.write(fd, ["jsonrpc": "2.0", "id": first["id"] ?? .null, "result": first])
             // 2: an error reply.
             guard let second = ScriptedPeer.readLine(fd) else { return }
-            ScriptedPeer.write(fd, [
-                "jsonrpc": "2.0", "id": second["id"] ?? .null,
-                "error": ["code": -32000, "message": "no object m/k", "data": ["code": "not_found"]],
-            ])
+            ScriptedPeer.write(
+                fd,
+                [
+                    "jsonrpc": "2.0", "id": second["id"] ?? .null,
+                    "error": ["code": -32000, "message": "no object m/k", "data": ["code": "not_found"]],
+                ])
             // 3: a notification, answered by nothing; echo it as an event so the test sees it.
             guard let third = ScriptedPeer.readLine(fd) else { return }
-            ScriptedPeer.write(fd, ["jsonrpc": "2.0", "method": "event", "params": ["type": "echo", "request": third]])
+            ScriptedPeer.write(
+                fd, ["jsonrpc": "2.0", "method": "event", "params": ["type": "echo", "request": third]])
         }
         defer { peer.finish() }
         let client = try ControlClient(socketPath: peer.path, timeout: 10)

@@ -9,7 +9,9 @@ import Testing
 import AssetStoreTestSupport
 
 @Suite struct AbortedTransactionTests {
-    @Test("after a put fails with storage_full and SQLite rolls the transaction back, a later put in the same write commits nothing")
+    @Test(
+        "after a put fails with storage_full and SQLite rolls the transaction back, a later put in the same write commits nothing"
+    )
     func putAfterAutomaticRollback() throws {
         let f = try Fixture()
         try f.put([(ref("c", "seed"), 1)])

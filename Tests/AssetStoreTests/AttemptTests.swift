@@ -13,8 +13,10 @@ import AssetStoreTestSupport
         try f.put([(ref("c", "old"), 1)])
         let r = try f.store.write { tx -> [Bool] in
             var ok = [Bool]()
-            for (key, deleteOld, value) in [("a", false, JSONValue.object(["file": .string(good)])),
-                                            ("bad", true, ["file": "/etc/passwd"]), ("b", false, 2)] {
+            for (key, deleteOld, value) in [
+                ("a", false, JSONValue.object(["file": .string(good)])),
+                ("bad", true, ["file": "/etc/passwd"]), ("b", false, 2),
+            ] {
                 do {
                     try tx.attempt {
                         if deleteOld { try tx.delete(ref("c", "old")) }  // intent to be undone with the part

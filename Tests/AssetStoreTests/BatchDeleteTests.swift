@@ -13,12 +13,14 @@ import AssetStoreTestSupport
 /// The store's tables as text, paths relative to the fixture (identities and mtimes differ
 /// between fixtures, so file and queue rows leave them out).
 private func tables(_ f: Fixture, extra: [String] = []) throws -> String {
-    let queries = [
-        "SELECT * FROM object ORDER BY id", "SELECT * FROM edge ORDER BY id",
-        "SELECT id, path, size, missing, first_seen FROM file ORDER BY id",
-        "SELECT id, path, size, commit_no, queued_at, next_attempt, attempts FROM unlink_queue ORDER BY id",
-        "SELECT * FROM index_default ORDER BY 1", "SELECT * FROM counter ORDER BY 1", "SELECT * FROM meta ORDER BY 1",
-    ] + extra.map { "SELECT * FROM \($0) ORDER BY 1" }
+    let queries =
+        [
+            "SELECT * FROM object ORDER BY id", "SELECT * FROM edge ORDER BY id",
+            "SELECT id, path, size, missing, first_seen FROM file ORDER BY id",
+            "SELECT id, path, size, commit_no, queued_at, next_attempt, attempts FROM unlink_queue ORDER BY id",
+            "SELECT * FROM index_default ORDER BY 1", "SELECT * FROM counter ORDER BY 1",
+            "SELECT * FROM meta ORDER BY 1",
+        ] + extra.map { "SELECT * FROM \($0) ORDER BY 1" }
     return try f.store.read { r in
         try queries.map { q in try Row.fetchAll(r.db, sql: q).map(\.description).joined(separator: "|") }
     }.joined(separator: "\n").replacingOccurrences(of: f.dir, with: "<dir>")
@@ -63,8 +65,9 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
         try tx.put(ref("assets", "t0"), value: ["file": .string(paths["kept"]!)])
         try tx.put(ref("assets", "c0"), value: ["note": "cascades"])
         try tx.put(ref("other", "x"), value: ["note": "goes with c0"])
-        try tx.addEdge(name: "owns", source: ref("assets", "c0"), destination: .object(ref("other", "x")),
-                       rules: .deleteDestinationIfSourceDeleted)
+        try tx.addEdge(
+            name: "owns", source: ref("assets", "c0"), destination: .object(ref("other", "x")),
+            rules: .deleteDestinationIfSourceDeleted)
         try tx.put(ref("assets", "n0"), value: ["file": .string(paths["watched"]!)])
         try tx.put(ref("assets", "m0"), value: ["note": "notifies"])
         try tx.put(ref("assets", "p0"), value: ["file": .string(paths["pinned"]!)])
@@ -79,15 +82,18 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
         try tx.put(ref("young", "watcher"), value: ["note": "watches"])
         try tx.addEdge(name: "watch", source: ref("young", "watcher"), destination: .file(paths["watched"]!), rules: [])
         try tx.put(ref("young", "listener"), value: ["note": "listens"])
-        try tx.addEdge(name: "tell", source: ref("assets", "m0"), destination: .object(ref("young", "listener")),
-                       rules: .notifyIfSourceDeleted)
+        try tx.addEdge(
+            name: "tell", source: ref("assets", "m0"), destination: .object(ref("young", "listener")),
+            rules: .notifyIfSourceDeleted)
     }
     _ = try f.store.leases.acquire(objects: [], files: [paths["leased"]!], ttl: 600)
     return f
 }
 
 @Suite struct BatchDeleteTests {
-    @Test("expiry of a mixed store gives the same plan, reports and tables with set-based deletes as with the worklist", arguments: [1000, 4, 1])
+    @Test(
+        "expiry of a mixed store gives the same plan, reports and tables with set-based deletes as with the worklist",
+        arguments: [1000, 4, 1])
     func mixedStoreSameResult(batch: Int) throws {
         var results = [(plan: String, dry: String, tables: String)]()
         for setBased in [false, true] {
@@ -100,11 +106,18 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
             results.append((text(plan, f), text(dry, f), try tables(f)))
             // What the rules say, whichever path ran.
             let refs = Set(plan.objects.map(\.ref))
-            #expect(refs.contains(ref("other", "x")) && plan.objects.contains { $0.ref == ref("other", "x") && $0.reason == .cascade })
-            #expect(!refs.contains(ref("assets", "p0")) && !refs.contains(ref("assets", "l0")) && !refs.contains(ref("young", "y")))
+            #expect(
+                refs.contains(ref("other", "x"))
+                    && plan.objects.contains { $0.ref == ref("other", "x") && $0.reason == .cascade })
+            #expect(
+                !refs.contains(ref("assets", "p0")) && !refs.contains(ref("assets", "l0"))
+                    && !refs.contains(ref("young", "y")))
             // A freed file another edge reaches: it goes, and that edge with it (its rules fire: none).
             #expect(refs.contains(ref("assets", "n0")) && plan.files.contains { $0.hasSuffix("/watched.bin") })
-            #expect(plan.commits.flatMap(\.edgesRemoved).contains { $0.edge.name == "watch" && $0.reason == .destinationDeleted })
+            #expect(
+                plan.commits.flatMap(\.edgesRemoved).contains {
+                    $0.edge.name == "watch" && $0.reason == .destinationDeleted
+                })
             #expect(plan.files.filter { $0.hasSuffix("/shared.bin") }.count == 1)
             #expect(!plan.files.contains { $0.hasSuffix("/kept.bin") })
             #expect(plan.commits.flatMap(\.notifications).contains { $0.node == ref("young", "listener") })
@@ -114,12 +127,16 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
         #expect(results[0].tables == results[1].tables)
     }
 
-    @Test("a batch of objects that only hold their files goes set-based; one with a cascade, deny or notify edge does not")
+    @Test(
+        "a batch of objects that only hold their files goes set-based; one with a cascade, deny or notify edge does not"
+    )
     func eligibility() throws {
         let f = try mixedStore(setBased: true)
         func ids(_ keys: [String]) throws -> [Int64] {
             try f.store.read { r in
-                try keys.map { k in try Int64.fetchOne(r.db, sql: "SELECT id FROM object WHERE key = ?", arguments: [k])! }
+                try keys.map { k in
+                    try Int64.fetchOne(r.db, sql: "SELECT id FROM object WHERE key = ?", arguments: [k])!
+                }
             }
         }
         let plain = try ids(["a0", "a1", "s0", "s1", "t0", "a12"])
@@ -139,12 +156,17 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
         #expect(report.deleted.map(\.ref.key) == ["a0", "a1", "s0", "s1", "t0", "a12"])
         #expect(report.deleted.allSatisfy { $0.cause == .policy })
         #expect(report.edgesRemoved.count == 5 && report.edgesRemoved.allSatisfy { $0.reason == .sourceDeleted })
-        #expect(report.filesQueued.map { ($0 as NSString).lastPathComponent } == ["own0.bin", "own1.bin", "shared.bin"])
-        #expect(try f.store.read { try $0.file(f.root + "/d1/kept.bin") }?.edges.count == 1, "kept: the young object holds it")
+        #expect(
+            report.filesQueued.map { ($0 as NSString).lastPathComponent } == ["own0.bin", "own1.bin", "shared.bin"])
+        #expect(
+            try f.store.read { try $0.file(f.root + "/d1/kept.bin") }?.edges.count == 1,
+            "kept: the young object holds it")
         #expect(try f.store.query(clause: "WHERE key = 'a0'").isEmpty, "its index row went")
     }
 
-    @Test("after random operations, any policy gives the same plan and tables with set-based deletes as with the worklist")
+    @Test(
+        "after random operations, any policy gives the same plan and tables with set-based deletes as with the worklist"
+    )
     func randomStores() async {
         await propertyCheck(count: 30, input: Gen.int(in: 0...9_999_999).array(of: 10...60)) { ops in
             var results = [(String, String, String)]()
@@ -161,7 +183,9 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
                 p.batch = 1 + seed % 6
                 if seed % 3 != 0 { p.maxBytes = Int64(seed % 120) }
                 if seed % 2 == 0 { p.quotas = [.init(owner: "o\(seed % 3)", maxBytes: Int64(seed % 50))] }
-                if seed % 5 < 3 { p.ttls = [.init(collection: "p", maxIdle: Double(seed % 30), maxAge: Double(seed % 20))] }
+                if seed % 5 < 3 {
+                    p.ttls = [.init(collection: "p", maxIdle: Double(seed % 30), maxAge: Double(seed % 20))]
+                }
                 f.store.policy = p
                 let dry = try f.store.enforce(dryRun: true)
                 let real = try f.store.enforce()

@@ -36,14 +36,18 @@ import AssetStoreTestSupport
     @Test("closing the store waits for a running checkpoint and stops the checkpointer")
     func closeStops() throws {
         let f = try Fixture()
-        for i in 0..<60 { try f.put((0..<20).map { j in (ref("c", "k\(i)-\(j)"), ["pad": .string(String(repeating: "y", count: 3000))]) }) }
+        for i in 0..<60 {
+            try f.put(
+                (0..<20).map { j in (ref("c", "k\(i)-\(j)"), ["pad": .string(String(repeating: "y", count: 3000))]) })
+        }
         f.store.close()
         let n = f.store.checkpointer.completed.load(ordering: .relaxed)
         f.store.checkpointer.drain()
         #expect(f.store.checkpointer.completed.load(ordering: .relaxed) == n)
     }
 
-    @Test("under a stream of commits the WAL still starts over: the writer copies the last frames a background run left")
+    @Test(
+        "under a stream of commits the WAL still starts over: the writer copies the last frames a background run left")
     func cycleEndsUnderLoad() throws {
         let f = try Fixture()
         let filler = String(repeating: "z", count: 3000)  // about a page per object
@@ -104,7 +108,9 @@ import AssetStoreTestSupport
         let failed = f.store.walStatus
         // Once, not once per commit past the threshold: the next try waits for 4,000 frames more.
         #expect(failed.checkpointFailures == 1)
-        #expect(failed.lastCheckpointError?.contains("open for checkpoint") == true, "\(failed.lastCheckpointError ?? "nil")")
+        #expect(
+            failed.lastCheckpointError?.contains("open for checkpoint") == true,
+            "\(failed.lastCheckpointError ?? "nil")")
         #expect(failed.frames >= Int(Checkpointer.backgroundThreshold))
         let stats = try f.store.statistics().json
         #expect(stats["wal"]?["checkpoint_failures"]?.intValue == Int64(failed.checkpointFailures))

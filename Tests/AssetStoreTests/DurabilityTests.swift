@@ -97,7 +97,8 @@ private func failingNextSync(of f: Fixture, _ body: () throws -> Void) rethrows 
         #expect(error?.isUnsynced == true, "\(String(describing: error))")
         #expect(try f.store.read { try $0.lastCommit() } == first + 1)
         #expect(f.store.durableCommit == first)
-        #expect(f.store.syncFailure?.contains("no longer the WAL") == true, "\(String(describing: f.store.syncFailure))")
+        #expect(
+            f.store.syncFailure?.contains("no longer the WAL") == true, "\(String(describing: f.store.syncFailure))")
         #expect(throws: StoreError.self) { try f.put([(ref("c", "c"), 3)]) }
     }
 
@@ -142,7 +143,11 @@ private func failingNextSync(of f: Fixture, _ body: () throws -> Void) rethrows 
         _ = try f.store.write(syncing: false) { tx in try tx.put(ref("c", "b"), value: 2) }
         let inside = DispatchSemaphore(value: 0)
         let resume = DispatchSemaphore(value: 0)
-        f.store.state.withLock { $0.walSynced = { inside.signal(); _ = resume.wait(timeout: .now() + 10) } }
+        f.store.state.withLock {
+            $0.walSynced = {
+                inside.signal(); _ = resume.wait(timeout: .now() + 10)
+            }
+        }
         f.store.injectedSyncError.store(EIO, ordering: .relaxed)
         let results = Mutex<[String: Bool]>([:])  // which sync succeeded
         let store = try #require(f.store)
@@ -233,7 +238,8 @@ private func failingNextSync(of f: Fixture, _ body: () throws -> Void) rethrows 
         #expect(throws: StoreError.self) { try f.store.sweep() }
         #expect(rename(wal + ".aside", wal) == 0)
         #expect(f.exists(path), "the delete is only in a WAL a restart would not find")
-        #expect(f.store.syncFailure?.contains("no longer the WAL") == true, "\(String(describing: f.store.syncFailure))")
+        #expect(
+            f.store.syncFailure?.contains("no longer the WAL") == true, "\(String(describing: f.store.syncFailure))")
     }
 
     @Test("a store closed cleanly leaves an empty WAL, so the next open settles nothing and waits for no reader")
@@ -371,7 +377,9 @@ private func failingNextSync(of f: Fixture, _ body: () throws -> Void) rethrows 
         // What a crash leaves: the database file and a WAL holding the commits.
         let copy = f.dir + "/crash"
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
-        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: f.dbPath + suffix, toPath: copy + "/db" + suffix) }
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(atPath: f.dbPath + suffix, toPath: copy + "/db" + suffix)
+        }
         let left = try #require(try FileManager.default.attributesOfItem(atPath: copy + "/db-wal")[.size] as? Int)
         #expect(left > 0)
         let store = try Store(path: copy + "/db", configuration: StoreConfiguration(roots: [f.root]))

@@ -37,7 +37,9 @@ struct FullDiskStoreTests {
         #expect(try f.store.read { try $0.get(ref("c", "k99")) }?.value["text"] == text)
     }
 
-    @Test("on a full disk a put answers storage_full and keeps the reserve; a delete, an eviction and forgetting queued unlinks commit through it, and only they until there is room; it is allocated again then")
+    @Test(
+        "on a full disk a put answers storage_full and keeps the reserve; a delete, an eviction and forgetting queued unlinks commit through it, and only they until there is room; it is allocated again then"
+    )
     func reserveFreesSpaceForDeletes() throws {
         let f = try fixtureOnTmpfs(mib: 8)
         defer { Tmpfs.unmount(f.dir + "/state") }
@@ -63,7 +65,10 @@ struct FullDiskStoreTests {
         try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k15")) }
         #expect(!f.store.reserveHeld)
         #expect(try !f.exists(ref("c", "k15")))
-        #expect(f.store.takeSpaceNotices().contains { $0.message.contains("released the reserve \(ballast) so that a delete") })
+        #expect(
+            f.store.takeSpaceNotices().contains {
+                $0.message.contains("released the reserve \(ballast) so that a delete")
+            })
         // What the reserve gave back is for deletes until there is room: a put would take it.
         #expect(expectCode(.storageFull) { try f.put([(ref("c", "new"), ["text": text])]) } != nil)
         try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k16")) }
@@ -87,18 +92,26 @@ struct FullDiskStoreTests {
         #expect(f.store.takeSpaceNotices().contains { $0.message.contains("forgetting queued unlinks") })
     }
 
-    @Test("reopened on a full disk with a WAL left and a changed index, the store opens with warnings naming what it could not write, keeps the stored definitions, serves reads and answers writes storage_full")
+    @Test(
+        "reopened on a full disk with a WAL left and a changed index, the store opens with warnings naming what it could not write, keeps the stored definitions, serves reads and answers writes storage_full"
+    )
     func openSkipsWritesOnFullDisk() throws {
         let f = try fixtureOnTmpfs(mib: 8)
         defer { Tmpfs.unmount(f.dir + "/state") }
         try f.put([(ref("c", "a"), ["n": 1])])
         Tmpfs.fill(f.dir + "/state/filler")
-        f.configuration.indexes = [IndexDefinition(name: "nums", version: "1", collections: ["c"], columns: [
-            IndexColumn(name: "n", type: .integer, path: JSONPath("$.n")!),
-        ])]
+        f.configuration.indexes = [
+            IndexDefinition(
+                name: "nums", version: "1", collections: ["c"],
+                columns: [
+                    IndexColumn(name: "n", type: .integer, path: JSONPath("$.n")!)
+                ])
+        ]
         try f.reopen()  // today: storage_full (the WAL's write-back, then the index build)
         let warnings = f.store.openWarnings.joined(separator: "\n")
-        #expect(warnings.contains("the WAL the last run left could not be written back: the disk holding \(f.dbPath) is full"))
+        #expect(
+            warnings.contains(
+                "the WAL the last run left could not be written back: the disk holding \(f.dbPath) is full"))
         #expect(warnings.contains("not written at start: the configured indexes and templates"), "\(warnings)")
         // Opened by its plain path: behind the coalescing VFS's URI, GRDB would write at open.
         #expect(f.store.walCoalescing.reason?.contains("the disk was full") == true)
@@ -168,10 +181,14 @@ struct FullDiskStoreTests {
             unlinks.withLock { $0[path, default: 0] += 1 }
         }
         #expect(!f.store.reserveHeld, "the sweep met the full disk")
-        #expect(report.unlinked.sorted() == files.sorted(), "\(report.unlinked.count) of 20: \(report.skipped) \(report.failed)")
+        #expect(
+            report.unlinked.sorted() == files.sorted(),
+            "\(report.unlinked.count) of 20: \(report.skipped) \(report.failed)")
         #expect(try f.store.counters()["unlinked"] == before + 20)
         #expect(files.allSatisfy { !f.exists($0) })
         #expect(try f.store.pending().isEmpty)
-        #expect(unlinks.withLock { $0 } == Dictionary(uniqueKeysWithValues: files.map { ($0, 1) }), "each file unlinked once")
+        #expect(
+            unlinks.withLock { $0 } == Dictionary(uniqueKeysWithValues: files.map { ($0, 1) }),
+            "each file unlinked once")
     }
 }

@@ -31,7 +31,11 @@ struct LeasePolicyRaceTests {
         }
         store.state.withLock {
             $0.policyBatchDecided = {
-                guard first.withLock({ f in defer { f = false }; return f }) else { return }
+                guard
+                    first.withLock({ f in
+                        defer { f = false }; return f
+                    })
+                else { return }
                 Thread {
                     _ = try? store.leases.acquire(objects: objects, files: files, ttl: 60)
                     // Read at once, before the batch can go on: what the client is told is protected.
@@ -57,7 +61,9 @@ struct LeasePolicyRaceTests {
         let r = try leaseDuringBatch(f, objects: [k], files: [], probe: k)
         #expect(r.waited, "the lease was answered while the batch held its decisions")
         // What the client was told is protected is never deleted afterwards.
-        if r.existedWhenLeased { #expect(try f.exists(k), "the leased object was expired after its lease was answered") }
+        if r.existedWhenLeased {
+            #expect(try f.exists(k), "the leased object was expired after its lease was answered")
+        }
         #expect(r.plan.objects.map(\.ref).contains(ref("c", "other")))
         #expect(f.store.leases.active().count == 1)
     }

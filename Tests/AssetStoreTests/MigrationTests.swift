@@ -28,20 +28,23 @@ struct MigrationTests {
         try f.put([(ref("c", "k"), ["file": .string(path)])])
         let pool = try Self.rebuild(f, as: "v1")
         try pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO object (collection, key, value, owner, created, modified, accessed)
-                VALUES ('c', 'old', '{}', 'alice', 1, 1, 1);
-                INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt)
-                VALUES ('/nowhere/x', 0, 0, 0, 0, 9e18);
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO object (collection, key, value, owner, created, modified, accessed)
+                    VALUES ('c', 'old', '{}', 'alice', 1, 1, 1);
+                    INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt)
+                    VALUES ('/nowhere/x', 0, 0, 0, 0, 9e18);
+                    """)
         }
         try pool.close()
         try f.reopen(drain: false)
         let (exists, pinned, size, indexes) = try f.store.read { r in
-            (try r.exists(ref("c", "old")),
-             try Bool.fetchOne(r.db, sql: "SELECT pinned FROM object WHERE key = 'old'"),
-             try Row.fetchOne(r.db, sql: "SELECT size FROM unlink_queue")?["size"] as Int64?,
-             try String.fetchAll(r.db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
+            (
+                try r.exists(ref("c", "old")),
+                try Bool.fetchOne(r.db, sql: "SELECT pinned FROM object WHERE key = 'old'"),
+                try Row.fetchOne(r.db, sql: "SELECT size FROM unlink_queue")?["size"] as Int64?,
+                try String.fetchAll(r.db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'")
+            )
         }
         #expect(exists && pinned == false && size == nil)
         // Kept only while a quota is configured (Store+OwnerLRU.swift); this store has none.
@@ -58,14 +61,15 @@ struct MigrationTests {
         // As v3 kept them: an object holding a 42-byte file, one holding none, the index rows
         // beside them, and the per-owner LRU index (a quota was configured).
         try pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO object (id, collection, key, value, owner, created, modified, accessed)
-                VALUES (1, 'c', 'a', '{}', 'alice', 1, 2, 3), (2, 'c', 'b', '{}', 'bob', 4, 5, 6);
-                INSERT INTO file (id, path, size, missing, first_seen) VALUES (1, ?, 42, 0, 1);
-                INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES ('file', 1, 1, 1, 32, NULL);
-                INSERT INTO index_default VALUES (1, 'c', 'a', 'alice', 42, 1, 1, 2, 3), (2, 'c', 'b', 'bob', 0, 0, 4, 5, 6);
-                CREATE INDEX index_default__owner_accessed ON index_default(owner, accessed);
-                """, arguments: [path])
+            try db.execute(
+                sql: """
+                    INSERT INTO object (id, collection, key, value, owner, created, modified, accessed)
+                    VALUES (1, 'c', 'a', '{}', 'alice', 1, 2, 3), (2, 'c', 'b', '{}', 'bob', 4, 5, 6);
+                    INSERT INTO file (id, path, size, missing, first_seen) VALUES (1, ?, 42, 0, 1);
+                    INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES ('file', 1, 1, 1, 32, NULL);
+                    INSERT INTO index_default VALUES (1, 'c', 'a', 'alice', 42, 1, 1, 2, 3), (2, 'c', 'b', 'bob', 0, 0, 4, 5, 6);
+                    CREATE INDEX index_default__owner_accessed ON index_default(owner, accessed);
+                    """, arguments: [path])
         }
         let rows = { (db: Database) in try Row.fetchAll(db, sql: "SELECT * FROM index_default ORDER BY object_id") }
         let before = try pool.read(rows)
@@ -80,24 +84,33 @@ struct MigrationTests {
             reported.withLock { $0.append("\(p.index) \(p.done)/\(p.total)") }
         }
         defer { store.close() }
-        #expect(reported.withLock { $0 } == ["default (moved onto the object rows, once) 0/2", "default (moved onto the object rows, once) 2/2"])
+        #expect(
+            reported.withLock { $0 } == [
+                "default (moved onto the object rows, once) 0/2", "default (moved onto the object rows, once) 2/2",
+            ])
         try store.read { r in
             let db = r.db
             #expect(try rows(db) == before)
-            #expect(try String.fetchOne(db, sql: "SELECT type FROM sqlite_master WHERE name = 'index_default'") == "view")
+            #expect(
+                try String.fetchOne(db, sql: "SELECT type FROM sqlite_master WHERE name = 'index_default'") == "view")
             let onObject = Set(try db.indexes(on: "object").map(\.name))
-            #expect(onObject.isSuperset(of: [
-                "index_default__owner_size", "index_default__size", "index_default__accessed", "index_default__created",
-                IndexTable.defaultOwnerAccessed,
-            ]), "\(onObject.sorted())")
+            #expect(
+                onObject.isSuperset(of: [
+                    "index_default__owner_size", "index_default__size", "index_default__accessed",
+                    "index_default__created",
+                    IndexTable.defaultOwnerAccessed,
+                ]), "\(onObject.sorted())")
             // Nothing differs from a recomputation (verify's comparison).
-            let differing = try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM (\(IndexTable.defaultSelect) EXCEPT SELECT * FROM index_default)
-                """)
+            let differing = try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM (\(IndexTable.defaultSelect) EXCEPT SELECT * FROM index_default)
+                    """)
             #expect(differing == 0)
         }
         #expect(try store.query(clause: "WHERE size = 42 AND files = 1").map(\.ref) == [ref("c", "a")])
-        #expect(try store.aggregate(function: "SUM(size)", groupBy: ["owner"])
-            == .rows([["owner": "alice", "value": 42], ["owner": "bob", "value": 0]]))
+        #expect(
+            try store.aggregate(function: "SUM(size)", groupBy: ["owner"])
+                == .rows([["owner": "alice", "value": 42], ["owner": "bob", "value": 0]]))
     }
 }

@@ -28,7 +28,9 @@ import AssetStoreTestSupport
         }
         try f.store.write { tx in try tx.put(ref("c", "with2"), value: 3, metadata: ["m": 2]) }
         try f.store.write { tx in try tx.put(ref("c", "without2"), value: 4) }
-        for (key, metadata) in [("with", ["m": 1]), ("without", nil), ("with2", ["m": 2]), ("without2", nil)] as [(String, JSONValue?)] {
+        for (key, metadata) in [("with", ["m": 1]), ("without", nil), ("with2", ["m": 2]), ("without2", nil)]
+            as [(String, JSONValue?)]
+        {
             let o = try #require(try f.store.read { try $0.get(ref("c", key)) })
             #expect(o.metadata == metadata, "\(key)")
         }
@@ -80,9 +82,11 @@ import AssetStoreTestSupport
         #expect(expectCode(.notFound) { try f.store.write { try $0.touch(ref("c", "nope")) } } != nil)
     }
 
-    @Test("collection and key must be non-empty and at most 1,024 bytes", arguments: [
-        ("", "k"), ("c", ""), (String(repeating: "é", count: 513), "k"), ("c", String(repeating: "x", count: 1025)),
-    ])
+    @Test(
+        "collection and key must be non-empty and at most 1,024 bytes",
+        arguments: [
+            ("", "k"), ("c", ""), (String(repeating: "é", count: 513), "k"), ("c", String(repeating: "x", count: 1025)),
+        ])
     func identityLimits(collection: String, key: String) throws {
         let f = try Fixture()
         #expect(expectCode(.invalidParams) { try f.put([(ObjectRef(collection, key), 1)]) } != nil)
@@ -100,7 +104,8 @@ import AssetStoreTestSupport
     @Test("list pages through a collection in key order")
     func listPages() throws {
         let f = try Fixture()
-        try f.put((0..<25).map { (ref("c", String(format: "k%02d", $0)), JSONValue.int(Int64($0))) } + [(ref("d", "x"), 1)])
+        try f.put(
+            (0..<25).map { (ref("c", String(format: "k%02d", $0)), JSONValue.int(Int64($0))) } + [(ref("d", "x"), 1)])
         var all = [String]()
         var after: String?
         repeat {

@@ -63,7 +63,9 @@ struct OwnerLRUIndexTests {
         let f = try Fixture()
         try putFiles(f, 3) { $0 == 1 ? "bob" : "alice" }
         f.clock.advance(3600)
-        let schema = { try f.store.read { r in try String.fetchAll(r.db, sql: "SELECT name FROM sqlite_master ORDER BY name") } }
+        let schema = {
+            try f.store.read { r in try String.fetchAll(r.db, sql: "SELECT name FROM sqlite_master ORDER BY name") }
+        }
         let before = try schema()
         let dry = try f.store.evict(bytes: nil, owner: "alice", dryRun: true)
         #expect(dry.objects.map(\.ref) == [ref("c", "k0"), ref("c", "k2")])
@@ -125,5 +127,6 @@ private func indexExists(_ path: String) -> Bool {
     var config = Configuration()
     config.readonly = true
     guard let q = try? DatabaseQueue(path: path, configuration: config) else { return false }
-    return (try? q.read { db in try db.indexes(on: "object").contains { $0.name == IndexTable.defaultOwnerAccessed } }) ?? false
+    return (try? q.read { db in try db.indexes(on: "object").contains { $0.name == IndexTable.defaultOwnerAccessed } })
+        ?? false
 }

@@ -16,9 +16,11 @@ import AssetStoreTestSupport
         let missing = f.root + "/p/not-yet"
         try f.store.write { tx in
             try tx.put(ref("c", "plain"), value: [:])
-            try tx.put(ref("c", "files"), value: ["file": [.string(b), .string(a), .string(missing)], "n": 1.5],
-                       metadata: ["m": [1, "two", nil]], owner: "ölaf")
-            try tx.put(ref("ü nicode \"q\"", "k\n\t"), value: ["deep": ["a": ["b": [true, false, 9_007_199_254_740_993]]]])
+            try tx.put(
+                ref("c", "files"), value: ["file": [.string(b), .string(a), .string(missing)], "n": 1.5],
+                metadata: ["m": [1, "two", nil]], owner: "ölaf")
+            try tx.put(
+                ref("ü nicode \"q\"", "k\n\t"), value: ["deep": ["a": ["b": [true, false, 9_007_199_254_740_993]]]])
             try tx.put(ref("c", "scalar"), value: "just a string")
         }
         f.clock.advance(0.123456789)
@@ -44,23 +46,31 @@ import AssetStoreTestSupport
         }
         let q = try DatabaseQueue(path: f.dbPath)
         let expected = try q.read { db in
-            try String.fetchAll(db, sql: "SELECT path FROM file WHERE id IN (SELECT dst FROM edge WHERE is_file = 1) ORDER BY path")
+            try String.fetchAll(
+                db, sql: "SELECT path FROM file WHERE id IN (SELECT dst FROM edge WHERE is_file = 1) ORDER BY path")
         }
         #expect(expected.count == names.count)
         let general = try #require(try f.store.read { try $0.get(ref("c", "k")) })
         #expect(general.files.map(\.path) == expected)
-        let fast = try JSONValue.parse(String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self))
+        let fast = try JSONValue.parse(
+            String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self))
         #expect(fast["files"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == expected)
-        #expect(String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self) == general.json.serialized())
+        #expect(
+            String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self)
+                == general.json.serialized())
     }
 
     @Test("objectJSON sees each commit: a fresh snapshot per read")
     func seesCommits() throws {
         let f = try Fixture()
         try f.put([(ref("c", "k"), 1)])
-        #expect(try f.store.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) }?.contains("\"value\":1") == true)
+        #expect(
+            try f.store.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) }?.contains("\"value\":1")
+                == true)
         try f.put([(ref("c", "k"), 2)])
-        #expect(try f.store.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) }?.contains("\"value\":2") == true)
+        #expect(
+            try f.store.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) }?.contains("\"value\":2")
+                == true)
         try f.delete(ref("c", "k"))
         #expect(try f.store.objectJSON(ref("c", "k")) == nil)
     }
@@ -99,7 +109,9 @@ import AssetStoreTestSupport
         let f = try Fixture()
         try f.put([(ref("c", "k"), 1)])
         let reader = try PointReader(store: f.store)
-        func value() throws -> String? { try reader.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) } }
+        func value() throws -> String? {
+            try reader.objectJSON(ref("c", "k")).map { String(decoding: $0, as: UTF8.self) }
+        }
         #expect(try value()?.contains("\"value\":1") == true)
         #expect(try reader.objectJSON(ref("c", "new")) == nil)
         try f.put([(ref("c", "k"), 2), (ref("c", "new"), 3)])

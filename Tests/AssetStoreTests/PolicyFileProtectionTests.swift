@@ -17,8 +17,9 @@ enum HolderProtection: String, CaseIterable, Sendable {
 
 @Suite("policies and the files of protected objects")
 struct PolicyFileProtectionTests {
-    @Test("expiring an object whose rule deletes a file a pinned, leased or young object holds keeps the file",
-          arguments: HolderProtection.allCases)
+    @Test(
+        "expiring an object whose rule deletes a file a pinned, leased or young object holds keeps the file",
+        arguments: HolderProtection.allCases)
     func strongRuleToProtectedHoldersFile(protection: HolderProtection) throws {
         let f = try Fixture()
         let path = try f.makeFile("shared.bin", size: 40)
@@ -26,7 +27,8 @@ struct PolicyFileProtectionTests {
         let holder = ref("c", "b")
         try f.store.write { tx in
             try tx.put(owner, value: [:])
-            try tx.addEdge(name: "owns", source: owner, destination: .file(path), rules: .deleteDestinationIfSourceDeleted)
+            try tx.addEdge(
+                name: "owns", source: owner, destination: .file(path), rules: .deleteDestinationIfSourceDeleted)
             if protection != .young { try tx.put(holder, value: ["file": .string(path)]) }
             if protection == .pin { try tx.pin(holder) }
         }
@@ -53,7 +55,9 @@ struct PolicyFileProtectionTests {
         try f.store.write { tx in
             try tx.put(ref("c", "a"), value: ["file": .string(path)])
             try tx.put(ref("c", "watcher"), value: [:])
-            try tx.addEdge(name: "watch", source: ref("c", "watcher"), destination: .file(path), rules: .notifyIfDestinationDeleted)
+            try tx.addEdge(
+                name: "watch", source: ref("c", "watcher"), destination: .file(path), rules: .notifyIfDestinationDeleted
+            )
             try tx.pin(ref("c", "watcher"))
         }
         f.clock.advance(3600)
@@ -73,7 +77,8 @@ struct PolicyFileProtectionTests {
         let holder = ref("c", "a\u{30A}\u{301}")
         try f.store.write { tx in
             try tx.put(owner, value: [:])
-            try tx.addEdge(name: "owns", source: owner, destination: .file(path), rules: .deleteDestinationIfSourceDeleted)
+            try tx.addEdge(
+                name: "owns", source: owner, destination: .file(path), rules: .deleteDestinationIfSourceDeleted)
             try tx.put(holder, value: ["file": .string(path)])
             try tx.pin(holder)
         }

@@ -32,7 +32,8 @@ struct PolicyQueryPlanTests {
             if s.quota { c.policy = PolicyConfiguration(); c.policy?.quotas = [.init(owner: "alice", maxBytes: 1)] }
         }
         for i in 0..<200 {
-            try f.put([(ref(i % 2 == 0 ? "c" : "d", "k\(i)"), ["n": .int(Int64(i))])], owner: i % 3 == 0 ? "alice" : "bob")
+            try f.put(
+                [(ref(i % 2 == 0 ? "c" : "d", "k\(i)"), ["n": .int(Int64(i))])], owner: i % 3 == 0 ? "alice" : "bob")
         }
         let (sql, args) = PolicyRun.candidateQuery(
             order: s.order, createdBefore: 0, after: (0, 0), condition: s.condition,

@@ -43,7 +43,11 @@ struct PolicyTests {
 
     @Test("over budget, least recently accessed objects go until the low-water mark")
     func budgetLowWater() throws {
-        let f = try cache(10, policy: policy { $0.maxBytes = 500; $0.lowWater = 0.8 })
+        let f = try cache(
+            10,
+            policy: policy {
+                $0.maxBytes = 500; $0.lowWater = 0.8
+            })
         try f.store.write { tx in try tx.touch(ref("c", "k0")) }  // k0 is now the most recent
         let plan = try f.store.enforce()
         #expect(keys(plan) == ["k1", "k2", "k3", "k4", "k5", "k6"])
@@ -63,7 +67,11 @@ struct PolicyTests {
     @Test("a budget as large as a size can be, with low water at 100%, is simply never exceeded")
     func hugeBudget() throws {
         // Double(Int64.max) * 1.0 rounds up to 2^63, which no Int64 holds: the run trapped.
-        let f = try cache(3, policy: policy { $0.maxBytes = .max; $0.lowWater = 1 })
+        let f = try cache(
+            3,
+            policy: policy {
+                $0.maxBytes = .max; $0.lowWater = 1
+            })
         #expect(try f.store.enforce().objects.isEmpty)
         #expect(try f.store.enforce(dryRun: true).objects.isEmpty)
     }
@@ -81,13 +89,21 @@ struct PolicyTests {
 
     @Test("within budget nothing goes, even above the low-water mark")
     func budgetHysteresis() throws {
-        let f = try cache(10, policy: policy { $0.maxBytes = 1000; $0.lowWater = 0.5 })
+        let f = try cache(
+            10,
+            policy: policy {
+                $0.maxBytes = 1000; $0.lowWater = 0.5
+            })
         #expect(try f.store.enforce().objects.isEmpty)
     }
 
     @Test("a file shared with a survivor frees nothing and is not counted")
     func sharedFileCountsOnlyWhenFreed() throws {
-        let f = try cache(0, policy: policy { $0.maxBytes = 250; $0.lowWater = 1 })
+        let f = try cache(
+            0,
+            policy: policy {
+                $0.maxBytes = 250; $0.lowWater = 1
+            })
         let shared = try f.makeFile("shared", size: 100)
         let own = try f.makeFile("own", size: 100)
         let other = try f.makeFile("other", size: 100)
@@ -108,7 +124,11 @@ struct PolicyTests {
 
     @Test("objects younger than min_age are never evicted")
     func minAgeProtects() throws {
-        let f = try Fixture { $0.policy = policy { $0.maxBytes = 10; $0.minAge = 600 } }
+        let f = try Fixture {
+            $0.policy = policy {
+                $0.maxBytes = 10; $0.minAge = 600
+            }
+        }
         for i in 0..<3 {
             try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)"))])])
         }
@@ -181,18 +201,21 @@ struct PolicyTests {
         }
         f.clock.advance(3600)
         let plan = try f.store.enforce()
-        #expect(plan.objects == [
-            PlannedDeletion(ref: ref("album", "a"), reason: .budget, bytes: 0),
-            PlannedDeletion(ref: ref("photo", "p"), reason: .cascade, bytes: 70),
-        ])
+        #expect(
+            plan.objects == [
+                PlannedDeletion(ref: ref("album", "a"), reason: .budget, bytes: 0),
+                PlannedDeletion(ref: ref("photo", "p"), reason: .cascade, bytes: 70),
+            ])
     }
 
     @Test("quotas evict the owner furthest over first, recomputing the ratio after each eviction")
     func quotaOrdering() throws {
         // alice holds 6 x 100 (quota 200: ratio 3), bob 4 x 100 (quota 200: ratio 2).
-        let f = try cache(10, owner: { $0 < 6 ? "alice" : "bob" }, policy: policy {
-            $0.quotas = [.init(owner: "alice", maxBytes: 200), .init(owner: "bob", maxBytes: 200)]
-        })
+        let f = try cache(
+            10, owner: { $0 < 6 ? "alice" : "bob" },
+            policy: policy {
+                $0.quotas = [.init(owner: "alice", maxBytes: 200), .init(owner: "bob", maxBytes: 200)]
+            })
         let plan = try f.store.enforce()
         let owners = plan.objects.map { Int($0.ref.key.dropFirst())! < 6 ? "a" : "b" }
         // a: 600→500 (2.5), 500→400 (2.0, ties with b; "alice" first by name), 400→300 (1.5),
@@ -206,7 +229,8 @@ struct PolicyTests {
     func quotaCountsFileOnce() throws {
         let f = try cache(0, policy: policy { $0.quotas = [.init(owner: "alice", maxBytes: 150)] })
         let shared = try f.makeFile("s", size: 100)
-        try f.put([(ref("c", "a"), ["file": .string(shared)]), (ref("c", "b"), ["file": .string(shared)])], owner: "alice")
+        try f.put(
+            [(ref("c", "a"), ["file": .string(shared)]), (ref("c", "b"), ["file": .string(shared)])], owner: "alice")
         f.clock.advance(3600)
         #expect(try f.store.enforce().objects.isEmpty)  // 100 ≤ 150
     }
@@ -246,14 +270,18 @@ struct PolicyTests {
         #expect(expectCode(.invalidParams) { try f.store.evict(bytes: nil, owner: nil) } != nil)
     }
 
-    @Test("a dry run changes nothing, and the real run of the unchanged store does exactly its plan", arguments: [1, 3, 1000])
+    @Test(
+        "a dry run changes nothing, and the real run of the unchanged store does exactly its plan",
+        arguments: [1, 3, 1000])
     func dryRunEqualsRealRun(batch: Int) throws {
-        let f = try cache(12, owner: { $0 % 3 == 0 ? "alice" : "bob" }, policy: policy {
-            $0.maxBytes = 700
-            $0.lowWater = 0.5
-            $0.batch = batch
-            $0.quotas = [.init(owner: "alice", maxBytes: 150)]
-        })
+        let f = try cache(
+            12, owner: { $0 % 3 == 0 ? "alice" : "bob" },
+            policy: policy {
+                $0.maxBytes = 700
+                $0.lowWater = 0.5
+                $0.batch = batch
+                $0.quotas = [.init(owner: "alice", maxBytes: 150)]
+            })
         try f.store.write { tx in try tx.pin(ref("c", "k4")) }
         let commitBefore = try f.store.read { try $0.lastCommit() }
         let dry = try f.store.enforce(dryRun: true)
@@ -268,7 +296,11 @@ struct PolicyTests {
 
     @Test("a run deletes at most batch objects per transaction")
     func batching() throws {
-        let f = try cache(25, policy: policy { $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 10 })
+        let f = try cache(
+            25,
+            policy: policy {
+                $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 10
+            })
         let plan = try f.store.enforce()
         #expect(plan.commits.map(\.deleted.count) == [10, 10, 5])
         #expect(plan.objects.allSatisfy { $0.reason == .age })
@@ -276,7 +308,11 @@ struct PolicyTests {
 
     @Test("progress is reported after each batch")
     func progress() throws {
-        let f = try cache(5, policy: policy { $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2 })
+        let f = try cache(
+            5,
+            policy: policy {
+                $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2
+            })
         let seen = ProgressLog()
         _ = try f.store.enforce(progress: { seen.add($0.deleted) })
         #expect(seen.values.last == 5 && seen.values.count >= 3)
@@ -292,13 +328,18 @@ private final class ProgressLog: @unchecked Sendable {  // written from the call
 struct PolicyFailureTests {
     @Test("a real run failing in a later batch reports what its committed batches deleted")
     func failureKeepsCompletedBatches() throws {
-        let f = try cache(10, policy: policy { $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2 })
+        let f = try cache(
+            10,
+            policy: policy {
+                $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2
+            })
         // Deleting k5 aborts (as a full disk or an I/O error would): the batch (k4, k5) fails.
         let q = try DatabaseQueue(path: f.dbPath)
         try q.write { db in
-            try db.execute(sql: """
-                CREATE TRIGGER boom BEFORE DELETE ON object WHEN old.key = 'k5' BEGIN SELECT RAISE(ABORT, 'boom'); END
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER boom BEFORE DELETE ON object WHEN old.key = 'k5' BEGIN SELECT RAISE(ABORT, 'boom'); END
+                    """)
         }
         try q.close()
         do {
@@ -314,7 +355,11 @@ struct PolicyFailureTests {
 
     @Test("a run failing in its first batch throws the plain error")
     func failureInFirstBatch() throws {
-        let f = try cache(4, policy: policy { $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2 })
+        let f = try cache(
+            4,
+            policy: policy {
+                $0.ttls = [.init(collection: "c", maxAge: 60)]; $0.batch = 2
+            })
         let q = try DatabaseQueue(path: f.dbPath)
         try q.write { db in
             try db.execute(sql: "CREATE TRIGGER boom BEFORE DELETE ON object BEGIN SELECT RAISE(ABORT, 'boom'); END")

@@ -17,7 +17,9 @@ import AssetStoreTestSupport
         [.notifyIfSourceDeleted, .deleteSourceIfAllDestinationsDeleted], .denyDeleteDestination,
         [.deleteDestinationIfAllSourcesDeleted, .deleteSourceIfDestinationDeleted],
     ]
-    static let fileRules: [DeleteRules] = [[], .deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted]
+    static let fileRules: [DeleteRules] = [
+        [], .deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted,
+    ]
 
     /// The world around one run: the fixture, the files and what the reports said.
     final class Run {
@@ -34,18 +36,28 @@ import AssetStoreTestSupport
 
         init() throws {
             f = try Fixture { c in
-                c.templates = ["p": [
-                    templateEdge("ref", field: "refs", to: "p", .deleteDestinationIfAllSourcesDeleted),
-                    templateEdge("dep", field: "dep", to: "p", [.deleteSourceIfDestinationDeleted, .notifyIfDestinationDeleted]),
-                ]]
-                c.indexes = [IndexDefinition(name: "nums", version: "1", collections: ["p"], columns: [
-                    IndexColumn(name: "n", type: .integer, path: JSONPath("$.n")!),
-                ])]
+                c.templates = [
+                    "p": [
+                        templateEdge("ref", field: "refs", to: "p", .deleteDestinationIfAllSourcesDeleted),
+                        templateEdge(
+                            "dep", field: "dep", to: "p",
+                            [.deleteSourceIfDestinationDeleted, .notifyIfDestinationDeleted]),
+                    ]
+                ]
+                c.indexes = [
+                    IndexDefinition(
+                        name: "nums", version: "1", collections: ["p"],
+                        columns: [
+                            IndexColumn(name: "n", type: .integer, path: JSONPath("$.n")!)
+                        ])
+                ]
             }
             canary = f.dir + "/outside/canary"
             try FileManager.default.createDirectory(atPath: f.dir + "/outside", withIntermediateDirectories: true)
             FileManager.default.createFile(atPath: canary, contents: Data([1]))
-            for (i, name) in PropertyTests.fileNames.enumerated() { files.append(try f.makeFile(name, size: 10 * (i + 1))) }
+            for (i, name) in PropertyTests.fileNames.enumerated() {
+                files.append(try f.makeFile(name, size: 10 * (i + 1)))
+            }
         }
 
         func pick<T>(_ items: [T], _ n: Int) -> T { items[n % items.count] }
@@ -55,7 +67,9 @@ import AssetStoreTestSupport
             if n % 3 != 0 { o["n"] = .int(Int64(n % 7)) }
             if n % 4 == 1 { o["n"] = "not a number" }
             let fileBits = (n / 7) % 8
-            let chosen = (0..<3).filter { fileBits & (1 << $0) != 0 }.map { JSONValue.string(files[($0 + n) % files.count]) }
+            let chosen = (0..<3).filter { fileBits & (1 << $0) != 0 }.map {
+                JSONValue.string(files[($0 + n) % files.count])
+            }
             if !chosen.isEmpty { o["file"] = .array(chosen) }
             if (n / 56) % 3 == 1 { o["refs"] = .array([.string(pick(PropertyTests.keys, n / 11))]) }
             if (n / 56) % 5 == 2 { o["dep"] = .string(pick(PropertyTests.keys, n / 13)) }
@@ -72,15 +86,20 @@ import AssetStoreTestSupport
             case 3 where try tx.exists(k) || n % 7 == 0: try tx.delete(k)
             case 4:
                 if (n / 100) % 3 == 0 {
-                    try tx.addEdge(name: "m", source: k, destination: .file(pick(files, n / 700)),
-                                   rules: pick(PropertyTests.fileRules, n / 300))
+                    try tx.addEdge(
+                        name: "m", source: k, destination: .file(pick(files, n / 700)),
+                        rules: pick(PropertyTests.fileRules, n / 300))
                 } else {
-                    try tx.addEdge(name: "m", source: k, destination: .object(ref("p", pick(PropertyTests.keys, n / 700))),
-                                   rules: pick(PropertyTests.manualRules, n / 300))
+                    try tx.addEdge(
+                        name: "m", source: k, destination: .object(ref("p", pick(PropertyTests.keys, n / 700))),
+                        rules: pick(PropertyTests.manualRules, n / 300))
                 }
             case 5:
-                let dst: EdgeEnd = (n / 100) % 3 == 0 ? .file(pick(files, n / 700)) : .object(ref("p", pick(PropertyTests.keys, n / 700)))
-                try tx.removeEdge(name: "m", source: k, destination: dst, reason: pick(EdgeRemovalReason.allCases, n / 300))
+                let dst: EdgeEnd =
+                    (n / 100) % 3 == 0
+                    ? .file(pick(files, n / 700)) : .object(ref("p", pick(PropertyTests.keys, n / 700)))
+                try tx.removeEdge(
+                    name: "m", source: k, destination: dst, reason: pick(EdgeRemovalReason.allCases, n / 300))
             case 6 where try tx.exists(k) || n % 7 == 0: try tx.touch(k)
             case 3, 6: try tx.put(k, value: value(n / 10))
             default: try tx.flush()
@@ -91,7 +110,9 @@ import AssetStoreTestSupport
         func snapshot() throws -> [String] {
             try f.store.read { r in
                 try ["object", "edge", "file", "unlink_queue", "index_default", "index_nums", "meta"].map { t in
-                    "\(t): " + (try Row.fetchAll(r.db, sql: "SELECT * FROM \(t) ORDER BY 1").map(\.description).joined(separator: "|"))
+                    "\(t): "
+                        + (try Row.fetchAll(r.db, sql: "SELECT * FROM \(t) ORDER BY 1").map(\.description).joined(
+                            separator: "|"))
                 }
             }
         }
@@ -119,7 +140,9 @@ import AssetStoreTestSupport
                 #expect(c["accessed"] == .double(o.accessed) && c["modified"] == .double(o.modified))
             }
             let nums = try f.store.query(index: "nums", clause: "ORDER BY key", include: .rows)
-            let expected = objects.filter { if case .int = $0.value["n"] ?? .null { return true } else { return false } }
+            let expected = objects.filter {
+                if case .int = $0.value["n"] ?? .null { return true } else { return false }
+            }
             #expect(nums.map(\.ref) == expected.map(\.ref))
             #expect(nums.map { $0.columns?["n"] } == expected.map { $0.value["n"] })
             // I1: a registered, present file that an edge references was never unlinked; and
@@ -167,9 +190,10 @@ import AssetStoreTestSupport
                     // An edge to a file removed in this transaction means the file was referenced
                     // during it, which cancelled its queued unlink; if the transaction queued it
                     // again after that, `filesQueued` says so (a cancelled queueing is left out of it).
-                    awaitingUnlink.subtract(r.report.edgesRemoved.compactMap {
-                        if case .file(let path) = $0.edge.destination { path } else { nil }
-                    })
+                    awaitingUnlink.subtract(
+                        r.report.edgesRemoved.compactMap {
+                            if case .file(let path) = $0.edge.destination { path } else { nil }
+                        })
                     awaitingUnlink.formUnion(r.report.filesQueued)
                     awaitingUnlink = try awaitingUnlink.filter { try !held($0) }
                 } catch let e as StoreError {

@@ -124,15 +124,26 @@ import AssetStoreTestSupport
     }
 
     static let illegal: [(DeleteRules, Bool, [String])] = [
-        ([.deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted], false,
-         ["deleteDestinationIfSourceDeleted", "deleteDestinationIfAllSourcesDeleted"]),
-        ([.deleteSourceIfDestinationDeleted, .deleteSourceIfAllDestinationsDeleted], false,
-         ["deleteSourceIfDestinationDeleted", "deleteSourceIfAllDestinationsDeleted"]),
-        ([.denyDeleteDestination, .notifyIfDestinationDeleted], false, ["denyDeleteDestination", "notifyIfDestinationDeleted"]),
-        ([.denyDeleteDestination, .deleteSourceIfDestinationDeleted], false,
-         ["denyDeleteDestination", "deleteSourceIfDestinationDeleted"]),
-        ([.denyDeleteSource, .deleteDestinationIfAllSourcesDeleted], false,
-         ["denyDeleteSource", "deleteDestinationIfAllSourcesDeleted"]),
+        (
+            [.deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted], false,
+            ["deleteDestinationIfSourceDeleted", "deleteDestinationIfAllSourcesDeleted"]
+        ),
+        (
+            [.deleteSourceIfDestinationDeleted, .deleteSourceIfAllDestinationsDeleted], false,
+            ["deleteSourceIfDestinationDeleted", "deleteSourceIfAllDestinationsDeleted"]
+        ),
+        (
+            [.denyDeleteDestination, .notifyIfDestinationDeleted], false,
+            ["denyDeleteDestination", "notifyIfDestinationDeleted"]
+        ),
+        (
+            [.denyDeleteDestination, .deleteSourceIfDestinationDeleted], false,
+            ["denyDeleteDestination", "deleteSourceIfDestinationDeleted"]
+        ),
+        (
+            [.denyDeleteSource, .deleteDestinationIfAllSourcesDeleted], false,
+            ["denyDeleteSource", "deleteDestinationIfAllSourcesDeleted"]
+        ),
         ([.denyDeleteSource, .notifyIfSourceDeleted], false, ["denyDeleteSource", "notifyIfSourceDeleted"]),
         ([.notifyIfSourceDeleted], true, ["notifyIfSourceDeleted", "file"]),
         ([.denyDeleteSource], true, ["denyDeleteSource", "file"]),
@@ -151,11 +162,14 @@ import AssetStoreTestSupport
         #expect(try f.count(EdgeFilter()) == 0)
     }
 
-    @Test("legal combinations of rules are accepted", arguments: [
-        DeleteRules([.deleteDestinationIfAllSourcesDeleted, .deleteSourceIfDestinationDeleted]),
-        [.deleteDestinationIfSourceDeleted, .notifyIfDestinationDeleted], [.denyDeleteSource, .denyDeleteDestination],
-        [.denyDeleteDestination, .notifyIfSourceDeleted], [],
-    ])
+    @Test(
+        "legal combinations of rules are accepted",
+        arguments: [
+            DeleteRules([.deleteDestinationIfAllSourcesDeleted, .deleteSourceIfDestinationDeleted]),
+            [.deleteDestinationIfSourceDeleted, .notifyIfDestinationDeleted],
+            [.denyDeleteSource, .denyDeleteDestination],
+            [.denyDeleteDestination, .notifyIfSourceDeleted], [],
+        ])
     func legalCombinations(rules: DeleteRules) throws {
         let f = try Fixture()
         try f.put([(ref("n", "a"), [:]), (ref("n", "b"), [:])])
@@ -165,8 +179,10 @@ import AssetStoreTestSupport
 
     @Test("rules parse from names or the bitmask, and unknown names are invalid_rules")
     func ruleParsing() throws {
-        #expect(try DeleteRules(json: ["notifyIfSourceDeleted", "denyDeleteDestination"]) == DeleteRules(rawValue: 129))
-        #expect(try DeleteRules(json: 40) == [.deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted])
+        #expect(
+            try DeleteRules(json: ["notifyIfSourceDeleted", "denyDeleteDestination"]) == DeleteRules(rawValue: 129))
+        #expect(
+            try DeleteRules(json: 40) == [.deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted])
         #expect(expectCode(.invalidRules) { try DeleteRules(json: ["deleteEverything"]) } != nil)
         #expect(expectCode(.invalidRules) { try DeleteRules(json: 256) } != nil)
         #expect(DeleteRules(rawValue: 129).names == ["notifyIfSourceDeleted", "denyDeleteDestination"])
@@ -217,7 +233,9 @@ import AssetStoreTestSupport
         try f.put([(o, [:])])
         try f.addEdge("owns", o, .file(a), .deleteDestinationIfSourceDeleted)
         try f.addEdge("owns", o, .file(b), .deleteDestinationIfSourceDeleted)
-        let r1 = try f.store.write { try $0.removeEdge(name: "owns", source: o, destination: .file(a), reason: .sourceDeleted) }
+        let r1 = try f.store.write {
+            try $0.removeEdge(name: "owns", source: o, destination: .file(a), reason: .sourceDeleted)
+        }
         #expect(r1.report.filesQueued == [a])
         let r2 = try f.store.write { try $0.removeEdge(name: "owns", source: o, destination: .file(b), reason: .edge) }
         #expect(r2.report.filesQueued.isEmpty)
@@ -262,8 +280,10 @@ import AssetStoreTestSupport
         let f = try Fixture()
         try f.setTemplate("l", templateEdge("item", field: "$.x.items", to: "i", .notifyIfDestinationDeleted))
         let l = ref("l", "1")
-        try f.put([(ref("i", "a"), [:]), (ref("i", "b"), [:]),
-                   (l, ["x": ["items": ["a", 1, "b", nil, "a", ["a"]]]])])
+        try f.put([
+            (ref("i", "a"), [:]), (ref("i", "b"), [:]),
+            (l, ["x": ["items": ["a", 1, "b", nil, "a", ["a"]]]]),
+        ])
         let r = try f.delete(ref("i", "a"))
         #expect(try f.value(l) == ["x": ["items": [1, "b", nil, ["a"]]]])
         #expect(r.notifications.count == 1)

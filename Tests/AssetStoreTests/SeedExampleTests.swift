@@ -33,9 +33,12 @@ import AssetStoreTestSupport
     @Test("contact/phone numbers: one contact owns many numbers, and they all go with it")
     func contactPhoneNumbers() throws {
         let f = try Fixture()
-        try f.setTemplate("contacts", templateEdge("phone", field: "phones", to: "phones", .deleteDestinationIfSourceDeleted))
-        try f.put([(ref("phones", "1"), [:]), (ref("phones", "2"), [:]), (ref("phones", "3"), [:]),
-                   (ref("contacts", "alice"), ["phones": keys("1", "2", "3")])])
+        try f.setTemplate(
+            "contacts", templateEdge("phone", field: "phones", to: "phones", .deleteDestinationIfSourceDeleted))
+        try f.put([
+            (ref("phones", "1"), [:]), (ref("phones", "2"), [:]), (ref("phones", "3"), [:]),
+            (ref("contacts", "alice"), ["phones": keys("1", "2", "3")]),
+        ])
         #expect(try f.count(EdgeFilter(name: "phone", source: ref("contacts", "alice"))) == 3)
         try f.delete(ref("phones", "2"))
         #expect(try f.exists(ref("contacts", "alice")))
@@ -46,8 +49,10 @@ import AssetStoreTestSupport
     @Test("neighbourhood: shared info stays while any property references it and goes with the last")
     func neighbourhoodRefCount() throws {
         let f = try Fixture()
-        try f.setTemplate("properties", templateEdge(
-            "neighborhood", field: "hood", to: "hoods", .deleteDestinationIfAllSourcesDeleted))
+        try f.setTemplate(
+            "properties",
+            templateEdge(
+                "neighborhood", field: "hood", to: "hoods", .deleteDestinationIfAllSourcesDeleted))
         let hood = ref("hoods", "soma")
         let empty: JSONValue = [:]
         try f.put([(hood, empty)] + (1...3).map { (ref("properties", "\($0)"), JSONValue.object(["hood": "soma"])) })
@@ -63,12 +68,15 @@ import AssetStoreTestSupport
     func songAlbumArtist() throws {
         let f = try Fixture()
         let rules: DeleteRules = [.deleteDestinationIfAllSourcesDeleted, .deleteSourceIfDestinationDeleted]
-        try f.setTemplate("songs", templateEdge("album", field: "albumId", to: "albums", rules),
-                          templateEdge("artist", field: "artistId", to: "artists", rules))
-        try f.put([(ref("albums", "a1"), [:]), (ref("albums", "a2"), [:]), (ref("artists", "x"), [:]),
-                   (ref("songs", "s1"), ["albumId": "a1", "artistId": "x"]),
-                   (ref("songs", "s2"), ["albumId": "a1", "artistId": "x"]),
-                   (ref("songs", "s3"), ["albumId": "a2", "artistId": "x"])])
+        try f.setTemplate(
+            "songs", templateEdge("album", field: "albumId", to: "albums", rules),
+            templateEdge("artist", field: "artistId", to: "artists", rules))
+        try f.put([
+            (ref("albums", "a1"), [:]), (ref("albums", "a2"), [:]), (ref("artists", "x"), [:]),
+            (ref("songs", "s1"), ["albumId": "a1", "artistId": "x"]),
+            (ref("songs", "s2"), ["albumId": "a1", "artistId": "x"]),
+            (ref("songs", "s3"), ["albumId": "a2", "artistId": "x"]),
+        ])
         try f.delete(ref("songs", "s1"))
         #expect(try f.exists(ref("albums", "a1")))
         // Deleting album a2 deletes its song s3; the artist keeps s2.
@@ -84,9 +92,12 @@ import AssetStoreTestSupport
     func cityStateFlag() throws {
         let f = try Fixture()
         let flag = try f.makeFile("flags/ca.png", size: 2048)
-        try f.setTemplate("cities", templateEdge("stateFlag", field: "flag", to: "file", .deleteDestinationIfAllSourcesDeleted))
-        try f.put([(ref("cities", "sf"), ["flag": .string(flag)]), (ref("cities", "la"), ["flag": .string(flag)]),
-                   (ref("cities", "sd"), ["flag": .string(flag)])])
+        try f.setTemplate(
+            "cities", templateEdge("stateFlag", field: "flag", to: "file", .deleteDestinationIfAllSourcesDeleted))
+        try f.put([
+            (ref("cities", "sf"), ["flag": .string(flag)]), (ref("cities", "la"), ["flag": .string(flag)]),
+            (ref("cities", "sd"), ["flag": .string(flag)]),
+        ])
         #expect(try f.store.read { try $0.file(flag) }?.retainedBy == 3)
         for city in ["sf", "la"] {
             #expect(try f.delete(ref("cities", city)).filesQueued.isEmpty)
@@ -102,7 +113,8 @@ import AssetStoreTestSupport
     func avatarFile() throws {
         let f = try Fixture()
         let image = try f.makeFile("avatars/p1.png")
-        try f.setTemplate("players", templateEdge("avatar", field: "avatarFile", to: "file", .deleteDestinationIfSourceDeleted))
+        try f.setTemplate(
+            "players", templateEdge("avatar", field: "avatarFile", to: "file", .deleteDestinationIfSourceDeleted))
         try f.put([(ref("players", "p1"), ["avatarFile": .string(image)])])
         try f.delete(ref("players", "p1"))
         _ = try f.store.sweep()
@@ -112,8 +124,11 @@ import AssetStoreTestSupport
     @Test("avatarID nullify: deleting the avatar sets the player's avatarID to null and notifies once")
     func avatarIDNullify() throws {
         let f = try Fixture()
-        try f.setTemplate("players", templateEdge(
-            "avatar", field: "avatarID", to: "avatars", [.deleteDestinationIfSourceDeleted, .notifyIfDestinationDeleted]))
+        try f.setTemplate(
+            "players",
+            templateEdge(
+                "avatar", field: "avatarID", to: "avatars",
+                [.deleteDestinationIfSourceDeleted, .notifyIfDestinationDeleted]))
         let player = ref("players", "p1"), avatar = ref("avatars", "a1")
         try f.put([(avatar, [:]), (player, ["avatarID": "a1", "name": "Ann"])])
         let r = try f.delete(avatar)
@@ -129,9 +144,12 @@ import AssetStoreTestSupport
     @Test("Core Data nullify on a to-many field removes just the deleted element")
     func nullifyArrayElement() throws {
         let f = try Fixture()
-        try f.setTemplate("lists", templateEdge("item", field: "$.body.items", to: "items", .notifyIfDestinationDeleted))
-        try f.put([(ref("items", "a"), [:]), (ref("items", "b"), [:]), (ref("items", "c"), [:]),
-                   (ref("lists", "l"), ["body": ["items": keys("a", "b", "c")]])])
+        try f.setTemplate(
+            "lists", templateEdge("item", field: "$.body.items", to: "items", .notifyIfDestinationDeleted))
+        try f.put([
+            (ref("items", "a"), [:]), (ref("items", "b"), [:]), (ref("items", "c"), [:]),
+            (ref("lists", "l"), ["body": ["items": keys("a", "b", "c")]]),
+        ])
         try f.delete(ref("items", "b"))
         #expect(try f.value(ref("lists", "l")) == ["body": ["items": keys("a", "c")]])
         #expect(try f.count(EdgeFilter(source: ref("lists", "l"))) == 2)

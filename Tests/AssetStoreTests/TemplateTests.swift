@@ -10,10 +10,15 @@ import AssetStoreTestSupport
     func builtInFileField() throws {
         let f = try Fixture()
         let a = try f.makeFile("a"), b = try f.makeFile("b")
-        try f.put([(ref("x", "one"), ["file": .string(a)]), (ref("y", "many"), ["file": [.string(a), .string("file://" + b)]])])
+        try f.put([
+            (ref("x", "one"), ["file": .string(a)]),
+            (ref("y", "many"), ["file": [.string(a), .string("file://" + b)]]),
+        ])
         let edges = try f.store.read { try $0.edges(EdgeFilter(name: "file")) }
         #expect(edges.count == 3)
-        #expect(edges.allSatisfy { $0.rules == .deleteDestinationIfAllSourcesDeleted && $0.kind == .derived(field: "file") })
+        #expect(
+            edges.allSatisfy { $0.rules == .deleteDestinationIfAllSourcesDeleted && $0.kind == .derived(field: "file") }
+        )
         #expect(Set(edges.map(\.destination)) == [.file(a), .file(b)])
     }
 
@@ -33,8 +38,11 @@ import AssetStoreTestSupport
     @Test("templates apply only to their own collection")
     func templatesScoped() throws {
         let f = try Fixture()
-        try f.setTemplate("thumbs", templateEdge("original", field: "orig", to: "originals", .deleteSourceIfDestinationDeleted))
-        try f.put([(ref("originals", "o"), [:]), (ref("thumbs", "t"), ["orig": "o"]), (ref("other", "t"), ["orig": "o"])])
+        try f.setTemplate(
+            "thumbs", templateEdge("original", field: "orig", to: "originals", .deleteSourceIfDestinationDeleted))
+        try f.put([
+            (ref("originals", "o"), [:]), (ref("thumbs", "t"), ["orig": "o"]), (ref("other", "t"), ["orig": "o"]),
+        ])
         #expect(try f.count(EdgeFilter(name: "original")) == 1)
         let r = try f.delete(ref("originals", "o"))
         #expect(r.deletedRefs == [ref("originals", "o"), ref("thumbs", "t")])
@@ -75,25 +83,31 @@ import AssetStoreTestSupport
     @Test("a template's rules are validated when it is set")
     func templateRulesValidated() throws {
         let f = try Fixture()
-        #expect(expectCode(.invalidRules) {
-            try f.setTemplate("c", templateEdge("f", field: "img", to: "file", .notifyIfSourceDeleted))
-        } != nil)
+        #expect(
+            expectCode(.invalidRules) {
+                try f.setTemplate("c", templateEdge("f", field: "img", to: "file", .notifyIfSourceDeleted))
+            } != nil)
         #expect(expectCode(.invalidParams) { try EdgeTemplate(json: ["name": "x", "field": "$.[", "to": "c"]) } != nil)
     }
 
     @Test("configured templates are applied when the store opens")
     func configuredTemplates() throws {
         let f = try Fixture { c in
-            c.templates = ["thumbs": [templateEdge("original", field: "orig", to: "originals", .deleteSourceIfDestinationDeleted)]]
+            c.templates = [
+                "thumbs": [templateEdge("original", field: "orig", to: "originals", .deleteSourceIfDestinationDeleted)]
+            ]
         }
         try f.put([(ref("originals", "o"), [:]), (ref("thumbs", "t"), ["orig": "o"])])
         try f.delete(ref("originals", "o"))
         #expect(try !f.exists(ref("thumbs", "t")))
     }
 
-    @Test("invalid paths in a file field fail the put with the path error", arguments: [
-        ("/etc/passwd", StoreError.Code.pathOutsideRoots), ("relative/x", .invalidPath), ("ROOT/../x", .invalidPath),
-    ])
+    @Test(
+        "invalid paths in a file field fail the put with the path error",
+        arguments: [
+            ("/etc/passwd", StoreError.Code.pathOutsideRoots), ("relative/x", .invalidPath),
+            ("ROOT/../x", .invalidPath),
+        ])
     func badFileField(path: String, code: StoreError.Code) throws {
         let f = try Fixture()
         let p = path.replacingOccurrences(of: "ROOT", with: f.root)

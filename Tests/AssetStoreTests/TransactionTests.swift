@@ -89,8 +89,9 @@ struct Boom: Error {}
         let e = expectCode(.danglingEdge) {
             try f.store.write { tx in
                 try tx.delete(ref("m", "a"))
-                try tx.addEdge(name: "x", source: ref("m", "c"), destination: .object(ref("m", "ghost")),
-                               rules: .deleteSourceIfDestinationDeleted)
+                try tx.addEdge(
+                    name: "x", source: ref("m", "c"), destination: .object(ref("m", "ghost")),
+                    rules: .deleteSourceIfDestinationDeleted)
             }
         }
         #expect(e?.detail?["destination"] == ref("m", "ghost").json)
@@ -102,8 +103,9 @@ struct Boom: Error {}
     func edgeBeforeObjects() throws {
         let f = try Fixture()
         try f.store.write { tx in
-            try tx.addEdge(name: "e", source: ref("n", "s"), destination: .object(ref("n", "d")),
-                           rules: .deleteDestinationIfSourceDeleted)
+            try tx.addEdge(
+                name: "e", source: ref("n", "s"), destination: .object(ref("n", "d")),
+                rules: .deleteDestinationIfSourceDeleted)
             try tx.put(ref("n", "s"), value: [:])
             try tx.put(ref("n", "d"), value: [:])
         }

@@ -4,7 +4,11 @@ import Testing
 import AssetStore
 
 @Suite struct UnitsTests {
-    @Test("durations", arguments: [("90s", 90.0), ("10m", 600), ("12h", 43_200), ("30d", 2_592_000), ("1h30m", 5400), ("0s", 0), ("15", 15)])
+    @Test(
+        "durations",
+        arguments: [
+            ("90s", 90.0), ("10m", 600), ("12h", 43_200), ("30d", 2_592_000), ("1h30m", 5400), ("0s", 0), ("15", 15),
+        ])
     func durations(text: String, seconds: Double) {
         #expect(Units.duration(text) == seconds)
     }
@@ -14,7 +18,12 @@ import AssetStore
         #expect(Units.duration(text) == nil)
     }
 
-    @Test("sizes", arguments: [("512MiB", Int64(512 << 20)), ("50GiB", 50 << 30), ("4096", 4096), ("10GB", 10_000_000_000), ("1 KiB", 1024)])
+    @Test(
+        "sizes",
+        arguments: [
+            ("512MiB", Int64(512 << 20)), ("50GiB", 50 << 30), ("4096", 4096), ("10GB", 10_000_000_000),
+            ("1 KiB", 1024),
+        ])
     func sizes(text: String, bytes: Int64) {
         #expect(Units.size(text) == bytes)
     }

@@ -39,11 +39,14 @@ private var defaultVFS: String { String(cString: sqlite3_vfs_find(nil)!.pointee.
             #expect(d.reason?.contains(WALCoalescing.versionText(v)) == true, "\(d.reason ?? "")")
         }
         #expect(WALCoalescing.versionText(3_040_001) == "3.40.1")
-        let off = WALCoalescing.decide(enabled: false, readOnly: false, sqliteVersion: tested.lowerBound, takesURIs: true)
+        let off = WALCoalescing.decide(
+            enabled: false, readOnly: false, sqliteVersion: tested.lowerBound, takesURIs: true)
         #expect(!off.active && !off.fellBack && off.reason?.contains("store.coalesce_wal") == true)
-        let readOnly = WALCoalescing.decide(enabled: true, readOnly: true, sqliteVersion: tested.lowerBound, takesURIs: true)
+        let readOnly = WALCoalescing.decide(
+            enabled: true, readOnly: true, sqliteVersion: tested.lowerBound, takesURIs: true)
         #expect(!readOnly.active && !readOnly.fellBack)
-        let noURIs = WALCoalescing.decide(enabled: true, readOnly: false, sqliteVersion: tested.lowerBound, takesURIs: false)
+        let noURIs = WALCoalescing.decide(
+            enabled: true, readOnly: false, sqliteVersion: tested.lowerBound, takesURIs: false)
         #expect(!noURIs.active && noURIs.fellBack)
     }
 
@@ -93,7 +96,9 @@ private var defaultVFS: String { String(cString: sqlite3_vfs_find(nil)!.pointee.
         #expect(try q.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") } == 1)
     }
 
-    @Test("store.coalesce_wal off: the plain VFS, and puts, files, reads, queries, checkpoints, backups and reopening all work")
+    @Test(
+        "store.coalesce_wal off: the plain VFS, and puts, files, reads, queries, checkpoints, backups and reopening all work"
+    )
     func switchedOff() throws {
         let f = try Fixture { $0.coalesceWAL = false }
         #expect(!f.store.walCoalescing.active)
@@ -112,7 +117,8 @@ private var defaultVFS: String { String(cString: sqlite3_vfs_find(nil)!.pointee.
         #expect(!f.store.walCoalescing.active)
         #expect(try writerVFS(f) == defaultVFS)
         #expect(f.store.openWarnings.count == 1)
-        #expect(f.store.openWarnings.first?.contains(WALCoalescing.versionText(version)) == true, "\(f.store.openWarnings)")
+        #expect(
+            f.store.openWarnings.first?.contains(WALCoalescing.versionText(version)) == true, "\(f.store.openWarnings)")
         let reason = try f.store.statistics().json["wal"]?["coalescing_off_reason"]?.stringValue
         #expect(reason?.contains(WALCoalescing.versionText(version)) == true, "\(reason ?? "")")
         try expectWorks(f)
@@ -142,16 +148,20 @@ private var defaultVFS: String { String(cString: sqlite3_vfs_find(nil)!.pointee.
         #expect(try f.store.read { r in try String.fetchOne(r.db, sql: "PRAGMA integrity_check") } == "ok")
     }
 
-    @Test("readers on SQLite's default VFS (point reads, queries) see every commit of the coalescing writer when it returns")
+    @Test(
+        "readers on SQLite's default VFS (point reads, queries) see every commit of the coalescing writer when it returns"
+    )
     func plainReadersSeeCommits() throws {
         let f = try Fixture { $0.durability = .normal }
         #expect(try writerVFS(f) == WALCoalescing.vfsName)
         #expect(try f.store.queries.with { vfsName($0.handle) } == defaultVFS)
         for round in 0..<30 {
             let count = [1, 40, 200][round % 3]
-            try f.put((0..<count).map { (ref("r\(round)", "k\($0)"), ["pad": .string(String(repeating: "y", count: 3000))]) })
+            try f.put(
+                (0..<count).map { (ref("r\(round)", "k\($0)"), ["pad": .string(String(repeating: "y", count: 3000))]) })
             #expect(try f.store.objectJSON(ref("r\(round)", "k\(count - 1)")) != nil, "round \(round)")
-            #expect(try f.store.query(clause: "WHERE collection = ?", parameters: [.string("r\(round)")]).count == count)
+            #expect(
+                try f.store.query(clause: "WHERE collection = ?", parameters: [.string("r\(round)")]).count == count)
         }
     }
 }

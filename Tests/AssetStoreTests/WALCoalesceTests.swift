@@ -65,7 +65,8 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
             let seen = try f.store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM object") ?? -1 }
             #expect(seen == expected, "round \(round)")
             let lengths = try f.store.read { r in
-                try Int.fetchOne(r.db, sql: "SELECT SUM(length(value)) FROM object WHERE collection = ?", arguments: ["r\(round)"])
+                try Int.fetchOne(
+                    r.db, sql: "SELECT SUM(length(value)) FROM object WHERE collection = ?", arguments: ["r\(round)"])
             }
             #expect((lengths ?? 0) > count * bytes, "round \(round)")
         }
@@ -89,7 +90,10 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
             try? FileManager.default.removeItem(atPath: copyDir + "/db.sqlite-shm")
             let copy = try DatabaseQueue(path: copyDir + "/db.sqlite")
             let (check, seen) = try copy.read { db in
-                (try String.fetchOne(db, sql: "PRAGMA integrity_check"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object"))
+                (
+                    try String.fetchOne(db, sql: "PRAGMA integrity_check"),
+                    try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object")
+                )
             }
             #expect(check == "ok", "round \(round)")
             #expect(seen == committed, "round \(round)")
@@ -97,7 +101,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         }
     }
 
-    @Test("a put batch bigger than the writer's page cache (it spills, then rewrites spilled pages) is in a crash copy once acknowledged")
+    @Test(
+        "a put batch bigger than the writer's page cache (it spills, then rewrites spilled pages) is in a crash copy once acknowledged"
+    )
     func bigBatchCrashCopy() throws {
         let f = try Fixture { $0.durability = .full }
         let copyDir = f.dir + "/copy"
@@ -171,7 +177,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         }
         func text(_ sql: String) -> String? {
             var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, sql, -1, &stmt, nil) == SQLITE_OK else { return "prepare: " + String(cString: sqlite3_errmsg(h)) }
+            guard sqlite3_prepare_v2(h, sql, -1, &stmt, nil) == SQLITE_OK else {
+                return "prepare: " + String(cString: sqlite3_errmsg(h))
+            }
             defer { sqlite3_finalize(stmt) }
             let rc = sqlite3_step(stmt)
             guard rc == SQLITE_ROW else { return "step \(rc): " + String(cString: sqlite3_errmsg(h)) }
@@ -207,8 +215,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
     /// (other connections may read it: a crash must not lose it). In exclusive locking mode
     /// SQLite takes no wal-index locks, so nothing but the writes tell the VFS a commit is done;
     /// the copy is taken after COMMIT returns.
-    @Test("a spilled transaction whose commit rewrites spilled frames (and so their checksums) is whole in the file when COMMIT returns",
-          arguments: ["NORMAL", "EXCLUSIVE"])
+    @Test(
+        "a spilled transaction whose commit rewrites spilled frames (and so their checksums) is whole in the file when COMMIT returns",
+        arguments: ["NORMAL", "EXCLUSIVE"])
     func rewrittenChecksums(lockingMode: String) throws {
         let dir = try tempDir()
         let w = try Conn(dir + "/db.sqlite")
@@ -223,7 +232,8 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         if lockingMode == "NORMAL" {
             onWriteUnlock(w.h) { [self] in copied.withLock { $0 = try? crashCopy(dir + "/db.sqlite") } }
         }
-        w.exec("""
+        w.exec(
+            """
             BEGIN;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
                 INSERT INTO t SELECT i, randomblob(3000) FROM n;
@@ -250,7 +260,8 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         // the database file (a rollback re-reads it, which would otherwise read the WAL).
         w1.exec("PRAGMA wal_checkpoint(TRUNCATE)")
         w1.exec("PRAGMA cache_size = 10")
-        w1.exec("""
+        w1.exec(
+            """
             BEGIN;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
                 INSERT INTO t SELECT i, randomblob(3000) FROM n;
@@ -263,7 +274,8 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
     /// `w2` appends 200 rows to the one `w1` committed; then `w1` (reading the WAL again), a
     /// new connection and a crash copy all find the 201 rows, intact.
     private func expectOtherWriterKept(_ w1: Conn, _ w2: Conn, _ dir: String) throws {
-        w2.exec("""
+        w2.exec(
+            """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
                 INSERT INTO t SELECT 1000 + i, randomblob(3000) FROM n
             """)
@@ -278,7 +290,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
 
     /// In exclusive locking mode SQLite takes no wal-index locks; another connection can write
     /// only once this one has left the mode and released its database file lock.
-    @Test("a rolled-back spilled transaction in exclusive locking mode leaves nothing to land on another writer's frames after the mode is left")
+    @Test(
+        "a rolled-back spilled transaction in exclusive locking mode leaves nothing to land on another writer's frames after the mode is left"
+    )
     func rolledBackSpillExclusive() throws {
         let dir = try tempDir()
         let w1 = try Conn(dir + "/db.sqlite")
@@ -287,7 +301,8 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         w1.exec("PRAGMA wal_checkpoint(TRUNCATE)")
         w1.exec("PRAGMA locking_mode = EXCLUSIVE")
         w1.exec("PRAGMA cache_size = 10")
-        w1.exec("""
+        w1.exec(
+            """
             BEGIN;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
                 INSERT INTO t SELECT i, randomblob(3000) FROM n;
@@ -300,7 +315,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         try expectOtherWriterKept(w1, w2, dir)
     }
 
-    @Test("with psow=0 and synchronous FULL (commit padded to a sector and synced mid-frame) the commit is readable by another connection at once")
+    @Test(
+        "with psow=0 and synchronous FULL (commit padded to a sector and synced mid-frame) the commit is readable by another connection at once"
+    )
     func paddedCommitVisible() throws {
         let dir = try tempDir()
         let uri = "file:" + dir + "/db.sqlite?psow=0"
@@ -320,8 +337,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
     /// write lock (on another thread, a reader could run just then). With 512-byte pages the
     /// write split at the sync point sometimes leaves a 24-byte rest of a page, which is not
     /// a frame header.
-    @Test("with psow=0 and synchronous FULL, a commit is whole in the file when it is published, to a reader on either VFS",
-          arguments: [512, 4096], [WALCoalescing.vfsName, nil])
+    @Test(
+        "with psow=0 and synchronous FULL, a commit is whole in the file when it is published, to a reader on either VFS",
+        arguments: [512, 4096], [WALCoalescing.vfsName, nil])
     func paddedCommitPublished(pageSize: Int, readerVFS: String?) throws {
         let dir = try tempDir()
         let uri = "file:" + dir + "/db.sqlite?psow=0"
@@ -346,8 +364,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
     }
 
     /// `othersVFS`: the reader's and the checkpointer's (nil: SQLite's default, as in another program).
-    @Test("page sizes, spills, checkpoints of every mode (WAL restarts, truncation), journal_size_limit, persistent WAL: every commit readable at once and in a crash copy",
-          arguments: [512, 4096, 65536], [WALCoalescing.vfsName, nil])
+    @Test(
+        "page sizes, spills, checkpoints of every mode (WAL restarts, truncation), journal_size_limit, persistent WAL: every commit readable at once and in a crash copy",
+        arguments: [512, 4096, 65536], [WALCoalescing.vfsName, nil])
     func lifecycle(pageSize: Int, othersVFS: String?) throws {
         let dir = try tempDir()
         let path = dir + "/db.sqlite"
@@ -362,12 +381,16 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
             w.exec("INSERT INTO t VALUES (0, zeroblob(10))")
             let checkpointer = try Conn(path, vfs: othersVFS)
             let r = try Conn(path, vfs: othersVFS)
-            let modes = [SQLITE_CHECKPOINT_PASSIVE, SQLITE_CHECKPOINT_FULL, SQLITE_CHECKPOINT_RESTART, SQLITE_CHECKPOINT_TRUNCATE]
+            let modes = [
+                SQLITE_CHECKPOINT_PASSIVE, SQLITE_CHECKPOINT_FULL, SQLITE_CHECKPOINT_RESTART,
+                SQLITE_CHECKPOINT_TRUNCATE,
+            ]
             for round in 0..<24 {
                 let count = [1, 40, 300][round % 3]
                 // Every other round spills (and rewrites row 0's page after spilling it).
                 w.exec("PRAGMA cache_size = \(round % 2 == 1 ? 10 : -2000)")
-                w.exec("""
+                w.exec(
+                    """
                     BEGIN;
                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count))
                         INSERT INTO t SELECT \(round * 1000) + i, randomblob(\(50 + (round * 331) % 3000)) FROM n;
@@ -375,7 +398,8 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
                     COMMIT
                     """)
                 expected += count
-                #expect(r.text("SELECT COUNT(*) FROM t WHERE hex(substr(v, -4)) <> ''") == "\(expected)", "round \(round)")
+                #expect(
+                    r.text("SELECT COUNT(*) FROM t WHERE hex(substr(v, -4)) <> ''") == "\(expected)", "round \(round)")
                 let copy = try crashCopy(path)
                 #expect(copy.text("PRAGMA integrity_check") == "ok", "round \(round)")
                 #expect(copy.text("SELECT COUNT(*) FROM t") == "\(expected)", "round \(round)")
@@ -427,9 +451,11 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
             let real = unsafeBitCast(originals.withLock { $0["write"] }!, to: Write.self)
             return real(fd, buf, n)
         }
-        for (name, fn) in [("pwrite", unsafeBitCast(pwrite, to: sqlite3_syscall_ptr.self)),
-                           ("pwrite64", unsafeBitCast(pwrite64, to: sqlite3_syscall_ptr.self)),
-                           ("write", unsafeBitCast(write, to: sqlite3_syscall_ptr.self))] {
+        for (name, fn) in [
+            ("pwrite", unsafeBitCast(pwrite, to: sqlite3_syscall_ptr.self)),
+            ("pwrite64", unsafeBitCast(pwrite64, to: sqlite3_syscall_ptr.self)),
+            ("write", unsafeBitCast(write, to: sqlite3_syscall_ptr.self)),
+        ] {
             guard let original = unix.pointee.xGetSystemCall(unix, name) else { continue }
             originals.withLock { $0[name] = original }
             _ = unix.pointee.xSetSystemCall(unix, name, fn)
@@ -450,8 +476,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         }
     }
 
-    @Test("a commit whose WAL writes fail (ENOSPC) reports SQLITE_FULL and leaves nothing behind, whichever write fails",
-          arguments: [0, 1, 2, 3])
+    @Test(
+        "a commit whose WAL writes fail (ENOSPC) reports SQLITE_FULL and leaves nothing behind, whichever write fails",
+        arguments: [0, 1, 2, 3])
     func writeErrors(allowed: Int) throws {
         let dir = try tempDir()
         let w = try Conn(dir + "/db.sqlite")
@@ -462,7 +489,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         // 200 rows of 3000 bytes: over 600 KiB of frames, several writes of 124 KiB at commit.
         let wal = dir + "/db.sqlite-wal"
         _ = failWrites(to: wal, after: allowed)
-        let rc = sqlite3_exec(w.h, """
+        let rc = sqlite3_exec(
+            w.h,
+            """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
                 INSERT INTO t SELECT i, randomblob(3000) FROM n
             """, nil, nil, nil)

@@ -91,7 +91,8 @@ import AssetStoreTestSupport
     @Test("testProtocol_Inverse: deleting a child removes only its edge; deleting the parent deletes the rest")
     func protocolInverse() throws {
         let f = try Fixture()
-        try f.setTemplate("kids", templateEdge("parent", field: "parent", to: "nodes", .deleteSourceIfDestinationDeleted))
+        try f.setTemplate(
+            "kids", templateEdge("parent", field: "parent", to: "nodes", .deleteSourceIfDestinationDeleted))
         let k1 = ref("kids", "1"), k2 = ref("kids", "2")
         try f.put([(p, [:]), (k1, ["parent": "p"]), (k2, ["parent": "p"])])
         try f.delete(k1)
@@ -201,7 +202,8 @@ import AssetStoreTestSupport
         let f = try Fixture()
         let e = expectCode(.danglingEdge) {
             try f.store.write { tx in
-                try tx.addEdge(name: "e", source: ref("s", "ghost1"), destination: .object(ref("s", "ghost2")), rules: [])
+                try tx.addEdge(
+                    name: "e", source: ref("s", "ghost1"), destination: .object(ref("s", "ghost2")), rules: [])
             }
         }
         #expect(e != nil)
@@ -219,7 +221,8 @@ import AssetStoreTestSupport
         for filter in [
             EdgeFilter(name: "random"), EdgeFilter(name: "random", destination: .file(path)),
             EdgeFilter(destination: .file(path)), EdgeFilter(name: "random", source: a, destination: .file(path)),
-            EdgeFilter(source: a, destination: .file(path)), EdgeFilter(name: "random", source: a), EdgeFilter(source: a),
+            EdgeFilter(source: a, destination: .file(path)), EdgeFilter(name: "random", source: a),
+            EdgeFilter(source: a),
             EdgeFilter(destination: .file("file://" + path)),
         ] {
             #expect(try f.count(filter) == 1, "\(filter)")
@@ -275,8 +278,10 @@ import AssetStoreTestSupport
         let path = try f.makeFile("keep")
         let a = ref("s", "a")
         try f.put([(a, [:])])
-        for (src, dst) in [(a, EdgeEnd.object(ref("s", "missing"))), (ref("s", "missing"), .object(a)),
-                           (ref("s", "m1"), .object(ref("s", "m2"))), (ref("s", "missing"), .file(path))] {
+        for (src, dst) in [
+            (a, EdgeEnd.object(ref("s", "missing"))), (ref("s", "missing"), .object(a)),
+            (ref("s", "m1"), .object(ref("s", "m2"))), (ref("s", "missing"), .file(path)),
+        ] {
             let e = expectCode(.danglingEdge) {
                 try f.store.write { tx in
                     try tx.addEdge(name: "e", source: src, destination: dst, rules: .deleteDestinationIfSourceDeleted)

@@ -12,7 +12,8 @@ import JSON
 
     @Test("a well-formed request parses with its id, method and params")
     func validRequest() throws {
-        let r = try parse(#"{"jsonrpc":"2.0","id":7,"method":"object.get","params":{"collection":"c","key":"k"}}"#).get()
+        let r = try parse(#"{"jsonrpc":"2.0","id":7,"method":"object.get","params":{"collection":"c","key":"k"}}"#)
+            .get()
         #expect(r.id == 7)
         #expect(r.method == "object.get")
         #expect(r.params["key"] == "k")
@@ -71,22 +72,24 @@ import JSON
         #expect(line.dropLast().contains(10) == false)
         let json = try JSONValue.parse(String(decoding: line, as: UTF8.self))
         #expect(json == ["jsonrpc": "2.0", "id": "x", "result": ["a": 1]])
-        let err = try JSONValue.parse(String(decoding: RPCLine.error(id: .null, .requestTooLarge(limit: 10)), as: UTF8.self))
+        let err = try JSONValue.parse(
+            String(decoding: RPCLine.error(id: .null, .requestTooLarge(limit: 10)), as: UTF8.self))
         #expect(err["error"]?["data"]?["code"] == "request_too_large")
         #expect(err["id"] == .null)
     }
 
     @Test("a line parses as its parsed JSON value does, repeated names included (the last counts)")
     func lineAgreesWithValue() throws {
-        let lines = Self.bad.map(\.0) + [
-            #"{"jsonrpc":"2.0","id":7,"method":"object.get","params":{"collection":"c","key":"k"}}"#,
-            #"{"jsonrpc":"2.0","method":"ping"}"#,
-            #" { "id" : 1 , "jsonrpc" : "2.0" , "method" : "a" , "method" : "b" , "extra" : [1,{"x":2}] } "#,
-            #"{"jsonrpc":"2.0","id":1,"id":"second","method":"m","params":null}"#,
-            #"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"params":[1]}"#,
-            #"{"jsonrpc":"2.0","id":1,"method":"m"} trailing"#,
-            "{}", "[]", "null", "",
-        ]
+        let lines =
+            Self.bad.map(\.0) + [
+                #"{"jsonrpc":"2.0","id":7,"method":"object.get","params":{"collection":"c","key":"k"}}"#,
+                #"{"jsonrpc":"2.0","method":"ping"}"#,
+                #" { "id" : 1 , "jsonrpc" : "2.0" , "method" : "a" , "method" : "b" , "extra" : [1,{"x":2}] } "#,
+                #"{"jsonrpc":"2.0","id":1,"id":"second","method":"m","params":null}"#,
+                #"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"params":[1]}"#,
+                #"{"jsonrpc":"2.0","id":1,"method":"m"} trailing"#,
+                "{}", "[]", "null", "",
+            ]
         for line in lines {
             let fromLine = parse(line)
             guard let value = try? JSONValue.parse(line) else {
@@ -106,8 +109,12 @@ import JSON
         let results: [JSONValue] = [["commit": 12], .null, [1, "two"], ["z": ["y": true], "a": "é\n"], "s"]
         for id in ids {
             for r in results {
-                #expect(RPCLine.result(id: RPCID(id), r) == RPCLine.encode(.object(["jsonrpc": "2.0", "id": id, "result": r])))
-                #expect(RPCLine.result(id: RPCID(id), rawResult: Array(r.serialized().utf8)) == RPCLine.result(id: RPCID(id), r))
+                #expect(
+                    RPCLine.result(id: RPCID(id), r)
+                        == RPCLine.encode(.object(["jsonrpc": "2.0", "id": id, "result": r])))
+                #expect(
+                    RPCLine.result(id: RPCID(id), rawResult: Array(r.serialized().utf8))
+                        == RPCLine.result(id: RPCID(id), r))
             }
         }
     }

@@ -22,7 +22,8 @@ import Testing
 
     @Test("a number a value cannot keep is invalid_params naming its path, answered with the id", arguments: refused)
     func refusedNumber(_ member: String, _ message: String) {
-        let line = #"{"jsonrpc":"2.0","id":3,"method":"object.put","params":{"collection":"c","key":"k","#
+        let line =
+            #"{"jsonrpc":"2.0","id":3,"method":"object.put","params":{"collection":"c","key":"k","#
             + member + "}}"
         guard case .failure(let f) = parse(line) else {
             Issue.record("accepted \(line)")
@@ -37,7 +38,9 @@ import Testing
 
     @Test("numbers a value keeps pass, and a notification with one it cannot keep gets no reply")
     func keptNumbers() throws {
-        let r = try parse(#"{"jsonrpc":"2.0","id":1,"method":"object.put","params":{"value":[1e2,0.1,-0,9223372036854775807,5e-324,"1e400"]}}"#).get()
+        let r = try parse(
+            #"{"jsonrpc":"2.0","id":1,"method":"object.put","params":{"value":[1e2,0.1,-0,9223372036854775807,5e-324,"1e400"]}}"#
+        ).get()
         #expect(r.params["value"] == [100.0, 0.1, 0, .int(Int64.max), 5e-324, "1e400"])
         guard case .failure(let f) = parse(#"{"jsonrpc":"2.0","method":"object.put","params":{"value":1e999}}"#) else {
             Issue.record("accepted")
@@ -51,8 +54,10 @@ import Testing
         #expect(try parse(#"{"jsonrpc":"2.0","id":1e400,"method":"ping","x":1e400}"#).get().method == "ping")
     }
 
-    static let ids = ["1e400", "-1e400", "1.50", "-0", "18446744073709551617", "1E2", "0.1", "-2.5e-3", "7", "-7", "0",
-                      "9223372036854775807", #""x""#, #""\u00e9""#, "null"]
+    static let ids = [
+        "1e400", "-1e400", "1.50", "-0", "18446744073709551617", "1E2", "0.1", "-2.5e-3", "7", "-7", "0",
+        "9223372036854775807", #""x""#, #""\u00e9""#, "null",
+    ]
 
     @Test("an id comes back in the reply, error and progress as the client wrote it", arguments: ids)
     func idEchoed(_ id: String) throws {
@@ -62,9 +67,12 @@ import Testing
         #expect(contains(RPCLine.result(id: rid, .null), written + [UInt8(ascii: ",")]))
         #expect(contains(RPCLine.result(id: rid, rawResult: Array("{}".utf8)), written + [UInt8(ascii: ",")]))
         #expect(contains(RPCLine.error(id: rid, .invalidParams("x")), written + [UInt8(ascii: ",")]))
-        #expect(contains(RPCLine.progress(id: rid, ["done": 1, "phase": "p", "total": 2]), written + [UInt8(ascii: ",")]))
+        #expect(
+            contains(RPCLine.progress(id: rid, ["done": 1, "phase": "p", "total": 2]), written + [UInt8(ascii: ",")]))
         // The failure of a request with that id carries it too.
-        guard case .failure(let f) = parse(#"{"jsonrpc":"2.0","id":"# + id + #"}"#) else { Issue.record("accepted"); return }
+        guard case .failure(let f) = parse(#"{"jsonrpc":"2.0","id":"# + id + #"}"#) else {
+            Issue.record("accepted"); return
+        }
         #expect(contains(RPCLine.error(id: f.id, f.error), written + [UInt8(ascii: ",")]))
     }
 
@@ -73,10 +81,16 @@ import Testing
         for id in ["7", #""x""#, "null", "-3"] {
             let r = try parse(#"{"jsonrpc":"2.0","id":"# + id + #","method":"ping"}"#).get()
             let value = try JSONValue.parse(id)
-            #expect(RPCLine.error(id: r.id!, .invalidParams("x"))
-                == RPCLine.encode(.object(["jsonrpc": "2.0", "id": value, "error": RPCError.invalidParams("x").json])))
-            #expect(RPCLine.progress(id: r.id!, ["done": 1, "phase": "p"])
-                == RPCLine.encode(.object(["jsonrpc": "2.0", "method": "progress", "params": ["done": 1, "phase": "p", "id": value]])))
+            #expect(
+                RPCLine.error(id: r.id!, .invalidParams("x"))
+                    == RPCLine.encode(
+                        .object(["jsonrpc": "2.0", "id": value, "error": RPCError.invalidParams("x").json])))
+            #expect(
+                RPCLine.progress(id: r.id!, ["done": 1, "phase": "p"])
+                    == RPCLine.encode(
+                        .object([
+                            "jsonrpc": "2.0", "method": "progress", "params": ["done": 1, "phase": "p", "id": value],
+                        ])))
         }
     }
 

@@ -9,10 +9,13 @@ import Foundation
 import Testing
 
 @Suite("access") struct AccessTests {
-    @Test("the socket file is created with control.mode", arguments: [(nil, 0o660), ("0600", 0o600), ("0666", 0o666)] as [(String?, Int)])
+    @Test(
+        "the socket file is created with control.mode",
+        arguments: [(nil, 0o660), ("0600", 0o600), ("0666", 0o666)] as [(String?, Int)])
     func socketMode(mode: String?, expected: Int) throws {
         let h = try DaemonHarness(controlSection: mode.map { "mode = \"\($0)\"" } ?? "")
-        #expect(permissions(of: h.socket) == mode_t(expected), "got \(String(permissions(of: h.socket) ?? 0, radix: 8))")
+        #expect(
+            permissions(of: h.socket) == mode_t(expected), "got \(String(permissions(of: h.socket) ?? 0, radix: 8))")
     }
 
     /// The daemon's reply to one request line sent as `nobody` (python3 is the raw client).
@@ -32,7 +35,10 @@ import Testing
             """
         let r = try runProcess(
             "/usr/bin/setpriv",
-            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", "/usr/bin/python3", "-c", script, h.socket, line])
+            [
+                "--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", "/usr/bin/python3", "-c", script,
+                h.socket, line,
+            ])
         return try? JSONValue.parse(r.stdout)
     }
 
@@ -58,7 +64,9 @@ import Testing
         #expect(ping.status == 0, "nobody may call everything else: \(ping.stderr)")
     }
 
-    @Test("an object put by a client without an owner belongs to that client's user", .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    @Test(
+        "an object put by a client without an owner belongs to that client's user",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
     func ownerFromPeerCredentials() throws {
         let h = try DaemonHarness(controlSection: #"mode = "0666""#)
         let put = try h.assetctlAsNobody("put", "owned", "k", #"{"v":1}"#)
@@ -77,7 +85,9 @@ import Testing
         #expect(try h.assetctlAsNobody("rm", "e", "roots").status == 1)
         #expect(try h.assetctlAsNobody("put", "e", "roots", #"{"v":2}"#).status == 1)
         #expect(try h.assetctlAsNobody("touch", "e", "roots").status == 1)
-        #expect(try h.assetctlAsNobody("put", "e", "claimed", "--owner", "root").status == 1, "nor put an object for another owner")
+        #expect(
+            try h.assetctlAsNobody("put", "e", "claimed", "--owner", "root").status == 1,
+            "nor put an object for another owner")
         #expect(try c.getObject("e", "roots")["value"] == ["v": 1])
         #expect(try c.getObject("e", "claimed") == .null)
 
@@ -89,7 +99,9 @@ import Testing
         #expect(try h.assetctlAsNobody("get", "e", "roots").status == 0, "reads stay open to everyone")
     }
 
-    @Test("control.admin_uids makes a user an admin: its shutdown stops the daemon with exit 0", .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    @Test(
+        "control.admin_uids makes a user an admin: its shutdown stops the daemon with exit 0",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
     func adminUIDs() throws {
         let h = try DaemonHarness(controlSection: "mode = \"0666\"\nadmin_uids = [\(Nobody.uid)]")
         let r = try h.assetctlAsNobody("shutdown")
@@ -97,7 +109,9 @@ import Testing
         #expect(h.waitForExit() == 0)
     }
 
-    @Test("SIGHUP reloads enforce_ownership and admin_uids without a restart", .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    @Test(
+        "SIGHUP reloads enforce_ownership and admin_uids without a restart",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
     func reloadAccess() throws {
         let h = try DaemonHarness(controlSection: #"mode = "0666""#)
         let c = try h.client()
@@ -131,7 +145,9 @@ import Testing
         #expect(try c.getObject("e", "roots")["accessed"] == before, "object.get touch moved accessed of root's object")
         _ = try h.assetctlAsNobody(
             "transact", #"[{"method":"object.get","params":{"collection":"e","key":"roots","touch":true}}]"#)
-        #expect(try c.getObject("e", "roots")["accessed"] == before, "transact object.get touch moved accessed of root's object")
+        #expect(
+            try c.getObject("e", "roots")["accessed"] == before,
+            "transact object.get touch moved accessed of root's object")
     }
 
     @Test(
@@ -143,7 +159,8 @@ import Testing
         try c.putObject("e", "victim", ["v": 1])
         #expect(try h.assetctlAsNobody("rm", "e", "victim").status == 1, "a direct delete is refused")
         #expect(try h.assetctlAsNobody("put", "e", "mine", #"{"v":1}"#).status == 0)
-        _ = try h.assetctlAsNobody("edge", "add", "x", "e", "mine", "e", "victim", "--rules", "deleteDestinationIfSourceDeleted")
+        _ = try h.assetctlAsNobody(
+            "edge", "add", "x", "e", "mine", "e", "victim", "--rules", "deleteDestinationIfSourceDeleted")
         _ = try h.assetctlAsNobody("rm", "e", "mine")
         #expect(try c.getObject("e", "victim") != .null, "root's object was deleted by nobody's cascade")
     }

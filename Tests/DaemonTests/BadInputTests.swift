@@ -42,24 +42,34 @@ struct BadLine: CustomTestStringConvertible, Sendable {
         BadLine("no method", #"{"jsonrpc":"2.0","id":6}"#, Code.invalidRequest, id: 6),
         BadLine("method a number", #"{"jsonrpc":"2.0","id":7,"method":7}"#, Code.invalidRequest, id: 7),
         BadLine("id an object", #"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#, Code.invalidRequest),
-        BadLine("an unknown method", #"{"jsonrpc":"2.0","id":8,"method":"object.explode"}"#, Code.methodNotFound, id: 8),
-        BadLine("params an array", #"{"jsonrpc":"2.0","id":9,"method":"object.get","params":[1]}"#, Code.invalidParams, id: 9),
         BadLine(
-            "a param of the wrong type", #"{"jsonrpc":"2.0","id":10,"method":"object.get","params":{"collection":1,"key":"k"}}"#,
+            "an unknown method", #"{"jsonrpc":"2.0","id":8,"method":"object.explode"}"#, Code.methodNotFound, id: 8),
+        BadLine(
+            "params an array", #"{"jsonrpc":"2.0","id":9,"method":"object.get","params":[1]}"#, Code.invalidParams,
+            id: 9),
+        BadLine(
+            "a param of the wrong type",
+            #"{"jsonrpc":"2.0","id":10,"method":"object.get","params":{"collection":1,"key":"k"}}"#,
             Code.invalidParams, id: 10),
         BadLine(
             "invalid UTF-8 in a string",
-            Array(#"{"jsonrpc":"2.0","id":11,"method":"ping","params":{"s":""#.utf8) + [0xFF, 0xFE, 0xC0] + Array(#""}}"#.utf8),
+            Array(#"{"jsonrpc":"2.0","id":11,"method":"ping","params":{"s":""#.utf8) + [0xFF, 0xFE, 0xC0]
+                + Array(#""}}"#.utf8),
             Code.parse),
         BadLine("invalid UTF-8 outside strings", [0xC3, 0x28, 0xA0, 0xA1], Code.parse),
-        BadLine("arrays nested 100,000 deep", String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000), Code.parse),
         BadLine(
-            "objects nested 100,000 deep", String(repeating: #"{"a":"#, count: 100_000) + String(repeating: "}", count: 100_000),
+            "arrays nested 100,000 deep",
+            String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000), Code.parse),
+        BadLine(
+            "objects nested 100,000 deep",
+            String(repeating: #"{"a":"#, count: 100_000) + String(repeating: "}", count: 100_000),
             Code.parse),
         BadLine("a NUL byte", [0x7B, 0x00, 0x7D], Code.parse),
     ]
 
-    @Test("a bad line gets its error, the connection stays open, and a client connected before is unaffected", arguments: badLines)
+    @Test(
+        "a bad line gets its error, the connection stays open, and a client connected before is unaffected",
+        arguments: badLines)
     func badLine(_ bad: BadLine) throws {
         let h = try DaemonHarness()
         let bystander = try h.client()
@@ -96,7 +106,8 @@ struct BadLine: CustomTestStringConvertible, Sendable {
 
         let endless = try RawConnection(path: h.socket)
         endless.send(String(repeating: "x", count: 20_000))
-        #expect(endless.readLine()?["error"]?["data"]?["code"] == "request_too_large", "a long line without newline too")
+        #expect(
+            endless.readLine()?["error"]?["data"]?["code"] == "request_too_large", "a long line without newline too")
         #expect(endless.isClosedByPeer())
 
         #expect(try bystander.call("ping")["version"] != nil)
@@ -135,9 +146,13 @@ struct BadLine: CustomTestStringConvertible, Sendable {
         var batch = ""
         for i in 1...1000 {
             if i % 2 == 1 {
-                batch += #"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"p","key":"k\#(i)","value":{"i":\#(i)}}}"# + "\n"
+                batch +=
+                    #"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"p","key":"k\#(i)","value":{"i":\#(i)}}}"#
+                    + "\n"
             } else {
-                batch += #"{"jsonrpc":"2.0","id":\#(i),"method":"object.get","params":{"collection":"p","key":"k\#(i - 1)"}}"# + "\n"
+                batch +=
+                    #"{"jsonrpc":"2.0","id":\#(i),"method":"object.get","params":{"collection":"p","key":"k\#(i - 1)"}}"#
+                    + "\n"
             }
         }
         let writer = onThread { [raw, batch] in raw.send(batch) }
@@ -160,7 +175,8 @@ struct BadLine: CustomTestStringConvertible, Sendable {
         let bystander = try h.client()
         try bystander.call("ping")
         let raw = try RawConnection(path: h.socket)
-        raw.send(#"{"jsonrpc":"2.0","method":"object.put","params":{"collection":"n","key":"k","value":{"v":1}}}"# + "\n")
+        raw.send(
+            #"{"jsonrpc":"2.0","method":"object.put","params":{"collection":"n","key":"k","value":{"v":1}}}"# + "\n")
         raw.send(#"{"jsonrpc":"2.0","method":"object.nonesuch"}"# + "\n")
         raw.send(#"{"jsonrpc":"2.0","method":"object.get","params":{"collection":5}}"# + "\n")
         raw.send(#"{"jsonrpc":"2.0","method":"object.delete","params":{"collection":"n","key":"missing"}}"# + "\n")

@@ -34,12 +34,13 @@ extension CLITests {
 
     @Test("query --include rows of an index with a text column named value shows the text as it is, no JSON quotes")
     func queryRowsValueColumnIsText() throws {
-        let h = try DaemonHarness(extraConfig: """
-            [[indexes]]
-            name = "labels"
-            version = "1"
-            columns = [ { name = "value", type = "text", path = "$.label" } ]
-            """)
+        let h = try DaemonHarness(
+            extraConfig: """
+                [[indexes]]
+                name = "labels"
+                version = "1"
+                columns = [ { name = "value", type = "text", path = "$.label" } ]
+                """)
         #expect(try h.assetctl("put", "media", "a", #"{"label":"sunset"}"#).status == 0)
         let r = try h.assetctl("query", "--index", "labels", "--include", "rows", "WHERE value = ?", "sunset")
         #expect(r.status == 0, "\(r.stderr)")

@@ -8,9 +8,11 @@ import Foundation
 import Testing
 
 extension CLITests {
-    @Test("assetctl with no command, or a group without its subcommand, prints help on stderr and exits 64", arguments: [
-        [String](), ["edge"], ["template"], ["index"], ["lease"], ["--json"],
-    ])
+    @Test(
+        "assetctl with no command, or a group without its subcommand, prints help on stderr and exits 64",
+        arguments: [
+            [String](), ["edge"], ["template"], ["index"], ["lease"], ["--json"],
+        ])
     func noCommand(_ args: [String]) throws {
         let r = try runProcess(Binaries.assetctl, args)
         #expect(r.status == 64, "\(args): \(r.stdout)\(r.stderr)")
@@ -18,7 +20,9 @@ extension CLITests {
         #expect(r.stderr.contains("USAGE: assetctl"), "\(r.stderr)")
     }
 
-    @Test("--help still prints help on stdout and exits 0", arguments: [["--help"], ["edge", "--help"], ["help", "lease"]])
+    @Test(
+        "--help still prints help on stdout and exits 0",
+        arguments: [["--help"], ["edge", "--help"], ["help", "lease"]])
     func helpStillSucceeds(_ args: [String]) throws {
         let r = try runProcess(Binaries.assetctl, args)
         #expect(r.status == 0, "\(args): \(r.stderr)")
@@ -31,7 +35,8 @@ extension CLITests {
         #expect(try h.assetctl("put", "thumbs", "a").status == 0)
         #expect(try h.assetctl("put", "originals", "a").status == 0)
         let rules = "deleteSourceIfDestinationDeleted"
-        #expect(try h.assetctl("edge", "add", "original", "thumbs", "a", "originals", "a", "--rules", rules).status == 0)
+        #expect(
+            try h.assetctl("edge", "add", "original", "thumbs", "a", "originals", "a", "--rules", rules).status == 0)
         let again = try h.assetctl("edge", "add", "original", "thumbs", "a", "originals", "a")
         #expect(again.status == 64, "\(again.stderr)")
         #expect(again.stderr.contains("--rules"), "\(again.stderr)")

@@ -12,7 +12,9 @@ import Testing
     /// The one JSON line `--json` printed.
     func json(_ r: ProcessResult, sourceLocation: SourceLocation = #_sourceLocation) -> JSONValue? {
         #expect(r.status == 0, "\(r.stderr)", sourceLocation: sourceLocation)
-        #expect(r.stdout.hasSuffix("\n") && r.stdout.dropLast().contains("\n") == false, "one line: \(r.stdout)", sourceLocation: sourceLocation)
+        #expect(
+            r.stdout.hasSuffix("\n") && r.stdout.dropLast().contains("\n") == false, "one line: \(r.stdout)",
+            sourceLocation: sourceLocation)
         return try? JSONValue.parse(r.stdout)
     }
 
@@ -32,7 +34,8 @@ import Testing
         let c = try h.client()
         let f = try h.makeFile("photos/a.jpg", size: 100)
 
-        let put = try h.assetctl("put", "photos", "a", #"{"x":1}"#, "--file", f, "--owner", "alice", "--meta", #"{"m":2}"#)
+        let put = try h.assetctl(
+            "put", "photos", "a", #"{"x":1}"#, "--file", f, "--owner", "alice", "--meta", #"{"m":2}"#)
         let commit = try c.call("ping")["commit"]?.intValue ?? -1
         #expect(put.status == 0, "\(put.stderr)")
         #expect(put.stdout == "commit \(commit)\n")
@@ -82,7 +85,8 @@ import Testing
         let f = try h.makeFile("c.bin")
         try c.putObject("c", "parent")
         try c.putObject("c", "child", ["file": .string(f)])
-        try c.addEdge("own", from: ref("c", "parent"), to: ref("c", "child"), rules: ["deleteDestinationIfSourceDeleted"])
+        try c.addEdge(
+            "own", from: ref("c", "parent"), to: ref("c", "child"), rules: ["deleteDestinationIfSourceDeleted"])
         let commit = (try c.call("ping")["commit"]?.intValue ?? 0) + 1
         let r = try h.assetctl("rm", "c", "parent")
         #expect(r.stdout == "commit \(commit)\ndeleted c/parent\ndeleted c/child\nqueued \(f)\n")
@@ -105,12 +109,21 @@ import Testing
         let r = try h.assetctl("query", "WHERE owner = ? ORDER BY key", "bob")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "collection  key\nphotos      b\nphotos      c\n")
-        #expect(json(try h.assetctl("--json", "query", "WHERE size > ? ORDER BY key", "60")) == ["rows": [ref("photos", "a"), ref("photos", "b")]])
+        #expect(
+            json(try h.assetctl("--json", "query", "WHERE size > ? ORDER BY key", "60")) == [
+                "rows": [ref("photos", "a"), ref("photos", "b")]
+            ])
         let rows = try h.assetctl("query", "--include", "rows", "WHERE key = ?", "c")
         let lines = rows.stdout.split(separator: "\n")
         #expect(lines.count == 2)
-        #expect(lines.first?.split(separator: " ", omittingEmptySubsequences: true).prefix(5) == ["collection", "key", "owner", "size", "files"])
-        #expect(lines.last?.split(separator: " ", omittingEmptySubsequences: true).prefix(5) == ["photos", "c", "bob", "50", "1"])
+        #expect(
+            lines.first?.split(separator: " ", omittingEmptySubsequences: true).prefix(5) == [
+                "collection", "key", "owner", "size", "files",
+            ])
+        #expect(
+            lines.last?.split(separator: " ", omittingEmptySubsequences: true).prefix(5) == [
+                "photos", "c", "bob", "50", "1",
+            ])
         let empty = try h.assetctl("query", "WHERE owner = ?", "nobody-at-all")
         #expect(empty.status == 0)
     }
@@ -125,9 +138,10 @@ import Testing
         #expect(try h.assetctl("aggregate", "COUNT(*)", "WHERE owner = ?", "bob").stdout == "2\n")
         let grouped = try h.assetctl("aggregate", "--group-by", "owner", "SUM(size)")
         #expect(grouped.stdout == "owner  value\nalice    100\nbob      150\n")
-        #expect(json(try h.assetctl("--json", "aggregate", "--group-by", "owner", "SUM(size)")) == [
-            "rows": [["owner": "alice", "value": 100], ["owner": "bob", "value": 150]],
-        ])
+        #expect(
+            json(try h.assetctl("--json", "aggregate", "--group-by", "owner", "SUM(size)")) == [
+                "rows": [["owner": "alice", "value": 100], ["owner": "bob", "value": 150]]
+            ])
     }
 
     @Test("file shows the registry row and the edges keeping it; --json the whole report")
@@ -182,9 +196,13 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n")
         #expect(lines.count == 2)
-        #expect(lines.first?.split(separator: " ", omittingEmptySubsequences: true) == ["PATH", "QUEUED", "ATTEMPTS", "LAST_ERROR"])
+        #expect(
+            lines.first?.split(separator: " ", omittingEmptySubsequences: true) == [
+                "PATH", "QUEUED", "ATTEMPTS", "LAST_ERROR",
+            ])
         let row = lines.last?.split(separator: " ", omittingEmptySubsequences: true) ?? []
-        #expect(row.count == 4 && row.first.map(String.init) == f && row[2] == "0" && row[3] == "-", "\(lines.last ?? "")")
+        #expect(
+            row.count == 4 && row.first.map(String.init) == f && row[2] == "0" && row[3] == "-", "\(lines.last ?? "")")
         let j = json(try h.assetctl("--json", "pending"))
         #expect(j?["pending"]?.arrayValue?.first?["path"] == .string(f))
         #expect(j?["pending"]?.arrayValue?.first?["attempts"] == 0)
@@ -219,23 +237,34 @@ import Testing
         let h = try DaemonHarness()
         let c = try h.client()
         for k in ["a", "c"] { try c.putObject("photos", k) }
-        let add = try h.assetctl("edge", "add", "rel", "photos", "a", "photos", "c", "--rules", "notifyIfDestinationDeleted,denyDeleteSource")
+        let add = try h.assetctl(
+            "edge", "add", "rel", "photos", "a", "photos", "c", "--rules", "notifyIfDestinationDeleted,denyDeleteSource"
+        )
         #expect(add.status == 0, "\(add.stderr)")
         #expect(add.stdout == "commit \(try c.call("ping")["commit"]?.intValue ?? -1)\n")
         let ls = try h.assetctl("edge", "ls", "--source", "photos", "a")
-        #expect(ls.stdout == """
-            NAME  SOURCE    DESTINATION  RULES                                        KIND
-            rel   photos/a  photos/c     notifyIfDestinationDeleted,denyDeleteSource  manual
+        #expect(
+            ls.stdout == """
+                NAME  SOURCE    DESTINATION  RULES                                        KIND
+                rel   photos/a  photos/c     notifyIfDestinationDeleted,denyDeleteSource  manual
 
-            """)
+                """)
         let j = json(try h.assetctl("--json", "edge", "ls", "--name", "rel"))
-        #expect(j == ["edges": [[
-            "name": "rel", "source": ref("photos", "a"), "destination": ref("photos", "c"),
-            "rules": ["notifyIfDestinationDeleted", "denyDeleteSource"], "kind": "manual",
-        ]]])
+        #expect(
+            j == [
+                "edges": [
+                    [
+                        "name": "rel", "source": ref("photos", "a"), "destination": ref("photos", "c"),
+                        "rules": ["notifyIfDestinationDeleted", "denyDeleteSource"], "kind": "manual",
+                    ]
+                ]
+            ])
         #expect(try h.assetctl("edge", "count", "--dest", "photos", "c").stdout == "1\n")
         let f = try h.makeFile("e.bin")
-        #expect(try h.assetctl("edge", "add", "keeps", "photos", "c", "--file", f, "--rules", "deleteDestinationIfAllSourcesDeleted").status == 0)
+        #expect(
+            try h.assetctl(
+                "edge", "add", "keeps", "photos", "c", "--file", f, "--rules", "deleteDestinationIfAllSourcesDeleted"
+            ).status == 0)
         #expect(try c.call("edge.count", ["destination": ["file": .string(f)]]) == ["count": 1])
         let denied = try h.assetctl("rm", "photos", "a")
         #expect(denied.status == 1, "the deny edge holds")
@@ -251,7 +280,8 @@ import Testing
         #expect(get.stderr.hasPrefix("assetctl: "), "\(get.stderr)")
         #expect(get.stderr.contains("photos/zz"))
         for args in [
-            ["rm", "photos", "zz"], ["touch", "photos", "zz"], ["edge", "add", "n", "photos", "a", "photos", "b", "--rules", "notifyIfSourceDeleted"],
+            ["rm", "photos", "zz"], ["touch", "photos", "zz"],
+            ["edge", "add", "n", "photos", "a", "photos", "b", "--rules", "notifyIfSourceDeleted"],
             ["query", "WHERE key IN (SELECT name FROM sqlite_master)"], ["put", "p", "k", "--file", "/etc/hostname"],
             ["watch", "--type", "object.exploded"],
         ] {
@@ -293,7 +323,8 @@ import Testing
         #expect(try h.assetctl("get", "a", "b").status == 69)
         FileManager.default.createFile(atPath: h.dir + "/plain", contents: Data())
         #expect(try runProcess(Binaries.assetctl, ["--socket", h.dir + "/plain", "ls", "c"]).status == 69)
-        let env = try runProcess(Binaries.assetctl, ["ping"], environment: ["ASSETD_SOCKET": h.dir + "/env.sock", "PATH": "/usr/bin:/bin"])
+        let env = try runProcess(
+            Binaries.assetctl, ["ping"], environment: ["ASSETD_SOCKET": h.dir + "/env.sock", "PATH": "/usr/bin:/bin"])
         #expect(env.status == 69)
         #expect(env.stderr.contains(h.dir + "/env.sock"), "$ASSETD_SOCKET is used: \(env.stderr)")
     }
@@ -361,15 +392,20 @@ import Testing
     func readmeTour() throws {
         let h = try DaemonHarness()
         let movie = try h.makeFile("demo/movie.mp4", size: 1_048_576)
-        let watch = try BackgroundProcess(Binaries.assetctl, ["--socket", h.socket, "watch", "--type", "file.queued", "--type", "file.unlinked"])
+        let watch = try BackgroundProcess(
+            Binaries.assetctl, ["--socket", h.socket, "watch", "--type", "file.queued", "--type", "file.unlinked"])
         #expect(eventually { (try? h.client().call("stats")["connections"]) == 2 }, "watch is connected")
 
         #expect(try h.assetctl("put", "media", "trailer", "--file", movie, "--owner", "alice").status == 0)
         #expect(try h.assetctl("put", "media", "poster", "--file", movie, "--owner", "bob").status == 0)
         let file = try h.assetctl("file", movie)
         #expect(listing(file.stdout)["retained_by"] == "2")
-        #expect(try h.assetctl("aggregate", "--group-by", "owner", "SUM(size)").stdout == "owner    value\nalice  1048576\nbob    1048576\n")
-        #expect(try h.assetctl("query", "WHERE owner = ? ORDER BY size DESC LIMIT 10", "alice").stdout == "collection  key\nmedia       trailer\n")
+        #expect(
+            try h.assetctl("aggregate", "--group-by", "owner", "SUM(size)").stdout
+                == "owner    value\nalice  1048576\nbob    1048576\n")
+        #expect(
+            try h.assetctl("query", "WHERE owner = ? ORDER BY size DESC LIMIT 10", "alice").stdout
+                == "collection  key\nmedia       trailer\n")
 
         #expect(try h.assetctl("rm", "media", "trailer").status == 0)
         // A sweep runs every due unlink before it answers: had the first rm queued the movie,

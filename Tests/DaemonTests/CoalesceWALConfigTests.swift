@@ -9,7 +9,9 @@ import Testing
         try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: DaemonConfig.embeddedDefaults())
     }
 
-    @Test("store.coalesce_wal is true unless set, reaches the store and the summary; anything but a boolean is an error naming it")
+    @Test(
+        "store.coalesce_wal is true unless set, reaches the store and the summary; anything but a boolean is an error naming it"
+    )
     func coalesceWALKey() throws {
         #expect(try parse("").storeConfiguration().coalesceWAL)
         #expect(try parse("").summary.contains("store.coalesce_wal = true"))

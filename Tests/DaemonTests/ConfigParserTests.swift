@@ -15,7 +15,8 @@ import Testing
 
     @Test("every key of the SPEC's table is read")
     func everyKey() throws {
-        let c = try parse("""
+        let c = try parse(
+            """
             [store]
             path = "/srv/a.sqlite"
             durability = "normal"
@@ -74,8 +75,11 @@ import Testing
         #expect(root.socketPath == "/run/assetd/control.sock")
         #expect(root.roots == ["/var/cache/assetd"], "not all of /var/cache")
         let user = DaemonConfig.embeddedDefaults(
-            uid: 1000, environment: ["HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/s",
-                                     "XDG_CACHE_HOME": "/c"])
+            uid: 1000,
+            environment: [
+                "HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/1000", "XDG_STATE_HOME": "/s",
+                "XDG_CACHE_HOME": "/c",
+            ])
         #expect(user.storePath == "/s/assetd/assetd.sqlite")
         #expect(user.socketPath == "/run/user/1000/assetd.sock")
         #expect(user.roots == ["/c/assetd"])
@@ -92,7 +96,10 @@ import Testing
         ("[store]\npath = \n", 2, nil),
         ("[policy]\nintervall = \"5m\"\n", 2, "policy.intervall"),
         ("\n\n[[indexes]]\nname = \"Bad\"\ncolumns = [{name = \"a\", type = \"text\", path = \"a\"}]\n", 3, "indexes"),
-        ("[[collections]]\nname = \"c\"\n[[collections.edges]]\nname = \"e\"\nfield = \"f\"\nto = \"file\"\nrules = [\"denyDeleteSource\"]\n", 3, "collections.edges"),
+        (
+            "[[collections]]\nname = \"c\"\n[[collections.edges]]\nname = \"e\"\nfield = \"f\"\nto = \"file\"\nrules = [\"denyDeleteSource\"]\n",
+            3, "collections.edges"
+        ),
     ]
 
     @Test("errors name the file, the line and the key", arguments: errors)
@@ -108,11 +115,15 @@ import Testing
         }
     }
 
-    @Test("roots that meet through a symlink are refused: one folder twice, one inside another, a nested root that is a symlink")
+    @Test(
+        "roots that meet through a symlink are refused: one folder twice, one inside another, a nested root that is a symlink"
+    )
     func rootsMeetingThroughSymlinks() throws {
         let dir = NSTemporaryDirectory() + "assetd-roots-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        for d in ["a/sub", "b", "elsewhere"] { try FileManager.default.createDirectory(atPath: "\(dir)/\(d)", withIntermediateDirectories: true) }
+        for d in ["a/sub", "b", "elsewhere"] {
+            try FileManager.default.createDirectory(atPath: "\(dir)/\(d)", withIntermediateDirectories: true)
+        }
         #expect(symlink("\(dir)/a", "\(dir)/alias") == 0)
         #expect(symlink("\(dir)/a/sub", "\(dir)/b/linked") == 0)
         #expect(symlink("\(dir)/elsewhere", "\(dir)/a/inner") == 0)
@@ -151,7 +162,8 @@ import Testing
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("etc/assetd.toml").path
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        let c = try ConfigParser(file: path, text: text).parse(defaults: DaemonConfig.embeddedDefaults(uid: 0, environment: [:]))
+        let c = try ConfigParser(file: path, text: text).parse(
+            defaults: DaemonConfig.embeddedDefaults(uid: 0, environment: [:]))
         let d = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
         #expect(c.storePath == d.storePath && c.socketPath == d.socketPath && c.roots == d.roots)
         #expect(c.socketMode == d.socketMode && c.maxRequestBytes == d.maxRequestBytes && c.durability == d.durability)

@@ -23,7 +23,8 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
 @Suite("config") struct ConfigTests {
     @Test("assetd --check-config prints the effective settings, exits 0 and starts nothing")
     func checkConfig() throws {
-        let h = try DaemonHarness(controlSection: #"mode = "0600""#, filesSection: #"unlink_delay = "2h""#, start: false)
+        let h = try DaemonHarness(
+            controlSection: #"mode = "0600""#, filesSection: #"unlink_delay = "2h""#, start: false)
         let r = try runAssetd(["--config", h.configPath, "--check-config"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = Set(r.stdout.split(separator: "\n").map(String.init))
@@ -44,11 +45,13 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         let r = try runAssetd(["--version"])
         #expect(r.status == 0)
         let h = try DaemonHarness()
-        #expect(try h.client().call("ping")["version"] == .string(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(
+            try h.client().call("ping")["version"] == .string(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
     static let badConfigs: [BadConfig] = [
-        BadConfig(label: "an unknown key in [control]", control: "bogus = 1", key: "control.bogus", marker: "bogus = 1"),
+        BadConfig(
+            label: "an unknown key in [control]", control: "bogus = 1", key: "control.bogus", marker: "bogus = 1"),
         BadConfig(label: "an unknown section", extra: "[store2]\nx = 1", key: "store2", marker: "[store2]"),
         BadConfig(label: "an unknown key in [log]", extra: "colour = \"red\"", key: "log.colour", marker: "colour ="),
         BadConfig(
@@ -56,7 +59,8 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
             key: "collections.color", marker: "color ="),
         BadConfig(label: "a mode that is a number", control: "mode = 660", key: "control.mode", marker: "mode = 660"),
         BadConfig(
-            label: "max_request_bytes that is text", control: "max_request_bytes = \"lots\"", key: "control.max_request_bytes",
+            label: "max_request_bytes that is text", control: "max_request_bytes = \"lots\"",
+            key: "control.max_request_bytes",
             marker: "max_request_bytes"),
     ]
 
@@ -64,12 +68,17 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
     func badConfig(_ bad: BadConfig) throws {
         let h = try DaemonHarness(extraConfig: bad.extra, controlSection: bad.control, start: false)
         let text = h.configText()
-        let line = try #require(text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains(bad.marker) }) + 1
+        let line =
+            try #require(
+                text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains(bad.marker) })
+            + 1
         let r = try runAssetd(["--config", h.configPath])
         #expect(r.status == 78, "\(r.stderr)")
         #expect(r.stderr.contains(h.configPath), "names the file: \(r.stderr)")
         #expect(r.stderr.contains(bad.key), "names the key: \(r.stderr)")
-        #expect(r.stderr.contains("\(h.configPath):\(line)") || r.stderr.contains("line \(line)"), "names line \(line): \(r.stderr)")
+        #expect(
+            r.stderr.contains("\(h.configPath):\(line)") || r.stderr.contains("line \(line)"),
+            "names line \(line): \(r.stderr)")
         #expect(!h.exists(h.socket))
         let check = try runAssetd(["--config", h.configPath, "--check-config"])
         #expect(check.status == 78, "--check-config fails the same way")
@@ -87,7 +96,8 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
             let r = try runAssetd(["--config", file, "--check-config"])
             #expect(r.status == status, "\(socket.utf8.count) bytes: \(r.stderr)")
             if status == 78 {
-                #expect(r.stderr == "assetd: \(file):2: control.socket: must fit in a socket address (at most 107 bytes)\n")
+                #expect(
+                    r.stderr == "assetd: \(file):2: control.socket: must fit in a socket address (at most 107 bytes)\n")
             }
         }
     }
@@ -98,8 +108,12 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         let r = try runAssetd(["--config", h.configPath])
         #expect(r.status == 78, "\(r.stderr)")
         #expect(r.stderr.contains(h.configPath))
-        let line = h.configText().split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("not toml") }.map { $0 + 1 }
-        #expect(line.map { r.stderr.contains("\(h.configPath):\($0)") || r.stderr.contains("line \($0)") } == true, "\(r.stderr)")
+        let line = h.configText().split(separator: "\n", omittingEmptySubsequences: false).firstIndex {
+            $0.contains("not toml")
+        }.map { $0 + 1 }
+        #expect(
+            line.map { r.stderr.contains("\(h.configPath):\($0)") || r.stderr.contains("line \($0)") } == true,
+            "\(r.stderr)")
     }
 
     @Test("a missing config file named with --config exits 78")
@@ -109,9 +123,12 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         #expect(r.stderr.contains("/nonexistent/assetd.toml"))
     }
 
-    @Test("a config file that cannot be read is named with the system's reason, exit 78", arguments: [
-        ("missing.toml", "No such file or directory"), ("folder", "it is a folder"), ("binary.toml", "not UTF-8 text"),
-    ])
+    @Test(
+        "a config file that cannot be read is named with the system's reason, exit 78",
+        arguments: [
+            ("missing.toml", "No such file or directory"), ("folder", "it is a folder"),
+            ("binary.toml", "not UTF-8 text"),
+        ])
     func unreadableConfig(name: String, reason: String) throws {
         let h = try DaemonHarness(start: false)
         let path = h.dir + "/" + name
@@ -139,7 +156,9 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         try h.reload()
         // Whatever churn one made the daemon log is written before the reload's own line.
         let beforeReload = h.log.components(separatedBy: "reloaded").first ?? ""
-        #expect(!beforeReload.contains(" debug "), "nothing at debug while log.level is info:\n\(beforeReload.suffix(2000))")
+        #expect(
+            !beforeReload.contains(" debug "), "nothing at debug while log.level is info:\n\(beforeReload.suffix(2000))"
+        )
         try churn("two")
         #expect(eventually { h.log.contains(" debug ") }, "debug lines after the reload:\n\(h.log.suffix(2000))")
         #expect(h.process?.processIdentifier == pid && h.isRunning, "same process")

@@ -16,10 +16,12 @@ import Testing
         return try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: defaults)
     }
 
-    @Test("a table header not starting with a name is a config error on its line, not an abort", arguments: [
-        ("[é]\n", 1), ("[store]\n\n[+x]\n", 3), ("[[ \u{FFFD}]]\n", 1), ("# c\n[ ]\n", 2), ("[.a]", 1),
-        ("\u{FEFF}[[\u{FFFD}[[ii", 1),
-    ])
+    @Test(
+        "a table header not starting with a name is a config error on its line, not an abort",
+        arguments: [
+            ("[é]\n", 1), ("[store]\n\n[+x]\n", 3), ("[[ \u{FFFD}]]\n", 1), ("# c\n[ ]\n", 2), ("[.a]", 1),
+            ("\u{FEFF}[[\u{FFFD}[[ii", 1),
+        ])
     func badHeader(_ text: String, _ line: Int) {
         #expect(throws: ConfigError.self) { _ = try parse(text) }
         do { _ = try parse(text) } catch {
@@ -39,9 +41,11 @@ import Testing
         }
     }
 
-    @Test("a control character, in a string or a comment too, is a config error on its line", arguments: [
-        ("[log]\nlevel = \"a\u{1}\"\n", 2), ("# \u{1F}\n", 1), ("[store]\n\u{7F}", 2), ("x = '''\n\n\u{8}'''", 3),
-    ])
+    @Test(
+        "a control character, in a string or a comment too, is a config error on its line",
+        arguments: [
+            ("[log]\nlevel = \"a\u{1}\"\n", 2), ("# \u{1F}\n", 1), ("[store]\n\u{7F}", 2), ("x = '''\n\n\u{8}'''", 3),
+        ])
     func controlCharacter(_ text: String, _ line: Int) {
         do {
             _ = try parse(text)
@@ -52,10 +56,12 @@ import Testing
         }
     }
 
-    @Test("a date whose T has no time after it is a config error, not an abort (found by the fuzzer)", arguments: [
-        "[log]\nlevel = 1979-05-27Tz7:32:00Z\n", "x = [1979-05-27t:7:32]\n", "x = {y = 1979-05-27T+7:32}\n",
-        "b = 1979-05-27 0\n", "b = [1979-05-27 0]\n", "b = 1979-05-27 0,\n",
-    ])
+    @Test(
+        "a date whose T has no time after it is a config error, not an abort (found by the fuzzer)",
+        arguments: [
+            "[log]\nlevel = 1979-05-27Tz7:32:00Z\n", "x = [1979-05-27t:7:32]\n", "x = {y = 1979-05-27T+7:32}\n",
+            "b = 1979-05-27 0\n", "b = [1979-05-27 0]\n", "b = 1979-05-27 0,\n",
+        ])
     func dateWithoutTime(_ text: String) {
         do {
             _ = try parse(text)
@@ -63,13 +69,17 @@ import Testing
         } catch {
             #expect(error.message.contains("time of day"), "\(error)")
         }
-        #expect(ConfigParser.unfitLine("x = 1979-05-27T07:32:00Z\ny = 1979-05-27 07:32:00\nz = 1979-05-27\nw = 1979-05-27 # c\n") == nil)
+        #expect(
+            ConfigParser.unfitLine(
+                "x = 1979-05-27T07:32:00Z\ny = 1979-05-27 07:32:00\nz = 1979-05-27\nw = 1979-05-27 # c\n") == nil)
     }
 
-    @Test("a } where an array's value belongs is a config error, not an abort (found by the fuzzer)", arguments: [
-        "a = [1, }]\n", "a = [}]\n", "a = [ # c\n }]\n", "a = [[}]]\n",
-        "[[indexes]]\nmns = [{name= \"duratiod\"}, }, {na = \"d\"}]\n",
-    ])
+    @Test(
+        "a } where an array's value belongs is a config error, not an abort (found by the fuzzer)",
+        arguments: [
+            "a = [1, }]\n", "a = [}]\n", "a = [ # c\n }]\n", "a = [[}]]\n",
+            "[[indexes]]\nmns = [{name= \"duratiod\"}, }, {na = \"d\"}]\n",
+        ])
     func braceInArray(_ text: String) {
         do {
             _ = try parse(text)
@@ -95,6 +105,8 @@ import Testing
             """
         let c = try parse(text)
         #expect(c.adminUIDs == [0, 1000])
-        #expect(ConfigParser.unfitLine("a = \"\"\"\n[é\n\"\"\"\nb = '''\n[ü\n'''\nc = [\n  [1], [],\n  [{x = 1}],\n]\n") == nil)
+        #expect(
+            ConfigParser.unfitLine("a = \"\"\"\n[é\n\"\"\"\nb = '''\n[ü\n'''\nc = [\n  [1], [],\n  [{x = 1}],\n]\n")
+                == nil)
     }
 }

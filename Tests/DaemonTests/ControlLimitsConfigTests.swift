@@ -16,7 +16,8 @@ import Testing
     @Test("the control limits are read with their units, and left out they keep their defaults")
     func limitsRead() throws {
         #expect(try parse("").limits == ControlLimits())
-        let c = try parse("""
+        let c = try parse(
+            """
             [control]
             query_threads = 3
             query_time_limit = "2m"

@@ -13,7 +13,9 @@ enum Binaries {
         var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         while url.path != "/" {
             url.deleteLastPathComponent()
-            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("assetd").path) { return url.path }
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("assetd").path) {
+                return url.path
+            }
         }
         return FileManager.default.currentDirectoryPath + "/.build/debug"
     }()
@@ -29,8 +31,10 @@ struct ProcessResult {
 }
 
 /// Runs a command to completion with a time limit.
-func runProcess(_ path: String, _ args: [String], stdin: String? = nil, environment: [String: String]? = nil,
-                timeout: Double = 60) throws -> ProcessResult {
+func runProcess(
+    _ path: String, _ args: [String], stdin: String? = nil, environment: [String: String]? = nil,
+    timeout: Double = 60
+) throws -> ProcessResult {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
@@ -176,7 +180,9 @@ final class DaemonHarness {
         p.executableURL = URL(fileURLWithPath: Binaries.assetd)
         p.arguments = arguments ?? ["--config", configPath]
         if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) {
+            FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         p.standardError = log
@@ -220,7 +226,8 @@ final class DaemonHarness {
     }
 
     /// Runs assetctl against this daemon.
-    func assetctl(_ args: String..., stdin: String? = nil, environment: [String: String]? = nil) throws -> ProcessResult {
+    func assetctl(_ args: String..., stdin: String? = nil, environment: [String: String]? = nil) throws -> ProcessResult
+    {
         try runProcess(Binaries.assetctl, ["--socket", socket] + args, stdin: stdin, environment: environment)
     }
 
@@ -260,7 +267,9 @@ final class RawConnection: @unchecked Sendable {
         addr.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard r == 0 else { close(fd); throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var tv = timeval(tv_sec: 10, tv_usec: 0)

@@ -25,7 +25,8 @@ import Testing
     func protocolCodes() {
         #expect(RPCError.Code.shuttingDown.rawValue == "shutting_down")
         #expect(RPCError.requestTooLarge(limit: 10).stableCode == "request_too_large")
-        #expect(Set(RPCError.Code.allCases.map(\.rawValue)).subtracting(StoreError.Code.allCases.map(\.rawValue))
-            == ["shutting_down", "request_too_large"])
+        #expect(
+            Set(RPCError.Code.allCases.map(\.rawValue)).subtracting(StoreError.Code.allCases.map(\.rawValue))
+                == ["shutting_down", "request_too_large"])
     }
 }

@@ -29,7 +29,9 @@ import Testing
         return parts.joined(separator: " ")
     }
 
-    @Test("a put and a delete raise object.put, object.deleted (request, cascade), edge.deleted, file.queued and file.unlinked in order")
+    @Test(
+        "a put and a delete raise object.put, object.deleted (request, cascade), edge.deleted, file.queued and file.unlinked in order"
+    )
     func eventOrder() throws {
         let h = try DaemonHarness()
         let watcher = try h.client()
@@ -45,12 +47,13 @@ import Testing
         let deleteCommit = try #require(deletion["commit"])
 
         let seen = events(watcher, until: "file.unlinked")
-        #expect(seen.map(summary) == [
-            "object.put a", "object.put b", "object.put c",
-            "object.deleted a request", "object.deleted b cascade",
-            "edge.deleted watching destinationDeleted",
-            "file.queued a.bin", "file.unlinked a.bin",
-        ])
+        #expect(
+            seen.map(summary) == [
+                "object.put a", "object.put b", "object.put c",
+                "object.deleted a request", "object.deleted b cascade",
+                "edge.deleted watching destinationDeleted",
+                "file.queued a.bin", "file.unlinked a.bin",
+            ])
         #expect(seen.first?["commit"] == .int(putCommit))
         #expect(seen.first?["collection"] == "ev")
         for e in seen.dropFirst(3).dropLast() { #expect(e["commit"] == deleteCommit, "\(e.serialized())") }
@@ -69,7 +72,9 @@ import Testing
         let c = try h.client()
         for k in ["s", "d"] { try c.putObject("n", k) }
         try c.addEdge("tell", from: ref("n", "s"), to: ref("n", "d"), rules: ["notifyIfSourceDeleted"])
-        try c.call("edge.remove", ["name": "tell", "source": ref("n", "s"), "destination": ref("n", "d"), "reason": "sourceDeleted"])
+        try c.call(
+            "edge.remove",
+            ["name": "tell", "source": ref("n", "s"), "destination": ref("n", "d"), "reason": "sourceDeleted"])
         let e = try #require(try watcher.nextEvent())
         #expect(e["type"] == "edge.deleted")
         #expect(e["reason"] == "sourceDeleted")
@@ -77,7 +82,8 @@ import Testing
         #expect(e["node"] == ref("n", "d"))
     }
 
-    @Test("watch filters by collection: object events by their collection, edge events by either end, file events always")
+    @Test(
+        "watch filters by collection: object events by their collection, edge events by either end, file events always")
     func collectionFilter() throws {
         let h = try DaemonHarness()
         let watcher = try h.client()
@@ -91,10 +97,11 @@ import Testing
         try c.deleteObject("wanted", "w1")
         try c.deleteObject("other", "o1")
         let seen = events(watcher, until: "file.unlinked")
-        #expect(seen.map(summary) == [
-            "object.put w1", "object.deleted w1 request", "edge.deleted tell destinationDeleted",
-            "file.queued x.bin", "file.unlinked x.bin",
-        ])
+        #expect(
+            seen.map(summary) == [
+                "object.put w1", "object.deleted w1 request", "edge.deleted tell destinationDeleted",
+                "file.queued x.bin", "file.unlinked x.bin",
+            ])
     }
 
     @Test("watch filters by type")

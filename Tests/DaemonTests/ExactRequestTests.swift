@@ -9,15 +9,19 @@ import Foundation
 import Testing
 
 @Suite struct ExactRequestTests {
-    @Test("a value holding a number it cannot keep is invalid_params naming where, and nothing is stored", arguments: [
-        ("1e400", "params.value is 1e400"),
-        ("[1e400,-1e400,5]", "params.value[0] is 1e400"),
-        ("18446744073709551617", "params.value is 18446744073709551617"),
-    ])
+    @Test(
+        "a value holding a number it cannot keep is invalid_params naming where, and nothing is stored",
+        arguments: [
+            ("1e400", "params.value is 1e400"),
+            ("[1e400,-1e400,5]", "params.value[0] is 1e400"),
+            ("18446744073709551617", "params.value is 18446744073709551617"),
+        ])
     func numberRefused(_ value: String, _ message: String) throws {
         let h = try DaemonHarness()
         let raw = try RawConnection(path: h.socket)
-        raw.send(#"{"jsonrpc":"2.0","id":5,"method":"object.put","params":{"collection":"c","key":"k","value":"# + value + "}}\n")
+        raw.send(
+            #"{"jsonrpc":"2.0","id":5,"method":"object.put","params":{"collection":"c","key":"k","value":"# + value
+                + "}}\n")
         let reply = try #require(raw.readLine())
         #expect(reply["error"]?["code"] == .int(-32602), "\(reply.serialized())")
         #expect(reply["error"]?["data"]?["code"] == "invalid_params")

@@ -9,7 +9,9 @@ import Testing
 
 #if DEBUG
 @Suite struct FailedSyncTests {
-    @Test("after a failed WAL sync: the write fails unsynced, later ones are refused, reads go on, one critical line, no unlink and no sweep retried every second; a restart recovers")
+    @Test(
+        "after a failed WAL sync: the write fails unsynced, later ones are refused, reads go on, one critical line, no unlink and no sweep retried every second; a restart recovers"
+    )
     func failedSyncInDaemon() throws {
         // The unlink is due a second after the delete: by then the failure is recorded, so no
         // sweep can race the delete's own sync to the failpoint.
@@ -42,7 +44,8 @@ import Testing
         sleep(3)
         #expect(h.exists(f))
         let log = h.log
-        #expect(log.components(separatedBy: "writes are refused, and unlinks and policy runs wait").count == 2, "\(log)")
+        #expect(
+            log.components(separatedBy: "writes are refused, and unlinks and policy runs wait").count == 2, "\(log)")
         #expect(!log.contains("sweep failed"), "\(log)")
         #expect(h.stop() == 0)
 

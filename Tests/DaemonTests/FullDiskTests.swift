@@ -32,7 +32,9 @@ private func onDisk(_ h: DaemonHarness, _ disk: String) throws -> (root: String,
 
 @Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
 struct FullDiskTests {
-    @Test("stopped cleanly and started on a full disk, assetd opens through its reserve (the open writes into the empty WAL) and serves reads")
+    @Test(
+        "stopped cleanly and started on a full disk, assetd opens through its reserve (the open writes into the empty WAL) and serves reads"
+    )
     func startAfterCleanStopOnFullDisk() throws {
         let h = try DaemonHarness(start: false)
         let disk = h.dir + "/disk"
@@ -48,12 +50,17 @@ struct FullDiskTests {
         try h.start()  // today: exits 1, "database or disk is full"
         let d = try h.client()
         #expect(try d.getObject("v", "a")["value"] == ["n": 1])
-        #expect(eventually(timeout: 60) { h.log.contains("released the reserve \(database).ballast so that the database can open") })
+        #expect(
+            eventually(timeout: 60) {
+                h.log.contains("released the reserve \(database).ballast so that the database can open")
+            })
         d.close()
         #expect(h.stop() == 0)
     }
 
-    @Test("killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space")
+    @Test(
+        "killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space"
+    )
     func restartOnFullDisk() throws {
         let h = try DaemonHarness(start: false)
         let disk = h.dir + "/disk"
@@ -101,13 +108,18 @@ struct FullDiskTests {
 
         // Full again: a transact of deletes only uses the reserve too; one with a put does not.
         Tmpfs.fill(disk + "/filler2")
-        let mixed: JSONValue = ["ops": [
-            ["method": "object.delete", "params": ["collection": "v", "key": "k0"]],
-            ["method": "object.put", "params": ["collection": "v", "key": "k9", "value": ["n": 9]]],
-        ]]
+        let mixed: JSONValue = [
+            "ops": [
+                ["method": "object.delete", "params": ["collection": "v", "key": "k0"]],
+                ["method": "object.put", "params": ["collection": "v", "key": "k9", "value": ["n": 9]]],
+            ]
+        ]
         expectRPCError(Code.application, "storage_full") { () throws(ClientError) in try d.call("transact", mixed) }
         #expect(h.exists(ballast))
-        let deletes: JSONValue = ["ops": .array((0..<3).map { ["method": "object.delete", "params": ["collection": "v", "key": .string("k\($0)")]] })]
+        let deletes: JSONValue = [
+            "ops": .array(
+                (0..<3).map { ["method": "object.delete", "params": ["collection": "v", "key": .string("k\($0)")]] })
+        ]
         #expect(try d.call("transact", deletes)["deleted"]?.arrayValue?.count == 3)
         #expect(!h.exists(ballast))
         d.close()
@@ -120,7 +132,9 @@ struct FullDiskTests {
         try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: DaemonConfig.embeddedDefaults())
     }
 
-    @Test("store.reserve is a size (8MiB unless set, 0 for none) that reaches the store and the summary; anything else is an error naming it")
+    @Test(
+        "store.reserve is a size (8MiB unless set, 0 for none) that reaches the store and the summary; anything else is an error naming it"
+    )
     func reserveKey() throws {
         #expect(try parse("").reserve == 8 << 20)
         let c = try parse("[store]\nreserve = \"64MiB\"")
@@ -129,7 +143,9 @@ struct FullDiskTests {
         #expect(try parse("[store]\nreserve = 0").storeConfiguration().reserve == 0)
         for bad in ["-1", "\"lots\"", "true"] {
             #expect(throws: ConfigError.self) { try parse("[store]\nreserve = \(bad)") }
-            do { _ = try parse("[store]\nreserve = \(bad)") } catch { #expect(error.description.contains("store.reserve")) }
+            do { _ = try parse("[store]\nreserve = \(bad)") } catch {
+                #expect(error.description.contains("store.reserve"))
+            }
         }
     }
 }

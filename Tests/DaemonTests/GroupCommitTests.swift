@@ -29,7 +29,8 @@ import Testing
                     let bad = i == 12
                     let value: JSONValue = bad ? ["file": "/etc/passwd"] : ["file": .string(file), "n": .int(Int64(i))]
                     do {
-                        let r = try c.call("object.put", ["collection": "g", "key": .string("c\(client)-\(i)"), "value": value])
+                        let r = try c.call(
+                            "object.put", ["collection": "g", "key": .string("c\(client)-\(i)"), "value": value])
                         lock.withLock { commits.value!.append(r["commit"]?.intValue ?? -1) }
                     } catch {
                         if case ClientError.rpc(let e) = error, e.stableCode == "path_outside_roots", bad {
@@ -75,7 +76,8 @@ import Testing
     func refusedBeforeTaking() throws {
         let store = try openStore()
         store.close()
-        let ctx = MethodContext(store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
+        let ctx = MethodContext(
+            store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
         for n in [1, 2] {
             let inputs: [(JSONValue, MethodContext)] = (0..<n).map { i in
                 (["collection": "c", "key": .string("k\(i)"), "value": ["i": .int(Int64(i))]], ctx)
@@ -96,7 +98,8 @@ import Testing
     func unsyncedBatch() throws {
         let store = try openStore()
         defer { store.close() }
-        let ctx = MethodContext(store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
+        let ctx = MethodContext(
+            store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
         var once = false
         let batch = PutBatch.run(store, syncing: false) { () -> [(Int, JSONValue, MethodContext)] in
             defer { once = true }
@@ -109,10 +112,11 @@ import Testing
         #expect(store.durableCommit == commit)
         // A synced batch leaves nothing to sync.
         once = false
-        #expect(PutBatch.run(store) { () -> [(Int, JSONValue, MethodContext)] in
-            defer { once = true }
-            return once ? [] : [(0, ["collection": "c", "key": "k2", "value": ["n": 2]], ctx)]
-        }.unsynced == nil)
+        #expect(
+            PutBatch.run(store) { () -> [(Int, JSONValue, MethodContext)] in
+                defer { once = true }
+                return once ? [] : [(0, ["collection": "c", "key": "k2", "value": ["n": 2]], ctx)]
+            }.unsynced == nil)
     }
 }
 
@@ -153,7 +157,9 @@ import Testing
         let raw = try RawConnection(path: h.socket)
         var lines = [UInt8]()
         for i in 0..<300 {
-            lines += Array(#"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"gone","key":"k\#(i)","value":{"i":\#(i)}}}"#.utf8)
+            lines += Array(
+                #"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"gone","key":"k\#(i)","value":{"i":\#(i)}}}"#
+                    .utf8)
             lines.append(10)
         }
         raw.send(lines)
@@ -168,4 +174,3 @@ import Testing
         #expect(keys == Set((0..<keys.count).map { "k\($0)" }), "stored: \(keys.count), with gaps")
     }
 }
-

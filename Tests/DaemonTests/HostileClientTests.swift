@@ -34,7 +34,10 @@ import Testing
             return r
         }
         let lane = { () throws -> JSONValue? in try c.call("stats")["queries"] }
-        #expect(try eventually(timeout: 60) { try lane()?["running"] == 2 && lane()?["queued"] == .int(Int64(slow.count - 2)) })
+        #expect(
+            try eventually(timeout: 60) {
+                try lane()?["running"] == 2 && lane()?["queued"] == .int(Int64(slow.count - 2))
+            })
 
         // Each of these answers while both query threads stay busy.
         try c.putObject("w", "a")
@@ -64,7 +67,8 @@ import Testing
         let slow = try (0..<4).map { i in
             let r = try RawConnection(path: h.socket)
             let request: JSONValue = [
-                "jsonrpc": "2.0", "id": .int(Int64(i)), "method": "index.query", "params": ["where": .string(Self.endlessClause)],
+                "jsonrpc": "2.0", "id": .int(Int64(i)), "method": "index.query",
+                "params": ["where": .string(Self.endlessClause)],
             ]
             r.send(request.serialized() + "\n")
             return r
@@ -75,11 +79,14 @@ import Testing
         for r in slow { #expect(r.readLine()?["error"]?["data"]?["code"] == "query_rejected") }
     }
 
-    @Test("a query whose client disconnects stops instead of running to its time limit", arguments: [
-        "index.query", "index.aggregate",
-    ])
+    @Test(
+        "a query whose client disconnects stops instead of running to its time limit",
+        arguments: [
+            "index.query", "index.aggregate",
+        ])
     func disconnectStopsQuery(method: String) throws {
-        let params: JSONValue = method == "index.query"
+        let params: JSONValue =
+            method == "index.query"
             ? ["where": .string(Self.endlessClause)] : ["function": "COUNT(*)", "where": .string(Self.endlessClause)]
         let h = try DaemonHarness(controlSection: "query_threads = 2\nquery_time_limit = \"10m\"")
         let c = try h.client(timeout: 60)
@@ -182,7 +189,8 @@ extension RawConnection {
     /// A request line of about 1 KiB (the id pads it) for object.get of `key`.
     static func paddedGet(_ i: Int, _ key: String) -> String {
         let id = String(repeating: "x", count: 900) + "\(i)"
-        return #"{"jsonrpc":"2.0","id":"\#(id)","method":"object.get","params":{"collection":"big","key":"\#(key)"}}"# + "\n"
+        return #"{"jsonrpc":"2.0","id":"\#(id)","method":"object.get","params":{"collection":"big","key":"\#(key)"}}"#
+            + "\n"
     }
 
     static func buffers(_ c: ControlClient) throws -> JSONValue { try c.call("stats")["buffers"] ?? .null }
@@ -194,7 +202,9 @@ extension RawConnection {
         let value = String(repeating: "v", count: 2048)
         var burst = ""
         for i in 0..<300 {
-            burst += #"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"b","key":"k\#(i)","value":"\#(value)"}}"# + "\n"
+            burst +=
+                #"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"b","key":"k\#(i)","value":"\#(value)"}}"#
+                + "\n"
         }
         raw.send(burst)
         for _ in 0..<300 { #expect(raw.readLine()?["result"]?["commit"] != nil) }
@@ -205,7 +215,8 @@ extension RawConnection {
 
     @Test("a client that pipelines without reading is paused at its bounds; the others keep answering")
     func nonReaderIsPaused() throws {
-        let h = try DaemonHarness(controlSection: "connection_input_bytes = \"64KiB\"\nconnection_output_bytes = \"64KiB\"")
+        let h = try DaemonHarness(
+            controlSection: "connection_input_bytes = \"64KiB\"\nconnection_output_bytes = \"64KiB\"")
         let c = try h.client(timeout: 60)
         try c.putObject("big", "x", .string(String(repeating: "y", count: 50_000)))
         let raw = try RawConnection(path: h.socket)
@@ -228,16 +239,19 @@ extension RawConnection {
         shutdown(raw.fd, Int32(SHUT_RDWR))
         sent.wait()
         var last: JSONValue = .null
-        #expect(try eventually(timeout: 60) {
-            last = try Self.buffers(c)
-            return last["input_bytes"] == 0 && last["output_bytes"] == 0 && last["paused_connections"] == 0
-        }, "\(last)")
+        #expect(
+            try eventually(timeout: 60) {
+                last = try Self.buffers(c)
+                return last["input_bytes"] == 0 && last["output_bytes"] == 0 && last["paused_connections"] == 0
+            }, "\(last)")
     }
 
     @Test("over the total bound, a connection that does not take its replies is dropped")
     func nonReaderIsDroppedOverTotal() throws {
         let h = try DaemonHarness(
-            controlSection: "connection_input_bytes = \"64KiB\"\nconnection_output_bytes = \"64KiB\"\ntotal_buffer_bytes = \"160KiB\"")
+            controlSection:
+                "connection_input_bytes = \"64KiB\"\nconnection_output_bytes = \"64KiB\"\ntotal_buffer_bytes = \"160KiB\""
+        )
         let c = try h.client(timeout: 60)
         try c.putObject("big", "x", .string(String(repeating: "y", count: 50_000)))
         let requests = Array((0..<4000).map { Self.paddedGet($0, "x") }.joined().utf8)
@@ -277,7 +291,9 @@ extension RawConnection {
         // A cascade whose reply lists 60 deleted objects: over 1 KiB.
         for i in 0..<60 {
             try c.putObject("leaf", "a-long-enough-key-\(i)")
-            try c.addEdge("l", from: ref("root", "r"), to: ref("leaf", "a-long-enough-key-\(i)"), rules: ["deleteDestinationIfSourceDeleted"])
+            try c.addEdge(
+                "l", from: ref("root", "r"), to: ref("leaf", "a-long-enough-key-\(i)"),
+                rules: ["deleteDestinationIfSourceDeleted"])
         }
         let r = try c.deleteObject("root", "r")
         #expect(r["commit"] != nil && r["deleted"]?.arrayValue?.count == 61)
@@ -338,18 +354,23 @@ extension RawConnection {
     static func watcherAsNobody(_ h: DaemonHarness) throws -> BackgroundProcess {
         try BackgroundProcess(
             "/usr/bin/setpriv",
-            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket", h.socket, "watch"])
+            [
+                "--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket",
+                h.socket, "watch",
+            ])
     }
 
-    @Test("a user who takes every slot it may leaves the admins theirs, and is held to its own cap",
-          .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as another user"))
+    @Test(
+        "a user who takes every slot it may leaves the admins theirs, and is held to its own cap",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as another user"))
     func slotsKeptForAdmins() throws {
-        let h = try DaemonHarness(controlSection: """
-            mode = "0666"
-            max_connections = 6
-            admin_reserved_connections = 2
-            max_connections_per_uid = 3
-            """)
+        let h = try DaemonHarness(
+            controlSection: """
+                mode = "0666"
+                max_connections = 6
+                admin_reserved_connections = 2
+                max_connections_per_uid = 3
+                """)
         let c = try h.client(timeout: 60)  // an admin's: the daemon's own uid
         let watchers = try (0..<3).map { _ in try Self.watcherAsNobody(h) }
         #expect(eventually(timeout: 60) { (try? c.call("stats")["connections"]) == 4 })

@@ -15,9 +15,11 @@ import Testing
         let file = try h.makeFile("a.bin")
         let c = try h.client()
         let before = Date().timeIntervalSince1970
-        let lease = try c.call("lease.acquire", [
-            "objects": [ref("photos", "p1")], "files": [.string(file)], "ttl": "90s",
-        ])
+        let lease = try c.call(
+            "lease.acquire",
+            [
+                "objects": [ref("photos", "p1")], "files": [.string(file)], "ttl": "90s",
+            ])
         let after = Date().timeIntervalSince1970
         let id = try #require(lease["lease"]?.stringValue)
         let expires = try #require(lease["expires"]?.doubleValue)
@@ -43,9 +45,11 @@ import Testing
         #expect(try eventually { try observer.call("lease.list")["leases"] == [] })
     }
 
-    @Test("a lease's ttl is a duration string or seconds, and a bad one is invalid params", arguments: [
-        (JSONValue.string("1h30m"), 5400.0), (.int(60), 60.0), (.double(2.5), 2.5),
-    ])
+    @Test(
+        "a lease's ttl is a duration string or seconds, and a bad one is invalid params",
+        arguments: [
+            (JSONValue.string("1h30m"), 5400.0), (.int(60), 60.0), (.double(2.5), 2.5),
+        ])
     func ttlForms(ttl: JSONValue, seconds: Double) throws {
         let h = try DaemonHarness()
         let c = try h.client()
@@ -53,18 +57,28 @@ import Testing
         let lease = try c.call("lease.acquire", ["objects": [ref("c", "k")], "ttl": ttl])
         let after = Date().timeIntervalSince1970
         let expires = lease["expires"]?.doubleValue ?? 0
-        #expect(expires >= before + seconds - 0.01 && expires <= after + seconds + 0.01, "\(before) \(lease.serialized()) \(after)")
+        #expect(
+            expires >= before + seconds - 0.01 && expires <= after + seconds + 0.01,
+            "\(before) \(lease.serialized()) \(after)")
     }
 
     @Test("a lease without ttl, with a bad ttl, with nothing to protect or outside the roots is refused")
     func refused() throws {
         let h = try DaemonHarness()
         let c = try h.client()
-        expectRPCError(Code.invalidParams) { () throws(ClientError) in try c.call("lease.acquire", ["objects": [ref("c", "k")]]) }
-        expectRPCError(Code.invalidParams) { () throws(ClientError) in try c.call("lease.acquire", ["objects": [ref("c", "k")], "ttl": "soon"]) }
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in
+            try c.call("lease.acquire", ["objects": [ref("c", "k")]])
+        }
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in
+            try c.call("lease.acquire", ["objects": [ref("c", "k")], "ttl": "soon"])
+        }
         expectRPCError(Code.invalidParams) { () throws(ClientError) in try c.call("lease.acquire", ["ttl": "1m"]) }
-        expectRPCError(Code.invalidParams) { () throws(ClientError) in try c.call("lease.acquire", ["objects": [ref("c", "k")], "ttl": "2d"]) }
-        expectRPCError(Code.application) { () throws(ClientError) in try c.call("lease.acquire", ["files": ["/etc/passwd"], "ttl": "1m"]) }
+        expectRPCError(Code.invalidParams) { () throws(ClientError) in
+            try c.call("lease.acquire", ["objects": [ref("c", "k")], "ttl": "2d"])
+        }
+        expectRPCError(Code.application) { () throws(ClientError) in
+            try c.call("lease.acquire", ["files": ["/etc/passwd"], "ttl": "1m"])
+        }
         expectRPCError(Code.invalidParams) { () throws(ClientError) in try c.call("lease.release", [:]) }
     }
 
@@ -74,7 +88,8 @@ import Testing
         let file = try h.makeFile("playing.mp4")
         // The command lists the leases through a second assetctl while the first holds one.
         let script = "\(Binaries.assetctl) --socket \(h.socket) --json lease ls; exit 7"
-        let r = try h.assetctl("lease", "acquire", "--ttl", "10m", "--object", "media/m1", "--file", file, "--", "/bin/sh", "-c", script)
+        let r = try h.assetctl(
+            "lease", "acquire", "--ttl", "10m", "--object", "media/m1", "--file", file, "--", "/bin/sh", "-c", script)
         #expect(r.status == 7, "\(r.stderr)")
         let listed = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(listed["leases"]?.arrayValue?.first?["files"] == [.string(file)], "\(r.stdout)")
@@ -94,7 +109,8 @@ import Testing
         #expect(table.stdout.hasPrefix("LEASE") && table.stdout.contains("media/m2"), "\(table.stdout)")
         h.stop()
         let offline = try runProcess(
-            Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "lease", "acquire", "--object", "a/b", "--", "/bin/true"])
+            Binaries.assetctl,
+            ["--db", h.database, "--config", h.configPath, "lease", "acquire", "--object", "a/b", "--", "/bin/true"])
         #expect(offline.status == 1)
         #expect(offline.stderr.contains("needs a running daemon"), "\(offline.stderr)")
     }
@@ -111,8 +127,9 @@ import Testing
         let lease = try holder.call("lease.acquire", ["files": [.string(file)], "ttl": "1h"])
         try c.deleteObject("media", "d")
         let skipped = try #require(try watcher.nextEvent())
-        #expect(skipped["type"] == "file.unlink_skipped" && skipped["deferred"] == true && skipped["reason"] == "leased",
-                "\(skipped.serialized())")
+        #expect(
+            skipped["type"] == "file.unlink_skipped" && skipped["deferred"] == true && skipped["reason"] == "leased",
+            "\(skipped.serialized())")
         #expect(h.exists(file), "explicit deletes are not blocked, but the leased file stays")
         #expect(try holder.call("lease.release", ["lease": lease["lease"] ?? .null])["released"] == true)
         var unlinked: JSONValue?
@@ -146,7 +163,9 @@ import Testing
         #expect(try c.call("object.unpin", ref("photos", "p1"))["commit"] != nil)
         let missing = try h.assetctl("pin", "photos", "nope")
         #expect(missing.status == 1)
-        expectRPCError(Code.application, "not_found") { () throws(ClientError) in try c.call("object.pin", ref("photos", "nope")) }
+        expectRPCError(Code.application, "not_found") { () throws(ClientError) in
+            try c.call("object.pin", ref("photos", "nope"))
+        }
     }
 
     @Test("checkpoint answers for an admin")

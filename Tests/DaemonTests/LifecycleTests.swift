@@ -39,7 +39,8 @@ import Testing
 
         try h.start()
         let c = try h.client()
-        let stored = Set(try c.call("object.list", ["collection": "inflight", "limit": 100_000])["keys"]?.strings ?? [])
+        let stored = Set(
+            try c.call("object.list", ["collection": "inflight", "limit": 100_000])["keys"]?.strings ?? [])
         let lost = acknowledged.current.filter { !stored.contains($0) }
         #expect(lost.isEmpty, "acknowledged but lost: \(lost.prefix(10))")
     }
@@ -119,7 +120,10 @@ import Testing
         let longKey = String(repeating: "k", count: 1000)
         for i in 0..<40 {
             let ops: [JSONValue] = (0..<200).map { j in
-                ["method": "object.put", "params": ["collection": "w", "key": .string("\(longKey)\(i)-\(j)"), "value": [:]]]
+                [
+                    "method": "object.put",
+                    "params": ["collection": "w", "key": .string("\(longKey)\(i)-\(j)"), "value": [:]],
+                ]
             }
             try c.call("transact", ["ops": .array(ops)])
         }
@@ -129,7 +133,9 @@ import Testing
         withExtendedLifetime(watcher) {}
     }
 
-    @Test("SIGKILL during deletes of shared files: after a restart no held file is gone (I1), objects are whole or gone (I4), and a sweep leaves nothing behind (I2)")
+    @Test(
+        "SIGKILL during deletes of shared files: after a restart no held file is gone (I1), objects are whole or gone (I4), and a sweep leaves nothing behind (I2)"
+    )
     func killDuringDeletes() throws {
         let h = try DaemonHarness()
         let c = try h.client()
@@ -144,7 +150,10 @@ import Testing
         var ops: [JSONValue] = []
         for (key, held) in holdings.sorted(by: { $0.key < $1.key }) {
             let file: JSONValue = held.count == 1 ? .string(held[0]) : .array(held.map(JSONValue.string))
-            ops.append(["method": "object.put", "params": ["collection": "crash", "key": .string(key), "value": ["file": file]]])
+            ops.append([
+                "method": "object.put",
+                "params": ["collection": "crash", "key": .string(key), "value": ["file": file]],
+            ])
         }
         try c.call("transact", ["ops": .array(ops)])
         c.close()
@@ -163,7 +172,8 @@ import Testing
         h.stop(signal: SIGKILL)
         #expect(deleter.wait(timeout: .now() + 60) == .success)
         let acknowledged = Set(deleted.current)
-        #expect(acknowledged.count < holdings.count, "the kill came before the last delete (\(acknowledged.count) done)")
+        #expect(
+            acknowledged.count < holdings.count, "the kill came before the last delete (\(acknowledged.count) done)")
 
         try h.start()
         let r = try h.client()
@@ -186,7 +196,9 @@ import Testing
 
         try r.call("sweep")
         let orphaned = Set(files).subtracting(held)
-        #expect(eventually { orphaned.allSatisfy { !h.exists($0) } }, "I2: still there: \(orphaned.filter { h.exists($0) }.sorted())")
+        #expect(
+            eventually { orphaned.allSatisfy { !h.exists($0) } },
+            "I2: still there: \(orphaned.filter { h.exists($0) }.sorted())")
         #expect(try r.call("pending", [:]) == ["pending": []])
         #expect(try r.call("stats")["pending_unlinks"] == 0)
         for f in held { #expect(h.exists(f), "I1 after the sweep: \(f)") }
@@ -202,7 +214,8 @@ import Testing
         try h.start(inheritSignalMask: true)
         let pid = try #require(h.process?.processIdentifier)
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let blocked = status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }.map(String.init) ?? "SigBlk: unknown"
+        let blocked =
+            status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }.map(String.init) ?? "SigBlk: unknown"
         #expect(h.stop(signal: SIGTERM, timeout: 60) == 0, "SIGTERM ignored; the daemon runs with \(blocked)")
     }
 
@@ -222,7 +235,8 @@ import Testing
         let c = try h.client()
         try c.putObject("first", "k")
         let second = h.dir + "/second.toml"
-        try h.configText(database: h.dir + "/state2/assetd.sqlite").write(toFile: second, atomically: true, encoding: .utf8)
+        try h.configText(database: h.dir + "/state2/assetd.sqlite").write(
+            toFile: second, atomically: true, encoding: .utf8)
         let r = try runAssetd(["--config", second])
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains(h.socket), "the message names the socket: \(r.stderr)")

@@ -15,9 +15,12 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         var ops = [JSONValue]()
         for i in start..<min(count, start + 500) {
             let path = try h.makeFile("s/\(i / 1000)/\(i).bin", size: size)
-            ops.append(["method": "object.put", "params": [
-                "collection": "media", "key": .string("s\(i)"), "value": ["file": .string(path)],
-            ]])
+            ops.append([
+                "method": "object.put",
+                "params": [
+                    "collection": "media", "key": .string("s\(i)"), "value": ["file": .string(path)],
+                ],
+            ])
         }
         _ = try c.call("transact", ["ops": .array(ops)])
     }
@@ -50,7 +53,9 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         let evict = try h.assetctl("evict", "--bytes", "1")
         let verify = try h.assetctl("verify")
         let direct = try h.client()
-        let raw = rpcError { () throws(ClientError) in try direct.call("policy.expire", ["older_than": "0s", "dry_run": true]) }
+        let raw = rpcError { () throws(ClientError) in
+            try direct.call("policy.expire", ["older_than": "0s", "dry_run": true])
+        }
         // The busy answer leaves the connection serving.
         let pingAfterBusy = try? direct.call("ping")
         // A non-admin asking for an admin run is refused as such, not told to skip.
@@ -72,7 +77,9 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
             #expect(nobodyVacuum.status == 1 && nobodyVacuum.stderr.contains("admin"), "\(nobodyVacuum.stderr)")
         }
         if let nobodyVerify {
-            #expect(nobodyVerify.status == 0 && !nobodyVerify.stderr.contains("skipping"), "\(nobodyVerify.stdout)\(nobodyVerify.stderr)")
+            #expect(
+                nobodyVerify.status == 0 && !nobodyVerify.stderr.contains("skipping"),
+                "\(nobodyVerify.stdout)\(nobodyVerify.stderr)")
         }
         if case .success(let plan)? = first.current {
             #expect(plan["objects"]?.arrayValue?.count == 1499, "all but the one that fits the 1-byte budget")
@@ -90,7 +97,9 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         raw.setReceiveTimeout(60)
         for (id, asked) in [(7, true), (8, false)] {
             let started = Date()
-            raw.send(#"{"jsonrpc":"2.0","id":\#(id),"method":"policy.enforce","params":{"dry_run":true,"progress":\#(asked)}}"# + "\n")
+            raw.send(
+                #"{"jsonrpc":"2.0","id":\#(id),"method":"policy.enforce","params":{"dry_run":true,"progress":\#(asked)}}"#
+                    + "\n")
             var progress = [JSONValue]()
             var reply: JSONValue?
             while reply == nil, let line = raw.readLine() {
@@ -146,7 +155,7 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(tty.stdout.contains("\rdefine: rebuild dims"), "a progress line: \(tty.stdout.debugDescription)")
         let plain = try h.assetctl("index", "define", def.replacingOccurrences(of: #""1""#, with: #""2""#))
         #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr.debugDescription)")
-        #expect(try h.assetctl("index", "ls").stdout.contains("dims  ") )
+        #expect(try h.assetctl("index", "ls").stdout.contains("dims  "))
     }
 
     @Test("with --db the maintenance commands run in-process, and skip with exit 0 while a daemon holds the database")
@@ -169,7 +178,10 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
     func nonAdminRefused() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1), controlSection: #"mode = "0666""#)
         try h.client().putFile("media", "n", try h.makeFile("n.bin", size: 10))
-        for args in [["enforce"], ["evict", "--bytes", "1"], ["expire", "--older-than", "0s"], ["backup", h.dir + "/b.sqlite"], ["vacuum"], ["checkpoint"]] {
+        for args in [
+            ["enforce"], ["evict", "--bytes", "1"], ["expire", "--older-than", "0s"], ["backup", h.dir + "/b.sqlite"],
+            ["vacuum"], ["checkpoint"],
+        ] {
             let r = try h.assetctlAsNobody(args)
             #expect(r.status == 1, "\(args): \(r.stdout)\(r.stderr)")
             #expect(r.stderr.contains("admin"), "\(args): \(r.stderr)")
@@ -178,7 +190,9 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         let dry = try h.assetctlAsNobody(["enforce", "--dry-run"])
         #expect(dry.status == 0 && dry.stdout.contains("media"), "\(dry.stdout)\(dry.stderr)")
         #expect(try h.assetctlAsNobody(["evict", "--owner", "root", "--dry-run"]).status == 0)
-        #expect(try h.assetctlAsNobody(["pin", "media", "n"]).status == 0, "pins are writes like others without enforce_ownership")
+        #expect(
+            try h.assetctlAsNobody(["pin", "media", "n"]).status == 0,
+            "pins are writes like others without enforce_ownership")
     }
 }
 
@@ -187,6 +201,7 @@ extension DaemonHarness {
     func assetctlAsNobody(_ args: [String]) throws -> ProcessResult {
         try runProcess(
             "/usr/bin/setpriv",
-            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket", socket] + args)
+            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket", socket]
+                + args)
     }
 }

@@ -28,15 +28,18 @@ extension MethodTests {
         try c.putObject("photos", "p2", ["duration": 10, "kind": "movie"])
         try c.putObject("photos", "p3", ["other": true])
         try c.putObject("videos", "v1", ["duration": 99])
-        let q = try c.call("index.query", ["index": "media", "where": "WHERE duration > ? ORDER BY duration", "params": [1]])
+        let q = try c.call(
+            "index.query", ["index": "media", "where": "WHERE duration > ? ORDER BY duration", "params": [1]])
         #expect(q["rows"] == [ref("photos", "p1"), ref("photos", "p2")])
         let all = try c.call("index.query", ["index": "media", "where": ""])
         #expect(all["rows"]?.arrayValue?.count == 2, "no row for p3 (all null) nor v1 (other collection)")
 
-        let rows = try c.call("index.query", ["index": "media", "where": "WHERE kind = ?", "params": ["movie"], "include": "rows"])
+        let rows = try c.call(
+            "index.query", ["index": "media", "where": "WHERE kind = ?", "params": ["movie"], "include": "rows"])
         #expect(rows["rows"]?.arrayValue?.first?["duration"]?.doubleValue == 10)
         #expect(rows["rows"]?.arrayValue?.first?["kind"] == "movie")
-        let objects = try c.call("index.query", ["index": "media", "where": "WHERE kind = ?", "params": ["clip"], "include": "objects"])
+        let objects = try c.call(
+            "index.query", ["index": "media", "where": "WHERE kind = ?", "params": ["clip"], "include": "objects"])
         #expect(objects["rows"]?.arrayValue?.first?["value"] == ["duration": 3.5, "kind": "clip"])
         #expect(objects["rows"]?.arrayValue?.first?["metadata"] == .null)
 
@@ -53,9 +56,17 @@ extension MethodTests {
         try c.putObject("m", "b", ["w": 1, "h": 9])
         let columns: [JSONValue] = [["name": "w", "type": "integer", "path": "$.w"]]
         try c.call("index.define", ["name": "dims", "version": "1", "columns": .array(columns)])
-        #expect(try c.call("index.query", ["index": "dims", "where": "ORDER BY w"])["rows"] == [ref("m", "b"), ref("m", "a")])
-        try c.call("index.define", ["name": "dims", "version": "2", "columns": [["name": "w", "type": "integer", "path": "$.h"]]])
-        #expect(try c.call("index.query", ["index": "dims", "where": "ORDER BY w"])["rows"] == [ref("m", "a"), ref("m", "b")])
+        #expect(
+            try c.call("index.query", ["index": "dims", "where": "ORDER BY w"])["rows"] == [
+                ref("m", "b"), ref("m", "a"),
+            ])
+        try c.call(
+            "index.define",
+            ["name": "dims", "version": "2", "columns": [["name": "w", "type": "integer", "path": "$.h"]]])
+        #expect(
+            try c.call("index.query", ["index": "dims", "where": "ORDER BY w"])["rows"] == [
+                ref("m", "a"), ref("m", "b"),
+            ])
     }
 
     @Test("the default index answers owner, size and key queries, with array params for IN")
@@ -66,9 +77,10 @@ extension MethodTests {
         try c.putObject("q", "o2", ["file": .string(try h.makeFile("2", size: 300))], owner: "alice")
         try c.putObject("q", "o3", ["file": .string(try h.makeFile("3", size: 200))], owner: "bob")
         func keys(_ clause: String, _ params: JSONValue = []) throws -> [String] {
-            (try c.call("index.query", ["where": .string(clause), "params": params])["rows"]?.arrayValue ?? []).compactMap {
-                $0["key"]?.stringValue
-            }
+            (try c.call("index.query", ["where": .string(clause), "params": params])["rows"]?.arrayValue ?? [])
+                .compactMap {
+                    $0["key"]?.stringValue
+                }
         }
         #expect(try keys("WHERE owner = ? ORDER BY size DESC", ["alice"]) == ["o2", "o1"])
         #expect(try keys("WHERE size > ? ORDER BY key", [150]) == ["o2", "o3"])
@@ -92,7 +104,9 @@ extension MethodTests {
         try c.putObject("q", "o2", ["file": .string(try h.makeFile("2", size: 300))], owner: "alice")
         try c.putObject("q", "o3", ["file": .string(try h.makeFile("3", size: 200))], owner: "bob")
         #expect(try c.call("index.aggregate", ["function": "SUM(size)"]) == ["value": 600])
-        #expect(try c.call("index.aggregate", ["function": "COUNT(*)", "where": "WHERE owner = ?", "params": ["alice"]]) == ["value": 2])
+        #expect(
+            try c.call("index.aggregate", ["function": "COUNT(*)", "where": "WHERE owner = ?", "params": ["alice"]])
+                == ["value": 2])
         let grouped = try c.call("index.aggregate", ["function": "SUM(size)", "group_by": ["owner"]])
         let rows = try #require(grouped["rows"]?.arrayValue)
         #expect(Set(rows) == [["owner": "alice", "value": 400], ["owner": "bob", "value": 200]])
@@ -107,7 +121,9 @@ extension MethodTests {
         "WHERE 1 UNION SELECT 1, 2",
     ]
 
-    @Test("index.query refuses writes, other tables and second statements with query_rejected", arguments: rejectedClauses)
+    @Test(
+        "index.query refuses writes, other tables and second statements with query_rejected", arguments: rejectedClauses
+    )
     func queryRejected(_ clause: String) throws {
         let h = try DaemonHarness()
         let c = try h.client()
@@ -129,7 +145,8 @@ extension MethodTests {
             try c.call("index.aggregate", ["function": "SUM(size)) FROM object_index; DELETE FROM object; --"])
         }
         expectRPCError(Code.application, "query_rejected") { () throws(ClientError) in
-            try c.call("index.aggregate", ["function": "COUNT(*)", "where": "WHERE key IN (SELECT name FROM sqlite_master)"])
+            try c.call(
+                "index.aggregate", ["function": "COUNT(*)", "where": "WHERE key IN (SELECT name FROM sqlite_master)"])
         }
         #expect(try c.getObject("z", "k") != .null)
     }

@@ -7,7 +7,9 @@ import Foundation
 import Testing
 
 extension MethodTests {
-    @Test("stats counts objects, files, bytes and bytes per owner, and reports unlinks, commits, the WAL, uptime and latency")
+    @Test(
+        "stats counts objects, files, bytes and bytes per owner, and reports unlinks, commits, the WAL, uptime and latency"
+    )
     func stats() throws {
         let h = try DaemonHarness()
         let c = try h.client()

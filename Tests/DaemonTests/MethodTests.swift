@@ -38,10 +38,12 @@ let processUserName: String = {
         let c = try h.client()
         let f = try h.makeFile("photos/a.jpg", size: 123)
         let t0 = Date().timeIntervalSince1970
-        let first = try c.call("object.put", [
-            "collection": "photos", "key": "a", "value": ["file": .string(f), "n": 1], "metadata": ["m": true],
-            "owner": "alice",
-        ])
+        let first = try c.call(
+            "object.put",
+            [
+                "collection": "photos", "key": "a", "value": ["file": .string(f), "n": 1], "metadata": ["m": true],
+                "owner": "alice",
+            ])
         let commit = try #require(first["commit"]?.intValue)
         let o = try c.getObject("photos", "a")
         #expect(o["collection"] == "photos")
@@ -136,7 +138,9 @@ let processUserName: String = {
         let r = try c.call("object.touch", ref("t", "k"))
         #expect((r["commit"]?.intValue ?? 0) > put)
         #expect((try c.getObject("t", "k")["accessed"]?.doubleValue ?? 0) > created)
-        expectRPCError(Code.application, "not_found") { () throws(ClientError) in try c.call("object.touch", ref("t", "none")) }
+        expectRPCError(Code.application, "not_found") { () throws(ClientError) in
+            try c.call("object.touch", ref("t", "none"))
+        }
     }
 
     @Test("object.delete lists the object first, then what cascaded, and the unlinks queued; the files go soon after")
@@ -216,7 +220,8 @@ let processUserName: String = {
         #expect(added["commit"]?.intValue != nil)
         try c.addEdge("e1", from: ref("e", "s"), to: ref("e", "d2"), rules: [])
         try c.addEdge("e2", from: ref("e", "s"), to: ref("e", "d1"), rules: [])
-        try c.addEdge("f", from: ref("e", "s"), to: ["file": .string(f)], rules: ["deleteDestinationIfAllSourcesDeleted"])
+        try c.addEdge(
+            "f", from: ref("e", "s"), to: ["file": .string(f)], rules: ["deleteDestinationIfAllSourcesDeleted"])
 
         #expect(try c.call("edge.count", ["source": ref("e", "s")]) == ["count": 4])
         #expect(try c.call("edge.count", ["name": "e1"]) == ["count": 2])
@@ -284,14 +289,16 @@ let processUserName: String = {
         #expect(try c.getObject("r", "d2") != .null)
     }
 
-    @Test("illegal rule combinations are invalid_rules, naming the pair", arguments: [
-        (["deleteDestinationIfSourceDeleted", "deleteDestinationIfAllSourcesDeleted"], false),
-        (["deleteSourceIfDestinationDeleted", "deleteSourceIfAllDestinationsDeleted"], false),
-        (["denyDeleteDestination", "notifyIfDestinationDeleted"], false),
-        (["denyDeleteSource", "deleteDestinationIfSourceDeleted"], false),
-        (["notifyIfSourceDeleted"], true),
-        (["denyDeleteDestination"], true),
-    ])
+    @Test(
+        "illegal rule combinations are invalid_rules, naming the pair",
+        arguments: [
+            (["deleteDestinationIfSourceDeleted", "deleteDestinationIfAllSourcesDeleted"], false),
+            (["deleteSourceIfDestinationDeleted", "deleteSourceIfAllDestinationsDeleted"], false),
+            (["denyDeleteDestination", "notifyIfDestinationDeleted"], false),
+            (["denyDeleteSource", "deleteDestinationIfSourceDeleted"], false),
+            (["notifyIfSourceDeleted"], true),
+            (["denyDeleteDestination"], true),
+        ])
     func invalidRules(rules: [String], toFile: Bool) throws {
         let h = try DaemonHarness()
         let c = try h.client()
@@ -327,14 +334,21 @@ let processUserName: String = {
         let c = try h.client()
         for k in ["s", "d"] { try c.putObject("deny", k) }
         try c.addEdge("guardian", from: ref("deny", "s"), to: ref("deny", "d"), rules: ["denyDeleteSource"])
-        let e = expectRPCError(Code.application, "delete_denied") { () throws(ClientError) in try c.deleteObject("deny", "s") }
-        #expect(e.map { $0.message.contains("guardian") || ($0.data?.serialized().contains("guardian") ?? false) } == true)
+        let e = expectRPCError(Code.application, "delete_denied") { () throws(ClientError) in
+            try c.deleteObject("deny", "s")
+        }
+        #expect(
+            e.map { $0.message.contains("guardian") || ($0.data?.serialized().contains("guardian") ?? false) } == true)
         #expect(try c.getObject("deny", "s") != .null)
         #expect(try c.call("edge.count", ["name": "guardian"]) == ["count": 1])
-        let both = try c.call("transact", ["ops": [
-            ["method": "object.delete", "params": ref("deny", "s")],
-            ["method": "object.delete", "params": ref("deny", "d")],
-        ]])
+        let both = try c.call(
+            "transact",
+            [
+                "ops": [
+                    ["method": "object.delete", "params": ref("deny", "s")],
+                    ["method": "object.delete", "params": ref("deny", "d")],
+                ]
+            ])
         #expect(Set(both["deleted"]?.refTexts ?? []) == ["deny/s", "deny/d"])
     }
 
@@ -399,9 +413,10 @@ let processUserName: String = {
         #expect(r["file"]?["missing"] == false)
         #expect(r["file"]?["inode"]?.intValue != nil)
         let edges = try #require(r["edges"]?.arrayValue)
-        #expect(Set(edges.map { "\($0["name"]?.stringValue ?? "") \(Formatting.cell($0["source"] ?? .null))" }) == [
-            "file w/a", "file w/b", "weak w/a",
-        ])
+        #expect(
+            Set(edges.map { "\($0["name"]?.stringValue ?? "") \(Formatting.cell($0["source"] ?? .null))" }) == [
+                "file w/a", "file w/b", "weak w/a",
+            ])
         #expect(r["retained_by"] == 2, "only edges with deleteDestinationIfAllSourcesDeleted retain")
         #expect(try c.call("file.get", ["path": .string(h.root + "/never.bin")]) == .null)
     }
@@ -416,15 +431,22 @@ let processUserName: String = {
         try c.putObject("t", "old", ["file": .string(f)])
         let before = try c.call("ping")["commit"]
         let e = expectRPCError(Code.application, "not_found") { () throws(ClientError) in
-            try c.call("transact", ["ops": [
-                ["method": "object.put", "params": ["collection": "t", "key": "a", "value": [:]]],
-                ["method": "object.put", "params": ["collection": "t", "key": "b", "value": [:]]],
-                ["method": "edge.add", "params": [
-                    "name": "x", "source": ref("t", "a"), "destination": ref("t", "b"), "rules": [],
-                ]],
-                ["method": "object.delete", "params": ref("t", "old")],
-                ["method": "object.delete", "params": ref("t", "missing")],
-            ]])
+            try c.call(
+                "transact",
+                [
+                    "ops": [
+                        ["method": "object.put", "params": ["collection": "t", "key": "a", "value": [:]]],
+                        ["method": "object.put", "params": ["collection": "t", "key": "b", "value": [:]]],
+                        [
+                            "method": "edge.add",
+                            "params": [
+                                "name": "x", "source": ref("t", "a"), "destination": ref("t", "b"), "rules": [],
+                            ],
+                        ],
+                        ["method": "object.delete", "params": ref("t", "old")],
+                        ["method": "object.delete", "params": ref("t", "missing")],
+                    ]
+                ])
         }
         #expect(e?.message.contains("ops[4]") == true, "\(e?.message ?? "")")
         #expect(try c.getObject("t", "a") == .null)
@@ -437,13 +459,20 @@ let processUserName: String = {
         #expect(h.exists(f))
 
         expectRPCError(Code.application, "dangling_edge") { () throws(ClientError) in
-            try c.call("transact", ["ops": [
-                ["method": "object.put", "params": ["collection": "t", "key": "c", "value": [:]]],
-                ["method": "edge.add", "params": [
-                    "name": "x", "source": ref("t", "c"), "destination": ref("t", "ghost"),
-                    "rules": ["deleteSourceIfDestinationDeleted"],
-                ]],
-            ]])
+            try c.call(
+                "transact",
+                [
+                    "ops": [
+                        ["method": "object.put", "params": ["collection": "t", "key": "c", "value": [:]]],
+                        [
+                            "method": "edge.add",
+                            "params": [
+                                "name": "x", "source": ref("t", "c"), "destination": ref("t", "ghost"),
+                                "rules": ["deleteSourceIfDestinationDeleted"],
+                            ],
+                        ],
+                    ]
+                ])
         }
         #expect(try c.getObject("t", "c") == .null)
     }
@@ -452,16 +481,23 @@ let processUserName: String = {
     func transactResults() throws {
         let h = try DaemonHarness()
         let c = try h.client()
-        let r = try c.call("transact", ["ops": [
-            ["method": "edge.add", "params": [
-                "name": "early", "source": ref("x", "a"), "destination": ref("x", "b"), "rules": [],
-            ]],
-            ["method": "object.put", "params": ["collection": "x", "key": "a", "value": ["v": 1]]],
-            ["method": "object.put", "params": ["collection": "x", "key": "b", "value": [:]]],
-            ["method": "object.get", "params": ref("x", "a")],
-            ["method": "edge.count", "params": ["name": "early"]],
-            ["method": "object.list", "params": ["collection": "x"]],
-        ]])
+        let r = try c.call(
+            "transact",
+            [
+                "ops": [
+                    [
+                        "method": "edge.add",
+                        "params": [
+                            "name": "early", "source": ref("x", "a"), "destination": ref("x", "b"), "rules": [],
+                        ],
+                    ],
+                    ["method": "object.put", "params": ["collection": "x", "key": "a", "value": ["v": 1]]],
+                    ["method": "object.put", "params": ["collection": "x", "key": "b", "value": [:]]],
+                    ["method": "object.get", "params": ref("x", "a")],
+                    ["method": "edge.count", "params": ["name": "early"]],
+                    ["method": "object.list", "params": ["collection": "x"]],
+                ]
+            ])
         let results = try #require(r["results"]?.arrayValue)
         #expect(results.count == 6)
         #expect(results[3]["value"] == ["v": 1])
@@ -474,18 +510,25 @@ let processUserName: String = {
     func transactFlush() throws {
         let h = try DaemonHarness()
         let c = try h.client()
-        let r = try c.call("transact", ["ops": [
-            ["method": "object.put", "params": ["collection": "f", "key": "p", "value": [:]]],
-            ["method": "object.put", "params": ["collection": "f", "key": "q", "value": [:]]],
-            ["method": "edge.add", "params": [
-                "name": "own", "source": ref("f", "p"), "destination": ref("f", "q"),
-                "rules": ["deleteDestinationIfSourceDeleted"],
-            ]],
-            ["method": "object.delete", "params": ref("f", "p")],
-            ["method": "object.get", "params": ref("f", "q")],
-            ["method": "flush", "params": [:]],
-            ["method": "object.get", "params": ref("f", "q")],
-        ]])
+        let r = try c.call(
+            "transact",
+            [
+                "ops": [
+                    ["method": "object.put", "params": ["collection": "f", "key": "p", "value": [:]]],
+                    ["method": "object.put", "params": ["collection": "f", "key": "q", "value": [:]]],
+                    [
+                        "method": "edge.add",
+                        "params": [
+                            "name": "own", "source": ref("f", "p"), "destination": ref("f", "q"),
+                            "rules": ["deleteDestinationIfSourceDeleted"],
+                        ],
+                    ],
+                    ["method": "object.delete", "params": ref("f", "p")],
+                    ["method": "object.get", "params": ref("f", "q")],
+                    ["method": "flush", "params": [:]],
+                    ["method": "object.get", "params": ref("f", "q")],
+                ]
+            ])
         let results = try #require(r["results"]?.arrayValue)
         #expect(results.count == 7)
         #expect(results[4]["key"] == "q", "before the flush the cascade has not run")
@@ -502,7 +545,9 @@ let processUserName: String = {
         for flush in [false, true] {
             var ops: [JSONValue] = [["method": "object.delete", "params": ref("a", "x")]]
             if flush { ops.append(["method": "flush"]) }
-            ops.append(["method": "object.put", "params": ["collection": "a", "key": "x", "value": ["file": .string(f)]]])
+            ops.append([
+                "method": "object.put", "params": ["collection": "a", "key": "x", "value": ["file": .string(f)]],
+            ])
             let r = try c.call("transact", ["ops": .array(ops)])
             if !flush { #expect(r["unlinks_queued"] == [], "without flush it is an update") }
             try c.call("sweep")
@@ -519,7 +564,8 @@ let processUserName: String = {
         let h = try DaemonHarness()
         let c = try h.client()
         let template: JSONValue = [
-            "name": "original", "field": "originalKey", "to": "originals", "rules": ["deleteSourceIfDestinationDeleted"],
+            "name": "original", "field": "originalKey", "to": "originals",
+            "rules": ["deleteSourceIfDestinationDeleted"],
         ]
         let set = try c.call("template.set", ["collection": "thumbs", "edges": [template]])
         #expect(set["commit"]?.intValue != nil)
@@ -547,9 +593,14 @@ let processUserName: String = {
         try c.putObject("originals", "o1")
         try c.putObject("thumbs", "t1", ["originalKey": "o1"])
         #expect(try c.call("edge.count", ["source": ref("thumbs", "t1")]) == ["count": 0])
-        try c.call("template.set", ["collection": "thumbs", "edges": [
-            ["name": "original", "field": "originalKey", "to": "originals", "rules": []],
-        ]])
+        try c.call(
+            "template.set",
+            [
+                "collection": "thumbs",
+                "edges": [
+                    ["name": "original", "field": "originalKey", "to": "originals", "rules": []]
+                ],
+            ])
         #expect(try c.call("edge.count", ["source": ref("thumbs", "t1")]) == ["count": 1])
     }
 
@@ -558,9 +609,14 @@ let processUserName: String = {
         let h = try DaemonHarness()
         let c = try h.client()
         expectRPCError(Code.application, "invalid_rules") { () throws(ClientError) in
-            try c.call("template.set", ["collection": "x", "edges": [
-                ["name": "f", "field": "path", "to": "file", "rules": ["denyDeleteSource"]],
-            ]])
+            try c.call(
+                "template.set",
+                [
+                    "collection": "x",
+                    "edges": [
+                        ["name": "f", "field": "path", "to": "file", "rules": ["denyDeleteSource"]]
+                    ],
+                ])
         }
         #expect(try c.call("template.get", ["collection": "x"])["edges"] == [])
     }

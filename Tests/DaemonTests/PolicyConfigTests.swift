@@ -15,7 +15,8 @@ import Testing
 
     @Test("every [policy] key, quotas and TTLs are read into the store's settings")
     func everyKey() throws {
-        let c = try parse("""
+        let c = try parse(
+            """
             [files]
             roots = ["/srv/cache"]
             skip_open = true
@@ -48,7 +49,9 @@ import Testing
         #expect(p.lowWater == 0.8)
         #expect(p.minFree == 5 * gib)
         #expect(p.minAge == 30 && p.batch == 250)
-        let quotas: [PolicyConfiguration.Quota] = [.init(owner: "alice", maxBytes: 10 * gib), .init(owner: "bob", maxBytes: 1000)]
+        let quotas: [PolicyConfiguration.Quota] = [
+            .init(owner: "alice", maxBytes: 10 * gib), .init(owner: "bob", maxBytes: 1000),
+        ]
         #expect(p.quotas == quotas)
         let ttls: [PolicyConfiguration.TTL] = [
             .init(collection: "thumbnails", maxIdle: 30 * 86_400, maxAge: 180 * 86_400),
@@ -75,7 +78,9 @@ import Testing
         #expect(none.summary.contains { $0.hasPrefix("policy = (none") })
     }
 
-    @Test("low_water is a percentage or a fraction", arguments: [("\"90%\"", 0.9), ("0.5", 0.5), ("\"100%\"", 1.0), ("1", 1.0)])
+    @Test(
+        "low_water is a percentage or a fraction",
+        arguments: [("\"90%\"", 0.9), ("0.5", 0.5), ("\"100%\"", 1.0), ("1", 1.0)])
     func lowWater(text: String, share: Double) throws {
         #expect(try parse("[policy]\nlow_water = \(text)\n").policy?.lowWater == share)
     }
@@ -101,12 +106,18 @@ import Testing
         ("[policy]\n[[policy.quota]]\nowner = \"a\"\nmax_bytes = \"1GiB\"\nmaxbytes = 1\n", 5, "policy.quota.maxbytes"),
         ("[policy]\n[[policy.quota]]\nowner = \"a\"\n", 2, "policy.quota.max_bytes"),
         ("[policy]\n[[policy.quota]]\nmax_bytes = 1\n", 2, "policy.quota.owner"),
-        ("[policy]\n[[policy.quota]]\nowner = \"a\"\nmax_bytes = 1\n[[policy.quota]]\nowner = \"a\"\nmax_bytes = 2\n", 6, "policy.quota.owner"),
+        (
+            "[policy]\n[[policy.quota]]\nowner = \"a\"\nmax_bytes = 1\n[[policy.quota]]\nowner = \"a\"\nmax_bytes = 2\n",
+            6, "policy.quota.owner"
+        ),
         ("[policy]\n[[policy.ttl]]\ncollection = \"c\"\nmax_idle = \"1x\"\n", 4, "policy.ttl.max_idle"),
         ("[policy]\n[[policy.ttl]]\ncollection = \"c\"\n", 2, "policy.ttl.max_idle"),
         ("[policy]\n[[policy.ttl]]\nmax_age = \"1d\"\n", 2, "policy.ttl.collection"),
         ("[policy]\n[[policy.ttl]]\ncollection = \"c\"\nmax_age = \"1d\"\nidle = \"1d\"\n", 5, "policy.ttl.idle"),
-        ("[policy]\n[[policy.ttl]]\ncollection = \"c\"\nmax_age = \"1d\"\n[[policy.ttl]]\ncollection = \"c\"\nmax_age = \"2d\"\n", 6, "policy.ttl.collection"),
+        (
+            "[policy]\n[[policy.ttl]]\ncollection = \"c\"\nmax_age = \"1d\"\n[[policy.ttl]]\ncollection = \"c\"\nmax_age = \"2d\"\n",
+            6, "policy.ttl.collection"
+        ),
         ("[files]\nskip_open = \"yes\"\n", 2, "files.skip_open"),
     ]
 
@@ -135,8 +146,12 @@ import Testing
         }
         let p = try #require(try parse(uncommented.joined(separator: "\n")).policy)
         #expect(p.interval == 300 && p.lowWater == 0.9 && p.minAge == 600 && p.batch == 1000)
-        #expect(p.maxBytes == 50 * (1 << 30) && p.quotas.map(\.owner) == ["alice"] && p.ttls.map(\.collection) == ["thumbnails"])
-        #expect(try ConfigParser(file: path, text: text).parse(defaults: .embeddedDefaults(uid: 0, environment: [:])).skipOpenFiles == false)
+        #expect(
+            p.maxBytes == 50 * (1 << 30) && p.quotas.map(\.owner) == ["alice"]
+                && p.ttls.map(\.collection) == ["thumbnails"])
+        #expect(
+            try ConfigParser(file: path, text: text).parse(defaults: .embeddedDefaults(uid: 0, environment: [:]))
+                .skipOpenFiles == false)
     }
 
     @Test("assetd --check-config exits 78 for a policy typo and names it")

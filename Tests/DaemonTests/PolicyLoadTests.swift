@@ -34,24 +34,26 @@ import Testing
         let (root, socket) = (h.root, h.socket)
         var writers = [DispatchSemaphore]()
         for w in 0..<20 {
-            writers.append(onThread {
-                do {
-                    let c = try ControlClient(socketPath: socket, timeout: 30)
-                    var i = 0
-                    while !stop.current {
-                        let path = "\(root)/w\(w)/\(i).bin"
-                        try? FileManager.default.createDirectory(atPath: "\(root)/w\(w)", withIntermediateDirectories: true)
-                        FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 1024))
-                        let started = Date()
-                        try c.putObject("load", "w\(w)-\(i)", ["file": .string(path)])
-                        latencies.withLock { $0.append(Date().timeIntervalSince(started)) }
-                        acknowledged.withLock { $0.append("load/w\(w)-\(i)") }
-                        i += 1
+            writers.append(
+                onThread {
+                    do {
+                        let c = try ControlClient(socketPath: socket, timeout: 30)
+                        var i = 0
+                        while !stop.current {
+                            let path = "\(root)/w\(w)/\(i).bin"
+                            try? FileManager.default.createDirectory(
+                                atPath: "\(root)/w\(w)", withIntermediateDirectories: true)
+                            FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 1024))
+                            let started = Date()
+                            try c.putObject("load", "w\(w)-\(i)", ["file": .string(path)])
+                            latencies.withLock { $0.append(Date().timeIntervalSince(started)) }
+                            acknowledged.withLock { $0.append("load/w\(w)-\(i)") }
+                            i += 1
+                        }
+                    } catch {
+                        failures.withLock { $0.append("writer \(w): \(error)") }
                     }
-                } catch {
-                    failures.withLock { $0.append("writer \(w): \(error)") }
-                }
-            })
+                })
         }
         let enforcer = try h.client(timeout: 60)
         var runs = 0
@@ -72,7 +74,9 @@ import Testing
         #expect(failures.current.isEmpty, "\(failures.current)")
         let sorted = latencies.current.sorted()
         let p99 = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * 0.99))]
-        print("policy under load: \(sorted.count) puts, \(runs) enforce runs evicted \(evicted) objects, put p99 \(Int(p99 * 1000)) ms")
+        print(
+            "policy under load: \(sorted.count) puts, \(runs) enforce runs evicted \(evicted) objects, put p99 \(Int(p99 * 1000)) ms"
+        )
         // Latency is the benchmark's to measure (scripts/bench.sh); here only that it went on.
         #expect(sorted.count > 400, "the writers made progress: \(sorted.count) puts")
         #expect(evicted > 0, "the budget forced evictions")

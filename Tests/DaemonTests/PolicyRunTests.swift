@@ -23,7 +23,8 @@ func policyConfig(maxBytes: Int, batch: Int = 1000, interval: String = "1h") -> 
 extension ControlClient {
     /// object.put of `{file: path}`.
     @discardableResult
-    func putFile(_ collection: String, _ key: String, _ path: String, owner: String? = nil) throws(ClientError) -> Int64 {
+    func putFile(_ collection: String, _ key: String, _ path: String, owner: String? = nil) throws(ClientError) -> Int64
+    {
         try putObject(collection, key, ["file": .string(path)], owner: owner)
     }
 }
@@ -75,7 +76,8 @@ extension ControlClient {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 500, batch: 3))
         let c = try h.client()
         for i in 0..<12 {
-            try c.putFile("media", "m\(i)", try h.makeFile("m\(i).bin", size: 100 + i), owner: i % 2 == 0 ? "alice" : "bob")
+            try c.putFile(
+                "media", "m\(i)", try h.makeFile("m\(i).bin", size: 100 + i), owner: i % 2 == 0 ? "alice" : "bob")
             if i % 3 == 0 { _ = try c.call("object.touch", ref("media", "m\(i)")) }
         }
         let dry = try c.call("policy.enforce", ["dry_run": true])
@@ -112,7 +114,9 @@ extension ControlClient {
     func evictAndExpire() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1 << 40))
         let c = try h.client()
-        for i in 0..<4 { try c.putFile("media", "x\(i)", try h.makeFile("x\(i).bin", size: 100), owner: i < 2 ? "alice" : "bob") }
+        for i in 0..<4 {
+            try c.putFile("media", "x\(i)", try h.makeFile("x\(i).bin", size: 100), owner: i < 2 ? "alice" : "bob")
+        }
         let evict = try h.assetctl("--json", "evict", "--owner", "alice", "--dry-run")
         #expect(evict.status == 0, "\(evict.stderr)")
         let plan = try JSONValue.parse(evict.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -132,7 +136,9 @@ extension ControlClient {
         for args in [["enforce", "--dry-run"], ["enforce"]] {
             let r = try runProcess(Binaries.assetctl, ["--socket", h.socket] + args)
             #expect(r.status == 0, "\(args): \(r.stderr)")
-            #expect(r.stdout.hasSuffix("\nno [policy] is configured: nothing is evicted or expired\n"), "\(args): \(r.stdout)")
+            #expect(
+                r.stdout.hasSuffix("\nno [policy] is configured: nothing is evicted or expired\n"),
+                "\(args): \(r.stdout)")
         }
         let json = try h.assetctl("--json", "enforce", "--dry-run")
         #expect(try JSONValue.parse(json.stdout)["configured"] == false)
@@ -141,7 +147,8 @@ extension ControlClient {
         let r = try configured.assetctl("enforce", "--dry-run")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(!r.stdout.contains("no [policy]"), "\(r.stdout)")
-        #expect(try JSONValue.parse(try configured.assetctl("--json", "enforce", "--dry-run").stdout)["configured"] == nil)
+        #expect(
+            try JSONValue.parse(try configured.assetctl("--json", "enforce", "--dry-run").stdout)["configured"] == nil)
     }
 
     @Test("the policy timer enforces every interval without being asked")
@@ -197,12 +204,17 @@ extension ControlClient {
         #expect(started.wait(timeout: .now() + 60) == .success)
         let raw = try RawConnection(path: h.socket)
         raw.setReceiveTimeout(10)
-        raw.send(#"{"jsonrpc":"2.0","id":1,"method":"policy.expire","params":{"older_than":"0s","dry_run":true}}"# + "\n")
+        raw.send(
+            #"{"jsonrpc":"2.0","id":1,"method":"policy.expire","params":{"older_than":"0s","dry_run":true}}"# + "\n")
         let busy = raw.readLine()
         raw.send(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n")
         let pong = raw.readLine()
         _ = done.wait(timeout: .now() + 120)
-        #expect(busy?["error"]?["data"]?["code"] == "busy", "the first run must still hold the slot: \(String(describing: busy))")
-        #expect(pong?["id"] == 2 && pong?["result"]?["version"] != nil, "the connection stalled after busy: \(String(describing: pong))")
+        #expect(
+            busy?["error"]?["data"]?["code"] == "busy",
+            "the first run must still hold the slot: \(String(describing: busy))")
+        #expect(
+            pong?["id"] == 2 && pong?["result"]?["version"] != nil,
+            "the connection stalled after busy: \(String(describing: pong))")
     }
 }

@@ -25,13 +25,17 @@ struct Exposition {
         for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
             if line.hasPrefix("# HELP ") {
                 let name = line.dropFirst(7).prefix { $0 != " " }
-                guard Exposition.isName(name), helps.insert(String(name)).inserted else { throw ParseError("bad HELP: \(line)") }
+                guard Exposition.isName(name), helps.insert(String(name)).inserted else {
+                    throw ParseError("bad HELP: \(line)")
+                }
             } else if line.hasPrefix("# TYPE ") {
                 let parts = line.dropFirst(7).split(separator: " ")
                 guard parts.count == 2, Exposition.isName(parts[0]), types[String(parts[0])] == nil,
                     ["counter", "gauge", "summary", "histogram", "untyped"].contains(parts[1])
                 else { throw ParseError("bad TYPE: \(line)") }
-                guard !samples.contains(where: { $0.name == parts[0] }) else { throw ParseError("TYPE after samples: \(line)") }
+                guard !samples.contains(where: { $0.name == parts[0] }) else {
+                    throw ParseError("TYPE after samples: \(line)")
+                }
                 types[String(parts[0])] = String(parts[1])
             } else if line.hasPrefix("#") || line.isEmpty {
                 throw ParseError("unexpected line: \(line)")
@@ -56,7 +60,9 @@ struct Exposition {
             rest = rest.dropFirst()
             while rest.first != "}" {
                 let label = rest.prefix { $0 != "=" }
-                guard isName(label), rest.dropFirst(label.count).hasPrefix("=\"") else { throw ParseError("bad label: \(line)") }
+                guard isName(label), rest.dropFirst(label.count).hasPrefix("=\"") else {
+                    throw ParseError("bad label: \(line)")
+                }
                 rest = rest.dropFirst(label.count + 2)
                 var value = ""
                 while true {
@@ -76,14 +82,22 @@ struct Exposition {
                         value.append(c)
                     }
                 }
-                guard labels.updateValue(value, forKey: String(label)) == nil else { throw ParseError("label twice: \(line)") }
-                if rest.first == "," { rest = rest.dropFirst() } else if rest.first != "}" { throw ParseError("bad label list: \(line)") }
+                guard labels.updateValue(value, forKey: String(label)) == nil else {
+                    throw ParseError("label twice: \(line)")
+                }
+                if rest.first == "," {
+                    rest = rest.dropFirst()
+                } else if rest.first != "}" {
+                    throw ParseError("bad label list: \(line)")
+                }
             }
             rest = rest.dropFirst()
         }
         guard rest.first == " " else { throw ParseError("no value: \(line)") }
         let fields = rest.dropFirst().split(separator: " ")
-        guard (1...2).contains(fields.count), let value = Double(fields[0]) ?? ["+Inf": Double.infinity, "-Inf": -.infinity, "NaN": .nan][String(fields[0])]
+        guard (1...2).contains(fields.count),
+            let value = Double(fields[0])
+                ?? ["+Inf": Double.infinity, "-Inf": -.infinity, "NaN": .nan][String(fields[0])]
         else { throw ParseError("bad value: \(line)") }
         return Sample(name: String(name), labels: labels, value: value)
     }
@@ -104,9 +118,15 @@ struct Exposition {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1 << 40))
         let c = try h.client()
         let file = try h.makeFile("a.bin", size: 123)
-        try c.call("object.put", ["collection": "photos", "key": "p1", "value": ["file": .string(file)], "owner": "alice"])
+        try c.call(
+            "object.put", ["collection": "photos", "key": "p1", "value": ["file": .string(file)], "owner": "alice"])
         try c.call("object.put", ["collection": "photos", "key": "p2", "value": [:], "owner": "bob"])
-        try c.call("object.put", ["collection": "photos", "key": "p3", "value": ["file": .string(try h.makeFile("b.bin", size: 7))], "owner": "bob"])
+        try c.call(
+            "object.put",
+            [
+                "collection": "photos", "key": "p3", "value": ["file": .string(try h.makeFile("b.bin", size: 7))],
+                "owner": "bob",
+            ])
         let evicted = try c.call("policy.evict", ["owner": "bob"])
         #expect(evicted["objects"]?.arrayValue?.count == 1, "\(evicted.serialized())")
         #expect(eventually { !h.exists(h.root + "/b.bin") })
@@ -122,7 +142,9 @@ struct Exposition {
         #expect(e.value("assetd_policy_freed_bytes_total") == 7)
         #expect(e.value("assetd_unlink_outcomes_total", ["outcome": "unlinked"]) == 1)
         #expect((e.value("assetd_wal_frames") ?? 0) > 0)
-        #expect(e.value("assetd_checkpoint_failures_total") == 0 && e.types["assetd_checkpoint_failures_total"] == "counter")
+        #expect(
+            e.value("assetd_checkpoint_failures_total") == 0 && e.types["assetd_checkpoint_failures_total"] == "counter"
+        )
         #expect(e.value("assetd_writes_refused") == 0 && e.types["assetd_writes_refused"] == "gauge")
         #expect(e.samples.allSatisfy { $0.name.hasPrefix("assetd_") })
         #expect(Set(e.samples.map(\.name)).isSubset(of: e.helps), "every family has HELP")

@@ -13,7 +13,9 @@ import Testing
     /// `connections` raw connections each pipelining `perConnection` puts; then `stop` runs.
     /// Reads every connection to its end (no id may be answered twice); returns the keys of
     /// the puts answered with a result. (Puts not yet read when it stops get no answer.)
-    func putsThenStop(_ h: DaemonHarness, connections: Int, perConnection: Int, stop: () -> Void) throws
+    func putsThenStop(
+        _ h: DaemonHarness, connections: Int, perConnection: Int, stop: () -> Void
+    ) throws
         -> (acked: [String], answers: [Int: Int])
     {
         var raws = [RawConnection]()
@@ -21,7 +23,9 @@ import Testing
             let raw = try RawConnection(path: h.socket)
             var lines = [UInt8]()
             for i in 0..<perConnection {
-                lines += Array(#"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"s","key":"c\#(c)-\#(i)","value":{"i":\#(i)}}}"#.utf8)
+                lines += Array(
+                    #"{"jsonrpc":"2.0","id":\#(i),"method":"object.put","params":{"collection":"s","key":"c\#(c)-\#(i)","value":{"i":\#(i)}}}"#
+                        .utf8)
                 lines.append(10)
             }
             raw.send(lines)
@@ -87,16 +91,38 @@ import Testing
                     do {
                         switch t % 3 {
                         case 0:
-                            _ = try c.call("object.put", ["collection": "p", "key": .string("t\(t)-\(i)"), "value": ["i": .int(Int64(i))]])
+                            _ = try c.call(
+                                "object.put",
+                                ["collection": "p", "key": .string("t\(t)-\(i)"), "value": ["i": .int(Int64(i))]])
                         case 1:
-                            _ = try c.call("transact", ["ops": [
-                                ["method": "object.put", "params": ["collection": "x", "key": .string("t\(t)-\(i)"), "value": ["a": 1]]],
-                                ["method": "object.delete", "params": ["collection": "x", "key": .string("t\(t)-\(i)")]],
-                                ["method": "object.put", "params": ["collection": "x", "key": .string("t\(t)-\(i)"), "value": ["a": 2]]],
-                            ]])
+                            _ = try c.call(
+                                "transact",
+                                [
+                                    "ops": [
+                                        [
+                                            "method": "object.put",
+                                            "params": [
+                                                "collection": "x", "key": .string("t\(t)-\(i)"), "value": ["a": 1],
+                                            ],
+                                        ],
+                                        [
+                                            "method": "object.delete",
+                                            "params": ["collection": "x", "key": .string("t\(t)-\(i)")],
+                                        ],
+                                        [
+                                            "method": "object.put",
+                                            "params": [
+                                                "collection": "x", "key": .string("t\(t)-\(i)"), "value": ["a": 2],
+                                            ],
+                                        ],
+                                    ]
+                                ])
                         default:
-                            if i % 10 == 0 { _ = try c.call("checkpoint") } else {
-                                _ = try c.call("object.put", ["collection": "q", "key": .string("t\(t)-\(i)"), "value": ["i": 1]])
+                            if i % 10 == 0 {
+                                _ = try c.call("checkpoint")
+                            } else {
+                                _ = try c.call(
+                                    "object.put", ["collection": "q", "key": .string("t\(t)-\(i)"), "value": ["i": 1]])
                                 _ = try c.call("object.delete", ["collection": "q", "key": .string("t\(t)-\(i)")])
                             }
                         }

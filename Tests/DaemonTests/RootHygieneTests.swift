@@ -63,7 +63,9 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
             }),
     ]
 
-    @Test("a bad configured root exits 78 naming it and why: --check-config, start-up and assetctl --db", arguments: badRoots)
+    @Test(
+        "a bad configured root exits 78 naming it and why: --check-config, start-up and assetctl --db",
+        arguments: badRoots)
     func badRoot(_ bad: BadRoot) throws {
         // A database for assetctl --db: made by a daemon on a good root, then stopped.
         let h = try DaemonHarness()
@@ -72,7 +74,9 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         let env = ProcessInfo.processInfo.environment.merging(try bad.prepare(h.dir)) { $1 }
         let text = h.configText().replacingOccurrences(of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(root)\"]")
         try text.write(toFile: h.configPath, atomically: true, encoding: .utf8)
-        let line = try #require(text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.hasPrefix("roots") }) + 1
+        let line =
+            try #require(
+                text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.hasPrefix("roots") }) + 1
 
         let check = try runProcess(Binaries.assetd, ["--config", h.configPath, "--check-config"], environment: env)
         #expect(check.status == 78, "\(check.stdout)\(check.stderr)")
@@ -83,7 +87,8 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         #expect(start.status == 78, "\(start.stderr)")
         #expect(start.stderr.contains(root) && start.stderr.contains(bad.reason), "\(start.stderr)")
         #expect(!h.exists(h.socket), "nothing started")
-        let db = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "verify"], environment: env)
+        let db = try runProcess(
+            Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "verify"], environment: env)
         #expect(db.status == 78, "\(db.stdout)\(db.stderr)")
         #expect(db.stderr.contains(root) && db.stderr.contains(bad.reason), "\(db.stderr)")
     }
@@ -95,7 +100,9 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         try h.configText().replacingOccurrences(
             of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(h.root)\", \"\(h.dir)/home/cache/mine\"]"
         ).write(toFile: h.configPath, atomically: true, encoding: .utf8)
-        let env = ProcessInfo.processInfo.environment.merging(["HOME": h.dir + "/home", "XDG_CACHE_HOME": h.dir + "/home/cache"]) { $1 }
+        let env = ProcessInfo.processInfo.environment.merging([
+            "HOME": h.dir + "/home", "XDG_CACHE_HOME": h.dir + "/home/cache",
+        ]) { $1 }
         let r = try runProcess(Binaries.assetd, ["--config", h.configPath, "--check-config"], environment: env)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(!h.exists(h.root + "/CACHEDIR.TAG"), "a configured root is never tagged by assetd")
@@ -118,7 +125,8 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         #expect(permissions(of: c.roots[0]) == 0o700, "a user's default root is the user's alone")
         #expect(unlink(c.roots[0] + "/CACHEDIR.TAG") == 0)
         try c.prepareRoots(create: true, uid: 1000, environment: env)
-        #expect(CacheDirectoryTag.isPresent(in: c.roots[0]), "the default root is assetd's by name: tagged again at start")
+        #expect(
+            CacheDirectoryTag.isPresent(in: c.roots[0]), "the default root is assetd's by name: tagged again at start")
         // Spelled out in a config file (etc/assetd.toml sets every key to its default), it is still assetd's.
         var spelled = c
         spelled.rootsOrigin = .configured(line: 1)
@@ -140,12 +148,17 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         chmod(home, 0o777)  // nobody's, when the test runs as root
         let env = [
-            "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_STATE_HOME": home + "/state",
+            "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": home + "/config",
+            "XDG_STATE_HOME": home + "/state",
             "XDG_RUNTIME_DIR": home,
         ].merging(extra) { $1 }
         // As root the defaults are the system's (/var/cache/assetd): run as nobody instead.
-        let (path, args) = getuid() == 0
-            ? ("/usr/bin/setpriv", ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetd])
+        let (path, args) =
+            getuid() == 0
+            ? (
+                "/usr/bin/setpriv",
+                ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetd]
+            )
             : (Binaries.assetd, [])
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
@@ -168,7 +181,8 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         } && p.isRunning
     }
 
-    @Test("assetd on its embedded defaults creates its own root with a CACHEDIR.TAG and names it when a path is outside")
+    @Test(
+        "assetd on its embedded defaults creates its own root with a CACHEDIR.TAG and names it when a path is outside")
     func defaultRootAtStart() throws {
         guard getuid() != 0 || Nobody.canSwitch else { return }
         let h = try DaemonHarness(start: false)
@@ -183,12 +197,15 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         let root = h.dir + "/home/.cache/assetd"
         #expect(output.contains("files.roots = [\"\(root)\"]"), "\(output)")
         #expect(CacheDirectoryTag.isPresent(in: root), "tagged at start")
-        let outside = try runProcess(Binaries.assetctl, ["--socket", socket, "put", "media", "trailer", "--file", h.dir + "/movie.mp4"])
+        let outside = try runProcess(
+            Binaries.assetctl, ["--socket", socket, "put", "media", "trailer", "--file", h.dir + "/movie.mp4"])
         #expect(outside.status == 1)
         #expect(outside.stderr.contains("is not under a managed root (roots: \(root))"), "\(outside.stderr)")
     }
 
-    @Test("a default root the disk will not let assetd tag is a warning and assetd starts; one it cannot create exits 1, not 78")
+    @Test(
+        "a default root the disk will not let assetd tag is a warning and assetd starts; one it cannot create exits 1, not 78"
+    )
     func defaultRootRefusedByDisk() throws {
         guard getuid() != 0 || Nobody.canSwitch else { return }
         let h = try DaemonHarness(start: false)
@@ -204,7 +221,8 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         p.waitUntilExit()
         let refused = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(p.terminationStatus == 1, "before: 78, which systemd does not restart: \(refused)")
-        #expect(refused.contains("the default root \(cache)/assetd cannot be created: mkdir \(cache)/assetd"), "\(refused)")
+        #expect(
+            refused.contains("the default root \(cache)/assetd cannot be created: mkdir \(cache)/assetd"), "\(refused)")
 
         // The root exists (made by the admin, or before the disk filled) but cannot be tagged.
         try FileManager.default.createDirectory(atPath: cache + "/assetd", withIntermediateDirectories: true)
@@ -217,12 +235,15 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         let ready = Self.ready(q, socket)
         let output = (try? String(contentsOfFile: qlog, encoding: .utf8)) ?? ""
         try #require(ready, "not ready (before: exit 78): \(output)")
-        #expect(output.contains("warning") && output.contains("the default root \(cache)/assetd cannot be tagged"), "\(output)")
+        #expect(
+            output.contains("warning") && output.contains("the default root \(cache)/assetd cannot be tagged"),
+            "\(output)")
         #expect(!CacheDirectoryTag.isPresent(in: cache + "/assetd"))
     }
 
-    @Test("on a full disk the default root is made and left untagged with a warning; on a read-only one it is unavailable, not a config error",
-          .enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+    @Test(
+        "on a full disk the default root is made and left untagged with a warning; on a read-only one it is unavailable, not a config error",
+        .enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
     func defaultRootOnFullOrReadOnlyDisk() throws {
         let h = try DaemonHarness(start: false)
         let cache = h.dir + "/cache"
@@ -232,13 +253,16 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         let env = ["HOME": h.dir + "/home", "XDG_CACHE_HOME": cache]
         let c = DaemonConfig.embeddedDefaults(uid: 1000, environment: env)
         let warnings = try c.prepareRoots(create: true, uid: 1000, environment: env)
-        #expect(warnings.count == 1 && warnings[0].contains("the default root \(cache)/assetd cannot be tagged"), "\(warnings)")
+        #expect(
+            warnings.count == 1 && warnings[0].contains("the default root \(cache)/assetd cannot be tagged"),
+            "\(warnings)")
         #expect(h.exists(cache + "/assetd") && !CacheDirectoryTag.isPresent(in: cache + "/assetd"))
 
         #expect(mount("none", cache, nil, UInt(MS_REMOUNT | MS_RDONLY), nil) == 0, "remount: errno \(errno)")
         let elsewhere = ["HOME": h.dir + "/home", "XDG_CACHE_HOME": cache + "/sub"]
         do {
-            try DaemonConfig.embeddedDefaults(uid: 1000, environment: elsewhere).prepareRoots(create: true, uid: 1000, environment: elsewhere)
+            try DaemonConfig.embeddedDefaults(uid: 1000, environment: elsewhere).prepareRoots(
+                create: true, uid: 1000, environment: elsewhere)
             Issue.record("a read-only disk let the default root be created")
         } catch {
             guard case .unavailable(let message) = error else { return #expect(Bool(false), "\(error)") }
@@ -254,13 +278,15 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         var testDescription: String { "\(homes.sorted { $0.key < $1.key }) refused: \(refused)" }
     }
 
-    @Test("the home of the user assetd runs as may be its root or inside it; another user's home may not", arguments: [
-        HomeCase(homes: [990: "/srv/assetd"], refused: false),
-        HomeCase(homes: [990: "/srv/assetd/home"], refused: false),
-        HomeCase(homes: [991: "/srv/assetd"], refused: true),
-        HomeCase(homes: [990: "/srv/assetd", 991: "/srv/assetd"], refused: true),
-        HomeCase(homes: [991: "/srv/assetd/home"], refused: true),
-    ])
+    @Test(
+        "the home of the user assetd runs as may be its root or inside it; another user's home may not",
+        arguments: [
+            HomeCase(homes: [990: "/srv/assetd"], refused: false),
+            HomeCase(homes: [990: "/srv/assetd/home"], refused: false),
+            HomeCase(homes: [991: "/srv/assetd"], refused: true),
+            HomeCase(homes: [990: "/srv/assetd", 991: "/srv/assetd"], refused: true),
+            HomeCase(homes: [991: "/srv/assetd/home"], refused: true),
+        ])
     func ownHomeIsNotShared(_ c: HomeCase) {
         let root = "/srv/assetd"
         // $HOME as systemd sets it for User=: the passwd home of the daemon's user.
@@ -271,7 +297,9 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         #expect((why != nil) == c.refused, "\(why ?? "accepted")")
     }
 
-    @Test("verify --delete-orphans refuses an untagged root naming it (exit 1); --orphans lists; --force and the tag delete")
+    @Test(
+        "verify --delete-orphans refuses an untagged root naming it (exit 1); --orphans lists; --force and the tag delete"
+    )
     func deleteOrphansNeedsTag() throws {
         let h = try DaemonHarness(filesSection: "orphan_grace = \"0s\"")
         let first = try h.makeFile("a.bin"), second = try h.makeFile("b.bin")
@@ -280,10 +308,13 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         utimensat(AT_FDCWD, second, &times, 0)
         let refused = try h.assetctl("verify", "--delete-orphans")
         #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
-        for words in [h.root, "CACHEDIR.TAG", "--force"] { #expect(refused.stderr.contains(words), "\(words): \(refused.stderr)") }
+        for words in [h.root, "CACHEDIR.TAG", "--force"] {
+            #expect(refused.stderr.contains(words), "\(words): \(refused.stderr)")
+        }
         #expect(h.exists(first) && h.exists(second))
         let listed = try h.assetctl("verify", "--orphans")
-        #expect(listed.status == 1 && listed.stdout.contains(first) && listed.stdout.contains(second), "\(listed.stdout)")
+        #expect(
+            listed.status == 1 && listed.stdout.contains(first) && listed.stdout.contains(second), "\(listed.stdout)")
         #expect(try h.assetctl("verify", "--force").status == 64, "--force goes with --delete-orphans")
 
         let forced = try h.assetctl("verify", "--delete-orphans", "--force")

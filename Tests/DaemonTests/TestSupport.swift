@@ -107,11 +107,15 @@ extension ControlClient {
 
     /// edge.add.
     @discardableResult
-    func addEdge(_ name: String, from source: JSONValue, to destination: JSONValue, rules: [String]) throws(ClientError) -> JSONValue {
-        try call("edge.add", [
-            "name": .string(name), "source": source, "destination": destination,
-            "rules": .array(rules.map(JSONValue.string)),
-        ])
+    func addEdge(
+        _ name: String, from source: JSONValue, to destination: JSONValue, rules: [String]
+    ) throws(ClientError) -> JSONValue {
+        try call(
+            "edge.add",
+            [
+                "name": .string(name), "source": source, "destination": destination,
+                "rules": .array(rules.map(JSONValue.string)),
+            ])
     }
 }
 
@@ -249,7 +253,8 @@ extension DaemonHarness {
     func assetctlAsNobody(_ args: String...) throws -> ProcessResult {
         try runProcess(
             "/usr/bin/setpriv",
-            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket", socket] + args)
+            ["--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket", socket]
+                + args)
     }
 
     /// Waits for the daemon process to exit by itself; its status, or nil after `timeout`.

@@ -62,7 +62,9 @@ import Testing
         let target = h.dir + "/no/such/backup.sqlite"
         let r = try h.assetctl("backup", target)
         #expect(r.status == 1)
-        #expect(r.stderr == "assetctl: cannot create a file in \(h.dir)/no/such: ENOENT (No such file or directory)\n", "\(r.stderr)")
+        #expect(
+            r.stderr == "assetctl: cannot create a file in \(h.dir)/no/such: ENOENT (No such file or directory)\n",
+            "\(r.stderr)")
     }
 
     @Test("every job of etc/cron.d/assetd exits 0 as written, run twice as cron does week after week")
@@ -90,7 +92,8 @@ import Testing
                 #expect(r.status == 0, "round \(round): \(command): \(r.stderr)")
             }
         }
-        let restored = try runProcess(Binaries.assetctl, ["--db", h.dir + "/backup.sqlite", "--config", h.configPath, "--json", "stats"])
+        let restored = try runProcess(
+            Binaries.assetctl, ["--db", h.dir + "/backup.sqlite", "--config", h.configPath, "--json", "stats"])
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(try JSONValue.parse(restored.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["objects"] == 1)
         #expect(h.exists(h.dir + "/assetd.prom") && h.exists(h.dir + "/stats.json"))

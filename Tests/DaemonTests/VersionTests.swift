@@ -28,7 +28,8 @@ import Testing
         #expect(ping["version"] == .string(Version.product))
         #expect(ping["protocol"] == .int(Int64(Version.controlProtocol)))
         #expect(ping["commit"] == put["commit"])
-        let offline = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "--json", "ping"])
+        let offline = try runProcess(
+            Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "--json", "ping"])
         #expect(offline.status == 0, "\(offline.stderr)")
         #expect(try JSONValue.parse(offline.stdout) == ping, "in-process, the store is asked")
         let human = try h.assetctl("ping")

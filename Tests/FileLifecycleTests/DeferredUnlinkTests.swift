@@ -71,7 +71,9 @@ final class ChildHolder {
 }
 
 @Suite(.serialized) struct DeferredUnlinkTests {
-    @Test("a file open in this process through another descriptor is deferred, then unlinked after close and the retry time")
+    @Test(
+        "a file open in this process through another descriptor is deferred, then unlinked after close and the retry time"
+    )
     func openHereIsDeferred() throws {
         let q = try QueuedFile()
         let fd = try openHere(q.path)
@@ -303,7 +305,9 @@ final class ChildHolder {
         print("/proc pass: \(scan.files.count) open files, incomplete because: \(scan.problem ?? "nothing")")
     }
 
-    @Test("without leases the probe asks /proc: a file open here is open; an idle one is clear only when /proc could be read in full")
+    @Test(
+        "without leases the probe asks /proc: a file open here is open; an idle one is clear only when /proc could be read in full"
+    )
     func procFallback() throws {
         let f = try Fixture()
         let busy = try f.makeFile("p/busy.bin")
@@ -362,7 +366,9 @@ final class ChildHolder {
         let probeStart = ContinuousClock.now
         for i in 0..<count {
             let file = try #require(onDisk(f.root + "/p/f\(i).bin"))
-            if case .clear(let fd) = probe.check(dirfd: folder, leaf: "f\(i).bin", device: file.device, inode: file.inode) {
+            if case .clear(let fd) = probe.check(
+                dirfd: folder, leaf: "f\(i).bin", device: file.device, inode: file.inode)
+            {
                 cleared += 1
                 probe.end(fd)
             }
@@ -375,7 +381,8 @@ final class ChildHolder {
         print(
             "open check: sweep \(String(format: "%.1f", perFile[false]!)) µs/file without, "
                 + "\(String(format: "%.1f", perFile[true]!)) µs/file with files.skip_open; "
-                + "the probe alone \(String(format: "%.1f", probeOnly)) µs/file (with an lstat); one /proc pass \(scan)")
+                + "the probe alone \(String(format: "%.1f", probeOnly)) µs/file (with an lstat); one /proc pass \(scan)"
+        )
     }
 }
 
@@ -390,7 +397,8 @@ enum LeaseEnd: String, CaseIterable, Sendable {
 }
 
 @Suite struct LeasedUnlinkTests {
-    @Test("a leased file queued by an explicit delete survives sweeps until its lease ends", arguments: LeaseEnd.allCases)
+    @Test(
+        "a leased file queued by an explicit delete survives sweeps until its lease ends", arguments: LeaseEnd.allCases)
     func leasedFileWaits(end: LeaseEnd) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
@@ -555,7 +563,9 @@ enum LeaseEnd: String, CaseIterable, Sendable {
 }
 
 @Suite struct LeaseRegistryTests {
-    @Test("acquire refuses a ttl that is not positive or longer than a day", arguments: [0, -1, 86_400.5, .nan, .infinity])
+    @Test(
+        "acquire refuses a ttl that is not positive or longer than a day",
+        arguments: [0, -1, 86_400.5, .nan, .infinity])
     func badTTL(ttl: Double) throws {
         let f = try Fixture()
         let e = expectCode(.invalidParams) { try f.store.leases.acquire(objects: [ref("c", "k")], files: [], ttl: ttl) }
@@ -576,7 +586,9 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         let f = try Fixture()
         let p = f.store.leases
         let inside = f.root + "/ok.bin"
-        #expect(expectCode(.pathOutsideRoots) { try p.acquire(objects: [], files: [inside, "/etc/passwd"], ttl: 10) } != nil)
+        #expect(
+            expectCode(.pathOutsideRoots) { try p.acquire(objects: [], files: [inside, "/etc/passwd"], ttl: 10) } != nil
+        )
         #expect(expectCode(.pathOutsideRoots) { try p.acquire(objects: [], files: [f.root], ttl: 10) } != nil)
         #expect(expectCode(.invalidPath) { try p.acquire(objects: [], files: ["relative/x"], ttl: 10) } != nil)
         #expect(expectCode(.invalidPath) { try p.acquire(objects: [], files: [f.root + "/../x"], ttl: 10) } != nil)
@@ -588,7 +600,9 @@ enum LeaseEnd: String, CaseIterable, Sendable {
     func acquireNormalises() throws {
         let f = try Fixture()
         let p = f.store.leases
-        let l = try p.acquire(objects: [ref("c", "k")], files: [f.root + "//a/./b.bin", "file://" + f.root + "/c%20d"], ttl: 30, holder: 3)
+        let l = try p.acquire(
+            objects: [ref("c", "k")], files: [f.root + "//a/./b.bin", "file://" + f.root + "/c%20d"], ttl: 30, holder: 3
+        )
         #expect(l.files == [f.root + "/a/b.bin", f.root + "/c d"])
         #expect(l.expires == f.clock.now + 30)
         #expect(l.holder == 3)
@@ -628,7 +642,8 @@ enum LeaseEnd: String, CaseIterable, Sendable {
         #expect(Set(p.active().map(\.id)) == [b.id, local.id])
     }
 
-    @Test("a lease lapses with the clock: inactive at its expiry, release returns nil, removeExpired hands it over once")
+    @Test(
+        "a lease lapses with the clock: inactive at its expiry, release returns nil, removeExpired hands it over once")
     func expiry() throws {
         let f = try Fixture()
         let p = f.store.leases

@@ -19,8 +19,12 @@ import AssetStoreTestSupport
         try f.hold(path, key: "k")
         try f.delete(ref("c", "k"))
         try f.damage("UPDATE unlink_queue SET device = device + ?", [Self.shift])
-        if known { try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [Self.shift]) }
-        if ambiguous { try f.damage("INSERT INTO root_device SELECT device + ?, fsid + 1, seen FROM root_device", [Self.shift]) }
+        if known {
+            try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [Self.shift])
+        }
+        if ambiguous {
+            try f.damage("INSERT INTO root_device SELECT device + ?, fsid + 1, seen FROM root_device", [Self.shift])
+        }
     }
 
     @Test("the store records each root's device under its filesystem id at open")
@@ -90,7 +94,10 @@ import AssetStoreTestSupport
         #expect(try f.verify().of("missing_file").isEmpty)
         try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [Self.shift])
         try f.reopen()  // the start after the reboot reads the numbers anew
-        #expect(try f.verify().of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
+        #expect(
+            try f.verify().of("missing_file").map(\.subject) == [
+                ["collection": "c", "key": "k", "path": .string(path)]
+            ])
     }
 
     @Test("verify of a store another process holds (read-only) reads the renumbering too")
@@ -105,7 +112,10 @@ import AssetStoreTestSupport
         c.readOnly = true
         let other = try Store(path: f.dbPath, configuration: c)
         defer { other.close() }
-        #expect(try other.verify(VerifyOptions()).of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
+        #expect(
+            try other.verify(VerifyOptions()).of("missing_file").map(\.subject) == [
+                ["collection": "c", "key": "k", "path": .string(path)]
+            ])
     }
 
     @Test("a database from before root_device opens read-only and verifies; opened to write, it gets the table")
@@ -138,7 +148,9 @@ import AssetStoreTestSupport
         f.store.state.withLock { $0.rootFilesystems = { filesystems } }
     }
 
-    @Test("two roots whose filesystems report one id on different devices (an overlay and its upper layer) keep each file's own number")
+    @Test(
+        "two roots whose filesystems report one id on different devices (an overlay and its upper layer) keep each file's own number"
+    )
     func sharedFilesystemID() throws {
         let f = try Fixture { $0.roots.append("/nonexistent/assetd-second-root") }  // played below
         let (device, fsid) = Self.filesystem(f.root)
@@ -154,7 +166,9 @@ import AssetStoreTestSupport
         #expect(f.store.deviceNow(device) == device && f.store.deviceNow(device + Self.shift) == device + Self.shift)
     }
 
-    @Test("a filesystem below a root numbered as the root's was before its renumbering keeps its files: unlinked, or gone and done")
+    @Test(
+        "a filesystem below a root numbered as the root's was before its renumbering keeps its files: unlinked, or gone and done"
+    )
     func nestedFilesystemWithEarlierNumber() throws {
         let f = try Fixture()
         let (device, fsid) = Self.filesystem(f.root)  // recorded at open under the root's id
@@ -182,7 +196,10 @@ import AssetStoreTestSupport
         play(f, [(device + Self.shift, fsid)])
         _ = try f.store.pool.write { db in try f.store.noteRootDevices(db, now: f.clock.now) }  // as a start does
         #expect(f.store.deviceNow(device) == device + Self.shift)
-        #expect(try f.verify().of("missing_file").map(\.subject) == [["collection": "c", "key": "k", "path": .string(path)]])
+        #expect(
+            try f.verify().of("missing_file").map(\.subject) == [
+                ["collection": "c", "key": "k", "path": .string(path)]
+            ])
     }
 }
 

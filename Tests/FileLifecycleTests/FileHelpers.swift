@@ -147,9 +147,13 @@ final class UnlinkObstacle {
         guard fd >= 0 else { throw SetupFailed(what: "open \(path): errno \(errno)") }
         defer { close(fd) }
         var flags: Int32 = 0
-        guard ioctl(fd, getFlags, &flags) == 0 else { throw SetupFailed(what: "FS_IOC_GETFLAGS \(path): errno \(errno)") }
+        guard ioctl(fd, getFlags, &flags) == 0 else {
+            throw SetupFailed(what: "FS_IOC_GETFLAGS \(path): errno \(errno)")
+        }
         flags = on ? flags | immutable : flags & ~immutable
-        guard ioctl(fd, setFlags, &flags) == 0 else { throw SetupFailed(what: "FS_IOC_SETFLAGS \(path): errno \(errno)") }
+        guard ioctl(fd, setFlags, &flags) == 0 else {
+            throw SetupFailed(what: "FS_IOC_SETFLAGS \(path): errno \(errno)")
+        }
     }
 }
 

@@ -38,7 +38,8 @@ import AssetStoreTestSupport
             // Out of the way for the next trial, as its owner would.
             _ = unlink(path)
         }
-        #expect(removedNew.isEmpty, "the new file was unlinked in trials \(removedNew) (inode reused in \(reused) of 30)")
+        #expect(
+            removedNew.isEmpty, "the new file was unlinked in trials \(removedNew) (inode reused in \(reused) of 30)")
     }
 
     /// A queue row changed as a file with the same device and inode but another history
@@ -56,13 +57,19 @@ import AssetStoreTestSupport
         Recorded(what: "another birth time", set: "birth = COALESCE(birth, 0) + 1", unlinked: false),
         Recorded(what: "another generation", set: "generation = COALESCE(generation, 0) + 1", unlinked: false),
         Recorded(what: "ctime alone, the same", set: "birth = NULL, generation = NULL", unlinked: true),
-        Recorded(what: "ctime alone, another", set: "birth = NULL, generation = NULL, ctime = ctime - 1", unlinked: false),
-        Recorded(what: "ctime alone, another size", set: "birth = NULL, generation = NULL, size = size + 1", unlinked: false),
-        Recorded(what: "nothing but device and inode (a row from before)", set: "birth = NULL, generation = NULL, ctime = NULL",
-                 unlinked: true),
+        Recorded(
+            what: "ctime alone, another", set: "birth = NULL, generation = NULL, ctime = ctime - 1", unlinked: false),
+        Recorded(
+            what: "ctime alone, another size", set: "birth = NULL, generation = NULL, size = size + 1", unlinked: false),
+        Recorded(
+            what: "nothing but device and inode (a row from before)",
+            set: "birth = NULL, generation = NULL, ctime = NULL",
+            unlinked: true),
     ]
 
-    @Test("same device and inode: the birth time, generation or (without them) ctime and size decide", arguments: recorded)
+    @Test(
+        "same device and inode: the birth time, generation or (without them) ctime and size decide", arguments: recorded
+    )
     func recordedIdentityDecides(_ r: Recorded) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/p.bin", size: 10)

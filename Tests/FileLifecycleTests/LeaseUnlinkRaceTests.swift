@@ -48,7 +48,9 @@ struct LeaseUnlinkRaceTests {
         let leased = Mutex<[String]>([])
         store.state.withLock {
             $0.orphanUnlinkDecided = { p in
-                if (try? store.leases.acquire(objects: [], files: [p], ttl: 60)) != nil { leased.withLock { $0.append(p) } }
+                if (try? store.leases.acquire(objects: [], files: [p], ttl: 60)) != nil {
+                    leased.withLock { $0.append(p) }
+                }
             }
         }
         f.tagRoots()

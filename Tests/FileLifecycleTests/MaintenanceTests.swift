@@ -46,9 +46,11 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     /// A store with a bit of everything and nothing wrong.
     static func healthy(_ configure: (inout StoreConfiguration) -> Void = { _ in }) throws -> Fixture {
         let f = try Fixture { c in
-            c.indexes = [IndexDefinition(
-                name: "media", version: "1",
-                columns: [IndexColumn(name: "duration", type: .real, path: JSONPath("duration")!)])]
+            c.indexes = [
+                IndexDefinition(
+                    name: "media", version: "1",
+                    columns: [IndexColumn(name: "duration", type: .real, path: JSONPath("duration")!)])
+            ]
             configure(&c)
         }
         let a = try f.makeFile("a.bin", size: 100)
@@ -56,8 +58,12 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         try f.put([(ref("c", "1"), ["file": .string(a), "duration": 1.5]), (ref("c", "2"), ["file": .string(b)])])
         try f.store.write { tx in
             try tx.put(ref("album", "x"), value: ["title": "x"])
-            try tx.addEdge(name: "has", source: ref("album", "x"), destination: .object(ref("c", "1")), rules: .notifyIfDestinationDeleted)
-            try tx.addEdge(name: "cover", source: ref("album", "x"), destination: .file(b), rules: .deleteDestinationIfAllSourcesDeleted)
+            try tx.addEdge(
+                name: "has", source: ref("album", "x"), destination: .object(ref("c", "1")),
+                rules: .notifyIfDestinationDeleted)
+            try tx.addEdge(
+                name: "cover", source: ref("album", "x"), destination: .file(b),
+                rules: .deleteDestinationIfAllSourcesDeleted)
         }
         return f
     }
@@ -84,7 +90,8 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         _ = try f.verify(orphans: true) { p in log.withLock { $0.append(p) } }
         let all = log.withLock { $0 }
         let phases = all.map(\.phase).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
-        #expect(phases == ["dangling_edges", "missing_files", "unreferenced_files", "indexes", "unlink_queue", "orphans"])
+        #expect(
+            phases == ["dangling_edges", "missing_files", "unreferenced_files", "indexes", "unlink_queue", "orphans"])
         for phase in phases.dropLast() {
             let last = try #require(all.last { $0.phase == phase })
             #expect(last.total == last.done, "\(phase)")
@@ -115,13 +122,15 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
 
     // MARK: missing files
 
-    @Test("a file gone from disk is reported per holder; repair removes its edges as destination deleted and rules fire")
+    @Test(
+        "a file gone from disk is reported per holder; repair removes its edges as destination deleted and rules fire")
     func missingFile() throws {
         let f = try VerifyTests.healthy()
         let c = try f.makeFile("c.bin", size: 50)
         try f.store.write { tx in
             try tx.put(ref("thumb", "t"), value: ["of": "c"])
-            try tx.addEdge(name: "img", source: ref("thumb", "t"), destination: .file(c), rules: .deleteSourceIfDestinationDeleted)
+            try tx.addEdge(
+                name: "img", source: ref("thumb", "t"), destination: .file(c), rules: .deleteSourceIfDestinationDeleted)
         }
         let b = f.root + "/sub/b.bin"
         unlink(b)
@@ -129,11 +138,12 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
 
         let report = try f.verify()
         let missing = report.of("missing_file")
-        #expect(Set(missing.map(\.subject)) == [
-            ["collection": "c", "key": "2", "path": .string(b)],
-            ["collection": "album", "key": "x", "path": .string(b)],
-            ["collection": "thumb", "key": "t", "path": .string(c)],
-        ])
+        #expect(
+            Set(missing.map(\.subject)) == [
+                ["collection": "c", "key": "2", "path": .string(b)],
+                ["collection": "album", "key": "x", "path": .string(b)],
+                ["collection": "thumb", "key": "t", "path": .string(c)],
+            ])
         #expect(report.found == 3 && !report.clean && missing.allSatisfy { !$0.repaired })
         #expect(report.commit == nil)
         #expect(try f.fileReport(c) != nil, "a report alone changes nothing")
@@ -168,7 +178,10 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(try f.verify(repair: true).found == 0)
         f.clock.advance(f.configuration.orphanGrace + 1)
         let r = try f.verify()
-        #expect(r.of("missing_file").map(\.subject) == [["collection": "c", "key": "d", "path": .string(f.root + "/download.part")]])
+        #expect(
+            r.of("missing_file").map(\.subject) == [
+                ["collection": "c", "key": "d", "path": .string(f.root + "/download.part")]
+            ])
     }
 
     @Test("a leased file that is gone is not reported: the lease's holder is working on it")
@@ -191,10 +204,14 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         try f.store.write { tx in
             for (k, path) in [("p", p), ("q", q)] {
                 try tx.put(ref("t", k), value: [:])
-                try tx.addEdge(name: "img", source: ref("t", k), destination: .file(path), rules: .deleteSourceIfDestinationDeleted)
+                try tx.addEdge(
+                    name: "img", source: ref("t", k), destination: .file(path), rules: .deleteSourceIfDestinationDeleted
+                )
             }
             try tx.put(ref("guard", "g"), value: [:])
-            try tx.addEdge(name: "keeps", source: ref("guard", "g"), destination: .object(ref("t", "p")), rules: .denyDeleteDestination)
+            try tx.addEdge(
+                name: "keeps", source: ref("guard", "g"), destination: .object(ref("t", "p")),
+                rules: .denyDeleteDestination)
         }
         unlink(p)
         unlink(q)
@@ -208,7 +225,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
 
     // MARK: unreferenced registry rows
 
-    @Test("an unreferenced registry row is reported; repair queues a file it saw for unlinking and only drops one it never saw")
+    @Test(
+        "an unreferenced registry row is reported; repair queues a file it saw for unlinking and only drops one it never saw"
+    )
     func unreferenced() throws {
         let f = try VerifyTests.healthy()
         let seen = try f.makeFile("stray.bin", size: 7)
@@ -217,7 +236,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         try f.damage(
             "INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, 7, ?, ?, ?, 0, 0)",
             [seen, disk.device, disk.inode, disk.mtime])
-        try f.damage("INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, 0, NULL, NULL, NULL, 1, 0)", [unseen])
+        try f.damage(
+            "INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, 0, NULL, NULL, NULL, 1, 0)",
+            [unseen])
 
         let r = try f.verify()
         #expect(Set(r.of("unreferenced_file").map(\.subject)) == [["path": .string(seen)], ["path": .string(unseen)]])
@@ -237,7 +258,8 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     @Test("problems beyond the limit are counted, not listed, across many pages")
     func manyPages() throws {
         let f = try Fixture()
-        try f.damage("""
+        try f.damage(
+            """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
             INSERT INTO file (path, size, device, inode, mtime, missing, first_seen)
             SELECT ? || '/never/' || i, 0, NULL, NULL, NULL, 1, 0 FROM n
@@ -254,17 +276,26 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
     @Test("edges whose source, destination object or destination file row is gone are reported and removed by repair")
     func dangling() throws {
         let f = try VerifyTests.healthy()
-        try f.damage("INSERT INTO edge (name, src, is_file, dst, rules) VALUES ('ghost', 999999, 0, \(objectID), 0)", ["c", "1"])
-        try f.damage("INSERT INTO edge (name, src, is_file, dst, rules) VALUES ('to_nothing', \(objectID), 0, 888888, 4)", ["c", "2"])
-        try f.damage("INSERT INTO edge (name, src, is_file, dst, rules) VALUES ('no_row', \(objectID), 1, 777777, 0)", ["c", "2"])
+        try f.damage(
+            "INSERT INTO edge (name, src, is_file, dst, rules) VALUES ('ghost', 999999, 0, \(objectID), 0)", ["c", "1"])
+        try f.damage(
+            "INSERT INTO edge (name, src, is_file, dst, rules) VALUES ('to_nothing', \(objectID), 0, 888888, 4)",
+            ["c", "2"])
+        try f.damage(
+            "INSERT INTO edge (name, src, is_file, dst, rules) VALUES ('no_row', \(objectID), 1, 777777, 0)",
+            ["c", "2"])
         let r = try f.verify()
         let found = r.of("dangling_edge")
         #expect(found.count == 3 && r.found == 3)
-        #expect(Set(found.map(\.subject)) == [
-            ["name": "ghost", "source": .null, "destination": ["collection": "c", "key": "1"]],
-            ["name": "to_nothing", "source": ["collection": "c", "key": "2"], "destination": ["object_id": 888888]],
-            ["name": "no_row", "source": ["collection": "c", "key": "2"], "destination": ["file_id": 777777]],
-        ])
+        #expect(
+            Set(found.map(\.subject)) == [
+                ["name": "ghost", "source": .null, "destination": ["collection": "c", "key": "1"]],
+                [
+                    "name": "to_nothing", "source": ["collection": "c", "key": "2"],
+                    "destination": ["object_id": 888888],
+                ],
+                ["name": "no_row", "source": ["collection": "c", "key": "2"], "destination": ["file_id": 777777]],
+            ])
         let fixed = try f.verify(repair: true)
         #expect(fixed.clean && fixed.repaired == 3)
         #expect(fixed.commit?.deleted.isEmpty == true, "removing a dangling edge fires nothing")
@@ -397,7 +428,10 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
 
         #expect(try f.verify().found == 0, "no orphans without the option")
         let r = try f.verify(orphans: true)
-        #expect(r.of("orphan").map(\.subject) == [["path": .string(old), "size": 33, "mtime": .double(f.clock.now - grace - 10)]])
+        #expect(
+            r.of("orphan").map(\.subject) == [
+                ["path": .string(old), "size": 33, "mtime": .double(f.clock.now - grace - 10)]
+            ])
         #expect(r.found == 1 && !r.clean)
 
         let removed = try f.verify(orphans: true, deleteOrphans: true)
@@ -473,7 +507,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         let r = try f.verify(orphans: true, deleteOrphans: true)
         #expect(r.found == 1 && r.repaired == 0 && !r.clean)
         #expect(r.problems.first?.message.contains("not UTF-8") == true)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: f.root).filter { $0 != "CACHEDIR.TAG" }.count == 1, "still there")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: f.root).filter { $0 != "CACHEDIR.TAG" }.count == 1,
+            "still there")
     }
 
     @Test("the database and its companion files under a root are never orphans")
@@ -503,7 +539,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
             var i = 0
             while !stop.load(ordering: .relaxed) {
                 // Ten objects per commit, so commit n holds exactly 10·(n − base) of them.
-                try? store.write { tx in for j in 0..<10 { try tx.put(ref("w", "\(i)-\(j)"), value: ["n": .int(Int64(i))]) } }
+                try? store.write { tx in
+                    for j in 0..<10 { try tx.put(ref("w", "\(i)-\(j)"), value: ["n": .int(Int64(i))]) }
+                }
                 i += 1
             }
         }
@@ -531,7 +569,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(steps.withLock { $0.last.map { $0.0 == $0.1 } } == true)
         let done = steps.withLock { $0.map(\.0) }
         #expect(zip(done, done.dropFirst()).allSatisfy { $0 < $1 }, "progress only goes forward: \(done)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: f.dir + "/backups") == ["copy.sqlite"], "one file, no temp left")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: f.dir + "/backups") == ["copy.sqlite"],
+            "one file, no temp left")
 
         var c = StoreConfiguration(roots: [f.root])
         c.drainOnOpen = false
@@ -588,7 +628,9 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         errno = 0
         #expect(kill(dead, 0) == -1 && errno == ESRCH)
         let live = getpid()
-        let stale = [".copy.sqlite.tmp-\(dead)-123", ".copy.sqlite.tmp-\(dead)-123-wal", ".copy.sqlite.tmp-\(dead)-9-journal"]
+        let stale = [
+            ".copy.sqlite.tmp-\(dead)-123", ".copy.sqlite.tmp-\(dead)-123-wal", ".copy.sqlite.tmp-\(dead)-9-journal",
+        ]
         let kept = [
             ".copy.sqlite.tmp-\(live)-456",  // a live process's
             ".other.sqlite.tmp-\(dead)-1",  // another target's

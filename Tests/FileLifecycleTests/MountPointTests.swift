@@ -23,13 +23,17 @@ private final class Mounts {
 
     func bind(_ source: String, at target: String) throws {
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-        guard mount(source, target, nil, UInt(MS_BIND), nil) == 0 else { throw SetupFailed(what: "bind \(target): errno \(errno)") }
+        guard mount(source, target, nil, UInt(MS_BIND), nil) == 0 else {
+            throw SetupFailed(what: "bind \(target): errno \(errno)")
+        }
         points.append(target)
     }
 
     func tmpfs(at target: String) throws {
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-        guard mount("tmpfs", target, "tmpfs", 0, "size=1m") == 0 else { throw SetupFailed(what: "tmpfs \(target): errno \(errno)") }
+        guard mount("tmpfs", target, "tmpfs", 0, "size=1m") == 0 else {
+            throw SetupFailed(what: "tmpfs \(target): errno \(errno)")
+        }
         points.append(target)
     }
 

@@ -21,13 +21,17 @@ private func bytes(_ v: JSONValue?) -> [[UInt8]]? {
         let kept = try f.makeFile(decomposedRing + ".bin")
         let album = ref("albums", "a")
         try f.store.write { tx in
-            try tx.setTemplate(collection: "albums", edges: [
-                EdgeTemplate(name: "cover", field: JSONPath("covers")!, to: .file,
-                             rules: [.notifyIfDestinationDeleted, .deleteDestinationIfAllSourcesDeleted]),
-            ])
+            try tx.setTemplate(
+                collection: "albums",
+                edges: [
+                    EdgeTemplate(
+                        name: "cover", field: JSONPath("covers")!, to: .file,
+                        rules: [.notifyIfDestinationDeleted, .deleteDestinationIfAllSourcesDeleted])
+                ])
             try tx.put(album, value: ["covers": [.string(gone), .string(kept)]])
             try tx.put(ref("c", "x"), value: [:])
-            try tx.addEdge(name: "kill", source: ref("c", "x"), destination: .file(gone), rules: .deleteDestinationIfSourceDeleted)
+            try tx.addEdge(
+                name: "kill", source: ref("c", "x"), destination: .file(gone), rules: .deleteDestinationIfSourceDeleted)
         }
         #expect(try f.delete(ref("c", "x")).filesQueued == [gone])
         let value = try #require(try f.store.read { try $0.get(album) }).value
@@ -44,9 +48,13 @@ private func bytes(_ v: JSONValue?) -> [[UInt8]]? {
         let f = try Fixture()
         let album = ref("albums", "a")
         try f.store.write { tx in
-            try tx.setTemplate(collection: "albums", edges: [
-                EdgeTemplate(name: "photo", field: JSONPath("photos")!, to: .collection("photos"), rules: .notifyIfDestinationDeleted),
-            ])
+            try tx.setTemplate(
+                collection: "albums",
+                edges: [
+                    EdgeTemplate(
+                        name: "photo", field: JSONPath("photos")!, to: .collection("photos"),
+                        rules: .notifyIfDestinationDeleted)
+                ])
             try tx.put(ref("photos", composedRing), value: [:])
             try tx.put(ref("photos", decomposedRing), value: [:])
             try tx.put(album, value: ["photos": [.string(composedRing), .string(decomposedRing)]])

@@ -29,7 +29,9 @@ import AssetStoreTestSupport
         #expect(f.exists(orphan))
         var list = VerifyOptions()
         list.orphans = true
-        #expect(try f.store.verify(list).of("orphan").map { $0.subject["path"] } == [.string(orphan)], "listing needs no tag")
+        #expect(
+            try f.store.verify(list).of("orphan").map { $0.subject["path"] } == [.string(orphan)],
+            "listing needs no tag")
         #expect(f.exists(orphan))
     }
 
@@ -46,7 +48,10 @@ import AssetStoreTestSupport
         let f = try Fixture()
         #expect(CacheDirectoryTag.write(in: f.root) == nil)
         let text = try String(contentsOfFile: f.root + "/CACHEDIR.TAG", encoding: .utf8)
-        #expect(text.hasPrefix("Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by assetd.\n"))
+        #expect(
+            text.hasPrefix(
+                "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by assetd.\n"
+            ))
         var list = VerifyOptions()
         list.orphans = true
         #expect(try f.store.verify(list).found == 0, "the tag is not reported")
@@ -58,8 +63,14 @@ import AssetStoreTestSupport
 
     /// Tags that are not assetd's: another program's, a signature-less file, a symlink to a good tag.
     static let foreignTags: [(String, String)] = [
-        ("another program's tag", "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n"),
-        ("assetd's line without the signature first", "# This file is a cache directory tag created by assetd.\nSignature: 8a477f597d28d172789f06886806bc55\n"),
+        (
+            "another program's tag",
+            "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n"
+        ),
+        (
+            "assetd's line without the signature first",
+            "# This file is a cache directory tag created by assetd.\nSignature: 8a477f597d28d172789f06886806bc55\n"
+        ),
         ("a symlink to assetd's tag", ""),
     ]
 
@@ -77,7 +88,8 @@ import AssetStoreTestSupport
         #expect(f.exists(orphan))
     }
 
-    @Test("a nested root is covered by its outer root's tag; a tagged nested root does not cover its untagged outer root")
+    @Test(
+        "a nested root is covered by its outer root's tag; a tagged nested root does not cover its untagged outer root")
     func nestedRoots() throws {
         let f = try Fixture { $0.roots.append($0.roots[0] + "/inner") }
         try FileManager.default.createDirectory(atPath: f.root + "/inner", withIntermediateDirectories: true)
@@ -96,6 +108,8 @@ import AssetStoreTestSupport
     func outsideNamesRoots() throws {
         let f = try Fixture { $0.roots.append($0.roots[0] + "-second") }
         let e = try #require(expectCode(.pathOutsideRoots) { try f.hold(f.dir + "/elsewhere/movie.mp4", key: "k") })
-        #expect(e.message == "\(f.dir)/elsewhere/movie.mp4 is not under a managed root (roots: \(f.root), \(f.root)-second)")
+        #expect(
+            e.message == "\(f.dir)/elsewhere/movie.mp4 is not under a managed root (roots: \(f.root), \(f.root)-second)"
+        )
     }
 }

@@ -35,7 +35,8 @@ private func insertRowByHand(_ f: Fixture, path: String) throws {
     let q = try DatabaseQueue(path: f.dbPath, configuration: config)
     try q.write { db in
         try db.execute(
-            sql: "INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, 0, 0, 0, 0, 0)",
+            sql:
+                "INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, 0, 0, 0, 0, 0)",
             arguments: [path])
     }
     try q.close()
@@ -250,4 +251,3 @@ struct ParallelSweepTests {
         #expect(seen.first == "a done" && seen.contains("c after the lease") && seen.contains("lease"), "\(seen)")
     }
 }
-

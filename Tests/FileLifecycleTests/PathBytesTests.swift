@@ -30,8 +30,9 @@ struct ExitTestFailed: Error, CustomStringConvertible {
         #expect(obj.files.map(\.size) == [5])
     }
 
-    @Test("a .. segment is refused even when the next segment starts with a combining mark, and nothing outside the root is removed",
-          arguments: Entry.allCases)
+    @Test(
+        "a .. segment is refused even when the next segment starts with a combining mark, and nothing outside the root is removed",
+        arguments: Entry.allCases)
     func dotDotBeforeCombiningMark(entry: Entry) throws {
         let f = try Fixture()
         let outside = f.dir + "/" + combiningAcute + "x.bin"
@@ -47,8 +48,9 @@ struct ExitTestFailed: Error, CustomStringConvertible {
         #expect(onDisk(outside)?.size == 17)
     }
 
-    @Test("a symlinked folder whose name starts with a combining mark is refused as unsafe_path",
-          arguments: Entry.allCases)
+    @Test(
+        "a symlinked folder whose name starts with a combining mark is refused as unsafe_path",
+        arguments: Entry.allCases)
     func symlinkedFolderNamedWithCombiningMark(entry: Entry) throws {
         let f = try Fixture()
         let canary = f.dir + "/outside/x.bin"

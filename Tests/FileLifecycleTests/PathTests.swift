@@ -157,8 +157,9 @@ enum Obstruction: String, CaseIterable, Sendable {
         #expect(!f.exists(path))
     }
 
-    @Test("a malformed or outside reference is refused with its code and the transaction leaves nothing",
-          arguments: refusedSpellings, Entry.allCases)
+    @Test(
+        "a malformed or outside reference is refused with its code and the transaction leaves nothing",
+        arguments: refusedSpellings, Entry.allCases)
     func refusedSpelling(refused: (Spelling, StoreError.Code), entry: Entry) throws {
         let f = try Fixture()
         try f.makeFile("a/b.bin")
@@ -172,8 +173,9 @@ enum Obstruction: String, CaseIterable, Sendable {
         #expect(try f.store.read { try $0.lastCommit() } == 0)
     }
 
-    @Test("something other than a regular file at the path, or a symlinked folder above it, is refused",
-          arguments: Obstruction.allCases, Entry.allCases)
+    @Test(
+        "something other than a regular file at the path, or a symlinked folder above it, is refused",
+        arguments: Obstruction.allCases, Entry.allCases)
     func obstruction(obstruction: Obstruction, entry: Entry) throws {
         let f = try Fixture()
         let path = try obstruction.make(in: f)
@@ -185,8 +187,9 @@ enum Obstruction: String, CaseIterable, Sendable {
         #expect(onDisk(path) == before)
     }
 
-    @Test("a file that does not exist yet is accepted with size 0 and marked missing",
-          arguments: ["later.bin", "not/yet/there.bin"], Entry.allCases)
+    @Test(
+        "a file that does not exist yet is accepted with size 0 and marked missing",
+        arguments: ["later.bin", "not/yet/there.bin"], Entry.allCases)
     func missingFileAccepted(relative: String, entry: Entry) throws {
         let f = try Fixture()
         let path = f.root + "/" + relative

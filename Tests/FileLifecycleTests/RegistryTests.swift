@@ -26,8 +26,9 @@ enum Refresh: String, CaseIterable, Sendable {
 }
 
 @Suite struct RegistryTests {
-    @Test("touch and put again re-measure every held file, two canonically equal paths in other bytes included",
-          arguments: Refresh.allCases)
+    @Test(
+        "touch and put again re-measure every held file, two canonically equal paths in other bytes included",
+        arguments: Refresh.allCases)
     func refreshesCanonicallyEqualPaths(refresh: Refresh) throws {
         let f = try Fixture()
         let composed = try f.makeFile("\u{1FB}.bin", size: 10)
@@ -69,8 +70,9 @@ enum Refresh: String, CaseIterable, Sendable {
         #expect(try f.indexedSize(key: "k") == .int(123))
     }
 
-    @Test("a file that grew is re-measured when its holder is put again or touched, and the index follows",
-          arguments: Refresh.allCases, Entry.allCases)
+    @Test(
+        "a file that grew is re-measured when its holder is put again or touched, and the index follows",
+        arguments: Refresh.allCases, Entry.allCases)
     func refreshSize(refresh: Refresh, entry: Entry) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin", size: 10)
@@ -90,8 +92,9 @@ enum Refresh: String, CaseIterable, Sendable {
         #expect(try f.indexedSize(key: "k") == .int(100))
     }
 
-    @Test("a file replaced by a new inode gets its new identity on refresh and is then unlinked as that file",
-          arguments: Refresh.allCases, Entry.allCases)
+    @Test(
+        "a file replaced by a new inode gets its new identity on refresh and is then unlinked as that file",
+        arguments: Refresh.allCases, Entry.allCases)
     func refreshIdentity(refresh: Refresh, entry: Entry) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin", size: 10)

@@ -8,7 +8,9 @@ import AssetStore
 import AssetStoreTestSupport
 
 @Suite struct RootSpellingTests {
-    @Test("a root given with a trailing slash, repeated slashes and . is the same root: files below it are registered, unlinked and walked")
+    @Test(
+        "a root given with a trailing slash, repeated slashes and . is the same root: files below it are registered, unlinked and walked"
+    )
     func oddlySpelledRoot() throws {
         let f = try Fixture { $0.roots = [$0.roots[0] + "//./"] }
         #expect(f.store.roots.paths == [f.root])
@@ -22,8 +24,9 @@ import AssetStoreTestSupport
         #expect(!f.exists(path))
     }
 
-    @Test("a root with a .. segment, a relative root and every spelling of / are refused",
-          arguments: ["/srv/cache/../etc", "/srv/..", "srv/cache", "", "/", "//", "/./", "file:///srv/cache/%2E%2E/etc"])
+    @Test(
+        "a root with a .. segment, a relative root and every spelling of / are refused",
+        arguments: ["/srv/cache/../etc", "/srv/..", "srv/cache", "", "/", "//", "/./", "file:///srv/cache/%2E%2E/etc"])
     func refusedRoots(root: String) {
         #expect(expectCode(.invalidPath) { try ManagedRoots(["/srv/ok", root]) } != nil)
     }
@@ -42,15 +45,17 @@ import AssetStoreTestSupport
         #expect(try roots.accept("file:///srv/c/inner/a%20b").path == "/srv/c/inner/a b")
     }
 
-    @Test("a reference with a NUL byte, %00 or a percent escape that is not UTF-8 is invalid_path: nothing registered, no lease",
-          arguments: ["/a\u{0}/x.bin", "/a/x.bin\u{0}", "/a%00/x.bin", "/a/%FF.bin", "/a/%C3.bin"])
+    @Test(
+        "a reference with a NUL byte, %00 or a percent escape that is not UTF-8 is invalid_path: nothing registered, no lease",
+        arguments: ["/a\u{0}/x.bin", "/a/x.bin\u{0}", "/a%00/x.bin", "/a/%FF.bin", "/a/%C3.bin"])
     func refusedBytes(suffix: String) throws {
         let f = try Fixture()
         let reference = suffix.contains("%") ? "file://" + f.root + suffix : f.root + suffix
         #expect(expectCode(.invalidPath) { try f.hold(reference, key: "k") } != nil)
         #expect(try !f.exists(ref("c", "k")))
         #expect(try f.store.read { try $0.objectCount() } == 0)
-        #expect(expectCode(.invalidPath) { try f.store.leases.acquire(objects: [], files: [reference], ttl: 60) } != nil)
+        #expect(
+            expectCode(.invalidPath) { try f.store.leases.acquire(objects: [], files: [reference], ttl: 60) } != nil)
         #expect(f.store.leases.active().isEmpty)
     }
 }

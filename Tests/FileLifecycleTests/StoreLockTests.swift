@@ -44,7 +44,9 @@ import AssetStoreTestSupport
         let obj = try #require(try reader.read { try $0.get(ref("c", "k")) })
         #expect(obj.files.map(\.size) == [21])
         #expect(try reader.read { try $0.file(path) }?.edges.count == 1)
-        #expect(try reader.query(clause: "WHERE key = ?", parameters: ["k"], include: .rows).first?.columns?["size"] == .int(21))
+        #expect(
+            try reader.query(clause: "WHERE key = ?", parameters: ["k"], include: .rows).first?.columns?["size"]
+                == .int(21))
 
         #expect(expectCode(.busy) { try reader.write { tx in try tx.put(ref("c", "other"), value: [:]) } } != nil)
         #expect(expectCode(.busy) { try reader.sweep() } != nil)
@@ -75,7 +77,9 @@ import AssetStoreTestSupport
         #expect(throws: StoreError.self) { try f.store.sweep() }
     }
 
-    @Test("a lock left held a moment under this process's own pid (a forked child before its exec) is waited for, not busy")
+    @Test(
+        "a lock left held a moment under this process's own pid (a forked child before its exec) is waited for, not busy"
+    )
     func ownPidHolderWaitedFor() throws {
         let f = try Fixture()
         f.store.close()
@@ -83,7 +87,9 @@ import AssetStoreTestSupport
         // shares it, under this pid; released 20 ms later.
         let fd = open(f.dbPath + ".lock", O_RDWR | O_CLOEXEC)
         #expect(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-        let release = Thread { usleep(20_000); close(fd) }
+        let release = Thread {
+            usleep(20_000); close(fd)
+        }
         release.start()
         let second = try Store(path: f.dbPath, configuration: f.configuration)
         f.store = second

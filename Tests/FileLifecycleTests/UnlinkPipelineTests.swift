@@ -28,7 +28,8 @@ enum FailedDelete: String, CaseIterable, Sendable {
         guard self == .deleteDenied else { return }
         try f.store.write { tx in
             try tx.put(ref("pins", "p"), value: [:])
-            try tx.addEdge(name: "pin", source: ref("pins", "p"), destination: .object(holder), rules: .denyDeleteDestination)
+            try tx.addEdge(
+                name: "pin", source: ref("pins", "p"), destination: .object(holder), rules: .denyDeleteDestination)
         }
     }
 
@@ -46,9 +47,11 @@ enum FailedDelete: String, CaseIterable, Sendable {
                     break
                 case .danglingEdgeAfterFlush:
                     try tx.flush()
-                    try tx.addEdge(name: "x", source: ref("ghosts", "g"), destination: .object(ref("pins", "p")), rules: [])
+                    try tx.addEdge(
+                        name: "x", source: ref("ghosts", "g"), destination: .object(ref("pins", "p")), rules: [])
                 case .danglingEdge:
-                    try tx.addEdge(name: "x", source: ref("ghosts", "g"), destination: .object(ref("pins", "p")), rules: [])
+                    try tx.addEdge(
+                        name: "x", source: ref("ghosts", "g"), destination: .object(ref("pins", "p")), rules: [])
                 }
             }
             return nil
@@ -83,10 +86,11 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(pending.first?.attempts == 0)
         #expect(pending.first?.lastError == nil)
         #expect(pending.first?.nextAttempt == f.clock.now)
-        #expect(pending.first?.json == [
-            "path": .string(path), "queued_at": .double(f.clock.now), "attempts": 0, "last_error": nil,
-            "next_attempt": .double(f.clock.now), "deferred": nil,
-        ])
+        #expect(
+            pending.first?.json == [
+                "path": .string(path), "queued_at": .double(f.clock.now), "attempts": 0, "last_error": nil,
+                "next_attempt": .double(f.clock.now), "deferred": nil,
+            ])
         #expect(try f.fileReport(path) == nil)
         #expect(f.exists(path))
 
@@ -101,8 +105,9 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(again.unlinked.isEmpty && again.failed.isEmpty && again.skipped.isEmpty)
     }
 
-    @Test("a transaction that fails after deleting a holder leaves no queue row, the object and the file",
-          arguments: FailedDelete.allCases)
+    @Test(
+        "a transaction that fails after deleting a holder leaves no queue row, the object and the file",
+        arguments: FailedDelete.allCases)
     func failedTransactionQueuesNothing(failure: FailedDelete) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin", size: 100)
@@ -160,7 +165,9 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(try f.store.pending().isEmpty)
     }
 
-    @Test("a queued file referenced again before the sweep is kept: the new reference drops its row", arguments: Entry.allCases)
+    @Test(
+        "a queued file referenced again before the sweep is kept: the new reference drops its row",
+        arguments: Entry.allCases)
     func referencedAgain(entry: Entry) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
@@ -192,7 +199,8 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(try f.delete(a).filesQueued == [path])
         // A later transaction takes the file again: its queue row is dropped and the file kept...
         try f.store.write {
-            try $0.addEdge(name: "keep", source: b, destination: .file(path), rules: .deleteDestinationIfAllSourcesDeleted)
+            try $0.addEdge(
+                name: "keep", source: b, destination: .file(path), rules: .deleteDestinationIfAllSourcesDeleted)
         }
         // ...and a still later one removes that edge with reason edge, which fires nothing.
         let r = try f.store.write { try $0.removeEdge(name: "keep", source: b, destination: .file(path)) }.report
@@ -271,7 +279,8 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(!f.exists(path))
     }
 
-    @Test("a queued file is unlinked only once its commit is durable", arguments: StoreConfiguration.Durability.allCases)
+    @Test(
+        "a queued file is unlinked only once its commit is durable", arguments: StoreConfiguration.Durability.allCases)
     func durability(durability: StoreConfiguration.Durability) throws {
         let f = try Fixture { $0.durability = durability }
         let path = try f.makeFile("a/one.bin")
@@ -318,15 +327,17 @@ enum FailedDelete: String, CaseIterable, Sendable {
         #expect(try f.store.sweep().unlinked == [path])
     }
 
-    @Test("one of two retaining edges from the same source going does not unlink the file",
-          arguments: ["file", "extra"])
+    @Test(
+        "one of two retaining edges from the same source going does not unlink the file",
+        arguments: ["file", "extra"])
     func twoEdgesFromOneSource(removed: String) throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
         try f.hold(path, key: "k")
         try f.store.write { tx in
             try tx.addEdge(
-                name: "extra", source: ref("c", "k"), destination: .file(path), rules: .deleteDestinationIfAllSourcesDeleted)
+                name: "extra", source: ref("c", "k"), destination: .file(path),
+                rules: .deleteDestinationIfAllSourcesDeleted)
         }
         #expect(try f.fileReport(path)?.retainedBy == 2)
 
@@ -353,7 +364,8 @@ enum FailedDelete: String, CaseIterable, Sendable {
         try f.hold(path, key: "k")
         try f.store.write { tx in
             try tx.addEdge(
-                name: "extra", source: ref("c", "k"), destination: .file(path), rules: .deleteDestinationIfAllSourcesDeleted)
+                name: "extra", source: ref("c", "k"), destination: .file(path),
+                rules: .deleteDestinationIfAllSourcesDeleted)
         }
         #expect(try f.delete(ref("c", "k")).filesQueued == [path])
         #expect(try f.store.pending().count == 1)
@@ -406,9 +418,10 @@ enum FailedDelete: String, CaseIterable, Sendable {
         config.busyMode = .timeout(5)
         let q = try GRDB.DatabaseQueue(path: f.dbPath, configuration: config)
         try q.write { db in
-            try db.execute(sql: """
-                INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, 0, 0, 0, 0, 0)
-                """, arguments: [path])
+            try db.execute(
+                sql: """
+                    INSERT INTO unlink_queue (path, device, inode, commit_no, queued_at, next_attempt) VALUES (?, 0, 0, 0, 0, 0)
+                    """, arguments: [path])
         }
         try q.close()
         let sweep = try f.store.sweep()

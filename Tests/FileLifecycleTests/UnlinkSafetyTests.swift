@@ -25,8 +25,9 @@ let swaps: [Swap] = [
 ]
 
 @Suite struct UnlinkSafetyTests {
-    @Test("a symlink swapped into the path after commit leads nowhere: nothing outside the root is removed",
-          arguments: swaps)
+    @Test(
+        "a symlink swapped into the path after commit leads nowhere: nothing outside the root is removed",
+        arguments: swaps)
     func symlinkSwappedIn(swap: Swap) throws {
         let f = try Fixture()
         let path = try f.makeFile(swap.file)

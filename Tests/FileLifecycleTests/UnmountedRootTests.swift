@@ -24,7 +24,9 @@ private final class Disk {
     }
 
     func attach() throws {
-        guard mount(store, root, nil, UInt(MS_BIND), nil) == 0 else { throw SetupFailed(what: "bind mount: errno \(errno)") }
+        guard mount(store, root, nil, UInt(MS_BIND), nil) == 0 else {
+            throw SetupFailed(what: "bind mount: errno \(errno)")
+        }
     }
 
     func detach() throws {
@@ -39,8 +41,9 @@ private final class Disk {
 
 @Suite(.enabled(if: canMount, "mounting a tmpfs needs CAP_SYS_ADMIN"))
 struct UnmountedRootTests {
-    @Test("a queued file whose filesystem is not mounted at sweep time is kept queued as failed, then unlinked once mounted",
-          arguments: ["x.bin", "a/b/x.bin"])
+    @Test(
+        "a queued file whose filesystem is not mounted at sweep time is kept queued as failed, then unlinked once mounted",
+        arguments: ["x.bin", "a/b/x.bin"])
     func rootNotMounted(relative: String) throws {
         let f = try Fixture()
         let disk = try Disk(f)

@@ -13,7 +13,9 @@ import AssetStoreTestSupport
     /// alice: 100 + 300 (+ a 0-byte object), bob: 200, carol: 400.
     static func populated() throws -> Fixture {
         let f = try Fixture { $0.indexes = [media] }
-        let objects: [(String, String, Int)] = [("a", "alice", 100), ("b", "bob", 200), ("c", "alice", 300), ("d", "carol", 400), ("e", "alice", 0)]
+        let objects: [(String, String, Int)] = [
+            ("a", "alice", 100), ("b", "bob", 200), ("c", "alice", 300), ("d", "carol", 400), ("e", "alice", 0),
+        ]
         try f.store.write { tx in
             for (k, owner, size) in objects {
                 var v: [String: JSONValue] = [:]
@@ -42,22 +44,27 @@ import AssetStoreTestSupport
         ValueCase(function: "COUNT(*)", clause: "WHERE size > ?", parameters: [150], value: 3),
         ValueCase(function: "SUM(size)", clause: "WHERE owner = ?", parameters: ["alice"], value: 400),
         ValueCase(function: "SUM(size)", clause: "WHERE owner IN (?)", parameters: [["bob", "carol"]], value: 600),
-        ValueCase(function: "AVG(size)", clause: "WHERE owner = ? AND size > ?", parameters: ["alice", 0], value: 200.0),
+        ValueCase(
+            function: "AVG(size)", clause: "WHERE owner = ? AND size > ?", parameters: ["alice", 0], value: 200.0),
         ValueCase(function: "AVG(size)", clause: "WHERE collection = ?", parameters: ["m"], value: 200.0),
         ValueCase(function: "MAX(size)", value: 400),
         ValueCase(function: "SUM(files)", clause: "WHERE owner = ?", parameters: ["alice"], value: 2),
         ValueCase(function: "COUNT(*)", clause: "WHERE owner = ?", parameters: ["nobody"], value: 0),
         ValueCase(function: "TOTAL(size)", clause: "WHERE owner = ?", parameters: ["nobody"], value: 0.0),
         ValueCase(function: "SUM(size)", clause: "WHERE owner IN (?)", parameters: [[]], value: nil),
-        ValueCase(index: "media", function: "SUM(duration)", clause: "WHERE kind = ?", parameters: ["clip"], value: 30.5),
+        ValueCase(
+            index: "media", function: "SUM(duration)", clause: "WHERE kind = ?", parameters: ["clip"], value: 30.5),
         ValueCase(index: "media", function: "COUNT(*)", value: 3),
-        ValueCase(index: "media", function: "group_concat(kind, ',')", clause: "WHERE duration < ?", parameters: [15], value: "clip"),
+        ValueCase(
+            index: "media", function: "group_concat(kind, ',')", clause: "WHERE duration < ?", parameters: [15],
+            value: "clip"),
     ]
 
     @Test("an aggregate without grouping returns one value", arguments: valueCases)
     func singleValue(_ c: ValueCase) throws {
         let f = try Self.populated()
-        let result = try f.store.aggregate(index: c.index, function: c.function, clause: c.clause, parameters: c.parameters)
+        let result = try f.store.aggregate(
+            index: c.index, function: c.function, clause: c.clause, parameters: c.parameters)
         #expect(result == .value(c.value))
         #expect(result.json == ["value": c.value])
     }
@@ -71,7 +78,8 @@ import AssetStoreTestSupport
             return
         }
         #expect(rows.count == 3)
-        let byOwner = Dictionary(rows.map { ($0["owner"]?.stringValue ?? "?", $0["value"]) }, uniquingKeysWith: { a, _ in a })
+        let byOwner = Dictionary(
+            rows.map { ($0["owner"]?.stringValue ?? "?", $0["value"]) }, uniquingKeysWith: { a, _ in a })
         #expect(byOwner == ["alice": .int(400), "bob": .int(200), "carol": .int(400)])
         #expect(rows.allSatisfy { Set($0.keys) == ["owner", "value"] })
     }
@@ -80,12 +88,14 @@ import AssetStoreTestSupport
     func groupByWithClause() throws {
         let f = try Self.populated()
         let result = try f.store.aggregate(
-            function: "COUNT(*)", clause: "WHERE size >= ? AND collection = ?", parameters: [100, "m"], groupBy: ["owner"])
+            function: "COUNT(*)", clause: "WHERE size >= ? AND collection = ?", parameters: [100, "m"],
+            groupBy: ["owner"])
         guard case .rows(let rows) = result else {
             Issue.record("expected rows, got \(result)")
             return
         }
-        let byOwner = Dictionary(rows.map { ($0["owner"]?.stringValue ?? "?", $0["value"]) }, uniquingKeysWith: { a, _ in a })
+        let byOwner = Dictionary(
+            rows.map { ($0["owner"]?.stringValue ?? "?", $0["value"]) }, uniquingKeysWith: { a, _ in a })
         #expect(byOwner == ["alice": .int(2), "bob": .int(1), "carol": .int(1)])
     }
 
@@ -98,10 +108,11 @@ import AssetStoreTestSupport
             return
         }
         let set = Set(rows.map { JSONValue.object($0) })
-        #expect(set == [
-            ["collection": "v", "kind": "clip", "value": 30.5],
-            ["collection": "v", "kind": "film", "value": 60.0],
-        ])
+        #expect(
+            set == [
+                ["collection": "v", "kind": "clip", "value": 30.5],
+                ["collection": "v", "kind": "film", "value": 60.0],
+            ])
         #expect(result.json["rows"]?.arrayValue?.count == 2)
     }
 
@@ -115,14 +126,18 @@ import AssetStoreTestSupport
             Issue.record("expected rows, got \(result)")
             return
         }
-        let byOwner = Dictionary(rows.map { ($0["owner"]?.stringValue ?? "?", $0["value"]) }, uniquingKeysWith: { a, _ in a })
+        let byOwner = Dictionary(
+            rows.map { ($0["owner"]?.stringValue ?? "?", $0["value"]) }, uniquingKeysWith: { a, _ in a })
         #expect(byOwner == ["alice": .int(100), "bob": .int(0), "carol": .int(400)])
     }
 
-    @Test("grouping by a column the index does not have is query_rejected", arguments: [
-        ("default", "nosuch"), ("default", "object_id"), ("default", "duration"), ("media", "owner"), ("media", "size"),
-        ("default", "owner\" FROM object --"), ("default", ""),
-    ])
+    @Test(
+        "grouping by a column the index does not have is query_rejected",
+        arguments: [
+            ("default", "nosuch"), ("default", "object_id"), ("default", "duration"), ("media", "owner"),
+            ("media", "size"),
+            ("default", "owner\" FROM object --"), ("default", ""),
+        ])
     func unknownGroupColumn(_ index: String, _ column: String) throws {
         let f = try Self.populated()
         let e = expectCode(.queryRejected) {
@@ -136,9 +151,10 @@ import AssetStoreTestSupport
     func aggregateErrors() throws {
         let f = try Self.populated()
         #expect(expectCode(.notFound) { try f.store.aggregate(index: "nope", function: "COUNT(*)") } != nil)
-        #expect(expectCode(.invalidParams) {
-            try f.store.aggregate(function: "COUNT(*)", clause: "WHERE owner = ?", parameters: [])
-        } != nil)
+        #expect(
+            expectCode(.invalidParams) {
+                try f.store.aggregate(function: "COUNT(*)", clause: "WHERE owner = ?", parameters: [])
+            } != nil)
         #expect(expectCode(.queryRejected) { try f.store.aggregate(function: "COUNT(*); SELECT 1") } != nil)
     }
 }

@@ -14,8 +14,9 @@ import AssetStoreTestSupport
         let f = try Fixture { $0.indexes = [media] }
         try f.store.write { tx in
             for i in 0..<10 {
-                try tx.put(ref("m", "k\(i)"), value: ["duration": .double(Double(i)), "kind": i % 2 == 0 ? "even" : "odd"],
-                           owner: i < 5 ? "alice" : "bob")
+                try tx.put(
+                    ref("m", "k\(i)"), value: ["duration": .double(Double(i)), "kind": i % 2 == 0 ? "even" : "odd"],
+                    owner: i < 5 ? "alice" : "bob")
             }
         }
         return f
@@ -27,7 +28,9 @@ import AssetStoreTestSupport
         for _ in 0..<3 {
             #expect(try f.store.query(clause: "WHERE owner = ? ORDER BY key", parameters: ["alice"]).count == 5)
             #expect(try f.store.query(clause: "WHERE owner = ? ORDER BY key", parameters: ["nobody"]).isEmpty)
-            #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE owner = ?", parameters: ["bob"]) == .value(5))
+            #expect(
+                try f.store.aggregate(function: "COUNT(*)", clause: "WHERE owner = ?", parameters: ["bob"]) == .value(5)
+            )
             #expect(try f.store.query(index: "media", clause: "WHERE duration >= ?", parameters: [7]).count == 3)
             #expect(try f.store.query(index: "media", clause: "WHERE duration >= ?", parameters: [9]).count == 1)
         }

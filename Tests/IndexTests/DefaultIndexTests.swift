@@ -55,7 +55,8 @@ import AssetStoreTestSupport
         #expect(try row(f, ref("m", "pending"))?["size"] == 100)
         #expect(try row(f, ref("m", "none"))?["files"] == 0)
         try expectIndexTruth(
-            f.store, universe: ["derived", "manual", "before", "pending", "none"].map { ref("m", $0) }, "after the transaction")
+            f.store, universe: ["derived", "manual", "before", "pending", "none"].map { ref("m", $0) },
+            "after the transaction")
     }
 
     @Test("a write transaction's owner is the default for puts without one")
@@ -244,7 +245,8 @@ import AssetStoreTestSupport
         try put(f, ref("m", "killer"), ["v": 1])
         try f.store.write { tx in
             try tx.addEdge(
-                name: "owns", source: ref("m", "killer"), destination: .file(p), rules: .deleteDestinationIfSourceDeleted)
+                name: "owns", source: ref("m", "killer"), destination: .file(p),
+                rules: .deleteDestinationIfSourceDeleted)
         }
         #expect(try row(f, ref("m", "keeper"))?["size"] == 40)
         try f.delete(ref("m", "killer"))
@@ -312,4 +314,3 @@ import AssetStoreTestSupport
         #expect(try indexContents(f.store, index: "tags")[ref("n", "defined")]?["tag"] == "y")
     }
 }
-

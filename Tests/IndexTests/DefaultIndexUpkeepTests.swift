@@ -10,7 +10,9 @@ import AssetStoreTestSupport
 @Suite struct DefaultIndexUpkeepTests {
     struct Boom: Error {}
 
-    @Test("put again, rolled-back attempts reusing an id, a grown file, removed edges and a rebuild keep size and files true")
+    @Test(
+        "put again, rolled-back attempts reusing an id, a grown file, removed edges and a rebuild keep size and files true"
+    )
     func scenarios() throws {
         let f = try Fixture()
         let a = try f.makeFile("a.bin", size: 100)
@@ -39,7 +41,8 @@ import AssetStoreTestSupport
                 throw Boom()
             }
             try tx.put(ref("m", "z"), value: ["k": 2])
-            try tx.addEdge(name: "f", source: ref("m", "z"), destination: .file(b), rules: .deleteDestinationIfAllSourcesDeleted)
+            try tx.addEdge(
+                name: "f", source: ref("m", "z"), destination: .file(b), rules: .deleteDestinationIfAllSourcesDeleted)
         }
         try expectIndexTruth(f.store, universe: universe, "attempt rolled back")
         try f.store.write { tx in

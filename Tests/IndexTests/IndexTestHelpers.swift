@@ -10,7 +10,9 @@ import AssetStore
 import AssetStoreTestSupport
 
 /// Every row of an index as `[ref: columns]` (collection and key folded into the ref).
-func indexContents(_ store: Store, index: String = IndexDefinition.defaultName) throws -> [ObjectRef: [String: JSONValue]] {
+func indexContents(
+    _ store: Store, index: String = IndexDefinition.defaultName
+) throws -> [ObjectRef: [String: JSONValue]] {
     let rows = try store.query(index: index, clause: "WHERE 1", include: .rows)
     var out = [ObjectRef: [String: JSONValue]]()
     for row in rows {

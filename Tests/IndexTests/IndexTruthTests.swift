@@ -20,14 +20,20 @@ import AssetStoreTestSupport
 
     /// Albums delete their tracks; thumbs name a photo and lose the name when it goes.
     static func templates(_ tx: WriteTransaction) throws {
-        try tx.setTemplate(collection: "albums", edges: [
-            EdgeTemplate(name: "track", field: JSONPath("tracks")!, to: .collection("tracks"),
-                         rules: .deleteDestinationIfSourceDeleted),
-        ])
-        try tx.setTemplate(collection: "thumbs", edges: [
-            EdgeTemplate(name: "original", field: JSONPath("orig")!, to: .collection("photos"),
-                         rules: .notifyIfDestinationDeleted),
-        ])
+        try tx.setTemplate(
+            collection: "albums",
+            edges: [
+                EdgeTemplate(
+                    name: "track", field: JSONPath("tracks")!, to: .collection("tracks"),
+                    rules: .deleteDestinationIfSourceDeleted)
+            ])
+        try tx.setTemplate(
+            collection: "thumbs",
+            edges: [
+                EdgeTemplate(
+                    name: "original", field: JSONPath("orig")!, to: .collection("photos"),
+                    rules: .notifyIfDestinationDeleted)
+            ])
     }
 
     @Test("after a scripted mix of operations and a restart, every index equals a recomputation")
@@ -47,10 +53,12 @@ import AssetStoreTestSupport
         try f.store.write { tx in try Self.templates(tx) }
         try f.store.write(owner: "alice") { tx in
             for (k, p, d) in [("t1", t1, 61.5), ("t2", t2, 120.0), ("t3", t3, 30.25)] {
-                try tx.put(ref("tracks", k), value: [
-                    "file": [.string(p), .string(shared)], "duration": .double(d), "kind": "audio",
-                    "meta": ["rating": 4],
-                ])
+                try tx.put(
+                    ref("tracks", k),
+                    value: [
+                        "file": [.string(p), .string(shared)], "duration": .double(d), "kind": "audio",
+                        "meta": ["rating": 4],
+                    ])
             }
             try tx.put(ref("albums", "a1"), value: ["tracks": ["t1", "t2"], "owner": "bob", "file": .string(shared)])
             try tx.put(ref("photos", "p1"), value: ["file": .string(photo), "kind": "image", "hd": true])
@@ -103,18 +111,24 @@ import AssetStoreTestSupport
         let poster = try f.makeFile("art/poster.png", size: 2_500)
         let trailer = try f.makeFile("art/trailer.mp4", size: 9_000)
         try f.store.write { tx in
-            try tx.setTemplate(collection: "movies", edges: [
-                EdgeTemplate(name: "poster", field: JSONPath("$.art.poster")!, to: .file,
-                             rules: .deleteDestinationIfAllSourcesDeleted),
-            ])
+            try tx.setTemplate(
+                collection: "movies",
+                edges: [
+                    EdgeTemplate(
+                        name: "poster", field: JSONPath("$.art.poster")!, to: .file,
+                        rules: .deleteDestinationIfAllSourcesDeleted)
+                ])
             try tx.put(ref("movies", "mv"), value: ["art": ["poster": .string(poster)], "file": .string(trailer)])
         }
         universe.insert(ref("movies", "mv"))
         try check("a template file field beside the built-in one")
         try f.store.write { tx in
-            try tx.setTemplate(collection: "movies", edges: [
-                EdgeTemplate(name: "poster", field: JSONPath("file")!, to: .file, rules: .deleteDestinationIfSourceDeleted),
-            ])
+            try tx.setTemplate(
+                collection: "movies",
+                edges: [
+                    EdgeTemplate(
+                        name: "poster", field: JSONPath("file")!, to: .file, rules: .deleteDestinationIfSourceDeleted)
+                ])
         }
         try check("the template changed: the poster field no longer derives an edge")
 
@@ -129,15 +143,17 @@ import AssetStoreTestSupport
         try check("after reopen, more writes")
     }
 
-    @Test("the truth check notices a wrong value, a missing row and a stray row", arguments: [
-        // The built-in index's own columns (its other columns are the object's).
-        "UPDATE object SET size = size + 1 WHERE key = 'a'",
-        "UPDATE object SET files = 0 WHERE key = 'a'",
-        "UPDATE object SET size = 3 WHERE key = 'b'",
-        "UPDATE index_media SET kind = 'other' WHERE key = 'a'",
-        "DELETE FROM index_media",
-        "INSERT INTO index_media (object_id, collection, key, hd) SELECT object_id, collection, key, 1 FROM index_default WHERE key = 'b'",
-    ])
+    @Test(
+        "the truth check notices a wrong value, a missing row and a stray row",
+        arguments: [
+            // The built-in index's own columns (its other columns are the object's).
+            "UPDATE object SET size = size + 1 WHERE key = 'a'",
+            "UPDATE object SET files = 0 WHERE key = 'a'",
+            "UPDATE object SET size = 3 WHERE key = 'b'",
+            "UPDATE index_media SET kind = 'other' WHERE key = 'a'",
+            "DELETE FROM index_media",
+            "INSERT INTO index_media (object_id, collection, key, hd) SELECT object_id, collection, key, 1 FROM index_default WHERE key = 'b'",
+        ])
     func truthCheckCanFail(_ corruption: String) throws {
         let f = try Fixture { $0.indexes = [Self.media] }
         let p = try f.makeFile("a.bin", size: 10)
@@ -159,7 +175,8 @@ import AssetStoreTestSupport
         #expect(try indexDifferences(f.store, universe: universe, userIndexes: [Self.media]).isEmpty)
     }
 
-    @Test("after seeded random operations, default and user indexes equal a recomputation", arguments: [1, 2, 3, 4, 5, 6])
+    @Test(
+        "after seeded random operations, default and user indexes equal a recomputation", arguments: [1, 2, 3, 4, 5, 6])
     func randomMix(seed: UInt64) throws {
         let f = try Fixture { $0.indexes = [Self.media] }
         try f.store.write { tx in try Self.templates(tx) }
@@ -176,7 +193,9 @@ import AssetStoreTestSupport
                 let n = rng.below(3)
                 o["file"] = .array((0..<n).map { _ in .string(files[rng.below(files.count)]) })
             }
-            if rng.chance(0.5) { o["duration"] = rng.chance(0.5) ? .int(Int64(rng.below(100))) : .double(Double(rng.below(1000)) / 8) }
+            if rng.chance(0.5) {
+                o["duration"] = rng.chance(0.5) ? .int(Int64(rng.below(100))) : .double(Double(rng.below(1000)) / 8)
+            }
             if rng.chance(0.4) { o["kind"] = rng.chance(0.8) ? .string(["audio", "image"][rng.below(2)]) : .int(3) }
             if rng.chance(0.3) { o["hd"] = rng.chance(0.8) ? .bool(rng.chance(0.5)) : "yes" }
             if rng.chance(0.3) { o["meta"] = ["rating": .int(Int64(rng.below(6)))] }
@@ -217,7 +236,9 @@ import AssetStoreTestSupport
                     case 7:
                         if try tx.exists(r) {
                             let rules: DeleteRules = rng.chance(0.3) ? .deleteDestinationIfSourceDeleted : []
-                            try tx.addEdge(name: "m\(rng.below(2))", source: r, destination: .file(files[rng.below(files.count)]), rules: rules)
+                            try tx.addEdge(
+                                name: "m\(rng.below(2))", source: r, destination: .file(files[rng.below(files.count)]),
+                                rules: rules)
                         }
                     case 8:
                         // A file changes on disk; the next put or touch of a holder sees it.

@@ -29,16 +29,19 @@ import AssetStoreTestSupport
         var thrown: (any Error)?
         do { try body() } catch { thrown = error }
         let e = thrown as? StoreError
-        #expect(e?.code == .queryRejected, "\(clientText): got \(thrown.map { "\($0)" } ?? "no error")",
-                sourceLocation: sourceLocation)
+        #expect(
+            e?.code == .queryRejected, "\(clientText): got \(thrown.map { "\($0)" } ?? "no error")",
+            sourceLocation: sourceLocation)
         if let e {
-            #expect(leakedSQL(e.message, clientText: clientText).isEmpty,
-                    "message shows the engine's SQL: \(e.message)", sourceLocation: sourceLocation)
+            #expect(
+                leakedSQL(e.message, clientText: clientText).isEmpty,
+                "message shows the engine's SQL: \(e.message)", sourceLocation: sourceLocation)
         }
         #expect(try StoreSnapshot(f) == before, "\(clientText) changed the store", sourceLocation: sourceLocation)
         // The store still answers.
-        #expect(keys(try f.store.query(clause: "WHERE owner = ?", parameters: ["alice"])) == ["a"],
-                sourceLocation: sourceLocation)
+        #expect(
+            keys(try f.store.query(clause: "WHERE owner = ?", parameters: ["alice"])) == ["a"],
+            sourceLocation: sourceLocation)
     }
 
     static let refusedClauses: [String] = [
@@ -192,27 +195,40 @@ import AssetStoreTestSupport
     func joinWordsElsewhere() throws {
         let f = try Self.populated()
         #expect(try f.store.query(clause: "WHERE key != 'using natural' -- using\n").count == 2)
-        #expect(try f.store.query(clause: "WHERE \"key\" != 'x' /* NATURAL JOIN object */ AND [key] != 'Using' AND `key` IS NOT NULL").count == 2)
-        #expect(try f.store.query(clause: "WHERE owner IN (SELECT \"natural\".owner FROM index_default AS \"natural\")").count == 2)
-        #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE key IN (SELECT b.key FROM index_default b JOIN index_default c ON b.key = c.key)") == .value(2))
+        #expect(
+            try f.store.query(
+                clause: "WHERE \"key\" != 'x' /* NATURAL JOIN object */ AND [key] != 'Using' AND `key` IS NOT NULL"
+            ).count == 2)
+        #expect(
+            try f.store.query(clause: "WHERE owner IN (SELECT \"natural\".owner FROM index_default AS \"natural\")")
+                .count == 2)
+        #expect(
+            try f.store.aggregate(
+                function: "COUNT(*)",
+                clause: "WHERE key IN (SELECT b.key FROM index_default b JOIN index_default c ON b.key = c.key)")
+                == .value(2))
     }
 
     @Test("queries that use no column of the built-in index (a view of object) are allowed")
     func viewWithoutColumns() throws {
         let f = try Self.populated()
         #expect(try f.store.aggregate(function: "COUNT(*)") == .value(2))
-        #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE EXISTS (SELECT 1 FROM index_default b)") == .value(2))
+        #expect(
+            try f.store.aggregate(function: "COUNT(*)", clause: "WHERE EXISTS (SELECT 1 FROM index_default b)")
+                == .value(2))
         #expect(try f.store.query(clause: ", index_default b").count == 4)
         #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE key != 'object'") == .value(2))
         #expect(try f.store.query(clause: "WHERE EXISTS (SELECT 1 FROM index_default b)").count == 2)
         #expect(try f.store.aggregate(index: "media", function: "COUNT(*)") == .value(2))
     }
 
-    @Test("the view named in another letter case is still the index (found in review)", arguments: [
-        "WHERE owner IN (SELECT owner FROM INDEX_DEFAULT)",
-        "WHERE owner IN (SELECT b.owner FROM \"Index_Default\" b)",
-        "WHERE size >= (SELECT MAX(size) FROM Index_default)",
-    ])
+    @Test(
+        "the view named in another letter case is still the index (found in review)",
+        arguments: [
+            "WHERE owner IN (SELECT owner FROM INDEX_DEFAULT)",
+            "WHERE owner IN (SELECT b.owner FROM \"Index_Default\" b)",
+            "WHERE size >= (SELECT MAX(size) FROM Index_default)",
+        ])
     func viewInOtherCase(_ clause: String) throws {
         let f = try Self.populated()
         #expect(try f.store.query(clause: clause).count >= 1)
@@ -223,17 +239,21 @@ import AssetStoreTestSupport
     func wordObjectInColumnlessQuery() throws {
         let f = try Self.populated()
         _ = expectCode(.queryRejected) {
-            try f.store.aggregate(function: "COUNT(*)", clause: "WHERE EXISTS (SELECT 1 FROM index_default b WHERE b.collection = 'object')")
+            try f.store.aggregate(
+                function: "COUNT(*)",
+                clause: "WHERE EXISTS (SELECT 1 FROM index_default b WHERE b.collection = 'object')")
         }
         // With a column of the view used, the word is only a word.
         #expect(try f.store.aggregate(function: "COUNT(*)", clause: "WHERE collection != 'object'") == .value(2))
     }
 
-    @Test("the word object is found in any case and quoting, and not inside other names", arguments: [
-        ("FROM object", true), ("FROM \"OBJECT\"", true), ("FROM [oBjEcT]", true), ("x.object)", true),
-        ("object", true), ("'object'", true), ("object_id", false), ("index_object", false), ("objects", false),
-        ("$object", false), ("objecté", false), ("obj ect", false), ("", false),
-    ])
+    @Test(
+        "the word object is found in any case and quoting, and not inside other names",
+        arguments: [
+            ("FROM object", true), ("FROM \"OBJECT\"", true), ("FROM [oBjEcT]", true), ("x.object)", true),
+            ("object", true), ("'object'", true), ("object_id", false), ("index_object", false), ("objects", false),
+            ("$object", false), ("objecté", false), ("obj ect", false), ("", false),
+        ])
     func namesObject(_ text: String, _ expected: Bool) {
         #expect(QueryConnection.namesObject(text) == expected, "\(text)")
     }

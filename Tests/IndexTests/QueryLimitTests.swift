@@ -18,7 +18,8 @@ import AssetStoreTestSupport
         }
         // The aggregate's clause must be WHERE…; a cross join through a subquery is the same cost.
         let e2 = expectCode(.queryRejected) {
-            try f.store.query(clause: ", index_default a, index_default b WHERE a.size + b.size + index_default.size = -1")
+            try f.store.query(
+                clause: ", index_default a, index_default b WHERE a.size + b.size + index_default.size = -1")
         }
         #expect(e != nil)
         #expect(e2?.message.contains("longer than") == true, "\(String(describing: e2))")
@@ -32,8 +33,9 @@ import AssetStoreTestSupport
     func aggregateClauseIsWhere() throws {
         let f = try Fixture()
         for clause in ["ORDER BY size", "LIMIT 1", "GROUP BY owner", "WHEREVER"] {
-            #expect(expectCode(.queryRejected) { try f.store.aggregate(function: "COUNT(*)", clause: clause) } != nil,
-                    "\(clause)")
+            #expect(
+                expectCode(.queryRejected) { try f.store.aggregate(function: "COUNT(*)", clause: clause) } != nil,
+                "\(clause)")
         }
         #expect(try f.store.aggregate(function: "COUNT(*)", clause: "  where size >= 0") == .value(0))
     }

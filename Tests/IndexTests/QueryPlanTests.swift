@@ -42,8 +42,9 @@ import AssetStoreTestSupport
     }
 
     static let shapes: [Shape] = [
-        Shape(clause: "WHERE owner = ? ORDER BY size DESC LIMIT 100", parameters: ["alice"],
-              index: "index_default__owner_size", ordered: true),
+        Shape(
+            clause: "WHERE owner = ? ORDER BY size DESC LIMIT 100", parameters: ["alice"],
+            index: "index_default__owner_size", ordered: true),
         Shape(clause: "WHERE size > ?", parameters: [100], index: "index_default__size", ordered: false),
         Shape(clause: "ORDER BY accessed LIMIT 10", parameters: [], index: "index_default__accessed", ordered: true),
         Shape(clause: "WHERE owner = ?", parameters: ["bob"], index: "index_default__owner_size", ordered: false),
@@ -99,7 +100,8 @@ import AssetStoreTestSupport
     @Test("a user index column lookup uses that index's own SQLite index")
     func userIndexShape() throws {
         let f = try Self.populated()
-        let plan = try f.store.explain(index: "media", clause: "WHERE duration > ? ORDER BY duration LIMIT 5", parameters: [10])
+        let plan = try f.store.explain(
+            index: "media", clause: "WHERE duration > ? ORDER BY duration LIMIT 5", parameters: [10])
         let shown = plan.joined(separator: "\n")
         #expect(Self.usesIndex(plan, "index_media__c_duration"), "\(shown)")
         #expect(!Self.bareScan(plan), "\(shown)")
@@ -108,9 +110,12 @@ import AssetStoreTestSupport
     @Test("explain is held to the authorizer like the query it explains")
     func explainIsAuthorized() throws {
         let f = try Self.populated()
-        #expect(expectCode(.queryRejected) { try f.store.explain(clause: "WHERE key IN (SELECT key FROM object)") } != nil)
+        #expect(
+            expectCode(.queryRejected) { try f.store.explain(clause: "WHERE key IN (SELECT key FROM object)") } != nil)
         #expect(expectCode(.queryRejected) { try f.store.explain(clause: "WHERE 1; DELETE FROM object") } != nil)
-        #expect(expectCode(.queryRejected) { try f.store.explain(clause: "", function: "(SELECT COUNT(*) FROM file)") } != nil)
+        #expect(
+            expectCode(.queryRejected) { try f.store.explain(clause: "", function: "(SELECT COUNT(*) FROM file)") }
+                != nil)
         #expect(try f.store.read { try $0.objectCount() } == 50)
     }
 }

@@ -16,7 +16,9 @@ import AssetStoreTestSupport
 
     /// Five objects with known sizes and owners, and a user index over some of them.
     static func populated() throws -> Fixture {
-        let f = try Fixture { $0.indexes = [media]; $0.defaultOwner = "nobody" }
+        let f = try Fixture {
+            $0.indexes = [media]; $0.defaultOwner = "nobody"
+        }
         let sizes = ["a": 100, "b": 200, "c": 300, "d": 400, "e": 0]
         for (k, s) in sizes where s > 0 { try f.makeFile("\(k).bin", size: s) }
         let owners = ["a": "alice", "b": "bob", "c": "alice", "d": "carol", "e": "who?"]
@@ -46,7 +48,8 @@ import AssetStoreTestSupport
     static let parameterCases: [ParameterCase] = [
         ParameterCase(index: "default", clause: "WHERE owner = ?", parameters: ["alice"], keys: ["a", "c"]),
         ParameterCase(index: "default", clause: "WHERE size = ?", parameters: [200], keys: ["b"]),
-        ParameterCase(index: "default", clause: "WHERE size > ? AND size < ?", parameters: [150.5, 350], keys: ["b", "c"]),
+        ParameterCase(
+            index: "default", clause: "WHERE size > ? AND size < ?", parameters: [150.5, 350], keys: ["b", "c"]),
         ParameterCase(index: "default", clause: "WHERE owner IS ?", parameters: [nil], keys: []),
         ParameterCase(index: "default", clause: "WHERE files = ?", parameters: [true], keys: ["a", "b", "c", "d"]),
         ParameterCase(index: "default", clause: "WHERE files = ?", parameters: [false], keys: ["e", "x", "y", "z"]),
@@ -58,7 +61,8 @@ import AssetStoreTestSupport
         ParameterCase(index: "media", clause: "WHERE year = ?", parameters: [2024], keys: ["x", "z"]),
         ParameterCase(index: "media", clause: "WHERE kind = ?", parameters: ["it's"], keys: ["z"]),
         // Arrays expand for IN; an element that matches nothing (5.5) just does not match.
-        ParameterCase(index: "default", clause: "WHERE owner IN (?)", parameters: [["alice", "carol"]], keys: ["a", "c", "d"]),
+        ParameterCase(
+            index: "default", clause: "WHERE owner IN (?)", parameters: [["alice", "carol"]], keys: ["a", "c", "d"]),
         ParameterCase(index: "default", clause: "WHERE size IN (?)", parameters: [[100, 5.5, 400]], keys: ["a", "d"]),
         ParameterCase(index: "default", clause: "WHERE owner IN (?)", parameters: [["alice"]], keys: ["a", "c"]),
         // An empty array matches nothing, even negated.
@@ -71,19 +75,26 @@ import AssetStoreTestSupport
         ParameterCase(
             index: "default", clause: "WHERE owner IN (?) OR key IN (?)", parameters: [[], ["e"]], keys: ["e"]),
         // A ? inside a string literal, a quoted identifier or a comment is not a parameter.
-        ParameterCase(index: "default", clause: "WHERE owner = 'who?' OR owner = ?", parameters: ["bob"], keys: ["b", "e"]),
+        ParameterCase(
+            index: "default", clause: "WHERE owner = 'who?' OR owner = ?", parameters: ["bob"], keys: ["b", "e"]),
         ParameterCase(index: "default", clause: "WHERE owner = 'it''s ?' OR size = ?", parameters: [300], keys: ["c"]),
         ParameterCase(index: "default", clause: "WHERE \"owner\" = ? -- why?\n", parameters: ["carol"], keys: ["d"]),
         ParameterCase(index: "default", clause: "WHERE /* ? */ owner = ?", parameters: ["alice"], keys: ["a", "c"]),
-        ParameterCase(index: "default", clause: "WHERE owner = 'é?😀' OR [owner] = ? OR `owner` = '?'", parameters: ["bob"], keys: ["b"]),
-        ParameterCase(index: "default", clause: "WHERE owner IN (?) /* é */ AND size > ? -- ?", parameters: [["alice", "bob"], 100], keys: ["b", "c"]),
+        ParameterCase(
+            index: "default", clause: "WHERE owner = 'é?😀' OR [owner] = ? OR `owner` = '?'", parameters: ["bob"],
+            keys: ["b"]),
+        ParameterCase(
+            index: "default", clause: "WHERE owner IN (?) /* é */ AND size > ? -- ?",
+            parameters: [["alice", "bob"], 100], keys: ["b", "c"]),
         // No clause at all, and WHERE 1, match everything.
         ParameterCase(index: "media", clause: "", parameters: [], keys: ["x", "y", "z"]),
         ParameterCase(index: "default", clause: "WHERE collection = ?", parameters: ["v"], keys: ["x", "y", "z"]),
         // Text binds whole: an empty string is text, not NULL; a NUL byte and what follows count.
         ParameterCase(index: "default", clause: "WHERE ? = '' AND owner = ?", parameters: ["", "bob"], keys: ["b"]),
         ParameterCase(index: "default", clause: "WHERE ? IS NULL", parameters: [""], keys: []),
-        ParameterCase(index: "default", clause: "WHERE length(CAST(? AS BLOB)) = 6 AND owner = ?", parameters: ["é\u{0}bob", "bob"], keys: ["b"]),
+        ParameterCase(
+            index: "default", clause: "WHERE length(CAST(? AS BLOB)) = 6 AND owner = ?",
+            parameters: ["é\u{0}bob", "bob"], keys: ["b"]),
         ParameterCase(index: "default", clause: "WHERE owner = ?", parameters: ["bob\u{0}"], keys: []),
     ]
 
@@ -118,15 +129,21 @@ import AssetStoreTestSupport
     @Test("an object or nested array as a parameter is invalid_params")
     func nonScalarParameters() throws {
         let f = try Self.populated()
-        #expect(expectCode(.invalidParams) { try f.store.query(clause: "WHERE owner = ?", parameters: [["a": 1]]) } != nil)
-        #expect(expectCode(.invalidParams) { try f.store.query(clause: "WHERE owner IN (?)", parameters: [[["a"]]]) } != nil)
+        #expect(
+            expectCode(.invalidParams) { try f.store.query(clause: "WHERE owner = ?", parameters: [["a": 1]]) } != nil)
+        #expect(
+            expectCode(.invalidParams) { try f.store.query(clause: "WHERE owner IN (?)", parameters: [[["a"]]]) } != nil
+        )
     }
 
     @Test("numbered and named parameters are refused")
     func otherParameterForms() throws {
         let f = try Self.populated()
-        for clause in ["WHERE owner = ?1", "WHERE owner = :o", "WHERE owner = @o", "WHERE owner = $o", "WHERE owner = ?²"] {
-            let e = expectCode(.queryRejected) { try f.store.query(clause: clause, parameters: ["alice"]) }
+        for clause in [
+            "WHERE owner = ?1", "WHERE owner = :o", "WHERE owner = @o", "WHERE owner = $o", "WHERE owner = ?²",
+        ] {
+            let e =
+                expectCode(.queryRejected) { try f.store.query(clause: clause, parameters: ["alice"]) }
                 ?? expectCode(.invalidParams) { try f.store.query(clause: clause, parameters: ["alice"]) }
             #expect(e != nil, "\(clause) was accepted")
         }
@@ -176,8 +193,11 @@ import AssetStoreTestSupport
     func textWithNUL() throws {
         let f = try Self.populated()
         // (JSON's \u0000 cannot make one: SQLite's json_extract stops at it.)
-        #expect(try f.store.aggregate(function: "MAX(key) || char(0) || 'z'", clause: "WHERE collection = 'm'") == .value("e\u{0}z"))
-        let grouped = try f.store.aggregate(function: "group_concat(key, char(0))", clause: "WHERE owner = 'alice'", groupBy: ["owner"])
+        #expect(
+            try f.store.aggregate(function: "MAX(key) || char(0) || 'z'", clause: "WHERE collection = 'm'")
+                == .value("e\u{0}z"))
+        let grouped = try f.store.aggregate(
+            function: "group_concat(key, char(0))", clause: "WHERE owner = 'alice'", groupBy: ["owner"])
         #expect(grouped == .rows([["owner": "alice", "value": "a\u{0}c"]]))
     }
 
@@ -187,7 +207,9 @@ import AssetStoreTestSupport
         try f.store.write { tx in
             try tx.put(ref("v", "w"), value: ["kind": "meta", "n": [1, 2]], metadata: ["etag": "abc"])
         }
-        let rows = try f.store.query(index: "media", clause: "WHERE kind IN (?) ORDER BY kind", parameters: [["meta", "clip"]], include: .objects)
+        let rows = try f.store.query(
+            index: "media", clause: "WHERE kind IN (?) ORDER BY kind", parameters: [["meta", "clip"]], include: .objects
+        )
         #expect(rows.map(\.ref) == [ref("v", "x"), ref("v", "w")])
         #expect(rows[0].value == ["duration": 1.5, "kind": "clip", "hd": true, "year": 2024])
         #expect(rows[0].metadata == nil)

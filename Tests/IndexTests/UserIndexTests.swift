@@ -18,10 +18,11 @@ import AssetStoreTestSupport
         try put(f, ref("photos", "p1"), ["kind": "still"])
         try put(f, ref("docs", "d1"), ["duration": 3.0, "kind": "pdf"])
         let rows = try indexContents(f.store, index: "media")
-        #expect(rows == [
-            ref("videos", "v1"): ["duration": 12.5, "kind": "clip"],
-            ref("photos", "p1"): ["duration": nil, "kind": "still"],
-        ])
+        #expect(
+            rows == [
+                ref("videos", "v1"): ["duration": 12.5, "kind": "clip"],
+                ref("photos", "p1"): ["duration": nil, "kind": "still"],
+            ])
         #expect(try f.store.read { try $0.indexes() } == [Self.media])
     }
 
@@ -51,7 +52,8 @@ import AssetStoreTestSupport
             try f.store.write { tx in
                 try tx.defineIndex(Self.media)
                 try tx.put(ref("videos", "v1"), value: ["duration": 1])
-                try tx.addEdge(name: "to", source: ref("videos", "v1"), destination: .object(ref("x", "ghost")), rules: [])
+                try tx.addEdge(
+                    name: "to", source: ref("videos", "v1"), destination: .object(ref("x", "ghost")), rules: [])
             }
         }
         #expect(try f.store.read { try $0.indexes() }.isEmpty)
@@ -112,10 +114,12 @@ import AssetStoreTestSupport
                 column("odd", .text, "$.\"odd key\""), column("dotted", .text, "x.y"),
             ])
         let f = try Fixture { $0.indexes = [def] }
-        try put(f, ref("c", "k"), [
-            "a": ["b": "deep value"], "n": 5, "list": ["zero", "one"], "odd key": "odd", "x.y": "literal dot",
-            "x": ["y": "not me"],
-        ])
+        try put(
+            f, ref("c", "k"),
+            [
+                "a": ["b": "deep value"], "n": 5, "list": ["zero", "one"], "odd key": "odd", "x.y": "literal dot",
+                "x": ["y": "not me"],
+            ])
         let row = try #require(try indexContents(f.store, index: "paths")[ref("c", "k")])
         #expect(row == ["deep": "deep value", "top": 5, "second": "one", "odd": "odd", "dotted": "literal dot"])
     }
@@ -133,7 +137,9 @@ import AssetStoreTestSupport
         #expect(try indexContents(f.store, index: "everything").count == 3)
     }
 
-    @Test("an object whose columns are all null has no row, gains one when a put sets a value, and loses it again (testIssue104)")
+    @Test(
+        "an object whose columns are all null has no row, gains one when a put sets a value, and loses it again (testIssue104)"
+    )
     func conditionalRows() throws {
         let f = try Fixture { $0.indexes = [Self.media] }
         try put(f, ref("videos", "v"), ["title": "no indexed fields"])
@@ -193,7 +199,9 @@ import AssetStoreTestSupport
         Change(what: "the collections, same version") { $0.collections = nil },
     ]
 
-    @Test("each kind of definition change rebuilds the index on reopen, and rows follow the new definition", arguments: changes)
+    @Test(
+        "each kind of definition change rebuilds the index on reopen, and rows follow the new definition",
+        arguments: changes)
     func definitionChangeRebuilds(_ change: Change) throws {
         let f = try Fixture { $0.indexes = [Self.media] }
         try put(f, ref("videos", "v"), ["duration": 7, "kind": "clip", "type": "movie", "w": 640])
@@ -206,7 +214,8 @@ import AssetStoreTestSupport
         f.store = try Store(path: f.dbPath, configuration: f.configuration, progress: log.callback)
         #expect(!log.all.isEmpty, "not rebuilt")
         #expect(try f.store.read { try $0.indexes() } == [changed])
-        try expectIndexTruth(f.store, universe: [ref("videos", "v"), ref("docs", "d")], userIndexes: [changed], change.what)
+        try expectIndexTruth(
+            f.store, universe: [ref("videos", "v"), ref("docs", "d")], userIndexes: [changed], change.what)
     }
 
     @Test("a changed collection list rebuilds the index on reopen")
@@ -261,11 +270,14 @@ import AssetStoreTestSupport
     @Test("two user indexes with the same column name each get their own SQLite index")
     func qualifiedSQLNames() throws {
         let docs = IndexDefinition(
-            name: "docs", version: "1", columns: [column("duration", .real, "$.duration"), column("kind", .text, "kind")])
+            name: "docs", version: "1",
+            columns: [column("duration", .real, "$.duration"), column("kind", .text, "kind")])
         let f = try Fixture { $0.indexes = [Self.media, docs] }
         try put(f, ref("videos", "v"), ["duration": 5.0, "kind": "clip"])
         let names = try schemaNames(f.dbPath, type: "index")
-        for expected in ["index_media__c_duration", "index_docs__c_duration", "index_media__c_kind", "index_docs__c_kind"] {
+        for expected in [
+            "index_media__c_duration", "index_docs__c_duration", "index_media__c_kind", "index_docs__c_kind",
+        ] {
             #expect(names.contains(expected), "sqlite_master has no \(expected): \(names.sorted())")
         }
         #expect(!names.contains("duration") && !names.contains("kind"), "unqualified index names: \(names.sorted())")
@@ -286,21 +298,45 @@ import AssetStoreTestSupport
     }
 
     static let invalidCases: [InvalidCase] = [
-        InvalidCase(why: "the name default", def: IndexDefinition(name: "default", version: "1", columns: [column("a", .text, "a")])),
-        InvalidCase(why: "a name with a space", def: IndexDefinition(name: "my index", version: "1", columns: [column("a", .text, "a")])),
-        InvalidCase(why: "a name with a quote", def: IndexDefinition(name: "x\"y", version: "1", columns: [column("a", .text, "a")])),
-        InvalidCase(why: "a name starting with a digit", def: IndexDefinition(name: "1st", version: "1", columns: [column("a", .text, "a")])),
-        InvalidCase(why: "an empty name", def: IndexDefinition(name: "", version: "1", columns: [column("a", .text, "a")])),
+        InvalidCase(
+            why: "the name default",
+            def: IndexDefinition(name: "default", version: "1", columns: [column("a", .text, "a")])),
+        InvalidCase(
+            why: "a name with a space",
+            def: IndexDefinition(name: "my index", version: "1", columns: [column("a", .text, "a")])),
+        InvalidCase(
+            why: "a name with a quote",
+            def: IndexDefinition(name: "x\"y", version: "1", columns: [column("a", .text, "a")])),
+        InvalidCase(
+            why: "a name starting with a digit",
+            def: IndexDefinition(name: "1st", version: "1", columns: [column("a", .text, "a")])),
+        InvalidCase(
+            why: "an empty name", def: IndexDefinition(name: "", version: "1", columns: [column("a", .text, "a")])),
         InvalidCase(why: "no columns", def: IndexDefinition(name: "empty", version: "1", columns: [])),
-        InvalidCase(why: "the reserved column key", def: IndexDefinition(name: "r", version: "1", columns: [column("key", .text, "a")])),
-        InvalidCase(why: "the reserved column collection", def: IndexDefinition(name: "r", version: "1", columns: [column("collection", .text, "a")])),
-        InvalidCase(why: "the reserved column rowid in capitals", def: IndexDefinition(name: "r", version: "1", columns: [column("ROWID", .integer, "a")])),
-        InvalidCase(why: "the reserved column object_id", def: IndexDefinition(name: "r", version: "1", columns: [column("object_id", .integer, "a")])),
-        InvalidCase(why: "a duplicate column", def: IndexDefinition(name: "d", version: "1", columns: [column("a", .text, "a"), column("A", .integer, "b")])),
-        InvalidCase(why: "a column name with a bracket", def: IndexDefinition(name: "b", version: "1", columns: [column("a]b", .text, "a")])),
+        InvalidCase(
+            why: "the reserved column key",
+            def: IndexDefinition(name: "r", version: "1", columns: [column("key", .text, "a")])),
+        InvalidCase(
+            why: "the reserved column collection",
+            def: IndexDefinition(name: "r", version: "1", columns: [column("collection", .text, "a")])),
+        InvalidCase(
+            why: "the reserved column rowid in capitals",
+            def: IndexDefinition(name: "r", version: "1", columns: [column("ROWID", .integer, "a")])),
+        InvalidCase(
+            why: "the reserved column object_id",
+            def: IndexDefinition(name: "r", version: "1", columns: [column("object_id", .integer, "a")])),
+        InvalidCase(
+            why: "a duplicate column",
+            def: IndexDefinition(
+                name: "d", version: "1", columns: [column("a", .text, "a"), column("A", .integer, "b")])),
+        InvalidCase(
+            why: "a column name with a bracket",
+            def: IndexDefinition(name: "b", version: "1", columns: [column("a]b", .text, "a")])),
     ]
 
-    @Test("an invalid definition is refused with invalid_params, in a transaction and in the configuration", arguments: invalidCases)
+    @Test(
+        "an invalid definition is refused with invalid_params, in a transaction and in the configuration",
+        arguments: invalidCases)
     func invalidDefinitions(_ c: InvalidCase) throws {
         let f = try Fixture()
         let inTx = expectCode(.invalidParams) { try f.store.write { tx in try tx.defineIndex(c.def) } }
@@ -325,33 +361,49 @@ import AssetStoreTestSupport
     }
 
     static let namingCases: [NamingCase] = [
-        NamingCase(why: "the name Default, which differs from default only in case", defs: [
-            IndexDefinition(name: "Default", version: "1", columns: [column("x", .integer, "x")]),
-        ]),
-        NamingCase(why: "the name DEFAULT", defs: [
-            IndexDefinition(name: "DEFAULT", version: "1", columns: [column("owner", .text, "x")]),
-        ]),
-        NamingCase(why: "two names that differ only in case", defs: [
-            IndexDefinition(name: "media", version: "1", columns: [column("x", .integer, "x")]),
-            IndexDefinition(name: "Media", version: "1", columns: [column("y", .text, "y")]),
-        ]),
-        NamingCase(why: "the name definition, once the engine's own index_definition table", defs: [
-            IndexDefinition(name: "definition", version: "1", columns: [column("x", .integer, "x")]),
-        ]),
-        NamingCase(why: "a column named collection_key, like the engine's own (collection, key) index", defs: [
-            IndexDefinition(name: "m", version: "1", columns: [column("collection_key", .integer, "x")]),
-        ]),
-        NamingCase(why: "index a with column b__c beside index a__b with column c", defs: [
-            IndexDefinition(name: "a", version: "1", columns: [column("b__c", .integer, "x")]),
-            IndexDefinition(name: "a__b", version: "1", columns: [column("c", .integer, "x")]),
-        ]),
-        NamingCase(why: "a column named like an SQL keyword", defs: [
-            IndexDefinition(name: "g", version: "1", columns: [column("group", .integer, "x"), column("select", .text, "y")]),
-        ]),
+        NamingCase(
+            why: "the name Default, which differs from default only in case",
+            defs: [
+                IndexDefinition(name: "Default", version: "1", columns: [column("x", .integer, "x")])
+            ]),
+        NamingCase(
+            why: "the name DEFAULT",
+            defs: [
+                IndexDefinition(name: "DEFAULT", version: "1", columns: [column("owner", .text, "x")])
+            ]),
+        NamingCase(
+            why: "two names that differ only in case",
+            defs: [
+                IndexDefinition(name: "media", version: "1", columns: [column("x", .integer, "x")]),
+                IndexDefinition(name: "Media", version: "1", columns: [column("y", .text, "y")]),
+            ]),
+        NamingCase(
+            why: "the name definition, once the engine's own index_definition table",
+            defs: [
+                IndexDefinition(name: "definition", version: "1", columns: [column("x", .integer, "x")])
+            ]),
+        NamingCase(
+            why: "a column named collection_key, like the engine's own (collection, key) index",
+            defs: [
+                IndexDefinition(name: "m", version: "1", columns: [column("collection_key", .integer, "x")])
+            ]),
+        NamingCase(
+            why: "index a with column b__c beside index a__b with column c",
+            defs: [
+                IndexDefinition(name: "a", version: "1", columns: [column("b__c", .integer, "x")]),
+                IndexDefinition(name: "a__b", version: "1", columns: [column("c", .integer, "x")]),
+            ]),
+        NamingCase(
+            why: "a column named like an SQL keyword",
+            defs: [
+                IndexDefinition(
+                    name: "g", version: "1", columns: [column("group", .integer, "x"), column("select", .text, "y")])
+            ]),
     ]
 
-    @Test("an index name or column that collides in SQL is refused with invalid_params or works on its own, never harming others",
-          arguments: namingCases)
+    @Test(
+        "an index name or column that collides in SQL is refused with invalid_params or works on its own, never harming others",
+        arguments: namingCases)
     func namingCollisions(_ c: NamingCase) throws {
         let f = try Fixture()
         try put(f, ref("m", "a"), ["x": 1, "y": "one", "owner": "alice"])
@@ -376,11 +428,13 @@ import AssetStoreTestSupport
         let log = ProgressLog()
         f.store = try Store(path: f.dbPath, configuration: f.configuration, progress: log.callback)
         #expect(log.all.isEmpty, "rebuilt on reopen: \(log.all)")
-        try expectIndexTruth(f.store, universe: [ref("m", "a"), ref("m", "b")], userIndexes: defined, c.why + ", reopened")
+        try expectIndexTruth(
+            f.store, universe: [ref("m", "a"), ref("m", "b")], userIndexes: defined, c.why + ", reopened")
     }
 
-    @Test("an index configured under a colliding name is refused with invalid_params or opens and works",
-          arguments: namingCases)
+    @Test(
+        "an index configured under a colliding name is refused with invalid_params or opens and works",
+        arguments: namingCases)
     func namingCollisionsInConfiguration(_ c: NamingCase) throws {
         let f = try Fixture()
         try put(f, ref("m", "a"), ["x": 1, "y": "one"])
@@ -405,7 +459,10 @@ import AssetStoreTestSupport
         ("no name", ["columns": [["name": "a", "type": "text", "path": "a"]]]),
         ("a column without a type", ["name": "u", "columns": [["name": "a", "path": "a"]]]),
         ("the reserved column key", ["name": "u", "columns": [["name": "key", "type": "text", "path": "a"]]]),
-        ("collections not strings", ["name": "u", "collections": [1], "columns": [["name": "a", "type": "text", "path": "a"]]]),
+        (
+            "collections not strings",
+            ["name": "u", "collections": [1], "columns": [["name": "a", "type": "text", "path": "a"]]]
+        ),
     ]
 
     @Test("an invalid [[indexes]] entry is refused with invalid_params", arguments: invalidJSON)

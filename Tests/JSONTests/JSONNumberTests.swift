@@ -30,11 +30,13 @@ import Testing
         #expect(found?.text == text)
     }
 
-    @Test("integers within 64 bits and numbers a double holds are kept", arguments: [
-        "0", "-0", "9223372036854775807", "-9223372036854775808", "1.5", "0.1", "1e2", "1E+20", "-0.0",
-        "5e-324", "1.7976931348623157e308", "0.10000000000000001", "0e999999", "0.000e-400",
-        "12345678901234567890.0", "[1,{\"a\":[2.5,\"1e400\"]},true,null]",
-    ])
+    @Test(
+        "integers within 64 bits and numbers a double holds are kept",
+        arguments: [
+            "0", "-0", "9223372036854775807", "-9223372036854775808", "1.5", "0.1", "1e2", "1E+20", "-0.0",
+            "5e-324", "1.7976931348623157e308", "0.10000000000000001", "0e999999", "0.000e-400",
+            "12345678901234567890.0", "[1,{\"a\":[2.5,\"1e400\"]},true,null]",
+        ])
     func keptNumbers(_ json: String) throws {
         #expect(firstInexact(json) == nil)
         let value = try JSONValue.parse(json)
@@ -58,7 +60,8 @@ import Testing
                 let text = Self.numberText(&random)
                 let value = try JSONValue.parse(text)
                 if firstInexact(text) == nil {
-                    #expect(try JSONValue.parse(value.serialized()) == value, "\(text) read back as \(value.serialized())")
+                    #expect(
+                        try JSONValue.parse(value.serialized()) == value, "\(text) read back as \(value.serialized())")
                 } else if case .double(let d) = value {
                     let integral = !text.contains(where: { ".eE".contains($0) })
                     #expect(integral || !d.isFinite || d == 0, "\(text) was refused")

@@ -30,8 +30,9 @@ import JSON
     func strings() throws {
         #expect(try parse(#""plain""#) == "plain")
         #expect(try parse(#""""#) == "")
-        #expect(try parse(#""a long plain run, then an escape: \n and \u00e9 and \"q\"""#)
-            == .string("a long plain run, then an escape: \n and é and \"q\""))
+        #expect(
+            try parse(#""a long plain run, then an escape: \n and \u00e9 and \"q\"""#)
+                == .string("a long plain run, then an escape: \n and é and \"q\""))
         #expect(try parse(#""ünïcødé""#) == "ünïcødé")
         #expect(try parse(#"{"k\"ey":"v","plain":"w"}"#) == ["k\"ey": "v", "plain": "w"])
         #expect(throws: JSONParseError.self) { try parse("\"tab\there\"") }
@@ -40,7 +41,9 @@ import JSON
         let invalid: [UInt8] = [34, 0x61, 0xC3, 0x28, 34]
         #expect(throws: JSONParseError.self) { try invalid.withUnsafeBufferPointer { try JSONValue.parse($0) } }
         let invalidAfterEscape: [UInt8] = [34, 92, 110, 0xC3, 0x28, 34]
-        #expect(throws: JSONParseError.self) { try invalidAfterEscape.withUnsafeBufferPointer { try JSONValue.parse($0) } }
+        #expect(throws: JSONParseError.self) {
+            try invalidAfterEscape.withUnsafeBufferPointer { try JSONValue.parse($0) }
+        }
     }
 
     @Test("a string's bytes are accepted exactly when they are UTF-8, with or without an escape before them")
@@ -48,8 +51,10 @@ import JSON
         let samples: [[UInt8]] = [
             Array("é".utf8), Array("日本".utf8), Array("🦊".utf8), Array("\u{FFFD}".utf8), Array("\u{10FFFF}".utf8),
             Array("\u{7F}\u{80}\u{7FF}\u{800}\u{FFFF}\u{10000}".utf8),
-            [0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
-            [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xFE], [0xE2, 0x82], [0xF0, 0x9F, 0xA6], [0xEF, 0xBF], [0xEF, 0xBF, 0xBE],
+            [0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80],
+            [0xF4, 0x90, 0x80, 0x80],
+            [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xFE], [0xE2, 0x82], [0xF0, 0x9F, 0xA6], [0xEF, 0xBF],
+            [0xEF, 0xBF, 0xBE],
             [0x61, 0xC3], [0xC3, 0x61], [0xEF, 0xBF, 0xBD, 0xFF],
         ]
         for sample in samples {
@@ -57,9 +62,12 @@ import JSON
             for prefix in [[UInt8](), Array("x".utf8), Array(#"\n"#.utf8)] {
                 let text = [34] + prefix + sample + [34]
                 let got = try? text.withUnsafeBufferPointer { try JSONValue.parse($0) }
-                let expected = oracle.map { (prefix == Array(#"\n"#.utf8) ? "\n" : String(decoding: prefix, as: UTF8.self)) + $0 }
+                let expected = oracle.map {
+                    (prefix == Array(#"\n"#.utf8) ? "\n" : String(decoding: prefix, as: UTF8.self)) + $0
+                }
                 // Compared as bytes: String equality would let an equivalent respelling pass.
-                #expect(got?.stringValue.map { Array($0.utf8) } == expected.map { Array($0.utf8) }, "\(prefix) + \(sample)")
+                #expect(
+                    got?.stringValue.map { Array($0.utf8) } == expected.map { Array($0.utf8) }, "\(prefix) + \(sample)")
                 #expect((got == nil) == (expected == nil), "\(prefix) + \(sample)")
             }
         }
@@ -67,7 +75,10 @@ import JSON
 
     @Test("integers are written as Swift prints them, at every edge; object members in key order")
     func writtenNumbersAndMembers() throws {
-        let edges: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 1_000_000_007, -987_654_321, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1]
+        let edges: [Int64] = [
+            0, 1, -1, 9, 10, -10, 99, 100, 1_000_000_007, -987_654_321, Int64.max, Int64.min, Int64.max - 1,
+            Int64.min + 1,
+        ]
         for i in edges {
             #expect(JSONValue.int(i).serialized() == String(i))
             #expect(try parse(JSONValue.int(i).serialized()) == .int(i))

@@ -10,7 +10,9 @@ extension MethodTable {
         guard path.hasPrefix("/") else { throw RPCError.invalidParams("path must be absolute") }
         var progress: (@Sendable (Int, Int) -> Void)?
         if let report = ctx.progress {
-            progress = { done, total in report(["phase": "copy", "done": .int(Int64(done)), "total": .int(Int64(total))]) }
+            progress = { done, total in
+                report(["phase": "copy", "done": .int(Int64(done)), "total": .int(Int64(total))])
+            }
         }
         return MethodOutcome(try ctx.store.backup(to: path, progress: progress))
     }

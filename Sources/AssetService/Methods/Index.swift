@@ -12,12 +12,15 @@ extension MethodTable {
         var progress: (@Sendable (IndexRebuildProgress) -> Void)?
         if let report = ctx.progress {
             progress = { r in
-                report(["phase": .string("rebuild \(r.index)"), "done": .int(Int64(r.done)), "total": .int(Int64(r.total))])
+                report([
+                    "phase": .string("rebuild \(r.index)"), "done": .int(Int64(r.done)), "total": .int(Int64(r.total)),
+                ])
             }
         }
-        return committed(try ctx.store.write(owner: ctx.caller.userName) { tx in
-            try tx.defineIndex(def, progress: progress)
-        }.report)
+        return committed(
+            try ctx.store.write(owner: ctx.caller.userName) { tx in
+                try tx.defineIndex(def, progress: progress)
+            }.report)
     }
 
     static func indexList(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {

@@ -8,12 +8,15 @@ import ControlProtocol
 extension MethodTable {
     static func leaseAcquire(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         guard let holder = ctx.connection else {
-            throw RPCError.invalidParams("a lease lives as long as its connection: lease.acquire needs a running daemon (--socket)")
+            throw RPCError.invalidParams(
+                "a lease lives as long as its connection: lease.acquire needs a running daemon (--socket)")
         }
         guard let ttl = try p.optionalDuration("ttl") else { throw RPCError.invalidParams("ttl is required") }
         var objects = [ObjectRef]()
         if let items = p.value("objects") {
-            guard let list = items.arrayValue else { throw RPCError.invalidParams("objects must be an array of {collection, key}") }
+            guard let list = items.arrayValue else {
+                throw RPCError.invalidParams("objects must be an array of {collection, key}")
+            }
             for item in list { objects.append(try Params(["o": item]).ref("o")) }
         }
         let files = try p.optionalStrings("files") ?? []

@@ -68,7 +68,9 @@ public enum MethodTable {
         /// A `.pointRead` call's result as JSON text, read through `reader`, or its error as
         /// the protocol reports it.
         public func pointRead(_ params: JSONValue, from reader: ObjectReader) -> Result<[UInt8], RPCError> {
-            guard let read else { return .failure(RPCError(code: RPCError.internalErrorCode, message: "not a point read")) }
+            guard let read else {
+                return .failure(RPCError(code: RPCError.internalErrorCode, message: "not a point read"))
+            }
             return capture { try read(Params(params), reader) }
         }
     }
@@ -131,7 +133,9 @@ public enum MethodTable {
     }
 
     /// Runs `method`, mapping every failure to a JSON-RPC error.
-    public static func call(_ method: String, _ params: JSONValue, _ ctx: MethodContext) -> Result<MethodOutcome, RPCError> {
+    public static func call(
+        _ method: String, _ params: JSONValue, _ ctx: MethodContext
+    ) -> Result<MethodOutcome, RPCError> {
         guard let m = methods[method] else { return .failure(.methodNotFound(method)) }
         if m.adminOnly && !ctx.caller.isAdmin {
             return .failure(.application(.permissionDenied, "\(method) is for admins only"))

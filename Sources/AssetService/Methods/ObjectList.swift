@@ -16,7 +16,10 @@ extension MethodTable {
     }
 
     private static func listParams(_ p: Params) throws -> (String, String?, Int) {
-        (try p.string("collection"), try p.optionalString("after"), Int(try p.optionalInt("limit", in: 1...100_000) ?? 1000))
+        (
+            try p.string("collection"), try p.optionalString("after"),
+            Int(try p.optionalInt("limit", in: 1...100_000) ?? 1000)
+        )
     }
 
     private static func listResult(_ page: (keys: [String], next: String?)) -> JSONValue {

@@ -15,9 +15,10 @@ extension MethodTable {
 
     private static func setPinned(_ p: Params, _ ctx: MethodContext, _ pinned: Bool) throws -> MethodOutcome {
         let ref = try p.ref()
-        return committed(try ctx.store.write(owner: ctx.caller.userName) { tx in
-            try checkOwner(ref, tx, ctx)
-            try tx.pin(ref, pinned)
-        }.report)
+        return committed(
+            try ctx.store.write(owner: ctx.caller.userName) { tx in
+                try checkOwner(ref, tx, ctx)
+                try tx.pin(ref, pinned)
+            }.report)
     }
 }

@@ -52,6 +52,8 @@ extension MethodTable {
     /// The engine's policy progress as `{phase, done, bytes}` notifications.
     static func policyProgress(_ ctx: MethodContext) -> (@Sendable (PolicyProgress) -> Void)? {
         guard let report = ctx.progress else { return nil }
-        return { p in report(["phase": .string(p.phase), "done": .int(Int64(p.deleted)), "total": .null, "bytes": .int(p.bytes)]) }
+        return { p in
+            report(["phase": .string(p.phase), "done": .int(Int64(p.deleted)), "total": .null, "bytes": .int(p.bytes)])
+        }
     }
 }

@@ -11,6 +11,8 @@ extension MethodTable {
         let owner = try p.optionalString("owner")
         guard bytes != nil || owner != nil else { throw RPCError.invalidParams("bytes or owner is required") }
         if !dryRun { try requireAdmin("policy.evict without dry_run", ctx) }
-        return try planned { try ctx.store.evict(bytes: bytes, owner: owner, dryRun: dryRun, progress: policyProgress(ctx)) }
+        return try planned {
+            try ctx.store.evict(bytes: bytes, owner: owner, dryRun: dryRun, progress: policyProgress(ctx))
+        }
     }
 }

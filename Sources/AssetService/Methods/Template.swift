@@ -10,9 +10,10 @@ extension MethodTable {
         let collection = try p.string("collection")
         guard let items = p.value("edges")?.arrayValue else { throw RPCError.invalidParams("edges must be an array") }
         let edges = try items.map { e throws(StoreError) in try EdgeTemplate(json: e) }
-        return committed(try ctx.store.write(owner: ctx.caller.userName) { tx in
-            try tx.setTemplate(collection: collection, edges: edges)
-        }.report)
+        return committed(
+            try ctx.store.write(owner: ctx.caller.userName) { tx in
+                try tx.setTemplate(collection: collection, edges: edges)
+            }.report)
     }
 
     static func templateGet(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {

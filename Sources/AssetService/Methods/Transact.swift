@@ -11,14 +11,18 @@ extension MethodTable {
         "object.put": applyPut, "object.get": applyGet, "object.delete": applyDelete, "object.touch": applyTouch,
         "object.list": applyList, "edge.add": applyEdgeAdd, "edge.remove": applyEdgeRemove,
         "edge.find": applyEdgeFind, "edge.count": applyEdgeCount,
-        "flush": { _, tx, _ in try tx.flush(); return .object([:]) },
+        "flush": { _, tx, _ in
+            try tx.flush(); return .object([:])
+        },
     ]
 
     static func transact(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         guard let ops = p.value("ops")?.arrayValue else { throw RPCError.invalidParams("ops must be an array") }
         var parsed = [(Op, Params, Int)]()
         for (i, op) in ops.enumerated() {
-            guard let method = op["method"]?.stringValue else { throw RPCError.invalidParams("ops[\(i)].method is required") }
+            guard let method = op["method"]?.stringValue else {
+                throw RPCError.invalidParams("ops[\(i)].method is required")
+            }
             guard let run = transactOps[method] else {
                 throw RPCError.invalidParams("ops[\(i)]: \(method) cannot be used in transact")
             }

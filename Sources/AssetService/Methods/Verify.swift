@@ -24,7 +24,12 @@ extension MethodTable {
         if options.deleteOrphans { try requireAdmin("verify with delete_orphans", ctx) }
         var progress: (@Sendable (VerifyProgress) -> Void)?
         if let report = ctx.progress {
-            progress = { v in report(["phase": .string(v.phase), "done": .int(Int64(v.done)), "total": v.total.map { .int(Int64($0)) } ?? .null]) }
+            progress = { v in
+                report([
+                    "phase": .string(v.phase), "done": .int(Int64(v.done)),
+                    "total": v.total.map { .int(Int64($0)) } ?? .null,
+                ])
+            }
         }
         let report = try ctx.store.verify(options, progress: progress)
         return MethodOutcome(report.json, commit: report.commit)

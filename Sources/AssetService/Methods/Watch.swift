@@ -17,7 +17,8 @@ extension MethodTable {
         if let types, let bad = types.subtracting(eventTypes).sorted().first {
             throw RPCError.invalidParams("unknown event type \(bad)")
         }
-        return MethodOutcome(.object(["watching": true]), action: .watch(EventFilter(collections: collections, types: types)))
+        return MethodOutcome(
+            .object(["watching": true]), action: .watch(EventFilter(collections: collections, types: types)))
     }
 
     static func unwatch(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {

@@ -37,8 +37,10 @@ public enum CacheDirectoryTag {
         var bytes = [UInt8](repeating: 0, count: 4096)
         let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return false }
-        let lines = String(decoding: bytes[..<n], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
+        let lines = String(decoding: bytes[..<n], as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false
+        )
+        .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
         return lines.first == Substring(signature) && lines.contains(Substring(assetdLine))
     }
 

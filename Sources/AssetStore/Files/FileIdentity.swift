@@ -75,10 +75,13 @@ struct FileStatus {
     static func of(_ dirfd: Int32, _ path: UnsafePointer<CChar>) -> Result<FileStatus, Errno> {
         var s = assetd_file_stat()
         guard assetd_file_stat(dirfd, path, &s) == 0 else { return .failure(Errno(errno)) }
-        return .success(FileStatus(
-            device: Int64(bitPattern: s.device), inode: Int64(bitPattern: s.inode), mode: mode_t(s.mode), size: s.size,
-            mtime: Double(s.mtime_sec) + Double(s.mtime_nsec) / 1e9, ctime: s.ctime_ns, birth: s.has_birth != 0 ? s.birth_ns : nil,
-            mountID: s.has_mount_id != 0 ? s.mount_id : nil))
+        return .success(
+            FileStatus(
+                device: Int64(bitPattern: s.device), inode: Int64(bitPattern: s.inode), mode: mode_t(s.mode),
+                size: s.size,
+                mtime: Double(s.mtime_sec) + Double(s.mtime_nsec) / 1e9, ctime: s.ctime_ns,
+                birth: s.has_birth != 0 ? s.birth_ns : nil,
+                mountID: s.has_mount_id != 0 ? s.mount_id : nil))
     }
 
     /// statx of an absolute path (a final symlink not followed).

@@ -40,7 +40,9 @@ enum FileProbe {
             }
             if st.kind != S_IFDIR { return .missing }
             if st.onAnotherMount(than: mount) {
-                guard roots.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else { throw crossing(prefix, path) }
+                guard roots.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else {
+                    throw crossing(prefix, path)
+                }
                 mount = st
             }
         }
@@ -71,7 +73,9 @@ enum FileProbe {
     }
 
     private static func crossing(_ at: String, _ path: String) -> StoreError {
-        StoreError(.unsafePath, "\(at) is a mount point below the root: files across it are not managed", detail: .string(path))
+        StoreError(
+            .unsafePath, "\(at) is a mount point below the root: files across it are not managed", detail: .string(path)
+        )
     }
 
     /// Like `probe`, but never throws: anything unusual reads as missing. Used when recording

@@ -27,7 +27,8 @@ public struct ManagedRoots: Sendable, Hashable {
         guard let root = root(of: path) else {
             // Naming the roots tells a user whose path looked right where files must go.
             throw StoreError(
-                .pathOutsideRoots, "\(path) is not under a managed root (roots: \(paths.reversed().joined(separator: ", ")))",
+                .pathOutsideRoots,
+                "\(path) is not under a managed root (roots: \(paths.reversed().joined(separator: ", ")))",
                 detail: .string(path))
         }
         return (path, root)
@@ -70,7 +71,8 @@ public struct ManagedRoots: Sendable, Hashable {
                 let inner = Array(paths[i].utf8)
                 if ManagedRoots.isBelow(inner, paths[j]) {
                     if ri != rj + inner.dropFirst(paths[j].utf8.count) {
-                        return "\(paths[i]) is reached through a symlink below \(paths[j]): every file under it would be refused"
+                        return
+                            "\(paths[i]) is reached through a symlink below \(paths[j]): every file under it would be refused"
                     }
                 } else if !ManagedRoots.isBelow(Array(paths[j].utf8), paths[i]),
                     ri == rj || ManagedRoots.isBelow(ri, String(decoding: rj, as: UTF8.self))

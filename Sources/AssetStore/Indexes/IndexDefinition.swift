@@ -39,7 +39,9 @@ public struct IndexDefinition: Sendable, Hashable {
     /// The name of the built-in index.
     public static let defaultName = "default"
     /// The built-in index's columns, in table order.
-    public static let defaultColumns = ["collection", "key", "owner", "size", "files", "created", "modified", "accessed"]
+    public static let defaultColumns = [
+        "collection", "key", "owner", "size", "files", "created", "modified", "accessed",
+    ]
     static let reservedColumns: Set<String> = ["rowid", "oid", "_rowid_", "object_id", "collection", "key"]
 
     /// A definition; `validate` checks names.
@@ -78,7 +80,9 @@ public struct IndexDefinition: Sendable, Hashable {
             guard let type = IndexColumnType(rawValue: tname) else {
                 throw StoreError(.invalidParams, "column type \"\(tname)\" is not integer, real, text or boolean")
             }
-            guard let path = JSONPath(pname) else { throw StoreError(.invalidParams, "\"\(pname)\" is not a JSON path") }
+            guard let path = JSONPath(pname) else {
+                throw StoreError(.invalidParams, "\"\(pname)\" is not a JSON path")
+            }
             columns.append(IndexColumn(name: cname, type: type, path: path))
         }
         self.init(name: name, version: version, collections: collections, columns: columns)
@@ -89,9 +93,12 @@ public struct IndexDefinition: Sendable, Hashable {
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "name": .string(name), "version": .string(version),
-            "columns": .array(columns.map {
-                .object(["name": .string($0.name), "type": .string($0.type.rawValue), "path": .string($0.path.text)])
-            }),
+            "columns": .array(
+                columns.map {
+                    .object([
+                        "name": .string($0.name), "type": .string($0.type.rawValue), "path": .string($0.path.text),
+                    ])
+                }),
         ]
         if let collections { o["collections"] = .array(collections.map(JSONValue.string)) }
         return .object(o)

@@ -20,19 +20,22 @@ enum IndexTable {
 
     /// The columns of object the built-in index shows, in order (`id` as `object_id`); the
     /// query authorizer lets a clause read these through the view and no others.
-    static let defaultViewColumns = ["id", "collection", "key", "owner", "size", "files", "created", "modified", "accessed"]
+    static let defaultViewColumns = [
+        "id", "collection", "key", "owner", "size", "files", "created", "modified", "accessed",
+    ]
 
     /// The built-in index: a view of the object rows (size and files are columns of object,
     /// kept by `refresh`), with its SQLite indexes on object under the index's names.
     static func createDefault(_ db: Database) throws {
         let columns = defaultViewColumns.map { $0 == "id" ? "id AS object_id" : $0 }.joined(separator: ", ")
-        try db.execute(sql: """
-            CREATE VIEW "\(table(IndexDefinition.defaultName))" AS SELECT \(columns) FROM object;
-            CREATE INDEX "\(sqlIndex("default", "owner_size"))" ON object(owner, size);
-            CREATE INDEX "\(sqlIndex("default", "size"))" ON object(size);
-            CREATE INDEX "\(sqlIndex("default", "accessed"))" ON object(accessed);
-            CREATE INDEX "\(sqlIndex("default", "created"))" ON object(created);
-            """)
+        try db.execute(
+            sql: """
+                CREATE VIEW "\(table(IndexDefinition.defaultName))" AS SELECT \(columns) FROM object;
+                CREATE INDEX "\(sqlIndex("default", "owner_size"))" ON object(owner, size);
+                CREATE INDEX "\(sqlIndex("default", "size"))" ON object(size);
+                CREATE INDEX "\(sqlIndex("default", "accessed"))" ON object(accessed);
+                CREATE INDEX "\(sqlIndex("default", "created"))" ON object(created);
+                """)
     }
 
     /// Least recently used first within one owner: the quota policy's order, kept only while
@@ -40,9 +43,10 @@ enum IndexTable {
     static let defaultOwnerAccessed = sqlIndex(IndexDefinition.defaultName, "owner_accessed")
 
     static func createDefaultOwnerAccessed(_ db: Database) throws {
-        try db.execute(sql: """
-            CREATE INDEX IF NOT EXISTS "\(defaultOwnerAccessed)" ON object(owner, accessed)
-            """)
+        try db.execute(
+            sql: """
+                CREATE INDEX IF NOT EXISTS "\(defaultOwnerAccessed)" ON object(owner, accessed)
+                """)
     }
 
     static func dropDefaultOwnerAccessed(_ db: Database) throws {
@@ -81,7 +85,9 @@ enum IndexTable {
     static func userSelect(_ def: IndexDefinition, extraCondition: String) -> String {
         let exprs = def.columns.map { columnExpression($0) + " AS \"\($0.name)\"" }.joined(separator: ", ")
         var conditions = [extraCondition]
-        if let cs = def.collections { conditions.append("o.collection IN (\(cs.map(sqlLiteral).joined(separator: ",")))") }
+        if let cs = def.collections {
+            conditions.append("o.collection IN (\(cs.map(sqlLiteral).joined(separator: ",")))")
+        }
         let notAllNull = def.columns.map { "\"\($0.name)\" IS NOT NULL" }.joined(separator: " OR ")
         return """
             SELECT * FROM (SELECT o.id, o.collection, o.key, \(exprs) FROM object o WHERE \(conditions.joined(separator: " AND ")))
@@ -95,9 +101,10 @@ enum IndexTable {
             let type = ["integer": "INTEGER", "real": "REAL", "text": "TEXT", "boolean": "INTEGER"][c.type.rawValue]!
             return "\"\(c.name)\" \(type)"
         }.joined(separator: ", ")
-        try db.execute(sql: """
-            CREATE TABLE "\(t)" (object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL, \(cols))
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE "\(t)" (object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL, \(cols))
+                """)
         try db.execute(sql: "CREATE INDEX \"\(sqlIndex(def.name, "collection_key"))\" ON \"\(t)\"(collection, key)")
         for c in def.columns {
             try db.execute(sql: "CREATE INDEX \"\(columnIndex(def.name, c.name))\" ON \"\(t)\"(\"\(c.name)\")")
@@ -121,12 +128,14 @@ enum IndexTable {
         fileless: Set<Int64> = [], _ db: Database
     ) throws {
         guard !ids.isEmpty else { return }
-        let files = try db.cachedStatement(sql: """
-            SELECT e.dst, f.size FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
-            """)
-        let setSize = try db.cachedStatement(sql: """
-            UPDATE object SET size = ?2, files = ?3 WHERE id = ?1 AND (size != ?2 OR files != ?3)
-            """)
+        let files = try db.cachedStatement(
+            sql: """
+                SELECT e.dst, f.size FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
+                """)
+        let setSize = try db.cachedStatement(
+            sql: """
+                UPDATE object SET size = ?2, files = ?3 WHERE id = ?1 AND (size != ?2 OR files != ?3)
+                """)
         for id in ids where !fileless.contains(id) {
             var seen = Set<Int64>()
             var size: Int64 = 0
@@ -154,7 +163,9 @@ enum IndexTable {
     /// object's own).
     static func remove(_ id: Int64, indexes: [IndexDefinition], _ db: Database) throws {
         for def in indexes {
-            try db.cachedStatement(sql: "DELETE FROM \"\(table(def.name))\" WHERE object_id = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM \"\(table(def.name))\" WHERE object_id = ?").execute(arguments: [
+                id
+            ])
         }
     }
 
@@ -179,12 +190,14 @@ enum IndexTable {
         let stmt: Statement
         if let def {
             try db.execute(sql: "DELETE FROM \"\(t)\"")
-            stmt = try db.makeStatement(sql: "INSERT INTO \"\(t)\" \(userSelect(def, extraCondition: "o.id > ? AND o.id <= ?"))")
+            stmt = try db.makeStatement(
+                sql: "INSERT INTO \"\(t)\" \(userSelect(def, extraCondition: "o.id > ? AND o.id <= ?"))")
         } else {
-            stmt = try db.makeStatement(sql: """
-                UPDATE object SET size = r.size, files = r.files FROM (\(defaultSelect) WHERE o.id > ? AND o.id <= ?) AS r
-                WHERE object.id = r.id AND (object.size != r.size OR object.files != r.files)
-                """)
+            stmt = try db.makeStatement(
+                sql: """
+                    UPDATE object SET size = r.size, files = r.files FROM (\(defaultSelect) WHERE o.id > ? AND o.id <= ?) AS r
+                    WHERE object.id = r.id AND (object.size != r.size OR object.files != r.files)
+                    """)
         }
         var low: Int64 = 0
         progress?(IndexRebuildProgress(index: name, done: 0, total: total))

@@ -5,7 +5,8 @@ import GRDB
 
 extension WriteTransaction {
     /// Defines (or redefines) a user index; a changed definition is rebuilt now.
-    public func defineIndex(_ def: IndexDefinition, progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil) throws {
+    public func defineIndex(_ def: IndexDefinition, progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil) throws
+    {
         try def.validate()
         if indexes[def.name] == def { return }
         try IndexTable.drop(def.name, db)

@@ -72,7 +72,9 @@ public final class LeaseRegistry: Sendable {
     /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
     /// managed root; objects are validated but need not exist. A lease of objects waits for
     /// a policy batch under way to commit, so it must not be taken inside a write transaction.
-    public func acquire(objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil) throws(StoreError) -> Lease {
+    public func acquire(
+        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil
+    ) throws(StoreError) -> Lease {
         guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
             throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
         }
@@ -87,7 +89,8 @@ public final class LeaseRegistry: Sendable {
             let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
-                    let lease = Lease(id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
+                    let lease = Lease(
+                        id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
                     s.next += 1
                     s.leases[lease.id] = lease
                     return lease

@@ -20,7 +20,9 @@ extension Store {
     /// The copy is written to `.<name>.tmp-<pid>-<random>` beside `path` first. A backup
     /// killed meanwhile leaves that behind, so each backup first removes the temp files of
     /// earlier backups to the same name whose process is gone (see `removeStaleBackupTemps`).
-    public func backup(to path: String, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) throws -> JSONValue {
+    public func backup(
+        to path: String, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil
+    ) throws -> JSONValue {
         try checkOpen()
         let target = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         let folder = (target as NSString).deletingLastPathComponent
@@ -93,7 +95,8 @@ extension Store {
                 // SQLite does not say why; the folder usually does (missing, not writable).
                 let why = access(folder, W_OK) == 0 ? "" : ": \(errnoDescription(errno))"
                 throw StoreError(.permissionDenied, "cannot create a file in \(folder)\(why)")
-            default: throw StoreError(.internalError, "backup to \(target) failed: database error \(e.resultCode.rawValue)")
+            default:
+                throw StoreError(.internalError, "backup to \(target) failed: database error \(e.resultCode.rawValue)")
             }
         } catch {
             removeTemp()

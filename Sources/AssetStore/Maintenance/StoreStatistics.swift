@@ -77,11 +77,13 @@ extension Store {
         return try read { r in
             let db = r.db
             var perOwner = [String: Int64]()
-            for row in try Row.fetchAll(db, sql: """
-                SELECT o.owner, SUM(f.size) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
-                    FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1) o
-                JOIN file f ON f.id = o.dst GROUP BY o.owner
-                """)
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT o.owner, SUM(f.size) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
+                        FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1) o
+                    JOIN file f ON f.id = o.dst GROUP BY o.owner
+                    """)
             {
                 perOwner[row[0]] = row[1]
             }
@@ -113,6 +115,7 @@ extension Store {
     @discardableResult
     public func checkpoint() throws -> Bool {
         try checkNotReadOnly()  // not checkOpen: `close` runs it after marking the store closed
-        return try checkpointing("checkpoint") { db in try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0 }
+        return try checkpointing("checkpoint") { db in try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") == 0
+        }
     }
 }

@@ -17,7 +17,8 @@ extension VerifyRun {
         let youngSince = store.configuration.clock() - store.configuration.orphanGrace
         try scan(
             "missing_files",
-            count: "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)",
+            count:
+                "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)",
             page: """
                 SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ?, f.device FROM file f
                 WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
@@ -69,7 +70,8 @@ extension VerifyRun {
         let holders: [Int64: [ObjectRef]] = try store.read { r in
             var out = [Int64: [ObjectRef]]()
             for row in try Row.fetchAll(
-                r.db, sql: """
+                r.db,
+                sql: """
                     SELECT DISTINCT e.dst, o.collection, o.key FROM edge e JOIN object o ON o.id = e.src
                     WHERE e.is_file = 1 AND e.dst IN (SELECT value FROM json_each(?)) ORDER BY e.dst, o.collection, o.key
                     """, arguments: [ids])
@@ -86,9 +88,12 @@ extension VerifyRun {
             let o = outcome[f.id]
             if case .vanished? = o { continue }
             for ref in holders[f.id] ?? [] {
-                add("missing_file", .object([
-                    "collection": .string(ref.collection), "key": .string(ref.key), "path": .string(f.path),
-                ]), "\(ref) holds \(f.path), which no longer exists" + (o?.suffix ?? ""), repaired: o?.repaired ?? false)
+                add(
+                    "missing_file",
+                    .object([
+                        "collection": .string(ref.collection), "key": .string(ref.key), "path": .string(f.path),
+                    ]), "\(ref) holds \(f.path), which no longer exists" + (o?.suffix ?? ""),
+                    repaired: o?.repaired ?? false)
             }
         }
     }
@@ -111,12 +116,14 @@ extension VerifyRun {
                     r.db, sql: "SELECT id FROM file WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
                     arguments: [after, Store.verifyPage - 1])
                 let page = try Row.fetchAll(
-                    r.db, sql: """
+                    r.db,
+                    sql: """
                         SELECT f.id, f.path FROM file f WHERE f.id > ? AND f.id <= ?
                         AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id) ORDER BY f.id
                         """, arguments: [after, upTo ?? Int64.max])
                 let counted = try Int64.fetchOne(
-                    r.db, sql: "SELECT COUNT(*) FROM file WHERE id > ? AND id <= ?", arguments: [after, upTo ?? Int64.max])
+                    r.db, sql: "SELECT COUNT(*) FROM file WHERE id > ? AND id <= ?",
+                    arguments: [after, upTo ?? Int64.max])
                 scanned += counted ?? 0
                 return (page, upTo)
             }
@@ -128,8 +135,10 @@ extension VerifyRun {
             for f in files {
                 let o = outcome[f.id]
                 if case .vanished? = o { continue }
-                add("unreferenced_file", .object(["path": .string(f.path)]),
-                    "\(f.path) is registered but no edge references it" + (o?.suffix ?? ""), repaired: o?.repaired ?? false)
+                add(
+                    "unreferenced_file", .object(["path": .string(f.path)]),
+                    "\(f.path) is registered but no edge references it" + (o?.suffix ?? ""),
+                    repaired: o?.repaired ?? false)
             }
             report(phase, Int(scanned), total)
             guard let upTo else { break }
@@ -167,7 +176,9 @@ extension WriteTransaction {
     /// every edge to it is removed as "destination deleted" (their rules fire at flush) and
     /// the registry row goes with its last edge.
     func removeMissingFile(_ id: Int64) throws -> RepairOutcome {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT path, device FROM file WHERE id = ?"), arguments: [id]),
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT path, device FROM file WHERE id = ?"), arguments: [id]),
             VerifyRun.isMissing(row[0], device: row[1], store)
         else { return .vanished }
         let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ?", [id])
@@ -184,11 +195,13 @@ extension WriteTransaction {
 
     /// verify's repair of an unreferenced registry row (see `VerifyRun.unreferencedFiles`).
     func removeUnreferencedFile(_ id: Int64) throws -> RepairOutcome {
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT path, device, inode, size, birth, generation, ctime FROM file f WHERE id = ?
-                AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
-                """), arguments: [id])
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT path, device, inode, size, birth, generation, ctime FROM file f WHERE id = ?
+                        AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
+                        """), arguments: [id])
         else { return .vanished }
         let path: String = row[0]
         let device: Int64? = row[1]

@@ -28,7 +28,8 @@ extension VerifyRun {
                 outcome = .repaired("the index was rebuilt")
             }
             let examples = sample.map(\.description).joined(separator: ", ")
-            add("index_mismatch", .object(["index": .string(name)]),
+            add(
+                "index_mismatch", .object(["index": .string(name)]),
                 "index \(name): \(differing) rows differ from a recomputation (\(examples)\(differing > sample.count ? ", …" : ""))"
                     + (outcome?.suffix ?? ""),
                 repaired: outcome?.repaired ?? false)
@@ -40,7 +41,8 @@ extension VerifyRun {
     private func differences(_ def: IndexDefinition?, done: inout Int, total: Int) throws -> (Int, [ObjectRef]) {
         let name = def?.name ?? IndexDefinition.defaultName
         let table = IndexTable.table(name)
-        let recomputed = def.map { IndexTable.userSelect($0, extraCondition: "o.id > ? AND o.id <= ?") }
+        let recomputed =
+            def.map { IndexTable.userSelect($0, extraCondition: "o.id > ? AND o.id <= ?") }
             ?? IndexTable.defaultSelect + " WHERE o.id > ? AND o.id <= ?"
         let stored = "SELECT * FROM \"\(table)\" WHERE object_id > ? AND object_id <= ?"
         let sql = """
@@ -59,7 +61,8 @@ extension VerifyRun {
             let (rows, objects) = try store.read { r in
                 (
                     try Row.fetchAll(r.db, sql: sql, arguments: [low, high, low, high, low, high, low, high]),
-                    try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM object WHERE id > ? AND id <= ?", arguments: [low, high])
+                    try Int.fetchOne(
+                        r.db, sql: "SELECT COUNT(*) FROM object WHERE id > ? AND id <= ?", arguments: [low, high])
                         ?? 0
                 )
             }

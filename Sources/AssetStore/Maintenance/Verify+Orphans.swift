@@ -36,7 +36,8 @@ extension VerifyRun {
     func orphans() throws {
         let phase = "orphans"
         // The reserve too (Store+Reserve.swift), and its file while being allocated.
-        let own = Set(["", "-wal", "-shm", "-journal", ".lock", ".ballast", ".ballast.new"].map { Array((store.path + $0).utf8) })
+        let own = Set(
+            ["", "-wal", "-shm", "-journal", ".lock", ".ballast", ".ballast.new"].map { Array((store.path + $0).utf8) })
         // A root's CACHEDIR.TAG marks the folder; it is never an orphan.
         let tags = Set(store.roots.paths.map { Array(($0 + "/" + CacheDirectoryTag.fileName).utf8) })
         var ownIDs = Set<[Int64]>()
@@ -97,7 +98,8 @@ extension VerifyRun {
                             continue
                         }
                         guard still.contains(Array(path.utf8)),
-                            let now = try? FileProbe.probe(path: path, root: f.root, roots: store.roots.paths), now.exists,
+                            let now = try? FileProbe.probe(path: path, root: f.root, roots: store.roots.paths),
+                            now.exists,
                             now.device == f.device, now.inode == f.inode, (now.mtime ?? 0) < oldBefore
                         else {
                             out[i] = .vanished
@@ -108,7 +110,8 @@ extension VerifyRun {
                         // meanwhile is answered after the unlink.
                         let outcome = store.leases.unlessLeased(file: path) {
                             unlinker.unlink(
-                                path: path, root: f.root, device: f.device, inode: f.inode, stamp: f.stamp, size: f.size,
+                                path: path, root: f.root, device: f.device, inode: f.inode, stamp: f.stamp,
+                                size: f.size,
                                 probe: probe)
                         }
                         switch outcome {
@@ -128,9 +131,11 @@ extension VerifyRun {
         for (i, f) in unknown.enumerated() {
             let o = removed[i]
             if case .vanished? = o { continue }
-            add("orphan", .object([
-                "path": .string(f.display), "size": .int(f.size), "mtime": .double(f.mtime),
-            ]), "\(f.display) is under a managed root but nothing registers it" + (o?.suffix ?? ""),
+            add(
+                "orphan",
+                .object([
+                    "path": .string(f.display), "size": .int(f.size), "mtime": .double(f.mtime),
+                ]), "\(f.display) is under a managed root but nothing registers it" + (o?.suffix ?? ""),
                 repaired: o?.repaired ?? false)
         }
     }
@@ -138,11 +143,14 @@ extension VerifyRun {
     /// The files no registry row names, no queued unlink names and no lease covers.
     private static func unknown(_ files: [WalkedFile], _ db: Database, _ store: Store) throws -> [WalkedFile] {
         let paths = JSONValue.array(files.compactMap { $0.path.map(JSONValue.string) }).serialized()
-        let known = Set(try String.fetchAll(
-            db, sql: """
-                SELECT path FROM file WHERE path IN (SELECT value FROM json_each(?1))
-                UNION SELECT path FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?1))
-                """, arguments: [paths]).map { Array($0.utf8) })
+        let known = Set(
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT path FROM file WHERE path IN (SELECT value FROM json_each(?1))
+                    UNION SELECT path FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?1))
+                    """, arguments: [paths]
+            ).map { Array($0.utf8) })
         let leased = store.leases.snapshot().files
         return files.filter { f in
             guard let p = f.path else { return true }
@@ -214,9 +222,11 @@ extension VerifyRun {
                 }
                 try walkFolder(sub, path: full, root: root, mount: mount, nested: nested, depth: depth + 1, body)
             case S_IFREG:
-                try body(WalkedFile(
-                    path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),
-                    root: root, device: st.device, inode: st.inode, stamp: st.stamp, size: st.size, mtime: st.mtime))
+                try body(
+                    WalkedFile(
+                        path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),
+                        root: root, device: st.device, inode: st.inode, stamp: st.stamp, size: st.size, mtime: st.mtime)
+                )
             default:
                 continue  // symlinks, fifos, sockets, devices: never reported, never followed
             }

@@ -80,7 +80,9 @@ extension Store {
     static let verifyPage = 1000
 
     /// Checks the store (SPEC §9 verify). A repair on a read-only store is `busy`, as any write.
-    public func verify(_ options: VerifyOptions, progress: (@Sendable (VerifyProgress) -> Void)? = nil) throws -> VerifyReport {
+    public func verify(
+        _ options: VerifyOptions, progress: (@Sendable (VerifyProgress) -> Void)? = nil
+    ) throws -> VerifyReport {
         try checkOpen()
         if options.repair || options.deleteOrphans { try checkWritable() }
         // Before any phase: a refused run changes nothing.
@@ -223,7 +225,8 @@ final class VerifyRun {
                 for e in found {
                     let ok = fixed.contains(e.id)
                     if options.repair && !ok { continue }  // whole again by the time of the repair
-                    add("dangling_edge", e.json, "edge \"\(e.name)\" \(e.what)" + (ok ? "; the edge was removed" : ""),
+                    add(
+                        "dangling_edge", e.json, "edge \"\(e.name)\" \(e.what)" + (ok ? "; the edge was removed" : ""),
                         repaired: ok)
                 }
             }
@@ -244,8 +247,10 @@ final class VerifyRun {
                 """, arguments: [since]
         ) { page in
             for row in page where row[6] as Bool {
-                let p = PendingUnlink(path: row[1], queuedAt: row[2], attempts: row[3], lastError: row[4], nextAttempt: row[5])
-                add("unlink_failing", p.json,
+                let p = PendingUnlink(
+                    path: row[1], queuedAt: row[2], attempts: row[3], lastError: row[4], nextAttempt: row[5])
+                add(
+                    "unlink_failing", p.json,
                     "unlinking \(p.path) has failed \(p.attempts) times since it was queued: \(p.lastError ?? "unknown error")",
                     repaired: false)
             }
@@ -273,14 +278,16 @@ struct DanglingEdge {
 
     /// The edge with this id if an end of it is missing, else nil.
     static func fetch(id: Int64, _ db: Database) throws -> DanglingEdge? {
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT e.name, e.is_file, e.dst, s.collection, s.key, d.collection, d.key, f.path
-                FROM edge e LEFT JOIN object s ON s.id = e.src
-                LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
-                LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
-                WHERE e.id = ?
-                """), arguments: [id])
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT e.name, e.is_file, e.dst, s.collection, s.key, d.collection, d.key, f.path
+                        FROM edge e LEFT JOIN object s ON s.id = e.src
+                        LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
+                        LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
+                        WHERE e.id = ?
+                        """), arguments: [id])
         else { return nil }
         let source: ObjectRef? = (row[3] as String?).map { ObjectRef($0, row[4]) }
         let isFile: Bool = row[1]
@@ -310,13 +317,15 @@ extension WriteTransaction {
     /// surviving source is re-indexed; a surviving file is left registered, so the next
     /// phase reports (and queues) it if nothing else references it.
     func deleteDanglingEdge(_ id: Int64) throws -> Bool {
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT e.src, s.id IS NOT NULL FROM edge e LEFT JOIN object s ON s.id = e.src
-                LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
-                LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
-                WHERE e.id = ? AND (s.id IS NULL OR (d.id IS NULL AND f.id IS NULL))
-                """), arguments: [id])
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT e.src, s.id IS NOT NULL FROM edge e LEFT JOIN object s ON s.id = e.src
+                        LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
+                        LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
+                        WHERE e.id = ? AND (s.id IS NULL OR (d.id IS NULL AND f.id IS NULL))
+                        """), arguments: [id])
         else { return false }
         try db.cachedStatement(sql: "DELETE FROM edge WHERE id = ?").execute(arguments: [id])
         if row[1] as Bool { indexDirty.insert(row[0]) }

@@ -19,7 +19,9 @@ public struct ReadTransaction {
 
     /// Keys of a collection in order, `limit` at a time after `after`; `next` is the key to
     /// pass as `after` for the following page, nil on the last page.
-    public func list(collection: String, after: String? = nil, limit: Int = 1000) throws -> (keys: [String], next: String?) {
+    public func list(
+        collection: String, after: String? = nil, limit: Int = 1000
+    ) throws -> (keys: [String], next: String?) {
         try reads.list(collection: collection, after: after, limit: limit)
     }
 

@@ -26,7 +26,9 @@ struct Reads {
 
     func get(_ ref: ObjectRef) throws -> StoredObject? {
         try ref.validate()
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: Store.objectRowSQL.description), arguments: [ref.collection, ref.key])
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: Store.objectRowSQL.description), arguments: [ref.collection, ref.key])
         else { return nil }
         let id: Int64 = row[0]
         guard !hidden.contains(id) else { return nil }
@@ -115,9 +117,10 @@ struct Reads {
 
     func file(_ reference: String) throws -> FileReport? {
         let path = try ManagedRoots.normalise(reference)
-        guard let row = try Row.fetchOne(
-            db, sql: "SELECT path, size, device, inode, mtime, missing, first_seen, id FROM file WHERE path = ?",
-            arguments: [path])
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT path, size, device, inode, mtime, missing, first_seen, id FROM file WHERE path = ?",
+                arguments: [path])
         else { return nil }
         let id: Int64 = row[7]
         let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ? ORDER BY e.id", [id])

@@ -82,7 +82,8 @@ extension Store {
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw conn.failure(rc) }
             guard seen.insert(sqlite3_column_int64(f, 7)).inserted else { continue }
-            let path = Array(UnsafeBufferPointer(start: sqlite3_column_text(f, 0), count: Int(sqlite3_column_bytes(f, 0))))
+            let path = Array(
+                UnsafeBufferPointer(start: sqlite3_column_text(f, 0), count: Int(sqlite3_column_bytes(f, 0))))
             var json: [UInt8] = [UInt8(ascii: "{")]
             key("device", first: true, &json); number(f, 2, double: false, &json)
             key("first_seen", &json); number(f, 6, double: true, &json)

@@ -19,8 +19,11 @@ extension WriteTransaction {
                 return .commit
             }
         } catch {
-            (pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, neverDerived, unindexed, unresolved, removedWithReason,
-             indexDirty, filesTouched, report, templates, indexes) = saved
+            (
+                pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, neverDerived, unindexed, unresolved,
+                removedWithReason,
+                indexDirty, filesTouched, report, templates, indexes
+            ) = saved
             throw error
         }
         return value!  // set when the savepoint committed

@@ -84,7 +84,9 @@ public final class WriteTransaction {
         try ref.validate()
         let desired = try desiredEdges(collection: ref.collection, value: value)
         let effectiveOwner = value["owner"]?.stringValue ?? owner ?? defaultOwner
-        guard !effectiveOwner.utf8.contains(0) else { throw StoreError(.invalidParams, "owner must not contain a NUL byte") }
+        guard !effectiveOwner.utf8.contains(0) else {
+            throw StoreError(.invalidParams, "owner must not contain a NUL byte")
+        }
         let valueText = value.serialized()
         let metadataText = metadata.map { $0.serialized() }
         let id: Int64
@@ -99,16 +101,19 @@ public final class WriteTransaction {
             })
         {
             id = existing
-            try db.cachedStatement(sql: """
-                UPDATE object SET value = ?, metadata = ?, owner = ?, modified = ?, accessed = ? WHERE id = ?
-                """).execute(arguments: [valueText, metadataText, effectiveOwner, now, now, id])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE object SET value = ?, metadata = ?, owner = ?, modified = ?, accessed = ? WHERE id = ?
+                    """
+            ).execute(arguments: [valueText, metadataText, effectiveOwner, now, now, id])
             if pendingDeleteIDs.remove(id) != nil {
                 pendingDeletes.removeAll { $0.id == id }  // deleted then put again: an update
             }
             // Files named in the value are probed above; the rest it holds are refreshed here.
-            let named = Set(desired.compactMap { d -> [UInt8]? in
-                if case .file(let p) = d.destination { return Array(p.utf8) } else { return nil }
-            })
+            let named = Set(
+                desired.compactMap { d -> [UInt8]? in
+                    if case .file(let p) = d.destination { return Array(p.utf8) } else { return nil }
+                })
             try refreshHeldFiles(of: id, except: named)
         } else {
             // Bound through the C API: GRDB's arguments cost more than the insert's b-tree work.
@@ -134,10 +139,12 @@ public final class WriteTransaction {
         if let cachedPutStatements { return cachedPutStatements }
         let found = (
             lookup: try db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
-            insert: try db.cachedStatement(sql: """
-                INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """))
+            insert: try db.cachedStatement(
+                sql: """
+                    INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+        )
         cachedPutStatements = found
         return found
     }
@@ -155,7 +162,9 @@ public final class WriteTransaction {
     /// Sets `accessed` to now and refreshes the registry rows of its files.
     public func touch(_ ref: ObjectRef) throws {
         try ref.validate()
-        guard let id = try reads.objectID(ref) else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
+        guard let id = try reads.objectID(ref) else {
+            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
+        }
         try db.cachedStatement(sql: "UPDATE object SET accessed = ? WHERE id = ?").execute(arguments: [now, id])
         try refreshHeldFiles(of: id)
         indexDirty.insert(id)
@@ -165,13 +174,17 @@ public final class WriteTransaction {
     /// Pins an object (SPEC §9): never evicted or expired until unpinned; `not_found` if absent.
     public func pin(_ ref: ObjectRef, _ pinned: Bool = true) throws {
         try ref.validate()
-        guard let id = try reads.objectID(ref) else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
+        guard let id = try reads.objectID(ref) else {
+            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
+        }
         try db.cachedStatement(sql: "UPDATE object SET pinned = ? WHERE id = ?").execute(arguments: [pinned, id])
     }
 
     /// True if the object is pinned.
     public func isPinned(_ ref: ObjectRef) throws -> Bool {
-        guard let id = try reads.objectID(ref) else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
+        guard let id = try reads.objectID(ref) else {
+            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
+        }
         return try Bool.fetchOne(db, sql: "SELECT pinned FROM object WHERE id = ?", arguments: [id]) ?? false
     }
 
@@ -182,7 +195,9 @@ public final class WriteTransaction {
     public func exists(_ ref: ObjectRef) throws -> Bool { try reads.objectID(ref) != nil }
 
     /// A page of keys, as `ReadTransaction.list`.
-    public func list(collection: String, after: String? = nil, limit: Int = 1000) throws -> (keys: [String], next: String?) {
+    public func list(
+        collection: String, after: String? = nil, limit: Int = 1000
+    ) throws -> (keys: [String], next: String?) {
         try reads.list(collection: collection, after: after, limit: limit)
     }
 }

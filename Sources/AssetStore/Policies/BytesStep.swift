@@ -90,19 +90,25 @@ final class MinFreeStep: BytesStep {
         let delay = tx.store.configuration.unlinkDelay
         // A file leased since it was queued stays until the lease ends. One pass over the
         // queue however many files are leased (SQLite builds a transient index for NOT IN).
-        let leased = JSONValue.array(tx.store.leases.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
-        let queued = try Int64.fetchOne(
-            tx.db,
-            sql: """
-                SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
-                AND device IN \(placeholders)
-                """, arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible]) + StatementArguments(devices)) ?? 0
+        let leased = JSONValue.array(
+            tx.store.leases.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
+        let queued =
+            try Int64.fetchOne(
+                tx.db,
+                sql: """
+                    SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
+                    AND device IN \(placeholders)
+                    """,
+                arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible])
+                    + StatementArguments(devices)) ?? 0
         return minFree - free - queued
     }
 
     override var condition: (String, StatementArguments) {
-        ("EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.id AND e.is_file = 1 AND f.device IN \(placeholders))",
-         StatementArguments(devices))
+        (
+            "EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.id AND e.is_file = 1 AND f.device IN \(placeholders))",
+            StatementArguments(devices)
+        )
     }
 
     override func counted(_ effect: EvictionEffect) -> Int64 {

@@ -140,7 +140,9 @@ final class PolicyRun {
     }
 
     /// Deletes `ids` for `reason` if nothing protected would go, and records it in the plan.
-    func evict(_ tx: WriteTransaction, _ ids: [Int64], reason: EvictionReason, guard g: EvictionGuard) throws -> EvictionEffect? {
+    func evict(
+        _ tx: WriteTransaction, _ ids: [Int64], reason: EvictionReason, guard g: EvictionGuard
+    ) throws -> EvictionEffect? {
         guard let effect = try tx.evict(ids, guard: g) else { return nil }
         record(effect, requested: Set(ids), reason: reason)
         deletedInBatch += effect.deleted.count
@@ -165,8 +167,9 @@ final class PolicyRun {
             plan.bytes += f.size
         }
         for d in effect.deleted {
-            plan.objects.append(PlannedDeletion(
-                ref: d.ref, reason: requested.contains(d.id) ? reason : .cascade, bytes: bytes[d.ref] ?? 0))
+            plan.objects.append(
+                PlannedDeletion(
+                    ref: d.ref, reason: requested.contains(d.id) ? reason : .cascade, bytes: bytes[d.ref] ?? 0))
         }
     }
 

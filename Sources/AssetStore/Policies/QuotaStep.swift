@@ -25,9 +25,11 @@ final class QuotaStep: PolicyStep {
                 .map { q in (q.owner, Double(usage[q.owner, default: 0]) / Double(max(q.maxBytes, 1))) }
                 .sorted { ($0.1, $1.0) > ($1.1, $0.0) }
             guard let (owner, _) = over.first else { return true }
-            guard let row = try run.candidates(
-                tx, order: "accessed", after: cursors[owner], condition: "d.owner = ?", arguments: [owner], limit: 1
-            ).first else {
+            guard
+                let row = try run.candidates(
+                    tx, order: "accessed", after: cursors[owner], condition: "d.owner = ?", arguments: [owner], limit: 1
+                ).first
+            else {
                 exhausted.insert(owner)
                 continue
             }
@@ -42,10 +44,11 @@ final class QuotaStep: PolicyStep {
     /// Bytes of the distinct files `owner`'s objects hold.
     static func usage(of owner: String, _ db: Database) throws -> Int64 {
         try Int64.fetchOne(
-            db.cachedStatement(sql: """
-                SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (
-                    SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?)
-                """), arguments: [owner]) ?? 0
+            db.cachedStatement(
+                sql: """
+                    SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (
+                        SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?)
+                    """), arguments: [owner]) ?? 0
     }
 
     /// Lowers each affected owner's usage by the files it no longer holds after `effect`.
@@ -62,11 +65,12 @@ final class QuotaStep: PolicyStep {
                 continue
             }
             let row = try Row.fetchOne(
-                db.cachedStatement(sql: """
-                    SELECT f.size, EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
-                        WHERE e.is_file = 1 AND e.dst = f.id AND o.owner = ?)
-                    FROM file f WHERE f.path = ?
-                    """), arguments: [owner, path])
+                db.cachedStatement(
+                    sql: """
+                        SELECT f.size, EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
+                            WHERE e.is_file = 1 AND e.dst = f.id AND o.owner = ?)
+                        FROM file f WHERE f.path = ?
+                        """), arguments: [owner, path])
             if let row, !(row[1] as Bool) { usage[owner]! -= row[0] as Int64 }
         }
     }

@@ -9,7 +9,9 @@ extension Store {
     /// `min_free`. With no policy configured, nothing happens.
     /// On a full disk a real run may use the reserve (Store+Reserve.swift): when its first batch
     /// cannot commit, the run starts again once the reserve is released. So may `evict` and `expire`.
-    public func enforce(dryRun: Bool = false, progress: (@Sendable (PolicyProgress) -> Void)? = nil) throws -> PolicyPlan {
+    public func enforce(
+        dryRun: Bool = false, progress: (@Sendable (PolicyProgress) -> Void)? = nil
+    ) throws -> PolicyPlan {
         try freeingSpace(dryRun ? nil : "a policy run") { try enforceOnce(dryRun: dryRun, progress: progress) }
     }
 
@@ -75,11 +77,15 @@ extension Store {
         let policy = self.policy ?? PolicyConfiguration()
         let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
         var steps = [PolicyStep]()
-        for d in [olderThan, idle] { if let d, !(d >= 0) { throw StoreError(.invalidParams, "durations must not be negative") } }
+        for d in [olderThan, idle] {
+            if let d, !(d >= 0) { throw StoreError(.invalidParams, "durations must not be negative") }
+        }
         if olderThan == nil && idle == nil {
             let ttls = policy.ttls.filter { collection == nil || $0.collection == collection }
             guard !ttls.isEmpty else {
-                throw StoreError(.invalidParams, "no ttl is configured\(collection.map { " for \($0)" } ?? ""): give older_than or idle")
+                throw StoreError(
+                    .invalidParams,
+                    "no ttl is configured\(collection.map { " for \($0)" } ?? ""): give older_than or idle")
             }
             for ttl in ttls {
                 if let idle = ttl.maxIdle { steps.append(ExpireStep(run, collection: ttl.collection, idle: idle)) }

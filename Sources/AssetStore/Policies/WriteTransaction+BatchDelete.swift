@@ -36,27 +36,32 @@ extension WriteTransaction {
         guard !ids.isEmpty else { return false }
         let idList = JSONValue.array(ids.map { .int($0) }).serialized()
 
-        let needsRules = try Bool.fetchOne(
-            db.cachedStatement(sql: Self.needsRuleWorklist), arguments: [idList]) ?? true
+        let needsRules =
+            try Bool.fetchOne(
+                db.cachedStatement(sql: Self.needsRuleWorklist), arguments: [idList]) ?? true
         if needsRules { return false }
         var details = [Int64: DeletedDetail]()
-        try db.cachedStatement(sql: """
-            SELECT id, collection, key, owner, pinned, created FROM object WHERE id IN (SELECT value FROM json_each(?))
-            """).forEachRawRow([idList]) { r in
-                let id = r.int64(0)
-                details[id] = DeletedDetail(
-                    id: id, ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), owner: r.text(3) ?? "",
-                    pinned: r.int64(4) != 0, created: r.double(5))
-            }
+        try db.cachedStatement(
+            sql: """
+                SELECT id, collection, key, owner, pinned, created FROM object WHERE id IN (SELECT value FROM json_each(?))
+                """
+        ).forEachRawRow([idList]) { r in
+            let id = r.int64(0)
+            details[id] = DeletedDetail(
+                id: id, ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), owner: r.text(3) ?? "",
+                pinned: r.int64(4) != 0, created: r.double(5))
+        }
         guard details.count == ids.count else { return false }
         // Each object's edges in the order `deleteObject` reads them.
         var outgoing = [Int64: [EdgeRow]]()
-        try db.cachedStatement(sql: EdgeRow.select + """
-             WHERE e.src IN (SELECT value FROM json_each(?)) ORDER BY e.src, e.name, e.is_file, e.dst
-            """).forEachRawRow([idList]) { r in
-                let e = EdgeRow(raw: r)
-                outgoing[e.src, default: []].append(e)
-            }
+        try db.cachedStatement(
+            sql: EdgeRow.select + """
+                 WHERE e.src IN (SELECT value FROM json_each(?)) ORDER BY e.src, e.name, e.is_file, e.dst
+                """
+        ).forEachRawRow([idList]) { r in
+            let e = EdgeRow(raw: r)
+            outgoing[e.src, default: []].append(e)
+        }
         let edges = ids.flatMap { outgoing[$0] ?? [] }
         // The worklist sees every object go before any edge fires, so a file goes when no
         // retaining edge from outside the batch is left, in the order its first retaining edge fires.
@@ -81,21 +86,27 @@ extension WriteTransaction {
         if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return false }
 
         // Decided: now the same changes `deleteObject`, `sourceGone` and `deleteFile` make.
-        try db.cachedStatement(sql: "DELETE FROM edge WHERE src IN (SELECT value FROM json_each(?))").execute(arguments: [idList])
-        try db.cachedStatement(sql: "DELETE FROM object WHERE id IN (SELECT value FROM json_each(?))").execute(arguments: [idList])
+        try db.cachedStatement(sql: "DELETE FROM edge WHERE src IN (SELECT value FROM json_each(?))").execute(
+            arguments: [idList])
+        try db.cachedStatement(sql: "DELETE FROM object WHERE id IN (SELECT value FROM json_each(?))").execute(
+            arguments: [idList])
         try IndexTable.remove(all: idList, indexes: Array(indexes.values), db)
         for id in ids {
             let detail = details[id]!  // every id was found above
             deletedIDs.insert(id)
             report.deleted.append(DeletedObject(ref: detail.ref, cause: .policy))
             deletedDetails.append(detail)
-            for e in outgoing[id] ?? [] { report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted)) }
+            for e in outgoing[id] ?? [] {
+                report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted))
+            }
         }
         let freedList = JSONValue.array(freed.map { .int($0) }).serialized()
         var rows = [Int64: RegisteredFile]()
-        try db.cachedStatement(sql: """
-            SELECT \(RegisteredFile.columns), id FROM file WHERE id IN (SELECT value FROM json_each(?))
-            """).forEachRawRow([freedList]) { r in rows[r.int64(RegisteredFile.columnCount)] = RegisteredFile(r) }
+        try db.cachedStatement(
+            sql: """
+                SELECT \(RegisteredFile.columns), id FROM file WHERE id IN (SELECT value FROM json_each(?))
+                """
+        ).forEachRawRow([freedList]) { r in rows[r.int64(RegisteredFile.columnCount)] = RegisteredFile(r) }
         for id in freed {
             deletedFiles.insert(id)
             guard var row = rows[id] else { continue }
@@ -104,14 +115,17 @@ extension WriteTransaction {
             report.filesQueued.append(row.path)
             queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: row.device))
         }
-        try db.cachedStatement(sql: "DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))").execute(arguments: [freedList])
+        try db.cachedStatement(sql: "DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))").execute(
+            arguments: [freedList])
         // A registry row lives as long as some edge references the file.
         let kept = touched.filter { !deletedFiles.contains($0) }
         if !kept.isEmpty {
-            try db.cachedStatement(sql: """
-                DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))
-                AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = file.id)
-                """).execute(arguments: [JSONValue.array(kept.map { .int($0) }).serialized()])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))
+                    AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = file.id)
+                    """
+            ).execute(arguments: [JSONValue.array(kept.map { .int($0) }).serialized()])
         }
         nullifyCursor = notifyCandidates.count
         return true

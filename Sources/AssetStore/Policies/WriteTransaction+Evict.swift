@@ -76,9 +76,11 @@ extension WriteTransaction {
                     throw EvictionRefused()
                 }
                 if try queuesFileOfProtectedSurvivor(since: marks, protection) { throw EvictionRefused() }
-                if protection.needsFiles, !report.edgesRemoved[marks.edges...].contains(where: {
-                    if case .file = $0.edge.destination { return true } else { return false }
-                }) {
+                if protection.needsFiles,
+                    !report.edgesRemoved[marks.edges...].contains(where: {
+                        if case .file = $0.edge.destination { return true } else { return false }
+                    })
+                {
                     throw EvictionRefused()
                 }
                 // Deny is settled at commit against the final state; a policy settles it now,
@@ -94,8 +96,10 @@ extension WriteTransaction {
                 return .commit
             }
         } catch {
-            (work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
-             report, deletedDetails, queuedDetails, removedWithReason, neverDerived, unindexed) = saved
+            (
+                work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
+                report, deletedDetails, queuedDetails, removedWithReason, neverDerived, unindexed
+            ) = saved
             pendingDeletes = []
             pendingDeleteIDs = []
             flushFailure = nil
@@ -123,11 +127,13 @@ extension WriteTransaction {
         let deleted = Set(deletedDetails[marks.deleted...].map { bytes($0.ref) })
         var seen = Set<[UInt8]>()
         for r in report.edgesRemoved[marks.edges...] {
-            guard case .file(let path) = r.edge.destination, r.edge.rules.contains(.deleteDestinationIfAllSourcesDeleted),
+            guard case .file(let path) = r.edge.destination,
+                r.edge.rules.contains(.deleteDestinationIfAllSourcesDeleted),
                 queued.contains(Array(path.utf8)), !deleted.contains(bytes(r.edge.source)),
                 seen.insert(bytes(r.edge.source)).inserted,
                 let row = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT id, pinned, created, owner FROM object WHERE collection = ? AND key = ?"),
+                    db.cachedStatement(
+                        sql: "SELECT id, pinned, created, owner FROM object WHERE collection = ? AND key = ?"),
                     arguments: [r.edge.source.collection, r.edge.source.key])
             else { continue }
             let holder = DeletedDetail(id: row[0], ref: r.edge.source, owner: row[3], pinned: row[1], created: row[2])

@@ -13,7 +13,8 @@ final class CheckedPrintf {
 
     init?(lengthLimit: Int32) {
         var h: OpaquePointer?
-        guard sqlite3_open_v2(":memory:", &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let h else {
+        guard sqlite3_open_v2(":memory:", &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let h
+        else {
             if let h { sqlite3_close_v2(h) }
             return nil
         }

@@ -65,8 +65,10 @@ extension Store {
         let (sql, args) = try QueryText.expand(clause, parameters)
         // Only the columns asked for, named up front (qualified: a clause may join the table
         // with itself under an alias).
-        let extra = include == .keys
-            ? [] : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
+        let extra =
+            include == .keys
+            ? []
+            : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
         let selected = (["object_id", "collection", "key"] + extra).map { "\"\(table)\".\"\($0)\"" }
         return try queries.with(cancellation: cancellation) { conn in
             // One snapshot for the rows and the objects read after them; a lone statement is
@@ -99,7 +101,8 @@ extension Store {
                 }
                 if include == .objects {
                     for (i, id) in ids.enumerated() {
-                        try conn.run("SELECT value, metadata FROM object WHERE id = ?", [.int(id)], table: nil) { stmt in
+                        try conn.run("SELECT value, metadata FROM object WHERE id = ?", [.int(id)], table: nil) {
+                            stmt in
                             try count(stmt, 2)
                             out[i].value = try Reads.json(String(cString: sqlite3_column_text(stmt, 0)))
                             if sqlite3_column_type(stmt, 1) != SQLITE_NULL {
@@ -130,7 +133,8 @@ extension Store {
         }
         let (sql, args) = try QueryText.expand(clause, parameters)
         let groups = groupBy.map { "\"\($0)\"" }.joined(separator: ", ")
-        let text = groupBy.isEmpty
+        let text =
+            groupBy.isEmpty
             ? "SELECT \(function) FROM \"\(table)\" \(sql)"
             : "SELECT \(groups), \(function) FROM \"\(table)\" \(sql) GROUP BY \(groups)"
         return try queries.with(cancellation: cancellation) { conn in
@@ -162,7 +166,8 @@ extension Store {
         let groups = groupBy.map { "\"\($0)\"" }.joined(separator: ", ")
         let select: String
         if let function {
-            select = groupBy.isEmpty
+            select =
+                groupBy.isEmpty
                 ? "SELECT \(function) FROM \"\(table)\" \(sql)"
                 : "SELECT \(groups), \(function) FROM \"\(table)\" \(sql) GROUP BY \(groups)"
         } else {
@@ -232,7 +237,9 @@ extension QueryConnection {
             let step = sqlite3_step(stmt)
             if step == SQLITE_ROW { try row(stmt); continue }
             if step == SQLITE_DONE { return }
-            if step == SQLITE_AUTH { throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")") }
+            if step == SQLITE_AUTH {
+                throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")")
+            }
             if step & 0xff == SQLITE_TOOBIG {
                 // SQLite's length limit on query connections is the reply limit; printf and
                 // format report passing it too (CheckedPrintf.swift).

@@ -114,7 +114,9 @@ final class QueryConnection {
         var stmt: OpaquePointer?
         let text = key.assumingMemoryBound(to: CChar.self)
         let length = Int32(sql.utf8CodeUnitCount)
-        guard sqlite3_prepare_v3(handle, text, length, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil) == SQLITE_OK, let stmt else {
+        guard sqlite3_prepare_v3(handle, text, length, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil) == SQLITE_OK,
+            let stmt
+        else {
             throw StoreError(.internalError, "cannot prepare an internal statement (\(sqlite3_errcode(handle)))")
         }
         statements[key] = stmt
@@ -148,7 +150,8 @@ final class QueryConnection {
     /// the table always spells it).
     static func namesObject(_ sql: String) -> Bool {
         func isNameByte(_ c: UInt8) -> Bool {
-            c >= 0x80 || c == 0x5F || c == 0x24 || (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
+            c >= 0x80 || c == 0x5F || c == 0x24 || (c >= 0x30 && c <= 0x39)
+                || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
         }
         let word = Array("object".utf8)
         let text = Array(sql.utf8)
@@ -214,12 +217,14 @@ final class QueryConnection {
     }
 }
 
-private let queryAuthorizer: @convention(c) (
-    UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
-    UnsafePointer<CChar>?
-) -> Int32 = { ctx, action, a, b, db, view in
-    Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue().authorize(action, a, b, db, view)  // ctx set at init
-}
+private let queryAuthorizer:
+    @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+        UnsafePointer<CChar>?
+    ) -> Int32 = { ctx, action, a, b, db, view in
+        // ctx!: set at init.
+        Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue().authorize(action, a, b, db, view)
+    }
 
 private let queryProgress: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { ctx in
     // ctx set at init; non-zero interrupts the statement.
@@ -244,7 +249,9 @@ final class QueryConnectionPool: Sendable {
 
     func with<T>(cancellation: QueryCancellation? = nil, _ body: (QueryConnection) throws -> T) throws -> T {
         guard !closed.withLock({ $0 }) else { throw StoreError(.internalError, "the store is closed") }
-        let conn = try idle.withLock { $0.popLast()?.value } ?? QueryConnection(path: path, timeLimit: timeLimit, lengthLimit: lengthLimit)
+        let conn =
+            try idle.withLock { $0.popLast()?.value }
+            ?? QueryConnection(path: path, timeLimit: timeLimit, lengthLimit: lengthLimit)
         conn.cancellation = cancellation
         defer {
             conn.allowedTable = nil

@@ -42,8 +42,9 @@ enum QueryText {
                 copyUntil(Array("*/".utf8))
             case UInt8(ascii: "?"):
                 i += 1
-                if i < text.count, String(decoding: text[i..<min(i + 4, text.count)], as: UTF8.self)
-                    .unicodeScalars.first?.properties.numericType != nil
+                if i < text.count,
+                    String(decoding: text[i..<min(i + 4, text.count)], as: UTF8.self)
+                        .unicodeScalars.first?.properties.numericType != nil
                 {
                     throw StoreError(.queryRejected, "numbered parameters are not supported; use ?")
                 }
@@ -118,8 +119,10 @@ enum QueryText {
     /// syntax error's message quotes SQL text (ours, too), so it is replaced.
     static func describe(_ db: OpaquePointer) -> String {
         let message = String(cString: sqlite3_errmsg(db))
-        let safe = ["no such column: ", "no such function: ", "wrong number of arguments to function ",
-                    "misuse of aggregate", "ambiguous column name: ", "string or blob too big"]
+        let safe = [
+            "no such column: ", "no such function: ", "wrong number of arguments to function ",
+            "misuse of aggregate", "ambiguous column name: ", "string or blob too big",
+        ]
         return safe.contains(where: message.hasPrefix) ? message : "syntax error in the clause or function"
     }
 
@@ -133,12 +136,15 @@ enum QueryText {
 
     private static func joinsByName(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
         func isNameByte(_ c: UInt8) -> Bool {
-            c >= 0x80 || c == 0x5F || c == 0x24 || (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
+            c >= 0x80 || c == 0x5F || c == 0x24 || (c >= 0x30 && c <= 0x39)
+                || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
         }
         func skip(past end: UInt8, _ end2: UInt8?, from start: Int) -> Int {
             var j = start
             while j < text.count {
-                if text[j] == end, end2 == nil || (j + 1 < text.count && text[j + 1] == end2!) { return j + (end2 == nil ? 1 : 2) }
+                if text[j] == end, end2 == nil || (j + 1 < text.count && text[j + 1] == end2!) {
+                    return j + (end2 == nil ? 1 : 2)
+                }
                 j += 1
             }
             return j

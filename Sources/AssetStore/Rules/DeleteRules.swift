@@ -94,21 +94,27 @@ public struct DeleteRules: OptionSet, Sendable, Hashable, CustomStringConvertibl
         }
         guard rawValue & ~255 == 0 else { throw StoreError(.invalidRules, "unknown rule bits") }
         if contains(.deleteDestinationIfSourceDeleted) && contains(.deleteDestinationIfAllSourcesDeleted) {
-            try reject(.deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted,
-                       "one deletes the destination at once, the other counts references")
+            try reject(
+                .deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted,
+                "one deletes the destination at once, the other counts references")
         }
         if contains(.deleteSourceIfDestinationDeleted) && contains(.deleteSourceIfAllDestinationsDeleted) {
-            try reject(.deleteSourceIfDestinationDeleted, .deleteSourceIfAllDestinationsDeleted,
-                       "one deletes the source at once, the other counts references")
+            try reject(
+                .deleteSourceIfDestinationDeleted, .deleteSourceIfAllDestinationsDeleted,
+                "one deletes the source at once, the other counts references")
         }
-        if contains(.denyDeleteDestination), let other = Self.named.first(where: {
-            Self.firingOnDestinationGone.contains($0.1) && contains($0.1)
-        }) {
+        if contains(.denyDeleteDestination),
+            let other = Self.named.first(where: {
+                Self.firingOnDestinationGone.contains($0.1) && contains($0.1)
+            })
+        {
             try reject(.denyDeleteDestination, other.1, "a destination that cannot be deleted never fires it")
         }
-        if contains(.denyDeleteSource), let other = Self.named.first(where: {
-            Self.firingOnSourceGone.contains($0.1) && contains($0.1)
-        }) {
+        if contains(.denyDeleteSource),
+            let other = Self.named.first(where: {
+                Self.firingOnSourceGone.contains($0.1) && contains($0.1)
+            })
+        {
             try reject(.denyDeleteSource, other.1, "a source that cannot be deleted never fires it")
         }
         if fileDestination {

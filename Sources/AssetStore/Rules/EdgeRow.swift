@@ -15,8 +15,9 @@ struct EdgeRow: Hashable {
     var destination: EdgeEnd
 
     var edge: Edge {
-        Edge(name: name, source: source, destination: destination, rules: rules,
-             kind: field.map { .derived(field: $0) } ?? .manual)
+        Edge(
+            name: name, source: source, destination: destination, rules: rules,
+            kind: field.map { .derived(field: $0) } ?? .manual)
     }
 
     static let select = """

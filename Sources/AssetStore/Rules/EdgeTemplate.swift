@@ -81,7 +81,9 @@ public struct EdgeTemplate: Hashable, Sendable {
         case .file: target = "file"
         case .collection(let c): target = c
         }
-        return .object(["name": .string(name), "field": .string(field.text), "to": .string(target), "rules": rules.json])
+        return .object([
+            "name": .string(name), "field": .string(field.text), "to": .string(target), "rules": rules.json,
+        ])
     }
 
     /// The references the field holds in `value`: one string or an array of strings.

@@ -103,11 +103,13 @@ extension WriteTransaction {
     /// Inserts an edge or replaces the rules of the same triple. A manual edge (field nil)
     /// takes over a derived one; a derived edge never takes over a manual one.
     func upsertEdge(src: Int64, name: String, isFile: Bool, dst: Int64, rules: DeleteRules, field: String?) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
-            WHERE excluded.field IS NULL OR edge.field IS NOT NULL
-            """).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
+                WHERE excluded.field IS NULL OR edge.field IS NOT NULL
+                """
+        ).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
         if isFile {
             indexDirty.insert(src)
             fileEdgeSources.insert(src)

@@ -57,9 +57,11 @@ extension WriteTransaction {
         try nullify()
         for id in filesTouched where !deletedFiles.contains(id) {
             // A registry row lives as long as some edge references the file.
-            try db.cachedStatement(sql: """
-                DELETE FROM file WHERE id = ? AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = ?)
-                """).execute(arguments: [id, id])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM file WHERE id = ? AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = ?)
+                    """
+            ).execute(arguments: [id, id])
         }
         filesTouched = []
         let refreshed = indexDirty.subtracting(deletedIDs)
@@ -76,7 +78,8 @@ extension WriteTransaction {
         for check in denyChecks where !deletedIDs.contains(check.otherEnd) {
             if try objectExists(id: check.otherEnd) {
                 let e = check.edge.edge
-                let message: String = "\(check.protected) cannot be deleted while edge \"\(e.name)\" from "
+                let message: String =
+                    "\(check.protected) cannot be deleted while edge \"\(e.name)\" from "
                     + "\(e.source) to \(e.destination) stands"
                 throw StoreError(.deleteDenied, message, detail: e.json)
             }
@@ -84,14 +87,18 @@ extension WriteTransaction {
         // Once per edge: by name and the names of its ends, since an edge removed and added
         // again in one transaction is the same edge under new row ids (a file's too).
         var notified = Set<[UInt8]>()
-        for c in notifyCandidates where !deletedIDs.contains(c.node)
-            && notified.insert(Array("\(c.edge.name)\u{0}\(c.edge.source)\u{0}\(c.edge.isFile)\u{0}\(c.edge.destination)".utf8)).inserted
+        for c in notifyCandidates
+        where !deletedIDs.contains(c.node)
+            && notified.insert(
+                Array("\(c.edge.name)\u{0}\(c.edge.source)\u{0}\(c.edge.isFile)\u{0}\(c.edge.destination)".utf8)
+            ).inserted
         {
             let nodeRef = c.reason == .sourceDeleted ? destinationRef(c.edge) : c.edge.source
             guard let nodeRef else { continue }
-            report.notifications.append(EdgeNotification(
-                edge: c.edge.edge, node: nodeRef, reason: c.reason,
-                nullifiedField: c.reason == .destinationDeleted ? c.edge.field : nil))
+            report.notifications.append(
+                EdgeNotification(
+                    edge: c.edge.edge, node: nodeRef, reason: c.reason,
+                    nullifiedField: c.reason == .destinationDeleted ? c.edge.field : nil))
         }
         try db.cachedStatement(sql: "UPDATE meta SET value = ? WHERE key = 'commit'").execute(arguments: [commit])
         report.commit = commit
@@ -190,7 +197,8 @@ extension WriteTransaction {
     }
 
     private func objectRef(_ id: Int64) throws -> ObjectRef {
-        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT collection, key FROM object WHERE id = ?"), arguments: [id])
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT collection, key FROM object WHERE id = ?"), arguments: [id])
         return ObjectRef(row?[0] ?? "", row?[1] ?? "")
     }
 
@@ -255,7 +263,8 @@ extension WriteTransaction {
     private func deleteFile(_ id: Int64) throws {
         guard deletedFiles.insert(id).inserted else { return }
         var found: RegisteredFile?
-        try db.cachedStatement(sql: "SELECT \(RegisteredFile.columns) FROM file WHERE id = ?").forEachRawRow([id]) { r in
+        try db.cachedStatement(sql: "SELECT \(RegisteredFile.columns) FROM file WHERE id = ?").forEachRawRow([id]) {
+            r in
             found = RegisteredFile(r)
         }
         guard var row = found else { return }
@@ -297,9 +306,10 @@ extension WriteTransaction {
         if e.rules.contains(.deleteDestinationIfSourceDeleted) {
             work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade))
         } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
-            let retainers = try Int.fetchOne(
-                db.cachedStatement(sql: Self.countDestinationRetainers),
-                arguments: [e.isFile, e.dst]) ?? 0
+            let retainers =
+                try Int.fetchOne(
+                    db.cachedStatement(sql: Self.countDestinationRetainers),
+                    arguments: [e.isFile, e.dst]) ?? 0
             if retainers == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade)) }
         }
     }
@@ -314,9 +324,10 @@ extension WriteTransaction {
         if e.rules.contains(.deleteSourceIfDestinationDeleted) {
             work.append(.deleteObject(e.src, .cascade))
         } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
-            let retainers = try Int.fetchOne(
-                db.cachedStatement(sql: Self.countSourceRetainers),
-                arguments: [e.src]) ?? 0
+            let retainers =
+                try Int.fetchOne(
+                    db.cachedStatement(sql: Self.countSourceRetainers),
+                    arguments: [e.src]) ?? 0
             if retainers == 0 { work.append(.deleteObject(e.src, .cascade)) }
         }
     }

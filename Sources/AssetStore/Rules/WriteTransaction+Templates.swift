@@ -25,7 +25,8 @@ extension WriteTransaction {
                 arguments: [collection, JSONValue.array(edges.map(\.json)).serialized()])
             templates[collection] = edges
         }
-        let rows = try Row.fetchAll(db, sql: "SELECT id, value FROM object WHERE collection = ?", arguments: [collection])
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT id, value FROM object WHERE collection = ?", arguments: [collection])
         for row in rows {
             let id: Int64 = row[0]
             let desired = try desiredEdges(collection: collection, value: try Reads.json(row[1]))

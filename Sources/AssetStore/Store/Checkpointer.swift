@@ -205,7 +205,8 @@ final class Checkpointer: Sendable {
     private func note(_ rc: Int32, _ db: OpaquePointer?, _ step: String) {
         let primary = rc & 0xff
         guard primary != SQLITE_OK, primary != SQLITE_BUSY, primary != SQLITE_LOCKED else { return }
-        let detail = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+        let detail =
+            db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
         lastFailure.withLock { $0 = "\(step): \(detail) (SQLite code \(rc))" }
         failures.add(1, ordering: .releasing)
         if rc == ResultCode.SQLITE_IOERR_FSYNC.rawValue { recordSyncFailure("\(step): \(detail)") }
@@ -250,9 +251,10 @@ final class Checkpointer: Sendable {
     }
 }
 
-private let checkpointHook: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32 = {
-    context, writer, schema, frames in
-    // Unmanaged: a borrow; the store outlives its writer connection.
-    Unmanaged<Checkpointer>.fromOpaque(context!).takeUnretainedValue()  // context set by install
-        .committed(frames: frames, writer: writer, schema: schema)
-}
+private let checkpointHook:
+    @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32 = {
+        context, writer, schema, frames in
+        // Unmanaged: a borrow; the store outlives its writer connection.
+        Unmanaged<Checkpointer>.fromOpaque(context!).takeUnretainedValue()  // context set by install
+            .committed(frames: frames, writer: writer, schema: schema)
+    }

@@ -9,89 +9,92 @@ enum Schema {
     static func migrator() -> DatabaseMigrator {
         var m = DatabaseMigrator()
         m.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
-                INSERT INTO meta(key, value) VALUES ('commit', 0);
-                CREATE TABLE counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+            try db.execute(
+                sql: """
+                    CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
+                    INSERT INTO meta(key, value) VALUES ('commit', 0);
+                    CREATE TABLE counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 
-                CREATE TABLE object (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    collection TEXT NOT NULL,
-                    key TEXT NOT NULL,
-                    value TEXT NOT NULL,
-                    metadata TEXT,
-                    owner TEXT NOT NULL,
-                    created REAL NOT NULL,
-                    modified REAL NOT NULL,
-                    accessed REAL NOT NULL,
-                    UNIQUE (collection, key));
+                    CREATE TABLE object (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        collection TEXT NOT NULL,
+                        key TEXT NOT NULL,
+                        value TEXT NOT NULL,
+                        metadata TEXT,
+                        owner TEXT NOT NULL,
+                        created REAL NOT NULL,
+                        modified REAL NOT NULL,
+                        accessed REAL NOT NULL,
+                        UNIQUE (collection, key));
 
-                CREATE TABLE file (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    path TEXT NOT NULL UNIQUE,
-                    size INTEGER NOT NULL,
-                    device INTEGER,
-                    inode INTEGER,
-                    mtime REAL,
-                    missing INTEGER NOT NULL,
-                    first_seen REAL NOT NULL);
+                    CREATE TABLE file (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        path TEXT NOT NULL UNIQUE,
+                        size INTEGER NOT NULL,
+                        device INTEGER,
+                        inode INTEGER,
+                        mtime REAL,
+                        missing INTEGER NOT NULL,
+                        first_seen REAL NOT NULL);
 
-                -- dst is an object id (is_file = 0) or a file id (is_file = 1); field is the
-                -- template field a derived edge comes from, NULL for a manual edge.
-                CREATE TABLE edge (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    name TEXT NOT NULL,
-                    src INTEGER NOT NULL,
-                    is_file INTEGER NOT NULL,
-                    dst INTEGER NOT NULL,
-                    rules INTEGER NOT NULL,
-                    field TEXT);
-                CREATE UNIQUE INDEX edge_src_name_dst ON edge(src, name, is_file, dst);
-                CREATE INDEX edge_dst ON edge(is_file, dst, rules);
+                    -- dst is an object id (is_file = 0) or a file id (is_file = 1); field is the
+                    -- template field a derived edge comes from, NULL for a manual edge.
+                    CREATE TABLE edge (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        name TEXT NOT NULL,
+                        src INTEGER NOT NULL,
+                        is_file INTEGER NOT NULL,
+                        dst INTEGER NOT NULL,
+                        rules INTEGER NOT NULL,
+                        field TEXT);
+                    CREATE UNIQUE INDEX edge_src_name_dst ON edge(src, name, is_file, dst);
+                    CREATE INDEX edge_dst ON edge(is_file, dst, rules);
 
-                CREATE TABLE unlink_queue (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    path TEXT NOT NULL,
-                    device INTEGER,
-                    inode INTEGER,
-                    commit_no INTEGER NOT NULL,
-                    queued_at REAL NOT NULL,
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    last_error TEXT,
-                    next_attempt REAL NOT NULL);
-                CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
+                    CREATE TABLE unlink_queue (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        path TEXT NOT NULL,
+                        device INTEGER,
+                        inode INTEGER,
+                        commit_no INTEGER NOT NULL,
+                        queued_at REAL NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        last_error TEXT,
+                        next_attempt REAL NOT NULL);
+                    CREATE INDEX unlink_queue_due ON unlink_queue(next_attempt);
 
-                CREATE TABLE template (collection TEXT PRIMARY KEY, edges TEXT NOT NULL) WITHOUT ROWID;
-                CREATE TABLE secondary_index (name TEXT PRIMARY KEY, definition TEXT NOT NULL) WITHOUT ROWID;
+                    CREATE TABLE template (collection TEXT PRIMARY KEY, edges TEXT NOT NULL) WITHOUT ROWID;
+                    CREATE TABLE secondary_index (name TEXT PRIMARY KEY, definition TEXT NOT NULL) WITHOUT ROWID;
 
-                CREATE TABLE "index_default" (
-                    object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
-                    owner TEXT NOT NULL, size INTEGER NOT NULL, files INTEGER NOT NULL,
-                    created REAL NOT NULL, modified REAL NOT NULL, accessed REAL NOT NULL);
-                CREATE INDEX "index_default__owner_size" ON "index_default"(owner, size);
-                CREATE INDEX "index_default__size" ON "index_default"(size);
-                CREATE INDEX "index_default__accessed" ON "index_default"(accessed);
-                CREATE INDEX "index_default__created" ON "index_default"(created);
-                CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
-                """)
+                    CREATE TABLE "index_default" (
+                        object_id INTEGER PRIMARY KEY, collection TEXT NOT NULL, key TEXT NOT NULL,
+                        owner TEXT NOT NULL, size INTEGER NOT NULL, files INTEGER NOT NULL,
+                        created REAL NOT NULL, modified REAL NOT NULL, accessed REAL NOT NULL);
+                    CREATE INDEX "index_default__owner_size" ON "index_default"(owner, size);
+                    CREATE INDEX "index_default__size" ON "index_default"(size);
+                    CREATE INDEX "index_default__accessed" ON "index_default"(accessed);
+                    CREATE INDEX "index_default__created" ON "index_default"(created);
+                    CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
+                    """)
         }
         // Pins (SPEC §9) live on the object so a delete drops them; the queue keeps each
         // file's size so a plan can count the bytes an eviction really frees.
         m.registerMigration("v2") { db in
-            try db.execute(sql: """
-                ALTER TABLE object ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE unlink_queue ADD COLUMN size INTEGER;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE object ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE unlink_queue ADD COLUMN size INTEGER;
+                    """)
             // The per-owner LRU index, once made here, is kept only while a policy needs it
             // (Store+OwnerLRU.swift): open makes or drops it.
         }
         // The device numbers each root's filesystem has had (DeviceRenumbering.swift).
         m.registerMigration("v3") { db in
-            try db.execute(sql: """
-                CREATE TABLE root_device (
-                    device INTEGER NOT NULL, fsid INTEGER NOT NULL, seen REAL NOT NULL,
-                    PRIMARY KEY (device, fsid)) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE root_device (
+                        device INTEGER NOT NULL, fsid INTEGER NOT NULL, seen REAL NOT NULL,
+                        PRIMARY KEY (device, fsid)) WITHOUT ROWID;
+                    """)
         }
         // The built-in index's own columns (size, files) move onto the object row, and
         // index_default becomes a view of it: its other columns were copies, and keeping the
@@ -100,16 +103,18 @@ enum Schema {
         // (collection, key) index is object's own unique one. Sizes are copied, not
         // recomputed: verify compares them with the registry as before.
         m.registerMigration("v4") { db in
-            let ownerLRU = try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)",
-                arguments: [IndexTable.defaultOwnerAccessed]) ?? false
-            try db.execute(sql: """
-                ALTER TABLE object ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE object ADD COLUMN files INTEGER NOT NULL DEFAULT 0;
-                UPDATE object SET size = d.size, files = d.files FROM "index_default" d
-                    WHERE d.object_id = object.id AND (d.size != 0 OR d.files != 0);
-                DROP TABLE "index_default";
-                """)
+            let ownerLRU =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)",
+                    arguments: [IndexTable.defaultOwnerAccessed]) ?? false
+            try db.execute(
+                sql: """
+                    ALTER TABLE object ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE object ADD COLUMN files INTEGER NOT NULL DEFAULT 0;
+                    UPDATE object SET size = d.size, files = d.files FROM "index_default" d
+                        WHERE d.object_id = object.id AND (d.size != 0 OR d.files != 0);
+                    DROP TABLE "index_default";
+                    """)
             try IndexTable.createDefault(db)
             if ownerLRU { try IndexTable.createDefaultOwnerAccessed(db) }
         }
@@ -118,14 +123,15 @@ enum Schema {
         // a later one at its path (FileIdentity.swift); rows from before keep NULLs and are
         // judged on (device, inode) alone, as they were.
         m.registerMigration("v5") { db in
-            try db.execute(sql: """
-                ALTER TABLE file ADD COLUMN birth INTEGER;
-                ALTER TABLE file ADD COLUMN generation INTEGER;
-                ALTER TABLE file ADD COLUMN ctime INTEGER;
-                ALTER TABLE unlink_queue ADD COLUMN birth INTEGER;
-                ALTER TABLE unlink_queue ADD COLUMN generation INTEGER;
-                ALTER TABLE unlink_queue ADD COLUMN ctime INTEGER;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE file ADD COLUMN birth INTEGER;
+                    ALTER TABLE file ADD COLUMN generation INTEGER;
+                    ALTER TABLE file ADD COLUMN ctime INTEGER;
+                    ALTER TABLE unlink_queue ADD COLUMN birth INTEGER;
+                    ALTER TABLE unlink_queue ADD COLUMN generation INTEGER;
+                    ALTER TABLE unlink_queue ADD COLUMN ctime INTEGER;
+                    """)
         }
         return m
     }
@@ -139,7 +145,9 @@ extension Store {
         let migrator = Schema.migrator()
         try Store.mapErrors {
             let objects = try pool.read { db -> Int? in
-                guard try db.tableExists("index_default"), try !migrator.appliedIdentifiers(db).contains("v4") else { return nil }
+                guard try db.tableExists("index_default"), try !migrator.appliedIdentifiers(db).contains("v4") else {
+                    return nil
+                }
                 return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0
             }
             let name = IndexDefinition.defaultName + " (moved onto the object rows, once)"

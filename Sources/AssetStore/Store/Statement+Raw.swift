@@ -17,7 +17,8 @@ struct RawRow {
     func isNull(_ i: Int32) -> Bool { sqlite3_column_type(statement, i) == SQLITE_NULL }
     func text(_ i: Int32) -> String? {
         guard let p = sqlite3_column_text(statement, i) else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(statement, i))), as: UTF8.self)
+        return String(
+            decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(statement, i))), as: UTF8.self)
     }
 }
 

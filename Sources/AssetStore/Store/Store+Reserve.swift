@@ -150,7 +150,8 @@ extension Store {
         // again: a put would take it, and the next delete meet a full disk with no reserve.
         if what == nil, reserve.wasReleased, !Store.insideFreeingWrite {
             throw StoreError(
-                .storageFull, "the disk holding \(path) is full: its reserve went to a delete, and other writes wait for room")
+                .storageFull,
+                "the disk holding \(path) is full: its reserve went to a delete, and other writes wait for room")
         }
         // The writes a policy run or a sweep makes are part of it, whatever they say.
         let outermost = what != nil && !Store.insideFreeingWrite
@@ -161,8 +162,10 @@ extension Store {
         } catch let error where Store.isStorageFull(error) {
             if reserve.noteFull(true) {
                 reserve.note(
-                    .warning, "the disk holding \(path) is full: writes answer storage_full until there is room;"
-                        + " deletes and policy runs can still commit" + (reserve.isPresent ? ", through the reserve" : ""))
+                    .warning,
+                    "the disk holding \(path) is full: writes answer storage_full until there is room;"
+                        + " deletes and policy runs can still commit"
+                        + (reserve.isPresent ? ", through the reserve" : ""))
             }
             guard let what, reserve.release() else { throw error }
             reserve.note(.warning, "released the reserve \(reserve.path) so that \(what) can commit")
@@ -189,7 +192,9 @@ extension Store {
             return try DatabasePool(path: coalescing.poolPath(path), configuration: configuration)
         } catch let e as DatabaseError where e.resultCode == .SQLITE_FULL && !configuration.readonly {
             guard reserve.release() else { throw e }
-            reserve.note(.warning, "the disk holding \(path) is full: released the reserve \(reserve.path) so that the database can open")
+            reserve.note(
+                .warning,
+                "the disk holding \(path) is full: released the reserve \(reserve.path) so that the database can open")
             return try DatabasePool(path: coalescing.poolPath(path), configuration: configuration)
         }
     }

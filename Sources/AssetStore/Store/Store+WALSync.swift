@@ -119,7 +119,8 @@ extension Store {
         switch rc & 0xff {
         case SQLITE_OK: return nil
         case SQLITE_BUSY where log > 0 && copied == log: return nil
-        case SQLITE_FULL: return "the disk was full when the store opened: the WAL the last run left could not be written back"
+        case SQLITE_FULL:
+            return "the disk was full when the store opened: the WAL the last run left could not be written back"
         default:
             let why = h.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             return "the WAL the last run left could not be written back when the store opened: \(why)"
@@ -173,7 +174,8 @@ extension Store {
             var st = stat()
             let found = stat(file, &st) == 0
             guard found, UInt64(st.st_dev) == wal.device, UInt64(st.st_ino) == wal.inode else {
-                let why = "\(file) is no longer the WAL the store writes: " + (found ? "replaced" : errnoDescription(errno))
+                let why =
+                    "\(file) is no longer the WAL the store writes: " + (found ? "replaced" : errnoDescription(errno))
                 checkpointer.recordSyncFailure(why)
                 throw unsynced(why)
             }

@@ -193,30 +193,32 @@ public final class Store: Sendable {
     ) throws -> Committed<T> {
         try checkWritable()
         // Re-run whole on a full disk if it frees space: SQLite rolled the failed one back.
-        let committed = try freeingSpace(freesSpace ? "a delete" : nil) { try Store.mapErrors {
-            try pool.writeWithoutTransaction { db in
-                var result: Committed<T>?
-                var tx: WriteTransaction?
-                try db.inTransaction(.immediate) {
-                    let snapshot = state.withLock { ($0.templates, $0.indexes) }
-                    let t = try WriteTransaction(
-                        db: db, store: self, templates: snapshot.0, indexes: snapshot.1,
-                        defaultOwner: owner ?? configuration.defaultOwner)
-                    tx = t
-                    let value = try body(t)
-                    let report = try t.finish()
-                    result = Committed(value: value, report: report)
-                    return .commit
+        let committed = try freeingSpace(freesSpace ? "a delete" : nil) {
+            try Store.mapErrors {
+                try pool.writeWithoutTransaction { db in
+                    var result: Committed<T>?
+                    var tx: WriteTransaction?
+                    try db.inTransaction(.immediate) {
+                        let snapshot = state.withLock { ($0.templates, $0.indexes) }
+                        let t = try WriteTransaction(
+                            db: db, store: self, templates: snapshot.0, indexes: snapshot.1,
+                            defaultOwner: owner ?? configuration.defaultOwner)
+                        tx = t
+                        let value = try body(t)
+                        let report = try t.finish()
+                        result = Committed(value: value, report: report)
+                        return .commit
+                    }
+                    // Committed: publish definition changes before the next writer starts.
+                    let t = tx!  // set before commit
+                    state.withLock { s in
+                        s.templates = t.templates
+                        s.indexes = t.indexes
+                    }
+                    return result!  // set before commit
                 }
-                // Committed: publish definition changes before the next writer starts.
-                let t = tx!  // set before commit
-                state.withLock { s in
-                    s.templates = t.templates
-                    s.indexes = t.indexes
-                }
-                return result!  // set before commit
             }
-        } }
+        }
         if syncing { try syncCommitted(committed.report.commit) }
         return committed
     }
@@ -371,7 +373,8 @@ public final class Store: Sendable {
 
     static func writesRefused(_ failure: String) -> StoreError {
         StoreError(
-            .internalError, "writes are refused: a sync of the database failed (\(failure)), so what was"
+            .internalError,
+            "writes are refused: a sync of the database failed (\(failure)), so what was"
                 + " written since may not be on disk; restart assetd to recover from what is")
     }
 

@@ -39,7 +39,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         StoreError(
             .replyTooLarge,
             "the reply would be larger than \(limit) bytes (control.max_reply_bytes): ask for less, with a LIMIT in the "
-                + "clause (ORDER BY key and key > the last one for the next page), include \"keys\", or object.list with limit and after")
+                + "clause (ORDER BY key and key > the last one for the next page), include \"keys\", or object.list with limit and after"
+        )
     }
 
     /// An error with a code and message.

@@ -42,7 +42,9 @@ public struct WALCoalescing: Sendable, Equatable {
     }
 
     /// Decides for this process's SQLite and registers the VFS when it is used.
-    static func resolve(enabled: Bool, readOnly: Bool, sqliteVersion: Int32 = sqlite3_libversion_number()) -> WALCoalescing {
+    static func resolve(
+        enabled: Bool, readOnly: Bool, sqliteVersion: Int32 = sqlite3_libversion_number()
+    ) -> WALCoalescing {
         let decided = decide(
             enabled: enabled, readOnly: readOnly, sqliteVersion: sqliteVersion,
             takesURIs: sqlite3_compileoption_used("USE_URI") != 0)
@@ -62,7 +64,9 @@ public struct WALCoalescing: Sendable, Equatable {
     /// What GRDB opens for `path`: when active, a URI naming the VFS (SQLite decodes the
     /// path's %-escapes, which cover `?`, `#` and `%`).
     func poolPath(_ path: String) -> String {
-        guard active, let escaped = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { return path }
+        guard active, let escaped = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else {
+            return path
+        }
         // "file://" and an empty authority before an absolute path: one starting "//" stays a path.
         return (path.hasPrefix("/") ? "file://" : "file:") + escaped + "?vfs=" + WALCoalescing.vfsName
     }

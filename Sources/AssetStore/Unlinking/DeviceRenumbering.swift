@@ -59,17 +59,20 @@ extension Store {
     /// always one filesystem's (an overlay reports its upper layer's, before Linux 6.6; a
     /// cloned disk or LVM snapshot has its origin's UUID), and files on both would each be
     /// read as on the other.
-    static func renumberedDevices(_ db: Database, _ filesystems: [(device: Int64, fsid: Int64)]) throws -> [Int64: Int64] {
+    static func renumberedDevices(
+        _ db: Database, _ filesystems: [(device: Int64, fsid: Int64)]
+    ) throws -> [Int64: Int64] {
         var map = [Int64: Int64]()
         let current = Set(filesystems.map(\.device))
         var devices = [Int64: Set<Int64>]()
         for f in filesystems { devices[f.fsid, default: []].insert(f.device) }
         for f in filesystems where devices[f.fsid]?.count == 1 {
             let earlier = try Int64.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT device FROM root_device WHERE fsid = ?1 AND device != ?2
-                    AND NOT EXISTS (SELECT 1 FROM root_device o WHERE o.device = root_device.device AND o.fsid != ?1)
-                    """), arguments: [f.fsid, f.device])
+                db.cachedStatement(
+                    sql: """
+                        SELECT device FROM root_device WHERE fsid = ?1 AND device != ?2
+                        AND NOT EXISTS (SELECT 1 FROM root_device o WHERE o.device = root_device.device AND o.fsid != ?1)
+                        """), arguments: [f.fsid, f.device])
             for d in earlier where !current.contains(d) { map[d] = f.device }
         }
         return map

@@ -75,7 +75,9 @@ final class SafeUnlinker {
     /// The path the kernel has for an open folder (/proc/self/fd), or nil without /proc.
     private func location(of fd: Int32) -> ArraySlice<UInt8>? {
         let n = linkBuffer.withUnsafeMutableBufferPointer { b in
-            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) { readlink("/proc/self/fd/\(fd)", $0, b.count) }
+            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) {
+                readlink("/proc/self/fd/\(fd)", $0, b.count)
+            }
         }
         guard n > 0, n < linkBuffer.count else { return nil }
         return linkBuffer[..<n]
@@ -197,7 +199,8 @@ final class SafeUnlinker {
     /// overlayfs with layers on several filesystems and xino off, a vanished file fails too.)
     private static func gone(folderDevice: Int64?, device: Int64?, deviceNow: Int64?) -> UnlinkOutcome {
         isGone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
-            ? .alreadyGone : .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
+            ? .alreadyGone
+            : .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
     }
 
     /// The rule of `gone`, which verify's missing-file check shares: true when the file is

@@ -85,7 +85,8 @@ extension Store {
         // lock taken from clients, no WAL sync).
         let (pending, due) = try read { r in
             let row = try Row.fetchOne(
-                r.db, sql: """
+                r.db,
+                sql: """
                     SELECT COUNT(*), EXISTS (SELECT 1 FROM unlink_queue WHERE next_attempt <= ? OR (? AND attempts > 0))
                     FROM unlink_queue
                     """, arguments: [configuration.clock(), retryFailed])
@@ -109,93 +110,105 @@ extension Store {
             // attempt starts from the same report, and the same root devices to record (they
             // were rolled back too), with the outcomes of the first.
             let before = (report, lastID, renumbered)
-            let done: Bool = try freeingSpace("the sweep of queued unlinks") { try Store.mapErrors {
-                (report, lastID, renumbered) = before
-                return try pool.write { db in
-                    if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
-                    let rows = try Row.fetchAll(
-                        db.cachedStatement(sql: """
-                            SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
-                            WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
-                            ORDER BY id LIMIT ?
-                            """), arguments: [lastID, durable, now, retryFailed, batch])
-                    let paths = JSONValue.array(rows.map { .string($0[1]) }).serialized()
-                    // Taken again by a later transaction (transactions cancel such rows; this is
-                    // the unlink-time re-check of SPEC §4.3): keep the file, drop the row.
-                    let referenced = Set(try String.fetchAll(
-                        db.cachedStatement(sql: """
-                            SELECT f.path FROM file f WHERE f.path IN (SELECT value FROM json_each(?))
-                            AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
-                            """), arguments: [paths]).map { Array($0.utf8) })
-                    // Once per batch: each leased file with the latest expiry of its leases.
-                    var leasedUntil = [[UInt8]: Double]()
-                    for lease in leases.active() {
-                        for file in lease.files {
-                            let bytes = Array(file.utf8)
-                            leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
+            let done: Bool = try freeingSpace("the sweep of queued unlinks") {
+                try Store.mapErrors {
+                    (report, lastID, renumbered) = before
+                    return try pool.write { db in
+                        if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
+                        let rows = try Row.fetchAll(
+                            db.cachedStatement(
+                                sql: """
+                                    SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
+                                    WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
+                                    ORDER BY id LIMIT ?
+                                    """), arguments: [lastID, durable, now, retryFailed, batch])
+                        let paths = JSONValue.array(rows.map { .string($0[1]) }).serialized()
+                        // Taken again by a later transaction (transactions cancel such rows; this is
+                        // the unlink-time re-check of SPEC §4.3): keep the file, drop the row.
+                        let referenced = Set(
+                            try String.fetchAll(
+                                db.cachedStatement(
+                                    sql: """
+                                        SELECT f.path FROM file f WHERE f.path IN (SELECT value FROM json_each(?))
+                                        AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
+                                        """), arguments: [paths]
+                            ).map { Array($0.utf8) })
+                        // Once per batch: each leased file with the latest expiry of its leases.
+                        var leasedUntil = [[UInt8]: Double]()
+                        for lease in leases.active() {
+                            for file in lease.files {
+                                let bytes = Array(file.utf8)
+                                leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
+                            }
                         }
-                    }
-                    // The files to unlink, in queue order: contiguous slices keep a folder's
-                    // files on one thread (each thread keeps its folder open).
-                    var targets = [UnlinkTarget]()
-                    var targetIDs = [Int64]()
-                    for row in rows {
-                        let path: String = row[1]
-                        let bytes = Array(path.utf8)
-                        if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
-                        targetIDs.append(row[0])
-                        if attempted[row[0]] != nil { continue }
-                        // Recorded before its filesystem was numbered anew: the device it has now too.
-                        let device: Int64? = row[2]
-                        targets.append(UnlinkTarget(
-                            path: path, root: roots.root(of: path), device: device, inode: row[3],
-                            stamp: FileStamp(birth: row[5], generation: row[6], ctime: row[7]), size: row[8],
-                            deviceNow: device.flatMap { renumbered?[$0] }))
-                    }
-                    var fresh = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink).makeIterator()
-                    let outcomes = targetIDs.map { id in
-                        let outcome = attempted[id] ?? fresh.next()!  // one fresh outcome per target
-                        if let outcome { attempted[id] = outcome }
-                        return outcome
-                    }
-                    // Outcomes are recorded here, on this thread, in queue order, as one file at a time would.
-                    var counts = [String: Int]()
-                    var finished = [JSONValue]()
-                    var next = 0
-                    for row in rows {
-                        lastID = row[0]
-                        let path: String = row[1]
-                        if referenced.contains(Array(path.utf8)) {
-                            finished.append(.int(lastID))
-                            report.referencedAgain.append(path)
-                            continue
+                        // The files to unlink, in queue order: contiguous slices keep a folder's
+                        // files on one thread (each thread keeps its folder open).
+                        var targets = [UnlinkTarget]()
+                        var targetIDs = [Int64]()
+                        for row in rows {
+                            let path: String = row[1]
+                            let bytes = Array(path.utf8)
+                            if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
+                            targetIDs.append(row[0])
+                            if attempted[row[0]] != nil { continue }
+                            // Recorded before its filesystem was numbered anew: the device it has now too.
+                            let device: Int64? = row[2]
+                            targets.append(
+                                UnlinkTarget(
+                                    path: path, root: roots.root(of: path), device: device, inode: row[3],
+                                    stamp: FileStamp(birth: row[5], generation: row[6], ctime: row[7]), size: row[8],
+                                    deviceNow: device.flatMap { renumbered?[$0] }))
                         }
-                        // Never unlinked while a lease lives, even when an explicit delete queued it.
-                        if let until = leasedUntil[Array(path.utf8)] {
-                            try deferUnlink(
-                                db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
-                            continue
+                        var fresh = unlinkAll(targets, threads: threads, beforeUnlink: beforeUnlink).makeIterator()
+                        let outcomes = targetIDs.map { id in
+                            let outcome = attempted[id] ?? fresh.next()!  // one fresh outcome per target
+                            if let outcome { attempted[id] = outcome }
+                            return outcome
                         }
-                        let outcome = outcomes[next]
-                        next += 1
-                        guard let outcome else {
-                            // Leased while this batch ran: the unlink did not happen.
-                            let until = leases.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
-                                .map(\.expires).max() ?? now
-                            try deferUnlink(
-                                db, id: lastID, path: path, reason: .leased, until: until, counts: &counts, report: &report)
-                            continue
+                        // Outcomes are recorded here, on this thread, in queue order, as one file at a time would.
+                        var counts = [String: Int]()
+                        var finished = [JSONValue]()
+                        var next = 0
+                        for row in rows {
+                            lastID = row[0]
+                            let path: String = row[1]
+                            if referenced.contains(Array(path.utf8)) {
+                                finished.append(.int(lastID))
+                                report.referencedAgain.append(path)
+                                continue
+                            }
+                            // Never unlinked while a lease lives, even when an explicit delete queued it.
+                            if let until = leasedUntil[Array(path.utf8)] {
+                                try deferUnlink(
+                                    db, id: lastID, path: path, reason: .leased, until: until, counts: &counts,
+                                    report: &report)
+                                continue
+                            }
+                            let outcome = outcomes[next]
+                            next += 1
+                            guard let outcome else {
+                                // Leased while this batch ran: the unlink did not happen.
+                                let until =
+                                    leases.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
+                                    .map(\.expires).max() ?? now
+                                try deferUnlink(
+                                    db, id: lastID, path: path, reason: .leased, until: until, counts: &counts,
+                                    report: &report)
+                                continue
+                            }
+                            if try record(outcome, db, row: row, now: now, counts: &counts, report: &report) {
+                                finished.append(.int(lastID))
+                            }
                         }
-                        if try record(outcome, db, row: row, now: now, counts: &counts, report: &report) {
-                            finished.append(.int(lastID))
-                        }
-                    }
-                    try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
+                        try db.cachedStatement(
+                            sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))"
+                        )
                         .execute(arguments: [JSONValue.array(finished).serialized()])
-                    for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
-                    return rows.count < batch
+                        for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
+                        return rows.count < batch
+                    }
                 }
-            } }
+            }
             if done { break }
         }
         // Its queue updates were committed without a sync (the writer runs synchronous = NORMAL):
@@ -254,9 +267,11 @@ extension Store {
         case .failed(let e, let call):
             let message = "\(call): \(errnoDescription(e))"
             let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
-            try db.cachedStatement(sql: """
-                UPDATE unlink_queue SET attempts = attempts + 1, last_error = ?, next_attempt = ? WHERE id = ?
-                """).execute(arguments: [message, now + delay, id])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE unlink_queue SET attempts = attempts + 1, last_error = ?, next_attempt = ? WHERE id = ?
+                    """
+            ).execute(arguments: [message, now + delay, id])
             counts["unlink_failures", default: 0] += 1
             report.failed.append((path, message, attempts + 1))
             return false

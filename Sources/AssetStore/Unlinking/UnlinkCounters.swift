@@ -7,9 +7,11 @@ import GRDB
 extension Store {
     /// Adds `n` to a `stats` counter, in the caller's transaction.
     static func bump(_ db: Database, _ counter: String, by n: Int64) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
-            """).execute(arguments: [counter, n])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
+                """
+        ).execute(arguments: [counter, n])
     }
 
     /// Lifetime counters: unlinked, skipped_identity_changed, skipped_unsafe_path,

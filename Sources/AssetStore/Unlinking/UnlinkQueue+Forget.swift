@@ -14,14 +14,17 @@ extension Store {
         // Any absolute path: a row may be outside the roots now (a root removed from the config).
         let normal = try paths.map { p throws(StoreError) in JSONValue.string(try ManagedRoots.normalise(p)) }
         guard !normal.isEmpty else { return [] }
-        return try freeingSpace("forgetting queued unlinks") { try Store.mapErrors {
-            try pool.write { db in
-                let gone = try String.fetchAll(
-                    db, sql: "DELETE FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?)) RETURNING path",
-                    arguments: [JSONValue.array(normal).serialized()])
-                if !gone.isEmpty { try Store.bump(db, "forgotten", by: Int64(gone.count)) }
-                return gone
+        return try freeingSpace("forgetting queued unlinks") {
+            try Store.mapErrors {
+                try pool.write { db in
+                    let gone = try String.fetchAll(
+                        db,
+                        sql: "DELETE FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?)) RETURNING path",
+                        arguments: [JSONValue.array(normal).serialized()])
+                    if !gone.isEmpty { try Store.bump(db, "forgotten", by: Int64(gone.count)) }
+                    return gone
+                }
             }
-        } }
+        }
     }
 }

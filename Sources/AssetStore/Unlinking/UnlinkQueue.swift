@@ -95,12 +95,14 @@ struct RegisteredFile {
     /// Queues this file's unlink in `db`'s transaction, for the deleting commit `commit`, due
     /// `delay` seconds after `now`: the one statement that adds to the queue.
     func queueUnlink(_ db: Database, commit: Int64, now: Double, delay: Double) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                path, device, inode, size, stamp.birth, stamp.generation, stamp.ctime, commit, now, now + delay,
-            ])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            path, device, inode, size, stamp.birth, stamp.generation, stamp.ctime, commit, now, now + delay,
+        ])
     }
 }
 
@@ -160,7 +162,8 @@ extension Store {
         let leased = leases.snapshot().files
         return try read { r in
             try Row.fetchAll(
-                r.db, sql: """
+                r.db,
+                sql: """
                     SELECT path, queued_at, attempts, last_error, next_attempt FROM unlink_queue ORDER BY id LIMIT ?
                     """, arguments: [limit]
             ).map {

@@ -13,7 +13,8 @@ struct CheckpointCommand: ParsableCommand {
 
     func run() throws {
         try root.show("checkpoint") { r in
-            r["emptied"] == false ? "the write-ahead log was not emptied: another process is reading the database\n" : ""
+            r["emptied"] == false
+                ? "the write-ahead log was not emptied: another process is reading the database\n" : ""
         }
     }
 }

@@ -17,7 +17,8 @@ struct EdgeAddCommand: ParsableCommand {
 
     /// Required, as the man page has it: adding an existing edge replaces its rules, so a
     /// forgotten --rules would silently strip them.
-    @Option(help: ArgumentHelp("Delete rules, comma-separated (repeatable; required; '' for none).", valueName: "r1,r2"))
+    @Option(
+        help: ArgumentHelp("Delete rules, comma-separated (repeatable; required; '' for none).", valueName: "r1,r2"))
     var rules: [String]
 
     func run() throws {

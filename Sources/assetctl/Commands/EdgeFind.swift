@@ -57,7 +57,9 @@ struct EdgeFilterOptions: ParsableArguments {
         // validate() accepted these, so they cannot throw here.
         if let s = try? end("--source", source, sourceCollection, sourceKey) { p["source"] = s }
         if let d = try? end("--dest", dest, destCollection, destKey) { p["destination"] = d }
-        if let file { p["destination"] = ["file": .string(CLIParams.absolutePath(file, cwd: Environment.workingDirectory))] }
+        if let file {
+            p["destination"] = ["file": .string(CLIParams.absolutePath(file, cwd: Environment.workingDirectory))]
+        }
         return .object(p)
     }
 
@@ -65,7 +67,8 @@ struct EdgeFilterOptions: ParsableArguments {
         if !pair.isEmpty {
             guard pair.count == 2 else { throw ValidationError("\(option) takes two values: COLLECTION KEY") }
             guard collection == nil, key == nil else {
-                throw ValidationError("give \(option) COLLECTION KEY or \(option)-collection and \(option)-key, not both")
+                throw ValidationError(
+                    "give \(option) COLLECTION KEY or \(option)-collection and \(option)-key, not both")
             }
             return CLIParams.ref(pair[0], pair[1])
         }

@@ -29,7 +29,8 @@ struct ForgetCommand: ParsableCommand {
             (r["forgotten"]?.arrayValue ?? []).map { "forgot \(Formatting.cell($0))\n" }.joined()
         }
         // As bytes: canonically equal paths in other bytes are other files.
-        let forgotten = Set((result["forgotten"]?.arrayValue ?? []).compactMap { $0.stringValue.map { Array($0.utf8) } })
+        let forgotten = Set(
+            (result["forgotten"]?.arrayValue ?? []).compactMap { $0.stringValue.map { Array($0.utf8) } })
         let missing = asked.filter { !forgotten.contains(Array($0.utf8)) }
         guard missing.isEmpty else {
             throw CLIFailure(missing.map { "no queued unlink: \($0)" }.joined(separator: "\n"))

@@ -30,7 +30,11 @@ struct IndexAggregateCommand: ParsableCommand {
         var p: [String: JSONValue] = ["function": .string(function)]
         if let index { p["index"] = .string(index) }
         if let clause = rest.first { p["where"] = .string(clause) }
-        if rest.count > 1 { p["params"] = try Render.usage { () throws(CLIParamError) in .array(try rest.dropFirst().map(CLIParams.parseParam)) } }
+        if rest.count > 1 {
+            p["params"] = try Render.usage { () throws(CLIParamError) in
+                .array(try rest.dropFirst().map(CLIParams.parseParam))
+            }
+        }
         if !groupBy.isEmpty { p["group_by"] = .array(groupBy.map(JSONValue.string)) }
         try root.show("index.aggregate", .object(p)) { r in
             if let rows = r["rows"]?.arrayValue {

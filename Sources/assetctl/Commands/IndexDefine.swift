@@ -10,11 +10,14 @@ import JSON
 struct IndexDefineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "define", abstract: "Define or change a user index (rebuilt when its version changes).",
-        discussion: #"Example: assetctl index define '{"name":"dims","version":"1","columns":[{"name":"width","type":"integer","path":"$.width"}]}'"#)
+        discussion:
+            #"Example: assetctl index define '{"name":"dims","version":"1","columns":[{"name":"width","type":"integer","path":"$.width"}]}'"#
+    )
 
     @ParentCommand var root: AssetCtl
 
-    @Argument(help: ArgumentHelp("The definition as a JSON object.", valueName: "definition-json")) var definition: String
+    @Argument(help: ArgumentHelp("The definition as a JSON object.", valueName: "definition-json")) var definition:
+        String
 
     func run() throws {
         let params = try Render.usage { () throws(CLIParamError) in

@@ -25,14 +25,17 @@ struct IndexQueryCommand: ParsableCommand {
 
     @Argument(help: ArgumentHelp("The SQL suffix, with ? for each PARAM.", valueName: "clause")) var clause: String
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Values for the ?s (JSON, else a string).", valueName: "param"))
+    @Argument(
+        parsing: .allUnrecognized, help: ArgumentHelp("Values for the ?s (JSON, else a string).", valueName: "param"))
     var params: [String] = []
 
     func run() throws {
         var p: [String: JSONValue] = ["where": .string(clause)]
         if let index { p["index"] = .string(index) }
         if let include { p["include"] = .string(include.rawValue) }
-        if !params.isEmpty { p["params"] = try Render.usage { () throws(CLIParamError) in .array(try params.map(CLIParams.parseParam)) } }
+        if !params.isEmpty {
+            p["params"] = try Render.usage { () throws(CLIParamError) in .array(try params.map(CLIParams.parseParam)) }
+        }
         let builtIn = index == nil || index == "default"
         try root.show("index.query", .object(p)) { r in
             let rows = r["rows"]?.arrayValue ?? []

@@ -20,7 +20,10 @@ struct LeaseListCommand: ParsableCommand {
             ) { name, value in
                 switch name {
                 case "expires": return value.doubleValue.map(Formatting.timestamp) ?? "-"
-                case "objects": return (value.arrayValue ?? []).map { "\(Formatting.cell($0["collection"] ?? .null))/\(Formatting.cell($0["key"] ?? .null))" }.joined(separator: ",")
+                case "objects":
+                    return (value.arrayValue ?? []).map {
+                        "\(Formatting.cell($0["collection"] ?? .null))/\(Formatting.cell($0["key"] ?? .null))"
+                    }.joined(separator: ",")
                 case "files": return (value.arrayValue ?? []).map(Formatting.cell).joined(separator: ",")
                 default: return Formatting.cell(value)
                 }

@@ -16,7 +16,8 @@ struct ObjectPutCommand: ParsableCommand {
     @OptionGroup var object: ObjectArguments
     @Argument(help: ArgumentHelp("The value as JSON (default {}).", valueName: "value-json")) var value: String?
 
-    @Option(name: .customLong("file"), help: ArgumentHelp("Add a file path to the value's file field.", valueName: "path"))
+    @Option(
+        name: .customLong("file"), help: ArgumentHelp("Add a file path to the value's file field.", valueName: "path"))
     var files: [String] = []
 
     @Option(help: "The owner.") var owner: String?
@@ -29,7 +30,9 @@ struct ObjectPutCommand: ParsableCommand {
             let parsed = try value.map { v throws(CLIParamError) in try CLIParams.parseJSON(v, what: "VALUE_JSON") }
             let body = try CLIParams.addFiles(
                 files.map { CLIParams.absolutePath($0, cwd: cwd) }, to: parsed ?? .object([:]))
-            var p: [String: JSONValue] = ["collection": .string(object.collection), "key": .string(object.key), "value": body]
+            var p: [String: JSONValue] = [
+                "collection": .string(object.collection), "key": .string(object.key), "value": body,
+            ]
             if let meta { p["metadata"] = try CLIParams.parseJSON(meta, what: "--meta") }
             if let owner { p["owner"] = .string(owner) }
             return .object(p)

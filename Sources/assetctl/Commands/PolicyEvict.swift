@@ -12,7 +12,8 @@ struct PolicyEvictCommand: ParsableCommand {
 
     @ParentCommand var root: AssetCtl
 
-    @Option(help: ArgumentHelp("Free at least this much (\"512MiB\", \"2GiB\", bytes).", valueName: "size")) var bytes: String?
+    @Option(help: ArgumentHelp("Free at least this much (\"512MiB\", \"2GiB\", bytes).", valueName: "size")) var bytes:
+        String?
     @Option(help: ArgumentHelp("Only this owner's objects.", valueName: "owner")) var owner: String?
     @Flag(help: "Print what would be deleted and change nothing.") var dryRun = false
 

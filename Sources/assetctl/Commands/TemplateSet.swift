@@ -10,7 +10,9 @@ import JSON
 struct TemplateSetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set", abstract: "Replace a collection's edge templates.",
-        discussion: #"Example: assetctl template set media '[{"name":"thumb","field":"thumb","to":"thumbs","rules":["deleteDestinationIfSourceDeleted"]}]'"#)
+        discussion:
+            #"Example: assetctl template set media '[{"name":"thumb","field":"thumb","to":"thumbs","rules":["deleteDestinationIfSourceDeleted"]}]'"#
+    )
 
     @ParentCommand var root: AssetCtl
 

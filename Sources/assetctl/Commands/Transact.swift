@@ -11,7 +11,8 @@ import JSON
 struct TransactCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transact", abstract: "Run object and edge operations as one transaction.",
-        discussion: #"Example: assetctl transact '[{"method":"object.put","params":{"collection":"a","key":"1","value":{}}}]'"#)
+        discussion:
+            #"Example: assetctl transact '[{"method":"object.put","params":{"collection":"a","key":"1","value":{}}}]'"#)
 
     @ParentCommand var root: AssetCtl
 
@@ -26,7 +27,8 @@ struct TransactCommand: ParsableCommand {
             // As rm prints it (what the transaction deleted and queued), then each op's own
             // result that says anything, such as edge.remove's `removed`.
             var out = ObjectDeleteCommand.render(r)
-            for (i, result) in (r["results"]?.arrayValue ?? []).enumerated() where result != .object([:]) && result != .null {
+            for (i, result) in (r["results"]?.arrayValue ?? []).enumerated()
+            where result != .object([:]) && result != .null {
                 out += "ops[\(i)]: \(result.serialized())\n"
             }
             return out

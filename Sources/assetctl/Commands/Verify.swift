@@ -16,7 +16,8 @@ struct VerifyCommand: ParsableCommand {
 
     @Flag(help: "Repair what can be: file edges of missing files go, indexes are rebuilt.") var repair = false
     @Flag(help: "Also report files under the roots that nothing registers.") var orphans = false
-    @Flag(help: "Delete those orphans (implies --orphans); only in roots with assetd's CACHEDIR.TAG.") var deleteOrphans = false
+    @Flag(help: "Delete those orphans (implies --orphans); only in roots with assetd's CACHEDIR.TAG.")
+    var deleteOrphans = false
     @Flag(help: "With --delete-orphans: delete them also in roots without assetd's CACHEDIR.TAG.") var force = false
 
     func validate() throws {
@@ -24,17 +25,21 @@ struct VerifyCommand: ParsableCommand {
     }
 
     func run() throws {
-        let result = try MaintenanceRun.call(root, "verify", [
-            "repair": .bool(repair), "orphans": .bool(orphans || deleteOrphans), "delete_orphans": .bool(deleteOrphans),
-            "force": .bool(force),
-        ])
+        let result = try MaintenanceRun.call(
+            root, "verify",
+            [
+                "repair": .bool(repair), "orphans": .bool(orphans || deleteOrphans),
+                "delete_orphans": .bool(deleteOrphans),
+                "force": .bool(force),
+            ])
         root.emit(result) { r in
             let table = Formatting.objectTable(
                 r["problems"]?.arrayValue ?? [], columns: ["kind", "repaired", "message"],
                 headers: ["KIND", "REPAIRED", "PROBLEM"])
             let found = r["found"]?.intValue ?? 0, repaired = r["repaired"]?.intValue ?? 0
             if found == 0 { return "clean\n" }
-            return table + "\(found) problems found, \(repaired) repaired" + (r["clean"] == false ? "; problems remain\n" : "\n")
+            return table + "\(found) problems found, \(repaired) repaired"
+                + (r["clean"] == false ? "; problems remain\n" : "\n")
         }
         if result["clean"] == false { throw CLIFailure("verify found problems that remain") }
     }
