@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: installs the C libraries if missing, builds, tests.
+# Runs the whole test suite: installs the C libraries if missing, lints, builds, tests.
 set -eu
 
 usage() {
     cat <<'USAGE'
 usage: scripts/test.sh [--tsan]
 
-With no option: builds, runs a short crash soak, then the whole suite in parallel.
+With no option: lints (scripts/lint.sh), builds, runs a short crash soak, then the whole
+suite in parallel.
 
   --tsan  builds with ThreadSanitizer into .build-tsan and runs the daemon tests (the put
           pipeline and group commit among them) and the event loop tests under it; the
@@ -50,6 +51,7 @@ if $tsan; then
     exit $status
 fi
 
+scripts/lint.sh
 swift build --build-tests
 # A short crash soak first, so that swift test's own summary closes the output.
 scripts/soak.sh 3 2
