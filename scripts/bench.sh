@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the SPEC §10 benchmarks: scripts/bench.sh [N] [PART...] (or N=… scripts/bench.sh).
+# Runs the benchmarks against their baselines: scripts/bench.sh [N] [PART...] (or N=… scripts/bench.sh).
 #   store   the engine against its SQLite C baselines, N objects per workload
 #   socket  object.get and durable object.put over assetd's socket, 50 clients, against
 #           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with

@@ -1,6 +1,7 @@
-// A small blocking client for assetd's control socket (SPEC §6): one connection, requests
-// sent one line at a time with increasing ids, replies matched by id. Event notifications
-// that arrive while a call waits are kept, in order, for `nextEvent()`. Not thread-safe.
+// A small blocking client for assetd's control socket (assetd(8), CONTROL PROTOCOL): one
+// connection, requests sent one line at a time with increasing ids, replies matched by id.
+// Event notifications that arrive while a call waits are kept, in order, for
+// `nextEvent()`. Not thread-safe.
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
-// Where the control socket is when nothing names it: the daemon's rule of SPEC §7, so that
-// `assetctl` and `assetd` started by the same user meet without configuration.
+// Where the control socket is when nothing names it: the daemon's rule (assetd(8), CONFIGURATION),
+// so that `assetctl` and `assetd` started by the same user meet without configuration.
 
 /// The default control socket path.
 public enum SocketLocation {

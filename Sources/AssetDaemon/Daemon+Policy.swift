@@ -1,6 +1,7 @@
-// The policy timer (SPEC §9): every policy.interval, while `[policy]` is configured, one
-// `store.enforce()` on the thread pool, never overlapping itself or a client's maintenance
-// run; then events for what each batch committed, and a sweep for the files it queued.
+// The policy timer (assetd(8), DATA MODEL, Lifecycle policies): every policy.interval, while
+// `[policy]` is configured, one `store.enforce()` on the thread pool, never overlapping
+// itself or a client's maintenance run; then events for what each batch committed, and a
+// sweep for the files it queued.
 
 import AssetStore
 import EventLoop

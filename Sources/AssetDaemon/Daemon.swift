@@ -1,7 +1,7 @@
-// The daemon: owns the loop and the store, and runs start-up in the SPEC's order (open the
-// store, rebuild changed indexes, drain unlinks, bind the socket, READY=1), the sweep timer
-// (which also ends lapsed leases), the policy timer, signals (TERM/INT stop gracefully, HUP
-// reloads), and the shutdown sequence. The policy timer is in Daemon+Policy.swift.
+// The daemon: owns the loop and the store, and runs start-up in the order of assetd(8), START-UP
+// AND SHUTDOWN (open the store, rebuild changed indexes, drain unlinks, bind the socket, READY=1),
+// the sweep timer (which also ends lapsed leases), the policy timer, signals (TERM/INT stop
+// gracefully, HUP reloads), and the shutdown sequence. The policy timer is in Daemon+Policy.swift.
 
 import AssetService
 import AssetStore

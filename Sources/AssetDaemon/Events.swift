@@ -1,6 +1,6 @@
-// Server events (SPEC §6) made from what a commit or a sweep did, with the collections each
-// event concerns so watch filters can apply: object events by the object's collection, edge
-// events by either end's, file events unfiltered by collection.
+// Server events (assetd(8), CONTROL PROTOCOL, Events) made from what a commit or a sweep did, with
+// the collections each event concerns so watch filters can apply: object events by the object's
+// collection, edge events by either end's, file events unfiltered by collection.
 
 import AssetService
 import AssetStore

@@ -1,5 +1,5 @@
-// The daemon's settings (SPEC §7): every key of the config table, the embedded defaults used
-// when there is no config file, and the effective settings printed at start-up.
+// The daemon's settings (assetd.toml(5), SETTINGS): every key of the config file, the embedded
+// defaults used when there is no config file, and the effective settings printed at start-up.
 
 import AssetStore
 import Foundation
@@ -51,7 +51,7 @@ public struct DaemonConfig: Sendable {
     /// `[[indexes]]`.
     public var indexes: [IndexDefinition] = []
 
-    /// The embedded defaults for this user and environment (SPEC §7).
+    /// The embedded defaults for this user and environment (assetd(8), CONFIGURATION).
     public static func embeddedDefaults(
         uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> DaemonConfig {

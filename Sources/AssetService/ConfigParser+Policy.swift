@@ -1,5 +1,5 @@
-// `[policy]` with its `[[policy.quota]]` and `[[policy.ttl]]` tables (SPEC §9), read as
-// strictly as the rest of the file: unknown keys, bad values, out-of-range numbers and
+// `[policy]` with its `[[policy.quota]]` and `[[policy.ttl]]` tables (assetd.toml(5), [policy]),
+// read as strictly as the rest of the file: unknown keys, bad values, out-of-range numbers and
 // duplicate owners or collections are errors naming the file, line and key.
 
 import AssetStore

@@ -1,6 +1,6 @@
-// Reads assetd.toml strictly: unknown keys and wrong types are errors that name the file,
-// line and key (SPEC §7). TOML becomes a JSONValue tree first, so templates and indexes are
-// validated by the engine's own parsers.
+// Reads assetd.toml strictly: unknown keys and wrong types are errors that name the file, line and
+// key (assetd.toml(5), DESCRIPTION). TOML becomes a JSONValue tree first, so templates and indexes
+// are validated by the engine's own parsers.
 
 import AssetStore
 import Foundation

@@ -1,5 +1,5 @@
 // Who a peer is: user name and groups from its uid (getpwuid_r, getgrouplist), and whether
-// the current access settings make it an admin (SPEC §6 Access).
+// the current access settings make it an admin (assetd(8), CONTROL PROTOCOL, Access).
 
 import Foundation
 

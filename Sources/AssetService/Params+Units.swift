@@ -1,5 +1,6 @@
-// Durations and sizes in params: strings as the config file writes them ("90s", "50GiB"),
-// or plain numbers of seconds and bytes (SPEC §9 "Durations on the wire").
+// Durations and sizes in params: strings as the config file writes them ("90s", "50GiB"), or
+// plain numbers of seconds and bytes (assetd(8), CONTROL PROTOCOL, Methods; the string forms are
+// those of assetd.toml(5), Values).
 
 import AssetStore
 import ControlProtocol

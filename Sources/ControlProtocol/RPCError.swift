@@ -1,6 +1,6 @@
 // JSON-RPC 2.0 errors as assetd sends them: the standard codes, and -32000 with a stable
-// `data.code` for application errors (SPEC §6). The protocol owns these codes; the engine's
-// errors are mapped to them in one place, in AssetService.
+// `data.code` for application errors (assetd(8), CONTROL PROTOCOL, Errors). The protocol owns these
+// codes; the engine's errors are mapped to them in one place, in AssetService.
 
 import JSON
 

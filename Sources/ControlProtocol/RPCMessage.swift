@@ -1,5 +1,5 @@
-// JSON-RPC 2.0 messages, one per line (SPEC §6): requests parsed strictly, replies and event
-// notifications encoded as single lines.
+// JSON-RPC 2.0 messages, one per line (assetd(8), CONTROL PROTOCOL, Framing): requests parsed
+// strictly, replies and event notifications encoded as single lines.
 
 import JSON
 

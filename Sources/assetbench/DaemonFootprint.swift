@@ -1,8 +1,8 @@
-// SPEC §10's daemon footprint goals at M objects: time from exec to ready (READY=1 on a
-// NOTIFY_SOCKET this process binds) on a restart with unchanged indexes, and resident memory
-// right after ready and after a workload that touches the whole database. Subcommand
-// `assetbench footprint --assetd BIN --config TOML --socket S --objects M`. Absolute goals:
-// there is no baseline program, so the lines carry the goal, not a ratio.
+// The daemon footprint goals of scripts/bench.sh (part footprint) at M objects: time from exec to
+// ready (READY=1 on a NOTIFY_SOCKET this process binds) on a restart with unchanged indexes, and
+// resident memory right after ready and after a workload that touches the whole database.
+// Subcommand `assetbench footprint --assetd BIN --config TOML --socket S --objects M`. Absolute
+// goals: there is no baseline program, so the lines carry the goal, not a ratio.
 
 import AssetStore
 import Foundation

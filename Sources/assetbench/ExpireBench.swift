@@ -1,6 +1,6 @@
-// SPEC §10's expiry goal: `Store.expire` by age over M registered files (10% old) against
-// `find ROOT -type f -mmin +60 -delete` over an identical tree, warm and (when the page
-// cache can be dropped) cold. Subcommand `assetbench expire --folder F [--files M]`.
+// The expiry goal of scripts/bench.sh (part expire): `Store.expire` by age over M registered files
+// (10% old) against `find ROOT -type f -mmin +60 -delete` over an identical tree, warm and (when
+// the page cache can be dropped) cold. Subcommand `assetbench expire --folder F [--files M]`.
 //
 // Both trees are written here (open/write/close, 1,000 files to a folder); the store's copy
 // is registered one object per file, the old 10% created with the store's clock two hours

@@ -1,4 +1,4 @@
-// The SPEC §10 goals measured over the control socket of a running assetd, as subcommands
+// The benchmark goals measured over the control socket of a running assetd, as subcommands
 // that scripts/bench.sh calls around starting and stopping the daemon (and redis-server):
 //
 //   assetbench populate DB ROOT COUNT [--explain]   fill a database in-process (no daemon)
@@ -450,8 +450,8 @@ struct SocketWorkloads {
 }
 
 /// `ping` round trips, one every `interval`, from one client while `scanners` clients each
-/// run the full-scan aggregate back to back over the daemon's objects. SPEC §10 sets an
-/// absolute goal (p99 < 10 ms), so there is no baseline; the same pings with no scan running
+/// run the full-scan aggregate back to back over the daemon's objects. The goal is
+/// absolute (p99 < 10 ms), so there is no baseline; the same pings with no scan running
 /// are printed for reference.
 struct PingScan {
     let socket: String
@@ -475,7 +475,7 @@ struct PingScan {
             "ping-scan: \(scanners) clients run index.aggregate \(SocketCommands.scanFunction) \(SocketCommands.scanClause)"
                 + " back to back over \(objects) objects while one client pings every \(fmt(Double(intervalNanos) / 1e6)) ms"
                 + " for \(fmt(seconds)) s; UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)");"
-                + " SPEC §10 sets an absolute goal, so there is no baseline (idle pings are shown for reference)")
+                + " the goal is absolute, so there is no baseline (idle pings are shown for reference)")
         fflush(nil)
         let counted = try LineConnection(path: socket).call(RPC.aggregate(function: "COUNT(*)", clause: ""))
         let count = try JSONValue.parse(String(decoding: counted, as: UTF8.self))["result"]?["value"]?.intValue

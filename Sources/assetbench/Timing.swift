@@ -71,7 +71,7 @@ enum Goal {
     case atLeast(Double)
     /// Latency at most this multiple of the baseline's.
     case atMost(Double)
-    /// No goal in SPEC §10; the line is for information.
+    /// No goal; the line is for information.
     case none
 
     var text: String {

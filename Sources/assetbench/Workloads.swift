@@ -1,6 +1,6 @@
-// The workloads of SPEC §10 that have a SQLite C baseline, engine and baseline side by side
-// in one process on the same data shape. Batched work alternates engine and baseline batch
-// by batch (and which goes first), so drift on a shared machine hits both alike. Each
+// The workloads of scripts/bench.sh (part store) that have a SQLite C baseline, engine and baseline
+// side by side in one process on the same data shape. Batched work alternates engine and baseline
+// batch by batch (and which goes first), so drift on a shared machine hits both alike. Each
 // workload checks that both sides did the whole work before its line is printed.
 
 import Foundation
@@ -280,7 +280,7 @@ final class Bench {
         print(
             "ratio = engine/baseline; throughput goals are minimums; latency = median of \(Bench.queryRuns) (top100)"
                 + " and \(Bench.aggregateRuns) (sum) runs, goals are maximums; sweep = store.sweep() per \(Bench.batch) queued"
-                + " vs an unlinkat loop; get has no goal in SPEC §10 (info)")
+                + " vs an unlinkat loop; get has no goal (info)")
         fflush(nil)
     }
 

@@ -1,8 +1,8 @@
-// assetbench: the speed goals of SPEC §10 that compare the engine with a SQLite C baseline.
-// Usage: assetbench [N] [scratch-folder]; scripts/bench.sh builds and runs it. Every folder
-// it makes lives below the scratch folder and is removed before it exits. The goals measured
-// over a running daemon's socket are subcommands (SocketBench.swift): populate, wait,
-// socket, ping-scan.
+// assetbench: the speed goals of scripts/bench.sh (part store) that compare the engine with a
+// SQLite C baseline. Usage: assetbench [N] [scratch-folder]; scripts/bench.sh builds and runs
+// it. Every folder it makes lives below the scratch folder and is removed before it exits.
+// The goals measured over a running daemon's socket are subcommands (SocketBench.swift):
+// populate, wait, socket, ping-scan.
 
 import Glibc
 

@@ -1,5 +1,5 @@
 // The root command: global options (where the engine is, output form), the subcommand list,
-// and the entry point that turns every outcome into an exit status (SPEC §7).
+// and the entry point that turns every outcome into an exit status (assetctl(1), EXIT STATUS).
 
 import ArgumentParser
 import AssetClient

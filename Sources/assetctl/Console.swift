@@ -1,6 +1,6 @@
-// Where assetctl's output goes and how it ends: results on stdout, `assetctl: …` on stderr,
-// and the exit statuses of SPEC §7. Writes go straight to the descriptors, unbuffered, so a
-// watch stream is visible line by line and nothing is lost at exit.
+// Where assetctl's output goes and how it ends: results on stdout, `assetctl: …` on stderr, and the
+// exit statuses of assetctl(1), EXIT STATUS. Writes go straight to the descriptors, unbuffered, so
+// a watch stream is visible line by line and nothing is lost at exit.
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 // The engine behind a command: assetd over its socket, or the database opened directly with
 // --db. Commands see only `Invoker`; Backend turns every failure into a message and an exit
-// status (SPEC §7), in this one place.
+// status (assetctl(1), EXIT STATUS), in this one place.
 
 import AssetClient
 import AssetService

@@ -1,7 +1,7 @@
-// What the maintenance commands (enforce, evict, expire, verify, backup, vacuum) share: a
-// one-line progress on stderr when it is a terminal (nothing otherwise), and the cron rule
-// of SPEC §9: while another maintenance run holds the daemon, or another process holds the
-// --db database, say so on stderr and exit 0 instead of failing.
+// What the maintenance commands (enforce, evict, expire, verify, backup, vacuum) share: a one-line
+// progress on stderr when it is a terminal (nothing otherwise), and the cron rule of assetctl(1),
+// Maintenance and cron: while another maintenance run holds the daemon, or another process holds
+// the --db database, say so on stderr and exit 0 instead of failing.
 
 import AssetClient
 import AssetctlText

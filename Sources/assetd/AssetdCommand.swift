@@ -1,6 +1,6 @@
-// assetd's command line (SPEC §7): runs in the foreground and logs to stderr. Config errors
-// exit 78; a database or socket held by another daemon, or a default root the disk will not
-// take, exits 1.
+// assetd's command line (assetd(8), DESCRIPTION and EXIT STATUS): runs in the foreground and logs
+// to stderr. Config errors exit 78; a database or socket held by another daemon, or a default root
+// the disk will not take, exits 1.
 
 import ArgumentParser
 import AssetDaemon

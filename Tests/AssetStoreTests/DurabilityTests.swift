@@ -1,4 +1,5 @@
-// Durability settings reach the connection that commits (SPEC §7 store.durability, §4.2).
+// Durability settings reach the connection that commits (assetd.toml(5), [store] durability;
+// assetd(8), The unlink queue).
 
 import CWALCoalesce
 import Foundation

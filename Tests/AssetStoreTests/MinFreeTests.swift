@@ -1,6 +1,6 @@
-// min_free (SPEC §9) on a real filesystem whose free space the test controls: a 4 MiB tmpfs
-// mounted as the managed root (needs CAP_SYS_ADMIN; the test is skipped, saying so, when
-// mount(2) is refused).
+// min_free (assetd.toml(5), [policy]) on a real filesystem whose free space the test controls:
+// a 4 MiB tmpfs mounted as the managed root (needs CAP_SYS_ADMIN; the test is skipped, saying
+// so, when mount(2) is refused).
 
 import AssetStore
 import AssetStoreTestSupport

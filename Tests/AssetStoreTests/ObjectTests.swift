@@ -1,4 +1,5 @@
-// Objects (SPEC §1): identity limits, value and metadata, owner, timestamps, paging.
+// Objects (assetd(8), DATA MODEL, Objects): identity limits, value and metadata, owner,
+// timestamps, paging.
 
 import Testing
 import AssetStore

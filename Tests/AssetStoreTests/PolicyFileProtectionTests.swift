@@ -1,6 +1,7 @@
-// SPEC §9: files under a pin or a lease are never evicted or expired. A pin, an object lease
-// or min_age protects the object's files too: a policy that deletes another object whose rule
-// would delete such a file (deleteDestinationIfSourceDeleted) leaves it, and the file, alone.
+// Files under a pin or a lease are never evicted or expired (assetd(8), DATA MODEL, Lifecycle
+// policies). A pin, an object lease or min_age protects the object's files too: a policy that
+// deletes another object whose rule would delete such a file (deleteDestinationIfSourceDeleted)
+// leaves it, and the file, alone.
 
 import AssetStore
 import AssetStoreTestSupport

@@ -1,6 +1,6 @@
-// Lifecycle policies (SPEC §9) against a real store and real files, with a test clock: the
-// budget with low water, quota ordering, TTLs, min_age, pins, leases, deny edges, shared
-// files counted once, batching, and a dry run's plan equal to the real run.
+// Lifecycle policies (assetd(8), DATA MODEL, Lifecycle policies) against a real store and real
+// files, with a test clock: the budget with low water, quota ordering, TTLs, min_age, pins, leases,
+// deny edges, shared files counted once, batching, and a dry run's plan equal to the real run.
 
 import AssetStore
 import AssetStoreTestSupport

@@ -1,6 +1,8 @@
-// Property test (SPEC §8): after any random sequence of puts, deletes, edge adds and removes,
-// flushes, sweeps and reopenings, every index equals a recomputation from the objects and
-// I1–I4 hold. Operations are decoded from random integers so shrinking shortens the sequence.
+// Property test: after any random sequence of puts, deletes, edge adds and removes, flushes,
+// sweeps and reopenings, every index equals a recomputation from the objects (I5) and I1–I4 hold:
+// no file is unlinked early (I1), none is left behind (I2), nothing outside the root and no
+// directory is removed (I3), and a failed transaction leaves no trace (I4). Operations are decoded
+// from random integers so shrinking shortens the sequence.
 
 import Foundation
 import GRDB

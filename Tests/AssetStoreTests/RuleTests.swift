@@ -1,5 +1,6 @@
-// The delete rules of SPEC §2: reference counting per edge across names, weak edges,
-// files deleted by rules as nodes, cascades and cycles, and the rule-combination check.
+// The delete rules (assetd(8), DATA MODEL, Edges and delete rules): reference counting
+// per edge across names, weak edges, files deleted by rules as nodes, cascades and
+// cycles, and the rule-combination check.
 
 import Testing
 import AssetStore

@@ -1,5 +1,6 @@
-// Collection templates (SPEC §3): derived edges from fields and JSON paths, one-to-many,
-// the built-in `file` template and its override, per-collection scope, persistence.
+// Collection templates (assetd(8), DATA MODEL, Collection templates): derived edges from
+// fields and JSON paths, one-to-many, the built-in `file` template and its override,
+// per-collection scope, persistence.
 
 import Testing
 import AssetStore

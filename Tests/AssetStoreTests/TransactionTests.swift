@@ -1,6 +1,6 @@
-// Transactions as a whole (SPEC §2 processing at commit, §8 I4): all or nothing, deny and
-// dangling edges fail everything, delete-then-put is an update unless a flush ran between,
-// commit numbers, and ids that are never reused.
+// Transactions as a whole (processing at commit, assetd(8), DATA MODEL, Edges and delete rules;
+// transact in Methods): all or nothing, deny and dangling edges fail everything, delete-then-put is
+// an update unless a flush ran between, commit numbers, and ids that are never reused.
 
 import GRDB
 import Testing

@@ -1,6 +1,7 @@
 // YapDatabase's own relationship tests (TestYapDatabaseRelationship.m), translated: protocol
 // nodes become collection templates, YDB_* removals become edge.remove reasons. Where
-// YapDatabase fired rules on bad edges, assetd refuses the commit (SPEC §2).
+// YapDatabase fired rules on bad edges, assetd refuses the commit (dangling_edge, assetd(8),
+// DATA MODEL, Edges and delete rules).
 
 import Testing
 import AssetStore

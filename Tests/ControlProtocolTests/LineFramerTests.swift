@@ -1,5 +1,6 @@
-// Line framing (SPEC §6): lines split on "\n" across arbitrary chunks, blank lines skipped,
-// the limit applies to the line without its newline, and an over-long line stops the framer.
+// Line framing (assetd(8), CONTROL PROTOCOL, Framing): lines split on "\n" across arbitrary
+// chunks, blank lines skipped, the limit applies to the line without its newline, and an
+// over-long line stops the framer.
 
 import Testing
 import ControlProtocol

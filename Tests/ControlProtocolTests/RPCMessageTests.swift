@@ -1,5 +1,6 @@
-// JSON-RPC parsing and encoding (SPEC §6): each kind of bad input gets its error and the id
-// to answer with; notifications are recognised; replies are single lines.
+// JSON-RPC parsing and encoding (assetd(8), CONTROL PROTOCOL, Framing and Errors): each
+// kind of bad input gets its error and the id to answer with; notifications are
+// recognised; replies are single lines.
 
 import Testing
 import ControlProtocol
@@ -40,7 +41,7 @@ import JSON
         ("\u{FEFF}{}", -32700, nil),
     ]
 
-    @Test("bad input gets the SPEC's error code and the id it can tell", arguments: bad)
+    @Test("bad input gets its JSON-RPC error code and the id it can tell", arguments: bad)
     func badInput(text: String, code: Int, id: JSONValue) {
         guard case .failure(let f) = parse(text) else {
             Issue.record("accepted \(text)")

@@ -1,6 +1,7 @@
-// Who may do what on the control socket (SPEC §6 Access): the socket's mode, admin-only
-// methods, owners from peer credentials, enforce_ownership and admin_uids, and their reload
-// on SIGHUP. The tests that act as `nobody` need root; without it they are skipped, not passed.
+// Who may do what on the control socket (assetd(8), CONTROL PROTOCOL, Access): the
+// socket's mode, admin-only methods, owners from peer credentials, enforce_ownership and
+// admin_uids, and their reload on SIGHUP. The tests that act as `nobody` need root;
+// without it they are skipped, not passed.
 
 import AssetClient
 import AssetStore

@@ -1,6 +1,6 @@
-// Malformed and hostile input on the control socket (SPEC §6 framing, §8 I6): each line gets
-// the answer the SPEC names, the daemon stays up, and a client connected before keeps its
-// connection and its quick answers.
+// Malformed and hostile input on the control socket (assetd(8), CONTROL PROTOCOL, Framing): each
+// line gets the answer Framing and Errors name, the daemon stays up, and a client connected before
+// keeps its connection and its quick answers.
 
 import AssetClient
 import AssetStore

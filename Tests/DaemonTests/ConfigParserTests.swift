@@ -1,5 +1,5 @@
-// The config file (SPEC §7): every key read with its type, embedded defaults, and errors that
-// name the file, line and key.
+// The config file (assetd.toml(5)): the keys of each table read with their types, embedded
+// defaults, and errors that name the file, line and key.
 
 import AssetStore
 import Foundation
@@ -13,7 +13,7 @@ import Testing
         return try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: defaults)
     }
 
-    @Test("every key of the SPEC's table is read")
+    @Test("the keys of [store], [control], [files], [log], [[collections]] and [[indexes]] are read")
     func everyKey() throws {
         let c = try parse(
             """

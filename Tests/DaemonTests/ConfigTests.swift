@@ -1,5 +1,6 @@
-// assetd's command line and config file as an operator meets them (SPEC §7): --check-config,
-// --version, errors that name the file, line and key with exit 78, and SIGHUP reloads.
+// assetd's command line and config file as an operator meets them (assetd(8), DESCRIPTION,
+// CONFIGURATION and START-UP AND SHUTDOWN): --check-config, --version, errors that name the file,
+// line and key with exit 78, and SIGHUP reloads.
 
 import AssetClient
 import AssetStore

@@ -1,5 +1,6 @@
-// Server events (SPEC §6): `watch` subscribes a connection, events follow a commit in order,
-// filters by collection and type apply, and nothing is sent after `unwatch` or the close.
+// Server events (assetd(8), CONTROL PROTOCOL, Events): `watch` subscribes a connection,
+// events follow a commit in order, filters by collection and type apply, and nothing is sent
+// after `unwatch` or the close.
 
 import AssetClient
 import AssetStore

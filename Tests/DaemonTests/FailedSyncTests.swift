@@ -1,6 +1,7 @@
-// A failed fdatasync of the WAL in a running assetd (SPEC §8: nothing acknowledged is lost,
-// no file goes before its deleting commit is durable). Debug builds of assetd fail the next
-// WAL sync when the file ASSETD_DEBUG_FAIL_WAL_SYNC names exists; release builds ignore it.
+// A failed fdatasync of the WAL in a running assetd (assetd.toml(5), [store] durability:
+// nothing acknowledged is lost, no file goes before its deleting commit is durable). Debug
+// builds of assetd fail the next WAL sync when the file ASSETD_DEBUG_FAIL_WAL_SYNC names
+// exists; release builds ignore it.
 
 import AssetClient
 import ControlProtocol

@@ -1,5 +1,6 @@
-// Each method with a missing or mistyped param answers -32602 (SPEC §6), changes nothing, and
-// leaves the connection usable. One daemon per method; its cases run on one connection.
+// Each method with a missing or mistyped param answers -32602 (assetd(8), CONTROL
+// PROTOCOL, Errors), changes nothing, and leaves the connection usable. One daemon per
+// method; its cases run on one connection.
 
 import AssetClient
 import AssetStore

@@ -1,6 +1,6 @@
-// Leases and pins over the socket and through assetctl (SPEC §9): a lease belongs to its
-// connection and ends with it; `lease acquire -- COMMAND` holds one while COMMAND runs;
-// pins are writes with the usual answers.
+// Leases and pins over the socket and through assetctl (assetd(8), CONTROL PROTOCOL, Methods;
+// assetctl(1), COMMANDS): a lease belongs to its connection and ends with it;
+// `lease acquire -- COMMAND` holds one while COMMAND runs; pins are writes with the usual answers.
 
 import AssetClient
 import AssetStore

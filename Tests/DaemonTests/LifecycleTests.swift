@@ -1,6 +1,7 @@
-// The daemon's life (SPEC §7, §8): graceful stops with requests in flight, a crash in the
-// middle of deletes of shared files (invariants I1, I2, I4 after the restart), stale and
-// live sockets, and a database another daemon holds.
+// The daemon's life (assetd(8), START-UP AND SHUTDOWN): graceful stops with requests in flight, a
+// crash in the middle of deletes of shared files (after the restart no held file is gone, objects
+// are whole or gone, and a sweep leaves nothing behind), stale and live sockets, and a database
+// another daemon holds.
 
 import AssetClient
 import AssetStore

@@ -1,6 +1,6 @@
-// Maintenance as cron runs it (SPEC §9): one maintenance run at a time (a second one is
-// skipped with exit 0 and a message), progress notifications only when asked and always
-// before the reply, and admin-only real runs with dry runs open to everyone.
+// Maintenance as cron runs it (assetctl(1), Maintenance and cron): one maintenance run at a time (a
+// second one is skipped with exit 0 and a message), progress notifications only when asked and
+// always before the reply, and admin-only real runs with dry runs open to everyone.
 
 import AssetClient
 import AssetStore

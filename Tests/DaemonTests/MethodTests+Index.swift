@@ -1,5 +1,6 @@
-// index.define, index.list, index.query and index.aggregate over the socket (SPEC §5): user
-// indexes and their rebuild, the default index's columns, and what the authorizer refuses.
+// index.define, index.list, index.query and index.aggregate over the socket (assetd(8), CONTROL
+// PROTOCOL, Methods; DATA MODEL, Secondary indexes): user indexes and their rebuild, the default
+// index's columns, and what the authorizer refuses.
 
 import AssetClient
 import AssetStore

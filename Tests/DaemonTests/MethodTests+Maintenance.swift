@@ -1,4 +1,5 @@
-// stats, sweep, pending and shutdown over the socket, and an unknown method (SPEC §6).
+// stats, sweep, pending and shutdown over the socket, and an unknown method (assetd(8), CONTROL
+// PROTOCOL, Methods and Errors).
 
 import AssetClient
 import AssetStore

@@ -1,6 +1,7 @@
-// The object, edge, file, transact and template methods of SPEC §6 over the real socket of a
-// built assetd: each success path with its result's shape, and each application error a client
-// can provoke. Indexes and maintenance are in MethodTests+*.swift, wrong params in InvalidParamsTests.
+// The object, edge, file, transact and template methods of assetd(8), CONTROL PROTOCOL, Methods,
+// over the real socket of a built assetd: each success path with its result's shape, and each
+// application error a client can provoke. Indexes and maintenance are in MethodTests+*.swift, wrong
+// params in InvalidParamsTests.
 
 import AssetClient
 import AssetctlText

@@ -1,5 +1,6 @@
-// `[policy]` and `files.skip_open` in the config file (SPEC §9): every key read into the
-// engine's settings, the SPEC's defaults, and errors that name the file, line and key.
+// `[policy]` and `files.skip_open` in the config file (assetd.toml(5), [policy] and
+// [files]): every key read into the engine's settings, the defaults documented there, and
+// errors that name the file, line and key.
 
 import AssetStore
 import Foundation
@@ -67,7 +68,7 @@ import Testing
         #expect(summary.contains("policy.quota alice = \(10 * gib)"))
     }
 
-    @Test("an empty [policy] takes the SPEC's defaults; without one there is no policy")
+    @Test("an empty [policy] takes the defaults of assetd.toml(5); without one there is no policy")
     func defaults() throws {
         let p = try #require(try parse("[policy]\n").policy)
         #expect(p == PolicyConfiguration())
@@ -133,7 +134,7 @@ import Testing
         }
     }
 
-    @Test("the commented [policy] example of etc/assetd.toml parses once uncommented, with the SPEC's defaults")
+    @Test("the commented [policy] example of etc/assetd.toml parses once uncommented, with the documented defaults")
     func shippedPolicyExample() throws {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("etc/assetd.toml").path

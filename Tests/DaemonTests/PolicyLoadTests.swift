@@ -1,6 +1,7 @@
-// A policy run under load (SPEC §9 "clients are never stalled"): 20 clients put objects with
-// real files while policy.enforce runs again and again with a small budget and batch. No
-// acknowledged put is lost unless a deletion event reported it, and the writers go on.
+// A policy run under load (writers wait for one batch at most: assetd(8), DATA MODEL,
+// Lifecycle policies): 20 clients put objects with real files while policy.enforce runs again
+// and again with a small budget and batch. No acknowledged put is lost unless a deletion event
+// reported it, and the writers go on.
 
 import AssetClient
 import AssetStore

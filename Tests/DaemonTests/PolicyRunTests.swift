@@ -1,6 +1,6 @@
-// Lifecycle policies through the daemon (SPEC §9): assetctl enforce over the socket,
-// protection by leases and pins, dry runs that equal real runs, the policy timer, and
-// events with cause `policy`.
+// Lifecycle policies through the daemon (assetd(8), DATA MODEL, Lifecycle policies): assetctl
+// enforce over the socket, protection by leases and pins, dry runs that equal real runs, the policy
+// timer, and events with cause `policy`.
 
 import AssetClient
 import AssetStore

@@ -1,4 +1,4 @@
-// `assetctl stats --prometheus` (SPEC §9): the text exposition format node_exporter's
+// `assetctl stats --prometheus` (assetctl(1), COMMANDS): the text exposition format node_exporter's
 // textfile collector reads, checked by a small parser of that format written here.
 
 import AssetClient

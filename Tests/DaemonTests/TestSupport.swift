@@ -37,7 +37,7 @@ func expectRPCError(
     return e
 }
 
-/// The codes of SPEC §6.
+/// The JSON-RPC error codes (assetd(8), CONTROL PROTOCOL, Errors).
 enum Code {
     static let parse = RPCError.parseErrorCode
     static let invalidRequest = RPCError.invalidRequestCode

@@ -1,5 +1,6 @@
-// verify, backup and vacuum through assetctl (SPEC §9): verify's exit status says whether
-// problems remain, a backup is a database assetd can be started on, vacuum answers.
+// verify, backup and vacuum through assetctl (assetctl(1), COMMANDS and EXIT STATUS):
+// verify's exit status says whether problems remain, a backup is a database assetd can
+// be started on, vacuum answers.
 
 import AssetClient
 import AssetStore

@@ -1,8 +1,8 @@
-// Deferred unlinks (SPEC §9): with `files.skip_open` a queued file some process has open
-// (this process through another descriptor, a child through its stdin, a mapping whose
-// descriptor is closed) stays queued without counting an attempt and goes once it is closed;
-// a leased file waits for its lease even when an explicit delete queued it. Also the lease
-// registry itself (LeaseRegistry) on the test clock.
+// Deferred unlinks (assetd.toml(5), [files]; assetd(8), DATA MODEL, Lifecycle policies): with
+// `files.skip_open` a queued file some process has open (this process through another descriptor, a
+// child through its stdin, a mapping whose descriptor is closed) stays queued without counting an
+// attempt and goes once it is closed; a leased file waits for its lease even when an explicit
+// delete queued it. Also the lease registry itself (LeaseRegistry) on the test clock.
 
 import Foundation
 import Glibc

@@ -1,6 +1,7 @@
-// verify, backup and vacuum (SPEC §9). Damage that the engine never makes itself (an
-// unreferenced registry row, a dangling edge, a wrong index row) is written with a separate
-// SQLite connection on the store's file; missing files and orphans are made on the real disk.
+// verify, backup and vacuum (assetd(8), CONTROL PROTOCOL, Methods; assetctl(1), COMMANDS). Damage
+// that the engine never makes itself (an unreferenced registry row, a dangling edge, a wrong
+// index row) is written with a separate SQLite connection on the store's file; missing files and
+// orphans are made on the real disk.
 
 import Foundation
 import GRDB

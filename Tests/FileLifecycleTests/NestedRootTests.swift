@@ -1,6 +1,7 @@
-// Confinement with a managed root nested in another (SPEC §1, §4.4, I3): the inner root lies
-// in folders the outer root's clients write, so it may be swapped for a symlink. A path below
-// it is resolved from the outer root, and a symlink there is refused like any other.
+// Confinement with a managed root nested in another (assetd.toml(5), [files] roots; assetd(8),
+// The unlink queue): the inner root lies in folders the outer root's clients write, so it may
+// be swapped for a symlink. A path below it is resolved from the outer root, and a symlink
+// there is refused like any other.
 
 import Foundation
 import Testing

@@ -1,7 +1,8 @@
-// Nullify (SPEC §2) removes from a surviving source's value the one reference whose edge
-// went, compared as bytes: a file path or key canonically equal to it but spelled in other
-// bytes names another file or object, and stays (else the value would drop a file the object
-// still holds, and the next put of that value would release it).
+// Nullify (the field set to null, assetd(8), DATA MODEL, Edges and delete rules) removes from
+// a surviving source's value the one reference whose edge went, compared as bytes: a file
+// path or key canonically equal to it but spelled in other bytes names another file or
+// object, and stays (else the value would drop a file the object still holds, and the next
+// put of that value would release it).
 
 import Foundation
 import Testing

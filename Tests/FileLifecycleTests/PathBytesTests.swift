@@ -1,6 +1,7 @@
-// Linux file names are bytes (SPEC §1, §4.4, I1–I3, I6): a `/` is a separator and `..` is a
-// parent wherever they occur, whatever Unicode characters come next, and a root matches only
-// byte for byte. Non-ASCII names must be measured, confined and unlinked like ASCII ones.
+// Linux file names are bytes (assetd(8), DATA MODEL, Files and The unlink queue): a `/` is
+// a separator and `..` is a parent wherever they occur, whatever Unicode characters come
+// next, and a root matches only byte for byte. Non-ASCII names must be measured, confined
+// and unlinked like ASCII ones.
 
 import Foundation
 import Glibc

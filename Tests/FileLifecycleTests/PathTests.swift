@@ -1,6 +1,6 @@
-// File references (SPEC §1): accepted spellings and their one normal form, and every way a
-// reference is refused, through the `file` field and through a manual edge alike. A refused
-// reference fails its whole transaction.
+// File references (assetd(8), DATA MODEL, Files): accepted spellings and their one normal form, and
+// every way a reference is refused, through the `file` field and through a manual edge alike. A
+// refused reference fails its whole transaction.
 
 import Foundation
 import Testing

@@ -1,6 +1,6 @@
-// The file registry (SPEC §1): what a row records, when it is refreshed (put again, touch)
-// together with the default index, what `file(path)` answers, and that a row lives exactly as
-// long as some edge references its file.
+// The file registry (assetd(8), DATA MODEL, Files): what a row records, when it is refreshed (put
+// again, touch) together with the default index, what `file(path)` answers, and that a row lives
+// exactly as long as some edge references its file.
 
 import Foundation
 import Testing

@@ -1,6 +1,6 @@
-// Managed roots as configured (SPEC §1, §7 files.roots): a root is normalised like any path,
-// so a trailing slash or a "." changes nothing, a ".." or a relative root is refused, and a
-// path is confined to the outermost root it lies below, on a "/" boundary.
+// Managed roots as configured (assetd.toml(5), [files] roots; assetd(8), Files): a root is
+// normalised like any path, so a trailing slash or a "." changes nothing, a ".." or a relative root
+// is refused, and a path is confined to the outermost root it lies below, on a "/" boundary.
 
 import Foundation
 import Testing

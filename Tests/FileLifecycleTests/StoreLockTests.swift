@@ -1,6 +1,6 @@
-// The lock next to the database (SPEC §4.6): one writable store at a time drains and writes;
-// a second writable open is busy, a read-only open reads but cannot write or sweep, and the
-// lock is free again once the holder closes.
+// The lock next to the database (assetd(8), DATA MODEL, The unlink queue; assetctl(1) --db): one
+// writable store at a time drains and writes; a second writable open is busy, a read-only open
+// reads but cannot write or sweep, and the lock is free again once the holder closes.
 
 import Foundation
 import Glibc

@@ -1,6 +1,6 @@
-// Failed unlinks (SPEC §4.5, I2): a real obstacle (an immutable file as root, a read-only
-// folder otherwise) makes unlinkat fail; the row stays with its error and attempt count,
-// retries back off from 1 s doubling to one hour, and the file goes once the obstacle does.
+// Failed unlinks (assetd(8), DATA MODEL, The unlink queue): a real obstacle (an immutable file as
+// root, a read-only folder otherwise) makes unlinkat fail; the row stays with its error and attempt
+// count, retries back off from 1 s doubling to one hour, and the file goes once the obstacle does.
 
 import Foundation
 import Testing

@@ -1,4 +1,4 @@
-// The unlink pipeline (SPEC §4.1–4.3, §4.6; I1, I2, I4): a file is queued in the deleting
+// The unlink pipeline (assetd(8), DATA MODEL, The unlink queue): a file is queued in the deleting
 // transaction, removed only by a sweep (or the drain at open) after a durable commit and the
 // configured delay, kept when referenced again, and never queued by a transaction that failed.
 

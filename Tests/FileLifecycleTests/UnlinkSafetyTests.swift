@@ -1,6 +1,6 @@
-// Confinement at unlink time (SPEC §4.3–4.5, I3): between commit and sweep the world may
-// change. A symlink swapped in, a replaced inode, a directory, or a root dropped from the
-// configuration means nothing is removed and the skip is reported; a vanished file is done.
+// Confinement at unlink time (assetd(8), DATA MODEL, The unlink queue): between commit and sweep
+// the world may change. A symlink swapped in, a replaced inode, a directory, or a root dropped from
+// the configuration means nothing is removed and the skip is reported; a vanished file is done.
 
 import Foundation
 import Testing

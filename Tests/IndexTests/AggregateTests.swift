@@ -1,6 +1,6 @@
-// Aggregates (SPEC §5): a function over the rows a WHERE clause with parameters matches,
-// `{value}` without grouping, one row per group with `group_by`; unknown group columns are
-// query_rejected.
+// Aggregates (assetd(8), DATA MODEL, Secondary indexes): a function over the rows a WHERE clause
+// with parameters matches, `{value}` without grouping, one row per group with `group_by`; unknown
+// group columns are query_rejected.
 
 import Testing
 import AssetStore

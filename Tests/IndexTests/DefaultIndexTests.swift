@@ -1,6 +1,6 @@
-// The built-in index `default` (SPEC §5): owner precedence, size and files from the file
-// registry (distinct files, missing ones count 0), timestamps, and rows that follow puts,
-// touches, deletes and file edges that go.
+// The built-in index `default` (assetd(8), DATA MODEL, Secondary indexes and Objects): owner
+// precedence, size and files from the file registry (distinct files, missing ones count 0),
+// timestamps, and rows that follow puts, touches, deletes and file edges that go.
 
 import Foundation
 import Testing

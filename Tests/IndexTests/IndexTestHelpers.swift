@@ -1,6 +1,6 @@
-// Shared helpers for the index tests: reading a whole index back, recomputing what it should
-// hold from the objects alone (SPEC §8 I5), and checking that a refused query left the store
-// as it was. Everything goes through the public API or a separate read-only SQLite handle.
+// Shared helpers for the index tests: reading a whole index back, recomputing what it should hold
+// from the objects alone (which every index must equal), and checking that a refused query left the
+// store as it was. Everything goes through the public API or a separate read-only SQLite handle.
 
 import Foundation
 import GRDB

@@ -1,4 +1,4 @@
-// SPEC §8 I5, index truth: after puts, deletes with cascades, touches, manual file edges,
+// Index truth (I5 in these tests): after puts, deletes with cascades, touches, manual file edges,
 // nullified fields and restarts, every index equals a recomputation from the objects as `get`
 // returns them, and deleted objects have no rows. Scripted first, then seeded random mixes.
 

@@ -1,6 +1,6 @@
-// The query authorizer (SPEC §5): a clause may read its own index table and call allowed
-// functions, nothing else. Each refusal is query_rejected, leaves the data as it was, and
-// its message shows none of the engine's own SQL.
+// The query authorizer (assetd(8), DATA MODEL, Secondary indexes): a clause may read its own index
+// table and call allowed functions, nothing else. Each refusal is query_rejected, leaves the data
+// as it was, and its message shows none of the engine's own SQL.
 
 import Testing
 @testable import AssetStore

@@ -1,5 +1,6 @@
-// Bounds on what a client's clause may cost (SPEC §8 I6): a runaway query is stopped after
-// the configured time, refused as query_rejected, and the connection keeps working.
+// Bounds on what a client's clause may cost (control.query_time_limit, assetd.toml(5),
+// [control]): a runaway query is stopped after the configured time, refused as query_rejected,
+// and the connection keeps working.
 
 import Testing
 import AssetStore

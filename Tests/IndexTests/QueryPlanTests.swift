@@ -1,4 +1,4 @@
-// Query plans (SPEC §5): the common shapes use SQLite indexes, not scans. Checked with
+// Query plans: the common shapes use SQLite indexes, not scans. Checked with
 // `Store.explain`, which returns SQLite's EXPLAIN QUERY PLAN lines; failures print them.
 
 import Testing

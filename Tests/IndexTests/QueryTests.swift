@@ -1,6 +1,7 @@
-// Index queries (SPEC §5): a SQL suffix with positional `?` parameters of every JSON scalar
-// type; arrays expand for `IN (?)` (empty matches nothing); `?` in literals and comments is
-// text; wrong parameter counts are invalid_params; results as keys, rows or objects.
+// Index queries (assetd(8), DATA MODEL, Secondary indexes): a SQL suffix with positional
+// `?` parameters of every JSON scalar type; arrays expand for `IN (?)` (empty matches
+// nothing); `?` in literals and comments is text; wrong parameter counts are
+// invalid_params; results as keys, rows or objects.
 
 import Testing
 import AssetStore

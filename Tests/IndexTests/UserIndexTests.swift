@@ -1,6 +1,7 @@
-// User indexes (SPEC §5): defined in the configuration or in a transaction, typed columns
-// from JSON paths (wrong JSON types store NULL), allowed collections, no row for all-null
-// columns, rebuilt on a version change and only then, SQL names qualified by the index name.
+// User indexes (assetd.toml(5), [[indexes]]; assetd(8), DATA MODEL, Secondary indexes): defined in
+// the configuration or in a transaction, typed columns from JSON paths (wrong JSON types store
+// NULL), allowed collections, no row for all-null columns, rebuilt on a version change and only
+// then, SQL names qualified by the index name.
 
 import Testing
 import AssetStore

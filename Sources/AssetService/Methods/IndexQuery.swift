@@ -1,5 +1,5 @@
 // index.query {index?, where, params?, include?} → {rows} and index.aggregate {index?,
-// function, where?, params?, group_by?} → {value} or {rows} (SPEC §5).
+// function, where?, params?, group_by?} → {value} or {rows} (assetd(8), CONTROL PROTOCOL, Methods).
 
 import AssetStore
 import ControlProtocol

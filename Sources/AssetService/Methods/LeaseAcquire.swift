@@ -1,6 +1,6 @@
-// lease.acquire {objects?, files?, ttl} → {lease, expires, objects, files}: protects in-flight
-// work from eviction and expiry (SPEC §9). The lease belongs to the connection: it ends when
-// released, when its ttl passes, or when the connection closes.
+// lease.acquire {objects?, files?, ttl} → {lease, expires, objects, files}: protects in-flight work
+// from eviction and expiry (assetd(8), CONTROL PROTOCOL, Methods). The lease belongs to the
+// connection: it ends when released, when its ttl passes, or when the connection closes.
 
 import AssetStore
 import ControlProtocol

@@ -1,5 +1,6 @@
-// object.pin / object.unpin {collection, key} → {commit}: a pinned object is never evicted
-// or expired until unpinned (SPEC §9). Ownership rules as for other writes.
+// object.pin / object.unpin {collection, key} → {commit}: a pinned object is never
+// evicted or expired until unpinned (assetd(8), CONTROL PROTOCOL, Methods).
+// Ownership rules as for other writes.
 
 import AssetStore
 import ControlProtocol

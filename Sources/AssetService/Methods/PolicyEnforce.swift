@@ -1,7 +1,7 @@
-// policy.enforce {dry_run?} → the plan `{objects, files, bytes, dry_run}`, plus `commit` on
-// a real run and `configured: false` without [policy]: applies the configured policies now
-// (SPEC §9). Real runs are for admins (they delete other users' objects); a dry run changes
-// nothing and is open to everyone.
+// policy.enforce {dry_run?} → the plan `{objects, files, bytes, dry_run}`, plus `commit` on a real
+// run and `configured: false` without [policy]: applies the configured policies now (assetd(8),
+// CONTROL PROTOCOL, Methods). Real runs are for admins (they delete other users' objects); a dry
+// run changes nothing and is open to everyone.
 
 import AssetStore
 import ControlProtocol

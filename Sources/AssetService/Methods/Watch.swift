@@ -1,5 +1,5 @@
 // watch {collections?, types?} → {watching} and unwatch: events follow as notifications on
-// this connection (SPEC §6).
+// this connection (assetd(8), CONTROL PROTOCOL, Methods and Events).
 
 import AssetStore
 import ControlProtocol

@@ -1,5 +1,5 @@
-// The filesystems under the managed roots, for `min_free` (SPEC §9): each distinct device
-// once, and its free space as an unprivileged writer sees it (f_bavail).
+// The filesystems under the managed roots, for `min_free` (assetd.toml(5), [policy]): each distinct
+// device once, and its free space as an unprivileged writer sees it (f_bavail).
 
 import Glibc
 

@@ -1,7 +1,8 @@
-// Path normalisation and confinement (SPEC §1): every file path is absolute, normalised,
-// free of "..", and lies strictly below one configured managed root. Paths are byte strings to
-// the kernel: everything here splits and compares UTF-8 bytes, never Characters ("/" followed
-// by a combining mark is one Character, and canonically equal strings can differ in bytes).
+// Path normalisation and confinement (assetd(8), DATA MODEL, Files): every file path is
+// absolute, normalised, free of "..", and lies strictly below one configured managed root.
+// Paths are byte strings to the kernel: everything here splits and compares UTF-8 bytes,
+// never Characters ("/" followed by a combining mark is one Character, and canonically equal
+// strings can differ in bytes).
 
 import Foundation
 

@@ -4,7 +4,8 @@
 import GRDB
 
 extension WriteTransaction {
-    /// Re-reads the registry rows of the files an object holds (SPEC §1: on put and touch).
+    /// Re-reads the registry rows of the files an object holds (on every put and touch:
+    /// assetd(8), DATA MODEL, Files).
     func refreshHeldFiles(of id: Int64, except skip: Set<[UInt8]> = []) throws {
         // Made distinct here, by file id (String equality would merge two paths that differ
         // only in Unicode normalisation): DISTINCT in SQL built a temporary b-tree each time.

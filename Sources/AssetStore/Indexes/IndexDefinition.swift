@@ -1,5 +1,6 @@
-// Secondary index definitions (SPEC §5): the built-in `default` index and user indexes of
-// typed columns extracted from JSON paths, limited to some collections, versioned.
+// Secondary index definitions (assetd(8), DATA MODEL, Secondary indexes; assetd.toml(5),
+// [[indexes]]): the built-in `default` index and user indexes of typed columns extracted from JSON
+// paths, limited to some collections, versioned.
 
 import JSON
 

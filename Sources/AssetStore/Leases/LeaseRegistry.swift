@@ -1,9 +1,9 @@
-// Leases (SPEC §9): in-memory protections of objects and files for in-flight work, ended
-// by release, by their TTL, or by the daemon when the connection that took them closes.
-// They live in memory on purpose: a lease belongs to a live client, and no client outlives
-// the daemon. Leased objects are never evicted or expired; a leased file whose unlink is
-// queued (an explicit delete is not blocked by leases) is kept until the lease ends. A new
-// lease is ordered against the unlinks and policy batches under way (see the gates below).
+// Leases (assetd(8), DATA MODEL, Lifecycle policies): in-memory protections of objects and files
+// for in-flight work, ended by release, by their TTL, or by the daemon when the connection that
+// took them closes. They live in memory on purpose: a lease belongs to a live client, and no client
+// outlives the daemon. Leased objects are never evicted or expired; a leased file whose unlink is
+// queued (an explicit delete is not blocked by leases) is kept until the lease ends. A new lease is
+// ordered against the unlinks and policy batches under way (see the gates below).
 
 import JSON
 import Synchronization

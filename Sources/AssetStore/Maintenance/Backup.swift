@@ -1,7 +1,8 @@
-// `backup` and `vacuum` (SPEC §9 maintenance). A backup copies one read snapshot with
-// SQLite's online backup API into a temp file beside the target, synced and then linked
-// under the final name, so a crash never leaves half a backup there; writers go on meanwhile.
-// What a killed backup left (its temp file) the next backup to the same name removes.
+// `backup` and `vacuum` (assetd(8), CONTROL PROTOCOL, Methods; assetctl(1), COMMANDS). A
+// backup copies one read snapshot with SQLite's online backup API into a temp file beside
+// the target, synced and then linked under the final name, so a crash never leaves half a
+// backup there; writers go on meanwhile. What a killed backup left (its temp file) the next
+// backup to the same name removes.
 
 import Foundation
 import GRDB

@@ -7,12 +7,13 @@ import GRDB
 import JSON
 
 extension VerifyRun {
-    /// Registered files some object holds that are gone from disk. A file referenced before
-    /// it existed (never seen, so no device recorded) counts only once `orphanGrace` has
-    /// passed since it was first seen: until then it is a download in flight. A leased file,
-    /// a path with a symlink on the way or something other than a regular file at it is not
-    /// "missing" and is left to other checks. Repair: every edge to the file goes as
-    /// "destination deleted", so the holders' rules fire (SPEC §9), and the row goes with them.
+    /// Registered files some object holds that are gone from disk. A file referenced before it
+    /// existed (never seen, so no device recorded) counts only once `orphanGrace` has passed
+    /// since it was first seen: until then it is a download in flight. A leased file, a path
+    /// with a symlink on the way or something other than a regular file at it is not "missing"
+    /// and is left to other checks. Repair: every edge to the file goes as "destination
+    /// deleted", so the holders' rules fire (verify with repair, assetd(8), CONTROL PROTOCOL,
+    /// Methods), and the row goes with them.
     func missingFiles() throws {
         let youngSince = store.configuration.clock() - store.configuration.orphanGrace
         try scan(

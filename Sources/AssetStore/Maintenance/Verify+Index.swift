@@ -1,6 +1,7 @@
-// verify's index phase (SPEC §8 I5): each index, the built-in one and every user index, is
-// compared with a recomputation from the objects by the same SELECTs that populate it
-// (IndexTable), one range of object ids per read transaction. Repair: rebuild that index.
+// verify's index phase (assetd(8), CONTROL PROTOCOL, Methods): each index, the built-in one
+// and every user index, is compared with a recomputation from the objects by the same
+// SELECTs that populate it (IndexTable), one range of object ids per read transaction.
+// Repair: rebuild that index.
 
 import GRDB
 

@@ -32,7 +32,8 @@ extension VerifyRun {
     /// Folders deeper than this below a root are not walked (each level holds a descriptor).
     static let maximumDepth = 128
 
-    /// Files under the roots that nothing registers (SPEC §9 `--orphans`).
+    /// Files under the roots that nothing registers (`assetctl verify --orphans`, assetctl(1),
+    /// COMMANDS).
     func orphans() throws {
         let phase = "orphans"
         // The reserve too (Store+Reserve.swift), and its file while being allocated.

@@ -1,7 +1,8 @@
-// `verify` (SPEC §9): checks the store against itself and the disk, phase by phase, and
-// with `repair` fixes what it can. Every scan reads one bounded page per read transaction
-// and every repair is a write transaction of at most one page, re-checked under the write
-// lock, so a large store is never held in memory nor its writer stalled for the whole run.
+// `verify` (assetd(8), CONTROL PROTOCOL, Methods; assetctl(1), COMMANDS): checks the store
+// against itself and the disk, phase by phase, and with `repair` fixes what it can. Every scan
+// reads one bounded page per read transaction and every repair is a write transaction of at most
+// one page, re-checked under the write lock, so a large store is never held in memory nor its
+// writer stalled for the whole run.
 
 import GRDB
 import JSON
@@ -79,7 +80,8 @@ extension Store {
     /// Rows per scan page and per repair transaction.
     static let verifyPage = 1000
 
-    /// Checks the store (SPEC §9 verify). A repair on a read-only store is `busy`, as any write.
+    /// Checks the store (verify in assetd(8), CONTROL PROTOCOL, Methods). A repair on a read-only
+    /// store is `busy`, as any write.
     public func verify(
         _ options: VerifyOptions, progress: (@Sendable (VerifyProgress) -> Void)? = nil
     ) throws -> VerifyReport {

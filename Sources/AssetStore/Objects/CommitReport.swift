@@ -27,7 +27,7 @@ public struct RemovedEdge: Sendable, Hashable {
     public var reason: EdgeRemovalReason
 }
 
-/// A surviving node told that an edge of its went (SPEC §2 Notify).
+/// A surviving node told that an edge of its went (assetd(8), DATA MODEL, Edges and delete rules).
 public struct EdgeNotification: Sendable, Hashable {
     /// The edge that went.
     public var edge: Edge

@@ -171,7 +171,8 @@ public final class WriteTransaction {
         report.touched.append(ref)
     }
 
-    /// Pins an object (SPEC §9): never evicted or expired until unpinned; `not_found` if absent.
+    /// Pins an object (object.pin, assetd(8), CONTROL PROTOCOL, Methods): never evicted or expired
+    /// until unpinned; `not_found` if absent.
     public func pin(_ ref: ObjectRef, _ pinned: Bool = true) throws {
         try ref.validate()
         guard let id = try reads.objectID(ref) else {

@@ -1,5 +1,5 @@
-// The lifecycle policies of SPEC §9 as the engine applies them: a byte budget with a
-// low-water mark, per-owner quotas, TTLs per collection, a free-space floor per managed
+// The lifecycle policies of assetd.toml(5), [policy], as the engine applies them: a byte budget
+// with a low-water mark, per-owner quotas, TTLs per collection, a free-space floor per managed
 // root's filesystem and a grace age for new objects. Durations are seconds, sizes bytes.
 
 /// `[policy]` from the configuration. Without one, nothing is evicted or expired.

@@ -1,6 +1,7 @@
-// What a policy run deletes (SPEC §9): each object with why and the bytes its deletion
-// really frees, the files that go, and the total. A dry run returns the plan and changes
-// nothing; the real run of an unchanged store deletes exactly the same plan.
+// What a policy run deletes (policy.enforce in assetd(8), CONTROL PROTOCOL, Methods): each
+// object with why and the bytes its deletion really frees, the files that go, and the
+// total. A dry run returns the plan and changes nothing; the real run of an unchanged store
+// deletes exactly the same plan.
 
 import JSON
 

@@ -1,9 +1,9 @@
-// Running lifecycle policies (SPEC §9). A run is a list of steps (TTL expiry, quotas, the
-// byte budget, free space, an explicit evict or expire); each step deletes at most `batch`
-// objects per write transaction, so writers wait for one batch, never for the whole run. A
-// dry run does the same batches in one transaction and rolls it back: the plan it returns
-// is, by construction, what the real run of an unchanged store deletes. Every decision uses
-// one clock reading taken at the start, so both runs see the same ages.
+// Running lifecycle policies (assetd(8), DATA MODEL, Lifecycle policies). A run is a list of steps
+// (TTL expiry, quotas, the byte budget, free space, an explicit evict or expire); each step deletes
+// at most `batch` objects per write transaction, so writers wait for one batch, never for the whole
+// run. A dry run does the same batches in one transaction and rolls it back: the plan it returns
+// is, by construction, what the real run of an unchanged store deletes. Every decision uses one
+// clock reading taken at the start, so both runs see the same ages.
 
 import Foundation
 import GRDB

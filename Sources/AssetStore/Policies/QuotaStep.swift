@@ -1,6 +1,7 @@
-// Per-owner quotas (SPEC §9): the owner furthest over quota (by ratio) loses its least
-// recently accessed object, then the ratios are recomputed, until every owner is within
-// quota or has nothing evictable left. A file counts once toward each owner holding it.
+// Per-owner quotas (assetd(8), DATA MODEL, Lifecycle policies): the owner furthest over
+// quota (by ratio) loses its least recently accessed object, then the ratios are
+// recomputed, until every owner is within quota or has nothing evictable left. A file
+// counts once toward each owner holding it.
 
 import GRDB
 

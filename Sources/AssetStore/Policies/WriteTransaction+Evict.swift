@@ -111,11 +111,11 @@ extension WriteTransaction {
             edgesRemoved: Array(report.edgesRemoved[marks.edges...]))
     }
 
-    /// True if a file queued since `marks` was retained (deleteDestinationIfAllSourcesDeleted:
-    /// the object owns it) by an object that survives and is itself protected (pinned, leased,
-    /// too young): a rule of a deleted object (deleteDestinationIfSourceDeleted) would take the
-    /// file from under it, and files under a pin or a lease are never evicted (SPEC §9). A weak
-    /// edge does not keep a file, so it does not protect one either.
+    /// True if a file queued since `marks` was retained (deleteDestinationIfAllSourcesDeleted: the
+    /// object owns it) by an object that survives and is itself protected (pinned, leased, too
+    /// young): a rule of a deleted object (deleteDestinationIfSourceDeleted) would take the file
+    /// from under it, and files under a pin or a lease are never evicted (assetd(8), DATA MODEL,
+    /// Lifecycle policies). A weak edge does not keep a file, so it does not protect one either.
     private func queuesFileOfProtectedSurvivor(
         since marks: (deleted: Int, queued: Int, deny: Int, edges: Int), _ protection: EvictionGuard
     ) throws -> Bool {

@@ -1,6 +1,6 @@
-// Index queries and aggregates (SPEC §5): a client's SQL suffix with `?` parameters (an
-// array expands to a list, an empty one matches nothing), compiled under the authorizer on
-// a read-only connection. Refusals are `query_rejected`; messages never echo SQL.
+// Index queries and aggregates (assetd(8), DATA MODEL, Secondary indexes): a client's SQL suffix
+// with `?` parameters (an array expands to a list, an empty one matches nothing), compiled under
+// the authorizer on a read-only connection. Refusals are `query_rejected`; messages never echo SQL.
 
 import GRDBSQLite
 import JSON

@@ -1,6 +1,6 @@
-// Collection templates (SPEC §3): edges an object derives from fields of its own value.
-// The built-in template derives `file` edges that own their files, unless the collection
-// declares its own template on the field `file`.
+// Collection templates (assetd(8), DATA MODEL, Collection templates): edges an object derives from
+// fields of its own value. The built-in template derives `file` edges that own their files, unless
+// the collection declares its own template on the field `file`.
 
 import JSON
 

@@ -1,7 +1,7 @@
-// Rule processing (SPEC §2), run at commit and by an explicit flush: derive edges of the
-// objects put, resolve pending manual edges, then work through deletions, edges gone and
-// files deleted until nothing changes. Deny and notify are settled once, at commit, against
-// what survives the whole transaction.
+// Rule processing (assetd(8), DATA MODEL, Edges and delete rules), run at commit and by an explicit
+// flush: derive edges of the objects put, resolve pending manual edges, then work through
+// deletions, edges gone and files deleted until nothing changes. Deny and notify are settled once,
+// at commit, against what survives the whole transaction.
 
 import GRDB
 import JSON
@@ -259,7 +259,7 @@ extension WriteTransaction {
     }
 
     /// A file a rule deleted: every other edge to it goes as "destination deleted", and it
-    /// joins the unlink queue in this transaction (SPEC §4.1).
+    /// joins the unlink queue in this transaction (assetd(8), DATA MODEL, Edges and delete rules).
     private func deleteFile(_ id: Int64) throws {
         guard deletedFiles.insert(id).inserted else { return }
         var found: RegisteredFile?

@@ -76,8 +76,9 @@ enum Schema {
                     CREATE INDEX "index_default__collection_key" ON "index_default"(collection, key);
                     """)
         }
-        // Pins (SPEC §9) live on the object so a delete drops them; the queue keeps each
-        // file's size so a plan can count the bytes an eviction really frees.
+        // Pins (object.pin, assetd(8), CONTROL PROTOCOL, Methods) live on the object so a
+        // delete drops them; the queue keeps each file's size so a plan can count the
+        // bytes an eviction really frees.
         m.registerMigration("v2") { db in
             try db.execute(
                 sql: """

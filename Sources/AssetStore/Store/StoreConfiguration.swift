@@ -27,7 +27,8 @@ public struct StoreConfiguration: Sendable {
     public var defaultOwner: String = StoreConfiguration.processUserName()
     /// Unix seconds now; tests substitute their own.
     public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
-    /// Run due unlinks while opening (SPEC §4.6). Off only in tests of crash recovery.
+    /// Run due unlinks while opening (assetd(8), DATA MODEL, The unlink queue). Off
+    /// only in tests of crash recovery.
     public var drainOnOpen = true
     /// Seconds an index query or aggregate may run before it is stopped (`query_rejected`).
     public var queryTimeLimit: Double = 30

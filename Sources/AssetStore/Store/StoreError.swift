@@ -1,11 +1,13 @@
-// Errors the engine reports to its callers. Each has a stable code (the SPEC's data.code
-// names, plus invalid_params) and a message for humans that never contains SQL text.
+// Errors the engine reports to its callers. Each has a stable code (the data.code names
+// of assetd(8), CONTROL PROTOCOL, Errors, plus invalid_params) and a message for humans
+// that never contains SQL text.
 
 import JSON
 
 /// An error from the store, with a stable code.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The stable error codes (SPEC §6), plus `invalid_params` for malformed arguments.
+    /// The stable error codes (assetd(8), CONTROL PROTOCOL, Errors), plus
+    /// `invalid_params` for malformed arguments.
     public enum Code: String, Sendable, CaseIterable {
         case invalidParams = "invalid_params"
         case notFound = "not_found"

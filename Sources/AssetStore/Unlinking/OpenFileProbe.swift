@@ -1,7 +1,7 @@
-// The open-file check of `files.skip_open` (SPEC §9): just before an unlink, decides whether
-// any process has the queued file open; if none has, a write lease is held across the
-// unlinkat so no open can complete in between. Advisory, never a reason to unlink: every
-// doubt keeps the file. Limits (leases, /proc, namespaces) are listed on `OpenFileProbe`.
+// The open-file check of `files.skip_open` (assetd.toml(5), [files]): just before an unlink,
+// decides whether any process has the queued file open; if none has, a write lease is held across
+// the unlinkat so no open can complete in between. Advisory, never a reason to unlink: every doubt
+// keeps the file. Limits (leases, /proc, namespaces) are listed on `OpenFileProbe`.
 
 import Glibc
 import Synchronization

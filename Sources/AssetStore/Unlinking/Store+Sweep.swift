@@ -1,9 +1,9 @@
-// The unlinker (SPEC §4.2–4.5): takes due rows of the pending-unlink queue whose commit is
-// durable, re-checks in the write transaction that no edge references the path, removes the
-// batch's files safely on several threads while that transaction is held, then records each
-// outcome in queue order: done, skipped (kept, reported), failed (retried with backoff from
-// 1 s doubling to 1 h) or deferred (a lease or, with `files.skip_open`, an open file keeps
-// it for now; retried later without counting an attempt).
+// The unlinker (assetd(8), DATA MODEL, The unlink queue): takes due rows of the pending-unlink
+// queue whose commit is durable, re-checks in the write transaction that no edge references the
+// path, removes the batch's files safely on several threads while that transaction is held, then
+// records each outcome in queue order: done, skipped (kept, reported), failed (retried with backoff
+// from 1 s doubling to 1 h) or deferred (a lease or, with `files.skip_open`, an open file keeps it
+// for now; retried later without counting an attempt).
 
 import GRDB
 import JSON
@@ -123,8 +123,9 @@ extension Store {
                                     ORDER BY id LIMIT ?
                                     """), arguments: [lastID, durable, now, retryFailed, batch])
                         let paths = JSONValue.array(rows.map { .string($0[1]) }).serialized()
-                        // Taken again by a later transaction (transactions cancel such rows; this is
-                        // the unlink-time re-check of SPEC §4.3): keep the file, drop the row.
+                        // Taken again by a later transaction (transactions cancel such rows;
+                        // this is the check made again just before unlinking, as assetd(8), The
+                        // unlink queue, says): keep the file, drop the row.
                         let referenced = Set(
                             try String.fetchAll(
                                 db.cachedStatement(
