@@ -18,10 +18,13 @@
 #   hostile  scripts/hostile.sh against the release assetd: slow queries, big and pipelined
 #           puts, big replies, huge aggregates, four hostile clients at once; RSS peak/after
 #           and the bystanders' ping p99 against issue 17's targets (HOSTILE_SCALE, default 1)
-# Default: all six. CLIENT=poll|uv|threads picks the socket load generator (default poll:
-# one thread polling every connection; uv, one thread on libuv's epoll loop, is lighter but
-# lets the daemon batch fewer events per wake-up and measured lower); UV_THREADPOOL_SIZE, if
-# set, is passed on to assetd.
+# Default: all six. The report opens with the date (UTC), the commit (-dirty if the tree has
+# changes) and the machine (cores, CPU model, kernel, file system of the scratch folder):
+# every ratio in it comes from this one run.
+# CLIENT=poll|uv|threads picks the socket load generator (default poll: one thread polling
+# every connection; uv, one thread on libuv's epoll loop, is lighter but lets the daemon
+# batch fewer events per wake-up and measured lower); UV_THREADPOOL_SIZE, if set, is passed
+# on to assetd.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -63,6 +66,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 start=$SECONDS
+
+# The file system a folder is on: type, device, mount point.
+fs_of() {
+    if command -v findmnt >/dev/null; then findmnt -n -o FSTYPE,SOURCE,TARGET -T "$1" | head -n 1
+    else df --output=fstype "$1" | tail -n 1; fi
+}
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+[ -z "$(git status --porcelain 2>/dev/null)" ] || commit="$commit-dirty"
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+echo "bench: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); commit $commit; $(nproc) cores, ${cpu_model:-unknown CPU}," \
+    "kernel $(uname -r); scratch $scratch on $(fs_of "$scratch"); parts: $parts"
 
 # The configuration of an assetd on the database in $scratch/$1, durability full.
 write_config() {
