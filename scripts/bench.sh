@@ -4,10 +4,14 @@
 #   socket  object.get and durable object.put over assetd's socket, 50 clients, against
 #           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with
 #           apt-get if missing): N gets over N stored objects; up to PUT_N puts (default N/2)
-#           within PUT_SECONDS (default 60), from 100 owners in turn, and as many again from one
-#           owner (information); then, for information, the same puts through
-#           Store.write in-process, 25 per commit (about the daemon's batch), durability full
-#           and normal
+#           within PUT_SECONDS (default 60), from 100 owners in turn, against SET on a second
+#           redis-server with --appendonly yes --appendfsync always (its files on the scratch
+#           folder's disk; if that is tmpfs, below .build-bench instead), and against the
+#           plain one for information; the same puts from one owner (information); up to
+#           TOUCH_N (default PUT_N) object.get with touch and as many object.touch of random
+#           stored keys, each within TOUCH_SECONDS (default PUT_SECONDS), against the plain
+#           gets of the same run; then, for information, the same puts through Store.write
+#           in-process, 25 per commit (about the daemon's batch), durability full and normal
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
 #   footprint  assetd on the same M objects: exec to READY=1 on a first start (page cache
@@ -42,12 +46,14 @@ has() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 m="${M:-1000000}"
 put_n="${PUT_N:-$((n / 2))}"
 put_seconds="${PUT_SECONDS:-60}"
+touch_n="${TOUCH_N:-$put_n}"
+touch_seconds="${TOUCH_SECONDS:-$put_seconds}"
 scan_seconds="${SCAN_SECONDS:-5}"
 expire_m="${EXPIRE_M:-1000000}"
 expire_cold="${EXPIRE_COLD:-auto}"
 client="${CLIENT:-poll}"
-for v in "$m" "$put_n" "$put_seconds" "$scan_seconds" "$expire_m"; do
-    case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS, SCAN_SECONDS and EXPIRE_M are whole numbers" >&2; exit 2 ;; esac
+for v in "$m" "$put_n" "$put_seconds" "$touch_n" "$touch_seconds" "$scan_seconds" "$expire_m"; do
+    case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS, TOUCH_N, TOUCH_SECONDS, SCAN_SECONDS and EXPIRE_M are whole numbers" >&2; exit 2 ;; esac
 done
 
 swift build -c release --product assetbench --scratch-path .build-bench >&2
@@ -58,9 +64,13 @@ bench=.build-bench/release/assetbench
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/assetbench.XXXXXX")"
 assetd_pid=""
 redis_pid=""
+durable_pid=""
+durable_dir=""
 cleanup() {
     [ -n "$assetd_pid" ] && kill -TERM "$assetd_pid" 2>/dev/null && wait "$assetd_pid" 2>/dev/null
     [ -n "$redis_pid" ] && kill -TERM "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+    [ -n "$durable_pid" ] && kill -TERM "$durable_pid" 2>/dev/null && wait "$durable_pid" 2>/dev/null
+    [ -n "$durable_dir" ] && rm -rf "$durable_dir"
     rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -132,30 +142,55 @@ if has socket; then
         $sudo_cmd apt-get update -qq
         $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >&2
     fi
+    # Waits for the redis-server on socket $1 (log $2) to answer.
+    wait_redis() {
+        for _ in $(seq 100); do
+            [ "$(redis-cli -s "$1" ping 2>/dev/null)" = PONG ] && return 0
+            sleep 0.1
+        done
+        cat "$2" >&2
+        return 1
+    }
     redis-server --port 0 --unixsocket "$scratch/redis.sock" --unixsocketperm 700 --save '' --appendonly no \
         --dir "$scratch" --daemonize no --loglevel warning >"$scratch/redis.log" 2>&1 &
     redis_pid=$!
-    for _ in $(seq 100); do
-        [ "$(redis-cli -s "$scratch/redis.sock" ping 2>/dev/null)" = PONG ] && break
-        sleep 0.1
-    done
-    [ "$(redis-cli -s "$scratch/redis.sock" ping 2>/dev/null)" = PONG ] || { cat "$scratch/redis.log" >&2; exit 1; }
+    wait_redis "$scratch/redis.sock" "$scratch/redis.log"
+    # The durable peer appends every write and fsyncs before answering. Its files go where
+    # assetd's database goes, unless that is in memory, where an fsync costs nothing and the
+    # baseline would be flattered: then on the disk below .build-bench.
+    case "$(df --output=fstype "$scratch" | tail -n 1)" in
+        tmpfs|ramfs)
+            durable_dir="$(mktemp -d "$PWD/.build-bench/redis-durable.XXXXXX")"
+            echo "[bench] socket: the scratch folder is in memory; the durable redis-server writes to $durable_dir" >&2 ;;
+        *) durable_dir="$scratch/redis-durable"; mkdir -p "$durable_dir" ;;
+    esac
+    redis-server --port 0 --unixsocket "$scratch/redis-durable.sock" --unixsocketperm 700 --save '' \
+        --appendonly yes --appendfsync always --dir "$durable_dir" --daemonize no --loglevel warning \
+        >"$scratch/redis-durable.log" 2>&1 &
+    durable_pid=$!
+    wait_redis "$scratch/redis-durable.sock" "$scratch/redis-durable.log"
 
     echo "[bench] socket: storing $n objects for the gets" >&2
     "$bench" populate "$scratch/socket/assetd.sqlite" "$scratch/socket/files" "$n"
     start_assetd socket
     "$bench" socket --socket "$scratch/socket/control.sock" --redis "$scratch/redis.sock" --keys "$n" --n "$n" \
-        --put-n "$put_n" --put-seconds "$put_seconds" --driver "$client" --probe-folder "$scratch/socket" \
-        --daemon-pid "$assetd_pid" --redis-pid "$redis_pid"
+        --put-n "$put_n" --put-seconds "$put_seconds" --touch-n "$touch_n" --touch-seconds "$touch_seconds" \
+        --driver "$client" --probe-folder "$scratch/socket" --daemon-pid "$assetd_pid" --redis-pid "$redis_pid" \
+        --redis-durable "$scratch/redis-durable.sock" --redis-durable-pid "$durable_pid" \
+        --redis-durable-folder "$durable_dir"
     stop_assetd
     rm -rf "$scratch/socket"
     # The same puts without the socket or the daemon's pipeline (information).
     "$bench" populate "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$n"
     "$bench" put-ceiling "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$put_n" 25
     rm -rf "$scratch/ceiling"
-    kill -TERM "$redis_pid"
+    kill -TERM "$redis_pid" "$durable_pid"
     wait "$redis_pid" || true
+    wait "$durable_pid" || true
     redis_pid=""
+    durable_pid=""
+    rm -rf "$durable_dir"
+    durable_dir=""
 fi
 
 # scan and footprint share one database of M objects.

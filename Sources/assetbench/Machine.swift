@@ -1,6 +1,7 @@
 // What the benchmarks learn about the machine around them: CPU time of the processes under
-// test and of everything else, and the output of the tools they run. Read from /proc and
-// getrusage(2) around the timed blocks, never inside them.
+// test and of everything else, the file system a folder is on (fsync costs nothing on
+// tmpfs), and the output of the tools they run. Read from /proc and getrusage(2) around the
+// timed blocks, never inside them.
 
 import Foundation
 import Glibc
@@ -81,3 +82,22 @@ func runTool(_ argv: [String]) throws -> String {
 
 /// Three decimals.
 func fmt(_ x: Double) -> String { String(format: "%.3f", x) }
+
+/// The file system `path` is on, from /proc/self/mounts (the longest mount point above it):
+/// type, device and whether it is tmpfs-like, where fsync does nothing.
+func fileSystem(of path: String) -> String {
+    let absolute = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return "unknown" }
+    var best: (point: String, type: String, device: String)?
+    for line in mounts.split(separator: "\n") {
+        let f = line.split(separator: " ")
+        guard f.count >= 3 else { continue }
+        // Mount points escape spaces as \040.
+        let point = f[1].replacingOccurrences(of: "\\040", with: " ")
+        let inside = point == "/" || absolute == point || absolute.hasPrefix(point + "/")
+        if inside && point.count >= (best?.point.count ?? -1) { best = (point, String(f[2]), String(f[0])) }
+    }
+    guard let b = best else { return "unknown" }
+    let volatile = ["tmpfs", "ramfs"].contains(b.type) ? ", in memory: fsync is a no-op" : ""
+    return "\(b.type) \(b.device) at \(b.point)\(volatile)"
+}

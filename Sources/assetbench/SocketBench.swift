@@ -139,9 +139,13 @@ struct Flags {
 
 /// object.get and durable object.put over the socket, `connections` clients with one request
 /// in flight each, against redis-benchmark GET and SET on redis-server's Unix socket with as
-/// many clients. The puts' goal line has 100 owners in turn; the same puts from one owner
-/// follow for information. Rounds alternate which side goes first; each side's ops/s is its requests
-/// over its summed time.
+/// many clients. The durable puts' goal is against a second redis-server that appends and
+/// fsyncs every write before answering (`appendfsync always`), the peer a user wanting
+/// durability would pick; against the plain one it is information. The puts' goal lines have
+/// 100 owners in turn; the same puts from one owner follow for information. object.get with
+/// `touch` and object.touch are measured against the plain object.get of the same run and
+/// client. Rounds alternate which side goes first; each side's ops/s is its requests over its
+/// summed time.
 struct SocketWorkloads {
     let socket: String
     let redisSocket: String
@@ -152,6 +156,9 @@ struct SocketWorkloads {
     /// object.put requests in all at most, and the seconds they may take in all.
     let putN: Int
     let putSeconds: Double
+    /// Touching gets and touches in all at most, each, and the seconds each may take in all.
+    let touchN: Int
+    let touchSeconds: Double
     let connections: Int
     let rounds: Int
     let driver: ClientDriver
@@ -160,6 +167,11 @@ struct SocketWorkloads {
     /// assetd's and redis-server's process ids, for their CPU time (0: not measured).
     let daemonPID: Int32
     let redisPID: Int32
+    /// The redis-server with `appendonly yes`, `appendfsync always`: its socket, process id
+    /// and the folder its append-only files are in.
+    let durableRedisSocket: String
+    let durableRedisPID: Int32
+    let durableRedisFolder: String
 
     init(_ f: Flags) throws {
         socket = try f.string("socket")
@@ -168,6 +180,8 @@ struct SocketWorkloads {
         n = try f.int("n", 100_000)
         putN = try f.int("put-n", n / 2)
         putSeconds = try f.double("put-seconds", 60)
+        touchN = try f.int("touch-n", putN)
+        touchSeconds = try f.double("touch-seconds", putSeconds)
         connections = try f.int("connections", 50)
         rounds = max(1, try f.int("rounds", 2))
         guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
@@ -177,7 +191,11 @@ struct SocketWorkloads {
         probeFolder = try f.string("probe-folder")
         daemonPID = Int32(try f.int("daemon-pid", 0))
         redisPID = Int32(try f.int("redis-pid", 0))
-        try check(keys > 0 && n >= rounds && putN >= rounds && connections > 0, "positive sizes")
+        durableRedisSocket = try f.string("redis-durable")
+        durableRedisPID = Int32(try f.int("redis-durable-pid", 0))
+        durableRedisFolder = try f.string("redis-durable-folder")
+        try check(
+            keys > 0 && n >= rounds && putN >= rounds && touchN >= rounds && connections > 0, "positive sizes")
     }
 
     func run() throws {
@@ -188,17 +206,29 @@ struct SocketWorkloads {
                 + (driver == .poll ? " (one thread polls all, like redis-benchmark)" : " (a thread per connection)")
                 + "; assetd UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)")"
                 + "; baseline: redis-server \(redisVersion.dropFirst(2)) --save '' --appendonly no, redis-benchmark -s SOCK -c \(connections) -t get,set -q"
+                + "; durable baseline: redis-server --appendonly yes --appendfsync always, its files on"
+                + " \(fileSystem(of: durableRedisFolder)), redis-benchmark -s SOCK -c \(connections) -t set -q"
         )
+        let durable = try durableRedisSettings()
+        print("socket: durable redis-server reports \(durable)")
         print(
             "socket: get = object.get of random keys among \(keys) stored objects, \(n) requests; ping = \(n / 2) pings"
                 + " (info); put = object.put of new"
                 + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s, owners 100 in turn,"
-                + " then as many from one owner (info); \(rounds) rounds alternating order")
+                + " then as many from one owner (info); get-touch = object.get with touch, touch = object.touch,"
+                + " each of random stored keys, up to \(touchN) requests or \(Int(touchSeconds)) s, baseline the get above;"
+                + " \(rounds) rounds alternating order")
         fflush(nil)
 
         var rng = SplitMix64(seed: 7)
         let getRequests = (0..<n).map { _ in
             RPC.get(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng)))
+        }
+        let getTouchRequests = (0..<touchN).map { _ in
+            RPC.getTouching(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng)))
+        }
+        let touchRequests = (0..<touchN).map { _ in
+            RPC.touch(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng)))
         }
         let putRequests = (0..<putN).map { i in
             RPC.put(SocketCommands.collection, "p" + pad(i, 8), owner: Bench.owners[i % 100], n: i)
@@ -213,6 +243,14 @@ struct SocketWorkloads {
             guard !RPC.isError(reply), !RPC.isNullResult(reply) else {
                 throw BenchError("object.get #\(i) did not return the object: \(RPC.text(reply))")
             }
+        }
+        let getTouchCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+            guard !RPC.isError(reply), !RPC.isNullResult(reply) else {
+                throw BenchError("object.get with touch #\(i) did not return the object: \(RPC.text(reply))")
+            }
+        }
+        let touchCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+            guard !RPC.isError(reply) else { throw BenchError("object.touch #\(i) failed: \(RPC.text(reply))") }
         }
         // The commit numbers the puts were acknowledged with: their count gives the batch size.
         let putCommits = Mutex(Set<Int64>())
@@ -234,10 +272,16 @@ struct SocketWorkloads {
             socket: socket, connections: connections, requests: Array(getRequests.prefix(5000)), driver: driver,
             check: getCheck)
         _ = try runRedis(n: 5000)
+        _ = try runRedis(socket: durableRedisSocket, tests: ["SET"], n: 5000)
         if daemonPID > 0 { print("socket: assetd runs \(CPUSpent.threads(daemonPID)) threads after the warm-up") }
 
         var redisGet = (ops: 0, seconds: 0.0)
         var redisSet = (ops: 0, seconds: 0.0)
+        var durableSet = (ops: 0, seconds: 0.0)
+        var getTouches = [LoadResult]()
+        var touches = [LoadResult]()
+        var touchCPU = CPUSpent()
+        var durableCPU = CPUSpent()
         var gets = [LoadResult]()
         var pings = [LoadResult]()
         var pingCPU = CPUSpent()
@@ -254,6 +298,8 @@ struct SocketWorkloads {
             let getSlice = Array(getRequests[(round * n / rounds)..<((round + 1) * n / rounds)])
             let putSlice = Array(putRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
             let oneOwnerSlice = Array(oneOwnerRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
+            let getTouchSlice = Array(getTouchRequests[(round * touchN / rounds)..<((round + 1) * touchN / rounds)])
+            let touchSlice = Array(touchRequests[(round * touchN / rounds)..<((round + 1) * touchN / rounds)])
             let redisN = (round + 1) * n / rounds - round * n / rounds
             let engine = {
                 // ping is answered on the event loop from memory: the floor of the protocol,
@@ -266,13 +312,39 @@ struct SocketWorkloads {
                             socket: socket, connections: connections, requests: pingSlice, driver: driver,
                             check: pingCheck))
                 }
-                progress("round \(round + 1)/\(rounds): assetd object.get x\(getSlice.count)")
-                try getCPU.measure(server: daemonPID) {
-                    gets.append(
-                        try closedLoop(
-                            socket: socket, connections: connections, requests: getSlice, driver: driver,
-                            check: getCheck))
+                let plainGets = {
+                    progress("round \(round + 1)/\(rounds): assetd object.get x\(getSlice.count)")
+                    try getCPU.measure(server: daemonPID) {
+                        gets.append(
+                            try closedLoop(
+                                socket: socket, connections: connections, requests: getSlice, driver: driver,
+                                check: getCheck))
+                    }
                 }
+                // The touching gets and the touches write, so they go after the plain gets in
+                // one round and before them in the next: each side inherits the other's WAL
+                // and checkpoints as often.
+                let touching = {
+                    progress(
+                        "round \(round + 1)/\(rounds): assetd object.get with touch up to \(getTouchSlice.count) or \(Int(touchSeconds) / rounds) s"
+                    )
+                    var deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
+                    try touchCPU.measure(server: daemonPID) {
+                        getTouches.append(
+                            try closedLoop(
+                                socket: socket, connections: connections, requests: getTouchSlice, driver: driver,
+                                deadline: deadline, check: getTouchCheck))
+                    }
+                    progress(
+                        "round \(round + 1)/\(rounds): assetd object.touch up to \(touchSlice.count) or \(Int(touchSeconds) / rounds) s"
+                    )
+                    deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
+                    touches.append(
+                        try closedLoop(
+                            socket: socket, connections: connections, requests: touchSlice, driver: driver,
+                            deadline: deadline, check: touchCheck))
+                }
+                try inTurn(round, plainGets, touching)
                 let manyOwners = {
                     progress(
                         "round \(round + 1)/\(rounds): assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s"
@@ -306,6 +378,15 @@ struct SocketWorkloads {
                 redisGet.seconds += Double(redisN) / r.get
                 redisSet.ops += redisN
                 redisSet.seconds += Double(redisN) / r.set
+                // As many SETs as there are puts at most: enough for a steady rate, and the
+                // append-only file stays small.
+                let durableN = max(1, min(redisN, putSlice.count))
+                progress("round \(round + 1)/\(rounds): redis-benchmark -t set -n \(durableN) (appendfsync always)")
+                let d = try durableCPU.measure(server: durableRedisPID, clientIsChild: true) {
+                    try runRedis(socket: durableRedisSocket, tests: ["SET"], n: durableN)
+                }
+                durableSet.ops += durableN
+                durableSet.seconds += Double(durableN) / d[0]
             }
             try inTurn(round, redis, engine)
         }
@@ -322,6 +403,25 @@ struct SocketWorkloads {
         print(
             "  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
                 + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
+        let getTouchAll = merge(getTouches)
+        let touchAll = merge(touches)
+        emit(
+            ResultLine(
+                name: "socket-get-touch", engine: .throughput(ops: getTouchAll.completed, seconds: getTouchAll.seconds),
+                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.9)))
+        print(
+            "  socket-get-touch (baseline: socket-get above): \(getTouchAll.completed) of \(touchN) requests in \(fmt(getTouchAll.seconds)) s"
+                + (getTouches.contains(where: \.stoppedAtDeadline)
+                    ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
+                + "; round trip p50=\(fmt(getTouchAll.percentile(0.5)))ms p99=\(fmt(getTouchAll.percentile(0.99)))ms")
+        emit(
+            ResultLine(
+                name: "socket-touch", engine: .throughput(ops: touchAll.completed, seconds: touchAll.seconds),
+                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.8)))
+        print(
+            "  socket-touch (baseline: socket-get above): \(touchAll.completed) of \(touchN) requests in \(fmt(touchAll.seconds)) s"
+                + (touches.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
+                + "; round trip p50=\(fmt(touchAll.percentile(0.5)))ms p99=\(fmt(touchAll.percentile(0.99)))ms")
         emit(
             ResultLine(
                 name: "socket-ping", engine: .throughput(ops: pingAll.completed, seconds: pingAll.seconds),
@@ -331,15 +431,23 @@ struct SocketWorkloads {
                 + " round trip p50=\(fmt(pingAll.percentile(0.5)))ms p99=\(fmt(pingAll.percentile(0.99)))ms")
         emit(
             ResultLine(
+                name: "socket-put-durable", engine: .throughput(ops: putAll.completed, seconds: putAll.seconds),
+                baseline: .throughput(ops: durableSet.ops, seconds: durableSet.seconds), goal: .atLeast(0.6)))
+        print(
+            "  socket-put-durable (baseline: redis-benchmark SET on redis-server --appendonly yes --appendfsync always):"
+                + " \(durableSet.ops) SETs in \(fmt(durableSet.seconds)) s; its append-only file holds \(durableRedisAOF())"
+                + " on \(fileSystem(of: durableRedisFolder))")
+        emit(
+            ResultLine(
                 name: "socket-put", engine: .throughput(ops: putAll.completed, seconds: putAll.seconds),
-                baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .atLeast(0.25)))
+                baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .none))
         let probe = try fsyncProbe()
         print(
-            "  socket-put: \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
+            "  socket-put (info, no goal; vs redis SET without persistence): \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
                 + (puts.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(putSeconds)) s limit)" : "")
                 + "; round trip p50=\(fmt(putAll.percentile(0.5)))ms p99=\(fmt(putAll.percentile(0.99)))ms;"
                 + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each);"
-                + " fdatasync of 4 KiB on this file system: p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
+                + " fdatasync of 4 KiB on this file system (\(fileSystem(of: probeFolder))): p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
                 + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
         emit(
             ResultLine(
@@ -356,10 +464,12 @@ struct SocketWorkloads {
         }
         print(
             "  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
-                + " put=\(us(putCPU.server, putAll.completed)); assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
+                + " put=\(us(putCPU.server, putAll.completed)) get-touch=\(us(touchCPU.server, getTouchAll.completed));"
+                + " assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
                 + " get=\(us(getCPU.client, getAll.completed)) put=\(us(putCPU.client, putAll.completed));"
                 + " redis-server GET+SET=\(us(redisCPU.server, redisGet.ops + redisSet.ops));"
-                + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGet.ops + redisSet.ops))")
+                + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGet.ops + redisSet.ops));"
+                + " durable redis-server SET=\(us(durableCPU.server, durableSet.ops))")
         print(
             "  other processes on the machine used on average: \(String(format: "%.2f", getCPU.others)) cores during gets,"
                 + " \(String(format: "%.2f", putCPU.others)) during puts, \(String(format: "%.2f", redisCPU.others)) during redis-benchmark"
@@ -400,10 +510,17 @@ struct SocketWorkloads {
             latencies: results.flatMap(\.latencies), stoppedAtDeadline: results.contains { $0.stoppedAtDeadline })
     }
 
-    /// redis-benchmark GET and SET requests/s at `n` requests each.
+    /// redis-benchmark GET and SET requests/s at `n` requests each, on the plain redis-server.
     private func runRedis(n: Int) throws -> (get: Double, set: Double) {
+        let r = try runRedis(socket: redisSocket, tests: ["GET", "SET"], n: n)
+        return (r[0], r[1])
+    }
+
+    /// redis-benchmark's requests/s for each of `tests`, in order, at `n` requests each.
+    private func runRedis(socket: String, tests: [String], n: Int) throws -> [Double] {
         let out = try runTool([
-            "redis-benchmark", "-s", redisSocket, "-c", String(connections), "-n", String(n), "-t", "get,set", "-q",
+            "redis-benchmark", "-s", socket, "-c", String(connections), "-n", String(n), "-t",
+            tests.map { $0.lowercased() }.joined(separator: ","), "-q",
         ])
         func rate(_ test: String) throws -> Double {
             // -q prints progress ending in \r, then "GET: 93457.95 requests per second, p50=…".
@@ -416,7 +533,37 @@ struct SocketWorkloads {
             }
             throw BenchError("no \(test) requests per second in redis-benchmark's output: \(out)")
         }
-        return (try rate("GET"), try rate("SET"))
+        return try tests.map(rate)
+    }
+
+    /// The durable redis-server's own word that it appends and fsyncs every write, and where:
+    /// a baseline that only looked durable would flatter assetd.
+    private func durableRedisSettings() throws -> String {
+        func config(_ name: String) throws -> String {
+            let out = try runTool(["redis-cli", "-s", durableRedisSocket, "config", "get", name])
+            let lines = out.split(separator: "\n")
+            guard lines.count >= 2 else { throw BenchError("redis-cli config get \(name): \(out)") }
+            return String(lines[1])
+        }
+        let (appendonly, appendfsync, dir) = (try config("appendonly"), try config("appendfsync"), try config("dir"))
+        try check(
+            appendonly == "yes" && appendfsync == "always",
+            "the durable redis-server runs appendonly yes, appendfsync always (it says \(appendonly), \(appendfsync))")
+        return "appendonly=\(appendonly) appendfsync=\(appendfsync) dir=\(dir) (\(fileSystem(of: dir)))"
+    }
+
+    /// The durable redis-server's append-only bytes and last write status (INFO persistence),
+    /// to show the SETs went to its file.
+    private func durableRedisAOF() -> String {
+        guard let out = try? runTool(["redis-cli", "-s", durableRedisSocket, "info", "persistence"]) else { return "?" }
+        // INFO ends its lines with \r\n, which Swift reads as one Character.
+        let fields = Dictionary(
+            out.split(whereSeparator: \.isNewline).compactMap { line -> (String, String)? in
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                return (String(line[..<colon]), String(line[line.index(after: colon)...]))
+            }, uniquingKeysWith: { a, _ in a })
+        return
+            "\(fields["aof_current_size"] ?? "?") bytes (aof_last_write_status \(fields["aof_last_write_status"] ?? "?"))"
     }
 
     /// The latency of an 8-byte-aligned 4 KiB overwrite plus fdatasync, 100 times, next to the database.

@@ -92,6 +92,15 @@ enum RPC {
         line("object.get", "{\"collection\":\"\(collection)\",\"key\":\"\(key)\"}")
     }
 
+    /// object.get that also records an access (moves `accessed`, as a cache hit would).
+    static func getTouching(_ collection: String, _ key: String) -> [UInt8] {
+        line("object.get", "{\"collection\":\"\(collection)\",\"key\":\"\(key)\",\"touch\":true}")
+    }
+
+    static func touch(_ collection: String, _ key: String) -> [UInt8] {
+        line("object.touch", "{\"collection\":\"\(collection)\",\"key\":\"\(key)\"}")
+    }
+
     static func put(_ collection: String, _ key: String, owner: String, n: Int) -> [UInt8] {
         line(
             "object.put",
