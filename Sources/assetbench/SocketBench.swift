@@ -399,7 +399,7 @@ struct SocketWorkloads {
         emit(
             ResultLine(
                 name: "socket-get", engine: .throughput(ops: getAll.completed, seconds: getAll.seconds),
-                baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .atLeast(0.5)))
+                baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .atLeast(0.75)))
         print(
             "  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
                 + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
