@@ -1,4 +1,5 @@
-// object.get {collection, key, touch?} → the object or null; with touch, `accessed` moves.
+// object.get {collection, key, touch?} → the object or null; with touch, `accessed` moves (in
+// memory until the next flush of access times, Store+Access.swift; the reply shows it).
 // One rendering of the reply: the daemon's loop reads through `objectGetRead` over its
 // PointReader, and every other get (with touch, in-process) through the same function over
 // the store, both printing with Store.renderObject.
@@ -9,16 +10,12 @@ import ControlProtocol
 extension MethodTable {
     static func objectGet(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let ref = try p.ref()
-        var commit: CommitReport?
         if try p.optionalBool("touch") == true {
-            commit = try ctx.store.write(owner: ctx.caller.userName) { tx in
-                guard try tx.exists(ref) else { return }
-                try checkOwner(ref, tx, ctx)
-                try tx.touch(ref)
-            }.report
+            // In memory (Store+Access.swift); a missing object is answered null below.
+            do { try recordTouch(ref, ctx) } catch let e as StoreError where e.code == .notFound {}
         }
         let text = try objectGetRead(p, ctx.store.objectJSON)
-        return MethodOutcome(try text.withUnsafeBufferPointer { try JSONValue.parse($0) }, commit: commit)
+        return MethodOutcome(try text.withUnsafeBufferPointer { try JSONValue.parse($0) })
     }
 
     /// object.get without touch: the object's JSON text from `reader`, or `null`.

@@ -25,6 +25,8 @@ public struct StoreStatistics: Sendable {
     public var commit: Int64
     /// The write-ahead log and its checkpoints.
     public var wal: WALStatus
+    /// Access times in memory (Store+Access.swift): pending, flushes, flushed, touches.
+    public var access: [String: Int64] = [:]
 
     /// As the protocol shows it.
     public var json: JSONValue {
@@ -33,7 +35,7 @@ public struct StoreStatistics: Sendable {
             "bytes_per_owner": .object(bytesPerOwner.mapValues(JSONValue.int)),
             "pending_unlinks": .int(Int64(pendingUnlinks)), "failed_unlinks": .int(Int64(failedUnlinks)),
             "counters": .object(counters.mapValues(JSONValue.int)), "commit": .int(commit),
-            "wal": wal.json,
+            "wal": wal.json, "access": .object(access.mapValues(JSONValue.int)),
         ])
     }
 }
@@ -94,7 +96,7 @@ extension Store {
                 bytesPerOwner: perOwner,
                 pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
                 failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,
-                counters: counters, commit: try r.lastCommit(), wal: walStatus)
+                counters: counters, commit: try r.lastCommit(), wal: walStatus, access: accessStatistics)
         }
     }
 

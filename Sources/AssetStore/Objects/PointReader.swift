@@ -44,7 +44,7 @@ public final class PointReader {
             snapshotCommits = commits
         }
         do {
-            return try Store.renderObject(ref, on: conn)
+            return try store.renderObject(ref, on: conn)
         } catch {
             endSnapshot()
             throw error

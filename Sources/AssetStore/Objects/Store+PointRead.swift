@@ -15,7 +15,7 @@ extension Store {
         try ref.validate()
         return try queries.with { conn in
             // The pool's connections cap values at the reply limit for clients' clauses.
-            try conn.withoutLengthLimit { try conn.inReadTransaction { try Store.renderObject(ref, on: conn) } }
+            try conn.withoutLengthLimit { try conn.inReadTransaction { try renderObject(ref, on: conn) } }
         }
     }
 
@@ -32,9 +32,10 @@ extension Store {
         FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
         """
 
-    /// Reads and prints one object inside the connection's current read transaction.
-    static func renderObject(_ ref: ObjectRef, on conn: QueryConnection) throws -> [UInt8]? {
-        let o = try conn.cached(objectRowSQL)
+    /// Reads and prints one object inside the connection's current read transaction; its
+    /// `accessed` is the later of the stored one and a touch not yet written (Store+Access.swift).
+    func renderObject(_ ref: ObjectRef, on conn: QueryConnection) throws -> [UInt8]? {
+        let o = try conn.cached(Store.objectRowSQL)
         // A statement left mid-rows keeps the read transaction (and its snapshot) open.
         defer { sqlite3_reset(o) }
         Statement.bindText(o, 1, ref.collection)
@@ -48,21 +49,28 @@ extension Store {
         var out = [UInt8]()
         out.reserveCapacity(256 + Int(sqlite3_column_bytes(o, 1)))
         out.append(UInt8(ascii: "{"))
-        key("accessed", first: true, &out); number(o, 6, double: true, &out)
-        key("collection", &out); JSONValue.writeString(ref.collection, to: &out)
-        key("created", &out); number(o, 4, double: true, &out)
-        key("files", &out)
+        Store.key("accessed", first: true, &out)
+        if let touched = pendingAccess(id),
+            sqlite3_column_type(o, 6) == SQLITE_NULL || touched > sqlite3_column_double(o, 6)
+        {
+            JSONValue.double(touched).write(to: &out)
+        } else {
+            Store.number(o, 6, double: true, &out)
+        }
+        Store.key("collection", &out); JSONValue.writeString(ref.collection, to: &out)
+        Store.key("created", &out); Store.number(o, 4, double: true, &out)
+        Store.key("files", &out)
         out.append(UInt8(ascii: "["))
-        for (i, file) in try heldFiles(id, on: conn).enumerated() {
+        for (i, file) in try Store.heldFiles(id, on: conn).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: file)
         }
         out.append(UInt8(ascii: "]"))
-        key("key", &out); JSONValue.writeString(ref.key, to: &out)
-        key("metadata", &out); raw(o, 2, &out)
-        key("modified", &out); number(o, 5, double: true, &out)
-        key("owner", &out); JSONValue.writeString(String(cString: sqlite3_column_text(o, 3)), to: &out)
-        key("value", &out); raw(o, 1, &out)
+        Store.key("key", &out); JSONValue.writeString(ref.key, to: &out)
+        Store.key("metadata", &out); Store.raw(o, 2, &out)
+        Store.key("modified", &out); Store.number(o, 5, double: true, &out)
+        Store.key("owner", &out); JSONValue.writeString(String(cString: sqlite3_column_text(o, 3)), to: &out)
+        Store.key("value", &out); Store.raw(o, 1, &out)
         out.append(UInt8(ascii: "}"))
         return out
     }

@@ -159,14 +159,14 @@ public final class WriteTransaction {
         pendingDeletes.append((id, cause))
     }
 
-    /// Sets `accessed` to now and refreshes the registry rows of its files.
+    /// Sets `accessed` to now, in this transaction (transact); its files are not read again.
     public func touch(_ ref: ObjectRef) throws {
         try ref.validate()
         guard let id = try reads.objectID(ref) else {
             throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
-        try db.cachedStatement(sql: "UPDATE object SET accessed = ? WHERE id = ?").execute(arguments: [now, id])
-        try refreshHeldFiles(of: id)
+        try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
+            .execute(arguments: [now, id])
         indexDirty.insert(id)
         report.touched.append(ref)
     }

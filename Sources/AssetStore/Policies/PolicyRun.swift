@@ -53,6 +53,8 @@ final class PolicyRun {
     var batchFull: Bool { deletedInBatch >= batch }
 
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
+        // Every run, dry ones too, orders by every touch recorded so far (Store+Access.swift).
+        if !store.isReadOnly { try store.flushAccesses() }
         // A dry run builds the per-owner LRU index inside its own transaction, which it rolls
         // back: it changes nothing, not even the schema (Store+OwnerLRU.swift).
         let walks = steps.contains(where: \.walksOwnerLRU)

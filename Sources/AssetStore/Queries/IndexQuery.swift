@@ -61,6 +61,7 @@ extension Store {
         index: String = IndexDefinition.defaultName, clause: String, parameters: [JSONValue] = [],
         include: IndexInclude = .keys, replyLimit: Int = .max, cancellation: QueryCancellation? = nil
     ) throws -> [IndexRow] {
+        try flushAccessesBeforeQuery()
         let table = try tableName(index)
         let (sql, args) = try QueryText.expand(clause, parameters)
         // Only the columns asked for, named up front (qualified: a clause may join the table
@@ -122,6 +123,7 @@ extension Store {
         index: String = IndexDefinition.defaultName, function: String, clause: String = "",
         parameters: [JSONValue] = [], groupBy: [String] = [], cancellation: QueryCancellation? = nil
     ) throws -> AggregateResult {
+        try flushAccessesBeforeQuery()
         let table = try tableName(index)
         let columns = IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index))
         for g in groupBy where !columns.contains(g) {

@@ -36,6 +36,10 @@ public final class Store: Sendable {
     let walSync = Mutex(WALSyncState())
     /// Tests: an errno the next fdatasync of the WAL fails with (0: none).
     let injectedSyncError = Atomic<Int32>(0)
+    /// Touches recorded and not yet written (Store+Access.swift).
+    let accesses = Mutex(PendingAccesses())
+    /// Held while a flush of access times writes: one at a time.
+    let accessFlush = Mutex(())
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
     let state: Mutex<State>
@@ -157,6 +161,8 @@ public final class Store: Sendable {
     /// `checkpoint` (unless the caller has just run one) the WAL is written back and emptied
     /// first, so the next open has nothing of this run's to write back.
     public func close(checkpoint emptying: Bool = true) {
+        // Pending access times are written first; a failure loses only them (assetd(8)).
+        if !configuration.readOnly && !state.withLock({ $0.closed }) { _ = try? flushAccesses() }
         let wasClosed = state.withLock { s in
             defer { s.closed = true }
             return s.closed

@@ -1,0 +1,119 @@
+// Access times kept in memory (issue 19): a touch records `accessed` here and costs a point
+// read; `flushAccesses` writes the pending ones in one transaction, in id order, at most every
+// `store.access_flush` (the daemon's timer), before every policy run and at close. A crash
+// loses at most the pending ones (assetd(8)); `accessed` never moves backwards (max()).
+
+import GRDB
+import GRDBSQLite
+import Synchronization
+
+/// The touches not yet written, and their counters for `stats`.
+struct PendingAccesses {
+    /// Object id to the latest access time recorded for it.
+    var pending: [Int64: Double] = [:]
+    /// Taken by the flush running now, until it has committed (reads still see them).
+    var inFlight: [Int64: Double] = [:]
+    /// Touches recorded, flushes that wrote something, and access times they wrote.
+    var touches: Int64 = 0
+    var flushes: Int64 = 0
+    var flushed: Int64 = 0
+}
+
+extension Store {
+    /// Records an access of `ref` now, in memory: the object's files are not read again.
+    /// Throws `not_found` if it does not exist. `check` sees the object's owner first (and may
+    /// refuse the touch).
+    public func touch(_ ref: ObjectRef, check: (String) throws -> Void = { _ in }) throws {
+        try checkWritable()
+        try ref.validate()
+        let found = try queries.with { conn in
+            try conn.inReadTransaction { () -> (Int64, String)? in
+                let s = try conn.cached("SELECT id, owner FROM object WHERE collection = ? AND key = ?")
+                defer { sqlite3_reset(s) }
+                Statement.bindText(s, 1, ref.collection)
+                Statement.bindText(s, 2, ref.key)
+                switch sqlite3_step(s) {
+                case SQLITE_ROW: return (sqlite3_column_int64(s, 0), String(cString: sqlite3_column_text(s, 1)))
+                case SQLITE_DONE: return nil
+                case let rc: throw conn.failure(rc)
+                }
+            }
+        }
+        guard let (id, owner) = found else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
+        try check(owner)
+        let now = configuration.clock()
+        accesses.withLock { a in
+            a.pending[id] = max(a.pending[id] ?? now, now)
+            a.touches += 1
+        }
+    }
+
+    /// The access time of object `id` recorded and not yet committed, if any.
+    func pendingAccess(_ id: Int64) -> Double? {
+        accesses.withLock { a in
+            switch (a.pending[id], a.inFlight[id]) {
+            case let (p?, f?): max(p, f)
+            case let (p, f): p ?? f
+            }
+        }
+    }
+
+    /// Access times recorded and not yet written.
+    public var pendingAccessCount: Int { accesses.withLock { $0.pending.count } }
+
+    /// Writes the pending access times in one transaction, in id order (pages together);
+    /// returns how many. One flush at a time; on failure they stay pending.
+    @discardableResult
+    public func flushAccesses() throws -> Int {
+        try accessFlush.withLock { _ in
+            let taken = accesses.withLock { a -> [(Int64, Double)] in
+                a.inFlight = a.pending
+                a.pending = [:]
+                return a.inFlight.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            }
+            guard !taken.isEmpty else { return 0 }
+            do {
+                try write { tx in try tx.writeAccesses(taken) }
+            } catch {
+                accesses.withLock { a in
+                    for (id, t) in taken { a.pending[id] = max(a.pending[id] ?? t, t) }
+                    a.inFlight = [:]
+                }
+                throw error
+            }
+            accesses.withLock { a in
+                a.inFlight = [:]
+                a.flushes += 1
+                a.flushed += Int64(taken.count)
+            }
+            return taken.count
+        }
+    }
+
+    /// Before an index query or aggregate: any clause may read `accessed` (the default index
+    /// has it, and ORDER BY accessed is how a cache lists its LRU), so the pending times are
+    /// written first. Free when none are pending; touches between queries share one flush.
+    func flushAccessesBeforeQuery() throws {
+        if accesses.withLock({ !$0.pending.isEmpty }) { try flushAccesses() }
+    }
+
+    /// `access` in `stats`: pending touches, flushes, times written, touches recorded.
+    public var accessStatistics: [String: Int64] {
+        accesses.withLock { a in
+            ["pending": Int64(a.pending.count + a.inFlight.count), "flushes": a.flushes, "flushed": a.flushed,
+             "touches": a.touches]
+        }
+    }
+}
+
+extension WriteTransaction {
+    /// Sets `accessed` of each object still there to the later of its own and the given
+    /// time, ids ascending; their index entries are refreshed at commit.
+    func writeAccesses(_ times: [(Int64, Double)]) throws {
+        let s = try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
+        for (id, t) in times {
+            try s.execute(arguments: [t, id])
+            if db.changesCount > 0 { indexDirty.insert(id) }
+        }
+    }
+}
