@@ -25,6 +25,10 @@ public final class Daemon {
     private var sweepTimer: EventLoop.Timer?
     /// Runs `store.enforce()` every policy.interval while `[policy]` is configured.
     var policyTimer: EventLoop.Timer?
+    /// Every `store.access_flush`: writes the access times touches left in memory.
+    var accessFlushTimer: EventLoop.Timer?
+    /// A flush of access times is on the pool: the timer does not queue another.
+    var accessFlushRunning = false
     /// One maintenance run at a time: clients' and the policy timer's.
     let maintenance = MaintenanceSlot()
     /// Leases ended since the last sweep, whose files the next sweep reschedules.
@@ -110,6 +114,7 @@ public final class Daemon {
             try timer.start(after: 1, repeating: 1) { [unowned self] in tick() }
             sweepTimer = timer
             try startPolicyTimer()
+            try startAccessFlushTimer()
         } catch {
             logger.error("cannot serve \(config.socketPath): \(error)")
             server.closeAll()  // stops the put threads before the store closes under them
@@ -251,6 +256,8 @@ public final class Daemon {
         sweepTimer = nil
         policyTimer?.close()
         policyTimer = nil
+        accessFlushTimer?.close()
+        accessFlushTimer = nil
         checkStopped()
     }
 
@@ -262,6 +269,8 @@ public final class Daemon {
         // The signal watchers stay until the store is closed: closing one restores the default
         // action, and a second SIGTERM would then kill the process mid-checkpoint (which waits
         // up to 10 s for readers). After that the signals are ignored until exit.
+        // The touches still in memory go into the WAL the checkpoint then writes back.
+        do { try store.flushAccesses() } catch { logger.warning("access times lost at shutdown: \(error)") }
         logger.info("checkpointing the database before exit")
         do {
             if try !store.checkpoint() {

@@ -16,6 +16,8 @@ public struct DaemonConfig: Sendable {
     public var reserve = StoreConfiguration.defaultReserve
     /// `store.coalesce_wal`: the writer combines each commit's WAL writes.
     public var coalesceWAL = true
+    /// `store.access_flush`: the longest a touch's access time stays in memory only (seconds).
+    public var accessFlush = 1.0
     /// `control.socket`.
     public var socketPath: String
     /// `control.mode`.
@@ -136,6 +138,7 @@ public struct DaemonConfig: Sendable {
                 "store.durability = \(durability.rawValue)",
                 "store.reserve = \(reserve)",
                 "store.coalesce_wal = \(coalesceWAL)",
+                "store.access_flush = \(accessFlush)s",
                 "control.socket = \(socketPath)",
                 "control.mode = \(String(format: "%04o", socketMode))",
                 "control.admin_uids = \(adminUIDs)",

@@ -11,7 +11,7 @@ struct ConfigParser {
     let text: String
 
     static let sections: [String: Set<String>] = [
-        "store": ["path", "durability", "reserve", "coalesce_wal"],
+        "store": ["path", "durability", "reserve", "coalesce_wal", "access_flush"],
         "control": limitKeys.union([
             "socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "max_request_bytes", "max_connections",
         ]),
@@ -66,6 +66,13 @@ struct ConfigParser {
                 throw error("store.coalesce_wal", "must be true or false", section: "store")
             }
             c.coalesceWAL = b
+        }
+        if let v = get("store", "access_flush") {
+            let d = try duration(v, "store.access_flush", section: "store")
+            guard d >= 0.001, d <= 3600 else {
+                throw error("store.access_flush", "must be from 1ms to 1h", section: "store")
+            }
+            c.accessFlush = d
         }
         if let v = get("control", "socket") {
             c.socketPath = try absolute(v, "control.socket")

@@ -62,18 +62,20 @@ extension Store {
     public var pendingAccessCount: Int { accesses.withLock { $0.pending.count } }
 
     /// Writes the pending access times in one transaction, in id order (pages together);
-    /// returns how many. One flush at a time; on failure they stay pending.
+    /// returns its commit, or nil with nothing pending. One flush at a time; on failure they
+    /// stay pending.
     @discardableResult
-    public func flushAccesses() throws -> Int {
+    public func flushAccesses() throws -> CommitReport? {
         try accessFlush.withLock { _ in
             let taken = accesses.withLock { a -> [(Int64, Double)] in
                 a.inFlight = a.pending
                 a.pending = [:]
                 return a.inFlight.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             }
-            guard !taken.isEmpty else { return 0 }
+            guard !taken.isEmpty else { return nil }
+            let report: CommitReport
             do {
-                try write { tx in try tx.writeAccesses(taken) }
+                report = try write { tx in try tx.writeAccesses(taken) }.report
             } catch {
                 accesses.withLock { a in
                     for (id, t) in taken { a.pending[id] = max(a.pending[id] ?? t, t) }
@@ -86,7 +88,7 @@ extension Store {
                 a.flushes += 1
                 a.flushed += Int64(taken.count)
             }
-            return taken.count
+            return report
         }
     }
 

@@ -13,6 +13,8 @@ public enum Units {
     public static func duration(_ text: String) -> Double? {
         let t = text.trimmingCharacters(in: " ")
         if let plain = Double(t), plain >= 0 { return plain }
+        // Milliseconds ("100ms") alone: "m" is minutes in a combined duration.
+        if t.hasSuffix("ms"), let ms = Double(t.dropLast(2)), ms >= 0 { return ms / 1000 }
         var total = 0.0
         var number = ""
         var sawUnit = false
