@@ -72,9 +72,9 @@ extension Session {
             // one the daemon adds to on the loop (stats).
             if let id, case .success(var outcome) = result, !outcome.completedOnLoop {
                 let bytes = RPCLine.result(id: id, outcome.result)
-                // A write that committed is answered whatever its size: refusing its reply
-                // would tell the client it failed, and skip its events.
-                if bytes.count > ctx.replyLimit, outcome.commits.isEmpty {
+                // A write that committed (or a recorded touch) is answered whatever its size:
+                // refusing its reply would tell the client it failed, and skip its events.
+                if bytes.count > ctx.replyLimit, outcome.commits.isEmpty, !outcome.recordedAccess {
                     result = .failure(RPCError(StoreError.replyTooLarge(ctx.replyLimit)))
                 } else {
                     line.value = bytes

@@ -94,6 +94,8 @@ final class DaemonHarness {
     let logPath: String
     /// Lines added to the config's [control] section.
     var controlSection: String
+    /// Lines added to the config's [store] section.
+    var storeSection: String
     /// TOML appended to the config file.
     var extraConfig: String
     /// The config's log.level.
@@ -106,7 +108,7 @@ final class DaemonHarness {
     /// `extraConfig` is appended to the config file (TOML), `controlSection` goes into [control].
     init(
         extraConfig: String = "", controlSection: String = "", filesSection: String = "", logLevel: String = "debug",
-        start: Bool = true
+        storeSection: String = "", start: Bool = true
     ) throws {
         var template = Array("/tmp/assetd-e2e-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
@@ -122,6 +124,7 @@ final class DaemonHarness {
         chmod(root, 0o777)
         chmod(dir + "/run", 0o755)
         self.controlSection = controlSection
+        self.storeSection = storeSection
         self.extraConfig = extraConfig
         self.logLevel = logLevel
         self.filesSection = filesSection
@@ -134,6 +137,7 @@ final class DaemonHarness {
         """
         [store]
         path = "\(database ?? self.database)"
+        \(storeSection)
         [control]
         socket = "\(socket ?? self.socket)"
         \(controlSection)

@@ -31,6 +31,9 @@ public struct MethodOutcome: Sendable {
     public var sweep: SweepReport?
     /// What else to do.
     public var action: Action = .none
+    /// A touch was recorded (in memory, no commit of its own): like a commit, the reply goes
+    /// out whatever its size, since refusing it would tell the client nothing happened.
+    public var recordedAccess = false
 
     public init(_ result: JSONValue, commit: CommitReport? = nil, sweep: SweepReport? = nil, action: Action = .none) {
         self.result = result

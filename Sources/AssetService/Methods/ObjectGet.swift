@@ -10,12 +10,18 @@ import ControlProtocol
 extension MethodTable {
     static func objectGet(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let ref = try p.ref()
+        var recorded = false
         if try p.optionalBool("touch") == true {
             // In memory (Store+Access.swift); a missing object is answered null below.
-            do { try recordTouch(ref, ctx) } catch let e as StoreError where e.code == .notFound {}
+            do {
+                try recordTouch(ref, ctx)
+                recorded = true
+            } catch let e as StoreError where e.code == .notFound {}
         }
         let text = try objectGetRead(p, ctx.store.objectJSON)
-        return MethodOutcome(try text.withUnsafeBufferPointer { try JSONValue.parse($0) })
+        var outcome = MethodOutcome(try text.withUnsafeBufferPointer { try JSONValue.parse($0) })
+        outcome.recordedAccess = recorded
+        return outcome
     }
 
     /// object.get without touch: the object's JSON text from `reader`, or `null`.
@@ -33,7 +39,7 @@ extension MethodTable {
         let ref = try p.ref()
         if try p.optionalBool("touch") == true, try tx.exists(ref) {
             try checkOwner(ref, tx, ctx)
-            try tx.touch(ref)
+            try tx.touch(ref, refreshingFiles: false)
         }
         return try tx.get(ref)?.json ?? .null
     }

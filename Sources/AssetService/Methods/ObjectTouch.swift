@@ -22,7 +22,7 @@ extension MethodTable {
     static func applyTouch(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
         let ref = try p.ref()
         try checkOwner(ref, tx, ctx)
-        try tx.touch(ref)
+        try tx.touch(ref, refreshingFiles: false)
         return .object([:])
     }
 }

@@ -159,14 +159,17 @@ public final class WriteTransaction {
         pendingDeletes.append((id, cause))
     }
 
-    /// Sets `accessed` to now, in this transaction (transact); its files are not read again.
-    public func touch(_ ref: ObjectRef) throws {
+    /// Sets `accessed` to now in this transaction (never backwards). With `refreshingFiles`
+    /// also re-reads the registry rows of its files, as a put does; the protocol's touches
+    /// (transact's included) do not (issue 19).
+    public func touch(_ ref: ObjectRef, refreshingFiles: Bool = true) throws {
         try ref.validate()
         guard let id = try reads.objectID(ref) else {
             throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
         try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
             .execute(arguments: [now, id])
+        if refreshingFiles { try refreshHeldFiles(of: id) }
         indexDirty.insert(id)
         report.touched.append(ref)
     }
