@@ -24,7 +24,8 @@ import AssetStoreTestSupport
         try f.store.touch(ref("c", "a"))
         #expect(f.store.accessStatistics["pending"] == 2)
         #expect(try stored(f, ref("c", "a")) == put, "nothing written yet")
-        let json = try JSONValue.parse(String(decoding: try #require(try f.store.objectJSON(ref("c", "a"))), as: UTF8.self))
+        let json = try JSONValue.parse(
+            String(decoding: try #require(try f.store.objectJSON(ref("c", "a"))), as: UTF8.self))
         #expect(json["accessed"]?.doubleValue == f.clock.now, "a get shows the pending time")
         let before = try f.store.read { try $0.lastCommit() }
         let report = try #require(try f.store.flushAccesses())

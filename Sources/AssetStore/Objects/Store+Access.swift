@@ -4,7 +4,6 @@
 // loses at most the pending ones (assetd(8)); `accessed` never moves backwards (max()).
 
 import GRDB
-import GRDBSQLite
 import Synchronization
 
 /// The touches not yet written, and their counters for `stats`.
@@ -27,17 +26,7 @@ extension Store {
         try checkWritable()
         try ref.validate()
         let found = try queries.with { conn in
-            try conn.inReadTransaction { () -> (Int64, String)? in
-                let s = try conn.cached("SELECT id, owner FROM object WHERE collection = ? AND key = ?")
-                defer { sqlite3_reset(s) }
-                Statement.bindText(s, 1, ref.collection)
-                Statement.bindText(s, 2, ref.key)
-                switch sqlite3_step(s) {
-                case SQLITE_ROW: return (sqlite3_column_int64(s, 0), String(cString: sqlite3_column_text(s, 1)))
-                case SQLITE_DONE: return nil
-                case let rc: throw conn.failure(rc)
-                }
-            }
+            try conn.inReadTransaction { try Store.idAndOwner(ref, on: conn) }
         }
         guard let (id, owner) = found else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
         try check(owner)
@@ -102,8 +91,10 @@ extension Store {
     /// `access` in `stats`: pending touches, flushes, times written, touches recorded.
     public var accessStatistics: [String: Int64] {
         accesses.withLock { a in
-            ["pending": Int64(a.pending.count + a.inFlight.count), "flushes": a.flushes, "flushed": a.flushed,
-             "touches": a.touches]
+            [
+                "pending": Int64(a.pending.count + a.inFlight.count), "flushes": a.flushes, "flushed": a.flushed,
+                "touches": a.touches,
+            ]
         }
     }
 }

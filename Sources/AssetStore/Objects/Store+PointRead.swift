@@ -32,6 +32,19 @@ extension Store {
         FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
         """
 
+    /// The object's id and owner inside the connection's current read transaction, or nil.
+    static func idAndOwner(_ ref: ObjectRef, on conn: QueryConnection) throws -> (Int64, String)? {
+        let s = try conn.cached("SELECT id, owner FROM object WHERE collection = ? AND key = ?")
+        defer { sqlite3_reset(s) }
+        Statement.bindText(s, 1, ref.collection)
+        Statement.bindText(s, 2, ref.key)
+        switch sqlite3_step(s) {
+        case SQLITE_ROW: return (sqlite3_column_int64(s, 0), String(cString: sqlite3_column_text(s, 1)))
+        case SQLITE_DONE: return nil
+        case let rc: throw conn.failure(rc)
+        }
+    }
+
     /// Reads and prints one object inside the connection's current read transaction; its
     /// `accessed` is the later of the stored one and a touch not yet written (Store+Access.swift).
     func renderObject(_ ref: ObjectRef, on conn: QueryConnection) throws -> [UInt8]? {
