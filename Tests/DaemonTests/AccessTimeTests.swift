@@ -65,11 +65,7 @@ struct AccessTimeTests {
     func flushIntervalIsHonoured() throws {
         let h = try DaemonHarness(storeSection: #"access_flush = "100ms""#)
         let c = try h.client()
-        try c.putObject("t", "k")
-        let before = try #require(c.getObject("t", "k")["accessed"]?.doubleValue)
-        passClock(before)
-        _ = try c.call("object.touch", ref("t", "k"))
-        let touched = try #require(c.getObject("t", "k")["accessed"]?.doubleValue)
+        let (before, touched) = try putAndTouch(c)
         #expect(touched > before)
         #expect(try eventually { try access(c)["flushes"]?.intValue ?? 0 >= 1 && access(c)["pending"] == 0 })
         #expect(try access(c)["flushed"] == 1)
@@ -82,13 +78,18 @@ struct AccessTimeTests {
     func cleanStopFlushes() throws {
         let h = try DaemonHarness(storeSection: #"access_flush = "1h""#)
         let c = try h.client()
+        let (_, touched) = try putAndTouch(c)
+        #expect(h.stop() == 0)
+        try h.start()
+        #expect(try h.client().getObject("t", "k")["accessed"]?.doubleValue == touched)
+    }
+
+    /// Puts t/k, lets the clock pass its `accessed`, touches it; its `accessed` before and after.
+    func putAndTouch(_ c: ControlClient) throws -> (before: Double, touched: Double) {
         try c.putObject("t", "k")
         let before = try #require(c.getObject("t", "k")["accessed"]?.doubleValue)
         passClock(before)
         _ = try c.call("object.touch", ref("t", "k"))
-        let touched = try #require(c.getObject("t", "k")["accessed"]?.doubleValue)
-        #expect(h.stop() == 0)
-        try h.start()
-        #expect(try h.client().getObject("t", "k")["accessed"]?.doubleValue == touched)
+        return (before, try #require(c.getObject("t", "k")["accessed"]?.doubleValue))
     }
 }
