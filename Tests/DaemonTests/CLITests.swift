@@ -1,6 +1,6 @@
 // The real assetctl against a real assetd (assetctl(1)): each common command's human output and
 // --json, the exit statuses 0, 1, 64 and 69, --db on a stopped and on a running daemon's
-// database, and the README's five-minute tour.
+// database, and the README's quick start.
 
 import AssetClient
 import AssetctlText

@@ -1,11 +1,11 @@
 // The per-owner LRU index (`index_default__owner_accessed`): the order in which quota
 // enforcement and `policy.evict` of one owner pick objects. A new object adds an entry at its
 // owner's end of it, so a group commit of puts from many owners dirties a page of it per
-// owner: about a fifth of a put's cost (README "What bounds puts"). It is kept only while a
-// quota is configured: built at open, or before the first run that needs it (a quota added
-// by a reload); dropped at an open without quotas. An eviction by owner without a quota
-// builds it for its run and drops it after; a dry run builds it in the transaction it rolls
-// back, so it changes nothing.
+// owner: about a fifth of a put's cost (docs/PERFORMANCE.md, "Durable puts over the
+// socket"). It is kept only while a quota is configured: built at open, or before the first
+// run that needs it (a quota added by a reload); dropped at an open without quotas. An
+// eviction by owner without a quota builds it for its run and drops it after; a dry run
+// builds it in the transaction it rolls back, so it changes nothing.
 
 import GRDB
 
