@@ -4,7 +4,7 @@
 Each case starts a fresh assetd (its own config, root, database and socket in a temp folder),
 runs hostile clients against it while one bystander pings every 20 ms and another runs ordinary
 methods, and prints the daemon's RSS (peak while the clients run, and after they left and the
-daemon settled) and the bystanders' p99 against the targets of issue 17:
+daemon settled) and the bystanders' p99 against the targets of docs/PERFORMANCE.md:
 RSS <= 100 MiB after one client's work, <= 300 MiB with four hostile clients at once, back near
 idle when they leave; ping p99 <= 100 ms throughout.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile clients against assetd, measured (issue 17's targets: RSS <= 100 MiB after one
+# Hostile clients against assetd, measured (docs/PERFORMANCE.md's goals: RSS <= 100 MiB after one
 # client's work, <= 300 MiB with four at once, ping p99 <= 100 ms): scripts/hostile.sh
 # [--scale F] [CASE...]. ASSETD=path picks the daemon (default .build/debug/assetd; bench.sh
 # passes its release build). Prints each case's RSS idle/peak/after and the bystanders' p99
