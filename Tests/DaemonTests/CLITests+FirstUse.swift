@@ -1,0 +1,41 @@
+// What a first-time user meets in assetctl (assetctl(1)): values too large for one argument,
+// commands that say what they did when there is nothing to show, one time convention, numbers
+// Prometheus reads as written, counts in the right number, and the daemon's log of start-up
+// index builds and of maintenance runs that changed something.
+
+import AssetClient
+import AssetctlText
+import AssetStore
+import Foundation
+import Testing
+
+extension CLITests {
+    @Test("put takes a value larger than one argument may be from stdin with - and from --value-file")
+    func putLargeValue() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        // Linux refuses one argument over 128 KiB ("Argument list too long").
+        let value: JSONValue = ["blob": .string(String(repeating: "x", count: 300_000)), "n": 1]
+        let text = value.serialized()
+
+        let piped = try h.assetctl("put", "big", "a", "-", stdin: text + "\n")
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(try c.getObject("big", "a")["value"] == value)
+
+        let path = h.dir + "/value.json"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let f = try h.makeFile("big/b.bin")
+        let fromFile = try h.assetctl("put", "big", "b", "--value-file", path, "--file", f)
+        #expect(fromFile.status == 0, "\(fromFile.stderr)")
+        #expect(try c.getObject("big", "b")["value"] == ["blob": value["blob"]!, "n": 1, "file": .string(f)])
+
+        let both = try h.assetctl("put", "big", "c", "{}", "--value-file", path)
+        #expect(both.status == 64 && both.stderr.contains("not both"), "\(both.stderr)")
+        let missing = try h.assetctl("put", "big", "d", "--value-file", h.dir + "/none.json")
+        #expect(missing.status == 1 && missing.stderr.contains("cannot read \(h.dir)/none.json"), "\(missing.stderr)")
+        let bad = try h.assetctl("put", "big", "e", "-", stdin: "{oops")
+        #expect(
+            bad.status == 64 && bad.stderr.contains("the value on standard input is not valid JSON"), "\(bad.stderr)")
+        #expect(try c.getObject("big", "c") == .null && c.getObject("big", "e") == .null)
+    }
+}
