@@ -38,4 +38,33 @@ extension CLITests {
             bad.status == 64 && bad.stderr.contains("the value on standard input is not valid JSON"), "\(bad.stderr)")
         #expect(try c.getObject("big", "c") == .null && c.getObject("big", "e") == .null)
     }
+
+    @Test("get prints the object's times and its files' in UTC, a value's own field untouched; --json the seconds")
+    func getTimes() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        let f = try h.makeFile("t/a.bin")
+        try c.call(
+            "object.put",
+            ["collection": "t", "key": "a", "value": ["created": 5, "file": .string(f)], "metadata": ["modified": 6]])
+        let stored = try c.getObject("t", "a")
+        let get = try h.assetctl("get", "t", "a")
+        #expect(get.status == 0, "\(get.stderr)")
+        let shown = try JSONValue.parse(get.stdout)
+        #expect(get.stdout == Formatting.pretty(shown), "indented JSON still")
+        for name in ["created", "modified", "accessed"] {
+            let t = try #require(stored[name]?.doubleValue)
+            #expect(shown[name] == .string(Formatting.timestamp(t)), "\(name): \(get.stdout)")
+        }
+        let file = try #require(stored["files"]?.arrayValue?.first)
+        let shownFile = shown["files"]?.arrayValue?.first
+        let mtime = try #require(file["mtime"]?.doubleValue)
+        let firstSeen = try #require(file["first_seen"]?.doubleValue)
+        #expect(shownFile?["mtime"] == .string(Formatting.timestamp(mtime)))
+        #expect(shownFile?["first_seen"] == .string(Formatting.timestamp(firstSeen)))
+        #expect(shownFile?["size"] == file["size"])
+        #expect(shown["value"] == stored["value"] && shown["metadata"] == ["modified": 6], "the user's fields stay")
+        #expect(Formatting.timestamp(1_763_709_663.5) == "2025-11-21T07:21:03Z")
+        #expect(json(try h.assetctl("--json", "get", "t", "a")) == stored)
+    }
 }
