@@ -39,6 +39,41 @@ extension CLITests {
         #expect(try c.getObject("big", "c") == .null && c.getObject("big", "e") == .null)
     }
 
+    @Test("pending shows DEFERRED leased for a leased file; commands with nothing to show, and checkpoint, say so")
+    func emptyAndDeferred() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        #expect(try h.assetctl("pending").stdout == "no unlinks pending\n")
+        #expect(json(try h.assetctl("--json", "pending")) == ["pending": []])
+        #expect(try h.assetctl("lease", "ls").stdout == "no live leases\n")
+        #expect(json(try h.assetctl("--json", "lease", "ls")) == ["leases": []])
+        let checkpoint = try h.assetctl("checkpoint")
+        #expect(checkpoint.status == 0, "\(checkpoint.stderr)")
+        #expect(checkpoint.stdout == "checkpointed: the write-ahead log is back in the database file\n")
+        #expect(try h.assetctl("edge", "ls").stdout == "no edges\n")
+        #expect(try h.assetctl("query", "WHERE owner = ?", "nobody").stdout == "no matches\n")
+        #expect(try h.assetctl("aggregate", "--group-by", "owner", "COUNT(*)").stdout == "no matches\n")
+        #expect(try h.assetctl("template", "get", "none").stdout == "no templates for none\n")
+        let ls = try h.assetctl("ls", "none")
+        #expect(ls.status == 0 && ls.stdout == "" && ls.stderr == "assetctl: no keys in none\n", "\(ls.stderr)")
+
+        let f = try h.makeFile("leased.bin")
+        let holder = try h.client()
+        _ = try holder.call("lease.acquire", ["files": [.string(f)], "ttl": "1h"])
+        try c.putObject("l", "a", ["file": .string(f)])
+        try c.deleteObject("l", "a")
+        let r = try h.assetctl("pending")
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(lines.first == ["PATH", "QUEUED", "ATTEMPTS", "DEFERRED", "NEXT", "LAST_ERROR"], "\(r.stdout)")
+        #expect(lines.count == 2 && lines[1].count == 6, "\(r.stdout)")
+        #expect(lines.count == 2 && lines[1][0] == f && lines[1][2] == "0" && lines[1][3] == "leased", "\(r.stdout)")
+        #expect(try h.assetctl("lease", "ls").stdout.hasPrefix("LEASE "))
+        holder.close()
+        #expect(eventually { !h.exists(f) }, "the unlink ran once the lease ended")
+        #expect(try h.assetctl("pending").stdout == "no unlinks pending\n")
+    }
+
     @Test("get prints the object's times and its files' in UTC, a value's own field untouched; --json the seconds")
     func getTimes() throws {
         let h = try DaemonHarness()

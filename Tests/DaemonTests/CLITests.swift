@@ -199,11 +199,15 @@ import Testing
         #expect(lines.count == 2)
         #expect(
             lines.first?.split(separator: " ", omittingEmptySubsequences: true) == [
-                "PATH", "QUEUED", "ATTEMPTS", "LAST_ERROR",
+                "PATH", "QUEUED", "ATTEMPTS", "DEFERRED", "NEXT", "LAST_ERROR",
             ])
         let row = lines.last?.split(separator: " ", omittingEmptySubsequences: true) ?? []
         #expect(
-            row.count == 4 && row.first.map(String.init) == f && row[2] == "0" && row[3] == "-", "\(lines.last ?? "")")
+            row.count == 6 && row.first.map(String.init) == f && row[2] == "0" && row[3] == "-" && row[5] == "-",
+            "\(lines.last ?? "")")
+        let queued = try #require(try c.call("pending")["pending"]?.arrayValue?.first)
+        let next = try #require(queued["next_attempt"]?.doubleValue)
+        #expect(row.count == 6 && row[4] == Formatting.timestamp(next))
         let j = json(try h.assetctl("--json", "pending"))
         #expect(j?["pending"]?.arrayValue?.first?["path"] == .string(f))
         #expect(j?["pending"]?.arrayValue?.first?["attempts"] == 0)
