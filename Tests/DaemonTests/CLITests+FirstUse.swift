@@ -102,4 +102,16 @@ extension CLITests {
         #expect(Formatting.timestamp(1_763_709_663.5) == "2025-11-21T07:21:03Z")
         #expect(json(try h.assetctl("--json", "get", "t", "a")) == stored)
     }
+
+    @Test("stats --prometheus writes a latency of 1.087 ms as 0.001087, integers without a fraction")
+    func prometheusNumbers() throws {
+        let text = Prometheus.exposition(stats: [
+            "objects": 3, "latency_ms": ["p50": 1.087, "p99": 0.3], "uptime": 12.25,
+        ])
+        #expect(text.contains("assetd_request_latency_seconds{quantile=\"0.5\"} 0.001087\n"), "\(text)")
+        #expect(text.contains("assetd_request_latency_seconds{quantile=\"0.99\"} 0.0003\n"), "\(text)")
+        #expect(text.contains("assetd_objects 3\n") && text.contains("assetd_uptime_seconds 12.25\n"), "\(text)")
+        let e = try Exposition(text)
+        #expect(e.value("assetd_request_latency_seconds", ["quantile": "0.5"]) == 0.001087)
+    }
 }
