@@ -114,4 +114,16 @@ extension CLITests {
         let e = try Exposition(text)
         #expect(e.value("assetd_request_latency_seconds", ["quantile": "0.5"]) == 0.001087)
     }
+
+    @Test("verify counts one problem in the singular")
+    func verifyOneProblem() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        let f = try h.makeFile("v.bin")
+        try c.putObject("media", "v", ["file": .string(f)])
+        unlink(f)
+        let r = try h.assetctl("verify")
+        #expect(r.status == 1)
+        #expect(r.stdout.hasSuffix("\n1 problem found, 0 repaired; problems remain\n"), "\(r.stdout)")
+    }
 }
