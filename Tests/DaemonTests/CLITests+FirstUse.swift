@@ -126,4 +126,26 @@ extension CLITests {
         #expect(r.status == 1)
         #expect(r.stdout.hasSuffix("\n1 problem found, 0 repaired; problems remain\n"), "\(r.stdout)")
     }
+
+    @Test("a daemon with a quota logs the build of its owner index once when it begins and once when done")
+    func quotaIndexLoggedOnce() throws {
+        let h = try DaemonHarness(
+            extraConfig: """
+                [policy]
+                interval = "1h"
+                [[policy.quota]]
+                owner = "alice"
+                max_bytes = "1GiB"
+                """, logLevel: "info")
+        let lines = h.log.split(separator: "\n").filter { $0.contains("index default (owner, accessed") }
+        #expect(lines.count == 2, "\(h.log)")
+        #expect(
+            lines.first?.hasSuffix("rebuilding index default (owner, accessed: quotas are configured): 0 objects")
+                == true)
+        #expect(
+            lines.last?.hasSuffix("rebuilt index default (owner, accessed: quotas are configured): 0 objects") == true)
+        #expect(h.stop() == 0)
+        try h.start()
+        #expect(h.log.components(separatedBy: "index default (owner").count == 3, "built once: \(h.log)")
+    }
 }
