@@ -148,4 +148,27 @@ extension CLITests {
         try h.start()
         #expect(h.log.components(separatedBy: "index default (owner").count == 3, "built once: \(h.log)")
     }
+
+    @Test("a real enforce or evict that deleted something is logged at info; a dry run is not")
+    func policyRunsLogged() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 150), logLevel: "info")
+        let c = try h.client()
+        for key in ["a", "b", "c"] { try c.putFile("media", key, try h.makeFile("\(key).bin", size: 100)) }
+        #expect(try h.assetctl("enforce", "--dry-run").status == 0)
+        #expect(!h.log.contains("deleted"), "\(h.log)")
+        let run = try h.assetctl("enforce")
+        #expect(run.status == 0, "\(run.stderr)")
+        let commit = try #require(try c.call("ping")["commit"]?.intValue)
+        let uid = geteuid()
+        // Logged before the reply is written: there by the time assetctl has it.
+        #expect(
+            h.log.contains(
+                "policy.enforce (uid \(uid)): deleted 2 objects, queued 2 files for unlinking, commit \(commit)\n"),
+            "\(h.log)")
+        #expect(try h.assetctl("evict", "--bytes", "1").status == 0)
+        #expect(
+            h.log.contains(
+                "policy.evict (uid \(uid)): deleted 1 object, queued 1 file for unlinking, commit \(commit + 1)\n"),
+            "\(h.log)")
+    }
 }
