@@ -45,11 +45,8 @@ extension Daemon {
                 maintenance.end(claim)
                 switch box.value {
                 case .success(let plan)?:
-                    if !plan.objects.isEmpty {
-                        logger.info(
-                            "policy: deleted \(plan.objects.count) objects, \(plan.files.count) files, \(plan.bytes) bytes"
-                        )
-                    }
+                    logChanges(
+                        of: Daemon.policyTimerRun, plan.commits, bytes: plan.bytes)
                     for report in plan.commits {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))
@@ -74,5 +71,24 @@ extension Daemon {
             maintenance.end(claim)
             logger.error("cannot schedule a policy run: \(error)")
         }
+    }
+
+    /// Logs at info what a maintenance run (the timer's, or a client's such as `assetctl
+    /// enforce`) changed, so an admin reading the log learns why objects and files went;
+    /// a run that committed nothing (a dry run, a clean verify) logs nothing.
+    func logChanges(of run: String, _ commits: [CommitReport], bytes: Int64? = nil) {
+        guard let first = commits.first, let last = commits.last else { return }
+        func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+        let objects = commits.reduce(0) { $0 + $1.deleted.count }
+        let files = commits.reduce(0) { $0 + $1.filesQueued.count }
+        var line = "\(run): "
+        if objects == 0 && files == 0 {
+            line += "changed the store"  // a repair, an index definition
+        } else {
+            line += "deleted \(count(objects, "object")), queued \(count(files, "file")) for unlinking"
+            if let bytes { line += " (\(count(Int(bytes), "byte")))" }
+        }
+        line += first.commit == last.commit ? ", commit \(first.commit)" : ", commits \(first.commit)-\(last.commit)"
+        logger.info("\(line)")
     }
 }

@@ -73,9 +73,9 @@ public final class Daemon {
             break
         }
         do {
-            let log = logger
+            let rebuilds = RebuildLog(logger)
             store = try Store(path: config.storePath, configuration: config.storeConfiguration()) { p in
-                log.info("rebuilding index \(p.index): \(p.done)/\(p.total) objects")
+                rebuilds.note(p)
             }
         } catch let e as StoreError where e.code == .busy {
             logger.error("\(config.storePath): \(e.message)")  // "the database is held by another process (pid N)"

@@ -90,6 +90,9 @@ extension Session {
             // The connection's leases ended when it closed; one granted since ends now.
             if closed { server.leasesEnded(holder: number) }
             if let claim { daemon.maintenance.end(claim) }
+            if claim != nil, case .success(let outcome)? = box.value {
+                daemon.logChanges(of: "\(name) (uid \(identity.uid))", outcome.commits)
+            }
             if case .failure(let e)? = box.value, e.stableCode == RPCError.Code.replyTooLarge.rawValue {
                 server.released(ctx.replyLimit)
             }

@@ -2,6 +2,11 @@
 // textfile collector: `# HELP` and `# TYPE` once per metric family, names `assetd_…`, label
 // values escaped (backslash, double quote, newline), one sample per line.
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import JSON
 
 /// Renders `stats` results as Prometheus metrics.
@@ -147,11 +152,19 @@ public enum Prometheus {
         return out
     }
 
-    /// Integers without a fraction; others as Swift prints doubles (Go's ParseFloat reads both).
+    /// Integers without a fraction; others to 15 significant digits, the most a double holds
+    /// for every decimal, so a quotient such as 1.087 / 1000 prints `0.001087`, not the
+    /// `0.0010869999999999999` of its shortest round trip (Go's ParseFloat reads both forms).
     static func number(_ d: Double) -> String {
         if d.isNaN { return "NaN" }
         if d.isInfinite { return d > 0 ? "+Inf" : "-Inf" }
         if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
-        return String(d)
+        var buffer = [CChar](repeating: 0, count: 32)
+        let count = buffer.count
+        // %.15g of a finite double is at most 22 characters ("-1.23456789012345e-308").
+        _ = buffer.withUnsafeMutableBufferPointer { out in
+            withVaList([d]) { list in vsnprintf(out.baseAddress, count, "%.15g", list) }
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -72,17 +72,30 @@ enum Console {
 
     /// Reads all of stdin as UTF-8 text.
     static func readStandardInput() throws(CLIFailure) -> String {
+        try readAll(0, what: "standard input")
+    }
+
+    /// Reads all of the file at `path` as UTF-8 text.
+    static func readFile(_ path: String) throws(CLIFailure) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        return try readAll(fd, what: path)
+    }
+
+    /// Reads `fd` to its end; `what` names it in the error.
+    private static func readAll(_ fd: Int32, what: String) throws(CLIFailure) -> String {
         var data = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = chunk.count
-            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress!, count) }  // 64 KiB, never empty
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, count) }  // 64 KiB, never empty
             if n > 0 {
                 data += chunk[0..<n]
             } else if n == 0 {
                 return String(decoding: data, as: UTF8.self)
             } else if errno != EINTR {
-                throw CLIFailure("cannot read standard input: \(String(cString: strerror(errno)))")
+                throw CLIFailure("cannot read \(what): \(String(cString: strerror(errno)))")
             }
         }
     }

@@ -203,7 +203,7 @@ private func failingNextSync(of f: Fixture, _ body: () throws -> Void) rethrows 
         let path = try f.makeFile("m/file")
         try f.put([(ref("c", "k"), ["file": .string(path)])])
         try f.store.makeDurable()  // a sync that covers every commit counted so far
-        let writer = try f.store.pool.writeWithoutTransaction { $0.sqliteConnection! }
+        let writer = f.store.pool.writeWithoutTransaction { $0.sqliteConnection! }
         let inside = DispatchSemaphore(value: 0)
         let resume = DispatchSemaphore(value: 0)
         onWriteUnlock(writer) {

@@ -134,7 +134,9 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         let h = try DaemonHarness(start: false)
         let path = h.dir + "/" + name
         if name == "folder" { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
-        if name == "binary.toml" { FileManager.default.createFile(atPath: path, contents: Data([0xff, 0xfe, 0x0a])) }
+        if name == "binary.toml" {
+            #expect(FileManager.default.createFile(atPath: path, contents: Data([0xff, 0xfe, 0x0a])))
+        }
         let r = try runAssetd(["--config", path, "--check-config"])
         #expect(r.status == 78)
         #expect(r.stderr == "assetd: \(path): cannot read: \(reason)\n", "\(r.stderr)")

@@ -112,7 +112,7 @@ final class DaemonHarness {
     ) throws {
         var template = Array("/tmp/assetd-e2e-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
-        dir = String(cString: template)
+        dir = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }  // mkdtemp wrote a C string
         chmod(dir, 0o755)
         root = dir + "/root"
         socket = dir + "/run/control.sock"
@@ -185,7 +185,7 @@ final class DaemonHarness {
         p.arguments = arguments ?? ["--config", configPath]
         if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         if !FileManager.default.fileExists(atPath: logPath) {
-            FileManager.default.createFile(atPath: logPath, contents: nil)
+            guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw POSIXError(.EIO) }
         }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
@@ -241,7 +241,9 @@ final class DaemonHarness {
         let path = root + "/" + rel
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: 1, count: size))
+        guard FileManager.default.createFile(atPath: path, contents: Data(repeating: 1, count: size)) else {
+            throw POSIXError(.EIO)
+        }
         return path
     }
 

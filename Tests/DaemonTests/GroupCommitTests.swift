@@ -67,7 +67,7 @@ import Testing
     private func openStore() throws -> Store {
         var template = Array("/tmp/assetd-batch-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
-        let dir = String(cString: template)
+        let dir = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }  // mkdtemp wrote a C string
         try FileManager.default.createDirectory(atPath: dir + "/root", withIntermediateDirectories: true)
         return try Store(path: dir + "/db.sqlite", configuration: StoreConfiguration(roots: [dir + "/root"]))
     }

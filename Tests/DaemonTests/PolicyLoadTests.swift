@@ -44,7 +44,9 @@ import Testing
                             let path = "\(root)/w\(w)/\(i).bin"
                             try? FileManager.default.createDirectory(
                                 atPath: "\(root)/w\(w)", withIntermediateDirectories: true)
-                            FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 1024))
+                            guard
+                                FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 1024))
+                            else { throw POSIXError(.EIO) }
                             let started = Date()
                             try c.putObject("load", "w\(w)-\(i)", ["file": .string(path)])
                             latencies.withLock { $0.append(Date().timeIntervalSince(started)) }

@@ -43,7 +43,7 @@ extension ControlClient {
 
         let run = try h.assetctl("enforce")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(try eventually { !h.exists(other) }, "the unleased object is evicted and its file unlinked")
+        #expect(eventually { !h.exists(other) }, "the unleased object is evicted and its file unlinked")
         #expect(try c.call("sweep")["unlinked"] == 0, "every due unlink has run")
         #expect(h.exists(leased), "over budget still, but leased")
         #expect(try c.call("object.get", ref("media", "leased")) != .null, "and not evicted")
@@ -52,7 +52,7 @@ extension ControlClient {
         #expect(try eventually { try c.call("lease.list")["leases"] == [] })
         let again = try h.assetctl("enforce")
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(try eventually { !h.exists(leased) }, "the next enforcement deletes it once the lease ended")
+        #expect(eventually { !h.exists(leased) }, "the next enforcement deletes it once the lease ended")
     }
 
     @Test("a pinned object survives enforce until unpinned")
@@ -68,7 +68,7 @@ extension ControlClient {
         #expect(try h.assetctl("unpin", "media", "p").status == 0)
         let after = try c.call("policy.enforce")
         #expect(after["objects"]?.refTexts == ["media/p"], "\(after.serialized())")
-        #expect(try eventually { !h.exists(file) })
+        #expect(eventually { !h.exists(file) })
     }
 
     @Test("a dry run's objects, files and bytes equal the real run's, over the socket")
@@ -157,7 +157,7 @@ extension ControlClient {
         let c = try h.client()
         let file = try h.makeFile("timer.bin", size: 100)
         try c.putFile("media", "t", file)
-        #expect(try eventually(timeout: 60) { !h.exists(file) })
+        #expect(eventually(timeout: 60) { !h.exists(file) })
         #expect(try c.getObject("media", "t") == .null)
     }
 

@@ -8,7 +8,7 @@ import Foundation
 import Testing
 
 @Suite struct VerifyBackupTests {
-    @Test("verify exits 0 on a clean store, 1 while a registered file is missing, and 0 once --repair fixed it")
+    @Test("verify exits 0 on a clean store, 1 while a registered file is missing (1 problem), and 0 once repaired")
     func verifyExitStatus() throws {
         let h = try DaemonHarness()
         let c = try h.client()
@@ -20,6 +20,7 @@ import Testing
         let broken = try h.assetctl("verify")
         #expect(broken.status == 1, "\(broken.stdout)\(broken.stderr)")
         #expect(broken.stdout.contains(file) || broken.stdout.contains("media"), "\(broken.stdout)")
+        #expect(broken.stdout.hasSuffix("\n1 problem found, 0 repaired; problems remain\n"), "\(broken.stdout)")
         let json = try h.assetctl("--json", "verify")
         #expect(json.status == 1)
         #expect(try JSONValue.parse(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["clean"] == false)

@@ -311,7 +311,7 @@ final class ChildHolder {
     func procFallback() throws {
         let f = try Fixture()
         let busy = try f.makeFile("p/busy.bin")
-        let idle = try f.makeFile("p/idle.bin")
+        _ = try f.makeFile("p/idle.bin")
         let folder = open(f.root + "/p", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         try #require(folder >= 0)
         defer { close(folder) }

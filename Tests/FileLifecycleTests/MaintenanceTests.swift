@@ -540,7 +540,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
             var i = 0
             while !stop.load(ordering: .relaxed) {
                 // Ten objects per commit, so commit n holds exactly 10·(n − base) of them.
-                try? store.write { tx in
+                _ = try? store.write { tx in
                     for j in 0..<10 { try tx.put(ref("w", "\(i)-\(j)"), value: ["n": .int(Int64(i))]) }
                 }
                 i += 1

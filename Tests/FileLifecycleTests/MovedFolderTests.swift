@@ -21,7 +21,7 @@ import AssetStoreTestSupport
     @Test("a folder moved out of the root during a sweep batch: its remaining file is not removed there")
     func folderMovedOutMidBatch() throws {
         let f = try Fixture()
-        let (a, b) = try queueTwo(f, in: "d")
+        let (a, _) = try queueTwo(f, in: "d")
         let root = f.root
         let outside = f.dir + "/outside-d"
         let report = try f.store.sweep(retryFailed: false, batch: 1000, threads: 1) { path in
@@ -36,7 +36,7 @@ import AssetStoreTestSupport
     @Test("a folder replaced by a symlink during a sweep batch: its remaining file is kept as unsafe_path")
     func folderSwappedForSymlinkMidBatch() throws {
         let f = try Fixture()
-        let (a, b) = try queueTwo(f, in: "d")
+        let (_, b) = try queueTwo(f, in: "d")
         let root = f.root
         let moved = f.dir + "/outside-d"
         let report = try f.store.sweep(retryFailed: false, batch: 1000, threads: 1) { path in

@@ -23,7 +23,7 @@ public final class Fixture {
     public init(configure: (inout StoreConfiguration) -> Void = { _ in }) throws {
         var template = Array("/tmp/assetd-test-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { fatalError("mkdtemp failed") }
-        dir = String(cString: template)
+        dir = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }  // mkdtemp wrote a C string
         root = dir + "/root"
         dbPath = dir + "/state/assetd.sqlite"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)

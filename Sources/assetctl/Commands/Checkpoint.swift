@@ -14,7 +14,8 @@ struct CheckpointCommand: ParsableCommand {
     func run() throws {
         try root.show("checkpoint") { r in
             r["emptied"] == false
-                ? "the write-ahead log was not emptied: another process is reading the database\n" : ""
+                ? "the write-ahead log was not emptied: another process is reading the database\n"
+                : "checkpointed: the write-ahead log is back in the database file\n"
         }
     }
 }

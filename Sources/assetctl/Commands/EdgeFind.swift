@@ -16,7 +16,10 @@ struct EdgeFindCommand: ParsableCommand {
     @OptionGroup var filter: EdgeFilterOptions
 
     func run() throws {
-        try root.show("edge.find", filter.params) { Formatting.edgeTable($0["edges"]?.arrayValue ?? []) }
+        try root.show("edge.find", filter.params) { r in
+            let edges = r["edges"]?.arrayValue ?? []
+            return edges.isEmpty ? "no edges\n" : Formatting.edgeTable(edges)
+        }
     }
 }
 

@@ -38,6 +38,7 @@ struct IndexAggregateCommand: ParsableCommand {
         if !groupBy.isEmpty { p["group_by"] = .array(groupBy.map(JSONValue.string)) }
         try root.show("index.aggregate", .object(p)) { r in
             if let rows = r["rows"]?.arrayValue {
+                if rows.isEmpty { return "no matches\n" }
                 return Formatting.objectTable(rows, columns: Formatting.columns(of: rows, leading: groupBy))
             }
             return Formatting.cell(r["value"] ?? r) + "\n"

@@ -39,6 +39,7 @@ struct IndexQueryCommand: ParsableCommand {
         let builtIn = index == nil || index == "default"
         try root.show("index.query", .object(p)) { r in
             let rows = r["rows"]?.arrayValue ?? []
+            if rows.isEmpty { return "no matches\n" }
             var columns = Formatting.columns(of: rows, leading: IndexQueryCommand.leadingColumns)
             for last in ["value", "metadata"] where columns.contains(last) {
                 columns.removeAll { $0 == last }

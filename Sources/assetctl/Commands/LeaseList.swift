@@ -1,5 +1,5 @@
 // `assetctl lease ls` → lease.list: live leases as LEASE EXPIRES HOLDER OBJECTS FILES, soonest
-// to lapse first, times in UTC.
+// to lapse first, times in UTC; none says so.
 
 import ArgumentParser
 import AssetClient
@@ -14,8 +14,10 @@ struct LeaseListCommand: ParsableCommand {
 
     func run() throws {
         try root.show("lease.list") { r in
-            Formatting.objectTable(
-                r["leases"]?.arrayValue ?? [], columns: ["lease", "expires", "holder", "objects", "files"],
+            let leases = r["leases"]?.arrayValue ?? []
+            if leases.isEmpty { return "no live leases\n" }
+            return Formatting.objectTable(
+                leases, columns: ["lease", "expires", "holder", "objects", "files"],
                 headers: ["LEASE", "EXPIRES", "HOLDER", "OBJECTS", "FILES"]
             ) { name, value in
                 switch name {

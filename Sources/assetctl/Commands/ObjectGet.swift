@@ -1,5 +1,6 @@
-// `assetctl get COLLECTION KEY [--touch]` → object.get. The object pretty-printed; a missing
-// object is a message on stderr and exit 1.
+// `assetctl get COLLECTION KEY [--touch]` → object.get. The object pretty-printed, its times
+// (and its files' times) in UTC as file, query and pending print them, raw with --json; a
+// missing object is a message on stderr and exit 1.
 
 import ArgumentParser
 import AssetClient
@@ -21,7 +22,27 @@ struct ObjectGetCommand: ParsableCommand {
         var params: [String: JSONValue] = ["collection": .string(object.collection), "key": .string(object.key)]
         if touch { params["touch"] = true }
         let result = try root.call("object.get", .object(params))
-        root.emit(result) { $0.isNull ? "" : Formatting.pretty($0) }
+        root.emit(result) { $0.isNull ? "" : Formatting.pretty(ObjectGetCommand.withTimes($0)) }
         if result.isNull { throw CLIFailure("no object \(object.collection)/\(object.key)") }
+    }
+
+    /// `object` with its own times and its files' as UTC strings; value and metadata untouched
+    /// (a field of theirs named `created` is the user's, not a time of ours).
+    static func withTimes(_ object: JSONValue) -> JSONValue {
+        guard case .object(var o) = object else { return object }
+        for name in ["created", "modified", "accessed"] {
+            if let t = o[name]?.doubleValue { o[name] = .string(Formatting.timestamp(t)) }
+        }
+        if let files = o["files"]?.arrayValue {
+            o["files"] = .array(
+                files.map { file in
+                    guard case .object(var f) = file else { return file }
+                    for name in ["mtime", "first_seen"] {
+                        if let t = f[name]?.doubleValue { f[name] = .string(Formatting.timestamp(t)) }
+                    }
+                    return .object(f)
+                })
+        }
+        return .object(o)
     }
 }

@@ -1,5 +1,6 @@
 // `assetctl ls COLLECTION [--after K] [--limit N] [--all]` → object.list: keys one per line.
-// With --all it pages until `next` is null; without, a further page is announced on stderr.
+// With --all it pages until `next` is null; without, a further page is announced on stderr, as
+// is a collection with no keys (stdout stays a plain list of keys for scripts).
 
 import ArgumentParser
 import AssetClient
@@ -39,17 +40,24 @@ struct ObjectListCommand: ParsableCommand {
             if !all {
                 root.emit(page) { _ in keys.map { Formatting.cell($0) + "\n" }.joined() }
                 if !root.json, let next { Console.error("more keys after \(next) (--after or --all)") }
+                if !root.json, keys.isEmpty { noKeys() }
                 return
             }
             if root.json {
                 collected += keys
             } else {
                 Console.out(keys.map { Formatting.cell($0) + "\n" }.joined())
+                if keys.isEmpty, cursor == after { noKeys() }
             }
             // Stop at the end, and on a cursor that does not move (never loop forever).
             guard let next, next != cursor, !keys.isEmpty else { break }
             cursor = next
         }
         if root.json { Console.out(JSONValue.object(["keys": .array(collected), "next": .null]).serialized() + "\n") }
+    }
+
+    /// Says on stderr that there was nothing to list.
+    private func noKeys() {
+        Console.error("no keys in \(collection)" + (after.map { " after \($0)" } ?? ""))
     }
 }

@@ -1,5 +1,5 @@
 // `assetctl pending [--limit N]` → pending: queued unlinks as a table PATH QUEUED ATTEMPTS
-// LAST_ERROR, times in UTC.
+// DEFERRED NEXT LAST_ERROR, times in UTC; an empty queue says so.
 
 import ArgumentParser
 import AssetClient
@@ -23,11 +23,17 @@ struct PendingCommand: ParsableCommand {
         var params: [String: JSONValue] = [:]
         if let limit { params["limit"] = .int(Int64(limit)) }
         try root.show("pending", .object(params)) { r in
-            Formatting.objectTable(
-                r["pending"]?.arrayValue ?? [], columns: ["path", "queued_at", "attempts", "last_error"],
-                headers: ["PATH", "QUEUED", "ATTEMPTS", "LAST_ERROR"]
+            let rows = r["pending"]?.arrayValue ?? []
+            if rows.isEmpty { return "no unlinks pending\n" }
+            // DEFERRED says why a file waits without a failed attempt (`leased`): without it a
+            // leased file looks like one nobody has tried.
+            return Formatting.objectTable(
+                rows, columns: ["path", "queued_at", "attempts", "deferred", "next_attempt", "last_error"],
+                headers: ["PATH", "QUEUED", "ATTEMPTS", "DEFERRED", "NEXT", "LAST_ERROR"]
             ) { name, value in
-                if name == "queued_at", let t = value.doubleValue { return Formatting.timestamp(t) }
+                if name == "queued_at" || name == "next_attempt", let t = value.doubleValue {
+                    return Formatting.timestamp(t)
+                }
                 return Formatting.cell(value)
             }
         }

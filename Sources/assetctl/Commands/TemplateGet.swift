@@ -18,6 +18,7 @@ struct TemplateGetCommand: ParsableCommand {
     func run() throws {
         try root.show("template.get", ["collection": .string(collection)]) { r in
             let edges = r["edges"]?.arrayValue ?? []
+            if edges.isEmpty { return "no templates for \(collection)\n" }
             let columns = Formatting.columns(of: edges, leading: ["name", "field", "to", "rules"])
             return Formatting.objectTable(edges, columns: columns, headers: columns.map { $0.uppercased() })
         }

@@ -38,7 +38,7 @@ struct VerifyCommand: ParsableCommand {
                 headers: ["KIND", "REPAIRED", "PROBLEM"])
             let found = r["found"]?.intValue ?? 0, repaired = r["repaired"]?.intValue ?? 0
             if found == 0 { return "clean\n" }
-            return table + "\(found) problems found, \(repaired) repaired"
+            return table + "\(Render.count(Int(found), "problem")) found, \(repaired) repaired"
                 + (r["clean"] == false ? "; problems remain\n" : "\n")
         }
         if result["clean"] == false { throw CLIFailure("verify found problems that remain") }
