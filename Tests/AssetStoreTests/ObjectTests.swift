@@ -20,6 +20,21 @@ import AssetStoreTestSupport
         #expect(try f.store.read { try $0.get(ref("c", "missing")) } == nil)
     }
 
+    @Test("a value with escapes and text beyond ASCII is stored as written, by an insert and by an update")
+    func valueTextRoundTrips() throws {
+        let f = try Fixture()
+        let values: [JSONValue] = [
+            ["s": "é\u{0}\"\\\n😀", "k": ["ü": [1, -2, 2.5]]], [:], "", ["": nil],
+        ]
+        for (i, value) in values.enumerated() {
+            try f.store.write { tx in try tx.put(ref("c", "k\(i)"), value: value) }
+            #expect(try f.store.read { try $0.get(ref("c", "k\(i)")) }?.value == value)
+            // The update path binds the same text through another statement.
+            try f.store.write { tx in try tx.put(ref("c", "k\(i)"), value: ["was": value]) }
+            #expect(try f.store.read { try $0.get(ref("c", "k\(i)")) }?.value == ["was": value])
+        }
+    }
+
     @Test("a new object put without metadata has none, after one put with it (in the same transaction and the next)")
     func metadataNotCarriedOver() throws {
         let f = try Fixture()

@@ -87,7 +87,10 @@ public final class WriteTransaction {
         guard !effectiveOwner.utf8.contains(0) else {
             throw StoreError(.invalidParams, "owner must not contain a NUL byte")
         }
-        let valueText = value.serialized()
+        // As bytes: the insert binds them as they are (a String would validate and copy them).
+        var valueText = [UInt8]()
+        valueText.reserveCapacity(64)
+        value.write(to: &valueText)
         let metadataText = metadata.map { $0.serialized() }
         let id: Int64
         // Looked up first, not inserted with ON CONFLICT DO NOTHING: that saves a search for a
@@ -105,7 +108,9 @@ public final class WriteTransaction {
                 sql: """
                     UPDATE object SET value = ?, metadata = ?, owner = ?, modified = ?, accessed = ? WHERE id = ?
                     """
-            ).execute(arguments: [valueText, metadataText, effectiveOwner, now, now, id])
+            ).execute(arguments: [
+                String(decoding: valueText, as: UTF8.self), metadataText, effectiveOwner, now, now, id,
+            ])
             if pendingDeleteIDs.remove(id) != nil {
                 pendingDeletes.removeAll { $0.id == id }  // deleted then put again: an update
             }
@@ -120,7 +125,7 @@ public final class WriteTransaction {
             try statements.insert.executeRaw { s in
                 Statement.bindText(s, 1, ref.collection)
                 Statement.bindText(s, 2, ref.key)
-                Statement.bindText(s, 3, valueText)
+                Statement.bindText(s, 3, utf8: valueText)
                 if let metadataText { Statement.bindText(s, 4, metadataText) }
                 Statement.bindText(s, 5, effectiveOwner)
                 for i in Int32(6)...8 { sqlite3_bind_double(s, i, now) }

@@ -107,6 +107,15 @@ extension Statement {
             sqlite3_bind_text(s, i, bytes.assumingMemoryBound(to: CChar.self), Int32(utf8.count), sqliteTransient)
         }
     }
+
+    /// Binds parameter `i` (from 1) to the text whose UTF-8 bytes are `utf8` (SQLite copies
+    /// them): for text built as bytes, which a String would validate and copy once more.
+    static func bindText(_ s: OpaquePointer, _ i: Int32, utf8: [UInt8]) {
+        utf8.withUnsafeBufferPointer { b in
+            let bytes = UnsafeRawPointer(b.baseAddress ?? emptyText.utf8Start)
+            sqlite3_bind_text(s, i, bytes.assumingMemoryBound(to: CChar.self), Int32(b.count), sqliteTransient)
+        }
+    }
 }
 
 /// Where a zero-length text is bound from.
