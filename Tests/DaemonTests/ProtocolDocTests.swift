@@ -2,11 +2,20 @@
 // store, so that the document cannot drift from what the daemon answers. The fenced blocks
 // the document uses, and how each runs, are described in ProtocolDoc.swift.
 
+import AssetService
 import Foundation
 import JSON
 import Testing
 
 @Suite struct ProtocolDocTests {
+    @Test func everyMethodHasASection() throws {
+        let headings = try String(contentsOfFile: ProtocolDoc.path, encoding: .utf8)
+            .split(separator: "\n").filter { $0.hasPrefix("### ") }
+            .flatMap { $0.dropFirst(4).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let missing = MethodTable.methods.keys.filter { !headings.contains($0) }.sorted()
+        #expect(missing.isEmpty, "docs/PROTOCOL.md has no section for \(missing)")
+    }
+
     @Test func everyExampleOfProtocolMDRuns() throws {
         let doc = try ProtocolDoc(contentsOf: ProtocolDoc.path)
         #expect(doc.blocks.count >= 30, "docs/PROTOCOL.md lost its examples")
