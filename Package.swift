@@ -43,12 +43,15 @@ let package = Package(
         .executable(name: "assetd", targets: ["assetd"]),
         .executable(name: "assetctl", targets: ["assetctl"]),
     ],
+    // Package.resolved is not committed, so the pins are here: each dependency up to its next
+    // minor version (a fix comes in, an API change does not), and TOMLKit, before 1.0 where a
+    // minor version may break, exactly.
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", .upToNextMinor(from: "7.10.0")),
+        .package(url: "https://github.com/x-sheep/swift-property-based", .upToNextMinor(from: "2.0.1")),
+        .package(url: "https://github.com/apple/swift-argument-parser", .upToNextMinor(from: "1.8.2")),
+        .package(url: "https://github.com/apple/swift-log", .upToNextMinor(from: "1.16.2")),
+        .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
     ],
     targets: [
         .target(name: "JSON"),

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Sourced by the other scripts: installs libuv1-dev, libsqlite3-dev and mandoc (for
-# scripts/lint.sh) with apt-get if missing.
+# Sourced by the other scripts: installs libuv1-dev, libsqlite3-dev, mandoc (for
+# scripts/lint.sh), socat and python3 (docs/PROTOCOL.md's examples, which the tests run) and
+# lintian (scripts/test.sh checks the package) with apt-get if missing.
 set -eu
 missing=""
-for pkg in libuv1-dev libsqlite3-dev pkg-config mandoc; do
+for pkg in libuv1-dev libsqlite3-dev pkg-config mandoc socat python3 lintian; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
 done
 if [ -n "$missing" ]; then

@@ -4,29 +4,78 @@ set -eu
 
 usage() {
     cat <<'USAGE'
-usage: scripts/test.sh [--tsan]
+usage: scripts/test.sh [--tsan | --install]
 
-With no option: lints (scripts/lint.sh), builds, runs a short crash soak, then the whole
-suite in parallel.
+With no option: lints (scripts/lint.sh), builds, checks the installation, runs a short
+crash soak, then the whole suite in parallel.
 
   --tsan  builds with ThreadSanitizer into .build-tsan and runs the daemon tests (the put
           pipeline and group commit among them) and the event loop tests under it; the
           assetd and assetctl they start are sanitized too. Each process writes its reports
           to .build-tsan/reports; any report fails the run. Several times slower than a
           plain run, and a build of its own (about as long as the first plain build).
+  --install
+          only checks the installation, on the debug build: scripts/install.sh and
+          scripts/package.sh into a temporary folder (never this machine's /usr), and
+          lintian on the package.
 USAGE
 }
 
 tsan=false
+install_only=false
 case "${1:-}" in
     "") ;;
     --tsan) tsan=true ;;
+    --install) install_only=true ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 64 ;;
 esac
 
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
+
+# install.sh and package.sh with the debug build's binaries, into a temporary folder.
+check_install() {
+    local tmp status=0
+    tmp=$(mktemp -d)
+    (
+        set -e
+        bin=$(swift build --show-bin-path)
+        scripts/install.sh --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
+        for f in usr/local/bin/assetd usr/local/bin/assetctl usr/local/share/man/man8/assetd.8 \
+            usr/local/share/man/man1/assetctl.1 usr/local/share/man/man5/assetd.toml.5 \
+            usr/local/lib/systemd/system/assetd.service etc/assetd/assetd.toml etc/cron.d/assetd; do
+            [ -f "$tmp/dest/$f" ] || { echo "install.sh did not install /$f" >&2; exit 1; }
+        done
+        grep -q '^ExecStart=/usr/local/bin/assetd ' "$tmp/dest/usr/local/lib/systemd/system/assetd.service"
+        # A second install keeps the administrator's config.
+        echo "# edited" >>"$tmp/dest/etc/assetd/assetd.toml"
+        scripts/install.sh --prefix /opt/assetd --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
+        grep -q '^# edited' "$tmp/dest/etc/assetd/assetd.toml" || { echo "install.sh replaced the config" >&2; exit 1; }
+        grep -q '^ExecStart=/opt/assetd/bin/assetd ' "$tmp/dest/opt/assetd/lib/systemd/system/assetd.service"
+
+        deb=$(scripts/package.sh --bin-dir "$bin" --output "$tmp" --compress gzip 2>/dev/null)
+        dpkg-deb -x "$deb" "$tmp/pkg"
+        for f in usr/bin/assetd usr/bin/assetctl usr/share/man/man8/assetd.8.gz usr/lib/systemd/system/assetd.service \
+            etc/assetd/assetd.toml usr/share/assetd/cron.d/assetd usr/share/doc/assetd/copyright; do
+            [ -f "$tmp/pkg/$f" ] || { echo "the package lacks /$f" >&2; exit 1; }
+        done
+        [ "$(dpkg-deb -f "$deb" Version)" = "$("$tmp/pkg/usr/bin/assetctl" --version)" ]
+        grep -q '^ExecStart=/usr/bin/assetd ' "$tmp/pkg/usr/lib/systemd/system/assetd.service"
+        # Errors and warnings fail; informational tags do not. The debug binaries load the
+        # toolchain's Swift runtime through their RUNPATH; a release package links it in.
+        lintian --fail-on error,warning --suppress-tags custom-library-search-path "$deb"
+    ) || status=$?
+    rm -rf "$tmp"
+    [ $status -eq 0 ] || echo "installation check failed" >&2
+    return $status
+}
+
+if $install_only; then
+    swift build
+    check_install
+    exit
+fi
 
 if $tsan; then
     build=.build-tsan
@@ -53,6 +102,7 @@ fi
 
 scripts/lint.sh
 swift build --build-tests
+check_install
 # A short crash soak first, so that swift test's own summary closes the output.
 scripts/soak.sh 3 2
 swift test --skip-build --parallel

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Installs assetd: the binaries, the man pages, the systemd unit, the example config (never over
+# an existing one) and the cron file. scripts/package.sh builds a Debian package of the same.
+set -eu
+
+usage() {
+    cat <<'USAGE'
+usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--bin-dir DIR]
+
+Builds assetd and assetctl (release, Swift runtime linked in) and installs:
+
+  PREFIX/bin/assetd, PREFIX/bin/assetctl
+  PREFIX/share/man/man1/assetctl.1, man5/assetd.toml.5, man8/assetd.8
+  PREFIX/lib/systemd/system/assetd.service   (ExecStart names PREFIX/bin/assetd)
+  /etc/assetd/assetd.toml                     (only if there is none: yours is kept)
+  /etc/cron.d/assetd                          (only if there is none)
+
+  --prefix DIR   where the files go, /usr/local by default. systemd finds the unit under
+                 /usr/local and /usr; for another prefix, link it into /etc/systemd/system.
+  --destdir DIR  a folder prepended to every path (a staging root, as for packaging);
+                 nothing is installed outside it.
+  --bin-dir DIR  install the assetd and assetctl found in DIR instead of building them.
+
+Nothing is enabled or started. Then, as root:
+
+  systemctl daemon-reload && systemctl enable --now assetd
+USAGE
+}
+
+prefix=/usr/local
+destdir=""
+bin_dir=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --prefix) prefix=${2:?--prefix needs a folder}; shift 2 ;;
+        --destdir) destdir=${2:?--destdir needs a folder}; shift 2 ;;
+        --bin-dir) bin_dir=${2:?--bin-dir needs a folder}; shift 2 ;;
+        -h | --help) usage; exit 0 ;;
+        *) usage >&2; exit 64 ;;
+    esac
+done
+case "$prefix" in
+    /*) ;;
+    *) echo "install.sh: --prefix must be absolute: $prefix" >&2; exit 64 ;;
+esac
+prefix=${prefix%/}
+[ -n "$prefix" ] || prefix=/
+
+cd "$(dirname "$0")/.."
+if [ -z "$bin_dir" ]; then
+    . scripts/deps.sh
+    # The Swift runtime linked in, so the binaries need no toolchain where they run.
+    swift build -c release --static-swift-stdlib --product assetd
+    swift build -c release --static-swift-stdlib --product assetctl
+    bin_dir=$(swift build -c release --static-swift-stdlib --show-bin-path)
+fi
+for exe in assetd assetctl; do
+    [ -x "$bin_dir/$exe" ] || { echo "install.sh: no $exe in $bin_dir" >&2; exit 66; }
+done
+
+root=${destdir%/}
+installed() { echo "  $1"; }
+
+install -d "$root$prefix/bin"
+for exe in assetd assetctl; do
+    install -m 0755 "$bin_dir/$exe" "$root$prefix/bin/$exe"
+    installed "$prefix/bin/$exe"
+done
+
+for page in man/assetctl.1 man/assetd.toml.5 man/assetd.8; do
+    section=${page##*.}
+    install -d "$root$prefix/share/man/man$section"
+    install -m 0644 "$page" "$root$prefix/share/man/man$section/"
+    installed "$prefix/share/man/man$section/$(basename "$page")"
+done
+
+# The unit and the cron file name the binaries where they are now.
+install -d "$root$prefix/lib/systemd/system"
+sed "s|/usr/local/bin/assetd|$prefix/bin/assetd|" etc/systemd/assetd.service \
+    >"$root$prefix/lib/systemd/system/assetd.service"
+chmod 0644 "$root$prefix/lib/systemd/system/assetd.service"
+installed "$prefix/lib/systemd/system/assetd.service"
+
+# Files under /etc belong to the administrator: an existing one is left as it is.
+config_file() {
+    local source=$1 target=$2
+    install -d "$(dirname "$root$target")"
+    if [ -e "$root$target" ]; then
+        echo "  $target exists: kept as it is"
+    else
+        install -m 0644 "$source" "$root$target.tmp"
+        mv "$root$target.tmp" "$root$target"
+        installed "$target"
+    fi
+}
+config_file etc/assetd.toml /etc/assetd/assetd.toml
+# cron's PATH has /usr/local/bin and /usr/bin; another prefix goes in front.
+cron=$(mktemp)
+trap 'rm -f "$cron"' EXIT
+case "$prefix" in
+    /usr/local | /usr) cp etc/cron.d/assetd "$cron" ;;
+    *) sed "s|^PATH=|PATH=$prefix/bin:|" etc/cron.d/assetd >"$cron" ;;
+esac
+config_file "$cron" /etc/cron.d/assetd
