@@ -22,14 +22,24 @@ extension Store {
     /// Records an access of `ref` now, in memory: the object's files are not read again.
     /// Throws `not_found` if it does not exist. `check` sees the object's owner first (and may
     /// refuse the touch).
-    public func touch(_ ref: ObjectRef, check: (String) throws -> Void = { _ in }) throws {
+    public func touch(_ ref: ObjectRef, check: AccessCheck = { _ in }) throws {
         try checkWritable()
         try ref.validate()
-        let found = try queries.with { conn in
-            try conn.inReadTransaction { try Store.idAndOwner(ref, on: conn) }
+        try queries.with { conn in try conn.inReadTransaction { try touch(ref, on: conn, check: check) } }
+    }
+
+    /// Records an access of `ref` as the connection's current read transaction finds it; the
+    /// caller checked writability and the ref.
+    func touch(_ ref: ObjectRef, on conn: QueryConnection, check: AccessCheck) throws {
+        guard let (id, owner) = try Store.idAndOwner(ref, on: conn) else {
+            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
-        guard let (id, owner) = found else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
         try check(owner)
+        recordAccess(id)
+    }
+
+    /// Records an access of object `id` now.
+    func recordAccess(_ id: Int64) {
         let now = configuration.clock()
         accesses.withLock { a in
             a.pending[id] = max(a.pending[id] ?? now, now)
