@@ -111,12 +111,11 @@ extension Store {
 
 extension WriteTransaction {
     /// Sets `accessed` of each object still there to the later of its own and the given
-    /// time, ids ascending; their index entries are refreshed at commit.
+    /// time, ids ascending. No index refresh at commit: the built-in index reads `accessed`
+    /// from the object row (its SQLite indexes follow the UPDATE), and user index columns
+    /// come from the value alone; a refresh would recount each object's files for nothing.
     func writeAccesses(_ times: [(Int64, Double)]) throws {
         let s = try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
-        for (id, t) in times {
-            try s.execute(arguments: [t, id])
-            if db.changesCount > 0 { indexDirty.insert(id) }
-        }
+        for (id, t) in times { try s.execute(arguments: [t, id]) }
     }
 }
