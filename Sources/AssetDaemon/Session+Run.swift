@@ -142,14 +142,11 @@ extension Session {
     }
 
     /// A point read on the loop, over the snapshot the server keeps for this turn (the store's
-    /// own reader if it has none), the result's JSON text spliced into the reply.
+    /// own reader if it has none), the result's JSON text spliced into the reply. A touch is
+    /// recorded in memory here too (Store+Access.swift): it costs what a read costs.
     private func pointRead(_ method: MethodTable.Method, _ request: RPCRequest, _ started: Double) {
-        let result: Result<[UInt8], RPCError>
-        if let reader = server.pointReader {
-            result = method.pointRead(request.params, from: reader.objectJSON)
-        } else {
-            result = method.pointRead(request.params, from: daemon.store.objectJSON)
-        }
+        let reader: any PointReads = server.pointReader ?? daemon.store
+        let result = method.pointRead(request.params, from: reader) { server.context(for: self) }
         switch result {
         case .success(let bytes):
             server.recordLatency(QueryClock.now() - started)

@@ -36,6 +36,7 @@ extension JSONValue {
             return nil
         }
         var members = [JSONMember]()
+        members.reserveCapacity(4)  // a request's envelope: grown once, not three times
         try parser.forEachMember(depth: 0) { members.append(JSONMember(name: $0, value: $1, range: $2)) }
         parser.skipSpace()
         guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }

@@ -76,4 +76,20 @@ import AssetStoreTestSupport
         try f.reopen()
         #expect(try stored(f, ref("c", "a")) == touched, "the close wrote it")
     }
+
+    @Test("a flush writes accessed alone: a clause on accessed finds the touched object, size and files stay")
+    func flushLeavesIndexRows() throws {
+        let f = try Fixture()
+        try f.store.write { tx in for k in ["a", "b"] { try tx.put(ref("c", k), value: ["n": 1]) } }
+        let put = f.clock.now
+        f.clock.advance(3)
+        try f.store.touch(ref("c", "b"))
+        try f.store.flushAccesses()
+        let rows = try f.store.query(clause: "WHERE accessed > \(put) ORDER BY key")
+        #expect(rows.map(\.ref) == [ref("c", "b")])
+        #expect(
+            try f.store.query(clause: "WHERE size = 0 AND files = 0 ORDER BY key").map(\.ref) == [
+                ref("c", "a"), ref("c", "b"),
+            ])
+    }
 }

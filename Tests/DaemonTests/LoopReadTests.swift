@@ -1,6 +1,6 @@
 // object.get answered on the loop over a snapshot kept for the loop turn: it sees what other
 // connections were told is committed, and the daemon lets go of the snapshot when the turn
-// ends, so a checkpoint can empty the WAL.
+// ends, so a checkpoint can empty the WAL. Touches run there too, from the row they read.
 
 import AssetClient
 import AssetStore
@@ -51,5 +51,33 @@ import Testing
         let plain = try c.call("object.get", ["collection": "p", "key": "k"])
         #expect(try c.call("object.get", ["collection": "p", "key": "k", "touch": .null, "extra": 1]) == plain)
         #expect(try c.call("object.get", ["collection": "p", "key": "k", "touch": false]) == plain)
+    }
+
+    @Test("touches on the loop: each reply shows the touch before it; a missing object is not_found or null")
+    func touchesOnLoop() throws {
+        let h = try DaemonHarness(storeSection: #"access_flush = "1h""#)
+        let c = try h.client()
+        try c.putObject("t", "k", ["v": 1])
+        var last = try #require(c.getObject("t", "k")["accessed"]?.doubleValue)
+        for i in 0..<3 {
+            passClock(last)
+            if i % 2 == 0 {
+                _ = try c.call("object.touch", ["collection": "t", "key": "k"])
+                let now = try #require(c.getObject("t", "k")["accessed"]?.doubleValue)
+                #expect(now > last, "object.touch moved accessed")
+                last = now
+            } else {
+                let got = try c.call("object.get", ["collection": "t", "key": "k", "touch": true])
+                let now = try #require(got["accessed"]?.doubleValue)
+                #expect(now > last, "the touching get's own reply shows its touch")
+                #expect(got["value"] == ["v": 1])
+                last = now
+            }
+        }
+        #expect(try c.call("stats")["access"]?["touches"] == 3)
+        expectRPCError(Code.application, "not_found") { () throws(ClientError) in
+            try c.call("object.touch", ["collection": "t", "key": "missing"])
+        }
+        #expect(try c.call("object.get", ["collection": "t", "key": "missing", "touch": true]) == .null)
     }
 }

@@ -9,7 +9,8 @@ public enum Execution: Sendable, Equatable {
     /// scans fill the threads.
     case loop
     /// On the loop, through the method's point-read body over a snapshot the daemon keeps for
-    /// the rest of the loop turn (no thread hop), the stored value spliced into the reply.
+    /// the rest of the loop turn (no thread hop), the stored value spliced into the reply. A
+    /// touch is one too: the access is recorded in memory from the row read.
     case pointRead
     /// Queued for the next group commit (`PutPipeline`): the puts of many clients share one
     /// transaction and one sync, and each is answered once its commit is durable.

@@ -16,19 +16,17 @@ public enum MethodTable {
         /// Means something only to a running daemon (watching, stopping it): `assetctl --db`
         /// refuses it.
         public let needsDaemon: Bool
-        /// How the daemon runs it, unless `writes` says the params make it a write.
+        /// How the daemon runs it.
         private let execution: Execution
-        /// For a point read: whether the params make it a write (object.get with touch),
-        /// which then runs on the pool through `run`.
-        private let writes: (@Sendable (JSONValue) -> Bool)?
         /// The admin-only form of a method anyone may call, judged by its params before any
         /// work or claim (a real policy run, verify with repair): its name in the refusal.
         fileprivate let adminForm: (@Sendable (JSONValue) -> String?)?
         /// The body.
         fileprivate let run: @Sendable (Params, MethodContext) throws -> MethodOutcome
-        /// For a point read: the body over a reader the caller keeps, giving the result's
-        /// JSON text. `run` renders through it too, so both answer the same bytes.
-        private let read: (@Sendable (Params, ObjectReader) throws -> [UInt8])?
+        /// For a point read: the body over point reads the caller keeps, giving the result's
+        /// JSON text (the context is made only if the body asks). `run` renders through it
+        /// too, so both answer the same bytes.
+        private let read: (@Sendable (Params, any PointReads, () -> MethodContext) throws -> [UInt8])?
 
         init(
             _ execution: Execution, adminOnly: Bool = false, needsDaemon: Bool = false,
@@ -40,14 +38,12 @@ public enum MethodTable {
             self.needsDaemon = needsDaemon
             self.adminForm = adminForm
             self.run = run
-            writes = nil
             read = nil
         }
 
-        /// A point read with its reader body, and the params under which it writes instead.
+        /// A point read with its body over point reads.
         init(
-            pointRead read: @escaping @Sendable (Params, ObjectReader) throws -> [UInt8],
-            writes: @escaping @Sendable (JSONValue) -> Bool,
+            pointRead read: @escaping @Sendable (Params, any PointReads, () -> MethodContext) throws -> [UInt8],
             run: @escaping @Sendable (Params, MethodContext) throws -> MethodOutcome
         ) {
             execution = .pointRead
@@ -55,37 +51,32 @@ public enum MethodTable {
             needsDaemon = false
             adminForm = nil
             self.run = run
-            self.writes = writes
             self.read = read
         }
 
         /// How the daemon runs a call with `params`.
-        public func execution(for params: JSONValue) -> Execution {
-            if let writes, writes(params) { return .pool }
-            return execution
-        }
+        public func execution(for params: JSONValue) -> Execution { execution }
 
         /// A `.pointRead` call's result as JSON text, read through `reader`, or its error as
-        /// the protocol reports it.
-        public func pointRead(_ params: JSONValue, from reader: ObjectReader) -> Result<[UInt8], RPCError> {
+        /// the protocol reports it. `context` is asked only by a call that records an access.
+        public func pointRead(
+            _ params: JSONValue, from reader: any PointReads, context: () -> MethodContext
+        ) -> Result<[UInt8], RPCError> {
             guard let read else {
                 return .failure(RPCError(code: RPCError.internalErrorCode, message: "not a point read"))
             }
-            return capture { try read(Params(params), reader) }
+            return capture { try read(Params(params), reader, context) }
         }
     }
-
-    /// Reads one object as JSON text (`Store.objectJSON`, or a `PointReader` the daemon's
-    /// loop keeps); nil when there is none.
-    public typealias ObjectReader = (ObjectRef) throws -> [UInt8]?
 
     /// The methods by name.
     public static let methods: [String: Method] = [
         "ping": Method(.loop, run: ping),
         "object.put": Method(.groupCommit, run: objectPut),
-        "object.get": Method(pointRead: objectGetRead, writes: objectGetTouches, run: objectGet),
+        // Point reads on the loop, touching ones too: an access is recorded in memory.
+        "object.get": Method(pointRead: objectGetRead, run: objectGet),
         "object.delete": Method(.pool, run: objectDelete),
-        "object.touch": Method(.pool, run: objectTouch),
+        "object.touch": Method(pointRead: objectTouchRead, run: objectTouch),
         "object.list": Method(.pool, run: objectList),
         "edge.add": Method(.pool, run: edgeAdd),
         "edge.remove": Method(.pool, run: edgeRemove),

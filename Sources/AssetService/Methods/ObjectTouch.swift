@@ -1,19 +1,33 @@
 // object.touch {collection, key} → {commit}: moves `accessed` (drives LRU). The time is kept in
 // the engine's memory and written with the next flush of access times (Store+Access.swift);
-// `commit` is the latest durable commit, not one of its own.
+// `commit` is the latest durable commit, not one of its own. A point read: on the daemon's
+// loop like object.get.
 
 import AssetStore
 import ControlProtocol
 
 extension MethodTable {
     static func objectTouch(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        try recordTouch(try p.ref(), ctx)
-        return MethodOutcome(.object(["commit": .int(ctx.store.durableCommit)]))
+        let text = try objectTouchRead(p, ctx.store) { ctx }
+        return MethodOutcome(try text.withUnsafeBufferPointer { try JSONValue.parse($0) })
     }
 
-    /// Records an access in memory; with enforce_ownership a non-admin touches only its own.
-    static func recordTouch(_ ref: ObjectRef, _ ctx: MethodContext) throws {
-        try ctx.store.touch(ref) { owner in
+    /// object.touch's reply text, the access recorded through `reader`.
+    @Sendable static func objectTouchRead(
+        _ p: Params, _ reader: any PointReads, _ context: () -> MethodContext
+    ) throws -> [UInt8] {
+        let ref = try p.ref()
+        let ctx = context()
+        try reader.touch(ref, check: accessCheck(ref, ctx))
+        var out = Array(#"{"commit":"#.utf8)
+        JSONValue.int(ctx.store.durableCommit).write(to: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// With enforce_ownership a non-admin records accesses only of its own objects.
+    static func accessCheck(_ ref: ObjectRef, _ ctx: MethodContext) -> AccessCheck {
+        { owner in
             guard ctx.enforceOwnership, !ctx.caller.isAdmin, owner != ctx.caller.userName else { return }
             throw RPCError.application(.permissionDenied, "\(ref) belongs to \(owner), not \(ctx.caller.userName)")
         }

@@ -21,13 +21,16 @@ public struct ObjectRef: Hashable, Sendable, Comparable, CustomStringConvertible
 
     /// Throws `invalid_params` unless both parts are non-empty and short enough.
     public func validate() throws(StoreError) {
-        for (what, s) in [("collection", collection), ("key", key)] {
-            guard !s.isEmpty else { throw StoreError(.invalidParams, "\(what) must not be empty") }
-            // SQLite and C APIs end text at NUL: "a\0b" would alias "a".
-            guard !s.utf8.contains(0) else { throw StoreError(.invalidParams, "\(what) must not contain a NUL byte") }
-            guard s.utf8.count <= Self.maximumLength else {
-                throw StoreError(.invalidParams, "\(what) is longer than \(Self.maximumLength) bytes")
-            }
+        try Self.validate("collection", collection)
+        try Self.validate("key", key)
+    }
+
+    private static func validate(_ what: String, _ s: String) throws(StoreError) {
+        guard !s.isEmpty else { throw StoreError(.invalidParams, "\(what) must not be empty") }
+        // SQLite and C APIs end text at NUL: "a\0b" would alias "a".
+        guard !s.utf8.contains(0) else { throw StoreError(.invalidParams, "\(what) must not contain a NUL byte") }
+        guard s.utf8.count <= maximumLength else {
+            throw StoreError(.invalidParams, "\(what) is longer than \(maximumLength) bytes")
         }
     }
 

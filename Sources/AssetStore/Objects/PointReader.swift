@@ -14,7 +14,7 @@ final class CommitCounter: Sendable {
 
 /// Object reads on one thread over a reused snapshot; never sees less than every commit that
 /// finished before the read began.
-public final class PointReader {
+public final class PointReader: PointReads {
     private let store: Store
     private let conn: QueryConnection
     /// The commit count read before the open snapshot was taken, or nil with none open.
@@ -31,8 +31,20 @@ public final class PointReader {
     deinit { endSnapshot() }
 
     /// The object as compact JSON text, exactly as ``Store/objectJSON(_:)`` prints it, or nil.
-    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? {
-        try store.checkOpen()
+    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? { try objectJSON(ref, touching: nil) }
+
+    public func objectJSON(_ ref: ObjectRef, touching check: AccessCheck?) throws -> [UInt8]? {
+        if check != nil { try store.checkWritable() } else { try store.checkOpen() }
+        return try inSnapshot(ref) { try store.renderObject(ref, on: conn, touching: check) }
+    }
+
+    public func touch(_ ref: ObjectRef, check: AccessCheck) throws {
+        try store.checkWritable()
+        try inSnapshot(ref) { try store.touch(ref, on: conn, check: check) }
+    }
+
+    /// Runs `body` over a snapshot that has every commit finished before this call.
+    private func inSnapshot<T>(_ ref: ObjectRef, _ body: () throws -> T) throws -> T {
         try ref.validate()
         // Read before the snapshot is taken (at the first step below): a commit counted after
         // this load is at worst seen, never missed.
@@ -44,7 +56,7 @@ public final class PointReader {
             snapshotCommits = commits
         }
         do {
-            return try store.renderObject(ref, on: conn)
+            return try body()
         } catch {
             endSnapshot()
             throw error

@@ -22,14 +22,24 @@ extension Store {
     /// Records an access of `ref` now, in memory: the object's files are not read again.
     /// Throws `not_found` if it does not exist. `check` sees the object's owner first (and may
     /// refuse the touch).
-    public func touch(_ ref: ObjectRef, check: (String) throws -> Void = { _ in }) throws {
+    public func touch(_ ref: ObjectRef, check: AccessCheck = { _ in }) throws {
         try checkWritable()
         try ref.validate()
-        let found = try queries.with { conn in
-            try conn.inReadTransaction { try Store.idAndOwner(ref, on: conn) }
+        try queries.with { conn in try conn.inReadTransaction { try touch(ref, on: conn, check: check) } }
+    }
+
+    /// Records an access of `ref` as the connection's current read transaction finds it; the
+    /// caller checked writability and the ref.
+    func touch(_ ref: ObjectRef, on conn: QueryConnection, check: AccessCheck) throws {
+        guard let (id, owner) = try Store.idAndOwner(ref, on: conn) else {
+            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
-        guard let (id, owner) = found else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
         try check(owner)
+        recordAccess(id)
+    }
+
+    /// Records an access of object `id` now.
+    func recordAccess(_ id: Int64) {
         let now = configuration.clock()
         accesses.withLock { a in
             a.pending[id] = max(a.pending[id] ?? now, now)
@@ -101,12 +111,11 @@ extension Store {
 
 extension WriteTransaction {
     /// Sets `accessed` of each object still there to the later of its own and the given
-    /// time, ids ascending; their index entries are refreshed at commit.
+    /// time, ids ascending. No index refresh at commit: the built-in index reads `accessed`
+    /// from the object row (its SQLite indexes follow the UPDATE), and user index columns
+    /// come from the value alone; a refresh would recount each object's files for nothing.
     func writeAccesses(_ times: [(Int64, Double)]) throws {
         let s = try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
-        for (id, t) in times {
-            try s.execute(arguments: [t, id])
-            if db.changesCount > 0 { indexDirty.insert(id) }
-        }
+        for (id, t) in times { try s.execute(arguments: [t, id]) }
     }
 }

@@ -3,19 +3,37 @@
 // Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this), and both read the
 // same rows with the same statements (`objectRowSQL`, `heldFilesSQL`). Every object.get reply
 // is printed here: on the daemon's loop through a PointReader, elsewhere through objectJSON.
+// A touching read records the access (Store+Access.swift) from the row it prints: one lookup.
 
 import GRDB
 import GRDBSQLite
 import JSON
 
-extension Store {
+/// Decides from an object's owner whether its access may be recorded: throws to refuse.
+public typealias AccessCheck = (_ owner: String) throws -> Void
+
+/// The point reads behind object.get and object.touch, over the store's own connections
+/// (`Store`) or a snapshot one thread keeps (`PointReader`).
+public protocol PointReads {
+    /// The object as compact JSON text, or nil. With `check`, an access is recorded first
+    /// (if `check` lets it), and the text shows it.
+    func objectJSON(_ ref: ObjectRef, touching check: AccessCheck?) throws -> [UInt8]?
+    /// Records an access of `ref` in memory (`not_found` if there is none), if `check` lets it.
+    func touch(_ ref: ObjectRef, check: AccessCheck) throws
+}
+
+extension Store: PointReads {
     /// The object as compact JSON text (keys sorted, as `StoredObject.json` prints), or nil.
-    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? {
-        try checkOpen()
+    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? { try objectJSON(ref, touching: nil) }
+
+    public func objectJSON(_ ref: ObjectRef, touching check: AccessCheck?) throws -> [UInt8]? {
+        if check != nil { try checkWritable() } else { try checkOpen() }
         try ref.validate()
         return try queries.with { conn in
             // The pool's connections cap values at the reply limit for clients' clauses.
-            try conn.withoutLengthLimit { try conn.inReadTransaction { try renderObject(ref, on: conn) } }
+            try conn.withoutLengthLimit {
+                try conn.inReadTransaction { try renderObject(ref, on: conn, touching: check) }
+            }
         }
     }
 
@@ -47,7 +65,8 @@ extension Store {
 
     /// Reads and prints one object inside the connection's current read transaction; its
     /// `accessed` is the later of the stored one and a touch not yet written (Store+Access.swift).
-    func renderObject(_ ref: ObjectRef, on conn: QueryConnection) throws -> [UInt8]? {
+    /// With `check`, records an access first if `check` lets it (the caller checked writability).
+    func renderObject(_ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?) throws -> [UInt8]? {
         let o = try conn.cached(Store.objectRowSQL)
         // A statement left mid-rows keeps the read transaction (and its snapshot) open.
         defer { sqlite3_reset(o) }
@@ -59,6 +78,10 @@ extension Store {
         case let rc: throw conn.failure(rc)
         }
         let id = sqlite3_column_int64(o, 0)
+        if let check {
+            try check(String(cString: sqlite3_column_text(o, 3)))
+            recordAccess(id)
+        }
         var out = [UInt8]()
         out.reserveCapacity(256 + Int(sqlite3_column_bytes(o, 1)))
         out.append(UInt8(ascii: "{"))
