@@ -5,20 +5,23 @@ set -eu
 
 usage() {
     cat <<'USAGE'
-usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--bin-dir DIR]
+usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--sysconfdir DIR] [--bin-dir DIR]
 
 Builds assetd and assetctl (release, Swift runtime linked in) and installs:
 
   PREFIX/bin/assetd, PREFIX/bin/assetctl
   PREFIX/share/man/man1/assetctl.1, man5/assetd.toml.5, man8/assetd.8
   PREFIX/lib/systemd/system/assetd.service   (ExecStart names PREFIX/bin/assetd)
-  /etc/assetd/assetd.toml                     (only if there is none: yours is kept)
-  /etc/cron.d/assetd                          (only if there is none)
+  SYSCONFDIR/assetd/assetd.toml               (only if there is none: yours is kept)
+  SYSCONFDIR/cron.d/assetd                    (only if there is none)
 
   --prefix DIR   where the files go, /usr/local by default. systemd finds the unit under
                  /usr/local and /usr; for another prefix, link it into /etc/systemd/system.
   --destdir DIR  a folder prepended to every path (a staging root, as for packaging);
                  nothing is installed outside it.
+  --sysconfdir DIR  where the config and cron file go: /etc for the prefixes /usr and
+                 /usr/local, PREFIX/etc for any other (a per-user install writes nothing
+                 under /etc; use crontab(1) with its cron file's lines).
   --bin-dir DIR  install the assetd and assetctl found in DIR instead of building them.
 
 Nothing is enabled or started. Then, as root:
@@ -29,11 +32,13 @@ USAGE
 
 prefix=/usr/local
 destdir=""
+sysconfdir=""
 bin_dir=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix=${2:?--prefix needs a folder}; shift 2 ;;
         --destdir) destdir=${2:?--destdir needs a folder}; shift 2 ;;
+        --sysconfdir) sysconfdir=${2:?--sysconfdir needs a folder}; shift 2 ;;
         --bin-dir) bin_dir=${2:?--bin-dir needs a folder}; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; exit 64 ;;
@@ -45,6 +50,16 @@ case "$prefix" in
 esac
 prefix=${prefix%/}
 [ -n "$prefix" ] || prefix=/
+if [ -z "$sysconfdir" ]; then
+    case "$prefix" in
+        /usr/local | /usr) sysconfdir=/etc ;;
+        *) sysconfdir=$prefix/etc ;;
+    esac
+fi
+case "$sysconfdir" in
+    /*) sysconfdir=${sysconfdir%/} ;;
+    *) echo "install.sh: --sysconfdir must be absolute: $sysconfdir" >&2; exit 64 ;;
+esac
 
 cd "$(dirname "$0")/.."
 if [ -z "$bin_dir" ]; then
@@ -93,7 +108,7 @@ config_file() {
         installed "$target"
     fi
 }
-config_file etc/assetd.toml /etc/assetd/assetd.toml
+config_file etc/assetd.toml "$sysconfdir/assetd/assetd.toml"
 # cron's PATH has /usr/local/bin and /usr/bin; another prefix goes in front.
 cron=$(mktemp)
 trap 'rm -f "$cron"' EXIT
@@ -101,4 +116,4 @@ case "$prefix" in
     /usr/local | /usr) cp etc/cron.d/assetd "$cron" ;;
     *) sed "s|^PATH=|PATH=$prefix/bin:|" etc/cron.d/assetd >"$cron" ;;
 esac
-config_file "$cron" /etc/cron.d/assetd
+config_file "$cron" "$sysconfdir/cron.d/assetd"

@@ -50,9 +50,15 @@ check_install() {
         grep -q '^ExecStart=/usr/local/bin/assetd ' "$tmp/dest/usr/local/lib/systemd/system/assetd.service"
         # A second install keeps the administrator's config.
         echo "# edited" >>"$tmp/dest/etc/assetd/assetd.toml"
-        scripts/install.sh --prefix /opt/assetd --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
+        scripts/install.sh --prefix /opt/assetd --sysconfdir /etc --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
         grep -q '^# edited' "$tmp/dest/etc/assetd/assetd.toml" || { echo "install.sh replaced the config" >&2; exit 1; }
         grep -q '^ExecStart=/opt/assetd/bin/assetd ' "$tmp/dest/opt/assetd/lib/systemd/system/assetd.service"
+        # A per-user prefix keeps everything under it, /etc included.
+        scripts/install.sh --prefix "$tmp/home/.local" --bin-dir "$bin" >/dev/null
+        for f in bin/assetd etc/assetd/assetd.toml etc/cron.d/assetd; do
+            [ -f "$tmp/home/.local/$f" ] || { echo "install.sh --prefix did not install $f under it" >&2; exit 1; }
+        done
+        grep -q "^PATH=$tmp/home/.local/bin:" "$tmp/home/.local/etc/cron.d/assetd"
 
         deb=$(scripts/package.sh --bin-dir "$bin" --output "$tmp" --compress gzip 2>/dev/null)
         dpkg-deb -x "$deb" "$tmp/pkg"
