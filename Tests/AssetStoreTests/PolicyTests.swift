@@ -27,6 +27,7 @@ private func keys(_ plan: PolicyPlan) -> [String] { plan.objects.map(\.ref.key) 
 
 private func policy(_ configure: (inout PolicyConfiguration) -> Void) -> PolicyConfiguration {
     var p = PolicyConfiguration()
+    p.order = .lru  // these tests pin down least-recently-accessed order (EvictionOrderTests: the others)
     configure(&p)
     return p
 }

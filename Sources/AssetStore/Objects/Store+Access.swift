@@ -104,9 +104,13 @@ extension WriteTransaction {
     /// time, ids ascending; their index entries are refreshed at commit.
     func writeAccesses(_ times: [(Int64, Double)]) throws {
         let s = try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
+        let counter = try accessCounter()  // S3-FIFO and SIEVE count accesses (EvictionQueues.swift)
         for (id, t) in times {
             try s.execute(arguments: [t, id])
-            if db.changesCount > 0 { indexDirty.insert(id) }
+            if db.changesCount > 0 {
+                indexDirty.insert(id)
+                try counter?.execute(arguments: [id])
+            }
         }
     }
 }
