@@ -204,7 +204,8 @@ struct PolicyTests {
         let plan = try f.store.enforce()
         #expect(
             plan.objects == [
-                PlannedDeletion(ref: ref("album", "a"), reason: .budget, bytes: 0),
+                PlannedDeletion(
+                    ref: ref("album", "a"), reason: .budget, bytes: 0, detail: "lru: least recently accessed"),
                 PlannedDeletion(ref: ref("photo", "p"), reason: .cascade, bytes: 70),
             ])
     }

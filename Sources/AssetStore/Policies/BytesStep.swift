@@ -73,13 +73,22 @@ class BytesStep: PolicyStep {
         _ tx: WriteTransaction, _ run: PolicyRun, order: EvictionOrder, need start: Int64, guard g: EvictionGuard
     ) throws -> Bool {
         var need = start
-        if queues == nil { queues = EvictionQueues(order: order, capacity: try capacity(tx, run)) }
-        let q = queues!
-        try q.load(tx.db)
-        admitting: while !run.batchFull {
+        // Loaded once per run: a batch that rolls back ends the run, so memory and store agree.
+        let q: EvictionQueues
+        if let queues {
+            q = queues
+        } else {
+            q = EvictionQueues(order: order, capacity: try capacity(tx, run))
+            try q.load(tx.db)
+            queues = q
+        }
+        // A store never placed (a new order) is placed over several batches, not in one.
+        var admitted = 0
+        admitting: while !run.batchFull && admitted < 10 * run.batch {
             let new = try q.newObjects(tx.db, limit: 256)
             if new.isEmpty { break }
             for n in new {
+                admitted += 1
                 while q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
                     guard try evictNext(tx, run, q, g, &need) else { break }
                 }

@@ -84,8 +84,7 @@ final class EvictionQueues {
                 try value("seq"), try value("hand"), try value("evicted") != 0, try value("admitted")
             )
         }
-        smallBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 0") ?? 0
-        mainBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 1") ?? 0
+        try recount(db)
         let ghost = try Row.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM evict_ghost")
         ghostBytes = ghost?[0] ?? 0
         ghostKeys = ghost?[1] ?? 0
