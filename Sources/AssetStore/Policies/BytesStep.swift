@@ -89,18 +89,19 @@ class BytesStep: PolicyStep {
             if new.isEmpty { break }
             for n in new {
                 admitted += 1
-                while q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
+                // S3-FIFO keeps nothing as large as its small queue: it makes no room for it.
+                let rejected = q.rejects(size: n.size)
+                while !rejected && q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
                     guard try evictNext(tx, run, q, g, &need) else { break }
                 }
                 if run.batchFull { break admitting }
-                if try !q.admit(tx.db, id: n.id, ref: n.ref, size: n.size, freq: n.freq), need > 0 {
-                    // S3-FIFO keeps nothing larger than its small queue.
-                    if let effect = try run.evict(
+                try q.admit(tx.db, id: n.id, ref: n.ref, size: n.size, freq: n.freq)
+                if rejected && need > 0,
+                    let effect = try run.evict(
                         tx, [n.id], reason: reason, guard: g, detail: "s3fifo: larger than the small queue")
-                    {
-                        need -= counted(effect)
-                        try q.recount(tx.db)
-                    }
+                {
+                    need -= counted(effect)
+                    try q.recount(tx.db)
                 }
             }
         }

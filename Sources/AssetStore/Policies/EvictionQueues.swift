@@ -108,17 +108,20 @@ final class EvictionQueues {
         ).map { (id: $0[0], ref: ObjectRef($0[1], $0[2]), size: $0[3], freq: $0[4]) }
     }
 
-    /// Gives a new object its place. Returns false if S3-FIFO would not keep it at all (larger
-    /// than its small queue): the caller evicts it now.
-    func admit(_ db: Database, id: Int64, ref: ObjectRef, size: Int64, freq: Int) throws -> Bool {
+    /// True if the order would not keep an object of `size` at all: S3-FIFO, one as large as
+    /// its small queue. The caller evicts it once placed.
+    func rejects(size: Int64) -> Bool { order == .s3fifo && size >= smallCapacity }
+
+    /// Gives a new object its place (a rejected one the small queue's newest).
+    func admit(_ db: Database, id: Int64, ref: ObjectRef, size: Int64, freq: Int) throws {
         var queue = EvictionQueues.main
-        var kept = true
         if order == .s3fifo {
-            if try removeGhost(db, ref) {
+            if !rejects(size: size), try removeGhost(db, ref) {
                 queue = EvictionQueues.main
             } else {
-                kept = size < smallCapacity
-                queue = !hasEvicted && smallBytes >= smallCapacity ? EvictionQueues.main : EvictionQueues.small
+                queue =
+                    !hasEvicted && smallBytes >= smallCapacity && !rejects(size: size)
+                    ? EvictionQueues.main : EvictionQueues.small
             }
         }
         seq += 1
@@ -129,7 +132,6 @@ final class EvictionQueues {
                 """, arguments: [id, queue, seq, freq, size])
         if queue == EvictionQueues.small { smallBytes += size } else { mainBytes += size }
         admittedThrough = max(admittedThrough, id)
-        return kept
     }
 
     /// The next object the order would evict, after moving those it spares; nil when every
