@@ -22,7 +22,13 @@
 #   hostile  scripts/hostile.sh against the release assetd: slow queries, big and pipelined
 #           puts, big replies, huge aggregates, four hostile clients at once; RSS peak/after
 #           and the bystanders' ping p99 against issue 17's targets (HOSTILE_SCALE, default 1)
-# Default: all six. The report opens with the date (UTC), the commit (-dirty if the tree has
+#   eviction  byte miss ratios of order = lru, s3fifo and sieve (Store.enforce after every
+#           request of a trace) against libCacheSim's LRU, S3-FIFO and SIEVE (PyPI libcachesim,
+#           installed into a private venv below .build-bench) on Zipf 0.6-1.2, scans and
+#           one-hit traces at 1/5/10% budgets, and objects evicted per second of one
+#           enforcement per order (scripts/eviction_bench.py; EVICTION_REQUESTS,
+#           EVICTION_OBJECTS, EVICTION_COST_OBJECTS)
+# Default: all seven. The report opens with the date (UTC), the commit (-dirty if the tree has
 # changes) and the machine (cores, CPU model, kernel, file system of the scratch folder):
 # every ratio in it comes from this one run.
 # CLIENT=poll|uv|threads picks the socket load generator (default poll: one thread polling
@@ -32,15 +38,15 @@
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-usage() { echo "usage: scripts/bench.sh [N] [store|socket|scan|footprint|expire|hostile ...]  (N objects per workload, default 100000)" >&2; exit 2; }
+usage() { echo "usage: scripts/bench.sh [N] [store|socket|scan|footprint|expire|hostile|eviction ...]  (N objects per workload, default 100000)" >&2; exit 2; }
 n="${N:-100000}"
 case "${1:-}" in
     [0-9]*) n="$1"; shift ;;
 esac
 case "$n" in ''|*[!0-9]*) usage ;; esac
-parts="${*:-store socket scan footprint expire hostile}"
+parts="${*:-store socket scan footprint expire hostile eviction}"
 for p in $parts; do
-    case "$p" in store|socket|scan|footprint|expire|hostile) ;; *) echo "unknown part: $p (store, socket, scan, footprint, expire or hostile)" >&2; usage ;; esac
+    case "$p" in store|socket|scan|footprint|expire|hostile|eviction) ;; *) echo "unknown part: $p (store, socket, scan, footprint, expire, hostile or eviction)" >&2; usage ;; esac
 done
 has() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 m="${M:-1000000}"
@@ -221,5 +227,15 @@ fi
 if has hostile; then
     # Reports MET/MISSED per case; a miss is reported, not fatal to the other parts.
     ASSETD=.build-bench/release/assetd scripts/hostile.sh --scale "${HOSTILE_SCALE:-1}" || echo "hostile: some targets MISSED"
+fi
+if has eviction; then
+    # libCacheSim's reference implementations, pinned, in a venv of their own.
+    venv=.build-bench/eviction-venv
+    if ! "$venv/bin/python" -c "import libcachesim" 2>/dev/null; then
+        python3 -m venv "$venv" >&2 || { apt-get install -y python3-venv >&2 && python3 -m venv "$venv" >&2; }
+        "$venv/bin/pip" install -q libcachesim==0.3.5 >&2
+    fi
+    "$venv/bin/python" scripts/eviction_bench.py "$bench" "$scratch/eviction" || echo "eviction: the bench failed"
+    rm -rf "$scratch/eviction"
 fi
 echo "bench total $((SECONDS - start))s ($parts)"

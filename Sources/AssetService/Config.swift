@@ -163,6 +163,7 @@ public struct DaemonConfig: Sendable {
             "policy.min_free = \(p.minFree.map(String.init) ?? "(none)")",
             "policy.min_age = \(Units.formatDuration(p.minAge))",
             "policy.batch = \(p.batch)",
+            "policy.order = \(p.order.rawValue)",
         ]
         lines += p.quotas.map { "policy.quota \($0.owner) = \($0.maxBytes)" }
         lines += p.ttls.map { t in

@@ -8,6 +8,7 @@ import Foundation
 extension ConfigParser {
     static let policyKeys: Set<String> = [
         "interval", "max_bytes", "low_water", "min_free", "min_age", "batch", "quota", "ttl",
+        "order",
     ]
 
     /// `[policy]` as the engine's settings.
@@ -33,6 +34,12 @@ extension ConfigParser {
                 throw error("policy.batch", "must be an integer from 1 to 100000", section: "policy")
             }
             p.batch = Int(n)
+        }
+        if let v = o["order"] {
+            guard let name = v.stringValue, let order = EvictionOrder(rawValue: name) else {
+                throw error("policy.order", "must be \"lru\", \"s3fifo\" or \"sieve\"", section: "policy")
+            }
+            p.order = order
         }
         if let v = o["quota"] { p.quotas = try quotas(v) }
         if let v = o["ttl"] { p.ttls = try ttls(v) }

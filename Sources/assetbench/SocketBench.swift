@@ -25,6 +25,12 @@ enum SocketCommands {
             case "socket": try SocketWorkloads(Flags(rest)).run()
             case "ping-scan": try PingScan(Flags(rest)).run()
             case "expire": try ExpireBench(Flags(rest)).run()
+            case "eviction":
+                let f = try Flags(rest)
+                try EvictionBench(f).replay(trace: try f.string("trace"), capacity: Int64(try f.int("capacity", 0)))
+            case "eviction-cost":
+                let f = try Flags(rest)
+                try EvictionBench(f).cost(objects: try f.int("objects", 100_000))
             case "footprint": try Footprint(Flags(rest)).run()
             case "put-ceiling": try putCeiling(rest)
             default: return nil

@@ -89,13 +89,15 @@ final class ProgressDrawer: @unchecked Sendable {
 }
 
 extension Render {
-    /// A policy plan: OBJECT REASON BYTES rows, then one summary line.
+    /// A policy plan: OBJECT REASON BYTES WHY rows, one summary line, and what was passed
+    /// over and why.
     static func plan(_ r: JSONValue) -> String {
         let objects = r["objects"]?.arrayValue ?? []
         var out = Formatting.table(
-            header: ["COLLECTION", "KEY", "REASON", "BYTES"],
+            header: ["COLLECTION", "KEY", "REASON", "BYTES", "WHY"],
             rows: objects.map { o in
                 ["collection", "key", "reason", "bytes"].map { Formatting.cell(o[$0] ?? .null) }
+                    + [o["detail"]?.stringValue ?? "-"]
             })
         let files = r["files"]?.arrayValue?.count ?? 0
         let bytes = r["bytes"]?.intValue ?? 0
@@ -107,6 +109,16 @@ extension Render {
             out += "deleted \(counts)"
             if let c = r["commit"], !c.isNull { out += " (commit \(Formatting.cell(c)))" }
             out += "\n"
+        }
+        let skipped = (r["skipped"]?.objectValue ?? [:]).compactMap { k, v in v.intValue.map { (k, $0) } }
+            .filter { $0.1 > 0 }.sorted { ($1.1, $0.0) < ($0.1, $1.0) }
+        if !skipped.isEmpty {
+            let names = [
+                "too_young": "too young (policy.min_age)", "pinned": "pinned", "leased": "leased",
+                "deny": "protected by a deny edge", "shared_file": "file shared with a protected object",
+                "no_file": "holding no file",
+            ]
+            out += "skipped " + skipped.map { "\($0.1) \(names[$0.0] ?? $0.0)" }.joined(separator: ", ") + "\n"
         }
         if r["configured"] == false { out += "no [policy] is configured: nothing is evicted or expired\n" }
         return out

@@ -27,6 +27,7 @@ private func keys(_ plan: PolicyPlan) -> [String] { plan.objects.map(\.ref.key) 
 
 private func policy(_ configure: (inout PolicyConfiguration) -> Void) -> PolicyConfiguration {
     var p = PolicyConfiguration()
+    p.order = .lru  // these tests pin down least-recently-accessed order (EvictionOrderTests: the others)
     configure(&p)
     return p
 }
@@ -203,7 +204,8 @@ struct PolicyTests {
         let plan = try f.store.enforce()
         #expect(
             plan.objects == [
-                PlannedDeletion(ref: ref("album", "a"), reason: .budget, bytes: 0),
+                PlannedDeletion(
+                    ref: ref("album", "a"), reason: .budget, bytes: 0, detail: "lru: least recently accessed"),
                 PlannedDeletion(ref: ref("photo", "p"), reason: .cascade, bytes: 70),
             ])
     }

@@ -18,7 +18,7 @@ struct AccessTimeTests {
     @Test("eviction order sees touches not yet written (a dry run and a real run)")
     func evictionSeesPendingTouches() throws {
         let h = try DaemonHarness(
-            extraConfig: policyConfig(maxBytes: 1 << 40), storeSection: #"access_flush = "1h""#)
+            extraConfig: policyConfig(maxBytes: 1 << 40) + "\norder = \"lru\"\n", storeSection: #"access_flush = "1h""#)
         let c = try h.client()
         var last = 0.0
         for i in 0..<4 {

@@ -116,6 +116,10 @@ extension WriteTransaction {
     /// come from the value alone; a refresh would recount each object's files for nothing.
     func writeAccesses(_ times: [(Int64, Double)]) throws {
         let s = try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
-        for (id, t) in times { try s.execute(arguments: [t, id]) }
+        let counter = try accessCounter()  // S3-FIFO and SIEVE count accesses (EvictionQueues.swift)
+        for (id, t) in times {
+            try s.execute(arguments: [t, id])
+            if db.changesCount > 0 { try counter?.execute(arguments: [id]) }
+        }
     }
 }

@@ -5,12 +5,14 @@
 
 import GRDB
 
-/// Evicts least recently accessed objects until a number of bytes is freed.
+/// Evicts objects in the configured order (least recently accessed first for LRU, and for a
+/// step with a condition) until a number of bytes is freed.
 class BytesStep: PolicyStep {
     var phase: String { "budget" }
     var reason: EvictionReason { .budget }
     private var cursor: (Double, Int64)?
     private var exhausted = false
+    private var queues: EvictionQueues?
 
     /// Bytes still to free (≤ 0: done), computed at the start of each batch.
     func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 { 0 }
@@ -20,23 +22,116 @@ class BytesStep: PolicyStep {
     var walksOwnerLRU: Bool { false }
     /// The bytes of an effect that count toward the need.
     func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0 + $1.size } }
+    /// The order this step follows: a condition (an owner, a filesystem) walks LRU.
+    func order(_ run: PolicyRun) -> EvictionOrder { condition.0.isEmpty ? run.order : .lru }
+    /// The capacity the order's queues are sized by: the budget, else the bytes held now.
+    func capacity(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
+        if let max = run.maxBytes { return max }
+        return try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM file") ?? 0
+    }
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
         var need = try need(tx, run)
         var g = run.protection()
         g.needsFiles = true  // an object that holds no file frees nothing: bytes never justify it
+        let order = order(run)
+        if order != .lru {
+            guard need > 0 else { return true }
+            return try advance(tx, run, order: order, need: need, guard: g)
+        }
         while need > 0 && !exhausted && !run.batchFull {
             let rows = try run.candidates(
                 tx, order: "accessed", after: cursor, condition: condition.0, arguments: condition.1, limit: 256)
             if rows.isEmpty { exhausted = true }
             for row in rows {
                 cursor = (row.key, row.id)
-                if g.objects.contains(row.ref) || tx.deletedIDs.contains(row.id) { continue }
-                if let effect = try run.evict(tx, [row.id], reason: reason, guard: g) { need -= counted(effect) }
+                if tx.deletedIDs.contains(row.id) { continue }
+                if g.objects.contains(row.ref) {
+                    run.skip(row.id, .leased)
+                    continue
+                }
+                if let effect = try run.evict(
+                    tx, [row.id], reason: reason, guard: g, detail: "lru: least recently accessed")
+                {
+                    need -= counted(effect)
+                }
                 if need <= 0 || run.batchFull { break }
             }
         }
+        let done = need <= 0 || exhausted
+        if done {
+            try run.countUnseen(
+                tx, order: "accessed", through: cursor?.0, exhausted: need > 0, condition: condition.0,
+                arguments: condition.1)
+        }
+        return done
+    }
+
+    /// S3-FIFO or SIEVE: new objects join the queues in id order, room made for each as the
+    /// reference implementations do before an insert, then the order evicts until `need` is met.
+    private func advance(
+        _ tx: WriteTransaction, _ run: PolicyRun, order: EvictionOrder, need start: Int64, guard g: EvictionGuard
+    ) throws -> Bool {
+        var need = start
+        // Loaded once per run: a batch that rolls back ends the run, so memory and store agree.
+        let q: EvictionQueues
+        if let queues {
+            q = queues
+        } else {
+            q = EvictionQueues(order: order, capacity: try capacity(tx, run))
+            try q.load(tx.db)
+            queues = q
+        }
+        // A store never placed (a new order) is placed over several batches, not in one.
+        var admitted = 0
+        admitting: while !run.batchFull && admitted < 10 * run.batch {
+            let new = try q.newObjects(tx.db, limit: 256)
+            if new.isEmpty { break }
+            for n in new {
+                admitted += 1
+                // S3-FIFO keeps nothing as large as its small queue: it makes no room for it.
+                let rejected = q.rejects(size: n.size)
+                while !rejected && q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
+                    guard try evictNext(tx, run, q, g, &need) else { break }
+                }
+                if run.batchFull { break admitting }
+                try q.admit(tx.db, id: n.id, ref: n.ref, size: n.size, freq: n.freq)
+                if rejected && need > 0,
+                    let effect = try run.evict(
+                        tx, [n.id], reason: reason, guard: g, detail: "s3fifo: larger than the small queue")
+                {
+                    need -= counted(effect)
+                    try q.recount(tx.db)
+                }
+            }
+        }
+        while need > 0 && !run.batchFull {
+            guard try evictNext(tx, run, q, g, &need) else {
+                exhausted = true
+                break
+            }
+        }
+        try q.save(tx.db)
         return need <= 0 || exhausted
+    }
+
+    /// Evicts (or passes over) the order's next object; false when none is left.
+    private func evictNext(
+        _ tx: WriteTransaction, _ run: PolicyRun, _ q: EvictionQueues, _ g: EvictionGuard, _ need: inout Int64
+    ) throws -> Bool {
+        guard let (c, detail) = try q.next(tx.db) else { return false }
+        let holder = DeletedDetail(id: c.id, ref: c.ref, owner: "", pinned: c.pinned, created: c.created)
+        if let why = g.protection(of: holder) {
+            run.skip(c.id, why)
+            try q.skip(tx.db, c)
+        } else if let effect = try run.evict(tx, [c.id], reason: reason, guard: g, detail: detail) {
+            need -= counted(effect)
+            try q.evicted(tx.db, c)
+            if effect.deleted.count > 1 { try q.recount(tx.db) }
+        } else {
+            try q.skip(tx.db, c)
+        }
+        return true
     }
 }
 
@@ -117,18 +212,23 @@ final class MinFreeStep: BytesStep {
 }
 
 /// `policy.evict`: a number of bytes, from one owner or all; without bytes, all of an owner.
+/// Bytes freed earlier in the run (owners over quota go first: Store+Policies.swift) count.
 final class EvictStep: BytesStep {
-    private var remaining: Int64
+    let bytes: Int64?
     let owner: String?
     override var phase: String { "evict" }
     override var reason: EvictionReason { .evict }
 
     init(bytes: Int64?, owner: String?) {
-        remaining = bytes ?? .max
+        self.bytes = bytes
         self.owner = owner
     }
 
-    override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 { remaining }
+    // Without a byte target every object counts, so the step ends only when none is left.
+    override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
+        guard let bytes else { return .max }
+        return bytes - run.plan.bytes
+    }
 
     override var walksOwnerLRU: Bool { owner != nil }
 
@@ -137,10 +237,5 @@ final class EvictStep: BytesStep {
         return ("d.owner = ?", [owner])
     }
 
-    override func counted(_ effect: EvictionEffect) -> Int64 {
-        let n = super.counted(effect)
-        if remaining != .max { remaining -= n }
-        // Without a byte target every object counts, so the step ends only when none is left.
-        return remaining == .max ? 0 : n
-    }
+    override func counted(_ effect: EvictionEffect) -> Int64 { bytes == nil ? 0 : super.counted(effect) }
 }

@@ -2,6 +2,17 @@
 // with a low-water mark, per-owner quotas, TTLs per collection, a free-space floor per managed
 // root's filesystem and a grace age for new objects. Durations are seconds, sizes bytes.
 
+/// The order in which `max_bytes` and `policy.evict` pick objects (assetd.toml(5), `order`).
+public enum EvictionOrder: String, Sendable, Equatable, CaseIterable {
+    /// Least recently accessed first.
+    case lru
+    /// S3-FIFO: a small FIFO queue for new objects, a main queue with a 2-bit clock for those
+    /// accessed again, and a ghost record of keys evicted from the small queue.
+    case s3fifo
+    /// SIEVE: one FIFO queue and a hand that spares an object visited since it last passed.
+    case sieve
+}
+
 /// `[policy]` from the configuration. Without one, nothing is evicted or expired.
 public struct PolicyConfiguration: Sendable, Equatable {
     /// One `[[policy.quota]]`.
@@ -37,6 +48,8 @@ public struct PolicyConfiguration: Sendable, Equatable {
     public var minFree: Int64?
     /// Objects younger than this (since `created`) are never evicted or expired.
     public var minAge: Double = 600
+    /// How the byte budget and `policy.evict` choose what goes.
+    public var order: EvictionOrder = .s3fifo
     /// Objects deleted per transaction.
     public var batch: Int = 1000
     public var quotas: [Quota] = []

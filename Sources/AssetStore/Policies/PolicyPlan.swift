@@ -31,19 +31,24 @@ public struct PlannedDeletion: Sendable, Hashable {
     public var reason: EvictionReason
     /// Bytes of the files that go with it (a file shared with a survivor counts nothing).
     public var bytes: Int64
+    /// Why the order chose it, for people ("lru: least recently accessed").
+    public var detail: String?
 
-    public init(ref: ObjectRef, reason: EvictionReason, bytes: Int64) {
+    public init(ref: ObjectRef, reason: EvictionReason, bytes: Int64, detail: String? = nil) {
         self.ref = ref
         self.reason = reason
         self.bytes = bytes
+        self.detail = detail
     }
 
-    /// `{collection, key, reason, bytes}`.
+    /// `{collection, key, reason, bytes}`, and `detail` when there is one.
     public var json: JSONValue {
-        .object([
+        var o: [String: JSONValue] = [
             "collection": .string(ref.collection), "key": .string(ref.key), "reason": .string(reason.rawValue),
             "bytes": .int(bytes),
-        ])
+        ]
+        if let detail { o["detail"] = .string(detail) }
+        return .object(o)
     }
 }
 
@@ -69,14 +74,18 @@ public struct PolicyPlan: Sendable {
     public var dryRun: Bool
     /// The commits of a real run, one per batch (for events).
     public var commits: [CommitReport] = []
+    /// Objects the run reached and passed over, by why (each counted once).
+    public var skipped: [SkipReason: Int] = [:]
 
     public init(dryRun: Bool) { self.dryRun = dryRun }
 
-    /// `{objects, files, bytes, dry_run}`, plus `commit` (the last) after a real run.
+    /// `{objects, files, bytes, dry_run, skipped}`, plus `commit` (the last) after a real run.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
             "bytes": .int(bytes), "dry_run": .bool(dryRun),
+            "skipped": .object(
+                Dictionary(uniqueKeysWithValues: skipped.map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) })),
         ]
         if let last = commits.last { o["commit"] = .int(last.commit) }
         return .object(o)

@@ -33,6 +33,9 @@ final class PolicyRun {
     let batch: Int
     let dryRun: Bool
     let minAge: Double
+    /// The order byte targets follow, and the budget that sizes its queues.
+    let order: EvictionOrder
+    let maxBytes: Int64?
     let progress: (@Sendable (PolicyProgress) -> Void)?
     private(set) var plan: PolicyPlan
     /// Objects deleted in the current transaction (a step stops at `batch`).
@@ -45,6 +48,8 @@ final class PolicyRun {
         now = store.configuration.clock()
         batch = max(1, policy.batch)
         minAge = policy.minAge
+        order = policy.order
+        maxBytes = policy.maxBytes
         self.dryRun = dryRun
         self.progress = progress
         plan = PolicyPlan(dryRun: dryRun)
@@ -97,7 +102,9 @@ final class PolicyRun {
                     }
                     plan.commits.append(c.report)
                 } catch is NothingDeleted {
+                    let skipped = plan.skipped  // what it passed over still tells why nothing went
                     plan = before
+                    plan.skipped = skipped
                 } catch {
                     plan = before  // that batch rolled back; earlier batches stand
                     if plan.commits.isEmpty { throw error }
@@ -141,18 +148,51 @@ final class PolicyRun {
         return EvictionGuard(createdBefore: now - minAge, objects: leased.objects, files: leased.files)
     }
 
-    /// Deletes `ids` for `reason` if nothing protected would go, and records it in the plan.
+    /// Objects already counted in `plan.skipped`.
+    private var skippedIDs = Set<Int64>()
+
+    /// Deletes `ids` for `reason` if nothing protected would go, and records it in the plan;
+    /// a refusal is counted in `plan.skipped` against the first id.
     func evict(
-        _ tx: WriteTransaction, _ ids: [Int64], reason: EvictionReason, guard g: EvictionGuard
+        _ tx: WriteTransaction, _ ids: [Int64], reason: EvictionReason, guard g: EvictionGuard, detail: String? = nil
     ) throws -> EvictionEffect? {
-        guard let effect = try tx.evict(ids, guard: g) else { return nil }
-        record(effect, requested: Set(ids), reason: reason)
+        var refusal: SkipReason?
+        guard let effect = try tx.evict(ids, guard: g, refusal: &refusal) else {
+            if let refusal, let id = ids.first { skip(id, refusal) }
+            return nil
+        }
+        record(effect, requested: Set(ids), reason: reason, detail: detail)
         deletedInBatch += effect.deleted.count
         return effect
     }
 
+    /// Counts an object passed over, once per run.
+    func skip(_ id: Int64, _ why: SkipReason) {
+        if skippedIDs.insert(id).inserted { plan.skipped[why, default: 0] += 1 }
+    }
+
+    /// Counts the pinned and too young objects an LRU walk of `order` skipped without seeing
+    /// them (its query leaves them out): those up to `cursor`, or all of them once exhausted.
+    func countUnseen(
+        _ tx: WriteTransaction, order: String, through cursor: Double?, exhausted: Bool, condition: String,
+        arguments: StatementArguments
+    ) throws {
+        var sql = "SELECT d.id, d.pinned FROM object d WHERE (d.pinned = 1 OR d.created > ?)"
+        var args: StatementArguments = [now - minAge]
+        if !exhausted {
+            guard let cursor else { return }
+            sql += " AND d.\(order) <= ?"
+            args += [cursor]
+        }
+        if !condition.isEmpty { sql += " AND " + condition }
+        args += arguments
+        for row in try Row.fetchAll(tx.db, sql: sql, arguments: args) {
+            skip(row[0], (row[1] as Bool) ? .pinned : .tooYoung)
+        }
+    }
+
     /// Adds an effect to the plan: each file's bytes go to the first deleted object that held it.
-    private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason) {
+    private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason, detail: String?) {
         var holder = [[UInt8]: ObjectRef]()
         let deletedRefs = Set(effect.deleted.map(\.ref))
         for r in effect.edgesRemoved {
@@ -171,7 +211,8 @@ final class PolicyRun {
         for d in effect.deleted {
             plan.objects.append(
                 PlannedDeletion(
-                    ref: d.ref, reason: requested.contains(d.id) ? reason : .cascade, bytes: bytes[d.ref] ?? 0))
+                    ref: d.ref, reason: requested.contains(d.id) ? reason : .cascade, bytes: bytes[d.ref] ?? 0,
+                    detail: requested.contains(d.id) ? detail : nil))
         }
     }
 

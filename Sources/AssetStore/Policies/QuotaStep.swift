@@ -8,12 +8,20 @@ import GRDB
 /// `[[policy.quota]]`.
 final class QuotaStep: PolicyStep {
     let quotas: [PolicyConfiguration.Quota]
+    /// An explicit eviction of some bytes takes them from owners over quota first: it stops
+    /// once the run has freed this many.
+    let stopAt: Int64?
+    let reason: EvictionReason
     var phase: String { "quota" }
     var walksOwnerLRU: Bool { true }
     private var cursors: [String: (Double, Int64)] = [:]
     private var exhausted: Set<String> = []
 
-    init(_ quotas: [PolicyConfiguration.Quota]) { self.quotas = quotas }
+    init(_ quotas: [PolicyConfiguration.Quota], stopAt: Int64? = nil, reason: EvictionReason = .quota) {
+        self.quotas = quotas
+        self.stopAt = stopAt
+        self.reason = reason
+    }
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
         var usage = [String: Int64]()
@@ -21,11 +29,12 @@ final class QuotaStep: PolicyStep {
         var g = run.protection()
         g.needsFiles = true
         while !run.batchFull {
+            if let stopAt, run.plan.bytes >= stopAt { return true }
             // Furthest over first; ties by name so a dry run and the real run agree.
             let over = quotas.filter { !exhausted.contains($0.owner) && usage[$0.owner, default: 0] > $0.maxBytes }
                 .map { q in (q.owner, Double(usage[q.owner, default: 0]) / Double(max(q.maxBytes, 1))) }
                 .sorted { ($0.1, $1.0) > ($1.1, $0.0) }
-            guard let (owner, _) = over.first else { return true }
+            guard let (owner, ratio) = over.first else { return true }
             guard
                 let row = try run.candidates(
                     tx, order: "accessed", after: cursors[owner], condition: "d.owner = ?", arguments: [owner], limit: 1
@@ -35,8 +44,12 @@ final class QuotaStep: PolicyStep {
                 continue
             }
             cursors[owner] = (row.key, row.id)
-            guard !g.objects.contains(row.ref), let effect = try run.evict(tx, [row.id], reason: .quota, guard: g)
-            else { continue }
+            if g.objects.contains(row.ref) {
+                run.skip(row.id, .leased)
+                continue
+            }
+            let detail = "quota: \(owner) at \(Int((ratio * 100).rounded()))% of quota, least recently accessed"
+            guard let effect = try run.evict(tx, [row.id], reason: reason, guard: g, detail: detail) else { continue }
             try QuotaStep.subtract(effect, from: &usage, tx.db)
         }
         return false

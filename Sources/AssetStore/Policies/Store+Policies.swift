@@ -40,8 +40,9 @@ extension Store {
         return try run.run(steps)
     }
 
-    /// Evicts least recently accessed objects (of `owner`, or anyone's) until at least
-    /// `bytes` will be freed; without `bytes`, every evictable object of `owner`.
+    /// Evicts objects until at least `bytes` will be freed: owners over quota first, then in
+    /// the configured order (of `owner`, least recently accessed first); without `bytes`,
+    /// every evictable object of `owner`.
     public func evict(
         bytes: Int64?, owner: String?, dryRun: Bool = false, progress: (@Sendable (PolicyProgress) -> Void)? = nil
     ) throws -> PolicyPlan {
@@ -55,8 +56,21 @@ extension Store {
     private func evictOnce(
         bytes: Int64?, owner: String?, dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?
     ) throws -> PolicyPlan {
-        let run = PolicyRun(store: self, policy: policy ?? PolicyConfiguration(), dryRun: dryRun, progress: progress)
-        return try run.run([EvictStep(bytes: bytes, owner: owner)])
+        // Without a [policy] no access is counted for another order: least recently accessed first.
+        let policy =
+            self.policy
+            ?? {
+                var p = PolicyConfiguration()
+                p.order = .lru
+                return p
+            }()
+        let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
+        // Owners furthest over quota lose bytes first, as in every eviction (assetd(8), DATA MODEL).
+        var steps: [PolicyStep] = []
+        if owner == nil, let bytes, !policy.quotas.isEmpty {
+            steps.append(QuotaStep(policy.quotas, stopAt: bytes, reason: .evict))
+        }
+        return try run.run(steps + [EvictStep(bytes: bytes, owner: owner)])
     }
 
     /// Expires objects (of `collection`, or all) created more than `olderThan` seconds ago or

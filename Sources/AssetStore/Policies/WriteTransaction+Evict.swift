@@ -42,18 +42,45 @@ struct EvictionGuard {
     /// Refuse a deletion that reaches no file at all (a byte target gains nothing from it).
     var needsFiles = false
 
-    func protects(_ d: DeletedDetail) -> Bool {
-        d.pinned || d.created > createdBefore || objects.contains(d.ref)
+    func protects(_ d: DeletedDetail) -> Bool { protection(of: d) != nil }
+
+    /// Why `d` may not go, if it may not.
+    func protection(of d: DeletedDetail) -> SkipReason? {
+        if d.pinned { return .pinned }
+        if d.created > createdBefore { return .tooYoung }
+        if objects.contains(d.ref) { return .leased }
+        return nil
     }
 }
 
-private struct EvictionRefused: Error {}
+/// Why a policy passed over an object (a plan counts them: `skipped`).
+public enum SkipReason: String, Sendable, Hashable, CaseIterable {
+    /// Younger than `min_age`.
+    case tooYoung = "too_young"
+    case pinned
+    /// It, or a file it holds, is leased.
+    case leased
+    /// A deny edge would refuse its deletion.
+    case deny
+    /// Its file is also held by an object that may not go.
+    case sharedFile = "shared_file"
+    /// It holds no file, so deleting it frees no bytes.
+    case noFile = "no_file"
+}
+
+private struct EvictionRefused: Error { var reason: SkipReason }
 
 extension WriteTransaction {
     /// Deletes `ids` (cause `policy`) and runs their rules now. Returns what went, or nil —
     /// with nothing changed — if anything that would go is protected, or a deny edge would
     /// refuse it at commit. Call only with no other recorded intent pending.
     func evict(_ ids: [Int64], guard protection: EvictionGuard) throws -> EvictionEffect? {
+        var refusal: SkipReason?
+        return try evict(ids, guard: protection, refusal: &refusal)
+    }
+
+    /// `evict`, saying why it refused.
+    func evict(_ ids: [Int64], guard protection: EvictionGuard, refusal: inout SkipReason?) throws -> EvictionEffect? {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
         let saved = (
             work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
@@ -71,17 +98,21 @@ extension WriteTransaction {
                     }
                     try flush()
                 }
-                if deletedDetails[marks.deleted...].contains(where: protection.protects) { throw EvictionRefused() }
-                if queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) }) {
-                    throw EvictionRefused()
+                if let why = deletedDetails[marks.deleted...].lazy.compactMap(protection.protection(of:)).first {
+                    throw EvictionRefused(reason: why)
                 }
-                if try queuesFileOfProtectedSurvivor(since: marks, protection) { throw EvictionRefused() }
+                if queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) }) {
+                    throw EvictionRefused(reason: .leased)
+                }
+                if try queuesFileOfProtectedSurvivor(since: marks, protection) {
+                    throw EvictionRefused(reason: .sharedFile)
+                }
                 if protection.needsFiles,
                     !report.edgesRemoved[marks.edges...].contains(where: {
                         if case .file = $0.edge.destination { return true } else { return false }
                     })
                 {
-                    throw EvictionRefused()
+                    throw EvictionRefused(reason: .noFile)
                 }
                 // Deny is settled at commit against the final state; a policy settles it now,
                 // conservatively: the other end must be gone already.
@@ -90,7 +121,7 @@ extension WriteTransaction {
                         db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM object WHERE id = ?)"),
                         arguments: [check.otherEnd]) ?? false
                     {
-                        throw EvictionRefused()
+                        throw EvictionRefused(reason: .deny)
                     }
                 }
                 return .commit
@@ -103,7 +134,10 @@ extension WriteTransaction {
             pendingDeletes = []
             pendingDeleteIDs = []
             flushFailure = nil
-            if error is EvictionRefused { return nil }
+            if let r = error as? EvictionRefused {
+                refusal = r.reason
+                return nil
+            }
             throw error
         }
         return EvictionEffect(

@@ -134,6 +134,22 @@ enum Schema {
                     ALTER TABLE unlink_queue ADD COLUMN ctime INTEGER;
                     """)
         }
+        // The state of the eviction orders other than LRU (EvictionQueues.swift): each object's
+        // queue, place and access count, and the ghost record of keys S3-FIFO evicted. A
+        // deleted object leaves its queue with its row, whatever deleted it.
+        m.registerMigration("v6") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE evict_queue (
+                        id INTEGER PRIMARY KEY, queue INTEGER NOT NULL, seq INTEGER NOT NULL,
+                        freq INTEGER NOT NULL, size INTEGER NOT NULL);
+                    CREATE INDEX evict_queue_order ON evict_queue(queue, seq);
+                    CREATE TABLE evict_ghost (hash INTEGER PRIMARY KEY, seq INTEGER NOT NULL, size INTEGER NOT NULL);
+                    CREATE INDEX evict_ghost_seq ON evict_ghost(seq);
+                    CREATE TRIGGER evict_queue_gone AFTER DELETE ON object
+                        BEGIN DELETE FROM evict_queue WHERE id = old.id; END;
+                    """)
+        }
         return m
     }
 }

@@ -1,0 +1,290 @@
+// The state of the S3-FIFO and SIEVE eviction orders (assetd.toml(5), `order`), kept in the
+// store so a restart resumes it: each object's queue, place (`seq`, larger is newer) and
+// access count, and the ghost record of keys S3-FIFO evicted from its small queue. Touches
+// count through the batched access flush (Store+Access.swift); a new object joins a queue at
+// the next run that evicts, in id order (its put pays nothing). Every change happens in the
+// run's transaction, so a dry run rolls it back with the rest of its plan.
+//
+// The rules follow the published algorithms as libCacheSim implements them, so that
+// `scripts/bench.sh eviction` can compare the two: S3-FIFO admits to a small queue (10% of
+// the capacity) unless the key is in the ghost record, promotes an object accessed twice
+// there to the main queue, and gives a main-queue object one more pass per access (at most
+// three); SIEVE spares an object accessed since its hand last passed and moves on.
+
+import GRDB
+
+/// An object at the evicting end of a queue.
+struct QueueCandidate {
+    var id: Int64
+    var ref: ObjectRef
+    var queue: Int
+    var seq: Int64
+    var freq: Int
+    var size: Int64
+    var pinned: Bool
+    var created: Double
+}
+
+/// The queues of one order, loaded at the start of each batch and saved before its commit.
+final class EvictionQueues {
+    static let pending = -1
+    static let small = 0
+    static let main = 1
+    /// Share of the capacity for S3-FIFO's small queue, and for its ghost record.
+    static let smallShare = 0.1
+    static let ghostShare = 0.9
+    /// Accesses in the small queue that earn a place in the main one.
+    static let promoteAt = 2
+    /// The ghost record never holds more keys than this, whatever their sizes.
+    static let maxGhostKeys = 1_000_000
+
+    let order: EvictionOrder
+    let capacity: Int64
+    var smallCapacity: Int64 { Int64(Double(capacity) * EvictionQueues.smallShare) }
+    var mainCapacity: Int64 { capacity - smallCapacity }
+    var ghostCapacity: Int64 { Int64(Double(capacity) * EvictionQueues.ghostShare) }
+
+    private(set) var seq: Int64 = 0
+    /// SIEVE: the oldest place the hand examines next (0: from the tail).
+    private(set) var hand: Int64 = 0
+    /// S3-FIFO: until the first eviction, a full small queue admits to the main one.
+    private(set) var hasEvicted = false
+    /// Objects with a place in a queue: those above are new.
+    private(set) var admittedThrough: Int64 = 0
+    private(set) var smallBytes: Int64 = 0
+    private(set) var mainBytes: Int64 = 0
+    private var ghostBytes: Int64 = 0
+    private var ghostKeys = 0
+    /// Objects this run passed over (protected): meeting one again means its queue is done.
+    private var skipped = Set<Int64>()
+    private var exhausted = Set<Int>()
+
+    var occupied: Int64 { smallBytes + mainBytes }
+
+    init(order: EvictionOrder, capacity: Int64) {
+        self.order = order
+        self.capacity = max(capacity, 1)
+    }
+
+    /// Reads the saved state; a store whose state belongs to another order starts afresh,
+    /// every object becoming new (touch counts are kept).
+    func load(_ db: Database) throws {
+        let saved = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evict.order'")
+        if saved != order.rawValue {
+            try db.execute(sql: "DELETE FROM evict_queue WHERE queue != -1; DELETE FROM evict_ghost")
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('evict.order', ?)", arguments: [order.rawValue])
+            (seq, hand, hasEvicted, admittedThrough) = (0, 0, false, 0)
+            try save(db)
+        } else {
+            func value(_ k: String) throws -> Int64 {
+                try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: ["evict." + k]) ?? 0
+            }
+            (seq, hand, hasEvicted, admittedThrough) = (
+                try value("seq"), try value("hand"), try value("evicted") != 0, try value("admitted")
+            )
+        }
+        try recount(db)
+        let ghost = try Row.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM evict_ghost")
+        ghostBytes = ghost?[0] ?? 0
+        ghostKeys = ghost?[1] ?? 0
+    }
+
+    func save(_ db: Database) throws {
+        let s = try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)")
+        for (k, v) in [("seq", seq), ("hand", hand), ("evicted", hasEvicted ? 1 : 0), ("admitted", admittedThrough)] {
+            try s.execute(arguments: ["evict." + k, v])
+        }
+    }
+
+    /// Objects not yet in a queue, oldest first, with the accesses counted since their put.
+    func newObjects(_ db: Database, limit: Int) throws -> [(id: Int64, ref: ObjectRef, size: Int64, freq: Int)] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT d.id, d.collection, d.key, d.size, COALESCE(q.freq, 0) FROM object d
+                    LEFT JOIN evict_queue q ON q.id = d.id WHERE d.id > ? ORDER BY d.id LIMIT ?
+                    """), arguments: [admittedThrough, limit]
+        ).map { (id: $0[0], ref: ObjectRef($0[1], $0[2]), size: $0[3], freq: $0[4]) }
+    }
+
+    /// True if the order would not keep an object of `size` at all: S3-FIFO, one as large as
+    /// its small queue. The caller evicts it once placed.
+    func rejects(size: Int64) -> Bool { order == .s3fifo && size >= smallCapacity }
+
+    /// Gives a new object its place (a rejected one the small queue's newest).
+    func admit(_ db: Database, id: Int64, ref: ObjectRef, size: Int64, freq: Int) throws {
+        var queue = EvictionQueues.main
+        if order == .s3fifo {
+            if !rejects(size: size), try removeGhost(db, ref) {
+                queue = EvictionQueues.main
+            } else {
+                queue =
+                    !hasEvicted && smallBytes >= smallCapacity && !rejects(size: size)
+                    ? EvictionQueues.main : EvictionQueues.small
+            }
+        }
+        seq += 1
+        try db.execute(
+            sql: """
+                INSERT INTO evict_queue(id, queue, seq, freq, size) VALUES (?1, ?2, ?3, ?4, ?5)
+                ON CONFLICT(id) DO UPDATE SET queue = ?2, seq = ?3, freq = ?4, size = ?5
+                """, arguments: [id, queue, seq, freq, size])
+        if queue == EvictionQueues.small { smallBytes += size } else { mainBytes += size }
+        admittedThrough = max(admittedThrough, id)
+    }
+
+    /// The next object the order would evict, after moving those it spares; nil when every
+    /// queue is empty or has only objects this run had to pass over.
+    func next(_ db: Database) throws -> (QueueCandidate, String)? {
+        switch order {
+        case .lru: return nil
+        case .sieve: return try nextSieve(db)
+        case .s3fifo: return try nextS3FIFO(db)
+        }
+    }
+
+    private func first(_ db: Database, queue: Int, from: Int64 = 0) throws -> QueueCandidate? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT q.id, d.collection, d.key, q.seq, q.freq, q.size, d.pinned, d.created
+                    FROM evict_queue q JOIN object d ON d.id = q.id
+                    WHERE q.queue = ? AND q.seq >= ? ORDER BY q.seq LIMIT 1
+                    """), arguments: [queue, from]
+        ).map {
+            QueueCandidate(
+                id: $0[0], ref: ObjectRef($0[1], $0[2]), queue: queue, seq: $0[3], freq: $0[4], size: $0[5],
+                pinned: $0[6], created: $0[7])
+        }
+    }
+
+    private func place(_ db: Database, _ c: QueueCandidate, queue: Int, freq: Int) throws {
+        seq += 1
+        try db.execute(
+            sql: "UPDATE evict_queue SET queue = ?, seq = ?, freq = ? WHERE id = ?",
+            arguments: [queue, seq, freq, c.id])
+        if queue != c.queue {
+            if c.queue == EvictionQueues.small { smallBytes -= c.size } else { mainBytes -= c.size }
+            if queue == EvictionQueues.small { smallBytes += c.size } else { mainBytes += c.size }
+        }
+    }
+
+    private func nextSieve(_ db: Database) throws -> (QueueCandidate, String)? {
+        var wrapped = false
+        while true {
+            guard let c = try first(db, queue: EvictionQueues.main, from: hand) else {
+                if wrapped || hand == 0 { return nil }
+                hand = 0
+                wrapped = true
+                continue
+            }
+            if skipped.contains(c.id) { return nil }
+            hand = c.seq + 1
+            if c.freq > 0 {
+                try db.execute(sql: "UPDATE evict_queue SET freq = 0 WHERE id = ?", arguments: [c.id])
+                continue
+            }
+            return (c, "sieve: not accessed since the hand last passed")
+        }
+    }
+
+    private func nextS3FIFO(_ db: Database) throws -> (QueueCandidate, String)? {
+        hasEvicted = true
+        // One queue per eviction, chosen once, as the reference does.
+        var queue =
+            mainBytes > mainCapacity || smallBytes <= 0 ? EvictionQueues.main : EvictionQueues.small
+        while true {
+            if exhausted.contains(queue) {
+                queue = 1 - queue
+                if exhausted.contains(queue) { return nil }
+            }
+            guard let c = try first(db, queue: queue), !skipped.contains(c.id) else {
+                exhausted.insert(queue)
+                continue
+            }
+            if queue == EvictionQueues.small {
+                if c.freq >= EvictionQueues.promoteAt {
+                    try place(db, c, queue: EvictionQueues.main, freq: 0)
+                    continue
+                }
+                return (c, "s3fifo: not accessed again in the small queue")
+            }
+            if c.freq >= 1 {
+                try place(db, c, queue: EvictionQueues.main, freq: min(c.freq, 3) - 1)
+                continue
+            }
+            return (c, "s3fifo: no access left in the main queue")
+        }
+    }
+
+    /// After `c` was evicted (its row went with the object).
+    func evicted(_ db: Database, _ c: QueueCandidate) throws {
+        if c.queue == EvictionQueues.small { smallBytes -= c.size } else { mainBytes -= c.size }
+        if order == .s3fifo && c.queue == EvictionQueues.small { try addGhost(db, c.ref, size: c.size) }
+    }
+
+    /// `c` is protected now: it goes to the back of its queue (SIEVE's hand just moves on).
+    func skip(_ db: Database, _ c: QueueCandidate) throws {
+        skipped.insert(c.id)
+        if order == .s3fifo { try place(db, c, queue: c.queue, freq: c.freq) }
+    }
+
+    /// Queue byte totals again, after a deletion took more objects than the one chosen.
+    func recount(_ db: Database) throws {
+        smallBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 0") ?? 0
+        mainBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 1") ?? 0
+    }
+
+    static func hash(_ ref: ObjectRef) -> Int64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in ref.collection.utf8 + [0] + ref.key.utf8 {
+            h = (h ^ UInt64(b)) &* 0x100_0000_01b3
+        }
+        return Int64(bitPattern: h)
+    }
+
+    private func removeGhost(_ db: Database, _ ref: ObjectRef) throws -> Bool {
+        let h = EvictionQueues.hash(ref)
+        guard
+            let size = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT size FROM evict_ghost WHERE hash = ?"), arguments: [h])
+        else { return false }
+        try db.execute(sql: "DELETE FROM evict_ghost WHERE hash = ?", arguments: [h])
+        ghostBytes -= size
+        ghostKeys -= 1
+        return true
+    }
+
+    private func addGhost(_ db: Database, _ ref: ObjectRef, size: Int64) throws {
+        seq += 1
+        try db.execute(
+            sql: "INSERT INTO evict_ghost(hash, seq, size) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+            arguments: [EvictionQueues.hash(ref), seq, size])
+        if db.changesCount > 0 {
+            ghostBytes += size
+            ghostKeys += 1
+        }
+        // Bounded by bytes as the reference is, and by a number of keys whatever their sizes.
+        while ghostBytes > ghostCapacity || ghostKeys > EvictionQueues.maxGhostKeys {
+            guard let row = try Row.fetchOne(db, sql: "SELECT hash, size FROM evict_ghost ORDER BY seq LIMIT 1")
+            else { break }
+            try db.execute(sql: "DELETE FROM evict_ghost WHERE hash = ?", arguments: [row[0] as Int64])
+            ghostBytes -= row[1] as Int64
+            ghostKeys -= 1
+        }
+    }
+}
+
+extension WriteTransaction {
+    /// The statement the access flush runs per object for an order that counts accesses (nil
+    /// for LRU): one more access, at most three; an object not yet in a queue gets a row.
+    func accessCounter() throws -> Statement? {
+        guard let order = store.policy?.order, order != .lru else { return nil }
+        return try db.cachedStatement(
+            sql: """
+                INSERT INTO evict_queue(id, queue, seq, freq, size) VALUES (?, -1, 0, 1, 0)
+                ON CONFLICT(id) DO UPDATE SET freq = min(freq + 1, 3)
+                """)
+    }
+}

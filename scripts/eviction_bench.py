@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The eviction part of scripts/bench.sh: byte miss ratios of the store's eviction orders
+against libCacheSim's reference implementations on the same traces and capacities.
+
+Usage: eviction_bench.py ASSETBENCH SCRATCH
+
+Traces (fixed seeds, sizes lognormal within 1 KiB..1 MiB): Zipf alpha 0.6, 0.8, 1.0, 1.2; Zipf
+0.9 with a one-pass scan of new keys every 4,000 requests; a trace where most keys are
+requested once. Budgets: 1%, 5% and 10% of the bytes of all distinct objects. The store
+replays each trace through Store.enforce after every request (assetbench eviction);
+libCacheSim gets the same requests at the same byte capacity. EVICTION_REQUESTS and
+EVICTION_OBJECTS set the trace length (default 20,000 requests over 2,000 objects).
+"""
+
+import os
+import random
+import subprocess
+import sys
+
+import libcachesim as lcs
+
+REQUESTS = int(os.environ.get("EVICTION_REQUESTS", "20000"))
+OBJECTS = int(os.environ.get("EVICTION_OBJECTS", "2000"))
+BUDGETS = (0.01, 0.05, 0.10)
+ORDERS = ("lru", "s3fifo", "sieve")
+REFERENCE = {"lru": lcs.LRU, "s3fifo": lcs.S3FIFO, "sieve": lcs.Sieve}
+# The order assetd.toml(5) makes the default.
+DEFAULT = "s3fifo"
+
+
+def sizes(rng, n):
+    return [int(min(1 << 20, max(1024, rng.lognormvariate(10.5, 1.2)))) for _ in range(n)]
+
+
+def zipf(alpha, seed, scans=False):
+    rng = random.Random(seed)
+    size = sizes(rng, OBJECTS)
+    weights = [1 / (i + 1) ** alpha for i in range(OBJECTS)]
+    ids = rng.choices(range(OBJECTS), weights=weights, k=REQUESTS)
+    trace = [(i, size[i]) for i in ids]
+    if scans:
+        out, fresh = [], OBJECTS
+        for n, r in enumerate(trace):
+            out.append(r)
+            if n % 4000 == 3999:  # a one-pass scan of 200 keys never seen again
+                for _ in range(200):
+                    out.append((fresh, int(min(1 << 20, max(1024, rng.lognormvariate(10.5, 1.2))))))
+                    fresh += 1
+        trace = out
+    return trace
+
+
+def one_hit(seed):
+    # Most keys are requested once; a small Zipf core is requested again and again.
+    rng = random.Random(seed)
+    core = OBJECTS // 10
+    size = sizes(rng, core)
+    weights = [1 / (i + 1) for i in range(core)]
+    trace, fresh = [], core
+    for _ in range(REQUESTS):
+        if rng.random() < 0.7:
+            trace.append((fresh, int(min(1 << 20, max(1024, rng.lognormvariate(10.5, 1.2))))))
+            fresh += 1
+        else:
+            i = rng.choices(range(core), weights=weights)[0]
+            trace.append((i, size[i]))
+    return trace
+
+
+TRACES = [
+    ("zipf-0.6", lambda: zipf(0.6, 6)),
+    ("zipf-0.8", lambda: zipf(0.8, 8)),
+    ("zipf-1.0", lambda: zipf(1.0, 10)),
+    ("zipf-1.2", lambda: zipf(1.2, 12)),
+    ("zipf-0.9+scans", lambda: zipf(0.9, 9, scans=True)),
+    ("one-hit", lambda: one_hit(21)),
+]
+
+
+def reference(order, trace, capacity):
+    cache = REFERENCE[order](capacity)
+    missed = total = 0
+    for i, s in trace:
+        total += s
+        if not cache.get(lcs.Request(obj_size=s, obj_id=i + 1)):
+            missed += s
+    return missed / total
+
+
+def store(bench, scratch, order, trace_file, capacity):
+    folder = os.path.join(scratch, "eviction-run")
+    subprocess.run(["rm", "-rf", folder], check=True)
+    out = subprocess.run(
+        [bench, "eviction", "--folder", folder, "--trace", trace_file, "--capacity", str(capacity), "--order", order],
+        check=True, capture_output=True, text=True).stdout
+    subprocess.run(["rm", "-rf", folder], check=True)
+    fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+    return float(fields["ratio"])
+
+
+def cost(bench, scratch, order, objects):
+    folder = os.path.join(scratch, "eviction-cost")
+    subprocess.run(["rm", "-rf", folder], check=True)
+    out = subprocess.run(
+        [bench, "eviction-cost", "--folder", folder, "--objects", str(objects), "--order", order],
+        check=True, capture_output=True, text=True).stdout
+    subprocess.run(["rm", "-rf", folder], check=True)
+    fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+    return float(fields["per_second"])
+
+
+def main():
+    bench, scratch = sys.argv[1], sys.argv[2]
+    os.makedirs(scratch, exist_ok=True)
+    print(f"eviction: {REQUESTS} requests over {OBJECTS} objects per trace; byte miss ratio, store (enforce after"
+          f" every request) / libCacheSim {lcs.__version__ if hasattr(lcs, '__version__') else ''} at the same capacity")
+    print(f"{'trace':<16} {'budget':>6} " + " ".join(f"{o + ' store':>12} {o + ' lib':>12}" for o in ORDERS))
+    met = True
+    goals = []
+    for name, make in TRACES:
+        trace = make()
+        trace_file = os.path.join(scratch, "trace.txt")
+        with open(trace_file, "w") as f:
+            f.write("\n".join(f"{i} {s}" for i, s in trace) + "\n")
+        distinct = {}
+        for i, s in trace:
+            distinct[i] = s
+        all_bytes = sum(distinct.values())
+        for b in BUDGETS:
+            capacity = int(all_bytes * b)
+            ours = {o: store(bench, scratch, o, trace_file, capacity) for o in ORDERS}
+            lib = {o: reference(o, trace, capacity) for o in ORDERS}
+            print(f"{name:<16} {int(b * 100):>5}% " + " ".join(f"{ours[o]:>12.4f} {lib[o]:>12.4f}" for o in ORDERS),
+                  flush=True)
+            for o in ORDERS:
+                if abs(ours[o] - lib[o]) > 0.02:
+                    goals.append(f"MISSED {o} on {name} at {int(b * 100)}%: store {ours[o]:.4f}, libCacheSim"
+                                 f" {lib[o]:.4f} (more than 2 points apart)")
+                    met = False
+            d, lru = ours[DEFAULT], ours["lru"]
+            if name in ("zipf-0.8", "zipf-1.0", "zipf-1.2") and d > 0.85 * lru:
+                goals.append(f"MISSED {DEFAULT} on {name} at {int(b * 100)}%: {d:.4f} > 0.85 x LRU {lru:.4f}")
+                met = False
+            if d > lru + 0.02:
+                goals.append(f"MISSED {DEFAULT} on {name} at {int(b * 100)}%: {d:.4f}, more than 2 points worse than"
+                             f" LRU {lru:.4f}")
+                met = False
+    objects = int(os.environ.get("EVICTION_COST_OBJECTS", "100000"))
+    rates = {o: cost(bench, scratch, o, objects) for o in ORDERS}
+    print(f"eviction-cost: one enforcement evicting half of {objects} objects: "
+          + ", ".join(f"{o} {rates[o]:.0f} objects/s" for o in ORDERS))
+    if rates[DEFAULT] < 0.9 * rates["lru"]:
+        goals.append(f"MISSED cost: {DEFAULT} {rates[DEFAULT]:.0f}/s < 0.9 x LRU {rates['lru']:.0f}/s")
+        met = False
+    for g in goals:
+        print("eviction: " + g)
+    print("eviction: MET (each order within 2 points of libCacheSim; default " + DEFAULT
+          + " <= 0.85 x LRU on Zipf 0.8-1.2 and never 2 points worse; cost within 10% of LRU)" if met
+          else "eviction: MISSED (see above)")
+
+
+if __name__ == "__main__":
+    main()
