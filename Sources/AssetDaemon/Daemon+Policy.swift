@@ -54,6 +54,7 @@ extension Daemon {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))
                     }
+                    sweptAlongside(plan)
                     if plan.commits.contains(where: { !$0.filesQueued.isEmpty }) { scheduleSweep() }
                 case .failure(let failure as PolicyRunFailure)?:
                     // The batches before the failure stand: their events and unlinks go on.
@@ -63,6 +64,7 @@ extension Daemon {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))
                     }
+                    sweptAlongside(failure.completed)
                     scheduleSweep()
                 case .failure(let e)?:
                     logger.error("policy run failed: \(e)")
@@ -74,5 +76,13 @@ extension Daemon {
             maintenance.end(claim)
             logger.error("cannot schedule a policy run: \(error)")
         }
+    }
+
+    /// Events and log lines for the files a run unlinked beside its batches, as a sweep's.
+    private func sweptAlongside(_ plan: PolicyPlan) {
+        guard let report = plan.sweep else { return }
+        for f in report.failed { logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))") }
+        for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
+        server.broadcast(ServerEvent.events(for: report, commit: lastCommit))
     }
 }

@@ -69,6 +69,9 @@ public struct PolicyPlan: Sendable {
     public var dryRun: Bool
     /// The commits of a real run, one per batch (for events).
     public var commits: [CommitReport] = []
+    /// What the unlinks done beside a real run's batches came to (for events), if it did any:
+    /// the files of every batch but the last, once its commit was durable.
+    public var sweep: SweepReport?
 
     public init(dryRun: Bool) { self.dryRun = dryRun }
 
