@@ -51,6 +51,7 @@ extension Daemon {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))
                     }
+                    sweptAlongside(plan)
                     if plan.commits.contains(where: { !$0.filesQueued.isEmpty }) { scheduleSweep() }
                 case .failure(let failure as PolicyRunFailure)?:
                     // The batches before the failure stand: their events and unlinks go on.
@@ -60,6 +61,7 @@ extension Daemon {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))
                     }
+                    sweptAlongside(failure.completed)
                     scheduleSweep()
                 case .failure(let e)?:
                     logger.error("policy run failed: \(e)")
@@ -90,5 +92,13 @@ extension Daemon {
         }
         line += first.commit == last.commit ? ", commit \(first.commit)" : ", commits \(first.commit)-\(last.commit)"
         logger.info("\(line)")
+    }
+
+    /// Events and log lines for the files a run unlinked beside its batches, as a sweep's.
+    private func sweptAlongside(_ plan: PolicyPlan) {
+        guard let report = plan.sweep else { return }
+        for f in report.failed { logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))") }
+        for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
+        server.broadcast(ServerEvent.events(for: report, commit: lastCommit))
     }
 }

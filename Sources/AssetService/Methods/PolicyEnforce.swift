@@ -46,6 +46,7 @@ extension MethodTable {
         if !plan.dryRun { o["commit"] = plan.commits.last.map { .int($0.commit) } ?? .null }
         var outcome = MethodOutcome(.object(o), commit: plan.commits.first)
         outcome.moreCommits = Array(plan.commits.dropFirst())
+        outcome.sweep = plan.sweep
         return outcome
     }
 

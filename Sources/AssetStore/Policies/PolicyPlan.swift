@@ -76,6 +76,9 @@ public struct PolicyPlan: Sendable {
     public var commits: [CommitReport] = []
     /// Objects the run reached and passed over, by why (each counted once).
     public var skipped: [SkipReason: Int] = [:]
+    /// What the unlinks done beside a real run's batches came to (for events), if it did any:
+    /// the files of every batch but the last, once its commit was durable.
+    public var sweep: SweepReport?
 
     public init(dryRun: Bool) { self.dryRun = dryRun }
 

@@ -86,6 +86,8 @@ final class PolicyRun {
             } catch is DryRunFinished {}
             return plan
         }
+        // Earlier batches' files are unlinked beside each batch (SweepAlongside.swift).
+        let alongside = SweepAlongside(store, limit: max(1000, 2 * batch))
         for step in steps {
             var done = false
             while !done {
@@ -94,13 +96,19 @@ final class PolicyRun {
                 do {
                     // Leases held back since the batch's first look at them go on after its commit.
                     defer { endHold() }
+                    try alongside.prepare()
                     let c = try store.write { tx in
-                        done = try step.advance(tx, self)
-                        if deletedInBatch == 0 { throw NothingDeleted() }  // no empty commits
+                        let swept = try alongside.around(tx.db) { done = try step.advance(tx, self) }
+                        // No empty commits; one that only records unlinks is not a batch.
+                        if deletedInBatch == 0 {
+                            if swept { return }
+                            throw NothingDeleted()
+                        }
                         store.state.withLock { $0.policyBatchDecided }?()
                         try count(since: before, tx.db)
                     }
-                    plan.commits.append(c.report)
+                    plan.sweep = alongside.committed()
+                    if deletedInBatch > 0 { plan.commits.append(c.report) }
                 } catch is NothingDeleted {
                     let skipped = plan.skipped  // what it passed over still tells why nothing went
                     plan = before

@@ -65,6 +65,10 @@ public final class Store: Sendable {
         var walSynced: (@Sendable () -> Void)?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
         var policyBatchDecided: (@Sendable () -> Void)?
+        /// Tests: runs in a policy batch's transaction once the files earlier batches queued
+        /// were unlinked beside it and recorded, with their paths, before its commit; throwing
+        /// rolls the batch back as a crash would.
+        var sweptAlongside: (@Sendable ([String]) throws -> Void)?
         /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,
         /// just before its unlink.
         var orphanUnlinkDecided: (@Sendable (String) -> Void)?

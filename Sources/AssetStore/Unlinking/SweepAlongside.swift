@@ -1,0 +1,104 @@
+// A policy run's unlinks beside its batches (assetd(8), The unlink queue): while batch k is
+// decided and deleted in its write transaction, the files the run's earlier batches queued are
+// unlinked on other threads, then recorded in the same transaction. An unlink waits on the
+// disk and a decision on the CPU, so the run costs about what its unlinks cost, not the sum.
+// Only rows whose commit is durable are taken, as the sweep takes them; the last batch's files
+// are left to the sweep after the run. A crash before the batch commits leaves their rows
+// queued: the next sweep finds those files gone and finishes the rows.
+
+import Foundation
+import GRDB
+import Synchronization
+
+/// The unlinks one policy run does beside its batches, and what they came to.
+final class SweepAlongside {
+    private let store: Store
+    /// Rows taken per batch at most.
+    private let limit: Int
+    /// Queue rows after this id are the run's (or came since); nil before the first batch.
+    private var lastID: Int64?
+    private var renumbered: [Int64: Int64]?
+    /// What the committed batches' unlinks came to; nil while they did none.
+    private var report: SweepReport?
+    /// What the current batch's came to, kept once it commits.
+    private var uncommitted: (report: SweepReport, lastID: Int64)?
+
+    init(_ store: Store, limit: Int) {
+        self.store = store
+        self.limit = limit
+    }
+
+    /// Before a batch's transaction: the earlier batches' commits made durable (with
+    /// durability "normal" they were not synced), so their files may go beside this batch.
+    func prepare() throws {
+        if lastID != nil { try store.makeDurable() }
+    }
+
+    /// Runs `body` (a batch's decisions and deletions) in `db`'s transaction while the due
+    /// files queued by durable commits since the run began are unlinked beside it, then
+    /// records their outcomes in that transaction. True if it took any queue rows.
+    func around(_ db: Database, _ body: () throws -> Void) throws -> Bool {
+        uncommitted = nil
+        guard let after = lastID else {
+            lastID = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM unlink_queue") ?? 0
+            try body()
+            return false
+        }
+        let now = store.configuration.clock()
+        if renumbered == nil { renumbered = try store.noteRootDevices(db, now: now) }
+        let b = try store.takeSweepBatch(
+            db, after: after, durable: store.durableCommit, now: now, retryFailed: false, limit: limit,
+            renumbered: renumbered ?? [:])
+        if b.rows.isEmpty {
+            try body()
+            return false
+        }
+        let unlinks = BackgroundUnlinks.start(store, b.targets)
+        do {
+            try body()
+        } catch {
+            _ = unlinks.wait()  // never leave threads unlinking behind a rolled-back batch
+            throw error
+        }
+        var r = report ?? SweepReport()
+        let before = r.unlinked.count
+        let last = try store.recordSweepBatch(b, unlinks.wait(), db, now: now, report: &r)
+        try store.state.withLock { $0.sweptAlongside }?(Array(r.unlinked[before...]))
+        uncommitted = (r, last ?? after)
+        return true
+    }
+
+    /// The batch committed: its unlinks' outcomes stand. Returns what the run's came to so
+    /// far, nil if none.
+    func committed() -> SweepReport? {
+        if let u = uncommitted { (report, lastID) = (u.report, u.lastID) }
+        uncommitted = nil
+        return report
+    }
+}
+
+/// `unlinkAll` on a thread of its own, joined by `wait`.
+private final class BackgroundUnlinks: Sendable {
+    private let outcomes = Mutex<[UnlinkOutcome?]>([])
+    private let done = DispatchSemaphore(value: 0)
+
+    static func start(_ store: Store, _ targets: [UnlinkTarget]) -> BackgroundUnlinks {
+        let u = BackgroundUnlinks()
+        if targets.isEmpty {
+            u.done.signal()
+            return u
+        }
+        Thread {
+            let result = store.unlinkAll(targets, threads: Store.sweepThreads, beforeUnlink: nil)
+            u.outcomes.withLock { $0 = result }
+            u.done.signal()
+        }.start()
+        return u
+    }
+
+    /// Waits for the unlinks; one outcome per target, in order. Call once.
+    func wait() -> [UnlinkOutcome?] {
+        done.wait()
+        return outcomes.withLock { $0 }
+    }
+}

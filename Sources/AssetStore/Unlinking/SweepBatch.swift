@@ -1,0 +1,187 @@
+// One batch of the unlink queue, in a write transaction: taken (due rows whose commit is
+// durable, minus those referenced again or leased), unlinked by the caller (`unlinkAll`, on
+// this thread or beside other work), then recorded in queue order. The sweep
+// (Store+Sweep.swift) and a policy run's unlinks beside its batches (SweepAlongside.swift)
+// both go through here.
+
+import GRDB
+import JSON
+
+/// A queued file a sweep batch unlinks.
+struct UnlinkTarget: Sendable {
+    var path: String
+    /// Its managed root; nil if it is no longer under one (kept: unsafe path).
+    var root: String?
+    var device: Int64?
+    var inode: Int64?
+    /// What tells the file from a later one with its inode number, and its size then.
+    var stamp: FileStamp
+    var size: Int64?
+    /// The number `device`'s filesystem has now, if a root's was renumbered (either tells the file).
+    var deviceNow: Int64?
+}
+
+/// Queue rows taken in a write transaction, and what to do with each.
+struct SweepBatch {
+    /// `id, path, device, inode, attempts, birth, generation, ctime, size`, in queue order.
+    var rows: [Row]
+    /// Paths an edge references again: kept, their rows dropped.
+    var referenced: Set<[UInt8]>
+    /// Leased paths, each with the latest expiry of its leases.
+    var leasedUntil: [[UInt8]: Double]
+    /// The rows whose files are unlinked, in queue order, and those files (rows in `skipping`
+    /// have no target: their outcome is known).
+    var targetIDs: [Int64]
+    var targets: [UnlinkTarget]
+}
+
+extension Store {
+    /// Takes up to `limit` rows after `lastID` whose commit is at most `durable` and that are
+    /// due at `now` (or failed before, with `retryFailed`).
+    func takeSweepBatch(
+        _ db: Database, after lastID: Int64, durable: Int64, now: Double, retryFailed: Bool, limit: Int,
+        renumbered: [Int64: Int64], skipping known: [Int64: UnlinkOutcome] = [:]
+    ) throws -> SweepBatch {
+        let rows = try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
+                    WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
+                    ORDER BY id LIMIT ?
+                    """), arguments: [lastID, durable, now, retryFailed, limit])
+        let paths = JSONValue.array(rows.map { .string($0[1]) }).serialized()
+        // Taken again by a later transaction (transactions cancel such rows; this is the check
+        // made again just before unlinking, as assetd(8), The unlink queue, says): keep the
+        // file, drop the row.
+        let referenced = Set(
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT f.path FROM file f WHERE f.path IN (SELECT value FROM json_each(?))
+                        AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
+                        """), arguments: [paths]
+            ).map { Array($0.utf8) })
+        // Once per batch: each leased file with the latest expiry of its leases.
+        var leasedUntil = [[UInt8]: Double]()
+        for lease in leases.active() {
+            for file in lease.files {
+                let bytes = Array(file.utf8)
+                leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
+            }
+        }
+        // The files to unlink, in queue order: contiguous slices keep a folder's files on one
+        // thread (each thread keeps its folder open).
+        var b = SweepBatch(rows: rows, referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])
+        for row in rows {
+            let path: String = row[1]
+            let bytes = Array(path.utf8)
+            if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
+            b.targetIDs.append(row[0])
+            if known[row[0]] != nil { continue }
+            // Recorded before its filesystem was numbered anew: the device it has now too.
+            let device: Int64? = row[2]
+            b.targets.append(
+                UnlinkTarget(
+                    path: path, root: roots.root(of: path), device: device, inode: row[3],
+                    stamp: FileStamp(birth: row[5], generation: row[6], ctime: row[7]), size: row[8],
+                    deviceNow: device.flatMap { renumbered[$0] }))
+        }
+        return b
+    }
+
+    /// Records the batch's outcomes (one per `targetIDs` entry, nil where a lease came first)
+    /// here, on the writer, in queue order, as one file at a time would; returns the last row's
+    /// id, nil when the batch is empty.
+    func recordSweepBatch(
+        _ b: SweepBatch, _ outcomes: [UnlinkOutcome?], _ db: Database, now: Double, report: inout SweepReport
+    ) throws -> Int64? {
+        var counts = [String: Int]()
+        var finished = [JSONValue]()
+        var next = 0
+        for row in b.rows {
+            let id: Int64 = row[0]
+            let path: String = row[1]
+            if b.referenced.contains(Array(path.utf8)) {
+                finished.append(.int(id))
+                report.referencedAgain.append(path)
+                continue
+            }
+            // Never unlinked while a lease lives, even when an explicit delete queued it.
+            if let until = b.leasedUntil[Array(path.utf8)] {
+                try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
+                continue
+            }
+            let outcome = outcomes[next]
+            next += 1
+            guard let outcome else {
+                // Leased while this batch ran: the unlink did not happen.
+                let until =
+                    leases.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
+                    .map(\.expires).max() ?? now
+                try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
+                continue
+            }
+            if try record(outcome, db, row: row, now: now, counts: &counts, report: &report) {
+                finished.append(.int(id))
+            }
+        }
+        try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
+            .execute(arguments: [JSONValue.array(finished).serialized()])
+        for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
+        return b.rows.last?[0]
+    }
+
+    /// Records one file's outcome; true when its row is finished (done or skipped), false
+    /// when it failed or was deferred and stays queued for a retry.
+    private func record(
+        _ outcome: UnlinkOutcome, _ db: Database, row: Row, now: Double, counts: inout [String: Int],
+        report: inout SweepReport
+    ) throws -> Bool {
+        let id: Int64 = row[0]
+        let path: String = row[1]
+        let attempts: Int = row[4]
+        switch outcome {
+        case .removed, .alreadyGone:
+            counts["unlinked", default: 0] += 1
+            report.unlinked.append(path)
+            return true
+        case .identityChanged, .unsafePath:
+            let reason: UnlinkSkipReason = outcome == .identityChanged ? .identityChanged : .unsafePath
+            counts["skipped_" + reason.rawValue, default: 0] += 1
+            report.skipped.append((path, reason))
+            return true
+        case .failed(let e, let call):
+            let message = "\(call): \(errnoDescription(e))"
+            let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
+            try db.cachedStatement(
+                sql: """
+                    UPDATE unlink_queue SET attempts = attempts + 1, last_error = ?, next_attempt = ? WHERE id = ?
+                    """
+            ).execute(arguments: [message, now + delay, id])
+            counts["unlink_failures", default: 0] += 1
+            report.failed.append((path, message, attempts + 1))
+            return false
+        case .open, .undetermined:
+            try deferUnlink(
+                db, id: id, path: path, reason: .open, until: now + Store.openFileRetryDelay, counts: &counts,
+                report: &report)
+            if case .undetermined(let why) = outcome {
+                // Kept because it could not be told: counted apart, so an operator sees why.
+                counts["deferred_open_undetermined", default: 0] += 1
+                report.undetermined.append((path, why))
+            }
+            return false
+        }
+    }
+
+    /// Keeps a row for a retry at `until`; attempts and last error stay as they were.
+    private func deferUnlink(
+        _ db: Database, id: Int64, path: String, reason: UnlinkDeferReason, until: Double,
+        counts: inout [String: Int], report: inout SweepReport
+    ) throws {
+        try db.cachedStatement(sql: "UPDATE unlink_queue SET next_attempt = ? WHERE id = ?")
+            .execute(arguments: [until, id])
+        counts["deferred_" + reason.rawValue, default: 0] += 1
+        report.deferred.append((path, reason))
+    }
+}
