@@ -43,8 +43,15 @@ final class EngineSide {
         }
     }
 
-    /// One point get in its own read transaction; returns how many files the object holds.
+    /// One point get (`Store.get`, a snapshot of its own); returns how many files the object
+    /// holds.
     func get(_ key: String) throws -> Int? {
+        try store.get(ObjectRef(Bench.collection, key))?.files.count
+    }
+
+    /// The same get inside a read transaction, as a caller reading several things on one
+    /// snapshot writes it.
+    func getInRead(_ key: String) throws -> Int? {
         try store.read { r in try r.get(ObjectRef(Bench.collection, key)) }?.files.count
     }
 

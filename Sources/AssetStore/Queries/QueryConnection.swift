@@ -123,6 +123,20 @@ final class QueryConnection {
         return stmt
     }
 
+    /// Steps the engine's own `sql` once `bind` has set its parameters, calling `body` with
+    /// each row, and resets it. Outside BEGIN, the one statement is its own snapshot.
+    func rows(_ sql: StaticString, bind: (OpaquePointer) -> Void, _ body: (RawRow) throws -> Void) throws {
+        let s = try cached(sql)
+        defer { sqlite3_reset(s) }
+        bind(s)
+        while true {
+            let rc = sqlite3_step(s)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw failure(rc) }
+            try body(RawRow(statement: s))
+        }
+    }
+
     /// Runs the engine's own `body` with SQLite's compiled maximum value length, then puts
     /// the clients' limit back: that limit stops a clause building a reply too large to
     /// send, but a stored object (a get after its touch committed, assetctl --db get) is
