@@ -115,7 +115,7 @@ final class Bench {
             })
         return ResultLine(
             name: "top100-by-size", engine: .latency(seconds: e.medianSeconds),
-            baseline: .latency(seconds: b.medianSeconds), goal: .atMost(1.5))
+            baseline: .latency(seconds: b.medianSeconds), goal: .atMost(1.2))
     }
 
     /// (4) SUM(size) GROUP BY owner over the whole index.

@@ -14,8 +14,9 @@ final class QueryConnection {
     /// engine's own statements.
     var allowedTable: String?
     /// While a clause on the built-in index is compiled or run: whether the text names
-    /// `object` anywhere (see `authorize`).
-    var textNamesObject = false
+    /// `object` anywhere (see `authorize`), once `authorize` has looked (a kept statement
+    /// is not compiled again, and the scan of the text was a part of every query).
+    var textNamesObject: Bool?
     /// While a clause is compiled or run: its SQL, and whether it joins with USING or NATURAL
     /// once `authorize` has looked (only when SQLite compiles it: a kept statement is not).
     var clauseSQL = ""
@@ -209,7 +210,10 @@ final class QueryConnection {
                 if let view, String(cString: view).lowercased() == table, Self.viewColumns.contains(column) {
                     return SQLITE_OK
                 }
-                if column.isEmpty && !textNamesObject { return SQLITE_OK }
+                if column.isEmpty {
+                    if textNamesObject == nil { textNamesObject = Self.namesObject(clauseSQL) }
+                    if textNamesObject == false { return SQLITE_OK }
+                }
             }
             refusal = "the clause may read only its index"
             return SQLITE_DENY

@@ -134,6 +134,16 @@ enum Schema {
                     ALTER TABLE unlink_queue ADD COLUMN ctime INTEGER;
                     """)
         }
+        // Top-100-by-size for one owner (WHERE owner = ? ORDER BY size DESC) read each object's
+        // row for its collection and key: a random page an object. With both in the owner
+        // index, a query that asks for keys reads the index alone.
+        m.registerMigration("v6") { db in
+            try db.execute(
+                sql: """
+                    DROP INDEX "index_default__owner_size";
+                    CREATE INDEX "index_default__owner_size" ON object(owner, size, collection, key);
+                    """)
+        }
         return m
     }
 }
