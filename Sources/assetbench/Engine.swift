@@ -55,11 +55,10 @@ final class EngineSide {
         try store.read { r in try r.get(ObjectRef(Bench.collection, key)) }?.files.count
     }
 
-    /// The keys of the 100 largest objects of `owner`.
-    func top100(owner: String) throws -> [ObjectRef] {
-        try store.query(
-            clause: "WHERE owner = ? ORDER BY size DESC LIMIT 100", parameters: [.string(owner)]
-        ).map(\.ref)
+    /// The 100 largest objects of `owner`, as rows holding their keys (the baseline returns
+    /// its rows as they come, too).
+    func top100(owner: String) throws -> [IndexRow] {
+        try store.query(clause: "WHERE owner = ? ORDER BY size DESC LIMIT 100", parameters: [.string(owner)])
     }
 
     /// Bytes per owner, summed over all owners.
