@@ -65,12 +65,13 @@ extension Store {
         let table = try tableName(index)
         let (sql, args) = try QueryText.expand(clause, parameters)
         // Only the columns asked for, named up front (qualified: a clause may join the table
-        // with itself under an alias); the object's id last, and only to read the objects.
+        // with itself under an alias); the object's id last. Kept for keys too: a clause's
+        // UNION must match every column, and two lets `UNION SELECT 1, 2` through.
         let extra =
             include == .keys
             ? []
             : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
-        let selected = (["collection", "key"] + extra + (include == .objects ? ["object_id"] : []))
+        let selected = (["collection", "key"] + extra + ["object_id"])
             .map { "\"\(table)\".\"\($0)\"" }
         return try queries.with(cancellation: cancellation) { conn in
             // One snapshot for the rows and the objects read after them; a lone statement is
