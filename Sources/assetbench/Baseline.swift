@@ -183,7 +183,9 @@ final class BaselineStore {
             INSERT INTO unlink_queue (path, device, inode, size, commit_no, queued_at, next_attempt) VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
 
-        top100Query = CStatement(db, "SELECT * FROM \"index_default\" WHERE owner = ? ORDER BY size DESC LIMIT 100")
+        // The two columns it returns, as the engine's query for keys asks for no more.
+        top100Query = CStatement(
+            db, "SELECT collection, key FROM \"index_default\" WHERE owner = ? ORDER BY size DESC LIMIT 100")
         sumByOwnerQuery = CStatement(db, "SELECT \"owner\", SUM(size) FROM \"index_default\" GROUP BY \"owner\"")
     }
 
@@ -276,7 +278,7 @@ final class BaselineStore {
         var out = [(String, String)]()
         let s = top100Query
         s.bind(1, owner)
-        while s.step() { out.append((s.text(1), s.text(2))) }
+        while s.step() { out.append((s.text(0), s.text(1))) }
         s.reset()
         return out
     }

@@ -43,16 +43,22 @@ final class EngineSide {
         }
     }
 
-    /// One point get in its own read transaction; returns how many files the object holds.
+    /// One point get (`Store.get`, a snapshot of its own); returns how many files the object
+    /// holds.
     func get(_ key: String) throws -> Int? {
+        try store.get(ObjectRef(Bench.collection, key))?.files.count
+    }
+
+    /// The same get inside a read transaction, as a caller reading several things on one
+    /// snapshot writes it.
+    func getInRead(_ key: String) throws -> Int? {
         try store.read { r in try r.get(ObjectRef(Bench.collection, key)) }?.files.count
     }
 
-    /// The keys of the 100 largest objects of `owner`.
-    func top100(owner: String) throws -> [ObjectRef] {
-        try store.query(
-            clause: "WHERE owner = ? ORDER BY size DESC LIMIT 100", parameters: [.string(owner)]
-        ).map(\.ref)
+    /// The 100 largest objects of `owner`, as rows holding their keys (the baseline returns
+    /// its rows as they come, too).
+    func top100(owner: String) throws -> [IndexRow] {
+        try store.query(clause: "WHERE owner = ? ORDER BY size DESC LIMIT 100", parameters: [.string(owner)])
     }
 
     /// Bytes per owner, summed over all owners.

@@ -29,8 +29,10 @@ import AssetStoreTestSupport
             let general = try #require(try f.store.read { try $0.get(r) }).json.serialized()
             let fast = try #require(try f.store.objectJSON(r))
             #expect(String(decoding: fast, as: UTF8.self) == general, "\(r)")
+            #expect(try f.store.get(r) == f.store.read { try $0.get(r) }, "Store.get of \(r)")
         }
         #expect(try f.store.objectJSON(ref("c", "absent")) == nil)
+        #expect(try f.store.get(ref("c", "absent")) == nil)
     }
 
     @Test("an object's files are listed once each, in SQLite's byte order of their paths, by both reads")
@@ -52,6 +54,7 @@ import AssetStoreTestSupport
         #expect(expected.count == names.count)
         let general = try #require(try f.store.read { try $0.get(ref("c", "k")) })
         #expect(general.files.map(\.path) == expected)
+        #expect(try f.store.get(ref("c", "k")) == general)
         let fast = try JSONValue.parse(
             String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self))
         #expect(fast["files"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == expected)
@@ -83,10 +86,30 @@ import AssetStoreTestSupport
         let text = try #require(try f.store.objectJSON(ref("c", "k")))
         let general = try #require(try f.store.read { try $0.get(ref("c", "k")) })
         #expect(String(decoding: text, as: UTF8.self) == general.json.serialized())
+        #expect(try f.store.get(ref("c", "k")) == general)
         // The same pooled connection, back under the clients' limit.
         func doubled(_ n: Int) -> String { "length(replace(printf('%.*c', \(n), 'x'), 'x', 'yy'))" }
         #expect(expectCode(.replyTooLarge) { try f.store.aggregate(function: doubled(3000)) } != nil)
         #expect(try f.store.aggregate(function: doubled(1000)) == .value(2000))
+    }
+
+    @Test("Store.get counts a touch not yet written, as objectJSON does, and sees each commit")
+    func getSeesPendingTouchAndCommits() throws {
+        let f = try Fixture()
+        try f.put([(ref("c", "k"), 1)])
+        let stored = try #require(try f.store.read { try $0.get(ref("c", "k")) })
+        f.clock.advance(5)
+        try f.store.touch(ref("c", "k"))
+        let got = try #require(try f.store.get(ref("c", "k")))
+        #expect(got.accessed == f.clock.now && got.accessed > stored.accessed)
+        #expect(try f.store.read { try $0.get(ref("c", "k")) }?.accessed == stored.accessed, "not written yet")
+        let json = try JSONValue.parse(
+            String(decoding: try #require(try f.store.objectJSON(ref("c", "k"))), as: UTF8.self))
+        #expect(json["accessed"]?.doubleValue == got.accessed)
+        try f.put([(ref("c", "k"), 2)])
+        #expect(try f.store.get(ref("c", "k"))?.value == 2)
+        try f.delete(ref("c", "k"))
+        #expect(try f.store.get(ref("c", "k")) == nil)
     }
 
     @Test("a PointReader prints the same bytes as objectJSON")

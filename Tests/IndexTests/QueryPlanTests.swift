@@ -1,6 +1,7 @@
 // Query plans: the common shapes use SQLite indexes, not scans. Checked with
 // `Store.explain`, which returns SQLite's EXPLAIN QUERY PLAN lines; failures print them.
 
+import GRDB
 import Testing
 import AssetStore
 import AssetStoreTestSupport
@@ -63,6 +64,25 @@ import AssetStoreTestSupport
         }
         // The plan is for the query that runs: it answers.
         _ = try f.store.query(clause: s.clause, parameters: s.parameters)
+    }
+
+    @Test("one owner's largest objects, asked for as keys, read the owner index alone")
+    func topBySizeKeysCovered() throws {
+        let f = try Self.populated()
+        let clause = "WHERE owner = ? ORDER BY size DESC LIMIT 100"
+        // The columns query() selects for include = keys.
+        let select = ["object_id", "collection", "key"].map { "\"index_default\".\"\($0)\"" }
+            .joined(separator: ", ")
+        let plan = try DatabaseQueue(path: f.dbPath).read { db in
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT \(select) FROM \"index_default\" \(clause)", arguments: ["alice"]
+            )
+            .map { $0["detail"] as String }
+        }
+        let shown = plan.joined(separator: "\n")
+        #expect(plan.contains { $0.contains("USING COVERING INDEX index_default__owner_size") }, "\(shown)")
+        #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(shown)")
+        #expect(try f.store.query(clause: clause, parameters: ["alice"]).count == 17)
     }
 
     @Test("with a quota configured, one owner's LRU order reads the per-owner LRU index")

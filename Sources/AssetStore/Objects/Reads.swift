@@ -49,6 +49,13 @@ struct Reads {
         }
     }
 
+    /// A stored value read in place from its column's bytes.
+    static func json(_ bytes: UnsafeBufferPointer<UInt8>) throws -> JSONValue {
+        do { return try JSONValue.parse(bytes) } catch {
+            throw StoreError(.internalError, "a stored value is not valid JSON: \(error)")
+        }
+    }
+
     static func fileRecord(_ row: Row) -> FileRecord {
         FileRecord(
             path: row[0], size: row[1], device: row[2], inode: row[3], mtime: row[4], missing: row[5],

@@ -65,12 +65,14 @@ extension Store {
         let table = try tableName(index)
         let (sql, args) = try QueryText.expand(clause, parameters)
         // Only the columns asked for, named up front (qualified: a clause may join the table
-        // with itself under an alias).
+        // with itself under an alias); the object's id last. Kept for keys too: a clause's
+        // UNION must match every column, and two lets `UNION SELECT 1, 2` through.
         let extra =
             include == .keys
             ? []
             : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
-        let selected = (["object_id", "collection", "key"] + extra).map { "\"\(table)\".\"\($0)\"" }
+        let selected = (["collection", "key"] + extra + ["object_id"])
+            .map { "\"\(table)\".\"\($0)\"" }
         return try queries.with(cancellation: cancellation) { conn in
             // One snapshot for the rows and the objects read after them; a lone statement is
             // one already.
@@ -89,15 +91,24 @@ extension Store {
                 }
                 let text = "SELECT \(selected.joined(separator: ", ")) FROM \"\(table)\" \(sql)"
                 try conn.run(text, args, table: table) { stmt in
-                    try count(stmt, sqlite3_column_count(stmt))
-                    ids.append(sqlite3_column_int64(stmt, 0))
-                    let ref = ObjectRef(QueryText.text(stmt, 1), QueryText.text(stmt, 2))
+                    let ref = ObjectRef(QueryText.text(stmt, 0), QueryText.text(stmt, 1))
+                    // Counted from the strings made anyway: asking SQLite each column's type and
+                    // length again was a fifth of a top-100 query. A row is at most a few values
+                    // of SQLite's length limit, so the limit still stops a reply before it is
+                    // all in memory.
+                    bytes += ref.collection.utf8.count + ref.key.utf8.count
                     var columns: [String: JSONValue]?
                     if !extra.isEmpty {
                         var c = [String: JSONValue](minimumCapacity: extra.count)
-                        for (i, name) in extra.enumerated() { c[name] = QueryText.value(stmt, Int32(i + 3)) }
+                        for (i, name) in extra.enumerated() {
+                            let v = QueryText.value(stmt, Int32(i + 2))
+                            if case .string(let t) = v { bytes += t.utf8.count } else { bytes += 8 }
+                            c[name] = v
+                        }
                         columns = c
                     }
+                    if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
+                    if include == .objects { ids.append(sqlite3_column_int64(stmt, Int32(2 + extra.count))) }
                     out.append(IndexRow(ref: ref, columns: columns))
                 }
                 if include == .objects {
@@ -219,7 +230,7 @@ extension QueryConnection {
     /// Compiles `sql` (under the authorizer when `table` is set), binds, and steps through rows.
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
         allowedTable = table
-        textNamesObject = table == QueryConnection.defaultView && QueryConnection.namesObject(sql)
+        textNamesObject = nil
         clauseSQL = sql
         textJoinsByName = nil
         refusal = nil

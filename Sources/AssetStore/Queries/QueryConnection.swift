@@ -14,8 +14,9 @@ final class QueryConnection {
     /// engine's own statements.
     var allowedTable: String?
     /// While a clause on the built-in index is compiled or run: whether the text names
-    /// `object` anywhere (see `authorize`).
-    var textNamesObject = false
+    /// `object` anywhere (see `authorize`), once `authorize` has looked (a kept statement
+    /// is not compiled again, and the scan of the text was a part of every query).
+    var textNamesObject: Bool?
     /// While a clause is compiled or run: its SQL, and whether it joins with USING or NATURAL
     /// once `authorize` has looked (only when SQLite compiles it: a kept statement is not).
     var clauseSQL = ""
@@ -123,6 +124,20 @@ final class QueryConnection {
         return stmt
     }
 
+    /// Steps the engine's own `sql` once `bind` has set its parameters, calling `body` with
+    /// each row, and resets it. Outside BEGIN, the one statement is its own snapshot.
+    func rows(_ sql: StaticString, bind: (OpaquePointer) -> Void, _ body: (RawRow) throws -> Void) throws {
+        let s = try cached(sql)
+        defer { sqlite3_reset(s) }
+        bind(s)
+        while true {
+            let rc = sqlite3_step(s)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw failure(rc) }
+            try body(RawRow(statement: s))
+        }
+    }
+
     /// Runs the engine's own `body` with SQLite's compiled maximum value length, then puts
     /// the clients' limit back: that limit stops a clause building a reply too large to
     /// send, but a stored object (a get after its touch committed, assetctl --db get) is
@@ -195,7 +210,10 @@ final class QueryConnection {
                 if let view, String(cString: view).lowercased() == table, Self.viewColumns.contains(column) {
                     return SQLITE_OK
                 }
-                if column.isEmpty && !textNamesObject { return SQLITE_OK }
+                if column.isEmpty {
+                    if textNamesObject == nil { textNamesObject = Self.namesObject(clauseSQL) }
+                    if textNamesObject == false { return SQLITE_OK }
+                }
             }
             refusal = "the clause may read only its index"
             return SQLITE_DENY

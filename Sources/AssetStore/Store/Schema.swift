@@ -150,6 +150,16 @@ enum Schema {
                         BEGIN DELETE FROM evict_queue WHERE id = old.id; END;
                     """)
         }
+        // Top-100-by-size for one owner (WHERE owner = ? ORDER BY size DESC) read each object's
+        // row for its collection and key: a random page an object. With both in the owner
+        // index, a query that asks for keys reads the index alone.
+        m.registerMigration("v7") { db in
+            try db.execute(
+                sql: """
+                    DROP INDEX "index_default__owner_size";
+                    CREATE INDEX "index_default__owner_size" ON object(owner, size, collection, key);
+                    """)
+        }
         return m
     }
 }

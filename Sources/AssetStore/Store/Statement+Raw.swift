@@ -20,6 +20,11 @@ struct RawRow {
         return String(
             decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(statement, i))), as: UTF8.self)
     }
+    /// Column `i` as UTF-8 bytes (empty for NULL), valid until the statement steps or resets.
+    func bytes(_ i: Int32) -> UnsafeBufferPointer<UInt8> {
+        guard let p = sqlite3_column_text(statement, i) else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(statement, i)))
+    }
 }
 
 extension Statement {
