@@ -29,7 +29,7 @@ private func add(_ f: Fixture, _ key: String, size: Int = 100) throws {
     try f.put([(ref("c", key), ["file": .string(path)])])
 }
 
-/// A touch, flushed: touches between two flushes count as one access.
+/// A touch, flushed at once.
 private func touch(_ f: Fixture, _ key: String) throws {
     f.clock.advance(1)
     try f.store.touch(ref("c", key))
@@ -78,6 +78,20 @@ struct EvictionOrderTests {
         try touch(f, "k0")
         try add(f, "k20")
         let plan = try f.store.enforce()
+        #expect(keys(plan) == ["k1"])
+        #expect(try queue(f, "k0") == EvictionQueues.main)
+    }
+
+    @Test("S3-FIFO: two touches before one flush count as two accesses, as two flushed ones do")
+    func touchesWithinOneFlushWindowEachCount() throws {
+        let f = try store(.s3fifo, budget: 2000)
+        for i in 0..<20 { try add(f, "k\(i)") }
+        f.clock.advance(1)
+        try f.store.touch(ref("c", "k0"))
+        f.clock.advance(1)
+        try f.store.touch(ref("c", "k0"))
+        try add(f, "k20")
+        let plan = try f.store.enforce()  // flushes the two touches first
         #expect(keys(plan) == ["k1"])
         #expect(try queue(f, "k0") == EvictionQueues.main)
     }

@@ -10,12 +10,22 @@ import Synchronization
 struct PendingAccesses {
     /// Object id to the latest access time recorded for it.
     var pending: [Int64: Double] = [:]
+    /// Object id to the touches recorded for it since the last flush took it: S3-FIFO and
+    /// SIEVE count each access, not each flush that saw some.
+    var counts: [Int64: Int] = [:]
     /// Taken by the flush running now, until it has committed (reads still see them).
     var inFlight: [Int64: Double] = [:]
     /// Touches recorded, flushes that wrote something, and access times they wrote.
     var touches: Int64 = 0
     var flushes: Int64 = 0
     var flushed: Int64 = 0
+}
+
+/// One object's pending accesses as a flush writes them.
+struct AccessRecord {
+    var id: Int64
+    var time: Double
+    var count: Int
 }
 
 extension Store {
@@ -43,6 +53,7 @@ extension Store {
         let now = configuration.clock()
         accesses.withLock { a in
             a.pending[id] = max(a.pending[id] ?? now, now)
+            a.counts[id, default: 0] += 1
             a.touches += 1
         }
     }
@@ -66,10 +77,14 @@ extension Store {
     @discardableResult
     public func flushAccesses() throws -> CommitReport? {
         try accessFlush.withLock { _ in
-            let taken = accesses.withLock { a -> [(Int64, Double)] in
+            let taken = accesses.withLock { a -> [AccessRecord] in
                 a.inFlight = a.pending
+                let counts = a.counts
                 a.pending = [:]
-                return a.inFlight.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+                a.counts = [:]
+                return a.inFlight.sorted { $0.key < $1.key }.map {
+                    AccessRecord(id: $0.key, time: $0.value, count: counts[$0.key] ?? 1)
+                }
             }
             guard !taken.isEmpty else { return nil }
             let report: CommitReport
@@ -77,7 +92,10 @@ extension Store {
                 report = try write { tx in try tx.writeAccesses(taken) }.report
             } catch {
                 accesses.withLock { a in
-                    for (id, t) in taken { a.pending[id] = max(a.pending[id] ?? t, t) }
+                    for r in taken {
+                        a.pending[r.id] = max(a.pending[r.id] ?? r.time, r.time)
+                        a.counts[r.id, default: 0] += r.count
+                    }
                     a.inFlight = [:]
                 }
                 throw error
@@ -114,12 +132,12 @@ extension WriteTransaction {
     /// time, ids ascending. No index refresh at commit: the built-in index reads `accessed`
     /// from the object row (its SQLite indexes follow the UPDATE), and user index columns
     /// come from the value alone; a refresh would recount each object's files for nothing.
-    func writeAccesses(_ times: [(Int64, Double)]) throws {
+    func writeAccesses(_ records: [AccessRecord]) throws {
         let s = try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
         let counter = try accessCounter()  // S3-FIFO and SIEVE count accesses (EvictionQueues.swift)
-        for (id, t) in times {
-            try s.execute(arguments: [t, id])
-            if db.changesCount > 0 { try counter?.execute(arguments: [id]) }
+        for r in records {
+            try s.execute(arguments: [r.time, r.id])
+            if db.changesCount > 0 { try counter?.execute(arguments: [r.id, r.count]) }
         }
     }
 }

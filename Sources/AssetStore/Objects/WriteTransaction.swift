@@ -174,7 +174,7 @@ public final class WriteTransaction {
         }
         try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
             .execute(arguments: [now, id])
-        try accessCounter()?.execute(arguments: [id])
+        try accessCounter()?.execute(arguments: [id, 1])
         if refreshingFiles { try refreshHeldFiles(of: id) }
         indexDirty.insert(id)
         report.touched.append(ref)

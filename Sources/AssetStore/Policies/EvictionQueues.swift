@@ -278,13 +278,14 @@ final class EvictionQueues {
 
 extension WriteTransaction {
     /// The statement the access flush runs per object for an order that counts accesses (nil
-    /// for LRU): one more access, at most three; an object not yet in a queue gets a row.
+    /// for LRU), with its id and its number of accesses: at most three counted; an object not
+    /// yet in a queue gets a row.
     func accessCounter() throws -> Statement? {
         guard let order = store.policy?.order, order != .lru else { return nil }
         return try db.cachedStatement(
             sql: """
-                INSERT INTO evict_queue(id, queue, seq, freq, size) VALUES (?, -1, 0, 1, 0)
-                ON CONFLICT(id) DO UPDATE SET freq = min(freq + 1, 3)
+                INSERT INTO evict_queue(id, queue, seq, freq, size) VALUES (?1, -1, 0, min(?2, 3), 0)
+                ON CONFLICT(id) DO UPDATE SET freq = min(freq + ?2, 3)
                 """)
     }
 }
