@@ -177,6 +177,35 @@ struct EvictionOrderTests {
         }
     }
 
+    @Test("a store whose oldest objects are all protected still gets back under its budget")
+    func protectedOldestDoNotStopTheBudget() throws {
+        // More pinned objects than one batch places, then big ones: before, each run placed
+        // the same pinned chunk, deleted nothing, rolled back, and the budget was never met.
+        for order in [EvictionOrder.s3fifo, .sieve] {
+            let f = try Fixture {
+                var p = PolicyConfiguration()
+                p.maxBytes = 8000
+                p.lowWater = 1
+                p.minAge = 0
+                p.batch = 1
+                p.order = order
+                $0.policy = p
+            }
+            for i in 0..<300 {
+                try add(f, "p\(i)", size: 10)
+                try f.store.write { tx in try tx.pin(ref("c", "p\(i)")) }
+            }
+            for i in 0..<10 { try add(f, "big\(i)", size: 1000) }
+            let dry = try f.store.enforce(dryRun: true)
+            var deleted: [String] = []
+            for _ in 0..<3 { deleted += keys(try f.store.enforce()) }
+            #expect(!deleted.isEmpty && deleted.allSatisfy { $0.hasPrefix("big") }, "\(order): \(deleted)")
+            #expect(keys(dry) == Array(deleted.prefix(dry.objects.count)), "\(order)")
+            let left = try f.store.read { r in try Int64.fetchOne(r.db, sql: "SELECT sum(size) FROM object") } ?? 0
+            #expect(left <= 8000, "\(order): \(left) bytes left")
+        }
+    }
+
     @Test("young and pinned objects are never taken, and the plan counts them as skipped")
     func protectedAreSkipped() throws {
         for order in EvictionOrder.allCases {

@@ -96,6 +96,7 @@ class BytesStep: PolicyStep {
                 }
                 if run.batchFull { break admitting }
                 try q.admit(tx.db, id: n.id, ref: n.ref, size: n.size, freq: n.freq)
+                run.placedInBatch = true
                 if rejected && need > 0,
                     let effect = try run.evict(
                         tx, [n.id], reason: reason, guard: g, detail: "s3fifo: larger than the small queue")
@@ -107,7 +108,8 @@ class BytesStep: PolicyStep {
         }
         while need > 0 && !run.batchFull {
             guard try evictNext(tx, run, q, g, &need) else {
-                exhausted = true
+                // Every placed object is protected: the next batch places more, if any are left.
+                exhausted = try q.newObjects(tx.db, limit: 1).isEmpty
                 break
             }
         }

@@ -40,6 +40,9 @@ final class PolicyRun {
     private(set) var plan: PolicyPlan
     /// Objects deleted in the current transaction (a step stops at `batch`).
     var deletedInBatch = 0
+    /// Whether the current transaction placed new objects in an order's queues: it commits
+    /// even if it deleted nothing, or the next run would place the same ones and no others.
+    var placedInBatch = false
     /// True while this batch holds new object leases back (`LeaseRegistry.beginPolicyBatch`).
     private var holdingLeases = false
 
@@ -92,6 +95,7 @@ final class PolicyRun {
             var done = false
             while !done {
                 deletedInBatch = 0
+                placedInBatch = false
                 let before = plan
                 do {
                     // Leases held back since the batch's first look at them go on after its commit.
@@ -101,7 +105,7 @@ final class PolicyRun {
                         let swept = try alongside.around(tx.db) { done = try step.advance(tx, self) }
                         // No empty commits; one that only records unlinks is not a batch.
                         if deletedInBatch == 0 {
-                            if swept { return }
+                            if swept || placedInBatch { return }
                             throw NothingDeleted()
                         }
                         store.state.withLock { $0.policyBatchDecided }?()
