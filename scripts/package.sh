@@ -117,10 +117,10 @@ echo /etc/assetd/assetd.toml >"$pkg/DEBIAN/conffiles"
 cat >"$pkg/DEBIAN/postinst" <<'POSTINST'
 #!/bin/sh
 # The state folder, for a daemon started without systemd (the unit's StateDirectory makes the
-# same). Nothing is enabled or started.
+# same). Nothing is enabled or started. DPKG_ROOT: installed into another root.
 set -e
 if [ "$1" = configure ]; then
-    install -d -m 0750 /var/lib/assetd
+    install -d -m 0750 "$DPKG_ROOT/var/lib/assetd"
 fi
 exit 0
 POSTINST

@@ -71,6 +71,21 @@ check_install() {
         # Errors and warnings fail; informational tags do not. The debug binaries load the
         # toolchain's Swift runtime through their RUNPATH; a release package links it in.
         lintian --fail-on error,warning --suppress-tags custom-library-search-path "$deb"
+        # Installed by dpkg into an empty root of its own (as root only: dpkg sets owners), its
+        # postinst run there: it creates the state folder and enables nothing.
+        if [ "$(id -u)" -eq 0 ]; then
+            mkdir -p "$tmp/root/var/lib/dpkg/info" "$tmp/root/var/lib/dpkg/updates"
+            touch "$tmp/root/var/lib/dpkg/status"
+            dpkg --root="$tmp/root" --force-script-chrootless --force-depends -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; exit 1; }
+            [ -x "$tmp/root/usr/bin/assetd" ] && [ -d "$tmp/root/var/lib/assetd" ]
+            [ "$(stat -c %a "$tmp/root/var/lib/assetd")" = 750 ]
+            [ ! -e "$tmp/root/etc/systemd/system/multi-user.target.wants/assetd.service" ]
+            [ ! -e "$tmp/root/etc/cron.d/assetd" ]
+            dpkg --root="$tmp/root" --force-script-chrootless -r assetd >/dev/null
+            [ ! -e "$tmp/root/usr/bin/assetd" ] && [ -f "$tmp/root/etc/assetd/assetd.toml" ]
+        else
+            echo "installation check: not root, the package was not installed with dpkg" >&2
+        fi
     ) || status=$?
     rm -rf "$tmp"
     [ $status -eq 0 ] || echo "installation check failed" >&2
