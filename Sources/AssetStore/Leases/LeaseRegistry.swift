@@ -48,8 +48,9 @@ public final class LeaseRegistry: Sendable {
     ///
     /// No deadlock: locks are taken in one order, SQLite's write lock (and GRDB's writer),
     /// then `objectGate`, then `gate`. A batch takes `objectGate` once, inside its write
-    /// transaction (so never while waiting for the writer), and no other gate while holding
-    /// it; the sweep takes the writer, then `gate`; `acquire` takes `objectGate`, then
+    /// transaction (so never while waiting for the writer), and while holding it only
+    /// `gate` shared, later in the order (its unlinks beside it, SweepAlongside.swift); the
+    /// sweep takes the writer, then `gate`; `acquire` takes `objectGate`, then
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
