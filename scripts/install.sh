@@ -108,10 +108,18 @@ config_file() {
         installed "$target"
     fi
 }
-config_file etc/assetd.toml "$sysconfdir/assetd/assetd.toml"
-# cron's PATH has /usr/local/bin and /usr/bin; another prefix goes in front.
+# Outside /etc (a per-user prefix) the root daemon's paths are commented out, so the daemon
+# falls back to its per-user defaults (assetd(8), FILES).
+config=$(mktemp)
 cron=$(mktemp)
-trap 'rm -f "$cron"' EXIT
+trap 'rm -f "$config" "$cron"' EXIT
+if [ "$sysconfdir" = /etc ]; then
+    cp etc/assetd.toml "$config"
+else
+    sed -E 's/^(path|socket|roots) = /# &/' etc/assetd.toml >"$config"
+fi
+config_file "$config" "$sysconfdir/assetd/assetd.toml"
+# cron's PATH has /usr/local/bin and /usr/bin; another prefix goes in front.
 case "$prefix" in
     /usr/local | /usr) cp etc/cron.d/assetd "$cron" ;;
     *) sed "s|^PATH=|PATH=$prefix/bin:|" etc/cron.d/assetd >"$cron" ;;

@@ -50,7 +50,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 pkg=$stage/root
 
-scripts/install.sh --prefix /usr --destdir "$pkg" "${bin_args[@]}" >/dev/null
+scripts/install.sh --prefix /usr --destdir "$pkg" "${bin_args[@]}" >&2  # its build and list on stderr: stdout is the .deb
 
 if readelf -d "$pkg/usr/bin/assetd" | grep -q 'NEEDED.*libswiftCore'; then
     echo "package.sh: these binaries load the Swift runtime of the toolchain that built them:" \

@@ -59,6 +59,9 @@ check_install() {
             [ -f "$tmp/home/.local/$f" ] || { echo "install.sh --prefix did not install $f under it" >&2; exit 1; }
         done
         grep -q "^PATH=$tmp/home/.local/bin:" "$tmp/home/.local/etc/cron.d/assetd"
+        # ... with a config that leaves the root daemon's paths to the per-user defaults.
+        ! grep -qE '^(path|socket|roots) = ' "$tmp/home/.local/etc/assetd/assetd.toml"
+        "$bin/assetd" --config "$tmp/home/.local/etc/assetd/assetd.toml" --check-config >/dev/null
 
         deb=$(scripts/package.sh --bin-dir "$bin" --output "$tmp" --compress gzip 2>/dev/null)
         dpkg-deb -x "$deb" "$tmp/pkg"
