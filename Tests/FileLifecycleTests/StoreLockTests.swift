@@ -4,8 +4,9 @@
 
 import Foundation
 import Glibc
+import Synchronization
 import Testing
-import AssetStore
+@testable import AssetStore
 import AssetStoreTestSupport
 
 @Suite struct StoreLockTests {
@@ -84,14 +85,24 @@ import AssetStoreTestSupport
         let f = try Fixture()
         f.store.close()
         // The lock taken again on an open file of its own, as a child between fork and exec
-        // shares it, under this pid; released 20 ms later.
-        let fd = open(f.dbPath + ".lock", O_RDWR | O_CLOEXEC)
+        // shares it, under this pid; released when the open first retries (no timing).
+        let lockPath = f.dbPath + ".lock"
+        let fd = open(lockPath, O_RDWR | O_CLOEXEC)
         #expect(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-        let release = Thread {
-            usleep(20_000); close(fd)
+        let retries = Mutex(0)
+        StoreLock.ownPidRetried.withLock {
+            $0 = { path in
+                guard path == lockPath else { return }  // another test's store
+                if retries.withLock({ n in
+                    n += 1; return n
+                }) == 1 {
+                    close(fd)
+                }
+            }
         }
-        release.start()
+        defer { StoreLock.ownPidRetried.withLock { $0 = nil } }
         let second = try Store(path: f.dbPath, configuration: f.configuration)
+        #expect(retries.withLock { $0 } == 1)
         f.store = second
         try second.write { tx in try tx.put(ref("c", "k"), value: [:]) }
         #expect(try second.read { try $0.exists(ref("c", "k")) })

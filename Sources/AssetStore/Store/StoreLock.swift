@@ -2,6 +2,7 @@
 // the unlink queue. flock is per open file, so a second open in the same process conflicts too.
 
 import Glibc
+import Synchronization
 
 final class StoreLock {
     private let fd: Int32
@@ -23,6 +24,7 @@ final class StoreLock {
             // That passes within moments; a store still open here does not, and stays busy.
             if e == EWOULDBLOCK, holder == "\(getpid())", tries < StoreLock.ownRetries {
                 tries += 1
+                StoreLock.ownPidRetried.withLock { $0 }?(path)
                 usleep(2_000)
                 continue
             }
@@ -43,4 +45,6 @@ final class StoreLock {
 
     /// Retries, 2 ms apart, while the lock is held under this process's own pid.
     static let ownRetries = 50
+    /// Tests: runs with the lock file's path before each of those retries.
+    static let ownPidRetried = Mutex<(@Sendable (String) -> Void)?>(nil)
 }
