@@ -89,19 +89,21 @@ class BytesStep: PolicyStep {
             if new.isEmpty { break }
             for n in new {
                 admitted += 1
-                // S3-FIFO keeps nothing as large as its small queue: it makes no room for it.
-                let rejected = q.rejects(size: n.size)
+                // S3-FIFO makes no room for an object it will not keep.
+                let rejected = try q.rejects(tx.db, ref: n.ref, size: n.size, freq: n.freq)
                 while !rejected && q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
                     guard try evictNext(tx, run, q, g, &need) else { break }
                 }
                 if run.batchFull { break admitting }
-                try q.admit(tx.db, id: n.id, ref: n.ref, size: n.size, freq: n.freq)
+                try q.admit(tx.db, id: n.id, ref: n.ref, size: n.size, freq: n.freq, rejected: rejected)
                 run.placedInBatch = true
                 if rejected && need > 0,
                     let effect = try run.evict(
-                        tx, [n.id], reason: reason, guard: g, detail: "s3fifo: larger than the small queue")
+                        tx, [n.id], reason: reason, guard: g,
+                        detail: "s3fifo: larger than the small queue, new and not read since its put")
                 {
                     need -= counted(effect)
+                    try q.forget(tx.db, n.ref, size: n.size)
                     try q.recount(tx.db)
                 }
             }

@@ -108,20 +108,27 @@ final class EvictionQueues {
         ).map { (id: $0[0], ref: ObjectRef($0[1], $0[2]), size: $0[3], freq: $0[4]) }
     }
 
-    /// True if the order would not keep an object of `size` at all: S3-FIFO, one as large as
-    /// its small queue. The caller evicts it once placed.
-    func rejects(size: Int64) -> Bool { order == .s3fifo && size >= smallCapacity }
+    /// True if S3-FIFO will not keep a new object: one as large as its small queue would leave
+    /// it before a second access could count there, so it is kept (in the main queue) only if
+    /// it was read since its put or its key is in the ghost record. The caller evicts a
+    /// rejected one once placed and remembers its key (`forget`), so a second put keeps it.
+    func rejects(_ db: Database, ref: ObjectRef, size: Int64, freq: Int) throws -> Bool {
+        guard order == .s3fifo && size >= smallCapacity && freq < 1 else { return false }
+        return try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM evict_ghost WHERE hash = ?"), arguments: [EvictionQueues.hash(ref)])
+            == nil
+    }
 
     /// Gives a new object its place (a rejected one the small queue's newest).
-    func admit(_ db: Database, id: Int64, ref: ObjectRef, size: Int64, freq: Int) throws {
+    func admit(_ db: Database, id: Int64, ref: ObjectRef, size: Int64, freq: Int, rejected: Bool) throws {
         var queue = EvictionQueues.main
         if order == .s3fifo {
-            if !rejects(size: size), try removeGhost(db, ref) {
+            if rejected {
+                queue = EvictionQueues.small
+            } else if try removeGhost(db, ref) || size >= smallCapacity {
                 queue = EvictionQueues.main
             } else {
-                queue =
-                    !hasEvicted && smallBytes >= smallCapacity && !rejects(size: size)
-                    ? EvictionQueues.main : EvictionQueues.small
+                queue = !hasEvicted && smallBytes >= smallCapacity ? EvictionQueues.main : EvictionQueues.small
             }
         }
         seq += 1
@@ -133,6 +140,9 @@ final class EvictionQueues {
         if queue == EvictionQueues.small { smallBytes += size } else { mainBytes += size }
         admittedThrough = max(admittedThrough, id)
     }
+
+    /// A rejected object was evicted: its key goes to the ghost record, so its next put stays.
+    func forget(_ db: Database, _ ref: ObjectRef, size: Int64) throws { try addGhost(db, ref, size: size) }
 
     /// The next object the order would evict, after moving those it spares; nil when every
     /// queue is empty or has only objects this run had to pass over.
