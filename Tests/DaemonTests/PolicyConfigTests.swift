@@ -73,6 +73,7 @@ import Testing
         let p = try #require(try parse("[policy]\n").policy)
         #expect(p == PolicyConfiguration())
         #expect(p.interval == 300 && p.lowWater == 0.9 && p.minAge == 600 && p.batch == 1000)
+        #expect(p.order == .s3fifo)
         #expect(p.maxBytes == nil && p.minFree == nil && p.quotas.isEmpty && p.ttls.isEmpty)
         let none = try parse("")
         #expect(none.policy == nil && none.storeConfiguration().policy == nil && !none.skipOpenFiles)
@@ -147,6 +148,7 @@ import Testing
         }
         let p = try #require(try parse(uncommented.joined(separator: "\n")).policy)
         #expect(p.interval == 300 && p.lowWater == 0.9 && p.minAge == 600 && p.batch == 1000)
+        #expect(p.order == PolicyConfiguration().order)
         #expect(
             p.maxBytes == 50 * (1 << 30) && p.quotas.map(\.owner) == ["alice"]
                 && p.ttls.map(\.collection) == ["thumbnails"])

@@ -49,7 +49,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
     /// Objects younger than this (since `created`) are never evicted or expired.
     public var minAge: Double = 600
     /// How the byte budget and `policy.evict` choose what goes.
-    public var order: EvictionOrder = .lru
+    public var order: EvictionOrder = .s3fifo
     /// Objects deleted per transaction.
     public var batch: Int = 1000
     public var quotas: [Quota] = []
