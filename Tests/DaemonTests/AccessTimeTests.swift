@@ -1,4 +1,4 @@
-// Access times kept in memory (issue 19) through the real daemon: a policy run orders by
+// Access times kept in memory (store.access_flush) through the real daemon: a policy run orders by
 // touches not yet written, a SIGKILL inside the window loses only access times, and the
 // store.access_flush timer writes them with no other trigger. No sleeps: stats counters.
 

@@ -1,4 +1,4 @@
-// What was acknowledged comes back as sent (issue 17): over the socket, a number a value cannot
+// What was acknowledged comes back as sent (assetd(8)): over the socket, a number a value cannot
 // keep is refused naming where it is and stores nothing, an id comes back as written, and
 // edge.remove of an edge that is not there uses up no commit number.
 

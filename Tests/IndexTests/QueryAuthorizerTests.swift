@@ -98,7 +98,7 @@ import AssetStoreTestSupport
         "WHERE 0 UNION ALL SELECT 0, value, metadata FROM (WITH index_default AS (SELECT value, metadata FROM object) SELECT * FROM index_default)",
         "WHERE key IN (SELECT key FROM (SELECT key, value FROM object) AS index_default WHERE value IS NOT NULL)",
         // A USING or NATURAL join compares columns SQLite never shows the authorizer: object
-        // was readable through one (issue 17, 20,000 rows), and so was any other table.
+        // was readable through one (20,000 rows), and so was any other table.
         "WHERE key IN (SELECT key FROM index_default JOIN object USING (key))",
         "WHERE key IN (SELECT key FROM index_default AS i JOIN object AS o USING (key))",
         "WHERE key IN (SELECT key FROM index_default JOIN main.object USING (key))",

@@ -166,7 +166,7 @@ public final class WriteTransaction {
 
     /// Sets `accessed` to now in this transaction (never backwards). With `refreshingFiles`
     /// also re-reads the registry rows of its files, as a put does; the protocol's touches
-    /// (transact's included) do not (issue 19).
+    /// (transact's included) do not.
     public func touch(_ ref: ObjectRef, refreshingFiles: Bool = true) throws {
         try ref.validate()
         guard let id = try reads.objectID(ref) else {
