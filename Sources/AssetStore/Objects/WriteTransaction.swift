@@ -70,8 +70,8 @@ public final class WriteTransaction {
         self.indexes = indexes
         self.defaultOwner = defaultOwner
         now = store.configuration.clock()
-        // Cached: preparing it (through GRDB's authorizer) cost a group commit of puts 5%;
-        // stepped raw, as `stampCommit`: GRDB's fetch cost about 9,000 instructions a commit.
+        // Cached: preparing it (through GRDB's authorizer) cost a group commit of puts 5%.
+        // Stepped raw, as `stampCommit`: GRDB's fetch costs more than the statement.
         commit =
             (try db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'commit'").firstInt64Raw { _ in } ?? 0) + 1
     }

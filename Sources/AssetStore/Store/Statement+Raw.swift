@@ -90,9 +90,9 @@ extension Statement {
     }
 
     /// `executeRaw` with text parameters bound from `texts` without a copy (`bind` gets its
-    /// bytes): a put binds four or five texts, and SQLite's copy of each (a malloc and free
-    /// behind its memory-statistics mutex) cost about 600 instructions. The bindings are
-    /// cleared before `texts` is let go.
+    /// bytes): SQLite's copy of a bound text is a malloc and a free behind its
+    /// memory-statistics mutex, several of them a put. The bindings are cleared before
+    /// `texts` is let go.
     func executeRaw(borrowing texts: [UInt8], _ bind: (OpaquePointer, UnsafeBufferPointer<UInt8>) -> Void) throws {
         try texts.withUnsafeBufferPointer { b in
             try executeRaw { s in bind(s, b) }
