@@ -92,11 +92,11 @@ extension Statement {
     /// `executeRaw` with text parameters bound from `texts` without a copy (`bind` gets its
     /// bytes): SQLite's copy of a bound text is a malloc and a free behind its
     /// memory-statistics mutex, several of them a put. The bindings are cleared before
-    /// `texts` is let go.
+    /// `texts` is let go, whether the statement succeeded or not.
     func executeRaw(borrowing texts: [UInt8], _ bind: (OpaquePointer, UnsafeBufferPointer<UInt8>) -> Void) throws {
         try texts.withUnsafeBufferPointer { b in
+            defer { sqlite3_clear_bindings(sqliteStatement) }
             try executeRaw { s in bind(s, b) }
-            sqlite3_clear_bindings(sqliteStatement)
         }
     }
 
