@@ -140,7 +140,8 @@ final class PutPipeline: @unchecked Sendable {
             let batch = PutBatch.run(store, syncing: false) { () -> [(UInt64, JSONValue, MethodContext)] in
                 incoming.lock()
                 defer {
-                    inputs.queue = []
+                    // Kept: the next batch fills it again without growing it from empty.
+                    inputs.queue.removeAll(keepingCapacity: true)
                     incoming.unlock()
                 }
                 return inputs.queue.map { ($0.ticket, $0.params, $0.context) }

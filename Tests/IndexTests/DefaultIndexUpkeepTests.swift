@@ -75,4 +75,46 @@ import AssetStoreTestSupport
         try f.store.write { tx in try tx.rebuildIndex("default") }
         try expectIndexTruth(f.store, universe: universe, "rebuild")
     }
+
+    // A new object that declares no edge, with no user index, is not recorded for the flush
+    // at all (nothing to derive, its built-in row is already right): whatever the same
+    // transaction does to it afterwards must still leave every index true.
+    @Test("a new object declaring nothing, then given files, put again, indexed or rolled back in one transaction")
+    func newObjectDeclaringNothing() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("a.bin", size: 100)
+        let b = try f.makeFile("b.bin", size: 20)
+        let byDepth = IndexDefinition(name: "depth", version: "1", columns: [column("n", .integer, "n")])
+        let universe: Set<ObjectRef> = [
+            ref("m", "put-again"), ref("m", "edge"), ref("m", "indexed"), ref("m", "gone"), ref("m", "kept"),
+        ]
+        try f.store.write { tx in
+            try tx.put(ref("m", "put-again"), value: ["n": 1])
+            try tx.put(ref("m", "put-again"), value: ["n": 2, "file": .string(a)])
+            try tx.put(ref("m", "edge"), value: ["n": 3])
+            try tx.addEdge(
+                name: "f", source: ref("m", "edge"), destination: .file(b), rules: .deleteDestinationIfAllSourcesDeleted
+            )
+            try tx.put(ref("m", "gone"), value: ["n": 4])
+            try tx.delete(ref("m", "gone"))
+            _ = try? tx.attempt { () throws -> Void in
+                try tx.put(ref("m", "kept"), value: ["n": 5])
+                throw Boom()
+            }
+            try tx.put(ref("m", "kept"), value: ["n": 6])
+            try tx.put(ref("m", "indexed"), value: ["n": 7])
+            try tx.defineIndex(byDepth)
+        }
+        try expectIndexTruth(f.store, universe: universe, userIndexes: [byDepth], "one transaction")
+        let got = try f.store.read { tx in
+            try ["put-again", "edge", "gone", "kept"].map { try tx.get(ref("m", $0)) }
+        }
+        #expect(got[0]?.files.map(\.path) == [a])
+        #expect(got[1]?.files.map(\.path) == [b])
+        #expect(got[2] == nil)
+        #expect(got[3]?.value == ["n": 6])
+        // With the user index defined, a new object gets its row there.
+        try f.store.write { tx in try tx.put(ref("m", "gone"), value: ["n": 8]) }
+        try expectIndexTruth(f.store, universe: universe, userIndexes: [byDepth], "after the index")
+    }
 }

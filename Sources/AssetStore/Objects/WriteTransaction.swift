@@ -71,7 +71,16 @@ public final class WriteTransaction {
         self.defaultOwner = defaultOwner
         now = store.configuration.clock()
         // Cached: preparing it (through GRDB's authorizer) cost a group commit of puts 5%.
-        commit = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'commit'")) ?? 0) + 1
+        // Stepped raw, as `stampCommit`: GRDB's fetch costs more than the statement.
+        commit =
+            (try db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'commit'").firstInt64Raw { _ in } ?? 0) + 1
+    }
+
+    /// Records this transaction's commit number in the store, at its end.
+    func stampCommit() throws {
+        try db.cachedStatement(sql: "UPDATE meta SET value = ? WHERE key = 'commit'").executeRaw {
+            sqlite3_bind_int64($0, 1, commit)
+        }
     }
 
     var reads: Reads { Reads(db: db, roots: store.roots, hidden: pendingDeleteIDs) }
@@ -88,20 +97,28 @@ public final class WriteTransaction {
             throw StoreError(.invalidParams, "owner must not contain a NUL byte")
         }
         // As bytes: the insert binds them as they are (a String would validate and copy them).
-        var valueText = [UInt8]()
-        valueText.reserveCapacity(64)
-        value.write(to: &valueText)
-        let metadataText = metadata.map { $0.serialized() }
+        // The other texts follow in the same buffer, so the lookup and the insert bind them
+        // all without a copy.
+        var texts = [UInt8]()
+        texts.reserveCapacity(128)
+        value.write(to: &texts)
+        let valueEnd = texts.count
+        let collection = Self.append(ref.collection, to: &texts)
+        let key = Self.append(ref.key, to: &texts)
+        let ownerText = Self.append(effectiveOwner, to: &texts)
+        let metadataText = metadata.map { Self.append($0.serialized(), to: &texts) }
         let id: Int64
         // Looked up first, not inserted with ON CONFLICT DO NOTHING: that saves a search for a
         // new key, but with AUTOINCREMENT every update would use up an id (and write
         // sqlite_sequence), and an update would search the key twice.
         let statements = try putStatements()
         if let existing = try statements.lookup
-            .firstInt64Raw({ s in
-                Statement.bindText(s, 1, ref.collection)
-                Statement.bindText(s, 2, ref.key)
-            })
+            .firstInt64Raw(
+                borrowing: texts,
+                { s, t in
+                    Statement.bindBorrowedText(s, 1, t, collection)
+                    Statement.bindBorrowedText(s, 2, t, key)
+                })
         {
             id = existing
             try db.cachedStatement(
@@ -109,7 +126,8 @@ public final class WriteTransaction {
                     UPDATE object SET value = ?, metadata = ?, owner = ?, modified = ?, accessed = ? WHERE id = ?
                     """
             ).execute(arguments: [
-                String(decoding: valueText, as: UTF8.self), metadataText, effectiveOwner, now, now, id,
+                String(decoding: texts[..<valueEnd], as: UTF8.self),
+                metadataText.map { String(decoding: texts[$0], as: UTF8.self) }, effectiveOwner, now, now, id,
             ])
             if pendingDeleteIDs.remove(id) != nil {
                 pendingDeletes.removeAll { $0.id == id }  // deleted then put again: an update
@@ -122,20 +140,34 @@ public final class WriteTransaction {
             try refreshHeldFiles(of: id, except: named)
         } else {
             // Bound through the C API: GRDB's arguments cost more than the insert's b-tree work.
-            try statements.insert.executeRaw { s in
-                Statement.bindText(s, 1, ref.collection)
-                Statement.bindText(s, 2, ref.key)
-                Statement.bindText(s, 3, utf8: valueText)
-                if let metadataText { Statement.bindText(s, 4, metadataText) }
-                Statement.bindText(s, 5, effectiveOwner)
+            try statements.insert.executeRaw(borrowing: texts) { s, t in
+                Statement.bindBorrowedText(s, 1, t, collection)
+                Statement.bindBorrowedText(s, 2, t, key)
+                Statement.bindBorrowedText(s, 3, t, 0..<valueEnd)
+                if let metadataText { Statement.bindBorrowedText(s, 4, t, metadataText) }
+                Statement.bindBorrowedText(s, 5, t, ownerText)
                 for i in Int32(6)...8 { sqlite3_bind_double(s, i, now) }
             }
-            id = db.lastInsertedRowID
+            id = sqlite3_last_insert_rowid(db.sqliteConnection)
+            // A new object that declares no edge, with no user index to fill, is done: it has
+            // nothing to derive, and its row of the built-in index (size and files 0) is its
+            // own. Recording it would only cost the flush a pass over it.
+            if desired.isEmpty && indexes.isEmpty {
+                report.put.append(ref)
+                return
+            }
             neverDerived.insert(id)
             unindexed.insert(id)
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
         report.put.append(ref)
+    }
+
+    /// Appends `text`'s UTF-8 bytes to `texts`; where they are.
+    private static func append(_ text: String, to texts: inout [UInt8]) -> Range<Int> {
+        let start = texts.count
+        texts.append(contentsOf: text.utf8)
+        return start..<texts.count
     }
 
     /// The put's lookup and insert, found once a transaction: GRDB's statement cache hashes

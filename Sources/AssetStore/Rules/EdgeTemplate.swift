@@ -35,6 +35,9 @@ public struct EdgeTemplate: Hashable, Sendable {
     public static let builtInFile = EdgeTemplate(
         name: "file", field: JSONPath("file")!, to: .file, rules: .deleteDestinationIfAllSourcesDeleted)
 
+    /// The templates in force for a collection that declares none.
+    static let builtInOnly = [builtInFile]
+
     /// The templates in force for a collection given its declared ones: the built-in one
     /// unless a declared one uses the field `file` or the name `file`.
     static func effective(_ declared: [EdgeTemplate]) -> [EdgeTemplate] {

@@ -100,7 +100,7 @@ extension WriteTransaction {
                     edge: c.edge.edge, node: nodeRef, reason: c.reason,
                     nullifiedField: c.reason == .destinationDeleted ? c.edge.field : nil))
         }
-        try db.cachedStatement(sql: "UPDATE meta SET value = ? WHERE key = 'commit'").execute(arguments: [commit])
+        try stampCommit()
         report.commit = commit
         return report
     }

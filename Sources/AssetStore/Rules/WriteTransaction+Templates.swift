@@ -38,7 +38,9 @@ extension WriteTransaction {
     /// validated and probed here, so a bad path fails the put that named it.
     func desiredEdges(collection: String, value: JSONValue) throws -> [DesiredEdge] {
         var out = [DesiredEdge]()
-        for t in EdgeTemplate.effective(templates[collection] ?? []) {
+        // A collection without templates has the built-in one alone: no array built a put.
+        let inForce = templates[collection].map(EdgeTemplate.effective) ?? EdgeTemplate.builtInOnly
+        for t in inForce {
             for reference in t.references(in: value) {
                 switch t.to {
                 case .file:

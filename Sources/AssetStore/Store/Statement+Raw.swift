@@ -89,6 +89,28 @@ extension Statement {
         }
     }
 
+    /// `executeRaw` with text parameters bound from `texts` without a copy (`bind` gets its
+    /// bytes): SQLite's copy of a bound text is a malloc and a free behind its
+    /// memory-statistics mutex, several of them a put. The bindings are cleared before
+    /// `texts` is let go, whether the statement succeeded or not.
+    func executeRaw(borrowing texts: [UInt8], _ bind: (OpaquePointer, UnsafeBufferPointer<UInt8>) -> Void) throws {
+        try texts.withUnsafeBufferPointer { b in
+            defer { sqlite3_clear_bindings(sqliteStatement) }
+            try executeRaw { s in bind(s, b) }
+        }
+    }
+
+    /// `firstInt64Raw` with text parameters bound from `texts` without a copy, as
+    /// `executeRaw(borrowing:_:)`.
+    func firstInt64Raw(
+        borrowing texts: [UInt8], _ bind: (OpaquePointer, UnsafeBufferPointer<UInt8>) -> Void
+    ) throws -> Int64? {
+        try texts.withUnsafeBufferPointer { b in
+            defer { sqlite3_clear_bindings(sqliteStatement) }
+            return try firstInt64Raw { s in bind(s, b) }
+        }
+    }
+
     /// Throws SQLITE_ABORT if the connection is out of a transaction: the bind-and-step
     /// helpers run only inside the write transaction, and SQLite rolls a transaction back by
     /// itself on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM outside a statement
@@ -120,6 +142,19 @@ extension Statement {
             let bytes = UnsafeRawPointer(b.baseAddress ?? emptyText.utf8Start)
             sqlite3_bind_text(s, i, bytes.assumingMemoryBound(to: CChar.self), Int32(b.count), sqliteTransient)
         }
+    }
+}
+
+extension Statement {
+    /// Binds parameter `i` (from 1) to the bytes `range` of `texts` without a copy: only
+    /// inside `executeRaw(borrowing:_:)` or `firstInt64Raw(borrowing:_:)`, which keep them
+    /// alive while the statement may read them.
+    static func bindBorrowedText(
+        _ s: OpaquePointer, _ i: Int32, _ texts: UnsafeBufferPointer<UInt8>, _ range: Range<Int>
+    ) {
+        let base =
+            texts.baseAddress.map { UnsafeRawPointer($0 + range.lowerBound) } ?? UnsafeRawPointer(emptyText.utf8Start)
+        sqlite3_bind_text(s, i, base.assumingMemoryBound(to: CChar.self), Int32(range.count), nil)
     }
 }
 
