@@ -48,13 +48,18 @@ extension Store {
         recordAccess(id)
     }
 
-    /// Records an access of object `id` now.
-    func recordAccess(_ id: Int64) {
+    /// Records an access of object `id` now; returns its access time not yet committed, as
+    /// `pendingAccess` would (one lock for a touching read, not two).
+    @discardableResult
+    func recordAccess(_ id: Int64) -> Double {
         let now = configuration.clock()
-        accesses.withLock { a in
-            a.pending[id] = max(a.pending[id] ?? now, now)
+        return accesses.withLock { a in
+            let time = max(a.pending[id] ?? now, now)
+            a.pending[id] = time
             a.counts[id, default: 0] += 1
             a.touches += 1
+            guard let f = a.inFlight[id] else { return time }
+            return max(time, f)
         }
     }
 
