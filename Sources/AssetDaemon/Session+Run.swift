@@ -13,9 +13,16 @@ extension Session {
             reply(request, .failure(.shuttingDown), started)
             return
         }
-        guard let method = MethodTable.methods[request.method] else {
-            reply(request, .failure(.methodNotFound(request.method)), started)
-            return
+        let method: MethodTable.Method
+        if let last = lastMethod, last.name == request.method {
+            method = last.method
+        } else {
+            guard let found = MethodTable.methods[request.method] else {
+                reply(request, .failure(.methodNotFound(request.method)), started)
+                return
+            }
+            method = found
+            lastMethod = (request.method, found)
         }
         // A point read takes its params as they were read, without a dictionary.
         if method.isPointRead {

@@ -65,6 +65,9 @@ final class Session {
     /// The query this connection runs in the query lane, stopped if the connection closes.
     var runningQuery: QueryCancellation?
     var watching: EventFilter?
+    /// The method this connection called last: a client calls one method over and over, and
+    /// comparing its name costs less than hashing it for the table.
+    var lastMethod: (name: String, method: MethodTable.Method)?
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server

@@ -110,8 +110,9 @@ struct JSONParser {
         }
     }
 
-    mutating func literal(_ word: String) throws(JSONParseError) {
-        let w = Array(word.utf8)
+    mutating func literal(_ word: StaticString) throws(JSONParseError) {
+        // A StaticString's bytes in place: an Array of them was an allocation per true or null.
+        let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
         guard index + w.count <= bytes.count else { throw error("unexpected end of text") }
         for i in 0..<w.count where bytes[index + i] != w[i] { throw error("unexpected character") }
         index += w.count

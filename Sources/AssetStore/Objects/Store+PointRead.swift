@@ -80,10 +80,28 @@ extension Store: PointReads {
         _ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?, into out: inout [UInt8]
     ) throws -> Bool {
         let s = try conn.cached(Store.objectWithFilesSQL)
-        // A statement left mid-rows keeps the read transaction (and its snapshot) open.
-        defer { sqlite3_reset(s) }
-        Statement.bindText(s, 1, ref.collection)
-        Statement.bindText(s, 2, ref.key)
+        var (collection, key) = (ref.collection, ref.key)
+        return try collection.withUTF8 { c in
+            try key.withUTF8 { k in
+                // Bound in place: the reset below, before the bytes go, unbinds nothing but
+                // ends the statement's use of them (the next use binds again).
+                Statement.bindText(s, 1, borrowing: c)
+                Statement.bindText(s, 2, borrowing: k)
+                // A statement left mid-rows keeps the read transaction (and its snapshot) open.
+                defer {
+                    sqlite3_reset(s)
+                    sqlite3_clear_bindings(s)
+                }
+                return try renderRow(s, ref, on: conn, touching: check, into: &out)
+            }
+        }
+    }
+
+    /// renderObject's body, over its statement with the ref bound.
+    private func renderRow(
+        _ s: OpaquePointer, _ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?,
+        into out: inout [UInt8]
+    ) throws -> Bool {
         switch sqlite3_step(s) {
         case SQLITE_ROW: break
         case SQLITE_DONE: return false
