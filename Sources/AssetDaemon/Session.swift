@@ -142,8 +142,10 @@ final class Session {
                 break
             }
             budget -= 1
-            let item = queue[head]
-            queue[head] = .taken
+            // Moved out, not copied: a copy and the slot's overwrite each retained and released
+            // every part of the request.
+            var item = Item.taken
+            swap(&item, &queue[head])
             head += 1
             switch item {
             case .taken:
