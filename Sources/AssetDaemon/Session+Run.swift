@@ -13,36 +13,51 @@ extension Session {
             reply(request, .failure(.shuttingDown), started)
             return
         }
-        guard let method = MethodTable.methods[request.method] else {
-            reply(request, .failure(.methodNotFound(request.method)), started)
+        let method: MethodTable.Method
+        if let last = lastMethod, last.name == request.method {
+            method = last.method
+        } else {
+            guard let found = MethodTable.methods[request.method] else {
+                reply(request, .failure(.methodNotFound(request.method)), started)
+                return
+            }
+            method = found
+            lastMethod = (request.method, found)
+        }
+        // A point read takes its params as they were read, without a dictionary.
+        if method.isPointRead {
+            pointRead(method, request, started)
             return
         }
-        let execution = method.execution(for: request.params)
+        let params = request.params
+        let execution = method.execution(for: params)
         switch execution {
         case .pointRead:
             pointRead(method, request, started)
         case .loop:
-            reply(request, MethodTable.call(request.method, request.params, server.context(for: self)), started)
+            reply(request, MethodTable.call(request.method, params, server.context(for: self)), started)
         case .groupCommit:
             running = true
-            server.put(request.params, server.context(for: self)) { [self] result in
+            server.put(params, server.context(for: self)) { [self] result in
                 running = false
                 reply(request, result, started)
                 pump()
             }
         case .pool, .queryLane, .maintenance:
-            runOffLoop(request, execution, server.context(for: self), started)
+            runOffLoop(request, params, execution, server.context(for: self), started)
         }
     }
 
     /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared.
-    private func runOffLoop(_ request: RPCRequest, _ execution: Execution, _ context: MethodContext, _ started: Double)
-    {
+    private func runOffLoop(
+        _ request: RPCRequest, _ params: JSONValue, _ execution: Execution, _ context: MethodContext,
+        _ started: Double
+    ) {
         var context = context
         var claim: MaintenanceSlot.Claim?
         if execution == .maintenance {
             // Refused before claiming: a non-admin's real run is told so, not told to skip.
-            if let refusal = MethodTable.refusal(request.method, request.params, context.caller) {
+            if let refusal = MethodTable.refusal(request.method, params, context.caller) {
                 reply(request, .failure(refusal), started)
                 return
             }
@@ -56,7 +71,7 @@ extension Session {
             }
         }
         running = true
-        if let id = request.id, request.params["progress"] == true {
+        if let id = request.id, params["progress"] == true {
             context.progress = server.progress.reporter(session: number, request: id)
         }
         if execution == .queryLane {
@@ -65,7 +80,7 @@ extension Session {
         }
         let box = Box<Result<MethodOutcome, RPCError>>()
         let line = Box<[UInt8]>()
-        let (name, params, ctx, id) = (request.method, request.params, context, request.id)
+        let (name, ctx, id) = (request.method, context, request.id)
         let work: @Sendable () -> Void = {
             var result = MethodTable.call(name, params, ctx)
             // The reply is built here, off the loop: a big one would stall every client. Not
@@ -142,18 +157,27 @@ extension Session {
     }
 
     /// A point read on the loop, over the snapshot the server keeps for this turn (the store's
-    /// own reader if it has none), the result's JSON text spliced into the reply. A touch is
-    /// recorded in memory here too (Store+Access.swift): it costs what a read costs.
+    /// own reader if it has none), the result's JSON text written straight into the reply
+    /// line. A touch is recorded in memory here too (Store+Access.swift): it costs what a read
+    /// costs.
     private func pointRead(_ method: MethodTable.Method, _ request: RPCRequest, _ started: Double) {
         let reader: any PointReads = server.pointReader ?? daemon.store
-        let result = method.pointRead(request.params, from: reader) { server.context(for: self) }
-        switch result {
-        case .success(let bytes):
-            server.recordLatency(QueryClock.now() - started)
-            if let id = request.id { write(RPCLine.result(id: id, rawResult: bytes)) }
-        case .failure(let e):
+        var line = [UInt8]()
+        line.reserveCapacity(512)
+        RPCLine.beginResult(id: request.id ?? .null, &line)
+        if let e = method.pointRead(
+            Params(request), from: reader, into: &line,
+            context: {
+                server.context(for: self)
+            })
+        {
             reply(request, .failure(e), started)
+            return
         }
+        server.recordLatency(QueryClock.now() - started)
+        guard request.id != nil else { return }
+        RPCLine.endResult(&line)
+        write(line)
     }
 
     /// Answers `request`; `built` is the reply line when the worker thread made it.

@@ -65,6 +65,9 @@ final class Session {
     /// The query this connection runs in the query lane, stopped if the connection closes.
     var runningQuery: QueryCancellation?
     var watching: EventFilter?
+    /// The method this connection called last: a client calls one method over and over, and
+    /// comparing its name costs less than hashing it for the table.
+    var lastMethod: (name: String, method: MethodTable.Method)?
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server
@@ -139,8 +142,10 @@ final class Session {
                 break
             }
             budget -= 1
-            let item = queue[head]
-            queue[head] = .taken
+            // Moved out, not copied: a copy and the slot's overwrite each retained and released
+            // every part of the request.
+            var item = Item.taken
+            swap(&item, &queue[head])
             head += 1
             switch item {
             case .taken:

@@ -40,8 +40,16 @@ public struct PeerIdentity: Sendable {
 
     /// Admins: uid 0, the daemon's own uid, and configured uids and groups.
     public func isAdmin(_ config: DaemonConfig) -> Bool {
-        uid == 0 || uid == getuid() || config.adminUIDs.contains(uid) || !groups.isDisjoint(with: config.adminGroups)
+        isAdmin(uids: config.adminUIDs, groups: config.adminGroups)
     }
+
+    /// Admins: uid 0, the daemon's own uid, and the uids and groups given.
+    public func isAdmin(uids: [UInt32], groups admins: [String]) -> Bool {
+        uid == 0 || uid == PeerIdentity.ownUID || uids.contains(uid) || !groups.isDisjoint(with: admins)
+    }
+
+    /// The daemon's uid, asked once: it is checked on every touch.
+    private static let ownUID = getuid()
 
     /// The caller the methods see.
     public func caller(_ config: DaemonConfig) -> Caller {

@@ -6,16 +6,40 @@ import ControlProtocol
 
 /// A request's params object.
 public struct Params: Sendable {
+    /// The object, or its members in text order (a repeated name the last counts), as a
+    /// request parsed from text brings them: a point read looks up its two or three names
+    /// without building a dictionary.
+    private enum Form: Sendable {
+        case object([String: JSONValue])
+        case members([JSONMember])
+    }
+    private let form: Form
+
     /// The raw object.
-    public let object: [String: JSONValue]
+    public var object: [String: JSONValue] {
+        switch form {
+        case .object(let o): o
+        case .members(let m): JSONValue(members: m).objectValue ?? [:]
+        }
+    }
 
     public init(_ json: JSONValue) {
-        object = json.objectValue ?? [:]
+        form = .object(json.objectValue ?? [:])
+    }
+
+    /// The params of `request`, read from its members when it has them.
+    public init(_ request: RPCRequest) {
+        form = request.paramMembers.map(Form.members) ?? .object(request.params.objectValue ?? [:])
     }
 
     /// The raw value of `name`, if present and not null.
     public func value(_ name: String) -> JSONValue? {
-        guard let v = object[name], !v.isNull else { return nil }
+        let found: JSONValue?
+        switch form {
+        case .object(let o): found = o[name]
+        case .members(let m): found = m.last { $0.name == name }?.fullValue
+        }
+        guard let v = found, !v.isNull else { return nil }
         return v
     }
 
@@ -70,7 +94,7 @@ public struct Params: Sendable {
     }
 
     private func refObject(_ name: String) throws(RPCError) -> ObjectRef {
-        guard let c = object["collection"]?.stringValue, let k = object["key"]?.stringValue else {
+        guard let c = value("collection")?.stringValue, let k = value("key")?.stringValue else {
             throw .invalidParams("\(name) must be {collection, key}")
         }
         return ObjectRef(c, k)

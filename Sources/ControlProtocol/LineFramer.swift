@@ -1,6 +1,8 @@
 // Splits a byte stream into lines of at most `maximumLength` bytes (newline not counted).
 // A longer line is reported once and the framer stops: the connection is to be closed.
 
+import Glibc
+
 /// Accumulates bytes and yields complete, non-blank lines.
 public struct LineFramer: Sendable {
     /// The longest accepted line.
@@ -30,26 +32,33 @@ public struct LineFramer: Sendable {
         guard !overflowed else { return [] }
         buffer.append(contentsOf: bytes)
         var items = [Item]()
-        var start = 0
-        var i = scanned
-        while i < buffer.count {
-            if buffer[i] == 10 {
-                var end = i
-                if end > start, buffer[end - 1] == 13 { end -= 1 }
+        let (start, tooLong) = buffer.withUnsafeBufferPointer { b in
+            var start = 0
+            var i = scanned
+            // memchr finds each newline: a byte loop in Swift was a fifth of a small request's
+            // framing and parsing.
+            while i < b.count, let found = memchr(b.baseAddress! + i, 10, b.count - i) {
+                i = b.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
                 if i - start > maximumLength {
-                    overflowed = true
                     items.append(.tooLong)
-                    buffer = []
-                    scanned = 0
-                    return items
+                    return (start, true)
                 }
+                var end = i
+                if end > start, b[end - 1] == 13 { end -= 1 }
                 // Blank lines (nothing but spaces and tabs) are ignored.
-                if buffer[start..<end].contains(where: { $0 != 32 && $0 != 9 }) {
-                    items.append(.line(Array(buffer[start..<end])))
+                if b[start..<end].contains(where: { $0 != 32 && $0 != 9 }) {
+                    items.append(.line(Array(UnsafeBufferPointer(rebasing: b[start..<end]))))
                 }
-                start = i + 1
+                i += 1
+                start = i
             }
-            i += 1
+            return (start, false)
+        }
+        if tooLong {
+            overflowed = true
+            buffer = []
+            scanned = 0
+            return items
         }
         buffer.removeFirst(start)
         scanned = buffer.count

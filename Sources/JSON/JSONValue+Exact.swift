@@ -3,25 +3,6 @@
 // and written back in the shortest text that reads as the same double. Anything else would
 // come back as another number, and is found here so that a request can refuse it.
 
-/// A member of a parsed object: its name, its value and where the value's text lies.
-public struct JSONMember: Sendable {
-    /// The member's name.
-    public let name: String
-    /// Its value.
-    public let value: JSONValue
-    /// The byte range of the value's text in the parsed document.
-    public let range: Range<Int>
-}
-
-/// An object's members in text order, as `JSONValue.parseMembers` read them.
-public struct JSONMembers: Sendable {
-    /// The members, a repeated name as often as it appears.
-    public let members: [JSONMember]
-    /// False if some number anywhere in the document is one a value does not keep
-    /// (`firstInexactNumber` finds it).
-    public let numbersExact: Bool
-}
-
 extension JSONValue {
     /// The first number in the JSON document `bytes` that a value does not keep, with its path
     /// from the document's root (`.value[1]`, `["a b"]`) and its text (cut at 40 bytes); nil

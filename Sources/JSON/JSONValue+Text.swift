@@ -24,25 +24,6 @@ extension JSONValue {
         return value
     }
 
-    /// Parses one JSON document that should be an object, returning its members in text order
-    /// (a repeated name appears twice; the last is the one `parse` would keep) with where each
-    /// value's text lies, or nil when the document is valid JSON but not an object. Spares a
-    /// dictionary where a caller only reads a few known members (a JSON-RPC request).
-    public static func parseMembers(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONMembers? {
-        var parser = JSONParser(bytes: bytes)
-        parser.skipSpace()
-        guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {
-            _ = try parse(bytes)  // the same errors as parse, or a valid non-object
-            return nil
-        }
-        var members = [JSONMember]()
-        members.reserveCapacity(4)  // a request's envelope: grown once, not three times
-        try parser.forEachMember(depth: 0) { members.append(JSONMember(name: $0, value: $1, range: $2)) }
-        parser.skipSpace()
-        guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
-        return JSONMembers(members: members, numbersExact: !parser.sawInexactNumber)
-    }
-
     /// Compact JSON text with object keys sorted.
     public func serialized() -> String {
         var out = [UInt8]()
@@ -56,10 +37,8 @@ extension JSONValue {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let i): out.append(contentsOf: String(i).utf8)
-        case .double(let d):
-            // JSON has no NaN or infinity; null is the conventional stand-in.
-            if d.isFinite { out.append(contentsOf: String(d).utf8) } else { out.append(contentsOf: "null".utf8) }
+        case .int(let i): JSONValue.writeInt(i, to: &out)
+        case .double(let d): JSONValue.writeDouble(d, to: &out)
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let a):
             out.append(UInt8(ascii: "["))
@@ -80,31 +59,10 @@ extension JSONValue {
         }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// Appends `s` as a JSON string literal.
     public static func writeString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        // Most strings need no escape: copied in one go.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: s.utf8)
-            out.append(UInt8(ascii: "\""))
-            return
-        }
-        let hex = JSONValue.hexDigits
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]])
-            default: out.append(b)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { writeString(bytes: $0, to: &out) }
     }
 }
 
@@ -152,8 +110,9 @@ struct JSONParser {
         }
     }
 
-    mutating func literal(_ word: String) throws(JSONParseError) {
-        let w = Array(word.utf8)
+    mutating func literal(_ word: StaticString) throws(JSONParseError) {
+        // A StaticString's bytes in place: an Array of them was an allocation per true or null.
+        let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
         guard index + w.count <= bytes.count else { throw error("unexpected end of text") }
         for i in 0..<w.count where bytes[index + i] != w[i] { throw error("unexpected character") }
         index += w.count

@@ -88,6 +88,8 @@ import JSON
                 #" { "id" : 1 , "jsonrpc" : "2.0" , "method" : "a" , "method" : "b" , "extra" : [1,{"x":2}] } "#,
                 #"{"jsonrpc":"2.0","id":1,"id":"second","method":"m","params":null}"#,
                 #"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"params":[1]}"#,
+                #"{"jsonrpc":"2.0","id":1,"method":"m","params":[1],"params":{"a":1,"a":{"b":[null]}}}"#,
+                #"{"jsonrpc":"2.0","id":1,"method":"m","params":{"deep":{"x":{"y":1.5}},"e":[]}}"#,
                 #"{"jsonrpc":"2.0","id":1,"method":"m"} trailing"#,
                 "{}", "[]", "null", "",
             ]
@@ -102,6 +104,22 @@ import JSON
             #expect(fromLine == RPCRequest.parse(value), "\(line)")
         }
         #expect(try parse(#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#).get().method == "b")
+    }
+
+    @Test("params read flat keep every member in text order, nested objects whole; set params drop them")
+    func paramsReadFlat() throws {
+        var request = try parse(
+            #"{"jsonrpc":"2.0","id":1,"method":"m","params":{"k":"one","n":{"a":1},"k":"two","z":null}}"#
+        ).get()
+        let members = try #require(request.paramMembers)
+        #expect(members.map(\.name) == ["k", "n", "k", "z"])
+        #expect(members.map(\.value) == ["one", ["a": 1], "two", nil])
+        #expect(members.allSatisfy { $0.fields == nil })
+        #expect(request.params == ["k": "two", "n": ["a": 1], "z": nil])
+        request.params = ["x": 1]
+        #expect(request.paramMembers == nil && request.params == ["x": 1])
+        #expect(try parse(#"{"jsonrpc":"2.0","id":1,"method":"m","params":{}}"#).get().paramMembers?.isEmpty == true)
+        #expect(try parse(#"{"jsonrpc":"2.0","id":1,"method":"m"}"#).get().paramMembers == nil)
     }
 
     @Test("a success reply is byte for byte the generic encoding of its object, for varied ids and results")

@@ -23,10 +23,10 @@ public enum MethodTable {
         fileprivate let adminForm: (@Sendable (JSONValue) -> String?)?
         /// The body.
         fileprivate let run: @Sendable (Params, MethodContext) throws -> MethodOutcome
-        /// For a point read: the body over point reads the caller keeps, giving the result's
+        /// For a point read: the body over point reads the caller keeps, appending the result's
         /// JSON text (the context is made only if the body asks). `run` renders through it
         /// too, so both answer the same bytes.
-        private let read: (@Sendable (Params, any PointReads, () -> MethodContext) throws -> [UInt8])?
+        private let read: (@Sendable (Params, any PointReads, () -> MethodContext, inout [UInt8]) throws -> Void)?
 
         init(
             _ execution: Execution, adminOnly: Bool = false, needsDaemon: Bool = false,
@@ -43,7 +43,9 @@ public enum MethodTable {
 
         /// A point read with its body over point reads.
         init(
-            pointRead read: @escaping @Sendable (Params, any PointReads, () -> MethodContext) throws -> [UInt8],
+            pointRead read:
+                @escaping @Sendable (Params, any PointReads, () -> MethodContext, inout [UInt8]) throws ->
+                Void,
             run: @escaping @Sendable (Params, MethodContext) throws -> MethodOutcome
         ) {
             execution = .pointRead
@@ -57,15 +59,19 @@ public enum MethodTable {
         /// How the daemon runs a call with `params`.
         public func execution(for params: JSONValue) -> Execution { execution }
 
-        /// A `.pointRead` call's result as JSON text, read through `reader`, or its error as
-        /// the protocol reports it. `context` is asked only by a call that records an access.
+        /// A point read: the daemon runs it on its loop through ``pointRead(_:from:into:context:)``.
+        public var isPointRead: Bool { read != nil }
+
+        /// Appends a `.pointRead` call's result as JSON text to `out`, read through `reader`
+        /// (the daemon's reply line: no copy of the result), or returns its error as the
+        /// protocol reports it (then `out` may hold part of the text). `context` is asked only
+        /// by a call that records an access.
         public func pointRead(
-            _ params: JSONValue, from reader: any PointReads, context: () -> MethodContext
-        ) -> Result<[UInt8], RPCError> {
-            guard let read else {
-                return .failure(RPCError(code: RPCError.internalErrorCode, message: "not a point read"))
-            }
-            return capture { try read(Params(params), reader, context) }
+            _ params: Params, from reader: any PointReads, into out: inout [UInt8], context: () -> MethodContext
+        ) -> RPCError? {
+            guard let read else { return RPCError(code: RPCError.internalErrorCode, message: "not a point read") }
+            if case .failure(let e) = capture({ try read(params, reader, context, &out) }) { return e }
+            return nil
         }
     }
 

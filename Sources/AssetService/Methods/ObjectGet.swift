@@ -9,20 +9,21 @@ import ControlProtocol
 
 extension MethodTable {
     static func objectGet(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        let text = try objectGetRead(p, ctx.store) { ctx }
+        var text = [UInt8]()
+        try objectGetRead(p, ctx.store, { ctx }, &text)
         var outcome = MethodOutcome(try text.withUnsafeBufferPointer { try JSONValue.parse($0) })
         outcome.recordedAccess = try p.optionalBool("touch") == true && outcome.result != .null
         return outcome
     }
 
-    /// object.get: the object's JSON text from `reader`, or `null`; with touch, the access is
-    /// recorded from the row read (a missing object is answered null, not refused).
+    /// object.get: appends the object's JSON text from `reader`, or `null`; with touch, the
+    /// access is recorded from the row read (a missing object is answered null, not refused).
     @Sendable static func objectGetRead(
-        _ p: Params, _ reader: any PointReads, _ context: () -> MethodContext
-    ) throws -> [UInt8] {
+        _ p: Params, _ reader: any PointReads, _ context: () -> MethodContext, _ out: inout [UInt8]
+    ) throws {
         let ref = try p.ref()
         let check = try p.optionalBool("touch") == true ? accessCheck(ref, context()) : nil
-        return try reader.objectJSON(ref, touching: check) ?? Array("null".utf8)
+        if try !reader.appendObjectJSON(ref, touching: check, to: &out) { out.append(contentsOf: "null".utf8) }
     }
 
     static func applyGet(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {

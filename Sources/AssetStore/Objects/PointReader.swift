@@ -30,12 +30,10 @@ public final class PointReader: PointReads {
 
     deinit { endSnapshot() }
 
-    /// The object as compact JSON text, exactly as ``Store/objectJSON(_:)`` prints it, or nil.
-    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? { try objectJSON(ref, touching: nil) }
-
-    public func objectJSON(_ ref: ObjectRef, touching check: AccessCheck?) throws -> [UInt8]? {
+    /// Appends the object's text exactly as the store's ``Store/objectJSON(_:touching:)`` prints it.
+    public func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool {
         if check != nil { try store.checkWritable() } else { try store.checkOpen() }
-        return try inSnapshot(ref) { try store.renderObject(ref, on: conn, touching: check) }
+        return try inSnapshot(ref) { try store.renderObject(ref, on: conn, touching: check, into: &out) }
     }
 
     public func touch(_ ref: ObjectRef, check: AccessCheck) throws {

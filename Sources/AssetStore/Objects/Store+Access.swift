@@ -8,11 +8,10 @@ import Synchronization
 
 /// The touches not yet written, and their counters for `stats`.
 struct PendingAccesses {
-    /// Object id to the latest access time recorded for it.
-    var pending: [Int64: Double] = [:]
-    /// Object id to the touches recorded for it since the last flush took it: S3-FIFO and
-    /// SIEVE count each access, not each flush that saw some.
-    var counts: [Int64: Int] = [:]
+    /// Object id to the latest access time recorded for it, and the touches recorded for it
+    /// since the last flush took it (S3-FIFO and SIEVE count each access, not each flush that
+    /// saw some). One dictionary: a touch hashes its id once.
+    var pending: [Int64: (time: Double, count: Int)] = [:]
     /// Taken by the flush running now, until it has committed (reads still see them).
     var inFlight: [Int64: Double] = [:]
     /// Touches recorded, flushes that wrote something, and access times they wrote.
@@ -48,20 +47,30 @@ extension Store {
         recordAccess(id)
     }
 
-    /// Records an access of object `id` now.
-    func recordAccess(_ id: Int64) {
+    /// Records an access of object `id` now; returns its access time not yet committed, as
+    /// `pendingAccess` would (one lock for a touching read, not two).
+    @discardableResult
+    func recordAccess(_ id: Int64) -> Double {
         let now = configuration.clock()
-        accesses.withLock { a in
-            a.pending[id] = max(a.pending[id] ?? now, now)
-            a.counts[id, default: 0] += 1
+        return accesses.withLock { a in
+            let time: Double
+            if let i = a.pending.index(forKey: id) {
+                time = max(a.pending.values[i].time, now)
+                a.pending.values[i] = (time, a.pending.values[i].count + 1)
+            } else {
+                time = now
+                a.pending[id] = (now, 1)
+            }
             a.touches += 1
+            guard let f = a.inFlight[id] else { return time }
+            return max(time, f)
         }
     }
 
     /// The access time of object `id` recorded and not yet committed, if any.
     func pendingAccess(_ id: Int64) -> Double? {
         accesses.withLock { a in
-            switch (a.pending[id], a.inFlight[id]) {
+            switch (a.pending[id]?.time, a.inFlight[id]) {
             case let (p?, f?): max(p, f)
             case let (p, f): p ?? f
             }
@@ -78,12 +87,12 @@ extension Store {
     public func flushAccesses() throws -> CommitReport? {
         try accessFlush.withLock { _ in
             let taken = accesses.withLock { a -> [AccessRecord] in
-                a.inFlight = a.pending
-                let counts = a.counts
-                a.pending = [:]
-                a.counts = [:]
-                return a.inFlight.sorted { $0.key < $1.key }.map {
-                    AccessRecord(id: $0.key, time: $0.value, count: counts[$0.key] ?? 1)
+                let pending = a.pending
+                // The next second's touches fill a table of the size this one's needed.
+                a.pending.removeAll(keepingCapacity: true)
+                a.inFlight = pending.mapValues(\.time)
+                return pending.sorted { $0.key < $1.key }.map {
+                    AccessRecord(id: $0.key, time: $0.value.time, count: $0.value.count)
                 }
             }
             guard !taken.isEmpty else { return nil }
@@ -93,8 +102,8 @@ extension Store {
             } catch {
                 accesses.withLock { a in
                     for r in taken {
-                        a.pending[r.id] = max(a.pending[r.id] ?? r.time, r.time)
-                        a.counts[r.id, default: 0] += r.count
+                        let now = a.pending[r.id] ?? (r.time, 0)
+                        a.pending[r.id] = (max(now.time, r.time), now.count + r.count)
                     }
                     a.inFlight = [:]
                 }

@@ -1,9 +1,10 @@
 // The fast point read behind object.get: one raw read-only connection, prepared statements,
 // and the stored value text spliced into the output instead of parsed and printed again.
-// Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this), and both read the
-// same rows with the same statements (`objectRowSQL`, `heldFilesSQL`). Every object.get reply
-// is printed here: on the daemon's loop through a PointReader, elsewhere through objectJSON.
-// A touching read records the access (Store+Access.swift) from the row it prints: one lookup.
+// Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this); it reads the rows
+// Store.get reads, with the same statement (`objectWithFilesSQL`). Every object.get reply is
+// printed here: on the daemon's loop through a PointReader, straight into the reply line,
+// elsewhere through objectJSON. A touching read records the access (Store+Access.swift) from
+// the row it prints: one lookup.
 
 import GRDB
 import GRDBSQLite
@@ -15,29 +16,35 @@ public typealias AccessCheck = (_ owner: String) throws -> Void
 /// The point reads behind object.get and object.touch, over the store's own connections
 /// (`Store`) or a snapshot one thread keeps (`PointReader`).
 public protocol PointReads {
-    /// The object as compact JSON text, or nil. With `check`, an access is recorded first
-    /// (if `check` lets it), and the text shows it.
-    func objectJSON(_ ref: ObjectRef, touching check: AccessCheck?) throws -> [UInt8]?
+    /// Appends the object as compact JSON text to `out` and returns true, or returns false if
+    /// there is none. With `check`, an access is recorded first (if `check` lets it), and the
+    /// text shows it. After a throw, `out` may hold part of the text.
+    func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool
     /// Records an access of `ref` in memory (`not_found` if there is none), if `check` lets it.
     func touch(_ ref: ObjectRef, check: AccessCheck) throws
 }
 
-extension Store: PointReads {
-    /// The object as compact JSON text (keys sorted, as `StoredObject.json` prints), or nil.
-    public func objectJSON(_ ref: ObjectRef) throws -> [UInt8]? { try objectJSON(ref, touching: nil) }
+extension PointReads {
+    /// The object as compact JSON text, or nil; see ``appendObjectJSON(_:touching:to:)``.
+    public func objectJSON(_ ref: ObjectRef, touching check: AccessCheck? = nil) throws -> [UInt8]? {
+        var out = [UInt8]()
+        return try appendObjectJSON(ref, touching: check, to: &out) ? out : nil
+    }
+}
 
-    public func objectJSON(_ ref: ObjectRef, touching check: AccessCheck?) throws -> [UInt8]? {
+extension Store: PointReads {
+    public func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool {
         if check != nil { try checkWritable() } else { try checkOpen() }
         try ref.validate()
         return try queries.with { conn in
             // The pool's connections cap values at the reply limit for clients' clauses.
             try conn.withoutLengthLimit {
-                try conn.inReadTransaction { try renderObject(ref, on: conn, touching: check) }
+                try conn.inReadTransaction { try renderObject(ref, on: conn, touching: check, into: &out) }
             }
         }
     }
 
-    /// An object's row, as object.get reads it here and `Reads.get` does.
+    /// An object's row, as `Reads.get` reads it.
     static let objectRowSQL: StaticString = """
         SELECT id, value, metadata, owner, created, modified, accessed FROM object
         WHERE collection = ? AND key = ?
@@ -63,92 +70,131 @@ extension Store: PointReads {
         }
     }
 
-    /// Reads and prints one object inside the connection's current read transaction; its
-    /// `accessed` is the later of the stored one and a touch not yet written (Store+Access.swift).
-    /// With `check`, records an access first if `check` lets it (the caller checked writability).
-    func renderObject(_ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?) throws -> [UInt8]? {
-        let o = try conn.cached(Store.objectRowSQL)
-        // A statement left mid-rows keeps the read transaction (and its snapshot) open.
-        defer { sqlite3_reset(o) }
-        Statement.bindText(o, 1, ref.collection)
-        Statement.bindText(o, 2, ref.key)
-        switch sqlite3_step(o) {
+    /// Reads and prints one object inside the connection's current read transaction, appended
+    /// to `out`; false (nothing appended) if there is none. Its `accessed` is the later of the
+    /// stored one and a touch not yet written (Store+Access.swift). With `check`, records an
+    /// access first if `check` lets it (the caller checked writability). One statement reads
+    /// the object and its files (Store.get's): most objects hold none, and a second statement
+    /// for nothing cost about a tenth of a get.
+    func renderObject(
+        _ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?, into out: inout [UInt8]
+    ) throws -> Bool {
+        let s = try conn.cached(Store.objectWithFilesSQL)
+        var (collection, key) = (ref.collection, ref.key)
+        return try collection.withUTF8 { c in
+            try key.withUTF8 { k in
+                // Bound in place: the reset below, before the bytes go, unbinds nothing but
+                // ends the statement's use of them (the next use binds again).
+                Statement.bindText(s, 1, borrowing: c)
+                Statement.bindText(s, 2, borrowing: k)
+                // A statement left mid-rows keeps the read transaction (and its snapshot) open.
+                defer {
+                    sqlite3_reset(s)
+                    sqlite3_clear_bindings(s)
+                }
+                return try renderRow(s, ref, on: conn, touching: check, into: &out)
+            }
+        }
+    }
+
+    /// renderObject's body, over its statement with the ref bound.
+    private func renderRow(
+        _ s: OpaquePointer, _ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?,
+        into out: inout [UInt8]
+    ) throws -> Bool {
+        switch sqlite3_step(s) {
         case SQLITE_ROW: break
-        case SQLITE_DONE: return nil
+        case SQLITE_DONE: return false
         case let rc: throw conn.failure(rc)
         }
-        let id = sqlite3_column_int64(o, 0)
+        let id = sqlite3_column_int64(s, 0)
+        let touched: Double?
         if let check {
-            try check(String(cString: sqlite3_column_text(o, 3)))
-            recordAccess(id)
-        }
-        var out = [UInt8]()
-        out.reserveCapacity(256 + Int(sqlite3_column_bytes(o, 1)))
-        out.append(UInt8(ascii: "{"))
-        Store.key("accessed", first: true, &out)
-        if let touched = pendingAccess(id),
-            sqlite3_column_type(o, 6) == SQLITE_NULL || touched > sqlite3_column_double(o, 6)
-        {
-            JSONValue.double(touched).write(to: &out)
+            try check(String(cString: sqlite3_column_text(s, 3)))
+            touched = recordAccess(id)
         } else {
-            Store.number(o, 6, double: true, &out)
+            touched = pendingAccess(id)
         }
-        Store.key("collection", &out); JSONValue.writeString(ref.collection, to: &out)
-        Store.key("created", &out); Store.number(o, 4, double: true, &out)
-        Store.key("files", &out)
-        out.append(UInt8(ascii: "["))
-        for (i, file) in try Store.heldFiles(id, on: conn).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: file)
+        out.reserveCapacity(out.count + 256 + Int(sqlite3_column_bytes(s, 1)))
+        Store.literal(#"{"accessed":"#, &out)
+        if let touched, sqlite3_column_type(s, 6) == SQLITE_NULL || touched > sqlite3_column_double(s, 6) {
+            JSONValue.writeDouble(touched, to: &out)
+        } else {
+            Store.number(s, 6, double: true, &out)
         }
-        out.append(UInt8(ascii: "]"))
-        Store.key("key", &out); JSONValue.writeString(ref.key, to: &out)
-        Store.key("metadata", &out); Store.raw(o, 2, &out)
-        Store.key("modified", &out); Store.number(o, 5, double: true, &out)
-        Store.key("owner", &out); JSONValue.writeString(String(cString: sqlite3_column_text(o, 3)), to: &out)
-        Store.key("value", &out); Store.raw(o, 1, &out)
+        Store.literal(#","collection":"#, &out)
+        JSONValue.writeString(ref.collection, to: &out)
+        Store.literal(#","created":"#, &out)
+        Store.number(s, 4, double: true, &out)
+        Store.literal(#","files":["#, &out)
+        if sqlite3_column_type(s, 7) == SQLITE_NULL {
+            // No file edge: the LEFT JOIN's only row.
+            out.append(UInt8(ascii: "]"))
+            Store.renderRest(ref, s, &out)
+        } else {
+            // The next rows replace this one's columns: the members after the files first.
+            var rest = [UInt8]()
+            Store.renderRest(ref, s, &rest)
+            try Store.renderFiles(s, on: conn, &out)
+            out.append(UInt8(ascii: "]"))
+            out.append(contentsOf: rest)
+        }
         out.append(UInt8(ascii: "}"))
-        return out
+        return true
     }
 
-    /// The files object `id` holds, each printed as `StoredObject.json` prints it, in the byte
-    /// order of their paths (SQLite's ORDER BY path), a file held through two edges once.
-    /// Joined, not `WHERE id IN (SELECT dst …) ORDER BY path`: that form built two temporary
-    /// b-trees for every get, with files or without: 40% of a get's instructions.
-    private static func heldFiles(_ id: Int64, on conn: QueryConnection) throws -> [[UInt8]] {
-        let f = try conn.cached(heldFilesSQL)
-        defer { sqlite3_reset(f) }
-        sqlite3_bind_int64(f, 1, id)
-        var seen = Set<Int64>()
+    /// The members after `files`, from the object's columns of `objectWithFilesSQL`'s row.
+    private static func renderRest(_ ref: ObjectRef, _ s: OpaquePointer, _ out: inout [UInt8]) {
+        literal(#","key":"#, &out)
+        JSONValue.writeString(ref.key, to: &out)
+        literal(#","metadata":"#, &out)
+        raw(s, 2, &out)
+        literal(#","modified":"#, &out)
+        number(s, 5, double: true, &out)
+        literal(#","owner":"#, &out)
+        // Stored from a Swift String: valid UTF-8, printed from SQLite's bytes.
+        JSONValue.writeString(
+            bytes: UnsafeBufferPointer(start: sqlite3_column_text(s, 3), count: Int(sqlite3_column_bytes(s, 3))),
+            to: &out)
+        literal(#","value":"#, &out)
+        raw(s, 1, &out)
+    }
+
+    /// The files of `objectWithFilesSQL`'s rows from the current one on (each row a file edge),
+    /// each printed as `StoredObject.json` prints it, in the byte order of their paths (SQLite's
+    /// ORDER BY path), a file held through two edges once (paths are unique in the registry).
+    private static func renderFiles(_ s: OpaquePointer, on conn: QueryConnection, _ out: inout [UInt8]) throws {
         var files: [(path: [UInt8], json: [UInt8])] = []
-        while true {
-            let rc = sqlite3_step(f)
-            if rc == SQLITE_DONE { break }
-            guard rc == SQLITE_ROW else { throw conn.failure(rc) }
-            guard seen.insert(sqlite3_column_int64(f, 7)).inserted else { continue }
+        var rc = SQLITE_ROW
+        while rc == SQLITE_ROW {
             let path = Array(
-                UnsafeBufferPointer(start: sqlite3_column_text(f, 0), count: Int(sqlite3_column_bytes(f, 0))))
-            var json: [UInt8] = [UInt8(ascii: "{")]
-            key("device", first: true, &json); number(f, 2, double: false, &json)
-            key("first_seen", &json); number(f, 6, double: true, &json)
-            key("inode", &json); number(f, 3, double: false, &json)
-            key("missing", &json); json.append(contentsOf: (sqlite3_column_int64(f, 5) != 0 ? "true" : "false").utf8)
-            key("mtime", &json); number(f, 4, double: true, &json)
-            key("path", &json); JSONValue.writeString(String(decoding: path, as: UTF8.self), to: &json)
-            key("size", &json); number(f, 1, double: false, &json)
+                UnsafeBufferPointer(start: sqlite3_column_text(s, 7), count: Int(sqlite3_column_bytes(s, 7))))
+            var json: [UInt8] = []
+            literal(#"{"device":"#, &json); number(s, 9, double: false, &json)
+            literal(#","first_seen":"#, &json); number(s, 13, double: true, &json)
+            literal(#","inode":"#, &json); number(s, 10, double: false, &json)
+            literal(#","missing":"#, &json)
+            json.append(contentsOf: (sqlite3_column_int64(s, 12) != 0 ? "true" : "false").utf8)
+            literal(#","mtime":"#, &json); number(s, 11, double: true, &json)
+            literal(#","path":"#, &json); JSONValue.writeString(String(decoding: path, as: UTF8.self), to: &json)
+            literal(#","size":"#, &json); number(s, 8, double: false, &json)
             json.append(UInt8(ascii: "}"))
             files.append((path, json))
+            rc = sqlite3_step(s)
         }
-        return files.sorted { $0.path.lexicographicallyPrecedes($1.path) }.map(\.json)
+        guard rc == SQLITE_DONE else { throw conn.failure(rc) }
+        files.sort { $0.path.lexicographicallyPrecedes($1.path) }
+        var last: [UInt8]?
+        for file in files where file.path != last {
+            if last != nil { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: file.json)
+            last = file.path
+        }
     }
 
-    /// A member name: ours, plain ASCII, so written without looking for escapes.
-    private static func key(_ k: StaticString, first: Bool = false, _ out: inout [UInt8]) {
-        if !first { out.append(UInt8(ascii: ",")) }
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
-        out.append(UInt8(ascii: "\""))
-        out.append(UInt8(ascii: ":"))
+    /// Text of ours, plain ASCII, written as it is.
+    private static func literal(_ text: StaticString, _ out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     private static func raw(_ s: OpaquePointer, _ i: Int32, _ out: inout [UInt8]) {
@@ -159,7 +205,10 @@ extension Store: PointReads {
 
     private static func number(_ s: OpaquePointer, _ i: Int32, double: Bool, _ out: inout [UInt8]) {
         if sqlite3_column_type(s, i) == SQLITE_NULL { out.append(contentsOf: "null".utf8); return }
-        let v: JSONValue = double ? .double(sqlite3_column_double(s, i)) : .int(sqlite3_column_int64(s, i))
-        v.write(to: &out)
+        if double {
+            JSONValue.writeDouble(sqlite3_column_double(s, i), to: &out)
+        } else {
+            JSONValue.writeInt(sqlite3_column_int64(s, i), to: &out)
+        }
     }
 }

@@ -135,6 +135,14 @@ extension Statement {
         }
     }
 
+    /// Binds parameter `i` (from 1) to the text `utf8` without copying it: the bytes must
+    /// stay where they are until the statement is reset (a point read binds its ref this way,
+    /// sparing two copies through SQLite's allocator).
+    static func bindText(_ s: OpaquePointer, _ i: Int32, borrowing utf8: UnsafeBufferPointer<UInt8>) {
+        let bytes = UnsafeRawPointer(utf8.baseAddress ?? emptyText.utf8Start)
+        sqlite3_bind_text(s, i, bytes.assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
+    }
+
     /// Binds parameter `i` (from 1) to the text whose UTF-8 bytes are `utf8` (SQLite copies
     /// them): for text built as bytes, which a String would validate and copy once more.
     static func bindText(_ s: OpaquePointer, _ i: Int32, utf8: [UInt8]) {

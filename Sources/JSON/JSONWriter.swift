@@ -1,0 +1,79 @@
+// The scalar writers behind `JSONValue.write(to:)`, public for renderers that print straight
+// into a reply buffer (the point read): numbers and strings go into the bytes directly, with
+// no intermediate String. What they print must equal what `write(to:)` prints.
+
+extension JSONValue {
+    /// Appends `i` in decimal.
+    public static func writeInt(_ i: Int64, to out: inout [UInt8]) {
+        var magnitude = i.magnitude
+        if i < 0 { out.append(UInt8(ascii: "-")) }
+        // At most 20 digits; written backwards into a tuple on the stack.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var at = buffer.count
+            repeat {
+                at -= 1
+                buffer[at] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 48
+                magnitude /= 10
+            } while magnitude != 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[at...]))
+        }
+    }
+
+    /// Appends `d` as Swift's `description` spells it (the shortest text that reads back as
+    /// `d`), or `null` if it is not finite (JSON has no NaN or infinity).
+    public static func writeDouble(_ d: Double, to out: inout [UInt8]) {
+        guard d.isFinite else {
+            out.append(contentsOf: "null".utf8)
+            return
+        }
+        // The standard library prints a Double into a stream from a buffer on the stack.
+        withUnsafeMutablePointer(to: &out) { pointer in
+            var sink = ByteSink(out: pointer)
+            d.write(to: &sink)
+        }
+    }
+
+    /// Appends `bytes` (UTF-8) as a JSON string literal.
+    public static func writeString(bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var run = 0
+        for (i, b) in bytes.enumerated() where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<i]))
+            writeEscaped(b, to: &out)
+            run = i + 1
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
+        out.append(UInt8(ascii: "\""))
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private static func writeEscaped(_ b: UInt8, to out: inout [UInt8]) {
+        switch b {
+        case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+        case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+        case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+        case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+        case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+        default:
+            let hex = JSONValue.hexDigits
+            out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]])
+        }
+    }
+}
+
+/// Takes what the standard library prints into `out`. Its ASCII path (`_writeASCII`, which a
+/// Double's `write(to:)` uses) spares making a String.
+private struct ByteSink: TextOutputStream {
+    let out: UnsafeMutablePointer<[UInt8]>
+
+    mutating func write(_ string: String) {
+        var string = string
+        string.withUTF8 { out.pointee.append(contentsOf: $0) }
+    }
+
+    mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
+        out.pointee.append(contentsOf: buffer)
+    }
+}

@@ -1,0 +1,53 @@
+// The writers a renderer prints with straight into a reply buffer print what the standard
+// library's descriptions print: a reply written either way is the same bytes.
+
+import Testing
+
+import JSON
+
+@Suite struct JSONWriterTests {
+    @Test("doubles are written as their description, at the edges and for random timestamps and values")
+    func doublesAsDescription() {
+        var edges: [Double] = [
+            0, -0.0, 1, -1, 0.1, 1e-5, 1e-4, 123_456_789.123, 1e15, 1e16, 1e17, 9_007_199_254_740_992, 0x1p53 + 2,
+            .ulpOfOne, .leastNonzeroMagnitude, .leastNormalMagnitude, .greatestFiniteMagnitude,
+            -.greatestFiniteMagnitude, 1_795_720_188.490_280_4, 1_795_720_188.5,
+        ]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            edges.append(1_700_000_000 + Double.random(in: 0..<200_000_000, using: &rng))
+            edges.append(Double(bitPattern: rng.next()))
+        }
+        for d in edges where d.isFinite {
+            var out = [UInt8]()
+            JSONValue.writeDouble(d, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == d.description, "\(d)")
+            #expect(JSONValue.double(d).serialized() == d.description)
+        }
+        for d in [Double.nan, .infinity, -.infinity] {
+            var out = [UInt8]()
+            JSONValue.writeDouble(d, to: &out)
+            #expect(out == Array("null".utf8))
+        }
+    }
+
+    @Test("integers are written as their description, appended after what the buffer holds")
+    func integersAppended() {
+        var out = Array("x".utf8)
+        JSONValue.writeInt(Int64.min, to: &out)
+        JSONValue.writeInt(0, to: &out)
+        JSONValue.writeInt(Int64.max, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x\(Int64.min)0\(Int64.max)")
+    }
+
+    @Test("a string written from its bytes equals one written from the String, escapes included")
+    func stringBytes() {
+        for s in ["", "plain", "\"", "a\"b\\c\nd\u{1}e", "é日本\u{7f}", "\u{0}\u{0}", "end\\"] {
+            var fromString = [UInt8]()
+            JSONValue.writeString(s, to: &fromString)
+            var fromBytes = [UInt8]()
+            Array(s.utf8).withUnsafeBufferPointer { JSONValue.writeString(bytes: $0, to: &fromBytes) }
+            #expect(fromBytes == fromString, "\(s)")
+        }
+    }
+}
