@@ -103,7 +103,8 @@ final class PolicyRun {
                     try alongside.prepare()
                     let c = try store.write { tx in
                         let swept = try alongside.around(tx.db) { done = try step.advance(tx, self) }
-                        // No empty commits; one that only records unlinks is not a batch.
+                        // No empty commits. One that only records unlinks or places objects
+                        // in an order's queues deleted nothing, but it is a commit all the same.
                         if deletedInBatch == 0 {
                             if swept || placedInBatch { return }
                             throw NothingDeleted()
@@ -112,7 +113,9 @@ final class PolicyRun {
                         try count(since: before, tx.db)
                     }
                     plan.sweep = alongside.committed()
-                    if deletedInBatch > 0 { plan.commits.append(c.report) }
+                    // Every commit is the run's (the caller notes it, and a later failure then
+                    // still reports what the earlier ones did, their unlinks among it).
+                    plan.commits.append(c.report)
                 } catch is NothingDeleted {
                     let skipped = plan.skipped  // what it passed over still tells why nothing went
                     plan = before
