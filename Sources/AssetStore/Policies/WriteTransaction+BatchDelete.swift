@@ -107,11 +107,20 @@ extension WriteTransaction {
                 SELECT \(RegisteredFile.columns), id FROM file WHERE id IN (SELECT value FROM json_each(?))
                 """
         ).forEachRawRow([freedList]) { r in rows[r.int64(RegisteredFile.columnCount)] = RegisteredFile(r) }
+        let delay = store.configuration.unlinkDelay
+        // Usually every file is identified: then one statement queues them all, in order.
+        let identified = freed.allSatisfy { rows[$0].map { $0.device != nil } ?? true }
+        if identified && !freed.isEmpty {
+            try db.cachedStatement(sql: RegisteredFile.queueIdentified).execute(
+                arguments: [commit, now, now + delay, freedList])
+        }
         for id in freed {
             deletedFiles.insert(id)
             guard var row = rows[id] else { continue }
-            row.identifyIfUnseen(store.roots)
-            try row.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
+            if !identified {
+                row.identifyIfUnseen(store.roots)
+                try row.queueUnlink(db, commit: commit, now: now, delay: delay)
+            }
             report.filesQueued.append(row.path)
             queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: row.device))
         }

@@ -92,8 +92,17 @@ struct RegisteredFile {
         stamp = state.stamp
     }
 
+    /// `queueUnlink` for registry rows whose identity is known (`device` not NULL), straight
+    /// from the `file` table, in the order of the JSON array of file ids `?4`: commit `?1`,
+    /// queued at `?2`, due at `?3`. A policy batch queues its files with one statement.
+    static let queueIdentified = """
+        INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+        SELECT f.path, f.device, f.inode, f.size, f.birth, f.generation, f.ctime, ?1, ?2, ?3
+        FROM json_each(?4) j JOIN file f ON f.id = j.value WHERE f.device IS NOT NULL ORDER BY j.key
+        """
+
     /// Queues this file's unlink in `db`'s transaction, for the deleting commit `commit`, due
-    /// `delay` seconds after `now`: the one statement that adds to the queue.
+    /// `delay` seconds after `now` (`queueIdentified` does the same for many).
     func queueUnlink(_ db: Database, commit: Int64, now: Double, delay: Double) throws {
         try db.cachedStatement(
             sql: """
