@@ -73,11 +73,11 @@ struct RegisteredFile {
         self.stamp = stamp
     }
 
-    /// Reads the columns of `columns`.
-    init(_ r: RawRow) {
-        func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
-        path = r.text(0) ?? ""
-        size = r.int64(1)
+    /// Reads the columns of `columns`, the first at index `c`.
+    init(_ r: RawRow, from c: Int32 = 0) {
+        func optional(_ i: Int32) -> Int64? { r.isNull(c + i) ? nil : r.int64(c + i) }
+        path = r.text(c) ?? ""
+        size = r.int64(c + 1)
         device = optional(2)
         inode = optional(3)
         stamp = FileStamp(birth: optional(4), generation: optional(5), ctime: optional(6))
