@@ -25,6 +25,7 @@ enum SocketCommands {
             case "socket": try SocketWorkloads(Flags(rest)).run()
             case "ping-scan": try PingScan(Flags(rest)).run()
             case "expire": try ExpireBench(Flags(rest)).run()
+            case "expire-cost": try ExpireCost(Flags(rest)).run()
             case "eviction":
                 let f = try Flags(rest)
                 try EvictionBench(f).replay(trace: try f.string("trace"), capacity: Int64(try f.int("capacity", 0)))

@@ -72,7 +72,9 @@ public struct PolicyPlan: Sendable {
     public var bytes: Int64 = 0
     /// True if nothing was changed.
     public var dryRun: Bool
-    /// The commits of a real run, one per batch (for events).
+    /// The commits of a real run, one per batch that committed (for events): a batch that
+    /// deleted nothing commits when it recorded the unlinks done beside it, or placed objects
+    /// in an order's queues.
     public var commits: [CommitReport] = []
     /// Objects the run reached and passed over, by why (each counted once).
     public var skipped: [SkipReason: Int] = [:]

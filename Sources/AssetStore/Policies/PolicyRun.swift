@@ -103,7 +103,8 @@ final class PolicyRun {
                     try alongside.prepare()
                     let c = try store.write { tx in
                         let swept = try alongside.around(tx.db) { done = try step.advance(tx, self) }
-                        // No empty commits; one that only records unlinks is not a batch.
+                        // No empty commits. One that only records unlinks or places objects
+                        // in an order's queues deleted nothing, but it is a commit all the same.
                         if deletedInBatch == 0 {
                             if swept || placedInBatch { return }
                             throw NothingDeleted()
@@ -112,7 +113,9 @@ final class PolicyRun {
                         try count(since: before, tx.db)
                     }
                     plan.sweep = alongside.committed()
-                    if deletedInBatch > 0 { plan.commits.append(c.report) }
+                    // Every commit is the run's (the caller notes it, and a later failure then
+                    // still reports what the earlier ones did, their unlinks among it).
+                    plan.commits.append(c.report)
                 } catch is NothingDeleted {
                     let skipped = plan.skipped  // what it passed over still tells why nothing went
                     plan = before
@@ -205,26 +208,28 @@ final class PolicyRun {
 
     /// Adds an effect to the plan: each file's bytes go to the first deleted object that held it.
     private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason, detail: String?) {
-        var holder = [[UInt8]: ObjectRef]()
-        let deletedRefs = Set(effect.deleted.map(\.ref))
-        for r in effect.edgesRemoved {
-            if case .file(let p) = r.edge.destination, deletedRefs.contains(r.edge.source) {
-                let key = Array(p.utf8)
-                if holder[key] == nil { holder[key] = r.edge.source }
+        // Objects and paths compare as bytes (String equality is canonical equivalence);
+        // holders and bytes by position in `effect.deleted` (its refs are distinct, as bytes).
+        // Walked backwards so that the first object, and the first edge, wins.
+        var position = [ObjectRefKey: Int](minimumCapacity: effect.deleted.count)
+        for (i, d) in effect.deleted.enumerated().reversed() { position[ObjectRefKey(d.ref)] = i }
+        var holder = [UTF8Key: Int](minimumCapacity: effect.files.count)
+        for r in effect.edgesRemoved.reversed() {
+            if case .file(let p) = r.edge.destination, let i = position[ObjectRefKey(r.edge.source)] {
+                holder[UTF8Key(p)] = i
             }
         }
-        var bytes = [ObjectRef: Int64]()
+        var bytes = [Int64](repeating: 0, count: effect.deleted.count)
         for f in effect.files {
-            let owner = holder[Array(f.path.utf8)] ?? effect.deleted.first?.ref
-            if let owner { bytes[owner, default: 0] += f.size }
+            if let i = holder[UTF8Key(f.path)] ?? (effect.deleted.isEmpty ? nil : 0) { bytes[i] += f.size }
             plan.files.append(f.path)
             plan.bytes += f.size
         }
-        for d in effect.deleted {
+        for (i, d) in effect.deleted.enumerated() {
+            let asked = requested.contains(d.id)
             plan.objects.append(
                 PlannedDeletion(
-                    ref: d.ref, reason: requested.contains(d.id) ? reason : .cascade, bytes: bytes[d.ref] ?? 0,
-                    detail: requested.contains(d.id) ? detail : nil))
+                    ref: d.ref, reason: asked ? reason : .cascade, bytes: bytes[i], detail: asked ? detail : nil))
         }
     }
 
@@ -238,9 +243,12 @@ final class PolicyRun {
         let (sql, args) = PolicyRun.candidateQuery(
             order: order, createdBefore: now - minAge, after: cursor, condition: condition, arguments: arguments,
             limit: limit)
-        return try Row.fetchAll(tx.db.cachedStatement(sql: sql), arguments: args).map {
-            (id: $0[0], ref: ObjectRef($0[1], $0[2]), key: $0[3])
+        var rows = [(id: Int64, ref: ObjectRef, key: Double)]()
+        rows.reserveCapacity(min(limit, 4096))
+        try tx.db.cachedStatement(sql: sql).forEachRawRow(args) { r in
+            rows.append((id: r.int64(0), ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), key: r.double(3)))
         }
+        return rows
     }
 }
 

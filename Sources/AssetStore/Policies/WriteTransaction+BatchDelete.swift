@@ -22,6 +22,16 @@ extension WriteTransaction {
         GROUP BY dst
         """
 
+    /// The edges of the objects `?1` joined with their ends, then the registry row of a file
+    /// destination from `fileColumn` on.
+    private static let edgesWithFiles = """
+        \(EdgeRow.selectColumns), f.size, f.device, f.inode, f.birth, f.generation, f.ctime
+        \(EdgeRow.joins)
+        WHERE e.src IN (SELECT value FROM json_each(?1)) ORDER BY e.src, e.name, e.is_file, e.dst
+        """
+    /// Where `edgesWithFiles` has `RegisteredFile.columns` (its `f.path` is EdgeRow's 12th column).
+    private static let fileColumn: Int32 = 11
+
     /// Deletes `requested` (cause `policy`) as `flush` would, or returns false having changed
     /// nothing when some rule needs the worklist: an edge to one of them, an edge of theirs to
     /// an object or with a rule other than deleteDestinationIfAllSourcesDeleted, or a file
@@ -52,15 +62,14 @@ extension WriteTransaction {
                 pinned: r.int64(4) != 0, created: r.double(5))
         }
         guard details.count == ids.count else { return false }
-        // Each object's edges in the order `deleteObject` reads them.
+        // Each object's edges in the order `deleteObject` reads them, with the registry rows
+        // of the files they reach (`RegisteredFile.columns` after the edge's own).
         var outgoing = [Int64: [EdgeRow]]()
-        try db.cachedStatement(
-            sql: EdgeRow.select + """
-                 WHERE e.src IN (SELECT value FROM json_each(?)) ORDER BY e.src, e.name, e.is_file, e.dst
-                """
-        ).forEachRawRow([idList]) { r in
+        var fileRows = [Int64: RegisteredFile]()
+        try db.cachedStatement(sql: Self.edgesWithFiles).forEachRawRow([idList]) { r in
             let e = EdgeRow(raw: r)
             outgoing[e.src, default: []].append(e)
+            if e.isFile, !r.isNull(Self.fileColumn) { fileRows[e.dst] = RegisteredFile(r, from: Self.fileColumn) }
         }
         let edges = ids.flatMap { outgoing[$0] ?? [] }
         // The worklist sees every object go before any edge fires, so a file goes when no
@@ -101,17 +110,20 @@ extension WriteTransaction {
             }
         }
         let freedList = JSONValue.array(freed.map { .int($0) }).serialized()
-        var rows = [Int64: RegisteredFile]()
-        try db.cachedStatement(
-            sql: """
-                SELECT \(RegisteredFile.columns), id FROM file WHERE id IN (SELECT value FROM json_each(?))
-                """
-        ).forEachRawRow([freedList]) { r in rows[r.int64(RegisteredFile.columnCount)] = RegisteredFile(r) }
+        let delay = store.configuration.unlinkDelay
+        // Usually every file is identified: then one statement queues them all, in order.
+        let identified = freed.allSatisfy { fileRows[$0].map { $0.device != nil } ?? true }
+        if identified && !freed.isEmpty {
+            try db.cachedStatement(sql: RegisteredFile.queueIdentified).execute(
+                arguments: [commit, now, now + delay, freedList])
+        }
         for id in freed {
             deletedFiles.insert(id)
-            guard var row = rows[id] else { continue }
-            row.identifyIfUnseen(store.roots)
-            try row.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
+            guard var row = fileRows[id] else { continue }
+            if !identified {
+                row.identifyIfUnseen(store.roots)
+                try row.queueUnlink(db, commit: commit, now: now, delay: delay)
+            }
             report.filesQueued.append(row.path)
             queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: row.device))
         }

@@ -101,7 +101,9 @@ extension WriteTransaction {
                 if let why = deletedDetails[marks.deleted...].lazy.compactMap(protection.protection(of:)).first {
                     throw EvictionRefused(reason: why)
                 }
-                if queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) }) {
+                if !protection.files.isEmpty,
+                    queuedDetails[marks.queued...].contains(where: { protection.files.contains(Array($0.path.utf8)) })
+                {
                     throw EvictionRefused(reason: .leased)
                 }
                 if try queuesFileOfProtectedSurvivor(since: marks, protection) {
@@ -153,18 +155,17 @@ extension WriteTransaction {
     private func queuesFileOfProtectedSurvivor(
         since marks: (deleted: Int, queued: Int, deny: Int, edges: Int), _ protection: EvictionGuard
     ) throws -> Bool {
-        let queued = Set(queuedDetails[marks.queued...].map { Array($0.path.utf8) })
+        let queued = Set(queuedDetails[marks.queued...].map { UTF8Key($0.path) })
         guard !queued.isEmpty else { return false }
         // The sources of edges removed since `marks` either went in this group or survive. As
         // bytes: ObjectRef's equality is String's, under which other keys can be equal.
-        func bytes(_ r: ObjectRef) -> [UInt8] { Array(r.collection.utf8) + [0] + Array(r.key.utf8) }
-        let deleted = Set(deletedDetails[marks.deleted...].map { bytes($0.ref) })
-        var seen = Set<[UInt8]>()
+        let deleted = Set(deletedDetails[marks.deleted...].map { ObjectRefKey($0.ref) })
+        var seen = Set<ObjectRefKey>()
         for r in report.edgesRemoved[marks.edges...] {
             guard case .file(let path) = r.edge.destination,
                 r.edge.rules.contains(.deleteDestinationIfAllSourcesDeleted),
-                queued.contains(Array(path.utf8)), !deleted.contains(bytes(r.edge.source)),
-                seen.insert(bytes(r.edge.source)).inserted,
+                !deleted.contains(ObjectRefKey(r.edge.source)), queued.contains(UTF8Key(path)),
+                seen.insert(ObjectRefKey(r.edge.source)).inserted,
                 let row = try Row.fetchOne(
                     db.cachedStatement(
                         sql: "SELECT id, pinned, created, owner FROM object WHERE collection = ? AND key = ?"),

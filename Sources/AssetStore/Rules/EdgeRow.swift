@@ -20,8 +20,12 @@ struct EdgeRow: Hashable {
             kind: field.map { .derived(field: $0) } ?? .manual)
     }
 
-    static let select = """
-        SELECT e.id, e.name, e.src, e.is_file, e.dst, e.rules, e.field, s.collection, s.key, d.collection, d.key, f.path
+    static let select = selectColumns + "\n" + joins
+    /// `select`'s columns, which `init(raw:)` reads; a caller may add some after them.
+    static let selectColumns =
+        "SELECT e.id, e.name, e.src, e.is_file, e.dst, e.rules, e.field, s.collection, s.key, d.collection, d.key, f.path"
+    /// `select`'s tables: `f` is a file destination's registry row.
+    static let joins = """
         FROM edge e JOIN object s ON s.id = e.src
         LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
         LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst

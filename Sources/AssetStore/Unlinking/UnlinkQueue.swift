@@ -73,11 +73,11 @@ struct RegisteredFile {
         self.stamp = stamp
     }
 
-    /// Reads the columns of `columns`.
-    init(_ r: RawRow) {
-        func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
-        path = r.text(0) ?? ""
-        size = r.int64(1)
+    /// Reads the columns of `columns`, the first at index `c`.
+    init(_ r: RawRow, from c: Int32 = 0) {
+        func optional(_ i: Int32) -> Int64? { r.isNull(c + i) ? nil : r.int64(c + i) }
+        path = r.text(c) ?? ""
+        size = r.int64(c + 1)
         device = optional(2)
         inode = optional(3)
         stamp = FileStamp(birth: optional(4), generation: optional(5), ctime: optional(6))
@@ -92,8 +92,17 @@ struct RegisteredFile {
         stamp = state.stamp
     }
 
+    /// `queueUnlink` for registry rows whose identity is known (`device` not NULL), straight
+    /// from the `file` table, in the order of the JSON array of file ids `?4`: commit `?1`,
+    /// queued at `?2`, due at `?3`. A policy batch queues its files with one statement.
+    static let queueIdentified = """
+        INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+        SELECT f.path, f.device, f.inode, f.size, f.birth, f.generation, f.ctime, ?1, ?2, ?3
+        FROM json_each(?4) j JOIN file f ON f.id = j.value WHERE f.device IS NOT NULL ORDER BY j.key
+        """
+
     /// Queues this file's unlink in `db`'s transaction, for the deleting commit `commit`, due
-    /// `delay` seconds after `now`: the one statement that adds to the queue.
+    /// `delay` seconds after `now` (`queueIdentified` does the same for many).
     func queueUnlink(_ db: Database, commit: Int64, now: Double, delay: Double) throws {
         try db.cachedStatement(
             sql: """
