@@ -90,6 +90,17 @@ final class EvictionQueues {
         ghostKeys = ghost?[1] ?? 0
     }
 
+    /// Makes the next run of an order other than LRU start afresh (`load`).
+    static func forgetOrder(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM meta WHERE key = 'evict.order'")
+    }
+
+    /// Forgets the saved state if it belongs to another order than `order`.
+    static func noteOrder(_ db: Database, _ order: EvictionOrder) throws {
+        let saved = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evict.order'")
+        if let saved, saved != order.rawValue { try forgetOrder(db) }
+    }
+
     func save(_ db: Database) throws {
         let s = try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)")
         for (k, v) in [("seq", seq), ("hand", hand), ("evicted", hasEvicted ? 1 : 0), ("admitted", admittedThrough)] {
