@@ -122,6 +122,39 @@ struct EvictionOrderTests {
         #expect(try keys(f.store.enforce()) == ["k0"])
     }
 
+    @Test("changing the order and back starts its state afresh, in one process and across opens")
+    func orderChangeAndBackStartsAfresh() throws {
+        let f = try store(.sieve, budget: 1000)
+        for i in 0..<10 { try add(f, "k\(i)") }
+        try touch(f, "k0")
+        try add(f, "k10")
+        #expect(try keys(f.store.enforce()) == ["k1"])  // the hand spared k0; it is at k2 now
+        var p = f.store.policy!
+        p.order = .lru
+        f.store.policy = p
+        p.order = .sieve
+        f.store.policy = p
+        try add(f, "k11")
+        // Afresh, every object is placed again in id order and the hand starts at the oldest,
+        // k0, whose visited bit its pass cleared. The dry run plans the same.
+        #expect(try keys(f.store.enforce(dryRun: true)) == ["k0"])
+        #expect(try keys(f.store.enforce()) == ["k0"])
+        try add(f, "k12")
+        #expect(try keys(f.store.enforce()) == ["k2"])  // and then goes on as usual
+
+        try touch(f, "k3")
+        try add(f, "k13")
+        #expect(try keys(f.store.enforce()) == ["k4"])  // the hand spared k3; it is at k5 now
+
+        // The same across opens: one under LRU (with no policy run), then one under SIEVE.
+        f.configuration.policy?.order = .lru
+        try f.reopen()
+        f.configuration.policy?.order = .sieve
+        try f.reopen()
+        try add(f, "k14")
+        #expect(try keys(f.store.enforce()) == ["k3"])  // from the oldest again, not from k5
+    }
+
     @Test("the order's state survives a restart: the hand, the visited bits, the ghost record")
     func restartKeepsState() throws {
         let f = try store(.sieve, budget: 1000)

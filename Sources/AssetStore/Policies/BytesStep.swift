@@ -77,6 +77,7 @@ class BytesStep: PolicyStep {
         let q: EvictionQueues
         if let queues {
             q = queues
+            q.forgetHeads()  // other writers may have run between two batches
         } else {
             q = EvictionQueues(order: order, capacity: try capacity(tx, run))
             try q.load(tx.db)

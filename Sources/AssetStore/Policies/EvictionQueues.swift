@@ -58,6 +58,13 @@ final class EvictionQueues {
     /// Objects this run passed over (protected): meeting one again means its queue is done.
     private var skipped = Set<Int64>()
     private var exhausted = Set<Int>()
+    /// Objects read ahead at the evicting end of each queue (`first`).
+    private struct Head {
+        var rows: [QueueCandidate] = []
+        var next = 0
+    }
+    private var heads: [Int: Head] = [:]
+    static let readAhead = 128
 
     var occupied: Int64 { smallBytes + mainBytes }
 
@@ -88,6 +95,17 @@ final class EvictionQueues {
         let ghost = try Row.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM evict_ghost")
         ghostBytes = ghost?[0] ?? 0
         ghostKeys = ghost?[1] ?? 0
+    }
+
+    /// Makes the next run of an order other than LRU start afresh (`load`).
+    static func forgetOrder(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM meta WHERE key = 'evict.order'")
+    }
+
+    /// Forgets the saved state if it belongs to another order than `order`.
+    static func noteOrder(_ db: Database, _ order: EvictionOrder) throws {
+        let saved = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evict.order'")
+        if let saved, saved != order.rawValue { try forgetOrder(db) }
     }
 
     func save(_ db: Database) throws {
@@ -132,11 +150,12 @@ final class EvictionQueues {
             }
         }
         seq += 1
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO evict_queue(id, queue, seq, freq, size) VALUES (?1, ?2, ?3, ?4, ?5)
                 ON CONFLICT(id) DO UPDATE SET queue = ?2, seq = ?3, freq = ?4, size = ?5
-                """, arguments: [id, queue, seq, freq, size])
+                """
+        ).execute(arguments: [id, queue, seq, freq, size])
         if queue == EvictionQueues.small { smallBytes += size } else { mainBytes += size }
         admittedThrough = max(admittedThrough, id)
     }
@@ -154,14 +173,29 @@ final class EvictionQueues {
         }
     }
 
+    /// The oldest object of `queue` with a place at or after `from`. Read ahead: the heads
+    /// hold the next objects of each queue in order, so a run pays one query per `readAhead`
+    /// candidates, not one per candidate. A head is a prefix of its queue as long as each
+    /// object taken from it is dropped (`pop`) when it moves or goes, and every other change
+    /// clears it (`forgetHeads`): a new place is always after every place read.
     private func first(_ db: Database, queue: Int, from: Int64 = 0) throws -> QueueCandidate? {
-        try Row.fetchOne(
+        var head = heads[queue] ?? Head()
+        while head.next < head.rows.count && head.rows[head.next].seq < from { head.next += 1 }
+        if head.next == head.rows.count {
+            head = Head(rows: try read(db, queue: queue, from: from))
+        }
+        heads[queue] = head
+        return head.next < head.rows.count ? head.rows[head.next] : nil
+    }
+
+    private func read(_ db: Database, queue: Int, from: Int64) throws -> [QueueCandidate] {
+        try Row.fetchAll(
             db.cachedStatement(
                 sql: """
                     SELECT q.id, d.collection, d.key, q.seq, q.freq, q.size, d.pinned, d.created
                     FROM evict_queue q JOIN object d ON d.id = q.id
-                    WHERE q.queue = ? AND q.seq >= ? ORDER BY q.seq LIMIT 1
-                    """), arguments: [queue, from]
+                    WHERE q.queue = ? AND q.seq >= ? ORDER BY q.seq LIMIT ?
+                    """), arguments: [queue, from, EvictionQueues.readAhead]
         ).map {
             QueueCandidate(
                 id: $0[0], ref: ObjectRef($0[1], $0[2]), queue: queue, seq: $0[3], freq: $0[4], size: $0[5],
@@ -169,11 +203,24 @@ final class EvictionQueues {
         }
     }
 
+    /// `c`, the head of its queue, moved or went.
+    private func pop(_ c: QueueCandidate) {
+        guard var head = heads[c.queue], head.next < head.rows.count, head.rows[head.next].id == c.id else {
+            heads[c.queue] = nil
+            return
+        }
+        head.next += 1
+        heads[c.queue] = head
+    }
+
+    /// The store changed under the heads (a new batch, a deletion that took other objects).
+    func forgetHeads() { heads = [:] }
+
     private func place(_ db: Database, _ c: QueueCandidate, queue: Int, freq: Int) throws {
+        pop(c)
         seq += 1
-        try db.execute(
-            sql: "UPDATE evict_queue SET queue = ?, seq = ?, freq = ? WHERE id = ?",
-            arguments: [queue, seq, freq, c.id])
+        try db.cachedStatement(sql: "UPDATE evict_queue SET queue = ?, seq = ?, freq = ? WHERE id = ?")
+            .execute(arguments: [queue, seq, freq, c.id])
         if queue != c.queue {
             if c.queue == EvictionQueues.small { smallBytes -= c.size } else { mainBytes -= c.size }
             if queue == EvictionQueues.small { smallBytes += c.size } else { mainBytes += c.size }
@@ -186,13 +233,15 @@ final class EvictionQueues {
             guard let c = try first(db, queue: EvictionQueues.main, from: hand) else {
                 if wrapped || hand == 0 { return nil }
                 hand = 0
+                heads[EvictionQueues.main] = nil
                 wrapped = true
                 continue
             }
             if skipped.contains(c.id) { return nil }
             hand = c.seq + 1
             if c.freq > 0 {
-                try db.execute(sql: "UPDATE evict_queue SET freq = 0 WHERE id = ?", arguments: [c.id])
+                pop(c)
+                try db.cachedStatement(sql: "UPDATE evict_queue SET freq = 0 WHERE id = ?").execute(arguments: [c.id])
                 continue
             }
             return (c, "sieve: not accessed since the hand last passed")
@@ -230,6 +279,7 @@ final class EvictionQueues {
 
     /// After `c` was evicted (its row went with the object).
     func evicted(_ db: Database, _ c: QueueCandidate) throws {
+        pop(c)
         if c.queue == EvictionQueues.small { smallBytes -= c.size } else { mainBytes -= c.size }
         if order == .s3fifo && c.queue == EvictionQueues.small { try addGhost(db, c.ref, size: c.size) }
     }
@@ -237,11 +287,12 @@ final class EvictionQueues {
     /// `c` is protected now: it goes to the back of its queue (SIEVE's hand just moves on).
     func skip(_ db: Database, _ c: QueueCandidate) throws {
         skipped.insert(c.id)
-        if order == .s3fifo { try place(db, c, queue: c.queue, freq: c.freq) }
+        if order == .s3fifo { try place(db, c, queue: c.queue, freq: c.freq) } else { pop(c) }
     }
 
     /// Queue byte totals again, after a deletion took more objects than the one chosen.
     func recount(_ db: Database) throws {
+        forgetHeads()
         smallBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 0") ?? 0
         mainBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 1") ?? 0
     }
@@ -260,7 +311,7 @@ final class EvictionQueues {
             let size = try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT size FROM evict_ghost WHERE hash = ?"), arguments: [h])
         else { return false }
-        try db.execute(sql: "DELETE FROM evict_ghost WHERE hash = ?", arguments: [h])
+        try db.cachedStatement(sql: "DELETE FROM evict_ghost WHERE hash = ?").execute(arguments: [h])
         ghostBytes -= size
         ghostKeys -= 1
         return true
@@ -268,18 +319,20 @@ final class EvictionQueues {
 
     private func addGhost(_ db: Database, _ ref: ObjectRef, size: Int64) throws {
         seq += 1
-        try db.execute(
-            sql: "INSERT INTO evict_ghost(hash, seq, size) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING",
-            arguments: [EvictionQueues.hash(ref), seq, size])
+        try db.cachedStatement(
+            sql: "INSERT INTO evict_ghost(hash, seq, size) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING"
+        ).execute(arguments: [EvictionQueues.hash(ref), seq, size])
         if db.changesCount > 0 {
             ghostBytes += size
             ghostKeys += 1
         }
         // Bounded by bytes as the reference is, and by a number of keys whatever their sizes.
         while ghostBytes > ghostCapacity || ghostKeys > EvictionQueues.maxGhostKeys {
-            guard let row = try Row.fetchOne(db, sql: "SELECT hash, size FROM evict_ghost ORDER BY seq LIMIT 1")
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT hash, size FROM evict_ghost ORDER BY seq LIMIT 1"))
             else { break }
-            try db.execute(sql: "DELETE FROM evict_ghost WHERE hash = ?", arguments: [row[0] as Int64])
+            try db.cachedStatement(sql: "DELETE FROM evict_ghost WHERE hash = ?").execute(arguments: [row[0] as Int64])
             ghostBytes -= row[1] as Int64
             ghostKeys -= 1
         }

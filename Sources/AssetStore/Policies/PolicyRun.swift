@@ -68,13 +68,23 @@ final class PolicyRun {
         let walks = steps.contains(where: \.walksOwnerLRU)
         if walks && !dryRun { store.beginOwnerLRUWalk() }
         defer { if walks && !dryRun { store.endOwnerLRUWalk() } }
-        return try store.withMappedWriter { try runSteps(steps, buildingOwnerLRU: walks) }
+        // An order changed since the last run (and maybe back) leaves its state behind; a
+        // dry run forgets it in the transaction it rolls back, so it plans what the real one does.
+        let changes = store.state.withLock { $0.orderChanges != $0.orderChangesForgotten ? $0.orderChanges : nil }
+        if let changes, !dryRun, !store.isReadOnly {
+            try store.write { tx in try EvictionQueues.forgetOrder(tx.db) }
+            store.state.withLock { $0.orderChangesForgotten = max($0.orderChangesForgotten, changes) }
+        }
+        return try store.withMappedWriter {
+            try runSteps(steps, buildingOwnerLRU: walks, forgettingOrder: changes != nil)
+        }
     }
 
-    private func runSteps(_ steps: [PolicyStep], buildingOwnerLRU: Bool) throws -> PolicyPlan {
+    private func runSteps(_ steps: [PolicyStep], buildingOwnerLRU: Bool, forgettingOrder: Bool) throws -> PolicyPlan {
         if dryRun {
             do {
                 try store.write { tx in
+                    if forgettingOrder { try EvictionQueues.forgetOrder(tx.db) }
                     if buildingOwnerLRU { try IndexTable.createDefaultOwnerAccessed(tx.db) }
                     for step in steps {
                         var done = false

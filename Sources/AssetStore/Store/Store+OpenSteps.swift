@@ -20,7 +20,14 @@ extension Store {
         try makeDurable()
         // Before any sweep: rows may have been queued on a device renumbered since.
         try unlessFull("the roots' devices") {
-            try Store.mapErrors { try pool.write { db in _ = try noteRootDevices(db, now: configuration.clock()) } }
+            try Store.mapErrors {
+                try pool.write { db in
+                    _ = try noteRootDevices(db, now: configuration.clock())
+                    // A store opened under another order than its state's forgets that state,
+                    // even if the next open goes back to it.
+                    try EvictionQueues.noteOrder(db, configuration.policy?.order ?? .lru)
+                }
+            }
         }
         if !skipped.isEmpty { try readRootDevices() }  // what was recorded before still maps devices
         try unlessFull("the end of lease deferrals") { try endLeaseDeferrals() }

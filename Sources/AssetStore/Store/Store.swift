@@ -51,6 +51,11 @@ public final class Store: Sendable {
         var durableCommit: Int64 = 0
         var closed = false
         var policy: PolicyConfiguration?
+        /// Changes of `policy.order` so far, and how many of them a committed policy run has
+        /// made the store's eviction state forget (EvictionQueues.swift): a change and back
+        /// still starts the state afresh.
+        var orderChanges = 0
+        var orderChangesForgotten = 0
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
         /// sweep (or the open) read them (DeviceRenumbering.swift).
         var renumbered: [Int64: Int64] = [:]
@@ -391,7 +396,12 @@ public final class Store: Sendable {
     /// The lifecycle policies in force (the daemon replaces them on SIGHUP).
     public var policy: PolicyConfiguration? {
         get { state.withLock { $0.policy } }
-        set { state.withLock { $0.policy = newValue } }
+        set {
+            state.withLock {
+                if ($0.policy?.order ?? .lru) != (newValue?.order ?? .lru) { $0.orderChanges += 1 }
+                $0.policy = newValue
+            }
+        }
     }
 }
 
