@@ -91,7 +91,7 @@ class BytesStep: PolicyStep {
             for n in new {
                 admitted += 1
                 // S3-FIFO makes no room for an object it will not keep.
-                let rejected = try q.rejects(tx.db, ref: n.ref, size: n.size, freq: n.freq)
+                let rejected = try q.rejects(tx.db, ref: n.ref, size: n.size, read: n.read || n.freq > 0)
                 while !rejected && q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
                     guard try evictNext(tx, run, q, g, &need) else { break }
                 }

@@ -74,7 +74,8 @@ final class EvictionQueues {
     }
 
     /// Reads the saved state; a store whose state belongs to another order starts afresh,
-    /// every object becoming new (touch counts are kept).
+    /// every object becoming new (the access counts of placed objects go with their places;
+    /// `newObjects` still sees from `accessed` which objects were read since their put).
     func load(_ db: Database) throws {
         let saved = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evict.order'")
         if saved != order.rawValue {
@@ -116,22 +117,25 @@ final class EvictionQueues {
     }
 
     /// Objects not yet in a queue, oldest first, with the accesses counted since their put.
-    func newObjects(_ db: Database, limit: Int) throws -> [(id: Int64, ref: ObjectRef, size: Int64, freq: Int)] {
+    /// `read`: accessed since its last put, whatever order counted (or did not count) it.
+    func newObjects(
+        _ db: Database, limit: Int
+    ) throws -> [(id: Int64, ref: ObjectRef, size: Int64, freq: Int, read: Bool)] {
         try Row.fetchAll(
             db.cachedStatement(
                 sql: """
-                    SELECT d.id, d.collection, d.key, d.size, COALESCE(q.freq, 0) FROM object d
-                    LEFT JOIN evict_queue q ON q.id = d.id WHERE d.id > ? ORDER BY d.id LIMIT ?
+                    SELECT d.id, d.collection, d.key, d.size, COALESCE(q.freq, 0), d.accessed > d.modified
+                    FROM object d LEFT JOIN evict_queue q ON q.id = d.id WHERE d.id > ? ORDER BY d.id LIMIT ?
                     """), arguments: [admittedThrough, limit]
-        ).map { (id: $0[0], ref: ObjectRef($0[1], $0[2]), size: $0[3], freq: $0[4]) }
+        ).map { (id: $0[0], ref: ObjectRef($0[1], $0[2]), size: $0[3], freq: $0[4], read: $0[5]) }
     }
 
     /// True if S3-FIFO will not keep a new object: one as large as its small queue would leave
     /// it before a second access could count there, so it is kept (in the main queue) only if
     /// it was read since its put or its key is in the ghost record. The caller evicts a
     /// rejected one once placed and remembers its key (`forget`), so a second put keeps it.
-    func rejects(_ db: Database, ref: ObjectRef, size: Int64, freq: Int) throws -> Bool {
-        guard order == .s3fifo && size >= smallCapacity && freq < 1 else { return false }
+    func rejects(_ db: Database, ref: ObjectRef, size: Int64, read: Bool) throws -> Bool {
+        guard order == .s3fifo && size >= smallCapacity && !read else { return false }
         return try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM evict_ghost WHERE hash = ?"), arguments: [EvictionQueues.hash(ref)])
             == nil

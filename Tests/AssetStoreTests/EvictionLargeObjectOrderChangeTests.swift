@@ -1,7 +1,7 @@
-// Hostile review: S3-FIFO's large-object rule judges "read since its put" by the access count
-// kept in the order's queue rows. Those counts are not kept when the state starts afresh (an
-// order change, or a change and back) nor counted at all under LRU (the old default), so an
-// object read since its put is evicted as one never read, before the unread ones.
+// S3-FIFO's large-object rule after an order change: the access counts kept in the order's
+// queue rows go when its state starts afresh (an order change, or a change and back) and are
+// not counted at all under LRU, so "read since its put" is judged from `accessed` as well;
+// otherwise an object read since its put would be evicted as unread, before the unread ones.
 
 import AssetStoreTestSupport
 import Foundation
@@ -10,8 +10,8 @@ import Testing
 
 @testable import AssetStore
 
-@Suite("Review: S3-FIFO large objects after an order change")
-struct EvictionLargeObjectReviewTests {
+@Suite("S3-FIFO large objects after an order change")
+struct EvictionLargeObjectOrderChangeTests {
     private func policy(_ order: EvictionOrder) -> PolicyConfiguration {
         var p = PolicyConfiguration()
         p.maxBytes = 2000
