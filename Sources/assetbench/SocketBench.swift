@@ -34,6 +34,7 @@ enum SocketCommands {
                 try EvictionBench(f).cost(objects: try f.int("objects", 100_000))
             case "footprint": try Footprint(Flags(rest)).run()
             case "put-ceiling": try putCeiling(rest)
+            case "top100": try Bench.top100Only(Flags(rest))
             default: return nil
             }
             return 0

@@ -33,6 +33,20 @@ final class Bench {
         let start = monotonicNanos()
         defer { print("total \(Int((Double(monotonicNanos() - start) / 1e9).rounded()))s") }
         printHeader()
+        try withSides { engine, baseline, engineFiles, baselineFiles in
+            emit(try put(engine, baseline, engineFiles, baselineFiles))
+            emit(try get(engine, baseline))
+            emit(try get(engine, baseline, inRead: true))
+            emit(try top100(engine, baseline))
+            emit(try sumByOwner(engine, baseline))
+            emit(try delete(engine, baseline))
+            emit(try sharedFileDelete())
+            emit(try sweep(engine, engineFiles, baselineFiles))
+        }
+    }
+
+    /// Runs `body` on an empty engine and baseline, each with its N files, and removes them after.
+    func withSides(_ body: (EngineSide, BaselineStore, FileSet, FileSet) throws -> Void) throws {
         let engineDir = try scratch.folder("engine")
         let baselineDir = try scratch.folder("baseline")
         progress("creating \(n) files for each side")
@@ -43,16 +57,7 @@ final class Bench {
         let baseline = BaselineStore(
             path: try scratch.folder("baseline/db") + "/baseline.sqlite",
             schema: BaselineStore.schema(copiedFrom: engine.store.path))
-
-        emit(try put(engine, baseline, engineFiles, baselineFiles))
-        emit(try get(engine, baseline))
-        emit(try get(engine, baseline, inRead: true))
-        emit(try top100(engine, baseline))
-        emit(try sumByOwner(engine, baseline))
-        emit(try delete(engine, baseline))
-        emit(try sharedFileDelete())
-        emit(try sweep(engine, engineFiles, baselineFiles))
-
+        try body(engine, baseline, engineFiles, baselineFiles)
         engine.close()
         scratch.remove(engineDir)
         scratch.remove(baselineDir)

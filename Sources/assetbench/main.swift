@@ -2,7 +2,7 @@
 // SQLite C baseline. Usage: assetbench [N] [scratch-folder]; scripts/bench.sh builds and runs
 // it. Every folder it makes lives below the scratch folder and is removed before it exits.
 // The goals measured over a running daemon's socket are subcommands (SocketBench.swift):
-// populate, wait, socket, ping-scan.
+// populate, wait, socket, ping-scan; `top100` runs the top-100 workload alone (Top100Bench.swift).
 
 import Glibc
 

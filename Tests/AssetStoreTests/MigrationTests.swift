@@ -114,3 +114,45 @@ struct MigrationTests {
                 == .rows([["owner": "alice", "value": 42], ["owner": "bob", "value": 0]]))
     }
 }
+
+/// Every way to the current schema ends at the same one.
+@Suite("Schema migrations: one schema")
+struct MigrationSchemaTests {
+    /// Every table, index, view and trigger, as SQLite keeps their text.
+    static func schema(_ db: Database) throws -> [String] {
+        try String.fetchAll(
+            db,
+            sql: """
+                SELECT type || ' ' || name || ' ON ' || tbl_name || ': ' || sql FROM sqlite_master
+                WHERE name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations' ORDER BY type, name
+                """)
+    }
+
+    @Test("a store upgraded from any earlier schema ends with a new store's schema", arguments: 1...6)
+    func upgradedMatchesNew(_ version: Int) throws {
+        let fresh = try Fixture()
+        let expected = try fresh.store.read { try Self.schema($0.db) }
+        let f = try Fixture()
+        let pool = try MigrationTests.rebuild(f, as: "v\(version)")
+        try pool.close()
+        try f.reopen(drain: false)
+        #expect(try f.store.read { try Self.schema($0.db) } == expected)
+    }
+
+    @Test("the built-in index's SQLite indexes are the declared ones, from v4 on")
+    func declaredIndexes() throws {
+        let f = try Fixture()
+        let declared = IndexTable.defaultIndexes.map { "\($0.name)(\($0.columns.joined(separator: ",")))" }
+        let shown = { (db: Database) in
+            try db.indexes(on: "object").filter { $0.name.hasPrefix("index_default__") }
+                .map { "\($0.name)(\($0.columns.joined(separator: ",")))" }.sorted()
+        }
+        #expect(try f.store.read { try shown($0.db) } == declared.sorted())
+        // v4 made the built-in index's SQLite indexes from a declaration that had kept the
+        // owner index without collection and key, so a store upgraded from v3 or earlier
+        // built that index twice.
+        let pool = try MigrationTests.rebuild(f, as: "v4")
+        defer { try? pool.close() }
+        #expect(try pool.read(shown) == declared.sorted())
+    }
+}

@@ -80,6 +80,14 @@ import AssetStoreTestSupport
         "JOIN object o ON o.id = object_id",
         ", object",
         "WHERE 1 UNION ALL SELECT * FROM index_media",
+        // A compound SELECT makes up rows of any shape, with as many columns as it likes.
+        "WHERE 1 UNION SELECT 1, 2",
+        "WHERE 1 UNION SELECT 1, 2, 3",
+        "WHERE 0 union all select owner, key FROM index_default",
+        "WHERE 1 UNION/**/SELECT 1, 2",
+        "WHERE 1 INTERSECT SELECT collection, key FROM index_default",
+        "WHERE 1 EXCEPT SELECT 'm', 'a'",
+        "WHERE key IN (SELECT key FROM index_default)) UNION SELECT 1, 2 --",
         "WHERE key IN (WITH t AS (SELECT key FROM object) SELECT key FROM t)",
         // The built-in index is a view of object; naming object without reading a column of
         // it, in any spelling, is still another table.
@@ -207,6 +215,22 @@ import AssetStoreTestSupport
                 function: "COUNT(*)",
                 clause: "WHERE key IN (SELECT b.key FROM index_default b JOIN index_default c ON b.key = c.key)")
                 == .value(2))
+    }
+
+    @Test("a compound SELECT inside a subquery, and the words in literals and names, are allowed")
+    func compoundInSubquery() throws {
+        let f = try Self.populated()
+        #expect(
+            keys(
+                try f.store.query(
+                    clause: "WHERE key IN (SELECT key FROM index_default WHERE size > 0 UNION SELECT 'b')")
+            ).sorted()
+                == ["a", "b"])
+        #expect(
+            try f.store.aggregate(
+                function: "COUNT(*)", clause: "WHERE key IN (SELECT key FROM index_default EXCEPT SELECT 'a')")
+                == .value(1))
+        #expect(try f.store.query(clause: "WHERE key != 'union' AND \"key\" != 'x' -- UNION SELECT 1, 2\n").count == 2)
     }
 
     @Test("queries that use no column of the built-in index (a view of object) are allowed")

@@ -24,18 +24,31 @@ enum IndexTable {
         "id", "collection", "key", "owner", "size", "files", "created", "modified", "accessed",
     ]
 
+    /// The built-in index's SQLite indexes on object, by name: what a new store and an
+    /// upgraded one both end with (Schema.swift). The owner index carries collection and
+    /// key so that a query for an owner's keys reads it alone.
+    static let defaultIndexes: [(name: String, columns: [String])] = [
+        defaultOwnerSize,
+        (sqlIndex(IndexDefinition.defaultName, "size"), ["size"]),
+        (sqlIndex(IndexDefinition.defaultName, "accessed"), ["accessed"]),
+        (sqlIndex(IndexDefinition.defaultName, "created"), ["created"]),
+    ]
+
+    static let defaultOwnerSize = (
+        name: sqlIndex(IndexDefinition.defaultName, "owner_size"), columns: ["owner", "size", "collection", "key"]
+    )
+
     /// The built-in index: a view of the object rows (size and files are columns of object,
     /// kept by `refresh`), with its SQLite indexes on object under the index's names.
     static func createDefault(_ db: Database) throws {
         let columns = defaultViewColumns.map { $0 == "id" ? "id AS object_id" : $0 }.joined(separator: ", ")
-        try db.execute(
-            sql: """
-                CREATE VIEW "\(table(IndexDefinition.defaultName))" AS SELECT \(columns) FROM object;
-                CREATE INDEX "\(sqlIndex("default", "owner_size"))" ON object(owner, size);
-                CREATE INDEX "\(sqlIndex("default", "size"))" ON object(size);
-                CREATE INDEX "\(sqlIndex("default", "accessed"))" ON object(accessed);
-                CREATE INDEX "\(sqlIndex("default", "created"))" ON object(created);
-                """)
+        try db.execute(sql: "CREATE VIEW \"\(table(IndexDefinition.defaultName))\" AS SELECT \(columns) FROM object")
+        for index in defaultIndexes { try createDefaultIndex(index, db) }
+    }
+
+    /// Makes one of `defaultIndexes`.
+    static func createDefaultIndex(_ index: (name: String, columns: [String]), _ db: Database) throws {
+        try db.execute(sql: "CREATE INDEX \"\(index.name)\" ON object(\(index.columns.joined(separator: ", ")))")
     }
 
     /// Least recently used first within one owner: the quota policy's order, kept only while

@@ -65,14 +65,15 @@ extension Store {
         let table = try tableName(index)
         let (sql, args) = try QueryText.expand(clause, parameters)
         // Only the columns asked for, named up front (qualified: a clause may join the table
-        // with itself under an alias); the object's id last. Kept for keys too: a clause's
-        // UNION must match every column, and two lets `UNION SELECT 1, 2` through.
+        // with itself under an alias); the object's id last, only to read objects. A compound
+        // SELECT, which could make up rows, is refused by its text (QueryConnection.compile).
         let extra =
             include == .keys
             ? []
             : IndexTable.columns(of: index == IndexDefinition.defaultName ? nil : try definition(index)).dropFirst(2)
-        let selected = (["collection", "key"] + extra + ["object_id"])
-            .map { "\"\(table)\".\"\($0)\"" }
+        let columns =
+            include == .keys ? Self.keyColumns : Self.keyColumns + extra + (include == .objects ? ["object_id"] : [])
+        let statement = StatementKey.query(table: table, columns: columns, clause: sql)
         return try queries.with(cancellation: cancellation) { conn in
             // One snapshot for the rows and the objects read after them; a lone statement is
             // one already.
@@ -89,9 +90,11 @@ extension Store {
                     }
                     if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
                 }
-                let text = "SELECT \(selected.joined(separator: ", ")) FROM \"\(table)\" \(sql)"
-                try conn.run(text, args, table: table) { stmt in
-                    let ref = ObjectRef(QueryText.text(stmt, 0), QueryText.text(stmt, 1))
+                // Rows in key order share their collection: one string for a run of them.
+                var collection = ""
+                try conn.run(statement, args, table: table) { stmt in
+                    collection = QueryText.text(stmt, 0, reusing: collection)
+                    let ref = ObjectRef(collection, QueryText.text(stmt, 1))
                     // Counted from the strings made anyway: asking SQLite each column's type and
                     // length again was a fifth of a top-100 query. A row is at most a few values
                     // of SQLite's length limit, so the limit still stops a reply before it is
@@ -195,6 +198,9 @@ extension Store {
         }
     }
 
+    /// What a query for keys selects; every query starts with them.
+    private static let keyColumns = ["collection", "key"]
+
     private func definition(_ index: String) throws -> IndexDefinition {
         guard let def = state.withLock({ $0.indexes[index] }) else {
             throw StoreError(.notFound, "no index \"\(index)\"")
@@ -229,15 +235,20 @@ extension QueryConnection {
 
     /// Compiles `sql` (under the authorizer when `table` is set), binds, and steps through rows.
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
+        try run(.text(table: table, sql: sql), args, table: table, row: row)
+    }
+
+    /// The same for the statement `key` names, kept from an earlier use or compiled now.
+    func run(_ key: StatementKey, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
         allowedTable = table
         textNamesObject = nil
-        clauseSQL = sql
+        statementKey = key
+        statementText = nil
         textJoinsByName = nil
         refusal = nil
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }
-        let key = (table ?? "") + "\u{0}" + sql
-        let stmt = try compiledStatement(key) ?? compile(sql, key)
+        let stmt = try compiledStatement(key) ?? compile(key)
         defer {
             sqlite3_reset(stmt)
             sqlite3_clear_bindings(stmt)
@@ -269,8 +280,13 @@ extension QueryConnection {
         }
     }
 
-    /// Compiles `sql` as `run` sets it up, checks it is one read-only statement, and keeps it.
-    private func compile(_ sql: String, _ key: String) throws -> OpaquePointer {
+    /// Compiles the statement `key` names as `run` sets it up, checks it is one read-only
+    /// statement, and keeps it.
+    private func compile(_ key: StatementKey) throws -> OpaquePointer {
+        let sql = clauseSQL()
+        if allowedTable != nil, QueryText.isCompound(sql) {
+            throw StoreError(.queryRejected, "the query was refused: UNION, INTERSECT and EXCEPT only in a subquery")
+        }
         var stmt: OpaquePointer?
         var tail: UnsafePointer<CChar>?
         let rc = sql.withCString { sqlite3_prepare_v2(handle, $0, -1, &stmt, &tail) }

@@ -17,9 +17,11 @@ final class QueryConnection {
     /// `object` anywhere (see `authorize`), once `authorize` has looked (a kept statement
     /// is not compiled again, and the scan of the text was a part of every query).
     var textNamesObject: Bool?
-    /// While a clause is compiled or run: its SQL, and whether it joins with USING or NATURAL
-    /// once `authorize` has looked (only when SQLite compiles it: a kept statement is not).
-    var clauseSQL = ""
+    /// While a clause is compiled or run: what its statement is kept by, its text once
+    /// something needed it (SQLite compiles a kept statement again only when the schema
+    /// changed), and whether it joins with USING or NATURAL once `authorize` has looked.
+    var statementKey: StatementKey?
+    var statementText: String?
     var textJoinsByName: Bool?
     /// What the authorizer refused last, for the error message.
     var refusal: String?
@@ -83,12 +85,12 @@ final class QueryConnection {
     /// authorizer, the compile was a third of a top-100 query). A statement is compiled
     /// under the rules of its table only, so the table is part of the key. Bounded: emptied
     /// when full.
-    private var compiled: [String: OpaquePointer] = [:]
+    private var compiled: [StatementKey: OpaquePointer] = [:]
     static let compiledLimit = 64
 
-    func compiledStatement(_ key: String) -> OpaquePointer? { compiled[key] }
+    func compiledStatement(_ key: StatementKey) -> OpaquePointer? { compiled[key] }
 
-    func keep(_ stmt: OpaquePointer, _ key: String) {
+    func keep(_ stmt: OpaquePointer, _ key: StatementKey) {
         if compiled.count >= Self.compiledLimit {
             for s in compiled.values { sqlite3_finalize(s) }
             compiled = [:]
@@ -179,6 +181,14 @@ final class QueryConnection {
         return false
     }
 
+    /// The text of the client's statement being compiled or run.
+    func clauseSQL() -> String {
+        if let statementText { return statementText }
+        let text = statementKey?.sql ?? ""
+        statementText = text
+        return text
+    }
+
     /// `view` is the innermost view the access comes through (SQLite's sixth argument).
     func authorize(
         _ action: Int32, _ a: UnsafePointer<CChar>?, _ b: UnsafePointer<CChar>?, _ db: UnsafePointer<CChar>?,
@@ -189,7 +199,7 @@ final class QueryConnection {
         case SQLITE_SELECT:
             // SQLite compares the columns of a USING or NATURAL join without asking here, so
             // such a join could read a table this never hears of (object, through the index).
-            if textJoinsByName == nil { textJoinsByName = QueryText.joinsByName(clauseSQL) }
+            if textJoinsByName == nil { textJoinsByName = QueryText.joinsByName(clauseSQL()) }
             guard textJoinsByName == false else {
                 refusal = "USING and NATURAL joins are not allowed (join with ON)"
                 return SQLITE_DENY
@@ -211,7 +221,7 @@ final class QueryConnection {
                     return SQLITE_OK
                 }
                 if column.isEmpty {
-                    if textNamesObject == nil { textNamesObject = Self.namesObject(clauseSQL) }
+                    if textNamesObject == nil { textNamesObject = Self.namesObject(clauseSQL()) }
                     if textNamesObject == false { return SQLITE_OK }
                 }
             }
@@ -248,6 +258,27 @@ private let queryProgress: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = 
     // ctx set at init; non-zero interrupts the statement.
     let conn = Unmanaged<QueryConnection>.fromOpaque(ctx!).takeUnretainedValue()
     return QueryConnection.monotonicNow() > conn.deadline || conn.cancellation?.isCancelled == true ? 1 : 0
+}
+
+/// What a kept statement is found by. An index query's text is made from its table, the
+/// columns it selects and the clause, and built only to compile it: building it and hashing
+/// it were a tenth of a top-100 query.
+enum StatementKey: Hashable {
+    /// `SELECT "table"."column", … FROM "table" clause`.
+    case query(table: String, columns: [String], clause: String)
+    /// Any other statement, compiled under the rules of `table` (none for the engine's own).
+    case text(table: String?, sql: String)
+
+    /// The statement's SQL.
+    var sql: String {
+        switch self {
+        case .query(let table, let columns, let clause):
+            let selected = columns.map { "\"\(table)\".\"\($0)\"" }.joined(separator: ", ")
+            return "SELECT \(selected) FROM \"\(table)\" \(clause)"
+        case .text(_, let sql):
+            return sql
+        }
+    }
 }
 
 /// Idle query connections, reused; at most a few are kept.

@@ -4,81 +4,104 @@
 
 import GRDB
 import GRDBSQLite
+import Glibc
 import JSON
 
 enum QueryText {
     static func expand(_ clause: String, _ parameters: [JSONValue]) throws(StoreError) -> (String, [JSONValue]) {
-        // Over the UTF-8 bytes: every delimiter is ASCII, and a multi-byte character's bytes
-        // are all ≥ 0x80, so none is mistaken for one (by scalars it was a tenth of a query).
-        let text = Array(clause.utf8)
+        // Only an array parameter changes the text; without one the clause is used as it is,
+        // once checked (building a copy of it was a fiftieth of a top-100 query).
+        let rewrites = parameters.contains { if case .array = $0 { true } else { false } }
+        var clause = clause
+        let marks = try clause.withUTF8 { parameterMarks($0, parameters, keeping: rewrites) }.get()
+        guard rewrites else { return (clause, parameters) }
         var out = [UInt8]()
-        out.reserveCapacity(text.count + 8)
         var args = [JSONValue]()
+        clause.withUTF8 { text in
+            out.reserveCapacity(text.count + 8)
+            var from = 0
+            for (at, p) in zip(marks, parameters) {
+                out.append(contentsOf: text[from..<at])
+                from = at + 1
+                guard case .array(let items) = p else {
+                    out.append(UInt8(ascii: "?"))
+                    args.append(p)
+                    continue
+                }
+                if items.isEmpty { out.append(contentsOf: "NULL".utf8) }
+                for (n, item) in items.enumerated() {
+                    if n > 0 { out.append(UInt8(ascii: ",")) }
+                    out.append(UInt8(ascii: "?"))
+                    args.append(item)
+                }
+            }
+            out.append(contentsOf: text[from...])
+        }
+        return (String(decoding: out, as: UTF8.self), args)
+    }
+
+    /// Checks the clause's `?` against `parameters` and returns their offsets (only when
+    /// `keeping`). Over the UTF-8 bytes: every delimiter is ASCII, and a multi-byte
+    /// character's bytes are all ≥ 0x80, so none is mistaken for one (by scalars it was a
+    /// tenth of a query).
+    private static func parameterMarks(
+        _ text: UnsafeBufferPointer<UInt8>, _ parameters: [JSONValue], keeping: Bool
+    ) -> Result<[Int], StoreError> {
+        var marks = [Int]()
         var next = 0
         var i = 0
-        func copyUntil(_ e: [UInt8]) {
+        func skip(past end: StaticString) {
+            let e = UnsafeBufferPointer(start: end.utf8Start, count: end.utf8CodeUnitCount)
             while i < text.count {
                 if text[i...].starts(with: e) {
-                    out.append(contentsOf: e)
                     i += e.count
                     return
                 }
-                out.append(text[i])
                 i += 1
             }
         }
         while i < text.count {
             let c = text[i]
+            i += 1
             switch c {
-            case UInt8(ascii: "'"), UInt8(ascii: "\""), UInt8(ascii: "`"), UInt8(ascii: "["):
-                out.append(c)
+            case UInt8(ascii: "'"): skip(past: "'")
+            case UInt8(ascii: "\""): skip(past: "\"")
+            case UInt8(ascii: "`"): skip(past: "`")
+            case UInt8(ascii: "["): skip(past: "]")
+            case UInt8(ascii: "-") where i < text.count && text[i] == UInt8(ascii: "-"): skip(past: "\n")
+            case UInt8(ascii: "/") where i < text.count && text[i] == UInt8(ascii: "*"):
                 i += 1
-                copyUntil([c == UInt8(ascii: "[") ? UInt8(ascii: "]") : c])
-            case UInt8(ascii: "-") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "-"):
-                copyUntil(Array("\n".utf8))
-            case UInt8(ascii: "/") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "*"):
-                out.append(contentsOf: [c, text[i + 1]])
-                i += 2
-                copyUntil(Array("*/".utf8))
+                skip(past: "*/")
             case UInt8(ascii: "?"):
-                i += 1
                 if i < text.count,
                     String(decoding: text[i..<min(i + 4, text.count)], as: UTF8.self)
                         .unicodeScalars.first?.properties.numericType != nil
                 {
-                    throw StoreError(.queryRejected, "numbered parameters are not supported; use ?")
+                    return .failure(StoreError(.queryRejected, "numbered parameters are not supported; use ?"))
                 }
                 guard next < parameters.count else {
-                    throw StoreError(.invalidParams, "the clause has more ? than parameters (\(parameters.count))")
+                    return .failure(
+                        StoreError(.invalidParams, "the clause has more ? than parameters (\(parameters.count))"))
                 }
-                let p = parameters[next]
-                next += 1
-                switch p {
-                case .array(let items):
-                    if items.isEmpty {
-                        out.append(contentsOf: "NULL".utf8)
+                do throws(StoreError) {
+                    if case .array(let items) = parameters[next] {
+                        for item in items { try checkScalar(item) }
                     } else {
-                        for (n, item) in items.enumerated() {
-                            try checkScalar(item)
-                            if n > 0 { out.append(UInt8(ascii: ",")) }
-                            out.append(UInt8(ascii: "?"))
-                            args.append(item)
-                        }
+                        try checkScalar(parameters[next])
                     }
-                default:
-                    try checkScalar(p)
-                    out.append(UInt8(ascii: "?"))
-                    args.append(p)
+                } catch {
+                    return .failure(error)
                 }
+                if keeping { marks.append(i - 1) }
+                next += 1
             default:
-                out.append(c)
-                i += 1
+                break
             }
         }
         guard next == parameters.count else {
-            throw StoreError(.invalidParams, "\(parameters.count) parameters given for \(next) ?")
+            return .failure(StoreError(.invalidParams, "\(parameters.count) parameters given for \(next) ?"))
         }
-        return (String(decoding: out, as: UTF8.self), args)
+        return .success(marks)
     }
 
     private static func checkScalar(_ v: JSONValue) throws(StoreError) {
@@ -100,10 +123,29 @@ enum QueryText {
     }
 
     /// The column's text, all its bytes (a NUL inside included; `String(cString:)` stopped
-    /// there, and measured its length first).
+    /// there, and measured its length first). Read through the column's value: each
+    /// `sqlite3_column_` call pays the statement's checks again, a `sqlite3_value_` call does
+    /// not (query connections are NOMUTEX, so the unprotected value is safe on its thread).
     static func text(_ stmt: OpaquePointer, _ i: Int32) -> String {
-        guard let p = sqlite3_column_text(stmt, i) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, i))), as: UTF8.self)
+        let v = sqlite3_column_value(stmt, i)
+        guard let p = sqlite3_value_text(v) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_value_bytes(v))), as: UTF8.self)
+    }
+
+    /// The column's text as `text` reads it, or `previous` when its bytes are the same:
+    /// comparing costs a fraction of checking and copying the bytes into a new string.
+    static func text(_ stmt: OpaquePointer, _ i: Int32, reusing previous: String) -> String {
+        let v = sqlite3_column_value(stmt, i)
+        guard let p = sqlite3_value_text(v) else { return "" }
+        let bytes = UnsafeBufferPointer(start: p, count: Int(sqlite3_value_bytes(v)))
+        var previous = previous
+        let same = previous.withUTF8 { old in
+            old.count == bytes.count && (old.isEmpty || memcmp(old.baseAddress!, p, old.count) == 0)
+        }
+        if same {
+            return previous
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func value(_ stmt: OpaquePointer, _ i: Int32) -> JSONValue {
@@ -130,50 +172,18 @@ enum QueryText {
     /// quoted names and comments. SQLite reads the columns such a join compares without asking
     /// the authorizer, so that a clause could read any table through one.
     static func joinsByName(_ sql: String) -> Bool {
-        var sql = sql
-        return sql.withUTF8 { joinsByName($0) }
+        SQLWords.contains(in: sql) { w, _ in SQLWords.isKeyword(w, "using") || SQLWords.isKeyword(w, "natural") }
     }
 
-    private static func joinsByName(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
-        func isNameByte(_ c: UInt8) -> Bool {
-            c >= 0x80 || c == 0x5F || c == 0x24 || (c >= 0x30 && c <= 0x39)
-                || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A)
+    /// Whether `sql` is a compound SELECT: UNION, INTERSECT or EXCEPT outside parentheses. A
+    /// query's rows must be rows of its index; a compound's second SELECT could make up any
+    /// row (inside a subquery it only filters).
+    static func isCompound(_ sql: String) -> Bool {
+        SQLWords.contains(in: sql) { w, depth in
+            depth <= 0
+                && (SQLWords.isKeyword(w, "union") || SQLWords.isKeyword(w, "intersect")
+                    || SQLWords.isKeyword(w, "except"))
         }
-        func skip(past end: UInt8, _ end2: UInt8?, from start: Int) -> Int {
-            var j = start
-            while j < text.count {
-                if text[j] == end, end2 == nil || (j + 1 < text.count && text[j + 1] == end2!) {
-                    return j + (end2 == nil ? 1 : 2)
-                }
-                j += 1
-            }
-            return j
-        }
-        func isWord(_ start: Int, _ end: Int, _ word: StaticString) -> Bool {
-            guard end - start == word.utf8CodeUnitCount else { return false }
-            return (0..<(end - start)).allSatisfy { text[start + $0] | 0x20 == word.utf8Start[$0] }
-        }
-        var i = 0
-        while i < text.count {
-            let c = text[i]
-            switch c {
-            case UInt8(ascii: "'"), UInt8(ascii: "\""), UInt8(ascii: "`"):
-                i = skip(past: c, nil, from: i + 1)
-            case UInt8(ascii: "["):
-                i = skip(past: UInt8(ascii: "]"), nil, from: i + 1)
-            case UInt8(ascii: "-") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "-"):
-                i = skip(past: 10, nil, from: i + 2)
-            case UInt8(ascii: "/") where i + 1 < text.count && text[i + 1] == UInt8(ascii: "*"):
-                i = skip(past: UInt8(ascii: "*"), UInt8(ascii: "/"), from: i + 2)
-            case _ where isNameByte(c):
-                let start = i
-                while i < text.count, isNameByte(text[i]) { i += 1 }
-                if isWord(start, i, "using") || isWord(start, i, "natural") { return true }
-            default:
-                i += 1
-            }
-        }
-        return false
     }
 
     /// True for an empty clause or one that starts with WHERE.

@@ -152,13 +152,15 @@ enum Schema {
         }
         // Top-100-by-size for one owner (WHERE owner = ? ORDER BY size DESC) read each object's
         // row for its collection and key: a random page an object. With both in the owner
-        // index, a query that asks for keys reads the index alone.
+        // index, a query that asks for keys reads the index alone. A store that passed v4
+        // before that index was declared so has the old one, made again here; v4 makes the
+        // declared one.
         m.registerMigration("v7") { db in
-            try db.execute(
-                sql: """
-                    DROP INDEX "index_default__owner_size";
-                    CREATE INDEX "index_default__owner_size" ON object(owner, size, collection, key);
-                    """)
+            let owner = IndexTable.defaultOwnerSize
+            if try db.indexes(on: "object").first(where: { $0.name == owner.name })?.columns != owner.columns {
+                try db.execute(sql: "DROP INDEX IF EXISTS \"\(owner.name)\"")
+                try IndexTable.createDefaultIndex(owner, db)
+            }
         }
         return m
     }
