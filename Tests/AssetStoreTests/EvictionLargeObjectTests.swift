@@ -32,13 +32,7 @@ struct EvictionLargeObjectTests {
     }
 
     private func mainQueueHolds(_ f: Fixture, _ key: String) throws -> Bool {
-        try f.store.read { r in
-            try Int.fetchOne(
-                r.db,
-                sql:
-                    "SELECT q.queue FROM evict_queue q JOIN object d ON d.id = q.id WHERE d.collection = 'v' AND d.key = ?",
-                arguments: [key])
-        } == EvictionQueues.main
+        try queue(f, key, collection: "v") == EvictionQueues.main
     }
 
     @Test("a large object read since its put stays, and the unread one after it goes")

@@ -36,14 +36,13 @@ private func touch(_ f: Fixture, _ key: String) throws {
     try f.store.flushAccesses()
 }
 
-/// The queue `key` is in (0 small, 1 main, -1 not yet placed), if any.
-private func queue(_ f: Fixture, _ key: String) throws -> Int? {
+/// The queue `c/key` is in (0 small, 1 main, -1 not yet placed), if any.
+func queue(_ f: Fixture, _ key: String, collection: String = "c") throws -> Int? {
     try f.store.read { r in
         try Int.fetchOne(
             r.db,
-            sql:
-                "SELECT q.queue FROM evict_queue q JOIN object d ON d.id = q.id WHERE d.collection = 'c' AND d.key = ?",
-            arguments: [key])
+            sql: "SELECT q.queue FROM evict_queue q JOIN object d ON d.id = q.id WHERE d.collection = ? AND d.key = ?",
+            arguments: [collection, key])
     }
 }
 
