@@ -90,8 +90,13 @@ install -d "$pkg/DEBIAN"
 # The shared libraries the binaries load, as package names (libc6, libuv1, libsqlite3-0…).
 mkdir -p "$stage/shlibs/debian"
 echo "Source: assetd" >"$stage/shlibs/debian/control"
-depends=$(cd "$stage/shlibs" && dpkg-shlibdeps -O -e"$pkg/usr/bin/assetd" -e"$pkg/usr/bin/assetctl" 2>/dev/null |
-    sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$stage/shlibs" && dpkg-shlibdeps -O -e"$pkg/usr/bin/assetd" -e"$pkg/usr/bin/assetctl" \
+    2>"$stage/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
+if [ -z "$depends" ]; then
+    cat "$stage/shlibdeps.log" >&2
+    echo "package.sh: dpkg-shlibdeps found no shared libraries the binaries need" >&2
+    exit 70
+fi
 cat >"$pkg/DEBIAN/control" <<CONTROL
 Package: assetd
 Version: $version

@@ -38,6 +38,8 @@ cd "$(dirname "$0")/.."
 check_install() {
     local tmp status=0
     tmp=$(mktemp -d)
+    # Not `( … ) || status=$?`: bash ignores set -e inside a subshell whose status is tested.
+    set +e
     (
         set -e
         bin=$(swift build --show-bin-path)
@@ -60,10 +62,14 @@ check_install() {
         done
         grep -q "^PATH=$tmp/home/.local/bin:" "$tmp/home/.local/etc/cron.d/assetd"
         # ... with a config that leaves the root daemon's paths to the per-user defaults.
-        ! grep -qE '^(path|socket|roots) = ' "$tmp/home/.local/etc/assetd/assetd.toml"
+        if grep -qE '^(path|socket|roots) = ' "$tmp/home/.local/etc/assetd/assetd.toml"; then
+            echo "install.sh --prefix left root paths set in the config" >&2
+            exit 1
+        fi
         "$bin/assetd" --config "$tmp/home/.local/etc/assetd/assetd.toml" --check-config >/dev/null
 
-        deb=$(scripts/package.sh --bin-dir "$bin" --output "$tmp" --compress gzip 2>/dev/null)
+        deb=$(scripts/package.sh --bin-dir "$bin" --output "$tmp" --compress gzip 2>"$tmp/package.log") ||
+            { cat "$tmp/package.log" >&2; exit 1; }
         dpkg-deb -x "$deb" "$tmp/pkg"
         for f in usr/bin/assetd usr/bin/assetctl usr/share/man/man8/assetd.8.gz usr/lib/systemd/system/assetd.service \
             etc/assetd/assetd.toml usr/share/assetd/cron.d/assetd usr/share/doc/assetd/copyright; do
@@ -89,7 +95,9 @@ check_install() {
         else
             echo "installation check: not root, the package was not installed with dpkg" >&2
         fi
-    ) || status=$?
+    )
+    status=$?
+    set -e
     rm -rf "$tmp"
     [ $status -eq 0 ] || echo "installation check failed" >&2
     return $status
