@@ -265,7 +265,7 @@ final class ControlServer {
     /// After a method: events for what it committed or swept, and the daemon's follow-ups.
     func after(_ outcome: MethodOutcome) {
         published(outcome.commits)
-        if let sweep = outcome.sweep, watched { broadcast(ServerEvent.events(for: sweep, commit: daemon.lastCommit)) }
+        if let sweep = outcome.sweep { daemon.reportSweep(sweep) }
         if case .shutdown = outcome.action { daemon.beginStop("a shutdown request") }
     }
 

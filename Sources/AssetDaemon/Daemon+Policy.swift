@@ -96,9 +96,16 @@ extension Daemon {
 
     /// Events and log lines for the files a run unlinked beside its batches, as a sweep's.
     private func sweptAlongside(_ plan: PolicyPlan) {
-        guard let report = plan.sweep else { return }
+        if let report = plan.sweep { reportSweep(report) }
+    }
+
+    /// Log lines and events for what a sweep did: the daemon's own, or one beside a policy
+    /// run's batches (the timer's, or a client's `policy.*`).
+    func reportSweep(_ report: SweepReport) {
         for f in report.failed { logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))") }
         for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
+        for d in report.deferred { logger.debug("unlink deferred: \(d.path): \(d.reason.rawValue)") }
+        if !report.unlinked.isEmpty { logger.debug("unlinked \(report.unlinked.count) files") }
         server.broadcast(ServerEvent.events(for: report, commit: lastCommit))
     }
 }

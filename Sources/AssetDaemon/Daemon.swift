@@ -210,13 +210,7 @@ public final class Daemon {
                 sweeping = false
                 switch box.value {
                 case .success(let report)?:
-                    for f in report.failed {
-                        logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))")
-                    }
-                    for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
-                    for d in report.deferred { logger.debug("unlink deferred: \(d.path): \(d.reason.rawValue)") }
-                    if !report.unlinked.isEmpty { logger.debug("unlinked \(report.unlinked.count) files") }
-                    server.broadcast(ServerEvent.events(for: report, commit: lastCommit))
+                    reportSweep(report)
                 case .failure(let e)?:
                     logger.error("sweep failed: \(e)")
                 case nil:
