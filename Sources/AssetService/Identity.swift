@@ -50,9 +50,4 @@ public struct PeerIdentity: Sendable {
 
     /// The daemon's uid, asked once: it is checked on every touch.
     private static let ownUID = getuid()
-
-    /// The caller the methods see.
-    public func caller(_ config: DaemonConfig) -> Caller {
-        Caller(uid: uid, userName: userName, isAdmin: isAdmin(config))
-    }
 }

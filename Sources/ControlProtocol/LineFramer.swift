@@ -1,7 +1,11 @@
 // Splits a byte stream into lines of at most `maximumLength` bytes (newline not counted).
 // A longer line is reported once and the framer stops: the connection is to be closed.
 
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Accumulates bytes and yields complete, non-blank lines.
 public struct LineFramer: Sendable {

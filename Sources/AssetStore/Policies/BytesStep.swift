@@ -104,8 +104,13 @@ class BytesStep: PolicyStep {
                         detail: "s3fifo: larger than the small queue, new and not read since its put")
                 {
                     need -= counted(effect)
-                    try q.forget(tx.db, n.ref, size: n.size)
-                    try q.recount(tx.db)
+                    // The small queue's newest, as admitted: its key goes to the ghost record.
+                    try q.evicted(
+                        tx.db,
+                        QueueCandidate(
+                            id: n.id, ref: n.ref, queue: EvictionQueues.small, seq: 0, freq: 0, size: n.size,
+                            pinned: false, created: 0))
+                    if effect.deleted.count > 1 { try q.recount(tx.db) }
                 }
             }
         }

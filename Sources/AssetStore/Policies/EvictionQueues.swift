@@ -133,7 +133,7 @@ final class EvictionQueues {
     /// True if S3-FIFO will not keep a new object: one as large as its small queue would leave
     /// it before a second access could count there, so it is kept (in the main queue) only if
     /// it was read since its put or its key is in the ghost record. The caller evicts a
-    /// rejected one once placed and remembers its key (`forget`), so a second put keeps it.
+    /// rejected one once placed and remembers its key (`evicted`), so a second put keeps it.
     func rejects(_ db: Database, ref: ObjectRef, size: Int64, read: Bool) throws -> Bool {
         guard order == .s3fifo && size >= smallCapacity && !read else { return false }
         return try Int64.fetchOne(
@@ -163,9 +163,6 @@ final class EvictionQueues {
         if queue == EvictionQueues.small { smallBytes += size } else { mainBytes += size }
         admittedThrough = max(admittedThrough, id)
     }
-
-    /// A rejected object was evicted: its key goes to the ghost record, so its next put stays.
-    func forget(_ db: Database, _ ref: ObjectRef, size: Int64) throws { try addGhost(db, ref, size: size) }
 
     /// The next object the order would evict, after moving those it spares; nil when every
     /// queue is empty or has only objects this run had to pass over.

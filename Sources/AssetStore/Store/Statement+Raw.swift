@@ -142,15 +142,6 @@ extension Statement {
         let bytes = UnsafeRawPointer(utf8.baseAddress ?? emptyText.utf8Start)
         sqlite3_bind_text(s, i, bytes.assumingMemoryBound(to: CChar.self), Int32(utf8.count), nil)
     }
-
-    /// Binds parameter `i` (from 1) to the text whose UTF-8 bytes are `utf8` (SQLite copies
-    /// them): for text built as bytes, which a String would validate and copy once more.
-    static func bindText(_ s: OpaquePointer, _ i: Int32, utf8: [UInt8]) {
-        utf8.withUnsafeBufferPointer { b in
-            let bytes = UnsafeRawPointer(b.baseAddress ?? emptyText.utf8Start)
-            sqlite3_bind_text(s, i, bytes.assumingMemoryBound(to: CChar.self), Int32(b.count), sqliteTransient)
-        }
-    }
 }
 
 extension Statement {
@@ -160,9 +151,7 @@ extension Statement {
     static func bindBorrowedText(
         _ s: OpaquePointer, _ i: Int32, _ texts: UnsafeBufferPointer<UInt8>, _ range: Range<Int>
     ) {
-        let base =
-            texts.baseAddress.map { UnsafeRawPointer($0 + range.lowerBound) } ?? UnsafeRawPointer(emptyText.utf8Start)
-        sqlite3_bind_text(s, i, base.assumingMemoryBound(to: CChar.self), Int32(range.count), nil)
+        bindText(s, i, borrowing: UnsafeBufferPointer(rebasing: texts[range]))
     }
 }
 
