@@ -24,27 +24,22 @@ extension Session {
             method = found
             lastMethod = (request.method, found)
         }
-        // A point read takes its params as they were read, without a dictionary.
-        if method.isPointRead {
-            pointRead(method, request, started)
-            return
-        }
-        let params = request.params
-        let execution = method.execution(for: params)
-        switch execution {
+        // Decided before the params are read: a point read takes them as they were read,
+        // without a dictionary.
+        switch method.execution {
         case .pointRead:
             pointRead(method, request, started)
         case .loop:
-            reply(request, MethodTable.call(request.method, params, server.context(for: self)), started)
+            reply(request, MethodTable.call(request.method, request.params, server.context(for: self)), started)
         case .groupCommit:
             running = true
-            server.put(params, server.context(for: self)) { [self] result in
+            server.put(request.params, server.context(for: self)) { [self] result in
                 running = false
                 reply(request, result, started)
                 pump()
             }
-        case .pool, .queryLane, .maintenance:
-            runOffLoop(request, params, execution, server.context(for: self), started)
+        case let execution:  // .pool, .queryLane, .maintenance
+            runOffLoop(request, request.params, execution, server.context(for: self), started)
         }
     }
 
@@ -137,7 +132,7 @@ extension Session {
         running = true
         let box = Box<Result<RPCRequest, RPCFailure>>()
         do {
-            try daemon.submit({ box.value = line.withUnsafeBufferPointer { RPCRequest.parse($0) } }) { [self] in
+            try daemon.submit({ box.value = Session.parseLong(line) }) { [self] in
                 running = false
                 guard !closed else { return }  // like the rest of a closed connection's queue: not run
                 switch box.value {
@@ -154,6 +149,21 @@ extension Session {
             running = false
             write(RPCLine.error(id: .null, RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
         }
+    }
+
+    /// Parses a long line, its params' dictionary built too (unless a point read, which reads
+    /// the members): with a hundred thousand members, building it on the loop would hold
+    /// every other client.
+    static func parseLong(_ line: [UInt8]) -> Result<RPCRequest, RPCFailure> {
+        var result = line.withUnsafeBufferPointer { RPCRequest.parse($0) }
+        if case .success(var request) = result, MethodTable.methods[request.method]?.execution != .pointRead {
+            request.buildParams()
+            result = .success(request)
+            #if DEBUG
+            LongParseHold.wait()
+            #endif
+        }
+        return result
     }
 
     /// A point read on the loop, over the snapshot the server keeps for this turn (the store's

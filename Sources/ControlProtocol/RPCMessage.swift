@@ -64,6 +64,12 @@ public struct RPCRequest: Sendable, Equatable {
     public private(set) var paramMembers: [JSONMember]?
     private var storedParams: JSONValue
 
+    /// Builds the params object from the members now, so reading `params` later builds
+    /// nothing: a long line's are built on the thread that parsed it, not on the loop.
+    public mutating func buildParams() {
+        if let members = paramMembers { params = JSONValue(members: members) }
+    }
+
     public init(id: JSONValue?, method: String, params: JSONValue = .object([:])) {
         self.id = id.map(RPCID.init)
         self.method = method

@@ -39,14 +39,12 @@ import Testing
     @Test("each method declares how the daemon runs it; touches are point reads on the loop")
     func executions() {
         let table = MethodTable.methods
-        #expect(table["ping"]?.execution(for: [:]) == .loop)
-        #expect(table["object.put"]?.execution(for: [:]) == .groupCommit)
-        #expect(table["object.get"]?.execution(for: ["collection": "c", "key": "k"]) == .pointRead)
-        #expect(table["object.get"]?.execution(for: ["collection": "c", "key": "k", "touch": false]) == .pointRead)
-        #expect(table["object.get"]?.execution(for: ["collection": "c", "key": "k", "touch": true]) == .pointRead)
-        #expect(table["object.touch"]?.execution(for: ["collection": "c", "key": "k"]) == .pointRead)
-        #expect(table["index.query"]?.execution(for: [:]) == .queryLane)
-        #expect(table["verify"]?.execution(for: [:]) == .maintenance)
+        #expect(table["ping"]?.execution == .loop)
+        #expect(table["object.put"]?.execution == .groupCommit)
+        #expect(table["object.get"]?.execution == .pointRead)
+        #expect(table["object.touch"]?.execution == .pointRead)
+        #expect(table["index.query"]?.execution == .queryLane)
+        #expect(table["verify"]?.execution == .maintenance)
         #expect(table.filter { $0.value.needsDaemon }.keys.sorted() == ["shutdown", "unwatch", "watch"])
     }
 }

@@ -16,8 +16,9 @@ public enum MethodTable {
         /// Means something only to a running daemon (watching, stopping it): `assetctl --db`
         /// refuses it.
         public let needsDaemon: Bool
-        /// How the daemon runs it.
-        private let execution: Execution
+        /// How the daemon runs it: one way whatever the params, so the daemon decides before
+        /// reading them (a point read takes its params without a dictionary).
+        public let execution: Execution
         /// The admin-only form of a method anyone may call, judged by its params before any
         /// work or claim (a real policy run, verify with repair): its name in the refusal.
         fileprivate let adminForm: (@Sendable (JSONValue) -> String?)?
@@ -55,12 +56,6 @@ public enum MethodTable {
             self.run = run
             self.read = read
         }
-
-        /// How the daemon runs a call with `params`.
-        public func execution(for params: JSONValue) -> Execution { execution }
-
-        /// A point read: the daemon runs it on its loop through ``pointRead(_:from:into:context:)``.
-        public var isPointRead: Bool { read != nil }
 
         /// Appends a `.pointRead` call's result as JSON text to `out`, read through `reader`
         /// (the daemon's reply line: no copy of the result), or returns its error as the
