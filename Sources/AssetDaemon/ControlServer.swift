@@ -22,15 +22,15 @@ final class ControlServer {
     private var logger: Logger { daemon.logger }
     private var limits: ControlLimits { daemon.config.limits }
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
-    private(set) var bufferedTotal = 0
+    @exclusivity(unchecked) private(set) var bufferedTotal = 0
     /// Connections dropped because they did not take their replies.
     private var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
-    private var releasedSinceTrim = 0
+    @exclusivity(unchecked) private var releasedSinceTrim = 0
     /// The last request durations, for stats.
-    private var latencies = [Double](repeating: 0, count: 4096)
-    private var latencyCount = 0
-    private(set) var requests = 0
+    @exclusivity(unchecked) private var latencies = [Double](repeating: 0, count: 4096)
+    @exclusivity(unchecked) private var latencyCount = 0
+    @exclusivity(unchecked) private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
     /// index.query and index.aggregate, on threads of their own; started with the socket.
@@ -39,7 +39,7 @@ final class ControlServer {
     private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double)] = [:]
     private var reaper: EventLoop.Timer?
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
-    private(set) var pointReader: PointReader?
+    @exclusivity(unchecked) private(set) var pointReader: PointReader?
     private var turnHook: TurnHook?
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0

@@ -11,6 +11,10 @@ import ControlProtocol
 import EventLoop
 import Foundation
 
+// Its stored properties are used on the loop thread only, each access short and none
+// overlapping another (none is passed inout to code that can reach it again), so the runtime's
+// exclusivity tracking of them is off: about 20 checks a request. The compiler's static
+// checks still apply.
 final class Session {
     /// Drop a watcher whose unwritten events exceed this.
     static let eventBacklogLimit = 16 << 20
@@ -30,7 +34,7 @@ final class Session {
     let number: UInt64
     let stream: PipeStream
     let identity: PeerIdentity
-    private var framer: LineFramer
+    @exclusivity(unchecked) private var framer: LineFramer
     private var limits: ControlLimits { daemon.config.limits }
     /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
     /// big array would make a flood of tiny lines quadratic).
@@ -43,31 +47,31 @@ final class Session {
         /// Taken to run: its memory is released at once, not when the queue is compacted.
         case taken
     }
-    private var queue: [Item] = []
-    private var head = 0
+    @exclusivity(unchecked) private var queue: [Item] = []
+    @exclusivity(unchecked) private var head = 0
     /// Bytes of the requests read and not yet taken to run.
-    private(set) var inputBytes = 0
+    @exclusivity(unchecked) private(set) var inputBytes = 0
     /// What this session last added to the server's count of buffered bytes.
-    private var accounted = 0
+    @exclusivity(unchecked) private var accounted = 0
     /// Replies produced while pumping, written in one go at the end (a flood of pipelined
     /// requests costs one write, not one per reply).
-    private var out: [UInt8] = []
-    private var batching = false
+    @exclusivity(unchecked) private var out: [UInt8] = []
+    @exclusivity(unchecked) private var batching = false
     /// Runs the rest of a long queue on the next loop turn.
-    private var continuation: EventLoop.Timer?
+    @exclusivity(unchecked) private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
     /// A request is running off the loop (or waits for its group commit): the next waits.
-    var running = false
-    private(set) var readingPaused = false
+    @exclusivity(unchecked) var running = false
+    @exclusivity(unchecked) private(set) var readingPaused = false
     /// The peer closed its end: finish what runs, then close.
-    private var peerEnded = false
-    private(set) var closed = false
+    @exclusivity(unchecked) private var peerEnded = false
+    @exclusivity(unchecked) private(set) var closed = false
     /// The query this connection runs in the query lane, stopped if the connection closes.
-    var runningQuery: QueryCancellation?
-    var watching: EventFilter?
+    @exclusivity(unchecked) var runningQuery: QueryCancellation?
+    @exclusivity(unchecked) var watching: EventFilter?
     /// The method this connection called last: a client calls one method over and over, and
     /// comparing its name costs less than hashing it for the table.
-    var lastMethod: (name: String, method: MethodTable.Method)?
+    @exclusivity(unchecked) var lastMethod: (name: String, method: MethodTable.Method)?
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server
