@@ -127,6 +127,38 @@ import AssetStoreTestSupport
         #expect(try reader.objectJSON(ref("c", "absent")) == nil)
     }
 
+    @Test("files read only when the row counts some: edges added, removed and re-added show in every read")
+    func filesFollowTheirEdges() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("p/a", size: 5)
+        let b = try f.makeFile("p/b", size: 6)
+        let k = ref("c", "k")
+        let reader = try PointReader(store: f.store)
+        func paths() throws -> [String] {
+            let text = try #require(try reader.objectJSON(k))
+            #expect(try f.store.objectJSON(k) == text)
+            #expect(String(decoding: text, as: UTF8.self) == (try f.store.get(k)?.json.serialized()))
+            return try JSONValue.parse(String(decoding: text, as: UTF8.self))["files"]?.arrayValue?.compactMap {
+                $0["path"]?.stringValue
+            } ?? []
+        }
+        try f.store.write { try $0.put(k, value: ["n": 1]) }
+        #expect(try paths() == [])
+        try f.store.write { try $0.addEdge(name: "x", source: k, destination: .file(a), rules: []) }
+        #expect(try paths() == [a])
+        try f.store.write { try $0.addEdge(name: "y", source: k, destination: .file(b), rules: []) }
+        #expect(try paths() == [a, b])
+        try f.store.write { try $0.removeEdge(name: "x", source: k, destination: .file(a)) }
+        #expect(try paths() == [b])
+        try f.store.write { try $0.removeEdge(name: "y", source: k, destination: .file(b)) }
+        #expect(try paths() == [])
+        // A put that names a file in its value holds it through a derived edge.
+        try f.store.write { try $0.put(k, value: ["file": .string(a)]) }
+        #expect(try paths() == [a])
+        try f.store.write { try $0.put(k, value: [:]) }
+        #expect(try paths() == [])
+    }
+
     @Test("a PointReader sees every commit that finished before the read, without ending its snapshot")
     func readerSeesCommits() throws {
         let f = try Fixture()

@@ -1,10 +1,10 @@
 // The fast point read behind object.get: one raw read-only connection, prepared statements,
 // and the stored value text spliced into the output instead of parsed and printed again.
 // Its bytes equal `get(ref)?.json.serialized()` exactly (a test pins this); it reads the rows
-// Store.get reads, with the same statement (`objectWithFilesSQL`). Every object.get reply is
-// printed here: on the daemon's loop through a PointReader, straight into the reply line,
-// elsewhere through objectJSON. A touching read records the access (Store+Access.swift) from
-// the row it prints: one lookup.
+// Store.get reads, the files only when the object's row says it holds any. Every object.get
+// reply is printed here: on the daemon's loop through a PointReader, straight into the reply
+// line, elsewhere through objectJSON. A touching read records the access (Store+Access.swift)
+// from the row it prints: one lookup.
 
 import GRDB
 import GRDBSQLite
@@ -70,16 +70,23 @@ extension Store: PointReads {
         }
     }
 
+    /// The object's row as `objectWithFilesSQL` reads it, and how many files it holds (the
+    /// built-in index's `files`, kept in the same transaction as its file edges).
+    static let objectRowFilesSQL: StaticString = """
+        SELECT id, value, metadata, owner, created, modified, accessed, files FROM object
+        WHERE collection = ? AND key = ?
+        """
+
     /// Reads and prints one object inside the connection's current read transaction, appended
     /// to `out`; false (nothing appended) if there is none. Its `accessed` is the later of the
     /// stored one and a touch not yet written (Store+Access.swift). With `check`, records an
-    /// access first if `check` lets it (the caller checked writability). One statement reads
-    /// the object and its files (Store.get's): most objects hold none, and a second statement
-    /// for nothing cost about a tenth of a get.
+    /// access first if `check` lets it (the caller checked writability). The object's row says
+    /// how many files it holds, and only then are they read: most objects hold none, and a
+    /// join with the edge and file tables opened (and allocated) two more cursors every get.
     func renderObject(
         _ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?, into out: inout [UInt8]
     ) throws -> Bool {
-        let s = try conn.cached(Store.objectWithFilesSQL)
+        let s = try conn.cached(Store.objectRowFilesSQL)
         var (collection, key) = (ref.collection, ref.key)
         return try collection.withUTF8 { c in
             try key.withUTF8 { k in
@@ -127,23 +134,19 @@ extension Store: PointReads {
         Store.literal(#","created":"#, &out)
         Store.number(s, 4, double: true, &out)
         Store.literal(#","files":["#, &out)
-        if sqlite3_column_type(s, 7) == SQLITE_NULL {
-            // No file edge: the LEFT JOIN's only row.
-            out.append(UInt8(ascii: "]"))
-            Store.renderRest(ref, s, &out)
-        } else {
-            // The next rows replace this one's columns: the members after the files first.
-            var rest = [UInt8]()
-            Store.renderRest(ref, s, &rest)
-            try Store.renderFiles(s, on: conn, &out)
-            out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: rest)
+        if sqlite3_column_int64(s, 7) > 0 {
+            let files = try conn.cached(Store.heldFilesSQL)
+            defer { sqlite3_reset(files) }
+            sqlite3_bind_int64(files, 1, id)
+            try Store.renderFiles(files, on: conn, &out)
         }
+        out.append(UInt8(ascii: "]"))
+        Store.renderRest(ref, s, &out)
         out.append(UInt8(ascii: "}"))
         return true
     }
 
-    /// The members after `files`, from the object's columns of `objectWithFilesSQL`'s row.
+    /// The members after `files`, from the object's columns of `objectRowFilesSQL`'s row.
     private static func renderRest(_ ref: ObjectRef, _ s: OpaquePointer, _ out: inout [UInt8]) {
         literal(#","key":"#, &out)
         JSONValue.writeString(ref.key, to: &out)
@@ -160,24 +163,24 @@ extension Store: PointReads {
         raw(s, 1, &out)
     }
 
-    /// The files of `objectWithFilesSQL`'s rows from the current one on (each row a file edge),
-    /// each printed as `StoredObject.json` prints it, in the byte order of their paths (SQLite's
-    /// ORDER BY path), a file held through two edges once (paths are unique in the registry).
+    /// The files of `heldFilesSQL`'s rows (each row a file edge), each printed as
+    /// `StoredObject.json` prints it, in the byte order of their paths (SQLite's ORDER BY
+    /// path), a file held through two edges once (paths are unique in the registry).
     private static func renderFiles(_ s: OpaquePointer, on conn: QueryConnection, _ out: inout [UInt8]) throws {
         var files: [(path: [UInt8], json: [UInt8])] = []
-        var rc = SQLITE_ROW
+        var rc = sqlite3_step(s)
         while rc == SQLITE_ROW {
             let path = Array(
-                UnsafeBufferPointer(start: sqlite3_column_text(s, 7), count: Int(sqlite3_column_bytes(s, 7))))
+                UnsafeBufferPointer(start: sqlite3_column_text(s, 0), count: Int(sqlite3_column_bytes(s, 0))))
             var json: [UInt8] = []
-            literal(#"{"device":"#, &json); number(s, 9, double: false, &json)
-            literal(#","first_seen":"#, &json); number(s, 13, double: true, &json)
-            literal(#","inode":"#, &json); number(s, 10, double: false, &json)
+            literal(#"{"device":"#, &json); number(s, 2, double: false, &json)
+            literal(#","first_seen":"#, &json); number(s, 6, double: true, &json)
+            literal(#","inode":"#, &json); number(s, 3, double: false, &json)
             literal(#","missing":"#, &json)
-            json.append(contentsOf: (sqlite3_column_int64(s, 12) != 0 ? "true" : "false").utf8)
-            literal(#","mtime":"#, &json); number(s, 11, double: true, &json)
+            json.append(contentsOf: (sqlite3_column_int64(s, 5) != 0 ? "true" : "false").utf8)
+            literal(#","mtime":"#, &json); number(s, 4, double: true, &json)
             literal(#","path":"#, &json); JSONValue.writeString(String(decoding: path, as: UTF8.self), to: &json)
-            literal(#","size":"#, &json); number(s, 8, double: false, &json)
+            literal(#","size":"#, &json); number(s, 1, double: false, &json)
             json.append(UInt8(ascii: "}"))
             files.append((path, json))
             rc = sqlite3_step(s)
