@@ -95,29 +95,28 @@ public struct RPCRequest: Sendable, Equatable {
         } catch {
             return .failure(RPCFailure(id: .null, error: .parseError(error.reason)))
         }
-        guard let parsed else {
+        guard let members = parsed?.members else {
             return .failure(RPCFailure(id: .null, error: .invalidRequest("a request is a JSON object")))
         }
-        var id: JSONMember?, jsonrpc: JSONValue?, method: JSONValue?, params: JSONMember?
-        for member in parsed.members {  // a repeated name: the last one counts, as in an object
-            switch member.name {
-            case "id": id = member
-            case "jsonrpc": jsonrpc = member.value
-            case "method": method = member.value
-            case "params": params = member
+        // Where each is in `members`, not copies of them (each copy retains its parts).
+        var id = -1, jsonrpc = -1, method = -1, params = -1
+        for i in members.indices {  // a repeated name: the last one counts, as in an object
+            switch members[i].name {
+            case "id": id = i
+            case "jsonrpc": jsonrpc = i
+            case "method": method = i
+            case "params": params = i
             default: break
             }
         }
-        let idText = id.map { UnsafeBufferPointer(rebasing: line[$0.range]) }
-        var result = validate(
-            id: id?.value, idText: idText, jsonrpc: jsonrpc, method: method,
-            params: params.map { $0.fields == nil ? $0.value : .object([:]) })
-        if case .success(var request) = result, let fields = params?.fields {
-            request.paramMembers = fields
-            result = .success(request)
-        }
-        guard !parsed.numbersExact, case .success(let request) = result, let params,
-            let (path, text) = JSONValue.firstInexactNumber(UnsafeBufferPointer(rebasing: line[params.range]))
+        func value(_ i: Int) -> JSONValue? { i < 0 ? JSONValue?.none : members[i].value }  // JSONValue takes nil too
+        let fields = params < 0 ? nil : members[params].fields
+        let result = validate(
+            id: value(id), idText: id < 0 ? nil : UnsafeBufferPointer(rebasing: line[members[id].range]),
+            jsonrpc: value(jsonrpc), method: value(method), params: fields == nil ? value(params) : .object([:]),
+            members: fields)
+        guard parsed?.numbersExact == false, case .success(let request) = result, params >= 0,
+            let (path, text) = JSONValue.firstInexactNumber(UnsafeBufferPointer(rebasing: line[members[params].range]))
         else { return result }
         return .failure(
             RPCFailure(
@@ -138,7 +137,7 @@ public struct RPCRequest: Sendable, Equatable {
 
     private static func validate(
         id raw: JSONValue?, idText: UnsafeBufferPointer<UInt8>?, jsonrpc: JSONValue?, method m: JSONValue?,
-        params p: JSONValue?
+        params p: JSONValue?, members: [JSONMember]? = nil
     ) -> Result<RPCRequest, RPCFailure> {
         var id: RPCID?
         if let raw {
@@ -165,13 +164,14 @@ public struct RPCRequest: Sendable, Equatable {
             return .failure(
                 RPCFailure(id: answerID, error: .invalidParams("params must be an object"), notification: id == nil))
         }
-        return .success(RPCRequest(rpcID: id, method: method, params: params))
+        return .success(RPCRequest(rpcID: id, method: method, params: params, members: members))
     }
 
-    private init(rpcID: RPCID?, method: String, params: JSONValue) {
+    private init(rpcID: RPCID?, method: String, params: JSONValue, members: [JSONMember]? = nil) {
         id = rpcID
         self.method = method
         storedParams = params
+        paramMembers = members
     }
 
     /// The request as one line, newline included.
