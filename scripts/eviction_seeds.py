@@ -2,6 +2,7 @@
 """S3-FIFO's parameters against LRU over many seeds of scripts/eviction_bench.py's traces.
 
 Usage: eviction_seeds.py [SEEDS] SMALL,GHOST,THRESHOLD[,cap] ...
+       eviction_seeds.py shifting
 
 Run with the eviction bench's virtual environment (.build-bench/eviction-venv/bin/python).
 Each SMALL,GHOST,THRESHOLD is libCacheSim's small_size_ratio, ghost_size_ratio and
@@ -14,7 +15,13 @@ Zipf 0.8-1.2 rows, how many of those rows miss 0.85x LRU (Zipf 0.8 at 1% left ou
 order reaches it), the worst row against LRU in points, the change on the Zipf rows against
 the first setting (mean and its standard error, share of rows better), the bench seed's two
 rows Zipf 0.8 and 1.2 at 5%, and the mean ratio of every row.
+
+"shifting" replays Zipf traces whose popularity moves to other objects every quarter through
+LRU, S3-FIFO at libCacheSim's sizes and at 5%, 50% with keys capped, and an LFU that keeps the count of every
+key it has seen (not in libCacheSim; a yardstick of what the bench's fixed popularity rewards).
 """
+
+import random
 
 import statistics
 import sys
@@ -62,8 +69,60 @@ def rows(seeds):
     return out
 
 
+class HistoryLFU:
+    def __init__(self, capacity):
+        self.capacity, self.used, self.now = capacity, 0, 0
+        self.count, self.last, self.held = {}, {}, {}
+
+    def get(self, key, size):
+        self.now += 1
+        self.count[key] = self.count.get(key, 0) + 1
+        self.last[key] = self.now
+        if key in self.held:
+            return True
+        if size <= self.capacity:
+            self.held[key] = size
+            self.used += size
+        while self.used > self.capacity:  # the least counted goes, the new object too if it is
+            victim = min(self.held, key=lambda k: (self.count[k], self.last[k]))
+            self.used -= self.held.pop(victim)
+        return False
+
+
+def shifting(alpha, seed, phases=4):
+    rng = random.Random(seed)
+    size = eb.sizes(rng, eb.OBJECTS)
+    weights = [1 / (i + 1) ** alpha for i in range(eb.OBJECTS)]
+    trace = []
+    for _ in range(phases):
+        ranks = list(range(eb.OBJECTS))
+        rng.shuffle(ranks)
+        trace += [(ranks[i], size[ranks[i]]) for i in rng.choices(range(eb.OBJECTS), weights=weights,
+                                                                   k=eb.REQUESTS // phases)]
+    return trace
+
+
+def shifting_table():
+    print("shifting Zipf, budget: LRU; S3-FIFO at libCacheSim's sizes, at 5%/50% capped, LFU with all counts / LRU")
+    for alpha in (0.8, 1.0, 1.2):
+        trace = shifting(alpha, 77)
+        capacity_of = sum(dict(trace).values())
+        for b in BUDGETS:
+            capacity = int(capacity_of * b)
+            lru = lcs.LRU(capacity)
+            base = byte_miss(lambda i, s: lru.get(lcs.Request(obj_size=s, obj_id=i + 1)), trace)
+            now = eviction_model.S3FIFO(capacity, small_ratio=0.1, ghost_ratio=0.9, cap_keys=False)
+            ratios = [byte_miss(c.get, trace) / base
+                      for c in (now, eviction_model.S3FIFO(capacity, small_ratio=0.05, ghost_ratio=0.5, cap_keys=True),
+                                HistoryLFU(capacity))]
+            print(f"{alpha} {int(b * 100)}% {base:.4f} " + " ".join(f"{r:.3f}" for r in ratios), flush=True)
+
+
 def main():
     args = sys.argv[1:]
+    if args == ["shifting"]:
+        shifting_table()
+        return
     seeds = int(args.pop(0)) if args and "," not in args[0] else 20
     table = rows(seeds)
     first = None
