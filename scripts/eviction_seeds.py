@@ -2,7 +2,7 @@
 """S3-FIFO's parameters against LRU over many seeds of scripts/eviction_bench.py's traces.
 
 Usage: eviction_seeds.py [SEEDS] SMALL,GHOST,THRESHOLD[,cap] ...
-       eviction_seeds.py shifting
+       eviction_seeds.py shifting | lfu
 
 Run with the eviction bench's virtual environment (.build-bench/eviction-venv/bin/python).
 Each SMALL,GHOST,THRESHOLD is libCacheSim's small_size_ratio, ghost_size_ratio and
@@ -14,11 +14,12 @@ For each setting it prints, over all seeds, the mean of the byte miss ratio over
 Zipf 0.8-1.2 rows, how many of those rows miss 0.85x LRU (Zipf 0.8 at 1% left out: no online
 order reaches it), the worst row against LRU in points, the change on the Zipf rows against
 the first setting (mean and its standard error, share of rows better), the bench seed's two
-rows Zipf 0.8 and 1.2 at 5%, and the mean ratio of every row.
+rows Zipf 0.8 and 1.2 at 5%, and the mean, lowest and highest ratio of every row.
 
 "shifting" replays Zipf traces whose popularity moves to other objects every quarter through
-LRU, S3-FIFO at libCacheSim's sizes and at 5%, 50% with keys capped, and an LFU that keeps the count of every
-key it has seen (not in libCacheSim; a yardstick of what the bench's fixed popularity rewards).
+LRU, S3-FIFO at libCacheSim's sizes and at 5%, 50% with keys capped, and an LFU that keeps the
+count of every key it has seen (not in libCacheSim; a yardstick of what the bench's fixed
+popularity rewards). "lfu" replays the bench's own traces through that LFU.
 """
 
 import random
@@ -123,6 +124,10 @@ def main():
     if args == ["shifting"]:
         shifting_table()
         return
+    if args == ["lfu"]:
+        for (name, b, seed), (trace, capacity, lru) in rows(1).items():
+            print(f"{name} {int(b * 100)}% {byte_miss(HistoryLFU(capacity).get, trace) / lru:.3f}", flush=True)
+        return
     seeds = int(args.pop(0)) if args and "," not in args[0] else 20
     table = rows(seeds)
     first = None
@@ -148,9 +153,10 @@ def main():
                      f" % of LRU's missed bytes, better on {sum(1 for d in diff if d < 0) / len(diff):.0%}")
         bench = " ".join(f"{n} 5% {ratio[(n, 0.05, KINDS[n][0])]:.3f}" for n in ("zipf-0.8", "zipf-1.2"))
         print(line + f"; bench seed: {bench}")
-        print("  mean per row: " + " ".join(
-            f"{n}@{int(b * 100)}% {statistics.mean(ratio[(n, b, KINDS[n][0] + 1000 * k)] for k in range(seeds)):.3f}"
-            for n in KINDS for b in BUDGETS), flush=True)
+        print("  mean (lowest-highest) per row: " + ", ".join(
+            f"{n}@{int(b * 100)}% {statistics.mean(r):.3f} ({min(r):.3f}-{max(r):.3f})"
+            for n in KINDS for b in BUDGETS
+            for r in [[ratio[(n, b, KINDS[n][0] + 1000 * k)] for k in range(seeds)]]), flush=True)
 
 
 if __name__ == "__main__":
