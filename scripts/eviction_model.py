@@ -5,18 +5,30 @@ as the small queue, which libCacheSim never keeps (`large_rule=False` gives libC
 With the rule, such an object is kept in the main queue when its key is in the ghost record;
 otherwise it is not kept and its key is remembered. (The store also keeps one read since its
 put; in a replay that enforces after every request a new object has not been read yet.)
+
+`small_ratio`, `ghost_ratio` and `threshold` are libCacheSim's `small_size_ratio`,
+`ghost_size_ratio` and `move_to_main_threshold`; the defaults are the store's (SMALL_RATIO,
+GHOST_RATIO, THRESHOLD; libCacheSim's are 0.1, 0.9 and 2). `cap_keys` counts a key as at most
+the small queue's bytes in the ghost record: only a large object's key is larger, so it changes
+nothing without the rule, and without it a key larger than the record is dropped as soon as it
+is written. scripts/eviction_seeds.py compares settings over many seeds (docs/EVICTION.md).
 """
 
 from collections import OrderedDict
 
+SMALL_RATIO, GHOST_RATIO, THRESHOLD = 0.05, 0.5, 2
+
 
 class S3FIFO:
-    def __init__(self, capacity, large_rule=True):
+    def __init__(self, capacity, large_rule=True, small_ratio=SMALL_RATIO, ghost_ratio=GHOST_RATIO, threshold=THRESHOLD,
+                 cap_keys=True):
         self.capacity = capacity
-        self.small_cap = int(capacity * 0.1)
+        self.small_cap = int(capacity * small_ratio)
         self.main_cap = capacity - self.small_cap
-        self.ghost_cap = int(capacity * 0.9)
+        self.ghost_cap = int(capacity * ghost_ratio)
+        self.threshold = threshold
         self.large_rule = large_rule
+        self.cap_keys = cap_keys
         self.small, self.main, self.ghost = OrderedDict(), OrderedDict(), OrderedDict()
         self.freq, self.size = {}, {}
         self.small_bytes = self.main_bytes = self.ghost_bytes = 0
@@ -25,6 +37,8 @@ class S3FIFO:
     def _remember(self, key, size):
         if key in self.ghost:
             return
+        if self.cap_keys:  # only a large object's key is larger: it no longer crowds out the rest
+            size = min(size, self.small_cap)
         self.ghost[key] = size
         self.ghost_bytes += size
         while self.ghost_bytes > self.ghost_cap:
@@ -42,7 +56,7 @@ class S3FIFO:
                 del self.small[key]
                 size = self.size[key]
                 self.small_bytes -= size
-                if self.freq[key] >= 2:  # accessed twice: promoted
+                if self.freq[key] >= self.threshold:  # accessed `threshold` times: promoted
                     self.main[key] = None
                     self.main_bytes += size
                     self.freq[key] = 0
