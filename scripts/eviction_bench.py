@@ -30,13 +30,7 @@ REQUESTS = int(os.environ.get("EVICTION_REQUESTS", "20000"))
 OBJECTS = int(os.environ.get("EVICTION_OBJECTS", "2000"))
 BUDGETS = (0.01, 0.05, 0.10)
 ORDERS = ("lru", "s3fifo", "sieve")
-REFERENCE = {
-    "lru": lcs.LRU,
-    "s3fifo": lambda capacity: lcs.S3FIFO(  # at the store's sizes
-        capacity, small_size_ratio=eviction_model.SMALL_RATIO, ghost_size_ratio=eviction_model.GHOST_RATIO,
-        move_to_main_threshold=eviction_model.THRESHOLD),
-    "sieve": lcs.Sieve,
-}
+REFERENCE = {"lru": lcs.LRU, "s3fifo": lcs.S3FIFO, "sieve": lcs.Sieve}
 # The order assetd.toml(5) makes the default.
 DEFAULT = "s3fifo"
 

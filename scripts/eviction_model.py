@@ -7,21 +7,17 @@ otherwise it is not kept and its key is remembered. (The store also keeps one re
 put; in a replay that enforces after every request a new object has not been read yet.)
 
 `small_ratio`, `ghost_ratio` and `threshold` are libCacheSim's `small_size_ratio`,
-`ghost_size_ratio` and `move_to_main_threshold`; the defaults are the store's (SMALL_RATIO,
-GHOST_RATIO, THRESHOLD; libCacheSim's are 0.1, 0.9 and 2). `cap_keys` counts a key as at most
-the small queue's bytes in the ghost record: only a large object's key is larger, so it changes
-nothing without the rule, and without it a key larger than the record is dropped as soon as it
-is written. scripts/eviction_seeds.py compares settings over many seeds (docs/EVICTION.md).
+`ghost_size_ratio` and `move_to_main_threshold`; the defaults are the store's and libCacheSim's.
+`cap_keys` counts a key as at most the small queue's bytes in the ghost record: only a large
+object's key is larger, so it changes nothing without the rule. scripts/eviction_seeds.py
+compares settings over many seeds (docs/EVICTION.md).
 """
 
 from collections import OrderedDict
 
-SMALL_RATIO, GHOST_RATIO, THRESHOLD = 0.05, 0.5, 2
-
 
 class S3FIFO:
-    def __init__(self, capacity, large_rule=True, small_ratio=SMALL_RATIO, ghost_ratio=GHOST_RATIO, threshold=THRESHOLD,
-                 cap_keys=True):
+    def __init__(self, capacity, large_rule=True, small_ratio=0.1, ghost_ratio=0.9, threshold=2, cap_keys=False):
         self.capacity = capacity
         self.small_cap = int(capacity * small_ratio)
         self.main_cap = capacity - self.small_cap
