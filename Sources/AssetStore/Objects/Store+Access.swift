@@ -32,19 +32,26 @@ extension Store {
     /// Records an access of `ref` now, in memory: the object's files are not read again.
     /// Throws `not_found` if it does not exist. `check` sees the object's owner first (and may
     /// refuse the touch).
-    public func touch(_ ref: ObjectRef, check: AccessCheck = { _ in }) throws {
+    public func touch(_ ref: ObjectRef, check: AccessCheck? = nil) throws {
         try checkWritable()
         try ref.validate()
         try queries.with { conn in try conn.inReadTransaction { try touch(ref, on: conn, check: check) } }
     }
 
     /// Records an access of `ref` as the connection's current read transaction finds it; the
-    /// caller checked writability and the ref.
-    func touch(_ ref: ObjectRef, on conn: QueryConnection, check: AccessCheck) throws {
-        guard let (id, owner) = try Store.idAndOwner(ref, on: conn) else {
-            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
+    /// caller checked writability and the ref. Without a check only the (collection, key)
+    /// index is read.
+    func touch(_ ref: ObjectRef, on conn: QueryConnection, check: AccessCheck?) throws {
+        let found: Int64?
+        if let check {
+            found = try Store.idAndOwner(ref, on: conn).map { id, owner in
+                try check(owner)
+                return id
+            }
+        } else {
+            found = try Store.objectID(ref, on: conn)
         }
-        try check(owner)
+        guard let id = found else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
         recordAccess(id)
     }
 
