@@ -92,4 +92,25 @@ import AssetStoreTestSupport
                 ref("c", "a"), ref("c", "b"),
             ])
     }
+
+    @Test("a point reader's touch: without a check it records the access, a check sees the owner and may refuse")
+    func pointReaderTouch() throws {
+        let f = try Fixture()
+        try f.store.write { try $0.put(ref("c", "k"), value: [:], metadata: nil, owner: "olaf") }
+        let reader = try PointReader(store: f.store)
+        f.clock.advance(2)
+        try reader.touch(ref("c", "k"), check: nil)
+        #expect(f.store.accessStatistics["touches"] == 1)
+        #expect(throws: StoreError.self) { try reader.touch(ref("c", "none"), check: nil) }
+
+        struct Refused: Error {}
+        var seen: [String] = []
+        try reader.touch(ref("c", "k")) { seen.append($0) }
+        #expect(throws: Refused.self) { try reader.touch(ref("c", "k")) { _ in throw Refused() } }
+        #expect(seen == ["olaf"])
+        #expect(f.store.accessStatistics["touches"] == 2, "the refused touch recorded nothing")
+        #expect(throws: StoreError.self) { try reader.touch(ref("c", "none")) { _ in } }
+        try f.store.flushAccesses()
+        #expect(try stored(f, ref("c", "k")) == f.clock.now)
+    }
 }

@@ -36,7 +36,7 @@ public final class PointReader: PointReads {
         return try inSnapshot(ref) { try store.renderObject(ref, on: conn, touching: check, into: &out) }
     }
 
-    public func touch(_ ref: ObjectRef, check: AccessCheck) throws {
+    public func touch(_ ref: ObjectRef, check: AccessCheck?) throws {
         try store.checkWritable()
         try inSnapshot(ref) { try store.touch(ref, on: conn, check: check) }
     }

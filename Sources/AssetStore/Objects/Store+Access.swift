@@ -1,7 +1,8 @@
-// Access times kept in memory (issue 19): a touch records `accessed` here and costs a point
-// read; `flushAccesses` writes the pending ones in one transaction, in id order, at most every
-// `store.access_flush` (the daemon's timer), before every policy run and at close. A crash
-// loses at most the pending ones (assetd(8)); `accessed` never moves backwards (max()).
+// Access times kept in memory: a touch records `accessed` here and costs a point read;
+// `flushAccesses` writes the pending ones in one transaction, in id order, many objects a
+// statement, at most every `store.access_flush` (the daemon's timer), before every policy run
+// and at close. A crash loses at most the pending ones (assetd(8)); `accessed` never moves
+// backwards.
 
 import GRDB
 import Synchronization
@@ -31,19 +32,26 @@ extension Store {
     /// Records an access of `ref` now, in memory: the object's files are not read again.
     /// Throws `not_found` if it does not exist. `check` sees the object's owner first (and may
     /// refuse the touch).
-    public func touch(_ ref: ObjectRef, check: AccessCheck = { _ in }) throws {
+    public func touch(_ ref: ObjectRef, check: AccessCheck? = nil) throws {
         try checkWritable()
         try ref.validate()
         try queries.with { conn in try conn.inReadTransaction { try touch(ref, on: conn, check: check) } }
     }
 
     /// Records an access of `ref` as the connection's current read transaction finds it; the
-    /// caller checked writability and the ref.
-    func touch(_ ref: ObjectRef, on conn: QueryConnection, check: AccessCheck) throws {
-        guard let (id, owner) = try Store.idAndOwner(ref, on: conn) else {
-            throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
+    /// caller checked writability and the ref. Without a check only the (collection, key)
+    /// index is read.
+    func touch(_ ref: ObjectRef, on conn: QueryConnection, check: AccessCheck?) throws {
+        let found: Int64?
+        if let check {
+            found = try Store.idAndOwner(ref, on: conn).map { id, owner in
+                try check(owner)
+                return id
+            }
+        } else {
+            found = try Store.objectID(ref, on: conn)
         }
-        try check(owner)
+        guard let id = found else { throw StoreError(.notFound, "no object \(ref)", detail: ref.json) }
         recordAccess(id)
     }
 
@@ -138,15 +146,76 @@ extension Store {
 
 extension WriteTransaction {
     /// Sets `accessed` of each object still there to the later of its own and the given
-    /// time, ids ascending. No index refresh at commit: the built-in index reads `accessed`
-    /// from the object row (its SQLite indexes follow the UPDATE), and user index columns
-    /// come from the value alone; a refresh would recount each object's files for nothing.
+    /// time, and counts the accesses for an order that counts them (S3-FIFO, SIEVE). The
+    /// records are in id order, so the rows each statement visits share pages. No index
+    /// refresh at commit: the built-in index reads `accessed` from the object row (its SQLite
+    /// indexes follow the UPDATE), and user index columns come from the value alone.
     func writeAccesses(_ records: [AccessRecord]) throws {
-        let s = try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
-        let counter = try accessCounter()  // S3-FIFO and SIEVE count accesses (EvictionQueues.swift)
-        for r in records {
-            try s.execute(arguments: [r.time, r.id])
-            if db.changesCount > 0 { try counter?.execute(arguments: [r.id, r.count]) }
+        let counting = store.policy.map { $0.order != .lru } ?? false
+        var start = 0
+        while start < records.count {
+            let rows = records[start..<min(records.count, start + AccessSQL.maxRows)]
+            let shape = AccessSQL.shape(for: rows.count)
+            try db.cachedStatement(sql: AccessSQL.update[shape]).executeRaw { s in
+                var i: Int32 = 1
+                for r in rows {
+                    Statement.bindInt64(s, i, r.id)
+                    Statement.bindDouble(s, i + 1, r.time)
+                    i += 2
+                }
+            }
+            if counting {
+                try db.cachedStatement(sql: AccessSQL.count[shape]).executeRaw { s in
+                    var i: Int32 = 1
+                    for r in rows {
+                        Statement.bindInt64(s, i, r.id)
+                        Statement.bindInt64(s, i + 1, Int64(r.count))
+                        i += 2
+                    }
+                }
+            }
+            start += rows.count
         }
+    }
+}
+
+/// The access flush's statements: one per up to `maxRows` objects, each row of its VALUES an
+/// object's id and time (or count). A statement per object cost as much again in statement
+/// overhead as its row work. Rows come in powers of two so that a handful of statements are
+/// cached; the rows left unbound are NULL ids, which match no object. OR IGNORE: no row can
+/// fail a constraint (ids and values are bound, NULL rows join nothing), and a statement that
+/// cannot abort halfway needs no statement journal (a copy of each page it writes that an
+/// earlier statement of the flush already wrote).
+enum AccessSQL {
+    static let maxRows = 256
+    static let shapes = (0...8).map { 1 << $0 }
+
+    /// The index into `update` and `count` of the smallest statement taking `rows` rows.
+    static func shape(for rows: Int) -> Int {
+        shapes.firstIndex { $0 >= rows } ?? shapes.count - 1
+    }
+
+    private static func values(_ rows: Int) -> String {
+        Array(repeating: "(?, ?)", count: rows).joined(separator: ", ")
+    }
+
+    /// Moves `accessed` forward only: an object already as recent keeps its row and its
+    /// `accessed` index entry untouched.
+    static let update = shapes.map {
+        """
+        UPDATE OR IGNORE object SET accessed = v.column2 FROM (VALUES \(values($0))) AS v
+        WHERE object.id = v.column1 AND object.accessed < v.column2
+        """
+    }
+
+    /// An object not yet in a queue gets a pending row; at most three accesses count (the
+    /// eviction state, EvictionQueues.swift). Only objects still there count.
+    static let count = shapes.map {
+        """
+        INSERT OR IGNORE INTO evict_queue(id, queue, seq, freq, size)
+        SELECT v.column1, -1, 0, min(v.column2, 3), 0 FROM (VALUES \(values($0))) AS v
+        JOIN object ON object.id = v.column1 WHERE true
+        ON CONFLICT(id) DO UPDATE SET freq = min(freq + excluded.freq, 3)
+        """
     }
 }

@@ -20,8 +20,9 @@ public protocol PointReads {
     /// there is none. With `check`, an access is recorded first (if `check` lets it), and the
     /// text shows it. After a throw, `out` may hold part of the text.
     func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool
-    /// Records an access of `ref` in memory (`not_found` if there is none), if `check` lets it.
-    func touch(_ ref: ObjectRef, check: AccessCheck) throws
+    /// Records an access of `ref` in memory (`not_found` if there is none), if `check` lets it;
+    /// with no check, from the (collection, key) index alone (the owner is not read).
+    func touch(_ ref: ObjectRef, check: AccessCheck?) throws
 }
 
 extension PointReads {
@@ -56,6 +57,26 @@ extension Store: PointReads {
         SELECT path, size, device, inode, mtime, missing, first_seen, f.id
         FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
         """
+
+    /// The object's id inside the connection's current read transaction, or nil: the
+    /// (collection, key) index holds it, so the object's row is not read.
+    static func objectID(_ ref: ObjectRef, on conn: QueryConnection) throws -> Int64? {
+        let s = try conn.cached("SELECT id FROM object WHERE collection = ? AND key = ?")
+        var (collection, key) = (ref.collection, ref.key)
+        return try collection.withUTF8 { c in
+            try key.withUTF8 { k in
+                // Bound in place, as renderObject binds: the reset ends the use of the bytes.
+                defer { sqlite3_reset(s) }
+                Statement.bindText(s, 1, borrowing: c)
+                Statement.bindText(s, 2, borrowing: k)
+                switch sqlite3_step(s) {
+                case SQLITE_ROW: return sqlite3_column_int64(s, 0)
+                case SQLITE_DONE: return nil
+                case let rc: throw conn.failure(rc)
+                }
+            }
+        }
+    }
 
     /// The object's id and owner inside the connection's current read transaction, or nil.
     static func idAndOwner(_ ref: ObjectRef, on conn: QueryConnection) throws -> (Int64, String)? {

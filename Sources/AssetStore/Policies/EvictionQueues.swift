@@ -341,9 +341,10 @@ final class EvictionQueues {
 }
 
 extension WriteTransaction {
-    /// The statement the access flush runs per object for an order that counts accesses (nil
-    /// for LRU), with its id and its number of accesses: at most three counted; an object not
-    /// yet in a queue gets a row.
+    /// The statement a transaction's touch runs for an order that counts accesses (nil for
+    /// LRU), with its id and its number of accesses: at most three counted; an object not yet
+    /// in a queue gets a row. The access flush does the same for many objects at once
+    /// (`AccessSQL.count`, Store+Access.swift).
     func accessCounter() throws -> Statement? {
         guard let order = store.policy?.order, order != .lru else { return nil }
         return try db.cachedStatement(

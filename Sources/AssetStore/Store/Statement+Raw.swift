@@ -135,6 +135,12 @@ extension Statement {
         }
     }
 
+    /// Binds parameter `i` (from 1) to an integer, for callers outside this file's fence.
+    static func bindInt64(_ s: OpaquePointer, _ i: Int32, _ value: Int64) { sqlite3_bind_int64(s, i, value) }
+
+    /// Binds parameter `i` (from 1) to a real: the exact double, no text round trip.
+    static func bindDouble(_ s: OpaquePointer, _ i: Int32, _ value: Double) { sqlite3_bind_double(s, i, value) }
+
     /// Binds parameter `i` (from 1) to the text `utf8` without copying it: the bytes must
     /// stay where they are until the statement is reset (a point read binds its ref this way,
     /// sparing two copies through SQLite's allocator).

@@ -1,0 +1,93 @@
+// The access flush writes many objects a statement (Store+Access.swift): each object still gets
+// its own time and access count, an object deleted before the flush gets no eviction state,
+// and a time not later than the stored one writes nothing.
+
+import AssetStoreTestSupport
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+
+@testable import AssetStore
+
+@Suite("Access flush")
+struct AccessFlushTests {
+    /// The statements the writer connection starts while `body` runs that write access times
+    /// (`accessed`) and access counts (`evict_queue`).
+    private func writes(_ f: Fixture, _ body: () throws -> Void) throws -> (times: Int, counts: Int) {
+        let seen = Mutex((times: 0, counts: 0))
+        try f.store.write { tx in
+            tx.db.trace(options: .statement) { event in
+                let sql = event.description
+                if sql.contains("SET accessed") { seen.withLock { $0.times += 1 } }
+                if sql.contains("INTO evict_queue") { seen.withLock { $0.counts += 1 } }
+            }
+        }
+        defer { _ = try? f.store.write { tx in tx.db.trace(options: .statement, nil) } }
+        try body()
+        return seen.withLock { $0 }
+    }
+
+    @Test("300 objects flush in two statements of each kind, each with its own time and count")
+    func manyObjectsFewStatements() throws {
+        let f = try Fixture {
+            var p = PolicyConfiguration()
+            p.order = .s3fifo
+            $0.policy = p
+        }
+        let n = 300
+        try f.store.write { tx in
+            for i in 0..<n { try tx.put(ref("c", "k\(i)"), value: [:]) }
+            try tx.put(ref("c", "gone"), value: [:])
+        }
+        var times: [Double] = []
+        for i in 0..<n {
+            for _ in 0...(i % 4) {
+                f.clock.advance(0.001)
+                try f.store.touch(ref("c", "k\(i)"))
+            }
+            times.append(f.clock.now)
+        }
+        try f.store.touch(ref("c", "gone"))
+        try f.store.write { try $0.delete(ref("c", "gone")) }
+
+        let seen = try writes(f) { try f.store.flushAccesses() }
+        // 301 pending: one statement of 256 rows and one of 64 (45 used), an UPDATE and an
+        // INSERT each. A statement per object would be 301 and 300.
+        #expect(seen.times == 2 && seen.counts == 2, "\(seen)")
+        #expect(f.store.accessStatistics["flushed"] == Int64(n + 1))
+
+        let rows = try f.store.read { r in
+            try Row.fetchAll(
+                r.db,
+                sql: """
+                    SELECT o.key, o.accessed, q.freq FROM object o LEFT JOIN evict_queue q ON q.id = o.id
+                    ORDER BY o.id
+                    """)
+        }
+        #expect(rows.count == n)
+        for (i, row) in rows.enumerated() {
+            #expect(row["key"] as String == "k\(i)")
+            #expect(row["accessed"] as Double == times[i], "k\(i) has its own last touch's time")
+            #expect(row["freq"] as Int? == min(i % 4 + 1, 3), "k\(i) counted each touch, at most three")
+        }
+        let states = try f.store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM evict_queue") }
+        #expect(states == n, "the deleted object has no eviction state")
+    }
+
+    @Test("a flushed time not later than the stored one changes no row")
+    func earlierTimeWritesNothing() throws {
+        let f = try Fixture()
+        try f.store.write { try $0.put(ref("c", "k"), value: [:]) }
+        let put = f.clock.now
+        try f.store.write { tx in
+            let id = try #require(try Int64.fetchOne(tx.db, sql: "SELECT id FROM object"))
+            try tx.writeAccesses([AccessRecord(id: id, time: put - 1, count: 1)])
+            #expect(tx.db.changesCount == 0, "the row and its accessed index entry stay as they were")
+            try tx.writeAccesses([AccessRecord(id: id, time: put + 1, count: 1)])
+            #expect(tx.db.changesCount == 1)
+        }
+        let accessed = try f.store.read { r in try Double.fetchOne(r.db, sql: "SELECT accessed FROM object") }
+        #expect(accessed == put + 1)
+    }
+}
