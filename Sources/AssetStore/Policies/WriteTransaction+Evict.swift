@@ -79,8 +79,12 @@ extension WriteTransaction {
         return try evict(ids, guard: protection, refusal: &refusal)
     }
 
-    /// `evict`, saying why it refused.
-    func evict(_ ids: [Int64], guard protection: EvictionGuard, refusal: inout SkipReason?) throws -> EvictionEffect? {
+    /// `evict`, saying why it refused. `known` may hold some of the objects' rows as read
+    /// earlier in this transaction (`PolicyRun.candidates`), which the deletion then trusts.
+    func evict(
+        _ ids: [Int64], guard protection: EvictionGuard, refusal: inout SkipReason?,
+        known: [Int64: DeletedDetail] = [:]
+    ) throws -> EvictionEffect? {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
         let saved = (
             work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
@@ -92,7 +96,10 @@ extension WriteTransaction {
         )
         do {
             try db.inSavepoint {
-                if try !deleteReferenceCounted(ids) {
+                // The set-based path removes only edges of the objects it deletes, so none of
+                // its files can be taken from under a surviving holder.
+                let setBased = try deleteReferenceCounted(ids, known: known)
+                if !setBased {
                     for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
                         pendingDeletes.append((id, .policy))
                     }
@@ -106,7 +113,7 @@ extension WriteTransaction {
                 {
                     throw EvictionRefused(reason: .leased)
                 }
-                if try queuesFileOfProtectedSurvivor(since: marks, protection) {
+                if !setBased, try queuesFileOfProtectedSurvivor(since: marks, protection) {
                     throw EvictionRefused(reason: .sharedFile)
                 }
                 if protection.needsFiles,
