@@ -219,6 +219,26 @@ final class PolicyRun {
 
     /// Adds an effect to the plan: each file's bytes go to the first deleted object that held it.
     private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason, detail: String?) {
+        var bytes = [Int64](repeating: 0, count: effect.deleted.count)
+        if let holders = effect.holders {
+            for (f, i) in zip(effect.files, holders) {
+                bytes[i] += f.size
+                plan.files.append(f.path)
+                plan.bytes += f.size
+            }
+        } else {
+            attribute(effect, to: &bytes)
+        }
+        for (i, d) in effect.deleted.enumerated() {
+            let asked = requested.contains(d.id)
+            plan.objects.append(
+                PlannedDeletion(
+                    ref: d.ref, reason: asked ? reason : .cascade, bytes: bytes[i], detail: asked ? detail : nil))
+        }
+    }
+
+    /// Adds `effect`'s files to the plan, their bytes to the objects that held them.
+    private func attribute(_ effect: EvictionEffect, to bytes: inout [Int64]) {
         // Objects and paths compare as bytes (String equality is canonical equivalence);
         // holders and bytes by position in `effect.deleted` (its refs are distinct, as bytes).
         // Walked backwards so that the first object, and the first edge, wins.
@@ -230,17 +250,10 @@ final class PolicyRun {
                 holder[UTF8Key(p)] = i
             }
         }
-        var bytes = [Int64](repeating: 0, count: effect.deleted.count)
         for f in effect.files {
             if let i = holder[UTF8Key(f.path)] ?? (effect.deleted.isEmpty ? nil : 0) { bytes[i] += f.size }
             plan.files.append(f.path)
             plan.bytes += f.size
-        }
-        for (i, d) in effect.deleted.enumerated() {
-            let asked = requested.contains(d.id)
-            plan.objects.append(
-                PlannedDeletion(
-                    ref: d.ref, reason: asked ? reason : .cascade, bytes: bytes[i], detail: asked ? detail : nil))
         }
     }
 

@@ -39,14 +39,16 @@ extension WriteTransaction {
     /// an object or with a rule other than deleteDestinationIfAllSourcesDeleted, or a file
     /// they free that another edge still reaches (its rules would fire). Call with no other
     /// intent pending, as `evict` does. `known` holds object rows read earlier in this
-    /// transaction; when it has them all, they are not read again.
-    func deleteReferenceCounted(_ requested: [Int64], known: [Int64: DeletedDetail] = [:]) throws -> Bool {
+    /// transaction; when it has them all, they are not read again. Returns, for each file
+    /// queued, the position among the deleted objects of the first whose edge reached it
+    /// (`EvictionEffect.holders`).
+    func deleteReferenceCounted(_ requested: [Int64], known: [Int64: DeletedDetail] = [:]) throws -> [Int]? {
         guard store.configuration.setBasedPolicyDeletes, work.isEmpty, pendingDeletes.isEmpty, dirty.isEmpty,
             unresolved.isEmpty, removedWithReason.isEmpty, filesTouched.isEmpty, indexDirty.isEmpty, flushFailure == nil
-        else { return false }
+        else { return nil }
         var seen = Set<Int64>()
         let ids = requested.filter { !deletedIDs.contains($0) && seen.insert($0).inserted }
-        guard !ids.isEmpty else { return false }
+        guard !ids.isEmpty else { return nil }
         let idList = JSONValue.array(ids.map { .int($0) }).serialized()
 
         let trusted = ids.allSatisfy { known[$0] != nil }
@@ -62,7 +64,7 @@ extension WriteTransaction {
                     id: id, ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), owner: r.text(3) ?? "",
                     pinned: r.int64(4) != 0, created: r.double(5))
             }
-            guard details.count == ids.count else { return false }
+            guard details.count == ids.count else { return nil }
         }
         // Each object's edges in the order `deleteObject` reads them, with the registry rows
         // of the files they reach (`RegisteredFile.columns` after the edge's own).
@@ -80,18 +82,24 @@ extension WriteTransaction {
             outgoing[e.src, default: []].append(e)
             if !r.isNull(Self.fileColumn) { fileRows[e.dst] = RegisteredFile(r, from: Self.fileColumn) }
         }
-        guard onlyCounted else { return false }
-        if try Bool.fetchOne(db.cachedStatement(sql: Self.pointedAt), arguments: [idList]) ?? true { return false }
+        guard onlyCounted else { return nil }
+        if try Bool.fetchOne(db.cachedStatement(sql: Self.pointedAt), arguments: [idList]) ?? true { return nil }
         let edges = ids.flatMap { outgoing[$0] ?? [] }
         // The worklist sees every object go before any edge fires, so a file goes when no
         // retaining edge from outside the batch is left, in the order its first retaining edge fires.
         var touched = [Int64]()
         var retained = [Int64]()
         var inside = [Int64: (all: Int64, retaining: Int64)]()
+        var position = [Int64: Int](minimumCapacity: ids.count)
+        for (i, id) in ids.enumerated() { position[id] = i }
+        var firstHolder = [Int64: Int]()
         for e in edges {
             let retains = e.rules.contains(.deleteDestinationIfAllSourcesDeleted)
             let n = inside[e.dst]
-            if n == nil { touched.append(e.dst) }
+            if n == nil {
+                touched.append(e.dst)
+                firstHolder[e.dst] = position[e.src]
+            }
             if retains && (n?.retaining ?? 0) == 0 { retained.append(e.dst) }
             inside[e.dst] = ((n?.all ?? 0) + 1, (n?.retaining ?? 0) + (retains ? 1 : 0))
         }
@@ -107,7 +115,7 @@ extension WriteTransaction {
             }
         }
         let freed = retained.filter { (outside[$0]?.retaining ?? 0) == 0 }
-        if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return false }
+        if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return nil }
 
         // Decided: now the same changes `deleteObject`, `sourceGone` and `deleteFile` make.
         try db.cachedStatement(sql: "DELETE FROM edge WHERE src IN (SELECT value FROM json_each(?))").execute(
@@ -134,6 +142,8 @@ extension WriteTransaction {
             try db.cachedStatement(sql: RegisteredFile.queueIdentified).execute(
                 arguments: [commit, now, now + delay, freedList])
         }
+        var holders = [Int]()
+        holders.reserveCapacity(freed.count)
         for id in freed {
             deletedFiles.insert(id)
             guard var row = fileRows[id] else { continue }
@@ -143,6 +153,7 @@ extension WriteTransaction {
             }
             report.filesQueued.append(row.path)
             queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: row.device))
+            holders.append(firstHolder[id] ?? 0)
         }
         try db.cachedStatement(sql: "DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))").execute(
             arguments: [freedList])
@@ -157,6 +168,6 @@ extension WriteTransaction {
             ).execute(arguments: [JSONValue.array(kept.map { .int($0) }).serialized()])
         }
         nullifyCursor = notifyCandidates.count
-        return true
+        return holders
     }
 }

@@ -29,6 +29,9 @@ struct EvictionEffect {
     var files: [QueuedDetail]
     /// Every edge removed, in order (to attribute files to the objects that held them).
     var edgesRemoved: [RemovedEdge]
+    /// For each of `files`, the position in `deleted` of the object whose edge to it came
+    /// first in `edgesRemoved`, when the deletion knew it (the set-based path).
+    var holders: [Int]? = nil
 }
 
 /// What a policy may not delete.
@@ -94,11 +97,13 @@ extension WriteTransaction {
             deleted: deletedDetails.count, queued: queuedDetails.count, deny: denyChecks.count,
             edges: report.edgesRemoved.count
         )
+        var holders: [Int]?
         do {
             try db.inSavepoint {
                 // The set-based path removes only edges of the objects it deletes, so none of
                 // its files can be taken from under a surviving holder.
-                let setBased = try deleteReferenceCounted(ids, known: known)
+                holders = try deleteReferenceCounted(ids, known: known)
+                let setBased = holders != nil
                 if !setBased {
                     for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
                         pendingDeletes.append((id, .policy))
@@ -151,7 +156,7 @@ extension WriteTransaction {
         }
         return EvictionEffect(
             deleted: Array(deletedDetails[marks.deleted...]), files: Array(queuedDetails[marks.queued...]),
-            edgesRemoved: Array(report.edgesRemoved[marks.edges...]))
+            edgesRemoved: Array(report.edgesRemoved[marks.edges...]), holders: holders)
     }
 
     /// True if a file queued since `marks` was retained (deleteDestinationIfAllSourcesDeleted: the
