@@ -39,11 +39,15 @@ final class ExpireStep: PolicyStep {
             tx, order: column, after: cursor, condition: condition, arguments: args, limit: run.batch)
         guard let last = rows.last else { return true }
         cursor = (last.key, last.id)
-        let ids = rows.filter { !g.objects.contains($0.ref) }.map(\.id)
+        let kept = rows.filter { !g.objects.contains($0.ref) }
+        let ids = kept.map(\.id)
+        // The rows as just read in this transaction: the deletion need not read them again.
+        var known = [Int64: DeletedDetail](minimumCapacity: kept.count)
+        for row in kept { known[row.id] = row.detail }
         // The whole batch at once; if something in it is protected, one at a time.
-        if !ids.isEmpty, try run.evict(tx, ids, reason: reason, guard: g) == nil {
+        if !ids.isEmpty, try run.evict(tx, ids, reason: reason, guard: g, known: known) == nil {
             for id in ids where !tx.deletedIDs.contains(id) {
-                _ = try run.evict(tx, [id], reason: reason, guard: g)
+                _ = try run.evict(tx, [id], reason: reason, guard: g, known: known)
             }
         }
         return rows.count < run.batch

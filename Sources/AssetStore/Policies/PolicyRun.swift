@@ -143,12 +143,12 @@ final class PolicyRun {
 
     /// Adds this batch to the store's counters (`stats`): objects by reason, bytes queued.
     private func count(since before: PolicyPlan, _ db: Database) throws {
-        var counts = ["policy_bytes": plan.bytes - before.bytes]
-        for o in plan.objects[before.objects.count...] {
-            counts["policy_deleted", default: 0] += 1
-            counts["policy_deleted_" + o.reason.rawValue, default: 0] += 1
-        }
-        for (name, n) in counts { try Store.bump(db, name, by: n) }
+        let added = plan.objects[before.objects.count...]
+        var byReason = [EvictionReason: Int64]()
+        for o in added { byReason[o.reason, default: 0] += 1 }
+        var counts = ["policy_bytes": plan.bytes - before.bytes, "policy_deleted": Int64(added.count)]
+        for (reason, n) in byReason { counts["policy_deleted_" + reason.rawValue] = n }
+        for (name, n) in counts where n != 0 || name == "policy_bytes" { try Store.bump(db, name, by: n) }
     }
 
     private func endHold() {
@@ -179,10 +179,11 @@ final class PolicyRun {
     /// Deletes `ids` for `reason` if nothing protected would go, and records it in the plan;
     /// a refusal is counted in `plan.skipped` against the first id.
     func evict(
-        _ tx: WriteTransaction, _ ids: [Int64], reason: EvictionReason, guard g: EvictionGuard, detail: String? = nil
+        _ tx: WriteTransaction, _ ids: [Int64], reason: EvictionReason, guard g: EvictionGuard, detail: String? = nil,
+        known: [Int64: DeletedDetail] = [:]
     ) throws -> EvictionEffect? {
         var refusal: SkipReason?
-        guard let effect = try tx.evict(ids, guard: g, refusal: &refusal) else {
+        guard let effect = try tx.evict(ids, guard: g, refusal: &refusal, known: known) else {
             if let refusal, let id = ids.first { skip(id, refusal) }
             return nil
         }
@@ -218,6 +219,26 @@ final class PolicyRun {
 
     /// Adds an effect to the plan: each file's bytes go to the first deleted object that held it.
     private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason, detail: String?) {
+        var bytes = [Int64](repeating: 0, count: effect.deleted.count)
+        if let holders = effect.holders {
+            for (f, i) in zip(effect.files, holders) {
+                bytes[i] += f.size
+                plan.files.append(f.path)
+                plan.bytes += f.size
+            }
+        } else {
+            attribute(effect, to: &bytes)
+        }
+        for (i, d) in effect.deleted.enumerated() {
+            let asked = requested.contains(d.id)
+            plan.objects.append(
+                PlannedDeletion(
+                    ref: d.ref, reason: asked ? reason : .cascade, bytes: bytes[i], detail: asked ? detail : nil))
+        }
+    }
+
+    /// Adds `effect`'s files to the plan, their bytes to the objects that held them.
+    private func attribute(_ effect: EvictionEffect, to bytes: inout [Int64]) {
         // Objects and paths compare as bytes (String equality is canonical equivalence);
         // holders and bytes by position in `effect.deleted` (its refs are distinct, as bytes).
         // Walked backwards so that the first object, and the first edge, wins.
@@ -229,34 +250,32 @@ final class PolicyRun {
                 holder[UTF8Key(p)] = i
             }
         }
-        var bytes = [Int64](repeating: 0, count: effect.deleted.count)
         for f in effect.files {
             if let i = holder[UTF8Key(f.path)] ?? (effect.deleted.isEmpty ? nil : 0) { bytes[i] += f.size }
             plan.files.append(f.path)
             plan.bytes += f.size
-        }
-        for (i, d) in effect.deleted.enumerated() {
-            let asked = requested.contains(d.id)
-            plan.objects.append(
-                PlannedDeletion(
-                    ref: d.ref, reason: asked ? reason : .cascade, bytes: bytes[i], detail: asked ? detail : nil))
         }
     }
 
     /// Evictable candidates after a cursor, in `order` (a column), with an extra SQL
     /// condition: object rows, which carry the built-in index's columns and SQLite indexes.
     /// Young and pinned objects never come back; leased ones are filtered by the caller's guard.
+    /// Each comes with what a deletion records of it (`detail`), read from the same row, so
+    /// that a deletion in this transaction need not read the row again (`evict(known:)`).
     func candidates(
         _ tx: WriteTransaction, order: String, after cursor: (Double, Int64)?, condition: String = "",
         arguments: StatementArguments = [], limit: Int
-    ) throws -> [(id: Int64, ref: ObjectRef, key: Double)] {
+    ) throws -> [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail)] {
         let (sql, args) = PolicyRun.candidateQuery(
             order: order, createdBefore: now - minAge, after: cursor, condition: condition, arguments: arguments,
             limit: limit)
-        var rows = [(id: Int64, ref: ObjectRef, key: Double)]()
+        var rows = [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail)]()
         rows.reserveCapacity(min(limit, 4096))
         try tx.db.cachedStatement(sql: sql).forEachRawRow(args) { r in
-            rows.append((id: r.int64(0), ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), key: r.double(3)))
+            let id = r.int64(0)
+            let ref = ObjectRef(r.text(1) ?? "", r.text(2) ?? "")
+            let detail = DeletedDetail(id: id, ref: ref, owner: r.text(4) ?? "", pinned: false, created: r.double(5))
+            rows.append((id: id, ref: ref, key: r.double(3), detail: detail))
         }
         return rows
     }
@@ -269,7 +288,7 @@ extension PolicyRun {
         arguments: StatementArguments, limit: Int
     ) -> (String, StatementArguments) {
         var sql = """
-            SELECT d.id, d.collection, d.key, d.\(order) FROM object d
+            SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created FROM object d
             WHERE d.pinned = 0 AND d.created <= ?
             """
         var args: StatementArguments = [createdBefore]

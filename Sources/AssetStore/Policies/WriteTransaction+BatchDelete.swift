@@ -7,26 +7,28 @@
 import GRDB
 import JSON
 
+/// An object row a caller read earlier in the transaction was gone by its deletion.
+struct KnownRowsGone: Error {}
+
 extension WriteTransaction {
-    /// True when one of the objects `?1` has an edge to an object, or one with a rule other
-    /// than reference counting, or an object points at one of them.
-    private static let needsRuleWorklist = """
-        SELECT EXISTS (SELECT 1 FROM edge WHERE src IN (SELECT value FROM json_each(?1))
-            AND (is_file = 0 OR \(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlConditionOutside)))
-        OR EXISTS (SELECT 1 FROM edge WHERE is_file = 0 AND dst IN (SELECT value FROM json_each(?1)))
+    /// True when an edge points at one of the objects `?1`.
+    private static let pointedAt = """
+        SELECT EXISTS (SELECT 1 FROM edge WHERE is_file = 0 AND dst IN (SELECT value FROM json_each(?1)))
         """
-    /// For each file of `?1`: the edges to it from objects outside `?2`, and how many of them retain it.
-    private static let edgesFromOutside = """
+    /// For each file of `?1`: the edges to it, and how many of them retain it (the `edge_dst`
+    /// index holds all three columns, so no edge row is read).
+    private static let edgesToFiles = """
         SELECT dst, COUNT(*), SUM(\(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlCondition)) FROM edge
-        WHERE is_file = 1 AND dst IN (SELECT value FROM json_each(?1)) AND src NOT IN (SELECT value FROM json_each(?2))
-        GROUP BY dst
+        WHERE is_file = 1 AND dst IN (SELECT value FROM json_each(?1)) GROUP BY dst
         """
 
-    /// The edges of the objects `?1` joined with their ends, then the registry row of a file
-    /// destination from `fileColumn` on.
+    /// The edges of the objects `?1`, then the registry row of a file destination from
+    /// `fileColumn` on. The source's and an object destination's names are left NULL: the
+    /// caller has the sources' rows, and an edge to an object sends the batch to the worklist.
     private static let edgesWithFiles = """
-        \(EdgeRow.selectColumns), f.size, f.device, f.inode, f.birth, f.generation, f.ctime
-        \(EdgeRow.joins)
+        SELECT e.id, e.name, e.src, e.is_file, e.dst, e.rules, e.field, NULL, NULL, NULL, NULL, f.path,
+            f.size, f.device, f.inode, f.birth, f.generation, f.ctime
+        FROM edge e LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
         WHERE e.src IN (SELECT value FROM json_each(?1)) ORDER BY e.src, e.name, e.is_file, e.dst
         """
     /// Where `edgesWithFiles` has `RegisteredFile.columns` (its `f.path` is EdgeRow's 12th column).
@@ -36,69 +38,92 @@ extension WriteTransaction {
     /// nothing when some rule needs the worklist: an edge to one of them, an edge of theirs to
     /// an object or with a rule other than deleteDestinationIfAllSourcesDeleted, or a file
     /// they free that another edge still reaches (its rules would fire). Call with no other
-    /// intent pending, as `evict` does.
-    func deleteReferenceCounted(_ requested: [Int64]) throws -> Bool {
+    /// intent pending, as `evict` does. `known` holds object rows read earlier in this
+    /// transaction; when it has them all, they are not read again. Returns, for each file
+    /// queued, the position among the deleted objects of the first whose edge reached it
+    /// (`EvictionEffect.holders`).
+    func deleteReferenceCounted(_ requested: [Int64], known: [Int64: DeletedDetail] = [:]) throws -> [Int]? {
         guard store.configuration.setBasedPolicyDeletes, work.isEmpty, pendingDeletes.isEmpty, dirty.isEmpty,
             unresolved.isEmpty, removedWithReason.isEmpty, filesTouched.isEmpty, indexDirty.isEmpty, flushFailure == nil
-        else { return false }
+        else { return nil }
         var seen = Set<Int64>()
         let ids = requested.filter { !deletedIDs.contains($0) && seen.insert($0).inserted }
-        guard !ids.isEmpty else { return false }
+        guard !ids.isEmpty else { return nil }
         let idList = JSONValue.array(ids.map { .int($0) }).serialized()
 
-        let needsRules =
-            try Bool.fetchOne(
-                db.cachedStatement(sql: Self.needsRuleWorklist), arguments: [idList]) ?? true
-        if needsRules { return false }
-        var details = [Int64: DeletedDetail]()
-        try db.cachedStatement(
-            sql: """
-                SELECT id, collection, key, owner, pinned, created FROM object WHERE id IN (SELECT value FROM json_each(?))
-                """
-        ).forEachRawRow([idList]) { r in
-            let id = r.int64(0)
-            details[id] = DeletedDetail(
-                id: id, ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), owner: r.text(3) ?? "",
-                pinned: r.int64(4) != 0, created: r.double(5))
+        let trusted = ids.allSatisfy { known[$0] != nil }
+        var details = trusted ? known : [Int64: DeletedDetail](minimumCapacity: ids.count)
+        if !trusted {
+            try db.cachedStatement(
+                sql: """
+                    SELECT id, collection, key, owner, pinned, created FROM object WHERE id IN (SELECT value FROM json_each(?))
+                    """
+            ).forEachRawRow([idList]) { r in
+                let id = r.int64(0)
+                details[id] = DeletedDetail(
+                    id: id, ref: ObjectRef(r.text(1) ?? "", r.text(2) ?? ""), owner: r.text(3) ?? "",
+                    pinned: r.int64(4) != 0, created: r.double(5))
+            }
+            guard details.count == ids.count else { return nil }
         }
-        guard details.count == ids.count else { return false }
         // Each object's edges in the order `deleteObject` reads them, with the registry rows
         // of the files they reach (`RegisteredFile.columns` after the edge's own).
         var outgoing = [Int64: [EdgeRow]]()
         var fileRows = [Int64: RegisteredFile]()
+        var onlyCounted = true
         try db.cachedStatement(sql: Self.edgesWithFiles).forEachRawRow([idList]) { r in
-            let e = EdgeRow(raw: r)
+            var e = EdgeRow(raw: r)
+            guard e.isFile, e.rules.isSubset(of: .deleteDestinationIfAllSourcesDeleted), let source = details[e.src]
+            else {
+                onlyCounted = false
+                return
+            }
+            e.source = source.ref
             outgoing[e.src, default: []].append(e)
-            if e.isFile, !r.isNull(Self.fileColumn) { fileRows[e.dst] = RegisteredFile(r, from: Self.fileColumn) }
+            if !r.isNull(Self.fileColumn) { fileRows[e.dst] = RegisteredFile(r, from: Self.fileColumn) }
         }
+        guard onlyCounted else { return nil }
+        if try Bool.fetchOne(db.cachedStatement(sql: Self.pointedAt), arguments: [idList]) ?? true { return nil }
         let edges = ids.flatMap { outgoing[$0] ?? [] }
         // The worklist sees every object go before any edge fires, so a file goes when no
         // retaining edge from outside the batch is left, in the order its first retaining edge fires.
         var touched = [Int64]()
         var retained = [Int64]()
-        var seenTouched = Set<Int64>()
-        var seenRetained = Set<Int64>()
+        var inside = [Int64: (all: Int64, retaining: Int64)]()
+        var position = [Int64: Int](minimumCapacity: ids.count)
+        for (i, id) in ids.enumerated() { position[id] = i }
+        var firstHolder = [Int64: Int]()
         for e in edges {
-            if seenTouched.insert(e.dst).inserted { touched.append(e.dst) }
-            if e.rules.contains(.deleteDestinationIfAllSourcesDeleted), seenRetained.insert(e.dst).inserted {
-                retained.append(e.dst)
+            let retains = e.rules.contains(.deleteDestinationIfAllSourcesDeleted)
+            let n = inside[e.dst]
+            if n == nil {
+                touched.append(e.dst)
+                firstHolder[e.dst] = position[e.src]
             }
+            if retains && (n?.retaining ?? 0) == 0 { retained.append(e.dst) }
+            inside[e.dst] = ((n?.all ?? 0) + 1, (n?.retaining ?? 0) + (retains ? 1 : 0))
         }
+        // Edges from outside the batch: all the edges to each file less the batch's own.
         var outside = [Int64: (all: Int64, retaining: Int64)]()
         if !touched.isEmpty {
             let files = JSONValue.array(touched.map { .int($0) }).serialized()
-            try db.cachedStatement(sql: Self.edgesFromOutside).forEachRawRow([files, idList]) { r in
-                outside[r.int64(0)] = (r.int64(1), r.int64(2))
+            try db.cachedStatement(sql: Self.edgesToFiles).forEachRawRow([files]) { r in
+                let dst = r.int64(0)
+                let mine = inside[dst] ?? (0, 0)
+                let other = (all: r.int64(1) - mine.all, retaining: r.int64(2) - mine.retaining)
+                if other.all != 0 { outside[dst] = other }
             }
         }
         let freed = retained.filter { (outside[$0]?.retaining ?? 0) == 0 }
-        if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return false }
+        if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return nil }
 
         // Decided: now the same changes `deleteObject`, `sourceGone` and `deleteFile` make.
         try db.cachedStatement(sql: "DELETE FROM edge WHERE src IN (SELECT value FROM json_each(?))").execute(
             arguments: [idList])
         try db.cachedStatement(sql: "DELETE FROM object WHERE id IN (SELECT value FROM json_each(?))").execute(
             arguments: [idList])
+        // Rows read earlier in this transaction are all still there (nothing else writes in it).
+        guard db.changesCount == ids.count else { throw KnownRowsGone() }
         try IndexTable.remove(all: idList, indexes: Array(indexes.values), db)
         for id in ids {
             let detail = details[id]!  // every id was found above
@@ -117,6 +142,8 @@ extension WriteTransaction {
             try db.cachedStatement(sql: RegisteredFile.queueIdentified).execute(
                 arguments: [commit, now, now + delay, freedList])
         }
+        var holders = [Int]()
+        holders.reserveCapacity(freed.count)
         for id in freed {
             deletedFiles.insert(id)
             guard var row = fileRows[id] else { continue }
@@ -126,6 +153,7 @@ extension WriteTransaction {
             }
             report.filesQueued.append(row.path)
             queuedDetails.append(QueuedDetail(path: row.path, size: row.size, device: row.device))
+            holders.append(firstHolder[id] ?? 0)
         }
         try db.cachedStatement(sql: "DELETE FROM file WHERE id IN (SELECT value FROM json_each(?))").execute(
             arguments: [freedList])
@@ -140,6 +168,6 @@ extension WriteTransaction {
             ).execute(arguments: [JSONValue.array(kept.map { .int($0) }).serialized()])
         }
         nullifyCursor = notifyCandidates.count
-        return true
+        return holders
     }
 }

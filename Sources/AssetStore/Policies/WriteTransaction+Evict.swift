@@ -29,6 +29,9 @@ struct EvictionEffect {
     var files: [QueuedDetail]
     /// Every edge removed, in order (to attribute files to the objects that held them).
     var edgesRemoved: [RemovedEdge]
+    /// For each of `files`, the position in `deleted` of the object whose edge to it came
+    /// first in `edgesRemoved`, when the deletion knew it (the set-based path).
+    var holders: [Int]? = nil
 }
 
 /// What a policy may not delete.
@@ -79,8 +82,12 @@ extension WriteTransaction {
         return try evict(ids, guard: protection, refusal: &refusal)
     }
 
-    /// `evict`, saying why it refused.
-    func evict(_ ids: [Int64], guard protection: EvictionGuard, refusal: inout SkipReason?) throws -> EvictionEffect? {
+    /// `evict`, saying why it refused. `known` may hold some of the objects' rows as read
+    /// earlier in this transaction (`PolicyRun.candidates`), which the deletion then trusts.
+    func evict(
+        _ ids: [Int64], guard protection: EvictionGuard, refusal: inout SkipReason?,
+        known: [Int64: DeletedDetail] = [:]
+    ) throws -> EvictionEffect? {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
         let saved = (
             work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
@@ -90,9 +97,14 @@ extension WriteTransaction {
             deleted: deletedDetails.count, queued: queuedDetails.count, deny: denyChecks.count,
             edges: report.edgesRemoved.count
         )
+        var holders: [Int]?
         do {
             try db.inSavepoint {
-                if try !deleteReferenceCounted(ids) {
+                // The set-based path removes only edges of the objects it deletes, so none of
+                // its files can be taken from under a surviving holder.
+                holders = try deleteReferenceCounted(ids, known: known)
+                let setBased = holders != nil
+                if !setBased {
                     for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
                         pendingDeletes.append((id, .policy))
                     }
@@ -106,7 +118,7 @@ extension WriteTransaction {
                 {
                     throw EvictionRefused(reason: .leased)
                 }
-                if try queuesFileOfProtectedSurvivor(since: marks, protection) {
+                if !setBased, try queuesFileOfProtectedSurvivor(since: marks, protection) {
                     throw EvictionRefused(reason: .sharedFile)
                 }
                 if protection.needsFiles,
@@ -144,7 +156,7 @@ extension WriteTransaction {
         }
         return EvictionEffect(
             deleted: Array(deletedDetails[marks.deleted...]), files: Array(queuedDetails[marks.queued...]),
-            edgesRemoved: Array(report.edgesRemoved[marks.edges...]))
+            edgesRemoved: Array(report.edgesRemoved[marks.edges...]), holders: holders)
     }
 
     /// True if a file queued since `marks` was retained (deleteDestinationIfAllSourcesDeleted: the
