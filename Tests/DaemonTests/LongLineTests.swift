@@ -4,6 +4,7 @@
 // its params are built, while the file ASSETD_DEBUG_HOLD_LONG_PARSE names exists.
 
 import AssetClient
+@testable import AssetDaemon
 import ControlProtocol
 import Foundation
 import Testing
@@ -43,3 +44,18 @@ import Testing
     }
 }
 #endif
+
+/// What the pool hands the loop for a long line: the hold above shows the loop free while the
+/// pool works, this that the dictionary was built there, so the loop has nothing left to build.
+@Suite struct LongLineParseTests {
+    @Test("a long line's params come back built, but a point read's stay members")
+    func paramsBuiltOnThePool() throws {
+        let members = (0..<10_000).map { #""p\#($0)":\#($0)"# }.joined(separator: ",")
+        let ping = Array(#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{\#(members)}}"#.utf8)
+        let request = try Session.parseLong(ping).get()
+        #expect(request.paramMembers?.count == nil, "the loop would build 10,000 members' dictionary")
+        #expect(request.params["p9999"] == 9999)
+        let get = Array(#"{"jsonrpc":"2.0","id":8,"method":"object.get","params":{"collection":"c","key":"k"}}"#.utf8)
+        #expect(try Session.parseLong(get).get().paramMembers?.count == 2, "a point read reads its members")
+    }
+}
