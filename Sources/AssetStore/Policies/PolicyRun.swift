@@ -221,6 +221,8 @@ final class PolicyRun {
     private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason, detail: String?) {
         var bytes = [Int64](repeating: 0, count: effect.deleted.count)
         if let holders = effect.holders {
+            // A file left out here would be unlinked but missing from the plan.
+            precondition(holders.count == effect.files.count, "one holder per queued file")
             for (f, i) in zip(effect.files, holders) {
                 bytes[i] += f.size
                 plan.files.append(f.path)
