@@ -121,6 +121,22 @@ struct EvictionOrderTests {
         #expect(try keys(f.store.enforce()) == ["k0"])
     }
 
+    @Test("SIEVE: after evicting the newest the hand starts from the oldest, not at a newer put")
+    func handWrapsAfterTheNewest() throws {
+        let f = try store(.sieve, budget: 1000)
+        for i in 0..<10 { try add(f, "k\(i)") }
+        for i in 0..<9 { try touch(f, "k\(i)") }
+        try add(f, "k10")
+        // The hand passes k0–k8, clearing their bits, and takes k9, the newest placed.
+        #expect(try keys(f.store.enforce()) == ["k9"])
+        try add(f, "k11")
+        // k10 was placed after k9 went; the hand is past the end, so it starts at the oldest.
+        #expect(try keys(f.store.enforce(dryRun: true)) == ["k0"])
+        #expect(try keys(f.store.enforce()) == ["k0"])
+        try add(f, "k12")
+        #expect(try keys(f.store.enforce()) == ["k1"])
+    }
+
     @Test("changing the order and back starts its state afresh, in one process and across opens")
     func orderChangeAndBackStartsAfresh() throws {
         let f = try store(.sieve, budget: 1000)

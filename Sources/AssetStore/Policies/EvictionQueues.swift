@@ -245,8 +245,25 @@ final class EvictionQueues {
                 try db.cachedStatement(sql: "UPDATE evict_queue SET freq = 0 WHERE id = ?").execute(arguments: [c.id])
                 continue
             }
+            // Past the newest the hand starts again from the oldest, as the reference's does,
+            // not at the objects placed after this one went.
+            if try !hasNewer(db, c) {
+                hand = 0
+                heads[EvictionQueues.main] = nil
+            }
             return (c, "sieve: not accessed since the hand last passed")
         }
+    }
+
+    /// True if `c`'s queue has an object placed after it: in its read-ahead head if there, else
+    /// one indexed look-up.
+    private func hasNewer(_ db: Database, _ c: QueueCandidate) throws -> Bool {
+        if let head = heads[c.queue], head.next + 1 < head.rows.count, head.rows[head.next].id == c.id {
+            return true
+        }
+        return try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM evict_queue WHERE queue = ? AND seq > ?)"),
+            arguments: [c.queue, c.seq]) ?? false
     }
 
     private func nextS3FIFO(_ db: Database) throws -> (QueueCandidate, String)? {
