@@ -69,6 +69,27 @@ struct EvictionOrderTests {
         #expect(try queue(f, "k20") == EvictionQueues.small)
     }
 
+    @Test("S3-FIFO: the ghost record keeps at most 90% of the budget's bytes, the newest keys")
+    func ghostRecordIsBounded() throws {
+        // Budget 2,000 bytes: the ghost record holds at most 1,800, eighteen keys of 100.
+        let f = try store(.s3fifo, budget: 2000)
+        for i in 0..<50 {
+            try add(f, "k\(i)")
+            _ = try f.store.enforce()
+        }
+        let (count, bytes) = try f.store.read { r in
+            let row = try Row.fetchOne(r.db, sql: "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM evict_ghost")!
+            return (row[0] as Int, row[1] as Int64)
+        }
+        #expect(count == 18 && bytes == 1800)
+        try add(f, "k0")  // evicted first, its key since dropped from the record
+        _ = try f.store.enforce()
+        #expect(try queue(f, "k0") == EvictionQueues.small)
+        try add(f, "k47")  // evicted last
+        _ = try f.store.enforce()
+        #expect(try queue(f, "k47") == EvictionQueues.main)
+    }
+
     @Test("S3-FIFO: an object accessed twice in the small queue is promoted, not evicted")
     func smallQueuePromotes() throws {
         let f = try store(.s3fifo, budget: 2000)
