@@ -69,6 +69,27 @@ struct EvictionOrderTests {
         #expect(try queue(f, "k20") == EvictionQueues.small)
     }
 
+    @Test("S3-FIFO: the ghost record keeps at most 90% of the budget's bytes, the newest keys")
+    func ghostRecordIsBounded() throws {
+        // Budget 2,000 bytes: the ghost record holds at most 1,800, eighteen keys of 100.
+        let f = try store(.s3fifo, budget: 2000)
+        for i in 0..<50 {
+            try add(f, "k\(i)")
+            _ = try f.store.enforce()
+        }
+        let (count, bytes) = try f.store.read { r in
+            let row = try Row.fetchOne(r.db, sql: "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM evict_ghost")!
+            return (row[0] as Int, row[1] as Int64)
+        }
+        #expect(count == 18 && bytes == 1800)
+        try add(f, "k0")  // evicted first, its key since dropped from the record
+        _ = try f.store.enforce()
+        #expect(try queue(f, "k0") == EvictionQueues.small)
+        try add(f, "k47")  // evicted last
+        _ = try f.store.enforce()
+        #expect(try queue(f, "k47") == EvictionQueues.main)
+    }
+
     @Test("S3-FIFO: an object accessed twice in the small queue is promoted, not evicted")
     func smallQueuePromotes() throws {
         let f = try store(.s3fifo, budget: 2000)
@@ -119,6 +140,22 @@ struct EvictionOrderTests {
         for i in 12..<21 { try touch(f, "k\(i)") }
         try add(f, "k21")
         #expect(try keys(f.store.enforce()) == ["k0"])
+    }
+
+    @Test("SIEVE: after evicting the newest the hand starts from the oldest, not at a newer put")
+    func handWrapsAfterTheNewest() throws {
+        let f = try store(.sieve, budget: 1000)
+        for i in 0..<10 { try add(f, "k\(i)") }
+        for i in 0..<9 { try touch(f, "k\(i)") }
+        try add(f, "k10")
+        // The hand passes k0–k8, clearing their bits, and takes k9, the newest placed.
+        #expect(try keys(f.store.enforce()) == ["k9"])
+        try add(f, "k11")
+        // k10 was placed after k9 went; the hand is past the end, so it starts at the oldest.
+        #expect(try keys(f.store.enforce(dryRun: true)) == ["k0"])
+        #expect(try keys(f.store.enforce()) == ["k0"])
+        try add(f, "k12")
+        #expect(try keys(f.store.enforce()) == ["k1"])
     }
 
     @Test("changing the order and back starts its state afresh, in one process and across opens")

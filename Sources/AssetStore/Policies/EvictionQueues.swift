@@ -136,9 +136,11 @@ final class EvictionQueues {
     /// rejected one once placed and remembers its key (`evicted`), so a second put keeps it.
     func rejects(_ db: Database, ref: ObjectRef, size: Int64, read: Bool) throws -> Bool {
         guard order == .s3fifo && size >= smallCapacity && !read else { return false }
-        return try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT 1 FROM evict_ghost WHERE hash = ?"), arguments: [EvictionQueues.hash(ref)])
-            == nil
+        return try ghostKeys == 0
+            || Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT 1 FROM evict_ghost WHERE hash = ?"),
+                arguments: [EvictionQueues.hash(ref)])
+                == nil
     }
 
     /// Gives a new object its place (a rejected one the small queue's newest).
@@ -245,8 +247,25 @@ final class EvictionQueues {
                 try db.cachedStatement(sql: "UPDATE evict_queue SET freq = 0 WHERE id = ?").execute(arguments: [c.id])
                 continue
             }
+            // Past the newest the hand starts again from the oldest, as the reference's does,
+            // not at the objects placed after this one went.
+            if try !hasNewer(db, c) {
+                hand = 0
+                heads[EvictionQueues.main] = nil
+            }
             return (c, "sieve: not accessed since the hand last passed")
         }
+    }
+
+    /// True if `c`'s queue has an object placed after it: in its read-ahead head if there, else
+    /// one indexed look-up.
+    private func hasNewer(_ db: Database, _ c: QueueCandidate) throws -> Bool {
+        if let head = heads[c.queue], head.next + 1 < head.rows.count, head.rows[head.next].id == c.id {
+            return true
+        }
+        return try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM evict_queue WHERE queue = ? AND seq > ?)"),
+            arguments: [c.queue, c.seq]) ?? false
     }
 
     private func nextS3FIFO(_ db: Database) throws -> (QueueCandidate, String)? {
@@ -307,12 +326,11 @@ final class EvictionQueues {
     }
 
     private func removeGhost(_ db: Database, _ ref: ObjectRef) throws -> Bool {
-        let h = EvictionQueues.hash(ref)
-        guard
+        guard ghostKeys > 0,
             let size = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT size FROM evict_ghost WHERE hash = ?"), arguments: [h])
+                db.cachedStatement(sql: "DELETE FROM evict_ghost WHERE hash = ? RETURNING size"),
+                arguments: [EvictionQueues.hash(ref)])
         else { return false }
-        try db.cachedStatement(sql: "DELETE FROM evict_ghost WHERE hash = ?").execute(arguments: [h])
         ghostBytes -= size
         ghostKeys -= 1
         return true
@@ -330,11 +348,14 @@ final class EvictionQueues {
         // Bounded by bytes as the reference is, and by a number of keys whatever their sizes.
         while ghostBytes > ghostCapacity || ghostKeys > EvictionQueues.maxGhostKeys {
             guard
-                let row = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT hash, size FROM evict_ghost ORDER BY seq LIMIT 1"))
+                let size = try Int64.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            DELETE FROM evict_ghost WHERE hash = (SELECT hash FROM evict_ghost ORDER BY seq LIMIT 1)
+                            RETURNING size
+                            """))
             else { break }
-            try db.cachedStatement(sql: "DELETE FROM evict_ghost WHERE hash = ?").execute(arguments: [row[0] as Int64])
-            ghostBytes -= row[1] as Int64
+            ghostBytes -= size
             ghostKeys -= 1
         }
     }
