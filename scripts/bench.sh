@@ -27,7 +27,7 @@
 #           installed into a private venv below .build-bench) on Zipf 0.6-1.2, scans and
 #           one-hit traces at 1/5/10% budgets, and objects evicted per second of one
 #           enforcement per order (scripts/eviction_bench.py; EVICTION_REQUESTS,
-#           EVICTION_OBJECTS, EVICTION_COST_OBJECTS)
+#           EVICTION_OBJECTS, EVICTION_COST_OBJECTS, EVICTION_COST_ROUNDS)
 # Default: all seven. The report opens with the date (UTC), the commit (-dirty if the tree has
 # changes) and the machine (cores, CPU model, kernel, file system of the scratch folder):
 # every ratio in it comes from this one run.
