@@ -219,3 +219,18 @@ enum AccessSQL {
         """
     }
 }
+
+extension WriteTransaction {
+    /// The statement a transaction's touch runs for an order that counts accesses (nil for
+    /// LRU), with its id and its number of accesses: at most three counted; an object not yet
+    /// in a queue gets a row. The access flush does the same for many objects at once
+    /// (`AccessSQL.count`, above).
+    func accessCounter() throws -> Statement? {
+        guard let order = store.policy?.order, order != .lru else { return nil }
+        return try db.cachedStatement(
+            sql: """
+                INSERT INTO evict_queue(id, queue, seq, freq, size) VALUES (?1, -1, 0, min(?2, 3), 0)
+                ON CONFLICT(id) DO UPDATE SET freq = min(freq + ?2, 3)
+                """)
+    }
+}

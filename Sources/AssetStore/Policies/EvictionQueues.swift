@@ -44,7 +44,8 @@ final class EvictionQueues {
     var mainCapacity: Int64 { capacity - smallCapacity }
     var ghostCapacity: Int64 { Int64(Double(capacity) * EvictionQueues.ghostShare) }
 
-    private(set) var seq: Int64 = 0
+    /// The last place given, to queue rows and ghost keys alike (set by EvictionGhost.swift too).
+    var seq: Int64 = 0
     /// SIEVE: the oldest place the hand examines next (0: from the tail).
     private(set) var hand: Int64 = 0
     /// S3-FIFO: until the first eviction, a full small queue admits to the main one.
@@ -53,8 +54,9 @@ final class EvictionQueues {
     private(set) var admittedThrough: Int64 = 0
     private(set) var smallBytes: Int64 = 0
     private(set) var mainBytes: Int64 = 0
-    private var ghostBytes: Int64 = 0
-    private var ghostKeys = 0
+    /// The ghost record's bytes and keys, kept by EvictionGhost.swift.
+    var ghostBytes: Int64 = 0
+    var ghostKeys = 0
     /// Objects this run passed over (protected): meeting one again means its queue is done.
     private var skipped = Set<Int64>()
     private var exhausted = Set<Int>()
@@ -128,19 +130,6 @@ final class EvictionQueues {
                     FROM object d LEFT JOIN evict_queue q ON q.id = d.id WHERE d.id > ? ORDER BY d.id LIMIT ?
                     """), arguments: [admittedThrough, limit]
         ).map { (id: $0[0], ref: ObjectRef($0[1], $0[2]), size: $0[3], freq: $0[4], read: $0[5]) }
-    }
-
-    /// True if S3-FIFO will not keep a new object: one as large as its small queue would leave
-    /// it before a second access could count there, so it is kept (in the main queue) only if
-    /// it was read since its put or its key is in the ghost record. The caller evicts a
-    /// rejected one once placed and remembers its key (`evicted`), so a second put keeps it.
-    func rejects(_ db: Database, ref: ObjectRef, size: Int64, read: Bool) throws -> Bool {
-        guard order == .s3fifo && size >= smallCapacity && !read else { return false }
-        return try ghostKeys == 0
-            || Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT 1 FROM evict_ghost WHERE hash = ?"),
-                arguments: [EvictionQueues.hash(ref)])
-                == nil
     }
 
     /// Gives a new object its place (a rejected one the small queue's newest).
@@ -315,63 +304,5 @@ final class EvictionQueues {
         forgetHeads()
         smallBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 0") ?? 0
         mainBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 1") ?? 0
-    }
-
-    static func hash(_ ref: ObjectRef) -> Int64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in ref.collection.utf8 + [0] + ref.key.utf8 {
-            h = (h ^ UInt64(b)) &* 0x100_0000_01b3
-        }
-        return Int64(bitPattern: h)
-    }
-
-    private func removeGhost(_ db: Database, _ ref: ObjectRef) throws -> Bool {
-        guard ghostKeys > 0,
-            let size = try Int64.fetchOne(
-                db.cachedStatement(sql: "DELETE FROM evict_ghost WHERE hash = ? RETURNING size"),
-                arguments: [EvictionQueues.hash(ref)])
-        else { return false }
-        ghostBytes -= size
-        ghostKeys -= 1
-        return true
-    }
-
-    private func addGhost(_ db: Database, _ ref: ObjectRef, size: Int64) throws {
-        seq += 1
-        try db.cachedStatement(
-            sql: "INSERT INTO evict_ghost(hash, seq, size) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING"
-        ).execute(arguments: [EvictionQueues.hash(ref), seq, size])
-        if db.changesCount > 0 {
-            ghostBytes += size
-            ghostKeys += 1
-        }
-        // Bounded by bytes as the reference is, and by a number of keys whatever their sizes.
-        while ghostBytes > ghostCapacity || ghostKeys > EvictionQueues.maxGhostKeys {
-            guard
-                let size = try Int64.fetchOne(
-                    db.cachedStatement(
-                        sql: """
-                            DELETE FROM evict_ghost WHERE hash = (SELECT hash FROM evict_ghost ORDER BY seq LIMIT 1)
-                            RETURNING size
-                            """))
-            else { break }
-            ghostBytes -= size
-            ghostKeys -= 1
-        }
-    }
-}
-
-extension WriteTransaction {
-    /// The statement a transaction's touch runs for an order that counts accesses (nil for
-    /// LRU), with its id and its number of accesses: at most three counted; an object not yet
-    /// in a queue gets a row. The access flush does the same for many objects at once
-    /// (`AccessSQL.count`, Store+Access.swift).
-    func accessCounter() throws -> Statement? {
-        guard let order = store.policy?.order, order != .lru else { return nil }
-        return try db.cachedStatement(
-            sql: """
-                INSERT INTO evict_queue(id, queue, seq, freq, size) VALUES (?1, -1, 0, min(?2, 3), 0)
-                ON CONFLICT(id) DO UPDATE SET freq = min(freq + ?2, 3)
-                """)
     }
 }
