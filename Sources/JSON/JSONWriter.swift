@@ -27,11 +27,45 @@ extension JSONValue {
             out.append(contentsOf: "null".utf8)
             return
         }
+        if writeMicroseconds(d, to: &out) { return }
         // The standard library prints a Double into a stream from a buffer on the stack.
         withUnsafeMutablePointer(to: &out) { pointer in
             var sink = ByteSink(out: pointer)
             d.write(to: &sink)
         }
+    }
+
+    /// Appends `d` if it is at least 1, below 2^32 and reads back from a decimal with at most
+    /// six digits after the point, as the times in replies do; false (nothing written)
+    /// otherwise. Below 2^32 two doubles are less than 10^-6 apart, so at most one such decimal
+    /// reads back as `d`, and it is then the shortest that does: the text `description` prints.
+    /// A third of the cost of the general printer.
+    static func writeMicroseconds(_ d: Double, to out: inout [UInt8]) -> Bool {
+        guard d >= 1 && d < 4_294_967_296 else { return false }
+        let micros = (d * 1_000_000).rounded()
+        // micros is an integer below 2^53, so the division is exact up to one rounding: equal
+        // means the decimal micros / 10^6 reads back as d.
+        guard micros / 1_000_000 == d else { return false }
+        let m = Int64(micros)
+        writeInt(m / 1_000_000, to: &out)
+        out.append(UInt8(ascii: "."))
+        var fraction = m % 1_000_000
+        guard fraction != 0 else {
+            out.append(UInt8(ascii: "0"))
+            return true
+        }
+        var digits = 6
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        var divisor: Int64 = 1
+        for _ in 1..<digits { divisor *= 10 }
+        while divisor > 0 {
+            out.append(UInt8(truncatingIfNeeded: fraction / divisor % 10) &+ 48)
+            divisor /= 10
+        }
+        return true
     }
 
     /// Appends `bytes` (UTF-8) as a JSON string literal.

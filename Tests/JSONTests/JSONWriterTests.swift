@@ -3,7 +3,7 @@
 
 import Testing
 
-import JSON
+@testable import JSON
 
 @Suite struct JSONWriterTests {
     @Test("doubles are written as their description, at the edges and for random timestamps and values")
@@ -17,7 +17,19 @@ import JSON
         for _ in 0..<20_000 {
             edges.append(1_700_000_000 + Double.random(in: 0..<200_000_000, using: &rng))
             edges.append(Double(bitPattern: rng.next()))
+            // Times as the store keeps them (microseconds), and their neighbours, which do not
+            // read back from six digits, across the whole range of the short path.
+            let micros = Double(Int64.random(in: 1_000_000..<4_294_967_296_000_000, using: &rng))
+            let scaled =
+                Double(Int64.random(in: 1...4_294_967_295, using: &rng)) / [1, 10, 1000, 100_000].randomElement()!
+            for d in [micros / 1_000_000, scaled, 1_700_000_000 + micros.truncatingRemainder(dividingBy: 1e14) / 1e6] {
+                edges += [d, d.nextUp, d.nextDown]
+            }
         }
+        edges += [
+            Double(1).nextDown, 1.000_001, Double(1.000_001).nextUp, 4_294_967_295.999_999, 4_294_967_296, 0x1p31, 2.5,
+            10, 1e9,
+        ]
         for d in edges where d.isFinite {
             var out = [UInt8]()
             JSONValue.writeDouble(d, to: &out)
@@ -29,6 +41,22 @@ import JSON
             JSONValue.writeDouble(d, to: &out)
             #expect(out == Array("null".utf8))
         }
+    }
+
+    @Test("times to the microsecond take the short path, with their description's text")
+    func microsecondsShortPath() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let d = Double(Int64.random(in: 1_000_000..<4_294_967_296_000_000, using: &rng)) / 1_000_000
+            var out: [UInt8] = [UInt8(ascii: "x")]
+            #expect(JSONValue.writeMicroseconds(d, to: &out), "\(d)")
+            #expect(String(decoding: out, as: UTF8.self) == "x" + d.description, "\(d)")
+        }
+        var out = [UInt8]()
+        for d in [0.5, 1.000_000_1, 1_764_193_925.123_456_7, 0x1p32, -5.25] {
+            #expect(!JSONValue.writeMicroseconds(d, to: &out), "\(d)")
+        }
+        #expect(out.isEmpty)
     }
 
     @Test("integers are written as their description, appended after what the buffer holds")
