@@ -39,31 +39,42 @@ extension JSONValue {
     /// six digits after the point, as the times in replies do; false (nothing written)
     /// otherwise. Below 2^32 two doubles are less than 10^-6 apart, so at most one such decimal
     /// reads back as `d`, and it is then the shortest that does: the text `description` prints.
-    /// A third of the cost of the general printer.
+    /// About 300 instructions against 590 for the general printer.
     static func writeMicroseconds(_ d: Double, to out: inout [UInt8]) -> Bool {
         guard d >= 1 && d < 4_294_967_296 else { return false }
         let micros = (d * 1_000_000).rounded()
         // micros is an integer below 2^53, so the division is exact up to one rounding: equal
         // means the decimal micros / 10^6 reads back as d.
         guard micros / 1_000_000 == d else { return false }
-        let m = Int64(micros)
-        writeInt(m / 1_000_000, to: &out)
-        out.append(UInt8(ascii: "."))
-        var fraction = m % 1_000_000
-        guard fraction != 0 else {
-            out.append(UInt8(ascii: "0"))
-            return true
-        }
+        let m = UInt64(micros)
+        var whole = UInt32(truncatingIfNeeded: m / 1_000_000)
+        var fraction = UInt32(truncatingIfNeeded: m % 1_000_000)
         var digits = 6
-        while fraction % 10 == 0 {
-            fraction /= 10
-            digits -= 1
+        if fraction == 0 {
+            digits = 1  // "1764193925.0", as description prints a whole number
+        } else {
+            while fraction % 10 == 0 {
+                fraction /= 10
+                digits -= 1
+            }
         }
-        var divisor: Int64 = 1
-        for _ in 1..<digits { divisor *= 10 }
-        while divisor > 0 {
-            out.append(UInt8(truncatingIfNeeded: fraction / divisor % 10) &+ 48)
-            divisor /= 10
+        // At most 10 + 1 + 6 bytes, written backwards on the stack and appended at once.
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { buffer in
+            var at = buffer.count
+            for _ in 0..<digits {
+                at -= 1
+                buffer[at] = UInt8(truncatingIfNeeded: fraction % 10) &+ 48
+                fraction /= 10
+            }
+            at -= 1
+            buffer[at] = UInt8(ascii: ".")
+            repeat {
+                at -= 1
+                buffer[at] = UInt8(truncatingIfNeeded: whole % 10) &+ 48
+                whole /= 10
+            } while whole != 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[at...]))
         }
         return true
     }
