@@ -5,19 +5,31 @@
 extension JSONValue {
     /// Appends `i` in decimal.
     public static func writeInt(_ i: Int64, to out: inout [UInt8]) {
-        var magnitude = i.magnitude
+        let magnitude = i.magnitude
         if i < 0 { out.append(UInt8(ascii: "-")) }
         // At most 20 digits; written backwards into a tuple on the stack.
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &digits) { buffer in
             var at = buffer.count
-            repeat {
-                at -= 1
-                buffer[at] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 48
-                magnitude /= 10
-            } while magnitude != 0
+            prependDigits(magnitude, count: 1, to: buffer, at: &at)
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[at...]))
         }
+    }
+
+    /// Writes `value`'s decimal digits, at least `count` of them, backwards into `buffer`
+    /// before `at`, and moves `at` to the first.
+    @inline(__always)
+    private static func prependDigits(
+        _ value: UInt64, count: Int, to buffer: UnsafeMutableRawBufferPointer, at: inout Int
+    ) {
+        var value = value
+        var written = 0
+        repeat {
+            at -= 1
+            buffer[at] = UInt8(truncatingIfNeeded: value % 10) &+ 48
+            value /= 10
+            written += 1
+        } while value != 0 || written < count
     }
 
     /// Appends `d` as Swift's `description` spells it (the shortest text that reads back as
@@ -39,7 +51,7 @@ extension JSONValue {
     /// six digits after the point, as the times in replies do; false (nothing written)
     /// otherwise. Below 2^32 two doubles are less than 10^-6 apart, so at most one such decimal
     /// reads back as `d`, and it is then the shortest that does: the text `description` prints.
-    /// About 300 instructions against 590 for the general printer.
+    /// About 450 instructions with the append, against 660 through the general printer.
     static func writeMicroseconds(_ d: Double, to out: inout [UInt8]) -> Bool {
         guard d >= 1 && d < 4_294_967_296 else { return false }
         let micros = (d * 1_000_000).rounded()
@@ -47,7 +59,7 @@ extension JSONValue {
         // means the decimal micros / 10^6 reads back as d.
         guard micros / 1_000_000 == d else { return false }
         let m = UInt64(micros)
-        var whole = UInt32(truncatingIfNeeded: m / 1_000_000)
+        let whole = UInt32(truncatingIfNeeded: m / 1_000_000)
         var fraction = UInt32(truncatingIfNeeded: m % 1_000_000)
         var digits = 6
         if fraction == 0 {
@@ -62,18 +74,10 @@ extension JSONValue {
         var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &text) { buffer in
             var at = buffer.count
-            for _ in 0..<digits {
-                at -= 1
-                buffer[at] = UInt8(truncatingIfNeeded: fraction % 10) &+ 48
-                fraction /= 10
-            }
+            prependDigits(UInt64(fraction), count: digits, to: buffer, at: &at)
             at -= 1
             buffer[at] = UInt8(ascii: ".")
-            repeat {
-                at -= 1
-                buffer[at] = UInt8(truncatingIfNeeded: whole % 10) &+ 48
-                whole /= 10
-            } while whole != 0
+            prependDigits(UInt64(whole), count: 1, to: buffer, at: &at)
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[at...]))
         }
         return true
