@@ -235,7 +235,10 @@ if has eviction; then
         python3 -m venv "$venv" >&2 || { apt-get install -y python3-venv >&2 && python3 -m venv "$venv" >&2; }
         "$venv/bin/pip" install -q libcachesim==0.3.5 >&2
     fi
-    "$venv/bin/python" scripts/eviction_bench.py "$bench" "$scratch/eviction" || echo "eviction: the bench failed"
+    # A miss is reported on stdout; a failure (a crash, a failed replay) fails the script.
+    "$venv/bin/python" scripts/eviction_bench.py "$bench" "$scratch/eviction" \
+        || { echo "eviction: the bench failed" >&2; failed=1; }
     rm -rf "$scratch/eviction"
 fi
 echo "bench total $((SECONDS - start))s ($parts)"
+exit "${failed:-0}"

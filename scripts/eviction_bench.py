@@ -121,7 +121,7 @@ def store(bench, scratch, order, trace_file, capacity):
     subprocess.run(["rm", "-rf", folder], check=True)
     out = subprocess.run(
         [bench, "eviction", "--folder", folder, "--trace", trace_file, "--capacity", str(capacity), "--order", order],
-        check=True, capture_output=True, text=True).stdout
+        check=True, stdout=subprocess.PIPE, text=True).stdout
     subprocess.run(["rm", "-rf", folder], check=True)
     fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
     return float(fields["ratio"])
@@ -132,7 +132,7 @@ def cost(bench, scratch, order, objects):
     subprocess.run(["rm", "-rf", folder], check=True)
     out = subprocess.run(
         [bench, "eviction-cost", "--folder", folder, "--objects", str(objects), "--order", order],
-        check=True, capture_output=True, text=True).stdout
+        check=True, stdout=subprocess.PIPE, text=True).stdout
     subprocess.run(["rm", "-rf", folder], check=True)
     fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
     return float(fields["per_second"]), float(fields["per_cpu_second"])

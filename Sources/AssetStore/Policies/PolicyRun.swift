@@ -148,7 +148,7 @@ final class PolicyRun {
         for o in added { byReason[o.reason, default: 0] += 1 }
         var counts = ["policy_bytes": plan.bytes - before.bytes, "policy_deleted": Int64(added.count)]
         for (reason, n) in byReason { counts["policy_deleted_" + reason.rawValue] = n }
-        for (name, n) in counts where n != 0 || name == "policy_bytes" { try Store.bump(db, name, by: n) }
+        for (name, n) in counts { try Store.bump(db, name, by: n) }
     }
 
     private func endHold() {
@@ -220,9 +220,9 @@ final class PolicyRun {
     /// Adds an effect to the plan: each file's bytes go to the first deleted object that held it.
     private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason, detail: String?) {
         var bytes = [Int64](repeating: 0, count: effect.deleted.count)
-        if let holders = effect.holders {
-            // A file left out here would be unlinked but missing from the plan.
-            precondition(holders.count == effect.files.count, "one holder per queued file")
+        // One holder per queued file, or the walk over the removed edges: a file left out of
+        // the plan would be unlinked unreported.
+        if let holders = effect.holders, holders.count == effect.files.count {
             for (f, i) in zip(effect.files, holders) {
                 bytes[i] += f.size
                 plan.files.append(f.path)

@@ -7,9 +7,6 @@
 import GRDB
 import JSON
 
-/// An object row a caller read earlier in the transaction was gone by its deletion.
-struct KnownRowsGone: Error {}
-
 extension WriteTransaction {
     /// True when an edge points at one of the objects `?1`.
     private static let pointedAt = """
@@ -123,7 +120,12 @@ extension WriteTransaction {
         try db.cachedStatement(sql: "DELETE FROM object WHERE id IN (SELECT value FROM json_each(?))").execute(
             arguments: [idList])
         // Rows read earlier in this transaction are all still there (nothing else writes in it).
-        guard db.changesCount == ids.count else { throw KnownRowsGone() }
+        guard db.changesCount == ids.count else {
+            throw StoreError(
+                .internalError,
+                "a policy batch found \(ids.count - db.changesCount) of its \(ids.count) objects gone inside its own transaction; the batch was rolled back"
+            )
+        }
         try IndexTable.remove(all: idList, indexes: Array(indexes.values), db)
         for id in ids {
             let detail = details[id]!  // every id was found above
