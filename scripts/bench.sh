@@ -3,15 +3,17 @@
 #   store   the engine against its SQLite C baselines, N objects per workload
 #   socket  object.get and durable object.put over assetd's socket, 50 clients, against
 #           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with
-#           apt-get if missing): N gets over N stored objects; up to PUT_N puts (default N/2)
-#           within PUT_SECONDS (default 60), from 100 owners in turn, against SET on a second
-#           redis-server with --appendonly yes --appendfsync always (its files on the scratch
-#           folder's disk; if that is tmpfs, below .build-bench instead), and against the
-#           plain one for information; the same puts from one owner (information); up to
-#           TOUCH_N (default PUT_N) object.get with touch and as many object.touch of random
-#           stored keys, each within TOUCH_SECONDS (default PUT_SECONDS), against the plain
-#           gets of the same run; then, for information, the same puts through Store.write
-#           in-process, 25 per commit (about the daemon's batch), durability full and normal
+#           apt-get if missing), in SOCKET_ROUNDS rounds (default 3) with the order rotated,
+#           each ratio the median of the rounds' own: N gets a round over N stored objects;
+#           up to PUT_N puts in all (default N/2) within PUT_SECONDS in all (default 60), from
+#           100 owners in turn, against SET on a second redis-server with --appendonly yes
+#           --appendfsync always (its files on the scratch folder's disk; if that is tmpfs,
+#           below .build-bench instead), and against the plain one for information; the same
+#           puts from one owner (information); up to TOUCH_N a round (default PUT_N)
+#           object.get with touch and as many object.touch of random stored keys, each within
+#           TOUCH_SECONDS in all (default PUT_SECONDS), against the plain gets of the same
+#           round; then, for information, the same puts through Store.write in-process, 25
+#           per commit (about the daemon's batch), durability full and normal
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
 #   footprint  assetd on the same M objects: exec to READY=1 on a first start (page cache
@@ -54,12 +56,13 @@ put_n="${PUT_N:-$((n / 2))}"
 put_seconds="${PUT_SECONDS:-60}"
 touch_n="${TOUCH_N:-$put_n}"
 touch_seconds="${TOUCH_SECONDS:-$put_seconds}"
+socket_rounds="${SOCKET_ROUNDS:-3}"
 scan_seconds="${SCAN_SECONDS:-5}"
 expire_m="${EXPIRE_M:-1000000}"
 expire_cold="${EXPIRE_COLD:-auto}"
 client="${CLIENT:-poll}"
-for v in "$m" "$put_n" "$put_seconds" "$touch_n" "$touch_seconds" "$scan_seconds" "$expire_m"; do
-    case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS, TOUCH_N, TOUCH_SECONDS, SCAN_SECONDS and EXPIRE_M are whole numbers" >&2; exit 2 ;; esac
+for v in "$m" "$put_n" "$put_seconds" "$touch_n" "$touch_seconds" "$socket_rounds" "$scan_seconds" "$expire_m"; do
+    case "$v" in ''|*[!0-9]*) echo "M, PUT_N, PUT_SECONDS, TOUCH_N, TOUCH_SECONDS, SOCKET_ROUNDS, SCAN_SECONDS and EXPIRE_M are whole numbers" >&2; exit 2 ;; esac
 done
 
 swift build -c release --product assetbench --scratch-path .build-bench >&2
@@ -181,7 +184,7 @@ if has socket; then
     start_assetd socket
     "$bench" socket --socket "$scratch/socket/control.sock" --redis "$scratch/redis.sock" --keys "$n" --n "$n" \
         --put-n "$put_n" --put-seconds "$put_seconds" --touch-n "$touch_n" --touch-seconds "$touch_seconds" \
-        --driver "$client" --probe-folder "$scratch/socket" --daemon-pid "$assetd_pid" --redis-pid "$redis_pid" \
+        --rounds "$socket_rounds" --driver "$client" --probe-folder "$scratch/socket" --daemon-pid "$assetd_pid" --redis-pid "$redis_pid" \
         --redis-durable "$scratch/redis-durable.sock" --redis-durable-pid "$durable_pid" \
         --redis-durable-folder "$durable_dir"
     stop_assetd

@@ -153,19 +153,21 @@ struct Flags {
 /// durability would pick; against the plain one it is information. The puts' goal lines have
 /// 100 owners in turn; the same puts from one owner follow for information. object.get with
 /// `touch` and object.touch are measured against the plain object.get of the same run and
-/// client. Rounds alternate which side goes first; each side's ops/s is its requests over its
-/// summed time.
+/// client. Each round runs every workload once, gets and touches in full and the puts' share,
+/// in an order rotated from round to round (SocketStep.order); each ratio is the median of the
+/// rounds' own ratios, which are printed beside it.
 struct SocketWorkloads {
     let socket: String
     let redisSocket: String
     /// Objects k00000000… in the daemon's store (made by `populate`).
     let keys: Int
-    /// object.get requests in all, and redis-benchmark's -n in all.
+    /// object.get requests a round, and redis-benchmark's -n a round.
     let n: Int
-    /// object.put requests in all at most, and the seconds they may take in all.
+    /// object.put requests in all at most, and the seconds they may take in all: split over the
+    /// rounds, so the store grows by as much however many rounds run.
     let putN: Int
     let putSeconds: Double
-    /// Touching gets and touches in all at most, each, and the seconds each may take in all.
+    /// Touching gets and touches a round at most, each, and the seconds each may take in all.
     let touchN: Int
     let touchSeconds: Double
     let connections: Int
@@ -192,7 +194,7 @@ struct SocketWorkloads {
         touchN = try f.int("touch-n", putN)
         touchSeconds = try f.double("touch-seconds", putSeconds)
         connections = try f.int("connections", 50)
-        rounds = max(1, try f.int("rounds", 2))
+        rounds = max(1, try f.int("rounds", 3))
         guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
             throw BenchError("--driver is uv, poll or threads")
         }
@@ -204,7 +206,7 @@ struct SocketWorkloads {
         durableRedisPID = Int32(try f.int("redis-durable-pid", 0))
         durableRedisFolder = try f.string("redis-durable-folder")
         try check(
-            keys > 0 && n >= rounds && putN >= rounds && touchN >= rounds && connections > 0, "positive sizes")
+            keys > 0 && n > 0 && putN >= rounds && touchN > 0 && connections > 0, "positive sizes")
     }
 
     func run() throws {
@@ -221,12 +223,14 @@ struct SocketWorkloads {
         let durable = try durableRedisSettings()
         print("socket: durable redis-server reports \(durable)")
         print(
-            "socket: get = object.get of random keys among \(keys) stored objects, \(n) requests; ping = \(n / 2) pings"
-                + " (info); put = object.put of new"
-                + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s, owners 100 in turn,"
-                + " then as many from one owner (info); get-touch = object.get with touch, touch = object.touch,"
-                + " each of random stored keys, up to \(touchN) requests or \(Int(touchSeconds)) s, baseline the get above;"
-                + " \(rounds) rounds alternating order")
+            "socket: \(rounds) rounds, each running every workload once in an order rotated from round to round;"
+                + " each ratio is the median of the rounds' ratios (the rounds' own follow it);"
+                + " get = object.get of random keys among \(keys) stored objects, \(n) requests a round; ping = \(n / 2) pings"
+                + " a round (info); put = object.put of new"
+                + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s in all,"
+                + " owners 100 in turn, then as many from one owner (info); get-touch = object.get with touch,"
+                + " touch = object.touch, each of random stored keys, up to \(touchN) requests a round or \(Int(touchSeconds)) s in all,"
+                + " baseline the same round's get")
         fflush(nil)
 
         var rng = SplitMix64(seed: 7)
@@ -284,9 +288,11 @@ struct SocketWorkloads {
         _ = try runRedis(socket: durableRedisSocket, tests: ["SET"], n: 5000)
         if daemonPID > 0 { print("socket: assetd runs \(CPUSpent.threads(daemonPID)) threads after the warm-up") }
 
-        var redisGet = (ops: 0, seconds: 0.0)
-        var redisSet = (ops: 0, seconds: 0.0)
-        var durableSet = (ops: 0, seconds: 0.0)
+        // Each round's redis-benchmark rates, requests/s.
+        var redisGet = [Double]()
+        var redisSet = [Double]()
+        var durableSet = [Double]()
+        var durableSetTotal = (ops: 0, seconds: 0.0)
         var getTouches = [LoadResult]()
         var touches = [LoadResult]()
         var touchCPU = CPUSpent()
@@ -297,118 +303,117 @@ struct SocketWorkloads {
         let pingCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
             guard !RPC.isError(reply) else { throw BenchError("ping #\(i) failed: \(RPC.text(reply))") }
         }
+        let pingRequests = [[UInt8]](repeating: RPC.ping, count: max(1, n / 2))
         var puts = [LoadResult]()
         var oneOwnerPuts = [LoadResult]()
         // CPU seconds: (server, client) for gets, puts, and redis-benchmark's GET+SET runs.
         var getCPU = CPUSpent()
         var putCPU = CPUSpent()
         var redisCPU = CPUSpent()
+        var orders = [String]()
         for round in 0..<rounds {
-            let getSlice = Array(getRequests[(round * n / rounds)..<((round + 1) * n / rounds)])
             let putSlice = Array(putRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
             let oneOwnerSlice = Array(oneOwnerRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
-            let getTouchSlice = Array(getTouchRequests[(round * touchN / rounds)..<((round + 1) * touchN / rounds)])
-            let touchSlice = Array(touchRequests[(round * touchN / rounds)..<((round + 1) * touchN / rounds)])
-            let redisN = (round + 1) * n / rounds - round * n / rounds
-            let engine = {
-                // ping is answered on the event loop from memory: the floor of the protocol,
-                // the loop and the client, without the thread pool and the store.
-                let pingSlice = [[UInt8]](repeating: RPC.ping, count: max(1, getSlice.count / 2))
-                progress("round \(round + 1)/\(rounds): assetd ping x\(pingSlice.count)")
+            let say = { (s: String) in progress("round \(round + 1)/\(rounds): " + s) }
+            // ping is answered on the event loop from memory: the floor of the protocol, the
+            // loop and the client, without the thread pool and the store.
+            let ping = SocketStep("ping") {
+                say("assetd ping x\(pingRequests.count)")
                 try pingCPU.measure(server: daemonPID) {
                     pings.append(
                         try closedLoop(
-                            socket: socket, connections: connections, requests: pingSlice, driver: driver,
+                            socket: socket, connections: connections, requests: pingRequests, driver: driver,
                             check: pingCheck))
                 }
-                let plainGets = {
-                    progress("round \(round + 1)/\(rounds): assetd object.get x\(getSlice.count)")
-                    try getCPU.measure(server: daemonPID) {
-                        gets.append(
-                            try closedLoop(
-                                socket: socket, connections: connections, requests: getSlice, driver: driver,
-                                check: getCheck))
-                    }
-                }
-                // The touching gets and the touches write, so they go after the plain gets in
-                // one round and before them in the next: each side inherits the other's WAL
-                // and checkpoints as often.
-                let touching = {
-                    progress(
-                        "round \(round + 1)/\(rounds): assetd object.get with touch up to \(getTouchSlice.count) or \(Int(touchSeconds) / rounds) s"
-                    )
-                    var deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
-                    try touchCPU.measure(server: daemonPID) {
-                        getTouches.append(
-                            try closedLoop(
-                                socket: socket, connections: connections, requests: getTouchSlice, driver: driver,
-                                deadline: deadline, check: getTouchCheck))
-                    }
-                    progress(
-                        "round \(round + 1)/\(rounds): assetd object.touch up to \(touchSlice.count) or \(Int(touchSeconds) / rounds) s"
-                    )
-                    deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
-                    touches.append(
-                        try closedLoop(
-                            socket: socket, connections: connections, requests: touchSlice, driver: driver,
-                            deadline: deadline, check: touchCheck))
-                }
-                try inTurn(round, plainGets, touching)
-                let manyOwners = {
-                    progress(
-                        "round \(round + 1)/\(rounds): assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s"
-                    )
-                    let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
-                    try putCPU.measure(server: daemonPID) {
-                        puts.append(
-                            try closedLoop(
-                                socket: socket, connections: connections, requests: putSlice, driver: driver,
-                                deadline: deadline,
-                                check: putCheck))
-                    }
-                }
-                let oneOwner = {
-                    progress(
-                        "round \(round + 1)/\(rounds): assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s"
-                    )
-                    let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
-                    oneOwnerPuts.append(
-                        try closedLoop(
-                            socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
-                            deadline: deadline, check: oneOwnerCheck))
-                }
-                // Alternating which goes first: the second inherits the first's WAL and checkpoints.
-                try inTurn(round, manyOwners, oneOwner)
             }
-            let redis = {
-                progress("round \(round + 1)/\(rounds): redis-benchmark -n \(redisN)")
-                let r = try redisCPU.measure(server: redisPID, clientIsChild: true) { try runRedis(n: redisN) }
-                redisGet.ops += redisN
-                redisGet.seconds += Double(redisN) / r.get
-                redisSet.ops += redisN
-                redisSet.seconds += Double(redisN) / r.set
-                // As many SETs as there are puts at most: enough for a steady rate, and the
-                // append-only file stays small.
-                let durableN = max(1, min(redisN, putSlice.count))
-                progress("round \(round + 1)/\(rounds): redis-benchmark -t set -n \(durableN) (appendfsync always)")
+            let get = SocketStep("get") {
+                say("assetd object.get x\(getRequests.count)")
+                try getCPU.measure(server: daemonPID) {
+                    gets.append(
+                        try closedLoop(
+                            socket: socket, connections: connections, requests: getRequests, driver: driver,
+                            check: getCheck))
+                }
+            }
+            let getTouch = SocketStep("get-touch") {
+                say("assetd object.get with touch up to \(getTouchRequests.count) or \(Int(touchSeconds) / rounds) s")
+                let deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
+                try touchCPU.measure(server: daemonPID) {
+                    getTouches.append(
+                        try closedLoop(
+                            socket: socket, connections: connections, requests: getTouchRequests, driver: driver,
+                            deadline: deadline, check: getTouchCheck))
+                }
+            }
+            let touch = SocketStep("touch") {
+                say("assetd object.touch up to \(touchRequests.count) or \(Int(touchSeconds) / rounds) s")
+                let deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
+                touches.append(
+                    try closedLoop(
+                        socket: socket, connections: connections, requests: touchRequests, driver: driver,
+                        deadline: deadline, check: touchCheck))
+            }
+            let put = SocketStep("put") {
+                say("assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s")
+                let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
+                try putCPU.measure(server: daemonPID) {
+                    puts.append(
+                        try closedLoop(
+                            socket: socket, connections: connections, requests: putSlice, driver: driver,
+                            deadline: deadline, check: putCheck))
+                }
+            }
+            let oneOwner = SocketStep("put-one-owner") {
+                say("assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
+                let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
+                oneOwnerPuts.append(
+                    try closedLoop(
+                        socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
+                        deadline: deadline, check: oneOwnerCheck))
+            }
+            let redis = SocketStep("redis") {
+                say("redis-benchmark -t get,set -n \(n)")
+                let r = try redisCPU.measure(server: redisPID, clientIsChild: true) { try runRedis(n: n) }
+                redisGet.append(r.get)
+                redisSet.append(r.set)
+            }
+            // As many SETs as there are puts at most: enough for a steady rate, and the
+            // append-only file stays small.
+            let durableN = max(1, min(n, putSlice.count))
+            let durable = SocketStep("redis-durable") {
+                say("redis-benchmark -t set -n \(durableN) (appendfsync always)")
                 let d = try durableCPU.measure(server: durableRedisPID, clientIsChild: true) {
                     try runRedis(socket: durableRedisSocket, tests: ["SET"], n: durableN)
                 }
-                durableSet.ops += durableN
-                durableSet.seconds += Double(durableN) / d[0]
+                durableSet.append(d[0])
+                durableSetTotal.ops += durableN
+                durableSetTotal.seconds += Double(durableN) / d[0]
             }
-            try inTurn(round, redis, engine)
+            let order = SocketStep.order(
+                [redis, get, getTouch, touch, ping, durable, put, oneOwner], round: round, of: rounds)
+            orders.append(order.map(\.name).joined(separator: ", "))
+            say("in this order: " + orders[round])
+            for step in order { try step.run() }
         }
         try verifyPuts(puts, putRequests)
+        print("socket: the rounds' orders: " + orders.enumerated().map { "\($0 + 1): \($1)" }.joined(separator: "; "))
 
         let getAll = merge(gets)
+        let redisGetTotal = (ops: n * rounds, seconds: redisGet.reduce(0) { $0 + Double(n) / $1 })
+        let redisSetTotal = (ops: n * rounds, seconds: redisSet.reduce(0) { $0 + Double(n) / $1 })
+        // Each ratio is the median of the rounds' own: a round's sides ran minutes apart at
+        // most, so a load that came and went moves one round, not the verdict.
+        func perRound(_ engine: [LoadResult], _ baseline: [Double]) -> [Double] {
+            zip(engine, baseline).map { $0.opsPerSecond / $1 }
+        }
         let pingAll = merge(pings)
         let putAll = merge(puts)
         let oneOwnerAll = merge(oneOwnerPuts)
         emit(
             ResultLine(
                 name: "socket-get", engine: .throughput(ops: getAll.completed, seconds: getAll.seconds),
-                baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .atLeast(0.75)))
+                baseline: .throughput(ops: redisGetTotal.ops, seconds: redisGetTotal.seconds), goal: .atLeast(0.75),
+                rounds: perRound(gets, redisGet)))
         print(
             "  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
                 + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
@@ -417,39 +422,44 @@ struct SocketWorkloads {
         emit(
             ResultLine(
                 name: "socket-get-touch", engine: .throughput(ops: getTouchAll.completed, seconds: getTouchAll.seconds),
-                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.9)))
+                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.9),
+                rounds: perRound(getTouches, gets.map(\.opsPerSecond))))
         print(
-            "  socket-get-touch (baseline: socket-get above): \(getTouchAll.completed) of \(touchN) requests in \(fmt(getTouchAll.seconds)) s"
+            "  socket-get-touch (baseline: socket-get above): \(getTouchAll.completed) of \(touchN * rounds) requests in \(fmt(getTouchAll.seconds)) s"
                 + (getTouches.contains(where: \.stoppedAtDeadline)
                     ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
                 + "; round trip p50=\(fmt(getTouchAll.percentile(0.5)))ms p99=\(fmt(getTouchAll.percentile(0.99)))ms")
         emit(
             ResultLine(
                 name: "socket-touch", engine: .throughput(ops: touchAll.completed, seconds: touchAll.seconds),
-                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.8)))
+                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.8),
+                rounds: perRound(touches, gets.map(\.opsPerSecond))))
         print(
-            "  socket-touch (baseline: socket-get above): \(touchAll.completed) of \(touchN) requests in \(fmt(touchAll.seconds)) s"
+            "  socket-touch (baseline: socket-get above): \(touchAll.completed) of \(touchN * rounds) requests in \(fmt(touchAll.seconds)) s"
                 + (touches.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
                 + "; round trip p50=\(fmt(touchAll.percentile(0.5)))ms p99=\(fmt(touchAll.percentile(0.99)))ms")
         emit(
             ResultLine(
                 name: "socket-ping", engine: .throughput(ops: pingAll.completed, seconds: pingAll.seconds),
-                baseline: .throughput(ops: redisGet.ops, seconds: redisGet.seconds), goal: .none))
+                baseline: .throughput(ops: redisGetTotal.ops, seconds: redisGetTotal.seconds), goal: .none,
+                rounds: perRound(pings, redisGet)))
         print(
             "  socket-ping (info, no goal; vs redis GET): answered on assetd's loop without the pool or the store;"
                 + " round trip p50=\(fmt(pingAll.percentile(0.5)))ms p99=\(fmt(pingAll.percentile(0.99)))ms")
         emit(
             ResultLine(
                 name: "socket-put-durable", engine: .throughput(ops: putAll.completed, seconds: putAll.seconds),
-                baseline: .throughput(ops: durableSet.ops, seconds: durableSet.seconds), goal: .atLeast(0.6)))
+                baseline: .throughput(ops: durableSetTotal.ops, seconds: durableSetTotal.seconds), goal: .atLeast(0.6),
+                rounds: perRound(puts, durableSet)))
         print(
             "  socket-put-durable (baseline: redis-benchmark SET on redis-server --appendonly yes --appendfsync always):"
-                + " \(durableSet.ops) SETs in \(fmt(durableSet.seconds)) s; its append-only file holds \(durableRedisAOF())"
+                + " \(durableSetTotal.ops) SETs in \(fmt(durableSetTotal.seconds)) s; its append-only file holds \(durableRedisAOF())"
                 + " on \(fileSystem(of: durableRedisFolder))")
         emit(
             ResultLine(
                 name: "socket-put", engine: .throughput(ops: putAll.completed, seconds: putAll.seconds),
-                baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .none))
+                baseline: .throughput(ops: redisSetTotal.ops, seconds: redisSetTotal.seconds), goal: .none,
+                rounds: perRound(puts, redisSet)))
         let probe = try fsyncProbe()
         print(
             "  socket-put (info, no goal; vs redis SET without persistence): \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
@@ -462,7 +472,8 @@ struct SocketWorkloads {
             ResultLine(
                 name: "socket-put-one-owner",
                 engine: .throughput(ops: oneOwnerAll.completed, seconds: oneOwnerAll.seconds),
-                baseline: .throughput(ops: redisSet.ops, seconds: redisSet.seconds), goal: .none))
+                baseline: .throughput(ops: redisSetTotal.ops, seconds: redisSetTotal.seconds), goal: .none,
+                rounds: perRound(oneOwnerPuts, redisSet)))
         print(
             "  socket-put-one-owner (info, no goal): the same puts, all from one owner instead of 100;"
                 + " round trip p50=\(fmt(oneOwnerAll.percentile(0.5)))ms p99=\(fmt(oneOwnerAll.percentile(0.99)))ms;"
@@ -476,9 +487,9 @@ struct SocketWorkloads {
                 + " put=\(us(putCPU.server, putAll.completed)) get-touch=\(us(touchCPU.server, getTouchAll.completed));"
                 + " assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
                 + " get=\(us(getCPU.client, getAll.completed)) put=\(us(putCPU.client, putAll.completed));"
-                + " redis-server GET+SET=\(us(redisCPU.server, redisGet.ops + redisSet.ops));"
-                + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGet.ops + redisSet.ops));"
-                + " durable redis-server SET=\(us(durableCPU.server, durableSet.ops))")
+                + " redis-server GET+SET=\(us(redisCPU.server, redisGetTotal.ops + redisSetTotal.ops));"
+                + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGetTotal.ops + redisSetTotal.ops));"
+                + " durable redis-server SET=\(us(durableCPU.server, durableSetTotal.ops))")
         print(
             "  other processes on the machine used on average: \(String(format: "%.2f", getCPU.others)) cores during gets,"
                 + " \(String(format: "%.2f", putCPU.others)) during puts, \(String(format: "%.2f", redisCPU.others)) during redis-benchmark"
@@ -500,17 +511,6 @@ struct SocketWorkloads {
             }
         }
         try check(sampled > 0, "some puts were answered")
-    }
-
-    /// `first` then `second` in even rounds, the other way round in odd ones.
-    private func inTurn(_ round: Int, _ first: () throws -> Void, _ second: () throws -> Void) rethrows {
-        if round % 2 == 0 {
-            try first()
-            try second()
-        } else {
-            try second()
-            try first()
-        }
     }
 
     private func merge(_ results: [LoadResult]) -> LoadResult {

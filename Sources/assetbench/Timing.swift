@@ -83,14 +83,18 @@ enum Goal {
     }
 }
 
-/// One printed line: `name engine=… baseline=… ratio=… goal=… ok|MISSED`.
+/// One printed line: `name engine=… baseline=… ratio=… goal=… ok|MISSED`, and with rounds
+/// `rounds=a/b/c`: then the ratio is their median, and engine and baseline are the totals.
 struct ResultLine {
     var name: String
     var engine: Measure
     var baseline: Measure
     var goal: Goal
+    /// Each round's ratio, when the workload ran in rounds.
+    var rounds: [Double] = []
 
     var ratio: Double {
+        if !rounds.isEmpty { return median(rounds) }
         switch (engine, baseline) {
         case (.throughput(let eo, let es), .throughput(let bo, let bs)):
             return (Double(eo) / es) / (Double(bo) / bs)
@@ -113,6 +117,8 @@ struct ResultLine {
         let padded = name.padding(toLength: max(name.count, 15), withPad: " ", startingAt: 0)
         return "\(padded) engine=\(engine.text) baseline=\(baseline.text) ratio=\(String(format: "%.2f", ratio))"
             + " goal=\(goal.text) \(verdict)"
+            + (rounds.isEmpty
+                ? "" : " rounds=" + rounds.map { String(format: "%.2f", $0) }.joined(separator: "/") + " (median)")
     }
 }
 
