@@ -35,7 +35,8 @@ final class Session {
     let stream: PipeStream
     let identity: PeerIdentity
     @exclusivity(unchecked) private var framer: LineFramer
-    private var limits: ControlLimits { daemon.config.limits }
+    /// Not reloaded: read once, not through the unowned daemon at every request.
+    private let limits: ControlLimits
     /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
@@ -72,10 +73,14 @@ final class Session {
     /// The method this connection called last: a client calls one method over and over, and
     /// comparing its name costs less than hashing it for the table.
     @exclusivity(unchecked) var lastMethod: (name: String, method: MethodTable.Method)?
+    /// What this connection's methods run with, made once and again after a reload
+    /// (ControlServer.context(for:)); `generation` counts the reloads it saw.
+    @exclusivity(unchecked) var keptContext: (generation: UInt64, context: MethodContext)?
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server
         daemon = server.daemon
+        limits = server.daemon.config.limits
         self.number = number
         self.stream = stream
         self.identity = identity
