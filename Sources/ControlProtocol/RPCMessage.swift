@@ -227,14 +227,14 @@ public enum RPCLine {
     /// Appends the start of a success reply: the result's JSON text goes after it, then
     /// `endResult` (a renderer writes the result straight into the line).
     public static func beginResult(id: RPCID, _ out: inout [UInt8]) {
-        out.append(contentsOf: #"{"id":"#.utf8)
+        JSONValue.writeLiteral(#"{"id":"#, to: &out)
         id.write(to: &out)
-        out.append(contentsOf: #","jsonrpc":"2.0","result":"#.utf8)
+        JSONValue.writeLiteral(#","jsonrpc":"2.0","result":"#, to: &out)
     }
 
     /// Ends a success reply begun with `beginResult`.
     public static func endResult(_ out: inout [UInt8]) {
-        out.append(contentsOf: "}\n".utf8)
+        JSONValue.writeLiteral("}\n", to: &out)
     }
 
     /// An error reply, in `encode`'s sorted key order.

@@ -35,8 +35,8 @@ extension JSONValue {
     /// Appends the compact JSON text to `out`.
     public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out.append(contentsOf: "null".utf8)
-        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .null: JSONValue.writeLiteral("null", to: &out)
+        case .bool(let b): b ? JSONValue.writeLiteral("true", to: &out) : JSONValue.writeLiteral("false", to: &out)
         case .int(let i): JSONValue.writeInt(i, to: &out)
         case .double(let d): JSONValue.writeDouble(d, to: &out)
         case .string(let s): JSONValue.writeString(s, to: &out)

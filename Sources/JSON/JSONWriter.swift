@@ -3,6 +3,14 @@
 // no intermediate String. What they print must equal what `write(to:)` prints.
 
 extension JSONValue {
+    /// Appends text of ours as it is: a literal's bytes copied at once, where appending a
+    /// String's `utf8` goes through the generic sequence append (about 170 instructions
+    /// against 40; a point read's reply has four such pieces).
+    @inline(__always)
+    public static func writeLiteral(_ text: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
     /// Appends `i` in decimal.
     public static func writeInt(_ i: Int64, to out: inout [UInt8]) {
         let magnitude = i.magnitude
@@ -36,7 +44,7 @@ extension JSONValue {
     /// `d`), or `null` if it is not finite (JSON has no NaN or infinity).
     public static func writeDouble(_ d: Double, to out: inout [UInt8]) {
         guard d.isFinite else {
-            out.append(contentsOf: "null".utf8)
+            writeLiteral("null", to: &out)
             return
         }
         if writeMicroseconds(d, to: &out) { return }

@@ -218,17 +218,17 @@ extension Store: PointReads {
 
     /// Text of ours, plain ASCII, written as it is.
     private static func literal(_ text: StaticString, _ out: inout [UInt8]) {
-        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        JSONValue.writeLiteral(text, to: &out)
     }
 
     private static func raw(_ s: OpaquePointer, _ i: Int32, _ out: inout [UInt8]) {
-        if sqlite3_column_type(s, i) == SQLITE_NULL { out.append(contentsOf: "null".utf8); return }
+        if sqlite3_column_type(s, i) == SQLITE_NULL { literal("null", &out); return }
         let n = Int(sqlite3_column_bytes(s, i))
         out.append(contentsOf: UnsafeBufferPointer(start: sqlite3_column_text(s, i), count: n))
     }
 
     private static func number(_ s: OpaquePointer, _ i: Int32, double: Bool, _ out: inout [UInt8]) {
-        if sqlite3_column_type(s, i) == SQLITE_NULL { out.append(contentsOf: "null".utf8); return }
+        if sqlite3_column_type(s, i) == SQLITE_NULL { literal("null", &out); return }
         if double {
             JSONValue.writeDouble(sqlite3_column_double(s, i), to: &out)
         } else {
