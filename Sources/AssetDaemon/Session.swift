@@ -92,15 +92,16 @@ final class Session {
     }
 
     private func onData(_ bytes: UnsafeRawBufferPointer) {
-        for item in framer.feed(bytes) {
-            switch item {
+        // Lines are parsed where they lie (a long one is copied to be parsed off the loop).
+        framer.feed(bytes) { piece in
+            switch piece {
             case .line(let line):
                 let bytes = line.count + Session.requestOverhead
                 inputBytes += bytes
                 if line.count > Session.parseOnLoopLimit {
-                    queue.append(.unparsed(line, bytes: bytes))
+                    queue.append(.unparsed(Array(line), bytes: bytes))
                 } else {
-                    queue.append(.request(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, bytes: bytes))
+                    queue.append(.request(RPCRequest.parse(line), bytes: bytes))
                 }
             case .tooLong:
                 queue.append(.tooLong)

@@ -28,6 +28,28 @@ import ControlProtocol
         #expect(feed(&f, "\nok\n").isEmpty)
     }
 
+    @Test("any chunking gives the lines of the whole text at once, read in place or held over")
+    func chunkingDoesNotMatter() {
+        let text = Array("a\n\n bc \r\nlong line here\n\t\nx\r\n\nlast\nrest".utf8)
+        var whole = LineFramer(maximumLength: 100)
+        let expected = text.withUnsafeBytes { whole.feed($0) }
+        #expect(expected.count == 5)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            var f = LineFramer(maximumLength: 100)
+            var got = [LineFramer.Item]()
+            var at = 0
+            while at < text.count {
+                let n = Int.random(in: 1...8, using: &generator)
+                let chunk = Array(text[at..<min(text.count, at + n)])
+                got += chunk.withUnsafeBytes { f.feed($0) }
+                at += n
+            }
+            #expect(got == expected)
+            #expect(f.pendingCount == 4, "\"rest\" waits for its newline")
+        }
+    }
+
     @Test("a line over the limit inside one chunk is reported after the lines before it")
     func limitInChunk() {
         var f = LineFramer(maximumLength: 3)
