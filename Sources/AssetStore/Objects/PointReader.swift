@@ -17,6 +17,9 @@ final class CommitCounter: Sendable {
 public final class PointReader: PointReads {
     private let store: Store
     private let conn: QueryConnection
+    /// The object's row statement (`Store.objectRowFilesSQL`), prepared once and kept: looking
+    /// it up in the connection's cache, which resets it again, was about 450 instructions a get.
+    private let objectRow: OpaquePointer
     /// The commit count read before the open snapshot was taken, or nil with none open.
     private var snapshotCommits: UInt64?
 
@@ -26,6 +29,7 @@ public final class PointReader: PointReads {
         self.store = store
         conn = try QueryConnection(path: store.path, timeLimit: store.configuration.queryTimeLimit)
         sqlite3_exec(conn.handle, "PRAGMA cache_size = -\(Store.pointReaderCacheKiB)", nil, nil, nil)
+        objectRow = try conn.cached(Store.objectRowFilesSQL)
     }
 
     deinit { endSnapshot() }
@@ -33,7 +37,9 @@ public final class PointReader: PointReads {
     /// Appends the object's text exactly as the store's ``Store/objectJSON(_:touching:)`` prints it.
     public func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool {
         if check != nil { try store.checkWritable() } else { try store.checkOpen() }
-        return try inSnapshot(ref) { try store.renderObject(ref, on: conn, touching: check, into: &out) }
+        return try inSnapshot(ref) {
+            try store.renderObject(ref, on: conn, statement: objectRow, touching: check, into: &out)
+        }
     }
 
     public func touch(_ ref: ObjectRef, check: AccessCheck?) throws {

@@ -104,10 +104,12 @@ extension Store: PointReads {
     /// access first if `check` lets it (the caller checked writability). The object's row says
     /// how many files it holds, and only then are they read: most objects hold none, and a
     /// join with the edge and file tables opened (and allocated) two more cursors every get.
+    /// `statement` is `objectRowFilesSQL` prepared on `conn`, if the caller keeps it.
     func renderObject(
-        _ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?, into out: inout [UInt8]
+        _ ref: ObjectRef, on conn: QueryConnection, statement: OpaquePointer? = nil, touching check: AccessCheck?,
+        into out: inout [UInt8]
     ) throws -> Bool {
-        let s = try conn.cached(Store.objectRowFilesSQL)
+        let s = try statement ?? conn.cached(Store.objectRowFilesSQL)
         var (collection, key) = (ref.collection, ref.key)
         return try collection.withUTF8 { c in
             try key.withUTF8 { k in
