@@ -172,22 +172,23 @@ extension Session {
     /// costs.
     private func pointRead(_ method: MethodTable.Method, _ request: RPCRequest, _ started: Double) {
         let reader: any PointReads = server.pointReader ?? daemon.store
-        var line = [UInt8]()
-        line.reserveCapacity(512)
-        RPCLine.beginResult(id: request.id ?? .null, &line)
-        if let e = method.pointRead(
-            Params(request), from: reader, into: &line,
-            context: {
-                server.context(for: self)
-            })
-        {
-            reply(request, .failure(e), started)
+        var failure: RPCError?
+        writeRendered { line in
+            RPCLine.beginResult(id: request.id ?? .null, &line)
+            failure = method.pointRead(
+                Params(request), from: reader, into: &line,
+                context: {
+                    server.context(for: self)
+                })
+            guard failure == nil, request.id != nil else { return false }
+            RPCLine.endResult(&line)
+            return true
+        }
+        if let failure {
+            reply(request, .failure(failure), started)
             return
         }
         server.recordLatency(QueryClock.now() - started)
-        guard request.id != nil else { return }
-        RPCLine.endResult(&line)
-        write(line)
     }
 
     /// Answers `request`; `built` is the reply line when the worker thread made it.

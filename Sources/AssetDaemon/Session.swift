@@ -27,6 +27,9 @@ final class Session {
     static let parseOnLoopLimit = 64 << 10
     /// Items one connection may run per loop turn before the others get theirs.
     static let itemsPerTurn = 512
+    /// The output buffer's capacity kept once it is written out: a few small replies' worth,
+    /// so an idle connection holds little.
+    static let keptOutputCapacity = 2048
 
     unowned let server: ControlServer
     unowned let daemon: Daemon
@@ -192,15 +195,34 @@ final class Session {
         if !batching { flushOut() }
     }
 
+    /// Appends one reply rendered straight into the output buffer, which keeps a small
+    /// capacity between replies (a point read allocated and freed a line for each). `render`
+    /// returns false to take back what it appended; it must not write to this session.
+    func writeRendered(_ render: (inout [UInt8]) -> Bool) {
+        guard !closed else {
+            // Rendered all the same: a touching read records its access, as it did before.
+            var discarded = [UInt8]()
+            _ = render(&discarded)
+            return
+        }
+        let mark = out.count
+        out.reserveCapacity(mark + 512)
+        if !render(&out) { out.removeSubrange(mark...) }
+        if !batching { flushOut() }
+    }
+
     private func flushOut() {
         defer { account() }
         guard !out.isEmpty, !closed else { return }
-        let bytes = out
-        out = []
         // Usually the kernel takes the whole reply at once: then nothing is queued, so there is
         // no completion to wait for (it would only resume reading, which nothing paused).
-        let written = bytes.withUnsafeBytes { stream.tryWrite($0) }
-        guard written < bytes.count else { return }
+        let written = out.withUnsafeBytes { stream.tryWrite($0) }
+        guard written < out.count else {
+            out.removeAll(keepingCapacity: out.capacity <= Session.keptOutputCapacity)
+            return
+        }
+        let bytes = out
+        out = []
         stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error)
         }
     }

@@ -27,8 +27,9 @@ public struct Params: Sendable {
         form = .object(json.objectValue ?? [:])
     }
 
-    /// The params of `request`, read from its members when it has them.
-    public init(_ request: RPCRequest) {
+    /// The params of `request`, read from its members when it has them. Borrowed: an init
+    /// takes its arguments owned, so a point read copied its request and destroyed the copy.
+    public init(_ request: borrowing RPCRequest) {
         form = request.paramMembers.map(Form.members) ?? .object(request.params.objectValue ?? [:])
     }
 

@@ -24,6 +24,34 @@ import Testing
         }
     }
 
+    @Test("point reads pipelined in one write: a refused one and a notification leave nothing in the replies")
+    func pipelinedPointReadsReplyCleanly() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        try c.putObject("q", "k", ["v": 1])
+        let raw = try RawConnection(path: h.socket)
+        // Read in one go and answered in one pump: each reply is rendered into the same output
+        // buffer, and what a refused read or a notification began there is taken back.
+        raw.send(
+            [
+                #"{"jsonrpc":"2.0","method":"object.get","params":{"collection":"q","key":"k"}}"#,
+                #"{"jsonrpc":"2.0","id":1,"method":"object.get","params":{"collection":"q","key":"k","touch":1}}"#,
+                #"{"jsonrpc":"2.0","id":2,"method":"object.get","params":{"collection":"q","key":"k"}}"#,
+                #"{"jsonrpc":"2.0","method":"object.get","params":{"collection":"q","key":"k","touch":true}}"#,
+                #"{"jsonrpc":"2.0","id":3,"method":"object.get","params":{"collection":"q","key":"missing"}}"#,
+                #"{"jsonrpc":"2.0","id":4,"method":"object.touch","params":{"collection":"q","key":"missing"}}"#,
+                #"{"jsonrpc":"2.0","id":5,"method":"object.get","params":{"collection":"q","key":"k"}}"#,
+            ].joined(separator: "\n") + "\n")
+        let replies = (1...5).compactMap { _ in raw.readLine() }
+        #expect(replies.map { $0["id"] } == [1, 2, 3, 4, 5])
+        #expect(replies[0]["error"]?["code"] == .int(Int64(Code.invalidParams)), "\(replies[0].serialized())")
+        #expect(replies[1]["result"]?["value"] == ["v": 1])
+        #expect(replies[2]["result"] == .null)
+        #expect(replies[3]["error"]?["data"]?["code"] == "not_found", "\(replies[3].serialized())")
+        #expect(replies[4]["result"]?["value"] == ["v": 1])
+        #expect(try c.call("ping")["version"] != nil)
+    }
+
     @Test("after gets, the loop holds no snapshot: a checkpoint empties the WAL at once")
     func loopReleasesSnapshot() throws {
         let h = try DaemonHarness()
