@@ -315,61 +315,40 @@ struct SocketWorkloads {
             let putSlice = Array(putRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
             let oneOwnerSlice = Array(oneOwnerRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
             let say = { (s: String) in progress("round \(round + 1)/\(rounds): " + s) }
+            // One closed-loop run; with `seconds` (in all), stopped after this round's share.
+            let load = {
+                (requests: [[UInt8]], seconds: Double?, check: @escaping @Sendable ([UInt8], Int) throws -> Void) in
+                try closedLoop(
+                    socket: socket, connections: connections, requests: requests, driver: driver,
+                    deadline: seconds.map { monotonicNanos() + UInt64($0 / Double(rounds) * 1e9) }, check: check)
+            }
             // ping is answered on the event loop from memory: the floor of the protocol, the
             // loop and the client, without the thread pool and the store.
             let ping = SocketStep("ping") {
                 say("assetd ping x\(pingRequests.count)")
-                try pingCPU.measure(server: daemonPID) {
-                    pings.append(
-                        try closedLoop(
-                            socket: socket, connections: connections, requests: pingRequests, driver: driver,
-                            check: pingCheck))
-                }
+                try pingCPU.measure(server: daemonPID) { pings.append(try load(pingRequests, nil, pingCheck)) }
             }
             let get = SocketStep("get") {
                 say("assetd object.get x\(getRequests.count)")
-                try getCPU.measure(server: daemonPID) {
-                    gets.append(
-                        try closedLoop(
-                            socket: socket, connections: connections, requests: getRequests, driver: driver,
-                            check: getCheck))
-                }
+                try getCPU.measure(server: daemonPID) { gets.append(try load(getRequests, nil, getCheck)) }
             }
             let getTouch = SocketStep("get-touch") {
                 say("assetd object.get with touch up to \(getTouchRequests.count) or \(Int(touchSeconds) / rounds) s")
-                let deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
                 try touchCPU.measure(server: daemonPID) {
-                    getTouches.append(
-                        try closedLoop(
-                            socket: socket, connections: connections, requests: getTouchRequests, driver: driver,
-                            deadline: deadline, check: getTouchCheck))
+                    getTouches.append(try load(getTouchRequests, touchSeconds, getTouchCheck))
                 }
             }
             let touch = SocketStep("touch") {
                 say("assetd object.touch up to \(touchRequests.count) or \(Int(touchSeconds) / rounds) s")
-                let deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
-                touches.append(
-                    try closedLoop(
-                        socket: socket, connections: connections, requests: touchRequests, driver: driver,
-                        deadline: deadline, check: touchCheck))
+                touches.append(try load(touchRequests, touchSeconds, touchCheck))
             }
             let put = SocketStep("put") {
                 say("assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s")
-                let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
-                try putCPU.measure(server: daemonPID) {
-                    puts.append(
-                        try closedLoop(
-                            socket: socket, connections: connections, requests: putSlice, driver: driver,
-                            deadline: deadline, check: putCheck))
-                }
+                try putCPU.measure(server: daemonPID) { puts.append(try load(putSlice, putSeconds, putCheck)) }
             }
             let oneOwner = SocketStep("put-one-owner") {
                 say("assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
-                let deadline = monotonicNanos() + UInt64(putSeconds / Double(rounds) * 1e9)
-                oneOwnerPuts.append(
-                    try closedLoop(
-                        socket: socket, connections: connections, requests: oneOwnerSlice, driver: driver,
-                        deadline: deadline, check: oneOwnerCheck))
+                oneOwnerPuts.append(try load(oneOwnerSlice, putSeconds, oneOwnerCheck))
             }
             let redis = SocketStep("redis") {
                 say("redis-benchmark -t get,set -n \(n)")
