@@ -4,7 +4,8 @@
 #   socket  object.get and durable object.put over assetd's socket, 50 clients, against
 #           redis-server on a Unix socket driven by redis-benchmark -c 50 (installed with
 #           apt-get if missing), in SOCKET_ROUNDS rounds (default 3) with the order rotated,
-#           each ratio the median of the rounds' own: N gets a round over N stored objects;
+#           each ratio the median of the rounds' own: N gets a round over N stored objects
+#           (in four turns alternating with the GETs);
 #           up to PUT_N puts in all (default N/2) within PUT_SECONDS in all (default 60), from
 #           100 owners in turn, against SET on a second redis-server with --appendonly yes
 #           --appendfsync always (its files on the scratch folder's disk; if that is tmpfs,

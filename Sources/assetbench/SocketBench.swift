@@ -172,6 +172,8 @@ struct SocketWorkloads {
     let touchSeconds: Double
     let connections: Int
     let rounds: Int
+    /// The turns the gets and Redis's GETs take in a round.
+    static let getTurns = 4
     let driver: ClientDriver
     /// A folder on the database's file system, for the fsync probe.
     let probeFolder: String
@@ -225,7 +227,8 @@ struct SocketWorkloads {
         print(
             "socket: \(rounds) rounds, each running every workload once in an order rotated from round to round;"
                 + " each ratio is the median of the rounds' ratios (the rounds' own follow it);"
-                + " get = object.get of random keys among \(keys) stored objects, \(n) requests a round; ping = \(n / 2) pings"
+                + " get = object.get of random keys among \(keys) stored objects, \(n) requests a round in"
+                + " \(SocketWorkloads.getTurns) turns with redis-benchmark's GET; ping = \(n / 2) pings"
                 + " a round (info); put = object.put of new"
                 + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s in all,"
                 + " owners 100 in turn, then as many from one owner (info); get-touch = object.get with touch,"
@@ -284,7 +287,7 @@ struct SocketWorkloads {
         _ = try closedLoop(
             socket: socket, connections: connections, requests: Array(getRequests.prefix(5000)), driver: driver,
             check: getCheck)
-        _ = try runRedis(n: 5000)
+        _ = try runRedis(socket: redisSocket, tests: ["GET", "SET"], n: 5000)
         _ = try runRedis(socket: durableRedisSocket, tests: ["SET"], n: 5000)
         if daemonPID > 0 { print("socket: assetd runs \(CPUSpent.threads(daemonPID)) threads after the warm-up") }
 
@@ -328,9 +331,36 @@ struct SocketWorkloads {
                 say("assetd ping x\(pingRequests.count)")
                 try pingCPU.measure(server: daemonPID) { pings.append(try load(pingRequests, nil, pingCheck)) }
             }
-            let get = SocketStep("get") {
-                say("assetd object.get x\(getRequests.count)")
-                try getCPU.measure(server: daemonPID) { gets.append(try load(getRequests, nil, getCheck)) }
+            // The goal's two sides in turns of a quarter each, so a load that comes or goes
+            // within the round weighs on both alike.
+            let get = SocketStep("get+redis-get") {
+                var parts = [LoadResult]()
+                var redisSeconds = 0.0
+                for turn in 0..<SocketWorkloads.getTurns {
+                    let slice = Array(
+                        getRequests[(turn * n / SocketWorkloads.getTurns)..<((turn + 1) * n / SocketWorkloads.getTurns)]
+                    )
+                    let assetd = {
+                        say("assetd object.get x\(slice.count) (turn \(turn + 1))")
+                        try getCPU.measure(server: daemonPID) { parts.append(try load(slice, nil, getCheck)) }
+                    }
+                    let redis = {
+                        say("redis-benchmark -t get -n \(slice.count) (turn \(turn + 1))")
+                        let r = try redisCPU.measure(server: redisPID, clientIsChild: true) {
+                            try runRedis(socket: redisSocket, tests: ["GET"], n: slice.count)
+                        }
+                        redisSeconds += Double(slice.count) / r[0]
+                    }
+                    if turn % 2 == 0 {
+                        try assetd()
+                        try redis()
+                    } else {
+                        try redis()
+                        try assetd()
+                    }
+                }
+                gets.append(merge(parts))
+                redisGet.append(Double(n) / redisSeconds)
             }
             let getTouch = SocketStep("get-touch") {
                 say("assetd object.get with touch up to \(getTouchRequests.count) or \(Int(touchSeconds) / rounds) s")
@@ -350,11 +380,12 @@ struct SocketWorkloads {
                 say("assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
                 oneOwnerPuts.append(try load(oneOwnerSlice, putSeconds, oneOwnerCheck))
             }
-            let redis = SocketStep("redis") {
-                say("redis-benchmark -t get,set -n \(n)")
-                let r = try redisCPU.measure(server: redisPID, clientIsChild: true) { try runRedis(n: n) }
-                redisGet.append(r.get)
-                redisSet.append(r.set)
+            let redis = SocketStep("redis-set") {
+                say("redis-benchmark -t set -n \(n)")
+                let r = try redisCPU.measure(server: redisPID, clientIsChild: true) {
+                    try runRedis(socket: redisSocket, tests: ["SET"], n: n)
+                }
+                redisSet.append(r[0])
             }
             // As many SETs as there are puts at most: enough for a steady rate, and the
             // append-only file stays small.
@@ -496,12 +527,6 @@ struct SocketWorkloads {
         LoadResult(
             completed: results.reduce(0) { $0 + $1.completed }, seconds: results.reduce(0) { $0 + $1.seconds },
             latencies: results.flatMap(\.latencies), stoppedAtDeadline: results.contains { $0.stoppedAtDeadline })
-    }
-
-    /// redis-benchmark GET and SET requests/s at `n` requests each, on the plain redis-server.
-    private func runRedis(n: Int) throws -> (get: Double, set: Double) {
-        let r = try runRedis(socket: redisSocket, tests: ["GET", "SET"], n: n)
-        return (r[0], r[1])
     }
 
     /// redis-benchmark's requests/s for each of `tests`, in order, at `n` requests each.
