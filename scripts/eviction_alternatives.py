@@ -173,8 +173,12 @@ def summary(ratio, lru, keys):
     return over, worst, (ratio[worst] - 1) * lru[worst] * 100
 
 
-def fmt(x, width=13):
+def fmt(x, width):
     return f"{x:>{width}.3f}" if x is not None else f"{'-':>{width}}"
+
+
+def width(names):
+    return max(8, *(len(n) + 1 for n in names))
 
 
 def breadth(names):
@@ -192,9 +196,10 @@ def breadth(names):
         ratio[n] = {key: None if v is None else v / lru[key] for (key, _, _), v in zip(rows, got)}
         print(f"{n} done", file=sys.stderr, flush=True)
     print("byte miss ratio / LRU's, bench seeds; '-': did not finish in a minute or crashed")
-    print(f"{'trace':<16}{'budget':>7}{'lru':>8}" + "".join(f"{n[:12]:>13}" for n in names))
+    w = width(names)
+    print(f"{'trace':<16}{'budget':>7}{'lru':>8}" + "".join(f"{n:>{w}}" for n in names))
     for key, _, _ in rows:
-        print(f"{key[0]:<16}{int(key[1] * 100):>6}%{lru[key]:>8.4f}" + "".join(fmt(ratio[n][key]) for n in names))
+        print(f"{key[0]:<16}{int(key[1] * 100):>6}%{lru[key]:>8.4f}" + "".join(fmt(ratio[n][key], w) for n in names))
     print("per order: feasible Zipf rows (8) mean and count over 0.85x; worst row vs LRU in points")
     for n in names:
         if any(v is None for v in ratio[n].values()):
@@ -241,7 +246,8 @@ def seeds(count, names, kinds):
 
 def shifting(names):
     print("shifting Zipf (popularity moves every quarter), byte miss ratio / LRU's")
-    print(f"{'alpha':<6}{'budget':>7}{'lru':>8}" + "".join(f"{n[:12]:>13}" for n in names))
+    w = width(names)
+    print(f"{'alpha':<6}{'budget':>7}{'lru':>8}" + "".join(f"{n:>{w}}" for n in names))
     for alpha in (0.8, 1.0, 1.2):
         trace = es.shifting(alpha, 77)
         requests = requests_of(trace)
@@ -250,7 +256,7 @@ def shifting(names):
             capacity = int(distinct * b)
             base = replay(lcs.LRU, capacity, requests)
             print(f"{alpha:<6}{int(b * 100):>6}%{base:>8.4f}"
-                  + "".join(fmt(None if v is None else v / base)
+                  + "".join(fmt(None if v is None else v / base, w)
                             for v in (guarded(n, [(capacity, requests)])[0] for n in names)), flush=True)
 
 
