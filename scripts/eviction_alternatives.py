@@ -8,7 +8,8 @@ Usage: eviction_alternatives.py [breadth]
 
 NAME is one of ORDERS ("list" prints them) or a setting: "mq:LIFETIME:QOUT", "2q:AIN:AOUT",
 "wtinylfu:WINDOW[:MAIN]", "s3fifo-lib:SMALL:GHOST", "caffeine:WINDOW:SAMPLE" (Caffeine's
-W-TinyLFU, scripts/eviction_tinylfu.py).
+W-TinyLFU, scripts/eviction_tinylfu.py), "s3mq:LIFETIME:HISTORY" (S3-FIFO with MQ as its main
+queue, scripts/eviction_s3mq.py).
 
 Run with the eviction bench's virtual environment (.build-bench/eviction-venv/bin/python).
 Each order gets the bench's requests one at a time at the bench's byte capacities, as the
@@ -34,6 +35,7 @@ from libcachesim import libcachesim_python as native
 
 import eviction_bench as eb
 import eviction_model
+import eviction_s3mq
 import eviction_seeds as es
 import eviction_tinylfu
 
@@ -117,6 +119,8 @@ def parametrised(name):
         return lambda c: lcs.S3FIFO(c, small_size_ratio=float(args[0]), ghost_size_ratio=float(args[1]))
     if kind == "caffeine":
         return lambda c: Model(c, eviction_tinylfu.WTinyLFU, window=float(args[0]), sample=int(args[1]))
+    if kind == "s3mq":
+        return lambda c: Model(c, eviction_s3mq.S3MQ, lifetime=int(args[0]), history=float(args[1]))
     if kind == "mq":
         return lambda c: lcs.MQ(c, lifetime=int(args[0]), qout_size_ratio=float(args[1]))
     raise SystemExit(f"unknown order {name}")
