@@ -73,7 +73,8 @@ ORDERS = {
     "clock-2bit": lambda c: lcs.Clock(c, n_bit_counter=2),
     "sieve": lcs.Sieve,
     "s3fifo-lib": lcs.S3FIFO,
-    "s3fifo-store": Model,
+    "s3fifo-store": Model,  # the store's setting: 5%, 50%, keys capped
+    "s3fifo-10/90": lambda c: Model(c, small_ratio=0.1, ghost_ratio=0.9, cap_keys=False),  # before 2026-11-27
     "s3fifo-5/50-cap": lambda c: Model(c, small_ratio=0.05, ghost_ratio=0.5, cap_keys=True),
     "s3fifod": lambda c: Native(native.S3FIFOd_init, c, ""),
     "qdlp": lambda c: Native(native.QDLP_init, c, ""),

@@ -18,6 +18,9 @@ QUEUES = 8
 
 class S3MQ(eviction_model.S3FIFO):
     def __init__(self, capacity, lifetime=1000, history=4.0, **kw):
+        # Measured (docs/EVICTION.md) with S3-FIFO's sizes of the time, libCacheSim's.
+        for k, v in (("small_ratio", 0.1), ("ghost_ratio", 0.9), ("cap_keys", False)):
+            kw.setdefault(k, v)
         super().__init__(capacity, **kw)
         self.lifetime, self.now = lifetime, 0
         self.queues = [OrderedDict() for _ in range(QUEUES)]  # key -> expiry, oldest first
