@@ -7,17 +7,18 @@ otherwise it is not kept and its key is remembered. (The store also keeps one re
 put; in a replay that enforces after every request a new object has not been read yet.)
 
 `small_ratio`, `ghost_ratio` and `threshold` are libCacheSim's `small_size_ratio`,
-`ghost_size_ratio` and `move_to_main_threshold`; the defaults are the store's and libCacheSim's.
+`ghost_size_ratio` and `move_to_main_threshold` (libCacheSim's defaults are 0.1, 0.9 and 2);
 `cap_keys` counts a key as at most the small queue's bytes in the ghost record: only a large
-object's key is larger, so it changes nothing without the rule. scripts/eviction_seeds.py
-compares settings over many seeds (docs/EVICTION.md).
+object's key is larger, so it changes nothing without the rule. The defaults are the store's
+(5%, 50%, 2, keys capped), chosen by scripts/eviction_seeds.py over many seeds
+(docs/EVICTION.md).
 """
 
 from collections import OrderedDict
 
 
 class S3FIFO:
-    def __init__(self, capacity, large_rule=True, small_ratio=0.1, ghost_ratio=0.9, threshold=2, cap_keys=False):
+    def __init__(self, capacity, large_rule=True, small_ratio=0.05, ghost_ratio=0.5, threshold=2, cap_keys=True):
         self.capacity = capacity
         self.small_cap = int(capacity * small_ratio)
         self.main_cap = capacity - self.small_cap

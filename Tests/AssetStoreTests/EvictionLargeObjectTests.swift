@@ -1,4 +1,4 @@
-// S3-FIFO and objects as large as its small queue (a tenth of `max_bytes`), as assetd.toml(5)
+// S3-FIFO and objects as large as its small queue (5% of `max_bytes`), as assetd.toml(5)
 // `order` describes: such an object is kept, in the main queue, when it was read since its put
 // or when its key is in the ghost record; a new one never read goes first, and its key is
 // remembered so that the next put of it stays. A media cache whose files are large against its
@@ -13,7 +13,8 @@ import Testing
 
 @Suite("S3-FIFO and large objects")
 struct EvictionLargeObjectTests {
-    /// Budget 2,000 bytes: the small queue holds 200, so every 700-byte object is large.
+    /// Budget 2,000 bytes: the small queue holds 100, so every 700-byte object is large; the
+    /// ghost record holds 1,000 bytes of keys.
     private func fixture() throws -> Fixture {
         try Fixture {
             var p = PolicyConfiguration()
@@ -25,9 +26,9 @@ struct EvictionLargeObjectTests {
         }
     }
 
-    private func put(_ f: Fixture, _ key: String) throws {
+    private func put(_ f: Fixture, _ key: String, size: Int = 700) throws {
         f.clock.advance(1)
-        let path = try f.makeFile("\(key)-\(Int(f.clock.now))", size: 700)
+        let path = try f.makeFile("\(key)-\(Int(f.clock.now))", size: size)
         try f.put([(ref("v", key), ["file": .string(path)])])
     }
 
@@ -63,5 +64,23 @@ struct EvictionLargeObjectTests {
         try put(f, "d")
         let dry = try f.store.enforce(dryRun: true)
         #expect(dry.objects.map(\.ref.key) == (try f.store.enforce()).objects.map(\.ref.key))
+    }
+
+    @Test("a key counts as the small queue's bytes in the ghost record, so a huge object comes back")
+    func hugeObjectKeyIsRemembered() throws {
+        // 1,200 bytes: more than the whole ghost record (1,000). Counted whole, its key would
+        // be dropped as soon as written, and the object never kept however often put again.
+        let f = try fixture()
+        try put(f, "huge", size: 1200)
+        try put(f, "b")
+        try put(f, "c", size: 200)  // 2,100 bytes: 100 over
+        #expect(try f.store.enforce().objects.map(\.ref.key) == ["huge"])
+        let ghost = try f.store.read { r in
+            try Row.fetchAll(r.db, sql: "SELECT size FROM evict_ghost").map { $0[0] as Int64 }
+        }
+        #expect(ghost == [100])
+        try put(f, "huge", size: 1200)  // fetched again: 2,100 bytes
+        #expect(try f.store.enforce().objects.map(\.ref.key) == ["b"])
+        #expect(try mainQueueHolds(f, "huge"))
     }
 }

@@ -52,11 +52,11 @@ private func keys(_ plan: PolicyPlan) -> [String] { plan.objects.map(\.ref.key) 
 struct EvictionOrderTests {
     @Test("S3-FIFO: a key evicted from the small queue and put again goes to the main queue")
     func ghostHitGoesToMain() throws {
-        // Budget 2,000 bytes: the small queue holds 200 (two objects), the main one 1,800.
-        let f = try store(.s3fifo, budget: 2000)
-        for i in 0..<20 { try add(f, "k\(i)") }
+        // Budget 4,000 bytes: the small queue holds 200 (two objects), the main one 3,800.
+        let f = try store(.s3fifo, budget: 4000)
+        for i in 0..<40 { try add(f, "k\(i)") }
         #expect(try f.store.enforce().objects.isEmpty)  // at the budget, not over it
-        try add(f, "k20")
+        try add(f, "k40")
         // Before the first eviction a full small queue admits to the main one: k0 and k1 are
         // the small queue, k0 is its oldest and never accessed again.
         var plan = try f.store.enforce()
@@ -66,14 +66,15 @@ struct EvictionOrderTests {
         plan = try f.store.enforce()
         #expect(keys(plan) == ["k1"])
         #expect(try queue(f, "k0") == EvictionQueues.main)
-        #expect(try queue(f, "k20") == EvictionQueues.small)
+        #expect(try queue(f, "k40") == EvictionQueues.small)
     }
 
-    @Test("S3-FIFO: the ghost record keeps at most 90% of the budget's bytes, the newest keys")
+    @Test("S3-FIFO: the ghost record keeps at most half the budget's bytes, the newest keys")
     func ghostRecordIsBounded() throws {
-        // Budget 2,000 bytes: the ghost record holds at most 1,800, eighteen keys of 100.
-        let f = try store(.s3fifo, budget: 2000)
-        for i in 0..<50 {
+        // Budget 4,000 bytes: the ghost record holds at most 2,000, twenty keys of 100. The
+        // run evicts k0, k1, then k40 to k77 in turn.
+        let f = try store(.s3fifo, budget: 4000)
+        for i in 0..<80 {
             try add(f, "k\(i)")
             _ = try f.store.enforce()
         }
@@ -81,22 +82,22 @@ struct EvictionOrderTests {
             let row = try Row.fetchOne(r.db, sql: "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM evict_ghost")!
             return (row[0] as Int, row[1] as Int64)
         }
-        #expect(count == 18 && bytes == 1800)
+        #expect(count == 20 && bytes == 2000)
         try add(f, "k0")  // evicted first, its key since dropped from the record
         _ = try f.store.enforce()
         #expect(try queue(f, "k0") == EvictionQueues.small)
-        try add(f, "k47")  // evicted last
+        try add(f, "k77")  // evicted last
         _ = try f.store.enforce()
-        #expect(try queue(f, "k47") == EvictionQueues.main)
+        #expect(try queue(f, "k77") == EvictionQueues.main)
     }
 
     @Test("S3-FIFO: an object accessed twice in the small queue is promoted, not evicted")
     func smallQueuePromotes() throws {
-        let f = try store(.s3fifo, budget: 2000)
-        for i in 0..<20 { try add(f, "k\(i)") }
+        let f = try store(.s3fifo, budget: 4000)
+        for i in 0..<40 { try add(f, "k\(i)") }
         try touch(f, "k0")
         try touch(f, "k0")
-        try add(f, "k20")
+        try add(f, "k40")
         let plan = try f.store.enforce()
         #expect(keys(plan) == ["k1"])
         #expect(try queue(f, "k0") == EvictionQueues.main)
@@ -104,13 +105,13 @@ struct EvictionOrderTests {
 
     @Test("S3-FIFO: two touches before one flush count as two accesses, as two flushed ones do")
     func touchesWithinOneFlushWindowEachCount() throws {
-        let f = try store(.s3fifo, budget: 2000)
-        for i in 0..<20 { try add(f, "k\(i)") }
+        let f = try store(.s3fifo, budget: 4000)
+        for i in 0..<40 { try add(f, "k\(i)") }
         f.clock.advance(1)
         try f.store.touch(ref("c", "k0"))
         f.clock.advance(1)
         try f.store.touch(ref("c", "k0"))
-        try add(f, "k20")
+        try add(f, "k40")
         let plan = try f.store.enforce()  // flushes the two touches first
         #expect(keys(plan) == ["k1"])
         #expect(try queue(f, "k0") == EvictionQueues.main)
@@ -206,8 +207,8 @@ struct EvictionOrderTests {
         try add(f, "k12")
         #expect(try keys(f.store.enforce()) == ["k4"])  // k3's access was counted before the restart
 
-        let g = try store(.s3fifo, budget: 2000)
-        for i in 0..<21 { try add(g, "k\(i)") }
+        let g = try store(.s3fifo, budget: 4000)
+        for i in 0..<41 { try add(g, "k\(i)") }
         #expect(try keys(g.store.enforce()) == ["k0"])
         try g.reopen()
         try add(g, "k0")

@@ -39,6 +39,9 @@ extension EvictionQueues {
     }
 
     func addGhost(_ db: Database, _ ref: ObjectRef, size: Int64) throws {
+        // A key counts as at most the small queue's bytes: only a large object's is larger,
+        // and counted whole it would crowd the record out or not fit in it at all.
+        let size = min(size, smallCapacity)
         seq += 1
         try db.cachedStatement(
             sql: "INSERT INTO evict_ghost(hash, seq, size) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING"
