@@ -10,7 +10,8 @@
 #           plain one for information; the same puts from one owner (information); up to
 #           TOUCH_N (default PUT_N) object.get with touch and as many object.touch of random
 #           stored keys, each within TOUCH_SECONDS (default PUT_SECONDS), against the plain
-#           gets of the same run; then, for information, the same puts through Store.write
+#           gets of the same run, and as many touching gets of Zipf-distributed keys (alpha
+#           0.9, information); then, for information, the same puts through Store.write
 #           in-process, 25 per commit (about the daemon's batch), durability full and normal
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)

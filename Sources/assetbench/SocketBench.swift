@@ -153,7 +153,8 @@ struct Flags {
 /// durability would pick; against the plain one it is information. The puts' goal lines have
 /// 100 owners in turn; the same puts from one owner follow for information. object.get with
 /// `touch` and object.touch are measured against the plain object.get of the same run and
-/// client. Rounds alternate which side goes first; each side's ops/s is its requests over its
+/// client; so are touching gets of Zipf-distributed keys (alpha 0.9), for information: a
+/// cache's hits are skewed, and one second's touches then fall on fewer objects. Rounds alternate which side goes first; each side's ops/s is its requests over its
 /// summed time.
 struct SocketWorkloads {
     let socket: String
@@ -181,6 +182,8 @@ struct SocketWorkloads {
     let durableRedisSocket: String
     let durableRedisPID: Int32
     let durableRedisFolder: String
+    /// The skew of the Zipf-distributed touching gets (information beside the uniform ones).
+    static let zipfAlpha = 0.9
 
     init(_ f: Flags) throws {
         socket = try f.string("socket")
@@ -226,6 +229,7 @@ struct SocketWorkloads {
                 + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s, owners 100 in turn,"
                 + " then as many from one owner (info); get-touch = object.get with touch, touch = object.touch,"
                 + " each of random stored keys, up to \(touchN) requests or \(Int(touchSeconds)) s, baseline the get above;"
+                + " get-touch-zipf = as get-touch, keys Zipf-distributed (alpha \(SocketWorkloads.zipfAlpha), info);"
                 + " \(rounds) rounds alternating order")
         fflush(nil)
 
@@ -238,6 +242,10 @@ struct SocketWorkloads {
         }
         let touchRequests = (0..<touchN).map { _ in
             RPC.touch(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng)))
+        }
+        let zipf = ZipfKeys(count: keys, alpha: SocketWorkloads.zipfAlpha, seed: 11)
+        let zipfTouchRequests = (0..<touchN).map { _ in
+            RPC.getTouching(SocketCommands.collection, SocketCommands.key(zipf.next(using: &rng)))
         }
         let putRequests = (0..<putN).map { i in
             RPC.put(SocketCommands.collection, "p" + pad(i, 8), owner: Bench.owners[i % 100], n: i)
@@ -290,6 +298,8 @@ struct SocketWorkloads {
         var getTouches = [LoadResult]()
         var touches = [LoadResult]()
         var touchCPU = CPUSpent()
+        var zipfTouches = [LoadResult]()
+        var zipfCPU = CPUSpent()
         var durableCPU = CPUSpent()
         var gets = [LoadResult]()
         var pings = [LoadResult]()
@@ -309,6 +319,7 @@ struct SocketWorkloads {
             let oneOwnerSlice = Array(oneOwnerRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
             let getTouchSlice = Array(getTouchRequests[(round * touchN / rounds)..<((round + 1) * touchN / rounds)])
             let touchSlice = Array(touchRequests[(round * touchN / rounds)..<((round + 1) * touchN / rounds)])
+            let zipfSlice = Array(zipfTouchRequests[(round * touchN / rounds)..<((round + 1) * touchN / rounds)])
             let redisN = (round + 1) * n / rounds - round * n / rounds
             let engine = {
                 // ping is answered on the event loop from memory: the floor of the protocol,
@@ -352,6 +363,16 @@ struct SocketWorkloads {
                         try closedLoop(
                             socket: socket, connections: connections, requests: touchSlice, driver: driver,
                             deadline: deadline, check: touchCheck))
+                    progress(
+                        "round \(round + 1)/\(rounds): assetd object.get with touch, Zipf keys, up to \(zipfSlice.count) or \(Int(touchSeconds) / rounds) s"
+                    )
+                    deadline = monotonicNanos() + UInt64(touchSeconds / Double(rounds) * 1e9)
+                    try zipfCPU.measure(server: daemonPID) {
+                        zipfTouches.append(
+                            try closedLoop(
+                                socket: socket, connections: connections, requests: zipfSlice, driver: driver,
+                                deadline: deadline, check: getTouchCheck))
+                    }
                 }
                 try inTurn(round, plainGets, touching)
                 let manyOwners = {
@@ -431,6 +452,17 @@ struct SocketWorkloads {
             "  socket-touch (baseline: socket-get above): \(touchAll.completed) of \(touchN) requests in \(fmt(touchAll.seconds)) s"
                 + (touches.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
                 + "; round trip p50=\(fmt(touchAll.percentile(0.5)))ms p99=\(fmt(touchAll.percentile(0.99)))ms")
+        let zipfAll = merge(zipfTouches)
+        emit(
+            ResultLine(
+                name: "socket-get-touch-zipf", engine: .throughput(ops: zipfAll.completed, seconds: zipfAll.seconds),
+                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .none))
+        print(
+            "  socket-get-touch-zipf (info, no goal; baseline: socket-get above): keys Zipf-distributed, alpha \(SocketWorkloads.zipfAlpha);"
+                + " \(zipfAll.completed) of \(touchN) requests in \(fmt(zipfAll.seconds)) s"
+                + (zipfTouches.contains(where: \.stoppedAtDeadline)
+                    ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
+                + "; round trip p50=\(fmt(zipfAll.percentile(0.5)))ms p99=\(fmt(zipfAll.percentile(0.99)))ms")
         emit(
             ResultLine(
                 name: "socket-ping", engine: .throughput(ops: pingAll.completed, seconds: pingAll.seconds),
@@ -473,7 +505,8 @@ struct SocketWorkloads {
         }
         print(
             "  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
-                + " put=\(us(putCPU.server, putAll.completed)) get-touch=\(us(touchCPU.server, getTouchAll.completed));"
+                + " put=\(us(putCPU.server, putAll.completed)) get-touch=\(us(touchCPU.server, getTouchAll.completed))"
+                + " get-touch-zipf=\(us(zipfCPU.server, zipfAll.completed));"
                 + " assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
                 + " get=\(us(getCPU.client, getAll.completed)) put=\(us(putCPU.client, putAll.completed));"
                 + " redis-server GET+SET=\(us(redisCPU.server, redisGet.ops + redisSet.ops));"
