@@ -434,35 +434,23 @@ struct SocketWorkloads {
             "  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
                 + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
         let getTouchAll = merge(getTouches)
-        let touchAll = merge(touches)
-        emit(
-            ResultLine(
-                name: "socket-get-touch", engine: .throughput(ops: getTouchAll.completed, seconds: getTouchAll.seconds),
-                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.9)))
-        print(
-            "  socket-get-touch (baseline: socket-get above): \(getTouchAll.completed) of \(touchN) requests in \(fmt(getTouchAll.seconds)) s"
-                + (getTouches.contains(where: \.stoppedAtDeadline)
-                    ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
-                + "; round trip p50=\(fmt(getTouchAll.percentile(0.5)))ms p99=\(fmt(getTouchAll.percentile(0.99)))ms")
-        emit(
-            ResultLine(
-                name: "socket-touch", engine: .throughput(ops: touchAll.completed, seconds: touchAll.seconds),
-                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.8)))
-        print(
-            "  socket-touch (baseline: socket-get above): \(touchAll.completed) of \(touchN) requests in \(fmt(touchAll.seconds)) s"
-                + (touches.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
-                + "; round trip p50=\(fmt(touchAll.percentile(0.5)))ms p99=\(fmt(touchAll.percentile(0.99)))ms")
         let zipfAll = merge(zipfTouches)
-        emit(
-            ResultLine(
-                name: "socket-get-touch-zipf", engine: .throughput(ops: zipfAll.completed, seconds: zipfAll.seconds),
-                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .none))
-        print(
-            "  socket-get-touch-zipf (info, no goal; baseline: socket-get above): keys Zipf-distributed, alpha \(SocketWorkloads.zipfAlpha);"
-                + " \(zipfAll.completed) of \(touchN) requests in \(fmt(zipfAll.seconds)) s"
-                + (zipfTouches.contains(where: \.stoppedAtDeadline)
-                    ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
-                + "; round trip p50=\(fmt(zipfAll.percentile(0.5)))ms p99=\(fmt(zipfAll.percentile(0.99)))ms")
+        /// A touching workload's line against the plain gets, and its detail line.
+        func touching(_ name: String, _ all: LoadResult, _ goal: Goal, note: String = "") {
+            emit(
+                ResultLine(
+                    name: name, engine: .throughput(ops: all.completed, seconds: all.seconds),
+                    baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: goal))
+            print(
+                "  \(name) (\(note)baseline: socket-get above): \(all.completed) of \(touchN) requests in \(fmt(all.seconds)) s"
+                    + (all.stoppedAtDeadline ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
+                    + "; round trip p50=\(fmt(all.percentile(0.5)))ms p99=\(fmt(all.percentile(0.99)))ms")
+        }
+        touching("socket-get-touch", getTouchAll, .atLeast(0.9))
+        touching("socket-touch", merge(touches), .atLeast(0.8))
+        touching(
+            "socket-get-touch-zipf", zipfAll, .none,
+            note: "info, no goal; keys Zipf-distributed, alpha \(SocketWorkloads.zipfAlpha); ")
         emit(
             ResultLine(
                 name: "socket-ping", engine: .throughput(ops: pingAll.completed, seconds: pingAll.seconds),
