@@ -13,8 +13,9 @@
 #           puts from one owner (information); up to TOUCH_N a round (default PUT_N)
 #           object.get with touch and as many object.touch of random stored keys, each within
 #           TOUCH_SECONDS in all (default PUT_SECONDS), against the plain gets of the same
-#           round; then, for information, the same puts through Store.write in-process, 25
-#           per commit (about the daemon's batch), durability full and normal
+#           round, and as many touching gets of Zipf-distributed keys (alpha 0.9,
+#           information); then, for information, the same puts through Store.write
+#           in-process, 25 per commit (about the daemon's batch), durability full and normal
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
 #   footprint  assetd on the same M objects: exec to READY=1 on a first start (page cache

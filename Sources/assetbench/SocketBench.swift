@@ -153,7 +153,8 @@ struct Flags {
 /// durability would pick; against the plain one it is information. The puts' goal lines have
 /// 100 owners in turn; the same puts from one owner follow for information. object.get with
 /// `touch` and object.touch are measured against the plain object.get of the same run and
-/// client. Each round runs every workload once, gets and touches in full and the puts' share,
+/// client; so are touching gets of Zipf-distributed keys (alpha 0.9), for information: a
+/// cache's hits are skewed, and one second's touches then fall on fewer objects. Each round runs every workload once, gets and touches in full and the puts' share,
 /// in an order rotated from round to round (SocketStep.order); each ratio is the median of the
 /// rounds' own ratios, which are printed beside it.
 struct SocketWorkloads {
@@ -185,6 +186,8 @@ struct SocketWorkloads {
     let durableRedisSocket: String
     let durableRedisPID: Int32
     let durableRedisFolder: String
+    /// The skew of the Zipf-distributed touching gets (information beside the uniform ones).
+    static let zipfAlpha = 0.9
 
     init(_ f: Flags) throws {
         socket = try f.string("socket")
@@ -233,7 +236,8 @@ struct SocketWorkloads {
                 + " keys with durability full (one fsync per commit), up to \(putN) requests or \(Int(putSeconds)) s in all,"
                 + " owners 100 in turn, then as many from one owner (info); get-touch = object.get with touch,"
                 + " touch = object.touch, each of random stored keys, up to \(touchN) requests a round or \(Int(touchSeconds)) s in all,"
-                + " baseline the same round's get")
+                + " baseline the same round's get; get-touch-zipf = as get-touch, keys Zipf-distributed"
+                + " (alpha \(SocketWorkloads.zipfAlpha), info)")
         fflush(nil)
 
         var rng = SplitMix64(seed: 7)
@@ -245,6 +249,10 @@ struct SocketWorkloads {
         }
         let touchRequests = (0..<touchN).map { _ in
             RPC.touch(SocketCommands.collection, SocketCommands.key(Int.random(in: 0..<keys, using: &rng)))
+        }
+        let zipf = ZipfKeys(count: keys, alpha: SocketWorkloads.zipfAlpha, seed: 11)
+        let zipfTouchRequests = (0..<touchN).map { _ in
+            RPC.getTouching(SocketCommands.collection, SocketCommands.key(zipf.next(using: &rng)))
         }
         let putRequests = (0..<putN).map { i in
             RPC.put(SocketCommands.collection, "p" + pad(i, 8), owner: Bench.owners[i % 100], n: i)
@@ -299,6 +307,8 @@ struct SocketWorkloads {
         var getTouches = [LoadResult]()
         var touches = [LoadResult]()
         var touchCPU = CPUSpent()
+        var zipfTouches = [LoadResult]()
+        var zipfCPU = CPUSpent()
         var durableCPU = CPUSpent()
         var gets = [LoadResult]()
         var pings = [LoadResult]()
@@ -368,6 +378,14 @@ struct SocketWorkloads {
                     getTouches.append(try load(getTouchRequests, touchSeconds, getTouchCheck))
                 }
             }
+            let getTouchZipf = SocketStep("get-touch-zipf") {
+                say(
+                    "assetd object.get with touch, Zipf keys, up to \(zipfTouchRequests.count) or \(Int(touchSeconds) / rounds) s"
+                )
+                try zipfCPU.measure(server: daemonPID) {
+                    zipfTouches.append(try load(zipfTouchRequests, touchSeconds, getTouchCheck))
+                }
+            }
             let touch = SocketStep("touch") {
                 say("assetd object.touch up to \(touchRequests.count) or \(Int(touchSeconds) / rounds) s")
                 touches.append(try load(touchRequests, touchSeconds, touchCheck))
@@ -400,7 +418,7 @@ struct SocketWorkloads {
                 durableSetTotal.seconds += Double(durableN) / d[0]
             }
             let order = SocketStep.order(
-                [redis, get, getTouch, touch, ping, durable, put, oneOwner], round: round, of: rounds)
+                [redis, get, getTouch, touch, getTouchZipf, ping, durable, put, oneOwner], round: round, of: rounds)
             orders.append(order.map(\.name).joined(separator: ", "))
             say("in this order: " + orders[round])
             for step in order { try step.run() }
@@ -428,26 +446,26 @@ struct SocketWorkloads {
             "  socket-get: \(getAll.completed) requests in \(fmt(getAll.seconds)) s; round trip p50=\(fmt(getAll.percentile(0.5)))ms"
                 + " p99=\(fmt(getAll.percentile(0.99)))ms max=\(fmt(getAll.percentile(1)))ms")
         let getTouchAll = merge(getTouches)
-        let touchAll = merge(touches)
-        emit(
-            ResultLine(
-                name: "socket-get-touch", engine: .throughput(ops: getTouchAll.completed, seconds: getTouchAll.seconds),
-                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.9),
-                rounds: perRound(getTouches, gets.map(\.opsPerSecond))))
-        print(
-            "  socket-get-touch (baseline: socket-get above): \(getTouchAll.completed) of \(touchN * rounds) requests in \(fmt(getTouchAll.seconds)) s"
-                + (getTouches.contains(where: \.stoppedAtDeadline)
-                    ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
-                + "; round trip p50=\(fmt(getTouchAll.percentile(0.5)))ms p99=\(fmt(getTouchAll.percentile(0.99)))ms")
-        emit(
-            ResultLine(
-                name: "socket-touch", engine: .throughput(ops: touchAll.completed, seconds: touchAll.seconds),
-                baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: .atLeast(0.8),
-                rounds: perRound(touches, gets.map(\.opsPerSecond))))
-        print(
-            "  socket-touch (baseline: socket-get above): \(touchAll.completed) of \(touchN * rounds) requests in \(fmt(touchAll.seconds)) s"
-                + (touches.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
-                + "; round trip p50=\(fmt(touchAll.percentile(0.5)))ms p99=\(fmt(touchAll.percentile(0.99)))ms")
+        let zipfAll = merge(zipfTouches)
+        /// A touching workload's line against the same rounds' plain gets, and its detail line.
+        func touching(_ name: String, _ results: [LoadResult], _ goal: Goal, note: String = "") {
+            let all = merge(results)
+            emit(
+                ResultLine(
+                    name: name, engine: .throughput(ops: all.completed, seconds: all.seconds),
+                    baseline: .throughput(ops: getAll.completed, seconds: getAll.seconds), goal: goal,
+                    rounds: perRound(results, gets.map(\.opsPerSecond))))
+            print(
+                "  \(name) (\(note)baseline: socket-get above): \(all.completed) of \(touchN * rounds) requests in \(fmt(all.seconds)) s"
+                    + (results.contains(where: \.stoppedAtDeadline)
+                        ? " (stopped at the \(Int(touchSeconds)) s limit)" : "")
+                    + "; round trip p50=\(fmt(all.percentile(0.5)))ms p99=\(fmt(all.percentile(0.99)))ms")
+        }
+        touching("socket-get-touch", getTouches, .atLeast(0.9))
+        touching("socket-touch", touches, .atLeast(0.8))
+        touching(
+            "socket-get-touch-zipf", zipfTouches, .none,
+            note: "info, no goal; keys Zipf-distributed, alpha \(SocketWorkloads.zipfAlpha); ")
         emit(
             ResultLine(
                 name: "socket-ping", engine: .throughput(ops: pingAll.completed, seconds: pingAll.seconds),
@@ -494,7 +512,8 @@ struct SocketWorkloads {
         }
         print(
             "  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
-                + " put=\(us(putCPU.server, putAll.completed)) get-touch=\(us(touchCPU.server, getTouchAll.completed));"
+                + " put=\(us(putCPU.server, putAll.completed)) get-touch=\(us(touchCPU.server, getTouchAll.completed))"
+                + " get-touch-zipf=\(us(zipfCPU.server, zipfAll.completed));"
                 + " assetbench client ping=\(us(pingCPU.client, pingAll.completed))"
                 + " get=\(us(getCPU.client, getAll.completed)) put=\(us(putCPU.client, putAll.completed));"
                 + " redis-server GET+SET=\(us(redisCPU.server, redisGetTotal.ops + redisSetTotal.ops));"

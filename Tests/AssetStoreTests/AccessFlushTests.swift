@@ -1,6 +1,7 @@
 // The access flush writes many objects a statement (Store+Access.swift): each object still gets
 // its own time and access count, an object deleted before the flush gets no eviction state,
-// and a time not later than the stored one writes nothing.
+// a time not later than the stored one writes nothing, and touches made while a flush writes
+// are seen at once and written by the next one.
 
 import AssetStoreTestSupport
 import Foundation
@@ -89,5 +90,50 @@ struct AccessFlushTests {
         }
         let accessed = try f.store.read { r in try Double.fetchOne(r.db, sql: "SELECT accessed FROM object") }
         #expect(accessed == put + 1)
+    }
+
+    @Test("touches while a flush writes: reads see the later time, the next flush writes them")
+    func touchesDuringAFlush() throws {
+        let f = try Fixture()
+        let store = f.store!
+        let (a, b) = (ref("c", "a"), ref("c", "b"))
+        try f.store.write { tx in for r in [a, b] { try tx.put(r, value: [:]) } }
+        f.clock.advance(10)
+        try store.touch(a)
+        let first = f.clock.now
+        // A write held open: the flush takes the pending touches, then waits for the writer.
+        let (inside, release, done) = (
+            DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+        )
+        Thread {
+            _ = try? store.write { _ in
+                inside.signal()
+                release.wait()
+            }
+        }.start()
+        inside.wait()
+        let flushed = Mutex<CommitReport?>(nil)
+        Thread {
+            flushed.withLock { $0 = try? store.flushAccesses() }
+            done.signal()
+        }.start()
+        let deadline = Date().addingTimeInterval(60)
+        while store.pendingAccessCount > 0 && Date() < deadline { sched_yield() }
+        #expect(store.pendingAccessCount == 0 && store.accessStatistics["pending"] == 1, "taken, not yet written")
+        f.clock.advance(5)
+        try store.touch(a)
+        try store.touch(b)
+        let json = try JSONValue.parse(String(decoding: try #require(try store.objectJSON(a)), as: UTF8.self))
+        #expect(json["accessed"]?.doubleValue == f.clock.now, "a read sees the touch made during the flush")
+        #expect(store.pendingAccessCount == 2 && store.accessStatistics["pending"] == 3)
+        release.signal()
+        done.wait()
+        #expect(flushed.withLock { $0 } != nil)
+        let stored = { (r: ObjectRef) in try store.read { try $0.get(r) }?.accessed }
+        #expect(try stored(a) == first, "the flush wrote what it took")
+        #expect(store.accessStatistics == ["pending": 2, "flushes": 1, "flushed": 1, "touches": 3])
+        try #require(try store.flushAccesses() != nil)
+        #expect(try stored(a) == f.clock.now && stored(b) == f.clock.now)
+        #expect(store.accessStatistics == ["pending": 0, "flushes": 2, "flushed": 3, "touches": 3])
     }
 }

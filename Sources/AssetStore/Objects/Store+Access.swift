@@ -13,12 +13,20 @@ struct PendingAccesses {
     /// since the last flush took it (S3-FIFO and SIEVE count each access, not each flush that
     /// saw some). One dictionary: a touch hashes its id once.
     var pending: [Int64: (time: Double, count: Int)] = [:]
-    /// Taken by the flush running now, until it has committed (reads still see them).
-    var inFlight: [Int64: Double] = [:]
+    /// Taken by the flush running now, until it has committed (reads still see them). The
+    /// flush swaps the two tables: taking the pending ones copies nothing under the lock, and
+    /// the next second's touches fill a table of the size the last flush's needed.
+    var inFlight: [Int64: (time: Double, count: Int)] = [:]
     /// Touches recorded, flushes that wrote something, and access times they wrote.
     var touches: Int64 = 0
     var flushes: Int64 = 0
     var flushed: Int64 = 0
+
+    /// Records a touch at `now` in a pending entry; returns its time (never earlier than before).
+    static func touch(_ entry: inout (time: Double, count: Int), at now: Double) -> Double {
+        entry = (max(entry.time, now), entry.count + 1)
+        return entry.time
+    }
 }
 
 /// One object's pending accesses as a flush writes them.
@@ -26,6 +34,13 @@ struct AccessRecord {
     var id: Int64
     var time: Double
     var count: Int
+
+    /// The records of `pending`, in id order (the rows each statement visits share pages).
+    static func sorted(_ pending: [Int64: (time: Double, count: Int)]) -> [AccessRecord] {
+        var records = pending.map { AccessRecord(id: $0.key, time: $0.value.time, count: $0.value.count) }
+        records.sort { $0.id < $1.id }
+        return records
+    }
 }
 
 extension Store {
@@ -61,16 +76,10 @@ extension Store {
     func recordAccess(_ id: Int64) -> Double {
         let now = configuration.clock()
         return accesses.withLock { a in
-            let time: Double
-            if let i = a.pending.index(forKey: id) {
-                time = max(a.pending.values[i].time, now)
-                a.pending.values[i] = (time, a.pending.values[i].count + 1)
-            } else {
-                time = now
-                a.pending[id] = (now, 1)
-            }
+            // One hash: the entry is found, or made, in place.
+            let time = PendingAccesses.touch(&a.pending[id, default: (now, 0)], at: now)
             a.touches += 1
-            guard let f = a.inFlight[id] else { return time }
+            guard !a.inFlight.isEmpty, let f = a.inFlight[id]?.time else { return time }
             return max(time, f)
         }
     }
@@ -78,10 +87,10 @@ extension Store {
     /// The access time of object `id` recorded and not yet committed, if any.
     func pendingAccess(_ id: Int64) -> Double? {
         accesses.withLock { a in
-            switch (a.pending[id]?.time, a.inFlight[id]) {
-            case let (p?, f?): max(p, f)
-            case let (p, f): p ?? f
-            }
+            // Without touches nothing is hashed: a plain get of a store nobody touches.
+            let p = a.pending.isEmpty ? nil : a.pending[id]?.time
+            guard !a.inFlight.isEmpty, let f = a.inFlight[id]?.time else { return p }
+            return max(p ?? f, f)
         }
     }
 
@@ -94,15 +103,12 @@ extension Store {
     @discardableResult
     public func flushAccesses() throws -> CommitReport? {
         try accessFlush.withLock { _ in
-            let taken = accesses.withLock { a -> [AccessRecord] in
-                let pending = a.pending
-                // The next second's touches fill a table of the size this one's needed.
-                a.pending.removeAll(keepingCapacity: true)
-                a.inFlight = pending.mapValues(\.time)
-                return pending.sorted { $0.key < $1.key }.map {
-                    AccessRecord(id: $0.key, time: $0.value.time, count: $0.value.count)
-                }
-            }
+            // Sorted outside the lock: a touch on the loop waits for the swap alone.
+            let taken = AccessRecord.sorted(
+                accesses.withLock { a in
+                    swap(&a.pending, &a.inFlight)
+                    return a.inFlight
+                })
             guard !taken.isEmpty else { return nil }
             let report: CommitReport
             do {
@@ -113,12 +119,12 @@ extension Store {
                         let now = a.pending[r.id] ?? (r.time, 0)
                         a.pending[r.id] = (max(now.time, r.time), now.count + r.count)
                     }
-                    a.inFlight = [:]
+                    a.inFlight.removeAll(keepingCapacity: true)
                 }
                 throw error
             }
             accesses.withLock { a in
-                a.inFlight = [:]
+                a.inFlight.removeAll(keepingCapacity: true)
                 a.flushes += 1
                 a.flushed += Int64(taken.count)
             }
