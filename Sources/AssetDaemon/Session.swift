@@ -10,6 +10,7 @@ import AssetStore
 import ControlProtocol
 import EventLoop
 import Foundation
+import JSON
 
 // Its stored properties are used on the loop thread only, each access short and none
 // overlapping another (none is passed inout to code that can reach it again), so the runtime's
@@ -61,6 +62,9 @@ final class Session {
     /// requests costs one write, not one per reply).
     @exclusivity(unchecked) private var out: [UInt8] = []
     @exclusivity(unchecked) private var batching = false
+    /// True while `writeRendered` lends `out` to a renderer: a write then would splice a line
+    /// into the reply being rendered (debug builds stop on it).
+    @exclusivity(unchecked) private var rendering = false
     /// Runs the rest of a long queue on the next loop turn.
     @exclusivity(unchecked) private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
@@ -189,6 +193,7 @@ final class Session {
     }
 
     func write(_ bytes: [UInt8]) {
+        assert(!rendering, "a write while a reply is rendered into the output buffer")
         guard !closed else { return }
         // The usual single reply is moved, not copied.
         if out.isEmpty { out = bytes } else { out.append(contentsOf: bytes) }
@@ -206,8 +211,11 @@ final class Session {
             return
         }
         let mark = out.count
-        out.reserveCapacity(mark + 512)
-        if !render(&out) { out.removeSubrange(mark...) }
+        out.reserveMore(512)
+        rendering = true
+        let kept = render(&out)
+        rendering = false
+        if !kept { out.removeSubrange(mark...) }
         if !batching { flushOut() }
     }
 

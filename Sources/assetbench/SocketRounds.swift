@@ -14,8 +14,8 @@ struct SocketStep {
     }
 
     /// `steps` for round `round` of `rounds`: rotated by an even share of the list each
-    /// round, and reversed in odd rounds, so each pair of neighbours also swaps which goes
-    /// first.
+    /// round, and reversed in odd rounds, so neighbours that the rotation keeps together swap
+    /// which goes first (which pairs do depends on the list and the number of rounds).
     static func order(_ steps: [SocketStep], round: Int, of rounds: Int) -> [SocketStep] {
         let shift = rounds > 0 ? round * steps.count / rounds % max(1, steps.count) : 0
         let rotated = Array(steps[shift...] + steps[..<shift])

@@ -35,6 +35,24 @@ import AssetStoreTestSupport
         #expect(try f.store.get(ref("c", "absent")) == nil)
     }
 
+    @Test("512 point reads appended to one buffer reallocate it a few times, not once each")
+    func appendedReadsGrowTheBufferGeometrically() throws {
+        // A session renders pipelined gets into one output buffer; room reserved exactly per
+        // reply copied every reply already there, each time.
+        let f = try Fixture()
+        let big = String(repeating: "v", count: 8000)
+        try f.store.write { try $0.put(ref("c", "big"), value: ["v": .string(big)]) }
+        var out = [UInt8]()
+        var regrowths = 0
+        for _ in 0..<512 {
+            let capacity = out.capacity
+            #expect(try f.store.appendObjectJSON(ref("c", "big"), touching: nil, to: &out))
+            if out.capacity != capacity { regrowths += 1 }
+        }
+        #expect(out.count > 512 * 8000)
+        #expect(regrowths <= 16, "\(regrowths) reallocations")
+    }
+
     @Test("an object's files are listed once each, in SQLite's byte order of their paths, by both reads")
     func filesOrderedOnce() throws {
         let f = try Fixture()

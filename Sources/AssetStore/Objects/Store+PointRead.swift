@@ -145,7 +145,7 @@ extension Store: PointReads {
         } else {
             touched = pendingAccess(id)
         }
-        out.reserveCapacity(out.count + 256 + Int(sqlite3_column_bytes(s, 1)))
+        out.reserveMore(256 + Int(sqlite3_column_bytes(s, 1)))
         Store.literal(#"{"accessed":"#, &out)
         if let touched, sqlite3_column_type(s, 6) == SQLITE_NULL || touched > sqlite3_column_double(s, 6) {
             JSONValue.writeDouble(touched, to: &out)
