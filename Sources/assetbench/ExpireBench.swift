@@ -30,6 +30,12 @@ struct ExpireBench {
     static let oldAge = 7200.0
     static let cutoff = 3600.0
 
+    init(files: Int, folder: String) {
+        self.files = files
+        self.folder = folder
+        cold = false
+    }
+
     /// `--folder F [--files M] [--cold auto|no]`.
     init(_ f: Flags) throws {
         files = try f.int("files", 1_000_000)
@@ -40,8 +46,8 @@ struct ExpireBench {
             "--files is a multiple of \(FileSet.perFolder), at least 1000")
     }
 
-    private var old: Int { (files + ExpireBench.oldEvery - 1) / ExpireBench.oldEvery }
-    private static func isOld(_ i: Int) -> Bool { i % oldEvery == 0 }
+    var old: Int { (files + ExpireBench.oldEvery - 1) / ExpireBench.oldEvery }
+    static func isOld(_ i: Int) -> Bool { i % oldEvery == 0 }
 
     /// Writes both trees, registers one, runs the warm round, the cold one if it can, and the
     /// collection-filter comparison; checks each side did the whole work before printing.
@@ -270,7 +276,7 @@ struct ExpireBench {
 
     /// Registers file i as object `assets/k…`, one object per file; old objects are created
     /// at `oldTime`. Per folder: one transaction for its old objects, one for the rest.
-    private func register(
+    func register(
         _ store: Store, _ clock: SteppedClock, _ set: FileSet, oldTime: Double, only: ((Int) -> Bool)?
     ) throws {
         for folder in 0..<(files / FileSet.perFolder) {
@@ -304,7 +310,7 @@ struct ExpireBench {
     }
 
     /// Writes again the files `only` selects, as FileSet made them.
-    private func restore(_ set: FileSet, only: (Int) -> Bool) throws {
+    func restore(_ set: FileSet, only: (Int) -> Bool) throws {
         let content = [UInt8](repeating: UInt8(ascii: "x"), count: 1024)
         for i in 0..<files where only(i) {
             let fd = open(set.paths[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -320,29 +326,33 @@ struct ExpireBench {
 }
 
 /// The bench's store, reopened with another unlink delay for the sweep alone.
-private final class OpenStore {
+final class OpenStore {
     private let path: String
     private let root: String
     private let clock: SteppedClock
     private(set) var store: Store
+    /// The unlink threads beside a policy run's batches, from the next reopen on.
+    var threadsBeside = Store.threadsBeside
 
     init(path: String, root: String, clock: SteppedClock) throws {
         self.path = path
         self.root = root
         self.clock = clock
-        store = try OpenStore.open(path, root, clock, unlinkDelay: 0)
+        store = try OpenStore.open(path, root, clock, unlinkDelay: 0, threadsBeside: Store.threadsBeside)
     }
 
     func reopen(unlinkDelay: Double) throws {
         store.close()
-        store = try OpenStore.open(path, root, clock, unlinkDelay: unlinkDelay)
+        store = try OpenStore.open(path, root, clock, unlinkDelay: unlinkDelay, threadsBeside: threadsBeside)
     }
 
-    private static func open(_ path: String, _ root: String, _ clock: SteppedClock, unlinkDelay: Double) throws -> Store
-    {
+    private static func open(
+        _ path: String, _ root: String, _ clock: SteppedClock, unlinkDelay: Double, threadsBeside: Int
+    ) throws -> Store {
         var configuration = StoreConfiguration(roots: [root])
         configuration.clock = { clock.now }
         configuration.unlinkDelay = unlinkDelay
+        configuration.unlinkThreadsBeside = threadsBeside
         var policy = PolicyConfiguration()
         policy.minAge = 0  // nothing here is young enough to matter; the default (600 s) would change nothing
         configuration.policy = policy

@@ -26,6 +26,7 @@ enum SocketCommands {
             case "ping-scan": try PingScan(Flags(rest)).run()
             case "expire": try ExpireBench(Flags(rest)).run()
             case "expire-cost": try ExpireCost(Flags(rest)).run()
+            case "expire-overlap": try ExpireOverlap(Flags(rest)).run()
             case "access-flush": try AccessFlushCost(Flags(rest)).run()
             case "eviction":
                 let f = try Flags(rest)

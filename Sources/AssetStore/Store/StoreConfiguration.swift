@@ -55,6 +55,9 @@ public struct StoreConfiguration: Sendable {
     /// few set-based statements (`WriteTransaction.deleteReferenceCounted`); tests turn it off
     /// to compare with the rule worklist, which must give the same result.
     var setBasedPolicyDeletes = true
+    /// Threads a policy run unlinks its earlier batches' files on, beside each batch
+    /// (SweepAlongside.swift); benches compare settings.
+    public var unlinkThreadsBeside = Store.threadsBeside
 
     /// `store.reserve` unless configured: room for thousands of delete commits.
     public static let defaultReserve: Int64 = 8 << 20

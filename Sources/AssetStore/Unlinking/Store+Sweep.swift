@@ -51,6 +51,8 @@ extension Store {
     /// Files per thread at least: a small batch (the daemon's sweep every second usually
     /// finds one file) runs on the calling thread, starting no thread at all.
     static let filesPerSweepThread = 16
+    /// Threads a policy run's unlinks take beside its batches (SweepAlongside.swift).
+    public static let threadsBeside = sweepThreads
 
     /// Unlinks every due queued file whose commit is durable. With `retryFailed`, failed rows
     /// are tried now instead of at their next attempt time. A file under a live lease, and

@@ -89,7 +89,7 @@ private final class BackgroundUnlinks: Sendable {
             return u
         }
         Thread {
-            let result = store.unlinkAll(targets, threads: Store.sweepThreads, beforeUnlink: nil)
+            let result = store.unlinkAll(targets, threads: store.configuration.unlinkThreadsBeside, beforeUnlink: nil)
             u.outcomes.withLock { $0 = result }
             u.done.signal()
         }.start()
