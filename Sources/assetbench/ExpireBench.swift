@@ -172,19 +172,9 @@ struct ExpireBench {
         let storeSide = {
             try prepare()
             progress("\(name): Store.expire + Store.sweep")
-            // Progress comes after each batch; the last call, after a batch that found nothing, is not one.
-            let laps = Mutex<(last: UInt64, deleted: Int, times: [UInt64])>((monotonicNanos(), 0, []))
             let t0 = monotonicNanos()
-            let plan = try store.expire(collection: Bench.collection, olderThan: ExpireBench.cutoff, idle: nil) { p in
-                let now = monotonicNanos()
-                laps.withLock {
-                    if p.deleted > $0.deleted { $0.times.append(now - $0.last) }
-                    $0.deleted = p.deleted
-                    $0.last = now
-                }
-            }
+            let (plan, batches) = try expireTimingBatches(store)
             let t1 = monotonicNanos()
-            let batches = laps.withLock { $0.times }
             let report = try store.sweep()
             let t2 = monotonicNanos()
             expire = Double(t1 - t0) / 1e9

@@ -74,21 +74,13 @@ struct ExpireOverlap {
 
     private func timedExpire(_ store: Store) throws -> (PolicyPlan, Timing) {
         sync()
-        let laps = Mutex<(last: UInt64, deleted: Int, times: [UInt64])>((monotonicNanos(), 0, []))
         let c0 = cpuSeconds()
         let t0 = monotonicNanos()
-        let plan = try store.expire(collection: Bench.collection, olderThan: ExpireBench.cutoff, idle: nil) { p in
-            let now = monotonicNanos()
-            laps.withLock {
-                if p.deleted > $0.deleted { $0.times.append(now - $0.last) }
-                $0.deleted = p.deleted
-                $0.last = now
-            }
-        }
+        let (plan, batches) = try expireTimingBatches(store)
         var t = Timing()
         t.expire = Double(monotonicNanos() - t0) / 1e9
         t.expireCPU = cpuSeconds() - c0
-        t.median = LoadResult.percentile(laps.withLock { $0.times }, 0.5)
+        t.median = LoadResult.percentile(batches, 0.5)
         t.beside = plan.sweep?.unlinked.count ?? 0
         return (plan, t)
     }
@@ -139,6 +131,21 @@ struct ExpireOverlap {
         try bench.restore(set, only: ExpireBench.isOld)
         try bench.register(opened.store, clock, set, oldTime: oldTime, only: ExpireBench.isOld)
     }
+}
+
+/// The bench's expiry by age, with how long each batch took (ns). Progress comes after each
+/// batch; the last call, after a batch that found nothing, is not one.
+func expireTimingBatches(_ store: Store) throws -> (PolicyPlan, [UInt64]) {
+    let laps = Mutex<(last: UInt64, deleted: Int, times: [UInt64])>((monotonicNanos(), 0, []))
+    let plan = try store.expire(collection: Bench.collection, olderThan: ExpireBench.cutoff, idle: nil) { p in
+        let now = monotonicNanos()
+        laps.withLock {
+            if p.deleted > $0.deleted { $0.times.append(now - $0.last) }
+            $0.deleted = p.deleted
+            $0.last = now
+        }
+    }
+    return (plan, laps.withLock { $0.times })
 }
 
 /// User and system CPU seconds of this process so far.
