@@ -136,4 +136,45 @@ struct AccessFlushTests {
         #expect(try stored(a) == f.clock.now && stored(b) == f.clock.now)
         #expect(store.accessStatistics == ["pending": 0, "flushes": 2, "flushed": 3, "touches": 3])
     }
+
+    @Test("an index query waits for a flush under way: it sees the touches that flush took")
+    func queryWaitsForAFlushUnderWay() throws {
+        let f = try Fixture()
+        let store = f.store!
+        let (a, b) = (ref("c", "a"), ref("c", "b"))
+        try f.store.write { tx in for r in [a, b] { try tx.put(r, value: [:]) } }
+        f.clock.advance(10)
+        try store.touch(b)  // the latest access; unwritten, a and b tie and a comes first
+        // A write held open: the flush takes the pending touch, then waits for the writer.
+        let (inside, release, done) = (
+            DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+        )
+        Thread {
+            _ = try? store.write { _ in
+                inside.signal()
+                release.wait()
+            }
+        }.start()
+        inside.wait()
+        Thread {
+            _ = try? store.flushAccesses()
+            done.signal()
+        }.start()
+        let deadline = Date().addingTimeInterval(60)
+        while store.pendingAccessCount > 0 && Date() < deadline { sched_yield() }
+        #expect(store.pendingAccessCount == 0 && store.accessStatistics["pending"] == 1, "taken, not yet written")
+        // The writer goes only once the query is about to wait for the flush.
+        let released = Mutex(false)
+        store.state.withLock { s in
+            s.queryWaitsForFlush = {
+                released.withLock { $0 = true }
+                release.signal()
+            }
+        }
+        let order = try store.query(clause: "ORDER BY accessed DESC, key").map(\.ref)
+        if !released.withLock({ $0 }) { release.signal() }
+        done.wait()
+        #expect(released.withLock { $0 }, "the query did not wait for the flush")
+        #expect(order == [b, a], "the query missed the touch the flush under way had taken")
+    }
 }

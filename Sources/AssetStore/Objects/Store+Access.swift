@@ -135,8 +135,12 @@ extension Store {
     /// Before an index query or aggregate: any clause may read `accessed` (the default index
     /// has it, and ORDER BY accessed is how a cache lists its LRU), so the pending times are
     /// written first. Free when none are pending; touches between queries share one flush.
+    /// Touches a flush under way has taken count too: the query waits for its commit, or its
+    /// snapshot could be taken before it and miss them.
     func flushAccessesBeforeQuery() throws {
-        if accesses.withLock({ !$0.pending.isEmpty }) { try flushAccesses() }
+        let (pending, inFlight) = accesses.withLock { (!$0.pending.isEmpty, !$0.inFlight.isEmpty) }
+        if inFlight { state.withLock { $0.queryWaitsForFlush }?() }
+        if pending || inFlight { try flushAccesses() }
     }
 
     /// `access` in `stats`: pending touches, flushes, times written, touches recorded.

@@ -77,6 +77,8 @@ public final class Store: Sendable {
         /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,
         /// just before its unlink.
         var orphanUnlinkDecided: (@Sendable (String) -> Void)?
+        /// Tests: runs when an index query is about to wait for an access flush under way.
+        var queryWaitsForFlush: (@Sendable () -> Void)?
         /// Policy runs under way, each with the writer's map on (`withMappedWriter`); changed
         /// only on the writer's queue.
         var mappedRuns = 0
