@@ -18,10 +18,12 @@ time and of CPU time (steadier on a shared machine), each the median of EVICTION
 (default 3) rounds with the orders rotated.
 
 The 0.85x goal on the Zipf 0.8-1.2 rows is judged on the mean over EVICTION_SEEDS (default 20)
-seeds of each of those traces, the bench's own and others, replayed through the model (which
-the store replays within 2 points of on every row above), on the rows where an order that does
-not know the future can reach it: one seed's ratio moves by more than the goal's margin
-(docs/EVICTION.md). The bench's own seed is printed beside it.
+other seeds of each of those traces, replayed through the model, on the rows where an order
+that does not know the future can reach it: one seed's ratio moves by more than the goal's
+margin (docs/EVICTION.md). The seeds are held out: not those scripts/eviction_seeds.py chose
+the store's setting on. On those rows the store must replay the bench's own seed within 1 point
+of the model, so that the model's mean speaks for the store; the bench seed's own ratios are
+printed beside it.
 """
 
 import os
@@ -127,13 +129,16 @@ def model(trace, capacity, large_rule=True):
 # No online order reaches 0.85x LRU here: the independent-reference bound is 0.873x
 # (docs/EVICTION.md, how close any order can come).
 BEYOND_ONLINE = {("zipf-0.8", 0.01)}
+# The goal's seeds start here: eviction_seeds.py chose the store's setting on k = 0..19.
+HELD_OUT = 20
 
 
 def seed_means(seeds):
     """The default's model over LRU on the Zipf 0.8-1.2 rows: row -> (mean, lowest, highest)."""
     import eviction_seeds
     ratios = {}
-    for (name, b, _), (trace, capacity, lru) in eviction_seeds.rows(seeds, kinds=("zipf-0.8", "zipf-1.0", "zipf-1.2")).items():
+    kinds = ("zipf-0.8", "zipf-1.0", "zipf-1.2")
+    for (name, b, _), (trace, capacity, lru) in eviction_seeds.rows(seeds, kinds, start=HELD_OUT).items():
         ratios.setdefault((name, b), []).append(eviction_seeds.byte_miss(eviction_model.S3FIFO(capacity).get, trace) / lru)
     return {k: (statistics.mean(r), min(r), max(r)) for k, r in ratios.items()}
 
@@ -201,6 +206,10 @@ def main():
                              f" libCacheSim's S3-FIFO {lib['s3fifo']:.4f} (more than 2 points apart)")
                 met = False
             d, lru = ours[DEFAULT], ours["lru"]
+            if name in ("zipf-0.8", "zipf-1.0", "zipf-1.2") and abs(d - ref[DEFAULT]) > 0.01:
+                goals.append(f"MISSED {DEFAULT} on {name} at {int(b * 100)}%: store {d:.4f}, model {ref[DEFAULT]:.4f}"
+                             " (more than 1 point apart on a row the goal judges by the model)")
+                met = False
             if name in ("zipf-0.8", "zipf-1.0", "zipf-1.2") and d > 0.85 * lru:
                 seed_rows.append(f"{name} at {int(b * 100)}% {d / lru:.3f}"
                                  + (" (beyond any online order)" if (name, b) in BEYOND_ONLINE else ""))
@@ -209,14 +218,14 @@ def main():
                              f" LRU {lru:.4f}")
                 met = False
     if not cost_only:
-        seeds = int(os.environ.get("EVICTION_SEEDS", "20"))
+        seeds = max(1, int(os.environ.get("EVICTION_SEEDS", "20")))
         means = seed_means(seeds)
-        print(f"{DEFAULT} (model) / LRU on Zipf 0.8-1.2, mean (lowest-highest) of {seeds} seeds: " + ", ".join(
+        print(f"{DEFAULT} (model) / LRU on Zipf 0.8-1.2, mean (lowest-highest) of {seeds} held-out seeds: " + ", ".join(
             f"{n} {int(b * 100)}% {m:.3f} ({lo:.3f}-{hi:.3f})" for (n, b), (m, lo, hi) in sorted(means.items())))
         print("bench seed over 0.85x LRU: " + (", ".join(seed_rows) if seed_rows else "none"))
         for (n, b), (m, _, _) in sorted(means.items()):
             if m > 0.85 and (n, b) not in BEYOND_ONLINE:
-                goals.append(f"MISSED {DEFAULT} on {n} at {int(b * 100)}%: mean of {seeds} seeds {m:.3f} > 0.85 x LRU")
+                goals.append(f"MISSED {DEFAULT} on {n} at {int(b * 100)}%: the model's mean of {seeds} seeds {m:.3f} > 0.85 x LRU")
                 met = False
     objects = int(os.environ.get("EVICTION_COST_OBJECTS", "100000"))
     rounds = int(os.environ.get("EVICTION_COST_ROUNDS", "3"))
@@ -241,8 +250,9 @@ def main():
         print("eviction: cost " + ("MET" if met else "MISSED") + f" ({DEFAULT} within 10% of LRU; miss ratios not run)")
         return
     print("eviction: MET (each order within 2 points of its reference; default " + DEFAULT
-          + " <= 0.85 x LRU on the mean of seeds of Zipf 0.8-1.2 where an online order can be, and never 2"
-          " points worse on any row; cost within 10% of LRU)" if met
+          + " <= 0.85 x LRU on Zipf 0.8-1.2 where an online order can be, by the model's mean over held-out seeds"
+          " and the store within 1 point of the model; never 2 points worse than LRU on any row; cost within 10%"
+          " of LRU)" if met
           else "eviction: MISSED (see above)")
 
 

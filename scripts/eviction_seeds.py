@@ -54,12 +54,13 @@ def byte_miss(cache_get, trace):
     return missed / total
 
 
-def rows(seeds, kinds=tuple(KINDS)):
-    """(name, budget, seed) -> (trace, capacity, LRU's byte miss ratio)."""
+def rows(seeds, kinds=tuple(KINDS), start=0):
+    """(name, budget, seed) -> (trace, capacity, LRU's byte miss ratio), for the seeds
+    `first + 1000 * k` with k from `start`."""
     out = {}
     for name in kinds:
         first, make = KINDS[name]
-        for k in range(seeds):
+        for k in range(start, start + seeds):
             seed = first + 1000 * k
             trace = make(seed)
             distinct = dict(trace)
