@@ -92,6 +92,31 @@ struct FullDiskStoreTests {
         #expect(f.store.takeSpaceNotices().contains { $0.message.contains("forgetting queued unlinks") })
     }
 
+    @Test("on a full disk an eviction goes on without writing pending touches that need more than the reserve")
+    func evictionLeavesTouchesPendingOnAFullDisk() throws {
+        let f = try fixtureOnTmpfs(mib: 8)  // a reserve of 512 KiB
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let text = JSONValue.string(String(repeating: "v", count: 300))
+        let files = try (0..<10).map { try f.makeFile("a\($0).bin") }
+        try f.put((0..<10).map { (ref("c", "k\($0)"), ["text": text, "file": .string(files[$0])]) }, owner: "alice")
+        // A touch of each of 3,000 objects: writing them rewrites about 1.5 MiB of pages.
+        let others = (0..<3000).map { ref("d", "o\($0)") }
+        for chunk in stride(from: 0, to: others.count, by: 300) {
+            try f.put(others[chunk..<chunk + 300].map { ($0, ["text": text]) }, owner: "bob")
+        }
+        f.clock.advance(3600)  // past policy.min_age
+        for r in others { try f.store.touch(r) }
+        try f.store.checkpoint()  // an empty WAL: every page a commit writes needs new blocks
+        Tmpfs.fill(f.dir + "/state/filler")
+        let plan = try f.store.evict(bytes: nil, owner: "alice")
+        #expect(plan.objects.count == 10)
+        #expect(f.store.pendingAccessCount == others.count, "the touches wait for room")
+        #expect(
+            f.store.takeSpaceNotices().contains {
+                $0.message.contains("a policy run orders by the access times written")
+            })
+    }
+
     @Test(
         "reopened on a full disk with a WAL left and a changed index, the store opens with warnings naming what it could not write, keeps the stored definitions, serves reads and answers writes storage_full"
     )

@@ -143,6 +143,12 @@ extension Store {
         if pending || inFlight { try flushAccesses() }
     }
 
+    /// A policy run went on without writing the pending touches: the disk was full.
+    func accessFlushSkipped() {
+        reserve.note(
+            .warning, "a policy run orders by the access times written: the pending ones wait for room on the disk")
+    }
+
     /// `access` in `stats`: pending touches, flushes, times written, touches recorded.
     public var accessStatistics: [String: Int64] {
         accesses.withLock { a in
