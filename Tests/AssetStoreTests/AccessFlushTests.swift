@@ -101,24 +101,7 @@ struct AccessFlushTests {
         f.clock.advance(10)
         try store.touch(a)
         let first = f.clock.now
-        // A write held open: the flush takes the pending touches, then waits for the writer.
-        let (inside, release, done) = (
-            DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
-        )
-        Thread {
-            _ = try? store.write { _ in
-                inside.signal()
-                release.wait()
-            }
-        }.start()
-        inside.wait()
-        let flushed = Mutex<CommitReport?>(nil)
-        Thread {
-            flushed.withLock { $0 = try? store.flushAccesses() }
-            done.signal()
-        }.start()
-        let deadline = Date().addingTimeInterval(60)
-        while store.pendingAccessCount > 0 && Date() < deadline { sched_yield() }
+        let held = HeldFlush(store)
         #expect(store.pendingAccessCount == 0 && store.accessStatistics["pending"] == 1, "taken, not yet written")
         f.clock.advance(5)
         try store.touch(a)
@@ -126,9 +109,7 @@ struct AccessFlushTests {
         let json = try JSONValue.parse(String(decoding: try #require(try store.objectJSON(a)), as: UTF8.self))
         #expect(json["accessed"]?.doubleValue == f.clock.now, "a read sees the touch made during the flush")
         #expect(store.pendingAccessCount == 2 && store.accessStatistics["pending"] == 3)
-        release.signal()
-        done.wait()
-        #expect(flushed.withLock { $0 } != nil)
+        #expect(held.finish() != nil)
         let stored = { (r: ObjectRef) in try store.read { try $0.get(r) }?.accessed }
         #expect(try stored(a) == first, "the flush wrote what it took")
         #expect(store.accessStatistics == ["pending": 2, "flushes": 1, "flushed": 1, "touches": 3])
@@ -145,36 +126,53 @@ struct AccessFlushTests {
         try f.store.write { tx in for r in [a, b] { try tx.put(r, value: [:]) } }
         f.clock.advance(10)
         try store.touch(b)  // the latest access; unwritten, a and b tie and a comes first
-        // A write held open: the flush takes the pending touch, then waits for the writer.
-        let (inside, release, done) = (
-            DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
-        )
-        Thread {
-            _ = try? store.write { _ in
-                inside.signal()
-                release.wait()
-            }
-        }.start()
-        inside.wait()
-        Thread {
-            _ = try? store.flushAccesses()
-            done.signal()
-        }.start()
-        let deadline = Date().addingTimeInterval(60)
-        while store.pendingAccessCount > 0 && Date() < deadline { sched_yield() }
+        let held = HeldFlush(store)
         #expect(store.pendingAccessCount == 0 && store.accessStatistics["pending"] == 1, "taken, not yet written")
         // The writer goes only once the query is about to wait for the flush.
         let released = Mutex(false)
         store.state.withLock { s in
             s.queryWaitsForFlush = {
                 released.withLock { $0 = true }
-                release.signal()
+                held.release.signal()
             }
         }
         let order = try store.query(clause: "ORDER BY accessed DESC, key").map(\.ref)
-        if !released.withLock({ $0 }) { release.signal() }
-        done.wait()
+        if !released.withLock({ $0 }) { held.release.signal() }
+        held.done.wait()
         #expect(released.withLock { $0 }, "the query did not wait for the flush")
         #expect(order == [b, a], "the query missed the touch the flush under way had taken")
+    }
+}
+
+/// A flush under way, held open: a write waiting for `release` keeps the writer, so the flush
+/// has taken the pending touches (the initializer waits for that) and waits to write them.
+/// `done` is signalled once it returned, with what it returned in `flushed`.
+private final class HeldFlush: Sendable {
+    let release = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
+    let flushed = Mutex<CommitReport?>(nil)
+
+    init(_ store: Store) {
+        let inside = DispatchSemaphore(value: 0)
+        Thread { [release] in
+            _ = try? store.write { _ in
+                inside.signal()
+                release.wait()
+            }
+        }.start()
+        inside.wait()
+        Thread { [self] in
+            flushed.withLock { $0 = try? store.flushAccesses() }
+            done.signal()
+        }.start()
+        let deadline = Date().addingTimeInterval(60)
+        while store.pendingAccessCount > 0 && Date() < deadline { sched_yield() }
+    }
+
+    /// Lets the flush write, and returns what it returned.
+    func finish() -> CommitReport? {
+        release.signal()
+        done.wait()
+        return flushed.withLock { $0 }
     }
 }
