@@ -113,7 +113,7 @@ struct FullDiskStoreTests {
         #expect(f.store.pendingAccessCount == others.count, "the touches wait for room")
         #expect(
             f.store.takeSpaceNotices().contains {
-                $0.message.contains("a policy run orders by the access times written")
+                $0.message.contains("access times wait in memory for room on the disk")
             })
     }
 

@@ -21,6 +21,8 @@ struct PendingAccesses {
     var touches: Int64 = 0
     var flushes: Int64 = 0
     var flushed: Int64 = 0
+    /// The last flush found the disk full and left the touches pending (noted once).
+    var waitingForRoom = false
 
     /// Records a touch at `now` in a pending entry; returns its time (never earlier than before).
     static func touch(_ entry: inout (time: Double, count: Int), at now: Double) -> Double {
@@ -99,10 +101,16 @@ extension Store {
 
     /// Writes the pending access times in one transaction, in id order (pages together);
     /// returns its commit, or nil with nothing pending. One flush at a time; on failure they
-    /// stay pending.
+    /// stay pending. On a full disk (assetd(8), FULL DISK) they wait for room and it returns
+    /// nil: a flush of many objects can need more than the reserve, which is for deletes, so
+    /// policy runs, queries and the timer go on by the times already written.
     @discardableResult
     public func flushAccesses() throws -> CommitReport? {
         try accessFlush.withLock { _ in
+            if reserve.wasReleased {
+                waitForRoom()
+                return nil
+            }
             // Sorted outside the lock: a touch on the loop waits for the swap alone.
             let taken = AccessRecord.sorted(
                 accesses.withLock { a in
@@ -121,10 +129,15 @@ extension Store {
                     }
                     a.inFlight.removeAll(keepingCapacity: true)
                 }
+                if Store.isStorageFull(error) {
+                    waitForRoom()
+                    return nil
+                }
                 throw error
             }
             accesses.withLock { a in
                 a.inFlight.removeAll(keepingCapacity: true)
+                a.waitingForRoom = false
                 a.flushes += 1
                 a.flushed += Int64(taken.count)
             }
@@ -143,10 +156,14 @@ extension Store {
         if pending || inFlight { try flushAccesses() }
     }
 
-    /// A policy run went on without writing the pending touches: the disk was full.
-    func accessFlushSkipped() {
-        reserve.note(
-            .warning, "a policy run orders by the access times written: the pending ones wait for room on the disk")
+    /// Notes, once until a flush succeeds, that pending touches wait for room on the disk.
+    private func waitForRoom() {
+        let first = accesses.withLock { a in
+            defer { a.waitingForRoom = true }
+            return !a.waitingForRoom
+        }
+        guard first else { return }
+        reserve.note(.warning, "access times wait in memory for room on the disk; eviction orders by those written")
     }
 
     /// `access` in `stats`: pending touches, flushes, times written, touches recorded.

@@ -61,16 +61,9 @@ final class PolicyRun {
     var batchFull: Bool { deletedInBatch >= batch }
 
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
-        // Every run, dry ones too, orders by every touch recorded so far (Store+Access.swift),
-        // except on a full disk (assetd(8), FULL DISK): a flush of many objects can need more
-        // than the reserve, and freeing space comes first; the touches stay pending.
-        if !store.isReadOnly && !store.reserve.wasReleased {
-            do {
-                try store.flushAccesses()
-            } catch  where Store.isStorageFull(error) {
-                store.accessFlushSkipped()
-            }
-        }
+        // Every run, dry ones too, orders by every touch recorded so far (Store+Access.swift;
+        // on a full disk, by those written).
+        if !store.isReadOnly { try store.flushAccesses() }
         // A dry run builds the per-owner LRU index inside its own transaction, which it rolls
         // back: it changes nothing, not even the schema (Store+OwnerLRU.swift).
         let walks = steps.contains(where: \.walksOwnerLRU)
