@@ -40,8 +40,6 @@ final class ControlServer {
     private var reaper: EventLoop.Timer?
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
     @exclusivity(unchecked) private(set) var pointReader: PointReader?
-    /// Counts reloads, so a session's kept context (`context(for:)`) is not used past one.
-    @exclusivity(unchecked) private var settingsGeneration: UInt64 = 0
     private var turnHook: TurnHook?
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0
@@ -179,8 +177,8 @@ final class ControlServer {
         // each config field read through the unowned daemon is a retain and a release (about
         // 1,000 instructions a touching get in all).
         var context: MethodContext
-        if let kept = session.keptContext, kept.generation == settingsGeneration {
-            context = kept.context
+        if let kept = session.keptContext {
+            context = kept
         } else {
             let identity = session.identity
             let admin = identity.isAdmin(uids: daemon.config.adminUIDs, groups: daemon.config.adminGroups)
@@ -188,7 +186,7 @@ final class ControlServer {
                 store: daemon.store, caller: Caller(uid: identity.uid, userName: identity.userName, isAdmin: admin),
                 enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
             context.replyLimit = daemon.config.limits.maxReplyBytes
-            session.keptContext = (settingsGeneration, context)
+            session.keptContext = context
         }
         context.lastCommit = daemon.lastCommit
         return context
@@ -197,7 +195,7 @@ final class ControlServer {
     /// A reload may have changed who is an admin and whether ownership is enforced: every
     /// session's kept context is made again at its next request.
     func settingsReloaded() {
-        settingsGeneration &+= 1
+        for session in sessions.values { session.keptContext = nil }
     }
 
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or

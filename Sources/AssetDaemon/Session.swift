@@ -81,8 +81,8 @@ final class Session {
     /// comparing its name costs less than hashing it for the table.
     @exclusivity(unchecked) var lastMethod: (name: String, method: MethodTable.Method)?
     /// What this connection's methods run with, made once and again after a reload
-    /// (ControlServer.context(for:)); `generation` counts the reloads it saw.
-    @exclusivity(unchecked) var keptContext: (generation: UInt64, context: MethodContext)?
+    /// (ControlServer.context(for:), settingsReloaded()).
+    @exclusivity(unchecked) var keptContext: MethodContext?
 
     init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
         self.server = server
