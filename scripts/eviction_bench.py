@@ -129,6 +129,8 @@ def model(trace, capacity, large_rule=True):
 # No online order reaches 0.85x LRU here: the independent-reference bound is 0.873x
 # (docs/EVICTION.md, how close any order can come).
 BEYOND_ONLINE = {("zipf-0.8", 0.01)}
+# The traces the 0.85x goal is judged on.
+GOAL_KINDS = ("zipf-0.8", "zipf-1.0", "zipf-1.2")
 # The goal's seeds start here: eviction_seeds.py chose the store's setting on k = 0..19.
 HELD_OUT = 20
 
@@ -137,8 +139,7 @@ def seed_means(seeds):
     """The default's model over LRU on the Zipf 0.8-1.2 rows: row -> (mean, lowest, highest)."""
     import eviction_seeds
     ratios = {}
-    kinds = ("zipf-0.8", "zipf-1.0", "zipf-1.2")
-    for (name, b, _), (trace, capacity, lru) in eviction_seeds.rows(seeds, kinds, start=HELD_OUT).items():
+    for (name, b, _), (trace, capacity, lru) in eviction_seeds.rows(seeds, GOAL_KINDS, start=HELD_OUT).items():
         ratios.setdefault((name, b), []).append(eviction_seeds.byte_miss(eviction_model.S3FIFO(capacity).get, trace) / lru)
     return {k: (statistics.mean(r), min(r), max(r)) for k, r in ratios.items()}
 
@@ -196,6 +197,8 @@ def main():
                 f"{ours[o]:>12.4f} " + (f"{ref[o]:>12.4f} " if o == "s3fifo" else "") + f"{lib[o]:>12.4f}"
                 for o in ORDERS), flush=True)
             for o in ORDERS:
+                if o == DEFAULT and name in GOAL_KINDS:
+                    continue  # held to 1 point below
                 if abs(ours[o] - ref[o]) > 0.02:
                     goals.append(f"MISSED {o} on {name} at {int(b * 100)}%: store {ours[o]:.4f}, reference"
                                  f" {ref[o]:.4f} (more than 2 points apart)")
@@ -206,11 +209,11 @@ def main():
                              f" libCacheSim's S3-FIFO {lib['s3fifo']:.4f} (more than 2 points apart)")
                 met = False
             d, lru = ours[DEFAULT], ours["lru"]
-            if name in ("zipf-0.8", "zipf-1.0", "zipf-1.2") and abs(d - ref[DEFAULT]) > 0.01:
+            if name in GOAL_KINDS and abs(d - ref[DEFAULT]) > 0.01:
                 goals.append(f"MISSED {DEFAULT} on {name} at {int(b * 100)}%: store {d:.4f}, model {ref[DEFAULT]:.4f}"
                              " (more than 1 point apart on a row the goal judges by the model)")
                 met = False
-            if name in ("zipf-0.8", "zipf-1.0", "zipf-1.2") and d > 0.85 * lru:
+            if name in GOAL_KINDS and d > 0.85 * lru:
                 seed_rows.append(f"{name} at {int(b * 100)}% {d / lru:.3f}"
                                  + (" (beyond any online order)" if (name, b) in BEYOND_ONLINE else ""))
             if d > lru + 0.02:

@@ -322,13 +322,13 @@ final class OpenStore {
     private let clock: SteppedClock
     private(set) var store: Store
     /// The unlink threads beside a policy run's batches, from the next reopen on.
-    var threadsBeside = Store.threadsBeside
+    var threadsBeside = Store.sweepThreads
 
     init(path: String, root: String, clock: SteppedClock) throws {
         self.path = path
         self.root = root
         self.clock = clock
-        store = try OpenStore.open(path, root, clock, unlinkDelay: 0, threadsBeside: Store.threadsBeside)
+        store = try OpenStore.open(path, root, clock, unlinkDelay: 0, threadsBeside: Store.sweepThreads)
     }
 
     func reopen(unlinkDelay: Double) throws {

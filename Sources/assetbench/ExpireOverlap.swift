@@ -45,7 +45,7 @@ struct ExpireOverlap {
                 let r = try overlapped(bench, opened, clock, set, oldTime: oldTime)
                 printResult("round \(round + 1) threads \(t)", r)
             }
-            opened.threadsBeside = Store.threadsBeside
+            opened.threadsBeside = Store.sweepThreads
             let alone = try separately(bench, opened, clock, set, oldTime: oldTime)
             print(
                 "round \(round + 1) alone: decide+delete \(fmt(alone.expire)) s (cpu \(fmt(alone.expireCPU)) s,"
@@ -74,23 +74,23 @@ struct ExpireOverlap {
 
     private func timedExpire(_ store: Store) throws -> (PolicyPlan, Timing) {
         sync()
-        let c0 = cpuSeconds()
+        let c0 = CPUSpent.own(children: false)
         let t0 = monotonicNanos()
         let (plan, batches) = try expireTimingBatches(store)
         var t = Timing()
         t.expire = Double(monotonicNanos() - t0) / 1e9
-        t.expireCPU = cpuSeconds() - c0
+        t.expireCPU = CPUSpent.own(children: false) - c0
         t.median = LoadResult.percentile(batches, 0.5)
         t.beside = plan.sweep?.unlinked.count ?? 0
         return (plan, t)
     }
 
     private func timedSweep(_ store: Store, _ t: inout Timing) throws -> Int {
-        let c0 = cpuSeconds()
+        let c0 = CPUSpent.own(children: false)
         let t0 = monotonicNanos()
         let report = try store.sweep()
         t.sweep = Double(monotonicNanos() - t0) / 1e9
-        t.sweepCPU = cpuSeconds() - c0
+        t.sweepCPU = CPUSpent.own(children: false) - c0
         return report.unlinked.count
     }
 
@@ -146,11 +146,4 @@ func expireTimingBatches(_ store: Store) throws -> (PolicyPlan, [UInt64]) {
         }
     }
     return (plan, laps.withLock { $0.times })
-}
-
-/// User and system CPU seconds of this process so far.
-func cpuSeconds() -> Double {
-    var u = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &u)
-    return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
 }

@@ -165,8 +165,7 @@ private final class HeldFlush: Sendable {
             flushed.withLock { $0 = try? store.flushAccesses() }
             done.signal()
         }.start()
-        let deadline = Date().addingTimeInterval(60)
-        while store.pendingAccessCount > 0 && Date() < deadline { sched_yield() }
+        _ = pollFor { store.pendingAccessCount == 0 }
     }
 
     /// Lets the flush write, and returns what it returned.

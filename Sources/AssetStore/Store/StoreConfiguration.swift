@@ -57,7 +57,7 @@ public struct StoreConfiguration: Sendable {
     var setBasedPolicyDeletes = true
     /// Threads a policy run unlinks its earlier batches' files on, beside each batch
     /// (SweepAlongside.swift); benches compare settings.
-    public var unlinkThreadsBeside = Store.threadsBeside
+    public var unlinkThreadsBeside = Store.sweepThreads
 
     /// `store.reserve` unless configured: room for thousands of delete commits.
     public static let defaultReserve: Int64 = 8 << 20

@@ -47,12 +47,10 @@ extension Store {
     /// Threads a sweep batch unlinks on at most: an unlink mostly waits on the disk (with
     /// `discard`, on the device), so many run at once even on few cores (on ext4 with
     /// `discard`, 76 µs per unlink from one thread, about 20 µs with 16).
-    static let sweepThreads = 16
+    public static let sweepThreads = 16
     /// Files per thread at least: a small batch (the daemon's sweep every second usually
     /// finds one file) runs on the calling thread, starting no thread at all.
     static let filesPerSweepThread = 16
-    /// Threads a policy run's unlinks take beside its batches (SweepAlongside.swift).
-    public static let threadsBeside = sweepThreads
 
     /// Unlinks every due queued file whose commit is durable. With `retryFailed`, failed rows
     /// are tried now instead of at their next attempt time. A file under a live lease, and
