@@ -78,6 +78,12 @@ redis_pid=""
 durable_pid=""
 durable_dir=""
 cleanup() {
+    local status=$?
+    # A part that failed while an assetd ran: its log goes with the scratch folder, so show it.
+    if [ "$status" -ne 0 ] && [ -s "$scratch/assetd.log" ]; then
+        echo "assetd's log (the last 50 lines):" >&2
+        tail -n 50 "$scratch/assetd.log" >&2
+    fi
     [ -n "$assetd_pid" ] && kill -TERM "$assetd_pid" 2>/dev/null && wait "$assetd_pid" 2>/dev/null
     [ -n "$redis_pid" ] && kill -TERM "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
     [ -n "$durable_pid" ] && kill -TERM "$durable_pid" 2>/dev/null && wait "$durable_pid" 2>/dev/null
@@ -231,7 +237,14 @@ if has expire; then
 fi
 if has hostile; then
     # Reports MET/MISSED per case; a miss is reported, not fatal to the other parts.
-    ASSETD=.build-bench/release/assetd scripts/hostile.sh --scale "${HOSTILE_SCALE:-1}" || echo "hostile: some targets MISSED"
+    # hostile.sh exits 3 for a miss and anything else non-zero for a run that failed.
+    hostile_status=0
+    ASSETD=.build-bench/release/assetd scripts/hostile.sh --scale "${HOSTILE_SCALE:-1}" || hostile_status=$?
+    case "$hostile_status" in
+        0) ;;
+        3) echo "hostile: some targets MISSED" ;;
+        *) echo "hostile: the run failed (exit $hostile_status)" >&2; failed=1 ;;
+    esac
 fi
 if has eviction; then
     # libCacheSim's reference implementations, pinned, in a venv of their own.
