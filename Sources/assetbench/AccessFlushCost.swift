@@ -1,11 +1,14 @@
-// `assetbench access-flush --folder F [--objects M] [--touches K] [--rounds R] [--order O]`:
-// the access flush alone, for a profiler (callgrind with `--toggle-collect='*flushAccesses*'`)
-// to look at: M objects as `populate` makes them, then per round K touches of objects drawn
-// at random (a fixed sequence) and one `Store.flushAccesses`, timed. `--order none` runs
-// without a policy (the socket bench's daemon), lru, s3fifo or sieve with one that never runs.
+// `assetbench access-flush --folder F [--objects M] [--touches K] [--rounds R] [--order O]
+// [--rate T]`: the access flush alone, for a profiler (callgrind with
+// `--toggle-collect='*flushAccesses*'`) to look at: M objects as `populate` makes them, then
+// per round K touches of objects drawn at random (a fixed sequence) and one
+// `Store.flushAccesses`, timed. `--order none` runs without a policy (the socket bench's
+// daemon), lru, s3fifo or sieve with one that never runs. The touches are T a second of a
+// clock of their own: their times spread as in the socket bench, however slow the profiler.
 
 import AssetStore
 import Foundation
+import Synchronization
 
 struct AccessFlushCost {
     let folder: String
@@ -13,6 +16,7 @@ struct AccessFlushCost {
     let touches: Int
     let rounds: Int
     let order: EvictionOrder?
+    let rate: Double
 
     init(_ f: Flags) throws {
         folder = try f.string("folder")
@@ -28,6 +32,7 @@ struct AccessFlushCost {
             }
             order = o
         }
+        rate = try f.double("rate", 85_000)
         try check(objects >= 1 && touches >= 1 && rounds >= 1, "--objects, --touches and --rounds are at least 1")
     }
 
@@ -35,6 +40,8 @@ struct AccessFlushCost {
         let root = folder + "/files"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         var configuration = StoreConfiguration(roots: [root])
+        let clock = Mutex(Date().timeIntervalSince1970)
+        configuration.clock = { clock.withLock { $0 } }
         if let order {
             var policy = PolicyConfiguration()
             policy.order = order
@@ -55,6 +62,7 @@ struct AccessFlushCost {
             for _ in 0..<touches {
                 state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 let i = Int((state >> 33) % UInt64(objects))
+                clock.withLock { $0 += 1 / rate }
                 try store.touch(ObjectRef(SocketCommands.collection, SocketCommands.key(i)))
             }
             let pending = store.pendingAccessCount

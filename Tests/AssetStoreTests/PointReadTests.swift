@@ -46,7 +46,7 @@ import AssetStoreTestSupport
         var regrowths = 0
         for _ in 0..<512 {
             let capacity = out.capacity
-            #expect(try f.store.appendObjectJSON(ref("c", "big"), touching: nil, to: &out))
+            #expect(try f.store.appendObjectJSON(ref("c", "big"), touching: .no, to: &out))
             if out.capacity != capacity { regrowths += 1 }
         }
         #expect(out.count > 512 * 8000)

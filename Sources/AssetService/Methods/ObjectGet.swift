@@ -22,8 +22,8 @@ extension MethodTable {
         _ p: Params, _ reader: any PointReads, _ context: () -> MethodContext, _ out: inout [UInt8]
     ) throws {
         let ref = try p.ref()
-        let check = try p.optionalBool("touch") == true ? accessCheck(ref, context()) : nil
-        if try !reader.appendObjectJSON(ref, touching: check, to: &out) { out.append(contentsOf: "null".utf8) }
+        let touch: Touching = try p.optionalBool("touch") == true ? touching(ref, context()) : .no
+        if try !reader.appendObjectJSON(ref, touching: touch, to: &out) { out.append(contentsOf: "null".utf8) }
     }
 
     static func applyGet(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {

@@ -25,13 +25,15 @@ extension MethodTable {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// With enforce_ownership a non-admin records accesses only of its own objects.
-    static func accessCheck(_ ref: ObjectRef, _ ctx: MethodContext) -> AccessCheck {
-        // Without a check to make, a closure that captures nothing: no allocation per touch.
-        ownerCheck(ref, ctx) ?? { _ in }
+    /// A touching read: with enforce_ownership a non-admin records accesses only of its own
+    /// objects; without a check to make, no owner is read and no closure made.
+    static func touching(_ ref: ObjectRef, _ ctx: MethodContext) -> Touching {
+        guard let check = ownerCheck(ref, ctx) else { return .yes }
+        return .checked(check)
     }
 
-    /// `accessCheck`, or nil when there is nothing to check: a touch then reads no owner.
+    /// The check `touching` makes, or nil when there is nothing to check: a touch then reads no
+    /// owner.
     static func ownerCheck(_ ref: ObjectRef, _ ctx: MethodContext) -> AccessCheck? {
         guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return nil }
         let user = ctx.caller.userName

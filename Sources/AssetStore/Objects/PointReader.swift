@@ -35,10 +35,10 @@ public final class PointReader: PointReads {
     deinit { endSnapshot() }
 
     /// Appends the object's text exactly as the store's ``Store/objectJSON(_:touching:)`` prints it.
-    public func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool {
-        if check != nil { try store.checkWritable() } else { try store.checkOpen() }
+    public func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool {
+        if case .no = touching { try store.checkOpen() } else { try store.checkWritable() }
         return try inSnapshot(ref) {
-            try store.renderObject(ref, on: conn, statement: objectRow, touching: check, into: &out)
+            try store.renderObject(ref, on: conn, statement: objectRow, touching: touching, into: &out)
         }
     }
 

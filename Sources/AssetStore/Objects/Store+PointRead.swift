@@ -13,13 +13,24 @@ import JSON
 /// Decides from an object's owner whether its access may be recorded: throws to refuse.
 public typealias AccessCheck = (_ owner: String) throws -> Void
 
+/// Whether a point read records an access. A plain enum, not an optional check: a touch with
+/// nothing to check then makes no owner String, and no closure is wrapped for the optional.
+public enum Touching {
+    /// A read only.
+    case no
+    /// Records the access; nobody's ownership to check.
+    case yes
+    /// Records the access if the check lets it, from the object's owner.
+    case checked(AccessCheck)
+}
+
 /// The point reads behind object.get and object.touch, over the store's own connections
 /// (`Store`) or a snapshot one thread keeps (`PointReader`).
 public protocol PointReads {
     /// Appends the object as compact JSON text to `out` and returns true, or returns false if
-    /// there is none. With `check`, an access is recorded first (if `check` lets it), and the
-    /// text shows it. After a throw, `out` may hold part of the text.
-    func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool
+    /// there is none. When `touching`, an access is recorded first (if its check lets it), and
+    /// the text shows it. After a throw, `out` may hold part of the text.
+    func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool
     /// Records an access of `ref` in memory (`not_found` if there is none), if `check` lets it;
     /// with no check, from the (collection, key) index alone (the owner is not read).
     func touch(_ ref: ObjectRef, check: AccessCheck?) throws
@@ -27,20 +38,20 @@ public protocol PointReads {
 
 extension PointReads {
     /// The object as compact JSON text, or nil; see ``appendObjectJSON(_:touching:to:)``.
-    public func objectJSON(_ ref: ObjectRef, touching check: AccessCheck? = nil) throws -> [UInt8]? {
+    public func objectJSON(_ ref: ObjectRef, touching: Touching = .no) throws -> [UInt8]? {
         var out = [UInt8]()
-        return try appendObjectJSON(ref, touching: check, to: &out) ? out : nil
+        return try appendObjectJSON(ref, touching: touching, to: &out) ? out : nil
     }
 }
 
 extension Store: PointReads {
-    public func appendObjectJSON(_ ref: ObjectRef, touching check: AccessCheck?, to out: inout [UInt8]) throws -> Bool {
-        if check != nil { try checkWritable() } else { try checkOpen() }
+    public func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool {
+        if case .no = touching { try checkOpen() } else { try checkWritable() }
         try ref.validate()
         return try queries.with { conn in
             // The pool's connections cap values at the reply limit for clients' clauses.
             try conn.withoutLengthLimit {
-                try conn.inReadTransaction { try renderObject(ref, on: conn, touching: check, into: &out) }
+                try conn.inReadTransaction { try renderObject(ref, on: conn, touching: touching, into: &out) }
             }
         }
     }
@@ -100,13 +111,13 @@ extension Store: PointReads {
 
     /// Reads and prints one object inside the connection's current read transaction, appended
     /// to `out`; false (nothing appended) if there is none. Its `accessed` is the later of the
-    /// stored one and a touch not yet written (Store+Access.swift). With `check`, records an
-    /// access first if `check` lets it (the caller checked writability). The object's row says
+    /// stored one and a touch not yet written (Store+Access.swift). When `touching`, records an
+    /// access first if its check lets it (the caller checked writability). The object's row says
     /// how many files it holds, and only then are they read: most objects hold none, and a
     /// join with the edge and file tables opened (and allocated) two more cursors every get.
     /// `statement` is `objectRowFilesSQL` prepared on `conn`, if the caller keeps it.
     func renderObject(
-        _ ref: ObjectRef, on conn: QueryConnection, statement: OpaquePointer? = nil, touching check: AccessCheck?,
+        _ ref: ObjectRef, on conn: QueryConnection, statement: OpaquePointer? = nil, touching: Touching,
         into out: inout [UInt8]
     ) throws -> Bool {
         let s = try statement ?? conn.cached(Store.objectRowFilesSQL)
@@ -122,14 +133,14 @@ extension Store: PointReads {
                     sqlite3_reset(s)
                     sqlite3_clear_bindings(s)
                 }
-                return try renderRow(s, ref, on: conn, touching: check, into: &out)
+                return try renderRow(s, ref, on: conn, touching: touching, into: &out)
             }
         }
     }
 
     /// renderObject's body, over its statement with the ref bound.
     private func renderRow(
-        _ s: OpaquePointer, _ ref: ObjectRef, on conn: QueryConnection, touching check: AccessCheck?,
+        _ s: OpaquePointer, _ ref: ObjectRef, on conn: QueryConnection, touching: Touching,
         into out: inout [UInt8]
     ) throws -> Bool {
         switch sqlite3_step(s) {
@@ -139,11 +150,12 @@ extension Store: PointReads {
         }
         let id = sqlite3_column_int64(s, 0)
         let touched: Double?
-        if let check {
+        switch touching {
+        case .no: touched = pendingAccess(id)
+        case .yes: touched = recordAccess(id)
+        case .checked(let check):
             try check(String(cString: sqlite3_column_text(s, 3)))
             touched = recordAccess(id)
-        } else {
-            touched = pendingAccess(id)
         }
         out.reserveMore(256 + Int(sqlite3_column_bytes(s, 1)))
         Store.literal(#"{"accessed":"#, &out)
