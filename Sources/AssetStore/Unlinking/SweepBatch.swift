@@ -72,10 +72,16 @@ extension Store {
         // The files to unlink, in queue order: contiguous slices keep a folder's files on one
         // thread (each thread keeps its folder open).
         var b = SweepBatch(rows: rows, referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])
+        // Usually neither holds a path: then no row's path is copied and hashed.
+        let kept = !referenced.isEmpty || !leasedUntil.isEmpty
+        b.targetIDs.reserveCapacity(rows.count)
+        b.targets.reserveCapacity(rows.count)
         for row in rows {
             let path: String = row[1]
-            let bytes = Array(path.utf8)
-            if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
+            if kept {
+                let bytes = Array(path.utf8)
+                if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
+            }
             b.targetIDs.append(row[0])
             if known[row[0]] != nil { continue }
             // Recorded before its filesystem was numbered anew: the device it has now too.
@@ -98,18 +104,24 @@ extension Store {
         var counts = [String: Int]()
         var finished = [JSONValue]()
         var next = 0
+        let kept = !b.referenced.isEmpty || !b.leasedUntil.isEmpty
+        finished.reserveCapacity(b.rows.count)
         for row in b.rows {
             let id: Int64 = row[0]
             let path: String = row[1]
-            if b.referenced.contains(Array(path.utf8)) {
-                finished.append(.int(id))
-                report.referencedAgain.append(path)
-                continue
-            }
-            // Never unlinked while a lease lives, even when an explicit delete queued it.
-            if let until = b.leasedUntil[Array(path.utf8)] {
-                try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
-                continue
+            if kept {
+                let bytes = Array(path.utf8)
+                if b.referenced.contains(bytes) {
+                    finished.append(.int(id))
+                    report.referencedAgain.append(path)
+                    continue
+                }
+                // Never unlinked while a lease lives, even when an explicit delete queued it.
+                if let until = b.leasedUntil[bytes] {
+                    try deferUnlink(
+                        db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
+                    continue
+                }
             }
             let outcome = outcomes[next]
             next += 1
@@ -121,7 +133,7 @@ extension Store {
                 try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
                 continue
             }
-            if try record(outcome, db, row: row, now: now, counts: &counts, report: &report) {
+            if try record(outcome, db, row: row, id: id, path: path, now: now, counts: &counts, report: &report) {
                 finished.append(.int(id))
             }
         }
@@ -134,12 +146,9 @@ extension Store {
     /// Records one file's outcome; true when its row is finished (done or skipped), false
     /// when it failed or was deferred and stays queued for a retry.
     private func record(
-        _ outcome: UnlinkOutcome, _ db: Database, row: Row, now: Double, counts: inout [String: Int],
-        report: inout SweepReport
+        _ outcome: UnlinkOutcome, _ db: Database, row: Row, id: Int64, path: String, now: Double,
+        counts: inout [String: Int], report: inout SweepReport
     ) throws -> Bool {
-        let id: Int64 = row[0]
-        let path: String = row[1]
-        let attempts: Int = row[4]
         switch outcome {
         case .removed, .alreadyGone:
             counts["unlinked", default: 0] += 1
@@ -151,6 +160,7 @@ extension Store {
             report.skipped.append((path, reason))
             return true
         case .failed(let e, let call):
+            let attempts: Int = row[4]
             let message = "\(call): \(errnoDescription(e))"
             let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
             try db.cachedStatement(
