@@ -21,10 +21,21 @@ struct UnlinkTarget: Sendable {
     var deviceNow: Int64?
 }
 
+/// One row of the unlink queue.
+struct QueuedUnlink {
+    var id: Int64
+    var path: String
+    var device: Int64?
+    var inode: Int64?
+    var attempts: Int
+    var stamp: FileStamp
+    var size: Int64?
+}
+
 /// Queue rows taken in a write transaction, and what to do with each.
 struct SweepBatch {
-    /// `id, path, device, inode, attempts, birth, generation, ctime, size`, in queue order.
-    var rows: [Row]
+    /// In queue order.
+    var rows: [QueuedUnlink]
     /// Paths an edge references again: kept, their rows dropped.
     var referenced: Set<[UInt8]>
     /// Leased paths, each with the latest expiry of its leases.
@@ -42,14 +53,25 @@ extension Store {
         _ db: Database, after lastID: Int64, durable: Int64, now: Double, retryFailed: Bool, limit: Int,
         renumbered: [Int64: Int64], skipping known: [Int64: UnlinkOutcome] = [:]
     ) throws -> SweepBatch {
-        let rows = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
-                    WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
-                    ORDER BY id LIMIT ?
-                    """), arguments: [lastID, durable, now, retryFailed, limit])
-        let paths = JSONValue.array(rows.map { .string($0[1]) }).serialized()
+        // Raw rows: GRDB's `Row` decoding of the optional columns looked up generic metadata
+        // for each, most of the cost of a row, on the writer's serial path.
+        var rows = [QueuedUnlink]()
+        try db.cachedStatement(
+            sql: """
+                SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
+                WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
+                ORDER BY id LIMIT ?
+                """
+        ).forEachRawRow([lastID, durable, now, retryFailed, limit]) { r in
+            func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
+            rows.append(
+                QueuedUnlink(
+                    id: r.int64(0), path: r.text(1) ?? "", device: optional(2), inode: optional(3),
+                    attempts: Int(r.int64(4)),
+                    stamp: FileStamp(birth: optional(5), generation: optional(6), ctime: optional(7)),
+                    size: optional(8)))
+        }
+        let paths = JSONValue.array(rows.map { .string($0.path) }).serialized()
         // Taken again by a later transaction (transactions cancel such rows; this is the check
         // made again just before unlinking, as assetd(8), The unlink queue, says): keep the
         // file, drop the row.
@@ -72,19 +94,22 @@ extension Store {
         // The files to unlink, in queue order: contiguous slices keep a folder's files on one
         // thread (each thread keeps its folder open).
         var b = SweepBatch(rows: rows, referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])
+        // Usually neither holds a path: then no row's path is copied and hashed.
+        let kept = !referenced.isEmpty || !leasedUntil.isEmpty
+        b.targetIDs.reserveCapacity(rows.count)
+        b.targets.reserveCapacity(rows.count)
         for row in rows {
-            let path: String = row[1]
-            let bytes = Array(path.utf8)
-            if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
-            b.targetIDs.append(row[0])
-            if known[row[0]] != nil { continue }
+            if kept {
+                let bytes = Array(row.path.utf8)
+                if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
+            }
+            b.targetIDs.append(row.id)
+            if known[row.id] != nil { continue }
             // Recorded before its filesystem was numbered anew: the device it has now too.
-            let device: Int64? = row[2]
             b.targets.append(
                 UnlinkTarget(
-                    path: path, root: roots.root(of: path), device: device, inode: row[3],
-                    stamp: FileStamp(birth: row[5], generation: row[6], ctime: row[7]), size: row[8],
-                    deviceNow: device.flatMap { renumbered[$0] }))
+                    path: row.path, root: roots.root(of: row.path), device: row.device, inode: row.inode,
+                    stamp: row.stamp, size: row.size, deviceNow: row.device.flatMap { renumbered[$0] }))
         }
         return b
     }
@@ -98,18 +123,23 @@ extension Store {
         var counts = [String: Int]()
         var finished = [JSONValue]()
         var next = 0
+        let kept = !b.referenced.isEmpty || !b.leasedUntil.isEmpty
+        finished.reserveCapacity(b.rows.count)
         for row in b.rows {
-            let id: Int64 = row[0]
-            let path: String = row[1]
-            if b.referenced.contains(Array(path.utf8)) {
-                finished.append(.int(id))
-                report.referencedAgain.append(path)
-                continue
-            }
-            // Never unlinked while a lease lives, even when an explicit delete queued it.
-            if let until = b.leasedUntil[Array(path.utf8)] {
-                try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
-                continue
+            let (id, path) = (row.id, row.path)
+            if kept {
+                let bytes = Array(path.utf8)
+                if b.referenced.contains(bytes) {
+                    finished.append(.int(id))
+                    report.referencedAgain.append(path)
+                    continue
+                }
+                // Never unlinked while a lease lives, even when an explicit delete queued it.
+                if let until = b.leasedUntil[bytes] {
+                    try deferUnlink(
+                        db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
+                    continue
+                }
             }
             let outcome = outcomes[next]
             next += 1
@@ -121,25 +151,23 @@ extension Store {
                 try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
                 continue
             }
-            if try record(outcome, db, row: row, now: now, counts: &counts, report: &report) {
+            if try record(outcome, db, row, now: now, counts: &counts, report: &report) {
                 finished.append(.int(id))
             }
         }
         try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
             .execute(arguments: [JSONValue.array(finished).serialized()])
         for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
-        return b.rows.last?[0]
+        return b.rows.last?.id
     }
 
     /// Records one file's outcome; true when its row is finished (done or skipped), false
     /// when it failed or was deferred and stays queued for a retry.
     private func record(
-        _ outcome: UnlinkOutcome, _ db: Database, row: Row, now: Double, counts: inout [String: Int],
+        _ outcome: UnlinkOutcome, _ db: Database, _ row: QueuedUnlink, now: Double, counts: inout [String: Int],
         report: inout SweepReport
     ) throws -> Bool {
-        let id: Int64 = row[0]
-        let path: String = row[1]
-        let attempts: Int = row[4]
+        let (id, path, attempts) = (row.id, row.path, row.attempts)
         switch outcome {
         case .removed, .alreadyGone:
             counts["unlinked", default: 0] += 1
