@@ -18,7 +18,7 @@ public struct JSONCursor {
     public static func stringMaximum(_ count: Int) -> Int { 2 + 6 * count }
 
     /// Writes text of ours as it is.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func literal(_ text: StaticString) {
         let n = text.utf8CodeUnitCount
         at.update(from: text.utf8Start, count: n)
@@ -26,14 +26,14 @@ public struct JSONCursor {
     }
 
     /// Writes one byte.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func byte(_ b: UInt8) {
         at.pointee = b
         at += 1
     }
 
     /// Writes `bytes` as they are.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let base = bytes.baseAddress else { return }
         at.update(from: base, count: bytes.count)
