@@ -97,15 +97,16 @@ public struct JSONCursor {
         unsigned(i.magnitude)
     }
 
+    /// 10^0 … 10^19.
+    @usableFromInline static let powersOf10: [UInt64] = (0..<20).map { (0..<$0).reduce(1) { p, _ in p * 10 } }
+
     /// Writes `v` in decimal: its digits counted first, then written from the last, two at a time.
     @usableFromInline
     mutating func unsigned(_ v: UInt64) {
-        var digits = 1
-        var limit: UInt64 = 10
-        while digits < 20 && v >= limit {
-            digits += 1
-            limit &*= 10  // wraps only after the last comparison (10^20 > 2^64)
-        }
+        // The count from the bit length (log10 2 is about 1233/4096), then one comparison:
+        // a loop of comparisons cost about 40 instructions for a time's ten digits.
+        let estimate = ((64 - v.leadingZeroBitCount) &* 1233) >> 12
+        let digits = Swift.max(1, v >= JSONCursor.powersOf10[estimate] ? estimate + 1 : estimate)
         let table = JSONCursor.digitPairs.utf8Start
         var v = v
         var p = at + digits
