@@ -13,31 +13,7 @@ extension JSONValue {
 
     /// Appends `i` in decimal.
     public static func writeInt(_ i: Int64, to out: inout [UInt8]) {
-        let magnitude = i.magnitude
-        if i < 0 { out.append(UInt8(ascii: "-")) }
-        // At most 20 digits; written backwards into a tuple on the stack.
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var at = buffer.count
-            prependDigits(magnitude, count: 1, to: buffer, at: &at)
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[at...]))
-        }
-    }
-
-    /// Writes `value`'s decimal digits, at least `count` of them, backwards into `buffer`
-    /// before `at`, and moves `at` to the first.
-    @inline(__always)
-    private static func prependDigits(
-        _ value: UInt64, count: Int, to buffer: UnsafeMutableRawBufferPointer, at: inout Int
-    ) {
-        var value = value
-        var written = 0
-        repeat {
-            at -= 1
-            buffer[at] = UInt8(truncatingIfNeeded: value % 10) &+ 48
-            value /= 10
-            written += 1
-        } while value != 0 || written < count
+        out.appendText(maximum: 20) { $0.int(i) }
     }
 
     /// Appends `d` as Swift's `description` spells it (the shortest text that reads back as
@@ -55,40 +31,12 @@ extension JSONValue {
         }
     }
 
-    /// Appends `d` if it is at least 1, below 2^32 and reads back from a decimal with at most
-    /// six digits after the point, as the times in replies do; false (nothing written)
-    /// otherwise. Below 2^32 two doubles are less than 10^-6 apart, so at most one such decimal
-    /// reads back as `d`, and it is then the shortest that does: the text `description` prints.
-    /// About 450 instructions with the append, against 660 through the general printer.
+    /// Appends `d` if it is a time to the microsecond (``JSONCursor``'s short path), false
+    /// (nothing written) otherwise.
     static func writeMicroseconds(_ d: Double, to out: inout [UInt8]) -> Bool {
-        guard d >= 1 && d < 4_294_967_296 else { return false }
-        let micros = (d * 1_000_000).rounded()
-        // micros is an integer below 2^53, so the division is exact up to one rounding: equal
-        // means the decimal micros / 10^6 reads back as d.
-        guard micros / 1_000_000 == d else { return false }
-        let m = UInt64(micros)
-        let whole = UInt32(truncatingIfNeeded: m / 1_000_000)
-        var fraction = UInt32(truncatingIfNeeded: m % 1_000_000)
-        var digits = 6
-        if fraction == 0 {
-            digits = 1  // "1764193925.0", as description prints a whole number
-        } else {
-            while fraction % 10 == 0 {
-                fraction /= 10
-                digits -= 1
-            }
-        }
-        // At most 10 + 1 + 6 bytes, written backwards on the stack and appended at once.
-        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &text) { buffer in
-            var at = buffer.count
-            prependDigits(UInt64(fraction), count: digits, to: buffer, at: &at)
-            at -= 1
-            buffer[at] = UInt8(ascii: ".")
-            prependDigits(UInt64(whole), count: 1, to: buffer, at: &at)
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[at...]))
-        }
-        return true
+        var written = false
+        out.appendText(maximum: 17) { written = $0.microseconds(d) }
+        return written
     }
 
     /// Appends `bytes` (UTF-8) as a JSON string literal.
@@ -104,19 +52,8 @@ extension JSONValue {
         out.append(UInt8(ascii: "\""))
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     private static func writeEscaped(_ b: UInt8, to out: inout [UInt8]) {
-        switch b {
-        case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-        case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-        case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-        case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-        case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-        default:
-            let hex = JSONValue.hexDigits
-            out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]])
-        }
+        out.appendText(maximum: 6) { $0.escaped(b) }
     }
 }
 

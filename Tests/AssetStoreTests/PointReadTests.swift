@@ -22,10 +22,17 @@ import AssetStoreTestSupport
             try tx.put(
                 ref("ü nicode \"q\"", "k\n\t"), value: ["deep": ["a": ["b": [true, false, 9_007_199_254_740_993]]]])
             try tx.put(ref("c", "scalar"), value: "just a string")
+            // Over the bytes a reply's cursor takes inline: appended straight.
+            try tx.put(
+                ref("c", "large"), value: ["blob": .string(String(repeating: "x", count: 20_000))],
+                metadata: ["m": "\u{1}"], owner: "a\"b\\c\u{1}")
         }
         f.clock.advance(0.123456789)
         try f.store.write { try $0.touch(ref("c", "files")) }
-        for r in [ref("c", "plain"), ref("c", "files"), ref("ü nicode \"q\"", "k\n\t"), ref("c", "scalar")] {
+        let refs = [
+            ref("c", "plain"), ref("c", "files"), ref("ü nicode \"q\"", "k\n\t"), ref("c", "scalar"), ref("c", "large"),
+        ]
+        for r in refs {
             let general = try #require(try f.store.read { try $0.get(r) }).json.serialized()
             let fast = try #require(try f.store.objectJSON(r))
             #expect(String(decoding: fast, as: UTF8.self) == general, "\(r)")

@@ -78,4 +78,34 @@ import Testing
             #expect(fromBytes == fromString, "\(s)")
         }
     }
+
+    @Test("a cursor writes what the array writers write, in one append after the buffer's bytes")
+    func cursorMatchesWriters() {
+        let strings = ["", "plain", "\"", "a\"b\\c\nd\u{1}e\r\t", "é日本\u{7f}", "\u{0}\u{1f}", "end\\"]
+        let doubles: [Double] = [0, -0.0, 1, 1_764_193_925, 1_764_193_925.5, 1_764_193_925.123_456, 0.1, 1e300, .nan]
+        var ints: [Int64] = [0, 1, 9, 10, 99, 100, -1, 1_234_567_890_123, Int64.min, Int64.max]
+        var power: Int64 = 1
+        for _ in 0..<18 {  // each count of digits at its edges
+            power *= 10
+            ints += [power - 1, power, -power, 1 - power]
+        }
+        var expected = Array("x".utf8)
+        var written = Array("x".utf8)
+        for s in strings {
+            JSONValue.writeString(s, to: &expected)
+            let bytes = Array(s.utf8)
+            bytes.withUnsafeBufferPointer { b in
+                written.appendText(maximum: JSONCursor.stringMaximum(b.count)) { $0.string(b) }
+            }
+        }
+        for d in doubles {
+            JSONValue.writeDouble(d, to: &expected)
+            written.appendText(maximum: JSONCursor.doubleMaximum) { $0.double(d) }
+        }
+        for i in ints {
+            expected += Array("\(i)".utf8)
+            written.appendText(maximum: 20) { $0.int(i) }
+        }
+        #expect(written == expected)
+    }
 }

@@ -133,15 +133,16 @@ extension Store: PointReads {
                     sqlite3_reset(s)
                     sqlite3_clear_bindings(s)
                 }
-                return try renderRow(s, ref, on: conn, touching: touching, into: &out)
+                return try renderRow(s, c, k, on: conn, touching: touching, into: &out)
             }
         }
     }
 
-    /// renderObject's body, over its statement with the ref bound.
+    /// renderObject's body, over its statement with the ref (`collection`, `key`) bound. The
+    /// text around the files goes through cursors, sized for the worst case of each piece.
     private func renderRow(
-        _ s: OpaquePointer, _ ref: ObjectRef, on conn: QueryConnection, touching: Touching,
-        into out: inout [UInt8]
+        _ s: OpaquePointer, _ collection: UnsafeBufferPointer<UInt8>, _ key: UnsafeBufferPointer<UInt8>,
+        on conn: QueryConnection, touching: Touching, into out: inout [UInt8]
     ) throws -> Bool {
         switch sqlite3_step(s) {
         case SQLITE_ROW: break
@@ -157,45 +158,86 @@ extension Store: PointReads {
             try check(String(cString: sqlite3_column_text(s, 3)))
             touched = recordAccess(id)
         }
-        out.reserveMore(256 + Int(sqlite3_column_bytes(s, 1)))
-        Store.literal(#"{"accessed":"#, &out)
-        if let touched, sqlite3_column_type(s, 6) == SQLITE_NULL || touched > sqlite3_column_double(s, 6) {
-            JSONValue.writeDouble(touched, to: &out)
-        } else {
-            Store.number(s, 6, double: true, &out)
+        let (value, metadata, owner) = (Store.text(s, 1), Store.text(s, 2), Store.text(s, 3))
+        out.reserveMore(256 + value.count + metadata.count + 6 * (owner.count + key.count + collection.count))
+        out.appendText(maximum: 64 + 2 * JSONCursor.doubleMaximum + JSONCursor.stringMaximum(collection.count)) { c in
+            c.literal(#"{"accessed":"#)
+            if let touched, sqlite3_column_type(s, 6) == SQLITE_NULL || touched > sqlite3_column_double(s, 6) {
+                c.double(touched)
+            } else {
+                Store.number(s, 6, &c)
+            }
+            c.literal(#","collection":"#)
+            c.string(collection)
+            c.literal(#","created":"#)
+            Store.number(s, 4, &c)
+            c.literal(#","files":["#)
         }
-        Store.literal(#","collection":"#, &out)
-        JSONValue.writeString(ref.collection, to: &out)
-        Store.literal(#","created":"#, &out)
-        Store.number(s, 4, double: true, &out)
-        Store.literal(#","files":["#, &out)
         if sqlite3_column_int64(s, 7) > 0 {
             let files = try conn.cached(Store.heldFilesSQL)
             defer { sqlite3_reset(files) }
             sqlite3_bind_int64(files, 1, id)
             try Store.renderFiles(files, on: conn, &out)
         }
-        out.append(UInt8(ascii: "]"))
-        Store.renderRest(ref, s, &out)
-        out.append(UInt8(ascii: "}"))
+        // A NULL column reads as no bytes, and is written null (4 bytes). A large value goes
+        // into the reply straight, not through a cursor's room (a copy, and memory, as large).
+        let inline = metadata.count + value.count <= Store.inlineColumnBytes
+        let rest =
+            64 + JSONCursor.doubleMaximum + JSONCursor.stringMaximum(key.count) + JSONCursor.stringMaximum(owner.count)
+            + max(4, metadata.count) + max(4, value.count)
+        out.appendText(maximum: inline ? rest : 32 + JSONCursor.stringMaximum(key.count)) { c in
+            c.literal(#"],"key":"#)
+            c.string(key)
+            c.literal(#","metadata":"#)
+            guard inline else { return }
+            Store.raw(s, 2, metadata, &c)
+            Store.modifiedAndOwner(s, owner, &c)
+            Store.raw(s, 1, value, &c)
+            c.byte(UInt8(ascii: "}"))
+        }
+        if !inline {
+            Store.raw(s, 2, metadata, &out)
+            out.appendText(maximum: 64 + JSONCursor.doubleMaximum + JSONCursor.stringMaximum(owner.count)) {
+                Store.modifiedAndOwner(s, owner, &$0)
+            }
+            Store.raw(s, 1, value, &out)
+            out.append(UInt8(ascii: "}"))
+        }
         return true
     }
 
-    /// The members after `files`, from the object's columns of `objectRowFilesSQL`'s row.
-    private static func renderRest(_ ref: ObjectRef, _ s: OpaquePointer, _ out: inout [UInt8]) {
-        literal(#","key":"#, &out)
-        JSONValue.writeString(ref.key, to: &out)
-        literal(#","metadata":"#, &out)
-        raw(s, 2, &out)
-        literal(#","modified":"#, &out)
-        number(s, 5, double: true, &out)
-        literal(#","owner":"#, &out)
+    /// Column `i`'s text as SQLite holds it (valid until the statement moves on); empty for NULL.
+    private static func text(_ s: OpaquePointer, _ i: Int32) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: sqlite3_column_text(s, i), count: Int(sqlite3_column_bytes(s, i)))
+    }
+
+    /// Up to this many bytes of an object's `value` and `metadata` together go through a
+    /// reply's cursor; larger ones are appended straight.
+    static let inlineColumnBytes = 16 << 10
+
+    /// The members between `metadata` and `value`, the name `value` included.
+    private static func modifiedAndOwner(_ s: OpaquePointer, _ owner: UnsafeBufferPointer<UInt8>, _ c: inout JSONCursor)
+    {
+        c.literal(#","modified":"#)
+        number(s, 5, &c)
         // Stored from a Swift String: valid UTF-8, printed from SQLite's bytes.
-        JSONValue.writeString(
-            bytes: UnsafeBufferPointer(start: sqlite3_column_text(s, 3), count: Int(sqlite3_column_bytes(s, 3))),
-            to: &out)
-        literal(#","value":"#, &out)
-        raw(s, 1, &out)
+        c.literal(#","owner":"#)
+        c.string(owner)
+        c.literal(#","value":"#)
+    }
+
+    /// Column `i`'s `text` as it is (stored JSON text), or null.
+    private static func raw(_ s: OpaquePointer, _ i: Int32, _ text: UnsafeBufferPointer<UInt8>, _ c: inout JSONCursor) {
+        if sqlite3_column_type(s, i) == SQLITE_NULL { c.literal("null") } else { c.bytes(text) }
+    }
+
+    private static func raw(_ s: OpaquePointer, _ i: Int32, _ text: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
+        if sqlite3_column_type(s, i) == SQLITE_NULL { literal("null", &out) } else { out.append(contentsOf: text) }
+    }
+
+    /// A time column, or null.
+    private static func number(_ s: OpaquePointer, _ i: Int32, _ c: inout JSONCursor) {
+        if sqlite3_column_type(s, i) == SQLITE_NULL { c.literal("null") } else { c.double(sqlite3_column_double(s, i)) }
     }
 
     /// The files of `heldFilesSQL`'s rows (each row a file edge), each printed as
@@ -233,12 +275,6 @@ extension Store: PointReads {
     /// Text of ours, plain ASCII, written as it is.
     private static func literal(_ text: StaticString, _ out: inout [UInt8]) {
         JSONValue.writeLiteral(text, to: &out)
-    }
-
-    private static func raw(_ s: OpaquePointer, _ i: Int32, _ out: inout [UInt8]) {
-        if sqlite3_column_type(s, i) == SQLITE_NULL { literal("null", &out); return }
-        let n = Int(sqlite3_column_bytes(s, i))
-        out.append(contentsOf: UnsafeBufferPointer(start: sqlite3_column_text(s, i), count: n))
     }
 
     private static func number(_ s: OpaquePointer, _ i: Int32, double: Bool, _ out: inout [UInt8]) {

@@ -1,0 +1,182 @@
+// Writing JSON text through a pointer into room sized beforehand, then appending it to a
+// buffer at once: each `Array.append` costs about 100 instructions whatever it copies, and a
+// point read's reply was about twenty of them. A cursor never checks its room: the caller's
+// `maximum` must cover the worst case of everything it writes (the bounds below).
+
+/// Writes JSON text forward from a pointer. Made by ``Swift/Array/appendText(maximum:_:)``.
+public struct JSONCursor {
+    /// Where the next byte goes.
+    @usableFromInline var at: UnsafeMutablePointer<UInt8>
+
+    @usableFromInline init(_ at: UnsafeMutablePointer<UInt8>) { self.at = at }
+
+    /// The most bytes ``double(_:)`` writes: `null`, or a description such as
+    /// `-2.2250738585072014e-308`.
+    public static let doubleMaximum = 32
+
+    /// The most bytes ``string(_:)`` writes for `count` bytes: quotes and `\u00XX` each.
+    public static func stringMaximum(_ count: Int) -> Int { 2 + 6 * count }
+
+    /// Writes text of ours as it is.
+    @inlinable @inline(__always)
+    public mutating func literal(_ text: StaticString) {
+        let n = text.utf8CodeUnitCount
+        at.update(from: text.utf8Start, count: n)
+        at += n
+    }
+
+    /// Writes one byte.
+    @inlinable @inline(__always)
+    public mutating func byte(_ b: UInt8) {
+        at.pointee = b
+        at += 1
+    }
+
+    /// Writes `bytes` as they are.
+    @inlinable @inline(__always)
+    public mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        at.update(from: base, count: bytes.count)
+        at += bytes.count
+    }
+
+    /// Writes `bytes` (UTF-8) as a JSON string literal, as ``JSONValue/writeString(bytes:to:)`` does.
+    public mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) {
+        // Through a local: stores through `at` itself reloaded it for every byte.
+        var p = at
+        p.pointee = UInt8(ascii: "\"")
+        p += 1
+        for b in bytes {
+            if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+                at = p
+                escaped(b)
+                p = at
+            } else {
+                p.pointee = b
+                p += 1
+            }
+        }
+        p.pointee = UInt8(ascii: "\"")
+        at = p + 1
+    }
+
+    /// Writes `b`, a byte a JSON string may not hold as it is, escaped (at most 6 bytes).
+    mutating func escaped(_ b: UInt8) {
+        byte(UInt8(ascii: "\\"))
+        switch b {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte(b)
+        case 0x0A: byte(UInt8(ascii: "n"))
+        case 0x0D: byte(UInt8(ascii: "r"))
+        case 0x09: byte(UInt8(ascii: "t"))
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            literal("u00")
+            byte(hex.utf8Start[Int(b >> 4)])
+            byte(hex.utf8Start[Int(b & 15)])
+        }
+    }
+
+    /// Writes `d` as ``JSONValue/writeDouble(_:to:)`` does.
+    public mutating func double(_ d: Double) {
+        if microseconds(d) { return }
+        var text = [UInt8]()
+        JSONValue.writeDouble(d, to: &text)
+        text.withUnsafeBufferPointer { bytes($0) }
+    }
+
+    /// "00" to "99", for writing two digits at a time.
+    @usableFromInline static let digitPairs: StaticString = """
+        00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+        40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899
+        """
+
+    /// Writes `i` in decimal, as ``JSONValue/writeInt(_:to:)`` does (at most 20 bytes).
+    public mutating func int(_ i: Int64) {
+        if i < 0 { byte(UInt8(ascii: "-")) }
+        unsigned(i.magnitude)
+    }
+
+    /// 10^0 … 10^19.
+    @usableFromInline static let powersOf10: [UInt64] = (0..<20).map { (0..<$0).reduce(1) { p, _ in p * 10 } }
+
+    /// Writes `v` in decimal: its digits counted first, then written from the last, two at a time.
+    @usableFromInline
+    mutating func unsigned(_ v: UInt64) {
+        // The count from the bit length (log10 2 is about 1233/4096), then one comparison:
+        // a loop of comparisons cost about 40 instructions for a time's ten digits.
+        let estimate = ((64 - v.leadingZeroBitCount) &* 1233) >> 12
+        let digits = Swift.max(1, v >= JSONCursor.powersOf10[estimate] ? estimate + 1 : estimate)
+        let table = JSONCursor.digitPairs.utf8Start
+        var v = v
+        var p = at + digits
+        at = p
+        while v >= 100 {
+            let pair = Int(v % 100) * 2
+            v /= 100
+            p -= 2
+            p[0] = table[pair]
+            p[1] = table[pair + 1]
+        }
+        if v >= 10 {
+            p[-2] = table[Int(v) * 2]
+            p[-1] = table[Int(v) * 2 + 1]
+        } else {
+            p[-1] = UInt8(truncatingIfNeeded: v) &+ 48
+        }
+    }
+
+    /// Writes `d` if it is at least 1, below 2^32 and reads back from a decimal with at most
+    /// six digits after the point, as the times in replies do; false (nothing written)
+    /// otherwise. Below 2^32 two doubles are less than 10^-6 apart, so at most one such decimal
+    /// reads back as `d`, and it is then the shortest that does: the text `description`
+    /// prints. At most 17 bytes.
+    @usableFromInline
+    mutating func microseconds(_ d: Double) -> Bool {
+        guard d >= 1 && d < 4_294_967_296 else { return false }
+        let micros = (d * 1_000_000).rounded()
+        // micros is an integer below 2^53, so the division is exact up to one rounding: equal
+        // means the decimal micros / 10^6 reads back as d.
+        guard micros / 1_000_000 == d else { return false }
+        let m = UInt64(micros)
+        let whole = UInt32(truncatingIfNeeded: m / 1_000_000)
+        let fraction = UInt32(truncatingIfNeeded: m % 1_000_000)
+        unsigned(UInt64(whole))
+        byte(UInt8(ascii: "."))
+        // Six digits, then the trailing zeros taken back ("1764193925.0" keeps one, as
+        // description prints a whole number).
+        let table = JSONCursor.digitPairs.utf8Start
+        let high = Int(fraction / 10_000) * 2
+        let middle = Int(fraction / 100 % 100) * 2
+        let low = Int(fraction % 100) * 2
+        at[0] = table[high]
+        at[1] = table[high + 1]
+        at[2] = table[middle]
+        at[3] = table[middle + 1]
+        at[4] = table[low]
+        at[5] = table[low + 1]
+        at += 6
+        var kept = 6
+        while kept > 1 && (at - 1).pointee == UInt8(ascii: "0") {
+            at -= 1
+            kept -= 1
+        }
+        return true
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends what `body` writes through a cursor, at most `maximum` bytes (the caller's
+    /// bound for everything it writes: a cursor does not check), in one append.
+    @inlinable
+    public mutating func appendText(maximum: Int, _ body: (inout JSONCursor) throws -> Void) rethrows {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximum) { room in
+            // baseAddress!: a temporary allocation of any capacity has one.
+            let start = room.baseAddress!
+            var cursor = JSONCursor(start)
+            try body(&cursor)
+            precondition(cursor.at - start <= maximum, "a cursor wrote past its room")
+            append(contentsOf: UnsafeBufferPointer(start: start, count: cursor.at - start))
+        }
+    }
+}
