@@ -273,7 +273,6 @@ struct JSONParser {
         // Up to 15 bytes a String is held inline, and this initializer then checks ASCII with
         // a mask over the two words instead of a scan: about 40 instructions less a name.
         if ascii, bytes.count <= 15, let base = bytes.baseAddress {
-            if smallLayoutHolds { return smallASCII(base, count: bytes.count) }
             return String(unsafeUninitializedCapacity: bytes.count) { buffer in
                 buffer.baseAddress!.update(from: base, count: bytes.count)
                 return bytes.count
@@ -283,32 +282,6 @@ struct JSONParser {
         if ascii { return s }
         return s.utf8.elementsEqual(bytes) ? s : nil
     }
-
-    /// A String of `count` (at most 15) ASCII bytes, built as the standard library holds it
-    /// inline: the bytes in two words, the top byte 0xE0 (small, ASCII) plus the count. Ten
-    /// names and short values a request went through the initializer above, about 100
-    /// instructions each, against about 20 here.
-    static func smallASCII(_ base: UnsafePointer<UInt8>, count: Int) -> String {
-        var words: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: count) }  // 16 bytes
-        words.1 |= UInt64(0xE0 | count) << 56
-        return unsafeBitCast(words, to: String.self)
-    }
-
-    /// Whether this runtime holds a small ASCII String as `smallASCII` builds it: checked once,
-    /// against strings the standard library made, before `smallASCII` is used.
-    static let smallLayoutHolds: Bool = {
-        func sameWords(_ a: String, _ b: String) -> Bool {
-            let (x, y) = (unsafeBitCast(a, to: (UInt64, UInt64).self), unsafeBitCast(b, to: (UInt64, UInt64).self))
-            return x == y
-        }
-        for text in ["a", "id", "jsonrpc", "k00001234", "abcdefghijklmno"] {
-            let bytes = Array(text.utf8)
-            let made = bytes.withUnsafeBufferPointer { smallASCII($0.baseAddress!, count: $0.count) }  // not empty
-            guard sameWords(made, String(decoding: bytes, as: UTF8.self)) else { return false }
-        }
-        return true
-    }()
 
     mutating func parseEscape(into out: inout [UInt8]) throws(JSONParseError) {
         index += 1

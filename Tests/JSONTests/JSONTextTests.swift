@@ -3,8 +3,7 @@
 // gives, at their edges.
 
 import Testing
-
-@testable import JSON
+import JSON
 
 @Suite struct JSONTextTests {
     func parse(_ text: String) throws -> JSONValue { try JSONValue.parse(text) }
@@ -45,25 +44,6 @@ import Testing
         #expect(throws: JSONParseError.self) {
             try invalidAfterEscape.withUnsafeBufferPointer { try JSONValue.parse($0) }
         }
-    }
-
-    @Test("short ASCII strings, built inline from their bytes, equal and hash as the standard library's")
-    func shortASCIIStrings() throws {
-        #expect(JSONParser.smallLayoutHolds, "the runtime's small strings are laid out as smallASCII builds them")
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789._-~ !#$%&'()*+,/:;<=>?@[]^`{|}".utf8)
-        for count in 0...17 {
-            let bytes = (0..<count).map { alphabet[($0 * 7 + count) % alphabet.count] }
-            let expected = String(decoding: bytes, as: UTF8.self)
-            let got = try ([34] + bytes + [34]).withUnsafeBufferPointer { try JSONValue.parse($0) }.stringValue
-            #expect(got.map { Array($0.utf8) } == bytes, "\(count)")
-            #expect(got == expected && got?.hashValue == expected.hashValue && got?.count == count, "\(count)")
-            #expect([expected: count][got ?? ""] == count, "\(count)")
-            #expect(got.map { $0 + "!" } == expected + "!", "\(count)")
-        }
-        // A request's names come out as the literals a switch compares them with.
-        let request = Array(#"{"jsonrpc":"2.0","id":1,"method":"object.get"}"#.utf8)
-        let members = try request.withUnsafeBufferPointer { try JSONValue.parseMembers($0) }
-        #expect(members?.members.map(\.name) == ["jsonrpc", "id", "method"])
     }
 
     @Test("a string's bytes are accepted exactly when they are UTF-8, with or without an escape before them")
