@@ -119,7 +119,7 @@ struct SweepAlongsideTests {
         #expect(plan.commits.map(\.deleted.count) == [40, 40, 30])
         let seen = beside.withLock { $0 }
         #expect(Set(seen.keys) == Set(plan.commits.prefix(2).flatMap(\.filesQueued)))
-        #expect(Set(seen.values) == [min(19, own + 10)])  // as assetd(8) says
+        #expect(Set(seen.values) == [min(19, own + Store.unlinkNiceBeside)])
         #expect(threadNice() == own)
         let swept = Mutex<Set<Int32>>([])
         let report = try f.store.sweep(
