@@ -323,8 +323,6 @@ final class OpenStore {
     private(set) var store: Store
     /// The unlink threads beside a policy run's batches, from the next reopen on.
     var threadsBeside = Store.sweepThreads
-    /// How much nicer than the run they are, from the next reopen on.
-    var niceBeside = Store.unlinkNiceBeside
 
     init(path: String, root: String, clock: SteppedClock) throws {
         self.path = path
@@ -335,19 +333,16 @@ final class OpenStore {
 
     func reopen(unlinkDelay: Double) throws {
         store.close()
-        store = try OpenStore.open(
-            path, root, clock, unlinkDelay: unlinkDelay, threadsBeside: threadsBeside, nice: niceBeside)
+        store = try OpenStore.open(path, root, clock, unlinkDelay: unlinkDelay, threadsBeside: threadsBeside)
     }
 
     private static func open(
-        _ path: String, _ root: String, _ clock: SteppedClock, unlinkDelay: Double, threadsBeside: Int,
-        nice: Int32 = Store.unlinkNiceBeside
+        _ path: String, _ root: String, _ clock: SteppedClock, unlinkDelay: Double, threadsBeside: Int
     ) throws -> Store {
         var configuration = StoreConfiguration(roots: [root])
         configuration.clock = { clock.now }
         configuration.unlinkDelay = unlinkDelay
         configuration.unlinkThreadsBeside = threadsBeside
-        configuration.unlinkNiceBeside = nice
         var policy = PolicyConfiguration()
         policy.minAge = 0  // nothing here is young enough to matter; the default (600 s) would change nothing
         configuration.policy = policy

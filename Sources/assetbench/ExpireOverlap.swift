@@ -1,8 +1,7 @@
-// `assetbench expire-overlap --folder F [--files M] [--threads 1,2,4,16] [--nice 10] [--rounds R]`:
-// how many unlink threads beside a policy run's batches, and how much nicer than the run, make
-// the expiry cheapest. One store tree of M files as in the expire part (every tenth old); each
-// round expires and sweeps the old files once per setting (each thread count with each nice
-// increment), in a rotated order, then times the sweep of the same files
+// `assetbench expire-overlap --folder F [--files M] [--threads 1,2,4,16] [--rounds R]`: how
+// many unlink threads beside a policy run's batches make the expiry cheapest. One store tree
+// of M files as in the expire part (every tenth old); each round expires and sweeps the old
+// files once per thread count, in a rotated order, then times the sweep of the same files
 // alone (and deciding and deleting alone) as the baseline. Prints each expiry's end-to-end
 // time over the round's sweep alone, its batches' median, and the process's CPU time.
 
@@ -16,7 +15,6 @@ struct ExpireOverlap {
     let folder: String
     let threads: [Int]
     let rounds: Int
-    let configs: [(threads: Int, nice: Int32)]
 
     init(_ f: Flags) throws {
         files = try f.int("files", 200_000)
@@ -24,16 +22,10 @@ struct ExpireOverlap {
         rounds = try f.int("rounds", 2)
         let list = (try? f.string("threads")) ?? "1,2,4,16"
         threads = list.split(separator: ",").compactMap { Int($0) }
-        let nices = ((try? f.string("nice")) ?? "\(Store.unlinkNiceBeside)").split(separator: ",").compactMap {
-            Int32($0)
-        }
-        configs = threads.flatMap { t in nices.map { (t, $0) } }
         try check(
             files >= 1000 && files % FileSet.perFolder == 0 && rounds >= 1 && !threads.isEmpty
-                && threads.allSatisfy { $0 >= 1 } && !configs.isEmpty
-                && configs.allSatisfy { (0...19).contains($0.nice) },
-            "--files is a multiple of \(FileSet.perFolder), --rounds at least 1, --threads a list of counts,"
-                + " --nice a list of increments 0-19")
+                && threads.allSatisfy { $0 >= 1 },
+            "--files is a multiple of \(FileSet.perFolder), --rounds at least 1, --threads a list of counts")
     }
 
     func run() throws {
@@ -47,16 +39,13 @@ struct ExpireOverlap {
         let oldTime = wallClock() - ExpireBench.oldAge
         try bench.register(opened.store, clock, set, oldTime: oldTime, only: nil)
         for round in 0..<rounds {
-            let k = round % configs.count
-            let rotated = Array(configs[k...] + configs[..<k])
-            for (t, n) in rotated {
+            let rotated = Array(threads[(round % threads.count)...] + threads[..<(round % threads.count)])
+            for t in rotated {
                 opened.threadsBeside = t
-                opened.niceBeside = n
                 let r = try overlapped(bench, opened, clock, set, oldTime: oldTime)
-                printResult("round \(round + 1) threads \(t) nice \(n)", r)
+                printResult("round \(round + 1) threads \(t)", r)
             }
             opened.threadsBeside = Store.sweepThreads
-            opened.niceBeside = Store.unlinkNiceBeside
             let alone = try separately(bench, opened, clock, set, oldTime: oldTime)
             print(
                 "round \(round + 1) alone: decide+delete \(fmt(alone.expire)) s (cpu \(fmt(alone.expireCPU)) s,"

@@ -97,41 +97,6 @@ struct SweepAlongsideTests {
         #expect(Set(try f.store.pending().map(\.path)) == [before, path])
     }
 
-    @Test("the unlinks beside a batch run nicer than the run; the run itself and the sweep do not")
-    func unlinksBesideAreNicer() throws {
-        var p = PolicyConfiguration()
-        p.batch = 40  // two unlink threads beside a batch: the second inherits the first's nice
-        let f = try Fixture { $0.policy = p }
-        for i in 0..<110 {
-            let path = try f.makeFile("d\(i / 40)/k\(i).bin")
-            try f.put([(ref("c", "k\(i)"), ["file": .string(path)])])
-        }
-        f.clock.advance(3600)
-        let own = threadNice()
-        let beside = Mutex<[String: Int32]>([:])
-        f.store.state.withLock { s in
-            s.unlinkingBeside = { path in
-                let n = threadNice()
-                beside.withLock { $0[path] = n }
-            }
-        }
-        let plan = try f.store.expire(collection: "c", olderThan: 60, idle: nil)
-        #expect(plan.commits.map(\.deleted.count) == [40, 40, 30])
-        let seen = beside.withLock { $0 }
-        #expect(Set(seen.keys) == Set(plan.commits.prefix(2).flatMap(\.filesQueued)))
-        #expect(Set(seen.values) == [min(19, own + Store.unlinkNiceBeside)])
-        #expect(threadNice() == own)
-        let swept = Mutex<Set<Int32>>([])
-        let report = try f.store.sweep(
-            retryFailed: false, batch: 1000, threads: Store.sweepThreads,
-            beforeUnlink: { _ in
-                let n = threadNice()
-                swept.withLock { _ = $0.insert(n) }
-            })
-        #expect(report.unlinked == plan.commits[2].filesQueued)
-        #expect(swept.withLock { $0 } == [own])
-    }
-
     @Test("a crash before a batch that unlinked earlier files commits leaks nothing and deletes nothing wrongly")
     func crashMidExpiry() throws {
         let c = try Cache()
@@ -189,6 +154,3 @@ struct SweepAlongsideTests {
         #expect(c.onDisk() == Set(c.young + [c.shared]))
     }
 }
-
-/// The calling thread's nice value (per thread on Linux).
-private func threadNice() -> Int32 { getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }

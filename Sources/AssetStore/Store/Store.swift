@@ -74,9 +74,6 @@ public final class Store: Sendable {
         /// were unlinked beside it and recorded, with their paths, before its commit; throwing
         /// rolls the batch back as a crash would.
         var sweptAlongside: (@Sendable ([String]) throws -> Void)?
-        /// Tests: runs on the thread that unlinks a file beside a policy batch, with its path,
-        /// just before its lease check and unlink.
-        var unlinkingBeside: (@Sendable (String) -> Void)?
         /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,
         /// just before its unlink.
         var orphanUnlinkDecided: (@Sendable (String) -> Void)?

@@ -58,10 +58,6 @@ public struct StoreConfiguration: Sendable {
     /// Threads a policy run unlinks its earlier batches' files on, beside each batch
     /// (SweepAlongside.swift); benches compare settings.
     public var unlinkThreadsBeside = Store.sweepThreads
-    /// How much nicer than the run's own thread those threads are (Linux nice is per
-    /// thread): the run's decisions are the longer half, and a batch's sixteen unlinkers
-    /// would otherwise take most of the processors from it; benches compare settings.
-    public var unlinkNiceBeside: Int32 = Store.unlinkNiceBeside
 
     /// `store.reserve` unless configured: room for thousands of delete commits.
     public static let defaultReserve: Int64 = 8 << 20

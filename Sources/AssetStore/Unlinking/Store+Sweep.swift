@@ -51,12 +51,6 @@ extension Store {
     /// Files per thread at least: a small batch (the daemon's sweep every second usually
     /// finds one file) runs on the calling thread, starting no thread at all.
     static let filesPerSweepThread = 16
-    /// How much nicer the unlink threads beside a policy run's batches are than the run
-    /// (`StoreConfiguration.unlinkNiceBeside`): at nice 10 (a tenth of the weight) the run's
-    /// one thread keeps about half its processor beside eight runnable unlinkers instead of a
-    /// ninth, and the unlinks, which mostly wait on the disk, still get the idle processor;
-    /// at 19 a busy machine's other processes starved them.
-    public static let unlinkNiceBeside: Int32 = 10
 
     /// Unlinks every due queued file whose commit is durable. With `retryFailed`, failed rows
     /// are tried now instead of at their next attempt time. A file under a live lease, and

@@ -7,7 +7,6 @@
 // queued: the next sweep finds those files gone and finishes the rows.
 
 import Foundation
-import Glibc
 import GRDB
 import Synchronization
 
@@ -90,12 +89,7 @@ private final class BackgroundUnlinks: Sendable {
             return u
         }
         Thread {
-            // Only this thread (nice is per thread on Linux) and the unlink threads it starts,
-            // which inherit it; the kernel stops at 19.
-            if store.configuration.unlinkNiceBeside != 0 { _ = Glibc.nice(store.configuration.unlinkNiceBeside) }
-            let beforeUnlink = store.state.withLock { $0.unlinkingBeside }
-            let result = store.unlinkAll(
-                targets, threads: store.configuration.unlinkThreadsBeside, beforeUnlink: beforeUnlink)
+            let result = store.unlinkAll(targets, threads: store.configuration.unlinkThreadsBeside, beforeUnlink: nil)
             u.outcomes.withLock { $0 = result }
             u.done.signal()
         }.start()
