@@ -2,6 +2,7 @@
 // loop's PointReader, which keeps one snapshot across reads, never misses a finished commit.
 
 import Foundation
+import Synchronization
 import GRDB
 import Testing
 import AssetStore
@@ -150,6 +151,37 @@ import AssetStoreTestSupport
             #expect(try reader.objectJSON(r) == f.store.objectJSON(r))
         }
         #expect(try reader.objectJSON(ref("c", "absent")) == nil)
+    }
+
+    @Test("a touching read: a refused check records nothing, a passed one records the time, a missing object none")
+    func touchingReadsRecordOnlyWhatTheyMay() throws {
+        struct Refused: Error {}
+        let f = try Fixture()
+        let k = ref("c", "k")
+        try f.store.write { try $0.put(k, value: [:], owner: "ölaf") }
+        f.clock.advance(10)
+        let reader = try PointReader(store: f.store)
+        for reads in [f.store, reader] as [any PointReads] {
+            let seen = Mutex<[String]>([])
+            #expect(throws: Refused.self) {
+                _ = try reads.objectJSON(
+                    k,
+                    touching: .checked { owner in
+                        seen.withLock { $0.append(owner) }
+                        throw Refused()
+                    })
+            }
+            #expect(seen.withLock { $0 } == ["ölaf"], "the check sees the stored owner")
+            #expect(f.store.pendingAccessCount == 0, "a refused read records no access")
+            #expect(try reads.objectJSON(ref("c", "absent"), touching: .yes) == nil)
+            #expect(f.store.pendingAccessCount == 0, "a missing object records no access")
+            let json = try JSONValue.parse(
+                String(decoding: try #require(try reads.objectJSON(k, touching: .checked { _ in })), as: UTF8.self))
+            #expect(json["accessed"]?.doubleValue == f.clock.now, "a passed check records the access, and shows it")
+            #expect(f.store.pendingAccessCount == 1)
+            _ = try #require(try f.store.flushAccesses())
+            f.clock.advance(10)
+        }
     }
 
     @Test("files read only when the row counts some: edges added, removed and re-added show in every read")

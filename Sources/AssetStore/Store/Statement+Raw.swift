@@ -30,8 +30,9 @@ struct RawRow {
 extension Statement {
     /// Runs the SELECT with `arguments`, calling `body` for each row.
     func forEachRawRow(_ arguments: StatementArguments, _ body: (RawRow) throws -> Void) throws {
-        try setArguments(arguments)
         let s = sqliteStatement
+        try Statement.checkTransaction(s)
+        try setArguments(arguments)
         try Statement.stepRows(s, body)
     }
 

@@ -64,9 +64,11 @@ extension Store {
                 """
         ).forEachRawRow([lastID, durable, now, retryFailed, limit]) { r in
             func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
+            // The column is NOT NULL: a NULL here is a broken database or query, not a row to skip.
+            guard let path = r.text(1) else { preconditionFailure("unlink_queue row \(r.int64(0)) without a path") }
             rows.append(
                 QueuedUnlink(
-                    id: r.int64(0), path: r.text(1) ?? "", device: optional(2), inode: optional(3),
+                    id: r.int64(0), path: path, device: optional(2), inode: optional(3),
                     attempts: Int(r.int64(4)),
                     stamp: FileStamp(birth: optional(5), generation: optional(6), ctime: optional(7)),
                     size: optional(8)))
@@ -94,7 +96,8 @@ extension Store {
         // The files to unlink, in queue order: contiguous slices keep a folder's files on one
         // thread (each thread keeps its folder open).
         var b = SweepBatch(rows: rows, referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])
-        // Usually neither holds a path: then no row's path is copied and hashed.
+        // Usually neither holds a path (none registered again, no lease held): then no row's
+        // path is copied to be looked up in them.
         let kept = !referenced.isEmpty || !leasedUntil.isEmpty
         b.targetIDs.reserveCapacity(rows.count)
         b.targets.reserveCapacity(rows.count)
