@@ -79,8 +79,9 @@ durable_pid=""
 durable_dir=""
 cleanup() {
     local status=$?
-    # A part that failed while an assetd ran: its log goes with the scratch folder, so show it.
-    if [ "$status" -ne 0 ] && [ -s "$scratch/assetd.log" ]; then
+    # A part that failed while its assetd ran: the log goes with the scratch folder, so show it
+    # (stop_assetd shows it itself when assetd exits badly, and clears assetd_pid).
+    if [ "$status" -ne 0 ] && [ -n "$assetd_pid" ] && [ -s "$scratch/assetd.log" ]; then
         echo "assetd's log (the last 50 lines):" >&2
         tail -n 50 "$scratch/assetd.log" >&2
     fi

@@ -107,13 +107,20 @@ level = "warning"
                 time.sleep(0.05)
         raise RuntimeError("assetd did not start: " + open(self.dir + "/assetd.log").read())
 
-    def stop(self):
+    def stop(self, failed=False):
         self.p.terminate()
         try:
             self.p.wait(60)
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
+        self.log.close()
+        if failed:
+            # The log goes with the folder: show what assetd said before it does.
+            with open(self.dir + "/assetd.log", errors="replace") as f:
+                tail = f.readlines()[-50:]
+            print(f"assetd's log (the last {len(tail)} lines):", file=sys.stderr)
+            sys.stderr.writelines(tail)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -316,6 +323,7 @@ CASES = {
 def run_case(name, assetd, scale):
     make, what, target, control = CASES[name]
     d = Daemon(assetd, control)
+    failed = True  # until the case has printed its figures
     try:
         idle = idle_rss(d)
         threads, socks, hold = make(d, scale)
@@ -355,9 +363,10 @@ def run_case(name, assetd, scale):
         if w.errors:
             print(f"  bystander errors: {len(w.errors)}, first: {w.errors[0]}")
         sys.stdout.flush()
+        failed = False
         return ok_rss and ok_ping
     finally:
-        d.stop()
+        d.stop(failed=failed)
 
 
 def main():

@@ -34,6 +34,7 @@ struct AccessFlushCost {
         }
         rate = try f.double("rate", 85_000)
         try check(objects >= 1 && touches >= 1 && rounds >= 1, "--objects, --touches and --rounds are at least 1")
+        try check(rate > 0 && rate.isFinite, "--rate is a number of touches a second above 0")
     }
 
     func run() throws {
