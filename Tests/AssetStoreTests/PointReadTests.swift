@@ -28,11 +28,26 @@ import AssetStoreTestSupport
                 ref("c", "large"), value: ["blob": .string(String(repeating: "x", count: 20_000))],
                 metadata: ["m": "\u{1}"], owner: "a\"b\\c\u{1}")
         }
+        // Around the bytes a reply's cursor takes inline (value, metadata and owner together),
+        // holding a file; and an owner whose every byte is escaped to six.
+        let threshold = (16_384 - 48)...(16_384 + 8)
+        try f.store.write { tx in
+            for n in threshold {
+                try tx.put(
+                    ref("edge", "\(n)"),
+                    value: ["file": .string(a), "blob": .string(String(repeating: "y", count: n - 40))],
+                    owner: "o")
+            }
+            try tx.put(ref("c", "escaped owner"), value: [:], owner: String(repeating: "\u{1}", count: 20_000))
+        }
         f.clock.advance(0.123456789)
         try f.store.write { try $0.touch(ref("c", "files")) }
-        let refs = [
-            ref("c", "plain"), ref("c", "files"), ref("ü nicode \"q\"", "k\n\t"), ref("c", "scalar"), ref("c", "large"),
-        ]
+        let refs =
+            [
+                ref("c", "plain"), ref("c", "files"), ref("ü nicode \"q\"", "k\n\t"), ref("c", "scalar"),
+                ref("c", "large"),
+                ref("c", "escaped owner"),
+            ] + threshold.map { ref("edge", "\($0)") }
         for r in refs {
             let general = try #require(try f.store.read { try $0.get(r) }).json.serialized()
             let fast = try #require(try f.store.objectJSON(r))
@@ -59,6 +74,16 @@ import AssetStoreTestSupport
         }
         #expect(out.count > 512 * 8000)
         #expect(regrowths <= 16, "\(regrowths) reallocations")
+    }
+
+    @Test("a reply reserves about its own size: a long owner is not reserved six times over")
+    func longOwnerReservesItsSize() throws {
+        let f = try Fixture()
+        try f.store.write { try $0.put(ref("c", "k"), value: [:], owner: String(repeating: "x", count: 100_000)) }
+        var out = [UInt8]()
+        #expect(try f.store.appendObjectJSON(ref("c", "k"), touching: .no, to: &out))
+        #expect(out.count > 100_000)
+        #expect(out.capacity < 2 * out.count, "capacity \(out.capacity) for a reply of \(out.count)")
     }
 
     @Test("an object's files are listed once each, in SQLite's byte order of their paths, by both reads")

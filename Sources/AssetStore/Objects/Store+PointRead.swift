@@ -158,8 +158,10 @@ extension Store: PointReads {
             try check(String(cString: sqlite3_column_text(s, 3)))
             touched = recordAccess(id)
         }
-        let (value, metadata, owner) = (Store.text(s, 1), Store.text(s, 2), Store.text(s, 3))
-        out.reserveMore(256 + value.count + metadata.count + 6 * (owner.count + key.count + collection.count))
+        // The owner is counted once, like the value: its length has no limit, and one that needs
+        // escaping grows the buffer as it is written instead of reserving six times its size.
+        let stored = (1...3).reduce(0) { $0 + Int(sqlite3_column_bytes(s, $1)) }
+        out.reserveMore(256 + stored + 6 * (key.count + collection.count))
         out.appendText(maximum: 64 + 2 * JSONCursor.doubleMaximum + JSONCursor.stringMaximum(collection.count)) { c in
             c.literal(#"{"accessed":"#)
             if let touched, sqlite3_column_type(s, 6) == SQLITE_NULL || touched > sqlite3_column_double(s, 6) {
@@ -179,9 +181,12 @@ extension Store: PointReads {
             sqlite3_bind_int64(files, 1, id)
             try Store.renderFiles(files, on: conn, &out)
         }
-        // A NULL column reads as no bytes, and is written null (4 bytes). A large value goes
-        // into the reply straight, not through a cursor's room (a copy, and memory, as large).
-        let inline = metadata.count + value.count <= Store.inlineColumnBytes
+        // Taken after the files' statement ran: nothing points into `s`'s row across other work.
+        let (value, metadata, owner) = (Store.text(s, 1), Store.text(s, 2), Store.text(s, 3))
+        // A NULL column reads as no bytes, and is written null (4 bytes). Large texts go into
+        // the reply straight, not through a cursor's room (a copy, and memory, as large; for
+        // the owner, up to six times as large).
+        let inline = metadata.count + value.count + owner.count <= Store.inlineColumnBytes
         let rest =
             64 + JSONCursor.doubleMaximum + JSONCursor.stringMaximum(key.count) + JSONCursor.stringMaximum(owner.count)
             + max(4, metadata.count) + max(4, value.count)
@@ -197,9 +202,13 @@ extension Store: PointReads {
         }
         if !inline {
             Store.raw(s, 2, metadata, &out)
-            out.appendText(maximum: 64 + JSONCursor.doubleMaximum + JSONCursor.stringMaximum(owner.count)) {
-                Store.modifiedAndOwner(s, owner, &$0)
+            out.appendText(maximum: 32 + JSONCursor.doubleMaximum) { c in
+                c.literal(#","modified":"#)
+                Store.number(s, 5, &c)
+                c.literal(#","owner":"#)
             }
+            JSONValue.writeString(String(decoding: owner, as: UTF8.self), to: &out)
+            Store.literal(#","value":"#, &out)
             Store.raw(s, 1, value, &out)
             out.append(UInt8(ascii: "}"))
         }
