@@ -1,14 +1,33 @@
 // Writing JSON text through a pointer into room sized beforehand, then appending it to a
 // buffer at once: each `Array.append` costs about 100 instructions whatever it copies, and a
 // point read's reply was about twenty of them. A cursor never checks its room: the caller's
-// `maximum` must cover the worst case of everything it writes (the bounds below).
+// `maximum` must cover the worst case of everything it writes (the bounds below). Debug
+// builds (the tests) check each write against the room before it is made.
 
 /// Writes JSON text forward from a pointer. Made by ``Swift/Array/appendText(maximum:_:)``.
 public struct JSONCursor {
     /// Where the next byte goes.
     @usableFromInline var at: UnsafeMutablePointer<UInt8>
+    #if DEBUG
+    /// Where the room ends.
+    @usableFromInline let end: UnsafeMutablePointer<UInt8>
+    #endif
 
-    @usableFromInline init(_ at: UnsafeMutablePointer<UInt8>) { self.at = at }
+    @usableFromInline init(_ at: UnsafeMutablePointer<UInt8>, room: Int) {
+        self.at = at
+        #if DEBUG
+        end = at + room
+        #endif
+    }
+
+    /// Debug builds: stops before a write of `n` bytes at `p` would pass the room's end, not
+    /// after (the room may be on the stack).
+    @inlinable @inline(__always)
+    func claim(_ n: Int, at p: UnsafeMutablePointer<UInt8>? = nil) {
+        #if DEBUG
+        precondition((p ?? at) + n <= end, "a cursor's write would pass its room")
+        #endif
+    }
 
     /// The most bytes ``double(_:)`` writes: `null`, or a description such as
     /// `-2.2250738585072014e-308`.
@@ -21,6 +40,7 @@ public struct JSONCursor {
     @inlinable @inline(__always)
     public mutating func literal(_ text: StaticString) {
         let n = text.utf8CodeUnitCount
+        claim(n)
         at.update(from: text.utf8Start, count: n)
         at += n
     }
@@ -28,6 +48,7 @@ public struct JSONCursor {
     /// Writes one byte.
     @inlinable @inline(__always)
     public mutating func byte(_ b: UInt8) {
+        claim(1)
         at.pointee = b
         at += 1
     }
@@ -36,6 +57,7 @@ public struct JSONCursor {
     @inlinable @inline(__always)
     public mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let base = bytes.baseAddress else { return }
+        claim(bytes.count)
         at.update(from: base, count: bytes.count)
         at += bytes.count
     }
@@ -44,6 +66,7 @@ public struct JSONCursor {
     public mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) {
         // Through a local: stores through `at` itself reloaded it for every byte.
         var p = at
+        claim(1, at: p)
         p.pointee = UInt8(ascii: "\"")
         p += 1
         for b in bytes {
@@ -52,10 +75,12 @@ public struct JSONCursor {
                 escaped(b)
                 p = at
             } else {
+                claim(1, at: p)
                 p.pointee = b
                 p += 1
             }
         }
+        claim(1, at: p)
         p.pointee = UInt8(ascii: "\"")
         at = p + 1
     }
@@ -109,6 +134,7 @@ public struct JSONCursor {
         let digits = Swift.max(1, v >= JSONCursor.powersOf10[estimate] ? estimate + 1 : estimate)
         let table = JSONCursor.digitPairs.utf8Start
         var v = v
+        claim(digits)
         var p = at + digits
         at = p
         while v >= 100 {
@@ -149,6 +175,7 @@ public struct JSONCursor {
         let high = Int(fraction / 10_000) * 2
         let middle = Int(fraction / 100 % 100) * 2
         let low = Int(fraction % 100) * 2
+        claim(6)
         at[0] = table[high]
         at[1] = table[high + 1]
         at[2] = table[middle]
@@ -173,7 +200,7 @@ extension Array where Element == UInt8 {
         try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximum) { room in
             // baseAddress!: a temporary allocation of any capacity has one.
             let start = room.baseAddress!
-            var cursor = JSONCursor(start)
+            var cursor = JSONCursor(start, room: maximum)
             try body(&cursor)
             precondition(cursor.at - start <= maximum, "a cursor wrote past its room")
             append(contentsOf: UnsafeBufferPointer(start: start, count: cursor.at - start))

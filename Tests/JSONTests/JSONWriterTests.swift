@@ -108,4 +108,44 @@ import Testing
         }
         #expect(written == expected)
     }
+
+    #if DEBUG
+    // The room can be on the stack: a write past it must stop before it is made, not be
+    // found after. Each exit test gives a cursor less room than a buffer it cannot harm
+    // holds, and writes one byte more than its room through another kind of write; with no
+    // check at the write, the process would end normally.
+    @Test("a cursor stops before a literal passes its room")
+    func literalPastRoom() async {
+        await #expect(processExitsWith: .failure) {
+            var c = JSONCursor(.allocate(capacity: 64), room: 4)
+            c.literal("12345")
+        }
+    }
+
+    @Test("a cursor stops before a string's escapes pass its room")
+    func escapesPastRoom() async {
+        await #expect(processExitsWith: .failure) {
+            var c = JSONCursor(.allocate(capacity: 64), room: 15)
+            let text: [UInt8] = [1, 1, 65, 65]  // 2 + 6 + 6 + 1 + 1 bytes written
+            text.withUnsafeBufferPointer { c.string($0) }
+        }
+    }
+
+    @Test("a cursor stops before an integer's digits pass its room")
+    func digitsPastRoom() async {
+        await #expect(processExitsWith: .failure) {
+            var c = JSONCursor(.allocate(capacity: 64), room: 19)
+            c.int(Int64.min)
+        }
+    }
+
+    @Test("a cursor writes up to the end of its room")
+    func writesToTheEnd() {
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 20)
+        defer { buffer.deallocate() }
+        var c = JSONCursor(buffer, room: 20)
+        c.int(Int64.min)
+        #expect(Array(UnsafeBufferPointer(start: buffer, count: 20)) == Array("-9223372036854775808".utf8))
+    }
+    #endif
 }
