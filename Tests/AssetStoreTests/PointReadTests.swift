@@ -39,14 +39,21 @@ import AssetStoreTestSupport
                     owner: "o")
             }
             try tx.put(ref("c", "escaped owner"), value: [:], owner: String(repeating: "\u{1}", count: 20_000))
+            try tx.put(ref("c", "small, escaped owner"), value: [:], owner: "a\"b\\c\u{1}")
         }
+        // The objects fall on both sides: the value's text and the owner's byte are what count.
+        let counted = threshold.map { n in
+            JSONValue.object(["file": .string(a), "blob": .string(String(repeating: "y", count: n - 40))])
+                .serialized().utf8.count + 1
+        }
+        #expect(counted.contains { $0 <= 16_384 } && counted.contains { $0 > 16_384 }, "\(counted)")
         f.clock.advance(0.123456789)
         try f.store.write { try $0.touch(ref("c", "files")) }
         let refs =
             [
                 ref("c", "plain"), ref("c", "files"), ref("ü nicode \"q\"", "k\n\t"), ref("c", "scalar"),
                 ref("c", "large"),
-                ref("c", "escaped owner"),
+                ref("c", "escaped owner"), ref("c", "small, escaped owner"),
             ] + threshold.map { ref("edge", "\($0)") }
         for r in refs {
             let general = try #require(try f.store.read { try $0.get(r) }).json.serialized()

@@ -131,6 +131,41 @@ import Testing
         }
     }
 
+    @Test("a cursor stops before a string's plain byte after escapes passes its room")
+    func plainBytePastRoom() async {
+        await #expect(processExitsWith: .failure) {
+            var c = JSONCursor(.allocate(capacity: 64), room: 14)
+            let text: [UInt8] = [1, 1, 65, 65]  // stops at the second A
+            text.withUnsafeBufferPointer { c.string($0) }
+        }
+    }
+
+    @Test("a cursor stops before an escape passes its room")
+    func escapePastRoom() async {
+        await #expect(processExitsWith: .failure) {
+            var c = JSONCursor(.allocate(capacity: 64), room: 12)
+            let text: [UInt8] = [1, 1, 65, 65]  // stops inside the second escape
+            text.withUnsafeBufferPointer { c.string($0) }
+        }
+    }
+
+    @Test("a cursor stops before bytes pass its room")
+    func bytesPastRoom() async {
+        await #expect(processExitsWith: .failure) {
+            var c = JSONCursor(.allocate(capacity: 64), room: 3)
+            let text: [UInt8] = [1, 2, 3, 4]
+            text.withUnsafeBufferPointer { c.bytes($0) }
+        }
+    }
+
+    @Test("a cursor stops before a time's fraction passes its room")
+    func fractionPastRoom() async {
+        await #expect(processExitsWith: .failure) {
+            var c = JSONCursor(.allocate(capacity: 64), room: 11)
+            c.double(1_764_193_925.123456)  // ten digits and the point fit, the six after do not
+        }
+    }
+
     @Test("a cursor stops before an integer's digits pass its room")
     func digitsPastRoom() async {
         await #expect(processExitsWith: .failure) {

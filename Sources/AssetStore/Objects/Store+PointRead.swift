@@ -139,7 +139,8 @@ extension Store: PointReads {
     }
 
     /// renderObject's body, over its statement with the ref (`collection`, `key`) bound. The
-    /// text around the files goes through cursors, sized for the worst case of each piece.
+    /// text around the files goes through cursors, sized for the worst case of each piece,
+    /// except large texts, which are appended straight.
     private func renderRow(
         _ s: OpaquePointer, _ collection: UnsafeBufferPointer<UInt8>, _ key: UnsafeBufferPointer<UInt8>,
         on conn: QueryConnection, touching: Touching, into out: inout [UInt8]
@@ -207,7 +208,7 @@ extension Store: PointReads {
                 Store.number(s, 5, &c)
                 c.literal(#","owner":"#)
             }
-            JSONValue.writeString(String(decoding: owner, as: UTF8.self), to: &out)
+            JSONValue.writeString(bytes: owner, to: &out)
             Store.literal(#","value":"#, &out)
             Store.raw(s, 1, value, &out)
             out.append(UInt8(ascii: "}"))
@@ -220,8 +221,8 @@ extension Store: PointReads {
         UnsafeBufferPointer(start: sqlite3_column_text(s, i), count: Int(sqlite3_column_bytes(s, i)))
     }
 
-    /// Up to this many bytes of an object's `value` and `metadata` together go through a
-    /// reply's cursor; larger ones are appended straight.
+    /// Up to this many bytes of an object's `value`, `metadata` and `owner` together go
+    /// through a reply's cursor; larger ones are appended straight.
     static let inlineColumnBytes = 16 << 10
 
     /// The members between `metadata` and `value`, the name `value` included.
