@@ -76,7 +76,7 @@ final class Bench {
         try check(baseline.count("object") == n, "baseline holds \(n) objects")
         return ResultLine(
             name: "put", engine: .throughput(ops: n, seconds: e.seconds),
-            baseline: .throughput(ops: n, seconds: b.seconds), goal: .atLeast(0.5))
+            baseline: .throughput(ops: n, seconds: b.seconds), goal: .atLeast(1.0))
     }
 
     /// (2) Point gets of every object, in a shuffled order, each on its own snapshot:
@@ -161,7 +161,7 @@ final class Bench {
             "baseline deleted \(n) objects, queued \(n) files")
         return ResultLine(
             name: "delete", engine: .throughput(ops: n, seconds: e.seconds),
-            baseline: .throughput(ops: n, seconds: b.seconds), goal: .atLeast(0.5))
+            baseline: .throughput(ops: n, seconds: b.seconds), goal: .atLeast(1.0))
     }
 
     /// (6) N objects sharing N/10 files (object i holds file i % (N/10), so a file's holders
@@ -202,7 +202,7 @@ final class Bench {
         try check(baselineQueued == fileCount, "baseline queued \(fileCount) files, not \(baselineQueued)")
         return ResultLine(
             name: "delete-shared", engine: .throughput(ops: n, seconds: e.seconds),
-            baseline: .throughput(ops: n, seconds: b.seconds), goal: .atLeast(0.5))
+            baseline: .throughput(ops: n, seconds: b.seconds), goal: .atLeast(1.0))
     }
 
     /// (7) The engine sweeps the N unlinks its delete queued; the baseline unlinks the same
