@@ -101,12 +101,13 @@ public struct JSONCursor {
         }
     }
 
-    /// Writes `d` as ``JSONValue/writeDouble(_:to:)`` does.
+    /// Writes `d` as Swift's `description` spells it (the shortest text that reads back as
+    /// `d`), or `null` if it is not finite (JSON has no NaN or infinity).
     public mutating func double(_ d: Double) {
+        guard d.isFinite else { return literal("null") }
         if microseconds(d) { return }
-        var text = [UInt8]()
-        JSONValue.writeDouble(d, to: &text)
-        text.withUnsafeBufferPointer { bytes($0) }
+        // The standard library prints a Double from a buffer on its stack (`_writeASCII`).
+        d.write(to: &self)
     }
 
     /// "00" to "99", for writing two digits at a time.
@@ -189,6 +190,18 @@ public struct JSONCursor {
             kept -= 1
         }
         return true
+    }
+}
+
+/// Takes what the standard library prints (``double(_:)``) without making a String.
+extension JSONCursor: TextOutputStream {
+    public mutating func write(_ string: String) {
+        var string = string
+        string.withUTF8 { bytes($0) }
+    }
+
+    public mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
+        bytes(buffer)
     }
 }
 

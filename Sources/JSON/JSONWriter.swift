@@ -19,24 +19,7 @@ extension JSONValue {
     /// Appends `d` as Swift's `description` spells it (the shortest text that reads back as
     /// `d`), or `null` if it is not finite (JSON has no NaN or infinity).
     public static func writeDouble(_ d: Double, to out: inout [UInt8]) {
-        guard d.isFinite else {
-            writeLiteral("null", to: &out)
-            return
-        }
-        if writeMicroseconds(d, to: &out) { return }
-        // The standard library prints a Double into a stream from a buffer on the stack.
-        withUnsafeMutablePointer(to: &out) { pointer in
-            var sink = ByteSink(out: pointer)
-            d.write(to: &sink)
-        }
-    }
-
-    /// Appends `d` if it is a time to the microsecond (``JSONCursor``'s short path), false
-    /// (nothing written) otherwise.
-    static func writeMicroseconds(_ d: Double, to out: inout [UInt8]) -> Bool {
-        var written = false
-        out.appendText(maximum: 17) { written = $0.microseconds(d) }
-        return written
+        out.appendText(maximum: JSONCursor.doubleMaximum) { $0.double(d) }
     }
 
     /// Appends `bytes` (UTF-8) as a JSON string literal.
@@ -54,20 +37,5 @@ extension JSONValue {
 
     private static func writeEscaped(_ b: UInt8, to out: inout [UInt8]) {
         out.appendText(maximum: 6) { $0.escaped(b) }
-    }
-}
-
-/// Takes what the standard library prints into `out`. Its ASCII path (`_writeASCII`, which a
-/// Double's `write(to:)` uses) spares making a String.
-private struct ByteSink: TextOutputStream {
-    let out: UnsafeMutablePointer<[UInt8]>
-
-    mutating func write(_ string: String) {
-        var string = string
-        string.withUTF8 { out.pointee.append(contentsOf: $0) }
-    }
-
-    mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
-        out.pointee.append(contentsOf: buffer)
     }
 }
