@@ -58,6 +58,31 @@ struct FullDiskTests {
         #expect(h.stop() == 0)
     }
 
+    @Test("touches still waiting for room on a full disk when assetd stops are reported lost, with their number")
+    func touchesLostAtShutdownOnFullDiskAreLogged() throws {
+        let h = try DaemonHarness(storeSection: #"access_flush = "1h""#, start: false)
+        let disk = h.dir + "/disk"
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
+        let (_, database) = try onDisk(h, disk)
+        try h.start()
+        let c = try h.client()
+        for k in ["a", "b"] { try c.putObject("v", k, ["n": 1]) }
+        c.close()
+        #expect(h.stop() == 0)
+        Tmpfs.fill(disk + "/filler")
+        try h.start()  // opens through the reserve: a flush now waits for room
+        #expect(
+            eventually(timeout: 60) {
+                h.log.contains("released the reserve \(database).ballast so that the database can open")
+            })
+        let d = try h.client()
+        for k in ["a", "b"] { _ = try d.call("object.touch", ["collection": "v", "key": .string(k)]) }
+        d.close()
+        #expect(h.stop() == 0)
+        #expect(h.log.contains("access times lost at shutdown: 2 waited for room on the disk"), "\(h.log)")
+    }
+
     @Test(
         "killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space"
     )

@@ -100,7 +100,7 @@ extension Store {
     public var pendingAccessCount: Int { accesses.withLock { $0.pending.count } }
 
     /// Writes the pending access times in one transaction, in id order (pages together);
-    /// returns its commit, or nil with nothing pending. One flush at a time; on failure they
+    /// returns its commit, or nil with nothing pending or when they wait for room (below). One flush at a time; on failure they
     /// stay pending. On a full disk (assetd(8), FULL DISK) they wait for room and it returns
     /// nil: a flush of many objects can need more than the reserve, which is for deletes, so
     /// policy runs, queries and the timer go on by the times already written.
