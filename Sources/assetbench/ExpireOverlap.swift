@@ -21,10 +21,11 @@ struct ExpireOverlap {
         folder = try f.string("folder")
         rounds = try f.int("rounds", 2)
         let list = (try? f.string("threads")) ?? "1,2,4,16"
-        threads = list.split(separator: ",").compactMap { Int($0) }
+        let counts = list.split(separator: ",").map { Int($0) }
+        threads = counts.compactMap { $0 }
         try check(
             files >= 1000 && files % FileSet.perFolder == 0 && rounds >= 1 && !threads.isEmpty
-                && threads.allSatisfy { $0 >= 1 },
+                && threads.count == counts.count && threads.allSatisfy { $0 >= 1 },
             "--files is a multiple of \(FileSet.perFolder), --rounds at least 1, --threads a list of counts")
     }
 

@@ -7,8 +7,8 @@
 //
 // The rules follow the published algorithms as libCacheSim implements them, so that
 // `scripts/bench.sh eviction` can compare the two: S3-FIFO admits to a small queue (5% of
-// the capacity, libCacheSim's parameter set to the store's: docs/EVICTION.md) unless the key is in the ghost record, promotes an object accessed twice
-// there to the main queue, and gives a main-queue object one more pass per access (at most
+// the capacity, libCacheSim's parameter set to the store's: docs/EVICTION.md) unless the key
+// is in the ghost record, promotes an object accessed twice there to the main queue, and gives a main-queue object one more pass per access (at most
 // three); SIEVE spares an object accessed since its hand last passed and moves on.
 
 import GRDB

@@ -44,6 +44,10 @@ struct SweepBatch {
     /// have no target: their outcome is known).
     var targetIDs: [Int64]
     var targets: [UnlinkTarget]
+
+    /// Whether some row may be kept. Usually neither set holds a path (none registered again,
+    /// no lease held): then no row's path is copied to be looked up in them.
+    var keepsSome: Bool { !referenced.isEmpty || !leasedUntil.isEmpty }
 }
 
 extension Store {
@@ -96,9 +100,7 @@ extension Store {
         // The files to unlink, in queue order: contiguous slices keep a folder's files on one
         // thread (each thread keeps its folder open).
         var b = SweepBatch(rows: rows, referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])
-        // Usually neither holds a path (none registered again, no lease held): then no row's
-        // path is copied to be looked up in them.
-        let kept = !referenced.isEmpty || !leasedUntil.isEmpty
+        let kept = b.keepsSome
         b.targetIDs.reserveCapacity(rows.count)
         b.targets.reserveCapacity(rows.count)
         for row in rows {
@@ -126,7 +128,7 @@ extension Store {
         var counts = [String: Int]()
         var finished = [JSONValue]()
         var next = 0
-        let kept = !b.referenced.isEmpty || !b.leasedUntil.isEmpty
+        let kept = b.keepsSome
         finished.reserveCapacity(b.rows.count)
         for row in b.rows {
             let (id, path) = (row.id, row.path)
