@@ -41,7 +41,24 @@ public final class LocalInvoker {
             store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
     }
 
+    /// Told what could not be done after a method succeeded (access times it could not write).
+    public var warn: (String) -> Void = { _ in }
+
     deinit { store.close() }
+
+    /// Writes the access times a method recorded now: there is no later flush in a process that
+    /// exits after one method, and the store's close would drop them without a word. On a full
+    /// disk they wait for room (assetd(8), FULL DISK), which here means they are lost: said.
+    private func writeAccesses() {
+        guard !store.isReadOnly, store.pendingAccessCount > 0 else { return }
+        do {
+            try store.flushAccesses()
+            let left = store.pendingAccessCount
+            if left > 0 { warn("access times not written: \(left) waited for room on the disk") }
+        } catch {
+            warn("access times not written: \(error)")
+        }
+    }
 
     /// Runs one method as the daemon would; those that need a running daemon (`shutdown`,
     /// `watch`: the table says which) are refused.
@@ -60,6 +77,7 @@ public final class LocalInvoker {
             if outcome.commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
                 _ = try? store.sweep()
             }
+            writeAccesses()
             return outcome.result
         case .failure(let e):
             if e.stableCode == "busy", store.isReadOnly {

@@ -17,6 +17,7 @@ struct OfflineInvoker: Invoker {
         do {
             local = try LocalInvoker(databasePath: databasePath, configPath: configPath)
             for w in local.store.openWarnings { Console.error("warning: \(w)") }
+            local.warn = { Console.error("warning: \($0)") }
         } catch let e as ConfigError {
             throw CLIFailure(e.description, status: ExitStatus.configuration)
         } catch {

@@ -83,6 +83,35 @@ struct FullDiskTests {
         #expect(h.log.contains("access times lost at shutdown: 2 waited for room on the disk"), "\(h.log)")
     }
 
+    @Test("assetctl --db writes a touch before it exits, and on a full disk says the access time was not written")
+    func offlineTouchOnFullDiskIsReported() throws {
+        let h = try DaemonHarness(start: false)
+        let disk = h.dir + "/disk"
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
+        let (_, database) = try onDisk(h, disk)
+        func offline(_ args: String...) throws -> ProcessResult {
+            try runProcess(Binaries.assetctl, ["--db", database, "--config", h.configPath] + args)
+        }
+        try h.start()
+        let c = try h.client()
+        for k in ["a", "b"] { try c.putObject("v", k, ["n": 1]) }
+        c.close()
+        #expect(h.stop() == 0)
+
+        let touched = try offline("touch", "v", "a")
+        #expect(touched.status == 0 && !touched.stderr.contains("warning"), "\(touched.stderr)")
+        let got = try offline("--json", "get", "v", "a")
+        let object = try JSONValue.parse(got.stdout)
+        #expect((object["accessed"]?.doubleValue ?? 0) > (object["created"]?.doubleValue ?? .infinity))
+
+        Tmpfs.fill(disk + "/filler")
+        let full = try offline("touch", "v", "b")
+        #expect(full.status == 0, "the touch itself is answered: \(full.stderr)")
+        #expect(
+            full.stderr.contains("warning: access times not written: 1 waited for room on the disk"), "\(full.stderr)")
+    }
+
     @Test(
         "killed and restarted on a full disk, assetd starts, serves reads, answers puts storage_full, deletes through its reserve, and allocates the reserve again once the sweep freed space"
     )
