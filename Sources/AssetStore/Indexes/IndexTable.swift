@@ -135,10 +135,11 @@ enum IndexTable {
     /// Per object, size and count come from a plain join summed here: the correlated `IN`
     /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
     /// object row is written only when they changed: a write rewrites the whole row, value
-    /// included, and two of its SQLite indexes.
+    /// included, and two of its SQLite indexes. `presized` holds what rows inserted with
+    /// their size and file count hold, so that equal ones are not even looked up.
     static func refresh(
         _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [],
-        fileless: Set<Int64> = [], _ db: Database
+        fileless: Set<Int64> = [], presized: [Int64: HeldFiles] = [:], _ db: Database
     ) throws {
         guard !ids.isEmpty else { return }
         let files = try db.cachedStatement(
@@ -155,6 +156,7 @@ enum IndexTable {
             try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
                 if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
             }
+            if let held = presized[id], held.size == size, held.files == seen.count { continue }
             try setSize.executeRaw { s in
                 sqlite3_bind_int64(s, 1, id)
                 sqlite3_bind_int64(s, 2, size)

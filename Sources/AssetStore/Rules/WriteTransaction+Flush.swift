@@ -67,8 +67,9 @@ extension WriteTransaction {
         let refreshed = indexDirty.subtracting(deletedIDs)
         try IndexTable.refresh(
             refreshed.sorted(), indexes: Array(indexes.values), unindexed: unindexed,
-            fileless: unindexed.subtracting(fileEdgeSources), db)
+            fileless: unindexed.subtracting(fileEdgeSources), presized: presized, db)
         unindexed.subtract(refreshed)
+        if !presized.isEmpty { for id in refreshed { presized[id] = nil } }
         indexDirty = []
     }
 
