@@ -82,7 +82,7 @@ import AssetStoreTestSupport
         #expect(try Self.problems(f.store) == [])
     }
 
-    @Test("a replaced object, a file that grew between two puts and a user index are refreshed")
+    @Test("a replaced object, a file that grew between two puts, a file named and then not, and a user index")
     func refreshedWhereDifferent() throws {
         let byN = IndexDefinition(name: "by_n", version: "1", columns: [column("n", .integer, "n")])
         let f = try Fixture { $0.indexes = [byN] }
@@ -97,15 +97,19 @@ import AssetStoreTestSupport
             try Data(count: 50).write(to: URL(fileURLWithPath: c))
             // Probes 50: the registry row ends at 50, so the earlier holder is refreshed.
             try tx.put(ref("m", "late"), value: ["n": 4, "file": .string(c)])
+            // Inserted naming a file, put again naming none: never given a file edge.
+            try tx.put(ref("m", "dropped"), value: ["n": 5, "file": .string(a)])
+            try tx.put(ref("m", "dropped"), value: ["n": 6])
             try tx.flush()
             return try Self.rewritten(tx)
         }.value
-        #expect(try Self.sizes(f.store) == ["x": [20, 1], "early": [50, 1], "late": [50, 1]])
-        #expect(rewritten == ["x", "early"])
+        #expect(try Self.sizes(f.store) == ["x": [20, 1], "early": [50, 1], "late": [50, 1], "dropped": [0, 0]])
+        #expect(rewritten == ["x", "early", "dropped"])
         try expectIndexTruth(
-            f.store, universe: ["x", "early", "late"].map { ref("m", $0) }, userIndexes: [byN], "after the puts")
+            f.store, universe: ["x", "early", "late", "dropped"].map { ref("m", $0) }, userIndexes: [byN],
+            "after the puts")
         let byNRows = try f.store.query(index: "by_n", clause: "WHERE n >= 2 ORDER BY n").map(\.ref.key)
-        #expect(byNRows == ["x", "early", "late"])
+        #expect(byNRows == ["x", "early", "late", "dropped"])
         #expect(try Self.problems(f.store) == [])
     }
 

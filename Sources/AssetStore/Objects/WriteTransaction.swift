@@ -30,10 +30,10 @@ public final class WriteTransaction {
     /// Objects inserted by this transaction whose index rows were never written: refreshing
     /// them deletes nothing (ids are never reused, so no old row can exist).
     var unindexed: Set<Int64> = []
-    /// New objects inserted with the size and file count their probes give, as their rows
-    /// hold them until the next index refresh: when the refresh finds the same, it does not
-    /// write the row again. Set or cleared at every insert (a rolled-back savepoint can
-    /// give an id out again); dropped when a refresh or rebuild writes the row.
+    /// New objects inserted with the size and file count their probes give (those not 0), as
+    /// their rows hold them until the next index refresh: when the refresh finds the same, it
+    /// does not write the row again. Set or cleared at every insert (a rolled-back savepoint
+    /// can give an id out again); dropped when a refresh or rebuild writes the row.
     var presized: [Int64: HeldFiles] = [:]
     /// Objects given a file edge by this transaction (index refresh looks up the files of
     /// these and of objects it did not create). Not restored when a savepoint rolls back, for
@@ -60,6 +60,8 @@ public final class WriteTransaction {
     var nullifyCursor = 0
     var report = CommitReport()
     private var cachedPutStatements: (lookup: Statement, insert: Statement)?
+    var cachedFileStatements: FileStatements?
+    var cachedEdgeUpsert: Statement?
     /// Each deleted object's owner and protection, for the policy planner.
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
@@ -159,7 +161,7 @@ public final class WriteTransaction {
                 sqlite3_bind_int64(s, 10, Int64(held?.files ?? 0))
             }
             id = sqlite3_last_insert_rowid(db.sqliteConnection)
-            presized[id] = held
+            presized[id] = held?.files == 0 ? nil : held
             // A new object that declares no edge, with no user index to fill, is done: it has
             // nothing to derive, and its row of the built-in index (size and files 0) is its
             // own. Recording it would only cost the flush a pass over it.
