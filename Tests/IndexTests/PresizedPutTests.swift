@@ -144,4 +144,32 @@ import AssetStoreTestSupport
         try expectIndexTruth(f.store, universe: [ref("m", "target"), ref("m", "second")], "id reused")
         #expect(try Self.problems(f.store) == [])
     }
+
+    @Test("manual file edges before and after the derive, and a file a rule deletes, are counted")
+    func edgesAroundTheDerive() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("a.bin", size: 100)
+        let b = try f.makeFile("b.bin", size: 20)
+        let c = try f.makeFile("c.bin", size: 7)
+        try f.store.write { tx in
+            try tx.put(ref("m", "keeper"), value: ["k": 0])
+            try tx.addEdge(
+                name: "owns", source: ref("m", "keeper"), destination: .file(c),
+                rules: .deleteDestinationIfSourceDeleted)
+        }
+        try f.store.write { tx in
+            // Named before its source exists: resolved after the derive, at commit.
+            try tx.addEdge(name: "extra", source: ref("m", "later"), destination: .file(b), rules: [])
+            try tx.put(ref("m", "later"), value: ["file": .string(a)])
+            // Its source exists: added before the derive.
+            try tx.put(ref("m", "sooner"), value: ["file": .string(a)])
+            try tx.addEdge(name: "extra", source: ref("m", "sooner"), destination: .file(b), rules: [])
+            // Its only file goes with the keeper, in the flush that derives it.
+            try tx.put(ref("m", "bereft"), value: ["file": .string(c)])
+            try tx.delete(ref("m", "keeper"))
+        }
+        #expect(try Self.sizes(f.store) == ["later": [120, 2], "sooner": [120, 2], "bereft": [0, 0]])
+        try expectIndexTruth(f.store, universe: ["later", "sooner", "bereft", "keeper"].map { ref("m", $0) }, "edges")
+        #expect(try Self.problems(f.store) == [])
+    }
 }

@@ -55,6 +55,7 @@ extension WriteTransaction {
                 let holders = try Int64.fetchAll(
                     db.cachedStatement(sql: "SELECT src FROM edge WHERE is_file = 1 AND dst = ?"), arguments: [id])
                 indexDirty.formUnion(holders)
+                derivedSized.subtract(holders)
             }
             return id
         }

@@ -135,10 +135,11 @@ enum IndexTable {
     /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
     /// object row is written only when they changed: a write rewrites the whole row, value
     /// included, and two of its SQLite indexes. `presized` holds the figures new rows were
-    /// inserted with where they are not 0 (HeldFiles), until a refresh or rebuild writes them.
+    /// inserted with where they are not 0 (HeldFiles), until a refresh or rebuild writes them;
+    /// `sized` those of them known to hold the truth, which are not even read.
     static func refresh(
         _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [],
-        fileless: Set<Int64> = [], presized: [Int64: HeldFiles] = [:], _ db: Database
+        fileless: Set<Int64> = [], presized: [Int64: HeldFiles] = [:], sized: Set<Int64> = [], _ db: Database
     ) throws {
         guard !ids.isEmpty else { return }
         let files = try db.cachedStatement(
@@ -156,6 +157,8 @@ enum IndexTable {
                 // Its row holds what it was inserted with: 0 unless its value named files
                 // then (put again since, or an edge removed).
                 guard presized[id] != nil else { continue }
+            } else if sized.contains(id) {
+                continue
             } else {
                 try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
                     if seen.insert(r.int64(0)).inserted { size += r.int64(1) }

@@ -35,6 +35,12 @@ public final class WriteTransaction {
     /// does not write the row again. Set or cleared at every insert (a rolled-back savepoint
     /// can give an id out again); dropped when a refresh or rebuild writes the row.
     var presized: [Int64: HeldFiles] = [:]
+    /// Objects of `presized` derived in this flush, for the first time, from the value their
+    /// figures came from: their rows hold the truth unless a file of theirs changes size
+    /// (registerFile drops its holders) or goes (a flush with rule work drops them all).
+    var derivedSized: Set<Int64> = []
+    /// Sources given a manual file edge by this transaction: their figures are the refresh's.
+    var manuallyFiled: Set<Int64> = []
     /// Objects given a file edge by this transaction (index refresh looks up the files of
     /// these and of objects it did not create). Not restored when a savepoint rolls back, for
     /// simplicity: a superset only costs a query.

@@ -124,6 +124,7 @@ extension WriteTransaction {
         if isFile {
             indexDirty.insert(src)
             fileEdgeSources.insert(src)
+            if field == nil { manuallyFiled.insert(src) }
         }
     }
 }
