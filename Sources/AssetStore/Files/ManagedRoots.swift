@@ -101,6 +101,35 @@ public struct ManagedRoots: Sendable, Hashable {
     /// `/abs/path` or `file:///abs/path` (percent-decoded) to its normal form: repeated `/`
     /// folded, `.` dropped, trailing `/` dropped. `..`, relative paths and NUL are refused.
     public static func normalise(_ reference: String) throws(StoreError) -> String {
+        // Most references are normal already (every put names its files): one pass over the
+        // bytes instead of splitting and joining them.
+        if isNormal(reference) { return reference }
+        return try normaliseComponents(reference)
+    }
+
+    /// True when `path` is its own normal form: `/`, or absolute with no NUL and no empty,
+    /// `.` or `..` component (so no trailing `/`), shorter than PATH_MAX.
+    static func isNormal(_ path: String) -> Bool {
+        let utf8 = path.utf8
+        guard utf8.first == UInt8(ascii: "/"), utf8.count < Int(PATH_MAX) else { return false }
+        var length = 0
+        var dots = 0
+        for b in utf8.dropFirst() {
+            if b == UInt8(ascii: "/") {
+                if length == 0 || (dots == length && dots <= 2) { return false }
+                length = 0
+                dots = 0
+            } else {
+                if b == 0 { return false }
+                length += 1
+                if b == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        return utf8.count == 1 || (length != 0 && !(dots == length && dots <= 2))  // "/" is normal
+    }
+
+    /// `normalise` the long way: split into components and joined again.
+    static func normaliseComponents(_ reference: String) throws(StoreError) -> String {
         var raw = reference
         if raw.hasPrefix("file://") {
             var rest = String(raw.dropFirst("file://".count))

@@ -24,23 +24,23 @@ extension WriteTransaction {
         }
     }
 
-    /// Inserts or refreshes a registry row; a size change re-indexes every holder.
+    /// Inserts or refreshes a registry row; a size change re-indexes every holder. The lookup
+    /// and the insert, a put's, are stepped raw: GRDB's row and arguments cost more than them.
     func registerFile(path: String, state: FileState) throws -> Int64 {
-        if let row = try Row.fetchOne(
-            db.cachedStatement(
-                sql: """
-                    SELECT id, size, device, inode, mtime, missing, birth, generation, ctime FROM file WHERE path = ?
-                    """),
-            arguments: [path])
-        {
-            let id: Int64 = row[0]
-            let size: Int64 = row[1]
+        let statements = try fileStatements()
+        var found: (id: Int64, size: Int64, same: Bool)?
+        try statements.lookup.forEachRawRow({ Statement.bindText($0, 1, path) }) { r in
+            func int(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
+            let same =
+                r.int64(1) == state.size && int(2) == state.device && int(3) == state.inode
+                && (r.isNull(4) ? nil : r.double(4)) == state.mtime && (r.int64(5) != 0) == !state.exists
+                && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp
+            found = (r.int64(0), r.int64(1), same)
+        }
+        if let found {
+            let id = found.id
             let stamp = state.stamp
-            let was = FileStamp(birth: row[6], generation: row[7], ctime: row[8])
-            let changed =
-                size != state.size || row[2] != state.device || row[3] != state.inode
-                || row[4] != state.mtime || row[5] != !state.exists
-            if changed || was != stamp {
+            if !found.same {
                 try db.cachedStatement(
                     sql: """
                         UPDATE file SET size = ?, device = ?, inode = ?, mtime = ?, missing = ?, birth = ?, generation = ?,
@@ -51,26 +51,58 @@ extension WriteTransaction {
                     stamp.generation, stamp.ctime, id,
                 ])
             }
-            if size != state.size {
+            if found.size != state.size {
                 let holders = try Int64.fetchAll(
                     db.cachedStatement(sql: "SELECT src FROM edge WHERE is_file = 1 AND dst = ?"), arguments: [id])
                 indexDirty.formUnion(holders)
+                derivedSized.subtract(holders)
             }
             return id
         }
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
-            path, state.size, state.device, state.inode, state.mtime, !state.exists, now, state.stamp.birth,
-            state.stamp.generation, state.stamp.ctime,
-        ])
+        try statements.insert.executeRaw { s in
+            Statement.bindText(s, 1, path)
+            Statement.bindInt64(s, 2, state.size)
+            // Left unbound: NULL.
+            if let device = state.device { Statement.bindInt64(s, 3, device) }
+            if let inode = state.inode { Statement.bindInt64(s, 4, inode) }
+            if let mtime = state.mtime { Statement.bindDouble(s, 5, mtime) }
+            Statement.bindInt64(s, 6, state.exists ? 0 : 1)
+            Statement.bindDouble(s, 7, now)
+            if let birth = state.stamp.birth { Statement.bindInt64(s, 8, birth) }
+            if let generation = state.stamp.generation { Statement.bindInt64(s, 9, generation) }
+            if let ctime = state.stamp.ctime { Statement.bindInt64(s, 10, ctime) }
+        }
         let id = db.lastInsertedRowID
         // Taken again: a queued unlink of this path (from this or an earlier commit) is cancelled.
-        try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE path = ?").execute(arguments: [path])
+        try statements.unqueue.executeRaw { Statement.bindText($0, 1, path) }
         if db.changesCount > 0 { report.filesQueued.removeAll { $0.utf8.elementsEqual(path.utf8) } }
         return id
+    }
+}
+
+extension WriteTransaction {
+    /// The registry's lookup, insert and unqueue, found once a transaction (GRDB's statement
+    /// cache hashes the SQL text at each lookup).
+    struct FileStatements {
+        let lookup: Statement
+        let insert: Statement
+        let unqueue: Statement
+    }
+
+    func fileStatements() throws -> FileStatements {
+        if let cachedFileStatements { return cachedFileStatements }
+        let found = FileStatements(
+            lookup: try db.cachedStatement(
+                sql: """
+                    SELECT id, size, device, inode, mtime, missing, birth, generation, ctime FROM file WHERE path = ?
+                    """),
+            insert: try db.cachedStatement(
+                sql: """
+                    INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """),
+            unqueue: try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE path = ?"))
+        cachedFileStatements = found
+        return found
     }
 }

@@ -130,15 +130,16 @@ enum IndexTable {
 
     /// Recomputes the rows of `ids` in every index (a missing object loses its rows); those
     /// in `unindexed` have none yet, and nothing is deleted for them; those in `fileless`
-    /// are new and hold no file, so their built-in row (the object's own, size and files 0)
-    /// is already right.
+    /// are new and were never given a file edge, so they hold none.
     /// Per object, size and count come from a plain join summed here: the correlated `IN`
     /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
     /// object row is written only when they changed: a write rewrites the whole row, value
-    /// included, and two of its SQLite indexes.
+    /// included, and two of its SQLite indexes. `presized` holds the figures new rows were
+    /// inserted with where they are not 0 (HeldFiles), until a refresh or rebuild writes them;
+    /// `sized` those of them known to hold the truth, which are not even read.
     static func refresh(
         _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [],
-        fileless: Set<Int64> = [], _ db: Database
+        fileless: Set<Int64> = [], presized: [Int64: HeldFiles] = [:], sized: Set<Int64> = [], _ db: Database
     ) throws {
         guard !ids.isEmpty else { return }
         let files = try db.cachedStatement(
@@ -149,11 +150,20 @@ enum IndexTable {
             sql: """
                 UPDATE object SET size = ?2, files = ?3 WHERE id = ?1 AND (size != ?2 OR files != ?3)
                 """)
-        for id in ids where !fileless.contains(id) {
+        for id in ids {
             var seen = Set<Int64>()
             var size: Int64 = 0
-            try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
-                if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
+            if fileless.contains(id) {
+                // Its row holds what it was inserted with: 0 unless its value named files
+                // then (put again since, or an edge removed).
+                guard presized[id] != nil else { continue }
+            } else if sized.contains(id) {
+                continue
+            } else {
+                try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
+                    if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
+                }
+                if let held = presized[id], held.size == size, held.files == seen.count { continue }
             }
             try setSize.executeRaw { s in
                 sqlite3_bind_int64(s, 1, id)

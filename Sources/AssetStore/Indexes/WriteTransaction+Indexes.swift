@@ -16,6 +16,7 @@ extension WriteTransaction {
             arguments: [def.name, def.json.serialized()])
         indexes[def.name] = def
         unindexed = []  // populated with every object, this transaction's too
+        presized = [:]
         try IndexTable.populate(name: def.name, def: def, db, progress: progress)
     }
 
@@ -25,6 +26,7 @@ extension WriteTransaction {
             throw StoreError(.notFound, "no index \"\(name)\"")
         }
         unindexed = []
+        presized = [:]  // the built-in index's rebuild writes sizes
         try IndexTable.populate(name: name, def: indexes[name], db, progress: progress)
     }
 }

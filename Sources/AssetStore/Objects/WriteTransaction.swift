@@ -30,6 +30,17 @@ public final class WriteTransaction {
     /// Objects inserted by this transaction whose index rows were never written: refreshing
     /// them deletes nothing (ids are never reused, so no old row can exist).
     var unindexed: Set<Int64> = []
+    /// New objects inserted with the size and file count their probes give (those not 0), as
+    /// their rows hold them until the next index refresh: when the refresh finds the same, it
+    /// does not write the row again. Set or cleared at every insert (a rolled-back savepoint
+    /// can give an id out again); dropped when a refresh or rebuild writes the row.
+    var presized: [Int64: HeldFiles] = [:]
+    /// Objects of `presized` derived in this flush, for the first time, from the value their
+    /// figures came from: their rows hold the truth unless a file of theirs changes size
+    /// (registerFile drops its holders) or goes (a flush with rule work drops them all).
+    var derivedSized: Set<Int64> = []
+    /// Sources given a manual file edge by this transaction: their figures are the refresh's.
+    var manuallyFiled: Set<Int64> = []
     /// Objects given a file edge by this transaction (index refresh looks up the files of
     /// these and of objects it did not create). Not restored when a savepoint rolls back, for
     /// simplicity: a superset only costs a query.
@@ -55,6 +66,8 @@ public final class WriteTransaction {
     var nullifyCursor = 0
     var report = CommitReport()
     private var cachedPutStatements: (lookup: Statement, insert: Statement)?
+    var cachedFileStatements: FileStatements?
+    var cachedEdgeUpsert: Statement?
     /// Each deleted object's owner and protection, for the policy planner.
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
@@ -139,6 +152,9 @@ public final class WriteTransaction {
                 })
             try refreshHeldFiles(of: id, except: named)
         } else {
+            // With the size and file count the index refresh would write: writing the row
+            // again rewrote it and two of its SQLite indexes.
+            let held = HeldFiles(desired)
             // Bound through the C API: GRDB's arguments cost more than the insert's b-tree work.
             try statements.insert.executeRaw(borrowing: texts) { s, t in
                 Statement.bindBorrowedText(s, 1, t, collection)
@@ -147,8 +163,11 @@ public final class WriteTransaction {
                 if let metadataText { Statement.bindBorrowedText(s, 4, t, metadataText) }
                 Statement.bindBorrowedText(s, 5, t, ownerText)
                 for i in Int32(6)...8 { sqlite3_bind_double(s, i, now) }
+                sqlite3_bind_int64(s, 9, held?.size ?? 0)
+                sqlite3_bind_int64(s, 10, Int64(held?.files ?? 0))
             }
             id = sqlite3_last_insert_rowid(db.sqliteConnection)
+            presized[id] = held?.files == 0 ? nil : held
             // A new object that declares no edge, with no user index to fill, is done: it has
             // nothing to derive, and its row of the built-in index (size and files 0) is its
             // own. Recording it would only cost the flush a pass over it.
@@ -178,8 +197,8 @@ public final class WriteTransaction {
             lookup: try db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
             insert: try db.cachedStatement(
                 sql: """
-                    INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed, size, files)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
         )
         cachedPutStatements = found

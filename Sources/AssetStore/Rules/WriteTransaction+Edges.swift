@@ -102,17 +102,29 @@ extension WriteTransaction {
 
     /// Inserts an edge or replaces the rules of the same triple. A manual edge (field nil)
     /// takes over a derived one; a derived edge never takes over a manual one.
+    /// Stepped raw, as the registry's insert: a put makes one each.
     func upsertEdge(src: Int64, name: String, isFile: Bool, dst: Int64, rules: DeleteRules, field: String?) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
-                WHERE excluded.field IS NULL OR edge.field IS NOT NULL
-                """
-        ).execute(arguments: [name, src, isFile, dst, rules.rawValue, field])
+        let upsert =
+            try cachedEdgeUpsert
+            ?? db.cachedStatement(
+                sql: """
+                    INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
+                    WHERE excluded.field IS NULL OR edge.field IS NOT NULL
+                    """)
+        cachedEdgeUpsert = upsert
+        try upsert.executeRaw { s in
+            Statement.bindText(s, 1, name)
+            Statement.bindInt64(s, 2, src)
+            Statement.bindInt64(s, 3, isFile ? 1 : 0)
+            Statement.bindInt64(s, 4, dst)
+            Statement.bindInt64(s, 5, Int64(rules.rawValue))
+            if let field { Statement.bindText(s, 6, field) }  // else NULL
+        }
         if isFile {
             indexDirty.insert(src)
             fileEdgeSources.insert(src)
+            if field == nil { manuallyFiled.insert(src) }
         }
     }
 }

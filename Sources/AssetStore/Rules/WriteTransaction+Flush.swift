@@ -33,6 +33,7 @@ extension WriteTransaction {
     }
 
     private func process(final: Bool) throws {
+        derivedSized = []
         try deriveDirtyEdges(final: final)
         try resolvePendingEdges(final: final)
         work += pendingDeletes.map { .deleteObject($0.id, $0.cause) }
@@ -42,6 +43,8 @@ extension WriteTransaction {
             work.append(reason == .sourceDeleted ? .sourceGone(row) : .destinationGone(row))
         }
         removedWithReason = []
+        // Rule work may delete files, and with them edges of objects derived above.
+        if !work.isEmpty { derivedSized = [] }
         var i = 0
         while i < work.count {
             let w = work[i]
@@ -67,8 +70,11 @@ extension WriteTransaction {
         let refreshed = indexDirty.subtracting(deletedIDs)
         try IndexTable.refresh(
             refreshed.sorted(), indexes: Array(indexes.values), unindexed: unindexed,
-            fileless: unindexed.subtracting(fileEdgeSources), db)
+            fileless: unindexed.subtracting(fileEdgeSources), presized: presized,
+            sized: derivedSized.subtracting(manuallyFiled), db)
+        derivedSized = []
         unindexed.subtract(refreshed)
+        if !presized.isEmpty { for id in refreshed { presized[id] = nil } }
         indexDirty = []
     }
 
@@ -152,7 +158,8 @@ extension WriteTransaction {
             }
             if dirty[id] != nil { continue }
             var existing = [String: EdgeRow]()
-            if neverDerived.remove(id) == nil {
+            let first = neverDerived.remove(id) != nil
+            if !first {
                 for row in try EdgeRow.fetch(db, where: "e.src = ? AND e.field IS NOT NULL", [id]) {
                     existing["\(row.name)\u{0}\(row.isFile)\u{0}\(row.dst)"] = row
                 }
@@ -171,9 +178,9 @@ extension WriteTransaction {
                     isFile = false
                     dst = target
                 }
-                let key = "\(d.template.name)\u{0}\(isFile)\u{0}\(dst)"
-                if let old = existing.removeValue(forKey: key), old.rules == d.template.rules,
-                    old.field == d.template.field.text
+                if !existing.isEmpty,
+                    let old = existing.removeValue(forKey: "\(d.template.name)\u{0}\(isFile)\u{0}\(dst)"),
+                    old.rules == d.template.rules, old.field == d.template.field.text
                 {
                     continue
                 }
@@ -186,6 +193,9 @@ extension WriteTransaction {
                 let current = EdgeTemplate.effective(templates[collection!] ?? [])
                 dropped.append((row, current.contains { $0.declares(row) }))
             }
+            // Its registry rows now hold its own probes, so its row holds the truth if it was
+            // inserted with figures from this same value (HeldFiles) and had no other edges.
+            if first, let held = presized[id], HeldFiles(desired) == held { derivedSized.insert(id) }
             indexDirty.insert(id)
         }
         for (row, fires) in dropped {
