@@ -172,18 +172,7 @@ public struct JSONCursor {
         byte(UInt8(ascii: "."))
         // Six digits, then the trailing zeros taken back ("1764193925.0" keeps one, as
         // description prints a whole number).
-        let table = JSONCursor.digitPairs.utf8Start
-        let high = Int(fraction / 10_000) * 2
-        let middle = Int(fraction / 100 % 100) * 2
-        let low = Int(fraction % 100) * 2
-        claim(6)
-        at[0] = table[high]
-        at[1] = table[high + 1]
-        at[2] = table[middle]
-        at[3] = table[middle + 1]
-        at[4] = table[low]
-        at[5] = table[low + 1]
-        at += 6
+        sixDigits(Int(fraction))
         var kept = 6
         while kept > 1 && (at - 1).pointee == UInt8(ascii: "0") {
             at -= 1
@@ -217,21 +206,27 @@ public struct JSONCursor {
         let whole = q / 10_000_000
         let fraction = Int(q % 10_000_000)
         unsigned(whole)
-        let table = JSONCursor.digitPairs.utf8Start
-        let first = fraction / 100_000 * 2
-        let second = fraction / 1000 % 100 * 2
-        let third = fraction / 10 % 100 * 2
-        claim(8)
-        at[0] = UInt8(ascii: ".")
-        at[1] = table[first]
-        at[2] = table[first + 1]
-        at[3] = table[second]
-        at[4] = table[second + 1]
-        at[5] = table[third]
-        at[6] = table[third + 1]
-        at[7] = UInt8(truncatingIfNeeded: fraction % 10) &+ 48
-        at += 8
+        byte(UInt8(ascii: "."))
+        sixDigits(fraction / 10)
+        byte(UInt8(truncatingIfNeeded: fraction % 10) &+ 48)
         return true
+    }
+
+    /// Writes `v`, below 10^6, as six digits, two at a time.
+    @inline(__always)
+    mutating func sixDigits(_ v: Int) {
+        let table = JSONCursor.digitPairs.utf8Start
+        let high = v / 10_000 * 2
+        let middle = v / 100 % 100 * 2
+        let low = v % 100 * 2
+        claim(6)
+        at[0] = table[high]
+        at[1] = table[high + 1]
+        at[2] = table[middle]
+        at[3] = table[middle + 1]
+        at[4] = table[low]
+        at[5] = table[low + 1]
+        at += 6
     }
 }
 

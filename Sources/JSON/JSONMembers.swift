@@ -43,17 +43,23 @@ extension JSONParser {
             let start = index
             let value = try parseValue(depth: depth + 1)
             members.append(JSONMember(name: name, value: value, range: start..<index))
-            skipSpace()
-            guard index < bytes.count else { throw error("unexpected end of text") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return members
-            }
-            throw error("expected ',' or '}'")
+            if try endOfMember() { return members }
         }
+    }
+
+    /// Reads what follows a member's value: true at the object's closing `}`, false at the
+    /// `,` before another member (either consumed).
+    mutating func endOfMember() throws(JSONParseError) -> Bool {
+        skipSpace()
+        guard index < bytes.count else { throw error("unexpected end of text") }
+        if bytes[index] == UInt8(ascii: ",") {
+            index += 1
+            return false
+        }
+        if bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return true
+        }
+        throw error("expected ',' or '}'")
     }
 }

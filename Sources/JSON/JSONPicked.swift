@@ -89,17 +89,7 @@ extension JSONParser {
                 let value = try parseValue(depth: 1)
                 if slot >= 0 { picked.set(slot, JSONPick(value: value, range: start..<index, fields: nil)) }
             }
-            skipSpace()
-            guard index < bytes.count else { throw error("unexpected end of text") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return
-            }
-            throw error("expected ',' or '}'")
+            if try endOfMember() { return }
         }
     }
 
