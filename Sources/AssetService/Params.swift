@@ -38,7 +38,7 @@ public struct Params: Sendable {
         let found: JSONValue?
         switch form {
         case .object(let o): found = o[name]
-        case .members(let m): found = m.last { $0.name == name }?.fullValue
+        case .members(let m): found = m.last { $0.name == name }?.value
         }
         guard let v = found, !v.isNull else { return nil }
         return v

@@ -87,36 +87,25 @@ public struct RPCRequest: Sendable, Equatable {
     /// with (`null` when the id could not be read). A number in the params that the store
     /// could not keep as written is refused (-32602) with its path (`params.value[1]`).
     public static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Result<RPCRequest, RPCFailure> {
-        let parsed: JSONMembers?
+        let parsed: JSONPicked?
         do {
-            // The envelope's members are read off in order: no dictionary for four names; nor
-            // for the params, read flat.
-            parsed = try JSONValue.parseMembers(line, flattening: "params")
+            // The envelope's four members picked as they are read: no array of members, no
+            // String for their names; the params read flat, no dictionary.
+            parsed = try JSONValue.parseMembers(line, picking: ("id", "jsonrpc", "method", "params"), flattening: 3)
         } catch {
             return .failure(RPCFailure(id: .null, error: .parseError(error.reason)))
         }
-        guard let members = parsed?.members else {
+        guard let parsed else {
             return .failure(RPCFailure(id: .null, error: .invalidRequest("a request is a JSON object")))
         }
-        // Where each is in `members`, not copies of them (each copy retains its parts).
-        var id = -1, jsonrpc = -1, method = -1, params = -1
-        for i in members.indices {  // a repeated name: the last one counts, as in an object
-            switch members[i].name {
-            case "id": id = i
-            case "jsonrpc": jsonrpc = i
-            case "method": method = i
-            case "params": params = i
-            default: break
-            }
-        }
-        func value(_ i: Int) -> JSONValue? { i < 0 ? JSONValue?.none : members[i].value }  // JSONValue takes nil too
-        let fields = params < 0 ? nil : members[params].fields
+        let (id, params) = (parsed.first, parsed.fourth)
+        let fields = params?.fields
         let result = validate(
-            id: value(id), idText: id < 0 ? nil : UnsafeBufferPointer(rebasing: line[members[id].range]),
-            jsonrpc: value(jsonrpc), method: value(method), params: fields == nil ? value(params) : .object([:]),
-            members: fields)
-        guard parsed?.numbersExact == false, case .success(let request) = result, params >= 0,
-            let (path, text) = JSONValue.firstInexactNumber(UnsafeBufferPointer(rebasing: line[members[params].range]))
+            id: id?.value, idText: id.map { UnsafeBufferPointer(rebasing: line[$0.range]) },
+            jsonrpc: parsed.second?.value, method: parsed.third?.value,
+            params: fields == nil ? params?.value : .object([:]), members: fields)
+        guard !parsed.numbersExact, case .success(let request) = result, let params,
+            let (path, text) = JSONValue.firstInexactNumber(UnsafeBufferPointer(rebasing: line[params.range]))
         else { return result }
         return .failure(
             RPCFailure(

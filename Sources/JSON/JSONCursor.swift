@@ -105,7 +105,7 @@ public struct JSONCursor {
     /// `d`), or `null` if it is not finite (JSON has no NaN or infinity).
     public mutating func double(_ d: Double) {
         guard d.isFinite else { return literal("null") }
-        if microseconds(d) { return }
+        if microseconds(d) || tenthsOfMicroseconds(d) { return }
         // The standard library prints a Double from a buffer on its stack (`_writeASCII`).
         d.write(to: &self)
     }
@@ -154,7 +154,7 @@ public struct JSONCursor {
     }
 
     /// Writes `d` if it is at least 1, below 2^32 and reads back from a decimal with at most
-    /// six digits after the point, as the times in replies do; false (nothing written)
+    /// six digits after the point, as a time to the microsecond does; false (nothing written)
     /// otherwise. Below 2^32 two doubles are less than 10^-6 apart, so at most one such decimal
     /// reads back as `d`, and it is then the shortest that does: the text `description`
     /// prints. At most 17 bytes.
@@ -172,10 +172,53 @@ public struct JSONCursor {
         byte(UInt8(ascii: "."))
         // Six digits, then the trailing zeros taken back ("1764193925.0" keeps one, as
         // description prints a whole number).
+        sixDigits(Int(fraction))
+        var kept = 6
+        while kept > 1 && (at - 1).pointee == UInt8(ascii: "0") {
+            at -= 1
+            kept -= 1
+        }
+        return true
+    }
+
+    /// Writes `d` if it is in [2^29, 2^32) (the years 1987 to 2106 as times) and no decimal
+    /// with six digits after the point reads back as it (``microseconds(_:)`` said no): the
+    /// store's clock keeps a time to its double's precision, so most times in replies are
+    /// such. There two doubles are more than 10^-7 apart, so the decimal with seven digits
+    /// nearest `d`, worked out exactly, reads back as `d`; being the shortest that does, and
+    /// the nearest (the even one when `d` lies halfway), it is what `description` prints.
+    /// False (nothing written) otherwise. At most 18 bytes.
+    @usableFromInline
+    mutating func tenthsOfMicroseconds(_ d: Double) -> Bool {
+        guard d >= 536_870_912 && d < 4_294_967_296 else { return false }
+        // d is m * 2^-shift exactly, m its 53-bit significand, shift 21 to 23.
+        let m = d.significandBitPattern | (1 << 52)
+        let shift = 52 - Int(d.exponent)
+        let (high, low) = m.multipliedFullWidth(by: 10_000_000)
+        // m * 10^7 / 2^shift, below 2^32 * 10^7, and what the shift drops.
+        var q = high << (64 - shift) | low >> shift
+        let rest = low & ((1 << shift) - 1)
+        let half: UInt64 = 1 << (shift - 1)
+        // Halfway: both read back; description takes the even last digit.
+        if rest > half || (rest == half && q & 1 == 1) { q += 1 }
+        // A last digit 0 would be six digits that read back: not expected, but not written.
+        guard q % 10 != 0 else { return false }
+        let whole = q / 10_000_000
+        let fraction = Int(q % 10_000_000)
+        unsigned(whole)
+        byte(UInt8(ascii: "."))
+        sixDigits(fraction / 10)
+        byte(UInt8(truncatingIfNeeded: fraction % 10) &+ 48)
+        return true
+    }
+
+    /// Writes `v`, below 10^6, as six digits, two at a time.
+    @inline(__always)
+    mutating func sixDigits(_ v: Int) {
         let table = JSONCursor.digitPairs.utf8Start
-        let high = Int(fraction / 10_000) * 2
-        let middle = Int(fraction / 100 % 100) * 2
-        let low = Int(fraction % 100) * 2
+        let high = v / 10_000 * 2
+        let middle = v / 100 % 100 * 2
+        let low = v % 100 * 2
         claim(6)
         at[0] = table[high]
         at[1] = table[high + 1]
@@ -184,12 +227,6 @@ public struct JSONCursor {
         at[4] = table[low]
         at[5] = table[low + 1]
         at += 6
-        var kept = 6
-        while kept > 1 && (at - 1).pointee == UInt8(ascii: "0") {
-            at -= 1
-            kept -= 1
-        }
-        return true
     }
 }
 

