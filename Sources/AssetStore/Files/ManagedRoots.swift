@@ -130,16 +130,21 @@ public struct ManagedRoots: Sendable, Hashable {
 
     /// `normalise` the long way: split into components and joined again.
     static func normaliseComponents(_ reference: String) throws(StoreError) -> String {
+        // Prefixes compared as bytes, as the kernel reads a path: a String's `hasPrefix` compares
+        // Characters, and "/" followed by a combining mark is one Character, not "/".
+        func starts(_ s: String, with prefix: String) -> Bool { s.utf8.starts(with: prefix.utf8) }
         var raw = reference
-        if raw.hasPrefix("file://") {
-            var rest = String(raw.dropFirst("file://".count))
-            if rest.hasPrefix("localhost/") { rest = String(rest.dropFirst("localhost".count)) }
-            guard rest.hasPrefix("/") else {
+        if starts(raw, with: "file://") {
+            var rest = String(decoding: raw.utf8.dropFirst("file://".utf8.count), as: UTF8.self)
+            if starts(rest, with: "localhost/") {
+                rest = String(decoding: rest.utf8.dropFirst("localhost".utf8.count), as: UTF8.self)
+            }
+            guard starts(rest, with: "/") else {
                 throw StoreError(.invalidPath, "a file URL must name a local absolute path", detail: .string(reference))
             }
             raw = try percentDecode(rest, original: reference)
         }
-        guard raw.hasPrefix("/") else {
+        guard starts(raw, with: "/") else {
             throw StoreError(.invalidPath, "\"\(reference)\" is not an absolute path", detail: .string(reference))
         }
         guard !raw.utf8.contains(0) else { throw StoreError(.invalidPath, "the path contains a NUL byte") }
