@@ -45,6 +45,8 @@ extension JSONValue {
     ) throws(JSONParseError) -> JSONPicked? {
         // The byte match below equals String's `==` only for ASCII names.
         precondition(names.0.isASCII && names.1.isASCII && names.2.isASCII && names.3.isASCII)
+        // An unmatched name has slot -1: a flattening slot out of 0...3 would flatten those.
+        precondition((0...3).contains(flattening), "flattening names one of the four slots")
         var parser = JSONParser(bytes: bytes)
         parser.skipSpace()
         guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {

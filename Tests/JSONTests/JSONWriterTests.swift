@@ -74,6 +74,15 @@ import Testing
         }
         var rng = SystemRandomNumberGenerator()
         var times: [Double] = [0x1p29, 0x1p30, 0x1p31, Double(0x1p32).nextDown, Double(0x1p30).nextDown]
+        // Exact ties between two seven-decimal texts: description takes the even last digit.
+        let ties: [(Double, String)] = [
+            (536_870_912.003_906_25, "536870912.0039062"), (536_870_912.011_718_75, "536870912.0117188"),
+            (2_147_483_648.003_906_25, "2147483648.0039062"),
+        ]
+        for (d, text) in ties {
+            #expect(d.description == text)
+            #expect(written(d) == text, "\(d)")
+        }
         for _ in 0..<100_000 {
             // Every double of the range alike (random significands), and clock-like times.
             let exponent = UInt64.random(in: 1023 + 29...1023 + 31, using: &rng)
