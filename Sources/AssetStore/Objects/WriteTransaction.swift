@@ -55,6 +55,7 @@ public final class WriteTransaction {
     var nullifyCursor = 0
     var report = CommitReport()
     private var cachedPutStatements: (lookup: Statement, insert: Statement)?
+    private var cachedDeletionStatements: DeletionStatements?
     /// Each deleted object's owner and protection, for the policy planner.
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
@@ -186,10 +187,18 @@ public final class WriteTransaction {
         return found
     }
 
+    /// The deletions' statements (WriteTransaction+Deletions.swift), found once a transaction.
+    func deletionStatements() throws -> DeletionStatements {
+        if let cachedDeletionStatements { return cachedDeletionStatements }
+        let found = try DeletionStatements(db)
+        cachedDeletionStatements = found
+        return found
+    }
+
     /// Deletes an object at commit (its rules run then); `not_found` if it does not exist.
     public func delete(_ ref: ObjectRef, cause: DeleteCause = .request) throws {
         try ref.validate()
-        guard let id = try reads.objectID(ref) else {
+        guard let id = try liveObjectID(ref) else {
             throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
         pendingDeleteIDs.insert(id)
