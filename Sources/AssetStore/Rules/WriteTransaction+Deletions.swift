@@ -1,9 +1,8 @@
 // The deletions of the rule worklist (assetd(8), DATA MODEL, Edges and delete rules): an object
 // or a file goes with its edges, and each edge that went fires its rules as more work. The
 // statements are stepped through the C API (a GRDB argument array and `Row` per statement cost
-// more than SQLite's own work on these small rows), and rows are read before they are deleted:
-// a DELETE with RETURNING opens an ephemeral table per run, about 20,000 instructions in
-// SQLite 3.40, several times a point read's cost.
+// more than SQLite's own work on these small rows). Rows are read, then deleted: a DELETE with
+// RETURNING opens an ephemeral table at every run, which costs more than the read.
 
 import GRDB
 
