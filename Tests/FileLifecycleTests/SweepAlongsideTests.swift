@@ -17,12 +17,13 @@ private struct Cache {
     var young: [String] = []
     var shared = ""
 
-    init(durability: StoreConfiguration.Durability = .full) throws {
+    init(durability: StoreConfiguration.Durability = .full, unlinkDelay: Double = 0) throws {
         var p = PolicyConfiguration()
         p.batch = 10
         f = try Fixture {
             $0.durability = durability
             $0.policy = p
+            $0.unlinkDelay = unlinkDelay
         }
         shared = try f.makeFile("shared.bin")
         for i in 0..<35 {
@@ -80,6 +81,22 @@ struct SweepAlongsideTests {
         #expect(try store.sweep().unlinked == queued[3])
         #expect(c.onDisk() == Set(c.young + [c.shared]))
         #expect(try store.counters()["unlinked"] == 35)
+    }
+
+    @Test("with unlink_delay, batches unlink nothing until earlier batches' files are due, then all that are")
+    func besideOnceDue() throws {
+        let c = try Cache(unlinkDelay: 30)
+        let clock = c.f.clock
+        let plan = try c.f.store.expire(collection: "c", olderThan: 60, idle: nil) { p in
+            if p.deleted == 20 { clock.advance(30) }
+        }
+        #expect(plan.commits.map(\.deleted.count) == [10, 10, 10, 5])
+        let queued = plan.commits.map(\.filesQueued)
+        // Batch 2 found nothing due; batch 3 ran 30 s on, when the files of batches 1 and 2 were.
+        #expect(plan.sweep?.unlinked == queued.prefix(2).flatMap { $0 })
+        for p in queued.prefix(2).flatMap({ $0 }) { #expect(!c.f.exists(p)) }
+        #expect(Set(try c.f.store.pending().map(\.path)) == Set(queued.suffix(2).flatMap { $0 }))
+        for p in queued.suffix(2).flatMap({ $0 }) { #expect(c.f.exists(p)) }
     }
 
     @Test("a run of one batch unlinks nothing itself; files queued before the run wait for the sweep")

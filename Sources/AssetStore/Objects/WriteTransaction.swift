@@ -68,6 +68,7 @@ public final class WriteTransaction {
     private var cachedPutStatements: (lookup: Statement, insert: Statement)?
     var cachedFileStatements: FileStatements?
     var cachedEdgeUpsert: Statement?
+    private var cachedDeletionStatements: DeletionStatements?
     /// Each deleted object's owner and protection, for the policy planner.
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
@@ -205,10 +206,18 @@ public final class WriteTransaction {
         return found
     }
 
+    /// The deletions' statements (WriteTransaction+Deletions.swift), found once a transaction.
+    func deletionStatements() throws -> DeletionStatements {
+        if let cachedDeletionStatements { return cachedDeletionStatements }
+        let found = try DeletionStatements(db)
+        cachedDeletionStatements = found
+        return found
+    }
+
     /// Deletes an object at commit (its rules run then); `not_found` if it does not exist.
     public func delete(_ ref: ObjectRef, cause: DeleteCause = .request) throws {
         try ref.validate()
-        guard let id = try reads.objectID(ref) else {
+        guard let id = try liveObjectID(ref) else {
             throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
         pendingDeleteIDs.insert(id)

@@ -22,8 +22,16 @@ struct EdgeRow: Hashable {
 
     static let select = selectColumns + "\n" + joins
     /// `select`'s columns, which `init(raw:)` reads; a caller may add some after them.
-    static let selectColumns =
-        "SELECT e.id, e.name, e.src, e.is_file, e.dst, e.rules, e.field, s.collection, s.key, d.collection, d.key, f.path"
+    static let selectColumns = columns()
+    /// `selectColumns` with other expressions for the source's names (two) or the
+    /// destination's (three), for a query that has them already or joins other tables.
+    static func columns(
+        source: String = "s.collection, s.key", destination: String = "d.collection, d.key, f.path"
+    )
+        -> String
+    {
+        "SELECT e.id, e.name, e.src, e.is_file, e.dst, e.rules, e.field, \(source), \(destination)"
+    }
     /// `select`'s tables: `f` is a file destination's registry row.
     static let joins = """
         FROM edge e JOIN object s ON s.id = e.src

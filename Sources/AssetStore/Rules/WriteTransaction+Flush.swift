@@ -58,14 +58,8 @@ extension WriteTransaction {
         }
         work = []
         try nullify()
-        for id in filesTouched where !deletedFiles.contains(id) {
-            // A registry row lives as long as some edge references the file.
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM file WHERE id = ? AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = ?)
-                    """
-            ).execute(arguments: [id, id])
-        }
+        // A registry row lives as long as some edge references the file.
+        for id in filesTouched where !deletedFiles.contains(id) { try dropIfUnreferenced(file: id) }
         filesTouched = []
         let refreshed = indexDirty.subtracting(deletedIDs)
         try IndexTable.refresh(
@@ -229,116 +223,6 @@ extension WriteTransaction {
                     detail: p.edge.json)
             }
             try upsertEdge(src: row.src, name: p.name, isFile: row.isFile, dst: row.dst, rules: p.rules, field: nil)
-        }
-    }
-
-    // MARK: deletions
-
-    private func deleteObject(_ id: Int64, cause: DeleteCause) throws {
-        guard !deletedIDs.contains(id) else { return }
-        var found: DeletedDetail?
-        try db.cachedStatement(sql: "SELECT collection, key, owner, pinned, created FROM object WHERE id = ?")
-            .forEachRawRow([id]) { r in
-                found = DeletedDetail(
-                    id: id, ref: ObjectRef(r.text(0) ?? "", r.text(1) ?? ""), owner: r.text(2) ?? "",
-                    pinned: r.int64(3) != 0, created: r.double(4))
-            }
-        guard let detail = found else { return }
-        deletedIDs.insert(id)
-        let ref = detail.ref
-        report.deleted.append(DeletedObject(ref: ref, cause: cause))
-        deletedDetails.append(detail)
-        // In index order, which `deleteReferenceCounted` reproduces for a whole batch.
-        let outgoing = try EdgeRow.fetch(db, where: "e.src = ? ORDER BY e.name, e.is_file, e.dst", [id])
-        let incoming = try EdgeRow.fetch(db, where: "e.is_file = 0 AND e.dst = ? AND e.src != ?", [id, id])
-        try db.cachedStatement(sql: "DELETE FROM edge WHERE src = ?").execute(arguments: [id])
-        try db.cachedStatement(sql: "DELETE FROM edge WHERE is_file = 0 AND dst = ?").execute(arguments: [id])
-        for e in outgoing {
-            if e.rules.contains(.denyDeleteSource) { denyChecks.append((e, e.dst, e.source.description)) }
-            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted))
-            work.append(.sourceGone(e))
-        }
-        for e in incoming {
-            if e.rules.contains(.denyDeleteDestination) { denyChecks.append((e, e.src, e.destination.description)) }
-            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
-            work.append(.destinationGone(e))
-        }
-        try db.cachedStatement(sql: "DELETE FROM object WHERE id = ?").execute(arguments: [id])
-        try IndexTable.remove(id, indexes: Array(indexes.values), db)
-        if dirty.removeValue(forKey: id) != nil { dirtyOrder.removeAll { $0 == id } }
-    }
-
-    /// A file a rule deleted: every other edge to it goes as "destination deleted", and it
-    /// joins the unlink queue in this transaction (assetd(8), DATA MODEL, Edges and delete rules).
-    private func deleteFile(_ id: Int64) throws {
-        guard deletedFiles.insert(id).inserted else { return }
-        var found: RegisteredFile?
-        try db.cachedStatement(sql: "SELECT \(RegisteredFile.columns) FROM file WHERE id = ?").forEachRawRow([id]) {
-            r in
-            found = RegisteredFile(r)
-        }
-        guard var row = found else { return }
-        let path = row.path
-        row.identifyIfUnseen(store.roots)
-        let incoming = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ?", [id])
-        try db.cachedStatement(sql: "DELETE FROM edge WHERE is_file = 1 AND dst = ?").execute(arguments: [id])
-        for e in incoming {
-            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
-            work.append(.destinationGone(e))
-        }
-        try row.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
-        try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
-        report.filesQueued.append(path)
-        queuedDetails.append(QueuedDetail(path: path, size: row.size, device: row.device))
-    }
-
-    private func isGone(isFile: Bool, _ id: Int64) -> Bool {
-        isFile ? deletedFiles.contains(id) : deletedIDs.contains(id)
-    }
-
-    /// Edges that still keep a destination (object or file) alive by reference counting.
-    private static let countDestinationRetainers = """
-        SELECT COUNT(*) FROM edge WHERE is_file = ? AND dst = ? AND \(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlCondition)
-        """
-    /// Edges that still keep their source alive by reference counting.
-    private static let countSourceRetainers = """
-        SELECT COUNT(*) FROM edge WHERE src = ? AND \(DeleteRules.deleteSourceIfAllDestinationsDeleted.sqlCondition)
-        """
-
-    /// The edge's source went: its destination-side rules fire, unless the destination is
-    /// gone too (then nothing fires).
-    private func sourceGone(_ e: EdgeRow) throws {
-        if e.isFile { filesTouched.insert(e.dst) }
-        guard !isGone(isFile: e.isFile, e.dst) else { return }
-        if e.rules.contains(.notifyIfSourceDeleted), !e.isFile {
-            notifyCandidates.append((e, e.dst, .sourceDeleted))
-        }
-        if e.rules.contains(.deleteDestinationIfSourceDeleted) {
-            work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade))
-        } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
-            let retainers =
-                try Int.fetchOne(
-                    db.cachedStatement(sql: Self.countDestinationRetainers),
-                    arguments: [e.isFile, e.dst]) ?? 0
-            if retainers == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade)) }
-        }
-    }
-
-    /// The edge's destination went: its source-side rules fire, unless the source is gone.
-    private func destinationGone(_ e: EdgeRow) throws {
-        guard !deletedIDs.contains(e.src) else { return }
-        if e.isFile { indexDirty.insert(e.src) }
-        if e.rules.contains(.notifyIfDestinationDeleted) {
-            notifyCandidates.append((e, e.src, .destinationDeleted))
-        }
-        if e.rules.contains(.deleteSourceIfDestinationDeleted) {
-            work.append(.deleteObject(e.src, .cascade))
-        } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
-            let retainers =
-                try Int.fetchOne(
-                    db.cachedStatement(sql: Self.countSourceRetainers),
-                    arguments: [e.src]) ?? 0
-            if retainers == 0 { work.append(.deleteObject(e.src, .cascade)) }
         }
     }
 

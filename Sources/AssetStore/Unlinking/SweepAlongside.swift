@@ -22,6 +22,12 @@ final class SweepAlongside {
     private var report: SweepReport?
     /// What the current batch's came to, kept once it commits.
     private var uncommitted: (report: SweepReport, lastID: Int64)?
+    /// No row queued since the run began is due before this: a row is due `unlink_delay`
+    /// after its deleting transaction at the earliest (an ended lease never brings it
+    /// sooner). Until then the queue is not read: the read would find nothing due after
+    /// going through every row the run queued, at every batch. A row this passes over
+    /// (a clock set back) is the sweep's after the run, as the last batch's are.
+    private var firstDue = -Double.infinity
 
     init(_ store: Store, limit: Int) {
         self.store = store
@@ -36,15 +42,21 @@ final class SweepAlongside {
 
     /// Runs `body` (a batch's decisions and deletions) in `db`'s transaction while the due
     /// files queued by durable commits since the run began are unlinked beside it, then
-    /// records their outcomes in that transaction. True if it took any queue rows.
-    func around(_ db: Database, _ body: () throws -> Void) throws -> Bool {
+    /// records their outcomes in that transaction. True if it took any queue rows. `start`
+    /// is the transaction's time.
+    func around(_ db: Database, start: Double, _ body: () throws -> Void) throws -> Bool {
         uncommitted = nil
         guard let after = lastID else {
             lastID = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM unlink_queue") ?? 0
+            firstDue = start + store.configuration.unlinkDelay
             try body()
             return false
         }
         let now = store.configuration.clock()
+        if now < firstDue {
+            try body()
+            return false
+        }
         if renumbered == nil { renumbered = try store.noteRootDevices(db, now: now) }
         let b = try store.takeSweepBatch(
             db, after: after, durable: store.durableCommit, now: now, retryFailed: false, limit: limit,

@@ -109,9 +109,21 @@ struct RegisteredFile {
                 INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
-        ).execute(arguments: [
-            path, device, inode, size, stamp.birth, stamp.generation, stamp.ctime, commit, now, now + delay,
-        ])
+        ).executeRaw { s in
+            // Bound through the C API (a GRDB argument array of ten cost more than the insert);
+            // a nil is left unbound, which is NULL.
+            func bind(_ i: Int32, _ v: Int64?) { if let v { Statement.bindInt64(s, i, v) } }
+            Statement.bindText(s, 1, path)
+            bind(2, device)
+            bind(3, inode)
+            Statement.bindInt64(s, 4, size)
+            bind(5, stamp.birth)
+            bind(6, stamp.generation)
+            bind(7, stamp.ctime)
+            Statement.bindInt64(s, 8, commit)
+            Statement.bindDouble(s, 9, now)
+            Statement.bindDouble(s, 10, now + delay)
+        }
     }
 }
 

@@ -1,0 +1,214 @@
+// The deletions of the rule worklist (assetd(8), DATA MODEL, Edges and delete rules): an object
+// or a file goes with its edges, and each edge that went fires its rules as more work. The
+// statements are stepped through the C API (a GRDB argument array and `Row` per statement cost
+// more than SQLite's own work on these small rows). Rows are read, then deleted: a DELETE with
+// RETURNING opens an ephemeral table at every run, which costs more than the read.
+
+import GRDB
+
+extension WriteTransaction {
+    /// The worklist's statements, found once a transaction (the statement cache hashes the
+    /// SQL text at every lookup).
+    final class DeletionStatements {
+        /// The id of a live object by collection and key.
+        let lookup: Statement
+        /// What `DeletedDetail` holds of an object.
+        let object: Statement
+        let deleteObject: Statement
+        /// An object's edges out in index order, as `EdgeRow` reads them with the source's
+        /// names NULL (the caller has them).
+        let outgoing: Statement
+        let deleteOutgoing: Statement
+        /// The edges from other objects to an object, as `EdgeRow` reads them; the source's
+        /// names are NULL for an edge whose source row is missing.
+        let incoming: Statement
+        let deleteIncoming: Statement
+        /// A file's registry row, `RegisteredFile.columns`.
+        let file: Statement
+        let deleteFile: Statement
+        /// The edges to a file, as `incoming`.
+        let fileEdges: Statement
+        let deleteFileEdges: Statement
+        /// Edges that still keep a destination (object or file) alive by reference counting.
+        let destinationRetainers: Statement
+        /// Edges that still keep their source alive by reference counting.
+        let sourceRetainers: Statement
+        /// A file's registry row, if no edge references the file any more.
+        let unreferencedFile: Statement
+
+        init(_ db: Database) throws {
+            func sql(_ text: String) throws -> Statement { try db.cachedStatement(sql: text) }
+            lookup = try sql("SELECT id FROM object WHERE collection = ? AND key = ?")
+            object = try sql("SELECT collection, key, owner, pinned, created FROM object WHERE id = ?")
+            deleteObject = try sql("DELETE FROM object WHERE id = ?")
+            outgoing = try sql(
+                """
+                \(EdgeRow.columns(source: "NULL, NULL"))
+                FROM edge e LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
+                LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
+                WHERE e.src = ? ORDER BY e.name, e.is_file, e.dst
+                """)
+            deleteOutgoing = try sql("DELETE FROM edge WHERE src = ?")
+            incoming = try sql(Self.edgesTo(isFile: false))
+            deleteIncoming = try sql("DELETE FROM edge WHERE is_file = 0 AND dst = ?")
+            file = try sql("SELECT \(RegisteredFile.columns) FROM file WHERE id = ?")
+            deleteFile = try sql("DELETE FROM file WHERE id = ?")
+            fileEdges = try sql(Self.edgesTo(isFile: true))
+            deleteFileEdges = try sql("DELETE FROM edge WHERE is_file = 1 AND dst = ?")
+            destinationRetainers = try sql(
+                """
+                SELECT COUNT(*) FROM edge WHERE is_file = ? AND dst = ? AND \(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlCondition)
+                """)
+            sourceRetainers = try sql(
+                """
+                SELECT COUNT(*) FROM edge WHERE src = ? AND \(DeleteRules.deleteSourceIfAllDestinationsDeleted.sqlCondition)
+                """)
+            unreferencedFile = try sql(
+                "DELETE FROM file WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = ?1)")
+        }
+
+        /// The edges to the object or file `?`, in `edge_dst` order, each with its source's
+        /// names; the destination's are left NULL (the caller has them).
+        private static func edgesTo(isFile: Bool) -> String {
+            """
+            \(EdgeRow.columns(source: "s.collection, s.key", destination: "NULL, NULL, NULL"))
+            FROM edge e LEFT JOIN object s ON s.id = e.src
+            WHERE e.is_file = \(isFile ? 1 : 0) AND e.dst = ? ORDER BY e.rules, e.id
+            """
+        }
+    }
+
+    /// The id of the live object `ref` (nil if absent or already deleted in this transaction).
+    func liveObjectID(_ ref: ObjectRef) throws -> Int64? {
+        let id = try deletionStatements().lookup.firstInt64Raw { s in
+            Statement.bindText(s, 1, ref.collection)
+            Statement.bindText(s, 2, ref.key)
+        }
+        guard let id, !pendingDeleteIDs.contains(id) else { return nil }
+        return id
+    }
+
+    /// Deletes the object and its edges both ways; the edges' rules fire as work.
+    func deleteObject(_ id: Int64, cause: DeleteCause) throws {
+        guard !deletedIDs.contains(id) else { return }
+        let s = try deletionStatements()
+        let bindID = { (p: OpaquePointer) in Statement.bindInt64(p, 1, id) }
+        var found: DeletedDetail?
+        try s.object.forEachRawRow(bindID) { r in
+            found = DeletedDetail(
+                id: id, ref: ObjectRef(r.text(0) ?? "", r.text(1) ?? ""), owner: r.text(2) ?? "",
+                pinned: r.int64(3) != 0, created: r.double(4))
+        }
+        guard let detail = found else { return }
+        deletedIDs.insert(id)
+        let ref = detail.ref
+        report.deleted.append(DeletedObject(ref: ref, cause: cause))
+        deletedDetails.append(detail)
+        // In index order, which `deleteReferenceCounted` reproduces for a whole batch.
+        var outgoing = [EdgeRow]()
+        try s.outgoing.forEachRawRow(bindID) { r in
+            var e = EdgeRow(raw: r)
+            e.source = ref
+            outgoing.append(e)
+        }
+        if !outgoing.isEmpty { try s.deleteOutgoing.executeRaw(bindID) }
+        let incoming = try deleteEdges(s.incoming, s.deleteIncoming, to: id, destination: .object(ref))
+        for e in outgoing {
+            if e.rules.contains(.denyDeleteSource) { denyChecks.append((e, e.dst, e.source.description)) }
+            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted))
+            work.append(.sourceGone(e))
+        }
+        for e in incoming {
+            if e.rules.contains(.denyDeleteDestination) { denyChecks.append((e, e.src, e.destination.description)) }
+            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
+            work.append(.destinationGone(e))
+        }
+        try s.deleteObject.executeRaw(bindID)
+        if !indexes.isEmpty { try IndexTable.remove(id, indexes: Array(indexes.values), db) }
+        if dirty.removeValue(forKey: id) != nil { dirtyOrder.removeAll { $0 == id } }
+    }
+
+    /// A file a rule deleted: every other edge to it goes as "destination deleted", and it
+    /// joins the unlink queue in this transaction (assetd(8), DATA MODEL, Edges and delete rules).
+    func deleteFile(_ id: Int64) throws {
+        guard deletedFiles.insert(id).inserted else { return }
+        let s = try deletionStatements()
+        let bindID = { (p: OpaquePointer) in Statement.bindInt64(p, 1, id) }
+        var found: RegisteredFile?
+        try s.file.forEachRawRow(bindID) { r in found = RegisteredFile(r) }
+        guard var row = found else { return }
+        let path = row.path
+        row.identifyIfUnseen(store.roots)
+        for e in try deleteEdges(s.fileEdges, s.deleteFileEdges, to: id, destination: .file(path)) {
+            report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
+            work.append(.destinationGone(e))
+        }
+        try row.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
+        try s.deleteFile.executeRaw(bindID)
+        report.filesQueued.append(path)
+        queuedDetails.append(QueuedDetail(path: path, size: row.size, device: row.device))
+    }
+
+    /// Reads the edges to one object or file with `select` (`incoming` or `fileEdges`) and
+    /// deletes them with `delete` if there are any. An edge whose source row is missing is
+    /// deleted but not returned, as no join would find it.
+    private func deleteEdges(
+        _ select: Statement, _ delete: Statement, to id: Int64, destination: EdgeEnd
+    ) throws -> [EdgeRow] {
+        let bindID = { (p: OpaquePointer) in Statement.bindInt64(p, 1, id) }
+        var edges = [EdgeRow]()
+        var any = false
+        try select.forEachRawRow(bindID) { r in
+            any = true
+            guard !r.isNull(7) else { return }
+            var e = EdgeRow(raw: r)
+            e.destination = destination
+            edges.append(e)
+        }
+        if any { try delete.executeRaw(bindID) }
+        return edges
+    }
+
+    /// Drops the registry row of a file no edge references any more.
+    func dropIfUnreferenced(file id: Int64) throws {
+        try deletionStatements().unreferencedFile.executeRaw { Statement.bindInt64($0, 1, id) }
+    }
+
+    func isGone(isFile: Bool, _ id: Int64) -> Bool {
+        isFile ? deletedFiles.contains(id) : deletedIDs.contains(id)
+    }
+
+    /// The edge's source went: its destination-side rules fire, unless the destination is
+    /// gone too (then nothing fires).
+    func sourceGone(_ e: EdgeRow) throws {
+        if e.isFile { filesTouched.insert(e.dst) }
+        guard !isGone(isFile: e.isFile, e.dst) else { return }
+        if e.rules.contains(.notifyIfSourceDeleted), !e.isFile {
+            notifyCandidates.append((e, e.dst, .sourceDeleted))
+        }
+        if e.rules.contains(.deleteDestinationIfSourceDeleted) {
+            work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade))
+        } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
+            let retainers = try deletionStatements().destinationRetainers.firstInt64Raw { s in
+                Statement.bindInt64(s, 1, e.isFile ? 1 : 0)
+                Statement.bindInt64(s, 2, e.dst)
+            }
+            if retainers ?? 0 == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade)) }
+        }
+    }
+
+    /// The edge's destination went: its source-side rules fire, unless the source is gone.
+    func destinationGone(_ e: EdgeRow) throws {
+        guard !deletedIDs.contains(e.src) else { return }
+        if e.isFile { indexDirty.insert(e.src) }
+        if e.rules.contains(.notifyIfDestinationDeleted) {
+            notifyCandidates.append((e, e.src, .destinationDeleted))
+        }
+        if e.rules.contains(.deleteSourceIfDestinationDeleted) {
+            work.append(.deleteObject(e.src, .cascade))
+        } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
+            let retainers = try deletionStatements().sourceRetainers.firstInt64Raw { Statement.bindInt64($0, 1, e.src) }
+            if retainers ?? 0 == 0 { work.append(.deleteObject(e.src, .cascade)) }
+        }
+    }
+}
