@@ -111,12 +111,14 @@ final class BaselineStore {
     // Transactions and the commit number (every write transaction gets the next one).
     private let begin, commit, nextCommit: CStatement
     // Put.
-    private let insertObject, upsertFile, insertEdge: CStatement
+    private let insertObject, findFile, insertFile, refreshFile, insertEdge: CStatement
     // Get.
     private let getObject: CStatement
     // Delete.
-    private let deleteObject, deleteOutgoing, deleteIncoming, countRetainers: CStatement
-    private let deleteFileRow, deleteFileEdges, enqueueUnlink: CStatement
+    // Each row is read, then deleted by a plain DELETE: in SQLite 3.40 a `DELETE … RETURNING`
+    // gathers its rows in an ephemeral table first, which cost more than a SELECT.
+    private let findObject, deleteObject, readOutgoing, deleteOutgoing, readIncoming, deleteIncoming: CStatement
+    private let countRetainers, readFileRow, deleteFileRow, readFileEdges, deleteFileEdges, enqueueUnlink: CStatement
     // Index queries: the SQL the engine compiles for the same calls.
     private let top100Query, sumByOwnerQuery: CStatement
 
@@ -145,14 +147,13 @@ final class BaselineStore {
             INSERT INTO object (collection, key, value, metadata, owner, created, modified, accessed, size, files)
             VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, 1)
             """)
-        upsertFile = CStatement(
+        // Looked up, then inserted or refreshed: an upsert `RETURNING id` pays an ephemeral table.
+        findFile = CStatement(db, "SELECT id FROM file WHERE path = ?")
+        insertFile = CStatement(
             db,
-            """
-            INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, 0, ?)
-            ON CONFLICT (path) DO UPDATE SET size = excluded.size, device = excluded.device,
-                inode = excluded.inode, mtime = excluded.mtime, missing = 0
-            RETURNING id
-            """)
+            "INSERT INTO file (path, size, device, inode, mtime, missing, first_seen) VALUES (?, ?, ?, ?, ?, 0, ?)")
+        refreshFile = CStatement(
+            db, "UPDATE file SET size = ?, device = ?, inode = ?, mtime = ?, missing = 0 WHERE id = ?")
         insertEdge = CStatement(
             db,
             """
@@ -171,12 +172,17 @@ final class BaselineStore {
             ORDER BY f.path
             """)
 
-        deleteObject = CStatement(db, "DELETE FROM object WHERE collection = ? AND key = ? RETURNING id")
-        deleteOutgoing = CStatement(db, "DELETE FROM edge WHERE src = ? RETURNING is_file, dst, rules")
-        deleteIncoming = CStatement(db, "DELETE FROM edge WHERE is_file = 0 AND dst = ? RETURNING src, rules")
+        findObject = CStatement(db, "SELECT id FROM object WHERE collection = ? AND key = ?")
+        deleteObject = CStatement(db, "DELETE FROM object WHERE id = ?")
+        readOutgoing = CStatement(db, "SELECT is_file, dst, rules FROM edge WHERE src = ?")
+        deleteOutgoing = CStatement(db, "DELETE FROM edge WHERE src = ?")
+        readIncoming = CStatement(db, "SELECT src, rules FROM edge WHERE is_file = 0 AND dst = ?")
+        deleteIncoming = CStatement(db, "DELETE FROM edge WHERE is_file = 0 AND dst = ?")
         countRetainers = CStatement(db, "SELECT COUNT(*) FROM edge WHERE is_file = 1 AND dst = ? AND rules & 32 != 0")
-        deleteFileRow = CStatement(db, "DELETE FROM file WHERE id = ? RETURNING path, device, inode, size")
-        deleteFileEdges = CStatement(db, "DELETE FROM edge WHERE is_file = 1 AND dst = ? RETURNING src, rules")
+        readFileRow = CStatement(db, "SELECT path, device, inode, size FROM file WHERE id = ?")
+        deleteFileRow = CStatement(db, "DELETE FROM file WHERE id = ?")
+        readFileEdges = CStatement(db, "SELECT src, rules FROM edge WHERE is_file = 1 AND dst = ?")
+        deleteFileEdges = CStatement(db, "DELETE FROM edge WHERE is_file = 1 AND dst = ?")
         enqueueUnlink = CStatement(
             db,
             """
@@ -230,15 +236,30 @@ final class BaselineStore {
                 insertObject.run()
                 let id = sqlite3_last_insert_rowid(db)
 
-                upsertFile.bind(1, file)
-                upsertFile.bind(2, size)
-                upsertFile.bind(3, Int64(bitPattern: UInt64(st.st_dev)))
-                upsertFile.bind(4, Int64(bitPattern: UInt64(st.st_ino)))
-                upsertFile.bind(5, mtime)
-                upsertFile.bind(6, now)
-                precondition(upsertFile.step(), "the upsert returns the file id")
-                let fileID = upsertFile.int64(0)
-                upsertFile.run()
+                let device = Int64(bitPattern: UInt64(st.st_dev))
+                let inode = Int64(bitPattern: UInt64(st.st_ino))
+                findFile.bind(1, file)
+                let fileID: Int64
+                if findFile.step() {
+                    fileID = findFile.int64(0)
+                    findFile.reset()
+                    refreshFile.bind(1, size)
+                    refreshFile.bind(2, device)
+                    refreshFile.bind(3, inode)
+                    refreshFile.bind(4, mtime)
+                    refreshFile.bind(5, fileID)
+                    refreshFile.run()
+                } else {
+                    findFile.reset()
+                    insertFile.bind(1, file)
+                    insertFile.bind(2, size)
+                    insertFile.bind(3, device)
+                    insertFile.bind(4, inode)
+                    insertFile.bind(5, mtime)
+                    insertFile.bind(6, now)
+                    insertFile.run()
+                    fileID = sqlite3_last_insert_rowid(db)
+                }
 
                 insertEdge.bind(1, id)
                 insertEdge.bind(2, fileID)
@@ -306,22 +327,36 @@ final class BaselineStore {
         var fileEdges = [(dst: Int64, rules: Int64)]()
         try transaction { commitNo, now in
             for i in range {
-                deleteObject.bind(1, Bench.collection)
-                deleteObject.bind(2, keys[i])
-                guard deleteObject.step() else { throw BenchError("no object \(keys[i])") }
-                let id = deleteObject.int64(0)
+                findObject.bind(1, Bench.collection)
+                findObject.bind(2, keys[i])
+                guard findObject.step() else { throw BenchError("no object \(keys[i])") }
+                let id = findObject.int64(0)
+                findObject.reset()
+                deleteObject.bind(1, id)
                 deleteObject.run()
 
                 fileEdges.removeAll(keepingCapacity: true)
-                deleteOutgoing.bind(1, id)
-                while deleteOutgoing.step() {
-                    if deleteOutgoing.int64(0) != 0 {
-                        fileEdges.append((deleteOutgoing.int64(1), deleteOutgoing.int64(2)))
+                readOutgoing.bind(1, id)
+                var outgoing = false
+                while readOutgoing.step() {
+                    outgoing = true
+                    if readOutgoing.int64(0) != 0 {
+                        fileEdges.append((readOutgoing.int64(1), readOutgoing.int64(2)))
                     }
                 }
-                deleteOutgoing.reset()
-                deleteIncoming.bind(1, id)
-                deleteIncoming.run()
+                readOutgoing.reset()
+                if outgoing {
+                    deleteOutgoing.bind(1, id)
+                    deleteOutgoing.run()
+                }
+                // Edges into the object would fire their rules here; each is read, then all go.
+                readIncoming.bind(1, id)
+                let incoming = readIncoming.step()
+                readIncoming.reset()
+                if incoming {
+                    deleteIncoming.bind(1, id)
+                    deleteIncoming.run()
+                }
 
                 for e in fileEdges {
                     var goes = e.rules & 8 != 0
@@ -340,19 +375,26 @@ final class BaselineStore {
 
     /// Drops a file's registry row and remaining edges, and queues its unlink.
     private func deleteFile(_ id: Int64, commitNo: Int64, now: Double) -> Bool {
-        deleteFileRow.bind(1, id)
-        guard deleteFileRow.step() else {
-            deleteFileRow.reset()
+        readFileRow.bind(1, id)
+        guard readFileRow.step() else {
+            readFileRow.reset()
             return false
         }
-        let path = deleteFileRow.text(0)
-        let device: Int64? = deleteFileRow.isNull(1) ? nil : deleteFileRow.int64(1)
-        let inode: Int64? = deleteFileRow.isNull(2) ? nil : deleteFileRow.int64(2)
-        let size = deleteFileRow.int64(3)
+        let path = readFileRow.text(0)
+        let device: Int64? = readFileRow.isNull(1) ? nil : readFileRow.int64(1)
+        let inode: Int64? = readFileRow.isNull(2) ? nil : readFileRow.int64(2)
+        let size = readFileRow.int64(3)
+        readFileRow.reset()
+        deleteFileRow.bind(1, id)
         deleteFileRow.run()
 
-        deleteFileEdges.bind(1, id)
-        deleteFileEdges.run()
+        readFileEdges.bind(1, id)
+        let edges = readFileEdges.step()
+        readFileEdges.reset()
+        if edges {
+            deleteFileEdges.bind(1, id)
+            deleteFileEdges.run()
+        }
 
         enqueueUnlink.bind(1, path)
         enqueueUnlink.bind(2, device)
