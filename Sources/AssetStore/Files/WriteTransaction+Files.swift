@@ -59,7 +59,7 @@ extension WriteTransaction {
             }
             return id
         }
-        try statements.insert.executeRaw { s in
+        let id = try statements.insert.executeRawCounting { s in
             Statement.bindText(s, 1, path)
             Statement.bindInt64(s, 2, state.size)
             // Left unbound: NULL.
@@ -71,11 +71,10 @@ extension WriteTransaction {
             if let birth = state.stamp.birth { Statement.bindInt64(s, 8, birth) }
             if let generation = state.stamp.generation { Statement.bindInt64(s, 9, generation) }
             if let ctime = state.stamp.ctime { Statement.bindInt64(s, 10, ctime) }
-        }
-        let id = db.lastInsertedRowID
+        }.rowID
         // Taken again: a queued unlink of this path (from this or an earlier commit) is cancelled.
-        try statements.unqueue.executeRaw { Statement.bindText($0, 1, path) }
-        if db.changesCount > 0 { report.filesQueued.removeAll { $0.utf8.elementsEqual(path.utf8) } }
+        let unqueued = try statements.unqueue.executeRawCounting { Statement.bindText($0, 1, path) }.changes
+        if unqueued > 0 { report.filesQueued.removeAll { $0.utf8.elementsEqual(path.utf8) } }
         return id
     }
 }

@@ -74,6 +74,14 @@ extension Statement {
         }
     }
 
+    /// `executeRaw`, then the connection's last inserted rowid (for an INSERT) and its changes
+    /// count: read from the C API, as GRDB's getters cost more than a short statement's step.
+    func executeRawCounting(_ bind: (OpaquePointer) -> Void) throws -> (rowID: Int64, changes: Int) {
+        try executeRaw(bind)
+        let db = sqlite3_db_handle(sqliteStatement)
+        return (sqlite3_last_insert_rowid(db), Int(sqlite3_changes(db)))
+    }
+
     /// Runs a SELECT after `bind` sets its parameters: its first row's first column, nil if
     /// it returns no row.
     func firstInt64Raw(_ bind: (OpaquePointer) -> Void) throws -> Int64? {
