@@ -52,4 +52,28 @@ import Testing
         #expect(disagreements.isEmpty, "\(disagreements.prefix(20))")
         #expect(references.count > 50_000)
     }
+
+    @Test("a path's components below a root are its non-empty runs between slashes, as split gives them")
+    func componentsAgree() {
+        let alphabet = ["/", "a", "\u{E9}", "\u{301}", "."]
+        var paths = Self.chosen
+        var frontier = [""]
+        for _ in 0..<6 {
+            frontier = frontier.flatMap { p in alphabet.map { p + $0 } }
+            paths += frontier
+        }
+        var disagreements = [String]()
+        for path in paths {
+            for root in ["", "/", "/a", "/a/\u{E9}", String(repeating: "/a", count: 5)] {
+                let expected = Array(path.utf8.dropFirst(root.utf8.count)).split(separator: UInt8(ascii: "/")).map {
+                    Array(String(decoding: $0, as: UTF8.self).utf8)
+                }
+                if ManagedRoots.components(of: path, below: root).map({ Array($0.utf8) }) != expected {
+                    disagreements.append("\(path.debugDescription) below \(root.debugDescription)")
+                }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(20))")
+        #expect(paths.count > 10_000)
+    }
 }

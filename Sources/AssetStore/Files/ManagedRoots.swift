@@ -93,9 +93,32 @@ public struct ManagedRoots: Sendable, Hashable {
 
     /// The components of a normalised path below `root`, split on "/" bytes.
     static func components(of path: String, below root: String) -> [String] {
-        Array(path.utf8.dropFirst(root.utf8.count)).split(separator: UInt8(ascii: "/")).map {
-            String(decoding: $0, as: UTF8.self)  // split at an ASCII byte: each part stays valid UTF-8
+        let skip = root.utf8.count
+        // A native string's bytes read through a pointer: copying them to an array, splitting
+        // that and mapping the slices cost three arrays a path (every probe splits its path).
+        if let parts = path.utf8.withContiguousStorageIfAvailable({
+            split(UnsafeBufferPointer(rebasing: $0.dropFirst(skip)))
+        }) {
+            return parts
         }
+        return split(Array(path.utf8.dropFirst(skip)))
+    }
+
+    /// The non-empty runs between "/" bytes, as strings (split at an ASCII byte: each part
+    /// stays valid UTF-8).
+    private static func split<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [String] {
+        var parts = [String]()
+        var start = bytes.startIndex
+        var i = start
+        while i != bytes.endIndex {
+            if bytes[i] == UInt8(ascii: "/") {
+                if start != i { parts.append(String(decoding: bytes[start..<i], as: UTF8.self)) }
+                start = bytes.index(after: i)
+            }
+            i = bytes.index(after: i)
+        }
+        if start != bytes.endIndex { parts.append(String(decoding: bytes[start...], as: UTF8.self)) }
+        return parts
     }
 
     /// `/abs/path` or `file:///abs/path` (percent-decoded) to its normal form: repeated `/`
