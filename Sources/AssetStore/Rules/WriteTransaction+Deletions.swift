@@ -26,6 +26,8 @@ extension WriteTransaction {
         /// A file's registry row, `RegisteredFile.columns`.
         let file: Statement
         let deleteFile: Statement
+        /// `RegisteredFile.queueOne`.
+        let queueUnlink: Statement
         /// The edges to a file, as `incoming`.
         let fileEdges: Statement
         let deleteFileEdges: Statement
@@ -53,6 +55,7 @@ extension WriteTransaction {
             deleteIncoming = try sql("DELETE FROM edge WHERE is_file = 0 AND dst = ?")
             file = try sql("SELECT \(RegisteredFile.columns) FROM file WHERE id = ?")
             deleteFile = try sql("DELETE FROM file WHERE id = ?")
+            queueUnlink = try sql(RegisteredFile.queueOne)
             fileEdges = try sql(Self.edgesTo(isFile: true))
             deleteFileEdges = try sql("DELETE FROM edge WHERE is_file = 1 AND dst = ?")
             destinationRetainers = try sql(
@@ -143,7 +146,7 @@ extension WriteTransaction {
             report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
             work.append(.destinationGone(e))
         }
-        try row.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
+        try row.queueUnlink(s.queueUnlink, commit: commit, now: now, delay: store.configuration.unlinkDelay)
         try s.deleteFile.executeRaw(bindID)
         report.filesQueued.append(path)
         queuedDetails.append(QueuedDetail(path: path, size: row.size, device: row.device))

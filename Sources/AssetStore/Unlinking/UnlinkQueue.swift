@@ -104,12 +104,19 @@ struct RegisteredFile {
     /// Queues this file's unlink in `db`'s transaction, for the deleting commit `commit`, due
     /// `delay` seconds after `now` (`queueIdentified` does the same for many).
     func queueUnlink(_ db: Database, commit: Int64, now: Double, delay: Double) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).executeRaw { s in
+        try queueUnlink(db.cachedStatement(sql: Self.queueOne), commit: commit, now: now, delay: delay)
+    }
+
+    /// `queueUnlink`'s statement: the worklist finds it once a transaction, as the statement
+    /// cache hashes the SQL text at every lookup.
+    static let queueOne = """
+        INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// `queueUnlink` through `statement`, a prepared `queueOne`.
+    func queueUnlink(_ statement: Statement, commit: Int64, now: Double, delay: Double) throws {
+        try statement.executeRaw { s in
             // Bound through the C API (a GRDB argument array of ten cost more than the insert);
             // a nil is left unbound, which is NULL.
             func bind(_ i: Int32, _ v: Int64?) { if let v { Statement.bindInt64(s, i, v) } }
