@@ -31,16 +31,21 @@ import Testing
         "/" + String(repeating: "a", count: 4094), "/" + String(repeating: "a", count: 4095),
     ]
 
-    @Test("the one-pass check accepts exactly the references the long way leaves as they are")
-    func fastPathAgrees() {
-        // Every string of up to 6 symbols over an alphabet that makes each kind of component.
-        let alphabet = ["/", ".", "a", "\u{0}", "\u{E9}", "%", "\u{301}"]
-        var references = Self.chosen
+    /// Every string of 1 to 6 symbols of `alphabet`.
+    static func allStrings(over alphabet: [String]) -> [String] {
+        var all = [String]()
         var frontier = [""]
         for _ in 0..<6 {
             frontier = frontier.flatMap { p in alphabet.map { p + $0 } }
-            references += frontier
+            all += frontier
         }
+        return all
+    }
+
+    @Test("the one-pass check accepts exactly the references the long way leaves as they are")
+    func fastPathAgrees() {
+        // Every string of up to 6 symbols over an alphabet that makes each kind of component.
+        let references = Self.chosen + Self.allStrings(over: ["/", ".", "a", "\u{0}", "\u{E9}", "%", "\u{301}"])
         var disagreements = [String]()
         for r in references {
             let long = Self.longWay(r)
@@ -55,13 +60,7 @@ import Testing
 
     @Test("a path's components below a root are its non-empty runs between slashes, as split gives them")
     func componentsAgree() {
-        let alphabet = ["/", "a", "\u{E9}", "\u{301}", "."]
-        var paths = Self.chosen
-        var frontier = [""]
-        for _ in 0..<6 {
-            frontier = frontier.flatMap { p in alphabet.map { p + $0 } }
-            paths += frontier
-        }
+        let paths = Self.chosen + Self.allStrings(over: ["/", "a", "\u{E9}", "\u{301}", "."])
         var disagreements = [String]()
         for path in paths {
             for root in ["", "/", "/a", "/a/\u{E9}", String(repeating: "/a", count: 5)] {
