@@ -141,6 +141,22 @@ struct MigrationSchemaTests {
         #expect(try f.store.read { try Self.schema($0.db) } == expected)
     }
 
+    @Test("queue rows are found by path through an index: a put of a new file, forget, the orphan check")
+    func queueFoundByPath() throws {
+        let f = try Fixture()
+        let plans = try f.store.read { r in
+            try [
+                "DELETE FROM unlink_queue WHERE path = ?",
+                "SELECT path FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?))",
+            ].map { sql in
+                try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: ["[]"])
+                    .map { $0["detail"] as String }.joined(separator: "; ")
+            }
+        }
+        // Without it each of them reads the whole queue ("SCAN unlink_queue").
+        for plan in plans { #expect(plan.contains("INDEX unlink_queue_path"), "\(plan)") }
+    }
+
     @Test("the built-in index's SQLite indexes are the declared ones, from v4 on")
     func declaredIndexes() throws {
         let f = try Fixture()

@@ -162,6 +162,13 @@ enum Schema {
                 try IndexTable.createDefaultIndex(owner, db)
             }
         }
+        // A put of a new file cancels any queued unlink of its path, and `forget` and verify's
+        // orphan check find queue rows by path: without an index each of them read the whole
+        // queue, so a queue held by leases, failing unlinks or `files.unlink_delay` made every
+        // put of a new file cost its length.
+        m.registerMigration("v8") { db in
+            try db.execute(sql: "CREATE INDEX unlink_queue_path ON unlink_queue(path)")
+        }
         return m
     }
 }
