@@ -1,14 +1,12 @@
 // An object read as its members in text order, not as a dictionary: a caller that reads a
 // few known members (a point read's params) spares hashing every name. Read this way or as a JSONValue, the same text gives the same values.
 
-/// A member of a parsed object: its name, its value and where the value's text lies.
+/// A member of a parsed object: its name and its value.
 public struct JSONMember: Sendable {
     /// The member's name.
     public let name: String
     /// Its value.
     public let value: JSONValue
-    /// The byte range of the value's text in the parsed document.
-    public let range: Range<Int>
 }
 
 extension JSONValue {
@@ -21,30 +19,14 @@ extension JSONValue {
 }
 
 extension JSONParser {
-    /// Reads the object whose `{` is at `index` as its members, as `forEachMember` reads it.
-    mutating func readMembers(depth: Int, capacity: Int) throws(JSONParseError) -> [JSONMember] {
-        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
+    /// Reads the object whose `{` is at `index` as its members, in text order.
+    mutating func readMembers(depth: Int) throws(JSONParseError) -> [JSONMember] {
         var members = [JSONMember]()
-        index += 1
-        skipSpace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return members
+        try forEachMember(depth: depth) { name, value in
+            if members.isEmpty { members.reserveCapacity(4) }  // a point read's params: 2-4
+            members.append(JSONMember(name: name, value: value))
         }
-        members.reserveCapacity(capacity)
-        while true {
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-            let name = try parseString()
-            skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
-            index += 1
-            skipSpace()
-            let start = index
-            let value = try parseValue(depth: depth + 1)
-            members.append(JSONMember(name: name, value: value, range: start..<index))
-            if try endOfMember() { return members }
-        }
+        return members
     }
 
     /// Reads what follows a member's value: true at the object's closing `}`, false at the

@@ -63,7 +63,7 @@ extension JSONValue {
 }
 
 extension JSONParser {
-    /// Reads the object whose `{` is at `index` (depth 0) as `readMembers` reads it, keeping
+    /// Reads the object whose `{` is at `index` (depth 0) as `forEachMember` reads it, keeping
     /// the members named `names`.
     mutating func pickMembers(
         _ names: JSONPicked.Names, flattening: Int, into picked: inout JSONPicked
@@ -85,7 +85,7 @@ extension JSONParser {
             let start = index
             if slot == flattening, index < bytes.count, bytes[index] == UInt8(ascii: "{") {
                 // Checked at the depth parseValue would check it at.
-                let fields = try readMembers(depth: 1, capacity: 4)
+                let fields = try readMembers(depth: 1)
                 picked.set(slot, JSONPick(value: .null, range: start..<index, fields: fields))
             } else {
                 let value = try parseValue(depth: 1)

@@ -120,7 +120,7 @@ struct JSONParser {
 
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         var members = [String: JSONValue]()
-        try forEachMember(depth: depth) { key, value, _ in
+        try forEachMember(depth: depth) { key, value in
             // Room for 8 at once: grown from empty, a 5-member object was hashed four times.
             if members.isEmpty { members.reserveCapacity(8) }
             members[key] = value
@@ -128,9 +128,8 @@ struct JSONParser {
         return .object(members)
     }
 
-    /// Reads the object whose `{` is at `index`, handing each member to `body` in order with
-    /// the byte range of its value's text.
-    mutating func forEachMember(depth: Int, _ body: (String, JSONValue, Range<Int>) -> Void) throws(JSONParseError) {
+    /// Reads the object whose `{` is at `index`, handing each member to `body` in order.
+    mutating func forEachMember(depth: Int, _ body: (String, JSONValue) -> Void) throws(JSONParseError) {
         guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
         index += 1
         skipSpace()
@@ -143,14 +142,8 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipSpace()
-            let start = index
-            let value = try parseValue(depth: depth + 1)
-            body(key, value, start..<index)
-            skipSpace()
-            guard index < bytes.count else { throw error("unexpected end of text") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
-            throw error("expected ',' or '}'")
+            body(key, try parseValue(depth: depth + 1))
+            if try endOfMember() { return }
         }
     }
 
