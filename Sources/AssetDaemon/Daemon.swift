@@ -264,14 +264,7 @@ public final class Daemon {
         // action, and a second SIGTERM would then kill the process mid-checkpoint (which waits
         // up to 10 s for readers). After that the signals are ignored until exit.
         // The touches still in memory go into the WAL the checkpoint then writes back.
-        do {
-            try store.flushAccesses()
-            // A full disk leaves them pending rather than failing (assetd(8), FULL DISK).
-            let left = store.pendingAccessCount
-            if left > 0 { logger.warning("access times lost at shutdown: \(left) waited for room on the disk") }
-        } catch {
-            logger.warning("access times lost at shutdown: \(error)")
-        }
+        if let why = store.writePendingAccesses() { logger.warning("access times lost at shutdown: \(why)") }
         logger.info("checkpointing the database before exit")
         do {
             if try !store.checkpoint() {

@@ -46,20 +46,6 @@ public final class LocalInvoker {
 
     deinit { store.close() }
 
-    /// Writes the access times a method recorded now: there is no later flush in a process that
-    /// exits after one method, and the store's close would drop them without a word. On a full
-    /// disk they wait for room (assetd(8), FULL DISK), which here means they are lost: said.
-    private func writeAccesses() {
-        guard !store.isReadOnly, store.pendingAccessCount > 0 else { return }
-        do {
-            try store.flushAccesses()
-            let left = store.pendingAccessCount
-            if left > 0 { warn("access times not written: \(left) waited for room on the disk") }
-        } catch {
-            warn("access times not written: \(error)")
-        }
-    }
-
     /// Runs one method as the daemon would; those that need a running daemon (`shutdown`,
     /// `watch`: the table says which) are refused.
     /// `progress` gets the `{phase, done, total}` reports of long methods, on this thread.
@@ -77,7 +63,9 @@ public final class LocalInvoker {
             if outcome.commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
                 _ = try? store.sweep()
             }
-            writeAccesses()
+            // No later flush in a process that exits after one method: written now, and those
+            // that cannot be (a full disk) are said to be lost rather than dropped at close.
+            if let why = store.writePendingAccesses() { warn("access times not written: \(why)") }
             return outcome.result
         case .failure(let e):
             if e.stableCode == "busy", store.isReadOnly {

@@ -99,6 +99,21 @@ extension Store {
     /// Access times recorded and not yet written.
     public var pendingAccessCount: Int { accesses.withLock { $0.pending.count } }
 
+    /// Writes the pending access times now, for a process about to stop or with no later
+    /// flush (the daemon at shutdown, `assetctl --db` after a method): nil when none are left,
+    /// else why some were not written, for the caller to report them lost. On a full disk
+    /// they wait for room (assetd(8), FULL DISK) and this says how many.
+    public func writePendingAccesses() -> String? {
+        guard !isReadOnly, pendingAccessCount > 0 else { return nil }
+        do {
+            try flushAccesses()
+            let left = pendingAccessCount
+            return left > 0 ? "\(left) waited for room on the disk" : nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
     /// Writes the pending access times in one transaction, in id order (pages together);
     /// returns its commit, or nil with nothing pending or when they wait for room (below). One flush at a time; on failure they
     /// stay pending. On a full disk (assetd(8), FULL DISK) they wait for room and it returns
