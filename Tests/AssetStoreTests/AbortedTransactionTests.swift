@@ -9,6 +9,22 @@ import Testing
 import AssetStoreTestSupport
 
 @Suite struct AbortedTransactionTests {
+    @Test("a statement stepped through the C API fails with SQLite's message and its SQL, as GRDB's do")
+    func rawStepFailureKeepsSQLiteMessage() throws {
+        let f = try Fixture()
+        try f.store.write { tx in
+            let insert = try tx.db.cachedStatement(sql: "INSERT INTO meta (key, value) VALUES (?, 1)")
+            do {
+                try insert.executeRaw { Statement.bindText($0, 1, "commit") }  // meta has that key
+                Issue.record("the duplicate key went in")
+            } catch let e as DatabaseError {
+                #expect(e.resultCode == .SQLITE_CONSTRAINT)
+                #expect(e.message?.contains("UNIQUE constraint failed: meta.key") == true, "\(e)")
+                #expect(e.sql?.contains("INSERT INTO meta") == true, "\(e)")
+            }
+        }
+    }
+
     @Test(
         "after a put fails with storage_full and SQLite rolls the transaction back, a later put in the same write commits nothing"
     )

@@ -214,6 +214,17 @@ public final class WriteTransaction {
         return found
     }
 
+    /// The id of the live object `ref` (nil if absent or already deleted in this transaction):
+    /// `reads.objectID` through the put's lookup, found once a transaction and stepped raw.
+    func liveObjectID(_ ref: ObjectRef) throws -> Int64? {
+        let id = try putStatements().lookup.firstInt64Raw { s in
+            Statement.bindText(s, 1, ref.collection)
+            Statement.bindText(s, 2, ref.key)
+        }
+        guard let id, !pendingDeleteIDs.contains(id) else { return nil }
+        return id
+    }
+
     /// Deletes an object at commit (its rules run then); `not_found` if it does not exist.
     public func delete(_ ref: ObjectRef, cause: DeleteCause = .request) throws {
         try ref.validate()

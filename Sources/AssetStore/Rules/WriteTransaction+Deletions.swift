@@ -10,8 +10,6 @@ extension WriteTransaction {
     /// The worklist's statements, found once a transaction (the statement cache hashes the
     /// SQL text at every lookup).
     final class DeletionStatements {
-        /// The id of a live object by collection and key.
-        let lookup: Statement
         /// What `DeletedDetail` holds of an object.
         let object: Statement
         let deleteObject: Statement
@@ -40,7 +38,6 @@ extension WriteTransaction {
 
         init(_ db: Database) throws {
             func sql(_ text: String) throws -> Statement { try db.cachedStatement(sql: text) }
-            lookup = try sql("SELECT id FROM object WHERE collection = ? AND key = ?")
             object = try sql("SELECT collection, key, owner, pinned, created FROM object WHERE id = ?")
             deleteObject = try sql("DELETE FROM object WHERE id = ?")
             outgoing = try sql(
@@ -81,16 +78,6 @@ extension WriteTransaction {
         }
     }
 
-    /// The id of the live object `ref` (nil if absent or already deleted in this transaction).
-    func liveObjectID(_ ref: ObjectRef) throws -> Int64? {
-        let id = try deletionStatements().lookup.firstInt64Raw { s in
-            Statement.bindText(s, 1, ref.collection)
-            Statement.bindText(s, 2, ref.key)
-        }
-        guard let id, !pendingDeleteIDs.contains(id) else { return nil }
-        return id
-    }
-
     /// Deletes the object and its edges both ways; the edges' rules fire as work.
     func deleteObject(_ id: Int64, cause: DeleteCause) throws {
         guard !deletedIDs.contains(id) else { return }
@@ -115,6 +102,7 @@ extension WriteTransaction {
             outgoing.append(e)
         }
         if !outgoing.isEmpty { try s.deleteOutgoing.executeRaw(bindID) }
+        // Read after the edges out went: a self-edge is one of those, not also incoming.
         let incoming = try deleteEdges(s.incoming, s.deleteIncoming, to: id, destination: .object(ref))
         for e in outgoing {
             if e.rules.contains(.denyDeleteSource) { denyChecks.append((e, e.dst, e.source.description)) }
@@ -177,7 +165,7 @@ extension WriteTransaction {
         try deletionStatements().unreferencedFile.executeRaw { Statement.bindInt64($0, 1, id) }
     }
 
-    func isGone(isFile: Bool, _ id: Int64) -> Bool {
+    private func isGone(isFile: Bool, _ id: Int64) -> Bool {
         isFile ? deletedFiles.contains(id) : deletedIDs.contains(id)
     }
 

@@ -104,16 +104,7 @@ extension WriteTransaction {
     /// takes over a derived one; a derived edge never takes over a manual one.
     /// Stepped raw, as the registry's insert: a put makes one each.
     func upsertEdge(src: Int64, name: String, isFile: Bool, dst: Int64, rules: DeleteRules, field: String?) throws {
-        let upsert =
-            try cachedEdgeUpsert
-            ?? db.cachedStatement(
-                sql: """
-                    INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
-                    WHERE excluded.field IS NULL OR edge.field IS NOT NULL
-                    """)
-        cachedEdgeUpsert = upsert
-        try upsert.executeRaw { s in
+        try edgeUpsert().executeRaw { s in
             Statement.bindText(s, 1, name)
             Statement.bindInt64(s, 2, src)
             Statement.bindInt64(s, 3, isFile ? 1 : 0)
@@ -126,6 +117,19 @@ extension WriteTransaction {
             fileEdgeSources.insert(src)
             if field == nil { manuallyFiled.insert(src) }
         }
+    }
+
+    /// The edge upsert, found once a transaction (the statement cache hashes its SQL text).
+    private func edgeUpsert() throws -> Statement {
+        if let cachedEdgeUpsert { return cachedEdgeUpsert }
+        let found = try db.cachedStatement(
+            sql: """
+                INSERT INTO edge (name, src, is_file, dst, rules, field) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (src, name, is_file, dst) DO UPDATE SET rules = excluded.rules, field = excluded.field
+                WHERE excluded.field IS NULL OR edge.field IS NOT NULL
+                """)
+        cachedEdgeUpsert = found
+        return found
     }
 }
 

@@ -53,7 +53,7 @@ extension Statement {
             let rc = sqlite3_step(s)
             if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
+                throw Statement.stepError(s, rc)
             }
             try body(RawRow(statement: s))
         }
@@ -68,10 +68,10 @@ extension Statement {
         sqlite3_clear_bindings(s)
         bind(s)
         let rc = sqlite3_step(s)
+        // Taken before the reset, which may clear the connection's message.
+        let failure = rc == SQLITE_DONE ? nil : Statement.stepError(s, rc)
         sqlite3_reset(s)
-        guard rc == SQLITE_DONE else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
-        }
+        if let failure { throw failure }
     }
 
     /// `executeRaw`, then the connection's last inserted rowid (for an INSERT) and its changes
@@ -94,7 +94,7 @@ extension Statement {
         switch sqlite3_step(s) {
         case SQLITE_ROW: return sqlite3_column_int64(s, 0)
         case SQLITE_DONE: return nil
-        case let rc: throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "step failed", sql: nil)
+        case let rc: throw Statement.stepError(s, rc)
         }
     }
 
@@ -125,6 +125,14 @@ extension Statement {
     /// itself on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM outside a statement
     /// journal). GRDB refuses its own statements then (checkForAbortedTransaction); a
     /// statement stepped here would otherwise run in autocommit mode and commit on its own.
+    /// The failure of a step, with SQLite's message and the statement's SQL, as GRDB reports
+    /// its own (`Store.mapErrors` keeps them out of replies).
+    private static func stepError(_ s: OpaquePointer, _ rc: Int32) -> DatabaseError {
+        DatabaseError(
+            resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(sqlite3_db_handle(s))),
+            sql: sqlite3_sql(s).map { String(cString: $0) })
+    }
+
     private static func checkTransaction(_ s: OpaquePointer) throws {
         guard sqlite3_get_autocommit(sqlite3_db_handle(s)) == 0 else {
             throw DatabaseError(resultCode: .SQLITE_ABORT, message: "Transaction was aborted", sql: nil)
