@@ -30,6 +30,19 @@ private func onDisk(_ h: DaemonHarness, _ disk: String) throws -> (root: String,
     return (root, database)
 }
 
+/// Puts `keys` (collection "v") through `h`'s assetd with its database and root on an 8 MiB
+/// tmpfs at `disk`, and stops it cleanly; returns the database. The caller unmounts `disk`.
+private func storedOnDisk(_ h: DaemonHarness, _ disk: String, keys: [String]) throws -> String {
+    #expect(Tmpfs.mount(disk, mib: 8))
+    let (_, database) = try onDisk(h, disk)
+    try h.start()
+    let c = try h.client()
+    for k in keys { try c.putObject("v", k, ["n": 1]) }
+    c.close()
+    #expect(h.stop() == 0)
+    return database
+}
+
 @Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
 struct FullDiskTests {
     @Test(
@@ -38,14 +51,8 @@ struct FullDiskTests {
     func startAfterCleanStopOnFullDisk() throws {
         let h = try DaemonHarness(start: false)
         let disk = h.dir + "/disk"
-        #expect(Tmpfs.mount(disk, mib: 8))
         defer { Tmpfs.unmount(disk) }
-        let (_, database) = try onDisk(h, disk)
-        try h.start()
-        let c = try h.client()
-        try c.putObject("v", "a", ["n": 1])
-        c.close()
-        #expect(h.stop() == 0)
+        let database = try storedOnDisk(h, disk, keys: ["a"])
         Tmpfs.fill(disk + "/filler")
         try h.start()  // today: exits 1, "database or disk is full"
         let d = try h.client()
@@ -62,14 +69,8 @@ struct FullDiskTests {
     func touchesLostAtShutdownOnFullDiskAreLogged() throws {
         let h = try DaemonHarness(storeSection: #"access_flush = "1h""#, start: false)
         let disk = h.dir + "/disk"
-        #expect(Tmpfs.mount(disk, mib: 8))
         defer { Tmpfs.unmount(disk) }
-        let (_, database) = try onDisk(h, disk)
-        try h.start()
-        let c = try h.client()
-        for k in ["a", "b"] { try c.putObject("v", k, ["n": 1]) }
-        c.close()
-        #expect(h.stop() == 0)
+        let database = try storedOnDisk(h, disk, keys: ["a", "b"])
         Tmpfs.fill(disk + "/filler")
         try h.start()  // opens through the reserve: a flush now waits for room
         #expect(
@@ -87,17 +88,11 @@ struct FullDiskTests {
     func offlineTouchOnFullDiskIsReported() throws {
         let h = try DaemonHarness(start: false)
         let disk = h.dir + "/disk"
-        #expect(Tmpfs.mount(disk, mib: 8))
         defer { Tmpfs.unmount(disk) }
-        let (_, database) = try onDisk(h, disk)
+        let database = try storedOnDisk(h, disk, keys: ["a", "b"])
         func offline(_ args: String...) throws -> ProcessResult {
             try runProcess(Binaries.assetctl, ["--db", database, "--config", h.configPath] + args)
         }
-        try h.start()
-        let c = try h.client()
-        for k in ["a", "b"] { try c.putObject("v", k, ["n": 1]) }
-        c.close()
-        #expect(h.stop() == 0)
 
         let touched = try offline("touch", "v", "a")
         #expect(touched.status == 0 && !touched.stderr.contains("warning"), "\(touched.stderr)")
