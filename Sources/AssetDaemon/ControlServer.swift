@@ -200,7 +200,7 @@ final class ControlServer {
 
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or
     /// has failed. Counted as in flight until then.
-    func put(_ params: JSONValue, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
+    func put(_ params: Params, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
         guard let puts else {
             done(.failure(RPCError(code: RPCError.internalErrorCode, message: "the put pipeline is not running")))
             return

@@ -28,7 +28,7 @@ final class PutPipeline: @unchecked Sendable {
 
     private struct Input {
         var ticket: UInt64
-        var params: JSONValue
+        var params: Params
         var context: MethodContext
     }
 
@@ -105,7 +105,7 @@ final class PutPipeline: @unchecked Sendable {
 
     /// Queues a put (loop thread); `done` runs on the loop once it is durable, or has failed.
     func enqueue(
-        _ params: JSONValue, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void
+        _ params: Params, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void
     ) {
         nextTicket += 1
         waiting[nextTicket] = done
@@ -137,7 +137,7 @@ final class PutPipeline: @unchecked Sendable {
             let done = inputs.queue.isEmpty
             incoming.unlock()
             if done { break }
-            let batch = PutBatch.run(store, syncing: false) { () -> [(UInt64, JSONValue, MethodContext)] in
+            let batch = PutBatch.run(store, syncing: false) { () -> [(UInt64, Params, MethodContext)] in
                 incoming.lock()
                 defer {
                     // Kept: the next batch fills it again without growing it from empty.

@@ -35,13 +35,17 @@ public struct Params: Sendable {
 
     /// The raw value of `name`, if present and not null.
     public func value(_ name: String) -> JSONValue? {
-        let found: JSONValue?
-        switch form {
-        case .object(let o): found = o[name]
-        case .members(let m): found = m.last { $0.name == name }?.value
-        }
-        guard let v = found, !v.isNull else { return nil }
+        guard let v = member(name), !v.isNull else { return nil }
         return v
+    }
+
+    /// The value of `name` as sent, null included; nil if absent. Read from the members when
+    /// the request brought them, without building the object.
+    public func member(_ name: String) -> JSONValue? {
+        switch form {
+        case .object(let o): o[name]
+        case .members(let m): m.last { $0.name == name }?.value
+        }
     }
 
     /// A required string.

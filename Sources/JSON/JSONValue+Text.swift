@@ -49,11 +49,19 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            for (i, k) in o.keys.sorted().enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
+            if o.count == 1, let (k, v) = o.first {
+                // One member (a put's `{"commit":N}`): nothing to sort.
                 JSONValue.writeString(k, to: &out)
                 out.append(UInt8(ascii: ":"))
-                o[k]!.write(to: &out)  // k comes from o.keys
+                v.write(to: &out)
+            } else {
+                // The members sorted by name, not the names then each looked up again.
+                for (i, (k, v)) in o.sorted(by: { $0.key < $1.key }).enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSONValue.writeString(k, to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    v.write(to: &out)
+                }
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -101,9 +101,9 @@ import Testing
         let ctx = MethodContext(
             store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
         var once = false
-        let batch = PutBatch.run(store, syncing: false) { () -> [(Int, JSONValue, MethodContext)] in
+        let batch = PutBatch.run(store, syncing: false) { () -> [(Int, Params, MethodContext)] in
             defer { once = true }
-            return once ? [] : [(0, ["collection": "c", "key": "k", "value": ["n": 1]], ctx)]
+            return once ? [] : [(0, Params(["collection": "c", "key": "k", "value": ["n": 1]]), ctx)]
         }
         let commit = try #require(batch.unsynced)
         #expect(try batch.results.first?.1.get().result["commit"]?.intValue == commit)
@@ -113,9 +113,9 @@ import Testing
         // A synced batch leaves nothing to sync.
         once = false
         #expect(
-            PutBatch.run(store) { () -> [(Int, JSONValue, MethodContext)] in
+            PutBatch.run(store) { () -> [(Int, Params, MethodContext)] in
                 defer { once = true }
-                return once ? [] : [(0, ["collection": "c", "key": "k2", "value": ["n": 2]], ctx)]
+                return once ? [] : [(0, Params(["collection": "c", "key": "k2", "value": ["n": 2]]), ctx)]
             }.unsynced == nil)
     }
 }
@@ -172,5 +172,48 @@ import Testing
         #expect(keys.count >= 1)
         // One connection's puts run one at a time, in order: what is stored has no gaps.
         #expect(keys == Set((0..<keys.count).map { "k\($0)" }), "stored: \(keys.count), with gaps")
+    }
+}
+
+@Suite struct PutMembersTests {
+    @Test("a put over the socket reads its params as parsed: the last of a repeated name, null as sent, as in-process")
+    func membersAsParsed() throws {
+        let h = try DaemonHarness()
+        let raw = try RawConnection(path: h.socket)
+        func put(_ params: String) -> JSONValue? {
+            raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.put","params":"# + params + "}\n")
+            return raw.readLine()
+        }
+        let repeated = put(#"{"collection":"c","key":"k","value":{"n":1},"owner":"a","value":{"n":2},"owner":"b"}"#)
+        #expect(repeated?["result"]?["commit"]?.intValue != nil, "\(repeated?.serialized() ?? "no reply")")
+        let object = try h.client().call("object.get", ["collection": "c", "key": "k"])
+        #expect(object["value"] == ["n": 2])
+        #expect(object["owner"] == "b")
+        // The same params in-process (a dictionary, not members) give the same answers.
+        var template = Array("/tmp/assetd-members-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
+        let dir = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }  // mkdtemp wrote a C string
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try Store(path: dir + "/db.sqlite", configuration: StoreConfiguration(roots: [dir]))
+        defer { store.close() }
+        let ctx = MethodContext(
+            store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
+        // nil: stored; else the error's message.
+        let cases: [(String, JSONValue, String?)] = [
+            (#"{"collection":"c","key":"n","value":null}"#, ["collection": "c", "key": "n", "value": .null], nil),
+            (#"{"collection":"c","key":"m"}"#, ["collection": "c", "key": "m"], "invalid params: value is required"),
+            (
+                #"{"collection":"c","key":"o","value":1,"owner":null}"#,
+                ["collection": "c", "key": "o", "value": 1, "owner": .null], nil
+            ),
+        ]
+        for (text, params, error) in cases {
+            let reply = try #require(put(text))
+            #expect(reply["error"]?["message"]?.stringValue == error, "\(text): \(reply.serialized())")
+            switch MethodTable.call("object.put", params, ctx) {
+            case .success: #expect(error == nil, "\(text) in-process")
+            case .failure(let e): #expect(e.message == error, "\(text) in-process")
+            }
+        }
     }
 }

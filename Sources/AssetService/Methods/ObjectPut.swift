@@ -11,7 +11,7 @@ extension MethodTable {
     /// One put inside `tx`: the same for a put alone and one in a group commit (PutBatch).
     public static func applyPut(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
         let ref = try p.ref()
-        guard let value = p.object["value"] else { throw RPCError.invalidParams("value is required") }
+        guard let value = p.member("value") else { throw RPCError.invalidParams("value is required") }
         let owner = try p.optionalString("owner")
         if ctx.enforceOwnership && !ctx.caller.isAdmin {
             let effective = value["owner"]?.stringValue ?? owner ?? ctx.caller.userName
