@@ -50,5 +50,9 @@ public struct MethodOutcome: Sendable {
     }
 
     /// Every commit the method made, in order.
-    public var commits: [CommitReport] { (commit.map { [$0] } ?? []) + moreCommits }
+    public var commits: [CommitReport] {
+        // Most replies made no commit of their own (a put's is the batch's): no array to join.
+        guard let commit else { return moreCommits }
+        return [commit] + moreCommits
+    }
 }
