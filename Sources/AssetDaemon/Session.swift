@@ -204,6 +204,8 @@ final class Session {
     /// capacity between replies (a point read allocated and freed a line for each). `render`
     /// returns false to take back what it appended; it must not write to this session.
     func writeRendered(_ render: (inout [UInt8]) -> Bool) {
+        // A render that wrote a reply of its own would splice two lines into one.
+        assert(!rendering, "a reply written while another is being rendered")
         guard !closed else {
             // Rendered all the same: a touching read records its access, as it did before.
             var discarded = [UInt8]()

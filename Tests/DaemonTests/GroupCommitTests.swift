@@ -206,6 +206,16 @@ import Testing
                 #"{"collection":"c","key":"o","value":1,"owner":null}"#,
                 ["collection": "c", "key": "o", "value": 1, "owner": .null], nil
             ),
+            // The last of a repeated name wins even when it is null.
+            (
+                #"{"collection":"c","key":"d","value":{"n":1},"value":null}"#,
+                ["collection": "c", "key": "d", "value": .null], nil
+            ),
+            (
+                #"{"collection":"c","key":"t","value":1,"owner":1}"#,
+                ["collection": "c", "key": "t", "value": 1, "owner": 1],
+                "invalid params: owner must be a string"
+            ),
         ]
         for (text, params, error) in cases {
             let reply = try #require(put(text))
@@ -214,6 +224,11 @@ import Testing
             case .success: #expect(error == nil, "\(text) in-process")
             case .failure(let e): #expect(e.message == error, "\(text) in-process")
             }
+        }
+        // Stored as null, not as the earlier value nor as missing.
+        for key in ["n", "d"] {
+            let stored = try h.client().call("object.get", ["collection": "c", "key": .string(key)])
+            #expect(stored["value"] == .null, "\(key): \(stored.serialized())")
         }
     }
 }
