@@ -1,5 +1,5 @@
 // `assetbench socket-load --socket S --keys K [--n N] [--driver D] [--connections C]
-// [--repeat R]`: the socket workload's object.get alone, N random keys of K stored ones, R
+// [--repeat R] [--daemon-pid P]`: the socket workload's object.get alone, N random keys of K stored ones, R
 // times, to measure the load generator itself (its CPU a request, or its instructions under
 // callgrind) without redis-server and the other workloads.
 
@@ -21,6 +21,7 @@ extension SocketCommands {
         let n = try f.int("n", 50_000)
         let connections = try f.int("connections", 50)
         let repeats = max(1, try f.int("repeat", 1))
+        let daemonPID = Int32(try f.int("daemon-pid", 0))
         guard keys > 0, let driver = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
             throw BenchError("socket-load needs --keys K > 0; --driver is uv, poll or threads")
         }
@@ -28,15 +29,18 @@ extension SocketCommands {
         let requests = (0..<n).map { _ in RPC.get(collection, key(Int.random(in: 0..<keys, using: &rng))) }
         let check = objectCheck("object.get")
         for _ in 0..<repeats {
+            let daemon0 = CPUSpent.process(daemonPID)
             let (user0, system0) = ownCPU()
             let r = try closedLoop(
                 socket: socket, connections: connections, requests: requests, driver: driver, check: check)
             let (user1, system1) = ownCPU()
+            let daemon = CPUSpent.process(daemonPID) - daemon0
             let us = { (s: Double) in String(format: "%.2f", s / Double(r.completed) * 1e6) }
             print(
                 "socket-load: \(driver.rawValue), \(r.completed) gets in \(String(format: "%.3f", r.seconds)) s,"
                     + " \(Int(r.opsPerSecond))/s; client cpu a get \(us(user1 - user0 + system1 - system0)) us"
-                    + " (user \(us(user1 - user0)), system \(us(system1 - system0)))")
+                    + " (user \(us(user1 - user0)), system \(us(system1 - system0)))"
+                    + (daemonPID > 0 ? "; assetd cpu a get \(us(daemon)) us" : ""))
         }
     }
 }
