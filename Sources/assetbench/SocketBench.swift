@@ -203,7 +203,7 @@ struct SocketWorkloads {
         touchSeconds = try f.double("touch-seconds", putSeconds)
         connections = try f.int("connections", 50)
         rounds = max(1, try f.int("rounds", 3))
-        guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
+        guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "uv") else {
             throw BenchError("--driver is uv, poll or threads")
         }
         driver = d
@@ -222,7 +222,7 @@ struct SocketWorkloads {
             (try? runTool(["redis-server", "--version"]))?.split(separator: " ").first { $0.hasPrefix("v=") } ?? "v=?"
         print(
             "socket: \(connections) connections, one request in flight each; client: \(driver.rawValue)"
-                + (driver == .poll ? " (one thread polls all, like redis-benchmark)" : " (a thread per connection)")
+                + " (\(driver.summary))"
                 + "; assetd UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)")"
                 + "; baseline: redis-server \(redisVersion.dropFirst(2)) --save '' --appendonly no, redis-benchmark -s SOCK -c \(connections) -t get,set -q"
                 + "; durable baseline: redis-server --appendonly yes --appendfsync always, its files on"

@@ -1,9 +1,10 @@
 // The load generator of the socket workloads: plain AF_UNIX connections speaking assetd's
 // line protocol, one request at a time per connection (pipeline 1, as redis-benchmark's
-// default). Two drivers: `poll` runs every connection from one thread with poll(2), the way
-// redis-benchmark runs its clients; `threads` gives each connection its own thread with
-// blocking calls. Requests are built before the clock starts; replies are checked with a
-// few byte comparisons (assetd writes compact JSON with sorted keys).
+// default). Three drivers: `uv` (UVClient.swift) runs every connection from one thread on
+// libuv's epoll loop, the way redis-benchmark runs its clients on its own; `poll`
+// (PollClient.swift) does the same with poll(2); `threads` gives each connection its own
+// thread with blocking calls. Requests are built before the clock starts; replies are checked
+// with a few byte comparisons (assetd writes compact JSON with sorted keys).
 
 import Foundation
 import Glibc
@@ -164,10 +165,19 @@ typealias ReplyCheck = @Sendable (UnsafeRawBufferPointer, Int) throws -> Void
 enum ClientDriver: String {
     /// One thread on libuv's event loop (epoll), like redis-benchmark's own loop.
     case uv
-    /// One thread polls every connection (redis-benchmark's model).
+    /// One thread polls every connection with poll(2).
     case poll
     /// One thread per connection, blocking.
     case threads
+
+    /// How it runs, for the report.
+    var summary: String {
+        switch self {
+        case .uv: "one thread on libuv's epoll loop, like redis-benchmark"
+        case .poll: "one thread polls all"
+        case .threads: "a thread per connection"
+        }
+    }
 }
 
 /// What a closed-loop run did.

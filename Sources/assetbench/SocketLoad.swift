@@ -22,7 +22,7 @@ extension SocketCommands {
         let connections = try f.int("connections", 50)
         let repeats = max(1, try f.int("repeat", 1))
         let daemonPID = Int32(try f.int("daemon-pid", 0))
-        guard keys > 0, let driver = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
+        guard keys > 0, let driver = ClientDriver(rawValue: (try? f.string("driver")) ?? "uv") else {
             throw BenchError("socket-load needs --keys K > 0; --driver is uv, poll or threads")
         }
         var rng = SplitMix64(seed: 7)
