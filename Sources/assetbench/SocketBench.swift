@@ -506,8 +506,8 @@ struct SocketWorkloads {
                 + " round trip p50=\(fmt(oneOwnerAll.percentile(0.5)))ms p99=\(fmt(oneOwnerAll.percentile(0.99)))ms;"
                 + " \(String(format: "%.1f", Double(oneOwnerAll.completed) / Double(max(1, oneOwnerCommits.withLock { $0.count })))) puts a commit"
         )
-        func us(_ seconds: Double, _ requests: Int) -> String {
-            seconds.isNaN ? "?" : String(format: "%.0fus", seconds / Double(requests) * 1e6)
+        func us(_ seconds: Double, _ requests: Int, decimals: Int = 0) -> String {
+            seconds.isNaN ? "?" : String(format: "%.\(decimals)fus", seconds / Double(requests) * 1e6)
         }
         print(
             "  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
@@ -518,9 +518,7 @@ struct SocketWorkloads {
                 + " redis-server GET+SET=\(us(redisCPU.server, redisGetTotal.ops + redisSetTotal.ops));"
                 + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGetTotal.ops + redisSetTotal.ops));"
                 + " durable redis-server SET=\(us(durableCPU.server, durableSetTotal.ops))")
-        func us1(_ seconds: Double, _ requests: Int) -> String {
-            seconds.isNaN ? "?" : String(format: "%.1fus", seconds / Double(requests) * 1e6)
-        }
+        func us1(_ seconds: Double, _ requests: Int) -> String { us(seconds, requests, decimals: 1) }
         print(
             "  load generators, cpu per request (user+system), same turns: assetbench (\(driver.rawValue))"
                 + " get=\(us1(getCPU.client, getAll.completed)), redis-benchmark GET=\(us1(redisGetCPU.client, redisGetTotal.ops))"
