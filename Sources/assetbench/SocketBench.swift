@@ -4,6 +4,7 @@
 //   assetbench populate DB ROOT COUNT [--explain]   fill a database in-process (no daemon)
 //   assetbench wait SOCKET SECONDS                   until a ping is answered
 //   assetbench socket --socket S --redis R …         object.get / durable object.put vs redis-benchmark
+//   assetbench socket-load --socket S --keys K …     the gets alone, for the load generator's cost
 //   assetbench ping-scan --socket S …                ping latency while full-scan aggregates run
 //
 // Each prints its result lines on standard output and progress on standard error.
@@ -23,6 +24,7 @@ enum SocketCommands {
             case "populate": try populate(rest)
             case "wait": try waitForDaemon(rest)
             case "socket": try SocketWorkloads(Flags(rest)).run()
+            case "socket-load": try socketLoad(Flags(rest))
             case "ping-scan": try PingScan(Flags(rest)).run()
             case "expire": try ExpireBench(Flags(rest)).run()
             case "expire-cost": try ExpireCost(Flags(rest)).run()
@@ -201,7 +203,7 @@ struct SocketWorkloads {
         touchSeconds = try f.double("touch-seconds", putSeconds)
         connections = try f.int("connections", 50)
         rounds = max(1, try f.int("rounds", 3))
-        guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "poll") else {
+        guard let d = ClientDriver(rawValue: (try? f.string("driver")) ?? "uv") else {
             throw BenchError("--driver is uv, poll or threads")
         }
         driver = d
@@ -220,7 +222,7 @@ struct SocketWorkloads {
             (try? runTool(["redis-server", "--version"]))?.split(separator: " ").first { $0.hasPrefix("v=") } ?? "v=?"
         print(
             "socket: \(connections) connections, one request in flight each; client: \(driver.rawValue)"
-                + (driver == .poll ? " (one thread polls all, like redis-benchmark)" : " (a thread per connection)")
+                + " (\(driver.summary))"
                 + "; assetd UV_THREADPOOL_SIZE=\(ProcessInfo.processInfo.environment["UV_THREADPOOL_SIZE"] ?? "unset (assetd's own default)")"
                 + "; baseline: redis-server \(redisVersion.dropFirst(2)) --save '' --appendonly no, redis-benchmark -s SOCK -c \(connections) -t get,set -q"
                 + "; durable baseline: redis-server --appendonly yes --appendfsync always, its files on"
@@ -264,27 +266,19 @@ struct SocketWorkloads {
         let oneOwnerRequests = (0..<putN).map { i in
             RPC.put(SocketCommands.collection, "q" + pad(i, 8), owner: Bench.owners[0], n: i)
         }
-        let getCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
-            guard !RPC.isError(reply), !RPC.isNullResult(reply) else {
-                throw BenchError("object.get #\(i) did not return the object: \(RPC.text(reply))")
-            }
-        }
-        let getTouchCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
-            guard !RPC.isError(reply), !RPC.isNullResult(reply) else {
-                throw BenchError("object.get with touch #\(i) did not return the object: \(RPC.text(reply))")
-            }
-        }
-        let touchCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+        let getCheck = SocketCommands.objectCheck("object.get")
+        let getTouchCheck = SocketCommands.objectCheck("object.get with touch")
+        let touchCheck: ReplyCheck = { reply, i in
             guard !RPC.isError(reply) else { throw BenchError("object.touch #\(i) failed: \(RPC.text(reply))") }
         }
         // The commit numbers the puts were acknowledged with: their count gives the batch size.
         let putCommits = Mutex(Set<Int64>())
-        let putCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+        let putCheck: ReplyCheck = { reply, i in
             guard !RPC.isError(reply) else { throw BenchError("object.put #\(i) failed: \(RPC.text(reply))") }
             if let commit = RPC.commitNumber(reply) { putCommits.withLock { _ = $0.insert(commit) } }
         }
         let oneOwnerCommits = Mutex(Set<Int64>())
-        let oneOwnerCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+        let oneOwnerCheck: ReplyCheck = { reply, i in
             guard !RPC.isError(reply) else {
                 throw BenchError("object.put #\(i) of one owner failed: \(RPC.text(reply))")
             }
@@ -314,7 +308,7 @@ struct SocketWorkloads {
         var gets = [LoadResult]()
         var pings = [LoadResult]()
         var pingCPU = CPUSpent()
-        let pingCheck: @Sendable ([UInt8], Int) throws -> Void = { reply, i in
+        let pingCheck: ReplyCheck = { reply, i in
             guard !RPC.isError(reply) else { throw BenchError("ping #\(i) failed: \(RPC.text(reply))") }
         }
         let pingRequests = [[UInt8]](repeating: RPC.ping, count: max(1, n / 2))
@@ -324,6 +318,8 @@ struct SocketWorkloads {
         var getCPU = CPUSpent()
         var putCPU = CPUSpent()
         var redisCPU = CPUSpent()
+        // redis-benchmark's GET turns alone, to set the two load generators side by side.
+        var redisGetCPU = CPUSpent()
         var orders = [String]()
         for round in 0..<rounds {
             let putSlice = Array(putRequests[(round * putN / rounds)..<((round + 1) * putN / rounds)])
@@ -331,7 +327,7 @@ struct SocketWorkloads {
             let say = { (s: String) in progress("round \(round + 1)/\(rounds): " + s) }
             // One closed-loop run; with `seconds` (in all), stopped after this round's share.
             let load = {
-                (requests: [[UInt8]], seconds: Double?, check: @escaping @Sendable ([UInt8], Int) throws -> Void) in
+                (requests: [[UInt8]], seconds: Double?, check: @escaping ReplyCheck) in
                 try closedLoop(
                     socket: socket, connections: connections, requests: requests, driver: driver,
                     deadline: seconds.map { monotonicNanos() + UInt64($0 / Double(rounds) * 1e9) }, check: check)
@@ -358,7 +354,9 @@ struct SocketWorkloads {
                     let redis = {
                         say("redis-benchmark -t get -n \(slice.count) (turn \(turn + 1))")
                         let r = try redisCPU.measure(server: redisPID, clientIsChild: true) {
-                            try runRedis(socket: redisSocket, tests: ["GET"], n: slice.count)
+                            try redisGetCPU.measure(server: redisPID, clientIsChild: true) {
+                                try runRedis(socket: redisSocket, tests: ["GET"], n: slice.count)
+                            }
                         }
                         redisSeconds += Double(slice.count) / r[0]
                     }
@@ -508,8 +506,8 @@ struct SocketWorkloads {
                 + " round trip p50=\(fmt(oneOwnerAll.percentile(0.5)))ms p99=\(fmt(oneOwnerAll.percentile(0.99)))ms;"
                 + " \(String(format: "%.1f", Double(oneOwnerAll.completed) / Double(max(1, oneOwnerCommits.withLock { $0.count })))) puts a commit"
         )
-        func us(_ seconds: Double, _ requests: Int) -> String {
-            seconds.isNaN ? "?" : String(format: "%.0fus", seconds / Double(requests) * 1e6)
+        func us(_ seconds: Double, _ requests: Int, decimals: Int = 0) -> String {
+            seconds.isNaN ? "?" : String(format: "%.\(decimals)fus", seconds / Double(requests) * 1e6)
         }
         print(
             "  cpu per request (user+system): assetd ping=\(us(pingCPU.server, pingAll.completed)) get=\(us(getCPU.server, getAll.completed))"
@@ -520,6 +518,12 @@ struct SocketWorkloads {
                 + " redis-server GET+SET=\(us(redisCPU.server, redisGetTotal.ops + redisSetTotal.ops));"
                 + " redis-benchmark GET+SET=\(us(redisCPU.client, redisGetTotal.ops + redisSetTotal.ops));"
                 + " durable redis-server SET=\(us(durableCPU.server, durableSetTotal.ops))")
+        func us1(_ seconds: Double, _ requests: Int) -> String { us(seconds, requests, decimals: 1) }
+        print(
+            "  load generators, cpu per request (user+system), same turns: assetbench (\(driver.rawValue))"
+                + " get=\(us1(getCPU.client, getAll.completed)), redis-benchmark GET=\(us1(redisGetCPU.client, redisGetTotal.ops))"
+                + "; servers: assetd get=\(us1(getCPU.server, getAll.completed)),"
+                + " redis-server GET=\(us1(redisGetCPU.server, redisGetTotal.ops))")
         print(
             "  other processes on the machine used on average: \(String(format: "%.2f", getCPU.others)) cores during gets,"
                 + " \(String(format: "%.2f", putCPU.others)) during puts, \(String(format: "%.2f", redisCPU.others)) during redis-benchmark"

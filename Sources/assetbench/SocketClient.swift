@@ -1,9 +1,10 @@
 // The load generator of the socket workloads: plain AF_UNIX connections speaking assetd's
 // line protocol, one request at a time per connection (pipeline 1, as redis-benchmark's
-// default). Two drivers: `poll` runs every connection from one thread with poll(2), the way
-// redis-benchmark runs its clients; `threads` gives each connection its own thread with
-// blocking calls. Requests are built before the clock starts; replies are checked with a
-// few byte comparisons (assetd writes compact JSON with sorted keys).
+// default). Three drivers: `uv` (UVClient.swift) runs every connection from one thread on
+// libuv's epoll loop, the way redis-benchmark runs its clients on its own; `poll`
+// (PollClient.swift) does the same with poll(2); `threads` gives each connection its own
+// thread with blocking calls. Requests are built before the clock starts; replies are checked
+// with a few byte comparisons (assetd writes compact JSON with sorted keys).
 
 import Foundation
 import Glibc
@@ -113,42 +114,70 @@ enum RPC {
         line("index.aggregate", "{\"function\":\"\(function)\",\"where\":\"\(clause)\"}")
     }
 
-    private static let errorPrefix = Array("{\"error\":".utf8)
-    private static let nullResult = Array("\"result\":null}".utf8)
-
-    private static let commitKey = Array("\"commit\":".utf8)
-
     /// The commit number in an object.put reply (`{"commit":N}`), nil if there is none.
-    static func commitNumber(_ reply: [UInt8]) -> Int64? {
-        guard let at = reply.indices.first(where: { reply[$0...].starts(with: commitKey) }) else { return nil }
-        var n: Int64 = 0
-        var i = at + commitKey.count
-        guard i < reply.count, reply[i] >= 48, reply[i] <= 57 else { return nil }
-        while i < reply.count, reply[i] >= 48, reply[i] <= 57 {
-            n = n * 10 + Int64(reply[i] - 48)
-            i += 1
+    static func commitNumber(_ reply: UnsafeRawBufferPointer) -> Int64? {
+        let key: StaticString = "\"commit\":"
+        let k = key.utf8CodeUnitCount
+        guard reply.count > k else { return nil }
+        for at in 0...(reply.count - k) where memcmp(reply.baseAddress! + at, key.utf8Start, k) == 0 {
+            var i = at + k
+            guard i < reply.count, reply[i] >= 48, reply[i] <= 57 else { return nil }
+            var n: Int64 = 0
+            while i < reply.count, reply[i] >= 48, reply[i] <= 57 {
+                n = n * 10 + Int64(reply[i] - 48)
+                i += 1
+            }
+            return n
         }
-        return n
+        return nil
     }
 
     /// True for an error reply (keys are sorted, so `error` comes first).
-    static func isError(_ reply: [UInt8]) -> Bool { reply.starts(with: errorPrefix) }
-    /// True for a `null` result (object.get of a missing key).
-    static func isNullResult(_ reply: [UInt8]) -> Bool {
-        reply.count >= nullResult.count && Array(reply.suffix(nullResult.count)) == nullResult
+    static func isError(_ reply: UnsafeRawBufferPointer) -> Bool {
+        let prefix: StaticString = "{\"error\":"
+        let k = prefix.utf8CodeUnitCount
+        return reply.count >= k && memcmp(reply.baseAddress!, prefix.utf8Start, k) == 0
     }
+
+    /// True for a `null` result (object.get of a missing key).
+    static func isNullResult(_ reply: UnsafeRawBufferPointer) -> Bool {
+        let suffix: StaticString = "\"result\":null}"
+        let k = suffix.utf8CodeUnitCount
+        return reply.count >= k && memcmp(reply.baseAddress! + (reply.count - k), suffix.utf8Start, k) == 0
+    }
+
     /// The reply as text, for messages.
-    static func text(_ reply: [UInt8]) -> String { String(decoding: reply.prefix(300), as: UTF8.self) }
+    static func text(_ reply: UnsafeRawBufferPointer) -> String {
+        String(decoding: reply.prefix(300), as: UTF8.self)
+    }
+
+    static func commitNumber(_ reply: [UInt8]) -> Int64? { reply.withUnsafeBytes { commitNumber($0) } }
+    static func isError(_ reply: [UInt8]) -> Bool { reply.withUnsafeBytes { isError($0) } }
+    static func isNullResult(_ reply: [UInt8]) -> Bool { reply.withUnsafeBytes { isNullResult($0) } }
+    static func text(_ reply: [UInt8]) -> String { reply.withUnsafeBytes { text($0) } }
 }
+
+/// Sees each reply (without its newline, valid only during the call) and its request's index;
+/// throws if the reply is wrong.
+typealias ReplyCheck = @Sendable (UnsafeRawBufferPointer, Int) throws -> Void
 
 /// How the requests of a closed-loop run are issued.
 enum ClientDriver: String {
     /// One thread on libuv's event loop (epoll), like redis-benchmark's own loop.
     case uv
-    /// One thread polls every connection (redis-benchmark's model).
+    /// One thread polls every connection with poll(2).
     case poll
     /// One thread per connection, blocking.
     case threads
+
+    /// How it runs, for the report.
+    var summary: String {
+        switch self {
+        case .uv: "one thread on libuv's epoll loop, like redis-benchmark"
+        case .poll: "one thread polls all"
+        case .threads: "a thread per connection"
+        }
+    }
 }
 
 /// What a closed-loop run did.
@@ -180,7 +209,7 @@ struct LoadResult {
 /// throws if the reply is wrong.
 func closedLoop(
     socket: String, connections: Int, requests: [[UInt8]], driver: ClientDriver, deadline: UInt64? = nil,
-    check: @escaping @Sendable ([UInt8], Int) throws -> Void
+    check: @escaping ReplyCheck
 ) throws -> LoadResult {
     if driver == .uv {
         return try uvLoop(
@@ -194,72 +223,9 @@ func closedLoop(
     }
 }
 
-private func pollLoop(
-    _ conns: [LineConnection], _ requests: [[UInt8]], _ deadline: UInt64?, _ check: ([UInt8], Int) throws -> Void
-) throws -> LoadResult {
-    var next = 0
-    var completed = 0
-    var stopped = false
-    var latencies = [UInt64]()
-    latencies.reserveCapacity(requests.count)
-    var inFlight = [Int](repeating: -1, count: conns.count)
-    var sentAt = [UInt64](repeating: 0, count: conns.count)
-    var partial = [[UInt8]](repeating: [], count: conns.count)
-    var pfds = conns.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-
-    func issue(_ c: Int) throws {
-        if let deadline, monotonicNanos() >= deadline {
-            stopped = stopped || next < requests.count
-            return
-        }
-        guard next < requests.count else { return }
-        inFlight[c] = next
-        sentAt[c] = monotonicNanos()
-        try conns[c].send(requests[next])
-        next += 1
-    }
-
-    let start = monotonicNanos()
-    for c in conns.indices { try issue(c) }
-    var outstanding = inFlight.filter { $0 >= 0 }.count
-    while outstanding > 0 {
-        let rc = poll(&pfds, nfds_t(pfds.count), 10_000)
-        if rc < 0 && errno == EINTR { continue }
-        guard rc > 0 else {
-            throw BenchError(rc == 0 ? "no reply for 10 s" : "poll: \(String(cString: strerror(errno)))")
-        }
-        for c in pfds.indices where pfds[c].revents != 0 {
-            pfds[c].revents = 0
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(conns[c].fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                throw BenchError(
-                    n == 0 ? "the daemon closed a connection" : "read: \(String(cString: strerror(errno)))")
-            }
-            partial[c].append(contentsOf: buffer[..<n])
-            guard partial[c].last == 10 else { continue }  // one request in flight: a reply ends the bytes
-            let now = monotonicNanos()
-            let reply = Array(partial[c].dropLast())
-            partial[c].removeAll(keepingCapacity: true)
-            guard !reply.contains(10) else { throw BenchError("more than one reply for one request") }
-            try check(reply, inFlight[c])
-            latencies.append(now - sentAt[c])
-            completed += 1
-            inFlight[c] = -1
-            outstanding -= 1
-            try issue(c)
-            if inFlight[c] >= 0 { outstanding += 1 }
-        }
-    }
-    return LoadResult(
-        completed: completed, seconds: Double(monotonicNanos() - start) / 1e9, latencies: latencies,
-        stoppedAtDeadline: stopped)
-}
-
 private func threadLoop(
     _ conns: [LineConnection], _ requests: [[UInt8]], _ deadline: UInt64?,
-    _ check: @escaping @Sendable ([UInt8], Int) throws -> Void
+    _ check: @escaping ReplyCheck
 ) throws -> LoadResult {
     let next = Atomic<Int>(0)
     let stopped = Atomic<Bool>(false)
@@ -285,7 +251,7 @@ private func threadLoop(
                     let t0 = monotonicNanos()
                     let reply = try conn.call(requests[i])
                     let t1 = monotonicNanos()
-                    try check(reply, i)
+                    try reply.withUnsafeBytes { try check($0, i) }
                     mine.append(t1 - t0)
                 }
             } catch {
