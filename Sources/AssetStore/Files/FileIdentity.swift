@@ -144,7 +144,8 @@ enum OpenBeneath {
     /// Probes `path`, whose first `rootLength` bytes name its root.
     static func probe(_ path: String, rootLength: Int) -> Found {
         var found = assetd_file_probe()
-        switch assetd_probe_beneath(path, rootLength, &found) {
+        // withCString: a native string's own bytes (the implicit conversion copied them).
+        switch path.withCString({ assetd_probe_beneath($0, rootLength, &found) }) {
         case Int32(ASSETD_PROBE_FILE):
             let s = found.stat
             return .file(
