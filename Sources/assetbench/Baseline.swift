@@ -160,7 +160,7 @@ final class BaselineStore {
     // Transactions and the commit number (every write transaction gets the next one).
     private let begin, commit, nextCommit: CStatement
     // Put.
-    private let insertObject, findFile, insertFile, refreshFile, insertEdge: CStatement
+    private let insertObject, findFile, insertFile, unqueueFile, refreshFile, insertEdge: CStatement
     // Get.
     private let getObject: CStatement
     // Delete.
@@ -204,6 +204,9 @@ final class BaselineStore {
             INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime)
             VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
             """)
+        // A path taken again cancels its queued unlink, or the sweep would remove a file held
+        // again (the same file, so its identity matches).
+        unqueueFile = CStatement(db, "DELETE FROM unlink_queue WHERE path = ?")
         refreshFile = CStatement(
             db,
             """
@@ -270,7 +273,8 @@ final class BaselineStore {
 
     /// Puts objects `range` in one transaction; object i holds `path(i)`, below `root`. Per
     /// object: the file identified beneath the root (`ProbedFile`), the object row (with its
-    /// index columns), the file row (inserted or refreshed), the edge.
+    /// index columns), the file row (refreshed, or inserted and its queued unlink cancelled),
+    /// the edge.
     func put(_ range: Range<Int>, keys: [String], owners: [String], root: String, path: (Int) -> String) throws {
         let rootLength = root.utf8.count
         try transaction { _, now in
@@ -318,6 +322,8 @@ final class BaselineStore {
                     insertFile.bind(9, probed.ctime)
                     insertFile.run()
                     fileID = sqlite3_last_insert_rowid(db)
+                    unqueueFile.bind(1, file)
+                    unqueueFile.run()
                 }
 
                 insertEdge.bind(1, id)
