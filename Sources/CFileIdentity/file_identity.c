@@ -123,32 +123,44 @@ int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_fil
     // so that a root remounted or moved since is seen.
     int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0) return ASSETD_PROBE_WALK;
-    // Opened to ask, never blocking (a fifo, a lease someone holds) and not touching the
-    // access time where permitted.
-    const uint64_t flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    // O_PATH: nothing is opened for reading before statx says it is a regular file (a fifo
+    // opened and closed would release a writer waiting for a reader into a broken pipe).
     const char *below = path + root_length + 1;
-    int fd = open_beneath(rootfd, below, flags | O_NOATIME);
-    if (fd < 0 && errno == EPERM) fd = open_beneath(rootfd, below, flags);
+    int pfd = open_beneath(rootfd, below, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     int saved = errno;
     close(rootfd);
-    if (fd < 0) {
+    if (pfd < 0) {
         if (saved == ENOSYS) __atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
         // Nothing there: a folder or the file is missing, or a folder is a file.
         if (saved == ENOENT || saved == ENOTDIR) return ASSETD_PROBE_MISSING;
-        // A symlink (ELOOP), a mount (EXDEV), no permission, a socket: the walk tells which.
+        // A symlink (ELOOP), a mount (EXDEV), no permission: the walk tells which.
         return ASSETD_PROBE_WALK;
     }
     struct statx sx;
-    int result = ASSETD_PROBE_WALK;
-    if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME, &sx) == 0 && S_ISREG(sx.stx_mode)) {
-        fill_from_statx(&sx, &out->stat);
-        uint32_t generation;
-        if (assetd_file_generation(fd, &generation) == 0) {
-            out->has_generation = 1;
-            out->generation = generation;
-        }
-        result = ASSETD_PROBE_FILE;
+    if (statx(pfd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME, &sx) != 0 || !S_ISREG(sx.stx_mode)) {
+        close(pfd);
+        return ASSETD_PROBE_WALK;
+    }
+    fill_from_statx(&sx, &out->stat);
+    // The generation needs a readable descriptor: the very inode statx-ed, opened again
+    // through /proc (no second lookup by name, so nothing can be swapped in between), never
+    // blocking (a lease someone holds) and not touching the access time where permitted.
+    char name[40];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", pfd);
+    const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd = open(name, flags | O_NOATIME);
+    if (fd < 0 && errno == EPERM) fd = open(name, flags);
+    saved = errno;
+    close(pfd);
+    if (fd < 0) {
+        // Not readable: the other fields still tell, as they do in the walk. No /proc: walk.
+        return saved == EACCES ? ASSETD_PROBE_FILE : ASSETD_PROBE_WALK;
+    }
+    uint32_t generation;
+    if (assetd_file_generation(fd, &generation) == 0) {
+        out->has_generation = 1;
+        out->generation = generation;
     }
     close(fd);
-    return result;
+    return ASSETD_PROBE_FILE;
 }

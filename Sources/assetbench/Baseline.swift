@@ -3,7 +3,7 @@
 // synchronous=FULL, 1,000 objects per transaction, every statement prepared once and reused.
 // It must stay the best straightforward way to do the work: never slow it down. A put
 // identifies its file as the engine must (docs/PERFORMANCE.md, "Store put and delete, 0.7
-// round"): opened with openat2 beneath the root, no symlink followed and no mount crossed,
+// round"): found with openat2 beneath the root, no symlink followed and no mount crossed,
 // statx-ed and asked its inode generation, the same C function the engine calls.
 
 import CFileIdentity

@@ -288,8 +288,9 @@ final class Bench {
             "engine: StoreConfiguration defaults (durability full); baseline: SQLite C API, WAL, synchronous=FULL, mmap 1 GiB;"
                 + " \(Bench.batch) objects per write transaction on both sides")
         print(
-            "both sides identify each file they put the same way: opened with openat2 beneath the root (no symlink,"
-                + " no mount crossed), statx, FS_IOC_GETVERSION; the registry keeps birth, generation and ctime")
+            "both sides identify each file they put the same way: found with openat2 (O_PATH) beneath the root (no"
+                + " symlink, no mount crossed), statx, reopened through /proc/self/fd for FS_IOC_GETVERSION; the registry"
+                + " keeps birth, generation and ctime; a new path's queued unlink is cancelled")
         print(
             "ratio = engine/baseline; throughput goals are minimums; latency = median of \(Bench.queryRuns) (top100)"
                 + " and \(Bench.aggregateRuns) (sum) runs, goals are maximums; sweep = store.sweep() per \(Bench.batch) queued"

@@ -1,6 +1,6 @@
-// The put's probe opens a file beneath its root in one openat2 and walks the path folder by
-// folder only when that fails: both ways must record the same file the same way, and every
-// refusal must still come from the walk.
+// The put's probe finds a file beneath its root in one openat2 and walks the path folder by
+// folder only when that fails: both ways must record the same file the same way, every
+// refusal must still come from the walk, and nothing but a regular file is opened to read.
 
 import Foundation
 import Glibc
@@ -28,6 +28,22 @@ import AssetStoreTestSupport
         let path = f.root + "/" + relative
         #expect(try FileProbe.probe(path: path, root: f.root) == .missing)
         #expect(try FileProbe.walk(path: path, root: f.root, roots: [f.root]) == .missing)
+    }
+
+    @Test("a fifo at the path is refused without being opened: a writer waiting for a reader is not released")
+    func fifoNeverOpened() throws {
+        let f = try Fixture()
+        let path = f.root + "/d/pipe"
+        try makeFifo(at: path)
+        let watcher = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(watcher >= 0)
+        defer { close(watcher) }
+        try #require(inotify_add_watch(watcher, path, UInt32(IN_OPEN)) >= 0)
+        let error = expectCode(.notARegularFile) { try f.hold(path, key: "k") }
+        #expect(error != nil)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = read(watcher, &buffer, buffer.count)
+        #expect(n < 0 && errno == EAGAIN, "the fifo was opened (\(n) bytes of inotify events)")
     }
 
     @Test("a missing root reads as missing")

@@ -30,7 +30,7 @@ enum FileProbe {
     /// way is `unsafe_path`; an existing non-regular file is `not_a_regular_file`. A mount at
     /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
     static func probe(path: String, root: String, roots: [String] = []) throws(StoreError) -> FileState {
-        // A regular file reached beneath the root in one openat2, the common case: six system
+        // A regular file reached beneath the root in one openat2, the common case: eight system
         // calls however deep the path. Anything else is told apart by the walk.
         switch OpenBeneath.probe(path, rootLength: root.utf8.count) {
         case .file(let state): return state

@@ -53,10 +53,11 @@ struct assetd_file_probe {
     uint32_t generation;
 };
 
-/// Opens `path` below its managed root, whose name is the first `root_length` bytes of
-/// `path`, with openat2 beneath the root following no symlink and crossing no mount, then
-/// statx-es it and reads its generation through the one descriptor. Six system calls (the
-/// root opened and closed, the file opened, statx, ioctl, closed) however deep the path.
+/// Finds `path` below its managed root, whose name is the first `root_length` bytes of
+/// `path`, with openat2 (O_PATH) beneath the root following no symlink and crossing no mount,
+/// statx-es it and, a regular file, opens that inode again through /proc/self/fd to read its
+/// generation. Eight system calls however deep the path: the root opened and closed, the
+/// O_PATH descriptor opened, statx-ed and closed, the file opened, ioctl, closed.
 int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_file_probe *out);
 
 #endif
