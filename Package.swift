@@ -27,7 +27,8 @@
 //   assetctl         the CLI, one file per subcommand under Commands/. On AssetClient (socket),
 //                    AssetService (--db, config, the engine's units and paths), AssetctlText,
 //                    ArgumentParser; never EventLoop.
-//   assetbench       the benchmarks of scripts/bench.sh. On AssetStore, EventLoop, GRDBSQLite.
+//   assetbench       the benchmarks of scripts/bench.sh. On AssetStore, CFileIdentity (the
+//                    baseline identifies files as the engine does), EventLoop, GRDBSQLite.
 //   FuzzTargets      libFuzzer entry points (request line, config, query clause), driven by
 //                    assetfuzz. On ControlProtocol, AssetService.
 // Tests: a target per module (the engine's split by concern: AssetStoreTests, FileLifecycleTests,
@@ -103,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "assetbench",
             dependencies: [
-                "AssetStore", "EventLoop",
+                "AssetStore", "CFileIdentity", "EventLoop",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .target(

@@ -1,16 +1,20 @@
-// statx and FS_IOC_GETVERSION for FileIdentity.swift, fenced here: the Glibc module exports
-// neither. A kernel without statx (before 4.11) gets fstatat; one without STATX_MNT_ID
-// (before 5.8) gets the mount id from /proc/self/fdinfo through an O_PATH descriptor.
+// statx, FS_IOC_GETVERSION and openat2 for FileIdentity.swift and FileProbe.swift, fenced
+// here: the Glibc module exports none of them. A kernel without statx (before 4.11) gets
+// fstatat; one without STATX_MNT_ID (before 5.8) gets the mount id from /proc/self/fdinfo
+// through an O_PATH descriptor; one without openat2 (before 5.6) has every probe walk.
 #define _GNU_SOURCE
 #include "file_identity.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef STATX_MNT_ID
@@ -36,25 +40,29 @@ static int mount_id_from_fdinfo(int fd, uint64_t *out) {
     return found;
 }
 
+static void fill_from_statx(const struct statx *sx, struct assetd_file_stat *out) {
+    // As st_dev reads it (glibc's makedev), so it compares with stat's numbers.
+    uint64_t major = sx->stx_dev_major, minor = sx->stx_dev_minor;
+    out->device = ((major & 0xfffff000ULL) << 32) | ((major & 0xfffULL) << 8) | ((minor & 0xffffff00ULL) << 12)
+        | (minor & 0xffULL);
+    out->inode = sx->stx_ino;
+    out->mode = sx->stx_mode;
+    out->size = (int64_t)sx->stx_size;
+    out->mtime_sec = sx->stx_mtime.tv_sec;
+    out->mtime_nsec = sx->stx_mtime.tv_nsec;
+    out->ctime_ns = (int64_t)sx->stx_ctime.tv_sec * 1000000000LL + sx->stx_ctime.tv_nsec;
+    if (sx->stx_mask & STATX_BTIME) {
+        out->has_birth = 1;
+        out->birth_ns = (int64_t)sx->stx_btime.tv_sec * 1000000000LL + sx->stx_btime.tv_nsec;
+    }
+}
+
 int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) {
     memset(out, 0, sizeof *out);
     int flags = AT_SYMLINK_NOFOLLOW | (path[0] == 0 ? AT_EMPTY_PATH : 0);
     struct statx sx;
     if (statx(dirfd, path, flags, STATX_BASIC_STATS | STATX_BTIME | STATX_MNT_ID, &sx) == 0) {
-        // As st_dev reads it (glibc's makedev), so it compares with stat's numbers.
-        uint64_t major = sx.stx_dev_major, minor = sx.stx_dev_minor;
-        out->device = ((major & 0xfffff000ULL) << 32) | ((major & 0xfffULL) << 8)
-            | ((minor & 0xffffff00ULL) << 12) | (minor & 0xffULL);
-        out->inode = sx.stx_ino;
-        out->mode = sx.stx_mode;
-        out->size = (int64_t)sx.stx_size;
-        out->mtime_sec = sx.stx_mtime.tv_sec;
-        out->mtime_nsec = sx.stx_mtime.tv_nsec;
-        out->ctime_ns = (int64_t)sx.stx_ctime.tv_sec * 1000000000LL + sx.stx_ctime.tv_nsec;
-        if (sx.stx_mask & STATX_BTIME) {
-            out->has_birth = 1;
-            out->birth_ns = (int64_t)sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec;
-        }
+        fill_from_statx(&sx, out);
         if (sx.stx_mask & STATX_MNT_ID) {
             out->has_mount_id = 1;
             out->mount_id = sx.stx_mnt_id;
@@ -90,4 +98,69 @@ int assetd_file_generation(int fd, uint32_t *out) {
     if (ioctl(fd, FS_IOC_GETVERSION, &generation) != 0) return -1;
     *out = (uint32_t)generation;
     return 0;
+}
+
+// Set once openat2 is known to be missing (before Linux 5.6): every probe then walks.
+static int no_openat2;
+
+static int open_beneath(int rootfd, const char *below, uint64_t flags) {
+    struct open_how how = {
+        .flags = flags,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV,
+    };
+    return (int)syscall(SYS_openat2, rootfd, below, &how, sizeof how);
+}
+
+int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_file_probe *out) {
+    memset(out, 0, sizeof *out);
+    if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED) || root_length == 0 || root_length >= PATH_MAX
+        || path[root_length] != '/')
+        return ASSETD_PROBE_WALK;
+    char root[PATH_MAX];
+    memcpy(root, path, root_length);
+    root[root_length] = 0;
+    // The root is configuration: its symlinks are followed, and it is opened at every probe
+    // so that a root remounted or moved since is seen.
+    int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0) return ASSETD_PROBE_WALK;
+    // O_PATH: nothing is opened for reading before statx says it is a regular file (a fifo
+    // opened and closed would release a writer waiting for a reader into a broken pipe).
+    const char *below = path + root_length + 1;
+    int pfd = open_beneath(rootfd, below, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int saved = errno;
+    close(rootfd);
+    if (pfd < 0) {
+        if (saved == ENOSYS) __atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
+        // Nothing there: a folder or the file is missing, or a folder is a file.
+        if (saved == ENOENT || saved == ENOTDIR) return ASSETD_PROBE_MISSING;
+        // A symlink (ELOOP), a mount (EXDEV), no permission: the walk tells which.
+        return ASSETD_PROBE_WALK;
+    }
+    struct statx sx;
+    if (statx(pfd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME, &sx) != 0 || !S_ISREG(sx.stx_mode)) {
+        close(pfd);
+        return ASSETD_PROBE_WALK;
+    }
+    fill_from_statx(&sx, &out->stat);
+    // The generation needs a readable descriptor: the very inode statx-ed, opened again
+    // through /proc (no second lookup by name, so nothing can be swapped in between), never
+    // blocking (a lease someone holds) and not touching the access time where permitted.
+    char name[40];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", pfd);
+    const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd = open(name, flags | O_NOATIME);
+    if (fd < 0 && errno == EPERM) fd = open(name, flags);
+    saved = errno;
+    close(pfd);
+    if (fd < 0) {
+        // Not readable: the other fields still tell, as they do in the walk. No /proc: walk.
+        return saved == EACCES ? ASSETD_PROBE_FILE : ASSETD_PROBE_WALK;
+    }
+    uint32_t generation;
+    if (assetd_file_generation(fd, &generation) == 0) {
+        out->has_generation = 1;
+        out->generation = generation;
+    }
+    close(fd);
+    return ASSETD_PROBE_FILE;
 }

@@ -71,7 +71,7 @@ final class Bench {
         let (e, b) = try alternatingBatches(
             count: n,
             engine: { try engine.put($0, keys: keys, owners: Bench.owners) { ef.paths[$0] } },
-            baseline: { try baseline.put($0, keys: keys, owners: Bench.owners) { bf.paths[$0] } })
+            baseline: { try baseline.put($0, keys: keys, owners: Bench.owners, root: bf.root) { bf.paths[$0] } })
         try check(try engine.objectCount() == n, "engine holds \(n) objects")
         try check(baseline.count("object") == n, "baseline holds \(n) objects")
         return ResultLine(
@@ -187,7 +187,9 @@ final class Bench {
         _ = try alternatingBatches(
             count: n,
             engine: { try engine.put($0, keys: keys, owners: Bench.owners) { ef.paths[$0 % fileCount] } },
-            baseline: { try baseline.put($0, keys: keys, owners: Bench.owners) { bf.paths[$0 % fileCount] } })
+            baseline: {
+                try baseline.put($0, keys: keys, owners: Bench.owners, root: bf.root) { bf.paths[$0 % fileCount] }
+            })
         try check(
             baseline.count("file") == fileCount && baseline.count("edge") == n, "baseline shares \(fileCount) files")
 
@@ -285,6 +287,10 @@ final class Bench {
         print(
             "engine: StoreConfiguration defaults (durability full); baseline: SQLite C API, WAL, synchronous=FULL, mmap 1 GiB;"
                 + " \(Bench.batch) objects per write transaction on both sides")
+        print(
+            "both sides identify each file they put the same way: found with openat2 (O_PATH) beneath the root (no"
+                + " symlink, no mount crossed), statx, reopened through /proc/self/fd for FS_IOC_GETVERSION; the registry"
+                + " keeps birth, generation and ctime; a new path's queued unlink is cancelled")
         print(
             "ratio = engine/baseline; throughput goals are minimums; latency = median of \(Bench.queryRuns) (top100)"
                 + " and \(Bench.aggregateRuns) (sum) runs, goals are maximums; sweep = store.sweep() per \(Bench.batch) queued"

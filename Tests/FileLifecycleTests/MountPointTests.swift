@@ -29,6 +29,14 @@ private final class Mounts {
         points.append(target)
     }
 
+    /// A file mounted over an existing file.
+    func bind(_ source: String, atFile target: String) throws {
+        guard mount(source, target, nil, UInt(MS_BIND), nil) == 0 else {
+            throw SetupFailed(what: "bind \(target): errno \(errno)")
+        }
+        points.append(target)
+    }
+
     func tmpfs(at target: String) throws {
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
         guard mount("tmpfs", target, "tmpfs", 0, "size=1m") == 0 else {
@@ -86,6 +94,20 @@ struct MountPointTests {
             #expect(e != nil, "\(path)")
         }
         #expect(try f.store.read { try $0.file(f.root + "/bm/x.bin") } == nil)
+    }
+
+    @Test("a file bind-mounted over a file's name below the root is refused at put with unsafe_path")
+    func fileMountedOverItsNameIsRefused() throws {
+        let f = try Fixture()
+        let mounts = Mounts(f)
+        defer { mounts.undo() }
+        let outside = f.dir + "/outside.bin"
+        try writeFile(outside)
+        let path = try f.makeFile("a/x.bin")
+        try mounts.bind(outside, atFile: path)
+        let e = expectCode(.unsafePath) { try f.hold(path, key: "k") }
+        #expect(e != nil)
+        #expect(try f.store.read { try $0.file(path) } == nil)
     }
 
     @Test("a queued file whose folder became a mount point is not unlinked: unsafe_path")

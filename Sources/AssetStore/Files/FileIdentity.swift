@@ -1,6 +1,7 @@
 // What tells a registered file from a later one at its path that got the same inode number
-// (ext4 hands a freed number out again at once), and which mount a name is on: statx and
-// FS_IOC_GETVERSION through the CFileIdentity shim. See assetd(8), "The unlink queue".
+// (ext4 hands a freed number out again at once), and which mount a name is on: statx,
+// FS_IOC_GETVERSION and openat2 through the CFileIdentity shim. See assetd(8), "The unlink
+// queue".
 
 import CFileIdentity
 import Glibc
@@ -125,5 +126,37 @@ enum FileGeneration {
         else { return .failure(Errno(ESTALE)) }
         var generation: UInt32 = 0
         return assetd_file_generation(fd, &generation) == 0 ? .success(Int64(generation)) : .success(nil)
+    }
+}
+
+/// The put's probe in one openat2 beneath the root (`assetd_probe_beneath`).
+enum OpenBeneath {
+    /// What it found.
+    enum Found {
+        /// A regular file, reached without a symlink or a mount on the way.
+        case file(FileState)
+        /// Nothing at the path.
+        case missing
+        /// Anything else: the walk folder by folder tells what.
+        case walk
+    }
+
+    /// Probes `path`, whose first `rootLength` bytes name its root.
+    static func probe(_ path: String, rootLength: Int) -> Found {
+        var found = assetd_file_probe()
+        // withCString: a native string's own bytes (the implicit conversion copied them).
+        switch path.withCString({ assetd_probe_beneath($0, rootLength, &found) }) {
+        case Int32(ASSETD_PROBE_FILE):
+            let s = found.stat
+            return .file(
+                FileState(
+                    exists: true, size: s.size, device: Int64(bitPattern: s.device), inode: Int64(bitPattern: s.inode),
+                    mtime: Double(s.mtime_sec) + Double(s.mtime_nsec) / 1e9,
+                    stamp: FileStamp(
+                        birth: s.has_birth != 0 ? s.birth_ns : nil,
+                        generation: found.has_generation != 0 ? Int64(found.generation) : nil, ctime: s.ctime_ns)))
+        case Int32(ASSETD_PROBE_MISSING): return .missing
+        default: return .walk
+        }
     }
 }

@@ -1,6 +1,8 @@
-// Looks at a file below a managed root without following symlinks or crossing a mount: every
-// folder between the root and the file is statx'ed, so a symlinked folder or a mount point
-// below the root (a bind mount of the same filesystem too) is refused (unsafe_path).
+// Looks at a file below a managed root without following symlinks or crossing a mount: the
+// file is opened with openat2 beneath the root (no symlink, no mount crossed), and where that
+// fails every folder between the root and the file is statx'ed to tell why, so a symlinked
+// folder or a mount point below the root (a bind mount of the same filesystem too) is refused
+// (unsafe_path).
 
 import Glibc
 
@@ -28,6 +30,17 @@ enum FileProbe {
     /// way is `unsafe_path`; an existing non-regular file is `not_a_regular_file`. A mount at
     /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
     static func probe(path: String, root: String, roots: [String] = []) throws(StoreError) -> FileState {
+        // A regular file reached beneath the root in one openat2, the common case: eight system
+        // calls however deep the path. Anything else is told apart by the walk.
+        switch OpenBeneath.probe(path, rootLength: root.utf8.count) {
+        case .file(let state): return state
+        case .missing: return .missing
+        case .walk: return try walk(path: path, root: root, roots: roots)
+        }
+    }
+
+    /// `probe` folder by folder: statx of the root, of each folder and of the file.
+    static func walk(path: String, root: String, roots: [String]) throws(StoreError) -> FileState {
         // The root is configuration: its own mount is fine, only crossing below it is not.
         guard var mount = FileStatus.ofRoot(root) else { return .missing }
         var prefix = root

@@ -39,15 +39,13 @@ public struct ManagedRoots: Sendable, Hashable {
     /// the outermost, because an inner root lies in folders the outer root's clients write and
     /// may be swapped for a symlink; so every folder below the outermost root is checked.
     public func root(of path: String) -> String? {
-        let p = Array(path.utf8)
-        return paths.last { ManagedRoots.isBelow(p, $0) }
+        paths.last { ManagedRoots.isBelow(path, $0) }
     }
 
     /// The most specific root a normalised path lies strictly below, if any: the one whose
     /// orphan walk judges the path.
     func nearestRoot(of path: String) -> String? {
-        let p = Array(path.utf8)
-        return paths.first { ManagedRoots.isBelow(p, $0) }
+        paths.first { ManagedRoots.isBelow(path, $0) }
     }
 
     /// Why two roots meet through a symlink, if they do: two roots that are one
@@ -84,6 +82,20 @@ public struct ManagedRoots: Sendable, Hashable {
             }
         }
         return nil
+    }
+
+    /// `isBelow` on native strings' bytes in place: every put asks it of every path it names,
+    /// and copying the path to an array cost more than the compare.
+    private static func isBelow(_ path: String, _ root: String) -> Bool {
+        let r = root.utf8.count
+        guard path.utf8.count > r + 1 else { return false }
+        let inPlace = path.utf8.withContiguousStorageIfAvailable { p in
+            root.utf8.withContiguousStorageIfAvailable { q in
+                p[r] == UInt8(ascii: "/") && (r == 0 || memcmp(p.baseAddress!, q.baseAddress!, r) == 0)
+            }
+        }
+        if let inPlace, let below = inPlace { return below }
+        return isBelow(Array(path.utf8), root)
     }
 
     private static func isBelow(_ p: [UInt8], _ root: String) -> Bool {

@@ -4,6 +4,7 @@
 #ifndef FILE_IDENTITY_H
 #define FILE_IDENTITY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /// One file as statx reports it. Times are nanoseconds since the epoch (mtime in two parts,
@@ -32,5 +33,31 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out);
 /// The inode generation of the open file `fd` (FS_IOC_GETVERSION: ext2/3/4, xfs, btrfs and
 /// a few more). 0, or -1 with errno set (ENOTTY where the filesystem has none).
 int assetd_file_generation(int fd, uint32_t *out);
+
+/// What `assetd_probe_beneath` found.
+enum {
+    /// A regular file, opened beneath the root: `out` holds it.
+    ASSETD_PROBE_FILE = 0,
+    /// Nothing at the path (a folder or the file missing, or a folder that is a file).
+    ASSETD_PROBE_MISSING = 1,
+    /// Anything else (a symlink or a mount on the way, no permission, not a regular file, no
+    /// openat2): the caller walks the path folder by folder to tell which.
+    ASSETD_PROBE_WALK = 2,
+};
+
+/// A regular file as `assetd_probe_beneath` found it (no mount id: none was crossed).
+struct assetd_file_probe {
+    struct assetd_file_stat stat;
+    /// 1 when the filesystem has inode generations.
+    int has_generation;
+    uint32_t generation;
+};
+
+/// Finds `path` below its managed root, whose name is the first `root_length` bytes of
+/// `path`, with openat2 (O_PATH) beneath the root following no symlink and crossing no mount,
+/// statx-es it and, a regular file, opens that inode again through /proc/self/fd to read its
+/// generation. Eight system calls however deep the path: the root opened and closed, the
+/// O_PATH descriptor opened, statx-ed and closed, the file opened, ioctl, closed.
+int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_file_probe *out);
 
 #endif
