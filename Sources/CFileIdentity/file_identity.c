@@ -9,11 +9,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -103,6 +105,21 @@ int assetd_file_generation(int fd, uint32_t *out) {
 // Set once openat2 is known to be missing (before Linux 5.6): every probe then walks.
 static int no_openat2;
 
+// 1 once /proc/self/fd is known to be procfs, -1 once known not to be (a chroot or an image
+// without /proc mounted, where /proc/self/fd/N could be an ordinary symlink to anything):
+// then every probe walks, whose open by name checks what it opened.
+static int proc_fd_state;
+
+static int proc_fd_is_procfs(void) {
+    int state = __atomic_load_n(&proc_fd_state, __ATOMIC_RELAXED);
+    if (state == 0) {
+        struct statfs fs;
+        state = statfs("/proc/self/fd", &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC ? 1 : -1;
+        __atomic_store_n(&proc_fd_state, state, __ATOMIC_RELAXED);
+    }
+    return state == 1;
+}
+
 static int open_beneath(int rootfd, const char *below, uint64_t flags) {
     struct open_how how = {
         .flags = flags,
@@ -113,8 +130,8 @@ static int open_beneath(int rootfd, const char *below, uint64_t flags) {
 
 int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_file_probe *out) {
     memset(out, 0, sizeof *out);
-    if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED) || root_length == 0 || root_length >= PATH_MAX
-        || path[root_length] != '/')
+    if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED) || !proc_fd_is_procfs() || root_length == 0
+        || root_length >= PATH_MAX || strnlen(path, root_length + 1) <= root_length || path[root_length] != '/')
         return ASSETD_PROBE_WALK;
     char root[PATH_MAX];
     memcpy(root, path, root_length);

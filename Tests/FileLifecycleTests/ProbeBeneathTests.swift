@@ -16,6 +16,12 @@ import AssetStoreTestSupport
         let fast = try FileProbe.probe(path: path, root: f.root)
         let walked = try FileProbe.walk(path: path, root: f.root, roots: [f.root])
         #expect(fast == walked)
+        // The fast path itself found it: equal states alone would pass with a probe that always walks.
+        guard case .file(let beneath) = OpenBeneath.probe(path, rootLength: f.root.utf8.count) else {
+            Issue.record("the openat2 probe did not find the file")
+            return
+        }
+        #expect(beneath == walked)
         #expect(fast.exists && fast.size == 123 && fast.stamp.ctime != nil)
     }
 
