@@ -58,7 +58,7 @@ struct ExpireCost {
             print(
                 "expire-cost: round \(round + 1): \(n) of \(objects) objects in \(fmt(seconds)) s ="
                     + " \(String(format: "%.1f", seconds / Double(n) * 1e6)) us per object, \(plan.commits.count) commits;"
-                    + " \(cost.text(per: n))"
+                    + " \(cost.text(per: n)); after: \(Footprint.Memory(pid: getpid()).text)"
             )
         }
     }
