@@ -1,12 +1,13 @@
 // `assetbench expire-cost --folder F [--objects M] [--rounds R]`: deciding and deleting
 // expired objects alone, for a profiler (perf, callgrind) to look at without the part's file
-// trees: M objects (every tenth old) hold a file each; only the old ones' files exist (empty,
-// so that removing them costs no discards), and `Store.expire` runs with an hour's
+// trees: M objects (every tenth old) hold a file each, sized as the part's but sparse (so that
+// removing them costs no discards), and `Store.expire` runs with an hour's
 // `unlink_delay`, so nothing is unlinked. Each round puts the old objects back first. Prints
 // the time per expired object.
 
 import AssetStore
 import Foundation
+import Glibc
 
 struct ExpireCost {
     let folder: String
@@ -32,25 +33,32 @@ struct ExpireCost {
         configuration.policy = policy
         let store = try Store(path: folder + "/db/assetd.sqlite", configuration: configuration)
         defer { store.close() }
-        for i in stride(from: 0, to: objects, by: 10) {
+        // Every object's file exists with the part's sizes (the size indexes then hold what the
+        // part's do), sparse: no data blocks, so nothing needs discards.
+        for i in 0..<objects {
             if i % 1000 == 0 {
                 try FileManager.default.createDirectory(
                     atPath: path(i, folderOnly: true), withIntermediateDirectories: true)
             }
-            try check(FileManager.default.createFile(atPath: path(i), contents: nil), "created \(path(i))")
+            let fd = open(path(i), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            try check(fd >= 0 && ftruncate(fd, off_t(FileSet.size(i))) == 0, "created \(path(i))")
+            close(fd)
         }
         let old = wallClock() - ExpireBench.oldAge
         try put(store, clock, oldTime: old, onlyOld: false)
         for round in 0..<rounds {
             if round > 0 { try put(store, clock, oldTime: old, onlyOld: true) }
+            let before = ProcessCost.now()
             let t0 = monotonicNanos()
             let plan = try store.expire(collection: Bench.collection, olderThan: ExpireBench.cutoff, idle: nil)
             let seconds = Double(monotonicNanos() - t0) / 1e9
+            let cost = ProcessCost.now() - before
             let n = plan.objects.count
             try check(n == (objects + 9) / 10, "expired \((objects + 9) / 10) objects (\(n))")
             print(
                 "expire-cost: round \(round + 1): \(n) of \(objects) objects in \(fmt(seconds)) s ="
-                    + " \(String(format: "%.1f", seconds / Double(n) * 1e6)) us per object, \(plan.commits.count) commits"
+                    + " \(String(format: "%.1f", seconds / Double(n) * 1e6)) us per object, \(plan.commits.count) commits;"
+                    + " \(cost.text(per: n)); after: \(Footprint.Memory(pid: getpid()).text)"
             )
         }
     }
@@ -78,5 +86,42 @@ struct ExpireCost {
                 }
             }
         }
+    }
+}
+
+/// The process's CPU time and I/O (/proc/self/io) at one moment, to tell where a round's
+/// wall time went: user or system CPU, bytes written (WAL frames, checkpoints) and read.
+struct ProcessCost {
+    var user = 0.0
+    var system = 0.0
+    var io = [String: Double]()
+
+    static func now() -> ProcessCost {
+        var ru = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &ru)
+        var c = ProcessCost()
+        c.user = Double(ru.ru_utime.tv_sec) + Double(ru.ru_utime.tv_usec) / 1e6
+        c.system = Double(ru.ru_stime.tv_sec) + Double(ru.ru_stime.tv_usec) / 1e6
+        let text = (try? String(contentsOfFile: "/proc/self/io", encoding: .utf8)) ?? ""
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: ":")
+            if f.count == 2, let v = Double(f[1].trimmingCharacters(in: .whitespaces)) { c.io[String(f[0])] = v }
+        }
+        return c
+    }
+
+    static func - (a: ProcessCost, b: ProcessCost) -> ProcessCost {
+        var c = ProcessCost(user: a.user - b.user, system: a.system - b.system)
+        for (k, v) in a.io { c.io[k] = v - (b.io[k] ?? 0) }
+        return c
+    }
+
+    /// CPU per object, and I/O per object: bytes written (`wchar`) and read (`rchar`), calls.
+    func text(per n: Int) -> String {
+        let d = Double(max(1, n))
+        func us(_ x: Double) -> String { String(format: "%.1f", x / d * 1e6) }
+        func per(_ k: String) -> String { String(format: "%.1f", (io[k] ?? 0) / d) }
+        return "cpu user \(us(user)) us, sys \(us(system)) us per object; per object: write \(per("wchar")) B"
+            + " in \(per("syscw")) calls, read \(per("rchar")) B in \(per("syscr")) calls"
     }
 }

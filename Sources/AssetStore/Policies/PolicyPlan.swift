@@ -110,3 +110,33 @@ public struct PolicyRunFailure: Error, Sendable {
         self.underlying = underlying
     }
 }
+
+extension PolicyPlan {
+    /// Where a plan stood before a batch. A batch that rolls back returns the plan here; a
+    /// copy of the plan would do the same, but the batch's first append would then copy every
+    /// earlier batch's entries, which made a long run quadratic.
+    struct Mark {
+        let objects: Int
+        let files: Int
+        let bytes: Int64
+        let commits: Int
+        let skipped: [SkipReason: Int]
+        let sweep: SweepReport?
+    }
+
+    var mark: Mark {
+        Mark(
+            objects: objects.count, files: files.count, bytes: bytes, commits: commits.count, skipped: skipped,
+            sweep: sweep)
+    }
+
+    /// Drops what was added since `mark` (entries are only ever appended during a run).
+    mutating func rollBack(to mark: Mark) {
+        objects.removeSubrange(mark.objects...)
+        files.removeSubrange(mark.files...)
+        bytes = mark.bytes
+        commits.removeSubrange(mark.commits...)
+        skipped = mark.skipped
+        sweep = mark.sweep
+    }
+}

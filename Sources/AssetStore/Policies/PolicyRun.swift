@@ -107,7 +107,7 @@ final class PolicyRun {
             while !done {
                 deletedInBatch = 0
                 placedInBatch = false
-                let before = plan
+                let before = plan.mark
                 do {
                     // Leases held back since the batch's first look at them go on after its commit.
                     defer { endHold() }
@@ -129,10 +129,10 @@ final class PolicyRun {
                     plan.commits.append(c.report)
                 } catch is NothingDeleted {
                     let skipped = plan.skipped  // what it passed over still tells why nothing went
-                    plan = before
+                    plan.rollBack(to: before)
                     plan.skipped = skipped
                 } catch {
-                    plan = before  // that batch rolled back; earlier batches stand
+                    plan.rollBack(to: before)  // that batch rolled back; earlier batches stand
                     if plan.commits.isEmpty { throw error }
                     throw PolicyRunFailure(completed: plan, underlying: error)
                 }
@@ -143,8 +143,8 @@ final class PolicyRun {
     }
 
     /// Adds this batch to the store's counters (`stats`): objects by reason, bytes queued.
-    private func count(since before: PolicyPlan, _ db: Database) throws {
-        let added = plan.objects[before.objects.count...]
+    private func count(since before: PolicyPlan.Mark, _ db: Database) throws {
+        let added = plan.objects[before.objects...]
         var byReason = [EvictionReason: Int64]()
         for o in added { byReason[o.reason, default: 0] += 1 }
         var counts = ["policy_bytes": plan.bytes - before.bytes, "policy_deleted": Int64(added.count)]
