@@ -147,6 +147,11 @@ struct SweepAlongsideTests {
         let batch1 = plan.commits[0].filesQueued
         let batch2 = plan.commits[1].filesQueued
         for p in batch1 + batch2 { #expect(!c.f.exists(p)) }
+        // The plan says what the two committed batches did and nothing of the third, which had
+        // recorded its deletions before its unlinks beside failed.
+        #expect(plan.objects.count == plan.commits.map(\.deleted.count).reduce(0, +))
+        #expect(plan.files == batch1 + batch2)
+        #expect(plan.bytes == plan.objects.map(\.bytes).reduce(0, +))
 
         // Restart from the crash image.
         c.f.store.close()

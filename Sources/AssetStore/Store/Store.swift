@@ -82,6 +82,8 @@ public final class Store: Sendable {
         /// Policy runs under way, each with the writer's map on (`withMappedWriter`); changed
         /// only on the writer's queue.
         var mappedRuns = 0
+        /// The writer's `cache_size` before the first of the runs under way raised it.
+        var writerCacheBeforeRuns: Int?
     }
 
     /// Opens (creating it and its folder if needed) the database at `path`. Takes the lock
@@ -343,14 +345,18 @@ public final class Store: Sendable {
     /// Bytes of the database the writer maps while a policy run is under way.
     static let policyMapSize = 1 << 30
 
-    /// The writer's page cache in KiB: SQLite's default, and its size during a policy run.
-    /// A batch of 1,000 deletions dirties about a page an object (the size indexes' entries
-    /// lie in random pages); in 2 MiB the batch spilled dirty pages to the WAL and read them
-    /// back from it (pread: the map covers only the database file), about three reads an
-    /// object. A larger cache keeps the batch's pages; it shrinks back when the run ends (the
-    /// allocator keeps the freed pages for reuse: RSS stays about 16 MiB higher).
-    static let writerCacheKiB = 2000
+    /// The writer's page cache in KiB during a policy run. A batch of 1,000 deletions dirties
+    /// about a page an object (the size indexes' entries lie in random pages); in SQLite's
+    /// default 2 MiB the batch spilled dirty pages to the WAL and read them back from it
+    /// (pread: the map covers only the database file), about three reads an object. The
+    /// larger cache keeps the batch's pages; it shrinks back when the run ends.
     static let policyWriterCacheKiB = 16 << 10
+
+    /// glibc's `malloc_trim` (not in Swift's Glibc module): without it the allocator keeps the
+    /// shrunk cache's pages, and the daemon's RSS stays that much higher after every run.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = dlsym(
+        UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim"
+    ).map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
 
     /// Runs `body` (a policy run) with the writer reading the database through a map, which
     /// is how a run over a cold cache reads fast (the kernel reads around each faulting page:
@@ -376,18 +382,25 @@ public final class Store: Sendable {
     /// Best effort: a map that could not be set only makes the run read through pread.
     /// Counted and set on the writer's queue, so that overlapping runs apply them in order.
     private func mapWriter(_ on: Bool) {
-        try? pool.writeWithoutTransaction { db in
+        pool.writeWithoutTransaction { db in
             let size: Int? = state.withLock { s in
                 s.mappedRuns += on ? 1 : -1
                 if on && s.mappedRuns == 1 { return Store.policyMapSize }
                 return !on && s.mappedRuns == 0 ? 0 : nil
             }
-            if let size {
-                try db.execute(sql: "PRAGMA mmap_size = \(size)")
-                let kib = size > 0 ? Store.policyWriterCacheKiB : Store.writerCacheKiB
-                try db.execute(sql: "PRAGMA cache_size = -\(kib)")
-                // The pages past the default go back to the allocator.
-                if size == 0 { try db.execute(sql: "PRAGMA shrink_memory") }
+            guard let size else { return }
+            // Each on its own: a map that failed must not leave the cache raised.
+            if size > 0 {
+                let before = try? Int.fetchOne(db, sql: "PRAGMA cache_size")
+                state.withLock { $0.writerCacheBeforeRuns = before }
+            }
+            try? db.execute(sql: "PRAGMA mmap_size = \(size)")
+            let cache = size > 0 ? -Store.policyWriterCacheKiB : state.withLock { $0.writerCacheBeforeRuns } ?? -2000
+            try? db.execute(sql: "PRAGMA cache_size = \(cache)")
+            if size == 0 {
+                // The pages past the old size go back to the allocator, and from it to the kernel.
+                try? db.execute(sql: "PRAGMA shrink_memory")
+                _ = Store.mallocTrim?(0)
             }
         }
     }
