@@ -223,6 +223,8 @@ final class Session {
 
     /// Has the output written at the end of this loop turn, once however many replies join it.
     private func queueFlush() {
+        // Counted at once, as a write was: the total bound sees a turn's events as they come.
+        if !batching { account() }
         guard !flushQueued else { return }
         flushQueued = true
         server.flushAtTurnEnd(self)
