@@ -41,6 +41,9 @@ final class ControlServer {
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
     @exclusivity(unchecked) private(set) var pointReader: PointReader?
     private var turnHook: TurnHook?
+    private var pollHook: TurnHook?
+    /// Sessions with replies written this turn and not yet handed to the kernel.
+    @exclusivity(unchecked) private var unflushed: [Session] = []
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0
 
@@ -63,7 +66,15 @@ final class ControlServer {
         pointReader = try? PointReader(store: daemon.store)
         // The snapshot of one turn's gets ends before the loop waits again: an idle daemon
         // never pins it, and the WAL can restart.
-        turnHook = try TurnHook(loop: daemon.loop) { [unowned self] in pointReader?.endSnapshot() }
+        turnHook = try TurnHook(loop: daemon.loop) { [unowned self] in
+            flushReplies()
+            pointReader?.endSnapshot()
+        }
+        // Replies are written once a turn, like Redis's before it sleeps: a client woken
+        // finds every reply of the turn, and the daemon's next wait finds more requests.
+        // After the poll phase's callbacks (most replies), and before polling again (those of
+        // timers and write completions): none waits for a later turn.
+        pollHook = try TurnHook(loop: daemon.loop, at: .afterPolling) { [unowned self] in flushReplies() }
         listener = try PipeListener(loop: daemon.loop, path: path, mode: mode_t(mode)) { [unowned self] stream in
             accept(stream)
         }
@@ -164,6 +175,23 @@ final class ControlServer {
     /// Ends the leases of the connection numbered `holder` (it closed).
     func leasesEnded(holder: UInt64) {
         daemon.leasesEnded(daemon.store.leases.releaseAll(holder: holder))
+    }
+
+    /// Has `session`'s replies written at the end of this turn.
+    func flushAtTurnEnd(_ session: Session) {
+        unflushed.append(session)
+    }
+
+    /// Hands each session's replies of this turn to the kernel. A flush can close a session,
+    /// and what that ends can write to others: they are flushed in the same pass.
+    private func flushReplies() {
+        guard !unflushed.isEmpty else { return }
+        var i = 0
+        while i < unflushed.count {
+            unflushed[i].turnEnded()
+            i += 1
+        }
+        unflushed.removeAll(keepingCapacity: unflushed.capacity <= 256)
     }
 
     /// Writes the progress lines the pool threads queued to their connections.
@@ -358,11 +386,14 @@ final class ControlServer {
         queries = nil
         turnHook?.close()
         turnHook = nil
+        pollHook?.close()
+        pollHook = nil
         pointReader = nil  // ends its snapshot, so the checkpoint at shutdown can truncate
         for s in Array(sessions.values) {
             s.refuseQueued()
             s.close(flush: true)
         }
+        unflushed = []
     }
 }
 

@@ -58,10 +58,12 @@ final class Session {
     @exclusivity(unchecked) private(set) var inputBytes = 0
     /// What this session last added to the server's count of buffered bytes.
     @exclusivity(unchecked) private var accounted = 0
-    /// Replies produced while pumping, written in one go at the end (a flood of pipelined
-    /// requests costs one write, not one per reply).
+    /// Replies produced this loop turn, written in one go at its end (a flood of pipelined
+    /// requests, or the replies of one wake-up, cost one write, not one per reply).
     @exclusivity(unchecked) private var out: [UInt8] = []
     @exclusivity(unchecked) private var batching = false
+    /// The server will write `out` at the end of this loop turn (ControlServer.flushReplies).
+    @exclusivity(unchecked) private var flushQueued = false
     /// True while `writeRendered` lends `out` to a renderer: a write then would splice a line
     /// into the reply being rendered (debug builds stop on it).
     @exclusivity(unchecked) private var rendering = false
@@ -141,16 +143,14 @@ final class Session {
         batching = true
         defer {
             batching = false
-            flushOut()
-            // Stopped at the output bound, and the kernel took it all: no write completion
-            // will come to resume, so go on next turn.
-            if !closed, !running, head < queue.count, outputBytes <= limits.connectionOutputBytes { yieldTurn() }
-            // A half-closed peer still reads: it is closed once it has taken every reply, and
-            // until then its bytes and its slot count against the limits like any connection's.
-            if !closed, peerEnded, !running, head == queue.count, outputBytes == 0 { close(flush: false) }
-            // After the flush: judged before it, a reply the kernel then took whole would leave
-            // the connection paused with no write completion to resume it.
-            updateReading()
+            if out.isEmpty || closed {
+                settle()
+            } else {
+                // Written at the end of the turn (turnEnded settles then); judged now, the
+                // bounds stop reading at once if this turn went over them.
+                queueFlush()
+                updateReading()
+            }
         }
         var budget = Session.itemsPerTurn
         while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
@@ -197,7 +197,7 @@ final class Session {
         guard !closed else { return }
         // The usual single reply is moved, not copied.
         if out.isEmpty { out = bytes } else { out.append(contentsOf: bytes) }
-        if !batching { flushOut() }
+        if !batching { queueFlush() }
     }
 
     /// Appends one reply rendered straight into the output buffer, which keeps a small
@@ -218,7 +218,37 @@ final class Session {
         let kept = render(&out)
         rendering = false
         if !kept { out.removeSubrange(mark...) }
-        if !batching { flushOut() }
+        if !batching, !out.isEmpty { queueFlush() }
+    }
+
+    /// Has the output written at the end of this loop turn, once however many replies join it.
+    private func queueFlush() {
+        // Counted at once, as a write was: the total bound sees a turn's events as they come.
+        if !batching { account() }
+        guard !flushQueued else { return }
+        flushQueued = true
+        server.flushAtTurnEnd(self)
+    }
+
+    /// At the end of the turn: writes what this turn's replies left in the output buffer.
+    func turnEnded() {
+        flushQueued = false
+        guard !closed else { return }
+        flushOut()
+        settle()
+    }
+
+    /// After the output was written (or there was none): what the connection does next.
+    private func settle() {
+        // Stopped at the output bound, and the kernel took it all: no write completion will
+        // come to resume, so go on next turn.
+        if !closed, !running, head < queue.count, outputBytes <= limits.connectionOutputBytes { yieldTurn() }
+        // A half-closed peer still reads: it is closed once it has taken every reply, and
+        // until then its bytes and its slot count against the limits like any connection's.
+        if !closed, peerEnded, !running, head == queue.count, outputBytes == 0 { close(flush: false) }
+        // After the flush: judged before it, a reply the kernel then took whole would leave
+        // the connection paused with no write completion to resume it.
+        updateReading()
     }
 
     private func flushOut() {
@@ -281,7 +311,7 @@ final class Session {
     /// Sends an event line unless the watcher has fallen too far behind (then it is dropped).
     func send(event: ServerEvent) {
         guard !closed, let filter = watching, event.matches(filter) else { return }
-        if stream.writeQueueSize > Session.eventBacklogLimit {
+        if outputBytes > Session.eventBacklogLimit {
             daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
             close(flush: false)
             return

@@ -28,6 +28,32 @@ extension EventLoopTests {
             expectClosesCleanly(loop)
         }
 
+        @Test("an after-polling hook runs right after the poll phase's callbacks, before the next timers")
+        func afterPollingRunsAfterPollCallbacks() throws {
+            let loop = try Loop()
+            var log = [String]()
+            let hook = try TurnHook(loop: loop, at: .afterPolling) { log.append("check") }
+            let waker = try Waker(loop: loop) { log.append("wake") }
+            let timer = try Timer(loop: loop)
+            var fired = 0
+            try timer.start(after: 0, repeating: 0.001) {
+                fired += 1
+                log.append("timer")
+                waker.wake()  // its callback runs in this iteration's poll phase
+                if fired == 3 {
+                    timer.close()
+                    waker.close()
+                }
+            }
+            runUntilIdle(loop)
+            let wakes = log.indices.filter { log[$0] == "wake" }
+            #expect(!wakes.isEmpty)
+            for i in wakes { #expect(i + 1 < log.count && log[i + 1] == "check", "\(log)") }
+            hook.close()
+            runUntilIdle(loop)
+            expectClosesCleanly(loop)
+        }
+
         @Test("a turn hook alone does not keep run() alive")
         func doesNotKeepLoopAlive() throws {
             let loop = try Loop()
