@@ -188,7 +188,8 @@ final class ControlServer {
         guard !unflushed.isEmpty else { return }
         var i = 0
         while i < unflushed.count {
-            unflushed[i].turnEnded()
+            let session = unflushed[i]  // its flush may append to `unflushed`
+            session.turnEnded()
             i += 1
         }
         unflushed.removeAll(keepingCapacity: unflushed.capacity <= 256)

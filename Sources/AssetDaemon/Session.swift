@@ -288,7 +288,8 @@ final class Session {
         do {
             try continuation?.start(after: 0) { [unowned self] in pump() }
         } catch {
-            close(flush: false)
+            // The peer did nothing wrong: this turn's replies, not yet written, go out first.
+            close(flush: true)
         }
     }
 
@@ -334,7 +335,7 @@ final class Session {
             readingPaused = true
         } else if !busy && readingPaused {
             readingPaused = false
-            do { try start() } catch { close(flush: false) }
+            do { try start() } catch { close(flush: true) }
         }
     }
 
@@ -362,7 +363,7 @@ final class Session {
     func close(flush: Bool) {
         guard !closed else { return }
         runningQuery?.cancel()
-        if flush { flushOut() }
+        if flush { flushOut() } else { out = [] }  // a job still holding this session must not hold them too
         closed = true
         account()
         watching = nil

@@ -54,6 +54,22 @@ extension EventLoopTests {
             expectClosesCleanly(loop)
         }
 
+        @Test("in one turn, an after-polling hook runs after a wake-up queued before it, a before-polling one before")
+        func afterPollingInOneTurn() throws {
+            let loop = try Loop()
+            var log = [String]()
+            let after = try TurnHook(loop: loop, at: .afterPolling) { log.append("after") }
+            let before = try TurnHook(loop: loop) { log.append("before") }
+            let waker = try Waker(loop: loop) { log.append("wake") }
+            waker.wake()
+            _ = loop.runOnce(wait: false)
+            #expect(log == ["before", "wake", "after"])
+            for h in [after, before] { h.close() }
+            waker.close()
+            runUntilIdle(loop)
+            expectClosesCleanly(loop)
+        }
+
         @Test("a turn hook alone does not keep run() alive")
         func doesNotKeepLoopAlive() throws {
             let loop = try Loop()
