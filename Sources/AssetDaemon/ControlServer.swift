@@ -397,7 +397,3 @@ final class ControlServer {
         unflushed = []
     }
 }
-
-/// glibc's malloc_trim (malloc.h is not in the Glibc module).
-@_silgen_name("malloc_trim")
-private func mallocTrim(_ pad: Int) -> Int32

@@ -207,9 +207,7 @@ extension Session {
                 if case .addDaemonStats = outcome.action { value = server.augmentStats(value) }
                 // Into the kept output buffer: a line of its own was allocated and freed a reply.
                 writeRendered { line in
-                    RPCLine.beginResult(id: id, &line)
-                    value.write(to: &line)
-                    RPCLine.endResult(&line)
+                    RPCLine.result(id: id, value, into: &line)
                     return true
                 }
             }

@@ -61,6 +61,7 @@ final class Session {
     /// Replies produced this loop turn, written in one go at its end (a flood of pipelined
     /// requests, or the replies of one wake-up, cost one write, not one per reply).
     @exclusivity(unchecked) private var out: [UInt8] = []
+    /// True while pumping: the pump counts and queues its replies once, at its end.
     @exclusivity(unchecked) private var batching = false
     /// The server will write `out` at the end of this loop turn (ControlServer.flushReplies).
     @exclusivity(unchecked) private var flushQueued = false
@@ -197,7 +198,7 @@ final class Session {
         guard !closed else { return }
         // The usual single reply is moved, not copied.
         if out.isEmpty { out = bytes } else { out.append(contentsOf: bytes) }
-        if !batching { queueFlush() }
+        if !batching { queued() }
     }
 
     /// Appends one reply rendered straight into the output buffer, which keeps a small
@@ -218,13 +219,18 @@ final class Session {
         let kept = render(&out)
         rendering = false
         if !kept { out.removeSubrange(mark...) }
-        if !batching, !out.isEmpty { queueFlush() }
+        if !batching, !out.isEmpty { queued() }
+    }
+
+    /// Output added outside a pump: counted at once, as a write was (the total bound sees a
+    /// turn's events as they come), and written at the turn's end. A pump counts once, at its end.
+    private func queued() {
+        account()
+        queueFlush()
     }
 
     /// Has the output written at the end of this loop turn, once however many replies join it.
     private func queueFlush() {
-        // Counted at once, as a write was: the total bound sees a turn's events as they come.
-        if !batching { account() }
         guard !flushQueued else { return }
         flushQueued = true
         server.flushAtTurnEnd(self)

@@ -196,10 +196,15 @@ public enum RPCLine {
     public static func result(id: RPCID, _ result: JSONValue) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(128)
+        self.result(id: id, result, into: &out)
+        return out
+    }
+
+    /// The same reply appended to `out`.
+    public static func result(id: RPCID, _ result: JSONValue, into out: inout [UInt8]) {
         beginResult(id: id, &out)
         result.write(to: &out)
         endResult(&out)
-        return out
     }
 
     /// A success reply whose result is already JSON text (spliced, not parsed again); the

@@ -151,7 +151,6 @@ enum RPC {
         String(decoding: reply.prefix(300), as: UTF8.self)
     }
 
-    static func commitNumber(_ reply: [UInt8]) -> Int64? { reply.withUnsafeBytes { commitNumber($0) } }
     static func isError(_ reply: [UInt8]) -> Bool { reply.withUnsafeBytes { isError($0) } }
     static func isNullResult(_ reply: [UInt8]) -> Bool { reply.withUnsafeBytes { isNullResult($0) } }
     static func text(_ reply: [UInt8]) -> String { reply.withUnsafeBytes { text($0) } }

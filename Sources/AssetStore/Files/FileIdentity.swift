@@ -76,13 +76,7 @@ struct FileStatus {
     static func of(_ dirfd: Int32, _ path: UnsafePointer<CChar>) -> Result<FileStatus, Errno> {
         var s = assetd_file_stat()
         guard assetd_file_stat(dirfd, path, &s) == 0 else { return .failure(Errno(errno)) }
-        return .success(
-            FileStatus(
-                device: Int64(bitPattern: s.device), inode: Int64(bitPattern: s.inode), mode: mode_t(s.mode),
-                size: s.size,
-                mtime: Double(s.mtime_sec) + Double(s.mtime_nsec) / 1e9, ctime: s.ctime_ns,
-                birth: s.has_birth != 0 ? s.birth_ns : nil,
-                mountID: s.has_mount_id != 0 ? s.mount_id : nil))
+        return .success(FileStatus(s))
     }
 
     /// statx of an absolute path (a final symlink not followed).
@@ -94,6 +88,16 @@ struct FileStatus {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         return try? of(fd, "").get()
+    }
+}
+
+extension FileStatus {
+    /// What the shim's statx reported.
+    init(_ s: assetd_file_stat) {
+        self.init(
+            device: Int64(bitPattern: s.device), inode: Int64(bitPattern: s.inode), mode: mode_t(s.mode), size: s.size,
+            mtime: Double(s.mtime_sec) + Double(s.mtime_nsec) / 1e9, ctime: s.ctime_ns,
+            birth: s.has_birth != 0 ? s.birth_ns : nil, mountID: s.has_mount_id != 0 ? s.mount_id : nil)
     }
 }
 
@@ -147,14 +151,9 @@ enum OpenBeneath {
         // withCString: a native string's own bytes (the implicit conversion copied them).
         switch path.withCString({ assetd_probe_beneath($0, rootLength, &found) }) {
         case Int32(ASSETD_PROBE_FILE):
-            let s = found.stat
             return .file(
                 FileState(
-                    exists: true, size: s.size, device: Int64(bitPattern: s.device), inode: Int64(bitPattern: s.inode),
-                    mtime: Double(s.mtime_sec) + Double(s.mtime_nsec) / 1e9,
-                    stamp: FileStamp(
-                        birth: s.has_birth != 0 ? s.birth_ns : nil,
-                        generation: found.has_generation != 0 ? Int64(found.generation) : nil, ctime: s.ctime_ns)))
+                    FileStatus(found.stat), generation: found.has_generation != 0 ? Int64(found.generation) : nil))
         case Int32(ASSETD_PROBE_MISSING): return .missing
         default: return .walk
         }

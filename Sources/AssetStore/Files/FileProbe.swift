@@ -25,6 +25,15 @@ public struct FileState: Sendable, Hashable {
     public static let missing = FileState(exists: false, size: 0, device: nil, inode: nil, mtime: nil)
 }
 
+extension FileState {
+    /// An existing regular file as statx saw it, with its generation where it could be read.
+    init(_ status: FileStatus, generation: Int64?) {
+        self.init(
+            exists: true, size: status.size, device: status.device, inode: status.inode, mtime: status.mtime,
+            stamp: FileStamp(birth: status.birth, generation: generation, ctime: status.ctime))
+    }
+}
+
 enum FileProbe {
     /// Inspects `path` (normalised, below `root`): a symlinked folder or a mount point on the
     /// way is `unsafe_path`; an existing non-regular file is `not_a_regular_file`. A mount at
@@ -66,13 +75,9 @@ enum FileProbe {
         }
         // A file bind-mounted over the name is another file system's (or another place's) file.
         if st.onAnotherMount(than: mount) { throw crossing(path, path) }
-        var stamp = st.stamp
         // Where the open fails (no read permission) the other fields still tell.
-        if case .success(let g) = FileGeneration.read(dirfd: AT_FDCWD, leaf: path, device: st.device, inode: st.inode) {
-            stamp.generation = g
-        }
-        return FileState(
-            exists: true, size: st.size, device: st.device, inode: st.inode, mtime: st.mtime, stamp: stamp)
+        let generation = try? FileGeneration.read(dirfd: AT_FDCWD, leaf: path, device: st.device, inode: st.inode).get()
+        return FileState(st, generation: generation)
     }
 
     /// statx of `path` (a final symlink not followed); nil when nothing is there.

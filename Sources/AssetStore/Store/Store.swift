@@ -352,11 +352,9 @@ public final class Store: Sendable {
     /// larger cache keeps the batch's pages; it shrinks back when the run ends.
     static let policyWriterCacheKiB = 16 << 10
 
-    /// glibc's `malloc_trim` (not in Swift's Glibc module): without it the allocator keeps the
-    /// shrunk cache's pages, and the daemon's RSS stays that much higher after every run.
-    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = dlsym(
-        UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim"
-    ).map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
+    /// SQLite's own default page cache (`cache_size = -2000`, 2000 KiB), for a writer whose size
+    /// before a run could not be read.
+    static let defaultCacheSize = -2000
 
     /// Runs `body` (a policy run) with the writer reading the database through a map, which
     /// is how a run over a cold cache reads fast (the kernel reads around each faulting page:
@@ -395,12 +393,14 @@ public final class Store: Sendable {
                 state.withLock { $0.writerCacheBeforeRuns = before }
             }
             try? db.execute(sql: "PRAGMA mmap_size = \(size)")
-            let cache = size > 0 ? -Store.policyWriterCacheKiB : state.withLock { $0.writerCacheBeforeRuns } ?? -2000
+            let cache =
+                size > 0
+                ? -Store.policyWriterCacheKiB : state.withLock { $0.writerCacheBeforeRuns } ?? Store.defaultCacheSize
             try? db.execute(sql: "PRAGMA cache_size = \(cache)")
             if size == 0 {
                 // The pages past the old size go back to the allocator, and from it to the kernel.
                 try? db.execute(sql: "PRAGMA shrink_memory")
-                _ = Store.mallocTrim?(0)
+                _ = mallocTrim(0)
             }
         }
     }
