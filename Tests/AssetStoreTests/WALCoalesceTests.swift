@@ -188,11 +188,9 @@ func onWriteUnlock(_ h: OpaquePointer, _ action: (@Sendable () -> Void)?) {
         deinit { sqlite3_close_v2(h) }
     }
 
-    private func tempDir() throws -> String {
-        let dir = NSTemporaryDirectory() + "walc-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
-    }
+    private let folders = TempFolders(prefix: "assetd-walc-")
+
+    private func tempDir() throws -> String { try folders.make() }
 
     /// What a kill -9 leaves: the database and WAL as the kernel has them, no wal-index;
     /// opened (and recovered) in a folder of its own.

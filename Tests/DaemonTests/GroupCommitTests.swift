@@ -5,6 +5,7 @@ import AssetClient
 @testable import AssetDaemon
 import ControlProtocol
 import AssetStore
+import AssetStoreTestSupport
 import Foundation
 import Testing
 
@@ -63,11 +64,11 @@ import Testing
 }
 
 @Suite struct PutBatchFailureTests {
-    /// A store in a fresh temp folder, with one root.
+    private let folders = TempFolders(prefix: "assetd-batch-")
+
+    /// A store in a fresh temp folder, with one root; the folder goes with the test.
     private func openStore() throws -> Store {
-        var template = Array("/tmp/assetd-batch-XXXXXX".utf8CString)
-        guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
-        let dir = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }  // mkdtemp wrote a C string
+        let dir = try folders.make()
         try FileManager.default.createDirectory(atPath: dir + "/root", withIntermediateDirectories: true)
         return try Store(path: dir + "/db.sqlite", configuration: StoreConfiguration(roots: [dir + "/root"]))
     }
