@@ -20,16 +20,27 @@ public final class PointReader: PointReads {
     /// The object's row statement (`Store.objectRowFilesSQL`), prepared once and kept: looking
     /// it up in the connection's cache, which resets it again, was about 450 instructions a get.
     private let objectRow: OpaquePointer
+    /// Where this reader last found each object, and the statement that reads a row by id.
+    private let byID: Store.RowByID
     /// The commit count read before the open snapshot was taken, or nil with none open.
     private var snapshotCommits: UInt64?
 
     /// A reader with its own connection.
-    public init(store: Store) throws {
+    public convenience init(store: Store) throws {
+        try self.init(store: store, idSlots: PointReader.idSlots)
+    }
+
+    /// How many refs a reader remembers the ids of: 4 MiB at most, touched as slots are used.
+    static let idSlots = 1 << 16
+
+    /// A reader remembering ids in `idSlots` slots (tests use few, to make refs share them).
+    init(store: Store, idSlots: Int) throws {
         try store.checkOpen()
         self.store = store
         conn = try QueryConnection(path: store.path, timeLimit: store.configuration.queryTimeLimit)
         sqlite3_exec(conn.handle, "PRAGMA cache_size = -\(Store.pointReaderCacheKiB)", nil, nil, nil)
         objectRow = try conn.cached(Store.objectRowFilesSQL)
+        byID = Store.RowByID(slots: ObjectIDSlots(count: idSlots), statement: try conn.cached(Store.objectRowByIDSQL))
     }
 
     deinit { endSnapshot() }
@@ -38,7 +49,7 @@ public final class PointReader: PointReads {
     public func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool {
         if case .no = touching { try store.checkOpen() } else { try store.checkWritable() }
         return try inSnapshot(ref) {
-            try store.renderObject(ref, on: conn, statement: objectRow, touching: touching, into: &out)
+            try store.renderObject(ref, on: conn, statement: objectRow, byID: byID, touching: touching, into: &out)
         }
     }
 

@@ -116,38 +116,63 @@ extension Store: PointReads {
     /// how many files it holds, and only then are they read: most objects hold none, and a
     /// join with the edge and file tables opened (and allocated) two more cursors every get.
     /// `statement` is `objectRowFilesSQL` prepared on `conn`, if the caller keeps it.
+    /// With `byID`, a ref its slots hold is read by id first (ObjectIDSlots.swift), and a ref
+    /// found through the index is remembered there.
     func renderObject(
-        _ ref: ObjectRef, on conn: QueryConnection, statement: OpaquePointer? = nil, touching: Touching,
-        into out: inout [UInt8]
+        _ ref: ObjectRef, on conn: QueryConnection, statement: OpaquePointer? = nil, byID: RowByID? = nil,
+        touching: Touching, into out: inout [UInt8]
     ) throws -> Bool {
         let s = try statement ?? conn.cached(Store.objectRowFilesSQL)
         var (collection, key) = (ref.collection, ref.key)
         return try collection.withUTF8 { c in
             try key.withUTF8 { k in
+                if let byID, let id = byID.slots.id(c, k) {
+                    let row = byID.statement
+                    sqlite3_bind_int64(row, 1, id)
+                    // A statement left mid-rows keeps the read transaction (and its snapshot) open.
+                    defer { sqlite3_reset(row) }
+                    if try renderRow(row, c, k, on: conn, touching: touching, into: &out) != nil { return true }
+                    // Deleted since: the ref may name a newer object now, which the index finds.
+                    byID.slots.remove(c, k)
+                }
                 // Bound in place: the reset below, before the bytes go, unbinds nothing but
                 // ends the statement's use of them (the next use binds again).
                 Statement.bindText(s, 1, borrowing: c)
                 Statement.bindText(s, 2, borrowing: k)
-                // A statement left mid-rows keeps the read transaction (and its snapshot) open.
                 defer {
                     sqlite3_reset(s)
                     sqlite3_clear_bindings(s)
                 }
-                return try renderRow(s, c, k, on: conn, touching: touching, into: &out)
+                guard let id = try renderRow(s, c, k, on: conn, touching: touching, into: &out) else { return false }
+                byID?.slots.set(c, k, id)
+                return true
             }
         }
     }
 
-    /// renderObject's body, over its statement with the ref (`collection`, `key`) bound. The
-    /// text around the files goes through cursors, sized for the worst case of each piece,
-    /// except large texts, which are appended straight.
+    /// What a point reader keeps to read a row by id: its slots, and `objectRowByIDSQL`
+    /// prepared on its connection.
+    struct RowByID {
+        let slots: ObjectIDSlots
+        let statement: OpaquePointer
+    }
+
+    /// `objectRowFilesSQL` by the object's id.
+    static let objectRowByIDSQL: StaticString = """
+        SELECT id, value, metadata, owner, created, modified, accessed, files FROM object WHERE id = ?
+        """
+
+    /// renderObject's body, over its statement with the object bound (its ref, or its id); the
+    /// object's id, or nil (nothing appended) if there is none. The text around the files
+    /// goes through cursors, sized for the worst case of each piece, except large texts,
+    /// which are appended straight.
     private func renderRow(
         _ s: OpaquePointer, _ collection: UnsafeBufferPointer<UInt8>, _ key: UnsafeBufferPointer<UInt8>,
         on conn: QueryConnection, touching: Touching, into out: inout [UInt8]
-    ) throws -> Bool {
+    ) throws -> Int64? {
         switch sqlite3_step(s) {
         case SQLITE_ROW: break
-        case SQLITE_DONE: return false
+        case SQLITE_DONE: return nil
         case let rc: throw conn.failure(rc)
         }
         let id = sqlite3_column_int64(s, 0)
@@ -161,8 +186,12 @@ extension Store: PointReads {
         }
         // The owner is counted once, like the value: its length has no limit, and one that needs
         // escaping grows the buffer as it is written instead of reserving six times its size.
-        let stored = (1...3).reduce(0) { $0 + Int(sqlite3_column_bytes(s, $1)) }
-        out.reserveMore(256 + stored + 6 * (key.count + collection.count))
+        // Lengths read once: each column call costs about 60 instructions. Text columns need
+        // no conversion, so their lengths hold for the text taken below.
+        let lengths = (
+            Int(sqlite3_column_bytes(s, 1)), Int(sqlite3_column_bytes(s, 2)), Int(sqlite3_column_bytes(s, 3))
+        )
+        out.reserveMore(256 + lengths.0 + lengths.1 + lengths.2 + 6 * (key.count + collection.count))
         out.appendText(maximum: 64 + 2 * JSONCursor.doubleMaximum + JSONCursor.stringMaximum(collection.count)) { c in
             c.literal(#"{"accessed":"#)
             if let touched, sqlite3_column_type(s, 6) == SQLITE_NULL || touched > sqlite3_column_double(s, 6) {
@@ -183,7 +212,9 @@ extension Store: PointReads {
             try Store.renderFiles(files, on: conn, &out)
         }
         // Taken after the files' statement ran: nothing points into `s`'s row across other work.
-        let (value, metadata, owner) = (Store.text(s, 1), Store.text(s, 2), Store.text(s, 3))
+        let (value, metadata, owner) = (
+            Store.text(s, 1, lengths.0), Store.text(s, 2, lengths.1), Store.text(s, 3, lengths.2)
+        )
         // A NULL column reads as no bytes, and is written null (4 bytes). Large texts go into
         // the reply straight, not through a cursor's room (a copy, and memory, as large; for
         // the owner, up to six times as large).
@@ -213,12 +244,12 @@ extension Store: PointReads {
             Store.raw(s, 1, value, &out)
             out.append(UInt8(ascii: "}"))
         }
-        return true
+        return id
     }
 
     /// Column `i`'s text as SQLite holds it (valid until the statement moves on); empty for NULL.
-    private static func text(_ s: OpaquePointer, _ i: Int32) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: sqlite3_column_text(s, i), count: Int(sqlite3_column_bytes(s, i)))
+    private static func text(_ s: OpaquePointer, _ i: Int32, _ count: Int) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: sqlite3_column_text(s, i), count: count)
     }
 
     /// Up to this many bytes of an object's `value`, `metadata` and `owner` together go
