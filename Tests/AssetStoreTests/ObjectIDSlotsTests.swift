@@ -3,6 +3,7 @@
 // the same ref, and touches, every read equals the store's own read, with slots shared by
 // every ref (one slot) and by none (the default count).
 
+import GRDB
 import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
@@ -35,9 +36,19 @@ import AssetStoreTestSupport
         try check("changed")
         // The same ref again, unread in between: a new object with a new id, the old id
         // reading no row.
+        let old = reader.rememberedID(ref("ab", "c"))
+        if slots == PointReader.idSlots {
+            // The reads above went by id: the remembered id is the object's.
+            #expect(old == (try Self.id(f, ref("ab", "c"))))
+        }
         try f.delete(ref("ab", "c"))
         try f.put([(ref("ab", "c"), "again")])
+        #expect(reader.rememberedID(ref("ab", "c")) == old, "nothing read since: the old id is still remembered")
         try check("deleted and put again")
+        if slots == PointReader.idSlots {
+            let new = try Self.id(f, ref("ab", "c"))
+            #expect(new != old && reader.rememberedID(ref("ab", "c")) == new)
+        }
         try f.delete(ref("c", "plain"))
         try check("deleted")
         try f.store.write { tx in
@@ -64,6 +75,24 @@ import AssetStoreTestSupport
         #expect(try reader.objectJSON(ref("a", "bc")) == nil)
         try f.put(Self.refs.map { ($0, "last") })
         try check("all back")
+    }
+
+    /// The object's id, as the store finds it.
+    static func id(_ f: Fixture, _ r: ObjectRef) throws -> Int64? {
+        try f.store.read { t in
+            try Int64.fetchOne(
+                t.db, sql: "SELECT id FROM object WHERE collection = ? AND key = ?", arguments: [r.collection, r.key])
+        }
+    }
+
+    /// What reading by a remembered id rests on: SQLite never hands out an object's id again.
+    @Test("the object table's ids are AUTOINCREMENT, so never reused")
+    func idsNeverReused() throws {
+        let f = try Fixture()
+        let sql = try f.store.read { t in
+            try String.fetchOne(t.db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'object'")
+        }
+        #expect(sql?.contains("AUTOINCREMENT") == true)
     }
 
     @Test("slots keep exact bytes: a split of the same bytes, a longer ref or a replaced slot is not found")

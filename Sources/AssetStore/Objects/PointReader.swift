@@ -45,6 +45,12 @@ public final class PointReader: PointReads {
 
     deinit { endSnapshot() }
 
+    /// The id this reader would read `ref` by, if it remembers one (for tests).
+    func rememberedID(_ ref: ObjectRef) -> Int64? {
+        var (collection, key) = (ref.collection, ref.key)
+        return collection.withUTF8 { c in key.withUTF8 { k in byID.slots.id(c, k) } }
+    }
+
     /// Appends the object's text exactly as the store's ``Store/objectJSON(_:touching:)`` prints it.
     public func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool {
         if case .no = touching { try store.checkOpen() } else { try store.checkWritable() }
