@@ -42,6 +42,7 @@ final class EvictionQueues {
     /// statement that deletes objects runs one of them in the same transaction.
     static let deleteRow = "DELETE FROM evict_queue WHERE id = ?"
     static let deleteRows = "DELETE FROM evict_queue WHERE id IN (SELECT value FROM json_each(?1))"
+    static let anyRow = "SELECT EXISTS (SELECT 1 FROM evict_queue)"
 
     let order: EvictionOrder
     let capacity: Int64
