@@ -19,8 +19,9 @@ public final class WriteTransaction {
     var indexes: [String: IndexDefinition]
 
     // Recorded by calls, consumed by flush.
-    /// Objects to delete, in request order, with why.
-    var pendingDeletes: [(id: Int64, cause: DeleteCause)] = []
+    /// Objects to delete, in request order, with why; `ref` when a request named the object
+    /// (its row then needs no second read, "deleteObject").
+    var pendingDeletes: [(id: Int64, cause: DeleteCause, ref: ObjectRef?)] = []
     var pendingDeleteIDs: Set<Int64> = []
     /// Objects put since the last flush, with the derived edges their value declares.
     var dirty: [Int64: [DesiredEdge]] = [:]
@@ -69,7 +70,8 @@ public final class WriteTransaction {
     var cachedFileStatements: FileStatements?
     var cachedEdgeUpsert: Statement?
     private var cachedDeletionStatements: DeletionStatements?
-    /// Each deleted object's owner and protection, for the policy planner.
+    /// Each object deleted by a policy or a cascade, with its owner and protection, for the
+    /// policy planner (which reads only those of its own evictions).
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
     var queuedDetails: [QueuedDetail] = []
@@ -232,7 +234,7 @@ public final class WriteTransaction {
             throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
         pendingDeleteIDs.insert(id)
-        pendingDeletes.append((id, cause))
+        pendingDeletes.append((id, cause, ref))
     }
 
     /// Sets `accessed` to now in this transaction (never backwards). With `refreshingFiles`

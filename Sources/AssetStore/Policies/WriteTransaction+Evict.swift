@@ -106,7 +106,7 @@ extension WriteTransaction {
                 let setBased = holders != nil
                 if !setBased {
                     for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
-                        pendingDeletes.append((id, .policy))
+                        pendingDeletes.append((id, .policy, nil))
                     }
                     try flush()
                 }

@@ -9,7 +9,8 @@ import JSON
 extension WriteTransaction {
     /// One unit of rule work.
     enum Work {
-        case deleteObject(Int64, DeleteCause)
+        /// An object, with its names when a request gave them.
+        case deleteObject(Int64, DeleteCause, ObjectRef?)
         case deleteFile(Int64)
         case sourceGone(EdgeRow)
         case destinationGone(EdgeRow)
@@ -36,7 +37,7 @@ extension WriteTransaction {
         derivedSized = []
         try deriveDirtyEdges(final: final)
         try resolvePendingEdges(final: final)
-        work += pendingDeletes.map { .deleteObject($0.id, $0.cause) }
+        work += pendingDeletes.map { .deleteObject($0.id, $0.cause, $0.ref) }
         pendingDeletes = []
         pendingDeleteIDs = []
         for (row, reason) in removedWithReason {
@@ -50,7 +51,7 @@ extension WriteTransaction {
             let w = work[i]
             i += 1
             switch w {
-            case .deleteObject(let id, let cause): try deleteObject(id, cause: cause)
+            case .deleteObject(let id, let cause, let ref): try deleteObject(id, cause: cause, named: ref)
             case .deleteFile(let id): try deleteFile(id)
             case .sourceGone(let e): try sourceGone(e)
             case .destinationGone(let e): try destinationGone(e)
