@@ -49,22 +49,36 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            if o.count == 1, let (k, v) = o.first {
+            switch o.count {
+            case 0: break
+            case 1:
                 // One member (a put's `{"commit":N}`): nothing to sort.
-                JSONValue.writeString(k, to: &out)
-                out.append(UInt8(ascii: ":"))
-                v.write(to: &out)
-            } else {
+                let (k, v) = o[o.startIndex]
+                JSONValue.writeMember(k, v, to: &out)
+            case 2:
+                // Two (a value naming its file and owner): one comparison, no sorted copy.
+                let a = o[o.startIndex]
+                let b = o[o.index(after: o.startIndex)]
+                let (first, second) = a.key < b.key ? (a, b) : (b, a)
+                JSONValue.writeMember(first.key, first.value, to: &out)
+                out.append(UInt8(ascii: ","))
+                JSONValue.writeMember(second.key, second.value, to: &out)
+            default:
                 // The members sorted by name, not the names then each looked up again.
                 for (i, (k, v)) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                     if i > 0 { out.append(UInt8(ascii: ",")) }
-                    JSONValue.writeString(k, to: &out)
-                    out.append(UInt8(ascii: ":"))
-                    v.write(to: &out)
+                    JSONValue.writeMember(k, v, to: &out)
                 }
             }
             out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// Appends `"k":v`.
+    private static func writeMember(_ k: String, _ v: JSONValue, to out: inout [UInt8]) {
+        writeString(k, to: &out)
+        out.append(UInt8(ascii: ":"))
+        v.write(to: &out)
     }
 
     /// Appends `s` as a JSON string literal.

@@ -235,6 +235,25 @@ enum Refresh: String, CaseIterable, Sendable {
         #expect(report.edges.map(\.source) == [ref("c", "b")])
     }
 
+    @Test("a shared file's row goes with its last edge after a holder was deleted earlier in the transaction")
+    func rowGoesAfterEarlierHolderDelete() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "a")
+        try f.hold(path, key: "b")
+        let report = try f.store.write { tx in
+            try tx.delete(ref("c", "a"))
+            // b's edge still retains the file here, so a's delete leaves its row alone.
+            try tx.flush()
+            #expect(try tx.file(path) != nil)
+            _ = try tx.removeEdge(name: "file", source: ref("c", "b"), destination: .file(path))
+        }.report
+        #expect(report.deleted.map(\.ref) == [ref("c", "a")])
+        #expect(report.filesQueued.isEmpty)
+        #expect(try f.fileReport(path) == nil)
+        #expect(f.exists(path))
+    }
+
     @Test("removing an edge to a never-referenced file leaves no registry row")
     func removeEdgeRegistersNothing() throws {
         let f = try Fixture()

@@ -85,6 +85,14 @@ import JSON
         }
         let object: JSONValue = ["b": 2, "a": ["z": 1, "é": -3, "Z": [7, -8]], "": true, "aa": nil]
         #expect(object.serialized() == #"{"":true,"a":{"Z":[7,-8],"z":1,"é":-3},"aa":null,"b":2}"#)
+        // Objects of none, one and two members are written without sorting a copy: the two in
+        // key order whichever order the dictionary holds them in.
+        #expect(JSONValue.object([:]).serialized() == "{}")
+        #expect(JSONValue.object(["k": [1]]).serialized() == #"{"k":[1]}"#)
+        for (first, second) in [("a", "b"), ("", "x"), ("Z", "z"), ("file", "owner"), ("z", "é"), ("aa", "ab")] {
+            let pair: JSONValue = .object([second: .string(second), first: nil])
+            #expect(pair.serialized() == "{\"\(first)\":null,\"\(second)\":\"\(second)\"}")
+        }
     }
 
     @Test("strings are written escaped exactly where JSON needs it, and read back the same")

@@ -128,19 +128,28 @@ enum IndexTable {
         try db.execute(sql: "DROP TABLE IF EXISTS \"\(table(name))\"")
     }
 
-    /// Recomputes the rows of `ids` in every index (a missing object loses its rows); those
-    /// in `unindexed` have none yet, and nothing is deleted for them; those in `fileless`
-    /// are new and were never given a file edge, so they hold none.
+    /// What a refresh knows of an object before it reads it.
+    struct Standing {
+        /// It has no index rows yet, and nothing is deleted for it.
+        var unindexed = false
+        /// New and never given a file edge, so it holds none.
+        var fileless = false
+        /// The figures its row was inserted with, where not 0 (HeldFiles).
+        var presized: HeldFiles?
+        /// `presized` is known to hold the truth: the row is not even read.
+        var sized = false
+    }
+
+    /// Recomputes the rows of `ids` in every index (a missing object loses its rows), each
+    /// with its `Standing` at the same position.
     /// Per object, size and count come from a plain join summed here: the correlated `IN`
     /// subqueries of `defaultSelect` build two temporary tables per row (5× slower). The
     /// object row is written only when they changed: a write rewrites the whole row, value
-    /// included, and two of its SQLite indexes. `presized` holds the figures new rows were
-    /// inserted with where they are not 0 (HeldFiles), until a refresh or rebuild writes them;
-    /// `sized` those of them known to hold the truth, which are not even read.
+    /// included, and two of its SQLite indexes.
     static func refresh(
-        _ ids: some Collection<Int64>, indexes: [IndexDefinition], unindexed: Set<Int64> = [],
-        fileless: Set<Int64> = [], presized: [Int64: HeldFiles] = [:], sized: Set<Int64> = [], _ db: Database
+        _ ids: [Int64], _ standings: [Standing], indexes: [IndexDefinition], _ db: Database
     ) throws {
+        precondition(ids.count == standings.count, "a standing for each object")
         guard !ids.isEmpty else { return }
         let files = try db.cachedStatement(
             sql: """
@@ -150,20 +159,20 @@ enum IndexTable {
             sql: """
                 UPDATE object SET size = ?2, files = ?3 WHERE id = ?1 AND (size != ?2 OR files != ?3)
                 """)
-        for id in ids {
+        for (id, standing) in zip(ids, standings) {
             var seen = Set<Int64>()
             var size: Int64 = 0
-            if fileless.contains(id) {
+            if standing.fileless {
                 // Its row holds what it was inserted with: 0 unless its value named files
                 // then (put again since, or an edge removed).
-                guard presized[id] != nil else { continue }
-            } else if sized.contains(id) {
+                guard standing.presized != nil else { continue }
+            } else if standing.sized {
                 continue
             } else {
                 try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
                     if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
                 }
-                if let held = presized[id], held.size == size, held.files == seen.count { continue }
+                if let held = standing.presized, held.size == size, held.files == seen.count { continue }
             }
             try setSize.executeRaw { s in
                 sqlite3_bind_int64(s, 1, id)
@@ -175,8 +184,8 @@ enum IndexTable {
             let del = try db.cachedStatement(sql: "DELETE FROM \"\(table(def.name))\" WHERE object_id = ?")
             let ins = try db.cachedStatement(
                 sql: "INSERT INTO \"\(table(def.name))\" \(userSelect(def, extraCondition: "o.id = ?"))")
-            for id in ids {
-                if !unindexed.contains(id) { try del.executeRaw { sqlite3_bind_int64($0, 1, id) } }
+            for (id, standing) in zip(ids, standings) {
+                if !standing.unindexed { try del.executeRaw { sqlite3_bind_int64($0, 1, id) } }
                 try ins.executeRaw { sqlite3_bind_int64($0, 1, id) }
             }
         }

@@ -15,8 +15,7 @@ extension WriteTransaction {
             sql: "INSERT OR REPLACE INTO secondary_index (name, definition) VALUES (?, ?)",
             arguments: [def.name, def.json.serialized()])
         indexes[def.name] = def
-        unindexed = []  // populated with every object, this transaction's too
-        presized = [:]
+        forgetInsertedRows()  // populated with every object, this transaction's too
         try IndexTable.populate(name: def.name, def: def, db, progress: progress)
     }
 
@@ -25,8 +24,13 @@ extension WriteTransaction {
         guard name == IndexDefinition.defaultName || indexes[name] != nil else {
             throw StoreError(.notFound, "no index \"\(name)\"")
         }
-        unindexed = []
-        presized = [:]  // the built-in index's rebuild writes sizes
+        forgetInsertedRows()  // the built-in index's rebuild writes sizes
         try IndexTable.populate(name: name, def: indexes[name], db, progress: progress)
+    }
+
+    /// Every row was written: no inserted object is unindexed or holds the figures it was
+    /// inserted with any more.
+    private func forgetInsertedRows() {
+        inserted = inserted.mapValues { InsertedObject(neverDerived: $0.neverDerived, unindexed: false) }
     }
 }

@@ -9,7 +9,7 @@ extension WriteTransaction {
     /// the error is rethrown, and the transaction goes on.
     public func attempt<T>(_ body: () throws -> T) throws -> T {
         let saved = (
-            pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, neverDerived, unindexed, unresolved, removedWithReason,
+            pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, inserted, unresolved, removedWithReason,
             indexDirty, filesTouched, report, templates, indexes
         )
         var value: T?
@@ -20,7 +20,7 @@ extension WriteTransaction {
             }
         } catch {
             (
-                pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, neverDerived, unindexed, unresolved,
+                pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, inserted, unresolved,
                 removedWithReason,
                 indexDirty, filesTouched, report, templates, indexes
             ) = saved

@@ -19,25 +19,21 @@ public final class WriteTransaction {
     var indexes: [String: IndexDefinition]
 
     // Recorded by calls, consumed by flush.
-    /// Objects to delete, in request order, with why.
-    var pendingDeletes: [(id: Int64, cause: DeleteCause)] = []
+    /// Objects to delete, in request order, with why; `ref` when a request named the object
+    /// (its row then needs no second read, "deleteObject").
+    var pendingDeletes: [(id: Int64, cause: DeleteCause, ref: ObjectRef?)] = []
     var pendingDeleteIDs: Set<Int64> = []
     /// Objects put since the last flush, with the derived edges their value declares.
     var dirty: [Int64: [DesiredEdge]] = [:]
     var dirtyOrder: [Int64] = []
-    /// Objects inserted by this transaction and not yet derived: they have no derived edges.
-    var neverDerived: Set<Int64> = []
-    /// Objects inserted by this transaction whose index rows were never written: refreshing
-    /// them deletes nothing (ids are never reused, so no old row can exist).
-    var unindexed: Set<Int64> = []
-    /// New objects inserted with the size and file count their probes give (those not 0), as
-    /// their rows hold them until the next index refresh: when the refresh finds the same, it
-    /// does not write the row again. Set or cleared at every insert (a rolled-back savepoint
-    /// can give an id out again); dropped when a refresh or rebuild writes the row.
-    var presized: [Int64: HeldFiles] = [:]
-    /// Objects of `presized` derived in this flush, for the first time, from the value their
-    /// figures came from: their rows hold the truth unless a file of theirs changes size
-    /// (registerFile drops its holders) or goes (a flush with rule work drops them all).
+    /// Objects inserted by this transaction, until the index refresh writes their rows (one
+    /// not derived yet keeps an entry saying so): one entry an object, one hash a put. Set or
+    /// cleared at every insert (a rolled-back savepoint can give an id out again).
+    var inserted: [Int64: InsertedObject] = [:]
+    /// Objects of `inserted` with figures (`held`) derived in this flush, for the first time,
+    /// from the value their figures came from: their rows hold the truth unless a file of
+    /// theirs changes size (registerFile drops its holders) or goes (a flush with rule work
+    /// drops them all).
     var derivedSized: Set<Int64> = []
     /// Sources given a manual file edge by this transaction: their figures are the refresh's.
     var manuallyFiled: Set<Int64> = []
@@ -69,7 +65,8 @@ public final class WriteTransaction {
     var cachedFileStatements: FileStatements?
     var cachedEdgeUpsert: Statement?
     private var cachedDeletionStatements: DeletionStatements?
-    /// Each deleted object's owner and protection, for the policy planner.
+    /// Each object deleted by a policy or a cascade, with its owner and protection, for the
+    /// policy planner (which reads only those of its own evictions).
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
     var queuedDetails: [QueuedDetail] = []
@@ -168,16 +165,15 @@ public final class WriteTransaction {
                 sqlite3_bind_int64(s, 10, Int64(held?.files ?? 0))
             }
             id = sqlite3_last_insert_rowid(db.sqliteConnection)
-            presized[id] = held?.files == 0 ? nil : held
             // A new object that declares no edge, with no user index to fill, is done: it has
             // nothing to derive, and its row of the built-in index (size and files 0) is its
             // own. Recording it would only cost the flush a pass over it.
             if desired.isEmpty && indexes.isEmpty {
+                if !inserted.isEmpty { inserted[id] = nil }
                 report.put.append(ref)
                 return
             }
-            neverDerived.insert(id)
-            unindexed.insert(id)
+            inserted[id] = InsertedObject(held: held?.files == 0 ? nil : held)
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
         report.put.append(ref)
@@ -232,7 +228,7 @@ public final class WriteTransaction {
             throw StoreError(.notFound, "no object \(ref)", detail: ref.json)
         }
         pendingDeleteIDs.insert(id)
-        pendingDeletes.append((id, cause))
+        pendingDeletes.append((id, cause, ref))
     }
 
     /// Sets `accessed` to now in this transaction (never backwards). With `refreshingFiles`
@@ -280,5 +276,24 @@ public final class WriteTransaction {
         collection: String, after: String? = nil, limit: Int = 1000
     ) throws -> (keys: [String], next: String?) {
         try reads.list(collection: collection, after: after, limit: limit)
+    }
+}
+
+/// What the flush knows of an object its transaction inserted (`WriteTransaction.inserted`).
+struct InsertedObject {
+    /// Not derived yet: it has no derived edges.
+    var neverDerived = true
+    /// Its index rows were never written: refreshing it deletes nothing (ids are never reused,
+    /// so no old row can exist).
+    var unindexed = true
+    /// The size and file count its row was inserted with, when not 0 (HeldFiles), until a
+    /// refresh or rebuild writes the row: when the refresh finds the same, it does not write
+    /// the row again.
+    var held: HeldFiles?
+
+    /// Marks it derived; whether it was never derived before, and its figures.
+    mutating func markDerived() -> (first: Bool, held: HeldFiles?) {
+        defer { neverDerived = false }
+        return (neverDerived, held)
     }
 }

@@ -91,7 +91,7 @@ extension WriteTransaction {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
         let saved = (
             work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
-            report, deletedDetails, queuedDetails, removedWithReason, neverDerived, unindexed
+            report, deletedDetails, queuedDetails, removedWithReason, inserted
         )
         let marks = (
             deleted: deletedDetails.count, queued: queuedDetails.count, deny: denyChecks.count,
@@ -106,7 +106,7 @@ extension WriteTransaction {
                 let setBased = holders != nil
                 if !setBased {
                     for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
-                        pendingDeletes.append((id, .policy))
+                        pendingDeletes.append((id, .policy, nil))
                     }
                     try flush()
                 }
@@ -143,7 +143,7 @@ extension WriteTransaction {
         } catch {
             (
                 work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
-                report, deletedDetails, queuedDetails, removedWithReason, neverDerived, unindexed
+                report, deletedDetails, queuedDetails, removedWithReason, inserted
             ) = saved
             pendingDeletes = []
             pendingDeleteIDs = []

@@ -81,22 +81,31 @@ extension WriteTransaction {
         }
     }
 
-    /// Deletes the object and its edges both ways; the edges' rules fire as work.
-    func deleteObject(_ id: Int64, cause: DeleteCause) throws {
+    /// Deletes the object and its edges both ways; the edges' rules fire as work. `named` is
+    /// the object's names when a request gave them (`delete`).
+    func deleteObject(_ id: Int64, cause: DeleteCause, named: ObjectRef? = nil) throws {
         guard !deletedIDs.contains(id) else { return }
         let s = try deletionStatements()
         let bindID = { (p: OpaquePointer) in Statement.bindInt64(p, 1, id) }
-        var found: DeletedDetail?
-        try s.object.forEachRawRow(bindID) { r in
-            found = DeletedDetail(
-                id: id, ref: ObjectRef(r.text(0) ?? "", r.text(1) ?? ""), owner: r.text(2) ?? "",
-                pinned: r.int64(3) != 0, created: r.double(4))
+        let ref: ObjectRef
+        if let named {
+            // `delete` found the row by these names, and until this flush nothing else can
+            // delete it (a cascade marks `deletedIDs`; a put again cancels the delete), so it
+            // is not read again. Its detail serves only a policy's evictions, which name none.
+            ref = named
+        } else {
+            var found: DeletedDetail?
+            try s.object.forEachRawRow(bindID) { r in
+                found = DeletedDetail(
+                    id: id, ref: ObjectRef(r.text(0) ?? "", r.text(1) ?? ""), owner: r.text(2) ?? "",
+                    pinned: r.int64(3) != 0, created: r.double(4))
+            }
+            guard let detail = found else { return }
+            deletedDetails.append(detail)
+            ref = detail.ref
         }
-        guard let detail = found else { return }
         deletedIDs.insert(id)
-        let ref = detail.ref
         report.deleted.append(DeletedObject(ref: ref, cause: cause))
-        deletedDetails.append(detail)
         // In index order, which `deleteReferenceCounted` reproduces for a whole batch.
         var outgoing = [EdgeRow]()
         try s.outgoing.forEachRawRow(bindID) { r in
@@ -117,7 +126,11 @@ extension WriteTransaction {
             report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
             work.append(.destinationGone(e))
         }
-        try s.deleteObject.executeRaw(bindID)
+        // The row read or named above must be the one deleted: a request's delete that found
+        // nothing would report an object that did not go.
+        guard try s.deleteObject.executeRawCounting(bindID).changes == 1 else {
+            throw StoreError(.internalError, "object \(ref) was deleted by something other than its delete")
+        }
         try s.deleteQueueRow.executeRaw(bindID)
         if !indexes.isEmpty { try IndexTable.remove(id, indexes: Array(indexes.values), db) }
         if dirty.removeValue(forKey: id) != nil { dirtyOrder.removeAll { $0 == id } }
@@ -175,20 +188,24 @@ extension WriteTransaction {
 
     /// The edge's source went: its destination-side rules fire, unless the destination is
     /// gone too (then nothing fires).
+    /// A file whose edge went is checked for a registry row nobody references (`filesTouched`)
+    /// unless it is known to stay referenced or to go: every removal of an edge to a file
+    /// touches it, so the removal of the last edge that retains it checks it then.
     func sourceGone(_ e: EdgeRow) throws {
-        if e.isFile { filesTouched.insert(e.dst) }
         guard !isGone(isFile: e.isFile, e.dst) else { return }
         if e.rules.contains(.notifyIfSourceDeleted), !e.isFile {
             notifyCandidates.append((e, e.dst, .sourceDeleted))
         }
         if e.rules.contains(.deleteDestinationIfSourceDeleted) {
-            work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade))
+            work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade, nil))
         } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
             let retainers = try deletionStatements().destinationRetainers.firstInt64Raw { s in
                 Statement.bindInt64(s, 1, e.isFile ? 1 : 0)
                 Statement.bindInt64(s, 2, e.dst)
             }
-            if retainers ?? 0 == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade)) }
+            if retainers ?? 0 == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade, nil)) }
+        } else if e.isFile {
+            filesTouched.insert(e.dst)
         }
     }
 
@@ -200,10 +217,10 @@ extension WriteTransaction {
             notifyCandidates.append((e, e.src, .destinationDeleted))
         }
         if e.rules.contains(.deleteSourceIfDestinationDeleted) {
-            work.append(.deleteObject(e.src, .cascade))
+            work.append(.deleteObject(e.src, .cascade, nil))
         } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
             let retainers = try deletionStatements().sourceRetainers.firstInt64Raw { Statement.bindInt64($0, 1, e.src) }
-            if retainers ?? 0 == 0 { work.append(.deleteObject(e.src, .cascade)) }
+            if retainers ?? 0 == 0 { work.append(.deleteObject(e.src, .cascade, nil)) }
         }
     }
 }

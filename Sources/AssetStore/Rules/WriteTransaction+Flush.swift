@@ -9,7 +9,8 @@ import JSON
 extension WriteTransaction {
     /// One unit of rule work.
     enum Work {
-        case deleteObject(Int64, DeleteCause)
+        /// An object, with its names when a request gave them.
+        case deleteObject(Int64, DeleteCause, ObjectRef?)
         case deleteFile(Int64)
         case sourceGone(EdgeRow)
         case destinationGone(EdgeRow)
@@ -36,7 +37,7 @@ extension WriteTransaction {
         derivedSized = []
         try deriveDirtyEdges(final: final)
         try resolvePendingEdges(final: final)
-        work += pendingDeletes.map { .deleteObject($0.id, $0.cause) }
+        work += pendingDeletes.map { .deleteObject($0.id, $0.cause, $0.ref) }
         pendingDeletes = []
         pendingDeleteIDs = []
         for (row, reason) in removedWithReason {
@@ -50,7 +51,7 @@ extension WriteTransaction {
             let w = work[i]
             i += 1
             switch w {
-            case .deleteObject(let id, let cause): try deleteObject(id, cause: cause)
+            case .deleteObject(let id, let cause, let ref): try deleteObject(id, cause: cause, named: ref)
             case .deleteFile(let id): try deleteFile(id)
             case .sourceGone(let e): try sourceGone(e)
             case .destinationGone(let e): try destinationGone(e)
@@ -61,14 +62,24 @@ extension WriteTransaction {
         // A registry row lives as long as some edge references the file.
         for id in filesTouched where !deletedFiles.contains(id) { try dropIfUnreferenced(file: id) }
         filesTouched = []
-        let refreshed = indexDirty.subtracting(deletedIDs)
-        try IndexTable.refresh(
-            refreshed.sorted(), indexes: Array(indexes.values), unindexed: unindexed,
-            fileless: unindexed.subtracting(fileEdgeSources), presized: presized,
-            sized: derivedSized.subtracting(manuallyFiled), db)
+        let refreshed = indexDirty.subtracting(deletedIDs).sorted()
+        // Each object's standing, its `inserted` entry taken as the refresh writes its rows.
+        var standings = [IndexTable.Standing]()
+        standings.reserveCapacity(refreshed.count)
+        for id in refreshed {
+            guard let new = inserted.removeValue(forKey: id) else {
+                standings.append(IndexTable.Standing())
+                continue
+            }
+            if new.neverDerived { inserted[id] = InsertedObject(unindexed: false) }
+            standings.append(
+                IndexTable.Standing(
+                    unindexed: new.unindexed, fileless: new.unindexed && !fileEdgeSources.contains(id),
+                    presized: new.held,
+                    sized: derivedSized.contains(id) && (manuallyFiled.isEmpty || !manuallyFiled.contains(id))))
+        }
+        try IndexTable.refresh(refreshed, standings, indexes: Array(indexes.values), db)
         derivedSized = []
-        unindexed.subtract(refreshed)
-        if !presized.isEmpty { for id in refreshed { presized[id] = nil } }
         indexDirty = []
     }
 
@@ -152,7 +163,9 @@ extension WriteTransaction {
             }
             if dirty[id] != nil { continue }
             var existing = [String: EdgeRow]()
-            let first = neverDerived.remove(id) != nil
+            let derived = inserted[id]?.markDerived()  // one lookup, in place
+            let first = derived?.first ?? false
+            let held = derived?.held
             if !first {
                 for row in try EdgeRow.fetch(db, where: "e.src = ? AND e.field IS NOT NULL", [id]) {
                     existing["\(row.name)\u{0}\(row.isFile)\u{0}\(row.dst)"] = row
@@ -189,7 +202,7 @@ extension WriteTransaction {
             }
             // Its registry rows now hold its own probes, so its row holds the truth if it was
             // inserted with figures from this same value (HeldFiles) and had no other edges.
-            if first, let held = presized[id], HeldFiles(desired) == held { derivedSized.insert(id) }
+            if first, let held, HeldFiles(desired) == held { derivedSized.insert(id) }
             indexDirty.insert(id)
         }
         for (row, fires) in dropped {
