@@ -166,8 +166,7 @@ final class BaselineStore {
     // Delete.
     // Each row is read, then deleted by a plain DELETE: in SQLite 3.40 a `DELETE … RETURNING`
     // gathers its rows in an ephemeral table first, which cost more than a SELECT.
-    private let findObject, deleteObject, deleteQueueRow, readOutgoing, deleteOutgoing, readIncoming,
-        deleteIncoming: CStatement
+    private let findObject, deleteObject, readOutgoing, deleteOutgoing, readIncoming, deleteIncoming: CStatement
     private let countRetainers, readFileRow, deleteFileRow, readFileEdges, deleteFileEdges, enqueueUnlink: CStatement
     // Index queries: the SQL the engine compiles for the same calls.
     private let top100Query, sumByOwnerQuery: CStatement
@@ -234,8 +233,6 @@ final class BaselineStore {
 
         findObject = CStatement(db, "SELECT id FROM object WHERE collection = ? AND key = ?")
         deleteObject = CStatement(db, "DELETE FROM object WHERE id = ?")
-        // The engine's delete removes the object's eviction queue row too (a trigger did, before v9).
-        deleteQueueRow = CStatement(db, "DELETE FROM evict_queue WHERE id = ?")
         readOutgoing = CStatement(db, "SELECT is_file, dst, rules FROM edge WHERE src = ?")
         deleteOutgoing = CStatement(db, "DELETE FROM edge WHERE src = ?")
         readIncoming = CStatement(db, "SELECT src, rules FROM edge WHERE is_file = 0 AND dst = ?")
@@ -402,8 +399,6 @@ final class BaselineStore {
                 findObject.reset()
                 deleteObject.bind(1, id)
                 deleteObject.run()
-                deleteQueueRow.bind(1, id)
-                deleteQueueRow.run()
 
                 fileEdges.removeAll(keepingCapacity: true)
                 readOutgoing.bind(1, id)

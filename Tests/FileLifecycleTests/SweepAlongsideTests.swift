@@ -175,39 +175,4 @@ struct SweepAlongsideTests {
         #expect(try c.f.store.pending().isEmpty)
         #expect(c.onDisk() == Set(c.young + [c.shared]))
     }
-
-    @Test("a batch whose commit's sync fails counts as committed, with its unlinks beside; the run then stops")
-    func syncFailsAfterCommit() throws {
-        let c = try Cache()
-        let store = c.f.store!
-        let calls = Mutex(0)
-        store.state.withLock { s in
-            s.sweptAlongside = { _ in
-                let call = calls.withLock { n in
-                    n += 1
-                    return n
-                }
-                // Batch 3 has unlinked batch 2's files; the fdatasync after its COMMIT fails.
-                if call == 2 { store.injectedSyncError.store(EIO, ordering: .relaxed) }
-            }
-        }
-        var failure: PolicyRunFailure?
-        do { _ = try c.expire() } catch let e as PolicyRunFailure { failure = e }
-        let f = try #require(failure)
-        #expect((f.underlying as? StoreError)?.isUnsynced == true, "\(f.underlying)")
-        let plan = f.completed
-        #expect(plan.commits.map(\.deleted.count) == [10, 10, 10])
-        #expect(plan.commits.last?.commit == (try store.read { try $0.lastCommit() }))
-        #expect(plan.objects.count == 30)
-        let queued = plan.commits.map(\.filesQueued)
-        #expect(plan.files == queued.flatMap { $0 })
-        #expect(plan.sweep?.unlinked == queued.prefix(2).flatMap { $0 })
-        for p in queued.prefix(2).flatMap({ $0 }) { #expect(!c.f.exists(p)) }
-        // Batch 3's files wait: its commit is not durable.
-        #expect(try store.pending().map(\.path) == queued[2])
-        for p in queued[2] { #expect(c.f.exists(p)) }
-        // And every later write is refused, as after any failed sync.
-        #expect(store.syncFailure?.contains("fdatasync") == true)
-        #expect(throws: StoreError.self) { try c.f.put([(ref("c", "new"), 1)]) }
-    }
 }

@@ -38,11 +38,6 @@ final class EvictionQueues {
     static let promoteAt = 2
     /// The ghost record never holds more keys than this, whatever their sizes.
     static let maxGhostKeys = 1_000_000
-    /// A deleted object's queue row, and those of the objects `?1` (a JSON array): every
-    /// statement that deletes objects runs one of them in the same transaction.
-    static let deleteRow = "DELETE FROM evict_queue WHERE id = ?"
-    static let deleteRows = "DELETE FROM evict_queue WHERE id IN (SELECT value FROM json_each(?1))"
-    static let anyRow = "SELECT EXISTS (SELECT 1 FROM evict_queue)"
 
     let order: EvictionOrder
     let capacity: Int64

@@ -108,12 +108,11 @@ final class PolicyRun {
                 deletedInBatch = 0
                 placedInBatch = false
                 let before = plan.mark
-                var committed = false
                 do {
                     // Leases held back since the batch's first look at them go on after its commit.
                     defer { endHold() }
                     try alongside.prepare()
-                    let c = try store.write(syncing: false) { tx in
+                    let c = try store.write { tx in
                         let swept = try alongside.around(tx.db, start: tx.now) { done = try step.advance(tx, self) }
                         // No empty commits. One that only records unlinks or places objects
                         // in an order's queues deleted nothing, but it is a commit all the same.
@@ -128,16 +127,12 @@ final class PolicyRun {
                     // Every commit is the run's (the caller notes it, and a later failure then
                     // still reports what the earlier ones did, their unlinks among it).
                     plan.commits.append(c.report)
-                    committed = true
-                    // Synced once the batch is in the plan: a failed sync stops the run and every
-                    // later write, but the batch it could not sync is visible all the same.
-                    try store.syncCommitted(c.report.commit)
                 } catch is NothingDeleted {
                     let skipped = plan.skipped  // what it passed over still tells why nothing went
                     plan.rollBack(to: before)
                     plan.skipped = skipped
                 } catch {
-                    if !committed { plan.rollBack(to: before) }  // that batch rolled back; earlier batches stand
+                    plan.rollBack(to: before)  // that batch rolled back; earlier batches stand
                     if plan.commits.isEmpty { throw error }
                     throw PolicyRunFailure(completed: plan, underlying: error)
                 }

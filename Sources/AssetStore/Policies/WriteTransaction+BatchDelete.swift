@@ -126,11 +126,6 @@ extension WriteTransaction {
                 "a policy batch found \(ids.count - db.changesCount) of its \(ids.count) objects gone inside its own transaction; the batch was rolled back"
             )
         }
-        // Under LRU, and until a run places objects, the queues are empty: one look, not a
-        // seek per object.
-        if try Bool.fetchOne(db.cachedStatement(sql: EvictionQueues.anyRow)) ?? true {
-            try db.cachedStatement(sql: EvictionQueues.deleteRows).execute(arguments: [idList])
-        }
         try IndexTable.remove(all: idList, indexes: Array(indexes.values), db)
         for id in ids {
             let detail = details[id]!  // every id was found above

@@ -13,8 +13,6 @@ extension WriteTransaction {
         /// What `DeletedDetail` holds of an object.
         let object: Statement
         let deleteObject: Statement
-        /// An object's place in an eviction order's queues goes with it.
-        let deleteQueueRow: Statement
         /// An object's edges out in index order, as `EdgeRow` reads them with the source's
         /// names NULL (the caller has them).
         let outgoing: Statement
@@ -42,7 +40,6 @@ extension WriteTransaction {
             func sql(_ text: String) throws -> Statement { try db.cachedStatement(sql: text) }
             object = try sql("SELECT collection, key, owner, pinned, created FROM object WHERE id = ?")
             deleteObject = try sql("DELETE FROM object WHERE id = ?")
-            deleteQueueRow = try sql(EvictionQueues.deleteRow)
             outgoing = try sql(
                 """
                 \(EdgeRow.columns(source: "NULL, NULL"))
@@ -131,7 +128,6 @@ extension WriteTransaction {
         guard try s.deleteObject.executeRawCounting(bindID).changes == 1 else {
             throw StoreError(.internalError, "object \(ref) was deleted by something other than its delete")
         }
-        try s.deleteQueueRow.executeRaw(bindID)
         if !indexes.isEmpty { try IndexTable.remove(id, indexes: Array(indexes.values), db) }
         if dirty.removeValue(forKey: id) != nil { dirtyOrder.removeAll { $0 == id } }
     }

@@ -136,8 +136,7 @@ enum Schema {
         }
         // The state of the eviction orders other than LRU (EvictionQueues.swift): each object's
         // queue, place and access count, and the ghost record of keys S3-FIFO evicted. A
-        // deleted object leaves its queue with its row, whatever deleted it (from v9 on, the
-        // deleting statements remove it: WriteTransaction+Deletions.swift).
+        // deleted object leaves its queue with its row, whatever deleted it.
         m.registerMigration("v6") { db in
             try db.execute(
                 sql: """
@@ -169,12 +168,6 @@ enum Schema {
         // put of a new file cost its length.
         m.registerMigration("v8") { db in
             try db.execute(sql: "CREATE INDEX unlink_queue_path ON unlink_queue(path)")
-        }
-        // An object's queue row goes with it in the statements that delete objects, instead
-        // of a trigger: a row trigger ran a sub-program for every deleted object, queue rows
-        // or not (none under LRU), about 2% of a policy deletion.
-        m.registerMigration("v9") { db in
-            try db.execute(sql: "DROP TRIGGER IF EXISTS evict_queue_gone")
         }
         return m
     }
