@@ -254,6 +254,68 @@ enum Refresh: String, CaseIterable, Sendable {
         #expect(f.exists(path))
     }
 
+    @Test(
+        "a shared file is queued when its holders go one after the other in a transaction, each delete flushed",
+        arguments: [false, true])
+    func sharedFileQueuedAfterHoldersGo(laterInNextTransaction: Bool) throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/shared.bin")
+        try f.hold(path, key: "a")
+        try f.hold(path, key: "b")
+        var queued = [String]()
+        let first = try f.store.write { tx in
+            try tx.delete(ref("c", "a"))
+            // b still retains the file: its row stays, nothing is queued.
+            try tx.flush()
+            #expect(try tx.file(path) != nil)
+            if !laterInNextTransaction { try tx.delete(ref("c", "b")) }
+        }.report
+        queued += first.filesQueued
+        if laterInNextTransaction {
+            #expect(first.filesQueued.isEmpty)
+            queued += try f.delete(ref("c", "b")).filesQueued
+        }
+        #expect(queued == [path], "the last holder's delete queues the file")
+        #expect(try f.store.pending().map(\.path) == [path])
+    }
+
+    @Test(
+        "one request deletes the holder a second one cascades to, in either order, and reports each once",
+        arguments: [false, true])
+    func deleteAlongsideItsCascade(cascadeFirst: Bool) throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/held.bin")
+        try f.hold(path, key: "child")
+        try f.put([(ref("c", "parent"), ["n": 1])])
+        try f.store.write { tx in
+            try tx.addEdge(
+                name: "owns", source: ref("c", "parent"), destination: .object(ref("c", "child")),
+                rules: .deleteDestinationIfSourceDeleted)
+        }
+        let order = cascadeFirst ? [ref("c", "parent"), ref("c", "child")] : [ref("c", "child"), ref("c", "parent")]
+        let report = try f.store.write { tx in
+            for r in order { try tx.delete(r) }
+        }.report
+        #expect(Set(report.deleted.map(\.ref)) == [ref("c", "parent"), ref("c", "child")])
+        #expect(report.deleted.count == 2)
+        #expect(report.filesQueued == [path])
+    }
+
+    @Test("a ref deleted, put again and deleted in one transaction is reported deleted once, its file queued")
+    func deletePutDelete() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/again.bin")
+        try f.hold(path, key: "x")
+        let report = try f.store.write { tx in
+            try tx.delete(ref("c", "x"))
+            try tx.put(ref("c", "x"), value: ["n": 2])
+            try tx.delete(ref("c", "x"))
+        }.report
+        #expect(report.deleted.map(\.ref) == [ref("c", "x")])
+        #expect(report.filesQueued == [path])
+        #expect(try f.store.objectJSON(ref("c", "x")) == nil)
+    }
+
     @Test("removing an edge to a never-referenced file leaves no registry row")
     func removeEdgeRegistersNothing() throws {
         let f = try Fixture()

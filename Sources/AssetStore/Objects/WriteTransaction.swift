@@ -66,7 +66,8 @@ public final class WriteTransaction {
     var cachedEdgeUpsert: Statement?
     private var cachedDeletionStatements: DeletionStatements?
     /// Each object deleted by a policy or a cascade, with its owner and protection, for the
-    /// policy planner (which reads only those of its own evictions).
+    /// policy planner (which reads only those of its own evictions). Not a request's delete:
+    /// it carries its names, and its row is not read again.
     var deletedDetails: [DeletedDetail] = []
     /// Each queued file's size and device, for the policy planner.
     var queuedDetails: [QueuedDetail] = []
