@@ -23,6 +23,8 @@ final class ControlServer {
     private var limits: ControlLimits { daemon.config.limits }
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
+    /// The most `bufferedTotal` has been since start (stats).
+    @exclusivity(unchecked) private var peakTotal = 0
     /// Connections dropped because they did not take their replies.
     private var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
@@ -182,6 +184,14 @@ final class ControlServer {
         unflushed.append(session)
     }
 
+    /// After a connection's requests ran from a read or its continuation (nothing of ours
+    /// below on the stack): over the total bound, the turn's replies so far are written now.
+    /// Then what held the total up is either gone to the kernel or backlog a drop can choose;
+    /// a turn's unwritten replies never exceed the bound by more than one connection's pump.
+    func pumpEnded() {
+        if overTotal { flushReplies() }
+    }
+
     /// Hands each session's replies of this turn to the kernel. A flush can close a session,
     /// and what that ends can write to others: they are flushed in the same pass.
     private func flushReplies() {
@@ -193,6 +203,9 @@ final class ControlServer {
             i += 1
         }
         unflushed.removeAll(keepingCapacity: unflushed.capacity <= 256)
+        // What the kernel refused is now counted as backlog, even where a connection's total
+        // did not change (its replies only moved from its buffer to the write queue).
+        shedBacklogs()
     }
 
     /// Writes the progress lines the pool threads queued to their connections.
@@ -258,23 +271,31 @@ final class ControlServer {
     var overTotal: Bool { bufferedTotal > limits.totalBufferBytes }
 
     /// `session` holds `delta` more bytes. Over the total, connections that do not take their
-    /// replies are dropped, the largest backlog first; back under it, paused ones are read again.
+    /// replies are dropped (shedBacklogs); back under it, paused ones are read again.
     func buffered(_ delta: Int, by session: Session) {
         let wasOver = overTotal
         bufferedTotal += delta
-        if delta < 0 { releasedSinceTrim -= delta }
+        if delta < 0 { releasedSinceTrim -= delta } else if bufferedTotal > peakTotal { peakTotal = bufferedTotal }
+        shedBacklogs()
+        if wasOver && !overTotal {
+            for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
+        }
+    }
+
+    /// While over the total, drops the connection furthest behind, if it is over its own
+    /// output bound. Behind means bytes the kernel refused (`Session.backlog`): replies of this
+    /// turn not yet offered to it say nothing about the client, and a turn busy on many
+    /// connections would otherwise drop one that reads everything.
+    private func shedBacklogs() {
         while overTotal {
-            guard let worst = sessions.values.max(by: { $0.outputBytes < $1.outputBytes }),
-                worst.outputBytes > limits.connectionOutputBytes
+            guard let worst = sessions.values.max(by: { $0.backlog < $1.backlog }),
+                worst.backlog > limits.connectionOutputBytes
             else { break }
             logger.warning(
-                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.outputBytes) bytes waiting"
+                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.backlog) bytes waiting"
             )
             droppedConnections += 1
             worst.close(flush: false)
-        }
-        if wasOver && !overTotal {
-            for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
         }
     }
 
@@ -365,7 +386,7 @@ final class ControlServer {
         o["buffers"] = .object([
             "input_bytes": .int(Int64(input)), "output_bytes": .int(Int64(output)),
             "paused_connections": .int(Int64(sessions.values.filter(\.readingPaused).count)),
-            "dropped_connections": .int(Int64(droppedConnections)),
+            "dropped_connections": .int(Int64(droppedConnections)), "peak_bytes": .int(Int64(peakTotal)),
         ])
         o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
         return .object(o)

@@ -119,12 +119,14 @@ final class Session {
             }
         }
         pump()
+        server.pumpEnded()
     }
 
     private func onEnd() {
         peerEnded = true
         stopQueryIfHungUp()
         pump()
+        server.pumpEnded()
     }
 
     /// Stops this connection's running query once its peer has closed both ways: no reply can
@@ -274,7 +276,11 @@ final class Session {
     }
 
     /// Replies and events not yet taken by the client.
-    var outputBytes: Int { out.count + (closed ? 0 : stream.writeQueueSize) }
+    var outputBytes: Int { out.count + backlog }
+
+    /// Replies and events the kernel would not take: how far the client is behind. Those in
+    /// `out` have not been offered yet (they are written at the end of the turn).
+    var backlog: Int { closed ? 0 : stream.writeQueueSize }
 
     /// Bytes this connection holds: requests waiting, a partial line, replies not taken.
     var bufferedBytes: Int { closed ? 0 : inputBytes + framer.pendingCount + outputBytes }
@@ -292,7 +298,10 @@ final class Session {
     private func yieldTurn() {
         if continuation == nil { continuation = try? EventLoop.Timer(loop: daemon.loop) }
         do {
-            try continuation?.start(after: 0) { [unowned self] in pump() }
+            try continuation?.start(after: 0) { [unowned self] in
+                pump()
+                server.pumpEnded()
+            }
         } catch {
             // The peer did nothing wrong: this turn's replies, not yet written, go out first.
             close(flush: true)

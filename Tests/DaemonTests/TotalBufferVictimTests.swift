@@ -1,0 +1,78 @@
+// Over control.total_buffer_bytes the daemon drops a connection that does not take its
+// replies (assetd(8), LIMITS). Replies of the current loop turn that were never offered to
+// the kernel are no sign of that: a client that reads everything must never be the one
+// dropped, however many replies one turn made for it and for everyone else.
+
+import AssetClient
+import Foundation
+import Testing
+
+@Suite struct TotalBufferVictimTests {
+    static func get(_ id: Int, _ collection: String) -> String {
+        #"{"jsonrpc":"2.0","id":\#(id),"method":"object.get","params":{"collection":"\#(collection)","key":"x"}}"#
+            + "\n"
+    }
+
+    /// `count` connections, each sent three gets of `big/x` while the daemon is stopped: it
+    /// finds them all in one poll phase, and each reader's first replies are made in that turn.
+    static func readersInOneTurn(_ h: DaemonHarness, count: Int) throws -> [RawConnection] {
+        let readers = try (0..<count).map { _ in try RawConnection(path: h.socket) }
+        for r in readers { r.setReceiveTimeout(60) }
+        let pid = try #require(h.process?.processIdentifier)
+        kill(pid, SIGSTOP)
+        for r in readers { r.send((0..<3).map { get($0, "big") }.joined()) }
+        kill(pid, SIGCONT)
+        return readers
+    }
+
+    /// Reads the three replies each reader is owed, in order.
+    static func expectAllReplies(_ readers: [RawConnection], sourceLocation: SourceLocation = #_sourceLocation) {
+        for (n, r) in readers.enumerated() {
+            var ids = [Int64]()
+            for _ in 0..<3 {
+                guard let reply = r.readLine() else { break }
+                #expect(reply["error"] == nil, "\(reply.serialized())", sourceLocation: sourceLocation)
+                ids.append(reply["id"]?.intValue ?? -1)
+            }
+            #expect(ids == [0, 1, 2], "reader \(n)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("one turn's replies not yet written exceed the total bound by at most one connection's")
+    func unwrittenRepliesStayNearTheTotal() throws {
+        let h = try DaemonHarness(
+            controlSection: "connection_output_bytes = \"64KiB\"\ntotal_buffer_bytes = \"256KiB\"")
+        let c = try h.client(timeout: 60)
+        try c.putObject("big", "x", .string(String(repeating: "y", count: 40_000)))
+        let readers = try Self.readersInOneTurn(h, count: 20)
+        Self.expectAllReplies(readers)
+        let b = try ConnectionMemoryTests.buffers(c)
+        // The bound, one connection's replies (its own bound and the reply that crossed it),
+        // and every reader's requests; 20 readers' first turn together are 1.6 MB.
+        let most: Int64 = 256 * 1024 + 64 * 1024 + 41_000 + 20 * 3 * 300
+        #expect((b["peak_bytes"]?.intValue ?? .max) <= most, "\(b)")
+        #expect(b["dropped_connections"] == 0)
+    }
+
+    @Test("over the total bound only the connection that does not read is dropped; prompt readers get every reply")
+    func onlyTheNonReaderIsDropped() throws {
+        let h = try DaemonHarness(
+            controlSection: "connection_output_bytes = \"64KiB\"\ntotal_buffer_bytes = \"256KiB\"")
+        let c = try h.client(timeout: 60)
+        // Two of these replies are over the per-connection bound; the non-reader's are small,
+        // so its backlog stops just past the bound, below what one prompt turn makes.
+        try c.putObject("big", "x", .string(String(repeating: "y", count: 40_000)))
+        try c.putObject("small", "x", .string(String(repeating: "s", count: 2_000)))
+        let stalled = try RawConnection(path: h.socket)
+        stalled.send((0..<400).map { Self.get($0, "small") }.joined())
+        #expect(
+            try eventually(timeout: 60) {
+                let b = try ConnectionMemoryTests.buffers(c)
+                return b["paused_connections"] == 1 && (b["output_bytes"]?.intValue ?? 0) > 64 * 1024
+            })
+        let readers = try Self.readersInOneTurn(h, count: 20)
+        Self.expectAllReplies(readers)
+        #expect(try ConnectionMemoryTests.buffers(c)["dropped_connections"] == 1)
+        #expect(stalled.isClosedByPeer())
+    }
+}
