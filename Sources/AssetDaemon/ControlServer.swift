@@ -184,8 +184,8 @@ final class ControlServer {
         unflushed.append(session)
     }
 
-    /// After a connection's requests ran from a read or its continuation (nothing of ours
-    /// below on the stack): over the total bound, the turn's replies so far are written now.
+    /// After a connection's requests ran (Session.pump, at the end of its callback): over the
+    /// total bound, the turn's replies so far are written now.
     /// Then what held the total up is either gone to the kernel or backlog a drop can choose;
     /// a turn's unwritten replies never exceed the bound by more than one connection's pump.
     func pumpEnded() {

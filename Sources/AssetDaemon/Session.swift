@@ -119,14 +119,12 @@ final class Session {
             }
         }
         pump()
-        server.pumpEnded()
     }
 
     private func onEnd() {
         peerEnded = true
         stopQueryIfHungUp()
         pump()
-        server.pumpEnded()
     }
 
     /// Stops this connection's running query once its peer has closed both ways: no reply can
@@ -154,6 +152,9 @@ final class Session {
                 queueFlush()
                 updateReading()
             }
+            // Every pump is the last thing its callback does (a read, a continuation, a
+            // write completion, an answer from the group commit or a thread).
+            server.pumpEnded()
         }
         var budget = Session.itemsPerTurn
         while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
@@ -298,10 +299,7 @@ final class Session {
     private func yieldTurn() {
         if continuation == nil { continuation = try? EventLoop.Timer(loop: daemon.loop) }
         do {
-            try continuation?.start(after: 0) { [unowned self] in
-                pump()
-                server.pumpEnded()
-            }
+            try continuation?.start(after: 0) { [unowned self] in pump() }
         } catch {
             // The peer did nothing wrong: this turn's replies, not yet written, go out first.
             close(flush: true)
