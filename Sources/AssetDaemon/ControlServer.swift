@@ -23,6 +23,9 @@ final class ControlServer {
     private var limits: ControlLimits { daemon.config.limits }
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
+    /// `overTotal` as of the last change of the total: read after every pump, where the config
+    /// behind `overTotal` would cost a get a copy of the limits.
+    @exclusivity(unchecked) private var overAtLastCount = false
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private var peakTotal = 0
     /// Connections dropped because they did not take their replies.
@@ -189,7 +192,7 @@ final class ControlServer {
     /// Then what held the total up is either gone to the kernel or backlog a drop can choose;
     /// a turn's unwritten replies never exceed the bound by more than one connection's pump.
     func pumpEnded() {
-        if overTotal { flushReplies() }
+        if overAtLastCount { flushReplies() }
     }
 
     /// Hands each session's replies of this turn to the kernel. A flush can close a session,
@@ -277,7 +280,8 @@ final class ControlServer {
         bufferedTotal += delta
         if delta < 0 { releasedSinceTrim -= delta } else if bufferedTotal > peakTotal { peakTotal = bufferedTotal }
         shedBacklogs()
-        if wasOver && !overTotal {
+        overAtLastCount = overTotal
+        if wasOver && !overAtLastCount {
             for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
         }
     }
