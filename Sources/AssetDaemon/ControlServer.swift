@@ -23,9 +23,6 @@ final class ControlServer {
     private var limits: ControlLimits { daemon.config.limits }
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
-    /// `overTotal` as of the last change of the total: read after every pump, where the config
-    /// behind `overTotal` would cost a get a copy of the limits.
-    @exclusivity(unchecked) private var overAtLastCount = false
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private var peakTotal = 0
     /// Connections dropped because they did not take their replies.
@@ -192,7 +189,7 @@ final class ControlServer {
     /// Then what held the total up is either gone to the kernel or backlog a drop can choose;
     /// a turn's unwritten replies never exceed the bound by more than one connection's pump.
     func pumpEnded() {
-        if overAtLastCount { flushReplies() }
+        if overTotal { flushReplies() }
     }
 
     /// Hands each session's replies of this turn to the kernel. A flush can close a session,
@@ -270,8 +267,11 @@ final class ControlServer {
     }
 
     /// Whether all connections together hold more than control.total_buffer_bytes: then none
-    /// is read until they hold less.
-    var overTotal: Bool { bufferedTotal > limits.totalBufferBytes }
+    /// is read until they hold less. Kept as the total changes: read after every pump and by
+    /// every connection's bounds, where the config behind the limit would cost a get a copy of
+    /// the limits (a reload's new bound applies from the next change).
+    @exclusivity(unchecked) private(set) var overTotal = false
+    private var totalIsOver: Bool { bufferedTotal > limits.totalBufferBytes }
 
     /// `session` holds `delta` more bytes. Over the total, connections that do not take their
     /// replies are dropped (shedBacklogs); back under it, paused ones are read again.
@@ -279,9 +279,9 @@ final class ControlServer {
         let wasOver = overTotal
         bufferedTotal += delta
         if delta < 0 { releasedSinceTrim -= delta } else if bufferedTotal > peakTotal { peakTotal = bufferedTotal }
+        overTotal = totalIsOver
         shedBacklogs()
-        overAtLastCount = overTotal
-        if wasOver && !overAtLastCount {
+        if wasOver && !overTotal {
             for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
         }
     }
@@ -291,7 +291,7 @@ final class ControlServer {
     /// turn not yet offered to it say nothing about the client, and a turn busy on many
     /// connections would otherwise drop one that reads everything.
     private func shedBacklogs() {
-        while overTotal {
+        while overTotal {  // a drop's release counts through buffered(), which updates it
             guard let worst = sessions.values.max(by: { $0.backlog < $1.backlog }),
                 worst.backlog > limits.connectionOutputBytes
             else { break }
