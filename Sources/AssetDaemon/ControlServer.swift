@@ -20,9 +20,13 @@ final class ControlServer {
     /// Progress notifications from the threads to the connections that asked.
     let progress = ProgressRelay()
     private var logger: Logger { daemon.logger }
-    private var limits: ControlLimits { daemon.config.limits }
+    /// Read once: reload() never changes the limits, and the config behind them would cost
+    /// every change of the total a copy of them.
+    private let limits: ControlLimits
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
+    /// The most `bufferedTotal` has been since start (stats).
+    @exclusivity(unchecked) private var peakTotal = 0
     /// Connections dropped because they did not take their replies.
     private var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
@@ -44,11 +48,18 @@ final class ControlServer {
     private var pollHook: TurnHook?
     /// Sessions with replies written this turn and not yet handed to the kernel.
     @exclusivity(unchecked) private var unflushed: [Session] = []
+    /// True while flushReplies runs: a nested call would drop from `unflushed` the sessions
+    /// appended meanwhile.
+    @exclusivity(unchecked) private var flushingReplies = false
+    /// Advances every second (Daemon.tick). A connection whose backlog has not shrunk since
+    /// before the previous advance is stalled (Session.isStalled).
+    @exclusivity(unchecked) private(set) var stallEpoch = 0
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0
 
     init(daemon: Daemon) {
         self.daemon = daemon
+        limits = daemon.config.limits
     }
 
     var connectionCount: Int { sessions.count }
@@ -67,14 +78,14 @@ final class ControlServer {
         // The snapshot of one turn's gets ends before the loop waits again: an idle daemon
         // never pins it, and the WAL can restart.
         turnHook = try TurnHook(loop: daemon.loop) { [unowned self] in
-            flushReplies()
+            turnEnded()
             pointReader?.endSnapshot()
         }
         // Replies are written once a turn, like Redis's before it sleeps: a client woken
         // finds every reply of the turn, and the daemon's next wait finds more requests.
         // After the poll phase's callbacks (most replies), and before polling again (those of
         // timers and write completions): none waits for a later turn.
-        pollHook = try TurnHook(loop: daemon.loop, at: .afterPolling) { [unowned self] in flushReplies() }
+        pollHook = try TurnHook(loop: daemon.loop, at: .afterPolling) { [unowned self] in turnEnded() }
         listener = try PipeListener(loop: daemon.loop, path: path, mode: mode_t(mode)) { [unowned self] stream in
             accept(stream)
         }
@@ -182,10 +193,33 @@ final class ControlServer {
         unflushed.append(session)
     }
 
+    /// After a connection's requests ran (Session.pump, at the end of its callback): over the
+    /// total bound, the turn's replies so far are written now.
+    /// Then what held the total up is either gone to the kernel or backlog a drop can choose;
+    /// a turn's unwritten replies never exceed the bound by more than one connection's pump.
+    func pumpEnded() {
+        if overTotal { flushReplies() }
+    }
+
+    /// The turn's replies go to the kernel; over the total, a stalled connection is dropped.
+    private func turnEnded() {
+        flushReplies()
+        if overTotal { shedBacklogs() }
+    }
+
+    /// Every second: connections that took nothing since the last one can be dropped.
+    func secondPassed() {
+        stallEpoch += 1
+        if overTotal { shedBacklogs() }
+    }
+
     /// Hands each session's replies of this turn to the kernel. A flush can close a session,
     /// and what that ends can write to others: they are flushed in the same pass.
     private func flushReplies() {
         guard !unflushed.isEmpty else { return }
+        assert(!flushingReplies, "flushReplies re-entered")
+        flushingReplies = true
+        defer { flushingReplies = false }
         var i = 0
         while i < unflushed.count {
             let session = unflushed[i]  // its flush may append to `unflushed`
@@ -254,27 +288,40 @@ final class ControlServer {
     }
 
     /// Whether all connections together hold more than control.total_buffer_bytes: then none
-    /// is read until they hold less.
-    var overTotal: Bool { bufferedTotal > limits.totalBufferBytes }
+    /// is read until they hold less. Kept as the total changes: read after every pump, every
+    /// write outside one and by every connection's bounds.
+    @exclusivity(unchecked) private(set) var overTotal = false
 
-    /// `session` holds `delta` more bytes. Over the total, connections that do not take their
-    /// replies are dropped, the largest backlog first; back under it, paused ones are read again.
+    /// `session` holds `delta` more bytes. Back under the total, paused connections are read
+    /// again; over it, the turn's end and the next second drop stalled ones (shedBacklogs).
     func buffered(_ delta: Int, by session: Session) {
         let wasOver = overTotal
         bufferedTotal += delta
-        if delta < 0 { releasedSinceTrim -= delta }
-        while overTotal {
-            guard let worst = sessions.values.max(by: { $0.outputBytes < $1.outputBytes }),
-                worst.outputBytes > limits.connectionOutputBytes
-            else { break }
+        if delta < 0 { releasedSinceTrim -= delta } else if bufferedTotal > peakTotal { peakTotal = bufferedTotal }
+        overTotal = bufferedTotal > limits.totalBufferBytes
+        if wasOver && !overTotal {
+            for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
+        }
+    }
+
+    /// While over the total, drops the stalled connection with the largest backlog, until
+    /// under it or none is stalled. Only a stalled one: bytes just refused by the kernel (a big
+    /// reply, a turn's pipelined replies) say nothing about a client that reads, and would
+    /// make the one that asked most the victim. Each connection is held to its own bound
+    /// meanwhile, so memory stays bounded while no one is stalled.
+    private func shedBacklogs() {
+        let epoch = stallEpoch
+        while overTotal {  // a drop's release counts through buffered(), which updates it
+            var victim: Session?
+            for s in sessions.values where s.isStalled(epoch: epoch) && s.backlog > (victim?.backlog ?? 0) {
+                victim = s
+            }
+            guard let worst = victim else { break }
             logger.warning(
-                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.outputBytes) bytes waiting"
+                "dropping a connection (uid \(worst.identity.uid)) that does not read its replies: \(worst.backlog) bytes waiting"
             )
             droppedConnections += 1
             worst.close(flush: false)
-        }
-        if wasOver && !overTotal {
-            for s in sessions.values where s.readingPaused && s !== session { s.updateReading() }
         }
     }
 
@@ -365,7 +412,7 @@ final class ControlServer {
         o["buffers"] = .object([
             "input_bytes": .int(Int64(input)), "output_bytes": .int(Int64(output)),
             "paused_connections": .int(Int64(sessions.values.filter(\.readingPaused).count)),
-            "dropped_connections": .int(Int64(droppedConnections)),
+            "dropped_connections": .int(Int64(droppedConnections)), "peak_bytes": .int(Int64(peakTotal)),
         ])
         o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
         return .object(o)

@@ -164,6 +164,7 @@ public final class Daemon {
     private func tick() {
         logSpaceNotices()
         server.trimMemory()
+        server.secondPassed()
         server.stopOrphanedQueries()
         let wal = store.walStatus
         if wal.checkpointFailures > loggedCheckpointFailures {

@@ -68,6 +68,9 @@ final class Session {
     /// True while `writeRendered` lends `out` to a renderer: a write then would splice a line
     /// into the reply being rendered (debug builds stop on it).
     @exclusivity(unchecked) private var rendering = false
+    /// The backlog when write progress was last seen, and the server's stall epoch then.
+    @exclusivity(unchecked) private var seenBacklog = 0
+    @exclusivity(unchecked) private var seenEpoch = 0
     /// Runs the rest of a long queue on the next loop turn.
     @exclusivity(unchecked) private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
@@ -152,6 +155,9 @@ final class Session {
                 queueFlush()
                 updateReading()
             }
+            // Every pump is the last thing its callback does (a read, a continuation, a
+            // write completion, an answer from the group commit or a thread).
+            server.pumpEnded()
         }
         var budget = Session.itemsPerTurn
         while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
@@ -223,9 +229,13 @@ final class Session {
     }
 
     /// Output added outside a pump: counted at once, as a write was (the total bound sees a
-    /// turn's events as they come), and written at the turn's end. A pump counts once, at its end.
+    /// turn's events as they come), and written at the turn's end, or at once while over the
+    /// total (a turn's events to many watchers would otherwise all wait in memory). A pump
+    /// counts once, at its end.
     private func queued() {
         account()
+        // Not behind a backlog: the kernel, which refused that, would refuse these too.
+        if server.overTotal, backlog == 0 { flushOut() }
         queueFlush()
     }
 
@@ -267,14 +277,43 @@ final class Session {
             out.removeAll(keepingCapacity: out.capacity <= Session.keptOutputCapacity)
             return
         }
+        let before = backlog
         let bytes = out
         out = []
         stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error)
         }
+        // A new backlog, or one that shrank since last seen, is progress: not stalled before
+        // the next epoch has passed. More bytes behind one that did not shrink are not (a
+        // watcher that takes nothing still gets events).
+        if before == 0 || before < seenBacklog { seenEpoch = server.stallEpoch }
+        seenBacklog = backlog
+    }
+
+    /// Write progress (bytes queued or taken) was seen now.
+    private func progressed() {
+        seenBacklog = backlog
+        seenEpoch = server.stallEpoch
+    }
+
+    /// Whether the client has had a backlog and taken none of it since before the server's
+    /// previous stall epoch began (a second or more): only such a connection is dropped over
+    /// the total bound. A check that finds the backlog shrunk counts as progress.
+    func isStalled(epoch: Int) -> Bool {
+        let now = backlog
+        guard now > 0 else { return false }
+        if now < seenBacklog {
+            progressed()
+            return false
+        }
+        return seenEpoch + 1 < epoch
     }
 
     /// Replies and events not yet taken by the client.
-    var outputBytes: Int { out.count + (closed ? 0 : stream.writeQueueSize) }
+    var outputBytes: Int { out.count + backlog }
+
+    /// Replies and events the kernel would not take: how far the client is behind. Those in
+    /// `out` have not been offered yet (they are written at the end of the turn).
+    var backlog: Int { closed ? 0 : stream.writeQueueSize }
 
     /// Bytes this connection holds: requests waiting, a partial line, replies not taken.
     var bufferedBytes: Int { closed ? 0 : inputBytes + framer.pendingCount + outputBytes }
@@ -307,6 +346,7 @@ final class Session {
             close(flush: false)
             return
         }
+        progressed()
         if !running && (queuedCount > 0 || peerEnded) { pump() } else { updateReading() }
     }
 
