@@ -51,8 +51,8 @@ final class ControlServer {
     /// True while flushReplies runs: a nested call would drop from `unflushed` the sessions
     /// appended meanwhile.
     @exclusivity(unchecked) private var flushingReplies = false
-    /// Advances every second (Daemon.tick). A connection whose backlog has not shrunk since
-    /// before the previous advance is stalled (Session.isStalled).
+    /// Advances every second (Daemon.tick). A connection whose backlog has been over its own
+    /// bound since before the previous advance is behind (Session.isBehind).
     @exclusivity(unchecked) private(set) var stallEpoch = 0
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0
@@ -201,13 +201,13 @@ final class ControlServer {
         if overTotal { flushReplies() }
     }
 
-    /// The turn's replies go to the kernel; over the total, a stalled connection is dropped.
+    /// The turn's replies go to the kernel; over the total, a connection behind is dropped.
     private func turnEnded() {
         flushReplies()
         if overTotal { shedBacklogs() }
     }
 
-    /// Every second: connections that took nothing since the last one can be dropped.
+    /// Every second: connections over their own bound since the last one can be dropped.
     func secondPassed() {
         stallEpoch += 1
         if overTotal { shedBacklogs() }
@@ -293,7 +293,7 @@ final class ControlServer {
     @exclusivity(unchecked) private(set) var overTotal = false
 
     /// `session` holds `delta` more bytes. Back under the total, paused connections are read
-    /// again; over it, the turn's end and the next second drop stalled ones (shedBacklogs).
+    /// again; over it, the turn's end and the next second drop those behind (shedBacklogs).
     func buffered(_ delta: Int, by session: Session) {
         let wasOver = overTotal
         bufferedTotal += delta
@@ -304,16 +304,17 @@ final class ControlServer {
         }
     }
 
-    /// While over the total, drops the stalled connection with the largest backlog, until
-    /// under it or none is stalled. Only a stalled one: bytes just refused by the kernel (a big
-    /// reply, a turn's pipelined replies) say nothing about a client that reads, and would
-    /// make the one that asked most the victim. Each connection is held to its own bound
-    /// meanwhile, so memory stays bounded while no one is stalled.
+    /// While over the total, drops the connection behind (Session.isBehind) with the largest
+    /// backlog, until under it or none is behind. Only one behind: bytes just refused by the
+    /// kernel (a big reply, a turn's pipelined replies) say nothing about a client that
+    /// reads, and would make the one that asked most the victim; and one under its own
+    /// bound is within what it was allowed. Each connection is held to its own bound
+    /// meanwhile (reading stops past it).
     private func shedBacklogs() {
         let epoch = stallEpoch
         while overTotal {  // a drop's release counts through buffered(), which updates it
             var victim: Session?
-            for s in sessions.values where s.isStalled(epoch: epoch) && s.backlog > (victim?.backlog ?? 0) {
+            for s in sessions.values where s.isBehind(epoch: epoch) && s.backlog > (victim?.backlog ?? 0) {
                 victim = s
             }
             guard let worst = victim else { break }

@@ -68,9 +68,9 @@ final class Session {
     /// True while `writeRendered` lends `out` to a renderer: a write then would splice a line
     /// into the reply being rendered (debug builds stop on it).
     @exclusivity(unchecked) private var rendering = false
-    /// The backlog when write progress was last seen, and the server's stall epoch then.
-    @exclusivity(unchecked) private var seenBacklog = 0
-    @exclusivity(unchecked) private var seenEpoch = 0
+    /// The server's epoch since which the backlog has been over this connection's own bound,
+    /// or nil while it is not.
+    @exclusivity(unchecked) private var overBoundSince: Int?
     /// Runs the rest of a long queue on the next loop turn.
     @exclusivity(unchecked) private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
@@ -277,35 +277,31 @@ final class Session {
             out.removeAll(keepingCapacity: out.capacity <= Session.keptOutputCapacity)
             return
         }
-        let before = backlog
+        noteBacklog()  // seen under the bound before these bytes: that spell is over
         let bytes = out
         out = []
         stream.write(written == 0 ? bytes : Array(bytes[written...])) { [weak self] error in self?.writeCompleted(error)
         }
-        // A new backlog, or one that shrank since last seen, is progress: not stalled before
-        // the next epoch has passed. More bytes behind one that did not shrink are not (a
-        // watcher that takes nothing still gets events).
-        if before == 0 || before < seenBacklog { seenEpoch = server.stallEpoch }
-        seenBacklog = backlog
+        noteBacklog()
     }
 
-    /// Write progress (bytes queued or taken) was seen now.
-    private func progressed() {
-        seenBacklog = backlog
-        seenEpoch = server.stallEpoch
-    }
-
-    /// Whether the client has had a backlog and taken none of it since before the server's
-    /// previous stall epoch began (a second or more): only such a connection is dropped over
-    /// the total bound. A check that finds the backlog shrunk counts as progress.
-    func isStalled(epoch: Int) -> Bool {
-        let now = backlog
-        guard now > 0 else { return false }
-        if now < seenBacklog {
-            progressed()
-            return false
+    /// Notes whether the bytes the kernel refused are over the connection's own bound now.
+    private func noteBacklog() {
+        if backlog <= limits.connectionOutputBytes {
+            overBoundSince = nil
+        } else if overBoundSince == nil {
+            overBoundSince = server.stallEpoch
         }
-        return seenEpoch + 1 < epoch
+    }
+
+    /// Whether bytes the kernel refused have been over the connection's own bound since
+    /// before the server's previous epoch began (a second or more): only such a connection
+    /// is dropped over the total bound. A big reply to a client that reads goes under the
+    /// bound as fast as the client reads; one under its bound is never dropped.
+    func isBehind(epoch: Int) -> Bool {
+        noteBacklog()
+        guard let since = overBoundSince else { return false }
+        return since + 1 < epoch
     }
 
     /// Replies and events not yet taken by the client.
@@ -346,7 +342,7 @@ final class Session {
             close(flush: false)
             return
         }
-        progressed()
+        noteBacklog()
         if !running && (queuedCount > 0 || peerEnded) { pump() } else { updateReading() }
     }
 

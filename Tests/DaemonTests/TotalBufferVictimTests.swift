@@ -79,7 +79,7 @@ import Testing
         #expect(b["dropped_connections"] == 0)
     }
 
-    @Test("over the total bound only connections that stall are dropped; prompt readers get every reply")
+    @Test("over the total bound only connections that stay behind are dropped; prompt readers get every reply")
     func onlyTheNonReadersAreDropped() throws {
         let h = try DaemonHarness(
             controlSection: "connection_output_bytes = \"64KiB\"\ntotal_buffer_bytes = \"256KiB\"")
@@ -94,7 +94,9 @@ import Testing
         #expect(
             try eventually(timeout: 60) {
                 let b = try ConnectionMemoryTests.buffers(c)
-                return b["paused_connections"] == 5 && (b["output_bytes"]?.intValue ?? 0) > 256 * 1024
+                // Or already dropping them: a busy machine may have let a second go by.
+                return (b["paused_connections"] == 5 && (b["output_bytes"]?.intValue ?? 0) > 256 * 1024)
+                    || (b["dropped_connections"]?.intValue ?? 0) > 0
             })
         let readers = try Self.readersInOneTurn(h, c, count: 20)
         Self.expectAllReplies(readers)
