@@ -39,8 +39,11 @@ final class ControlServer {
     private var puts: PutPipeline?
     /// index.query and index.aggregate, on threads of their own; started with the socket.
     private var queries: QueryLane?
-    /// Streams closing after their replies are flushed, with the time they must be gone by.
-    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double)] = [:]
+    /// Streams closing after their replies are flushed, with the time they must be gone by and,
+    /// for a connection's own close, its uid: it keeps its connection slot until it is gone.
+    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double, uid: UInt32?)] = [:]
+    /// Connections closing that still hold their slots (`flushes` with a uid).
+    private var closingConnections = 0
     private var reaper: EventLoop.Timer?
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
     @exclusivity(unchecked) private(set) var pointReader: PointReader?
@@ -98,8 +101,11 @@ final class ControlServer {
             return
         }
         let config = daemon.config
-        guard sessions.count < config.maxConnections else {
-            refuse(stream, "too many connections", log: "\(sessions.count) of \(config.maxConnections) in use")
+        // A connection closing holds its replies until taken (up to 5 s): it keeps its slot, or
+        // reconnecting would hold any number of them.
+        let held = sessions.count + closingConnections
+        guard held < config.maxConnections else {
+            refuse(stream, "too many connections", log: "\(held) of \(config.maxConnections) in use")
             return
         }
         guard let cred = stream.peerCredentials else {
@@ -118,10 +124,10 @@ final class ControlServer {
                 return
             }
             let reserved = min(config.limits.adminReservedConnections, config.maxConnections - 1)
-            if sessions.count >= config.maxConnections - reserved {
+            if held >= config.maxConnections - reserved {
                 refuse(
                     stream, "too many connections: the last \(reserved) are kept for admins",
-                    log: "\(sessions.count) of \(config.maxConnections) in use, the rest kept for admins")
+                    log: "\(held) of \(config.maxConnections) in use, the rest kept for admins")
                 return
             }
         }
@@ -145,12 +151,17 @@ final class ControlServer {
         flushing(stream)
     }
 
-    /// Flushes and closes `stream`, closing it outright if that takes past the deadline.
-    func flushing(_ stream: PipeStream) {
+    /// Flushes and closes `stream`, closing it outright if that takes past the deadline. A
+    /// session's own stream (`uid`) keeps the session's slot until then.
+    func flushing(_ stream: PipeStream, uid: UInt32? = nil) {
         let id = ObjectIdentifier(stream)
-        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline)
+        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline, uid)
+        if let uid {
+            closingConnections += 1
+            connectionsByUID[uid, default: 0] += 1
+        }
         stream.shutdownAndClose { [weak self] in
-            self?.flushes[id] = nil
+            self?.flushEnded(id)
             self?.daemon.checkStopped()
         }
         if reaper == nil, let t = try? EventLoop.Timer(loop: daemon.loop) {
@@ -163,7 +174,7 @@ final class ControlServer {
         let now = QueryClock.now()
         for (id, f) in flushes where f.deadline <= now {
             logger.warning("closing a connection that did not take its last replies")
-            flushes[id] = nil
+            flushEnded(id)
             f.stream.close()
         }
         if flushes.isEmpty {
@@ -172,10 +183,22 @@ final class ControlServer {
         }
     }
 
+    /// A closing stream is gone (flushed, or closed at its deadline): its slot is free.
+    private func flushEnded(_ id: ObjectIdentifier) {
+        guard let f = flushes.removeValue(forKey: id) else { return }
+        if let uid = f.uid {
+            closingConnections -= 1
+            slotFreed(uid)
+        }
+    }
+
+    private func slotFreed(_ uid: UInt32) {
+        connectionsByUID[uid] = connectionsByUID[uid] == 1 ? nil : connectionsByUID[uid].map { $0 - 1 }
+    }
+
     func remove(_ session: Session) {
         guard sessions.removeValue(forKey: session.number) != nil else { return }
-        let uid = session.identity.uid
-        connectionsByUID[uid] = connectionsByUID[uid] == 1 ? nil : connectionsByUID[uid].map { $0 - 1 }
+        slotFreed(session.identity.uid)
         // Its queries that wait for a thread will never be read: they are dropped unrun.
         queries?.cancel(connection: session.number)
         // Its leases end with it (assetd(8)); their files' unlinks are rescheduled by the sweep.

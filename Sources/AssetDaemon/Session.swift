@@ -414,7 +414,7 @@ final class Session {
         if flush {
             // A peer that never reads would hold the flush (and shutdown) forever: the server
             // closes it outright after a deadline.
-            server.flushing(stream)
+            server.flushing(stream, uid: identity.uid)
         } else {
             stream.close()
         }

@@ -1,0 +1,44 @@
+// A connection the daemon closes keeps its slot until its last replies are taken or its 5 s
+// are up (assetd(8), LIMITS): reconnecting must not let one client hold any number of closing
+// connections, each with its replies in memory.
+
+import AssetClient
+import Foundation
+import Testing
+
+@Suite struct ClosingSlotTests {
+    @Test("a connection closed for a too-long line holds its slot until its replies are taken")
+    func closingConnectionKeepsItsSlot() throws {
+        // Replies four times what the socket takes: most wait in the daemon when the line
+        // ends the connection. The line just over the limit fits the socket (the daemon stops
+        // reading at it).
+        let w = TotalBufferVictimTests.socketBuffer
+        let h = try DaemonHarness(controlSection: "max_connections = 2\nmax_request_bytes = \(w)")
+        let c = try h.client(timeout: 60)
+        try c.putObject("big", "x", .string(String(repeating: "b", count: w / 2)))
+        var closing: RawConnection? = try RawConnection(path: h.socket)
+        let get = #"{"jsonrpc":"2.0","id":1,"method":"object.get","params":{"collection":"big","key":"x"}}"# + "\n"
+        closing?.send(String(repeating: get, count: 8) + String(repeating: "x", count: w + 100) + "\n")
+        // Its session is gone (closed, its replies still waiting): only `c` is counted.
+        #expect(try eventually { try c.call("stats")["connections"] == 1 })
+        do {  // `late` closes at the end of this block
+            let late = try RawConnection(path: h.socket)
+            late.setReceiveTimeout(60)
+            late.send(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n")
+            let answer = late.readLine()
+            let refused = answer?["error"]?["message"]?.stringValue?.contains("too many connections") == true
+            // Unless the closing one was already closed at its deadline (a very slow machine).
+            let reaped = h.log.contains("closing a connection that did not take its last replies")
+            #expect(refused || reaped, "\(answer?.serialized() ?? "no answer")")
+        }
+        // Once it is gone, its slot is free again.
+        closing = nil  // closes the socket: the daemon's write fails and the flush ends
+        #expect(
+            try eventually {
+                let next = try RawConnection(path: h.socket)
+                next.setReceiveTimeout(60)
+                next.send(#"{"jsonrpc":"2.0","id":3,"method":"ping"}"# + "\n")
+                return next.readLine()?["result"] != nil
+            })
+    }
+}
