@@ -11,9 +11,10 @@ import Testing
     func closingConnectionKeepsItsSlot() throws {
         // Replies four times what the socket takes: most wait in the daemon when the line
         // ends the connection. The line just over the limit fits the socket (the daemon stops
-        // reading at it).
+        // reading at it). The output bound is above all the replies, so the line is read.
         let w = TotalBufferVictimTests.socketBuffer
-        let h = try DaemonHarness(controlSection: "max_connections = 2\nmax_request_bytes = \(w)")
+        let h = try DaemonHarness(
+            controlSection: "max_connections = 2\nmax_request_bytes = \(w)\nconnection_output_bytes = \(16 * w)")
         let c = try h.client(timeout: 60)
         try c.putObject("big", "x", .string(String(repeating: "b", count: w / 2)))
         var closing: RawConnection? = try RawConnection(path: h.socket)
