@@ -40,10 +40,18 @@ extension WriteTransaction {
     /// queued, the position among the deleted objects of the first whose edge reached it
     /// (`EvictionEffect.holders`).
     func deleteReferenceCounted(_ requested: [Int64], known: [Int64: DeletedDetail] = [:]) throws -> [Int]? {
+        guard let batch = try planReferenceCounted(requested, known: known) else { return nil }
+        return try deleteReferenceCounted(batch)
+    }
+
+    /// What `deleteReferenceCounted` decides, read and not yet changed: nil when some rule
+    /// needs the worklist. Changes nothing, in SQL or in the transaction's state.
+    func planReferenceCounted(_ requested: [Int64], known: [Int64: DeletedDetail]) throws -> ReferenceCountedBatch? {
         guard store.configuration.setBasedPolicyDeletes, work.isEmpty, pendingDeletes.isEmpty, dirty.isEmpty,
             unresolved.isEmpty, removedWithReason.isEmpty, filesTouched.isEmpty, indexDirty.isEmpty, flushFailure == nil
         else { return nil }
-        var seen = Set<Int64>()
+        // Sized up front, here and below: growing a set or dictionary hashes every key again.
+        var seen = Set<Int64>(minimumCapacity: requested.count)
         let ids = requested.filter { !deletedIDs.contains($0) && seen.insert($0).inserted }
         guard !ids.isEmpty else { return nil }
         let idList = JSONValue.array(ids.map { .int($0) }).serialized()
@@ -65,8 +73,8 @@ extension WriteTransaction {
         }
         // Each object's edges in the order `deleteObject` reads them, with the registry rows
         // of the files they reach (`RegisteredFile.columns` after the edge's own).
-        var outgoing = [Int64: [EdgeRow]]()
-        var fileRows = [Int64: RegisteredFile]()
+        var outgoing = [Int64: [EdgeRow]](minimumCapacity: ids.count)
+        var fileRows = [Int64: RegisteredFile](minimumCapacity: ids.count)
         var onlyCounted = true
         try db.cachedStatement(sql: Self.edgesWithFiles).forEachRawRow([idList]) { r in
             var e = EdgeRow(raw: r)
@@ -86,10 +94,10 @@ extension WriteTransaction {
         // retaining edge from outside the batch is left, in the order its first retaining edge fires.
         var touched = [Int64]()
         var retained = [Int64]()
-        var inside = [Int64: (all: Int64, retaining: Int64)]()
+        var inside = [Int64: (all: Int64, retaining: Int64)](minimumCapacity: edges.count)
         var position = [Int64: Int](minimumCapacity: ids.count)
         for (i, id) in ids.enumerated() { position[id] = i }
-        var firstHolder = [Int64: Int]()
+        var firstHolder = [Int64: Int](minimumCapacity: edges.count)
         for e in edges {
             let retains = e.rules.contains(.deleteDestinationIfAllSourcesDeleted)
             let n = inside[e.dst]
@@ -113,8 +121,18 @@ extension WriteTransaction {
         }
         let freed = retained.filter { (outside[$0]?.retaining ?? 0) == 0 }
         if freed.contains(where: { (outside[$0]?.all ?? 0) > 0 }) { return nil }
+        return ReferenceCountedBatch(
+            ids: ids, idList: idList, details: details, outgoing: outgoing, fileRows: fileRows, touched: touched,
+            freed: freed, firstHolder: firstHolder)
+    }
 
-        // Decided: now the same changes `deleteObject`, `sourceGone` and `deleteFile` make.
+    /// Makes the changes `batch` decided: the same `deleteObject`, `sourceGone` and
+    /// `deleteFile` make. Returns the holders as `deleteReferenceCounted` does.
+    func deleteReferenceCounted(_ batch: ReferenceCountedBatch) throws -> [Int] {
+        let (ids, idList, details, outgoing, fileRows) = (
+            batch.ids, batch.idList, batch.details, batch.outgoing, batch.fileRows
+        )
+        let (touched, freed, firstHolder) = (batch.touched, batch.freed, batch.firstHolder)
         try db.cachedStatement(sql: "DELETE FROM edge WHERE src IN (SELECT value FROM json_each(?))").execute(
             arguments: [idList])
         try db.cachedStatement(sql: "DELETE FROM object WHERE id IN (SELECT value FROM json_each(?))").execute(
@@ -127,6 +145,8 @@ extension WriteTransaction {
             )
         }
         try IndexTable.remove(all: idList, indexes: Array(indexes.values), db)
+        deletedIDs.reserveCapacity(deletedIDs.count + ids.count)
+        deletedFiles.reserveCapacity(deletedFiles.count + freed.count)
         for id in ids {
             let detail = details[id]!  // every id was found above
             deletedIDs.insert(id)
@@ -172,4 +192,24 @@ extension WriteTransaction {
         nullifyCursor = notifyCandidates.count
         return holders
     }
+}
+
+/// A batch `planReferenceCounted` found fit for the set-based delete, as read.
+struct ReferenceCountedBatch {
+    /// The objects, distinct, in the order asked, and as a JSON array.
+    var ids: [Int64]
+    var idList: String
+    var details: [Int64: DeletedDetail]
+    /// Each object's edges, all to files and only reference counting.
+    var outgoing: [Int64: [EdgeRow]]
+    var fileRows: [Int64: RegisteredFile]
+    /// Files an edge of the batch reaches, in the order their first edge fires.
+    var touched: [Int64]
+    /// Files the batch frees, in the same order.
+    var freed: [Int64]
+    /// For each touched file, the position in `ids` of its first holder.
+    var firstHolder: [Int64: Int]
+
+    /// The paths of the files the deletion would queue, in order.
+    var queuedPaths: some Sequence<String> { freed.lazy.compactMap { fileRows[$0]?.path } }
 }

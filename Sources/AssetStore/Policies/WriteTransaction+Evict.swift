@@ -1,7 +1,8 @@
 // Policy deletions inside the write transaction: a group of objects is deleted and its rules
 // run in a savepoint, and the whole group is undone (SQL and every piece of flush state) if
 // what it would delete is protected — a pin, a lease, the grace age, a deny edge — so a
-// policy never removes more than it may, and the planner learns exactly what goes.
+// policy never removes more than it may, and the planner learns exactly what goes. A group
+// the set-based delete can take is judged before it changes anything, and needs no savepoint.
 
 import GRDB
 
@@ -89,27 +90,39 @@ extension WriteTransaction {
         known: [Int64: DeletedDetail] = [:]
     ) throws -> EvictionEffect? {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
-        let saved = (
-            work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
-            report, deletedDetails, queuedDetails, removedWithReason, inserted
-        )
         let marks = (
             deleted: deletedDetails.count, queued: queuedDetails.count, deny: denyChecks.count,
             edges: report.edgesRemoved.count
         )
-        var holders: [Int]?
+        // A batch the set-based path can take is judged on what it read, before any change,
+        // so the common case needs no savepoint (whose journal copies every page it changes).
+        if let batch = try planReferenceCounted(ids, known: known) {
+            if let why = refusalBeforeDeleting(batch, protection) {
+                refusal = why
+                return nil
+            }
+            let holders: [Int]
+            do {
+                holders = try deleteReferenceCounted(batch)
+            } catch {
+                // Partly done, with no savepoint to undo it: the transaction can only roll back.
+                flushFailure = error
+                throw error
+            }
+            return EvictionEffect(
+                deleted: Array(deletedDetails[marks.deleted...]), files: Array(queuedDetails[marks.queued...]),
+                edgesRemoved: Array(report.edgesRemoved[marks.edges...]), holders: holders)
+        }
+        let saved = (
+            work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
+            report, deletedDetails, queuedDetails, removedWithReason, inserted
+        )
         do {
             try db.inSavepoint {
-                // The set-based path removes only edges of the objects it deletes, so none of
-                // its files can be taken from under a surviving holder.
-                holders = try deleteReferenceCounted(ids, known: known)
-                let setBased = holders != nil
-                if !setBased {
-                    for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
-                        pendingDeletes.append((id, .policy, nil))
-                    }
-                    try flush()
+                for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
+                    pendingDeletes.append((id, .policy, nil))
                 }
+                try flush()
                 if let why = deletedDetails[marks.deleted...].lazy.compactMap(protection.protection(of:)).first {
                     throw EvictionRefused(reason: why)
                 }
@@ -118,7 +131,7 @@ extension WriteTransaction {
                 {
                     throw EvictionRefused(reason: .leased)
                 }
-                if !setBased, try queuesFileOfProtectedSurvivor(since: marks, protection) {
+                if try queuesFileOfProtectedSurvivor(since: marks, protection) {
                     throw EvictionRefused(reason: .sharedFile)
                 }
                 if protection.needsFiles,
@@ -156,7 +169,21 @@ extension WriteTransaction {
         }
         return EvictionEffect(
             deleted: Array(deletedDetails[marks.deleted...]), files: Array(queuedDetails[marks.queued...]),
-            edgesRemoved: Array(report.edgesRemoved[marks.edges...]), holders: holders)
+            edgesRemoved: Array(report.edgesRemoved[marks.edges...]))
+    }
+
+    /// Why `batch` may not go, as the checks after a deletion would find: the same reasons in
+    /// the same order. It removes only its objects' own edges (no file of a surviving holder
+    /// goes, no deny edge is among them), and every edge it removes reaches a file.
+    private func refusalBeforeDeleting(_ batch: ReferenceCountedBatch, _ protection: EvictionGuard) -> SkipReason? {
+        for id in batch.ids {
+            if let why = protection.protection(of: batch.details[id]!) { return why }  // planned: all found
+        }
+        if !protection.files.isEmpty, batch.queuedPaths.contains(where: { protection.files.contains(Array($0.utf8)) }) {
+            return .leased
+        }
+        if protection.needsFiles && batch.outgoing.isEmpty { return .noFile }
+        return nil
     }
 
     /// True if a file queued since `marks` was retained (deleteDestinationIfAllSourcesDeleted: the
