@@ -74,7 +74,10 @@ import AssetStoreTestSupport
                 #expect(throws: StoreError.self) {
                     try tx.evict([a0, ghost], guard: g, refusal: &refusal, known: known)
                 }
-                // Caught here, as a caller might: committing must still fail.
+                // Caught here, as a caller might: a later eviction (which would take the
+                // worklist's savepoint) and committing must still fail.
+                let a1 = try id(tx, "a1")
+                #expect(throws: StoreError.self) { try tx.evict([a1], guard: g) }
             }
         }
         #expect(throws: StoreError.self) { try committed.get() }

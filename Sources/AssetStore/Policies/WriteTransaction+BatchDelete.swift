@@ -141,7 +141,7 @@ extension WriteTransaction {
         guard db.changesCount == ids.count else {
             throw StoreError(
                 .internalError,
-                "a policy batch found \(ids.count - db.changesCount) of its \(ids.count) objects gone inside its own transaction; the batch was rolled back"
+                "a policy batch found \(ids.count - db.changesCount) of its \(ids.count) objects gone inside its own transaction; the transaction is rolled back"
             )
         }
         try IndexTable.remove(all: idList, indexes: Array(indexes.values), db)

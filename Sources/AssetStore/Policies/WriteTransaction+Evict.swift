@@ -90,6 +90,8 @@ extension WriteTransaction {
         known: [Int64: DeletedDetail] = [:]
     ) throws -> EvictionEffect? {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
+        // A failure left half done stays fatal: the worklist's rollback below must not clear it.
+        if let failed = flushFailure { throw failed }
         let marks = (
             deleted: deletedDetails.count, queued: queuedDetails.count, deny: denyChecks.count,
             edges: report.edgesRemoved.count
