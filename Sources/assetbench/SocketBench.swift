@@ -38,6 +38,7 @@ enum SocketCommands {
                 try EvictionBench(f).cost(objects: try f.int("objects", 100_000))
             case "footprint": try Footprint(Flags(rest)).run()
             case "put-ceiling": try putCeiling(rest)
+            case "put-baseline": try putBaseline(rest)
             case "top100": try Bench.top100Only(Flags(rest))
             default: return nil
             }
@@ -189,6 +190,8 @@ struct SocketWorkloads {
     let durableRedisSocket: String
     let durableRedisPID: Int32
     let durableRedisFolder: String
+    /// Where to write the durable puts' mean commit size and rate, for `put-baseline`.
+    let putBatchFile: String?
     /// The skew of the Zipf-distributed touching gets (information beside the uniform ones).
     static let zipfAlpha = 0.9
 
@@ -213,6 +216,7 @@ struct SocketWorkloads {
         durableRedisSocket = try f.string("redis-durable")
         durableRedisPID = Int32(try f.int("redis-durable-pid", 0))
         durableRedisFolder = try f.string("redis-durable-folder")
+        putBatchFile = try? f.string("put-batch-file")
         try check(
             keys > 0 && n > 0 && putN >= rounds && touchN > 0 && connections > 0, "positive sizes")
     }
@@ -495,6 +499,10 @@ struct SocketWorkloads {
                 + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each);"
                 + " fdatasync of 4 KiB on this file system (\(fileSystem(of: probeFolder))): p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
                 + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
+        if let putBatchFile {
+            let batch = Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count }))
+            try "\(batch) \(putAll.opsPerSecond)\n".write(toFile: putBatchFile, atomically: true, encoding: .utf8)
+        }
         emit(
             ResultLine(
                 name: "socket-put-one-owner",
