@@ -286,13 +286,13 @@ final class ControlServer {
 
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or
     /// has failed. Counted as in flight until then.
-    func put(_ put: PreparedPut, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
+    func put(_ params: Params, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
         guard let puts else {
             done(.failure(RPCError(code: RPCError.internalErrorCode, message: "the put pipeline is not running")))
             return
         }
         daemon.workStarted()
-        puts.enqueue(put, context, done: done)
+        puts.enqueue(params, context, done: done)
     }
 
     /// Runs `work` on a query thread and `done` back on the loop, counted as in flight.

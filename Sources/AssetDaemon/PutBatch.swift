@@ -1,10 +1,8 @@
 // One group commit of object.put, run by PutPipeline's committer: several clients' puts in
-// one transaction. Each put comes prepared (MethodTable.preparePut: its params checked and
-// its value serialized before it was queued). The common case, where all succeed, runs them
-// plainly; if one fails, the batch is run again with each put in a savepoint (failing alone);
-// if that commit fails too, each put gets a transaction of its own. A put's effect is
-// MethodTable.applyPut, the same as a put alone; the retries never go back through the method
-// table.
+// one transaction. The common case, where all succeed, runs them plainly; if one fails, the
+// batch is run again with each put in a savepoint (failing alone); if that commit fails too,
+// each put gets a transaction of its own. A put's effect is MethodTable.applyPut, the same
+// as a put alone; the retries never go back through the method table.
 
 import AssetStore
 import ControlProtocol
@@ -23,27 +21,27 @@ enum PutBatch {
     }
 
     /// The batch of `inputs`, synced; the answers in their order.
-    static func run(_ store: Store, _ inputs: [(PreparedPut, MethodContext)]) -> Done<Int> {
+    static func run(_ store: Store, _ inputs: [(JSONValue, MethodContext)]) -> Done<Int> {
         var taken = false
-        return run(store) { () -> [(Int, PreparedPut, MethodContext)] in
+        return run(store) { () -> [(Int, Params, MethodContext)] in
             defer { taken = true }
-            return taken ? [] : inputs.enumerated().map { ($0.offset, $0.element.0, $0.element.1) }
+            return taken ? [] : inputs.enumerated().map { ($0.offset, Params($0.element.0), $0.element.1) }
         }
     }
 
     /// The batch of the puts `take` gives once it holds the write lock (so puts that arrived
     /// while the previous commit ran join this one). Nothing taken, nothing committed.
     static func run<Tag>(
-        _ store: Store, syncing: Bool = true, take: () -> [(Tag, PreparedPut, MethodContext)]
+        _ store: Store, syncing: Bool = true, take: () -> [(Tag, Params, MethodContext)]
     ) -> Done<Tag> {
-        var inputs = [(Tag, PreparedPut, MethodContext)]()
+        var inputs = [(Tag, Params, MethodContext)]()
         var took = false
         do {
             let done = try store.write(syncing: syncing) { tx in
                 inputs = take()
                 took = true
                 guard !inputs.isEmpty else { throw NothingTaken() }
-                for (_, put, ctx) in inputs { try MethodTable.applyPut(put, tx, ctx) }
+                for (_, params, ctx) in inputs { _ = try MethodTable.applyPut(params, tx, ctx) }
             }
             let answer = committed(done.report.commit)
             return Done(
@@ -77,13 +75,13 @@ enum PutBatch {
     }
 
     /// The batch again after a failure: each put in a savepoint, or alone.
-    private static func retry(_ store: Store, _ inputs: [(PreparedPut, MethodContext)]) -> Done<Void> {
+    private static func retry(_ store: Store, _ inputs: [(Params, MethodContext)]) -> Done<Void> {
         guard inputs.count > 1 else { return alone(store, inputs) }
         let done: Committed<[Result<Void, RPCError>]>
         do {
             done = try store.write { tx in
-                inputs.map { put, ctx -> Result<Void, RPCError> in
-                    MethodTable.capture { try tx.attempt { try MethodTable.applyPut(put, tx, ctx) } }
+                inputs.map { params, ctx -> Result<Void, RPCError> in
+                    MethodTable.capture { _ = try tx.attempt { try MethodTable.applyPut(params, tx, ctx) } }
                 }
             }
         } catch let e as StoreError where e.isUnsynced {
@@ -99,12 +97,12 @@ enum PutBatch {
     }
 
     /// Each put in a transaction of its own.
-    private static func alone(_ store: Store, _ inputs: [(PreparedPut, MethodContext)]) -> Done<Void> {
+    private static func alone(_ store: Store, _ inputs: [(Params, MethodContext)]) -> Done<Void> {
         var done = Done<Void>()
-        for (put, ctx) in inputs {
+        for (params, ctx) in inputs {
             let result = MethodTable.capture {
                 try store.write(owner: ctx.caller.userName) { tx in
-                    try MethodTable.applyPut(put, tx, ctx)
+                    _ = try MethodTable.applyPut(params, tx, ctx)
                 }.report
             }
             done.results.append(((), result.map { MethodOutcome(.object(["commit": .int($0.commit)])) }))

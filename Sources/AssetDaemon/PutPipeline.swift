@@ -28,7 +28,7 @@ final class PutPipeline: @unchecked Sendable {
 
     private struct Input {
         var ticket: UInt64
-        var put: PreparedPut
+        var params: Params
         var context: MethodContext
     }
 
@@ -105,12 +105,12 @@ final class PutPipeline: @unchecked Sendable {
 
     /// Queues a put (loop thread); `done` runs on the loop once it is durable, or has failed.
     func enqueue(
-        _ put: PreparedPut, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void
+        _ params: Params, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void
     ) {
         nextTicket += 1
         waiting[nextTicket] = done
         incoming.lock()
-        inputs.queue.append(Input(ticket: nextTicket, put: put, context: context))
+        inputs.queue.append(Input(ticket: nextTicket, params: params, context: context))
         incoming.signal()
         incoming.unlock()
     }
@@ -137,14 +137,14 @@ final class PutPipeline: @unchecked Sendable {
             let done = inputs.queue.isEmpty
             incoming.unlock()
             if done { break }
-            let batch = PutBatch.run(store, syncing: false) { () -> [(UInt64, PreparedPut, MethodContext)] in
+            let batch = PutBatch.run(store, syncing: false) { () -> [(UInt64, Params, MethodContext)] in
                 incoming.lock()
                 defer {
                     // Kept: the next batch fills it again without growing it from empty.
                     inputs.queue.removeAll(keepingCapacity: true)
                     incoming.unlock()
                 }
-                return inputs.queue.map { ($0.ticket, $0.put, $0.context) }
+                return inputs.queue.map { ($0.ticket, $0.params, $0.context) }
             }
             outgoing.lock()
             outputs.committed.append(

@@ -102,13 +102,23 @@ public final class WriteTransaction {
     /// Creates or replaces an object (value and metadata both). Its owner is the value's
     /// top-level `owner` string, else `owner`, else the transaction's default owner.
     public func put(_ ref: ObjectRef, value: JSONValue, metadata: JSONValue? = nil, owner: String? = nil) throws {
-        try put(PreparedPut(ref, value: value, metadata: metadata, owner: owner ?? defaultOwner))
-    }
-
-    /// Creates or replaces the object `put` names (value and metadata both).
-    public func put(_ put: PreparedPut) throws {
-        let desired = try desiredEdges(collection: put.ref.collection, value: put.value)
-        let texts = put.texts
+        try ref.validate()
+        let desired = try desiredEdges(collection: ref.collection, value: value)
+        let effectiveOwner = value["owner"]?.stringValue ?? owner ?? defaultOwner
+        guard !effectiveOwner.utf8.contains(0) else {
+            throw StoreError(.invalidParams, "owner must not contain a NUL byte")
+        }
+        // As bytes: the insert binds them as they are (a String would validate and copy them).
+        // The other texts follow in the same buffer, so the lookup and the insert bind them
+        // all without a copy.
+        var texts = [UInt8]()
+        texts.reserveCapacity(128)
+        value.write(to: &texts)
+        let valueEnd = texts.count
+        let collection = Self.append(ref.collection, to: &texts)
+        let key = Self.append(ref.key, to: &texts)
+        let ownerText = Self.append(effectiveOwner, to: &texts)
+        let metadataText = metadata.map { Self.append($0.serialized(), to: &texts) }
         let id: Int64
         // Looked up first, not inserted with ON CONFLICT DO NOTHING: that saves a search for a
         // new key, but with AUTOINCREMENT every update would use up an id (and write
@@ -118,8 +128,8 @@ public final class WriteTransaction {
             .firstInt64Raw(
                 borrowing: texts,
                 { s, t in
-                    Statement.bindBorrowedText(s, 1, t, put.collection)
-                    Statement.bindBorrowedText(s, 2, t, put.key)
+                    Statement.bindBorrowedText(s, 1, t, collection)
+                    Statement.bindBorrowedText(s, 2, t, key)
                 })
         {
             id = existing
@@ -128,8 +138,8 @@ public final class WriteTransaction {
                     UPDATE object SET value = ?, metadata = ?, owner = ?, modified = ?, accessed = ? WHERE id = ?
                     """
             ).execute(arguments: [
-                String(decoding: texts[..<put.valueEnd], as: UTF8.self),
-                put.metadataText.map { String(decoding: texts[$0], as: UTF8.self) }, put.owner, now, now, id,
+                String(decoding: texts[..<valueEnd], as: UTF8.self),
+                metadataText.map { String(decoding: texts[$0], as: UTF8.self) }, effectiveOwner, now, now, id,
             ])
             if pendingDeleteIDs.remove(id) != nil {
                 pendingDeletes.removeAll { $0.id == id }  // deleted then put again: an update
@@ -146,11 +156,11 @@ public final class WriteTransaction {
             let held = HeldFiles(desired)
             // Bound through the C API: GRDB's arguments cost more than the insert's b-tree work.
             try statements.insert.executeRaw(borrowing: texts) { s, t in
-                Statement.bindBorrowedText(s, 1, t, put.collection)
-                Statement.bindBorrowedText(s, 2, t, put.key)
-                Statement.bindBorrowedText(s, 3, t, 0..<put.valueEnd)
-                if let metadataText = put.metadataText { Statement.bindBorrowedText(s, 4, t, metadataText) }
-                Statement.bindBorrowedText(s, 5, t, put.ownerText)
+                Statement.bindBorrowedText(s, 1, t, collection)
+                Statement.bindBorrowedText(s, 2, t, key)
+                Statement.bindBorrowedText(s, 3, t, 0..<valueEnd)
+                if let metadataText { Statement.bindBorrowedText(s, 4, t, metadataText) }
+                Statement.bindBorrowedText(s, 5, t, ownerText)
                 for i in Int32(6)...8 { sqlite3_bind_double(s, i, now) }
                 sqlite3_bind_int64(s, 9, held?.size ?? 0)
                 sqlite3_bind_int64(s, 10, Int64(held?.files ?? 0))
@@ -161,13 +171,20 @@ public final class WriteTransaction {
             // own. Recording it would only cost the flush a pass over it.
             if desired.isEmpty && indexes.isEmpty {
                 if !inserted.isEmpty { inserted[id] = nil }
-                report.put.append(put.ref)
+                report.put.append(ref)
                 return
             }
             inserted[id] = InsertedObject(held: held?.files == 0 ? nil : held)
         }
         if dirty.updateValue(desired, forKey: id) == nil { dirtyOrder.append(id) }
-        report.put.append(put.ref)
+        report.put.append(ref)
+    }
+
+    /// Appends `text`'s UTF-8 bytes to `texts`; where they are.
+    private static func append(_ text: String, to texts: inout [UInt8]) -> Range<Int> {
+        let start = texts.count
+        texts.append(contentsOf: text.utf8)
+        return start..<texts.count
     }
 
     /// The put's lookup and insert, found once a transaction: GRDB's statement cache hashes
