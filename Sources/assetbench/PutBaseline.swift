@@ -1,11 +1,16 @@
-// `assetbench put-baseline DB COUNT BATCH [ENGINE_RATE]`: the durable socket put's work done
-// the best straightforward way, for information beside the Redis line: on a database the
-// engine made and filled (`assetbench populate`, the same schema and objects as the daemon's),
-// opened on SQLite's C API with its own `unix` VFS, WAL and `synchronous = FULL` (SQLite
-// syncs the WAL at each COMMIT), COUNT new objects like the socket's (its row, whose
-// columns are the built-in index's; 100 owners in turn) in commits of BATCH, the daemon's
-// own puts a commit in the same run, on one thread. With ENGINE_RATE (the daemon's durable
-// puts/s in the same run) prints the daemon against it.
+// `assetbench put-baseline DB COUNT GROUP [ENGINE_RATE [PER_COMMIT]]`: the durable socket
+// put's work done the best straightforward way, for information beside the Redis line: on a
+// database the engine made and filled (`assetbench populate`, the same schema and objects as
+// the daemon's), opened on SQLite's C API with its own `unix` VFS and the store baseline's
+// pragmas (Baseline.swift: WAL, `synchronous = FULL`, a 1 GiB map), COUNT new objects like
+// the socket's (its row, whose columns are the built-in index's; 100 owners in turn) in
+// commits of GROUP, on one thread. SQLite syncs the WAL at each COMMIT, so GROUP is the
+// daemon's puts per sync of its WAL in the same run (its syncer's one fdatasync covers every
+// commit before it: a commit a sync here would sync more often than the daemon did), and its
+// automatic checkpoints run inline (the daemon's checkpointer holds the write lock too). With
+// ENGINE_RATE (the daemon's durable puts/s in the same run) prints the daemon against it, and
+// PER_COMMIT, the daemon's puts a commit, beside the group. A GROUP under 1 (no durable put
+// completed) prints the line as n/a.
 
 import Foundation
 import Glibc
@@ -13,16 +18,22 @@ import GRDBSQLite
 
 extension SocketCommands {
     static func putBaseline(_ args: [String]) throws {
-        guard args.count == 3 || args.count == 4, let count = Int(args[1]), let batch = Double(args[2]),
-            count > 0, batch >= 1
-        else {
-            throw BenchError("usage: assetbench put-baseline DB COUNT BATCH [ENGINE_RATE]")
+        guard (3...5).contains(args.count), let count = Int(args[1]), let batch = Double(args[2]), count > 0 else {
+            throw BenchError("usage: assetbench put-baseline DB COUNT GROUP [ENGINE_RATE [PER_COMMIT]]")
+        }
+        let perCommit = args.count == 5 ? Double(args[4]).map { String(format: "%.1f", $0) } ?? "?" : "?"
+        let name = "  socket-put-c-baseline (info, one run after the rounds)"
+        guard batch >= 1 else {
+            print("\(name): n/a, no durable put completed in the socket run")
+            fflush(nil)
+            return
         }
         var h: OpaquePointer?
         let rc = sqlite3_open_v2(args[0], &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, "unix")
         guard rc == SQLITE_OK, let db = h else { throw BenchError("cannot open \(args[0]) (\(rc))") }
         defer { sqlite3_close_v2(db) }
-        for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL"] {
+        // As the store's C baseline (Baseline.swift).
+        for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA mmap_size = 1073741824"] {
             guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
                 throw BenchError("\(String(cString: sqlite3_errmsg(db))): \(sql)")
             }
@@ -74,12 +85,25 @@ extension SocketCommands {
         }
         let rate = Double(count) / seconds
         var line =
-            "  socket-put-c-baseline (info): \(count) puts of the same objects on SQLite's C API, one thread, \(String(format: "%.1f", batch))"
-            + " a commit (the daemon's in this run), synchronous = FULL: \(Int(rate))/s (\(String(format: "%.1f", seconds * 1e6 / Double(count))) us per put)"
-        if args.count == 4, let engine = Double(args[3]), engine > 0 {
+            "\(name): \(count) puts of the same objects on SQLite's C API, one thread, \(String(format: "%.1f", batch))"
+            + " a commit, each synced (the daemon's puts per WAL sync in this run; its puts a commit \(perCommit)),"
+            + " synchronous = FULL: \(Int(rate))/s (\(String(format: "%.1f", seconds * 1e6 / Double(count))) us per put)"
+        if args.count >= 4, let engine = Double(args[3]), engine > 0 {
             line += "; durable socket put \(Int(engine))/s, ratio=\(String(format: "%.2f", engine / rate))"
         }
         print(line)
         fflush(nil)
+    }
+}
+
+extension SocketCommands {
+    /// The daemon's syncs of its WAL so far (`stats`, wal.syncs).
+    static func walSyncs(_ socket: String) throws -> Int {
+        let reply = try LineConnection(path: socket).call(RPC.line("stats", "{}"))
+        guard let top = try JSONSerialization.jsonObject(with: Data(reply)) as? [String: Any],
+            let result = top["result"] as? [String: Any], let wal = result["wal"] as? [String: Any],
+            let syncs = wal["syncs"] as? Int
+        else { throw BenchError("stats has no wal.syncs: \(RPC.text(reply))") }
+        return syncs
     }
 }

@@ -48,11 +48,12 @@ extension SocketCommands {
             let (user1, system1) = ownCPU()
             let daemon = CPUSpent.process(daemonPID) - daemon0
             let us = { (s: Double) in String(format: "%.2f", s / Double(r.completed) * 1e6) }
+            let what = puts == nil ? "get" : "put"
             print(
-                "socket-load: \(driver.rawValue), \(r.completed) \(puts == nil ? "gets" : "puts") in \(String(format: "%.3f", r.seconds)) s,"
-                    + " \(Int(r.opsPerSecond))/s; client cpu a get \(us(user1 - user0 + system1 - system0)) us"
+                "socket-load: \(driver.rawValue), \(r.completed) \(what)s in \(String(format: "%.3f", r.seconds)) s,"
+                    + " \(Int(r.opsPerSecond))/s; client cpu a \(what) \(us(user1 - user0 + system1 - system0)) us"
                     + " (user \(us(user1 - user0)), system \(us(system1 - system0)))"
-                    + (daemonPID > 0 ? "; assetd cpu a get \(us(daemon)) us" : ""))
+                    + (daemonPID > 0 ? "; assetd cpu a \(what) \(us(daemon)) us" : ""))
         }
     }
 }
