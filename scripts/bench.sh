@@ -15,7 +15,10 @@
 #           TOUCH_SECONDS in all (default PUT_SECONDS), against the plain gets of the same
 #           round, and as many touching gets of Zipf-distributed keys (alpha 0.9,
 #           information); then, for information, the same puts through Store.write
-#           in-process, 25 per commit (about the daemon's batch), durability full and normal
+#           in-process, 25 per commit (about the daemon's batch), durability full and normal,
+#           and the same puts on SQLite's C API, one commit and sync for as many puts as the
+#           daemon's WAL syncs covered in this run, synchronous = FULL (assetbench put-baseline,
+#           one run after the rounds), against the durable socket puts
 #   scan    ping p99 while 2 clients run full-scan aggregates over M objects (default
 #           1000000) for SCAN_SECONDS (default 5)
 #   footprint  assetd on the same M objects: exec to READY=1 on a first start (page cache
@@ -195,11 +198,19 @@ if has socket; then
         --put-n "$put_n" --put-seconds "$put_seconds" --touch-n "$touch_n" --touch-seconds "$touch_seconds" \
         --rounds "$socket_rounds" --driver "$client" --probe-folder "$scratch/socket" --daemon-pid "$assetd_pid" --redis-pid "$redis_pid" \
         --redis-durable "$scratch/redis-durable.sock" --redis-durable-pid "$durable_pid" \
-        --redis-durable-folder "$durable_dir"
+        --redis-durable-folder "$durable_dir" --put-batch-file "$scratch/put-batch"
     stop_assetd
     rm -rf "$scratch/socket"
     # The same puts without the socket or the daemon's pipeline (information).
     "$bench" populate "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$n"
+    # The durable puts' work on SQLite's C API, one commit a sync of as many puts as each of
+    # the daemon's WAL syncs covered in this run (information): on a copy of the same
+    # database, made before the engine's puts below.
+    for f in assetd.sqlite assetd.sqlite-wal; do
+        [ ! -e "$scratch/ceiling/$f" ] || cp "$scratch/ceiling/$f" "$scratch/ceiling/c-$f"
+    done
+    read -r put_group put_rate put_batch <"$scratch/put-batch"
+    "$bench" put-baseline "$scratch/ceiling/c-assetd.sqlite" "$put_n" "$put_group" "$put_rate" "$put_batch"
     "$bench" put-ceiling "$scratch/ceiling/assetd.sqlite" "$scratch/ceiling/files" "$put_n" 25
     rm -rf "$scratch/ceiling"
     kill -TERM "$redis_pid" "$durable_pid"

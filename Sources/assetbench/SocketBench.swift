@@ -4,7 +4,10 @@
 //   assetbench populate DB ROOT COUNT [--explain]   fill a database in-process (no daemon)
 //   assetbench wait SOCKET SECONDS                   until a ping is answered
 //   assetbench socket --socket S --redis R …         object.get / durable object.put vs redis-benchmark
-//   assetbench socket-load --socket S --keys K …     the gets alone, for the load generator's cost
+//   assetbench socket-load --socket S --keys K …     the gets alone (the load generator's cost),
+//                                                    or with --puts the durable puts alone
+//   assetbench put-ceiling DB ROOT COUNT BATCH       the same puts through Store.write in-process
+//   assetbench put-baseline DB COUNT GROUP …         the same puts on SQLite's C API, one sync a group
 //   assetbench ping-scan --socket S …                ping latency while full-scan aggregates run
 //
 // Each prints its result lines on standard output and progress on standard error.
@@ -38,6 +41,7 @@ enum SocketCommands {
                 try EvictionBench(f).cost(objects: try f.int("objects", 100_000))
             case "footprint": try Footprint(Flags(rest)).run()
             case "put-ceiling": try putCeiling(rest)
+            case "put-baseline": try putBaseline(rest)
             case "top100": try Bench.top100Only(Flags(rest))
             default: return nil
             }
@@ -189,6 +193,8 @@ struct SocketWorkloads {
     let durableRedisSocket: String
     let durableRedisPID: Int32
     let durableRedisFolder: String
+    /// Where to write the durable puts' mean commit size and rate, for `put-baseline`.
+    let putBatchFile: String?
     /// The skew of the Zipf-distributed touching gets (information beside the uniform ones).
     static let zipfAlpha = 0.9
 
@@ -213,6 +219,7 @@ struct SocketWorkloads {
         durableRedisSocket = try f.string("redis-durable")
         durableRedisPID = Int32(try f.int("redis-durable-pid", 0))
         durableRedisFolder = try f.string("redis-durable-folder")
+        putBatchFile = try? f.string("put-batch-file")
         try check(
             keys > 0 && n > 0 && putN >= rounds && touchN > 0 && connections > 0, "positive sizes")
     }
@@ -313,6 +320,8 @@ struct SocketWorkloads {
         }
         let pingRequests = [[UInt8]](repeating: RPC.ping, count: max(1, n / 2))
         var puts = [LoadResult]()
+        // The daemon's WAL syncs during the durable puts (one sync may cover several commits).
+        var putSyncs = 0
         var oneOwnerPuts = [LoadResult]()
         // CPU seconds: (server, client) for gets, puts, and redis-benchmark's GET+SET runs.
         var getCPU = CPUSpent()
@@ -391,7 +400,9 @@ struct SocketWorkloads {
             }
             let put = SocketStep("put") {
                 say("assetd object.put up to \(putSlice.count) or \(Int(putSeconds) / rounds) s")
+                let syncs0 = try SocketCommands.walSyncs(socket)
                 try putCPU.measure(server: daemonPID) { puts.append(try load(putSlice, putSeconds, putCheck)) }
+                putSyncs += try SocketCommands.walSyncs(socket) - syncs0
             }
             let oneOwner = SocketStep("put-one-owner") {
                 say("assetd object.put of one owner up to \(oneOwnerSlice.count) or \(Int(putSeconds) / rounds) s")
@@ -492,9 +503,16 @@ struct SocketWorkloads {
             "  socket-put (info, no goal; vs redis SET without persistence): \(putAll.completed) of \(putN) requests in \(fmt(putAll.seconds)) s"
                 + (puts.contains(where: \.stoppedAtDeadline) ? " (stopped at the \(Int(putSeconds)) s limit)" : "")
                 + "; round trip p50=\(fmt(putAll.percentile(0.5)))ms p99=\(fmt(putAll.percentile(0.99)))ms;"
-                + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each);"
+                + " \(putCommits.withLock { $0.count }) commits (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count })))) puts each),"
+                + " \(putSyncs) WAL syncs (\(String(format: "%.1f", Double(putAll.completed) / Double(max(1, putSyncs)))) puts each);"
                 + " fdatasync of 4 KiB on this file system (\(fileSystem(of: probeFolder))): p50=\(fmt(probe.p50))ms p99=\(fmt(probe.p99))ms"
                 + " (one at a time: at most \(Int((1000 / probe.p50).rounded())) commits/s if each waits for one)")
+        if let putBatchFile {
+            let perCommit = Double(putAll.completed) / Double(max(1, putCommits.withLock { $0.count }))
+            let perSync = Double(putAll.completed) / Double(max(1, putSyncs))
+            try "\(perSync) \(putAll.opsPerSecond) \(perCommit)\n".write(
+                toFile: putBatchFile, atomically: true, encoding: .utf8)
+        }
         emit(
             ResultLine(
                 name: "socket-put-one-owner",

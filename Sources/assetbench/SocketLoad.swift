@@ -1,7 +1,9 @@
 // `assetbench socket-load --socket S --keys K [--n N] [--driver D] [--connections C]
-// [--repeat R] [--daemon-pid P]`: the socket workload's object.get alone, N random keys of K stored ones, R
+// [--repeat R] [--daemon-pid P] [--puts PREFIX]`: the socket workload's object.get alone, N random keys of K stored ones, R
 // times, to measure the load generator itself (its CPU a request, or its instructions under
-// callgrind) without redis-server and the other workloads.
+// callgrind) without redis-server and the other workloads. With `--puts`, the durable puts'
+// workload instead: N new objects a repeat (keys PREFIX, the repeat, a number), 100 owners in
+// turn, to measure the daemon's put path (its threads' CPU) alone.
 
 import Glibc
 
@@ -25,10 +27,20 @@ extension SocketCommands {
         guard keys > 0, let driver = ClientDriver(rawValue: (try? f.string("driver")) ?? "uv") else {
             throw BenchError("socket-load needs --keys K > 0; --driver is uv, poll or threads")
         }
+        let puts = try? f.string("puts")
         var rng = SplitMix64(seed: 7)
-        let requests = (0..<n).map { _ in RPC.get(collection, key(Int.random(in: 0..<keys, using: &rng))) }
-        let check = objectCheck("object.get")
-        for _ in 0..<repeats {
+        let gets = (0..<n).map { _ in RPC.get(collection, key(Int.random(in: 0..<keys, using: &rng))) }
+        let putCheck: ReplyCheck = { reply, i in
+            guard !RPC.isError(reply) else { throw BenchError("object.put #\(i) failed: \(RPC.text(reply))") }
+        }
+        let check = puts == nil ? objectCheck("object.get") : putCheck
+        for round in 0..<repeats {
+            let requests =
+                puts.map { prefix in
+                    (0..<n).map { i in
+                        RPC.put(collection, prefix + pad(round, 3) + pad(i, 8), owner: Bench.owners[i % 100], n: i)
+                    }
+                } ?? gets
             let daemon0 = CPUSpent.process(daemonPID)
             let (user0, system0) = ownCPU()
             let r = try closedLoop(
@@ -36,11 +48,12 @@ extension SocketCommands {
             let (user1, system1) = ownCPU()
             let daemon = CPUSpent.process(daemonPID) - daemon0
             let us = { (s: Double) in String(format: "%.2f", s / Double(r.completed) * 1e6) }
+            let what = puts == nil ? "get" : "put"
             print(
-                "socket-load: \(driver.rawValue), \(r.completed) gets in \(String(format: "%.3f", r.seconds)) s,"
-                    + " \(Int(r.opsPerSecond))/s; client cpu a get \(us(user1 - user0 + system1 - system0)) us"
+                "socket-load: \(driver.rawValue), \(r.completed) \(what)s in \(String(format: "%.3f", r.seconds)) s,"
+                    + " \(Int(r.opsPerSecond))/s; client cpu a \(what) \(us(user1 - user0 + system1 - system0)) us"
                     + " (user \(us(user1 - user0)), system \(us(system1 - system0)))"
-                    + (daemonPID > 0 ? "; assetd cpu a get \(us(daemon)) us" : ""))
+                    + (daemonPID > 0 ? "; assetd cpu a \(what) \(us(daemon)) us" : ""))
         }
     }
 }

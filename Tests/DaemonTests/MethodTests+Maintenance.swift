@@ -39,6 +39,21 @@ extension MethodTests {
         #expect(s["counters"]?["unlinked"] == 0)
     }
 
+    @Test("stats counts the WAL's syncs: one more for each durable put answered alone, none for a get")
+    func statsCountsSyncs() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        func syncs() throws -> Int64 { try #require(try c.call("stats")["wal"]?["syncs"]?.intValue) }
+        let first = try syncs()
+        for i in 0..<3 {
+            // One client, one put at a time: each is its own commit, answered after its own sync.
+            _ = try c.putObject("s", "k\(i)", ["n": .int(Int64(i))], owner: "alice")
+            #expect(try syncs() == first + Int64(i) + 1)
+        }
+        _ = try c.call("object.get", ["collection": "s", "key": "k0"])
+        #expect(try syncs() == first + 3)
+    }
+
     @Test("with files.unlink_delay a queued file waits in pending; sweep leaves it until it is due")
     func pendingWithDelay() throws {
         let h = try DaemonHarness(filesSection: #"unlink_delay = "1h""#)

@@ -49,6 +49,10 @@ public struct WALStatus: Sendable {
     public var checkpoints: Int
     /// Checkpoints that failed with an error since the store was opened.
     public var checkpointFailures: Int
+    /// The store's own fdatasyncs of the WAL since it was opened, each making every commit
+    /// before it durable (group commit: one may cover several commits); not SQLite's syncs in
+    /// checkpoints.
+    public var syncs: Int = 0
     /// The latest failure's message.
     public var lastCheckpointError: String?
     /// Why a sync of the WAL or the database file failed, if one has: writes are refused
@@ -64,6 +68,7 @@ public struct WALStatus: Sendable {
         var o: [String: JSONValue] = [
             "frames": .int(Int64(frames)), "checkpoints": .int(Int64(checkpoints)),
             "checkpoint_failures": .int(Int64(checkpointFailures)), "coalescing": .bool(coalescing),
+            "syncs": .int(Int64(syncs)),
         ]
         if let coalescingOffReason { o["coalescing_off_reason"] = .string(coalescingOffReason) }
         if let lastCheckpointError { o["last_checkpoint_error"] = .string(lastCheckpointError) }
@@ -106,6 +111,7 @@ extension Store {
             frames: Int(checkpointer.lastFrames.load(ordering: .relaxed)),
             checkpoints: checkpointer.completed.load(ordering: .relaxed),
             checkpointFailures: checkpointer.failures.load(ordering: .acquiring),
+            syncs: walSyncs.load(ordering: .relaxed),
             lastCheckpointError: checkpointer.lastFailureMessage, syncFailure: syncFailure,
             coalescing: walCoalescing.active, coalescingOffReason: walCoalescing.reason)
     }
