@@ -41,9 +41,12 @@ final class ControlServer {
     private var queries: QueryLane?
     /// Streams closing after their replies are flushed, with the time they must be gone by and,
     /// for a connection's own close, its uid: it keeps its connection slot until it is gone.
-    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double, uid: UInt32?)] = [:]
+    /// `counted` is what its last replies add to `bufferedTotal` (they are bounded with the rest).
+    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double, uid: UInt32?, counted: Int)] = [:]
     /// Connections closing that still hold their slots (`flushes` with a uid).
     private var closingConnections = 0
+    /// Bytes the closing streams hold (the sum of `flushes`' `counted`).
+    private var closingBytes = 0
     private var reaper: EventLoop.Timer?
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
     @exclusivity(unchecked) private(set) var pointReader: PointReader?
@@ -155,7 +158,8 @@ final class ControlServer {
     /// session's own stream (`uid`) keeps the session's slot until then.
     func flushing(_ stream: PipeStream, uid: UInt32? = nil) {
         let id = ObjectIdentifier(stream)
-        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline, uid)
+        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline, uid, 0)
+        recount(id)
         if let uid {
             closingConnections += 1
             connectionsByUID[uid, default: 0] += 1
@@ -186,10 +190,28 @@ final class ControlServer {
     /// A closing stream is gone (flushed, or closed at its deadline): its slot is free.
     private func flushEnded(_ id: ObjectIdentifier) {
         guard let f = flushes.removeValue(forKey: id) else { return }
+        closingBytes -= f.counted
+        buffered(-f.counted, by: nil)
         if let uid = f.uid {
             closingConnections -= 1
             slotFreed(uid)
         }
+    }
+
+    /// Brings the total up to date with what the closing stream `id` still holds.
+    private func recount(_ id: ObjectIdentifier) {
+        guard let f = flushes[id] else { return }
+        let now = f.stream.writeQueueSize
+        guard now != f.counted else { return }
+        flushes[id]?.counted = now
+        closingBytes += now - f.counted
+        buffered(now - f.counted, by: nil)
+    }
+
+    /// Closing streams drain with no session to count it: recounted at each turn's end and
+    /// every second.
+    private func recountClosing() {
+        for id in Array(flushes.keys) { recount(id) }
     }
 
     private func slotFreed(_ uid: UInt32) {
@@ -227,12 +249,14 @@ final class ControlServer {
     /// The turn's replies go to the kernel; over the total, a connection behind is dropped.
     private func turnEnded() {
         flushReplies()
+        if !flushes.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
     }
 
     /// Every second: connections over their own bound since the last one can be dropped.
     func secondPassed() {
         stallEpoch += 1
+        if !flushes.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
     }
 
@@ -317,7 +341,7 @@ final class ControlServer {
 
     /// `session` holds `delta` more bytes. Back under the total, paused connections are read
     /// again; over it, the turn's end and the next second drop those behind (shedBacklogs).
-    func buffered(_ delta: Int, by session: Session) {
+    func buffered(_ delta: Int, by session: Session?) {
         let wasOver = overTotal
         bufferedTotal += delta
         if delta < 0 { releasedSinceTrim -= delta } else if bufferedTotal > peakTotal { peakTotal = bufferedTotal }
@@ -333,7 +357,19 @@ final class ControlServer {
     /// reads, and would make the one that asked most the victim; and one under its own
     /// bound is within what it was allowed. Each connection is held to its own bound
     /// meanwhile (reading stops past it).
+    /// Closing connections go first, the largest first: the daemon already closed them, and
+    /// a too-long line's is never over its own bound when it closes (its last replies are).
     private func shedBacklogs() {
+        recountClosing()
+        while overTotal,
+            let (id, f) = flushes.filter({ $0.value.counted > 0 }).max(by: { $0.value.counted < $1.value.counted })
+        {
+            logger.warning(
+                "dropping a closing connection that does not take its last replies: \(f.counted) bytes waiting")
+            droppedConnections += 1
+            flushEnded(id)
+            f.stream.close()
+        }
         let epoch = stallEpoch
         while overTotal {  // a drop's release counts through buffered(), which updates it
             var victim: Session?
@@ -420,6 +456,7 @@ final class ControlServer {
         }
         o["uptime"] = .double((QueryClock.now() - daemon.started).rounded())
         o["connections"] = .int(Int64(sessions.count))
+        o["closing_connections"] = .int(Int64(closingConnections))
         o["requests"] = .int(Int64(requests))
         if let queries {
             let load = queries.load
@@ -428,7 +465,7 @@ final class ControlServer {
                 "queued": .int(Int64(load.queued)),
             ])
         }
-        var input = 0, output = 0
+        var input = 0, output = closingBytes
         for s in sessions.values {
             input += s.bufferedBytes - s.outputBytes
             output += s.outputBytes
