@@ -13,7 +13,7 @@ import Logging
 final class ControlServer {
     unowned let daemon: Daemon
     private var listener: PipeListener?
-    private var sessions: [UInt64: Session] = [:]
+    private(set) var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
     /// Open connections by uid, for control.max_connections_per_uid.
     private var connectionsByUID: [UInt32: Int] = [:]
@@ -26,27 +26,27 @@ final class ControlServer {
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
     /// The most `bufferedTotal` has been since start (stats).
-    @exclusivity(unchecked) private var peakTotal = 0
+    @exclusivity(unchecked) private(set) var peakTotal = 0
     /// Connections dropped because they did not take their replies.
-    private var droppedConnections = 0
+    private(set) var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
     @exclusivity(unchecked) private var releasedSinceTrim = 0
     /// The last request durations, for stats.
-    @exclusivity(unchecked) private var latencies = [Double](repeating: 0, count: 4096)
-    @exclusivity(unchecked) private var latencyCount = 0
+    @exclusivity(unchecked) private(set) var latencies = [Double](repeating: 0, count: 4096)
+    @exclusivity(unchecked) private(set) var latencyCount = 0
     @exclusivity(unchecked) private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
     /// index.query and index.aggregate, on threads of their own; started with the socket.
-    private var queries: QueryLane?
+    private(set) var queries: QueryLane?
     /// Streams closing after their replies are flushed, with the time they must be gone by and,
     /// for a connection's own close, its uid: it keeps its connection slot until it is gone.
     /// `counted` is what its last replies add to `bufferedTotal` (they are bounded with the rest).
     private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double, uid: UInt32?, counted: Int)] = [:]
     /// Connections closing that still hold their slots (`flushes` with a uid).
-    private var closingConnections = 0
+    private(set) var closingConnections = 0
     /// Bytes the closing streams hold (the sum of `flushes`' `counted`).
-    private var closingBytes = 0
+    private(set) var closingBytes = 0
     private var reaper: EventLoop.Timer?
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
     @exclusivity(unchecked) private(set) var pointReader: PointReader?
@@ -444,39 +444,6 @@ final class ControlServer {
         latencies[latencyCount % latencies.count] = seconds
         latencyCount += 1
         requests += 1
-    }
-
-    /// The store's stats plus the daemon's: uptime, connections, requests, latency.
-    func augmentStats(_ value: JSONValue) -> JSONValue {
-        var o = value.objectValue ?? [:]
-        let n = min(latencyCount, latencies.count)
-        let sorted = latencies.prefix(n).sorted()
-        func percentile(_ p: Double) -> JSONValue {
-            n == 0 ? .null : .double((sorted[min(n - 1, Int(Double(n) * p))] * 1e6).rounded() / 1e3)
-        }
-        o["uptime"] = .double((QueryClock.now() - daemon.started).rounded())
-        o["connections"] = .int(Int64(sessions.count))
-        o["closing_connections"] = .int(Int64(closingConnections))
-        o["requests"] = .int(Int64(requests))
-        if let queries {
-            let load = queries.load
-            o["queries"] = .object([
-                "threads": .int(Int64(queries.threads)), "running": .int(Int64(load.running)),
-                "queued": .int(Int64(load.queued)),
-            ])
-        }
-        var input = 0, output = closingBytes
-        for s in sessions.values {
-            input += s.bufferedBytes - s.outputBytes
-            output += s.outputBytes
-        }
-        o["buffers"] = .object([
-            "input_bytes": .int(Int64(input)), "output_bytes": .int(Int64(output)),
-            "paused_connections": .int(Int64(sessions.values.filter(\.readingPaused).count)),
-            "dropped_connections": .int(Int64(droppedConnections)), "peak_bytes": .int(Int64(peakTotal)),
-        ])
-        o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
-        return .object(o)
     }
 
     func stopAccepting() {
