@@ -13,7 +13,7 @@ import Logging
 final class ControlServer {
     unowned let daemon: Daemon
     private var listener: PipeListener?
-    private var sessions: [UInt64: Session] = [:]
+    private(set) var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
     /// Open connections by uid, for control.max_connections_per_uid.
     private var connectionsByUID: [UInt32: Int] = [:]
@@ -26,24 +26,27 @@ final class ControlServer {
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
     /// The most `bufferedTotal` has been since start (stats).
-    @exclusivity(unchecked) private var peakTotal = 0
+    @exclusivity(unchecked) private(set) var peakTotal = 0
     /// Connections dropped because they did not take their replies.
-    private var droppedConnections = 0
+    private(set) var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
     @exclusivity(unchecked) private var releasedSinceTrim = 0
     /// The last request durations, for stats.
-    @exclusivity(unchecked) private var latencies = [Double](repeating: 0, count: 4096)
-    @exclusivity(unchecked) private var latencyCount = 0
+    @exclusivity(unchecked) private(set) var latencies = [Double](repeating: 0, count: 4096)
+    @exclusivity(unchecked) private(set) var latencyCount = 0
     @exclusivity(unchecked) private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
     /// index.query and index.aggregate, on threads of their own; started with the socket.
-    private var queries: QueryLane?
+    private(set) var queries: QueryLane?
     /// Streams closing after their replies are flushed, with the time they must be gone by and,
     /// for a connection's own close, its uid: it keeps its connection slot until it is gone.
-    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double, uid: UInt32?)] = [:]
+    /// `counted` is what its last replies add to `bufferedTotal` (they are bounded with the rest).
+    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double, uid: UInt32?, counted: Int)] = [:]
     /// Connections closing that still hold their slots (`flushes` with a uid).
-    private var closingConnections = 0
+    private(set) var closingConnections = 0
+    /// Bytes the closing streams hold (the sum of `flushes`' `counted`).
+    private(set) var closingBytes = 0
     private var reaper: EventLoop.Timer?
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
     @exclusivity(unchecked) private(set) var pointReader: PointReader?
@@ -155,7 +158,8 @@ final class ControlServer {
     /// session's own stream (`uid`) keeps the session's slot until then.
     func flushing(_ stream: PipeStream, uid: UInt32? = nil) {
         let id = ObjectIdentifier(stream)
-        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline, uid)
+        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline, uid, 0)
+        recount(id)
         if let uid {
             closingConnections += 1
             connectionsByUID[uid, default: 0] += 1
@@ -186,10 +190,28 @@ final class ControlServer {
     /// A closing stream is gone (flushed, or closed at its deadline): its slot is free.
     private func flushEnded(_ id: ObjectIdentifier) {
         guard let f = flushes.removeValue(forKey: id) else { return }
+        closingBytes -= f.counted
+        buffered(-f.counted, by: nil)
         if let uid = f.uid {
             closingConnections -= 1
             slotFreed(uid)
         }
+    }
+
+    /// Brings the total up to date with what the closing stream `id` still holds.
+    private func recount(_ id: ObjectIdentifier) {
+        guard let f = flushes[id] else { return }
+        let now = f.stream.writeQueueSize
+        guard now != f.counted else { return }
+        flushes[id]?.counted = now
+        closingBytes += now - f.counted
+        buffered(now - f.counted, by: nil)
+    }
+
+    /// Closing streams drain with no session to count it: recounted at each turn's end and
+    /// every second.
+    private func recountClosing() {
+        for id in Array(flushes.keys) { recount(id) }
     }
 
     private func slotFreed(_ uid: UInt32) {
@@ -227,12 +249,14 @@ final class ControlServer {
     /// The turn's replies go to the kernel; over the total, a connection behind is dropped.
     private func turnEnded() {
         flushReplies()
+        if !flushes.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
     }
 
     /// Every second: connections over their own bound since the last one can be dropped.
     func secondPassed() {
         stallEpoch += 1
+        if !flushes.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
     }
 
@@ -317,7 +341,7 @@ final class ControlServer {
 
     /// `session` holds `delta` more bytes. Back under the total, paused connections are read
     /// again; over it, the turn's end and the next second drop those behind (shedBacklogs).
-    func buffered(_ delta: Int, by session: Session) {
+    func buffered(_ delta: Int, by session: Session?) {
         let wasOver = overTotal
         bufferedTotal += delta
         if delta < 0 { releasedSinceTrim -= delta } else if bufferedTotal > peakTotal { peakTotal = bufferedTotal }
@@ -333,7 +357,19 @@ final class ControlServer {
     /// reads, and would make the one that asked most the victim; and one under its own
     /// bound is within what it was allowed. Each connection is held to its own bound
     /// meanwhile (reading stops past it).
+    /// Closing connections go first, the largest first: the daemon already closed them, and
+    /// a too-long line's is never over its own bound when it closes (its last replies are).
     private func shedBacklogs() {
+        recountClosing()
+        while overTotal,
+            let (id, f) = flushes.filter({ $0.value.counted > 0 }).max(by: { $0.value.counted < $1.value.counted })
+        {
+            logger.warning(
+                "dropping a closing connection that does not take its last replies: \(f.counted) bytes waiting")
+            droppedConnections += 1
+            flushEnded(id)
+            f.stream.close()
+        }
         let epoch = stallEpoch
         while overTotal {  // a drop's release counts through buffered(), which updates it
             var victim: Session?
@@ -408,38 +444,6 @@ final class ControlServer {
         latencies[latencyCount % latencies.count] = seconds
         latencyCount += 1
         requests += 1
-    }
-
-    /// The store's stats plus the daemon's: uptime, connections, requests, latency.
-    func augmentStats(_ value: JSONValue) -> JSONValue {
-        var o = value.objectValue ?? [:]
-        let n = min(latencyCount, latencies.count)
-        let sorted = latencies.prefix(n).sorted()
-        func percentile(_ p: Double) -> JSONValue {
-            n == 0 ? .null : .double((sorted[min(n - 1, Int(Double(n) * p))] * 1e6).rounded() / 1e3)
-        }
-        o["uptime"] = .double((QueryClock.now() - daemon.started).rounded())
-        o["connections"] = .int(Int64(sessions.count))
-        o["requests"] = .int(Int64(requests))
-        if let queries {
-            let load = queries.load
-            o["queries"] = .object([
-                "threads": .int(Int64(queries.threads)), "running": .int(Int64(load.running)),
-                "queued": .int(Int64(load.queued)),
-            ])
-        }
-        var input = 0, output = 0
-        for s in sessions.values {
-            input += s.bufferedBytes - s.outputBytes
-            output += s.outputBytes
-        }
-        o["buffers"] = .object([
-            "input_bytes": .int(Int64(input)), "output_bytes": .int(Int64(output)),
-            "paused_connections": .int(Int64(sessions.values.filter(\.readingPaused).count)),
-            "dropped_connections": .int(Int64(droppedConnections)), "peak_bytes": .int(Int64(peakTotal)),
-        ])
-        o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
-        return .object(o)
     }
 
     func stopAccepting() {

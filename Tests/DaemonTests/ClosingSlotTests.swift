@@ -43,3 +43,55 @@ import Testing
             })
     }
 }
+
+@Suite struct ClosingBytesTests {
+    /// A connection that sends eight gets of `big/x` (half a socket each) and a line just
+    /// over the limit, and reads nothing: it is closed with most of its replies waiting.
+    static func closingWithReplies(_ h: DaemonHarness, _ c: ControlClient) throws -> RawConnection {
+        let w = TotalBufferVictimTests.socketBuffer
+        try c.putObject("big", "x", .string(String(repeating: "b", count: w / 2)))
+        let closing = try RawConnection(path: h.socket)
+        let get = #"{"jsonrpc":"2.0","id":1,"method":"object.get","params":{"collection":"big","key":"x"}}"# + "\n"
+        closing.send(String(repeating: get, count: 8) + String(repeating: "x", count: w + 100) + "\n")
+        return closing
+    }
+
+    @Test("a closing connection is counted in stats, and its last replies in the buffers")
+    func closingConnectionIsCounted() throws {
+        let w = TotalBufferVictimTests.socketBuffer
+        let h = try DaemonHarness(controlSection: "max_request_bytes = \(w)\nconnection_output_bytes = \(16 * w)")
+        let c = try h.client(timeout: 60)
+        let closing = try Self.closingWithReplies(h, c)
+        #expect(try eventually { try c.call("stats")["connections"] == 1 })
+        let stats = try c.call("stats")
+        // Unless it was already closed at its deadline (a very slow machine).
+        if !h.log.contains("closing a connection that did not take its last replies") {
+            #expect(stats["closing_connections"] == 1, "\(stats.serialized())")
+            // Eight replies of half a socket, of which the socket holds at most two.
+            #expect((stats["buffers"]?["output_bytes"]?.intValue ?? 0) >= Int64(2 * w), "\(stats.serialized())")
+        }
+        withExtendedLifetime(closing) {}
+    }
+
+    @Test("over the total bound a closing connection is dropped first")
+    func closingConnectionIsTheFirstVictim() throws {
+        let w = TotalBufferVictimTests.socketBuffer
+        // The closing connection's three sockets' worth are under the total; a reader's
+        // six replies of half a socket add two more, over it. Without the closing bytes counted
+        // the reader's alone are under it, and nothing is dropped.
+        let h = try DaemonHarness(
+            controlSection:
+                "max_request_bytes = \(w)\nconnection_output_bytes = \(16 * w)\ntotal_buffer_bytes = \(4 * w)")
+        let c = try h.client(timeout: 60)
+        let closing = try Self.closingWithReplies(h, c)
+        #expect(try eventually { try c.call("stats")["connections"] == 1 })
+        let reader = try RawConnection(path: h.socket)
+        reader.setReceiveTimeout(60)
+        reader.send(String(repeating: TotalBufferVictimTests.get(2, "big"), count: 6))
+        for _ in 0..<6 { #expect(reader.readLine()?["result"]?["value"]?.stringValue?.count == w / 2) }
+        let reaped = h.log.contains("closing a connection that did not take its last replies")
+        #expect(try eventually { h.log.contains("dropping a closing connection") } || reaped)
+        #expect(try ConnectionMemoryTests.buffers(c)["dropped_connections"] == 1 || reaped)
+        withExtendedLifetime(closing) {}
+    }
+}

@@ -266,6 +266,9 @@ enum HarnessError: Error, CustomStringConvertible {
 final class RawConnection: @unchecked Sendable {
     let fd: Int32
     private var buffer = [UInt8]()
+    /// How much of `buffer` holds no newline: a long line is scanned once, not again at
+    /// every chunk (a reply of megabytes took seconds, long enough to be dropped as behind).
+    private var scanned = 0
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -310,11 +313,13 @@ final class RawConnection: @unchecked Sendable {
     /// The next line as JSON, or nil at EOF / timeout.
     func readLine() -> JSONValue? {
         while true {
-            if let nl = buffer.firstIndex(of: 10) {
+            if let nl = buffer[scanned...].firstIndex(of: 10) {
                 let line = Array(buffer[..<nl])
                 buffer.removeFirst(nl + 1)
+                scanned = 0
                 return try? JSONValue.parse(String(decoding: line, as: UTF8.self))
             }
+            scanned = buffer.count
             var chunk = [UInt8](repeating: 0, count: 65_536)
             let n = recv(fd, &chunk, chunk.count, 0)
             if n <= 0 { return nil }

@@ -1,0 +1,39 @@
+// What `stats` adds to the store's figures: the daemon's uptime, connections, requests,
+// query lane, connection buffers and request latency. Loop-bound.
+
+import JSON
+
+extension ControlServer {
+    /// The store's stats plus the daemon's: uptime, connections, requests, latency.
+    func augmentStats(_ value: JSONValue) -> JSONValue {
+        var o = value.objectValue ?? [:]
+        let n = min(latencyCount, latencies.count)
+        let sorted = latencies.prefix(n).sorted()
+        func percentile(_ p: Double) -> JSONValue {
+            n == 0 ? .null : .double((sorted[min(n - 1, Int(Double(n) * p))] * 1e6).rounded() / 1e3)
+        }
+        o["uptime"] = .double((QueryClock.now() - daemon.started).rounded())
+        o["connections"] = .int(Int64(sessions.count))
+        o["closing_connections"] = .int(Int64(closingConnections))
+        o["requests"] = .int(Int64(requests))
+        if let queries {
+            let load = queries.load
+            o["queries"] = .object([
+                "threads": .int(Int64(queries.threads)), "running": .int(Int64(load.running)),
+                "queued": .int(Int64(load.queued)),
+            ])
+        }
+        var input = 0, output = closingBytes
+        for s in sessions.values {
+            input += s.bufferedBytes - s.outputBytes
+            output += s.outputBytes
+        }
+        o["buffers"] = .object([
+            "input_bytes": .int(Int64(input)), "output_bytes": .int(Int64(output)),
+            "paused_connections": .int(Int64(sessions.values.filter(\.readingPaused).count)),
+            "dropped_connections": .int(Int64(droppedConnections)), "peak_bytes": .int(Int64(peakTotal)),
+        ])
+        o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
+        return .object(o)
+    }
+}
