@@ -69,16 +69,20 @@ public struct JSONCursor {
         claim(1, at: p)
         p.pointee = UInt8(ascii: "\"")
         p += 1
-        for b in bytes {
-            if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
-                at = p
-                escaped(b)
-                p = at
-            } else {
-                claim(1, at: p)
-                p.pointee = b
-                p += 1
+        // Runs that need no escaping copied at once.
+        var run = 0
+        while run < bytes.count {
+            let i = JSONValue.firstToEscape(bytes, from: run)
+            if i > run {
+                claim(i - run, at: p)
+                p.update(from: bytes.baseAddress! + run, count: i - run)
+                p += i - run
             }
+            guard i < bytes.count else { break }
+            at = p
+            escaped(bytes[i])
+            p = at
+            run = i + 1
         }
         claim(1, at: p)
         p.pointee = UInt8(ascii: "\"")

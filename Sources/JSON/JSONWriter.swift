@@ -26,13 +26,44 @@ extension JSONValue {
     public static func writeString(bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var run = 0
-        for (i, b) in bytes.enumerated() where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+        var i = firstToEscape(bytes, from: 0)
+        while i < bytes.count {
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<i]))
-            writeEscaped(b, to: &out)
+            writeEscaped(bytes[i], to: &out)
             run = i + 1
+            i = firstToEscape(bytes, from: run)
         }
         out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// The index of the first byte from `start` on that a JSON string may not hold as it is
+    /// (below 0x20, `"` or `\`), or `bytes.count`. Eight bytes a step: byte by byte, a
+    /// 50-byte path took about 500 instructions to scan.
+    static func firstToEscape(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        guard let base = bytes.baseAddress else { return start }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        var i = start
+        while i &+ 8 <= bytes.count {
+            // Byte 0 lowest on any machine. A byte's flag is its top bit in `found`: below
+            // 0x20 (x - 0x20 borrows) or equal to `"` or `\` (zero after the XOR), each with
+            // its own top bit clear. A borrow can flag a byte after a flagged one, never one
+            // before it, so the lowest flag is a true one.
+            let x = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+            let quote = x ^ (ones &* 0x22)
+            let backslash = x ^ (ones &* 0x5C)
+            let found =
+                ((x &- ones &* 0x20) & ~x | (quote &- ones) & ~quote | (backslash &- ones) & ~backslash)
+                & (ones &* 0x80)
+            if found != 0 { return i &+ found.trailingZeroBitCount >> 3 }
+            i &+= 8
+        }
+        while i < bytes.count {
+            let b = base[i]
+            if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return i }
+            i &+= 1
+        }
+        return i
     }
 
     private static func writeEscaped(_ b: UInt8, to out: inout [UInt8]) {

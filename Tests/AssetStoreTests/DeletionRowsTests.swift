@@ -123,6 +123,36 @@ import AssetStoreTestSupport
         #expect(try f.exists(y))
     }
 
+    @Test("removed edges name a file by its path, shared, kept or gone, where file and object ids meet")
+    func removedEdgesNameEachKind() throws {
+        let f = try Fixture()
+        let gone = try f.makeFile("s/gone.bin"), kept = try f.makeFile("s/kept.bin")
+        let a = ref("n", "a"), b = ref("n", "b"), c = ref("n", "c"), d = ref("n", "d")
+        try f.put([(a, [:]), (b, [:]), (c, [:]), (d, [:])])
+        // a and b share both files; d keeps `kept`, so only `gone` goes with a and b.
+        for s in [a, b] {
+            try f.addEdge("f", s, .file(gone), .deleteDestinationIfAllSourcesDeleted)
+            try f.addEdge("k", s, .file(kept), .deleteDestinationIfAllSourcesDeleted)
+        }
+        try f.addEdge("k", d, .file(kept), .deleteDestinationIfAllSourcesDeleted)
+        try f.addEdge("o", a, .object(c), [])
+        // Each file's id is also an object's, so a join by the id alone would find a row.
+        #expect(
+            try f.store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM file JOIN object USING (id)") }
+                == 2)
+
+        let r = try f.delete(a, b)
+        #expect(
+            r.edgesRemoved.map { "\($0.edge.name) \($0.edge.source) > \($0.edge.destination) \($0.reason)" } == [
+                "f n/a > \(gone) sourceDeleted", "k n/a > \(kept) sourceDeleted", "o n/a > n/c sourceDeleted",
+                "f n/b > \(gone) sourceDeleted", "k n/b > \(kept) sourceDeleted",
+            ])
+        #expect(r.filesQueued == [gone])
+        #expect(try rowCount(f, "file") == 1 && rowCount(f, "edge") == 1)
+        let listed = try f.store.read { t in try t.edges(EdgeFilter(source: d)) }
+        #expect(listed.map { "\($0.name) \($0.source) > \($0.destination)" } == ["k n/d > \(kept)"])
+    }
+
     private func rowCount(_ f: Fixture, _ table: String) throws -> Int {
         try f.store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM \(table)") ?? -1 }
     }

@@ -124,6 +124,80 @@ import Testing
         }
     }
 
+    @Test("every byte is escaped or not, alike at every place of an eight-byte word and of the tail")
+    func everyByteAtEveryPlace() {
+        // What a string literal holds of one byte, by its class: control bytes, the quote and
+        // the backslash escaped, every other byte (DEL, UTF-8's high bytes) as it is.
+        let hex = Array("0123456789abcdef".utf8)
+        func expected(_ b: UInt8) -> [UInt8] {
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): return [UInt8(ascii: "\\"), b]
+            case 0x0A: return Array(#"\n"#.utf8)
+            case 0x0D: return Array(#"\r"#.utf8)
+            case 0x09: return Array(#"\t"#.utf8)
+            case 0..<0x20: return Array(#"\u00"#.utf8) + [hex[Int(b >> 4)], hex[Int(b & 15)]]
+            default: return [b]
+            }
+        }
+        // Fillers on both sides of a class's boundaries (0x1f/0x20, 0x21/0x22/0x23, 0x5b/0x5c/
+        // 0x5d, 0x7f/0x80, 0xa0, 0xff), which a word-at-a-time scan's borrows and carries cross,
+        // and the escaped bytes themselves, so every lane of a word can match at once.
+        // Mismatches are collected and checked once: a few hundred thousand cases.
+        var failures = [String]()
+        for filler: UInt8 in [
+            UInt8(ascii: "a"), 0x20, 0x23, 0x21, 0x5B, 0x5D, 0x7F, 0x80, 0xA0, 0xFF, 0x01, 0x1F, 0x22, 0x5C,
+        ] {
+            for length in [1, 7, 8, 9, 15, 16, 17, 24] {
+                for place in 0..<length {
+                    for b in UInt8.min...UInt8.max {
+                        var text = [UInt8](repeating: filler, count: length)
+                        text[place] = b
+                        var want = [UInt8(ascii: "\"")]
+                        for c in text { want += expected(c) }
+                        want.append(UInt8(ascii: "\""))
+                        var out = [UInt8]()
+                        text.withUnsafeBufferPointer { JSONValue.writeString(bytes: $0, to: &out) }
+                        if out != want { failures.append("byte \(b) at \(place) of \(length) among \(filler)") }
+                        var cursor = [UInt8]()
+                        text.withUnsafeBufferPointer { t in
+                            cursor.appendText(maximum: JSONCursor.stringMaximum(t.count)) { $0.string(t) }
+                        }
+                        if cursor != want {
+                            failures.append("cursor: byte \(b) at \(place) of \(length) among \(filler)")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) mismatches, first: \(failures.prefix(5))")
+    }
+
+    @Test("a string of runs between escapes, the escapes at word boundaries and side by side")
+    func runsBetweenEscapes() {
+        var text = [UInt8]()
+        for i in 0..<40 { text += [UInt8](repeating: UInt8(ascii: "x"), count: i % 9) + [i % 2 == 0 ? 0x22 : 0x1F] }
+        text += [0x5C, 0x5C, 0x00]
+        var want = [UInt8(ascii: "\"")]
+        for c in text {
+            switch c {
+            case 0x22: want += [0x5C, 0x22]
+            case 0x5C: want += [0x5C, 0x5C]
+            case 0x1F: want += Array(#"\u001f"#.utf8)
+            case 0x00: want += Array(#"\u0000"#.utf8)
+            default: want.append(c)
+            }
+        }
+        want.append(UInt8(ascii: "\""))
+        var out = [UInt8]()
+        text.withUnsafeBufferPointer { JSONValue.writeString(bytes: $0, to: &out) }
+        #expect(out == want)
+        var cursor = Array("x".utf8)
+        text.withUnsafeBufferPointer { t in
+            cursor.appendText(maximum: JSONCursor.stringMaximum(t.count)) { $0.string(t) }
+        }
+        #expect(cursor == Array("x".utf8) + want)
+    }
+
     @Test("a cursor writes what the array writers write, in one append after the buffer's bytes")
     func cursorMatchesWriters() {
         let strings = ["", "plain", "\"", "a\"b\\c\nd\u{1}e\r\t", "é日本\u{7f}", "\u{0}\u{1f}", "end\\"]

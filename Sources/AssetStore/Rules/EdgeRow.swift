@@ -35,8 +35,15 @@ struct EdgeRow: Hashable {
     /// `select`'s tables: `f` is a file destination's registry row.
     static let joins = """
         FROM edge e JOIN object s ON s.id = e.src
-        LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
-        LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
+        \(destinationJoins)
+        """
+    /// The destination's row, `d` an object's or `f` a file's. The kind picks the id to seek:
+    /// SQLite seeks a rowid named in the ON clause before it tests the clause's other terms,
+    /// so `e.is_file = 0 AND d.id = e.dst` would look each file's id up among the objects.
+    /// A NULL rowid is not sought.
+    static let destinationJoins = """
+        LEFT JOIN object d ON d.id = iif(e.is_file = 0, e.dst, NULL)
+        LEFT JOIN file f ON f.id = iif(e.is_file = 1, e.dst, NULL)
         """
 
     init(raw r: RawRow) {

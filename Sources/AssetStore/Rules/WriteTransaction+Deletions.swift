@@ -43,8 +43,7 @@ extension WriteTransaction {
             outgoing = try sql(
                 """
                 \(EdgeRow.columns(source: "NULL, NULL"))
-                FROM edge e LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
-                LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
+                FROM edge e \(EdgeRow.destinationJoins)
                 WHERE e.src = ? ORDER BY e.name, e.is_file, e.dst
                 """)
             deleteOutgoing = try sql("DELETE FROM edge WHERE src = ?")

@@ -48,9 +48,12 @@ extension WriteTransaction {
         if !work.isEmpty { derivedSized = [] }
         var i = 0
         while i < work.count {
-            let w = work[i]
+            // Moved out, not copied: the item's strings are not retained again, and the
+            // placeholder left costs nothing to destroy.
+            var w = Work.deleteFile(0)
+            swap(&w, &work[i])
             i += 1
-            switch w {
+            switch consume w {
             case .deleteObject(let id, let cause, let ref): try deleteObject(id, cause: cause, named: ref)
             case .deleteFile(let id): try deleteFile(id)
             case .sourceGone(let e): try sourceGone(e)
