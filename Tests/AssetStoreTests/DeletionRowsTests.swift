@@ -136,7 +136,8 @@ import AssetStoreTestSupport
         }
         try f.addEdge("k", d, .file(kept), .deleteDestinationIfAllSourcesDeleted)
         try f.addEdge("o", a, .object(c), [])
-        // Each file's id is also an object's, so a join by the id alone would find a row.
+        // Each file's id is also an object's, so a join keyed on the wrong kind finds a row
+        // of the other table and the removed edges name the wrong thing.
         #expect(
             try f.store.read { r in try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM file JOIN object USING (id)") }
                 == 2)

@@ -14,6 +14,8 @@ extension WriteTransaction {
         case deleteFile(Int64)
         case sourceGone(EdgeRow)
         case destinationGone(EdgeRow)
+        /// What the flush leaves in a slot it took the item from: nothing to do.
+        case taken
     }
 
     /// Processes everything recorded so far, as a commit would, inside the transaction.
@@ -50,7 +52,7 @@ extension WriteTransaction {
         while i < work.count {
             // Moved out, not copied: the item's strings are not retained again, and the
             // placeholder left costs nothing to destroy.
-            var w = Work.deleteFile(0)
+            var w = Work.taken
             swap(&w, &work[i])
             i += 1
             switch consume w {
@@ -58,6 +60,7 @@ extension WriteTransaction {
             case .deleteFile(let id): try deleteFile(id)
             case .sourceGone(let e): try sourceGone(e)
             case .destinationGone(let e): try destinationGone(e)
+            case .taken: break
             }
         }
         work = []
