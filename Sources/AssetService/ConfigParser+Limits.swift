@@ -6,6 +6,7 @@ extension ConfigParser {
     static let limitKeys: Set<String> = [
         "query_threads", "query_time_limit", "max_reply_bytes", "connection_input_bytes", "connection_output_bytes",
         "total_buffer_bytes", "admin_reserved_connections", "max_connections_per_uid",
+        "max_lease_entries_per_connection", "total_lease_entries",
     ]
 
     func limits(_ control: JSONValue?, maxConnections: Int, into c: inout ControlLimits) throws(ConfigError) {
@@ -44,5 +45,15 @@ extension ConfigParser {
                 section: "control")
         }
         if let n = try count("max_connections_per_uid", 1...1_000_000) { c.maxConnectionsPerUID = n }
+        if let n = try count("max_lease_entries_per_connection", 1...100_000_000) { c.maxLeaseEntriesPerConnection = n }
+        if let n = try count("total_lease_entries", 1...1_000_000_000) { c.totalLeaseEntries = n }
+        // A connection could never reach its own bound otherwise: a value set must fit.
+        guard c.maxLeaseEntriesPerConnection <= c.totalLeaseEntries else {
+            let key = control["total_lease_entries"] == nil ? "max_lease_entries_per_connection" : "total_lease_entries"
+            throw error(
+                "control.\(key)",
+                "control.max_lease_entries_per_connection (\(c.maxLeaseEntriesPerConnection)) must be at most "
+                    + "control.total_lease_entries (\(c.totalLeaseEntries))", section: "control")
+        }
     }
 }

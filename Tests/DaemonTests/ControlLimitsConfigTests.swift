@@ -27,11 +27,16 @@ import Testing
             total_buffer_bytes = "64MiB"
             admin_reserved_connections = 4
             max_connections_per_uid = 10
+            max_lease_entries_per_connection = 100
+            total_lease_entries = 1000
             """)
         #expect(c.limits.queryThreads == 3 && c.limits.queryTimeLimit == 120)
         #expect(c.limits.maxReplyBytes == 1 << 20 && c.limits.connectionInputBytes == 65536)
         #expect(c.limits.connectionOutputBytes == 2 << 20 && c.limits.totalBufferBytes == 64 << 20)
         #expect(c.limits.adminReservedConnections == 4 && c.limits.maxConnectionsPerUID == 10)
+        #expect(c.limits.leaseBounds == LeaseBounds(perHolder: 100, total: 1000))
+        #expect(ControlLimits().leaseBounds == LeaseBounds(perHolder: 4096, total: 262_144))
+        #expect(c.summary.contains("control.total_lease_entries = 1000"))
         #expect(c.storeConfiguration().queryTimeLimit == 120 && c.storeConfiguration().queryLengthLimit == 1 << 20)
         #expect(c.summary.contains("control.max_reply_bytes = 1048576"))
     }
@@ -43,6 +48,11 @@ import Testing
         ("[control]\nconnection_input_bytes = 10\n", "control.connection_input_bytes"),
         ("[control]\nmax_connections = 4\nadmin_reserved_connections = 4\n", "control.admin_reserved_connections"),
         ("[control]\nmax_connections_per_uid = 0\n", "control.max_connections_per_uid"),
+        ("[control]\nmax_lease_entries_per_connection = 0\n", "control.max_lease_entries_per_connection"),
+        ("[control]\nmax_lease_entries_per_connection = \"4k\"\n", "control.max_lease_entries_per_connection"),
+        ("[control]\ntotal_lease_entries = -1\n", "control.total_lease_entries"),
+        ("[control]\ntotal_lease_entries = 1000\n", "control.total_lease_entries"),
+        ("[control]\nmax_lease_entries_per_connection = 300000\n", "control.max_lease_entries_per_connection"),
     ]
 
     @Test("a bad control limit names its key", arguments: errors)

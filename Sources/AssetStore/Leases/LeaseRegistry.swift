@@ -3,7 +3,9 @@
 // took them closes. They live in memory on purpose: a lease belongs to a live client, and no client
 // outlives the daemon. Leased objects are never evicted or expired; a leased file whose unlink is
 // queued (an explicit delete is not blocked by leases) is kept until the lease ends. A new lease is
-// ordered against the unlinks and policy batches under way (see the gates below).
+// ordered against the unlinks and policy batches under way (see the gates below). What the leases
+// of the daemon's clients hold is bounded (LeaseBounds), per connection and in all: they live in
+// memory, and every policy batch copies them into its protection sets.
 
 import JSON
 import Synchronization
@@ -28,6 +30,24 @@ public struct Lease: Sendable, Hashable {
             "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
         ])
     }
+
+    /// What it counts against the bounds: its objects and files, at least one.
+    var entries: Int { max(1, objects.count + files.count) }
+}
+
+/// How many entries (objects and files, a lease with neither counting as one) the leases of
+/// one holder, and of all holders together, may hold. In-process holders (holder nil) are
+/// neither bounded nor counted: the bounds are on what the daemon's clients may make it keep.
+public struct LeaseBounds: Sendable, Equatable {
+    /// `control.max_lease_entries_per_connection`.
+    public var perHolder: Int
+    /// `control.total_lease_entries`.
+    public var total: Int
+
+    public init(perHolder: Int, total: Int) {
+        self.perHolder = perHolder
+        self.total = total
+    }
 }
 
 /// The store's live leases. Thread-safe; expired leases count as absent.
@@ -35,6 +55,48 @@ public final class LeaseRegistry: Sendable {
     private struct State {
         var leases: [String: Lease] = [:]
         var next: UInt64 = 1
+        /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
+        var held: [UInt64: Int] = [:]
+        var total = 0
+
+        mutating func insert(_ l: Lease) {
+            leases[l.id] = l
+            guard let h = l.holder else { return }
+            held[h, default: 0] += l.entries
+            total += l.entries
+        }
+
+        mutating func remove(_ id: String) -> Lease? {
+            guard let l = leases.removeValue(forKey: id) else { return nil }
+            guard let h = l.holder else { return l }
+            let left = held[h, default: 0] - l.entries
+            held[h] = left > 0 ? left : nil
+            total -= l.entries
+            return l
+        }
+
+        /// Refuses `entries` more for `holder` if its live leases, or all live leases, would
+        /// then hold more than `bounds`. Lapsed leases the sweep has not removed yet do not
+        /// count; they are looked for only near a bound.
+        func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
+            var mine = held[holder, default: 0]
+            var all = total
+            if mine + entries > bounds.perHolder || all + entries > bounds.total {
+                for l in leases.values where l.expires <= now {
+                    guard let h = l.holder else { continue }
+                    all -= l.entries
+                    if h == holder { mine -= l.entries }
+                }
+            }
+            if mine + entries > bounds.perHolder {
+                throw StoreError.leaseLimit(
+                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
+                    held: mine)
+            }
+            if all + entries > bounds.total {
+                throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
+            }
+        }
     }
 
     private let state = Mutex(State())
@@ -73,8 +135,10 @@ public final class LeaseRegistry: Sendable {
     /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
     /// managed root; objects are validated but need not exist. A lease of objects waits for
     /// a policy batch under way to commit, so it must not be taken inside a write transaction.
+    /// With `bounds` and a holder, a lease that would take the holder's or all live leases past
+    /// them is refused whole (`lease_limit`).
     public func acquire(
-        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil
+        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil, bounds: LeaseBounds? = nil
     ) throws(StoreError) -> Lease {
         guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
             throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
@@ -86,22 +150,29 @@ public final class LeaseRegistry: Sendable {
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let now = clock()
-        let grant = {
+        let grant = { () -> Result<Lease, StoreError> in
             let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
                     let lease = Lease(
                         id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
+                    if let bounds, let holder {
+                        do throws(StoreError) {
+                            try s.check(lease.entries, holder: holder, bounds, now: now)
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
                     s.next += 1
-                    s.leases[lease.id] = lease
-                    return lease
+                    s.insert(lease)
+                    return .success(lease)
                 }
             }
         }
         // Leases of files only need not wait for a batch: their files are guarded at the unlink.
-        guard !objects.isEmpty else { return grant() }
+        guard !objects.isEmpty else { return try grant().get() }
         let waiting: (@Sendable () -> Void)? = acquireWaits.withLock { $0 }
-        return objectGate.exclusive(waiting: waiting, grant)
+        return try objectGate.exclusive(waiting: waiting, grant).get()
     }
 
     /// Holds new leases of objects back until `endPolicyBatch`: taken by a real policy batch
@@ -116,7 +187,7 @@ public final class LeaseRegistry: Sendable {
     @discardableResult
     public func release(_ id: String) -> Lease? {
         let now = clock()
-        guard let l = state.withLock({ $0.leases.removeValue(forKey: id) }) else { return nil }
+        guard let l = state.withLock({ $0.remove(id) }) else { return nil }
         return l.expires > now ? l : nil
     }
 
@@ -125,7 +196,7 @@ public final class LeaseRegistry: Sendable {
     public func releaseAll(holder: UInt64) -> [Lease] {
         state.withLock { s in
             let mine = s.leases.values.filter { $0.holder == holder }
-            for l in mine { s.leases[l.id] = nil }
+            for l in mine { _ = s.remove(l.id) }
             return mine
         }
     }
@@ -135,7 +206,7 @@ public final class LeaseRegistry: Sendable {
         let now = clock()
         return state.withLock { s in
             let lapsed = s.leases.values.filter { $0.expires <= now }
-            for l in lapsed { s.leases[l.id] = nil }
+            for l in lapsed { _ = s.remove(l.id) }
             return lapsed
         }
     }

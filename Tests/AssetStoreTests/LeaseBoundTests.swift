@@ -1,0 +1,66 @@
+// The registry's lease bounds, with the test clock: lapsed leases stop counting when they
+// lapse (before the sweep removes them), and in-process holders are neither bounded nor counted.
+
+@testable import AssetStore
+import AssetStoreTestSupport
+import Testing
+
+@Suite("lease bounds")
+struct LeaseBoundRegistryTests {
+    let bounds = LeaseBounds(perHolder: 3, total: 5)
+
+    func refs(_ n: Int, _ prefix: String) -> [ObjectRef] { (0..<n).map { ref("c", "\(prefix)\($0)") } }
+
+    func refusal(_ body: () throws(StoreError) -> Lease) -> StoreError? {
+        do throws(StoreError) {
+            _ = try body()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("a lapsed lease frees its entries at once, though the sweep has not removed it")
+    func lapsedFrees() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        _ = try leases.acquire(objects: refs(2, "a"), files: [], ttl: 10, holder: 1, bounds: bounds)
+        _ = try leases.acquire(objects: refs(1, "b"), files: [], ttl: 100, holder: 1, bounds: bounds)
+        let refused = refusal { () throws(StoreError) in
+            try leases.acquire(objects: refs(1, "c"), files: [], ttl: 100, holder: 1, bounds: bounds)
+        }
+        #expect(refused?.code == .leaseLimit && refused?.detail?["value"] == 3)
+        f.clock.advance(10)
+        _ = try leases.acquire(objects: refs(2, "c"), files: [], ttl: 100, holder: 1, bounds: bounds)
+        // The lapsed lease is still there for the sweep to hand back; removing it changes no count.
+        #expect(leases.removeExpired().count == 1)
+        #expect(
+            refusal { () throws(StoreError) in
+                try leases.acquire(objects: refs(1, "d"), files: [], ttl: 100, holder: 1, bounds: bounds)
+            }?.code == .leaseLimit)
+    }
+
+    @Test("the total counts every holder; release and releaseAll free; in-process holders are not bounded")
+    func totalAndInProcess() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        let file = try f.makeFile("a.bin")
+        let mine = try leases.acquire(objects: refs(2, "a"), files: [file], ttl: 60, holder: 1, bounds: bounds)
+        _ = try leases.acquire(objects: refs(2, "b"), files: [], ttl: 60, holder: 2, bounds: bounds)
+        let refused = refusal { () throws(StoreError) in
+            try leases.acquire(objects: refs(1, "c"), files: [], ttl: 60, holder: 3, bounds: bounds)
+        }
+        #expect(refused?.detail?["limit"] == "control.total_lease_entries" && refused?.detail?["value"] == 5)
+        #expect(leases.active().count == 2)
+        _ = try leases.acquire(objects: refs(10, "n"), files: [], ttl: 60, holder: nil, bounds: bounds)
+        _ = try leases.acquire(objects: refs(10, "m"), files: [], ttl: 60)
+        leases.release(mine.id)
+        _ = try leases.acquire(objects: refs(3, "c"), files: [], ttl: 60, holder: 3, bounds: bounds)
+        leases.releaseAll(holder: 2)
+        _ = try leases.acquire(objects: refs(2, "d"), files: [], ttl: 60, holder: 4, bounds: bounds)
+        #expect(
+            refusal { () throws(StoreError) in
+                try leases.acquire(objects: refs(1, "e"), files: [], ttl: 60, holder: 4, bounds: bounds)
+            }?.code == .leaseLimit)
+    }
+}
