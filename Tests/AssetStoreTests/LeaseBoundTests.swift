@@ -40,6 +40,22 @@ struct LeaseBoundRegistryTests {
             }?.code == .leaseLimit)
     }
 
+    @Test("lapsed leases the sweep has not removed yet are bounded too, at twice the bounds")
+    func lapsedNotRemovedBounded() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        _ = try leases.acquire(objects: refs(3, "a"), files: [], ttl: 1, holder: 1, bounds: bounds)
+        f.clock.advance(1)
+        _ = try leases.acquire(objects: refs(3, "b"), files: [], ttl: 1, holder: 1, bounds: bounds)
+        f.clock.advance(1)
+        let refused = refusal { () throws(StoreError) in
+            try leases.acquire(objects: refs(3, "c"), files: [], ttl: 1, holder: 1, bounds: bounds)
+        }
+        #expect(refused?.code == .leaseLimit && refused?.message.contains("next sweep") == true)
+        #expect(leases.removeExpired().count == 2)
+        _ = try leases.acquire(objects: refs(3, "c"), files: [], ttl: 1, holder: 1, bounds: bounds)
+    }
+
     @Test("the total counts every holder; release and releaseAll free; in-process holders are not bounded")
     func totalAndInProcess() throws {
         let f = try Fixture()

@@ -77,10 +77,21 @@ public final class LeaseRegistry: Sendable {
 
         /// Refuses `entries` more for `holder` if its live leases, or all live leases, would
         /// then hold more than `bounds`. Lapsed leases the sweep has not removed yet do not
-        /// count; they are looked for only near a bound.
+        /// count; they are looked for only near a bound. They still take memory until the sweep
+        /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
+        /// are bounded at twice `bounds`.
         func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
             var mine = held[holder, default: 0]
             var all = total
+            if mine + entries > 2 * bounds.perHolder {
+                throw StoreError.leaseLimit(
+                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
+                    held: mine, lapsed: true)
+            }
+            if all + entries > 2 * bounds.total {
+                throw StoreError.leaseLimit(
+                    "all leases", "control.total_lease_entries", bounds.total, held: all, lapsed: true)
+            }
             if mine + entries > bounds.perHolder || all + entries > bounds.total {
                 for l in leases.values where l.expires <= now {
                     guard let h = l.holder else { continue }

@@ -48,11 +48,19 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A lease refused because `whose` leases would hold more than `limit` entries (`key`).
-    public static func leaseLimit(_ whose: String, _ key: String, _ limit: Int, held: Int) -> StoreError {
-        StoreError(
-            .leaseLimit,
-            "\(whose) would hold more than \(limit) objects and files (\(key) = \(limit), \(held) held): "
-                + "release leases first, or lease less at once",
+    /// With `lapsed`, `held` counts lapsed leases not removed yet, bounded at twice `limit`.
+    public static func leaseLimit(
+        _ whose: String, _ key: String, _ limit: Int, held: Int, lapsed: Bool = false
+    ) -> StoreError {
+        let message =
+            lapsed
+            ? "\(whose) would hold more than \(2 * limit) objects and files counting lapsed leases (\(key) = "
+                + "\(limit), \(held) held): lapsed leases are freed by the next sweep; release "
+                + "leases first, or lease for longer"
+            : "\(whose) would hold more than \(limit) objects and files (\(key) = \(limit), \(held) held): "
+                + "release leases first, or lease less at once"
+        return StoreError(
+            .leaseLimit, message,
             detail: ["limit": .string(key), "value": .int(Int64(limit))])
     }
 
