@@ -3,6 +3,8 @@
 
 @testable import AssetStore
 import AssetStoreTestSupport
+import Foundation
+import Synchronization
 import Testing
 
 @Suite("lease bounds")
@@ -54,6 +56,69 @@ struct LeaseBoundRegistryTests {
         #expect(refused?.code == .leaseLimit && refused?.message.contains("next sweep") == true)
         #expect(leases.removeExpired().count == 2)
         _ = try leases.acquire(objects: refs(3, "c"), files: [], ttl: 1, holder: 1, bounds: bounds)
+    }
+
+    /// Runs `acquire` on another thread while `hold` holds a gate (from `taken` until it returns),
+    /// and returns whether `acquire` had to wait for the gate (its hook ran) and what it threw.
+    func refusedWhileHeld(
+        _ hook: borrowing Mutex<(@Sendable () -> Void)?>, hold: (() -> Void) -> Void,
+        _ acquire: @escaping @Sendable () throws(StoreError) -> Lease
+    ) -> (waited: Bool, code: StoreError.Code?) {
+        let answeredOrWaiting = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let waited = Mutex(false)
+        let code = Mutex<StoreError.Code?>(nil)
+        hook.withLock {
+            $0 = {
+                waited.withLock { $0 = true }
+                answeredOrWaiting.signal()
+            }
+        }
+        hold {
+            Thread {
+                do throws(StoreError) {
+                    _ = try acquire()
+                } catch {
+                    code.withLock { $0 = error.code }
+                }
+                answeredOrWaiting.signal()
+                finished.signal()
+            }.start()
+            answeredOrWaiting.wait()
+        }
+        finished.wait()
+        hook.withLock { $0 = nil }
+        return (waited.withLock { $0 }, code.withLock { $0 })
+    }
+
+    @Test("a refused lease waits for no unlink nor policy batch under way")
+    func refusalTakesNoGate() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        let file = try f.makeFile("a.bin")
+        let refs = refs(1, "x")
+        _ = try leases.acquire(objects: self.refs(3, "a"), files: [], ttl: 60, holder: 1, bounds: bounds)
+        let bounds = bounds
+        let byUnlink = refusedWhileHeld(
+            leases.unlinkWaits,
+            hold: { body in
+                _ = leases.unlessLeased(file: file) { body() }
+            }
+        ) { () throws(StoreError) in
+            try leases.acquire(objects: [], files: [file], ttl: 60, holder: 1, bounds: bounds)
+        }
+        #expect(byUnlink.code == .leaseLimit && !byUnlink.waited)
+        let byBatch = refusedWhileHeld(
+            leases.acquireWaits,
+            hold: { body in
+                leases.beginPolicyBatch()
+                body()
+                leases.endPolicyBatch()
+            }
+        ) { () throws(StoreError) in
+            try leases.acquire(objects: refs, files: [], ttl: 60, holder: 1, bounds: bounds)
+        }
+        #expect(byBatch.code == .leaseLimit && !byBatch.waited)
     }
 
     @Test("the total counts every holder; release and releaseAll free; in-process holders are not bounded")

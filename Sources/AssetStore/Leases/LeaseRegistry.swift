@@ -55,29 +55,40 @@ public final class LeaseRegistry: Sendable {
     private struct State {
         var leases: [String: Lease] = [:]
         var next: UInt64 = 1
+        /// The ids of each holder's leases, lapsed ones not yet removed included.
+        var byHolder: [UInt64: Set<String>] = [:]
         /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
         var held: [UInt64: Int] = [:]
         var total = 0
+        /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
+        var earliest = Double.infinity
 
         mutating func insert(_ l: Lease) {
             leases[l.id] = l
             guard let h = l.holder else { return }
+            byHolder[h, default: []].insert(l.id)
             held[h, default: 0] += l.entries
             total += l.entries
+            earliest = min(earliest, l.expires)
         }
 
         mutating func remove(_ id: String) -> Lease? {
             guard let l = leases.removeValue(forKey: id) else { return nil }
             guard let h = l.holder else { return l }
             let left = held[h, default: 0] - l.entries
-            held[h] = left > 0 ? left : nil
             total -= l.entries
+            assert(left >= 0 && total >= 0, "lease counts below zero")
+            held[h] = left > 0 ? left : nil
+            byHolder[h]?.remove(id)
+            if byHolder[h]?.isEmpty == true { byHolder[h] = nil }
+            if total == 0 { earliest = .infinity }
             return l
         }
 
         /// Refuses `entries` more for `holder` if its live leases, or all live leases, would
         /// then hold more than `bounds`. Lapsed leases the sweep has not removed yet do not
-        /// count; they are looked for only near a bound. They still take memory until the sweep
+        /// count; they are looked for only near a bound (among the holder's own leases for its
+        /// bound, and only if one can have lapsed). They still take memory until the sweep
         /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
         /// are bounded at twice `bounds`.
         func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
@@ -92,17 +103,19 @@ public final class LeaseRegistry: Sendable {
                 throw StoreError.leaseLimit(
                     "all leases", "control.total_lease_entries", bounds.total, held: all, lapsed: true)
             }
-            if mine + entries > bounds.perHolder || all + entries > bounds.total {
-                for l in leases.values where l.expires <= now {
-                    guard let h = l.holder else { continue }
-                    all -= l.entries
-                    if h == holder { mine -= l.entries }
+            let someLapsed = earliest <= now
+            if mine + entries > bounds.perHolder && someLapsed {
+                for id in byHolder[holder] ?? [] {
+                    if let l = leases[id], l.expires <= now { mine -= l.entries }
                 }
             }
             if mine + entries > bounds.perHolder {
                 throw StoreError.leaseLimit(
                     "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
                     held: mine)
+            }
+            if all + entries > bounds.total && someLapsed {
+                for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
             }
             if all + entries > bounds.total {
                 throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
@@ -161,19 +174,26 @@ public final class LeaseRegistry: Sendable {
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let now = clock()
+        let entries = max(1, objects.count + paths.count)
+        let check = { (s: inout State) -> StoreError? in
+            guard let bounds, let holder else { return nil }
+            do throws(StoreError) {
+                try s.check(entries, holder: holder, bounds, now: self.clock())
+                return nil
+            } catch {
+                return error
+            }
+        }
+        // Refused before either gate: a refusal must not wait for, nor hold up, unlinks and
+        // policy batches. Checked again when granted, as other leases may come in between.
+        if let refused = state.withLock({ s in check(&s) }) { throw refused }
         let grant = { () -> Result<Lease, StoreError> in
             let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
+                    if let refused = check(&s) { return .failure(refused) }
                     let lease = Lease(
                         id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
-                    if let bounds, let holder {
-                        do throws(StoreError) {
-                            try s.check(lease.entries, holder: holder, bounds, now: now)
-                        } catch {
-                            return .failure(error)
-                        }
-                    }
                     s.next += 1
                     s.insert(lease)
                     return .success(lease)
@@ -205,11 +225,7 @@ public final class LeaseRegistry: Sendable {
     /// Ends every lease `holder` took (its connection closed); returns them.
     @discardableResult
     public func releaseAll(holder: UInt64) -> [Lease] {
-        state.withLock { s in
-            let mine = s.leases.values.filter { $0.holder == holder }
-            for l in mine { _ = s.remove(l.id) }
-            return mine
-        }
+        state.withLock { s in (s.byHolder[holder] ?? []).compactMap { s.remove($0) } }
     }
 
     /// Drops lapsed leases and returns them (the daemon reschedules their files' unlinks).
@@ -218,6 +234,7 @@ public final class LeaseRegistry: Sendable {
         return state.withLock { s in
             let lapsed = s.leases.values.filter { $0.expires <= now }
             for l in lapsed { _ = s.remove(l.id) }
+            s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.expires) }
             return lapsed
         }
     }
