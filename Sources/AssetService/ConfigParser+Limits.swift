@@ -45,15 +45,23 @@ extension ConfigParser {
                 section: "control")
         }
         if let n = try count("max_connections_per_uid", 1...1_000_000) { c.maxConnectionsPerUID = n }
-        if let n = try count("max_lease_entries_per_connection", 1...100_000_000) { c.maxLeaseEntriesPerConnection = n }
-        if let n = try count("total_lease_entries", 1...1_000_000_000) { c.totalLeaseEntries = n }
-        // A connection could never reach its own bound otherwise: a value set must fit.
-        guard c.maxLeaseEntriesPerConnection <= c.totalLeaseEntries else {
-            let key = control["total_lease_entries"] == nil ? "max_lease_entries_per_connection" : "total_lease_entries"
-            throw error(
-                "control.\(key)",
-                "control.max_lease_entries_per_connection (\(c.maxLeaseEntriesPerConnection)) must be at most "
-                    + "control.total_lease_entries (\(c.totalLeaseEntries))", section: "control")
+        let perConnection = try count("max_lease_entries_per_connection", 1...100_000_000)
+        let total = try count("total_lease_entries", 1...1_000_000_000)
+        if let n = perConnection { c.maxLeaseEntriesPerConnection = n }
+        if let n = total { c.totalLeaseEntries = n }
+        // A connection could never reach its own bound otherwise. A default gives way to the
+        // value set (as for admin_reserved_connections); two values set must fit.
+        if c.maxLeaseEntriesPerConnection > c.totalLeaseEntries {
+            if perConnection == nil {
+                c.maxLeaseEntriesPerConnection = c.totalLeaseEntries
+            } else if total == nil {
+                c.totalLeaseEntries = c.maxLeaseEntriesPerConnection
+            } else {
+                throw error(
+                    "control.total_lease_entries",
+                    "control.max_lease_entries_per_connection (\(c.maxLeaseEntriesPerConnection)) must be at most "
+                        + "control.total_lease_entries (\(c.totalLeaseEntries))", section: "control")
+            }
         }
     }
 }

@@ -51,9 +51,18 @@ import Testing
         ("[control]\nmax_lease_entries_per_connection = 0\n", "control.max_lease_entries_per_connection"),
         ("[control]\nmax_lease_entries_per_connection = \"4k\"\n", "control.max_lease_entries_per_connection"),
         ("[control]\ntotal_lease_entries = -1\n", "control.total_lease_entries"),
-        ("[control]\ntotal_lease_entries = 1000\n", "control.total_lease_entries"),
-        ("[control]\nmax_lease_entries_per_connection = 300000\n", "control.max_lease_entries_per_connection"),
+        (
+            "[control]\nmax_lease_entries_per_connection = 2000\ntotal_lease_entries = 1000\n",
+            "control.total_lease_entries"
+        ),
     ]
+
+    @Test("a lease bound set alone moves the other's default to fit it")
+    func leaseDefaultsGiveWay() throws {
+        #expect(try parse("[control]\ntotal_lease_entries = 1000\n").limits.leaseBounds.perHolder == 1000)
+        let raised = try parse("[control]\nmax_lease_entries_per_connection = 100000000\n").limits
+        #expect(raised.leaseBounds == LeaseBounds(perHolder: 100_000_000, total: 100_000_000))
+    }
 
     @Test("a bad control limit names its key", arguments: errors)
     func badLimit(text: String, key: String) {
