@@ -26,7 +26,7 @@ public struct ControlLimits: Sendable, Equatable {
     /// `control.max_lease_entries_per_connection`: objects and files one connection's live leases hold.
     public var maxLeaseEntriesPerConnection = 4096
     /// `control.total_lease_entries`: objects and files the live leases of all connections hold.
-    public var totalLeaseEntries = 262_144
+    public var totalLeaseEntries = 65_536
 
     /// The lease bounds of these limits.
     public var leaseBounds: LeaseBounds {

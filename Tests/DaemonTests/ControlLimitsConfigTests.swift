@@ -35,7 +35,7 @@ import Testing
         #expect(c.limits.connectionOutputBytes == 2 << 20 && c.limits.totalBufferBytes == 64 << 20)
         #expect(c.limits.adminReservedConnections == 4 && c.limits.maxConnectionsPerUID == 10)
         #expect(c.limits.leaseBounds == LeaseBounds(perHolder: 100, total: 1000))
-        #expect(ControlLimits().leaseBounds == LeaseBounds(perHolder: 4096, total: 262_144))
+        #expect(ControlLimits().leaseBounds == LeaseBounds(perHolder: 4096, total: 65_536))
         #expect(c.summary.contains("control.total_lease_entries = 1000"))
         #expect(c.storeConfiguration().queryTimeLimit == 120 && c.storeConfiguration().queryLengthLimit == 1 << 20)
         #expect(c.summary.contains("control.max_reply_bytes = 1048576"))
