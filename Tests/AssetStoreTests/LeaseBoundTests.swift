@@ -42,6 +42,21 @@ struct LeaseBoundRegistryTests {
             }?.code == .leaseLimit)
     }
 
+    @Test("another holder's lapsed lease frees room in the total; a refusal spends no lease id")
+    func othersLapsedFreeTotal() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        let first = try leases.acquire(objects: refs(3, "a"), files: [], ttl: 1, holder: 1, bounds: bounds)
+        _ = try leases.acquire(objects: refs(2, "b"), files: [], ttl: 100, holder: 2, bounds: bounds)
+        let refused = refusal { () throws(StoreError) in
+            try leases.acquire(objects: refs(1, "c"), files: [], ttl: 100, holder: 3, bounds: bounds)
+        }
+        #expect(refused?.detail?["limit"] == "control.total_lease_entries")
+        f.clock.advance(1)
+        let granted = try leases.acquire(objects: refs(3, "c"), files: [], ttl: 100, holder: 3, bounds: bounds)
+        #expect(first.id == "L1" && granted.id == "L3", "the refused lease took no id")
+    }
+
     @Test("lapsed leases the sweep has not removed yet are bounded too, at twice the bounds")
     func lapsedNotRemovedBounded() throws {
         let f = try Fixture()
