@@ -73,6 +73,27 @@ struct LeaseBoundRegistryTests {
         _ = try leases.acquire(objects: refs(3, "c"), files: [], ttl: 1, holder: 1, bounds: bounds)
     }
 
+    @Test("a lease over its bound by itself is told to lease less, not about lapsed leases")
+    func oversizedLeaseMessage() throws {
+        let f = try Fixture()
+        let refused = refusal { () throws(StoreError) in
+            try f.store.leases.acquire(objects: refs(7, "a"), files: [], ttl: 1, holder: 1, bounds: bounds)
+        }
+        #expect(refused?.code == .leaseLimit)
+        #expect(refused?.message.contains("lease less at once") == true, "\(refused?.message ?? "")")
+    }
+
+    @Test("ended leases of the same files count each path once against the cap")
+    func endedPathsDistinct() {
+        var ended = EndedLeaseFiles(cap: 1000)
+        let files = (0..<1000).map { "/var/cache/assetd/f\($0)" }
+        let lease = Lease(id: "L1", objects: [], files: files, expires: 0, holder: 1)
+        ended.add(Array(repeating: lease, count: 6))
+        #expect(!ended.overflowed && ended.files.count == 1000)
+        ended.add([Lease(id: "L2", objects: [], files: ["/var/cache/assetd/g"], expires: 0, holder: 2)])
+        #expect(ended.overflowed && ended.files.isEmpty)
+    }
+
     /// Runs `acquire` on another thread while `hold` holds a gate (from `taken` until it returns),
     /// and returns whether `acquire` had to wait for the gate (its hook ran) and what it threw.
     func refusedWhileHeld(

@@ -92,18 +92,8 @@ public final class LeaseRegistry: Sendable {
         /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
         /// are bounded at twice `bounds`.
         func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
-            var mine = held[holder, default: 0]
-            var all = total
-            if mine + entries > 2 * bounds.perHolder {
-                throw StoreError.leaseLimit(
-                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
-                    held: mine, lapsed: true)
-            }
-            if all + entries > 2 * bounds.total {
-                throw StoreError.leaseLimit(
-                    "all leases", "control.total_lease_entries", bounds.total, held: all, lapsed: true)
-            }
             let someLapsed = earliest <= now
+            var mine = held[holder, default: 0]
             if mine + entries > bounds.perHolder && someLapsed {
                 for id in byHolder[holder] ?? [] {
                     if let l = leases[id], l.expires <= now { mine -= l.entries }
@@ -114,6 +104,19 @@ public final class LeaseRegistry: Sendable {
                     "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
                     held: mine)
             }
+            // Within its live bound; lapsed leases not yet removed still take memory.
+            let rawMine = held[holder, default: 0]
+            if rawMine + entries > 2 * bounds.perHolder {
+                throw StoreError.leaseLimit(
+                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
+                    held: rawMine, lapsed: true)
+            }
+            // Before the scan of every lease below, which this spares a full registry.
+            if total + entries > 2 * bounds.total {
+                throw StoreError.leaseLimit(
+                    "all leases", "control.total_lease_entries", bounds.total, held: total, lapsed: true)
+            }
+            var all = total
             if all + entries > bounds.total && someLapsed {
                 for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
             }

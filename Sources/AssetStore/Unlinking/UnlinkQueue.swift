@@ -145,7 +145,8 @@ extension Store {
     }
 
     /// `leasesEnded` for the files kept of ended leases; past their cap, every row a lease
-    /// deferred is made due again (the unlink checks the live leases again).
+    /// deferred is made due again (the unlink checks the live leases again), a failed one at
+    /// the longest retry delay as at open, where the paths' route makes it due at once.
     public func leasesEnded(_ ended: EndedLeaseFiles) throws -> Int {
         guard ended.overflowed else { return try leaseFilesEnded(ended.files) }
         try checkWritable()
