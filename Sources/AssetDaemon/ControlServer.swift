@@ -296,6 +296,7 @@ final class ControlServer {
                 store: daemon.store, caller: Caller(uid: identity.uid, userName: identity.userName, isAdmin: admin),
                 enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
             context.replyLimit = daemon.config.limits.maxReplyBytes
+            context.leaseBounds = daemon.config.limits.leaseBounds
             session.keptContext = context
         }
         context.lastCommit = daemon.lastCommit

@@ -31,8 +31,8 @@ public final class Daemon {
     var accessFlushRunning = false
     /// One maintenance run at a time: clients' and the policy timer's.
     let maintenance = MaintenanceSlot()
-    /// Leases ended since the last sweep, whose files the next sweep reschedules.
-    private var endedLeases: [Lease] = []
+    /// Files of leases ended since the last sweep, which the next sweep reschedules (bounded).
+    private var endedLeases = EndedLeaseFiles()
     private(set) var stopping = false
     private(set) var finished = false
     private var inFlight = 0
@@ -198,13 +198,15 @@ public final class Daemon {
         let box = Box<Result<SweepReport, any Error>>()
         let store = self.store!
         let ended = endedLeases
-        endedLeases = []
+        endedLeases = EndedLeaseFiles()
         do {
             try submit({
                 box.value = Result {
                     store.maintainSpace()  // the reserve back once there is room; the WAL kept small when there is not
                     // Leases that ended or lapsed first: their kept files become due again.
-                    try MethodTable.leasesEnded(ended + store.leases.removeExpired(), store)
+                    var all = ended
+                    all.add(store.leases.removeExpired())
+                    try MethodTable.leasesEnded(all, store)
                     return try store.sweep()
                 }
             }) { [unowned self] in
@@ -232,7 +234,7 @@ public final class Daemon {
     func leasesEnded(_ leases: [Lease]) {
         // After a failed sync the restart reschedules what leases held back (no sweep runs).
         guard !leases.isEmpty, !finished, store.syncFailure == nil else { return }
-        endedLeases += leases
+        endedLeases.add(leases)
         scheduleSweep()
     }
 

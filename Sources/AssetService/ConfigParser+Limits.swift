@@ -6,6 +6,7 @@ extension ConfigParser {
     static let limitKeys: Set<String> = [
         "query_threads", "query_time_limit", "max_reply_bytes", "connection_input_bytes", "connection_output_bytes",
         "total_buffer_bytes", "admin_reserved_connections", "max_connections_per_uid",
+        "max_lease_entries_per_connection", "total_lease_entries",
     ]
 
     func limits(_ control: JSONValue?, maxConnections: Int, into c: inout ControlLimits) throws(ConfigError) {
@@ -44,5 +45,23 @@ extension ConfigParser {
                 section: "control")
         }
         if let n = try count("max_connections_per_uid", 1...1_000_000) { c.maxConnectionsPerUID = n }
+        let perConnection = try count("max_lease_entries_per_connection", 1...100_000_000)
+        let total = try count("total_lease_entries", 1...1_000_000_000)
+        if let n = perConnection { c.maxLeaseEntriesPerConnection = n }
+        if let n = total { c.totalLeaseEntries = n }
+        // A connection could never reach its own bound otherwise. A default gives way to the
+        // value set (as for admin_reserved_connections); two values set must fit.
+        if c.maxLeaseEntriesPerConnection > c.totalLeaseEntries {
+            if perConnection == nil {
+                c.maxLeaseEntriesPerConnection = c.totalLeaseEntries
+            } else if total == nil {
+                c.totalLeaseEntries = c.maxLeaseEntriesPerConnection
+            } else {
+                throw error(
+                    "control.total_lease_entries",
+                    "control.max_lease_entries_per_connection (\(c.maxLeaseEntriesPerConnection)) must be at most "
+                        + "control.total_lease_entries (\(c.totalLeaseEntries))", section: "control")
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 // What one client may take of the daemon (assetd.toml(5), [control]): threads for queries,
-// bytes buffered per connection and in total, the size of one reply, connection slots.
+// bytes buffered per connection and in total, the size of one reply, connection slots, what
+// leases hold.
 
 import AssetStore
 import Foundation
@@ -22,6 +23,15 @@ public struct ControlLimits: Sendable, Equatable {
     public var adminReservedConnections = 8
     /// `control.max_connections_per_uid`: connections one non-admin uid may hold.
     public var maxConnectionsPerUID = 256
+    /// `control.max_lease_entries_per_connection`: objects and files one connection's live leases hold.
+    public var maxLeaseEntriesPerConnection = 4096
+    /// `control.total_lease_entries`: objects and files the live leases of all connections hold.
+    public var totalLeaseEntries = 65_536
+
+    /// The lease bounds of these limits.
+    public var leaseBounds: LeaseBounds {
+        LeaseBounds(perHolder: maxLeaseEntriesPerConnection, total: totalLeaseEntries)
+    }
 
     public init() {}
 
@@ -36,6 +46,8 @@ public struct ControlLimits: Sendable, Equatable {
             "control.total_buffer_bytes = \(totalBufferBytes)",
             "control.admin_reserved_connections = \(adminReservedConnections)",
             "control.max_connections_per_uid = \(maxConnectionsPerUID)",
+            "control.max_lease_entries_per_connection = \(maxLeaseEntriesPerConnection)",
+            "control.total_lease_entries = \(totalLeaseEntries)",
         ]
     }
 }

@@ -37,6 +37,7 @@ extension RPCError.Code {
         case .untaggedRoot: self = .untaggedRoot
         case .busy: self = .busy
         case .replyTooLarge: self = .replyTooLarge
+        case .leaseLimit: self = .leaseLimit
         case .internalError: self = .internalError
         }
     }

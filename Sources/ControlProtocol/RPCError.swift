@@ -104,6 +104,8 @@ extension RPCError {
         case busy
         /// A reply larger than the daemon's control.max_reply_bytes.
         case replyTooLarge = "reply_too_large"
+        /// A lease past control.max_lease_entries_per_connection or control.total_lease_entries.
+        case leaseLimit = "lease_limit"
         case internalError = "internal"
         /// The daemon is stopping: the request was not run.
         case shuttingDown = "shutting_down"

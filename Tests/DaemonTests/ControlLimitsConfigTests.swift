@@ -27,11 +27,16 @@ import Testing
             total_buffer_bytes = "64MiB"
             admin_reserved_connections = 4
             max_connections_per_uid = 10
+            max_lease_entries_per_connection = 100
+            total_lease_entries = 1000
             """)
         #expect(c.limits.queryThreads == 3 && c.limits.queryTimeLimit == 120)
         #expect(c.limits.maxReplyBytes == 1 << 20 && c.limits.connectionInputBytes == 65536)
         #expect(c.limits.connectionOutputBytes == 2 << 20 && c.limits.totalBufferBytes == 64 << 20)
         #expect(c.limits.adminReservedConnections == 4 && c.limits.maxConnectionsPerUID == 10)
+        #expect(c.limits.leaseBounds == LeaseBounds(perHolder: 100, total: 1000))
+        #expect(ControlLimits().leaseBounds == LeaseBounds(perHolder: 4096, total: 65_536))
+        #expect(c.summary.contains("control.total_lease_entries = 1000"))
         #expect(c.storeConfiguration().queryTimeLimit == 120 && c.storeConfiguration().queryLengthLimit == 1 << 20)
         #expect(c.summary.contains("control.max_reply_bytes = 1048576"))
     }
@@ -43,7 +48,21 @@ import Testing
         ("[control]\nconnection_input_bytes = 10\n", "control.connection_input_bytes"),
         ("[control]\nmax_connections = 4\nadmin_reserved_connections = 4\n", "control.admin_reserved_connections"),
         ("[control]\nmax_connections_per_uid = 0\n", "control.max_connections_per_uid"),
+        ("[control]\nmax_lease_entries_per_connection = 0\n", "control.max_lease_entries_per_connection"),
+        ("[control]\nmax_lease_entries_per_connection = \"4k\"\n", "control.max_lease_entries_per_connection"),
+        ("[control]\ntotal_lease_entries = -1\n", "control.total_lease_entries"),
+        (
+            "[control]\nmax_lease_entries_per_connection = 2000\ntotal_lease_entries = 1000\n",
+            "control.total_lease_entries"
+        ),
     ]
+
+    @Test("a lease bound set alone moves the other's default to fit it")
+    func leaseDefaultsGiveWay() throws {
+        #expect(try parse("[control]\ntotal_lease_entries = 1000\n").limits.leaseBounds.perHolder == 1000)
+        let raised = try parse("[control]\nmax_lease_entries_per_connection = 100000000\n").limits
+        #expect(raised.leaseBounds == LeaseBounds(perHolder: 100_000_000, total: 100_000_000))
+    }
 
     @Test("a bad control limit names its key", arguments: errors)
     func badLimit(text: String, key: String) {

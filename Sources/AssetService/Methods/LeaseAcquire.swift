@@ -1,6 +1,7 @@
 // lease.acquire {objects?, files?, ttl} → {lease, expires, objects, files}: protects in-flight work
 // from eviction and expiry (assetd(8), CONTROL PROTOCOL, Methods). The lease belongs to the
-// connection: it ends when released, when its ttl passes, or when the connection closes.
+// connection: it ends when released, when its ttl passes, or when the connection closes. What a
+// connection's leases, and all leases, hold is bounded: a lease past a bound is refused whole.
 
 import AssetStore
 import ControlProtocol
@@ -20,7 +21,8 @@ extension MethodTable {
             for item in list { objects.append(try Params(["o": item]).ref("o")) }
         }
         let files = try p.optionalStrings("files") ?? []
-        let lease = try ctx.store.leases.acquire(objects: objects, files: files, ttl: ttl, holder: holder)
+        let lease = try ctx.store.leases.acquire(
+            objects: objects, files: files, ttl: ttl, holder: holder, bounds: ctx.leaseBounds)
         return MethodOutcome(lease.json)
     }
 }

@@ -23,4 +23,10 @@ extension MethodTable {
         guard !leases.isEmpty, !store.isReadOnly else { return }
         _ = try store.leasesEnded(leases)
     }
+
+    /// The same for the files kept of leases ended since the last sweep.
+    public static func leasesEnded(_ ended: EndedLeaseFiles, _ store: Store) throws {
+        guard !ended.isEmpty, !store.isReadOnly else { return }
+        _ = try store.leasesEnded(ended)
+    }
 }

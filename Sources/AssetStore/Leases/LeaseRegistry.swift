@@ -3,7 +3,9 @@
 // took them closes. They live in memory on purpose: a lease belongs to a live client, and no client
 // outlives the daemon. Leased objects are never evicted or expired; a leased file whose unlink is
 // queued (an explicit delete is not blocked by leases) is kept until the lease ends. A new lease is
-// ordered against the unlinks and policy batches under way (see the gates below).
+// ordered against the unlinks and policy batches under way (see the gates below). What the leases
+// of the daemon's clients hold is bounded (LeaseBounds), per connection and in all: they live in
+// memory, and every policy batch copies them into its protection sets.
 
 import JSON
 import Synchronization
@@ -28,6 +30,24 @@ public struct Lease: Sendable, Hashable {
             "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
         ])
     }
+
+    /// What it counts against the bounds: its objects and files, at least one.
+    var entries: Int { max(1, objects.count + files.count) }
+}
+
+/// How many entries (objects and files, a lease with neither counting as one) the leases of
+/// one holder, and of all holders together, may hold. In-process holders (holder nil) are
+/// neither bounded nor counted: the bounds are on what the daemon's clients may make it keep.
+public struct LeaseBounds: Sendable, Equatable {
+    /// `control.max_lease_entries_per_connection`.
+    public var perHolder: Int
+    /// `control.total_lease_entries`.
+    public var total: Int
+
+    public init(perHolder: Int, total: Int) {
+        self.perHolder = perHolder
+        self.total = total
+    }
 }
 
 /// The store's live leases. Thread-safe; expired leases count as absent.
@@ -35,6 +55,75 @@ public final class LeaseRegistry: Sendable {
     private struct State {
         var leases: [String: Lease] = [:]
         var next: UInt64 = 1
+        /// The ids of each holder's leases, lapsed ones not yet removed included.
+        var byHolder: [UInt64: Set<String>] = [:]
+        /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
+        var held: [UInt64: Int] = [:]
+        var total = 0
+        /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
+        var earliest = Double.infinity
+
+        mutating func insert(_ l: Lease) {
+            leases[l.id] = l
+            guard let h = l.holder else { return }
+            byHolder[h, default: []].insert(l.id)
+            held[h, default: 0] += l.entries
+            total += l.entries
+            earliest = min(earliest, l.expires)
+        }
+
+        mutating func remove(_ id: String) -> Lease? {
+            guard let l = leases.removeValue(forKey: id) else { return nil }
+            guard let h = l.holder else { return l }
+            let left = held[h, default: 0] - l.entries
+            total -= l.entries
+            assert(left >= 0 && total >= 0, "lease counts below zero")
+            held[h] = left > 0 ? left : nil
+            byHolder[h]?.remove(id)
+            if byHolder[h]?.isEmpty == true { byHolder[h] = nil }
+            if total == 0 { earliest = .infinity }
+            return l
+        }
+
+        /// Refuses `entries` more for `holder` if its live leases, or all live leases, would
+        /// then hold more than `bounds`. Lapsed leases the sweep has not removed yet do not
+        /// count; they are looked for only near a bound (among the holder's own leases for its
+        /// bound, and only if one can have lapsed). They still take memory until the sweep
+        /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
+        /// are bounded at twice `bounds`.
+        func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
+            let someLapsed = earliest <= now
+            var mine = held[holder, default: 0]
+            if mine + entries > bounds.perHolder && someLapsed {
+                for id in byHolder[holder] ?? [] {
+                    if let l = leases[id], l.expires <= now { mine -= l.entries }
+                }
+            }
+            if mine + entries > bounds.perHolder {
+                throw StoreError.leaseLimit(
+                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
+                    held: mine)
+            }
+            // Within its live bound; lapsed leases not yet removed still take memory.
+            let rawMine = held[holder, default: 0]
+            if rawMine + entries > 2 * bounds.perHolder {
+                throw StoreError.leaseLimit(
+                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
+                    held: rawMine, lapsed: true)
+            }
+            // Before the scan of every lease below, which this spares a full registry.
+            if total + entries > 2 * bounds.total {
+                throw StoreError.leaseLimit(
+                    "all leases", "control.total_lease_entries", bounds.total, held: total, lapsed: true)
+            }
+            var all = total
+            if all + entries > bounds.total && someLapsed {
+                for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
+            }
+            if all + entries > bounds.total {
+                throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
+            }
+        }
     }
 
     private let state = Mutex(State())
@@ -73,8 +162,10 @@ public final class LeaseRegistry: Sendable {
     /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
     /// managed root; objects are validated but need not exist. A lease of objects waits for
     /// a policy batch under way to commit, so it must not be taken inside a write transaction.
+    /// With `bounds` and a holder, a lease that would take the holder's or all live leases past
+    /// them is refused whole (`lease_limit`).
     public func acquire(
-        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil
+        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil, bounds: LeaseBounds? = nil
     ) throws(StoreError) -> Lease {
         guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
             throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
@@ -86,22 +177,36 @@ public final class LeaseRegistry: Sendable {
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let now = clock()
-        let grant = {
+        let entries = max(1, objects.count + paths.count)
+        let check = { (s: inout State) -> StoreError? in
+            guard let bounds, let holder else { return nil }
+            do throws(StoreError) {
+                try s.check(entries, holder: holder, bounds, now: self.clock())
+                return nil
+            } catch {
+                return error
+            }
+        }
+        // Refused before either gate: a refusal must not wait for, nor hold up, unlinks and
+        // policy batches. Checked again when granted, as other leases may come in between.
+        if let refused = state.withLock({ s in check(&s) }) { throw refused }
+        let grant = { () -> Result<Lease, StoreError> in
             let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
+                    if let refused = check(&s) { return .failure(refused) }
                     let lease = Lease(
                         id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
                     s.next += 1
-                    s.leases[lease.id] = lease
-                    return lease
+                    s.insert(lease)
+                    return .success(lease)
                 }
             }
         }
         // Leases of files only need not wait for a batch: their files are guarded at the unlink.
-        guard !objects.isEmpty else { return grant() }
+        guard !objects.isEmpty else { return try grant().get() }
         let waiting: (@Sendable () -> Void)? = acquireWaits.withLock { $0 }
-        return objectGate.exclusive(waiting: waiting, grant)
+        return try objectGate.exclusive(waiting: waiting, grant).get()
     }
 
     /// Holds new leases of objects back until `endPolicyBatch`: taken by a real policy batch
@@ -116,18 +221,14 @@ public final class LeaseRegistry: Sendable {
     @discardableResult
     public func release(_ id: String) -> Lease? {
         let now = clock()
-        guard let l = state.withLock({ $0.leases.removeValue(forKey: id) }) else { return nil }
+        guard let l = state.withLock({ $0.remove(id) }) else { return nil }
         return l.expires > now ? l : nil
     }
 
     /// Ends every lease `holder` took (its connection closed); returns them.
     @discardableResult
     public func releaseAll(holder: UInt64) -> [Lease] {
-        state.withLock { s in
-            let mine = s.leases.values.filter { $0.holder == holder }
-            for l in mine { s.leases[l.id] = nil }
-            return mine
-        }
+        state.withLock { s in (s.byHolder[holder] ?? []).compactMap { s.remove($0) } }
     }
 
     /// Drops lapsed leases and returns them (the daemon reschedules their files' unlinks).
@@ -135,7 +236,8 @@ public final class LeaseRegistry: Sendable {
         let now = clock()
         return state.withLock { s in
             let lapsed = s.leases.values.filter { $0.expires <= now }
-            for l in lapsed { s.leases[l.id] = nil }
+            for l in lapsed { _ = s.remove(l.id) }
+            s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.expires) }
             return lapsed
         }
     }

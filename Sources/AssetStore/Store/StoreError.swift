@@ -26,6 +26,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case busy
         /// A reply larger than the daemon's control.max_reply_bytes.
         case replyTooLarge = "reply_too_large"
+        /// A lease past the daemon's control.max_lease_entries_per_connection or total_lease_entries.
+        case leaseLimit = "lease_limit"
         case internalError = "internal"
     }
 
@@ -43,6 +45,23 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             "the reply would be larger than \(limit) bytes (control.max_reply_bytes): ask for less, with a LIMIT in the "
                 + "clause (ORDER BY key and key > the last one for the next page), include \"keys\", or object.list with limit and after"
         )
+    }
+
+    /// A lease refused because `whose` leases would hold more than `limit` entries (`key`).
+    /// With `lapsed`, `held` counts lapsed leases not removed yet, bounded at twice `limit`.
+    public static func leaseLimit(
+        _ whose: String, _ key: String, _ limit: Int, held: Int, lapsed: Bool = false
+    ) -> StoreError {
+        let message =
+            lapsed
+            ? "\(whose) would hold more than \(2 * limit) objects and files counting lapsed leases (\(key) = "
+                + "\(limit), \(held) held): lapsed leases are freed by the next sweep; release "
+                + "leases first, or lease for longer"
+            : "\(whose) would hold more than \(limit) objects and files (\(key) = \(limit), \(held) held): "
+                + "release leases first, or lease less at once"
+        return StoreError(
+            .leaseLimit, message,
+            detail: ["limit": .string(key), "value": .int(Int64(limit))])
     }
 
     /// An error with a code and message.

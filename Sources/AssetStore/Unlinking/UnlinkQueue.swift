@@ -141,11 +141,24 @@ extension Store {
     /// connection closes). Paths compare as UTF-8 bytes; a file still under another live
     /// lease is left alone, as are rows already due. Returns how many rows were rescheduled.
     public func leasesEnded(_ leases: [Lease]) throws -> Int {
+        try leaseFilesEnded(leases.flatMap(\.files))
+    }
+
+    /// `leasesEnded` for the files kept of ended leases; past their cap, every row a lease
+    /// deferred is made due again (the unlink checks the live leases again), a failed one at
+    /// the longest retry delay as at open, where the paths' route makes it due at once.
+    public func leasesEnded(_ ended: EndedLeaseFiles) throws -> Int {
+        guard ended.overflowed else { return try leaseFilesEnded(ended.files) }
+        try checkWritable()
+        return try endLeaseDeferrals()
+    }
+
+    private func leaseFilesEnded(_ files: [String]) throws -> Int {
         try checkWritable()
         let stillLeased = self.leases.snapshot().files
         var seen = Set<[UInt8]>()
         var paths = [JSONValue]()
-        for file in leases.flatMap(\.files) {
+        for file in files {
             let bytes = Array(file.utf8)
             if !stillLeased.contains(bytes), seen.insert(bytes).inserted { paths.append(.string(file)) }
         }
@@ -169,18 +182,22 @@ extension Store {
     /// an open file are only probed sooner; failed rows keep their backoff, but no more: a
     /// failed row a lease then deferred (to the lease's end, up to a day) is due within the
     /// longest retry delay, as any failed row.
-    func endLeaseDeferrals() throws {
+    /// Returns how many rows were made due sooner.
+    @discardableResult
+    func endLeaseDeferrals() throws -> Int {
         let now = configuration.clock()
-        try Store.mapErrors {
+        return try Store.mapErrors {
             try pool.write { db in
                 try db.execute(
                     sql: """
                         UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
                         WHERE attempts = 0 AND next_attempt > MAX(?1, queued_at + ?2)
                         """, arguments: [now, configuration.unlinkDelay])
+                let unfailed = db.changesCount
                 try db.execute(
                     sql: "UPDATE unlink_queue SET next_attempt = ?1 WHERE attempts > 0 AND next_attempt > ?1",
                     arguments: [now + Store.maximumRetryDelay])
+                return unfailed + db.changesCount
             }
         }
     }
