@@ -7,7 +7,7 @@ import ControlProtocol
 extension MethodTable {
     static func leaseRelease(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let id = try p.string("lease")
-        guard let lease = ctx.store.leases.active().first(where: { $0.id == id }) else {
+        guard let lease = ctx.store.leases.live(id) else {
             return MethodOutcome(.object(["released": false]))
         }
         guard ctx.caller.isAdmin || (lease.holder != nil && lease.holder == ctx.connection) else {

@@ -217,6 +217,13 @@ public final class LeaseRegistry: Sendable {
     /// Ends `beginPolicyBatch`, after the batch's commit (or rollback) returned.
     func endPolicyBatch() { objectGate.unlockShared() }
 
+    /// The live lease `id`, if any.
+    public func live(_ id: String) -> Lease? {
+        let now = clock()
+        guard let l = state.withLock({ $0.leases[id] }), l.expires > now else { return nil }
+        return l
+    }
+
     /// Ends a lease; returns it, or nil if there was none (or it had lapsed).
     @discardableResult
     public func release(_ id: String) -> Lease? {
