@@ -360,11 +360,10 @@ final class ControlServer {
     /// meanwhile (reading stops past it).
     /// Closing connections go first, the largest first: the daemon already closed them, and
     /// a too-long line's is never over its own bound when it closes (its last replies are).
+    /// Its callers recount the closing connections first.
     private func shedBacklogs() {
-        recountClosing()
-        while overTotal,
-            let (id, f) = flushes.filter({ $0.value.counted > 0 }).max(by: { $0.value.counted < $1.value.counted })
-        {
+        // The largest has none waiting only if none has: no filtered copy per drop.
+        while overTotal, let (id, f) = flushes.max(by: { $0.value.counted < $1.value.counted }), f.counted > 0 {
             logger.warning(
                 "dropping a closing connection that does not take its last replies: \(f.counted) bytes waiting")
             droppedConnections += 1

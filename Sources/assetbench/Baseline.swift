@@ -138,6 +138,11 @@ struct BaselineObject {
 
 /// One SQLite connection doing the engine's work by hand.
 final class BaselineStore {
+    /// WAL and FULL sync as the engine; and a 1 GiB map, as the engine had before it gave its
+    /// map up to bound its RSS (the baseline has no memory goal to meet). The durable put's
+    /// baseline (PutBaseline.swift) opens with the same.
+    static let pragmas = ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA mmap_size = 1073741824"]
+
     private let db: OpaquePointer
 
     /// The engine's tables, indexes and views, as the engine made them in the database at
@@ -179,9 +184,7 @@ final class BaselineStore {
         let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, "unix")
         precondition(rc == SQLITE_OK && h != nil, "cannot open \(path) (\(rc))")
         db = h!  // checked above
-        // WAL and FULL sync as the engine; and a 1 GiB map, as the engine had before it gave its
-        // map up to bound its RSS (the baseline has no memory goal to meet).
-        for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA mmap_size = 1073741824", schema] {
+        for sql in BaselineStore.pragmas + [schema] {
             let rc = sqlite3_exec(db, sql, nil, nil, nil)
             precondition(rc == SQLITE_OK, "\(String(cString: sqlite3_errmsg(db))): \(sql)")
         }

@@ -32,8 +32,7 @@ extension SocketCommands {
         let rc = sqlite3_open_v2(args[0], &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, "unix")
         guard rc == SQLITE_OK, let db = h else { throw BenchError("cannot open \(args[0]) (\(rc))") }
         defer { sqlite3_close_v2(db) }
-        // As the store's C baseline (Baseline.swift).
-        for sql in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA mmap_size = 1073741824"] {
+        for sql in BaselineStore.pragmas {
             guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
                 throw BenchError("\(String(cString: sqlite3_errmsg(db))): \(sql)")
             }

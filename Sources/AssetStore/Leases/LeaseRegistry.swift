@@ -32,7 +32,8 @@ public struct Lease: Sendable, Hashable {
     }
 
     /// What it counts against the bounds: its objects and files, at least one.
-    var entries: Int { max(1, objects.count + files.count) }
+    var entries: Int { Lease.entries(objects: objects.count, files: files.count) }
+    static func entries(objects: Int, files: Int) -> Int { max(1, objects + files) }
 }
 
 /// How many entries (objects and files, a lease with neither counting as one) the leases of
@@ -177,7 +178,7 @@ public final class LeaseRegistry: Sendable {
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let now = clock()
-        let entries = max(1, objects.count + paths.count)
+        let entries = Lease.entries(objects: objects.count, files: paths.count)
         let check = { (s: inout State) -> StoreError? in
             guard let bounds, let holder else { return nil }
             do throws(StoreError) {
