@@ -23,7 +23,7 @@ extension ControlServer {
                 "queued": .int(Int64(load.queued)),
             ])
         }
-        var input = 0, output = closingBytes
+        var input = 0, output = closing.bytes
         for s in sessions.values {
             input += s.bufferedBytes - s.outputBytes
             output += s.outputBytes

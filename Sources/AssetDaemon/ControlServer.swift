@@ -39,14 +39,11 @@ final class ControlServer {
     private var puts: PutPipeline?
     /// index.query and index.aggregate, on threads of their own; started with the socket.
     private(set) var queries: QueryLane?
-    /// Streams closing after their replies are flushed, with the time they must be gone by and,
-    /// for a connection's own close, its uid: it keeps its connection slot until it is gone.
-    /// `counted` is what its last replies add to `bufferedTotal` (they are bounded with the rest).
-    private var flushes: [ObjectIdentifier: (stream: PipeStream, deadline: Double, uid: UInt32?, counted: Int)] = [:]
-    /// Connections closing that still hold their slots (`flushes` with a uid).
-    private(set) var closingConnections = 0
-    /// Bytes the closing streams hold (the sum of `flushes`' `counted`).
-    private(set) var closingBytes = 0
+    /// Streams closing after their replies are flushed. A connection's own keeps its slot
+    /// until it is gone; what they hold counts in `bufferedTotal`, bounded with the rest.
+    private(set) var closing = ClosingStreams()
+    /// Connections closing that still hold their slots.
+    var closingConnections: Int { closing.connections }
     private var reaper: EventLoop.Timer?
     /// object.get on the loop, over a snapshot kept for the rest of the loop turn.
     @exclusivity(unchecked) private(set) var pointReader: PointReader?
@@ -155,15 +152,16 @@ final class ControlServer {
     }
 
     /// Flushes and closes `stream`, closing it outright if that takes past the deadline. A
-    /// session's own stream (`uid`) keeps the session's slot until then.
-    func flushing(_ stream: PipeStream, uid: UInt32? = nil) {
+    /// session's own stream (`uid`) keeps the session's slot until then, and the session
+    /// hands over the `releasing` bytes it counted: they leave the total as the stream's
+    /// queue joins it, in one change, so the total neither dips under the bound (resuming
+    /// paused connections while these bytes are still held) nor counts them twice.
+    func flushing(_ stream: PipeStream, uid: UInt32? = nil, releasing: Int = 0) {
         let id = ObjectIdentifier(stream)
-        flushes[id] = (stream, QueryClock.now() + ControlServer.flushDeadline, uid, 0)
-        recount(id)
-        if let uid {
-            closingConnections += 1
-            connectionsByUID[uid, default: 0] += 1
-        }
+        let held = closing.add(
+            stream, deadline: QueryClock.now() + ControlServer.flushDeadline, uid: uid, epoch: stallEpoch)
+        if let uid { connectionsByUID[uid, default: 0] += 1 }
+        buffered(held - releasing, by: nil)
         stream.shutdownAndClose { [weak self] in
             self?.flushEnded(id)
             self?.daemon.checkStopped()
@@ -175,43 +173,30 @@ final class ControlServer {
     }
 
     private func reap() {
-        let now = QueryClock.now()
-        for (id, f) in flushes where f.deadline <= now {
+        for id in closing.expired(now: QueryClock.now()) {
             logger.warning("closing a connection that did not take its last replies")
-            flushEnded(id)
-            f.stream.close()
+            flushEnded(id)?.close()
         }
-        if flushes.isEmpty {
+        if closing.isEmpty {
             reaper?.close()
             reaper = nil
         }
     }
 
-    /// A closing stream is gone (flushed, or closed at its deadline): its slot is free.
-    private func flushEnded(_ id: ObjectIdentifier) {
-        guard let f = flushes.removeValue(forKey: id) else { return }
-        closingBytes -= f.counted
+    /// A closing stream is gone (flushed, or closed at its deadline or over the total): its
+    /// bytes and slot are free. Returns the stream, for a caller to close.
+    @discardableResult private func flushEnded(_ id: ObjectIdentifier) -> PipeStream? {
+        guard let f = closing.remove(id) else { return nil }
         buffered(-f.counted, by: nil)
-        if let uid = f.uid {
-            closingConnections -= 1
-            slotFreed(uid)
-        }
-    }
-
-    /// Brings the total up to date with what the closing stream `id` still holds.
-    private func recount(_ id: ObjectIdentifier) {
-        guard let f = flushes[id] else { return }
-        let now = f.stream.writeQueueSize
-        guard now != f.counted else { return }
-        flushes[id]?.counted = now
-        closingBytes += now - f.counted
-        buffered(now - f.counted, by: nil)
+        if let uid = f.uid { slotFreed(uid) }
+        return f.stream
     }
 
     /// Closing streams drain with no session to count it: recounted at each turn's end and
-    /// every second.
+    /// every second, which also notes which of them took bytes this epoch.
     private func recountClosing() {
-        for id in Array(flushes.keys) { recount(id) }
+        let delta = closing.recount(epoch: stallEpoch)
+        if delta != 0 { buffered(delta, by: nil) }
     }
 
     private func slotFreed(_ uid: UInt32) {
@@ -249,14 +234,14 @@ final class ControlServer {
     /// The turn's replies go to the kernel; over the total, a connection behind is dropped.
     private func turnEnded() {
         flushReplies()
-        if !flushes.isEmpty { recountClosing() }
+        if !closing.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
     }
 
     /// Every second: connections over their own bound since the last one can be dropped.
     func secondPassed() {
         stallEpoch += 1
-        if !flushes.isEmpty { recountClosing() }
+        if !closing.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
     }
 
@@ -358,19 +343,20 @@ final class ControlServer {
     /// reads, and would make the one that asked most the victim; and one under its own
     /// bound is within what it was allowed. Each connection is held to its own bound
     /// meanwhile (reading stops past it).
-    /// Closing connections go first, the largest first: the daemon already closed them, and
-    /// a too-long line's is never over its own bound when it closes (its last replies are).
+    /// Closing connections behind go first, the largest first: the daemon already closed
+    /// them. Behind for one means it took none of its last replies since before the previous
+    /// epoch (its own bound would never choose one closed for a too-long line: its last
+    /// replies went out up to that bound before the line was answered).
     /// Its callers recount the closing connections first.
     private func shedBacklogs() {
-        // The largest has none waiting only if none has: no filtered copy per drop.
-        while overTotal, let (id, f) = flushes.max(by: { $0.value.counted < $1.value.counted }), f.counted > 0 {
-            logger.warning(
-                "dropping a closing connection that does not take its last replies: \(f.counted) bytes waiting")
-            droppedConnections += 1
-            flushEnded(id)
-            f.stream.close()
-        }
         let epoch = stallEpoch
+        while overTotal, let (id, f) = closing.worstBehind(epoch: epoch) {
+            logger.warning(
+                "dropping a closing connection that took none of its last replies for a second: \(f.counted) bytes waiting"
+            )
+            droppedConnections += 1
+            flushEnded(id)?.close()
+        }
         while overTotal {  // a drop's release counts through buffered(), which updates it
             var victim: Session?
             for s in sessions.values where s.isBehind(epoch: epoch) && s.backlog > (victim?.backlog ?? 0) {

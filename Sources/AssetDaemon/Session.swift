@@ -407,15 +407,18 @@ final class Session {
         runningQuery?.cancel()
         if flush { flushOut() } else { out = [] }  // a job still holding this session must not hold them too
         closed = true
-        account()
         watching = nil
         continuation?.close()
         continuation = nil
         if flush {
             // A peer that never reads would hold the flush (and shutdown) forever: the server
-            // closes it outright after a deadline.
-            server.flushing(stream, uid: identity.uid)
+            // closes it outright after a deadline. What this session counted moves to the
+            // server's count of closing streams in one step (ControlServer.flushing).
+            let counted = accounted
+            accounted = 0
+            server.flushing(stream, uid: identity.uid, releasing: counted)
         } else {
+            account()
             stream.close()
         }
         server.remove(self)

@@ -72,26 +72,4 @@ import Testing
         }
         withExtendedLifetime(closing) {}
     }
-
-    @Test("over the total bound a closing connection is dropped first")
-    func closingConnectionIsTheFirstVictim() throws {
-        let w = TotalBufferVictimTests.socketBuffer
-        // The closing connection's three sockets' worth are under the total; a reader's
-        // six replies of half a socket add two more, over it. Without the closing bytes counted
-        // the reader's alone are under it, and nothing is dropped.
-        let h = try DaemonHarness(
-            controlSection:
-                "max_request_bytes = \(w)\nconnection_output_bytes = \(16 * w)\ntotal_buffer_bytes = \(4 * w)")
-        let c = try h.client(timeout: 60)
-        let closing = try Self.closingWithReplies(h, c)
-        #expect(try eventually { try c.call("stats")["connections"] == 1 })
-        let reader = try RawConnection(path: h.socket)
-        reader.setReceiveTimeout(60)
-        reader.send(String(repeating: TotalBufferVictimTests.get(2, "big"), count: 6))
-        for _ in 0..<6 { #expect(reader.readLine()?["result"]?["value"]?.stringValue?.count == w / 2) }
-        let reaped = h.log.contains("closing a connection that did not take its last replies")
-        #expect(eventually { h.log.contains("dropping a closing connection") } || reaped)
-        #expect(try ConnectionMemoryTests.buffers(c)["dropped_connections"] == 1 || reaped)
-        withExtendedLifetime(closing) {}
-    }
 }
