@@ -57,6 +57,10 @@ final class ControlServer {
     /// Advances every second (Daemon.tick). A connection whose backlog has been over its own
     /// bound since before the previous advance is behind (Session.isBehind).
     @exclusivity(unchecked) private(set) var stallEpoch = 0
+    /// The epoch in which a shed found none behind while still over the total: none becomes
+    /// behind until the epoch advances, so the connections are not scanned again till then
+    /// (the turn's end comes twice a loop turn).
+    @exclusivity(unchecked) private var noneBehindIn = -1
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0
 
@@ -350,6 +354,7 @@ final class ControlServer {
     /// Its callers recount the closing connections first.
     private func shedBacklogs() {
         let epoch = stallEpoch
+        guard noneBehindIn != epoch else { return }
         while overTotal, let (id, f) = closing.worstBehind(epoch: epoch) {
             logger.warning(
                 "dropping a closing connection that took none of its last replies for a second: \(f.counted) bytes waiting"
@@ -369,6 +374,7 @@ final class ControlServer {
             droppedConnections += 1
             worst.close(flush: false)
         }
+        if overTotal { noneBehindIn = epoch }
     }
 
     /// A reply of `bytes` was made (or refused) off the loop: its memory is free again.
