@@ -173,4 +173,45 @@ import Testing
         withExtendedLifetime(closing) {}
     }
 }
+
+/// A closing connection is behind after a second in which the daemon could write it nothing,
+/// counted from when it last took bytes, not from when it was closed.
+@Suite struct ClosingSlowReaderTests {
+    @Test("a closing connection that keeps taking its replies, slowly, keeps them past a second")
+    func slowReaderKeepsItsReplies() throws {
+        let w = ClosingGraceTests.w
+        let h = try DaemonHarness(
+            controlSection:
+                "max_request_bytes = \(w)\nconnection_output_bytes = \(16 * w)\ntotal_buffer_bytes = \(4 * w)",
+            start: false)
+        let step = h.dir + "/step-epoch"
+        h.environment = ["ASSETD_DEBUG_STEP_EPOCH": step]  // the epoch stays put till stepped
+        try h.start()
+        let c = try h.client(timeout: 60)
+        let t0 = Date()
+        let (closing, stalled) = try ClosingGraceTests.closingOverTheTotal(h, c)
+        let output = { try ConnectionMemoryTests.buffers(c)["output_bytes"]?.intValue ?? -1 }
+        let gone = { try c.call("stats")["closing_connections"] == 0 }
+        var lines = [JSONValue]()
+        // In each of three epochs it takes two replies (a socket: the daemon can write to it
+        // again) and the daemon writes it more, before the epoch is stepped: it never goes a
+        // whole epoch without taking bytes. Closed in the first, it would be behind in the third.
+        for _ in 0..<3 {
+            let held = try output()
+            for _ in 0..<2 { if let line = closing.readLine() { lines.append(line) } }
+            #expect(try eventually { try output() < held || gone() }, "the daemon wrote it more")
+            #expect(FileManager.default.createFile(atPath: step, contents: nil))
+            #expect(eventually { !h.exists(step) }, "the epoch advanced")
+        }
+        while let line = closing.readLine() { lines.append(line) }
+        // The deadline reap (5 s after it was closed, after t0) is no drop, but takes the rest.
+        #expect(try ConnectionMemoryTests.buffers(c)["dropped_connections"] == 0)
+        if Date().timeIntervalSince(t0) < 5.0 {
+            #expect(lines.count == 9, "\(lines.count) lines")
+            #expect(lines.prefix(8).allSatisfy { $0["result"]?["value"]?.stringValue?.count == w / 2 })
+            #expect(lines.last?["error"]?["data"]?["code"] == "request_too_large")
+        }
+        try ClosingGraceTests.expectAllReleased(stalled, c)
+    }
+}
 #endif
