@@ -348,9 +348,10 @@ final class ControlServer {
     /// bound is within what it was allowed. Each connection is held to its own bound
     /// meanwhile (reading stops past it).
     /// Closing connections behind go first, the largest first: the daemon already closed
-    /// them. Behind for one means it took none of its last replies since before the previous
-    /// epoch (its own bound would never choose one closed for a too-long line: its last
-    /// replies went out up to that bound before the line was answered).
+    /// them. Behind for one means the daemon could write none of its last replies to it
+    /// since before the previous epoch (its own bound would never choose one closed for a
+    /// too-long line: its last replies went out up to that bound before the line was
+    /// answered).
     /// Its callers recount the closing connections first.
     private func shedBacklogs() {
         let epoch = stallEpoch
