@@ -45,12 +45,17 @@ struct ClosingStreams {
     /// Nothing is written to a closing stream, so a count only falls: the client took bytes.
     mutating func recount(epoch: Int) -> Int {
         var delta = 0
-        for i in entries.values.indices {
+        // Not `for i in entries.values.indices`: those indices hold a second reference to the
+        // storage, and the first write below would copy the whole dictionary.
+        var i = entries.values.startIndex
+        while i != entries.values.endIndex {
             let now = entries.values[i].stream.writeQueueSize
-            guard now != entries.values[i].counted else { continue }
-            delta += now - entries.values[i].counted
-            entries.values[i].counted = now  // in place: the values are mutable, not the keys
-            entries.values[i].tookIn = epoch
+            if now != entries.values[i].counted {
+                delta += now - entries.values[i].counted
+                entries.values[i].counted = now  // in place: the values are mutable, not the keys
+                entries.values[i].tookIn = epoch
+            }
+            entries.values.formIndex(after: &i)
         }
         return delta
     }
