@@ -1,6 +1,7 @@
-// Over control.total_buffer_bytes a connection the daemon closed is dropped only once it has
-// taken none of its last replies for a second (assetd(8), LIMITS), like an open one behind:
-// one that is reading gets them all, the error that says why it was closed included.
+// Over control.total_buffer_bytes a connection the daemon closed is dropped only once the
+// daemon could write none of its last replies to it for a second (assetd(8), CONTROL PROTOCOL,
+// Framing), like an open one behind: one that is reading gets them all, the error that says
+// why it was closed included.
 
 import AssetClient
 import Foundation
