@@ -350,31 +350,26 @@ final class OpenStore {
     private(set) var store: Store
     /// The unlink threads beside a policy run's batches, from the next reopen on.
     var threadsBeside = Store.sweepThreads
-    /// `StoreConfiguration.policySliceSeconds`, from the next reopen on.
-    var sliceSeconds = Store.policySliceSeconds
 
     init(path: String, root: String, clock: SteppedClock) throws {
         self.path = path
         self.root = root
         self.clock = clock
-        store = try OpenStore.open(
-            path, root, clock, unlinkDelay: 0, threadsBeside: Store.sweepThreads, slice: Store.policySliceSeconds)
+        store = try OpenStore.open(path, root, clock, unlinkDelay: 0, threadsBeside: Store.sweepThreads)
     }
 
     func reopen(unlinkDelay: Double) throws {
         store.close()
-        store = try OpenStore.open(
-            path, root, clock, unlinkDelay: unlinkDelay, threadsBeside: threadsBeside, slice: sliceSeconds)
+        store = try OpenStore.open(path, root, clock, unlinkDelay: unlinkDelay, threadsBeside: threadsBeside)
     }
 
     private static func open(
-        _ path: String, _ root: String, _ clock: SteppedClock, unlinkDelay: Double, threadsBeside: Int, slice: Double
+        _ path: String, _ root: String, _ clock: SteppedClock, unlinkDelay: Double, threadsBeside: Int
     ) throws -> Store {
         var configuration = StoreConfiguration(roots: [root])
         configuration.clock = { clock.now }
         configuration.unlinkDelay = unlinkDelay
         configuration.unlinkThreadsBeside = threadsBeside
-        configuration.policySliceSeconds = slice
         var policy = PolicyConfiguration()
         policy.minAge = 0  // nothing here is young enough to matter; the default (600 s) would change nothing
         configuration.policy = policy

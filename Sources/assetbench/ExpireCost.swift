@@ -141,7 +141,7 @@ struct ProcessCost {
 }
 
 /// One thread putting one object per durable commit until stopped, timing each put.
-final class ConcurrentPuts: @unchecked Sendable {
+private final class ConcurrentPuts: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
     private var latencies = [UInt64]()

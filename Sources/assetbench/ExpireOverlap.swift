@@ -1,14 +1,9 @@
-// `assetbench expire-overlap --folder F [--files M] [--threads 1,2,4,16] [--rounds R]
-// [--slice S,…] [--puts yes]`: how
+// `assetbench expire-overlap --folder F [--files M] [--threads 1,2,4,16] [--rounds R]`: how
 // many unlink threads beside a policy run's batches make the expiry cheapest. One store tree
 // of M files as in the expire part (every tenth old); each round expires and sweeps the old
 // files once per thread count, in a rotated order, then times the sweep of the same files
 // alone (and deciding and deleting alone) as the baseline. Prints each expiry's end-to-end
 // time over the round's sweep alone, its batches' median, and the process's CPU time.
-// `--slice`: seconds a run holds the writer across batches (`policySliceSeconds`; 0 is each
-// batch on its own, as before 0.10), each overlapped expiry run once per value in turn (an
-// A/B in one process); `--puts yes`: a thread puts one object per durable commit beside each
-// overlapped expiry and prints its latencies (what a client waits for).
 
 import AssetStore
 import Foundation
@@ -20,8 +15,6 @@ struct ExpireOverlap {
     let folder: String
     let threads: [Int]
     let rounds: Int
-    let slices: [Double]
-    let puts: Bool
 
     init(_ f: Flags) throws {
         files = try f.int("files", 200_000)
@@ -30,12 +23,6 @@ struct ExpireOverlap {
         let list = (try? f.string("threads")) ?? "1,2,4,16"
         let counts = list.split(separator: ",").map { Int($0) }
         threads = counts.compactMap { $0 }
-        let sliceList = ((try? f.string("slice")) ?? "\(Store.policySliceSeconds)").split(separator: ",")
-        slices = sliceList.compactMap { Double($0) }
-        puts = (try? f.string("puts")) == "yes"
-        try check(
-            !slices.isEmpty && slices.count == sliceList.count && slices.allSatisfy { $0 >= 0 },
-            "--slice is a list of seconds")
         try check(
             files >= 1000 && files % FileSet.perFolder == 0 && rounds >= 1 && !threads.isEmpty
                 && threads.count == counts.count && threads.allSatisfy { $0 >= 1 },
@@ -55,16 +42,9 @@ struct ExpireOverlap {
         for round in 0..<rounds {
             let rotated = Array(threads[(round % threads.count)...] + threads[..<(round % threads.count)])
             for t in rotated {
-                for k in slices.indices {
-                    // Alternated: round 2 runs the slices in the other order.
-                    let slice = slices[round % 2 == 0 ? k : slices.count - 1 - k]
-                    opened.threadsBeside = t
-                    opened.sliceSeconds = slice
-                    let (r, putsSeen) = try overlapped(bench, opened, clock, set, oldTime: oldTime, round: round)
-                    let name = "round \(round + 1) threads \(t) slice \(fmt(slice))"
-                    printResult(name, r)
-                    if let putsSeen { print("\(name): " + putsSeen) }
-                }
+                opened.threadsBeside = t
+                let r = try overlapped(bench, opened, clock, set, oldTime: oldTime)
+                printResult("round \(round + 1) threads \(t)", r)
             }
             opened.threadsBeside = Store.sweepThreads
             let alone = try separately(bench, opened, clock, set, oldTime: oldTime)
@@ -116,19 +96,16 @@ struct ExpireOverlap {
     }
 
     private func overlapped(
-        _ bench: ExpireBench, _ opened: OpenStore, _ clock: SteppedClock, _ set: FileSet, oldTime: Double,
-        round: Int
-    ) throws -> (Timing, String?) {
+        _ bench: ExpireBench, _ opened: OpenStore, _ clock: SteppedClock, _ set: FileSet, oldTime: Double
+    ) throws -> Timing {
         try opened.reopen(unlinkDelay: 0)
-        let putter = puts ? ConcurrentPuts.start(opened.store, round: round) : nil
         var (plan, t) = try timedExpire(opened.store)
-        let putsSeen = putter?.stop()
         let swept = try timedSweep(opened.store, &t)
         try check(
             plan.objects.count == bench.old && t.beside + swept == bench.old,
             "expired and unlinked \(bench.old) (\(plan.objects.count), \(t.beside + swept))")
         try putBack(bench, opened, clock, set, oldTime: oldTime)
-        return (t, putsSeen)
+        return t
     }
 
     private func separately(

@@ -1,7 +1,6 @@
 // Running lifecycle policies (assetd(8), DATA MODEL, Lifecycle policies). A run is a list of steps
 // (TTL expiry, quotas, the byte budget, free space, an explicit evict or expire); each step deletes
-// at most `batch` objects per write transaction, and a run holds the writer for a slice of
-// batches (`StoreConfiguration.policySliceSeconds`), so writers wait for one slice, never for the whole
+// at most `batch` objects per write transaction, so writers wait for one batch, never for the whole
 // run. A dry run does the same batches in one transaction and rolls it back: the plan it returns
 // is, by construction, what the real run of an unchanged store deletes. Every decision uses one
 // clock reading taken at the start, so both runs see the same ages.
@@ -101,103 +100,46 @@ final class PolicyRun {
             } catch is DryRunFinished {}
             return plan
         }
-        // Earlier batches' files are unlinked beside each batch (SweepAlongside.swift), across
-        // the commits of a slice of batches that holds the writer.
+        // Earlier batches' files are unlinked beside each batch (SweepAlongside.swift).
         let alongside = SweepAlongside(store, limit: max(1000, 2 * batch))
-        var next = 0
-        while next < steps.count {
-            // Progress is told once the writer is let go: a callback may write.
-            var owed = [PolicyProgress]()
-            defer { for p in owed { progress?(p) } }
-            do {
-                try holdSlice(steps, &next, alongside, &owed)
-            } catch let failure as PolicyRunFailure {
-                throw failure
-            } catch {
-                if plan.commits.isEmpty { throw error }
-                throw PolicyRunFailure(completed: plan, underlying: error)
+        for step in steps {
+            var done = false
+            while !done {
+                deletedInBatch = 0
+                placedInBatch = false
+                let before = plan.mark
+                do {
+                    // Leases held back since the batch's first look at them go on after its commit.
+                    defer { endHold() }
+                    try alongside.prepare()
+                    let c = try store.write { tx in
+                        let swept = try alongside.around(tx.db, start: tx.now) { done = try step.advance(tx, self) }
+                        // No empty commits. One that only records unlinks or places objects
+                        // in an order's queues deleted nothing, but it is a commit all the same.
+                        if deletedInBatch == 0 {
+                            if swept || placedInBatch { return }
+                            throw NothingDeleted()
+                        }
+                        store.state.withLock { $0.policyBatchDecided }?()
+                        try count(since: before, tx.db)
+                    }
+                    plan.sweep = alongside.committed()
+                    // Every commit is the run's (the caller notes it, and a later failure then
+                    // still reports what the earlier ones did, their unlinks among it).
+                    plan.commits.append(c.report)
+                } catch is NothingDeleted {
+                    let skipped = plan.skipped  // what it passed over still tells why nothing went
+                    plan.rollBack(to: before)
+                    plan.skipped = skipped
+                } catch {
+                    plan.rollBack(to: before)  // that batch rolled back; earlier batches stand
+                    if plan.commits.isEmpty { throw error }
+                    throw PolicyRunFailure(completed: plan, underlying: error)
+                }
+                report(step)
             }
         }
         return plan
-    }
-
-    /// Batches of `steps` from `next` on, holding the writer while unlinks beside them go on
-    /// across their commits: until a step ends or the slice's time is up (the batch then
-    /// records them all), or a batch leaves none under way.
-    private func holdSlice(
-        _ steps: [PolicyStep], _ next: inout Int, _ alongside: SweepAlongside, _ owed: inout [PolicyProgress]
-    ) throws {
-        try store.holdingWriter { w in
-            let start = QueryConnection.monotonicNow()
-            var batches = 0
-            let sliceOver = {
-                if let n = self.store.state.withLock({ $0.policySliceBatches }) { return batches + 1 >= n }
-                return QueryConnection.monotonicNow() - start >= self.store.configuration.policySliceSeconds
-            }
-            defer { alongside.abandon() }  // only after a failure is anything left under way
-            while true {
-                let step = steps[next]
-                let done = try runBatch(step, w, alongside, drain: sliceOver)
-                owed.append(progressNow(step))
-                batches += 1
-                if done { next += 1 }
-                // Nothing under way (the slice's time is up, the step ended, or there was
-                // nothing to unlink): other writers may go ahead.
-                if !alongside.hasInFlight { break }
-                store.state.withLock { $0.betweenPolicyBatches }?()
-            }
-        }
-    }
-
-    /// One batch of `step` in its own transaction on the held writer; true when the step is
-    /// done. The unlinks under way beside it are recorded in it when `drain` (or the step
-    /// being done) says the slice ends here, else they go on across its commit.
-    private func runBatch(
-        _ step: PolicyStep, _ w: HeldWriter, _ alongside: SweepAlongside, drain: () -> Bool
-    )
-        throws -> Bool
-    {
-        var done = false
-        deletedInBatch = 0
-        placedInBatch = false
-        let before = plan.mark
-        do {
-            // Leases held back since the batch's first look at them go on after its commit.
-            defer { endHold() }
-            try alongside.prepare()
-            let c = try w.write { tx in
-                let swept = try alongside.around(tx.db, start: tx.now, drain: { done || drain() }) {
-                    done = try step.advance(tx, self)
-                }
-                // No empty commits. One that only records unlinks or places objects
-                // in an order's queues deleted nothing, but it is a commit all the same.
-                if deletedInBatch == 0 {
-                    if swept || placedInBatch { return }
-                    throw NothingDeleted()
-                }
-                store.state.withLock { $0.policyBatchDecided }?()
-                try count(since: before, tx.db)
-            }
-            plan.sweep = alongside.committed()
-            // Every commit is the run's (the caller notes it, and a later failure then
-            // still reports what the earlier ones did, their unlinks among it).
-            plan.commits.append(c.report)
-        } catch is NothingDeleted {
-            let skipped = plan.skipped  // what it passed over still tells why nothing went
-            plan.rollBack(to: before)
-            plan.skipped = skipped
-        } catch {
-            plan.rollBack(to: before)  // that batch rolled back; earlier batches stand
-            // Before the writer is let go: no unlink goes on behind the failure, and none
-            // done is left out of the plan if it can still be recorded.
-            if let c = alongside.salvage(w) {
-                plan.sweep = alongside.committed()
-                plan.commits.append(c)
-            }
-            if plan.commits.isEmpty { throw error }
-            throw PolicyRunFailure(completed: plan, underlying: error)
-        }
-        return done
     }
 
     /// Adds this batch to the store's counters (`stats`): objects by reason, bytes queued.
@@ -216,10 +158,8 @@ final class PolicyRun {
         store.leases.endPolicyBatch()
     }
 
-    private func report(_ step: PolicyStep) { progress?(progressNow(step)) }
-
-    private func progressNow(_ step: PolicyStep) -> PolicyProgress {
-        PolicyProgress(phase: step.phase, deleted: plan.objects.count, bytes: plan.bytes)
+    private func report(_ step: PolicyStep) {
+        progress?(PolicyProgress(phase: step.phase, deleted: plan.objects.count, bytes: plan.bytes))
     }
 
     /// What a policy must not delete, now (leases may come and go between batches). A real

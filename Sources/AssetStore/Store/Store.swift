@@ -74,17 +74,6 @@ public final class Store: Sendable {
         /// were unlinked beside it and recorded, with their paths, before its commit; throwing
         /// rolls the batch back as a crash would.
         var sweptAlongside: (@Sendable ([String]) throws -> Void)?
-        /// Tests: runs in a policy batch's transaction when unlinks beside the run start, with
-        /// their paths.
-        var unlinksBesideStarted: (@Sendable ([String]) -> Void)?
-        /// Tests: runs on an unlink thread beside a policy run with each path, before its
-        /// lease check and unlink.
-        var unlinkingBeside: (@Sendable (String) -> Void)?
-        /// Tests: runs between two batches of one writer slice of a policy run, holding the
-        /// writer, after the earlier one's commit (and sync) returned.
-        var betweenPolicyBatches: (@Sendable () -> Void)?
-        /// Tests: a policy run's writer slice ends after this many batches, whatever their time.
-        var policySliceBatches: Int?
         /// Tests: runs in `verify --delete-orphans` with each orphan's path after its checks,
         /// just before its unlink.
         var orphanUnlinkDecided: (@Sendable (String) -> Void)?
@@ -225,35 +214,32 @@ public final class Store: Sendable {
         // Re-run whole on a full disk if it frees space: SQLite rolled the failed one back.
         let committed = try freeingSpace(freesSpace ? "a delete" : nil) {
             try Store.mapErrors {
-                try pool.writeWithoutTransaction { db in try transact(db, owner: owner, body) }
+                try pool.writeWithoutTransaction { db in
+                    var result: Committed<T>?
+                    var tx: WriteTransaction?
+                    try db.inTransaction(.immediate) {
+                        let snapshot = state.withLock { ($0.templates, $0.indexes) }
+                        let t = try WriteTransaction(
+                            db: db, store: self, templates: snapshot.0, indexes: snapshot.1,
+                            defaultOwner: owner ?? configuration.defaultOwner)
+                        tx = t
+                        let value = try body(t)
+                        let report = try t.finish()
+                        result = Committed(value: value, report: report)
+                        return .commit
+                    }
+                    // Committed: publish definition changes before the next writer starts.
+                    let t = tx!  // set before commit
+                    state.withLock { s in
+                        s.templates = t.templates
+                        s.indexes = t.indexes
+                    }
+                    return result!  // set before commit
+                }
             }
         }
         if syncing { try syncCommitted(committed.report.commit) }
         return committed
-    }
-
-    /// One write transaction on the writer's connection `db`, which the caller holds.
-    func transact<T>(_ db: Database, owner: String?, _ body: (WriteTransaction) throws -> T) throws -> Committed<T> {
-        var result: Committed<T>?
-        var tx: WriteTransaction?
-        try db.inTransaction(.immediate) {
-            let snapshot = state.withLock { ($0.templates, $0.indexes) }
-            let t = try WriteTransaction(
-                db: db, store: self, templates: snapshot.0, indexes: snapshot.1,
-                defaultOwner: owner ?? configuration.defaultOwner)
-            tx = t
-            let value = try body(t)
-            let report = try t.finish()
-            result = Committed(value: value, report: report)
-            return .commit
-        }
-        // Committed: publish definition changes before the next writer starts.
-        let t = tx!  // set before commit
-        state.withLock { s in
-            s.templates = t.templates
-            s.indexes = t.indexes
-        }
-        return result!  // set before commit
     }
 
     func checkOpen() throws(StoreError) {

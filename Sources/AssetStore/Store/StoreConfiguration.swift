@@ -58,10 +58,6 @@ public struct StoreConfiguration: Sendable {
     /// Threads a policy run unlinks its earlier batches' files on, beside each batch
     /// (SweepAlongside.swift); benches compare settings.
     public var unlinkThreadsBeside = Store.sweepThreads
-    /// Seconds a policy run holds the writer for consecutive batches, its unlinks beside them
-    /// going on across their commits (PolicyRun.swift); 0: each batch waits for its own
-    /// unlinks and lets the writer go, as before 0.10. Benches compare settings.
-    public var policySliceSeconds = Store.policySliceSeconds
 
     /// `store.reserve` unless configured: room for thousands of delete commits.
     public static let defaultReserve: Int64 = 8 << 20
