@@ -63,9 +63,12 @@ public final class LeaseRegistry: Sendable {
         var total = 0
         /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
         var earliest = Double.infinity
+        /// The leases' files by path, lapsed leases not yet removed included.
+        var files = LeasedFiles()
 
         mutating func insert(_ l: Lease) {
             leases[l.id] = l
+            files.insert(l)
             guard let h = l.holder else { return }
             byHolder[h, default: []].insert(l.id)
             held[h, default: 0] += l.entries
@@ -75,6 +78,7 @@ public final class LeaseRegistry: Sendable {
 
         mutating func remove(_ id: String) -> Lease? {
             guard let l = leases.removeValue(forKey: id) else { return nil }
+            files.remove(l)
             guard let h = l.holder else { return l }
             let left = held[h, default: 0] - l.entries
             total -= l.entries
@@ -144,6 +148,7 @@ public final class LeaseRegistry: Sendable {
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
+    /// `state`'s lock comes last: nothing is taken, nor waited for, while holding it.
     private let objectGate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
@@ -258,18 +263,45 @@ public final class LeaseRegistry: Sendable {
     }
 
     /// The earliest time a live lease lapses, if any.
-    public func nextExpiry() -> Double? { active().first?.expires }
+    public func nextExpiry() -> Double? {
+        let now = clock()
+        return state.withLock { s in s.leases.values.lazy.map(\.expires).filter { $0 > now }.min() }
+    }
 
     /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot.
     public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
+        let now = clock()
         var objects = Set<ObjectRef>()
         var files = Set<[UInt8]>()
-        for l in active() {
-            objects.formUnion(l.objects)
-            for f in l.files { files.insert(Array(f.utf8)) }
+        state.withLock { s in
+            for l in s.leases.values where l.expires > now {
+                objects.formUnion(l.objects)
+                for f in l.files { files.insert(Array(f.utf8)) }
+            }
         }
         return (objects, files)
     }
+
+    /// The latest expiry of the live leases covering the file at this normalised path, nil
+    /// if none does.
+    public func leasedUntil(file path: String) -> Double? {
+        let bytes = Array(path.utf8)
+        let now = clock()
+        return state.withLock { s in s.files.leasedUntil(bytes, now: now) }
+    }
+
+    /// `leasedUntil` for each of `paths` (UTF-8 bytes) a live lease covers, in one snapshot.
+    public func leasedUntil(files paths: [[UInt8]]) -> [[UInt8]: Double] {
+        let now = clock()
+        return state.withLock { s in
+            var until = [[UInt8]: Double]()
+            for p in paths { if let t = s.files.leasedUntil(p, now: now) { until[p] = t } }
+            return until
+        }
+    }
+
+    /// Tests: how many leases the file lookups looked at so far.
+    var filesExamined: Int { state.withLock { $0.files.examined } }
 
     /// Runs `body` (an unlink) only if no live lease covers the file at this normalised path,
     /// holding the registry's gate shared meanwhile: a lease on it is taken either before
@@ -279,16 +311,11 @@ public final class LeaseRegistry: Sendable {
         let bytes = Array(path.utf8)
         return try gate.shared { () throws -> T? in
             let now = clock()
-            let leased = state.withLock { s in
-                s.leases.values.contains { l in l.expires > now && l.files.contains { Array($0.utf8) == bytes } }
-            }
+            let leased = state.withLock { s in s.files.leasedUntil(bytes, now: now) != nil }
             return leased ? nil : try body()
         }
     }
 
     /// True if a live lease covers the file at this normalised path.
-    public func isLeased(file path: String) -> Bool {
-        let bytes = Array(path.utf8)
-        return active().contains { l in l.files.contains { Array($0.utf8) == bytes } }
-    }
+    public func isLeased(file path: String) -> Bool { leasedUntil(file: path) != nil }
 }
