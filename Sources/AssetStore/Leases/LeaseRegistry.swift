@@ -182,7 +182,6 @@ public final class LeaseRegistry: Sendable {
         for o in objects { try o.validate() }
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
-        let now = clock()
         let entries = Lease.entries(objects: objects.count, files: paths.count)
         let check = { (s: inout State) -> StoreError? in
             guard let bounds, let holder else { return nil }
@@ -201,8 +200,10 @@ public final class LeaseRegistry: Sendable {
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
                     if let refused = check(&s) { return .failure(refused) }
+                    // From now, after the waits for the gates: a lease answered lapsed (a short
+                    // ttl behind a long batch) would protect nothing.
                     let lease = Lease(
-                        id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
+                        id: "L\(s.next)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder)
                     s.next += 1
                     s.insert(lease)
                     return .success(lease)
