@@ -1,6 +1,7 @@
 // lease.release and lease.list between connections, run in process (MethodTable with one
 // context per connection, so no daemon and no second uid are needed): a lease is ended only by
-// its own connection or an admin.
+// its own connection or an admin; lease.list pages by lease id, refuses a page past the reply
+// limit, and with enforce_ownership shows a non-admin only its own uid's leases.
 
 @testable import AssetDaemon
 import AssetStore
@@ -54,5 +55,75 @@ import Testing
         #expect(try call("lease.release", ["lease": id], admin)["released"] == true)
         #expect(try call("lease.list", [:], a)["leases"] == [])
         #expect(!store.leases.isLeased(file: root + "/a.bin"))
+    }
+
+    /// The ids `ctx` lists, and the page's `next`.
+    private func list(_ ctx: MethodContext, _ params: JSONValue = [:]) throws -> ([String], JSONValue?) {
+        let r = try call("lease.list", params, ctx)
+        return ((r["leases"]?.arrayValue ?? []).compactMap { $0["lease"]?.stringValue }, r["next"])
+    }
+
+    @Test("lease.list pages by lease id: limit, next, after; a bad after is invalid params")
+    func paging() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let a = context(store, connection: 1, uid: 1000)
+        var ids = [String]()
+        for i in 0..<5 {
+            // Later leases lapse sooner: the order is the order taken, not of expiry.
+            let lease = try call("lease.acquire", ["files": [.string(root + "/\(i)")], "ttl": .int(Int64(60 - i))], a)
+            ids.append(try #require(lease["lease"]?.stringValue))
+        }
+        #expect(store.leases.release(ids[2]) != nil)
+        let first = try list(a, ["limit": 2])
+        #expect(first.0 == [ids[0], ids[1]])
+        #expect(first.1 == .string(ids[1]))
+        let second = try list(a, ["limit": 2, "after": .string(ids[1])])
+        #expect(second.0 == [ids[3], ids[4]])
+        let last = try list(a, ["limit": 2, "after": .string(ids[3])])
+        #expect(last.0 == [ids[4]])
+        #expect(last.1 == .null)
+        #expect(try list(a).0 == [ids[0], ids[1], ids[3], ids[4]])
+        guard case .failure(let e) = MethodTable.call("lease.list", ["after": "x"], a) else {
+            Issue.record("a bad after was accepted")
+            return
+        }
+        #expect(e.code == Code.invalidParams)
+    }
+
+    @Test("a lease.list page past max_reply_bytes is reply_too_large; a smaller page is answered")
+    func replyLimit() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        var a = context(store, connection: 1, uid: 1000)
+        let long = String(repeating: "p", count: 200)
+        for i in 0..<10 {
+            _ = try call("lease.acquire", ["files": [.string("\(root)/\(long)\(i)")], "ttl": 60], a)
+        }
+        a.replyLimit = 1000
+        guard case .failure(let e) = MethodTable.call("lease.list", [:], a) else {
+            Issue.record("a page past the reply limit was answered")
+            return
+        }
+        #expect(e.stableCode == "reply_too_large")
+        #expect(try list(a, ["limit": 2]).0.count == 2)
+    }
+
+    @Test("with enforce_ownership a non-admin lists only its own uid's leases; without, all")
+    func ownLeasesOnly() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let a = context(store, connection: 1, uid: 1000, enforce: true)
+        let a2 = context(store, connection: 2, uid: 1000, enforce: true)
+        let b = context(store, connection: 3, uid: 1001, enforce: true)
+        let admin = context(store, connection: 4, uid: 0, admin: true, enforce: true)
+        let la = try #require(try call("lease.acquire", ["files": [.string(root + "/a")], "ttl": 60], a)["lease"])
+        let lb = try #require(try call("lease.acquire", ["files": [.string(root + "/b")], "ttl": 60], b)["lease"])
+        let (ida, idb) = (try #require(la.stringValue), try #require(lb.stringValue))
+        #expect(try list(a).0 == [ida])
+        #expect(try list(a2).0 == [ida])
+        #expect(try list(b).0 == [idb])
+        #expect(try list(admin).0 == [ida, idb])
+        #expect(try list(context(store, connection: 3, uid: 1001)).0 == [ida, idb])
     }
 }

@@ -10,47 +10,6 @@
 import JSON
 import Synchronization
 
-/// One lease.
-public struct Lease: Sendable, Hashable {
-    /// Its handle, unique for the life of the store.
-    public var id: String
-    /// Objects it protects (they need not exist yet).
-    public var objects: [ObjectRef]
-    /// Files it protects, normalised.
-    public var files: [String]
-    /// Unix seconds at which it lapses.
-    public var expires: Double
-    /// Who holds it (the daemon's connection number), nil for in-process holders.
-    public var holder: UInt64?
-
-    /// `{lease, expires, objects, files}`.
-    public var json: JSONValue {
-        .object([
-            "lease": .string(id), "expires": .double(expires),
-            "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
-        ])
-    }
-
-    /// What it counts against the bounds: its objects and files, at least one.
-    var entries: Int { Lease.entries(objects: objects.count, files: files.count) }
-    static func entries(objects: Int, files: Int) -> Int { max(1, objects + files) }
-}
-
-/// How many entries (objects and files, a lease with neither counting as one) the leases of
-/// one holder, and of all holders together, may hold. In-process holders (holder nil) are
-/// neither bounded nor counted: the bounds are on what the daemon's clients may make it keep.
-public struct LeaseBounds: Sendable, Equatable {
-    /// `control.max_lease_entries_per_connection`.
-    public var perHolder: Int
-    /// `control.total_lease_entries`.
-    public var total: Int
-
-    public init(perHolder: Int, total: Int) {
-        self.perHolder = perHolder
-        self.total = total
-    }
-}
-
 /// The store's live leases. Thread-safe; expired leases count as absent.
 public final class LeaseRegistry: Sendable {
     private struct State {
@@ -171,7 +130,8 @@ public final class LeaseRegistry: Sendable {
     /// With `bounds` and a holder, a lease that would take the holder's or all live leases past
     /// them is refused whole (`lease_limit`).
     public func acquire(
-        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil, bounds: LeaseBounds? = nil
+        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil, uid: UInt32? = nil,
+        bounds: LeaseBounds? = nil
     ) throws(StoreError) -> Lease {
         guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
             throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
@@ -203,7 +163,8 @@ public final class LeaseRegistry: Sendable {
                     // From now, after the waits for the gates: a lease answered lapsed (a short
                     // ttl behind a long batch) would protect nothing.
                     let lease = Lease(
-                        id: "L\(s.next)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder)
+                        id: "L\(s.next)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
+                        uid: uid)
                     s.next += 1
                     s.insert(lease)
                     return .success(lease)
@@ -261,6 +222,29 @@ public final class LeaseRegistry: Sendable {
         let now = clock()
         return state.withLock { s in s.leases.values.filter { $0.expires > now } }
             .sorted { ($0.expires, $0.id) < ($1.expires, $1.id) }
+    }
+
+    /// Up to `limit` live leases that `include` accepts, taken after the lease `after` (in the
+    /// order they were taken), and whether more follow. Looks at every lease: a page costs a
+    /// pass over the registry, but its reply holds only `limit` of them.
+    public func list(
+        after: String?, limit: Int, where include: (Lease) -> Bool = { _ in true }
+    ) throws(StoreError) -> (leases: [Lease], more: Bool) {
+        var start: UInt64 = 0
+        if let after {
+            guard after.first == "L", let n = UInt64(after.dropFirst()) else {
+                throw StoreError(.invalidParams, "after must be a lease, such as L1")
+            }
+            start = n
+        }
+        let now = clock()
+        var page = state.withLock { s in
+            s.leases.values.filter { $0.expires > now && $0.number > start && include($0) }
+        }
+        page.sort { $0.number < $1.number }
+        let more = page.count > limit
+        if more { page.removeSubrange(limit...) }
+        return (page, more)
     }
 
     /// The earliest time a live lease lapses, if any.
