@@ -25,7 +25,8 @@ struct LeaseListCommand: ParsableCommand {
             guard let next = page["next"]?.stringValue, next != cursor, !leases.isEmpty else { break }
             cursor = next
         }
-        root.emit(.object(["leases": .array(collected), "next": .null])) { r in
+        // Every page in one list: as before paging, {leases} alone.
+        root.emit(.object(["leases": .array(collected)])) { r in
             let leases = r["leases"]?.arrayValue ?? []
             if leases.isEmpty { return "no live leases\n" }
             return Formatting.objectTable(
