@@ -238,13 +238,16 @@ public final class LeaseRegistry: Sendable {
             start = n
         }
         let now = clock()
+        // Each id's number read once, not at every comparison of the sort.
         var page = state.withLock { s in
-            s.leases.values.filter { $0.expires > now && $0.number > start && include($0) }
+            s.leases.values.compactMap { l -> (UInt64, Lease)? in
+                let n = l.number
+                return l.expires > now && n > start && include(l) ? (n, l) : nil
+            }
         }
-        page.sort { $0.number < $1.number }
+        page.sort { $0.0 < $1.0 }
         let more = page.count > limit
-        if more { page.removeSubrange(limit...) }
-        return (page, more)
+        return (page.prefix(limit).map(\.1), more)
     }
 
     /// The earliest time a live lease lapses, if any.
