@@ -21,10 +21,37 @@ struct LeaseIndexTests {
         try f.put(paths.enumerated().map { (ref("c", "k\($0.offset)"), ["file": .string($0.element)]) })
         try f.store.write { tx in for i in 0..<100 { try tx.delete(ref("c", "k\(i)")) } }
         let before = leases.filesExamined
+        let walked = leases.leasesWalked
         let r = try f.store.sweep()
         #expect(r.unlinked.count == 100)
         let examined = leases.filesExamined - before
         #expect(examined <= 400, "the sweep looked at \(examined) leases for 100 files")
+        #expect(leases.leasesWalked == walked, "the sweep walked every lease")
+    }
+
+    @Test("pending and a lease's end look up their own paths, not every lease")
+    func pendingAndEndDoNotWalk() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        for i in 0..<2000 { _ = try leases.acquire(objects: [], files: ["\(f.root)/leased/\(i).bin"], ttl: 600) }
+        var paths = [String]()
+        for i in 0..<20 { paths.append(try f.makeFile("queued/\(i).bin")) }
+        try f.put(paths.enumerated().map { (ref("c", "k\($0.offset)"), ["file": .string($0.element)]) })
+        try f.store.write { tx in for i in 0..<20 { try tx.delete(ref("c", "k\(i)")) } }
+        let mine = try leases.acquire(objects: [], files: [paths[0], paths[1]], ttl: 600)
+        let walked = leases.leasesWalked
+        var examined = leases.filesExamined
+
+        let page = try f.store.pending(limit: 10)
+        #expect(page.count == 10)
+        #expect(page.filter { $0.deferred == .leased }.map(\.path) == [paths[0], paths[1]])
+        #expect(leases.filesExamined - examined <= 20)
+        examined = leases.filesExamined
+
+        #expect(leases.release(mine.id) != nil)
+        _ = try f.store.leasesEnded([mine])
+        #expect(leases.filesExamined - examined <= 4)
+        #expect(leases.leasesWalked == walked, "pending or the lease's end walked every lease")
     }
 
     @Test("a path under two leases stays leased until the later one ends; ending them is linear")

@@ -24,6 +24,8 @@ public final class LeaseRegistry: Sendable {
         var earliest = Double.infinity
         /// The leases' files by path, lapsed leases not yet removed included.
         var files = LeasedFiles()
+        /// Tests: how many leases walks of `leases` (not the file lookups) looked at so far.
+        var walked = 0
 
         mutating func insert(_ l: Lease) {
             leases[l.id] = l
@@ -55,10 +57,11 @@ public final class LeaseRegistry: Sendable {
         /// bound, and only if one can have lapsed). They still take memory until the sweep
         /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
         /// are bounded at twice `bounds`.
-        func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
+        mutating func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
             let someLapsed = earliest <= now
             var mine = held[holder, default: 0]
             if mine + entries > bounds.perHolder && someLapsed {
+                walked += byHolder[holder]?.count ?? 0
                 for id in byHolder[holder] ?? [] {
                     if let l = leases[id], l.expires <= now { mine -= l.entries }
                 }
@@ -82,6 +85,7 @@ public final class LeaseRegistry: Sendable {
             }
             var all = total
             if all + entries > bounds.total && someLapsed {
+                walked += leases.count
                 for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
             }
             if all + entries > bounds.total {
@@ -210,6 +214,7 @@ public final class LeaseRegistry: Sendable {
     public func removeExpired() -> [Lease] {
         let now = clock()
         return state.withLock { s in
+            s.walked += 2 * s.leases.count
             let lapsed = s.leases.values.filter { $0.expires <= now }
             for l in lapsed { _ = s.remove(l.id) }
             s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.expires) }
@@ -220,8 +225,11 @@ public final class LeaseRegistry: Sendable {
     /// The live leases, soonest to lapse first.
     public func active() -> [Lease] {
         let now = clock()
-        return state.withLock { s in s.leases.values.filter { $0.expires > now } }
-            .sorted { ($0.expires, $0.id) < ($1.expires, $1.id) }
+        return state.withLock { s in
+            s.walked += s.leases.count
+            return s.leases.values.filter { $0.expires > now }
+        }
+        .sorted { ($0.expires, $0.id) < ($1.expires, $1.id) }
     }
 
     /// Up to `limit` live leases that `include` accepts, taken after the lease `after` (in the
@@ -240,7 +248,8 @@ public final class LeaseRegistry: Sendable {
         let now = clock()
         // Each id's number read once, not at every comparison of the sort.
         var page = state.withLock { s in
-            s.leases.values.compactMap { l -> (UInt64, Lease)? in
+            s.walked += s.leases.count
+            return s.leases.values.compactMap { l -> (UInt64, Lease)? in
                 let n = l.number
                 return l.expires > now && n > start && include(l) ? (n, l) : nil
             }
@@ -253,19 +262,28 @@ public final class LeaseRegistry: Sendable {
     /// The earliest time a live lease lapses, if any.
     public func nextExpiry() -> Double? {
         let now = clock()
-        return state.withLock { s in s.leases.values.lazy.map(\.expires).filter { $0 > now }.min() }
+        return state.withLock { s in
+            s.walked += s.leases.count
+            return s.leases.values.lazy.map(\.expires).filter { $0 > now }.min()
+        }
     }
 
-    /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot.
+    /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot. Costs a pass
+    /// over every lease: callers with a few paths of their own ask `leasedUntil(files:)`.
     public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
         let now = clock()
+        // Only copied under the lock (no hashing, no allocation per path): every unlink's
+        // check and every connection's close wait for it, and the sets of a full registry
+        // take long to build.
+        let leases = state.withLock { s in
+            s.walked += s.leases.count
+            return Array(s.leases.values)
+        }
         var objects = Set<ObjectRef>()
         var files = Set<[UInt8]>()
-        state.withLock { s in
-            for l in s.leases.values where l.expires > now {
-                objects.formUnion(l.objects)
-                for f in l.files { files.insert(Array(f.utf8)) }
-            }
+        for l in leases where l.expires > now {
+            objects.formUnion(l.objects)
+            for f in l.files { files.insert(Array(f.utf8)) }
         }
         return (objects, files)
     }
@@ -290,6 +308,9 @@ public final class LeaseRegistry: Sendable {
 
     /// Tests: how many leases the file lookups looked at so far.
     var filesExamined: Int { state.withLock { $0.files.examined } }
+    /// Tests: how many leases walks of every lease (active, snapshot, list, nextExpiry,
+    /// removeExpired, the bounds' recount) looked at so far, under the lock.
+    var leasesWalked: Int { state.withLock { $0.walked } }
 
     /// Runs `body` (an unlink) only if no live lease covers the file at this normalised path,
     /// holding the registry's gate shared meanwhile: a lease on it is taken either before
