@@ -78,4 +78,30 @@ struct LeaseIndexTests {
         #expect(leases.filesExamined - before <= 2)
         #expect(leases.nextExpiry() == many[0].expires)
     }
+
+    @Test("the index compares paths byte for byte and keeps a path's leases as they end in any order")
+    func pathKeys() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        // One name in two Unicode forms: equal as Swift Strings, two files on disk.
+        let nfc = f.root + "/caf\u{E9}.bin"
+        let nfd = f.root + "/cafe\u{301}.bin"
+        #expect(nfc == nfd)
+        let a = try leases.acquire(objects: [], files: [nfc], ttl: 30)
+        #expect(leases.leasedUntil(file: nfc) == a.expires)
+        #expect(!leases.isLeased(file: nfd))
+        #expect(leases.leasedUntil(files: [nfd, nfc]) == [nil, a.expires])
+
+        // The first lease of a path ends before the others, then the latest, then the last.
+        let b = try leases.acquire(objects: [], files: [nfc], ttl: 20)
+        let c = try leases.acquire(objects: [], files: [nfc, nfc], ttl: 10)
+        leases.release(a.id)
+        #expect(leases.leasedUntil(file: nfc) == b.expires)
+        leases.release(b.id)
+        #expect(leases.leasedUntil(file: nfc) == c.expires)
+        leases.release(c.id)
+        #expect(!leases.isLeased(file: nfc))
+        let d = try leases.acquire(objects: [], files: [nfc], ttl: 5)
+        #expect(leases.leasedUntil(file: nfc) == d.expires)
+    }
 }

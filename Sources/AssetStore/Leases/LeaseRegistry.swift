@@ -291,19 +291,14 @@ public final class LeaseRegistry: Sendable {
     /// The latest expiry of the live leases covering the file at this normalised path, nil
     /// if none does.
     public func leasedUntil(file path: String) -> Double? {
-        let bytes = Array(path.utf8)
         let now = clock()
-        return state.withLock { s in s.files.leasedUntil(bytes, now: now) }
+        return state.withLock { s in s.files.leasedUntil(path, now: now) }
     }
 
-    /// `leasedUntil` for each of `paths` (UTF-8 bytes) a live lease covers, in one snapshot.
-    public func leasedUntil(files paths: [[UInt8]]) -> [[UInt8]: Double] {
+    /// `leasedUntil` for each of `paths`, in their order, in one snapshot.
+    public func leasedUntil(files paths: [String]) -> [Double?] {
         let now = clock()
-        return state.withLock { s in
-            var until = [[UInt8]: Double]()
-            for p in paths { if let t = s.files.leasedUntil(p, now: now) { until[p] = t } }
-            return until
-        }
+        return state.withLock { s in paths.map { s.files.leasedUntil($0, now: now) } }
     }
 
     /// Tests: how many leases the file lookups looked at so far.
@@ -317,10 +312,9 @@ public final class LeaseRegistry: Sendable {
     /// (and `body` does not run: nil) or after `body` returned, never in between. Several
     /// threads may be inside at once; `body` must not take a lease.
     public func unlessLeased<T>(file path: String, _ body: () throws -> T) rethrows -> T? {
-        let bytes = Array(path.utf8)
-        return try gate.shared { () throws -> T? in
+        try gate.shared { () throws -> T? in
             let now = clock()
-            let leased = state.withLock { s in s.files.leasedUntil(bytes, now: now) != nil }
+            let leased = state.withLock { s in s.files.leasedUntil(path, now: now) != nil }
             return leased ? nil : try body()
         }
     }

@@ -90,7 +90,10 @@ extension Store {
                         """), arguments: [paths]
             ).map { Array($0.utf8) })
         // Once per batch: each leased file of the batch with the latest expiry of its leases.
-        let leasedUntil = leases.leasedUntil(files: rows.map { Array($0.path.utf8) })
+        var leasedUntil = [[UInt8]: Double]()
+        for (row, until) in zip(rows, leases.leasedUntil(files: rows.map(\.path))) {
+            if let until { leasedUntil[Array(row.path.utf8)] = until }
+        }
         // The files to unlink, in queue order: contiguous slices keep a folder's files on one
         // thread (each thread keeps its folder open).
         var b = SweepBatch(rows: rows, referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])

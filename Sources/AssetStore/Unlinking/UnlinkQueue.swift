@@ -156,12 +156,11 @@ extension Store {
     private func leaseFilesEnded(_ files: [String]) throws -> Int {
         try checkWritable()
         // Only these files looked up, not a snapshot of every lease: any client can end a lease.
-        let stillLeased = self.leases.leasedUntil(files: files.map { Array($0.utf8) })
+        let stillLeased = self.leases.leasedUntil(files: files)
         var seen = Set<[UInt8]>()
         var paths = [JSONValue]()
-        for file in files {
-            let bytes = Array(file.utf8)
-            if stillLeased[bytes] == nil, seen.insert(bytes).inserted { paths.append(.string(file)) }
+        for (file, until) in zip(files, stillLeased) where until == nil {
+            if seen.insert(Array(file.utf8)).inserted { paths.append(.string(file)) }
         }
         guard !paths.isEmpty else { return 0 }
         let now = configuration.clock()
@@ -215,11 +214,12 @@ extension Store {
         }
         // Only the page's paths looked up, not a snapshot of every lease: any client can ask.
         let paths: [String] = rows.map { $0[0] }
-        let leased = leases.leasedUntil(files: paths.map { Array($0.utf8) })
-        return zip(rows, paths).map { row, path in
-            PendingUnlink(
+        let leased = leases.leasedUntil(files: paths)
+        return zip(zip(rows, paths), leased).map { rowPath, until in
+            let (row, path) = rowPath
+            return PendingUnlink(
                 path: path, queuedAt: row[1], attempts: row[2], lastError: row[3], nextAttempt: row[4],
-                deferred: leased[Array(path.utf8)] != nil ? .leased : nil)
+                deferred: until != nil ? .leased : nil)
         }
     }
 }
