@@ -91,22 +91,43 @@ import Testing
         #expect(e.code == Code.invalidParams)
     }
 
-    @Test("a lease.list page past max_reply_bytes is reply_too_large; a smaller page is answered")
+    @Test("a lease.list page ends before max_reply_bytes and pages on; one lease past it is refused")
     func replyLimit() throws {
         let (store, root) = try openStore()
         defer { store.close() }
         var a = context(store, connection: 1, uid: 1000)
         let long = String(repeating: "p", count: 200)
+        var ids = [String]()
         for i in 0..<10 {
-            _ = try call("lease.acquire", ["files": [.string("\(root)/\(long)\(i)")], "ttl": 60], a)
+            let l = try call("lease.acquire", ["files": [.string("\(root)/\(long)\(i)")], "ttl": 60], a)
+            ids.append(try #require(l["lease"]?.stringValue))
         }
-        a.replyLimit = 1000
-        guard case .failure(let e) = MethodTable.call("lease.list", [:], a) else {
-            Issue.record("a page past the reply limit was answered")
+        // About 300 bytes a lease: a few per page, every one of them over the pages.
+        a.replyLimit = 1500
+        var seen = [String]()
+        var pages = 0
+        var after: JSONValue = .null
+        repeat {
+            let (page, next) = try list(a, after == .null ? [:] : ["after": after])
+            #expect(!page.isEmpty)
+            seen += page
+            pages += 1
+            after = next ?? .null
+        } while after != .null && pages < 20
+        #expect(seen == ids)
+        #expect(pages >= 3)
+        // Each page's reply, as the daemon renders it, fits.
+        let first = try call("lease.list", [:], a)
+        #expect(RPCLine.result(id: 1, first).count <= 1500)
+
+        let huge = try call(
+            "lease.acquire", ["files": [.string("\(root)/\(String(repeating: "q", count: 2000))")], "ttl": 60], a)
+        guard case .failure(let e) = MethodTable.call("lease.list", ["after": .string(ids[9])], a) else {
+            Issue.record("a lease past the reply limit alone was answered")
             return
         }
         #expect(e.stableCode == "reply_too_large")
-        #expect(try list(a, ["limit": 2]).0.count == 2)
+        #expect(huge["lease"] != nil)
     }
 
     @Test("with enforce_ownership a non-admin lists only its own uid's leases; without, all")
