@@ -104,4 +104,24 @@ struct LeaseIndexTests {
         let d = try leases.acquire(objects: [], files: [nfc], ttl: 5)
         #expect(leases.leasedUntil(file: nfc) == d.expires)
     }
+
+    @Test("a lease.list page looks at O(limit) leases, and pages right past ended ones and a filter")
+    func listPages() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        let all = try (0..<2000).map { try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: 600) }
+        // Ended leases, enough to compact the order, and one lapsed.
+        for l in all[100..<1500] { leases.release(l.id) }
+        let walked = leases.leasesWalked
+        let page = try leases.list(after: all[1600].id, limit: 10)
+        #expect(page.leases.map(\.id) == all[1601...1610].map(\.id) && page.more)
+        #expect(leases.leasesWalked - walked <= 11)
+        let across = try leases.list(after: all[95].id, limit: 6)
+        #expect(across.leases.map(\.id) == (all[96..<100] + all[1500..<1502]).map(\.id))
+        // Every other lease refused by the filter: still `limit` of them, in order.
+        let even = try leases.list(after: all[1500].id, limit: 3) { $0.number % 2 == 0 }
+        #expect(even.leases.map(\.number) == [1502, 1504, 1506].map { UInt64($0) } && even.more)
+        let tail = try leases.list(after: all[1995].id, limit: 3) { $0.number % 2 == 0 }
+        #expect(tail.leases.map(\.number) == [1998, 2000] && !tail.more)
+    }
 }

@@ -12,89 +12,8 @@ import Synchronization
 
 /// The store's live leases. Thread-safe; expired leases count as absent.
 public final class LeaseRegistry: Sendable {
-    private struct State {
-        var leases: [String: Lease] = [:]
-        var next: UInt64 = 1
-        /// The ids of each holder's leases, lapsed ones not yet removed included.
-        var byHolder: [UInt64: Set<String>] = [:]
-        /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
-        var held: [UInt64: Int] = [:]
-        var total = 0
-        /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
-        var earliest = Double.infinity
-        /// The leases' files by path, lapsed leases not yet removed included.
-        var files = LeasedFiles()
-        /// Tests: how many leases walks of `leases` (not the file lookups) looked at so far.
-        var walked = 0
+    private let state = Mutex(LeaseState())
 
-        mutating func insert(_ l: Lease) {
-            leases[l.id] = l
-            files.insert(l)
-            guard let h = l.holder else { return }
-            byHolder[h, default: []].insert(l.id)
-            held[h, default: 0] += l.entries
-            total += l.entries
-            earliest = min(earliest, l.expires)
-        }
-
-        mutating func remove(_ id: String) -> Lease? {
-            guard let l = leases.removeValue(forKey: id) else { return nil }
-            files.remove(l)
-            guard let h = l.holder else { return l }
-            let left = held[h, default: 0] - l.entries
-            total -= l.entries
-            assert(left >= 0 && total >= 0, "lease counts below zero")
-            held[h] = left > 0 ? left : nil
-            byHolder[h]?.remove(id)
-            if byHolder[h]?.isEmpty == true { byHolder[h] = nil }
-            if total == 0 { earliest = .infinity }
-            return l
-        }
-
-        /// Refuses `entries` more for `holder` if its live leases, or all live leases, would
-        /// then hold more than `bounds`. Lapsed leases the sweep has not removed yet do not
-        /// count; they are looked for only near a bound (among the holder's own leases for its
-        /// bound, and only if one can have lapsed). They still take memory until the sweep
-        /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
-        /// are bounded at twice `bounds`.
-        mutating func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
-            let someLapsed = earliest <= now
-            var mine = held[holder, default: 0]
-            if mine + entries > bounds.perHolder && someLapsed {
-                walked += byHolder[holder]?.count ?? 0
-                for id in byHolder[holder] ?? [] {
-                    if let l = leases[id], l.expires <= now { mine -= l.entries }
-                }
-            }
-            if mine + entries > bounds.perHolder {
-                throw StoreError.leaseLimit(
-                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
-                    held: mine)
-            }
-            // Within its live bound; lapsed leases not yet removed still take memory.
-            let rawMine = held[holder, default: 0]
-            if rawMine + entries > 2 * bounds.perHolder {
-                throw StoreError.leaseLimit(
-                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
-                    held: rawMine, lapsed: true)
-            }
-            // Before the scan of every lease below, which this spares a full registry.
-            if total + entries > 2 * bounds.total {
-                throw StoreError.leaseLimit(
-                    "all leases", "control.total_lease_entries", bounds.total, held: total, lapsed: true)
-            }
-            var all = total
-            if all + entries > bounds.total && someLapsed {
-                walked += leases.count
-                for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
-            }
-            if all + entries > bounds.total {
-                throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
-            }
-        }
-    }
-
-    private let state = Mutex(State())
     /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
     /// once), a new lease exclusively, so it is answered only after the unlinks under way.
     private let gate = SharedExclusiveLock()
@@ -147,7 +66,7 @@ public final class LeaseRegistry: Sendable {
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let entries = Lease.entries(objects: objects.count, files: paths.count)
-        let check = { (s: inout State) -> StoreError? in
+        let check = { (s: inout LeaseState) -> StoreError? in
             guard let bounds, let holder else { return nil }
             do throws(StoreError) {
                 try s.check(entries, holder: holder, bounds, now: self.clock())
@@ -233,8 +152,9 @@ public final class LeaseRegistry: Sendable {
     }
 
     /// Up to `limit` live leases that `include` accepts, taken after the lease `after` (in the
-    /// order they were taken), and whether more follow. Looks at every lease: a page costs a
-    /// pass over the registry, but its reply holds only `limit` of them.
+    /// order they were taken), and whether more follow. Under the lock it only finds where the
+    /// page starts and copies the next live leases, `limit` and one at a time; `include` runs
+    /// after the lock, and asks for more only where it refused some.
     public func list(
         after: String?, limit: Int, where include: (Lease) -> Bool = { _ in true }
     ) throws(StoreError) -> (leases: [Lease], more: Bool) {
@@ -246,17 +166,26 @@ public final class LeaseRegistry: Sendable {
             start = n
         }
         let now = clock()
-        // Each id's number read once, not at every comparison of the sort.
-        var page = state.withLock { s in
-            s.walked += s.leases.count
-            return s.leases.values.compactMap { l -> (UInt64, Lease)? in
-                let n = l.number
-                return l.expires > now && n > start && include(l) ? (n, l) : nil
+        var page = [Lease]()
+        while page.count <= limit {
+            let want = limit + 1 - page.count
+            let chunk = state.withLock { s -> [Lease] in
+                var i = s.firstAfter(start)
+                var chunk = [Lease]()
+                while i < s.order.count && chunk.count < want {
+                    s.walked += 1
+                    if let l = s.leases[s.order[i].id], l.expires > now { chunk.append(l) }
+                    i += 1
+                }
+                return chunk
             }
+            page += chunk.lazy.filter(include)
+            // The next chunk resumes by number: the order may be compacted in between.
+            guard let last = chunk.last, chunk.count == want else { break }
+            start = last.number
         }
-        page.sort { $0.0 < $1.0 }
         let more = page.count > limit
-        return (page.prefix(limit).map(\.1), more)
+        return (Array(page.prefix(limit)), more)
     }
 
     /// The earliest time a live lease lapses, if any.
