@@ -124,4 +124,32 @@ struct LeaseIndexTests {
         let tail = try leases.list(after: all[1995].id, limit: 3) { $0.number % 2 == 0 }
         #expect(tail.leases.map(\.number) == [1998, 2000] && !tail.more)
     }
+
+    @Test(
+        "two leases of a queued file: the later ends, the sweep defers to the earlier, then unlinks",
+        arguments: [LeaseEnd.release, .holderGone])
+    func laterLeaseEnds(end: LeaseEnd) throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/two.bin")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        let leases = f.store.leases
+        let earlier = try leases.acquire(objects: [], files: [path], ttl: 20, holder: 7)
+        let later = try leases.acquire(objects: [], files: [path], ttl: 40, holder: 8)
+        switch end {
+        case .release: #expect(try f.store.leasesEnded([try #require(leases.release(later.id))]) == 0)
+        case .holderGone, .expiry: #expect(try f.store.leasesEnded(leases.releaseAll(holder: 8)) == 0)
+        }
+
+        let first = try f.store.sweep()
+        #expect(first.unlinked.isEmpty && first.deferred.map(\.path) == [path])
+        #expect(f.exists(path))
+        #expect(try f.store.pending().first?.nextAttempt == earlier.expires)
+
+        // The earlier lapses; no removeExpired: the lapsed lease alone must not keep the file.
+        f.clock.advance(20)
+        #expect(try f.store.sweep().unlinked == [path])
+        #expect(!f.exists(path))
+        #expect(leases.active().isEmpty)
+    }
 }
