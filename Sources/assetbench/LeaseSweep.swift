@@ -24,6 +24,8 @@ struct LeaseSweep {
 
     func run() throws {
         let root = folder + "/root"
+        // The leased paths' prefix and number take about 20 bytes beside the padding.
+        try check(pathBytes > root.utf8.count + 20, "--path-bytes more than --folder's length and 25")
         try FileManager.default.createDirectory(atPath: root + "/free", withIntermediateDirectories: true)
         var configuration = StoreConfiguration(roots: [root])
         configuration.unlinkDelay = 0

@@ -146,5 +146,24 @@ import Testing
         #expect(try list(b).0 == [idb])
         #expect(try list(admin).0 == [ida, idb])
         #expect(try list(context(store, connection: 3, uid: 1001)).0 == [ida, idb])
+
+        // An in-process lease (no holder, no uid) is hidden from a non-admin, shown to an admin.
+        let inProcess = try store.leases.acquire(objects: [], files: [root + "/p"], ttl: 60).id
+        #expect(try list(a).0 == [ida])
+        #expect(try list(admin).0 == [ida, idb, inProcess])
+
+        // Pages of a's leases with other leases between them: limit and next count a's alone.
+        var mine = [ida]
+        for i in 0..<4 {
+            _ = try call("lease.acquire", ["files": [.string(root + "/b\(i)")], "ttl": 60], b)
+            let l = try call("lease.acquire", ["files": [.string(root + "/a\(i)")], "ttl": 60], a)
+            mine.append(try #require(l["lease"]?.stringValue))
+        }
+        let first = try list(a, ["limit": 2])
+        #expect(first.0 == Array(mine[0..<2]) && first.1 == .string(mine[1]))
+        let second = try list(a2, ["limit": 2, "after": .string(mine[1])])
+        #expect(second.0 == Array(mine[2..<4]) && second.1 == .string(mine[3]))
+        let last = try list(a, ["limit": 2, "after": .string(mine[3])])
+        #expect(last.0 == [mine[4]] && last.1 == .null)
     }
 }

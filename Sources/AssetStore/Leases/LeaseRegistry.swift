@@ -30,7 +30,8 @@ public final class LeaseRegistry: Sendable {
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
-    /// `state`'s lock comes last: nothing is taken, nor waited for, while holding it.
+    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it
+    /// (what runs under it is short: the clock read, its own bookkeeping).
     private let objectGate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
