@@ -80,4 +80,32 @@ struct LeasePolicyRaceTests {
         #expect(r.existedWhenLeased)  // answered before the batch committed
         #expect(try !f.exists(k))
     }
+
+    @Test("a lease that waited for a policy batch lapses its ttl after it is granted, not after it was asked for")
+    func expiryFromTheGrant() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        let clock = f.clock
+        let waiting = DispatchSemaphore(value: 0)
+        leases.acquireWaits.withLock {
+            $0 = {
+                clock.advance(120)  // the batch takes longer than the ttl
+                waiting.signal()
+            }
+        }
+        leases.beginPolicyBatch()
+        let granted = Mutex<Lease?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            let l = try? leases.acquire(objects: [ref("c", "k")], files: [], ttl: 60)
+            granted.withLock { $0 = l }
+            done.signal()
+        }.start()
+        waiting.wait()
+        leases.endPolicyBatch()
+        done.wait()
+        let lease = try #require(granted.withLock { $0 })
+        #expect(lease.expires == clock.now + 60)
+        #expect(leases.live(lease.id) != nil, "the lease was answered already lapsed")
+    }
 }

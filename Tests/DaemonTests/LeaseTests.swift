@@ -107,6 +107,11 @@ import Testing
         let table = try h.assetctl("lease", "ls")
         #expect(table.status == 0)
         #expect(table.stdout.hasPrefix("LEASE") && table.stdout.contains("media/m2"), "\(table.stdout)")
+        // Past lease.list's default page of 1000: assetctl follows every page.
+        for i in 0..<1000 { _ = try c.call("lease.acquire", ["objects": [ref("media", "p\(i)")], "ttl": "1h"]) }
+        let all = try h.assetctl("--json", "lease", "ls")
+        #expect(all.status == 0, "\(all.stderr)")
+        #expect(try JSONValue.parse(all.stdout)["leases"]?.arrayValue?.count == 1001)
         h.stop()
         let offline = try runProcess(
             Binaries.assetctl,

@@ -22,7 +22,7 @@ extension MethodTable {
         }
         let files = try p.optionalStrings("files") ?? []
         let lease = try ctx.store.leases.acquire(
-            objects: objects, files: files, ttl: ttl, holder: holder, bounds: ctx.leaseBounds)
+            objects: objects, files: files, ttl: ttl, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
         return MethodOutcome(lease.json)
     }
 }

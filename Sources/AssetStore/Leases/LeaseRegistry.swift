@@ -10,124 +10,10 @@
 import JSON
 import Synchronization
 
-/// One lease.
-public struct Lease: Sendable, Hashable {
-    /// Its handle, unique for the life of the store.
-    public var id: String
-    /// Objects it protects (they need not exist yet).
-    public var objects: [ObjectRef]
-    /// Files it protects, normalised.
-    public var files: [String]
-    /// Unix seconds at which it lapses.
-    public var expires: Double
-    /// Who holds it (the daemon's connection number), nil for in-process holders.
-    public var holder: UInt64?
-
-    /// `{lease, expires, objects, files}`.
-    public var json: JSONValue {
-        .object([
-            "lease": .string(id), "expires": .double(expires),
-            "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
-        ])
-    }
-
-    /// What it counts against the bounds: its objects and files, at least one.
-    var entries: Int { Lease.entries(objects: objects.count, files: files.count) }
-    static func entries(objects: Int, files: Int) -> Int { max(1, objects + files) }
-}
-
-/// How many entries (objects and files, a lease with neither counting as one) the leases of
-/// one holder, and of all holders together, may hold. In-process holders (holder nil) are
-/// neither bounded nor counted: the bounds are on what the daemon's clients may make it keep.
-public struct LeaseBounds: Sendable, Equatable {
-    /// `control.max_lease_entries_per_connection`.
-    public var perHolder: Int
-    /// `control.total_lease_entries`.
-    public var total: Int
-
-    public init(perHolder: Int, total: Int) {
-        self.perHolder = perHolder
-        self.total = total
-    }
-}
-
 /// The store's live leases. Thread-safe; expired leases count as absent.
 public final class LeaseRegistry: Sendable {
-    private struct State {
-        var leases: [String: Lease] = [:]
-        var next: UInt64 = 1
-        /// The ids of each holder's leases, lapsed ones not yet removed included.
-        var byHolder: [UInt64: Set<String>] = [:]
-        /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
-        var held: [UInt64: Int] = [:]
-        var total = 0
-        /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
-        var earliest = Double.infinity
+    private let state = Mutex(LeaseState())
 
-        mutating func insert(_ l: Lease) {
-            leases[l.id] = l
-            guard let h = l.holder else { return }
-            byHolder[h, default: []].insert(l.id)
-            held[h, default: 0] += l.entries
-            total += l.entries
-            earliest = min(earliest, l.expires)
-        }
-
-        mutating func remove(_ id: String) -> Lease? {
-            guard let l = leases.removeValue(forKey: id) else { return nil }
-            guard let h = l.holder else { return l }
-            let left = held[h, default: 0] - l.entries
-            total -= l.entries
-            assert(left >= 0 && total >= 0, "lease counts below zero")
-            held[h] = left > 0 ? left : nil
-            byHolder[h]?.remove(id)
-            if byHolder[h]?.isEmpty == true { byHolder[h] = nil }
-            if total == 0 { earliest = .infinity }
-            return l
-        }
-
-        /// Refuses `entries` more for `holder` if its live leases, or all live leases, would
-        /// then hold more than `bounds`. Lapsed leases the sweep has not removed yet do not
-        /// count; they are looked for only near a bound (among the holder's own leases for its
-        /// bound, and only if one can have lapsed). They still take memory until the sweep
-        /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
-        /// are bounded at twice `bounds`.
-        func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
-            let someLapsed = earliest <= now
-            var mine = held[holder, default: 0]
-            if mine + entries > bounds.perHolder && someLapsed {
-                for id in byHolder[holder] ?? [] {
-                    if let l = leases[id], l.expires <= now { mine -= l.entries }
-                }
-            }
-            if mine + entries > bounds.perHolder {
-                throw StoreError.leaseLimit(
-                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
-                    held: mine)
-            }
-            // Within its live bound; lapsed leases not yet removed still take memory.
-            let rawMine = held[holder, default: 0]
-            if rawMine + entries > 2 * bounds.perHolder {
-                throw StoreError.leaseLimit(
-                    "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
-                    held: rawMine, lapsed: true)
-            }
-            // Before the scan of every lease below, which this spares a full registry.
-            if total + entries > 2 * bounds.total {
-                throw StoreError.leaseLimit(
-                    "all leases", "control.total_lease_entries", bounds.total, held: total, lapsed: true)
-            }
-            var all = total
-            if all + entries > bounds.total && someLapsed {
-                for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
-            }
-            if all + entries > bounds.total {
-                throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
-            }
-        }
-    }
-
-    private let state = Mutex(State())
     /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
     /// once), a new lease exclusively, so it is answered only after the unlinks under way.
     private let gate = SharedExclusiveLock()
@@ -144,6 +30,8 @@ public final class LeaseRegistry: Sendable {
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
+    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it
+    /// (what runs under it is short: the clock read, its own bookkeeping).
     private let objectGate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
@@ -166,7 +54,8 @@ public final class LeaseRegistry: Sendable {
     /// With `bounds` and a holder, a lease that would take the holder's or all live leases past
     /// them is refused whole (`lease_limit`).
     public func acquire(
-        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil, bounds: LeaseBounds? = nil
+        objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil, uid: UInt32? = nil,
+        bounds: LeaseBounds? = nil
     ) throws(StoreError) -> Lease {
         guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
             throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
@@ -177,9 +66,8 @@ public final class LeaseRegistry: Sendable {
         for o in objects { try o.validate() }
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
-        let now = clock()
         let entries = Lease.entries(objects: objects.count, files: paths.count)
-        let check = { (s: inout State) -> StoreError? in
+        let check = { (s: inout LeaseState) -> StoreError? in
             guard let bounds, let holder else { return nil }
             do throws(StoreError) {
                 try s.check(entries, holder: holder, bounds, now: self.clock())
@@ -196,8 +84,11 @@ public final class LeaseRegistry: Sendable {
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
                     if let refused = check(&s) { return .failure(refused) }
+                    // From now, after the waits for the gates: a lease answered lapsed (a short
+                    // ttl behind a long batch) would protect nothing.
                     let lease = Lease(
-                        id: "L\(s.next)", objects: objects, files: paths, expires: now + ttl, holder: holder)
+                        id: "L\(s.next)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
+                        uid: uid)
                     s.next += 1
                     s.insert(lease)
                     return .success(lease)
@@ -243,6 +134,7 @@ public final class LeaseRegistry: Sendable {
     public func removeExpired() -> [Lease] {
         let now = clock()
         return state.withLock { s in
+            s.walked += 2 * s.leases.count
             let lapsed = s.leases.values.filter { $0.expires <= now }
             for l in lapsed { _ = s.remove(l.id) }
             s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.expires) }
@@ -253,42 +145,110 @@ public final class LeaseRegistry: Sendable {
     /// The live leases, soonest to lapse first.
     public func active() -> [Lease] {
         let now = clock()
-        return state.withLock { s in s.leases.values.filter { $0.expires > now } }
-            .sorted { ($0.expires, $0.id) < ($1.expires, $1.id) }
+        return state.withLock { s in
+            s.walked += s.leases.count
+            return s.leases.values.filter { $0.expires > now }
+        }
+        .sorted { ($0.expires, $0.id) < ($1.expires, $1.id) }
+    }
+
+    /// Up to `limit` live leases that `include` accepts, taken after the lease `after` (in the
+    /// order they were taken), and whether more follow. Under the lock it only finds where the
+    /// page starts and copies the next live leases, `limit` and one at a time; `include` runs
+    /// after the lock, and asks for more only where it refused some.
+    public func list(
+        after: String?, limit: Int, where include: (Lease) -> Bool = { _ in true }
+    ) throws(StoreError) -> (leases: [Lease], more: Bool) {
+        var start: UInt64 = 0
+        if let after {
+            guard after.first == "L", let n = UInt64(after.dropFirst()) else {
+                throw StoreError(.invalidParams, "after must be a lease, such as L1")
+            }
+            start = n
+        }
+        let now = clock()
+        var page = [Lease]()
+        while page.count <= limit {
+            let want = limit + 1 - page.count
+            let chunk = state.withLock { s -> [Lease] in
+                var i = s.firstAfter(start)
+                var chunk = [Lease]()
+                while i < s.order.count && chunk.count < want {
+                    s.walked += 1
+                    if let l = s.leases[s.order[i].id], l.expires > now { chunk.append(l) }
+                    i += 1
+                }
+                return chunk
+            }
+            page += chunk.lazy.filter(include)
+            // The next chunk resumes by number: the order may be compacted in between.
+            guard let last = chunk.last, chunk.count == want else { break }
+            start = last.number
+        }
+        let more = page.count > limit
+        return (Array(page.prefix(limit)), more)
     }
 
     /// The earliest time a live lease lapses, if any.
-    public func nextExpiry() -> Double? { active().first?.expires }
+    public func nextExpiry() -> Double? {
+        let now = clock()
+        return state.withLock { s in
+            s.walked += s.leases.count
+            return s.leases.values.lazy.map(\.expires).filter { $0 > now }.min()
+        }
+    }
 
-    /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot.
+    /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot. Costs a pass
+    /// over every lease: callers with a few paths of their own ask `leasedUntil(files:)`.
     public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
+        let now = clock()
+        // Only copied under the lock (no hashing, no allocation per path): every unlink's
+        // check and every connection's close wait for it, and the sets of a full registry
+        // take long to build.
+        let leases = state.withLock { s in
+            s.walked += s.leases.count
+            return Array(s.leases.values)
+        }
         var objects = Set<ObjectRef>()
         var files = Set<[UInt8]>()
-        for l in active() {
+        for l in leases where l.expires > now {
             objects.formUnion(l.objects)
             for f in l.files { files.insert(Array(f.utf8)) }
         }
         return (objects, files)
     }
 
+    /// The latest expiry of the live leases covering the file at this normalised path, nil
+    /// if none does.
+    public func leasedUntil(file path: String) -> Double? {
+        let now = clock()
+        return state.withLock { s in s.files.leasedUntil(path, now: now) }
+    }
+
+    /// `leasedUntil` for each of `paths`, in their order, in one snapshot.
+    public func leasedUntil(files paths: [String]) -> [Double?] {
+        let now = clock()
+        return state.withLock { s in paths.map { s.files.leasedUntil($0, now: now) } }
+    }
+
+    /// Tests: how many leases the file lookups looked at so far.
+    var filesExamined: Int { state.withLock { $0.files.examined } }
+    /// Tests: how many leases walks of every lease (active, snapshot, list, nextExpiry,
+    /// removeExpired, the bounds' recount) looked at so far, under the lock.
+    var leasesWalked: Int { state.withLock { $0.walked } }
+
     /// Runs `body` (an unlink) only if no live lease covers the file at this normalised path,
     /// holding the registry's gate shared meanwhile: a lease on it is taken either before
     /// (and `body` does not run: nil) or after `body` returned, never in between. Several
     /// threads may be inside at once; `body` must not take a lease.
     public func unlessLeased<T>(file path: String, _ body: () throws -> T) rethrows -> T? {
-        let bytes = Array(path.utf8)
-        return try gate.shared { () throws -> T? in
+        try gate.shared { () throws -> T? in
             let now = clock()
-            let leased = state.withLock { s in
-                s.leases.values.contains { l in l.expires > now && l.files.contains { Array($0.utf8) == bytes } }
-            }
+            let leased = state.withLock { s in s.files.leasedUntil(path, now: now) != nil }
             return leased ? nil : try body()
         }
     }
 
     /// True if a live lease covers the file at this normalised path.
-    public func isLeased(file path: String) -> Bool {
-        let bytes = Array(path.utf8)
-        return active().contains { l in l.files.contains { Array($0.utf8) == bytes } }
-    }
+    public func isLeased(file path: String) -> Bool { leasedUntil(file: path) != nil }
 }

@@ -1,6 +1,6 @@
 // A shared/exclusive lock (pthread rwlock) that prefers the exclusive side: many sweep
-// threads unlink under it shared at once, and a lease acquire, which runs on the daemon's
-// event loop, waits only for the unlinks already under way, never for a stream of new ones.
+// threads unlink under it shared at once, and a lease acquire (on the daemon's thread pool,
+// as it may wait) waits only for the unlinks already under way, never for a stream of new ones.
 // A second one orders leases of objects against policy batches.
 
 import Glibc

@@ -89,13 +89,10 @@ extension Store {
                         AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                         """), arguments: [paths]
             ).map { Array($0.utf8) })
-        // Once per batch: each leased file with the latest expiry of its leases.
+        // Once per batch: each leased file of the batch with the latest expiry of its leases.
         var leasedUntil = [[UInt8]: Double]()
-        for lease in leases.active() {
-            for file in lease.files {
-                let bytes = Array(file.utf8)
-                leasedUntil[bytes] = max(leasedUntil[bytes] ?? 0, lease.expires)
-            }
+        for (row, until) in zip(rows, leases.leasedUntil(files: rows.map(\.path))) {
+            if let until { leasedUntil[Array(row.path.utf8)] = until }
         }
         // The files to unlink, in queue order: contiguous slices keep a folder's files on one
         // thread (each thread keeps its folder open).
@@ -150,9 +147,7 @@ extension Store {
             next += 1
             guard let outcome else {
                 // Leased while this batch ran: the unlink did not happen.
-                let until =
-                    leases.active().filter { $0.files.contains { $0.utf8.elementsEqual(path.utf8) } }
-                    .map(\.expires).max() ?? now
+                let until = leases.leasedUntil(file: path) ?? now
                 try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
                 continue
             }

@@ -155,12 +155,12 @@ extension Store {
 
     private func leaseFilesEnded(_ files: [String]) throws -> Int {
         try checkWritable()
-        let stillLeased = self.leases.snapshot().files
+        // Only these files looked up, not a snapshot of every lease: any client can end a lease.
+        let stillLeased = self.leases.leasedUntil(files: files)
         var seen = Set<[UInt8]>()
         var paths = [JSONValue]()
-        for file in files {
-            let bytes = Array(file.utf8)
-            if !stillLeased.contains(bytes), seen.insert(bytes).inserted { paths.append(.string(file)) }
+        for (file, until) in zip(files, stillLeased) where until == nil {
+            if seen.insert(Array(file.utf8)).inserted { paths.append(.string(file)) }
         }
         guard !paths.isEmpty else { return 0 }
         let now = configuration.clock()
@@ -204,19 +204,22 @@ extension Store {
 
     /// Queued unlinks, oldest first; a row whose file a live lease covers shows `.leased`.
     public func pending(limit: Int = 100) throws -> [PendingUnlink] {
-        let leased = leases.snapshot().files
-        return try read { r in
+        let rows = try read { r in
             try Row.fetchAll(
                 r.db,
                 sql: """
                     SELECT path, queued_at, attempts, last_error, next_attempt FROM unlink_queue ORDER BY id LIMIT ?
                     """, arguments: [limit]
-            ).map {
-                let path: String = $0[0]
-                return PendingUnlink(
-                    path: path, queuedAt: $0[1], attempts: $0[2], lastError: $0[3], nextAttempt: $0[4],
-                    deferred: leased.contains(Array(path.utf8)) ? .leased : nil)
-            }
+            )
+        }
+        // Only the page's paths looked up, not a snapshot of every lease: any client can ask.
+        let paths: [String] = rows.map { $0[0] }
+        let leased = leases.leasedUntil(files: paths)
+        return zip(zip(rows, paths), leased).map { rowPath, until in
+            let (row, path) = rowPath
+            return PendingUnlink(
+                path: path, queuedAt: row[1], attempts: row[2], lastError: row[3], nextAttempt: row[4],
+                deferred: until != nil ? .leased : nil)
         }
     }
 }

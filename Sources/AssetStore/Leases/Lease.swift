@@ -1,0 +1,50 @@
+// One lease, and the bounds on what the daemon's clients' leases may hold (LeaseRegistry).
+
+import JSON
+
+/// One lease.
+public struct Lease: Sendable, Hashable {
+    /// Its handle, unique for the life of the store.
+    public var id: String
+    /// Objects it protects (they need not exist yet).
+    public var objects: [ObjectRef]
+    /// Files it protects, normalised.
+    public var files: [String]
+    /// Unix seconds at which it lapses.
+    public var expires: Double
+    /// Who holds it (the daemon's connection number), nil for in-process holders.
+    public var holder: UInt64?
+    /// The uid of its holder's client, nil for in-process holders: with enforce_ownership a
+    /// client lists only its own uid's leases.
+    public var uid: UInt32? = nil
+
+    /// Its number, the digits of `id`: leases are listed in the order they were taken.
+    var number: UInt64 { UInt64(id.dropFirst()) ?? 0 }
+
+    /// `{lease, expires, objects, files}`.
+    public var json: JSONValue {
+        .object([
+            "lease": .string(id), "expires": .double(expires),
+            "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
+        ])
+    }
+
+    /// What it counts against the bounds: its objects and files, at least one.
+    var entries: Int { Lease.entries(objects: objects.count, files: files.count) }
+    static func entries(objects: Int, files: Int) -> Int { max(1, objects + files) }
+}
+
+/// How many entries (objects and files, a lease with neither counting as one) the leases of
+/// one holder, and of all holders together, may hold. In-process holders (holder nil) are
+/// neither bounded nor counted: the bounds are on what the daemon's clients may make it keep.
+public struct LeaseBounds: Sendable, Equatable {
+    /// `control.max_lease_entries_per_connection`.
+    public var perHolder: Int
+    /// `control.total_lease_entries`.
+    public var total: Int
+
+    public init(perHolder: Int, total: Int) {
+        self.perHolder = perHolder
+        self.total = total
+    }
+}

@@ -1,0 +1,105 @@
+// The lease registry's state, under its lock (LeaseRegistry): the leases, what they count
+// against the bounds, their files by path and their order for lease.list.
+
+/// The live leases and their indexes. Not thread-safe: the registry holds it under its lock.
+struct LeaseState {
+    var leases: [String: Lease] = [:]
+    var next: UInt64 = 1
+    /// The ids of each holder's leases, lapsed ones not yet removed included.
+    var byHolder: [UInt64: Set<String>] = [:]
+    /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
+    var held: [UInt64: Int] = [:]
+    var total = 0
+    /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
+    var earliest = Double.infinity
+    /// The leases' files by path, lapsed leases not yet removed included.
+    var files = LeasedFiles()
+    /// Tests: how many leases walks of `leases` (not the file lookups) looked at so far.
+    var walked = 0
+    /// Every lease's number and id in the order taken (numbers only grow, so it is sorted),
+    /// ended ones included until `dropped` passes half: `list` pages without a full pass.
+    var order: [(number: UInt64, id: String)] = []
+    var dropped = 0
+
+    mutating func insert(_ l: Lease) {
+        leases[l.id] = l
+        order.append((l.number, l.id))
+        files.insert(l)
+        guard let h = l.holder else { return }
+        byHolder[h, default: []].insert(l.id)
+        held[h, default: 0] += l.entries
+        total += l.entries
+        earliest = min(earliest, l.expires)
+    }
+
+    mutating func remove(_ id: String) -> Lease? {
+        guard let l = leases.removeValue(forKey: id) else { return nil }
+        files.remove(l)
+        dropped += 1
+        if dropped > 64 && dropped > order.count / 2 {
+            order.removeAll { leases[$0.id] == nil }
+            dropped = 0
+        }
+        guard let h = l.holder else { return l }
+        let left = held[h, default: 0] - l.entries
+        total -= l.entries
+        assert(left >= 0 && total >= 0, "lease counts below zero")
+        held[h] = left > 0 ? left : nil
+        byHolder[h]?.remove(id)
+        if byHolder[h]?.isEmpty == true { byHolder[h] = nil }
+        if total == 0 { earliest = .infinity }
+        return l
+    }
+
+    /// The position in `order` of the first lease taken after lease number `n`.
+    func firstAfter(_ n: UInt64) -> Int {
+        var (lo, hi) = (0, order.count)
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if order[mid].number <= n { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// Refuses `entries` more for `holder` if its live leases, or all live leases, would
+    /// then hold more than `bounds`. Lapsed leases the sweep has not removed yet do not
+    /// count; they are looked for only near a bound (among the holder's own leases for its
+    /// bound, and only if one can have lapsed). They still take memory until the sweep
+    /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
+    /// are bounded at twice `bounds`.
+    mutating func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
+        let someLapsed = earliest <= now
+        var mine = held[holder, default: 0]
+        if mine + entries > bounds.perHolder && someLapsed {
+            walked += byHolder[holder]?.count ?? 0
+            for id in byHolder[holder] ?? [] {
+                if let l = leases[id], l.expires <= now { mine -= l.entries }
+            }
+        }
+        if mine + entries > bounds.perHolder {
+            throw StoreError.leaseLimit(
+                "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
+                held: mine)
+        }
+        // Within its live bound; lapsed leases not yet removed still take memory.
+        let rawMine = held[holder, default: 0]
+        if rawMine + entries > 2 * bounds.perHolder {
+            throw StoreError.leaseLimit(
+                "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
+                held: rawMine, lapsed: true)
+        }
+        // Before the scan of every lease below, which this spares a full registry.
+        if total + entries > 2 * bounds.total {
+            throw StoreError.leaseLimit(
+                "all leases", "control.total_lease_entries", bounds.total, held: total, lapsed: true)
+        }
+        var all = total
+        if all + entries > bounds.total && someLapsed {
+            walked += leases.count
+            for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
+        }
+        if all + entries > bounds.total {
+            throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
+        }
+    }
+}

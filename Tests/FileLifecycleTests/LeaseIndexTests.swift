@@ -1,0 +1,155 @@
+// The lease registry finds a file's leases by its path (LeasedFiles): the sweep asks about
+// every file it unlinks inside its write transaction, so the work must not grow with the
+// number of leases. Counted, not timed: `filesExamined` counts the leases lookups look at.
+
+@testable import AssetStore
+import AssetStoreTestSupport
+import Testing
+
+@Suite("lease file index")
+struct LeaseIndexTests {
+    @Test("sweeping 100 unrelated files with 10,000 leased paths looks at O(100) leases")
+    func sweepDoesNotScanLeases() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        for i in 0..<100 {
+            _ = try leases.acquire(
+                objects: [], files: (0..<100).map { "\(f.root)/leased/\(i)/\($0).bin" }, ttl: 600)
+        }
+        var paths = [String]()
+        for i in 0..<100 { paths.append(try f.makeFile("free/\(i).bin")) }
+        try f.put(paths.enumerated().map { (ref("c", "k\($0.offset)"), ["file": .string($0.element)]) })
+        try f.store.write { tx in for i in 0..<100 { try tx.delete(ref("c", "k\(i)")) } }
+        let before = leases.filesExamined
+        let walked = leases.leasesWalked
+        let r = try f.store.sweep()
+        #expect(r.unlinked.count == 100)
+        let examined = leases.filesExamined - before
+        #expect(examined <= 400, "the sweep looked at \(examined) leases for 100 files")
+        #expect(leases.leasesWalked == walked, "the sweep walked every lease")
+    }
+
+    @Test("pending and a lease's end look up their own paths, not every lease")
+    func pendingAndEndDoNotWalk() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        for i in 0..<2000 { _ = try leases.acquire(objects: [], files: ["\(f.root)/leased/\(i).bin"], ttl: 600) }
+        var paths = [String]()
+        for i in 0..<20 { paths.append(try f.makeFile("queued/\(i).bin")) }
+        try f.put(paths.enumerated().map { (ref("c", "k\($0.offset)"), ["file": .string($0.element)]) })
+        try f.store.write { tx in for i in 0..<20 { try tx.delete(ref("c", "k\(i)")) } }
+        let mine = try leases.acquire(objects: [], files: [paths[0], paths[1]], ttl: 600)
+        let walked = leases.leasesWalked
+        var examined = leases.filesExamined
+
+        let page = try f.store.pending(limit: 10)
+        #expect(page.count == 10)
+        #expect(page.filter { $0.deferred == .leased }.map(\.path) == [paths[0], paths[1]])
+        #expect(leases.filesExamined - examined <= 20)
+        examined = leases.filesExamined
+
+        #expect(leases.release(mine.id) != nil)
+        _ = try f.store.leasesEnded([mine])
+        #expect(leases.filesExamined - examined <= 4)
+        #expect(leases.leasesWalked == walked, "pending or the lease's end walked every lease")
+    }
+
+    @Test("a path under two leases stays leased until the later one ends; ending them is linear")
+    func sharedPath() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        let path = f.root + "/shared.bin"
+        let short = try leases.acquire(objects: [], files: [path], ttl: 10)
+        let long = try leases.acquire(objects: [], files: [path, path], ttl: 20)
+        #expect(leases.leasedUntil(file: path) == long.expires)
+        #expect(leases.release(long.id) != nil)
+        #expect(leases.leasedUntil(file: path) == short.expires)
+        f.clock.advance(10)
+        #expect(!leases.isLeased(file: path))
+        #expect(leases.removeExpired().map(\.id) == [short.id])
+        #expect(leases.leasedUntil(file: path) == nil)
+
+        // 2,000 leases of one path, released latest first: one recount at the next lookup,
+        // not one per release.
+        let many = try (0..<2000).map { try leases.acquire(objects: [], files: [path], ttl: Double(100 + $0)) }
+        for l in many.reversed().prefix(1999) { leases.release(l.id) }
+        let before = leases.filesExamined
+        #expect(leases.leasedUntil(file: path) == many[0].expires)
+        #expect(leases.filesExamined - before <= 2)
+        #expect(leases.nextExpiry() == many[0].expires)
+    }
+
+    @Test("the index compares paths byte for byte and keeps a path's leases as they end in any order")
+    func pathKeys() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        // One name in two Unicode forms: equal as Swift Strings, two files on disk.
+        let nfc = f.root + "/caf\u{E9}.bin"
+        let nfd = f.root + "/cafe\u{301}.bin"
+        #expect(nfc == nfd)
+        let a = try leases.acquire(objects: [], files: [nfc], ttl: 30)
+        #expect(leases.leasedUntil(file: nfc) == a.expires)
+        #expect(!leases.isLeased(file: nfd))
+        #expect(leases.leasedUntil(files: [nfd, nfc]) == [nil, a.expires])
+
+        // The first lease of a path ends before the others, then the latest, then the last.
+        let b = try leases.acquire(objects: [], files: [nfc], ttl: 20)
+        let c = try leases.acquire(objects: [], files: [nfc, nfc], ttl: 10)
+        leases.release(a.id)
+        #expect(leases.leasedUntil(file: nfc) == b.expires)
+        leases.release(b.id)
+        #expect(leases.leasedUntil(file: nfc) == c.expires)
+        leases.release(c.id)
+        #expect(!leases.isLeased(file: nfc))
+        let d = try leases.acquire(objects: [], files: [nfc], ttl: 5)
+        #expect(leases.leasedUntil(file: nfc) == d.expires)
+    }
+
+    @Test("a lease.list page looks at O(limit) leases, and pages right past ended ones and a filter")
+    func listPages() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        let all = try (0..<2000).map { try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: 600) }
+        // Ended leases, enough to compact the order, and one lapsed.
+        for l in all[100..<1500] { leases.release(l.id) }
+        let walked = leases.leasesWalked
+        let page = try leases.list(after: all[1600].id, limit: 10)
+        #expect(page.leases.map(\.id) == all[1601...1610].map(\.id) && page.more)
+        #expect(leases.leasesWalked - walked <= 11)
+        let across = try leases.list(after: all[95].id, limit: 6)
+        #expect(across.leases.map(\.id) == (all[96..<100] + all[1500..<1502]).map(\.id))
+        // Every other lease refused by the filter: still `limit` of them, in order.
+        let even = try leases.list(after: all[1500].id, limit: 3) { $0.number % 2 == 0 }
+        #expect(even.leases.map(\.number) == [1502, 1504, 1506].map { UInt64($0) } && even.more)
+        let tail = try leases.list(after: all[1995].id, limit: 3) { $0.number % 2 == 0 }
+        #expect(tail.leases.map(\.number) == [1998, 2000] && !tail.more)
+    }
+
+    @Test(
+        "two leases of a queued file: the later ends, the sweep defers to the earlier, then unlinks",
+        arguments: [LeaseEnd.release, .holderGone])
+    func laterLeaseEnds(end: LeaseEnd) throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/two.bin")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        let leases = f.store.leases
+        let earlier = try leases.acquire(objects: [], files: [path], ttl: 20, holder: 7)
+        let later = try leases.acquire(objects: [], files: [path], ttl: 40, holder: 8)
+        switch end {
+        case .release: #expect(try f.store.leasesEnded([try #require(leases.release(later.id))]) == 0)
+        case .holderGone, .expiry: #expect(try f.store.leasesEnded(leases.releaseAll(holder: 8)) == 0)
+        }
+
+        let first = try f.store.sweep()
+        #expect(first.unlinked.isEmpty && first.deferred.map(\.path) == [path])
+        #expect(f.exists(path))
+        #expect(try f.store.pending().first?.nextAttempt == earlier.expires)
+
+        // The earlier lapses; no removeExpired: the lapsed lease alone must not keep the file.
+        f.clock.advance(20)
+        #expect(try f.store.sweep().unlinked == [path])
+        #expect(!f.exists(path))
+        #expect(leases.active().isEmpty)
+    }
+}
