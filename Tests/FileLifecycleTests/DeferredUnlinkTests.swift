@@ -245,11 +245,23 @@ final class ChildHolder {
         let folder = open(f.root + "/p", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         try #require(folder >= 0)
         defer { close(folder) }
-        let probe = OpenFileProbe()
-        guard case .clear(let fd) = probe.check(dirfd: folder, leaf: "x.bin", device: file.device, inode: file.inode),
-            fd >= 0
-        else {
-            Issue.record("no lease on an idle file")
+        // Another process (a test's child, anything on the machine) may hold the new file
+        // open for a moment, and a write lease needs it open nowhere else: asked again, a
+        // bounded number of times, with what was in the way reported if it never clears.
+        var leased: (OpenFileProbe, Int32)?
+        var last = ""
+        for _ in 0..<5_000 where leased == nil {
+            let probe = OpenFileProbe()
+            switch probe.check(dirfd: folder, leaf: "x.bin", device: file.device, inode: file.inode) {
+            case .clear(let fd) where fd >= 0: leased = (probe, fd)
+            case let other:
+                last = "\(other)"
+                usleep(1000)
+            }
+        }
+        guard let (probe, fd) = leased else {
+            let seen = ProcScan.read().files.contains(FileID(device: file.device, inode: file.inode))
+            Issue.record("no lease on an idle file: \(last); open in some process per /proc: \(seen)")
             return
         }
         var held = true
