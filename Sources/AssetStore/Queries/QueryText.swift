@@ -137,7 +137,7 @@ enum QueryText {
         guard let p = sqlite3_value_text(v) else { return "" }
         let bytes = UnsafeBufferPointer(start: p, count: Int(sqlite3_value_bytes(v)))
         if inline, let s = smallASCII(bytes) { return s }
-        return string(bytes)
+        return checked(bytes)
     }
 
     /// The column's text as `text` reads it; a long one is `previous` when its bytes are the
@@ -152,7 +152,7 @@ enum QueryText {
         let same =
             previous.utf8.count == bytes.count
             && previous.withUTF8 { old in memcmp(old.baseAddress!, p, old.count) == 0 }
-        if !same { previous = string(bytes) }
+        if !same { previous = checked(bytes) }
         return previous
     }
 
@@ -162,6 +162,12 @@ enum QueryText {
     /// less a key; it repairs the same way, as documented).
     static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         if inlineLayoutHolds, let s = smallASCII(bytes) { return s }
+        return checked(bytes)
+    }
+
+    /// `string` without the inline path: for callers that tried `smallASCII` already (or
+    /// must not).
+    static func checked(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         guard bytes.count <= 15, let base = bytes.baseAddress else { return String(decoding: bytes, as: UTF8.self) }
         return String(unsafeUninitializedCapacity: bytes.count) { buffer in
             buffer.baseAddress!.update(from: base, count: bytes.count)
@@ -176,24 +182,44 @@ enum QueryText {
     /// where `inlineLayoutHolds`.
     @inline(__always)
     static func smallASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        assert(inlineLayoutHolds, "smallASCII where this standard library lays strings out otherwise")
+        guard var words = smallASCIIWords(bytes) else { return nil }
+        // Moved out, not cast: a cast's copy would be retained (a call, though an inline
+        // string has nothing to count).
+        return withUnsafeMutablePointer(to: &words) { $0.withMemoryRebound(to: String.self, capacity: 1) { $0.move() } }
+    }
+
+    /// The two words `smallASCII` makes a String of, or nil. Kept apart so the layout check
+    /// can compare them without making a String of words that may not be one.
+    @inline(__always)
+    static func smallASCIIWords(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
         let n = bytes.count
         guard n <= 15, let base = bytes.baseAddress else { return nil }
         var words: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: n) }
         guard (words.0 | words.1) & 0x8080_8080_8080_8080 == 0 else { return nil }
         words.1 |= UInt64(0xE0 | n) << 56
-        // Moved out, not cast: a cast's copy would be retained (a call, though an inline
-        // string has nothing to count).
-        return withUnsafeMutablePointer(to: &words) { $0.withMemoryRebound(to: String.self, capacity: 1) { $0.move() } }
+        return words
     }
 
-    /// Whether a short ASCII literal has the layout `smallASCII` makes, checked once from the
-    /// literal's own bits (reading them is safe whatever the layout).
+    /// Whether `smallASCII` makes what this standard library makes: checked once against
+    /// strings decoded at run time, from bytes the optimizer cannot see (a literal's bits may
+    /// be folded at compile time), at lengths in either word, at both ends and with a NUL.
     static let inlineLayoutHolds: Bool = {
-        guard MemoryLayout<String>.size == 16 else { return false }
-        let words = unsafeBitCast("ab\u{0}c", to: (UInt64, UInt64).self)
-        return words.0 == 0x6300_6261 && words.1 == 0xE400_0000_0000_0000
+        guard MemoryLayout<String>.size == 16, MemoryLayout<(UInt64, UInt64)>.size == 16 else { return false }
+        for (n, nul) in [(0, -1), (1, -1), (7, -1), (8, -1), (9, 8), (15, -1), (15, 3)] {
+            let bytes = opaqueBytes((0..<n).map { $0 == nul ? 0 : UInt8(0x61 + $0) })
+            let decoded = String(decoding: bytes, as: UTF8.self)
+            let made = bytes.withUnsafeBufferPointer { smallASCIIWords($0) }
+            // Only a decoded String's own bits are read, which is safe whatever the layout.
+            guard let made, made == unsafeBitCast(decoded, to: (UInt64, UInt64).self) else { return false }
+        }
+        return true
     }()
+
+    /// `bytes`, hidden from the optimizer.
+    @inline(never) @_optimize(none)
+    static func opaqueBytes(_ bytes: [UInt8]) -> [UInt8] { bytes }
 
     static func value(_ stmt: OpaquePointer, _ i: Int32) -> JSONValue {
         switch sqlite3_column_type(stmt, i) {
