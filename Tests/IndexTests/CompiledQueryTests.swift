@@ -63,6 +63,17 @@ import AssetStoreTestSupport
         }
     }
 
+    @Test("a query asked before a full cache was emptied, asked again after, answers for itself")
+    func lastAfterEmptied() throws {
+        let f = try Self.populated()
+        let a = "WHERE owner = 'alice' ORDER BY key"
+        #expect(try f.store.query(clause: a).count == 5)
+        for i in 0..<QueryConnection.compiledLimit {
+            #expect(try f.store.query(clause: "WHERE owner = 'bob' AND \(i) >= 0").count == 5)
+        }
+        #expect(try f.store.query(clause: a).map(\.ref.key) == (0..<5).map { "k\($0)" })
+    }
+
     @Test("clauses equal as Strings but not in bytes ('é' composed and decomposed) each find their own rows")
     func canonicallyEquivalentClauses() throws {
         let f = try Self.populated()

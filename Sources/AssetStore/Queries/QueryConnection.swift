@@ -103,6 +103,7 @@ final class QueryConnection {
         if compiled.count >= Self.compiledLimit {
             for s in compiled.values { sqlite3_finalize(s) }
             compiled = [:]
+            last = nil
         }
         compiled[key] = stmt
         last = (key, stmt)
