@@ -62,4 +62,37 @@ import AssetStoreTestSupport
             _ = expectCode(.queryRejected) { try f.store.query(clause: "WHERE key IN (SELECT key FROM object)") }
         }
     }
+
+    @Test("a query asked before a full cache was emptied, asked again after, answers for itself")
+    func lastAfterEmptied() throws {
+        let f = try Self.populated()
+        let a = "WHERE owner = 'alice' ORDER BY key"
+        #expect(try f.store.query(clause: a).count == 5)
+        for i in 0..<QueryConnection.compiledLimit {
+            #expect(try f.store.query(clause: "WHERE owner = 'bob' AND \(i) >= 0").count == 5)
+        }
+        #expect(try f.store.query(clause: a).map(\.ref.key) == (0..<5).map { "k\($0)" })
+    }
+
+    @Test("clauses equal as Strings but not in bytes ('é' composed and decomposed) each find their own rows")
+    func canonicallyEquivalentClauses() throws {
+        let f = try Self.populated()
+        let composed = "\u{E9}", decomposed = "e\u{301}"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        try f.store.write { tx in
+            try tx.put(ref("m", composed), value: ["kind": .string(composed)])
+            try tx.put(ref("m", decomposed), value: ["kind": .string(decomposed)])
+        }
+        for _ in 0..<2 {
+            for key in [composed, decomposed, composed] {
+                let rows = try f.store.query(clause: "WHERE key = '\(key)'")
+                #expect(rows.map { Array($0.ref.key.utf8) } == [Array(key.utf8)], "\(Array(key.utf8))")
+                let n = try f.store.aggregate(
+                    function: "MAX(length(CAST(key AS BLOB)))", clause: "WHERE key = '\(key)'")
+                #expect(n == .value(.int(Int64(key.utf8.count))), "\(Array(key.utf8))")
+                let kinds = try f.store.query(index: "media", clause: "WHERE kind = '\(key)'")
+                #expect(kinds.map { Array($0.ref.key.utf8) } == [Array(key.utf8)], "\(Array(key.utf8))")
+            }
+        }
+    }
 }

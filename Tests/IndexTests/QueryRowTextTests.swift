@@ -23,8 +23,10 @@ import AssetStoreTestSupport
         }
         for bytes in cases {
             let made = bytes.withUnsafeBufferPointer { QueryText.string($0) }
+            let checked = bytes.withUnsafeBufferPointer { QueryText.checked($0) }
             let decoded = String(decoding: bytes, as: UTF8.self)
             #expect(made == decoded && Array(made.utf8) == Array(decoded.utf8), "\(bytes)")
+            #expect(checked == decoded && Array(checked.utf8) == Array(decoded.utf8), "\(bytes)")
         }
     }
 

@@ -142,6 +142,7 @@ import AssetStoreTestSupport
         let f = try Self.populated()
         for clause in [
             "WHERE owner = ?1", "WHERE owner = :o", "WHERE owner = @o", "WHERE owner = $o", "WHERE owner = ?²",
+            "WHERE owner = ?9", "WHERE owner = ?0",
         ] {
             let e =
                 expectCode(.queryRejected) { try f.store.query(clause: clause, parameters: ["alice"]) }

@@ -90,11 +90,13 @@ extension Store {
                     }
                     if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
                 }
-                // Rows in key order share their collection: one string for a run of them.
+                // Rows in key order share their collection: one long string for a run of them.
                 var collection = ""
+                let inline = QueryText.inlineLayoutHolds
                 try conn.run(statement, args, table: table) { stmt in
-                    collection = QueryText.text(stmt, 0, reusing: collection)
-                    let ref = ObjectRef(collection, QueryText.text(stmt, 1))
+                    let ref = ObjectRef(
+                        QueryText.text(stmt, 0, reusing: &collection, inline: inline),
+                        QueryText.text(stmt, 1, inline: inline))
                     // Counted from the strings made anyway: asking SQLite each column's type and
                     // length again was a fifth of a top-100 query. A row is at most a few values
                     // of SQLite's length limit, so the limit still stops a reply before it is
@@ -213,7 +215,10 @@ extension Store {
 
     private func tableName(_ index: String) throws -> String {
         try checkOpen()
-        if index != IndexDefinition.defaultName { _ = try definition(index) }
+        // The built-in index's name made once: building it was a fifth of a query's own
+        // set-up.
+        guard index != IndexDefinition.defaultName else { return QueryConnection.defaultView }
+        _ = try definition(index)
         return IndexTable.table(index)
     }
 }
