@@ -105,6 +105,29 @@ struct LeaseIndexTests {
         #expect(leases.leasedUntil(file: nfc) == d.expires)
     }
 
+    @Test("a path's key is the String of a live lease's, not of one that ended")
+    func keyFollowsLiveLease() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        // Each lease's path its own String (built apart, too long to be stored inline).
+        func path() -> String { f.root + "/a/long/enough/path/to/be/on/the/heap.bin" }
+        func address(_ s: String) -> UInt? {
+            s.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) }
+        }
+        let x = try leases.acquire(objects: [], files: [path()], ttl: 30)
+        let y = try leases.acquire(objects: [], files: [path()], ttl: 30)
+        #expect(address(x.files[0]) != address(y.files[0]))
+        let path = path()
+        #expect(leases.fileKeyAddress(path) == address(x.files[0]))
+        #expect(leases.release(x.id) != nil)
+        // x's String must not stay alive as the key beside y's own.
+        #expect(leases.fileKeyAddress(path) == address(y.files[0]))
+        #expect(leases.fileKeyAddress(path) != address(x.files[0]))
+        #expect(leases.leasedUntil(file: path) == y.expires)
+        #expect(leases.release(y.id) != nil)
+        #expect(leases.fileKeyAddress(path) == nil && !leases.isLeased(file: path))
+    }
+
     @Test("a lease.list page looks at O(limit) leases, and pages right past ended ones and a filter")
     func listPages() throws {
         let f = try Fixture()

@@ -231,6 +231,8 @@ public final class LeaseRegistry: Sendable {
         return state.withLock { s in paths.map { s.files.leasedUntil($0, now: now) } }
     }
 
+    /// Tests: the address of the UTF-8 bytes of the String keying `path` in the file index.
+    func fileKeyAddress(_ path: String) -> UInt? { state.withLock { $0.files.keyAddress(path) } }
     /// Tests: how many leases the file lookups looked at so far.
     var filesExamined: Int { state.withLock { $0.files.examined } }
     /// Tests: how many leases walks of every lease (active, snapshot, list, nextExpiry,
