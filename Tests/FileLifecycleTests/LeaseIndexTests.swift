@@ -54,6 +54,28 @@ struct LeaseIndexTests {
         #expect(leases.leasesWalked == walked, "pending or the lease's end walked every lease")
     }
 
+    @Test("pending and a lease's end look up a long list a chunk per hold of the lock")
+    func lookupsPerHold() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        var paths = [String]()
+        for i in 0..<600 { paths.append(try f.makeFile("queued/\(i).bin")) }
+        try f.put(paths.enumerated().map { (ref("c", "k\($0.offset)"), ["file": .string($0.element)]) })
+        try f.store.write { tx in for i in 0..<600 { try tx.delete(ref("c", "k\(i)")) } }
+        let one = try leases.acquire(objects: [], files: [paths[300]], ttl: 600)
+        let all = try leases.acquire(objects: [], files: paths, ttl: 600)
+        _ = leases.takeMostLookupsPerHold()
+
+        #expect(leases.release(all.id) != nil)
+        _ = try f.store.leasesEnded([all])
+        #expect(leases.takeMostLookupsPerHold() <= 256)
+        let page = try f.store.pending(limit: 10_000)
+        #expect(leases.takeMostLookupsPerHold() <= 256)
+        #expect(page.count == 600)
+        #expect(page.filter { $0.deferred == .leased }.map(\.path) == [paths[300]])
+        #expect(leases.leasedUntil(file: paths[300]) == one.expires)
+    }
+
     @Test("a path under two leases stays leased until the later one ends; ending them is linear")
     func sharedPath() throws {
         let f = try Fixture()

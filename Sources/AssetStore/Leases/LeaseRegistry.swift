@@ -225,14 +225,38 @@ public final class LeaseRegistry: Sendable {
         return state.withLock { s in s.files.leasedUntil(path, now: now) }
     }
 
-    /// `leasedUntil` for each of `paths`, in their order, in one snapshot.
+    /// `leasedUntil` for each of `paths`, in their order, in one snapshot (a sweep's batch).
     public func leasedUntil(files paths: [String]) -> [Double?] {
         let now = clock()
-        return state.withLock { s in paths.map { s.files.leasedUntil($0, now: now) } }
+        return state.withLock { s in s.leasedUntil(paths[...], now: now) }
+    }
+
+    /// `leasedUntil` for each of `paths`, in their order, the lock taken for 256 of them at a
+    /// time: a long list (a `pending` page, an ended lease's files; 4 KiB paths hashed) must
+    /// not hold up every unlink's check and every lease's end. Not one snapshot: what acts on
+    /// a file checks it again (an unlink, under the gate).
+    public func leasedUntil(eachOf paths: [String]) -> [Double?] {
+        let now = clock()
+        var until = [Double?]()
+        until.reserveCapacity(paths.count)
+        var start = 0
+        while start < paths.count {
+            let end = min(start + 256, paths.count)
+            until += state.withLock { s in s.leasedUntil(paths[start..<end], now: now) }
+            start = end
+        }
+        return until
     }
 
     /// Tests: the address of the UTF-8 bytes of the String keying `path` in the file index.
     func fileKeyAddress(_ path: String) -> UInt? { state.withLock { $0.files.keyAddress(path) } }
+    /// Tests: the most file lookups done in one hold of the lock since the last call.
+    func takeMostLookupsPerHold() -> Int {
+        state.withLock { s in
+            defer { s.mostLookups = 0 }
+            return s.mostLookups
+        }
+    }
     /// Tests: how many leases the file lookups looked at so far.
     var filesExamined: Int { state.withLock { $0.files.examined } }
     /// Tests: how many leases walks of every lease (active, snapshot, list, nextExpiry,
