@@ -170,6 +170,23 @@ struct LeaseIndexTests {
         #expect(tail.leases.map(\.number) == [1998, 2000] && !tail.more)
     }
 
+    @Test("a lease.list page walks at most 4 × (limit + 1) leases per hold of the lock past lapsed ones")
+    func listPastLapsed() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        // 1,000 lapsed leases, not removed, before the live ones.
+        let lapsed = try (0..<1000).map { try leases.acquire(objects: [], files: ["\(f.root)/x\($0).bin"], ttl: 1) }
+        let live = try (0..<20).map { try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: 600) }
+        f.clock.advance(1)
+        _ = leases.takeMostWalkedPerHold()
+        let page = try leases.list(after: nil, limit: 10)
+        #expect(leases.takeMostWalkedPerHold() <= 44)
+        #expect(page.leases.map(\.id) == live[0..<10].map(\.id) && page.more)
+        let rest = try leases.list(after: lapsed[500].id, limit: 20)
+        #expect(rest.leases.map(\.id) == live.map(\.id) && !rest.more)
+        #expect(leases.takeMostWalkedPerHold() <= 84)
+    }
+
     @Test(
         "two leases of a queued file: the later ends, the sweep defers to the earlier, then unlinks",
         arguments: [LeaseEnd.release, .holderGone])

@@ -154,8 +154,9 @@ public final class LeaseRegistry: Sendable {
 
     /// Up to `limit` live leases that `include` accepts, taken after the lease `after` (in the
     /// order they were taken), and whether more follow. Under the lock it only finds where the
-    /// page starts and copies the next live leases, `limit` and one at a time; `include` runs
-    /// after the lock, and asks for more only where it refused some.
+    /// page starts and copies the next live leases, `limit` and one at a time, walking at most
+    /// four times that many (lapsed leases not yet removed, ended ones not yet compacted) per
+    /// hold; `include` runs after the lock, and asks for more only where it refused some.
     public func list(
         after: String?, limit: Int, where include: (Lease) -> Bool = { _ in true }
     ) throws(StoreError) -> (leases: [Lease], more: Bool) {
@@ -170,20 +171,24 @@ public final class LeaseRegistry: Sendable {
         var page = [Lease]()
         while page.count <= limit {
             let want = limit + 1 - page.count
-            let chunk = state.withLock { s -> [Lease] in
-                var i = s.firstAfter(start)
-                var chunk = [Lease]()
-                while i < s.order.count && chunk.count < want {
+            let (chunk, walkedTo, end) = state.withLock { s -> ([Lease], UInt64, Bool) in
+                let first = s.firstAfter(start)
+                let stop = min(s.order.count, first + 4 * want)
+                var i = first
+                var (chunk, last) = ([Lease](), start)
+                while i < stop && chunk.count < want {
                     s.walked += 1
+                    last = s.order[i].number
                     if let l = s.leases[s.order[i].id], l.expires > now { chunk.append(l) }
                     i += 1
                 }
-                return chunk
+                s.mostWalked = max(s.mostWalked, i - first)
+                return (chunk, last, i == s.order.count)
             }
             page += chunk.lazy.filter(include)
+            if end { break }
             // The next chunk resumes by number: the order may be compacted in between.
-            guard let last = chunk.last, chunk.count == want else { break }
-            start = last.number
+            start = walkedTo
         }
         let more = page.count > limit
         return (Array(page.prefix(limit)), more)
@@ -250,6 +255,13 @@ public final class LeaseRegistry: Sendable {
 
     /// Tests: the address of the UTF-8 bytes of the String keying `path` in the file index.
     func fileKeyAddress(_ path: String) -> UInt? { state.withLock { $0.files.keyAddress(path) } }
+    /// Tests: the most leases a `list` chunk walked in one hold of the lock since the last call.
+    func takeMostWalkedPerHold() -> Int {
+        state.withLock { s in
+            defer { s.mostWalked = 0 }
+            return s.mostWalked
+        }
+    }
     /// Tests: the most file lookups done in one hold of the lock since the last call.
     func takeMostLookupsPerHold() -> Int {
         state.withLock { s in
