@@ -154,13 +154,19 @@ struct LeaseIndexTests {
     func listPages() throws {
         let f = try Fixture()
         let leases = f.store.leases
-        let all = try (0..<2000).map { try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: 600) }
-        // Ended leases, enough to compact the order, and one lapsed.
+        // One lease in the page's range with a short ttl, to lapse.
+        let all = try (0..<2000).map {
+            try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: $0 == 1605 ? 5 : 600)
+        }
+        // Ended leases, enough to compact the order, and one lapsed (not removed).
         for l in all[100..<1500] { leases.release(l.id) }
+        f.clock.advance(5)
         let walked = leases.leasesWalked
         let page = try leases.list(after: all[1600].id, limit: 10)
-        #expect(page.leases.map(\.id) == all[1601...1610].map(\.id) && page.more)
-        #expect(leases.leasesWalked - walked <= 11)
+        #expect(page.leases.map(\.id) == (all[1601...1604] + all[1606...1611]).map(\.id) && page.more)
+        #expect(leases.leasesWalked - walked <= 12)
+        let short = try leases.list(after: all[1603].id, limit: 2)
+        #expect(short.leases.map(\.id) == [all[1604].id, all[1606].id] && short.more)
         let across = try leases.list(after: all[95].id, limit: 6)
         #expect(across.leases.map(\.id) == (all[96..<100] + all[1500..<1502]).map(\.id))
         // Every other lease refused by the filter: still `limit` of them, in order.

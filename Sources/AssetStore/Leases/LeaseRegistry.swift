@@ -30,8 +30,10 @@ public final class LeaseRegistry: Sendable {
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
-    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it
-    /// (what runs under it is short: the clock read, its own bookkeeping).
+    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
+    /// What runs under it is bounded but not always short: the clock read, a lease's
+    /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` chunk, and
+    /// passes over every lease (`removeExpired`, the order's compaction, `snapshot`'s copy).
     private let objectGate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
