@@ -51,6 +51,7 @@ extension Session {
         _ started: Double
     ) {
         var context = context
+        context.requestID = request.id
         var claim: MaintenanceSlot.Claim?
         if execution == .maintenance {
             // Refused before claiming: a non-admin's real run is told so, not told to skip.

@@ -120,6 +120,14 @@ import Testing
         let first = try call("lease.list", [:], a)
         #expect(RPCLine.result(id: 1, first).count <= 1500)
 
+        // A long request id counts too: each page, rendered with it, still fits.
+        var b = a
+        b.requestID = RPCID(.string(String(repeating: "i", count: 1000)))
+        b.replyLimit = 2000
+        let withID = try call("lease.list", [:], b)
+        #expect(withID["leases"]?.arrayValue?.isEmpty == false)
+        #expect(RPCLine.result(id: try #require(b.requestID), withID).count <= 2000)
+
         let huge = try call(
             "lease.acquire", ["files": [.string("\(root)/\(String(repeating: "q", count: 2000))")], "ttl": 60], a)
         guard case .failure(let e) = MethodTable.call("lease.list", ["after": .string(ids[9])], a) else {

@@ -54,6 +54,28 @@ struct LeaseIndexTests {
         #expect(leases.leasesWalked == walked, "pending or the lease's end walked every lease")
     }
 
+    @Test("pending and a lease's end look up a long list a chunk per hold of the lock")
+    func lookupsPerHold() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        var paths = [String]()
+        for i in 0..<600 { paths.append(try f.makeFile("queued/\(i).bin")) }
+        try f.put(paths.enumerated().map { (ref("c", "k\($0.offset)"), ["file": .string($0.element)]) })
+        try f.store.write { tx in for i in 0..<600 { try tx.delete(ref("c", "k\(i)")) } }
+        let one = try leases.acquire(objects: [], files: [paths[300]], ttl: 600)
+        let all = try leases.acquire(objects: [], files: paths, ttl: 600)
+        _ = leases.takeMostLookupsPerHold()
+
+        #expect(leases.release(all.id) != nil)
+        _ = try f.store.leasesEnded([all])
+        #expect(leases.takeMostLookupsPerHold() <= 256)
+        let page = try f.store.pending(limit: 10_000)
+        #expect(leases.takeMostLookupsPerHold() <= 256)
+        #expect(page.count == 600)
+        #expect(page.filter { $0.deferred == .leased }.map(\.path) == [paths[300]])
+        #expect(leases.leasedUntil(file: paths[300]) == one.expires)
+    }
+
     @Test("a path under two leases stays leased until the later one ends; ending them is linear")
     func sharedPath() throws {
         let f = try Fixture()
@@ -105,17 +127,46 @@ struct LeaseIndexTests {
         #expect(leases.leasedUntil(file: nfc) == d.expires)
     }
 
+    @Test("a path's key is the String of a live lease's, not of one that ended")
+    func keyFollowsLiveLease() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        // Each lease's path its own String (built apart, too long to be stored inline).
+        func path() -> String { f.root + "/a/long/enough/path/to/be/on/the/heap.bin" }
+        func address(_ s: String) -> UInt? {
+            s.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) }
+        }
+        let x = try leases.acquire(objects: [], files: [path()], ttl: 30)
+        let y = try leases.acquire(objects: [], files: [path()], ttl: 30)
+        #expect(address(x.files[0]) != address(y.files[0]))
+        let path = path()
+        #expect(leases.fileKeyAddress(path) == address(x.files[0]))
+        #expect(leases.release(x.id) != nil)
+        // x's String must not stay alive as the key beside y's own.
+        #expect(leases.fileKeyAddress(path) == address(y.files[0]))
+        #expect(leases.fileKeyAddress(path) != address(x.files[0]))
+        #expect(leases.leasedUntil(file: path) == y.expires)
+        #expect(leases.release(y.id) != nil)
+        #expect(leases.fileKeyAddress(path) == nil && !leases.isLeased(file: path))
+    }
+
     @Test("a lease.list page looks at O(limit) leases, and pages right past ended ones and a filter")
     func listPages() throws {
         let f = try Fixture()
         let leases = f.store.leases
-        let all = try (0..<2000).map { try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: 600) }
-        // Ended leases, enough to compact the order, and one lapsed.
+        // One lease in the page's range with a short ttl, to lapse.
+        let all = try (0..<2000).map {
+            try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: $0 == 1605 ? 5 : 600)
+        }
+        // Ended leases, enough to compact the order, and one lapsed (not removed).
         for l in all[100..<1500] { leases.release(l.id) }
+        f.clock.advance(5)
         let walked = leases.leasesWalked
         let page = try leases.list(after: all[1600].id, limit: 10)
-        #expect(page.leases.map(\.id) == all[1601...1610].map(\.id) && page.more)
-        #expect(leases.leasesWalked - walked <= 11)
+        #expect(page.leases.map(\.id) == (all[1601...1604] + all[1606...1611]).map(\.id) && page.more)
+        #expect(leases.leasesWalked - walked <= 12)
+        let short = try leases.list(after: all[1603].id, limit: 2)
+        #expect(short.leases.map(\.id) == [all[1604].id, all[1606].id] && short.more)
         let across = try leases.list(after: all[95].id, limit: 6)
         #expect(across.leases.map(\.id) == (all[96..<100] + all[1500..<1502]).map(\.id))
         // Every other lease refused by the filter: still `limit` of them, in order.
@@ -123,6 +174,23 @@ struct LeaseIndexTests {
         #expect(even.leases.map(\.number) == [1502, 1504, 1506].map { UInt64($0) } && even.more)
         let tail = try leases.list(after: all[1995].id, limit: 3) { $0.number % 2 == 0 }
         #expect(tail.leases.map(\.number) == [1998, 2000] && !tail.more)
+    }
+
+    @Test("a lease.list page walks at most 4 × (limit + 1) leases per hold of the lock past lapsed ones")
+    func listPastLapsed() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        // 1,000 lapsed leases, not removed, before the live ones.
+        let lapsed = try (0..<1000).map { try leases.acquire(objects: [], files: ["\(f.root)/x\($0).bin"], ttl: 1) }
+        let live = try (0..<20).map { try leases.acquire(objects: [], files: ["\(f.root)/\($0).bin"], ttl: 600) }
+        f.clock.advance(1)
+        _ = leases.takeMostWalkedPerHold()
+        let page = try leases.list(after: nil, limit: 10)
+        #expect(leases.takeMostWalkedPerHold() <= 44)
+        #expect(page.leases.map(\.id) == live[0..<10].map(\.id) && page.more)
+        let rest = try leases.list(after: lapsed[500].id, limit: 20)
+        #expect(rest.leases.map(\.id) == live.map(\.id) && !rest.more)
+        #expect(leases.takeMostWalkedPerHold() <= 84)
     }
 
     @Test(

@@ -14,8 +14,11 @@ extension MethodTable {
         let limit = Int(try p.optionalInt("limit", in: 1...100_000) ?? 1000)
         let uid: UInt32? = ctx.enforceOwnership && !ctx.caller.isAdmin ? ctx.caller.uid : nil
         let page = try ctx.store.leases.list(after: after, limit: limit) { l in uid == nil || l.uid == uid }
-        // What the reply takes beside its leases: the envelope, the id, `next`.
-        var bytes = 512
+        // What the reply takes beside its leases: the envelope and `next` (512 is ample), and
+        // the id as rendered (a client may send a long one).
+        var id = [UInt8]()
+        ctx.requestID?.write(to: &id)
+        var bytes = 512 + id.count
         var leases = [JSONValue]()
         leases.reserveCapacity(page.leases.count)
         var cut = false

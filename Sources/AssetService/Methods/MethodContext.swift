@@ -23,6 +23,9 @@ public struct MethodContext: Sendable {
     public var progress: (@Sendable ([String: JSONValue]) -> Void)?
     /// The largest reply the daemon sends (control.max_reply_bytes): a query stops early past it.
     public var replyLimit = Int.max
+    /// The request's id, off the loop (nil on it and in-process): a method that fits its reply
+    /// under `replyLimit` counts the id the reply will carry.
+    public var requestID: RPCID?
     /// What the connection's leases, and all connections' leases, may hold (control.*lease_entries*):
     /// nil in-process, where no client can make the daemon keep anything.
     public var leaseBounds: LeaseBounds?

@@ -30,8 +30,10 @@ public final class LeaseRegistry: Sendable {
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
-    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it
-    /// (what runs under it is short: the clock read, its own bookkeeping).
+    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
+    /// What runs under it is bounded but not always short: the clock read, a lease's
+    /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` chunk, and
+    /// passes over every lease (`removeExpired`, the order's compaction, `snapshot`'s copy).
     private let objectGate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
@@ -154,8 +156,9 @@ public final class LeaseRegistry: Sendable {
 
     /// Up to `limit` live leases that `include` accepts, taken after the lease `after` (in the
     /// order they were taken), and whether more follow. Under the lock it only finds where the
-    /// page starts and copies the next live leases, `limit` and one at a time; `include` runs
-    /// after the lock, and asks for more only where it refused some.
+    /// page starts and copies the next live leases, `limit` and one at a time, walking at most
+    /// four times that many (lapsed leases not yet removed, ended ones not yet compacted) per
+    /// hold; `include` runs after the lock, and asks for more only where it refused some.
     public func list(
         after: String?, limit: Int, where include: (Lease) -> Bool = { _ in true }
     ) throws(StoreError) -> (leases: [Lease], more: Bool) {
@@ -170,20 +173,24 @@ public final class LeaseRegistry: Sendable {
         var page = [Lease]()
         while page.count <= limit {
             let want = limit + 1 - page.count
-            let chunk = state.withLock { s -> [Lease] in
-                var i = s.firstAfter(start)
-                var chunk = [Lease]()
-                while i < s.order.count && chunk.count < want {
+            let (chunk, walkedTo, end) = state.withLock { s -> ([Lease], UInt64, Bool) in
+                let first = s.firstAfter(start)
+                let stop = min(s.order.count, first + 4 * want)
+                var i = first
+                var (chunk, last) = ([Lease](), start)
+                while i < stop && chunk.count < want {
                     s.walked += 1
+                    last = s.order[i].number
                     if let l = s.leases[s.order[i].id], l.expires > now { chunk.append(l) }
                     i += 1
                 }
-                return chunk
+                s.mostWalked = max(s.mostWalked, i - first)
+                return (chunk, last, i == s.order.count)
             }
             page += chunk.lazy.filter(include)
+            if end { break }
             // The next chunk resumes by number: the order may be compacted in between.
-            guard let last = chunk.last, chunk.count == want else { break }
-            start = last.number
+            start = walkedTo
         }
         let more = page.count > limit
         return (Array(page.prefix(limit)), more)
@@ -225,12 +232,45 @@ public final class LeaseRegistry: Sendable {
         return state.withLock { s in s.files.leasedUntil(path, now: now) }
     }
 
-    /// `leasedUntil` for each of `paths`, in their order, in one snapshot.
+    /// `leasedUntil` for each of `paths`, in their order, in one snapshot (a sweep's batch).
     public func leasedUntil(files paths: [String]) -> [Double?] {
         let now = clock()
-        return state.withLock { s in paths.map { s.files.leasedUntil($0, now: now) } }
+        return state.withLock { s in s.leasedUntil(paths[...], now: now) }
     }
 
+    /// `leasedUntil` for each of `paths`, in their order, the lock taken for 256 of them at a
+    /// time: a long list (a `pending` page, an ended lease's files; 4 KiB paths hashed) must
+    /// not hold up every unlink's check and every lease's end. Not one snapshot: what acts on
+    /// a file checks it again (an unlink, under the gate).
+    public func leasedUntil(eachOf paths: [String]) -> [Double?] {
+        let now = clock()
+        var until = [Double?]()
+        until.reserveCapacity(paths.count)
+        var start = 0
+        while start < paths.count {
+            let end = min(start + 256, paths.count)
+            until += state.withLock { s in s.leasedUntil(paths[start..<end], now: now) }
+            start = end
+        }
+        return until
+    }
+
+    /// Tests: the address of the UTF-8 bytes of the String keying `path` in the file index.
+    func fileKeyAddress(_ path: String) -> UInt? { state.withLock { $0.files.keyAddress(path) } }
+    /// Tests: the most leases a `list` chunk walked in one hold of the lock since the last call.
+    func takeMostWalkedPerHold() -> Int {
+        state.withLock { s in
+            defer { s.mostWalked = 0 }
+            return s.mostWalked
+        }
+    }
+    /// Tests: the most file lookups done in one hold of the lock since the last call.
+    func takeMostLookupsPerHold() -> Int {
+        state.withLock { s in
+            defer { s.mostLookups = 0 }
+            return s.mostLookups
+        }
+    }
     /// Tests: how many leases the file lookups looked at so far.
     var filesExamined: Int { state.withLock { $0.files.examined } }
     /// Tests: how many leases walks of every lease (active, snapshot, list, nextExpiry,

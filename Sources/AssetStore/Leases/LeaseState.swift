@@ -16,6 +16,10 @@ struct LeaseState {
     var files = LeasedFiles()
     /// Tests: how many leases walks of `leases` (not the file lookups) looked at so far.
     var walked = 0
+    /// Tests: the most leases a `list` chunk walked in one hold of the lock.
+    var mostWalked = 0
+    /// Tests: the most file lookups done in one hold of the lock.
+    var mostLookups = 0
     /// Every lease's number and id in the order taken (numbers only grow, so it is sorted),
     /// ended ones included until `dropped` passes half: `list` pages without a full pass.
     var order: [(number: UInt64, id: String)] = []
@@ -49,6 +53,12 @@ struct LeaseState {
         if byHolder[h]?.isEmpty == true { byHolder[h] = nil }
         if total == 0 { earliest = .infinity }
         return l
+    }
+
+    /// `files.leasedUntil` for each of `paths`, in their order.
+    mutating func leasedUntil(_ paths: ArraySlice<String>, now: Double) -> [Double?] {
+        mostLookups = max(mostLookups, paths.count)
+        return paths.map { files.leasedUntil($0, now: now) }
     }
 
     /// The position in `order` of the first lease taken after lease number `n`.

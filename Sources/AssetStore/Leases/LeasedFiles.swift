@@ -24,11 +24,13 @@ struct PathKey: Hashable {
 /// registry's state, under its lock.
 struct LeasedFiles {
     private struct Entry {
-        /// One lease covering it, kept inline: most paths have one.
+        /// One lease covering it, kept inline: most paths have one. The entry's key is this
+        /// lease's path String.
         var id: String
         var expires: Double
-        /// The other leases covering it, id → expiry; lapsed leases not yet removed included.
-        var others: [String: Double]? = nil
+        /// The other leases covering it, id → expiry and that lease's own path String (which
+        /// becomes the key when the lease moves inline); lapsed leases not yet removed included.
+        var others: [String: (expires: Double, path: String)]? = nil
         /// The latest expiry of them all, unless `stale`.
         var latest: Double
         /// A lease with the latest expiry was removed: recomputed at the next lookup, so that
@@ -41,32 +43,42 @@ struct LeasedFiles {
 
         var count: Int { 1 + (others?.count ?? 0) }
 
-        mutating func add(_ id: String, _ expires: Double) {
+        mutating func add(_ id: String, _ expires: Double, _ path: String) {
             if id == self.id { return }  // a lease naming the path twice
             others = others ?? [:]
-            others?[id] = expires
+            others?[id] = (expires, path)
             if !stale { latest = max(latest, expires) }
         }
 
-        /// Drops `id`'s lease; true when none is left.
-        mutating func drop(_ id: String) -> Bool {
+        enum Dropped {
+            case kept
+            /// None is left.
+            case empty
+            /// The inline lease ended and another moved inline: its path must become the key,
+            /// or the key would keep the ended lease's String alive beside it.
+            case rekey(String)
+        }
+
+        /// Drops `id`'s lease.
+        mutating func drop(_ id: String) -> Dropped {
             let gone: Double
+            var promoted: String?
             if id == self.id {
-                guard let next = others?.first else { return true }
+                guard let next = others?.first else { return .empty }
                 gone = expires
                 others?[next.key] = nil
-                (self.id, expires) = next
+                (self.id, expires, promoted) = (next.key, next.value.expires, next.value.path)
             } else {
-                guard let e = others?.removeValue(forKey: id) else { return false }
-                gone = e
+                guard let e = others?.removeValue(forKey: id) else { return .kept }
+                gone = e.expires
             }
             if others?.isEmpty == true { others = nil }
             if gone >= latest { stale = true }
-            return false
+            return promoted.map(Dropped.rekey) ?? .kept
         }
 
         mutating func refresh() {
-            latest = others?.values.reduce(expires, max) ?? expires
+            latest = others?.values.reduce(expires) { max($0, $1.expires) } ?? expires
             stale = false
         }
     }
@@ -81,16 +93,28 @@ struct LeasedFiles {
             if paths[key] == nil {
                 paths[key] = Entry(l.id, l.expires)
             } else {
-                paths[key]?.add(l.id, l.expires)
+                paths[key]?.add(l.id, l.expires, f)
             }
         }
     }
 
     mutating func remove(_ l: Lease) {
         for f in l.files {
-            let key = PathKey(path: f)
-            if paths[key]?.drop(l.id) == true { paths[key] = nil }
+            guard let i = paths.index(forKey: PathKey(path: f)) else { continue }
+            switch paths.values[i].drop(l.id) {
+            case .kept: break
+            case .empty: paths.remove(at: i)
+            case .rekey(let path):
+                let e = paths.remove(at: i).value
+                paths[PathKey(path: path)] = e
+            }
         }
+    }
+
+    /// Tests: the address of the UTF-8 bytes of the String keying `path`, nil if none does.
+    func keyAddress(_ path: String) -> UInt? {
+        guard let i = paths.index(forKey: PathKey(path: path)) else { return nil }
+        return paths.keys[i].path.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) }
     }
 
     /// The latest expiry of the live leases covering `path`, nil if none does.

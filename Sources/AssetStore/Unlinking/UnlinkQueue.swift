@@ -156,7 +156,7 @@ extension Store {
     private func leaseFilesEnded(_ files: [String]) throws -> Int {
         try checkWritable()
         // Only these files looked up, not a snapshot of every lease: any client can end a lease.
-        let stillLeased = self.leases.leasedUntil(files: files)
+        let stillLeased = self.leases.leasedUntil(eachOf: files)
         var seen = Set<[UInt8]>()
         var paths = [JSONValue]()
         for (file, until) in zip(files, stillLeased) where until == nil {
@@ -214,7 +214,7 @@ extension Store {
         }
         // Only the page's paths looked up, not a snapshot of every lease: any client can ask.
         let paths: [String] = rows.map { $0[0] }
-        let leased = leases.leasedUntil(files: paths)
+        let leased = leases.leasedUntil(eachOf: paths)
         return zip(zip(rows, paths), leased).map { rowPath, until in
             let (row, path) = rowPath
             return PendingUnlink(
