@@ -76,6 +76,45 @@ struct LeaseIndexTests {
         #expect(leases.leasedUntil(file: paths[300]) == one.expires)
     }
 
+    @Test("leases lapsing together leave the index 256 paths per hold of the lock")
+    func removalsPerHold() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        var ids = Set<String>()
+        for l in 0..<60 {
+            let files = (0..<10).map { f.root + "/lapsing/\(l)/\($0).bin" }
+            ids.insert(try leases.acquire(objects: [], files: files, ttl: 5).id)
+        }
+        let big = try leases.acquire(objects: [], files: (0..<300).map { f.root + "/big/\($0).bin" }, ttl: 5)
+        let live = try leases.acquire(objects: [], files: [f.root + "/live.bin"], ttl: 600)
+        _ = leases.takeMostRemovedPerHold()
+        f.clock.advance(10)
+
+        let lapsed = leases.removeExpired()
+        #expect(Set(lapsed.map(\.id)) == ids.union([big.id]))
+        // 900 paths in all: a lease's paths go in one hold, so the 300 alone, else 256 at most.
+        #expect(leases.takeMostRemovedPerHold() == 300)
+        #expect(leases.leasedUntil(file: f.root + "/lapsing/7/3.bin") == nil)
+        #expect(leases.leasedUntil(file: f.root + "/big/299.bin") == nil)
+        #expect(leases.leasedUntil(file: f.root + "/live.bin") == live.expires)
+        #expect(leases.removeExpired().isEmpty)
+        #expect(leases.active().map(\.id) == [live.id])
+    }
+
+    @Test("without one big lease, lapsed leases leave the index 256 paths per hold at most")
+    func removalsPerHoldSmall() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        for l in 0..<60 {
+            _ = try leases.acquire(objects: [], files: (0..<10).map { f.root + "/lapsing/\(l)/\($0).bin" }, ttl: 5)
+        }
+        _ = leases.takeMostRemovedPerHold()
+        f.clock.advance(10)
+        #expect(leases.removeExpired().count == 60)
+        let most = leases.takeMostRemovedPerHold()
+        #expect(most <= 256 && most >= 250)
+    }
+
     @Test("a path under two leases stays leased until the later one ends; ending them is linear")
     func sharedPath() throws {
         let f = try Fixture()

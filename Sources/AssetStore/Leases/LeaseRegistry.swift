@@ -33,7 +33,8 @@ public final class LeaseRegistry: Sendable {
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` chunk, and
-    /// passes over every lease (`removeExpired`, the order's compaction, `snapshot`'s copy).
+    /// passes over every lease (`removeExpired`'s search, the order's compaction, `snapshot`'s
+    /// copy); `removeExpired` takes lapsed leases out 256 paths at a time.
     private let objectGate = SharedExclusiveLock()
     private let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
@@ -133,15 +134,37 @@ public final class LeaseRegistry: Sendable {
     }
 
     /// Drops lapsed leases and returns them (the daemon reschedules their files' unlinks).
+    /// Removed a few at a time, each hold of the lock taking out 256 paths or one lease at
+    /// most: removing a path hashes it (up to 4 KiB), and a registry of leases lapsing
+    /// together must not hold up every unlink's check and every connection's close meanwhile.
+    /// A lapsed lease protects nothing, so one still in the index between holds is harmless.
     public func removeExpired() -> [Lease] {
         let now = clock()
-        return state.withLock { s in
-            s.walked += 2 * s.leases.count
-            let lapsed = s.leases.values.filter { $0.expires <= now }
-            for l in lapsed { _ = s.remove(l.id) }
-            s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.expires) }
-            return lapsed
+        let ids = state.withLock { s in
+            s.walked += s.leases.count
+            return s.leases.values.filter { $0.expires <= now }.map(\.id)
         }
+        var lapsed = [Lease]()
+        lapsed.reserveCapacity(ids.count)
+        var next = 0
+        while next < ids.count {
+            state.withLock { s in
+                var paths = 0
+                while next < ids.count && (paths == 0 || paths + (s.leases[ids[next]]?.files.count ?? 0) <= 256) {
+                    if let l = s.remove(ids[next]) {
+                        lapsed.append(l)
+                        paths += l.files.count
+                    }
+                    next += 1
+                }
+                s.mostRemoved = max(s.mostRemoved, paths)
+            }
+        }
+        state.withLock { s in
+            s.walked += s.leases.count
+            s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.expires) }
+        }
+        return lapsed
     }
 
     /// The live leases, soonest to lapse first.
@@ -253,6 +276,15 @@ public final class LeaseRegistry: Sendable {
             start = end
         }
         return until
+    }
+
+    /// Tests: the most paths `removeExpired` took out of the file index in one hold of the
+    /// lock since the last call.
+    func takeMostRemovedPerHold() -> Int {
+        state.withLock { s in
+            defer { s.mostRemoved = 0 }
+            return s.mostRemoved
+        }
     }
 
     /// Tests: the address of the UTF-8 bytes of the String keying `path` in the file index.

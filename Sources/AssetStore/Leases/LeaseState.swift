@@ -20,6 +20,8 @@ struct LeaseState {
     var mostWalked = 0
     /// Tests: the most file lookups done in one hold of the lock.
     var mostLookups = 0
+    /// Tests: the most paths `removeExpired` took out of `files` in one hold of the lock.
+    var mostRemoved = 0
     /// Every lease's number and id in the order taken (numbers only grow, so it is sorted),
     /// ended ones included until `dropped` passes half: `list` pages without a full pass.
     var order: [(number: UInt64, id: String)] = []
