@@ -1,7 +1,8 @@
 // lease.release and lease.list between connections, run in process (MethodTable with one
 // context per connection, so no daemon and no second uid are needed): a lease is ended only by
-// its own connection or an admin; lease.list pages by lease id, refuses a page past the reply
-// limit, and with enforce_ownership shows a non-admin only its own uid's leases.
+// its own connection or an admin; lease.list pages by lease id, ends a page before the reply
+// limit (refusing only a lease too big alone), and with enforce_ownership shows a non-admin
+// only its own uid's leases.
 
 @testable import AssetDaemon
 import AssetStore

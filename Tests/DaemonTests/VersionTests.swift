@@ -46,8 +46,8 @@ import Testing
         #expect(table["index.query"]?.execution == .queryLane)
         #expect(table["verify"]?.execution == .maintenance)
         #expect(table.filter { $0.value.needsDaemon }.keys.sorted() == ["shutdown", "unwatch", "watch"])
-        // On the loop only what costs the same whatever clients hold: a lease.list page looks at
-        // every lease, up to twice total_lease_entries of them, so it runs on the pool.
+        // On the loop only what costs the same whatever clients hold: a lease.list page may walk
+        // every lease (the ownership filter refusing most of them), so it runs on the pool.
         #expect(table.filter { $0.value.execution == .loop }.keys.sorted() == ["ping", "shutdown", "unwatch", "watch"])
     }
 }

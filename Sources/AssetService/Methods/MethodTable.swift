@@ -102,7 +102,7 @@ public enum MethodTable {
         // granted after its connection closed is ended when the reply would go (Session).
         "lease.acquire": Method(.pool, run: leaseAcquire),
         "lease.release": Method(.pool, run: leaseRelease),
-        // On the pool: a page looks at every lease (up to twice `total_lease_entries`).
+        // On the pool: a page may walk every lease (the ownership filter refusing most of them).
         "lease.list": Method(.pool, run: leaseList),
         "object.pin": Method(.pool, run: objectPin),
         "object.unpin": Method(.pool, run: objectUnpin),
