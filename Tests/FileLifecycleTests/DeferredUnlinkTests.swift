@@ -246,17 +246,25 @@ final class ChildHolder {
         try #require(folder >= 0)
         defer { close(folder) }
         // Another process (a test's child, anything on the machine) may hold the new file
-        // open for a moment, and a write lease needs it open nowhere else: asked again, a
-        // bounded number of times, with what was in the way reported if it never clears.
+        // open for a moment, and a write lease needs it open nowhere else: asked again when
+        // someone closes it (or after a second), ten times at most, with what was in the way
+        // reported if it never clears.
+        let closes = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(closes >= 0)
+        defer { close(closes) }
+        try #require(inotify_add_watch(closes, path, UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE)) >= 0)
+        var events = [UInt8](repeating: 0, count: 4096)
         var leased: (OpenFileProbe, Int32)?
         var last = ""
-        for _ in 0..<5_000 where leased == nil {
+        for _ in 0..<10 where leased == nil {
             let probe = OpenFileProbe()
             switch probe.check(dirfd: folder, leaf: "x.bin", device: file.device, inode: file.inode) {
             case .clear(let fd) where fd >= 0: leased = (probe, fd)
             case let other:
                 last = "\(other)"
-                usleep(1000)
+                while read(closes, &events, events.count) > 0 {}  // the probe's own close among them
+                var wait = pollfd(fd: closes, events: Int16(POLLIN), revents: 0)
+                _ = poll(&wait, 1, 1000)
             }
         }
         guard let (probe, fd) = leased else {
