@@ -6,6 +6,7 @@ import AssetStore
 import AssetStoreTestSupport
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 
 /// A fixture with `n` objects in collection `c`, each holding its own file of `size` bytes,
@@ -318,6 +319,26 @@ struct PolicyTests {
         let seen = ProgressLog()
         _ = try f.store.enforce(progress: { seen.add($0.deleted) })
         #expect(seen.values.last == 5 && seen.values.count >= 3)
+    }
+
+    @Test("a touch made between two batches of a run moves its object out of the later ones")
+    func touchBetweenBatches() throws {
+        let f = try cache(
+            10,
+            policy: policy {
+                $0.maxBytes = 700; $0.lowWater = 1.0; $0.batch = 1
+            })
+        let store: Store = f.store
+        let touched = Mutex(false)
+        let plan = try store.enforce(progress: { p in
+            // After the first batch's commit (k0 went), k1 is used: it is not the least recent any more.
+            guard p.deleted == 1, !touched.withLock({ $0 }) else { return }
+            touched.withLock { $0 = true }
+            try? store.touch(ref("c", "k1"))
+        })
+        #expect(touched.withLock { $0 })
+        #expect(keys(plan) == ["k0", "k2", "k3"], "k1 was used after the run began")
+        #expect(try store.read { try $0.get(ref("c", "k1")) } != nil)
     }
 }
 

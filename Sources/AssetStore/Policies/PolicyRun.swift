@@ -111,6 +111,9 @@ final class PolicyRun {
                 do {
                     // Leases held back since the batch's first look at them go on after its commit.
                     defer { endHold() }
+                    // Touches made since the last batch, so that none of them is evicted by an
+                    // order read before it (a long run would otherwise go by its first flush).
+                    if !store.isReadOnly { try store.flushAccesses() }
                     try alongside.prepare()
                     let c = try store.write { tx in
                         let swept = try alongside.around(tx.db, start: tx.now) { done = try step.advance(tx, self) }
