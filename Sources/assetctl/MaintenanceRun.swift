@@ -105,6 +105,9 @@ extension Render {
             "\(count(objects.count, "object")) and \(count(files, "file")), freeing \(count(Int(bytes), "byte"))"
         if r["dry_run"] == true {
             out += "would delete \(counts) (dry run)\n"
+            if r["truncated"] == true {
+                out += "the plan stops after one batch: a dry run by a user who is not an admin plans no more\n"
+            }
         } else {
             out += "deleted \(counts)"
             if let c = r["commit"], !c.isNull { out += " (commit \(Formatting.cell(c)))" }

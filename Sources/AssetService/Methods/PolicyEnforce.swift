@@ -15,7 +15,9 @@ extension MethodTable {
     static func policyEnforce(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let dryRun = try p.optionalBool("dry_run") ?? false
         if !dryRun { try requireAdmin("policy.enforce without dry_run", ctx) }
-        var outcome = try planned { try ctx.store.enforce(dryRun: dryRun, progress: policyProgress(ctx)) }
+        var outcome = try planned {
+            try ctx.store.enforce(dryRun: dryRun, dryRunBatches: dryRunBatches(ctx), progress: policyProgress(ctx))
+        }
         // Without [policy] a run deletes nothing, which "0 objects" alone does not explain.
         if ctx.store.policy == nil, case .object(var o) = outcome.result {
             o["configured"] = false
@@ -48,6 +50,12 @@ extension MethodTable {
         outcome.moreCommits = Array(plan.commits.dropFirst())
         outcome.sweep = plan.sweep
         return outcome
+    }
+
+    /// A dry run holds the writer, and every client's writes, for its whole plan: one by a
+    /// client that is not an admin plans one batch (as long as a real run holds it at a time).
+    static func dryRunBatches(_ ctx: MethodContext) -> Int? {
+        ctx.caller.isAdmin ? nil : 1
     }
 
     /// The engine's policy progress as `{phase, done, bytes}` notifications.

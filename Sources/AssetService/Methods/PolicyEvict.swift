@@ -12,7 +12,9 @@ extension MethodTable {
         guard bytes != nil || owner != nil else { throw RPCError.invalidParams("bytes or owner is required") }
         if !dryRun { try requireAdmin("policy.evict without dry_run", ctx) }
         return try planned {
-            try ctx.store.evict(bytes: bytes, owner: owner, dryRun: dryRun, progress: policyProgress(ctx))
+            try ctx.store.evict(
+                bytes: bytes, owner: owner, dryRun: dryRun, dryRunBatches: dryRunBatches(ctx),
+                progress: policyProgress(ctx))
         }
     }
 }

@@ -14,7 +14,8 @@ extension MethodTable {
         if !dryRun { try requireAdmin("policy.expire without dry_run", ctx) }
         return try planned {
             try ctx.store.expire(
-                collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun, progress: policyProgress(ctx))
+                collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun,
+                dryRunBatches: dryRunBatches(ctx), progress: policyProgress(ctx))
         }
     }
 }

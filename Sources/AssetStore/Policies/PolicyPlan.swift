@@ -72,6 +72,8 @@ public struct PolicyPlan: Sendable {
     public var bytes: Int64 = 0
     /// True if nothing was changed.
     public var dryRun: Bool
+    /// A dry run stopped at its batches' limit: a real run may delete more than it shows.
+    public var truncated = false
     /// The commits of a real run, one per batch that committed (for events): a batch that
     /// deleted nothing commits when it recorded the unlinks done beside it, or placed objects
     /// in an order's queues.
@@ -84,7 +86,8 @@ public struct PolicyPlan: Sendable {
 
     public init(dryRun: Bool) { self.dryRun = dryRun }
 
-    /// `{objects, files, bytes, dry_run, skipped}`, plus `commit` (the last) after a real run.
+    /// `{objects, files, bytes, dry_run, skipped}`, plus `commit` (the last) after a real run
+    /// and `truncated` after a dry run cut short.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
@@ -93,6 +96,7 @@ public struct PolicyPlan: Sendable {
                 Dictionary(uniqueKeysWithValues: skipped.map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) })),
         ]
         if let last = commits.last { o["commit"] = .int(last.commit) }
+        if truncated { o["truncated"] = true }
         return .object(o)
     }
 }

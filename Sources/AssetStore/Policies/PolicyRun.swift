@@ -43,6 +43,8 @@ final class PolicyRun {
     /// Whether the current transaction placed new objects in an order's queues: it commits
     /// even if it deleted nothing, or the next run would place the same ones and no others.
     var placedInBatch = false
+    /// At most this many batches in a dry run (nil: all); the plan then says it was cut short.
+    var dryRunBatches: Int?
     /// True while this batch holds new object leases back (`LeaseRegistry.beginPolicyBatch`).
     private var holdingLeases = false
 
@@ -87,11 +89,17 @@ final class PolicyRun {
                 try store.write { tx in
                     if forgettingOrder { try EvictionQueues.forgetOrder(tx.db) }
                     if buildingOwnerLRU { try IndexTable.createDefaultOwnerAccessed(tx.db) }
-                    for step in steps {
+                    var batches = 0
+                    steps: for step in steps {
                         var done = false
                         while !done {
+                            if let limit = dryRunBatches, batches >= limit {
+                                plan.truncated = true
+                                break steps
+                            }
                             deletedInBatch = 0
                             done = try step.advance(tx, self)
+                            batches += 1
                             report(step)
                         }
                     }

@@ -9,15 +9,22 @@ extension Store {
     /// `min_free`. With no policy configured, nothing happens.
     /// On a full disk a real run may use the reserve (Store+Reserve.swift): when its first batch
     /// cannot commit, the run starts again once the reserve is released. So may `evict` and `expire`.
+    /// `dryRunBatches`: a dry run plans at most this many batches and then says `truncated`
+    /// (it holds the writer for the whole plan: a caller that is not trusted gets one batch).
     public func enforce(
-        dryRun: Bool = false, progress: (@Sendable (PolicyProgress) -> Void)? = nil
+        dryRun: Bool = false, dryRunBatches: Int? = nil, progress: (@Sendable (PolicyProgress) -> Void)? = nil
     ) throws -> PolicyPlan {
-        try freeingSpace(dryRun ? nil : "a policy run") { try enforceOnce(dryRun: dryRun, progress: progress) }
+        try freeingSpace(dryRun ? nil : "a policy run") {
+            try enforceOnce(dryRun: dryRun, dryRunBatches: dryRunBatches, progress: progress)
+        }
     }
 
-    private func enforceOnce(dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?) throws -> PolicyPlan {
+    private func enforceOnce(
+        dryRun: Bool, dryRunBatches: Int?, progress: (@Sendable (PolicyProgress) -> Void)?
+    ) throws -> PolicyPlan {
         guard let policy else { return PolicyPlan(dryRun: dryRun) }
         let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
+        run.dryRunBatches = dryRunBatches
         var steps = [PolicyStep]()
         for ttl in policy.ttls {
             if let idle = ttl.maxIdle { steps.append(ExpireStep(run, collection: ttl.collection, idle: idle)) }
@@ -44,17 +51,19 @@ extension Store {
     /// the configured order (of `owner`, least recently accessed first); without `bytes`,
     /// every evictable object of `owner`.
     public func evict(
-        bytes: Int64?, owner: String?, dryRun: Bool = false, progress: (@Sendable (PolicyProgress) -> Void)? = nil
+        bytes: Int64?, owner: String?, dryRun: Bool = false, dryRunBatches: Int? = nil,
+        progress: (@Sendable (PolicyProgress) -> Void)? = nil
     ) throws -> PolicyPlan {
         guard bytes != nil || owner != nil else { throw StoreError(.invalidParams, "evict needs bytes, owner or both") }
         if let bytes, bytes <= 0 { throw StoreError(.invalidParams, "bytes must be positive") }
         return try freeingSpace(dryRun ? nil : "an eviction") {
-            try evictOnce(bytes: bytes, owner: owner, dryRun: dryRun, progress: progress)
+            try evictOnce(bytes: bytes, owner: owner, dryRun: dryRun, dryRunBatches: dryRunBatches, progress: progress)
         }
     }
 
     private func evictOnce(
-        bytes: Int64?, owner: String?, dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?
+        bytes: Int64?, owner: String?, dryRun: Bool, dryRunBatches: Int?,
+        progress: (@Sendable (PolicyProgress) -> Void)?
     ) throws -> PolicyPlan {
         // Without a [policy] no access is counted for another order: least recently accessed first.
         let policy =
@@ -65,6 +74,7 @@ extension Store {
                 return p
             }()
         let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
+        run.dryRunBatches = dryRunBatches
         // Owners furthest over quota lose bytes first, as in every eviction (assetd(8), DATA MODEL).
         var steps: [PolicyStep] = []
         if owner == nil, let bytes, !policy.quotas.isEmpty {
@@ -76,20 +86,23 @@ extension Store {
     /// Expires objects (of `collection`, or all) created more than `olderThan` seconds ago or
     /// not accessed for `idle` seconds; with neither, applies the configured TTLs.
     public func expire(
-        collection: String?, olderThan: Double?, idle: Double?, dryRun: Bool = false,
+        collection: String?, olderThan: Double?, idle: Double?, dryRun: Bool = false, dryRunBatches: Int? = nil,
         progress: (@Sendable (PolicyProgress) -> Void)? = nil
     ) throws -> PolicyPlan {
         try freeingSpace(dryRun ? nil : "an expiry") {
-            try expireOnce(collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun, progress: progress)
+            try expireOnce(
+                collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun, dryRunBatches: dryRunBatches,
+                progress: progress)
         }
     }
 
     private func expireOnce(
-        collection: String?, olderThan: Double?, idle: Double?, dryRun: Bool,
+        collection: String?, olderThan: Double?, idle: Double?, dryRun: Bool, dryRunBatches: Int?,
         progress: (@Sendable (PolicyProgress) -> Void)?
     ) throws -> PolicyPlan {
         let policy = self.policy ?? PolicyConfiguration()
         let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
+        run.dryRunBatches = dryRunBatches
         var steps = [PolicyStep]()
         for d in [olderThan, idle] {
             if let d, !(d >= 0) { throw StoreError(.invalidParams, "durations must not be negative") }
