@@ -41,7 +41,11 @@ enum PutBatch {
                 inputs = take()
                 took = true
                 guard !inputs.isEmpty else { throw NothingTaken() }
-                for (_, params, ctx) in inputs { _ = try MethodTable.applyPut(params, tx, ctx) }
+                var repeated = RepeatedPuts(count: inputs.count)
+                for (_, params, ctx) in inputs {
+                    if repeated.isRepeat(params) { try tx.flush() }
+                    _ = try MethodTable.applyPut(params, tx, ctx)
+                }
             }
             let answer = committed(done.report.commit)
             return Done(
@@ -69,6 +73,23 @@ enum PutBatch {
 
     private struct NothingTaken: Error {}
 
+    /// Two puts of one object in a batch: the rules run (a flush) before the second, as they
+    /// would between two commits. Otherwise the second value replaced the first before any
+    /// edge was derived, and a file only the first named was never registered, so never
+    /// unlinked: a batch must do what its puts one after the other would.
+    private struct RepeatedPuts {
+        private var seen: Set<ObjectRef>?
+
+        init(count: Int) { seen = count > 1 ? Set(minimumCapacity: count) : nil }
+
+        /// Whether an earlier put of the batch named the same object (a canonically equal
+        /// name counts too: one flush more changes nothing).
+        mutating func isRepeat(_ params: Params) -> Bool {
+            guard seen != nil, let ref = try? params.ref() else { return false }
+            return !seen!.insert(ref).inserted
+        }
+    }
+
     /// `{commit}`, for every put a commit made.
     private static func committed(_ commit: Int64) -> Result<MethodOutcome, RPCError> {
         .success(MethodOutcome(.object(["commit": .int(commit)])))
@@ -80,8 +101,12 @@ enum PutBatch {
         let done: Committed<[Result<Void, RPCError>]>
         do {
             done = try store.write { tx in
-                inputs.map { params, ctx -> Result<Void, RPCError> in
-                    MethodTable.capture { _ = try tx.attempt { try MethodTable.applyPut(params, tx, ctx) } }
+                var repeated = RepeatedPuts(count: inputs.count)
+                return inputs.map { params, ctx -> Result<Void, RPCError> in
+                    MethodTable.capture {
+                        if repeated.isRepeat(params) { try tx.flush() }
+                        _ = try tx.attempt { try MethodTable.applyPut(params, tx, ctx) }
+                    }
                 }
             }
         } catch let e as StoreError where e.isUnsynced {
