@@ -45,11 +45,19 @@ import AssetStoreTestSupport
                 }
                 #expect(sqlite3_get_autocommit(db) != 0, "SQLite rolled the whole transaction back")
                 #expect(sqlite3_exec(db, "PRAGMA max_page_count = 1000000", nil, nil, nil) == SQLITE_OK)
-                // The caller goes on (as a batch does after one failed request).
-                try? tx.put(ref("c", "after"), value: 2)
+                // The caller goes on (as a batch does after one failed request): its next part
+                // fails at once, as every statement did in GRDB's transaction block.
+                do {
+                    try tx.attempt { try tx.put(ref("c", "after"), value: 2) }
+                    Issue.record("a part ran after SQLite's rollback")
+                } catch {
+                    #expect((error as? DatabaseError)?.resultCode == .SQLITE_ABORT, "\(error)")
+                }
+                #expect(sqlite3_get_autocommit(db) != 0, "no transaction of its own began")
             }
         }
         #expect(failure != nil)
+        #expect(failure?.message.contains("database error 4") == true, "\(String(describing: failure))")
         #expect(try !f.exists(ref("c", "after")))
         #expect(try !f.exists(ref("c", "big")))
         #expect(try f.exists(ref("c", "seed")))

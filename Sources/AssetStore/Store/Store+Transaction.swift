@@ -18,18 +18,25 @@ extension Store {
         try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
         do {
             do {
-                commits.inBody.store(true, ordering: .relaxed)
-                defer { commits.inBody.store(false, ordering: .relaxed) }
+                let was = commits.inBody.exchange(true, ordering: .relaxed)
+                defer { commits.inBody.store(was, ordering: .relaxed) }
                 try body()
             }
-            guard db.isInsideTransaction else {
-                throw DatabaseError(resultCode: .SQLITE_ABORT, message: "Transaction was aborted")
-            }
+            try checkNotRolledBack(db)
             try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
         } catch {
             // Only if SQLite has not rolled back already; the first error is the one thrown.
             try? db.rollback()
             throw error
+        }
+    }
+
+    /// Fails with SQLITE_ABORT, as GRDB's transaction block made every statement fail, once
+    /// SQLite has rolled the writer's transaction back by itself. Before a savepoint too, so
+    /// that a part fails at once, whatever GRDB's savepoint does with no transaction open.
+    static func checkNotRolledBack(_ db: Database) throws {
+        guard db.isInsideTransaction else {
+            throw DatabaseError(resultCode: .SQLITE_ABORT, message: "Transaction was aborted")
         }
     }
 }
