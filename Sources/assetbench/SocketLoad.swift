@@ -3,7 +3,8 @@
 // times, to measure the load generator itself (its CPU a request, or its instructions under
 // callgrind) without redis-server and the other workloads. With `--puts`, the durable puts'
 // workload instead: N new objects a repeat (keys PREFIX, the repeat, a number), 100 owners in
-// turn, to measure the daemon's put path (its threads' CPU) alone.
+// turn, to measure the daemon's put path (its threads' CPU) alone. Each repeat prints its rate,
+// the CPU a request and the round trip's p50 and p99.
 
 import Glibc
 
@@ -53,6 +54,7 @@ extension SocketCommands {
                 "socket-load: \(driver.rawValue), \(r.completed) \(what)s in \(String(format: "%.3f", r.seconds)) s,"
                     + " \(Int(r.opsPerSecond))/s; client cpu a \(what) \(us(user1 - user0 + system1 - system0)) us"
                     + " (user \(us(user1 - user0)), system \(us(system1 - system0)))"
+                    + String(format: "; round trip p50 %.3f ms, p99 %.3f ms", r.percentile(0.5), r.percentile(0.99))
                     + (daemonPID > 0 ? "; assetd cpu a \(what) \(us(daemon)) us" : ""))
         }
     }

@@ -10,6 +10,9 @@ import Synchronization
 /// Counts commits of the store's writer: a reader whose snapshot predates the count reopens it.
 final class CommitCounter: Sendable {
     let value = Atomic<UInt64>(0)
+    /// Set while a write transaction's body runs (`Store.inWriterTransaction`): a commit then
+    /// is a statement run in autocommit after SQLite rolled the transaction back, and is refused.
+    let inBody = Atomic<Bool>(false)
 }
 
 /// Object reads on one thread over a reused snapshot; never sees less than every commit that

@@ -13,6 +13,7 @@ extension WriteTransaction {
             indexDirty, filesTouched, report, templates, indexes
         )
         var value: T?
+        try Store.checkNotRolledBack(db)
         do {
             try db.inSavepoint {
                 value = try body()

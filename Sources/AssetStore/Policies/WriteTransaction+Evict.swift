@@ -119,6 +119,7 @@ extension WriteTransaction {
             work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
             report, deletedDetails, queuedDetails, removedWithReason, inserted
         )
+        try Store.checkNotRolledBack(db)
         do {
             try db.inSavepoint {
                 for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {

@@ -217,7 +217,7 @@ public final class Store: Sendable {
                 try pool.writeWithoutTransaction { db in
                     var result: Committed<T>?
                     var tx: WriteTransaction?
-                    try db.inTransaction(.immediate) {
+                    try Store.inWriterTransaction(db, commits) {
                         let snapshot = state.withLock { ($0.templates, $0.indexes) }
                         let t = try WriteTransaction(
                             db: db, store: self, templates: snapshot.0, indexes: snapshot.1,
@@ -226,7 +226,6 @@ public final class Store: Sendable {
                         let value = try body(t)
                         let report = try t.finish()
                         result = Committed(value: value, report: report)
-                        return .commit
                     }
                     // Committed: publish definition changes before the next writer starts.
                     let t = tx!  // set before commit
@@ -464,6 +463,9 @@ private final class CommitObserver: TransactionObserver {
     /// The last word on every write, whichever way it came (a method's checks run earlier,
     /// and a sync may fail on another thread after them): none commits after a failed sync.
     func databaseWillCommit() throws {
+        if counter.inBody.load(ordering: .relaxed) {
+            throw DatabaseError(resultCode: .SQLITE_ABORT, message: "Transaction was aborted")
+        }
         if let failure = checkpointer.syncFailureMessage { throw Store.writesRefused(failure) }
     }
     func databaseDidCommit(_ db: Database) { counter.value.add(1, ordering: .releasing) }
