@@ -30,6 +30,8 @@ public final class LeaseRegistry: Sendable {
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
+    /// Before either gate, once per block of lease numbers, `acquire` takes the writer to
+    /// reserve the next block (LeaseNumbers.swift), and lets it go before the gates.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` chunk, and
@@ -42,6 +44,8 @@ public final class LeaseRegistry: Sendable {
     /// Tests: runs when `acquire` has to wait for unlinks under way.
     let unlinkWaits = Mutex<(@Sendable () -> Void)?>(nil)
     private let roots: ManagedRoots
+    /// Where lease numbers come from (LeaseNumbers.swift): never the same twice for a store.
+    let numbers = LeaseNumbers()
 
     init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
         self.roots = roots
@@ -82,11 +86,13 @@ public final class LeaseRegistry: Sendable {
         // Refused before either gate: a refusal must not wait for, nor hold up, unlinks and
         // policy batches. Checked again when granted, as other leases may come in between.
         if let refused = state.withLock({ s in check(&s) }) { throw refused }
-        let grant = { () -> Result<Lease, StoreError> in
+        // Nil: the numbers ran out meanwhile (other leases took the last of the block).
+        let grant = { () -> Result<Lease?, StoreError> in
             let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
                     if let refused = check(&s) { return .failure(refused) }
+                    guard s.next < s.end else { return .success(nil) }
                     // From now, after the waits for the gates: a lease answered lapsed (a short
                     // ttl behind a long batch) would protect nothing.
                     let lease = Lease(
@@ -98,11 +104,17 @@ public final class LeaseRegistry: Sendable {
                 }
             }
         }
-        // Leases of files only need not wait for a batch: their files are guarded at the unlink.
-        guard !objects.isEmpty else { return try grant().get() }
-        let waiting: (@Sendable () -> Void)? = acquireWaits.withLock { $0 }
-        return try objectGate.exclusive(waiting: waiting, grant).get()
+        while true {
+            // Leases of files only need not wait for a batch: their files are guarded at the unlink.
+            let waiting: (@Sendable () -> Void)? = objects.isEmpty ? nil : acquireWaits.withLock { $0 }
+            let granted = try (objects.isEmpty ? grant() : objectGate.exclusive(waiting: waiting, grant)).get()
+            if let granted { return granted }
+            try numbers.ensure(state)  // outside the gates: it takes the writer
+        }
     }
+
+    /// Reserves lease numbers now if none are left (at the open).
+    func reserveNumbers() throws(StoreError) { try numbers.ensure(state) }
 
     /// Holds new leases of objects back until `endPolicyBatch`: taken by a real policy batch
     /// before it reads the leases, so a lease is answered either before its decisions (which

@@ -4,7 +4,9 @@
 /// The live leases and their indexes. Not thread-safe: the registry holds it under its lock.
 struct LeaseState {
     var leases: [String: Lease] = [:]
-    var next: UInt64 = 1
+    /// The next lease number, and the end of the block reserved for this run (LeaseNumbers).
+    var next: UInt64 = 0
+    var end: UInt64 = 0
     /// The ids of each holder's leases, lapsed ones not yet removed included.
     var byHolder: [UInt64: Set<String>] = [:]
     /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.

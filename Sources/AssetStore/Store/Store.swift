@@ -152,6 +152,7 @@ public final class Store: Sendable {
         queries = QueryConnectionPool(
             path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit)
         state = Mutex(State(policy: configuration.policy))
+        numberLeases()
         if coalescing.fellBack, let why = coalescing.reason {
             state.withLock { $0.openWarnings.append("WAL writes are not combined (store.coalesce_wal): \(why)") }
         }
@@ -159,8 +160,9 @@ public final class Store: Sendable {
         if !configuration.readOnly {
             // Before anything is written or synced; a WAL the last run left is written back
             // (Store+WALSync.swift; with the coalescing VFS, before the pool opened: openPool).
-            try openWALDescriptor(settling: leftoverWAL)
+            try openWALDescriptor(settling: leftoverWAL) { try reserveLeaseNumbersAtOpen(early: true) }
             try migrate(progress: progress)
+            try reserveLeaseNumbersAtOpen(early: false)
         }
         try loadDefinitions()
         if configuration.readOnly {

@@ -1,0 +1,111 @@
+// Lease numbers: a lease's id is "L" and its number, and the numbers are reserved in the store
+// (meta 'lease.last', the last number reserved) a block at a time, so that no two leases of one
+// database ever share an id, across restarts too, and every lease is numbered after every lease
+// of the starts before. An id saved before a restart (an admin's `lease release L5`, a script's
+// `lease.list` `after`) then names no new lease, and skips none. The clock plays no part: a
+// block is written and synced before its first number is handed out, and what a start leaves of
+// its block is never used.
+
+import GRDB
+import Synchronization
+
+/// Where a registry takes its lease numbers from.
+final class LeaseNumbers: Sendable {
+    /// Numbers reserved per write of the store: one write and sync of the WAL at the open, and
+    /// one per this many leases after that.
+    static let block: UInt64 = 1 << 20
+    /// Reserves `count` numbers in the store and returns the first; set by the store.
+    let reserve = Mutex<(@Sendable (UInt64) throws -> UInt64)?>(nil)
+    /// Held while a block is reserved: one write at a time, the acquires behind it use its block.
+    private let reserving = Mutex(())
+    /// Tests: numbers per block.
+    let perBlock = Atomic<UInt64>(LeaseNumbers.block)
+
+    /// Makes sure `state` has a number left for a lease, reserving a block if it has none. It
+    /// may write the store: taken before the gates, never inside a write transaction.
+    func ensure(_ state: borrowing Mutex<LeaseState>) throws(StoreError) {
+        guard state.withLock({ $0.next >= $0.end }) else { return }
+        try reserving.withLock { _ throws(StoreError) in
+            guard state.withLock({ $0.next >= $0.end }) else { return }  // the acquire before us reserved
+            let count = perBlock.load(ordering: .relaxed)
+            guard let reserve = reserve.withLock({ $0 }) else {
+                throw StoreError(.internalError, "the lease registry has no store to number leases from")
+            }
+            let first: UInt64
+            do {
+                first = try reserve(count)
+            } catch let e as StoreError {
+                throw e
+            } catch {
+                throw StoreError(.internalError, "cannot reserve lease numbers: \(error)")
+            }
+            state.withLock { s in (s.next, s.end) = (first, first + count) }
+        }
+    }
+}
+
+extension Store {
+    /// The last lease number reserved so far (0: none).
+    static let leaseNumbersKey = "lease.last"
+
+    /// Reserves `count` lease numbers after every number reserved before, durably (the WAL
+    /// synced whatever `store.durability` says: a number handed out and then lost to a crash
+    /// would be handed out again), and returns the first. Refused on a read-only store, which
+    /// grants no leases.
+    func reserveLeaseNumbers(_ count: UInt64) throws -> UInt64 {
+        try checkWritable()
+        let first = try Store.mapErrors {
+            try pool.write { db -> UInt64 in
+                let last =
+                    try Int64.fetchOne(
+                        db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.leaseNumbersKey]) ?? 0
+                guard last >= 0, count < UInt64(Int64.max - last) else {
+                    throw StoreError(.internalError, "the store has used up its lease numbers")
+                }
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    arguments: [Store.leaseNumbersKey, last + Int64(count)])
+                return UInt64(last) + 1
+            }
+        }
+        try syncWAL(force: true)
+        return first
+    }
+
+    /// At a writable open, so that no lease waits for the writer to be numbered (nor takes it
+    /// inside a write transaction: a lease of files only may be taken there). `early`: before
+    /// a WAL the last run left is written back, if the schema keeps the numbers yet: the
+    /// write-back takes the reservation with it and the WAL starts empty; else after the
+    /// upgrade that adds them. On a full disk the first lease reserves them instead.
+    func reserveLeaseNumbersAtOpen(early: Bool) throws {
+        if early {
+            let kept = try Store.mapErrors {
+                try pool.read { db in
+                    try db.tableExists("meta")
+                        && Int64.fetchOne(
+                            db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.leaseNumbersKey]) != nil
+                }
+            }
+            guard kept else { return }
+        }
+        do {
+            try leases.reserveNumbers()
+        } catch {
+            guard error.code == .storageFull else { throw error }
+            let warning =
+                "the disk holding \(path) is full: lease numbers not reserved at start; a lease answers"
+                + " storage_full until they can be"
+            state.withLock { $0.openWarnings.append(warning) }
+        }
+    }
+
+    /// Lets the registry number its leases from the store (weakly: the store owns it).
+    func numberLeases() {
+        leases.numbers.reserve.withLock {
+            $0 = { [weak self] count in
+                guard let self else { throw StoreError(.internalError, "the store is closed") }
+                return try self.reserveLeaseNumbers(count)
+            }
+        }
+    }
+}
