@@ -259,4 +259,28 @@ struct LeaseIndexTests {
         #expect(!f.exists(path))
         #expect(leases.active().isEmpty)
     }
+
+    @Test("a snapshot copies 256 leases at most per hold of the lock, and misses no live one")
+    func snapshotPerHold() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        var (objects, files) = (Set<ObjectRef>(), Set<[UInt8]>())
+        for i in 0..<1000 {
+            let (o, p) = (ref("c", "k\(i)"), "\(f.root)/s/\(i).bin")
+            let l = try leases.acquire(objects: [o], files: [p], ttl: i % 5 == 0 ? 1 : 600)
+            // Ended and lapsed ones between the live: the walk passes over them.
+            if i % 3 == 0 {
+                _ = leases.release(l.id)
+            } else if i % 5 != 0 {
+                objects.insert(o)
+                files.insert(Array(p.utf8))
+            }
+        }
+        f.clock.advance(2)
+        _ = leases.takeMostWalkedPerHold()
+        let snapshot = leases.snapshot()
+        let most = leases.takeMostWalkedPerHold()
+        #expect(most <= 256, "one hold of the lock copied \(most) leases")
+        #expect(snapshot.objects == objects && snapshot.files == files)
+    }
 }

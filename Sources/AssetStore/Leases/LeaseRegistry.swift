@@ -12,7 +12,8 @@ import Synchronization
 
 /// The store's live leases. Thread-safe; expired leases count as absent.
 public final class LeaseRegistry: Sendable {
-    private let state = Mutex(LeaseState())
+    /// Its state; internal only for the walks kept in files of their own (LeaseSnapshot.swift).
+    let state = Mutex(LeaseState())
 
     /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
     /// once), a new lease exclusively, so it is answered only after the unlinks under way.
@@ -34,11 +35,11 @@ public final class LeaseRegistry: Sendable {
     /// reserve the next block (LeaseNumbers.swift), and lets it go before the gates.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
-    /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` chunk, and
-    /// passes over every lease (`removeExpired`'s search, the order's compaction, `snapshot`'s
-    /// copy); `removeExpired` takes lapsed leases out 256 paths at a time.
+    /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
+    /// chunk, and passes over every lease (`removeExpired`'s search, the order's compaction);
+    /// `removeExpired` takes lapsed leases out 256 paths at a time.
     private let objectGate = SharedExclusiveLock()
-    private let clock: @Sendable () -> Double
+    let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
     let acquireWaits = Mutex<(@Sendable () -> Void)?>(nil)
     /// Tests: runs when `acquire` has to wait for unlinks under way.
@@ -240,26 +241,6 @@ public final class LeaseRegistry: Sendable {
         }
     }
 
-    /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot. Costs a pass
-    /// over every lease: callers with a few paths of their own ask `leasedUntil(files:)`.
-    public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
-        let now = clock()
-        // Only copied under the lock (no hashing, no allocation per path): every unlink's
-        // check and every connection's close wait for it, and the sets of a full registry
-        // take long to build.
-        let leases = state.withLock { s in
-            s.walked += s.leases.count
-            return Array(s.leases.values)
-        }
-        var objects = Set<ObjectRef>()
-        var files = Set<[UInt8]>()
-        for l in leases where l.expires > now {
-            objects.formUnion(l.objects)
-            for f in l.files { files.insert(Array(f.utf8)) }
-        }
-        return (objects, files)
-    }
-
     /// The latest expiry of the live leases covering the file at this normalised path, nil
     /// if none does.
     public func leasedUntil(file path: String) -> Double? {
@@ -301,7 +282,8 @@ public final class LeaseRegistry: Sendable {
 
     /// Tests: the address of the UTF-8 bytes of the String keying `path` in the file index.
     func fileKeyAddress(_ path: String) -> UInt? { state.withLock { $0.files.keyAddress(path) } }
-    /// Tests: the most leases a `list` chunk walked in one hold of the lock since the last call.
+    /// Tests: the most leases a `list` or `snapshot` chunk walked in one hold of the lock since
+    /// the last call.
     func takeMostWalkedPerHold() -> Int {
         state.withLock { s in
             defer { s.mostWalked = 0 }

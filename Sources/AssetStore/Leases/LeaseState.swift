@@ -18,7 +18,7 @@ struct LeaseState {
     var files = LeasedFiles()
     /// Tests: how many leases walks of `leases` (not the file lookups) looked at so far.
     var walked = 0
-    /// Tests: the most leases a `list` chunk walked in one hold of the lock.
+    /// Tests: the most leases a `list` or `snapshot` chunk walked in one hold of the lock.
     var mostWalked = 0
     /// Tests: the most file lookups done in one hold of the lock.
     var mostLookups = 0
