@@ -22,7 +22,7 @@ final class LeaseNumbers: Sendable {
     let perBlock = Atomic<UInt64>(LeaseNumbers.block)
 
     /// Makes sure `state` has a number left for a lease, reserving a block if it has none. It
-    /// may write the store: taken before the gates, never inside a write transaction.
+    /// may write the store: called outside the gates, never inside a write transaction.
     func ensure(_ state: borrowing Mutex<LeaseState>) throws(StoreError) {
         guard state.withLock({ $0.next >= $0.end }) else { return }
         try reserving.withLock { _ throws(StoreError) in

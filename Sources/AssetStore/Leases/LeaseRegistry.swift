@@ -31,8 +31,8 @@ public final class LeaseRegistry: Sendable {
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
     /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
-    /// Before either gate, once per block of lease numbers, `acquire` takes the writer to
-    /// reserve the next block (LeaseNumbers.swift), and lets it go before the gates.
+    /// When the block of lease numbers the open reserved runs out, `acquire` leaves the gates,
+    /// takes the writer to reserve the next (LeaseNumbers.swift), lets it go, and tries again.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
@@ -58,7 +58,8 @@ public final class LeaseRegistry: Sendable {
 
     /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
     /// managed root; objects are validated but need not exist. A lease of objects waits for
-    /// a policy batch under way to commit, so it must not be taken inside a write transaction.
+    /// a policy batch under way to commit, and a lease past the block of numbers reserved
+    /// writes the store, so neither may be taken inside a write transaction.
     /// With `bounds` and a holder, a lease that would take the holder's or all live leases past
     /// them is refused whole (`lease_limit`).
     public func acquire(
