@@ -1,10 +1,10 @@
 // Lease numbers: a lease's id is "L" and its number, and the numbers are reserved in the store
 // (meta 'lease.last', the last number reserved) a block at a time, so that no two leases of one
 // database ever share an id, across restarts too, and every lease is numbered after every lease
-// of the starts before. An id saved before a restart (an admin's `lease release L5`, a script's
-// `lease.list` `after`) then names no new lease, and skips none. The clock plays no part: a
-// block is written and synced before its first number is handed out, and what a start leaves of
-// its block is never used.
+// of the starts before. An id saved before a restart (an admin's `lease.release {lease: "L5"}`,
+// a script's `lease.list` `after`) then names no new lease, and skips none. The clock plays no
+// part: a block is written and synced before its first number is handed out, and what a start
+// leaves of its block is never used.
 
 import GRDB
 import Synchronization
@@ -21,14 +21,18 @@ final class LeaseNumbers: Sendable {
     /// Tests: numbers per block.
     let perBlock = Atomic<UInt64>(LeaseNumbers.block)
 
-    /// Makes sure `state` has a number left for a lease, reserving a block if it has none. It
-    /// may write the store: called outside the gates, never inside a write transaction.
-    func ensure(_ state: borrowing Mutex<LeaseState>) throws(StoreError) {
+    /// Makes sure `state` has a number left for a lease, reserving a block if it has none (with
+    /// `through`, if given, instead of `reserve`). It may wait for the writer: called outside
+    /// the gates, never on a thread inside a write transaction (GRDB would trap).
+    func ensure(
+        _ state: borrowing Mutex<LeaseState>, through: ((UInt64) throws -> UInt64)? = nil
+    ) throws(StoreError) {
         guard state.withLock({ $0.next >= $0.end }) else { return }
         try reserving.withLock { _ throws(StoreError) in
             guard state.withLock({ $0.next >= $0.end }) else { return }  // the acquire before us reserved
             let count = perBlock.load(ordering: .relaxed)
-            guard let reserve = reserve.withLock({ $0 }) else {
+            let stored = reserve.withLock { $0 }
+            guard let reserve = through ?? stored.map({ f in { try f($0) } }) else {
                 throw StoreError(.internalError, "the lease registry has no store to number leases from")
             }
             let first: UInt64
@@ -51,32 +55,39 @@ extension Store {
     /// Reserves `count` lease numbers after every number reserved before, durably (the WAL
     /// synced whatever `store.durability` says: a number handed out and then lost to a crash
     /// would be handed out again), and returns the first. Refused on a read-only store, which
-    /// grants no leases.
-    func reserveLeaseNumbers(_ count: UInt64) throws -> UInt64 {
+    /// grants no leases. On a full disk it commits through the reserve (a lease may be what
+    /// keeps a client from re-creating files, and the write is a page), unless `reserveToo`
+    /// is false.
+    func reserveLeaseNumbers(_ count: UInt64, reserveToo: Bool = true) throws -> UInt64 {
         try checkWritable()
-        let first = try Store.mapErrors {
-            try pool.write { db -> UInt64 in
-                let last =
-                    try Int64.fetchOne(
-                        db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.leaseNumbersKey]) ?? 0
-                guard last >= 0, count < UInt64(Int64.max - last) else {
-                    throw StoreError(.internalError, "the store has used up its lease numbers")
+        let write = {
+            try Store.mapErrors {
+                try self.pool.write { db -> UInt64 in
+                    let last =
+                        try Int64.fetchOne(
+                            db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.leaseNumbersKey]) ?? 0
+                    guard last >= 0, count < UInt64(Int64.max - last) else {
+                        throw StoreError(.internalError, "the store has used up its lease numbers")
+                    }
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                        arguments: [Store.leaseNumbersKey, last + Int64(count)])
+                    return UInt64(last) + 1
                 }
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                    arguments: [Store.leaseNumbersKey, last + Int64(count)])
-                return UInt64(last) + 1
             }
         }
+        let first = try reserveToo ? freeingSpace("the lease numbers", write) : write()
         try syncWAL(force: true)
         return first
     }
 
-    /// At a writable open, so that no lease waits for the writer to be numbered (nor takes it
-    /// inside a write transaction: a lease of files only may be taken there). `early`: before
-    /// a WAL the last run left is written back, if the schema keeps the numbers yet: the
-    /// write-back takes the reservation with it and the WAL starts empty; else after the
-    /// upgrade that adds them. On a full disk the first lease reserves them instead.
+    /// At a writable open, so that no lease waits for the writer to be numbered until a block
+    /// runs out. `early`: before a WAL the last run left is written back, if the schema keeps
+    /// the numbers yet: the write-back takes the reservation with it and the WAL starts empty.
+    /// Not through the reserve, and silent on a full disk: the write-back would take what the
+    /// reserve gave back. Else (or if that failed) after the upgrade that adds them, through
+    /// the reserve; if even that meets a full disk, the open warns and the first lease tries
+    /// again.
     func reserveLeaseNumbersAtOpen(early: Bool) throws {
         if early {
             let kept = try Store.mapErrors {
@@ -89,12 +100,13 @@ extension Store {
             guard kept else { return }
         }
         do {
-            try leases.reserveNumbers()
+            try leases.reserveNumbers(through: early ? { try self.reserveLeaseNumbers($0, reserveToo: false) } : nil)
         } catch {
             guard error.code == .storageFull else { throw error }
+            if early { return }  // tried again after the upgrade
             let warning =
-                "the disk holding \(path) is full: lease numbers not reserved at start; a lease answers"
-                + " storage_full until they can be"
+                "the disk holding \(path) is full, its reserve gone: lease numbers not reserved at start;"
+                + " a lease answers storage_full until there is room"
             state.withLock { $0.openWarnings.append(warning) }
         }
     }

@@ -30,9 +30,11 @@ public final class LeaseRegistry: Sendable {
     /// sweep takes the writer, then `gate`; `acquire` takes `objectGate`, then
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
-    /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
-    /// When the block of lease numbers the open reserved runs out, `acquire` leaves the gates,
-    /// takes the writer to reserve the next (LeaseNumbers.swift), lets it go, and tries again.
+    /// that order and ends. `acquire` waits at most for one batch's deletions and commit,
+    /// except once per block of lease numbers (2^20 leases): the acquire that finds the block
+    /// the open reserved used up leaves the gates, waits for the writer (behind whatever write
+    /// holds it: a batch, a vacuum, an index rebuild) to reserve the next (LeaseNumbers.swift),
+    /// and tries again; acquires meanwhile, of files only too, wait for that reservation.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
@@ -115,8 +117,10 @@ public final class LeaseRegistry: Sendable {
         }
     }
 
-    /// Reserves lease numbers now if none are left (at the open).
-    func reserveNumbers() throws(StoreError) { try numbers.ensure(state) }
+    /// Reserves lease numbers now if none are left (at the open), with `through` if given.
+    func reserveNumbers(through: ((UInt64) throws -> UInt64)? = nil) throws(StoreError) {
+        try numbers.ensure(state, through: through)
+    }
 
     /// Holds new leases of objects back until `endPolicyBatch`: taken by a real policy batch
     /// before it reads the leases, so a lease is answered either before its decisions (which

@@ -158,7 +158,8 @@ public final class Store: Sendable {
         }
 
         if !configuration.readOnly {
-            // Before anything is written or synced; a WAL the last run left is written back
+            // Before anything else is written or synced (only the lease numbers, so that the
+            // write-back takes them along); a WAL the last run left is written back
             // (Store+WALSync.swift; with the coalescing VFS, before the pool opened: openPool).
             try openWALDescriptor(settling: leftoverWAL) { try reserveLeaseNumbersAtOpen(early: true) }
             try migrate(progress: progress)
