@@ -56,6 +56,21 @@ struct LeaseNumberTests {
         #expect(numbers(next)[0] > UInt64(last ?? .max))
     }
 
+    @Test("a store started on a backup numbers its leases past every lease its source granted after the backup")
+    func backup() throws {
+        let f = try Fixture()
+        _ = try take(f, 2)
+        let copy = f.dir + "/copy.sqlite"
+        _ = try f.store.backup(to: copy)
+        var taken = try take(f, 3)
+        try f.reopen()
+        taken += try take(f, 3)
+        let restored = try Store(path: copy, configuration: f.configuration)
+        defer { restored.close() }
+        let id = try restored.leases.acquire(objects: [], files: ["\(f.root)/r"], ttl: 600).id
+        #expect(numbers([id])[0] > numbers(taken).max()!, "\(id) \(taken)")
+    }
+
     @Test("a store from before numbers were stored numbers leases past any of its runs'")
     func olderStore() throws {
         let f = try Fixture()

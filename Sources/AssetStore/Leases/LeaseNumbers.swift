@@ -4,7 +4,9 @@
 // of the starts before. An id saved before a restart (an admin's `lease.release {lease: "L5"}`,
 // a script's `lease.list` `after`) then names no new lease, and skips none. The clock plays no
 // part: a block is written and synced before its first number is handed out, and what a start
-// leaves of its block is never used.
+// leaves of its block is never used. A backup raises the last number in its copy by far more
+// than any store reserves (`backupLeaseGap`): a store started on it numbers past every lease
+// its source granted after the backup.
 
 import GRDB
 import Synchronization
@@ -51,6 +53,9 @@ final class LeaseNumbers: Sendable {
 extension Store {
     /// The last lease number reserved so far (0: none).
     static let leaseNumbersKey = "lease.last"
+    /// What a backup adds to the last lease number in its copy: 2^30 starts of a block each
+    /// (2^20) would not reach it, and 2^13 generations of backups of backups fit in an Int64.
+    static let backupLeaseGap: Int64 = 1 << 50
 
     /// Reserves `count` lease numbers after every number reserved before, durably (the WAL
     /// synced whatever `store.durability` says: a number handed out and then lost to a crash
