@@ -1,10 +1,12 @@
 // Lease ids never repeat for a store, across restarts too, and every start's come after every
 // earlier start's (LeaseNumbers): an id saved before a restart (a release, a list's `after`)
-// names no new lease and skips none, whatever the wall clock did meanwhile.
+// names no new lease and skips none (the wall clock plays no part: it is not read). A block is
+// synced before use, and a backup's copy numbers past its source.
 
 @testable import AssetStore
 import AssetStoreTestSupport
 import Foundation
+import Glibc
 import Synchronization
 import GRDB
 import Testing
@@ -17,12 +19,19 @@ struct LeaseNumberTests {
         try (0..<n).map { i in try f.store.leases.acquire(objects: [], files: ["\(f.root)/f\(i)"], ttl: 600).id }
     }
 
-    @Test("two starts give disjoint ids, the second's after the first's, with the clock stepped back")
+    /// `lease.last`: the last number reserved.
+    private func lastReserved(_ f: Fixture) throws -> UInt64 {
+        let last = try f.store.pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.leaseNumbersKey])
+        }
+        return UInt64(try #require(last))
+    }
+
+    @Test("two starts give disjoint ids, the second's after the first's")
     func acrossRestarts() throws {
         let f = try Fixture()
         let first = try take(f, 3)
         #expect(first.allSatisfy { $0.first == "L" } && numbers(first) == numbers(first).sorted())
-        f.clock.advance(-86_400)
         try f.reopen()
         let second = try take(f, 3)
         #expect(Set(first).isDisjoint(with: second), "\(first) \(second)")
@@ -36,24 +45,54 @@ struct LeaseNumberTests {
     @Test("a run past its block reserves the next, concurrent acquires included, and the next start goes on after")
     func blocks() throws {
         let f = try Fixture()
-        f.store.leases.numbers.perBlock.store(3, ordering: .relaxed)
-        let ids = Mutex([String]())
         let (leases, root) = (f.store.leases, f.root)
+        let before = try lastReserved(f)
+        // The open's block used up, and small blocks: the acquires below reserve several.
+        leases.state.withLock { $0.next = $0.end }
+        leases.numbers.perBlock.store(7, ordering: .relaxed)
+        let ids = Mutex([[UInt64]](repeating: [], count: 4))
+        let failures = Mutex([String]())
         DispatchQueue.concurrentPerform(iterations: 4) { t in
             for i in 0..<25 {
-                let id = try! leases.acquire(objects: [], files: ["\(root)/t\(t)/\(i)"], ttl: 600).id
-                ids.withLock { $0.append(id) }
+                do {
+                    let objects = i % 2 == 0 ? [ref("c", "t\(t)-\(i)")] : []
+                    let id = try leases.acquire(objects: objects, files: ["\(root)/t\(t)/\(i)"], ttl: 600).id
+                    ids.withLock { $0[t].append(UInt64(id.dropFirst()) ?? 0) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
             }
         }
-        let taken = ids.withLock { $0 }
-        #expect(Set(taken).count == 100)
-        let last = try f.store.pool.read { db in
-            try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.leaseNumbersKey])
-        }
-        #expect(numbers(taken).max()! <= UInt64(last ?? 0))
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let perThread = ids.withLock { $0 }
+        for t in perThread { #expect(zip(t, t.dropFirst()).allSatisfy { $0 < $1 }, "\(t)") }
+        let all = perThread.flatMap { $0 }
+        #expect(Set(all).count == 100)
+        let last = try lastReserved(f)
+        #expect((last - before) % 7 == 0 && last - before >= 100, "lease.last went from \(before) to \(last)")
+        #expect(all.min()! > before && all.max()! <= last)
         try f.reopen()
-        let next = try take(f, 1)
-        #expect(numbers(next)[0] > UInt64(last ?? .max))
+        #expect(numbers(try take(f, 1))[0] > last)
+    }
+
+    @Test("a block whose sync fails is not used: the lease is refused, and the next start numbers after it")
+    func failedSync() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        leases.state.withLock { $0.next = $0.end }
+        let reserved = try lastReserved(f)
+        f.store.injectedSyncError.store(EIO, ordering: .relaxed)
+        var failed: StoreError?
+        do {
+            _ = try leases.acquire(objects: [], files: ["\(f.root)/a"], ttl: 600)
+        } catch {
+            failed = error
+        }
+        #expect(failed?.isUnsynced == true, "\(String(describing: failed))")
+        #expect(leases.active().isEmpty)
+        #expect(leases.state.withLock { $0.next >= $0.end }, "a number of the unsynced block was kept")
+        try f.reopen()
+        #expect(numbers(try take(f, 1))[0] > reserved + LeaseNumbers.block)
     }
 
     @Test("a store started on a backup numbers its leases past every lease its source granted after the backup")
