@@ -46,6 +46,8 @@ public final class LeaseRegistry: Sendable {
     let acquireWaits = Mutex<(@Sendable () -> Void)?>(nil)
     /// Tests: runs when `acquire` has to wait for unlinks under way.
     let unlinkWaits = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Tests: runs between two of `snapshot`'s holds of the lock.
+    let snapshotChunkDone = Mutex<(@Sendable () -> Void)?>(nil)
     private let roots: ManagedRoots
     /// Where lease numbers come from (LeaseNumbers.swift): never the same twice for a store.
     let numbers = LeaseNumbers()

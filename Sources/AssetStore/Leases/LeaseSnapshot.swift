@@ -35,6 +35,7 @@ extension LeaseRegistry {
                 if stop > first { after = s.order[stop - 1].number }
                 end = stop == s.order.count
             }
+            if !end, let hook = snapshotChunkDone.withLock({ $0 }) { hook() }
         }
         var objects = Set<ObjectRef>()
         var files = Set<[UInt8]>()
