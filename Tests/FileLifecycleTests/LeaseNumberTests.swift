@@ -75,6 +75,27 @@ struct LeaseNumberTests {
         #expect(numbers(try take(f, 1))[0] > last)
     }
 
+    @Test("with a quarter of a block left the next is reserved ahead: the acquires past the block do not wait for it")
+    func reservedAhead() throws {
+        let f = try Fixture()
+        let n = f.store.leases.numbers
+        n.perBlock.store(8, ordering: .relaxed)
+        f.store.leases.state.withLock { $0.next = $0.end }
+        let reserved = DispatchSemaphore(value: 0)
+        n.aheadDone.withLock { $0 = { reserved.signal() } }
+        let (before, waited) = (try lastReserved(f), n.waitedFor.load(ordering: .relaxed))
+        var ids = try take(f, 5)  // the first waits for a block of 8; 3 left
+        #expect(try lastReserved(f) == before + 8, "reserved ahead with more than a quarter left")
+        ids += try take(f, 1)  // 2 left: a quarter
+        try #require(f.store.leases.state.withLock { $0.aheadFor } != 0, "no reservation ahead started")
+        // A guard against a hang, not a measure: the reservation ends in far less.
+        #expect(reserved.wait(timeout: .now() + 600) == .success)
+        #expect(try lastReserved(f) == before + 16)
+        ids += try take(f, 5)  // 2 of the block, 3 of the next
+        #expect(n.waitedFor.load(ordering: .relaxed) == waited + 1, "an acquire waited for a block")
+        #expect(numbers(ids) == Array(before + 1...before + 11))
+    }
+
     @Test("a block whose sync fails is not used: the lease is refused, and the next start numbers after it")
     func failedSync() throws {
         let f = try Fixture()

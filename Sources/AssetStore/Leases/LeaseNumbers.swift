@@ -4,10 +4,14 @@
 // of the starts before. An id saved before a restart (an admin's `lease.release {lease: "L5"}`,
 // a script's `lease.list` `after`) then names no new lease, and skips none. The clock plays no
 // part: a block is written and synced before its first number is handed out, and what a start
-// leaves of its block is never used. A backup raises the last number in its copy by far more
+// leaves of its block is never used. The next block is reserved while a quarter of the current
+// one is left, on a thread of its own, so that no acquire waits for the writer (behind a policy
+// batch, a vacuum or an index rebuild) when a block runs out; an acquire reserves one itself
+// only when that has not ended or failed. A backup raises the last number in its copy by far more
 // than any store reserves (`backupLeaseGap`): a store started on it numbers past every lease
 // its source granted after the backup.
 
+import Foundation
 import GRDB
 import Synchronization
 
@@ -22,6 +26,12 @@ final class LeaseNumbers: Sendable {
     private let reserving = Mutex(())
     /// Tests: numbers per block.
     let perBlock = Atomic<UInt64>(LeaseNumbers.block)
+    /// Tests: blocks reserved while an acquire (or the open) waited, with none reserved ahead.
+    let waitedFor = Atomic<Int>(0)
+    /// Tests: runs when a reservation ahead has ended, reserved or not.
+    let aheadDone = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Set under `reserving` when the store closes: no reservation ahead writes after.
+    private let stopped = Atomic<Bool>(false)
 
     /// Makes sure `state` has a number left for a lease, reserving a block if it has none (with
     /// `through`, if given, instead of `reserve`). It may wait for the writer: called outside
@@ -29,9 +39,10 @@ final class LeaseNumbers: Sendable {
     func ensure(
         _ state: borrowing Mutex<LeaseState>, through: ((UInt64) throws -> UInt64)? = nil
     ) throws(StoreError) {
-        guard state.withLock({ $0.next >= $0.end }) else { return }
+        guard !state.withLock({ $0.hasNumber }) else { return }
         try reserving.withLock { _ throws(StoreError) in
-            guard state.withLock({ $0.next >= $0.end }) else { return }  // the acquire before us reserved
+            // The acquire before us, or the reservation ahead, reserved.
+            guard !state.withLock({ $0.hasNumber }) else { return }
             let count = perBlock.load(ordering: .relaxed)
             let stored = reserve.withLock { $0 }
             guard let reserve = through ?? stored.map({ f in { try f($0) } }) else {
@@ -46,6 +57,33 @@ final class LeaseNumbers: Sendable {
                 throw StoreError(.internalError, "cannot reserve lease numbers: \(error)")
             }
             state.withLock { s in (s.next, s.end) = (first, first + count) }
+            waitedFor.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Reserves the block after the current one, if none is yet. A failure is left to the
+    /// acquire that finds the block used up, which then reserves one itself (or answers why not).
+    func reserveSpare(_ state: borrowing Mutex<LeaseState>) {
+        reserving.withLock { _ in
+            guard !stopped.load(ordering: .relaxed), state.withLock({ $0.spare == nil }) else { return }
+            let count = perBlock.load(ordering: .relaxed)
+            guard let reserve = reserve.withLock({ $0 }), let first = try? reserve(count) else { return }
+            state.withLock { $0.spare = (first, first + count) }
+        }
+        aheadDone.withLock { $0 }?()
+    }
+
+    /// At the store's close: waits for a reservation ahead under way, and starts none after.
+    func stop() { reserving.withLock { _ in stopped.store(true, ordering: .relaxed) } }
+}
+
+extension LeaseRegistry {
+    /// Reserves the next block of lease numbers on a thread of its own (an acquire left a
+    /// quarter of the current one).
+    func reserveAhead() {
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            guard let self else { return }
+            numbers.reserveSpare(state)
         }
     }
 }

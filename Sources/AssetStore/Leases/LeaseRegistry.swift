@@ -30,11 +30,12 @@ public final class LeaseRegistry: Sendable {
     /// sweep takes the writer, then `gate`; `acquire` takes `objectGate`, then
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
-    /// that order and ends. `acquire` waits at most for one batch's deletions and commit,
-    /// except once per block of lease numbers (2^20 leases): the acquire that finds the block
-    /// the open reserved used up leaves the gates, waits for the writer (behind whatever write
-    /// holds it: a batch, a vacuum, an index rebuild) to reserve the next (LeaseNumbers.swift),
-    /// and tries again; acquires meanwhile, of files only too, wait for that reservation.
+    /// that order and ends. `acquire` waits at most for one batch's deletions and commit: the
+    /// next block of lease numbers is reserved on a thread of its own while a quarter of the
+    /// current one is left (LeaseNumbers.swift). Only if that has not ended (or failed) when
+    /// the block is used up does the acquire that finds it so leave the gates, wait for the
+    /// writer (behind whatever write holds it) to reserve one, and try again; acquires
+    /// meanwhile, of files only too, wait for that reservation.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
@@ -93,19 +94,22 @@ public final class LeaseRegistry: Sendable {
         // policy batches. Checked again when granted, as other leases may come in between.
         if let refused = state.withLock({ s in check(&s) }) { throw refused }
         // Nil: the numbers ran out meanwhile (other leases took the last of the block).
+        let ahead = Atomic<Bool>(false)  // this lease left a quarter of the block: reserve the next
         let grant = { () -> Result<Lease?, StoreError> in
             let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
                     if let refused = check(&s) { return .failure(refused) }
-                    guard s.next < s.end else { return .success(nil) }
+                    guard let number = s.takeNumber() else { return .success(nil) }
                     // From now, after the waits for the gates: a lease answered lapsed (a short
                     // ttl behind a long batch) would protect nothing.
                     let lease = Lease(
-                        id: "L\(s.next)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
+                        id: "L\(number)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
                         uid: uid)
-                    s.next += 1
                     s.insert(lease)
+                    if s.startsAhead(perBlock: self.numbers.perBlock.load(ordering: .relaxed)) {
+                        ahead.store(true, ordering: .relaxed)
+                    }
                     return .success(lease)
                 }
             }
@@ -114,7 +118,10 @@ public final class LeaseRegistry: Sendable {
             // Leases of files only need not wait for a batch: their files are guarded at the unlink.
             let waiting: (@Sendable () -> Void)? = objects.isEmpty ? nil : acquireWaits.withLock { $0 }
             let granted = try (objects.isEmpty ? grant() : objectGate.exclusive(waiting: waiting, grant)).get()
-            if let granted { return granted }
+            if let granted {
+                if ahead.load(ordering: .relaxed) { reserveAhead() }
+                return granted
+            }
             try numbers.ensure(state)  // outside the gates: it takes the writer
         }
     }

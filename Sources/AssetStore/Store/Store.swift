@@ -177,6 +177,7 @@ public final class Store: Sendable {
     /// `checkpoint` (unless the caller has just run one) the WAL is written back and emptied
     /// first, so the next open has nothing of this run's to write back.
     public func close(checkpoint emptying: Bool = true) {
+        leases.numbers.stop()  // a reservation of lease numbers ahead must not write from here on
         // Pending access times are written first; a failure loses only them (assetd(8)).
         if !configuration.readOnly && !state.withLock({ $0.closed }) { _ = try? flushAccesses() }
         let wasClosed = state.withLock { s in
