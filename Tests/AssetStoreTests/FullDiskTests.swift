@@ -145,6 +145,40 @@ struct FullDiskStoreTests {
         #expect(expectCode(.storageFull) { try f.put([(ref("c", "b"), [:])]) } != nil)
     }
 
+    @Test(
+        "reopened on a full disk with a WAL left, the store reserves lease numbers through the reserve and grants leases"
+    )
+    func leaseNumbersUseReserve() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        try f.put([(ref("c", "a"), ["n": 1])])
+        Tmpfs.fill(f.dir + "/state/filler")
+        try f.reopen()  // the close could not write the WAL back: the open's writes need new blocks
+        #expect(!f.store.openWarnings.contains { $0.contains("lease numbers") }, "\(f.store.openWarnings)")
+        #expect(try f.store.leases.acquire(objects: [ref("c", "a")], files: [f.root + "/x"], ttl: 60).id.first == "L")
+        #expect(!f.store.reserveHeld)
+        #expect(f.store.takeSpaceNotices().contains { $0.message.contains("so that the lease numbers can commit") })
+    }
+
+    @Test("reopened on a full disk with no reserve, the open warns once that leases answer storage_full, and they do")
+    func leaseNumbersWithoutReserve() throws {
+        let f = try Fixture { c in
+            let state = (c.roots[0] as NSString).deletingLastPathComponent + "/state"
+            if !Tmpfs.mount(state, mib: 8) { Issue.record("mount: errno \(errno)") }
+            c.reserve = 0
+        }
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        try f.put([(ref("c", "a"), ["n": 1])])
+        Tmpfs.fill(f.dir + "/state/filler")
+        try f.reopen()
+        let warned = f.store.openWarnings.filter { $0.contains("lease numbers not reserved") }
+        #expect(warned.count == 1, "\(f.store.openWarnings)")
+        #expect(
+            expectCode(.storageFull) { try f.store.leases.acquire(objects: [], files: [f.root + "/x"], ttl: 60) } != nil
+        )
+        #expect(try f.store.read { try $0.get(ref("c", "a")) }?.value == ["n": 1])
+    }
+
     @Test("reopened on a full disk with an unlink due, the store's drain at open commits through the reserve")
     func drainAtOpenUsesReserve() throws {
         let f = try fixtureOnTmpfs(mib: 8)

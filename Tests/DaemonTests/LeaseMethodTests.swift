@@ -1,6 +1,7 @@
 // lease.release and lease.list between connections, run in process (MethodTable with one
 // context per connection, so no daemon and no second uid are needed): a lease is ended only by
-// its own connection or an admin; lease.list pages by lease id, ends a page before the reply
+// its own connection or an admin (with enforce_ownership, another uid's lease is to a non-admin
+// as no lease); lease.list pages by lease id, ends a page before the reply
 // limit (refusing only a lease too big alone), and with enforce_ownership shows a non-admin
 // only its own uid's leases.
 
@@ -56,6 +57,34 @@ import Testing
         #expect(try call("lease.release", ["lease": id], admin)["released"] == true)
         #expect(try call("lease.list", [:], a)["leases"] == [])
         #expect(!store.leases.isLeased(file: root + "/a.bin"))
+    }
+
+    @Test("with enforce_ownership a non-admin's release of a lease it cannot list answers as for no lease")
+    func releaseHiddenLease() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let a = context(store, connection: 1, uid: 1000, enforce: true)
+        let a2 = context(store, connection: 2, uid: 1000, enforce: true)
+        let b = context(store, connection: 3, uid: 1001, enforce: true)
+        let id = try #require(try call("lease.acquire", ["files": [.string(root + "/a")], "ttl": 60], a)["lease"])
+        let inProcess = JSONValue.string(try store.leases.acquire(objects: [], files: [root + "/p"], ttl: 60).id)
+        let unknown = try call("lease.release", ["lease": "L999999999"], b)
+        #expect(unknown == ["released": false])
+        // Another uid's lease and an in-process one: the answer for an unknown id, and they live on.
+        #expect(try call("lease.release", ["lease": id], b) == unknown)
+        #expect(try call("lease.release", ["lease": inProcess], b) == unknown)
+        #expect(store.leases.isLeased(file: root + "/a") && store.leases.isLeased(file: root + "/p"))
+        // Its own uid's lease of another connection, which it lists: denied.
+        func code(_ r: Result<MethodOutcome, RPCError>) -> String? {
+            guard case .failure(let e) = r else { return nil }
+            return e.stableCode
+        }
+        #expect(code(MethodTable.call("lease.release", ["lease": id], a2)) == "permission_denied")
+        // Without enforce_ownership every lease is listed to all: denied.
+        #expect(
+            code(MethodTable.call("lease.release", ["lease": id], context(store, connection: 3, uid: 1001)))
+                == "permission_denied")
+        #expect(try call("lease.release", ["lease": id], a)["released"] == true)
     }
 
     /// The ids `ctx` lists, and the page's `next`.

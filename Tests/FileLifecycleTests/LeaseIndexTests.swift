@@ -4,6 +4,7 @@
 
 @testable import AssetStore
 import AssetStoreTestSupport
+import Synchronization
 import Testing
 
 @Suite("lease file index")
@@ -258,5 +259,68 @@ struct LeaseIndexTests {
         #expect(try f.store.sweep().unlinked == [path])
         #expect(!f.exists(path))
         #expect(leases.active().isEmpty)
+    }
+
+    @Test("a snapshot copies 256 leases at most per hold of the lock, and misses no live one")
+    func snapshotPerHold() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        var (objects, files) = (Set<ObjectRef>(), Set<[UInt8]>())
+        for i in 0..<1000 {
+            let (o, p) = (ref("c", "k\(i)"), "\(f.root)/s/\(i).bin")
+            let l = try leases.acquire(objects: [o], files: [p], ttl: i % 5 == 0 ? 1 : 600)
+            // Ended and lapsed ones between the live: the walk passes over them.
+            if i % 3 == 0 {
+                _ = leases.release(l.id)
+            } else if i % 5 != 0 {
+                objects.insert(o)
+                files.insert(Array(p.utf8))
+            }
+        }
+        f.clock.advance(2)
+        _ = leases.takeMostWalkedPerHold()
+        let snapshot = leases.snapshot()
+        let most = leases.takeMostWalkedPerHold()
+        #expect(most <= 256, "one hold of the lock copied \(most) leases")
+        #expect(snapshot.objects == objects && snapshot.files == files)
+    }
+
+    @Test("a snapshot walked while leases end and begin has every lease live throughout and the new ones")
+    func snapshotDuringChanges() throws {
+        let f = try Fixture()
+        let leases = f.store.leases
+        var ids = [String]()
+        var (objects, files) = (Set<ObjectRef>(), Set<[UInt8]>())
+        for i in 0..<1000 {
+            let (o, p) = (ref("c", "k\(i)"), "\(f.root)/s/\(i).bin")
+            ids.append(try leases.acquire(objects: [o], files: [p], ttl: 600).id)
+            if i % 3 == 0 {
+                objects.insert(o)
+                files.insert(Array(p.utf8))
+            }
+        }
+        // Two thirds, spread over the order: the order is compacted (more than half ended).
+        let ended = ids.enumerated().filter { $0.offset % 3 != 0 }.map(\.element)
+        let (newObject, newFile) = (ref("c", "new"), "\(f.root)/s/new.bin")
+        let errors = Mutex([String]())
+        let calls = Atomic<Int>(0)
+        leases.snapshotChunkDone.withLock {
+            $0 = {
+                guard calls.add(1, ordering: .relaxed).oldValue == 0 else { return }
+                // After the first chunk: two thirds end, and two begin.
+                for id in ended { _ = leases.release(id) }
+                do {
+                    _ = try leases.acquire(objects: [newObject], files: [], ttl: 600)
+                    _ = try leases.acquire(objects: [], files: [newFile], ttl: 600)
+                } catch {
+                    errors.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        let snapshot = leases.snapshot()
+        #expect(calls.load(ordering: .relaxed) > 0 && errors.withLock { $0 }.isEmpty)
+        #expect(objects.isSubset(of: snapshot.objects) && files.isSubset(of: snapshot.files))
+        #expect(leases.state.withLock { $0.order.count } < 1000, "the order was not compacted")
+        #expect(snapshot.objects.contains(newObject) && snapshot.files.contains(Array(newFile.utf8)))
     }
 }

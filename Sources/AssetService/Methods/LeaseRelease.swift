@@ -1,5 +1,7 @@
 // lease.release {lease} → {released}: ends a lease early (its holder's connection or an
-// admin); its files' deferred unlinks become due again.
+// admin); its files' deferred unlinks become due again. With enforce_ownership a non-admin is
+// answered for a lease it cannot list (another uid's) as for no lease at all: a refusal would
+// tell it which ids other users' clients hold.
 
 import AssetStore
 import ControlProtocol
@@ -7,7 +9,8 @@ import ControlProtocol
 extension MethodTable {
     static func leaseRelease(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let id = try p.string("lease")
-        guard let lease = ctx.store.leases.live(id) else {
+        let hidden = { (l: Lease) in ctx.enforceOwnership && !ctx.caller.isAdmin && l.uid != ctx.caller.uid }
+        guard let lease = ctx.store.leases.live(id), !hidden(lease) else {
             return MethodOutcome(.object(["released": false]))
         }
         guard ctx.caller.isAdmin || (lease.holder != nil && lease.holder == ctx.connection) else {

@@ -12,7 +12,8 @@ import Synchronization
 
 /// The store's live leases. Thread-safe; expired leases count as absent.
 public final class LeaseRegistry: Sendable {
-    private let state = Mutex(LeaseState())
+    /// Its state; internal only for the walks kept in files of their own (LeaseSnapshot.swift).
+    let state = Mutex(LeaseState())
 
     /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
     /// once), a new lease exclusively, so it is answered only after the unlinks under way.
@@ -29,19 +30,28 @@ public final class LeaseRegistry: Sendable {
     /// sweep takes the writer, then `gate`; `acquire` takes `objectGate`, then
     /// `gate`, and never runs inside a write transaction. A waiting exclusive holder waits
     /// only for holders that wait on later locks, if at all, so every chain of waits climbs
-    /// that order and ends. `acquire` waits at most for one batch's deletions and commit.
+    /// that order and ends. `acquire` waits at most for one batch's deletions and commit: the
+    /// next block of lease numbers is reserved on a thread of its own while a quarter of the
+    /// current one is left (LeaseNumbers.swift). Only if that has not ended (or failed) when
+    /// the block is used up does the acquire that finds it so leave the gates, wait for the
+    /// writer (behind whatever write holds it) to reserve one, and try again; acquires
+    /// meanwhile, of files only too, wait for that reservation.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
-    /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` chunk, and
-    /// passes over every lease (`removeExpired`'s search, the order's compaction, `snapshot`'s
-    /// copy); `removeExpired` takes lapsed leases out 256 paths at a time.
+    /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
+    /// chunk, and passes over every lease (`removeExpired`'s search, the order's compaction);
+    /// `removeExpired` takes lapsed leases out 256 paths at a time.
     private let objectGate = SharedExclusiveLock()
-    private let clock: @Sendable () -> Double
+    let clock: @Sendable () -> Double
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
     let acquireWaits = Mutex<(@Sendable () -> Void)?>(nil)
     /// Tests: runs when `acquire` has to wait for unlinks under way.
     let unlinkWaits = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Tests: runs between two of `snapshot`'s holds of the lock.
+    let snapshotChunkDone = Mutex<(@Sendable () -> Void)?>(nil)
     private let roots: ManagedRoots
+    /// Where lease numbers come from (LeaseNumbers.swift): never the same twice for a store.
+    let numbers = LeaseNumbers()
 
     init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
         self.roots = roots
@@ -53,7 +63,8 @@ public final class LeaseRegistry: Sendable {
 
     /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
     /// managed root; objects are validated but need not exist. A lease of objects waits for
-    /// a policy batch under way to commit, so it must not be taken inside a write transaction.
+    /// a policy batch under way to commit, and a lease past the block of numbers reserved
+    /// writes the store, so neither may be taken inside a write transaction.
     /// With `bounds` and a holder, a lease that would take the holder's or all live leases past
     /// them is refused whole (`lease_limit`).
     public func acquire(
@@ -82,26 +93,42 @@ public final class LeaseRegistry: Sendable {
         // Refused before either gate: a refusal must not wait for, nor hold up, unlinks and
         // policy batches. Checked again when granted, as other leases may come in between.
         if let refused = state.withLock({ s in check(&s) }) { throw refused }
-        let grant = { () -> Result<Lease, StoreError> in
+        // Nil: the numbers ran out meanwhile (other leases took the last of the block).
+        let ahead = Atomic<Bool>(false)  // this lease left a quarter of the block: reserve the next
+        let grant = { () -> Result<Lease?, StoreError> in
             let waiting: (@Sendable () -> Void)? = self.unlinkWaits.withLock { $0 }
             return self.gate.exclusive(waiting: waiting) {
                 self.state.withLock { s in
                     if let refused = check(&s) { return .failure(refused) }
+                    guard let number = s.takeNumber() else { return .success(nil) }
                     // From now, after the waits for the gates: a lease answered lapsed (a short
                     // ttl behind a long batch) would protect nothing.
                     let lease = Lease(
-                        id: "L\(s.next)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
+                        id: "L\(number)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
                         uid: uid)
-                    s.next += 1
                     s.insert(lease)
+                    if s.startsAhead(perBlock: self.numbers.perBlock.load(ordering: .relaxed)) {
+                        ahead.store(true, ordering: .relaxed)
+                    }
                     return .success(lease)
                 }
             }
         }
-        // Leases of files only need not wait for a batch: their files are guarded at the unlink.
-        guard !objects.isEmpty else { return try grant().get() }
-        let waiting: (@Sendable () -> Void)? = acquireWaits.withLock { $0 }
-        return try objectGate.exclusive(waiting: waiting, grant).get()
+        while true {
+            // Leases of files only need not wait for a batch: their files are guarded at the unlink.
+            let waiting: (@Sendable () -> Void)? = objects.isEmpty ? nil : acquireWaits.withLock { $0 }
+            let granted = try (objects.isEmpty ? grant() : objectGate.exclusive(waiting: waiting, grant)).get()
+            if let granted {
+                if ahead.load(ordering: .relaxed) { reserveAhead() }
+                return granted
+            }
+            try numbers.ensure(state)  // outside the gates: it takes the writer
+        }
+    }
+
+    /// Reserves lease numbers now if none are left (at the open), with `through` if given.
+    func reserveNumbers(through: ((UInt64) throws -> UInt64)? = nil) throws(StoreError) {
+        try numbers.ensure(state, through: through)
     }
 
     /// Holds new leases of objects back until `endPolicyBatch`: taken by a real policy batch
@@ -228,26 +255,6 @@ public final class LeaseRegistry: Sendable {
         }
     }
 
-    /// Objects and files (as UTF-8 bytes) under a live lease, in one snapshot. Costs a pass
-    /// over every lease: callers with a few paths of their own ask `leasedUntil(files:)`.
-    public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
-        let now = clock()
-        // Only copied under the lock (no hashing, no allocation per path): every unlink's
-        // check and every connection's close wait for it, and the sets of a full registry
-        // take long to build.
-        let leases = state.withLock { s in
-            s.walked += s.leases.count
-            return Array(s.leases.values)
-        }
-        var objects = Set<ObjectRef>()
-        var files = Set<[UInt8]>()
-        for l in leases where l.expires > now {
-            objects.formUnion(l.objects)
-            for f in l.files { files.insert(Array(f.utf8)) }
-        }
-        return (objects, files)
-    }
-
     /// The latest expiry of the live leases covering the file at this normalised path, nil
     /// if none does.
     public func leasedUntil(file path: String) -> Double? {
@@ -289,7 +296,8 @@ public final class LeaseRegistry: Sendable {
 
     /// Tests: the address of the UTF-8 bytes of the String keying `path` in the file index.
     func fileKeyAddress(_ path: String) -> UInt? { state.withLock { $0.files.keyAddress(path) } }
-    /// Tests: the most leases a `list` chunk walked in one hold of the lock since the last call.
+    /// Tests: the most leases a `list` or `snapshot` chunk walked in one hold of the lock since
+    /// the last call.
     func takeMostWalkedPerHold() -> Int {
         state.withLock { s in
             defer { s.mostWalked = 0 }

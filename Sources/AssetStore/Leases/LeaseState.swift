@@ -4,7 +4,13 @@
 /// The live leases and their indexes. Not thread-safe: the registry holds it under its lock.
 struct LeaseState {
     var leases: [String: Lease] = [:]
-    var next: UInt64 = 1
+    /// The next lease number, and the end of the block reserved for this run (LeaseNumbers).
+    var next: UInt64 = 0
+    var end: UInt64 = 0
+    /// The block reserved ahead (LeaseNumbers), taken up when `next` reaches `end`.
+    var spare: (first: UInt64, end: UInt64)?
+    /// The `end` of the block a reservation ahead was last started for: one per block.
+    var aheadFor: UInt64 = 0
     /// The ids of each holder's leases, lapsed ones not yet removed included.
     var byHolder: [UInt64: Set<String>] = [:]
     /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
@@ -16,7 +22,7 @@ struct LeaseState {
     var files = LeasedFiles()
     /// Tests: how many leases walks of `leases` (not the file lookups) looked at so far.
     var walked = 0
-    /// Tests: the most leases a `list` chunk walked in one hold of the lock.
+    /// Tests: the most leases a `list` or `snapshot` chunk walked in one hold of the lock.
     var mostWalked = 0
     /// Tests: the most file lookups done in one hold of the lock.
     var mostLookups = 0
@@ -26,6 +32,25 @@ struct LeaseState {
     /// ended ones included until `dropped` passes half: `list` pages without a full pass.
     var order: [(number: UInt64, id: String)] = []
     var dropped = 0
+
+    /// Takes the next lease number, moving on to the block reserved ahead when this one is
+    /// used up; nil if there is none.
+    mutating func takeNumber() -> UInt64? {
+        if next >= end, let b = spare { (next, end, spare) = (b.first, b.end, nil) }
+        guard next < end else { return nil }
+        defer { next += 1 }
+        return next
+    }
+
+    var hasNumber: Bool { next < end || spare != nil }
+
+    /// Whether to reserve the block after this one now: a quarter of `perBlock` or less is
+    /// left, and none is reserved, nor was a reservation started, for it.
+    mutating func startsAhead(perBlock: UInt64) -> Bool {
+        guard spare == nil, aheadFor != end, end - next <= perBlock / 4 else { return false }
+        aheadFor = end
+        return true
+    }
 
     mutating func insert(_ l: Lease) {
         leases[l.id] = l

@@ -65,8 +65,15 @@ extension Store {
                     }
                 }
                 // One file: the copy keeps no WAL beside it; Store turns WAL back on when it opens it.
+                // Leases the source grants after the copy are numbered from its block: a store
+                // started on the copy numbers past them (LeaseNumbers.swift).
                 try copy.writeWithoutTransaction { db in
                     _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+                    try db.execute(
+                        sql: "UPDATE meta SET value = value + ? WHERE key = ? AND value < ?",
+                        arguments: [
+                            Store.backupLeaseGap, Store.leaseNumbersKey, Int64.max - 2 * Store.backupLeaseGap,
+                        ])
                 }
                 commit = try copy.read { db in
                     try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0

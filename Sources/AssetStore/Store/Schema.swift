@@ -13,6 +13,7 @@ enum Schema {
                 sql: """
                     CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
                     INSERT INTO meta(key, value) VALUES ('commit', 0);
+                    INSERT INTO meta(key, value) VALUES ('lease.last', 0);
                     CREATE TABLE counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 
                     CREATE TABLE object (
@@ -168,6 +169,12 @@ enum Schema {
         // put of a new file cost its length.
         m.registerMigration("v8") { db in
             try db.execute(sql: "CREATE INDEX unlink_queue_path ON unlink_queue(path)")
+        }
+        // Lease numbers are reserved in the store (LeaseNumbers.swift); a new store starts them
+        // at 1 (v1). The daemons of an older store numbered leases from 1 at every start: its
+        // numbers start past any one run's, so an id saved then names no new lease.
+        m.registerMigration("v9") { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO meta(key, value) VALUES ('lease.last', 999999999999)")
         }
         return m
     }

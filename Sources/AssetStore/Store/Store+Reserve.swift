@@ -181,7 +181,9 @@ extension Store {
     /// last run left is written back first, and that transaction follows none of its frames.
     /// When it cannot be (a full disk), the pool opens by the plain path, where GRDB sees the
     /// WAL and writes nothing, with SQLite's own WAL writes until a restart (said in
-    /// `coalescing`), rather than take the reserve deletes need.
+    /// `coalescing`), rather than take the reserve deletes need for a write-back (the open
+    /// takes it later only if a write it cannot skip needs it: a schema upgrade, the drain,
+    /// the lease numbers).
     static func openPool(
         path: String, coalescing: inout WALCoalescing, walLeft: Bool, configuration: Configuration, reserve: Reserve
     ) throws -> DatabasePool {

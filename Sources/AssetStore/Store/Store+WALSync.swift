@@ -51,8 +51,9 @@ extension Store {
     /// Opens the WAL for syncing, before anything is written, and with `settling` (the WAL
     /// had frames before the pool opened: the last run ended without its closing checkpoint)
     /// writes it back. SQLite keeps the WAL for as long as a connection is open, so this
-    /// descriptor stays valid until the store closes.
-    func openWALDescriptor(settling: Bool) throws {
+    /// descriptor stays valid until the store closes. `first` runs once it is open, before
+    /// the WAL is written back.
+    func openWALDescriptor(settling: Bool, first: () throws -> Void = {}) throws {
         let file = path + "-wal"
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError(.permissionDenied, "cannot open \(file): \(errnoDescription(errno))") }
@@ -64,6 +65,7 @@ extension Store {
         }
         let wal = WALDescriptor(fd: fd, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
         walSync.withLock { $0.descriptor = wal }
+        try first()
         if settling { try settleLeftoverWAL() }
     }
 

@@ -152,15 +152,18 @@ public final class Store: Sendable {
         queries = QueryConnectionPool(
             path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit)
         state = Mutex(State(policy: configuration.policy))
+        numberLeases()
         if coalescing.fellBack, let why = coalescing.reason {
             state.withLock { $0.openWarnings.append("WAL writes are not combined (store.coalesce_wal): \(why)") }
         }
 
         if !configuration.readOnly {
-            // Before anything is written or synced; a WAL the last run left is written back
+            // Before anything else is written or synced (only the lease numbers, so that the
+            // write-back takes them along); a WAL the last run left is written back
             // (Store+WALSync.swift; with the coalescing VFS, before the pool opened: openPool).
-            try openWALDescriptor(settling: leftoverWAL)
+            try openWALDescriptor(settling: leftoverWAL) { try reserveLeaseNumbersAtOpen(early: true) }
             try migrate(progress: progress)
+            try reserveLeaseNumbersAtOpen(early: false)
         }
         try loadDefinitions()
         if configuration.readOnly {
@@ -174,6 +177,7 @@ public final class Store: Sendable {
     /// `checkpoint` (unless the caller has just run one) the WAL is written back and emptied
     /// first, so the next open has nothing of this run's to write back.
     public func close(checkpoint emptying: Bool = true) {
+        leases.numbers.stop()  // a reservation of lease numbers ahead must not write from here on
         // Pending access times are written first; a failure loses only them (assetd(8)).
         if !configuration.readOnly && !state.withLock({ $0.closed }) { _ = try? flushAccesses() }
         let wasClosed = state.withLock { s in
