@@ -80,6 +80,9 @@ public final class Daemon {
         } catch let e as StoreError where e.code == .busy {
             logger.error("\(config.storePath): \(e.message)")  // "the database is held by another process (pid N)"
             return 1
+        } catch let e as StoreError where e.code == .conflict {
+            logger.error("\(e.message)")  // a backup copy: "... run `assetctl --db PATH restore` first"
+            return 1
         } catch {
             logger.error("cannot open the database \(config.storePath): \(error)")
             return 1

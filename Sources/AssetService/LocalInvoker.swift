@@ -27,6 +27,10 @@ public final class LocalInvoker {
             throw error  // never without `create`
         }
         var sc = config.storeConfiguration()
+        // Opening acts on nothing: the file may be a backup copy, or a database whose roots
+        // the config read here does not name. An explicit `sweep` still sweeps (not a copy).
+        sc.drainOnOpen = false
+        sc.opensCopies = true
         let store: Store
         do {
             store = try Store(path: databasePath, configuration: sc)
@@ -39,6 +43,18 @@ public final class LocalInvoker {
         let user = StoreConfiguration.processUserName()
         context = MethodContext(
             store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
+    }
+
+    /// Makes the backup copy opened a live database again (`assetctl --db PATH restore`):
+    /// returns what its mark said, nil if it was no copy.
+    public func restore() throws(RPCError) -> String? {
+        do {
+            return try store.clearCopyMark()
+        } catch let e as StoreError {
+            throw RPCError(e)
+        } catch {
+            throw RPCError.application(.internalError, "\(error)")
+        }
     }
 
     /// Told what could not be done after a method succeeded (access times it could not write).
@@ -60,7 +76,7 @@ public final class LocalInvoker {
         switch MethodTable.call(method, params, context) {
         case .success(let outcome):
             // Unlinks queued by a write run now, as the daemon would after the commit.
-            if outcome.commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
+            if outcome.commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly, store.copyMark == nil {
                 _ = try? store.sweep()
             }
             // No later flush in a process that exits after one method: written now, and those

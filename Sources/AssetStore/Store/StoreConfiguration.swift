@@ -27,9 +27,13 @@ public struct StoreConfiguration: Sendable {
     public var defaultOwner: String = StoreConfiguration.processUserName()
     /// Unix seconds now; tests substitute their own.
     public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
-    /// Run due unlinks while opening (assetd(8), DATA MODEL, The unlink queue). Off
-    /// only in tests of crash recovery.
+    /// End lease deferrals and run due unlinks while opening (assetd(8), DATA MODEL, The
+    /// unlink queue). Off for `assetctl --db`, which reads a database (a copy, maybe, opened
+    /// with the live roots) without acting on its queue, and in tests of crash recovery.
     public var drainOnOpen = true
+    /// Open a backup copy (Store+CopyMark.swift) too: `assetctl --db`, to read it or restore
+    /// it. Otherwise (the daemon) a copy is refused.
+    public var opensCopies = false
     /// Seconds an index query or aggregate may run before it is stopped (`query_rejected`).
     public var queryTimeLimit: Double = 30
     /// The longest text or blob a query may build (SQLITE_LIMIT_LENGTH on its connections).

@@ -66,6 +66,7 @@ extension Store {
         retryFailed: Bool, batch: Int, threads: Int, beforeUnlink: (@Sendable (String) -> Void)? = nil
     ) throws -> SweepReport {
         try checkWritable()
+        try checkNotCopy("sweep")
         var report = SweepReport()
         // The daemon sweeps every second: with nothing due, a read is all it costs (no write
         // lock taken from clients, no WAL sync).
