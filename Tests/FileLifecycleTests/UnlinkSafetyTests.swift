@@ -167,7 +167,7 @@ let swaps: [Swap] = [
         #expect(!f.exists(path))
     }
 
-    @Test("a queued file whose root was removed from the configuration is not removed")
+    @Test("a queued file whose root was removed from the configuration is kept and retried; re-added, it goes")
     func rootRemovedFromConfiguration() throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
@@ -180,23 +180,40 @@ let swaps: [Swap] = [
         try f.reopen(drain: false)
 
         let sweep = try f.store.sweep()
-        #expect(sweep.unlinked.isEmpty)
-        #expect(sweep.skipped.map(\.path) == [path])
-        #expect(sweep.skipped.map(\.reason) == [.unsafePath])
+        #expect(sweep.unlinked.isEmpty && sweep.skipped.isEmpty)
+        #expect(sweep.failed.map(\.path) == [path])
+        #expect(sweep.failed.map(\.error) == ["not under a configured root"])
         #expect(f.exists(path))
-        #expect(try f.store.counters()["skipped_unsafe_path"] == 1)
+        #expect(try f.store.counters()["skipped_unsafe_path", default: 0] == 0)
+        #expect(try f.store.pending().map(\.lastError) == ["not under a configured root"])
+
+        // The root configured again: the row still queued is unlinked.
+        f.configuration.roots = [f.root, other]
+        try f.reopen(drain: false)
+        #expect(try f.store.sweep(retryFailed: true).unlinked == [path])
+        #expect(!f.exists(path))
+        #expect(try f.store.pending().isEmpty)
     }
 
-    @Test("the drain at open does not remove a file whose root is no longer configured")
+    @Test("the drain at open keeps a file whose root is no longer configured, and its row")
     func rootRemovedBeforeDrain() throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
         try f.hold(path, key: "k")
         try f.delete(ref("c", "k"))
         f.configuration.roots = [f.dir + "/other-root"]
+        try FileManager.default.createDirectory(atPath: f.dir + "/other-root", withIntermediateDirectories: true)
         try f.reopen(drain: true)
         #expect(f.exists(path))
-        #expect(try f.store.counters()["skipped_unsafe_path"] == 1)
+        #expect(try f.store.counters()["unlink_failures"] == 1)
+        #expect(try f.store.pending().map(\.path) == [path])
+
+        // Re-added, and the retry due: the next open's drain removes it.
+        f.configuration.roots = [f.root]
+        f.clock.advance(2)
+        try f.reopen(drain: true)
+        #expect(!f.exists(path))
+        #expect(try f.store.pending().isEmpty)
     }
 }
 

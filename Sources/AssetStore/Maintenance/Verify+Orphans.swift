@@ -120,6 +120,7 @@ extension VerifyRun {
                         case .removed, .alreadyGone: out[i] = .repaired("removed")
                         case .identityChanged: out[i] = .vanished
                         case .unsafePath: out[i] = .refused("a symlink or a mount point is on the way")
+                        case .notUnderRoot: out[i] = .refused("not under a configured root")
                         case .failed(let e, let call): out[i] = .refused("\(call): \(errnoDescription(e))")
                         case .open: out[i] = .refused("a process has it open (files.skip_open)")
                         case .undetermined(let why): out[i] = .refused("cannot tell whether it is open: \(why)")

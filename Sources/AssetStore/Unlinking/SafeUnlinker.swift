@@ -18,6 +18,10 @@ enum UnlinkOutcome: Equatable {
     case unsafePath
     /// The unlink failed; retried later.
     case failed(errno: Int32, call: String)
+    /// The path is under no configured root (one removed from the configuration, or a
+    /// `--db` open with another config): nothing removed, retried later, so re-adding the
+    /// root removes it.
+    case notUnderRoot
     /// Some process has it open (`files.skip_open`): kept, retried later.
     case open
     /// Whether it is open could not be told (`files.skip_open`): kept, retried later; why.

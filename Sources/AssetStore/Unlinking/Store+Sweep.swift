@@ -13,7 +13,7 @@ public enum UnlinkSkipReason: String, Sendable, Hashable {
     /// Another file (inode, or the same inode number given to a new file) or a non-regular
     /// file is at the path now.
     case identityChanged = "identity_changed"
-    /// A symlink or a mount point on the way, or the path is no longer under a managed root.
+    /// A symlink or a mount point on the way.
     case unsafePath = "unsafe_path"
 }
 
@@ -143,7 +143,7 @@ extension Store {
             return targets[slice].map { t in
                 beforeUnlink?(t.path)
                 return leases.unlessLeased(file: t.path) {
-                    guard let root = t.root else { return UnlinkOutcome.unsafePath }
+                    guard let root = t.root else { return UnlinkOutcome.notUnderRoot }
                     return unlinker.unlink(
                         path: t.path, root: root, device: t.device, inode: t.inode, stamp: t.stamp, size: t.size,
                         deviceNow: t.deviceNow, probe: probe)

@@ -10,7 +10,7 @@ import JSON
 /// A queued file a sweep batch unlinks.
 struct UnlinkTarget: Sendable {
     var path: String
-    /// Its managed root; nil if it is no longer under one (kept: unsafe path).
+    /// Its managed root; nil if it is no longer under one (kept and retried: the root may come back).
     var root: String?
     var device: Int64?
     var inode: Int64?
@@ -178,8 +178,9 @@ extension Store {
             counts["skipped_" + reason.rawValue, default: 0] += 1
             report.skipped.append((path, reason))
             return true
-        case .failed(let e, let call):
-            let message = "\(call): \(errnoDescription(e))"
+        case .failed, .notUnderRoot:
+            var message = "not under a configured root"
+            if case .failed(let e, let call) = outcome { message = "\(call): \(errnoDescription(e))" }
             let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
             try db.cachedStatement(
                 sql: """
