@@ -57,15 +57,26 @@ import AssetStoreTestSupport
         #expect(r.pending == 0)
     }
 
-    @Test("a device number never seen for the root's filesystem, or seen for two, still reads as another file")
+    @Test(
+        "a file at the path on a device never seen for the root's filesystem, or seen for two, is another filesystem's: kept, row retried"
+    )
     func unknownOrAmbiguousDevice() throws {
         for ambiguous in [false, true] {
             let f = try Fixture()
             let path = try f.makeFile("a/one.bin")
             try queueRenumbered(f, path, known: ambiguous, ambiguous: ambiguous)
+            // The recorded filesystem not mounted, a stale file where it should be: not the
+            // queued file, but no sign the queued one is gone or replaced either.
             let r = try f.store.sweep()
-            #expect(r.skipped.map(\.reason) == [.identityChanged], "ambiguous: \(ambiguous)")
+            #expect(r.skipped.isEmpty && r.unlinked.isEmpty, "ambiguous: \(ambiguous)")
+            #expect(r.failed.map(\.path) == [path])
+            #expect(r.failed.first?.error.contains("not mounted?") == true, "\(r.failed)")
             #expect(f.exists(path))
+            #expect(try f.store.pending().map(\.path) == [path])
+            // Mounted again (the row's device is the file's): the retry removes it.
+            try f.damage("UPDATE unlink_queue SET device = device - ?", [Self.shift])
+            #expect(try f.store.sweep(retryFailed: true).unlinked == [path])
+            #expect(!f.exists(path))
         }
     }
 

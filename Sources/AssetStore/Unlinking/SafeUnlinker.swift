@@ -140,8 +140,15 @@ final class SafeUnlinker {
         // The recorded number first: a filesystem mounted below the root may have the number
         // the root's had before it was renumbered, and its files are still recorded rightly.
         let onDevice = st.device
-        guard let recorded = device, let inode, onDevice == recorded || onDevice == deviceNow, st.inode == inode
-        else { return .identityChanged }
+        guard let recorded = device, let inode else { return .identityChanged }
+        // A file of another filesystem: the recorded one is not mounted here now (a disk that
+        // failed to mount, a stale file in its empty mount point). The queued file is hidden,
+        // not replaced: its row stays and is retried, as for a missing one.
+        guard onDevice == recorded || onDevice == deviceNow else {
+            return .failed(
+                errno: EXDEV, call: "statx (a file of another file system than the one recorded: not mounted?)")
+        }
+        guard st.inode == inode else { return .identityChanged }
         let device = onDevice
         // The same number is not the same file: ext4 gives a freed inode number to the next
         // file at once. The generation needs the file open, so it is read only when recorded.
