@@ -50,8 +50,8 @@ public struct StoreConfiguration: Sendable {
     var sqliteVersionForCoalescing: Int32?
     /// Lifecycle policies (`[policy]`); nil: nothing is evicted or expired.
     public var policy: PolicyConfiguration?
-    /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime is
-    /// older than this many seconds.
+    /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime and
+    /// ctime are both older than this many seconds.
     public var orphanGrace: Double = 3600
     /// `files.skip_open`: a queued file some process has open is kept and retried later.
     public var skipOpenFiles = false
