@@ -15,10 +15,9 @@ extension Store {
 
     /// Writes a consistent copy of the store to a new single-file database at `path`, marked
     /// as a copy (a `Store` opens it only with `opensCopies`, until `clearCopyMark`); writers
-    /// go on meanwhile. An existing `path` is
-    /// `conflict`; a relative one is taken from the current folder. `progress` gets pages
-    /// copied and total after each step. Returns `{path, bytes, commit}`: the commit is the
-    /// last one the copy holds.
+    /// go on meanwhile. An existing `path` is `conflict`; a relative one is taken from the
+    /// current folder. `progress` gets pages copied and total after each step. Returns
+    /// `{path, bytes, commit}`: the commit is the last one the copy holds.
     ///
     /// The copy is written to `.<name>.tmp-<pid>-<random>` beside `path` first. A backup
     /// killed meanwhile leaves that behind, so each backup first removes the temp files of

@@ -1,9 +1,9 @@
 // verify's orphan phase: walks each managed root with openat/fdopendir and O_NOFOLLOW, on
 // the root's mount only (no bind mount of the same filesystem either), looking at regular
-// files alone; a file nothing registers, queues
-// or leases, unchanged (mtime and ctime) for `orphanGrace`, is an orphan. Deleting one happens under the write
-// lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity,
-// ordered against new leases as the sweep's unlinks are.
+// files alone; a file nothing registers, queues or leases, unchanged (mtime and ctime) for
+// `orphanGrace`, is an orphan. Deleting one happens under the write lock (so nothing can
+// register it meanwhile) with SafeUnlinker, which re-checks its identity, ordered against new
+// leases as the sweep's unlinks are.
 
 import Glibc
 import GRDB
