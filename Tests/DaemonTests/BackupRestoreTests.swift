@@ -5,6 +5,7 @@
 import AssetService
 import AssetStore
 import AssetStoreTestSupport
+import ControlProtocol
 import Foundation
 import Testing
 
@@ -45,8 +46,8 @@ import Testing
         #expect(h.exists(file))
 
         let start = try runAssetd(["--config", config])
-        #expect(start.status == 1, "\(start.stderr)")
-        #expect(start.stderr.contains("assetctl --db \(copy) restore"), "\(start.stderr)")
+        #expect(start.status == 78, "no restart by systemd: \(start.stderr)")
+        #expect(start.stderr.contains("assetctl --db \(copy) --config CONFIG restore"), "\(start.stderr)")
         #expect(h.exists(file))
 
         // The restore proper: the live daemon stopped, the copy made live.
@@ -68,12 +69,46 @@ import Testing
         try f.put([(ref("c", "o"), ["file": .string(file)])])
         #expect(try f.delete(ref("c", "o")).filesQueued == [file])
         f.store.close()
-        let config = f.dir + "/assetd.toml"
-        try "[files]\nroots = [\"\(f.root)\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let local = try LocalInvoker(databasePath: f.dbPath, configPath: config)
+        let local = try LocalInvoker(databasePath: f.dbPath, configPath: try Self.config(f))
+        defer { local.close() }
         #expect(try local.call("pending", [:])["pending"]?.arrayValue?.count == 1)
         #expect(f.exists(file), "opened with --db, the queue was drained")
         _ = try local.call("sweep", [:])
         #expect(!f.exists(file))
+    }
+
+    /// A config naming the fixture's database and root.
+    static func config(_ f: Fixture) throws -> String {
+        let config = f.dir + "/assetd.toml"
+        try "[store]\npath = \"\(f.dbPath)\"\n[files]\nroots = [\"\(f.root)\"]\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        return config
+    }
+
+    @Test("an unmarked copy (cp) opened with --db unlinks nothing after a write, and refuses a sweep")
+    func unmarkedCopy() throws {
+        let f = try Fixture { $0.clock = { Date().timeIntervalSince1970 } }
+        let file = try f.makeFile("a/f.bin"), other = try f.makeFile("a/g.bin")
+        try f.put([(ref("c", "o"), ["file": .string(file)]), (ref("c", "p"), ["file": .string(other)])])
+        #expect(try f.delete(ref("c", "o")).filesQueued == [file])  // due at once (no unlink delay)
+        f.store.close()
+        let copy = f.dir + "/copy.sqlite"
+        try FileManager.default.copyItem(atPath: f.dbPath, toPath: copy)
+        try f.reopen(drain: false)
+        try f.put([(ref("c", "o"), ["file": .string(file)])])  // the live database holds it again
+        f.store.close()
+
+        let local = try LocalInvoker(databasePath: copy, configPath: try Self.config(f))
+        defer { local.close() }
+        _ = try local.call("object.delete", ["collection": "c", "key": "p"])
+        #expect(f.exists(file), "the copy's queue was swept against the live root")
+        #expect(f.exists(other))
+        #expect(throws: RPCError.self) { try local.call("sweep", [:]) }
+        do {
+            _ = try local.call("sweep", [:])
+        } catch {
+            #expect("\(error)".contains("restore"), "\(error)")
+        }
+        #expect(f.exists(file))
     }
 }

@@ -27,16 +27,34 @@ extension Store {
             .conflict,
             "\(path) is a backup copy (\(mark)): not opened, since its unlink queue and policies would act on"
                 + " the live roots. To restore it, with assetd stopped, put it in place and run"
-                + " `assetctl --db \(path) restore` first")
+                + " `assetctl --db \(path) --config CONFIG restore` (CONFIG: the daemon's) first",
+            detail: ["backup_copy": true])
     }
 
-    /// Throws unless the store is a live database: `what` is never done on a backup copy.
+    /// True for a marked copy, and for a file other than the database the config names:
+    /// either one's queue lists files the live database may hold again.
+    public var isCopy: Bool { copyMark != nil || configuration.configuredDatabase != nil }
+
+    /// Throws unless the store is a live database: `what` is never done on a copy.
     func checkNotCopy(_ what: String) throws(StoreError) {
-        guard state.withLock({ $0.copyMark }) != nil else { return }
+        if state.withLock({ $0.copyMark }) != nil {
+            throw StoreError(
+                .conflict,
+                "\(path) is a backup copy: no \(what) on it (its files are the live roots'). To restore it,"
+                    + " with assetd stopped, put it in place and run `assetctl --db PATH --config CONFIG restore`"
+                    + " (CONFIG: the daemon's) first")
+        }
+        guard let configured = configuration.configuredDatabase else { return }
         throw StoreError(
             .conflict,
-            "\(path) is a backup copy: no \(what) on it (its files are the live roots'). To restore it,"
-                + " run `assetctl --db \(path) restore` first")
+            "\(path) is not the database the config names (store.path = \(configured)): no \(what) on it, since"
+                + " a copy's queue would act on the live roots. Pass the daemon's --config; to restore a copy, with"
+                + " assetd stopped, put it in place and run `assetctl --db PATH --config CONFIG restore`")
+    }
+
+    /// Whether `error` is the refusal of a marked copy at open (assetd exits 78 on it).
+    public static func isCopyRefusal(_ error: StoreError) -> Bool {
+        error.code == .conflict && error.detail?["backup_copy"] == true
     }
 
     /// Marks the database at `path` (a backup's copy, not yet linked in place) as a copy of `source`.

@@ -7,7 +7,8 @@ import GRDB
 
 extension Store {
     /// The rest of a writable open: configured definitions, the WAL synced, the roots'
-    /// devices, lease deferrals ended and due unlinks drained (not on a copy), the reserve allocated.
+    /// devices, lease deferrals ended and due unlinks drained (not on a copy), the reserve
+    /// allocated.
     func finishOpen(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         var skipped = [String]()
         func unlessFull(_ step: String, _ body: () throws -> Void) throws {
@@ -30,8 +31,8 @@ extension Store {
             }
         }
         if !skipped.isEmpty { try readRootDevices() }  // what was recorded before still maps devices
-        // Never on a backup copy: its queue lists files the live database may hold again.
-        if configuration.drainOnOpen && copyMark == nil {
+        // Never on a copy: its queue lists files the live database may hold again.
+        if configuration.drainOnOpen && !isCopy {
             try unlessFull("the end of lease deferrals") { try endLeaseDeferrals() }
             try unlessFull("the drain of due unlinks") { _ = try sweep() }
         }

@@ -34,6 +34,10 @@ public struct StoreConfiguration: Sendable {
     /// Open a backup copy (Store+CopyMark.swift) too: `assetctl --db`, to read it or restore
     /// it. Otherwise (the daemon) a copy is refused.
     public var opensCopies = false
+    /// The database the config names (`store.path`) when the file opened is another one
+    /// (`assetctl --db` on a cp, sqlite3 .backup or an older version's backup, none of them
+    /// marked): treated as a copy for unlinking, as a marked one is. Nil: the configured one.
+    public var configuredDatabase: String?
     /// Seconds an index query or aggregate may run before it is stopped (`query_rejected`).
     public var queryTimeLimit: Double = 30
     /// The longest text or blob a query may build (SQLITE_LIMIT_LENGTH on its connections).
