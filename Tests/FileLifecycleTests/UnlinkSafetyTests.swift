@@ -182,17 +182,36 @@ let swaps: [Swap] = [
         let sweep = try f.store.sweep()
         #expect(sweep.unlinked.isEmpty && sweep.skipped.isEmpty)
         #expect(sweep.failed.map(\.path) == [path])
-        #expect(sweep.failed.map(\.error) == ["not under a configured root"])
+        let parked = "not under a configured root (parked until assetd starts again)"
+        #expect(sweep.failed.map(\.error) == [parked])
         #expect(f.exists(path))
         #expect(try f.store.counters()["skipped_unsafe_path", default: 0] == 0)
-        #expect(try f.store.pending().map(\.lastError) == ["not under a configured root"])
+        let row = try f.store.pending()
+        #expect(row.map(\.lastError) == [parked] && row.map(\.nextAttempt) == [Store.parkedUntil])
 
-        // The root configured again: the row still queued is unlinked.
+        // Parked: an admin's sweep (retrying failed rows) neither counts nor rewrites it.
+        #expect(try f.store.sweep(retryFailed: true).failed.isEmpty)
+        #expect(try f.store.pending().map(\.attempts) == [1])
+        #expect(try f.store.counters()["unlink_failures", default: 0] == 1)
+
+        // The root configured again: the open brings the row back and its drain unlinks it.
         f.configuration.roots = [f.root, other]
-        try f.reopen(drain: false)
-        #expect(try f.store.sweep(retryFailed: true).unlinked == [path])
+        try f.reopen()
         #expect(!f.exists(path))
         #expect(try f.store.pending().isEmpty)
+    }
+
+    @Test("a lease-deferred row is due again after an open without the drain")
+    func leaseDeferralEndsWithoutDrain() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        _ = try f.store.leases.acquire(objects: [], files: [path], ttl: 3600)
+        try f.delete(ref("c", "k"))
+        #expect(try f.store.sweep().deferred.map(\.reason) == [.leased])
+        try f.reopen(drain: false)  // the lease died with the store
+        #expect(try f.store.sweep().unlinked == [path])
+        #expect(!f.exists(path))
     }
 
     @Test("the drain at open keeps a file whose root is no longer configured, and its row")

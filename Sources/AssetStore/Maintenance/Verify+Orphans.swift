@@ -127,6 +127,7 @@ extension VerifyRun {
                         case .identityChanged: out[i] = .vanished
                         case .unsafePath: out[i] = .refused("a symlink or a mount point is on the way")
                         case .notUnderRoot: out[i] = .refused("not under a configured root")
+                        case .otherFilesystem(let why): out[i] = .refused(why)
                         case .failed(let e, let call): out[i] = .refused("\(call): \(errnoDescription(e))")
                         case .open: out[i] = .refused("a process has it open (files.skip_open)")
                         case .undetermined(let why): out[i] = .refused("cannot tell whether it is open: \(why)")

@@ -31,10 +31,11 @@ extension Store {
             }
         }
         if !skipped.isEmpty { try readRootDevices() }  // what was recorded before still maps devices
-        // Never on a copy: its queue lists files the live database may hold again.
-        if configuration.drainOnOpen && !isCopy {
-            try unlessFull("the end of lease deferrals") { try endLeaseDeferrals() }
-            try unlessFull("the drain of due unlinks") { _ = try sweep() }
+        // Never on a copy: its queue lists files the live database may hold again. Ending
+        // deferrals only reschedules rows (no daemon runs now): done on every other open.
+        if !isCopy {
+            try unlessFull("the end of lease deferrals") { _ = try endLeaseDeferrals() }
+            if configuration.drainOnOpen { try unlessFull("the drain of due unlinks") { _ = try sweep() } }
         }
         reserve.restore()
         guard !skipped.isEmpty else { return }

@@ -27,9 +27,10 @@ public struct StoreConfiguration: Sendable {
     public var defaultOwner: String = StoreConfiguration.processUserName()
     /// Unix seconds now; tests substitute their own.
     public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
-    /// End lease deferrals and run due unlinks while opening (assetd(8), DATA MODEL, The
-    /// unlink queue). Off for `assetctl --db`, which reads a database (a copy, maybe, opened
-    /// with the live roots) without acting on its queue, and in tests of crash recovery.
+    /// Run due unlinks while opening (assetd(8), DATA MODEL, The unlink queue); lease
+    /// deferrals end and parked rows come back at every open of a live database anyway. Off
+    /// for `assetctl --db`, which reads a database (a copy, maybe, opened with the live roots)
+    /// without acting on its queue, and in tests of crash recovery.
     public var drainOnOpen = true
     /// Open a backup copy (Store+CopyMark.swift) too: `assetctl --db`, to read it or restore
     /// it. Otherwise (the daemon) a copy is refused.

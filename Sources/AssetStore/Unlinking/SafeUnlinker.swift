@@ -14,7 +14,7 @@ enum UnlinkOutcome: Equatable {
     case alreadyGone
     /// Something else is at the path now (another inode, a folder): kept.
     case identityChanged
-    /// A symlink or a mount point on the way, or the path is no longer under a root: nothing removed.
+    /// A symlink or a mount point on the way: nothing removed.
     case unsafePath
     /// The unlink failed; retried later.
     case failed(errno: Int32, call: String)
@@ -22,6 +22,10 @@ enum UnlinkOutcome: Equatable {
     /// `--db` open with another config): nothing removed, retried later, so re-adding the
     /// root removes it.
     case notUnderRoot
+    /// The file's filesystem is not where it was: not mounted (a disk that failed to mount),
+    /// or gone for good (the root moved to another disk). Nothing removed; retried, then
+    /// parked (the real file may come back); why.
+    case otherFilesystem(String)
     /// Some process has it open (`files.skip_open`): kept, retried later.
     case open
     /// Whether it is open could not be told (`files.skip_open`): kept, retried later; why.
@@ -145,8 +149,7 @@ final class SafeUnlinker {
         // failed to mount, a stale file in its empty mount point). The queued file is hidden,
         // not replaced: its row stays and is retried, as for a missing one.
         guard onDevice == recorded || onDevice == deviceNow else {
-            return .failed(
-                errno: EXDEV, call: "statx (a file of another file system than the one recorded: not mounted?)")
+            return .otherFilesystem("statx: a file of another file system than the one recorded (not mounted?)")
         }
         guard st.inode == inode else { return .identityChanged }
         let device = onDevice
@@ -211,7 +214,7 @@ final class SafeUnlinker {
     private static func gone(folderDevice: Int64?, device: Int64?, deviceNow: Int64?) -> UnlinkOutcome {
         isGone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
             ? .alreadyGone
-            : .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
+            : .otherFilesystem("lookup on another file system than the file's (not mounted?)")
     }
 
     /// The rule of `gone`, which verify's missing-file check shares: true when the file is

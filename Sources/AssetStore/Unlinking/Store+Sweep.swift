@@ -39,6 +39,13 @@ public struct SweepReport: Sendable {
 extension Store {
     /// The longest wait between attempts.
     public static let maximumRetryDelay = 3600.0
+    /// The next attempt of a parked row: never, until an open makes it due (endLeaseDeferrals).
+    /// Parked: a row under no configured root (roots change only with a restart), and one
+    /// whose filesystem has not been where it was for `parkAfterAttempts` attempts.
+    public static let parkedUntil = 9.0e15
+    /// Attempts after which a file on another filesystem than recorded is parked: with the
+    /// backoff, about a day of hourly retries.
+    public static let parkAfterAttempts = 36
     /// Seconds before a file found open (`files.skip_open`) is probed again: short, because a
     /// reader usually finishes soon, and long enough that a file held open for hours costs
     /// one open and fcntl per ten seconds.
@@ -74,9 +81,11 @@ extension Store {
             let row = try Row.fetchOne(
                 r.db,
                 sql: """
-                    SELECT COUNT(*), EXISTS (SELECT 1 FROM unlink_queue WHERE next_attempt <= ? OR (? AND attempts > 0))
+                    SELECT COUNT(*), EXISTS (
+                        SELECT 1 FROM unlink_queue
+                        WHERE next_attempt <= ?1 OR (?2 AND attempts > 0 AND next_attempt < ?3))
                     FROM unlink_queue
-                    """, arguments: [configuration.clock(), retryFailed])
+                    """, arguments: [configuration.clock(), retryFailed, Store.parkedUntil])
             return (row?[0] ?? 0, row?[1] ?? false) as (Int, Bool)
         }
         guard due else {
