@@ -77,7 +77,8 @@ struct BackupCopyTests {
         daemon.opensCopies = false
         let refused = expectCode(.conflict) { try Store(path: copyPath, configuration: daemon) }
         #expect(
-            refused?.message.contains("assetctl --db \(copyPath) restore") == true, "\(String(describing: refused))")
+            refused?.message.contains("assetctl --db \(copyPath) --config CONFIG restore") == true,
+            "\(String(describing: refused))")
         #expect(f.exists(file))
 
         let copy = try Store(path: copyPath, configuration: copyConfiguration(f))
