@@ -80,6 +80,12 @@ public final class Daemon {
         } catch let e as StoreError where e.code == .busy {
             logger.error("\(config.storePath): \(e.message)")  // "the database is held by another process (pid N)"
             return 1
+        } catch let e as StoreError where Store.isCopyRefusal(e) {
+            // A backup copy: "... run `assetctl --db PATH --config CONFIG restore` first". 78, as a
+            // config error: systemd does not restart (RestartPreventExitStatus), nothing changes
+            // until an admin restores it.
+            logger.error("\(e.message)")
+            return 78
         } catch {
             logger.error("cannot open the database \(config.storePath): \(error)")
             return 1

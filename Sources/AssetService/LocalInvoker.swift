@@ -27,6 +27,14 @@ public final class LocalInvoker {
             throw error  // never without `create`
         }
         var sc = config.storeConfiguration()
+        // Opening unlinks nothing: the file may be a backup copy, or a database whose roots
+        // the config read here does not name. An explicit `sweep` still sweeps (not a copy).
+        sc.drainOnOpen = false
+        sc.opensCopies = true
+        // Another file than the config's database is a copy for unlinking: a cp, sqlite3
+        // .backup or an older version's backup carries no mark, and its queue lists files
+        // the live database may hold again.
+        if !LocalInvoker.sameFile(databasePath, config.storePath) { sc.configuredDatabase = config.storePath }
         let store: Store
         do {
             store = try Store(path: databasePath, configuration: sc)
@@ -41,10 +49,39 @@ public final class LocalInvoker {
             store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
     }
 
+    /// Whether `a` and `b` name one file (device and inode: symlinks and hard links too); a
+    /// database not created yet is judged by its folder and name.
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        func id(_ p: String) -> [Int64]? {
+            var st = stat()
+            if stat(p, &st) == 0 { return [Int64(st.st_dev), Int64(st.st_ino)] }
+            let url = URL(fileURLWithPath: p)
+            guard stat(url.deletingLastPathComponent().path, &st) == 0 else { return nil }
+            return [Int64(st.st_dev), Int64(st.st_ino), Int64(url.lastPathComponent.hashValue)]
+        }
+        guard let x = id(a), let y = id(b) else { return false }
+        return x == y
+    }
+
+    /// Makes the backup copy opened a live database again (`assetctl --db PATH restore`):
+    /// returns what its mark said, nil if it was no copy.
+    public func restore() throws(RPCError) -> String? {
+        do {
+            return try store.clearCopyMark()
+        } catch let e as StoreError {
+            throw RPCError(e)
+        } catch {
+            throw RPCError.application(.internalError, "\(error)")
+        }
+    }
+
     /// Told what could not be done after a method succeeded (access times it could not write).
     public var warn: (String) -> Void = { _ in }
 
     deinit { store.close() }
+
+    /// Closes the store now (the lock released); later calls fail.
+    public func close() { store.close() }
 
     /// Runs one method as the daemon would; those that need a running daemon (`shutdown`,
     /// `watch`: the table says which) are refused.
@@ -60,7 +97,7 @@ public final class LocalInvoker {
         switch MethodTable.call(method, params, context) {
         case .success(let outcome):
             // Unlinks queued by a write run now, as the daemon would after the commit.
-            if outcome.commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly {
+            if outcome.commits.contains(where: { !$0.filesQueued.isEmpty }), !store.isReadOnly, !store.isCopy {
                 _ = try? store.sweep()
             }
             // No later flush in a process that exits after one method: written now, and those

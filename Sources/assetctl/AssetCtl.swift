@@ -33,7 +33,7 @@ struct AssetCtl: ParsableCommand {
             SweepCommand.self, PendingCommand.self, TemplateGroup.self, IndexGroup.self,
             TransactCommand.self, PolicyEnforceCommand.self, PolicyEvictCommand.self, PolicyExpireCommand.self,
             LeaseGroup.self, ObjectPinCommand.self, ObjectUnpinCommand.self, VerifyCommand.self, BackupCommand.self,
-            VacuumCommand.self, CheckpointCommand.self, ForgetCommand.self,
+            VacuumCommand.self, CheckpointCommand.self, ForgetCommand.self, RestoreCommand.self,
             ShutdownCommand.self,
         ])
 

@@ -69,6 +69,19 @@ final class Backend {
         }
     }
 
+    /// Removes the backup mark of the database opened with --db (`restore`): what it said,
+    /// nil if it was no copy.
+    func restore() throws(CLIFailure) -> String? {
+        guard let offline = invoker as? OfflineInvoker else {
+            throw CLIFailure("restore works on a database file (--db)", status: ExitStatus.usage)
+        }
+        do {
+            return try offline.restore()
+        } catch {
+            throw Backend.failure(error, target: target)
+        }
+    }
+
     /// The message and exit status for an error of a connect or a call.
     static func failure(_ error: any Error, target: Target) -> CLIFailure {
         if let failure = error as? CLIFailure { return failure }

@@ -25,6 +25,9 @@ struct OfflineInvoker: Invoker {
         }
     }
 
+    /// `restore`: the copy's mark removed (LocalInvoker.restore).
+    func restore() throws(RPCError) -> String? { try local.restore() }
+
     func call(_ method: String, _ params: JSONValue, progress: (@Sendable (JSONValue) -> Void)?) throws -> JSONValue {
         var forward: (@Sendable ([String: JSONValue]) -> Void)?
         if let progress { forward = { fields in progress(.object(fields)) } }

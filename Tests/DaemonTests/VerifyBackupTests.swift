@@ -1,6 +1,6 @@
 // verify, backup and vacuum through assetctl (assetctl(1), COMMANDS and EXIT STATUS):
-// verify's exit status says whether problems remain, a backup is a database assetd can
-// be started on, vacuum answers.
+// verify's exit status says whether problems remain, a backup is a database --db reads
+// (assetd starts on it once restored: BackupRestoreTests), vacuum answers.
 
 import AssetClient
 import AssetStore
@@ -44,7 +44,7 @@ import Testing
         #expect(!h.exists(orphan))
     }
 
-    @Test("backup writes a database assetd can be started on; vacuum and checkpoint answer")
+    @Test("backup writes a database --db reads; vacuum and checkpoint answer")
     func backupVacuum() throws {
         let h = try DaemonHarness()
         let c = try h.client()

@@ -57,16 +57,47 @@ import AssetStoreTestSupport
         #expect(r.pending == 0)
     }
 
-    @Test("a device number never seen for the root's filesystem, or seen for two, still reads as another file")
+    @Test(
+        "a file at the path on a device never seen for the root's filesystem, or seen for two, is another filesystem's: kept, row failed and retried"
+    )
     func unknownOrAmbiguousDevice() throws {
         for ambiguous in [false, true] {
             let f = try Fixture()
             let path = try f.makeFile("a/one.bin")
             try queueRenumbered(f, path, known: ambiguous, ambiguous: ambiguous)
+            // The recorded filesystem not mounted, a stale file where it should be: not the
+            // queued file, but no sign the queued one is gone or replaced either: a failure,
+            // retried (and parked after Store.parkAfterAttempts, otherFilesystemParked).
             let r = try f.store.sweep()
-            #expect(r.skipped.map(\.reason) == [.identityChanged], "ambiguous: \(ambiguous)")
+            #expect(r.skipped.isEmpty && r.unlinked.isEmpty, "ambiguous: \(ambiguous)")
+            #expect(r.failed.map(\.path) == [path])
+            #expect(r.failed.first?.error.contains("not mounted?") == true, "\(r.failed)")
             #expect(f.exists(path))
+            #expect(try f.store.pending().map(\.path) == [path])
+            // Mounted again (the row's device is the file's): the retry removes it.
+            try f.damage("UPDATE unlink_queue SET device = device - ?", [Self.shift])
+            #expect(try f.store.sweep(retryFailed: true).unlinked == [path])
+            #expect(!f.exists(path))
         }
+    }
+
+    @Test("a file on another filesystem than recorded is parked after its last retry, back at the next open")
+    func otherFilesystemParked() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try queueRenumbered(f, path, known: false)
+        try f.damage("UPDATE unlink_queue SET attempts = ?", [Store.parkAfterAttempts - 2])
+        #expect(try f.store.sweep(retryFailed: true).failed.map(\.attempts) == [Store.parkAfterAttempts - 1])
+        let last = try f.store.sweep(retryFailed: true).failed
+        #expect(last.map(\.attempts) == [Store.parkAfterAttempts])
+        #expect(last.first?.error.hasSuffix("(parked until assetd starts again)") == true, "\(last)")
+        // Parked: not retried, not counted again, until an open.
+        #expect(try f.store.sweep(retryFailed: true).failed.isEmpty)
+        #expect(try f.store.pending().map(\.nextAttempt) == [Store.parkedUntil])
+        try f.damage("UPDATE unlink_queue SET device = device - ?", [Self.shift])  // mounted again
+        try f.reopen()
+        #expect(!f.exists(path))
+        #expect(try f.store.pending().isEmpty)
     }
 
     @Test("a file replaced at the path is kept, renumbered device or not: the inode still tells")

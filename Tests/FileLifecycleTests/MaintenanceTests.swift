@@ -576,8 +576,10 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
 
         var c = StoreConfiguration(roots: [f.root])
         c.drainOnOpen = false
+        c.opensCopies = true  // marked: a copy until restored
         let copy = try Store(path: path, configuration: c)
         defer { copy.close() }
+        #expect(copy.copyMark == "backup of \(f.dbPath) at commit \(commit)")
         try copy.read { r in
             #expect(try r.lastCommit() == commit)
             #expect(try r.objectCount() == base + 10 * Int(commit - baseCommit))
@@ -586,6 +588,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
             #expect(try r.get(ref("seed", "5999"))?.value == ["pad": big])
         }
         #expect(try copy.verify(VerifyOptions()).clean)
+        try copy.clearCopyMark()
         try copy.write { tx in try tx.put(ref("after", "restore"), value: [:]) }  // a usable store, not just readable
     }
 

@@ -167,7 +167,7 @@ let swaps: [Swap] = [
         #expect(!f.exists(path))
     }
 
-    @Test("a queued file whose root was removed from the configuration is not removed")
+    @Test("a queued file whose root was removed from the configuration is kept and retried; re-added, it goes")
     func rootRemovedFromConfiguration() throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
@@ -180,23 +180,59 @@ let swaps: [Swap] = [
         try f.reopen(drain: false)
 
         let sweep = try f.store.sweep()
-        #expect(sweep.unlinked.isEmpty)
-        #expect(sweep.skipped.map(\.path) == [path])
-        #expect(sweep.skipped.map(\.reason) == [.unsafePath])
+        #expect(sweep.unlinked.isEmpty && sweep.skipped.isEmpty)
+        #expect(sweep.failed.map(\.path) == [path])
+        let parked = "not under a configured root (parked until assetd starts again)"
+        #expect(sweep.failed.map(\.error) == [parked])
         #expect(f.exists(path))
-        #expect(try f.store.counters()["skipped_unsafe_path"] == 1)
+        #expect(try f.store.counters()["skipped_unsafe_path", default: 0] == 0)
+        let row = try f.store.pending()
+        #expect(row.map(\.lastError) == [parked] && row.map(\.nextAttempt) == [Store.parkedUntil])
+
+        // Parked: an admin's sweep (retrying failed rows) neither counts nor rewrites it.
+        #expect(try f.store.sweep(retryFailed: true).failed.isEmpty)
+        #expect(try f.store.pending().map(\.attempts) == [1])
+        #expect(try f.store.counters()["unlink_failures", default: 0] == 1)
+
+        // The root configured again: the open brings the row back and its drain unlinks it.
+        f.configuration.roots = [f.root, other]
+        try f.reopen()
+        #expect(!f.exists(path))
+        #expect(try f.store.pending().isEmpty)
     }
 
-    @Test("the drain at open does not remove a file whose root is no longer configured")
+    @Test("a lease-deferred row is due again after an open without the drain")
+    func leaseDeferralEndsWithoutDrain() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        _ = try f.store.leases.acquire(objects: [], files: [path], ttl: 3600)
+        try f.delete(ref("c", "k"))
+        #expect(try f.store.sweep().deferred.map(\.reason) == [.leased])
+        try f.reopen(drain: false)  // the lease died with the store
+        #expect(try f.store.sweep().unlinked == [path])
+        #expect(!f.exists(path))
+    }
+
+    @Test("the drain at open keeps a file whose root is no longer configured, and its row")
     func rootRemovedBeforeDrain() throws {
         let f = try Fixture()
         let path = try f.makeFile("a/one.bin")
         try f.hold(path, key: "k")
         try f.delete(ref("c", "k"))
         f.configuration.roots = [f.dir + "/other-root"]
+        try FileManager.default.createDirectory(atPath: f.dir + "/other-root", withIntermediateDirectories: true)
         try f.reopen(drain: true)
         #expect(f.exists(path))
-        #expect(try f.store.counters()["skipped_unsafe_path"] == 1)
+        #expect(try f.store.counters()["unlink_failures"] == 1)
+        #expect(try f.store.pending().map(\.path) == [path])
+
+        // Re-added, and the retry due: the next open's drain removes it.
+        f.configuration.roots = [f.root]
+        f.clock.advance(2)
+        try f.reopen(drain: true)
+        #expect(!f.exists(path))
+        #expect(try f.store.pending().isEmpty)
     }
 }
 

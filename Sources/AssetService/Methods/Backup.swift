@@ -1,5 +1,6 @@
 // backup {path} → what the engine reports: an online, consistent copy of the database in one
-// SQLite file that assetd can be started on (admins; the path is the daemon's, absolute).
+// SQLite file marked as a copy, which assetd starts on once restored (admins; the path is
+// the daemon's, absolute).
 
 import AssetStore
 import ControlProtocol

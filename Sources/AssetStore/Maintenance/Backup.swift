@@ -2,7 +2,8 @@
 // backup copies one read snapshot with SQLite's online backup API into a temp file beside
 // the target, synced and then linked under the final name, so a crash never leaves half a
 // backup there; writers go on meanwhile. What a killed backup left (its temp file) the next
-// backup to the same name removes.
+// backup to the same name removes. The copy is marked (Store+CopyMark.swift): assetd starts
+// on it only once `assetctl --db PATH restore` has removed the mark.
 
 import Foundation
 import GRDB
@@ -12,11 +13,11 @@ extension Store {
     /// Pages copied per backup step (progress is reported after each).
     static let backupPagesPerStep: CInt = 1024
 
-    /// Writes a consistent copy of the store to a new single-file database at `path` that a
-    /// `Store` (and so assetd) opens; writers go on meanwhile. An existing `path` is
-    /// `conflict`; a relative one is taken from the current folder. `progress` gets pages
-    /// copied and total after each step. Returns `{path, bytes, commit}`: the commit is the
-    /// last one the copy holds.
+    /// Writes a consistent copy of the store to a new single-file database at `path`, marked
+    /// as a copy (a `Store` opens it only with `opensCopies`, until `clearCopyMark`); writers
+    /// go on meanwhile. An existing `path` is `conflict`; a relative one is taken from the
+    /// current folder. `progress` gets pages copied and total after each step. Returns
+    /// `{path, bytes, commit}`: the commit is the last one the copy holds.
     ///
     /// The copy is written to `.<name>.tmp-<pid>-<random>` beside `path` first. A backup
     /// killed meanwhile leaves that behind, so each backup first removes the temp files of
@@ -78,6 +79,8 @@ extension Store {
                 commit = try copy.read { db in
                     try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0
                 }
+                // Marked: opened, the copy must not act on the live roots (Store+CopyMark.swift).
+                try copy.write { db in try Store.markCopy(db, source: self.path, commit: commit) }
                 try copy.close()
             } catch {
                 try? copy.close()

@@ -1,9 +1,9 @@
 // verify's orphan phase: walks each managed root with openat/fdopendir and O_NOFOLLOW, on
 // the root's mount only (no bind mount of the same filesystem either), looking at regular
-// files alone; a file nothing registers, queues
-// or leases, older than `orphanGrace`, is an orphan. Deleting one happens under the write
-// lock (so nothing can register it meanwhile) with SafeUnlinker, which re-checks its identity,
-// ordered against new leases as the sweep's unlinks are.
+// files alone; a file nothing registers, queues or leases, unchanged (mtime and ctime) for
+// `orphanGrace`, is an orphan. Deleting one happens under the write lock (so nothing can
+// register it meanwhile) with SafeUnlinker, which re-checks its identity, ordered against new
+// leases as the sweep's unlinks are.
 
 import Glibc
 import GRDB
@@ -26,6 +26,11 @@ struct WalkedFile {
     var size: Int64
     /// Modification time, Unix seconds.
     var mtime: Double
+
+    /// When the file last changed as far as anyone can tell: its mtime, or its ctime if later.
+    /// Tools that unpack or copy (tar, rsync -t, cp -p) set an old mtime on a new file; its
+    /// ctime is when that happened, and only the kernel sets it.
+    var changed: Double { max(mtime, stamp.ctime.map { Double($0) / 1e9 } ?? mtime) }
 }
 
 extension VerifyRun {
@@ -65,7 +70,7 @@ extension VerifyRun {
                 // A root nested in another is walked as itself: each file is judged once.
                 if let p = f.path, store.roots.nearestRoot(of: p) != root { return }
                 if ownIDs.contains([f.device, f.inode]) { return }
-                guard f.mtime < oldBefore else { return }  // within the grace: maybe being written
+                guard f.changed < oldBefore else { return }  // within the grace: maybe being written
                 batch.append(f)
                 if batch.count >= Store.verifyPage { try flush() }
             }
@@ -101,7 +106,8 @@ extension VerifyRun {
                         guard still.contains(Array(path.utf8)),
                             let now = try? FileProbe.probe(path: path, root: f.root, roots: store.roots.paths),
                             now.exists,
-                            now.device == f.device, now.inode == f.inode, (now.mtime ?? 0) < oldBefore
+                            now.device == f.device, now.inode == f.inode,
+                            max(now.mtime ?? 0, now.stamp.ctime.map { Double($0) / 1e9 } ?? 0) < oldBefore
                         else {
                             out[i] = .vanished
                             continue
@@ -120,6 +126,8 @@ extension VerifyRun {
                         case .removed, .alreadyGone: out[i] = .repaired("removed")
                         case .identityChanged: out[i] = .vanished
                         case .unsafePath: out[i] = .refused("a symlink or a mount point is on the way")
+                        case .notUnderRoot: out[i] = .refused("not under a configured root")
+                        case .otherFilesystem(let why): out[i] = .refused(why)
                         case .failed(let e, let call): out[i] = .refused("\(call): \(errnoDescription(e))")
                         case .open: out[i] = .refused("a process has it open (files.skip_open)")
                         case .undetermined(let why): out[i] = .refused("cannot tell whether it is open: \(why)")

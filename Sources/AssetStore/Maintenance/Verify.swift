@@ -87,6 +87,7 @@ extension Store {
     ) throws -> VerifyReport {
         try checkOpen()
         if options.repair || options.deleteOrphans { try checkWritable() }
+        if options.deleteOrphans { try checkNotCopy("orphan deletion") }
         // Before any phase: a refused run changes nothing.
         if options.deleteOrphans && !options.force { try checkOrphanConsent() }
         let run = VerifyRun(store: self, options: options, progress: progress)

@@ -63,6 +63,7 @@ final class PolicyRun {
     var batchFull: Bool { deletedInBatch >= batch }
 
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
+        if !dryRun { try store.checkNotCopy("real policy run") }
         // Every run, dry ones too, orders by every touch recorded so far (Store+Access.swift;
         // on a full disk, by those written).
         if !store.isReadOnly { try store.flushAccesses() }

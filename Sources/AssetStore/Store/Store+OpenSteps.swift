@@ -7,7 +7,8 @@ import GRDB
 
 extension Store {
     /// The rest of a writable open: configured definitions, the WAL synced, the roots'
-    /// devices, lease deferrals ended, due unlinks drained, the reserve allocated.
+    /// devices, lease deferrals ended and due unlinks drained (not on a copy), the reserve
+    /// allocated.
     func finishOpen(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         var skipped = [String]()
         func unlessFull(_ step: String, _ body: () throws -> Void) throws {
@@ -30,8 +31,12 @@ extension Store {
             }
         }
         if !skipped.isEmpty { try readRootDevices() }  // what was recorded before still maps devices
-        try unlessFull("the end of lease deferrals") { try endLeaseDeferrals() }
-        if configuration.drainOnOpen { try unlessFull("the drain of due unlinks") { _ = try sweep() } }
+        // Never on a copy: its queue lists files the live database may hold again. Ending
+        // deferrals only reschedules rows (no daemon runs now): done on every other open.
+        if !isCopy {
+            try unlessFull("the end of lease deferrals") { _ = try endLeaseDeferrals() }
+            if configuration.drainOnOpen { try unlessFull("the drain of due unlinks") { _ = try sweep() } }
+        }
         reserve.restore()
         guard !skipped.isEmpty else { return }
         state.withLock {

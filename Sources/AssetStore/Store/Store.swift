@@ -66,6 +66,8 @@ public final class Store: Sendable {
         /// Tests: what statvfs reads of the roots' filesystems, in root order (a renumbering,
         /// two roots under one filesystem id).
         var rootFilesystems: (@Sendable () -> [(device: Int64, fsid: Int64)])?
+        /// The mark of a backup copy, nil for a live database (Store+CopyMark.swift).
+        var copyMark: String?
         /// Tests: runs in `syncWAL` once its fdatasync has returned, before a failure is recorded.
         var walSynced: (@Sendable () -> Void)?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
@@ -165,6 +167,7 @@ public final class Store: Sendable {
             try migrate(progress: progress)
             try reserveLeaseNumbersAtOpen(early: false)
         }
+        try readCopyMark()
         try loadDefinitions()
         if configuration.readOnly {
             try readRootDevices()

@@ -27,9 +27,18 @@ public struct StoreConfiguration: Sendable {
     public var defaultOwner: String = StoreConfiguration.processUserName()
     /// Unix seconds now; tests substitute their own.
     public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
-    /// Run due unlinks while opening (assetd(8), DATA MODEL, The unlink queue). Off
-    /// only in tests of crash recovery.
+    /// Run due unlinks while opening (assetd(8), DATA MODEL, The unlink queue); lease
+    /// deferrals end and parked rows come back at every open of a live database anyway. Off
+    /// for `assetctl --db`, which reads a database (a copy, maybe, opened with the live roots)
+    /// without acting on its queue, and in tests of crash recovery.
     public var drainOnOpen = true
+    /// Open a backup copy (Store+CopyMark.swift) too: `assetctl --db`, to read it or restore
+    /// it. Otherwise (the daemon) a copy is refused.
+    public var opensCopies = false
+    /// The database the config names (`store.path`) when the file opened is another one
+    /// (`assetctl --db` on a cp, sqlite3 .backup or an older version's backup, none of them
+    /// marked): treated as a copy for unlinking, as a marked one is. Nil: the configured one.
+    public var configuredDatabase: String?
     /// Seconds an index query or aggregate may run before it is stopped (`query_rejected`).
     public var queryTimeLimit: Double = 30
     /// The longest text or blob a query may build (SQLITE_LIMIT_LENGTH on its connections).
@@ -46,8 +55,8 @@ public struct StoreConfiguration: Sendable {
     var sqliteVersionForCoalescing: Int32?
     /// Lifecycle policies (`[policy]`); nil: nothing is evicted or expired.
     public var policy: PolicyConfiguration?
-    /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime is
-    /// older than this many seconds.
+    /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime and
+    /// ctime are both older than this many seconds.
     public var orphanGrace: Double = 3600
     /// `files.skip_open`: a queued file some process has open is kept and retried later.
     public var skipOpenFiles = false

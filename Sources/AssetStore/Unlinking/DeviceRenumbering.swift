@@ -1,7 +1,8 @@
 // A queued file is recorded with its st_dev, which is not stable: a reboot can number a
 // filesystem anew (disks found in another order, LVM minors, btrfs subvolumes' anonymous
-// devices). Then every file queued before it would read as replaced (kept: leaked) or, when
-// already gone, as hidden on an unmounted filesystem (retried forever). So the store notes,
+// devices). Then every file queued before it would read as on another filesystem, or, when
+// already gone, as hidden on an unmounted one: retried for a day, then parked until the next
+// start, and never removed (leaked). So the store notes,
 // for each root's filesystem, the device numbers it has had under its filesystem id
 // (statvfs f_fsid, from the filesystem's UUID on ext4 and btrfs), and the sweep reads a
 // recorded device the root's filesystem had before as the device it has now.

@@ -14,10 +14,18 @@ enum UnlinkOutcome: Equatable {
     case alreadyGone
     /// Something else is at the path now (another inode, a folder): kept.
     case identityChanged
-    /// A symlink or a mount point on the way, or the path is no longer under a root: nothing removed.
+    /// A symlink or a mount point on the way: nothing removed.
     case unsafePath
     /// The unlink failed; retried later.
     case failed(errno: Int32, call: String)
+    /// The path is under no configured root (one removed from the configuration, or a
+    /// `--db` open with another config): nothing removed, retried later, so re-adding the
+    /// root removes it.
+    case notUnderRoot
+    /// The file's filesystem is not where it was: not mounted (a disk that failed to mount),
+    /// or gone for good (the root moved to another disk). Nothing removed; retried, then
+    /// parked (the real file may come back); why.
+    case otherFilesystem(String)
     /// Some process has it open (`files.skip_open`): kept, retried later.
     case open
     /// Whether it is open could not be told (`files.skip_open`): kept, retried later; why.
@@ -136,8 +144,14 @@ final class SafeUnlinker {
         // The recorded number first: a filesystem mounted below the root may have the number
         // the root's had before it was renumbered, and its files are still recorded rightly.
         let onDevice = st.device
-        guard let recorded = device, let inode, onDevice == recorded || onDevice == deviceNow, st.inode == inode
-        else { return .identityChanged }
+        guard let recorded = device, let inode else { return .identityChanged }
+        // A file of another filesystem: the recorded one is not mounted here now (a disk that
+        // failed to mount, a stale file in its empty mount point). The queued file is hidden,
+        // not replaced: its row stays and is retried, as for a missing one.
+        guard onDevice == recorded || onDevice == deviceNow else {
+            return .otherFilesystem("statx: a file of another file system than the one recorded (not mounted?)")
+        }
+        guard st.inode == inode else { return .identityChanged }
         let device = onDevice
         // The same number is not the same file: ext4 gives a freed inode number to the next
         // file at once. The generation needs the file open, so it is read only when recorded.
@@ -200,7 +214,7 @@ final class SafeUnlinker {
     private static func gone(folderDevice: Int64?, device: Int64?, deviceNow: Int64?) -> UnlinkOutcome {
         isGone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
             ? .alreadyGone
-            : .failed(errno: ENOENT, call: "lookup on another file system than the file's (not mounted?)")
+            : .otherFilesystem("lookup on another file system than the file's (not mounted?)")
     }
 
     /// The rule of `gone`, which verify's missing-file check shares: true when the file is

@@ -13,7 +13,7 @@ public enum UnlinkSkipReason: String, Sendable, Hashable {
     /// Another file (inode, or the same inode number given to a new file) or a non-regular
     /// file is at the path now.
     case identityChanged = "identity_changed"
-    /// A symlink or a mount point on the way, or the path is no longer under a managed root.
+    /// A symlink or a mount point on the way.
     case unsafePath = "unsafe_path"
 }
 
@@ -39,6 +39,13 @@ public struct SweepReport: Sendable {
 extension Store {
     /// The longest wait between attempts.
     public static let maximumRetryDelay = 3600.0
+    /// The next attempt of a parked row: never, until an open makes it due (endLeaseDeferrals).
+    /// Parked: a row under no configured root (roots change only with a restart), and one
+    /// whose filesystem has not been where it was for `parkAfterAttempts` attempts.
+    public static let parkedUntil = 9.0e15
+    /// Attempts after which a file on another filesystem than recorded is parked: with the
+    /// backoff, about a day of hourly retries.
+    public static let parkAfterAttempts = 36
     /// Seconds before a file found open (`files.skip_open`) is probed again: short, because a
     /// reader usually finishes soon, and long enough that a file held open for hours costs
     /// one open and fcntl per ten seconds.
@@ -66,6 +73,7 @@ extension Store {
         retryFailed: Bool, batch: Int, threads: Int, beforeUnlink: (@Sendable (String) -> Void)? = nil
     ) throws -> SweepReport {
         try checkWritable()
+        try checkNotCopy("sweep")
         var report = SweepReport()
         // The daemon sweeps every second: with nothing due, a read is all it costs (no write
         // lock taken from clients, no WAL sync).
@@ -73,9 +81,11 @@ extension Store {
             let row = try Row.fetchOne(
                 r.db,
                 sql: """
-                    SELECT COUNT(*), EXISTS (SELECT 1 FROM unlink_queue WHERE next_attempt <= ? OR (? AND attempts > 0))
+                    SELECT COUNT(*), EXISTS (
+                        SELECT 1 FROM unlink_queue
+                        WHERE next_attempt <= ?1 OR (?2 AND attempts > 0 AND next_attempt < ?3))
                     FROM unlink_queue
-                    """, arguments: [configuration.clock(), retryFailed])
+                    """, arguments: [configuration.clock(), retryFailed, Store.parkedUntil])
             return (row?[0] ?? 0, row?[1] ?? false) as (Int, Bool)
         }
         guard due else {
@@ -142,7 +152,7 @@ extension Store {
             return targets[slice].map { t in
                 beforeUnlink?(t.path)
                 return leases.unlessLeased(file: t.path) {
-                    guard let root = t.root else { return UnlinkOutcome.unsafePath }
+                    guard let root = t.root else { return UnlinkOutcome.notUnderRoot }
                     return unlinker.unlink(
                         path: t.path, root: root, device: t.device, inode: t.inode, stamp: t.stamp, size: t.size,
                         deviceNow: t.deviceNow, probe: probe)

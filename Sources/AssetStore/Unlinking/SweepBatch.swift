@@ -10,7 +10,7 @@ import JSON
 /// A queued file a sweep batch unlinks.
 struct UnlinkTarget: Sendable {
     var path: String
-    /// Its managed root; nil if it is no longer under one (kept: unsafe path).
+    /// Its managed root; nil if it is no longer under one (kept and retried: the root may come back).
     var root: String?
     var device: Int64?
     var inode: Int64?
@@ -63,10 +63,10 @@ extension Store {
         try db.cachedStatement(
             sql: """
                 SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
-                WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0))
+                WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0 AND next_attempt < ?))
                 ORDER BY id LIMIT ?
                 """
-        ).forEachRawRow([lastID, durable, now, retryFailed, limit]) { r in
+        ).forEachRawRow([lastID, durable, now, retryFailed, Store.parkedUntil, limit]) { r in
             func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
             // The column is NOT NULL: a NULL here is a broken database or query, not a row to skip.
             guard let path = r.text(1) else { preconditionFailure("unlink_queue row \(r.int64(0)) without a path") }
@@ -178,14 +178,24 @@ extension Store {
             counts["skipped_" + reason.rawValue, default: 0] += 1
             report.skipped.append((path, reason))
             return true
-        case .failed(let e, let call):
-            let message = "\(call): \(errnoDescription(e))"
+        case .failed, .notUnderRoot, .otherFilesystem:
+            var message = "not under a configured root"
+            // Retrying these until something changes would log and count a failure each hour
+            // for ever: parked (failed once more, logged once) until the next open. Roots change
+            // only with a restart; a filesystem gone for good gets a day first.
+            var park = true
+            if case .failed(let e, let call) = outcome {
+                (message, park) = ("\(call): \(errnoDescription(e))", false)
+            } else if case .otherFilesystem(let why) = outcome {
+                (message, park) = (why, attempts + 1 >= Store.parkAfterAttempts)
+            }
+            if park { message += " (parked until assetd starts again)" }
             let delay = min(Store.maximumRetryDelay, Double(1 << min(attempts, 12)))
             try db.cachedStatement(
                 sql: """
                     UPDATE unlink_queue SET attempts = attempts + 1, last_error = ?, next_attempt = ? WHERE id = ?
                     """
-            ).execute(arguments: [message, now + delay, id])
+            ).execute(arguments: [message, park ? Store.parkedUntil : now + delay, id])
             counts["unlink_failures", default: 0] += 1
             report.failed.append((path, message, attempts + 1))
             return false

@@ -181,13 +181,18 @@ extension Store {
     /// deferred are due again, no later than `files.unlink_delay` allows. Rows deferred for
     /// an open file are only probed sooner; failed rows keep their backoff, but no more: a
     /// failed row a lease then deferred (to the lease's end, up to a day) is due within the
-    /// longest retry delay, as any failed row.
+    /// longest retry delay, as any failed row. Parked rows are due at once: the roots, or
+    /// the filesystems mounted, may have changed since.
     /// Returns how many rows were made due sooner.
     @discardableResult
     func endLeaseDeferrals() throws -> Int {
         let now = configuration.clock()
         return try Store.mapErrors {
             try pool.write { db in
+                try db.execute(
+                    sql: "UPDATE unlink_queue SET next_attempt = ? WHERE next_attempt >= ?",
+                    arguments: [now, Store.parkedUntil])
+                let unparked = db.changesCount
                 try db.execute(
                     sql: """
                         UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
@@ -197,20 +202,25 @@ extension Store {
                 try db.execute(
                     sql: "UPDATE unlink_queue SET next_attempt = ?1 WHERE attempts > 0 AND next_attempt > ?1",
                     arguments: [now + Store.maximumRetryDelay])
-                return unfailed + db.changesCount
+                return unparked + unfailed + db.changesCount
             }
         }
     }
 
-    /// Queued unlinks, oldest first; a row whose file a live lease covers shows `.leased`.
+    /// Queued unlinks, oldest first, parked ones last (they would hide newer failures); a row
+    /// whose file a live lease covers shows `.leased`.
     public func pending(limit: Int = 100) throws -> [PendingUnlink] {
         let rows = try read { r in
-            try Row.fetchAll(
-                r.db,
-                sql: """
-                    SELECT path, queued_at, attempts, last_error, next_attempt FROM unlink_queue ORDER BY id LIMIT ?
-                    """, arguments: [limit]
-            )
+            let columns = "SELECT path, queued_at, attempts, last_error, next_attempt FROM unlink_queue"
+            var rows = try Row.fetchAll(
+                r.db, sql: columns + " WHERE next_attempt < ? ORDER BY id LIMIT ?",
+                arguments: [Store.parkedUntil, limit])
+            if rows.count < limit {
+                rows += try Row.fetchAll(
+                    r.db, sql: columns + " WHERE next_attempt >= ? ORDER BY id LIMIT ?",
+                    arguments: [Store.parkedUntil, limit - rows.count])
+            }
+            return rows
         }
         // Only the page's paths looked up, not a snapshot of every lease: any client can ask.
         let paths: [String] = rows.map { $0[0] }

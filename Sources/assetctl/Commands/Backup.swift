@@ -1,5 +1,6 @@
 // `assetctl backup PATH` → backup: an online, consistent copy of the database in one SQLite
-// file that assetd can be started on. The daemon writes it, so PATH must be writable by it.
+// file marked as a copy, which assetd starts on once restored. The daemon writes it, so
+// PATH must be writable by it.
 
 import ArgumentParser
 import AssetClient

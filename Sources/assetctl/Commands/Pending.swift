@@ -31,6 +31,8 @@ struct PendingCommand: ParsableCommand {
                 rows, columns: ["path", "queued_at", "attempts", "deferred", "next_attempt", "last_error"],
                 headers: ["PATH", "QUEUED", "ATTEMPTS", "DEFERRED", "NEXT", "LAST_ERROR"]
             ) { name, value in
+                // Parked (Store.parkedUntil): retried when assetd next starts, not at a time.
+                if name == "next_attempt", let t = value.doubleValue, t >= 9.0e15 { return "parked" }
                 if name == "queued_at" || name == "next_attempt", let t = value.doubleValue {
                     return Formatting.timestamp(t)
                 }

@@ -1,0 +1,87 @@
+// The mark `backup` leaves in its copy (meta key `backup`): a copy's unlink queue, policies
+// and orphan walk would act on the live roots, where the files it lists as unreferenced may be
+// held again by the live database. A marked store never sweeps, runs a real policy run or
+// deletes orphans, and opens only for a caller that says it expects a copy (`assetctl --db`);
+// `clearCopyMark` (`assetctl --db PATH restore`) makes it a live database again.
+
+import GRDB
+
+extension Store {
+    /// The meta key of the mark; its value says what the copy was made from.
+    static let copyMarkKey = "backup"
+
+    /// The mark of a backup copy (what it was copied from), or nil for a live database.
+    public var copyMark: String? { state.withLock { $0.copyMark } }
+
+    /// Reads the mark at open; a marked store opened to write by a caller that does not
+    /// expect a copy (the daemon) is refused. Read-only, it acts on nothing anyway.
+    func readCopyMark() throws {
+        let mark = try Store.mapErrors {
+            try pool.read { db in
+                try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.copyMarkKey])
+            }
+        }
+        state.withLock { $0.copyMark = mark }
+        guard let mark, !configuration.opensCopies, !configuration.readOnly else { return }
+        throw StoreError(
+            .conflict,
+            "\(path) is a backup copy (\(mark)): not opened, since its unlink queue and policies would act on"
+                + " the live roots. To restore it, with assetd stopped, put it in place and run"
+                + " `assetctl --db \(path) --config CONFIG restore` (CONFIG: the daemon's) first",
+            detail: ["backup_copy": true])
+    }
+
+    /// True for a marked copy, and for a file other than the database the config names:
+    /// either one's queue lists files the live database may hold again.
+    public var isCopy: Bool { copyMark != nil || configuration.configuredDatabase != nil }
+
+    /// Throws unless the store is a live database: `what` is never done on a copy.
+    func checkNotCopy(_ what: String) throws(StoreError) {
+        if state.withLock({ $0.copyMark }) != nil {
+            throw StoreError(
+                .conflict,
+                "\(path) is a backup copy: no \(what) on it (its files are the live roots'). To restore it,"
+                    + " with assetd stopped, put it in place and run `assetctl --db PATH --config CONFIG restore`"
+                    + " (CONFIG: the daemon's) first")
+        }
+        guard let configured = configuration.configuredDatabase else { return }
+        throw StoreError(
+            .conflict,
+            "\(path) is not the database the config names (store.path = \(configured)): no \(what) on it, since"
+                + " a copy's queue would act on the live roots. Pass the daemon's --config; to restore a copy, with"
+                + " assetd stopped, put it in place and run `assetctl --db PATH --config CONFIG restore`")
+    }
+
+    /// Whether `error` is the refusal of a marked copy at open (assetd exits 78 on it).
+    public static func isCopyRefusal(_ error: StoreError) -> Bool {
+        error.code == .conflict && error.detail?["backup_copy"] == true
+    }
+
+    /// Marks the database at `path` (a backup's copy, not yet linked in place) as a copy of `source`.
+    static func markCopy(_ db: Database, source: String, commit: Int64) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+            arguments: [copyMarkKey, "backup of \(source) at commit \(commit)"])
+    }
+
+    /// Makes a backup copy a live database again (the restore): removes the mark, so the
+    /// store sweeps, runs policies and deletes orphans against the configured roots. Returns
+    /// the mark removed, nil if there was none.
+    @discardableResult
+    public func clearCopyMark() throws -> String? {
+        guard copyMark != nil else { return nil }
+        try checkWritable()
+        let mark = try Store.mapErrors {
+            try pool.write { db in
+                let mark = try String.fetchOne(
+                    db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.copyMarkKey])
+                try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [Store.copyMarkKey])
+                return mark
+            }
+        }
+        // A write outside the commit count: synced here, not by makeDurable.
+        try syncWAL(force: true)
+        state.withLock { $0.copyMark = nil }
+        return mark
+    }
+}

@@ -1,0 +1,96 @@
+// A backup copy opened with the live roots must not act on them: its unlink queue may list
+// files the live database holds again. The copy is marked; a marked store never sweeps, runs a
+// real policy run or deletes orphans, and opens only for a caller expecting a copy, until the
+// mark is cleared (the restore).
+
+import AssetStore
+import AssetStoreTestSupport
+import Foundation
+import Testing
+
+@Suite("backup copies")
+struct BackupCopyTests {
+    /// A file queued in the copy (its holder deleted with a long unlink delay) and held again
+    /// in the live store; returns the file and the copy's path.
+    func copyQueuingHeldFile(_ f: Fixture) throws -> (file: String, copy: String) {
+        let file = try f.makeFile("a/f.bin")
+        try f.hold(file, key: "o")
+        #expect(try f.delete(ref("c", "o")).filesQueued == [file])
+        let copy = f.dir + "/copy.sqlite"
+        _ = try f.store.backup(to: copy)
+        try f.hold(file, key: "o")  // held again: the live row is cancelled
+        #expect(try f.store.pending().isEmpty)
+        return (file, copy)
+    }
+
+    func copyConfiguration(_ f: Fixture) -> StoreConfiguration {
+        var c = StoreConfiguration(roots: [f.root])  // unlink_delay 0: the copy's row is due at once
+        c.clock = f.configuration.clock
+        c.opensCopies = true
+        return c
+    }
+
+    @Test("a backup copy opened with the live roots keeps a file the live store holds again")
+    func copyDoesNotSweep() throws {
+        let f = try Fixture { $0.unlinkDelay = 3600 }
+        let (file, copyPath) = try copyQueuingHeldFile(f)
+        f.clock.advance(7200)
+        let copy = try Store(path: copyPath, configuration: copyConfiguration(f))  // drainOnOpen on
+        defer { copy.close() }
+        #expect(copy.copyMark?.contains(f.dbPath) == true)
+        #expect(f.exists(file))
+        #expect(try copy.pending().map(\.path) == [file])
+        #expect(expectCode(.conflict) { try copy.sweep(retryFailed: true) } != nil)
+        #expect(f.exists(file))
+        #expect(try copy.pending().map(\.path) == [file])
+    }
+
+    @Test("a backup copy runs no real policy run and deletes no orphan; dry runs and checks work")
+    func copyRunsNoPolicy() throws {
+        let f = try Fixture()
+        let (file, copyPath) = try copyQueuingHeldFile(f)
+        let orphan = try f.makeFile("b/orphan.bin")
+        f.clock.advance(7200)
+        var c = copyConfiguration(f)
+        var p = PolicyConfiguration()
+        p.maxBytes = 0
+        c.policy = p
+        let copy = try Store(path: copyPath, configuration: c)
+        defer { copy.close() }
+        _ = try copy.enforce(dryRun: true)
+        #expect(expectCode(.conflict) { try copy.enforce() } != nil)
+        #expect(expectCode(.conflict) { try copy.expire(collection: nil, olderThan: 0, idle: nil) } != nil)
+        var o = VerifyOptions()
+        o.deleteOrphans = true
+        o.force = true
+        #expect(expectCode(.conflict) { try copy.verify(o) } != nil)
+        #expect(f.exists(file) && f.exists(orphan))
+        #expect(try f.exists(ref("c", "o")))
+    }
+
+    @Test("assetd's open refuses a backup copy, naming the restore; once restored it opens and sweeps")
+    func restore() throws {
+        let f = try Fixture { $0.unlinkDelay = 3600 }
+        let (file, copyPath) = try copyQueuingHeldFile(f)
+        f.clock.advance(7200)
+        var daemon = copyConfiguration(f)
+        daemon.opensCopies = false
+        let refused = expectCode(.conflict) { try Store(path: copyPath, configuration: daemon) }
+        #expect(
+            refused?.message.contains("assetctl --db \(copyPath) --config CONFIG restore") == true,
+            "\(String(describing: refused))")
+        #expect(f.exists(file))
+
+        let copy = try Store(path: copyPath, configuration: copyConfiguration(f))
+        #expect(try copy.clearCopyMark() != nil)
+        #expect(copy.copyMark == nil)
+        #expect(try copy.clearCopyMark() == nil, "a live database: nothing to clear")
+        copy.close()
+        f.store.close()  // the live store is the one replaced by the restore
+        let restored = try Store(path: copyPath, configuration: daemon)
+        defer { restored.close() }
+        #expect(restored.copyMark == nil)
+        #expect(!f.exists(file), "the open drained the restored queue")
+        #expect(try restored.pending().isEmpty)
+    }
+}
