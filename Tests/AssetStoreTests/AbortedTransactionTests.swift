@@ -86,7 +86,7 @@ import AssetStoreTestSupport
     func transactionStatementsKept() throws {
         let f = try Fixture()
         func kept() throws -> [String: OpaquePointer] {
-            try f.store.pool.writeWithoutTransaction { db in
+            f.store.pool.writeWithoutTransaction { db in
                 var found: [String: OpaquePointer] = [:]
                 var s = sqlite3_next_stmt(db.sqliteConnection, nil)
                 while let stmt = s {

@@ -125,6 +125,12 @@ struct LeaseNumberTests {
         var taken = try take(f, 3)
         try f.reopen()
         taken += try take(f, 3)
+        // Restored as assetctl(1) says: the copy's mark cleared, then started on.
+        var opener = f.configuration
+        opener.opensCopies = true
+        let marked = try Store(path: copy, configuration: opener)
+        #expect(try marked.clearCopyMark() != nil)
+        marked.close()
         let restored = try Store(path: copy, configuration: f.configuration)
         defer { restored.close() }
         let id = try restored.leases.acquire(objects: [], files: ["\(f.root)/r"], ttl: 600).id
