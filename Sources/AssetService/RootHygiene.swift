@@ -57,6 +57,7 @@ extension DaemonConfig {
             }
             guard st.st_mode & S_IFMT == S_IFDIR else { throw .config(rootError("\(root) is not a folder")) }
             if let why = RootHygiene.sharing(root, shared) { throw .config(rootError(why)) }
+            if let why = RootHygiene.replaceable(root, uid: uid) { throw .config(rootError(why)) }
         }
         return warnings
     }

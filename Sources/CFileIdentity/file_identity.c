@@ -128,7 +128,17 @@ static int open_beneath(int rootfd, const char *below, uint64_t flags) {
     return (int)syscall(SYS_openat2, rootfd, below, &how, sizeof how);
 }
 
-int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_file_probe *out) {
+// 1 when the open folder `fd` is the pinned one (device, inode, and mount where both know
+// it); 0 when it is another; -1 with errno set when it cannot be told.
+static int root_matches(int fd, const struct assetd_root_pin *pin) {
+    struct assetd_file_stat st;
+    if (assetd_file_stat(fd, "", &st) != 0) return -1;
+    if (st.device != pin->device || st.inode != pin->inode) return 0;
+    return !(st.has_mount_id && pin->has_mount_id && st.mount_id != pin->mount_id);
+}
+
+int assetd_probe_beneath(
+    const char *path, size_t root_length, const struct assetd_root_pin *pin, struct assetd_file_probe *out) {
     memset(out, 0, sizeof *out);
     if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED) || !proc_fd_is_procfs() || root_length == 0
         || root_length >= PATH_MAX || strnlen(path, root_length + 1) <= root_length || path[root_length] != '/')
@@ -140,6 +150,13 @@ int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_fil
     // so that a root remounted or moved since is seen.
     int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0) return ASSETD_PROBE_WALK;
+    // Its path followed, it must still be the folder it was when the store opened: a folder
+    // above it that others can write lets them swap the root for a symlink to anywhere.
+    // Another one is judged by the caller's walk (a disk mounted there since is fine).
+    if (pin && root_matches(rootfd, pin) != 1) {
+        close(rootfd);
+        return ASSETD_PROBE_WALK;
+    }
     // O_PATH: nothing is opened for reading before statx says it is a regular file (a fifo
     // opened and closed would release a writer waiting for a reader into a broken pipe).
     const char *below = path + root_length + 1;

@@ -82,13 +82,6 @@ struct FileStatus {
     /// statx of an absolute path (a final symlink not followed).
     static func of(_ path: String) -> Result<FileStatus, Errno> { of(AT_FDCWD, path) }
 
-    /// The status of the folder a root names, its symlinks followed (a root is configuration).
-    static func ofRoot(_ root: String) -> FileStatus? {
-        let fd = open(root, SafeUnlinker.oPath | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        return try? of(fd, "").get()
-    }
 }
 
 extension FileStatus {
@@ -145,11 +138,20 @@ enum OpenBeneath {
         case walk
     }
 
-    /// Probes `path`, whose first `rootLength` bytes name its root.
-    static func probe(_ path: String, rootLength: Int) -> Found {
+    /// Probes `path`, whose first `rootLength` bytes name its root, pinned to `pin`.
+    static func probe(_ path: String, rootLength: Int, pin: RootPins.Pin?) -> Found {
         var found = assetd_file_probe()
+        let code: Int32
         // withCString: a native string's own bytes (the implicit conversion copied them).
-        switch path.withCString({ assetd_probe_beneath($0, rootLength, &found) }) {
+        if let pin {
+            var p = assetd_root_pin(
+                device: pin.device, inode: pin.inode, has_mount_id: pin.mountID == nil ? 0 : 1,
+                mount_id: pin.mountID ?? 0)
+            code = path.withCString { assetd_probe_beneath($0, rootLength, &p, &found) }
+        } else {
+            code = path.withCString { assetd_probe_beneath($0, rootLength, nil, &found) }
+        }
+        switch code {
         case Int32(ASSETD_PROBE_FILE):
             return .file(
                 FileState(

@@ -38,20 +38,32 @@ enum FileProbe {
     /// Inspects `path` (normalised, below `root`): a symlinked folder or a mount point on the
     /// way is `unsafe_path`; an existing non-regular file is `not_a_regular_file`. A mount at
     /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
-    static func probe(path: String, root: String, roots: [String] = []) throws(StoreError) -> FileState {
-        // A regular file reached beneath the root in one openat2, the common case: eight system
+    /// A root that is no longer the folder it was pinned to is `unsafe_path`.
+    static func probe(path: String, root: String, roots: ManagedRoots) throws(StoreError) -> FileState {
+        // A regular file reached beneath the root in one openat2, the common case: nine system
         // calls however deep the path. Anything else is told apart by the walk.
-        switch OpenBeneath.probe(path, rootLength: root.utf8.count) {
+        switch OpenBeneath.probe(path, rootLength: root.utf8.count, pin: roots.pins.pin(of: root)) {
         case .file(let state): return state
         case .missing: return .missing
+        // Anything else, a root that is not its pinned folder too: the walk's open of the root
+        // tells a swap (refused) from a disk mounted or unmounted there (pinned again).
         case .walk: return try walk(path: path, root: root, roots: roots)
         }
     }
 
     /// `probe` folder by folder: statx of the root, of each folder and of the file.
-    static func walk(path: String, root: String, roots: [String]) throws(StoreError) -> FileState {
+    static func walk(path: String, root: String, roots managed: ManagedRoots) throws(StoreError) -> FileState {
+        let roots = managed.paths
         // The root is configuration: its own mount is fine, only crossing below it is not.
-        guard var mount = FileStatus.ofRoot(root) else { return .missing }
+        var mount: FileStatus
+        switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
+        case .folder(let fd):
+            defer { close(fd) }
+            guard case .success(let st) = FileStatus.of(fd, "") else { return .missing }
+            mount = st
+        case .moved(let why): throw StoreError(.unsafePath, why, detail: .string(path))
+        case .failed: return .missing
+        }
         var prefix = root
         let below = ManagedRoots.components(of: path, below: root)
         for folder in below.dropLast() {
@@ -98,7 +110,7 @@ enum FileProbe {
 
     /// Like `probe`, but never throws: anything unusual reads as missing. Used when recording
     /// the identity of a file that is being queued.
-    static func identity(path: String, root: String, roots: [String] = []) -> FileState {
+    static func identity(path: String, root: String, roots: ManagedRoots) -> FileState {
         (try? probe(path: path, root: root, roots: roots)) ?? .missing
     }
 }

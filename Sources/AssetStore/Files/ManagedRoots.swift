@@ -11,6 +11,14 @@ public struct ManagedRoots: Sendable, Hashable {
     /// The roots, normalised, longest first (a nested root's orphan walk comes before its outer root's).
     public let paths: [String]
 
+    /// The folder each root named when the store opened (ManagedRoots+Pins.swift); not part
+    /// of equality.
+    public let pins = RootPins()
+
+    public static func == (a: ManagedRoots, b: ManagedRoots) -> Bool { a.paths == b.paths }
+
+    public func hash(into h: inout Hasher) { h.combine(paths) }
+
     /// Normalises each root; a root that is not an absolute path is `invalid_path`.
     public init(_ roots: [String]) throws(StoreError) {
         var out = [String]()

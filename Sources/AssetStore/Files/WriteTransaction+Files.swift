@@ -19,7 +19,7 @@ extension WriteTransaction {
             guard !skip.contains(Array(path.utf8)) else { continue }
             if let root = store.roots.root(of: path) {
                 _ = try registerFile(
-                    path: path, state: FileProbe.identity(path: path, root: root, roots: store.roots.paths))
+                    path: path, state: FileProbe.identity(path: path, root: root, roots: store.roots))
             }
         }
     }

@@ -43,7 +43,7 @@ extension VerifyRun {
     static func isMissing(_ path: String, device: Int64?, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
         guard let root = store.roots.root(of: path),
             !(leased ?? store.leases.snapshot().files).contains(Array(path.utf8)),
-            let state = try? FileProbe.probe(path: path, root: root, roots: store.roots.paths), !state.exists
+            let state = try? FileProbe.probe(path: path, root: root, roots: store.roots), !state.exists
         else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it
         return SafeUnlinker.isGone(

@@ -86,7 +86,7 @@ struct RegisteredFile {
     /// Registered before it existed: the file there now is the one the deleting commit meant.
     mutating func identifyIfUnseen(_ roots: ManagedRoots) {
         guard device == nil, let root = roots.root(of: path) else { return }
-        let state = FileProbe.identity(path: path, root: root, roots: roots.paths)
+        let state = FileProbe.identity(path: path, root: root, roots: roots)
         device = state.device
         inode = state.inode
         stamp = state.stamp
