@@ -137,6 +137,24 @@ static int root_matches(int fd, const struct assetd_root_pin *pin) {
     return !(st.has_mount_id && pin->has_mount_id && st.mount_id != pin->mount_id);
 }
 
+int assetd_generation_of_path_fd(int pathfd, int *has, uint32_t *out) {
+    *has = 0;
+    if (!proc_fd_is_procfs()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    char name[40];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", pathfd);
+    // Never blocking (a lease someone holds) and not touching the access time where permitted.
+    const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd = open(name, flags | O_NOATIME);
+    if (fd < 0 && errno == EPERM) fd = open(name, flags);
+    if (fd < 0) return -1;
+    if (assetd_file_generation(fd, out) == 0) *has = 1;
+    close(fd);
+    return 0;
+}
+
 int assetd_probe_beneath(
     const char *path, size_t root_length, const struct assetd_root_pin *pin, struct assetd_file_probe *out) {
     memset(out, 0, sizeof *out);
@@ -177,24 +195,17 @@ int assetd_probe_beneath(
     }
     fill_from_statx(&sx, &out->stat);
     // The generation needs a readable descriptor: the very inode statx-ed, opened again
-    // through /proc (no second lookup by name, so nothing can be swapped in between), never
-    // blocking (a lease someone holds) and not touching the access time where permitted.
-    char name[40];
-    snprintf(name, sizeof name, "/proc/self/fd/%d", pfd);
-    const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-    int fd = open(name, flags | O_NOATIME);
-    if (fd < 0 && errno == EPERM) fd = open(name, flags);
+    // through /proc (no second lookup by name, so nothing can be swapped in between).
+    int has = 0;
+    uint32_t generation = 0;
+    int r = assetd_generation_of_path_fd(pfd, &has, &generation);
     saved = errno;
     close(pfd);
-    if (fd < 0) {
+    if (r != 0) {
         // Not readable: the other fields still tell, as they do in the walk. No /proc: walk.
         return saved == EACCES ? ASSETD_PROBE_FILE : ASSETD_PROBE_WALK;
     }
-    uint32_t generation;
-    if (assetd_file_generation(fd, &generation) == 0) {
-        out->has_generation = 1;
-        out->generation = generation;
-    }
-    close(fd);
+    out->has_generation = has;
+    out->generation = generation;
     return ASSETD_PROBE_FILE;
 }

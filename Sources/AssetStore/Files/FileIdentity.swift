@@ -104,6 +104,16 @@ enum FileGeneration {
     // O_NOATIME (uapi fcntl.h), not exported by the Glibc module.
     private static let noAccessTime: Int32 = 0o1000000
 
+    /// The generation of the regular file the O_PATH descriptor `pathFD` names, read through
+    /// /proc/self/fd (so only that inode is opened): nil where the filesystem has none; the
+    /// errno when it cannot be opened (ENOSYS without /proc).
+    static func read(pathFD: Int32) -> Result<Int64?, Errno> {
+        var has: Int32 = 0
+        var generation: UInt32 = 0
+        guard assetd_generation_of_path_fd(pathFD, &has, &generation) == 0 else { return .failure(Errno(errno)) }
+        return .success(has != 0 ? Int64(generation) : nil)
+    }
+
     /// The generation of `leaf` in the open folder `dirfd` (or an absolute path with
     /// AT_FDCWD): nil where the filesystem has none; the errno when it cannot be opened, and
     /// ESTALE when what opened is no longer the regular file (`device`, `inode`).

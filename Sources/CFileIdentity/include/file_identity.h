@@ -34,6 +34,12 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out);
 /// a few more). 0, or -1 with errno set (ENOTTY where the filesystem has none).
 int assetd_file_generation(int fd, uint32_t *out);
 
+/// The inode generation of the regular file the O_PATH descriptor `pathfd` names, read from
+/// that very inode opened again through /proc/self/fd (never blocking, no access time where
+/// permitted): no second lookup by name, so nothing swapped in since is opened. 0 with
+/// `*has` set (0 where the filesystem has none), or -1 with errno set (ENOSYS: no /proc).
+int assetd_generation_of_path_fd(int pathfd, int *has, uint32_t *out);
+
 /// What `assetd_probe_beneath` found.
 enum {
     /// A regular file, opened beneath the root: `out` holds it.
