@@ -30,7 +30,7 @@ import AssetStoreTestSupport
         defer { close(watcher) }
         try #require(inotify_add_watch(watcher, outside + "/leaf", UInt32(IN_OPEN)) >= 0)
         let (root, dir) = (f.root, f.dir)
-        try withStepHook(
+        withStepHook(
             root,
             { step in
                 guard step == path else { return }
@@ -54,7 +54,7 @@ import AssetStoreTestSupport
         #expect(FileManager.default.createFile(atPath: outside + "/leaf", contents: Data(count: 999)))
         let (root, dir) = (f.root, f.dir)
         var state: FileState?
-        try withStepHook(
+        withStepHook(
             root,
             { step in
                 guard step == root + "/x" else { return }

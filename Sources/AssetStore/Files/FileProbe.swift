@@ -63,7 +63,11 @@ enum FileProbe {
         switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
         case .folder(let opened): fd = opened
         case .moved(let why): throw StoreError(.unsafePath, why, detail: .string(path))
-        case .failed: return .missing
+        case .failed(let e):
+            // A root that cannot be opened for another reason than its absence (EMFILE, EIO,
+            // EACCES) says nothing about the file.
+            if e == ENOENT { return .missing }
+            throw StoreError(.permissionDenied, "cannot open the root \(root): \(String(cString: strerror(e)))")
         }
         defer { close(fd) }
         // The root is configuration: its own mount is fine, only crossing below it is not.
@@ -126,9 +130,10 @@ enum FileProbe {
         )
     }
 
-    /// Like `probe`, but never throws: anything unusual reads as missing. Used when recording
-    /// the identity of a file that is being queued.
-    static func identity(path: String, root: String, roots: ManagedRoots) -> FileState {
-        (try? probe(path: path, root: root, roots: roots)) ?? .missing
+    /// Like `probe`, but never throws: nil when it cannot tell (a symlink or a mount on the
+    /// way, not a regular file, an error), so that the caller keeps what it recorded before.
+    /// Used when refreshing held files and recording the identity of a file being queued.
+    static func identity(path: String, root: String, roots: ManagedRoots) -> FileState? {
+        try? probe(path: path, root: root, roots: roots)
     }
 }

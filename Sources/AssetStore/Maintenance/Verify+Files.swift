@@ -52,7 +52,7 @@ extension VerifyRun {
 
     /// The device of the deepest folder on the way to `path` that exists: below the root, or
     /// above it when the root itself is missing (judged as the sweep judges it).
-    private static func deepestFolderDevice(_ path: String, root: String) -> Int64? {
+    static func deepestFolderDevice(_ path: String, root: String) -> Int64? {
         var st = stat()
         guard stat(root, &st) == 0 else { return SafeUnlinker.deviceAbove(root) }
         var device = Int64(bitPattern: UInt64(st.st_dev))
