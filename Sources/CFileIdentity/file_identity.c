@@ -94,6 +94,13 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) 
     return 0;
 }
 
+int assetd_file_system_type(const char *path, int64_t *out) {
+    struct statfs fs;
+    if (statfs(path, &fs) != 0) return -1;
+    *out = (int64_t)fs.f_type;
+    return 0;
+}
+
 int assetd_file_generation(int fd, uint32_t *out) {
     // The kernel writes an int whatever the ioctl number says (ext4, xfs and btrfs alike).
     int generation = 0;

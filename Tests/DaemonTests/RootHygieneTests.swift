@@ -136,6 +136,22 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         #expect(!h.exists(h.root + "/CACHEDIR.TAG"), "a configured root is never tagged by assetd")
     }
 
+    @Test("a root on a file system whose names ignore case (vfat, exfat, cifs, ...) is refused; ext4's is not")
+    func caseFoldingFileSystem() throws {
+        let h = try DaemonHarness(start: false)
+        var c = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
+        c.roots = [h.root]
+        c.rootsOrigin = .configured(line: 1)
+        // statfs as it reads a vfat (MSDOS_SUPER_MAGIC) or an ext4 (EXT4_SUPER_MAGIC) root.
+        do {
+            _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0x4d44 })
+            Issue.record("a vfat root was accepted")
+        } catch {
+            #expect(error.description.contains("\(h.root) is on a vfat file system"), "\(error)")
+        }
+        _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
+    }
+
     @Test("the default root is created with a CACHEDIR.TAG; --check-config creates nothing; an untagged one is tagged")
     func defaultRootInProcess() throws {
         let h = try DaemonHarness(start: false)

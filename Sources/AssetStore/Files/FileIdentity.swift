@@ -94,6 +94,13 @@ extension FileStatus {
     }
 }
 
+/// The statfs(2) type (f_type) of the file system `path` is on, or nil when it cannot be
+/// read (the Glibc module does not export statfs).
+public func fileSystemType(of path: String) -> Int64? {
+    var type: Int64 = 0
+    return assetd_file_system_type(path, &type) == 0 ? type : nil
+}
+
 /// An errno as an Error, for `Result`.
 struct Errno: Error, Equatable {
     var code: Int32

@@ -30,6 +30,9 @@ struct assetd_file_stat {
 /// fstatat where statx is missing (no birth time then). 0, or -1 with errno set.
 int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out);
 
+/// The statfs(2) type (f_type) of the file system `path` is on. 0, or -1 with errno set.
+int assetd_file_system_type(const char *path, int64_t *out);
+
 /// The inode generation of the open file `fd` (FS_IOC_GETVERSION: ext2/3/4, xfs, btrfs and
 /// a few more). 0, or -1 with errno set (ENOTTY where the filesystem has none).
 int assetd_file_generation(int fd, uint32_t *out);
