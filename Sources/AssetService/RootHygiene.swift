@@ -35,6 +35,14 @@ extension DaemonConfig {
     public func prepareRoots(
         create: Bool, uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(RootsError) -> [String] {
+        try prepareRoots(create: create, uid: uid, environment: environment, fileSystemType: { fileSystemType(of: $0) })
+    }
+
+    /// `prepareRoots`, reading each root's file system type with `fileSystemType` (tests).
+    func prepareRoots(
+        create: Bool, uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment,
+        fileSystemType: (String) -> Int64?
+    ) throws(RootsError) -> [String] {
         let shared = RootHygiene.sharedFolders(uid: uid, environment: environment, roots: roots)
         // The default root is assetd's by name, also when the config file spells it out
         // (etc/assetd.toml sets every key to its default).
@@ -57,6 +65,8 @@ extension DaemonConfig {
             }
             guard st.st_mode & S_IFMT == S_IFDIR else { throw .config(rootError("\(root) is not a folder")) }
             if let why = RootHygiene.sharing(root, shared) { throw .config(rootError(why)) }
+            if let why = RootHygiene.replaceable(root, uid: uid) { throw .config(rootError(why)) }
+            if let why = RootHygiene.foldsCase(root, type: fileSystemType(root)) { throw .config(rootError(why)) }
         }
         return warnings
     }

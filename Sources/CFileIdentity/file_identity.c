@@ -94,6 +94,13 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) 
     return 0;
 }
 
+int assetd_file_system_type(const char *path, int64_t *out) {
+    struct statfs fs;
+    if (statfs(path, &fs) != 0) return -1;
+    *out = (int64_t)fs.f_type;
+    return 0;
+}
+
 int assetd_file_generation(int fd, uint32_t *out) {
     // The kernel writes an int whatever the ioctl number says (ext4, xfs and btrfs alike).
     int generation = 0;
@@ -128,7 +135,35 @@ static int open_beneath(int rootfd, const char *below, uint64_t flags) {
     return (int)syscall(SYS_openat2, rootfd, below, &how, sizeof how);
 }
 
-int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_file_probe *out) {
+// 1 when the open folder `fd` is the pinned one (device, inode, and mount where both know
+// it); 0 when it is another; -1 with errno set when it cannot be told.
+static int root_matches(int fd, const struct assetd_root_pin *pin) {
+    struct assetd_file_stat st;
+    if (assetd_file_stat(fd, "", &st) != 0) return -1;
+    if (st.device != pin->device || st.inode != pin->inode) return 0;
+    return !(st.has_mount_id && pin->has_mount_id && st.mount_id != pin->mount_id);
+}
+
+int assetd_generation_of_path_fd(int pathfd, int *has, uint32_t *out) {
+    *has = 0;
+    if (!proc_fd_is_procfs()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    char name[40];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", pathfd);
+    // Never blocking (a lease someone holds) and not touching the access time where permitted.
+    const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd = open(name, flags | O_NOATIME);
+    if (fd < 0 && errno == EPERM) fd = open(name, flags);
+    if (fd < 0) return -1;
+    if (assetd_file_generation(fd, out) == 0) *has = 1;
+    close(fd);
+    return 0;
+}
+
+int assetd_probe_beneath(
+    const char *path, size_t root_length, const struct assetd_root_pin *pin, struct assetd_file_probe *out) {
     memset(out, 0, sizeof *out);
     if (__atomic_load_n(&no_openat2, __ATOMIC_RELAXED) || !proc_fd_is_procfs() || root_length == 0
         || root_length >= PATH_MAX || strnlen(path, root_length + 1) <= root_length || path[root_length] != '/')
@@ -140,6 +175,13 @@ int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_fil
     // so that a root remounted or moved since is seen.
     int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0) return ASSETD_PROBE_WALK;
+    // Its path followed, it must still be the folder it was when the store opened: a folder
+    // above it that others can write lets them swap the root for a symlink to anywhere.
+    // Another one is judged by the caller's walk (a disk mounted there since is fine).
+    if (pin && root_matches(rootfd, pin) != 1) {
+        close(rootfd);
+        return ASSETD_PROBE_WALK;
+    }
     // O_PATH: nothing is opened for reading before statx says it is a regular file (a fifo
     // opened and closed would release a writer waiting for a reader into a broken pipe).
     const char *below = path + root_length + 1;
@@ -160,24 +202,17 @@ int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_fil
     }
     fill_from_statx(&sx, &out->stat);
     // The generation needs a readable descriptor: the very inode statx-ed, opened again
-    // through /proc (no second lookup by name, so nothing can be swapped in between), never
-    // blocking (a lease someone holds) and not touching the access time where permitted.
-    char name[40];
-    snprintf(name, sizeof name, "/proc/self/fd/%d", pfd);
-    const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-    int fd = open(name, flags | O_NOATIME);
-    if (fd < 0 && errno == EPERM) fd = open(name, flags);
+    // through /proc (no second lookup by name, so nothing can be swapped in between).
+    int has = 0;
+    uint32_t generation = 0;
+    int r = assetd_generation_of_path_fd(pfd, &has, &generation);
     saved = errno;
     close(pfd);
-    if (fd < 0) {
+    if (r != 0) {
         // Not readable: the other fields still tell, as they do in the walk. No /proc: walk.
         return saved == EACCES ? ASSETD_PROBE_FILE : ASSETD_PROBE_WALK;
     }
-    uint32_t generation;
-    if (assetd_file_generation(fd, &generation) == 0) {
-        out->has_generation = 1;
-        out->generation = generation;
-    }
-    close(fd);
+    out->has_generation = has;
+    out->generation = generation;
     return ASSETD_PROBE_FILE;
 }

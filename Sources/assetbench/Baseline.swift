@@ -94,7 +94,7 @@ private struct ProbedFile {
     /// beneath the root without a symlink or a mount on the way.
     init(_ path: String, rootLength: Int) throws {
         var p = assetd_file_probe()
-        if assetd_probe_beneath(path, rootLength, &p) != Int32(ASSETD_PROBE_FILE) {
+        if assetd_probe_beneath(path, rootLength, nil, &p) != Int32(ASSETD_PROBE_FILE) {
             // No openat2 (a kernel before 5.6, or valgrind, whose callgrind counts this
             // round's instructions): statx and the generation without the checks beneath the
             // root, said on stderr.

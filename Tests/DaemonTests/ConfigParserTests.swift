@@ -2,6 +2,7 @@
 // defaults, and errors that name the file, line and key.
 
 import AssetStore
+import AssetStoreTestSupport
 import Foundation
 import Testing
 @testable import AssetDaemon
@@ -155,6 +156,25 @@ import Testing
         _ = try parse(roots("a", "a/sub"))
         _ = try parse(roots("a", "b", "elsewhere"))
         _ = try parse(roots("a", "missing"))
+    }
+
+    @Test(
+        "a root bind-mounted at another root's path is refused: one folder under two paths",
+        .enabled(if: Tmpfs.available, "mounting needs CAP_SYS_ADMIN"))
+    func rootsMeetingThroughABindMount() throws {
+        let dir = NSTemporaryDirectory() + "assetd-roots-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for d in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: "\(dir)/\(d)", withIntermediateDirectories: true)
+        }
+        try #require(mount("\(dir)/a", "\(dir)/b", nil, UInt(MS_BIND), nil) == 0)
+        defer { umount2("\(dir)/b", Int32(MNT_DETACH)) }
+        do {
+            _ = try parse("[files]\nroots = [\"\(dir)/a\", \"\(dir)/b\"]\n")
+            Issue.record("accepted two roots that are one folder")
+        } catch {
+            #expect(error.key == "files.roots" && error.message.contains("the same folder as"), "\(error)")
+        }
     }
 
     @Test("etc/assetd.toml, the commented example, parses and matches the root defaults")

@@ -61,6 +61,34 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
                 try FileManager.default.createDirectory(atPath: dir + "/home", withIntermediateDirectories: true)
                 return ["HOME": dir + "/home"]
             }),
+        // Whoever may rename a name on the way to a root may swap the root for a symlink to /etc.
+        BadRoot(
+            label: "a root in a folder others may write, without the sticky bit", root: { $0 + "/open/root" },
+            reason: "/open is writable by its group or others (mode 777) without the sticky bit",
+            prepare: { dir in
+                try FileManager.default.createDirectory(atPath: dir + "/open/root", withIntermediateDirectories: true)
+                chmod(dir + "/open", 0o777)
+                return [:]
+            }),
+        BadRoot(
+            label: "a root in a folder another user owns", root: { $0 + "/alice/root" },
+            reason: "/alice belongs to user 65534, who may rename what is in it",
+            prepare: { dir in
+                try FileManager.default.createDirectory(atPath: dir + "/alice/root", withIntermediateDirectories: true)
+                chown(dir + "/alice", 65534, 65534)
+                return [:]
+            }),
+        BadRoot(
+            label: "a root through a symlink in a folder others may write", root: { $0 + "/drop/link" },
+            reason: "/drop is writable by its group or others (mode 777)",
+            prepare: { dir in
+                try FileManager.default.createDirectory(atPath: dir + "/real/root", withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: dir + "/drop", withIntermediateDirectories: true)
+                try FileManager.default.createSymbolicLink(
+                    atPath: dir + "/drop/link", withDestinationPath: dir + "/real/root")
+                chmod(dir + "/drop", 0o777)
+                return [:]
+            }),
     ]
 
     @Test(
@@ -108,6 +136,22 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         #expect(!h.exists(h.root + "/CACHEDIR.TAG"), "a configured root is never tagged by assetd")
     }
 
+    @Test("a root on a file system whose names ignore case (vfat, exfat, cifs, ...) is refused; ext4's is not")
+    func caseFoldingFileSystem() throws {
+        let h = try DaemonHarness(start: false)
+        var c = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
+        c.roots = [h.root]
+        c.rootsOrigin = .configured(line: 1)
+        // statfs as it reads a vfat (MSDOS_SUPER_MAGIC) or an ext4 (EXT4_SUPER_MAGIC) root.
+        do {
+            _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0x4d44 })
+            Issue.record("a vfat root was accepted")
+        } catch {
+            #expect(error.description.contains("\(h.root) is on a vfat file system"), "\(error)")
+        }
+        _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
+    }
+
     @Test("the default root is created with a CACHEDIR.TAG; --check-config creates nothing; an untagged one is tagged")
     func defaultRootInProcess() throws {
         let h = try DaemonHarness(start: false)
@@ -146,7 +190,10 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
     ) throws -> (process: Process, log: String, socket: String) {
         let home = h.dir + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        chmod(home, 0o777)  // nobody's, when the test runs as root
+        // Nobody's, when the test runs as root: a home others may write would let them replace
+        // the root below it, and is refused.
+        if getuid() == 0 { chown(home, Nobody.uid, Nobody.uid) }
+        chmod(home, 0o755)
         let env = [
             "PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": home + "/config",
             "XDG_STATE_HOME": home + "/state",

@@ -113,7 +113,9 @@ import AssetStoreTestSupport
         let path = NSTemporaryDirectory() + "/assetd-stamp-probe-\(getpid())"
         guard FileManager.default.createFile(atPath: path, contents: Data([1])) else { return false }
         defer { unlink(path) }
-        let stamp = FileProbe.identity(path: path, root: NSTemporaryDirectory()).stamp
+        guard let roots = try? ManagedRoots([NSTemporaryDirectory()]),
+            let stamp = FileProbe.identity(path: path, root: NSTemporaryDirectory(), roots: roots)?.stamp
+        else { return false }
         return stamp.birth != nil || stamp.generation != nil
     }()
 

@@ -13,11 +13,11 @@ import AssetStoreTestSupport
     func sameStateBothWays() throws {
         let f = try Fixture()
         let path = try f.makeFile("a/b/c/d.bin", size: 123)
-        let fast = try FileProbe.probe(path: path, root: f.root)
-        let walked = try FileProbe.walk(path: path, root: f.root, roots: [f.root])
+        let fast = try FileProbe.probe(path: path, root: f.root, roots: try ManagedRoots([f.root]))
+        let walked = try FileProbe.walk(path: path, root: f.root, roots: try ManagedRoots([f.root]))
         #expect(fast == walked)
         // The fast path itself found it: equal states alone would pass with a probe that always walks.
-        guard case .file(let beneath) = OpenBeneath.probe(path, rootLength: f.root.utf8.count) else {
+        guard case .file(let beneath) = OpenBeneath.probe(path, rootLength: f.root.utf8.count, pin: nil) else {
             Issue.record("the openat2 probe did not find the file")
             return
         }
@@ -32,8 +32,8 @@ import AssetStoreTestSupport
         let f = try Fixture()
         _ = try f.makeFile("plain.bin")
         let path = f.root + "/" + relative
-        #expect(try FileProbe.probe(path: path, root: f.root) == .missing)
-        #expect(try FileProbe.walk(path: path, root: f.root, roots: [f.root]) == .missing)
+        #expect(try FileProbe.probe(path: path, root: f.root, roots: try ManagedRoots([f.root])) == .missing)
+        #expect(try FileProbe.walk(path: path, root: f.root, roots: try ManagedRoots([f.root])) == .missing)
     }
 
     @Test("a fifo at the path is refused without being opened: a writer waiting for a reader is not released")
@@ -56,6 +56,6 @@ import AssetStoreTestSupport
     func missingRoot() throws {
         let f = try Fixture()
         let root = f.dir + "/no-root"
-        #expect(try FileProbe.probe(path: root + "/x.bin", root: root) == .missing)
+        #expect(try FileProbe.probe(path: root + "/x.bin", root: root, roots: try ManagedRoots([root])) == .missing)
     }
 }

@@ -108,4 +108,29 @@ struct UnmountedRootTests {
         #expect(try f.store.sweep().unlinked == [path])
         #expect(!f.exists(path))
     }
+
+    @Test(
+        "a put while its file's filesystem is not mounted keeps the recorded identity: deleted then, the file is kept queued, then unlinked once mounted"
+    )
+    func putWhileNotMounted() throws {
+        let f = try Fixture()
+        let disk = try Disk(f)
+        let path = try f.makeFile("a/x.bin", size: 12)
+        try f.hold(path, key: "k")
+
+        try disk.detach()
+        // A metadata update: the probe finds nothing at the path now.
+        try f.put([(ref("c", "k"), ["file": .string(path), "v": 2])])
+        #expect(try f.store.read { try $0.file(path) }?.record.device != nil, "the recorded device was dropped")
+        try f.delete(ref("c", "k"))
+        let missed = try f.store.sweep()
+        #expect(missed.unlinked.isEmpty, "counted as unlinked while its filesystem was not mounted")
+        #expect(missed.pending == 1)
+
+        try disk.attach()
+        #expect(onDisk(path)?.size == 12)
+        let retried = try f.store.sweep(retryFailed: true)
+        #expect(retried.unlinked == [path])
+        #expect(!f.exists(path))
+    }
 }

@@ -82,13 +82,6 @@ struct FileStatus {
     /// statx of an absolute path (a final symlink not followed).
     static func of(_ path: String) -> Result<FileStatus, Errno> { of(AT_FDCWD, path) }
 
-    /// The status of the folder a root names, its symlinks followed (a root is configuration).
-    static func ofRoot(_ root: String) -> FileStatus? {
-        let fd = open(root, SafeUnlinker.oPath | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        return try? of(fd, "").get()
-    }
 }
 
 extension FileStatus {
@@ -101,6 +94,13 @@ extension FileStatus {
     }
 }
 
+/// The statfs(2) type (f_type) of the file system `path` is on, or nil when it cannot be
+/// read (the Glibc module does not export statfs).
+public func fileSystemType(of path: String) -> Int64? {
+    var type: Int64 = 0
+    return assetd_file_system_type(path, &type) == 0 ? type : nil
+}
+
 /// An errno as an Error, for `Result`.
 struct Errno: Error, Equatable {
     var code: Int32
@@ -110,6 +110,16 @@ struct Errno: Error, Equatable {
 enum FileGeneration {
     // O_NOATIME (uapi fcntl.h), not exported by the Glibc module.
     private static let noAccessTime: Int32 = 0o1000000
+
+    /// The generation of the regular file the O_PATH descriptor `pathFD` names, read through
+    /// /proc/self/fd (so only that inode is opened): nil where the filesystem has none; the
+    /// errno when it cannot be opened (ENOSYS without /proc).
+    static func read(pathFD: Int32) -> Result<Int64?, Errno> {
+        var has: Int32 = 0
+        var generation: UInt32 = 0
+        guard assetd_generation_of_path_fd(pathFD, &has, &generation) == 0 else { return .failure(Errno(errno)) }
+        return .success(has != 0 ? Int64(generation) : nil)
+    }
 
     /// The generation of `leaf` in the open folder `dirfd` (or an absolute path with
     /// AT_FDCWD): nil where the filesystem has none; the errno when it cannot be opened, and
@@ -145,11 +155,20 @@ enum OpenBeneath {
         case walk
     }
 
-    /// Probes `path`, whose first `rootLength` bytes name its root.
-    static func probe(_ path: String, rootLength: Int) -> Found {
+    /// Probes `path`, whose first `rootLength` bytes name its root, pinned to `pin`.
+    static func probe(_ path: String, rootLength: Int, pin: RootPins.Pin?) -> Found {
         var found = assetd_file_probe()
+        let code: Int32
         // withCString: a native string's own bytes (the implicit conversion copied them).
-        switch path.withCString({ assetd_probe_beneath($0, rootLength, &found) }) {
+        if let pin {
+            var p = assetd_root_pin(
+                device: pin.device, inode: pin.inode, has_mount_id: pin.mountID == nil ? 0 : 1,
+                mount_id: pin.mountID ?? 0)
+            code = path.withCString { assetd_probe_beneath($0, rootLength, &p, &found) }
+        } else {
+            code = path.withCString { assetd_probe_beneath($0, rootLength, nil, &found) }
+        }
+        switch code {
         case Int32(ASSETD_PROBE_FILE):
             return .file(
                 FileState(

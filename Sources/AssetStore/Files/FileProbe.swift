@@ -1,10 +1,11 @@
 // Looks at a file below a managed root without following symlinks or crossing a mount: the
 // file is opened with openat2 beneath the root (no symlink, no mount crossed), and where that
-// fails every folder between the root and the file is statx'ed to tell why, so a symlinked
-// folder or a mount point below the root (a bind mount of the same filesystem too) is refused
-// (unsafe_path).
+// fails every name between the root and the file is opened O_PATH from the one above and
+// statx'ed to tell why, so a symlinked folder or a mount point below the root (a bind mount
+// of the same filesystem too) is refused (unsafe_path).
 
 import Glibc
+import Synchronization
 
 /// What the registry records about a file.
 public struct FileState: Sendable, Hashable {
@@ -38,56 +39,89 @@ enum FileProbe {
     /// Inspects `path` (normalised, below `root`): a symlinked folder or a mount point on the
     /// way is `unsafe_path`; an existing non-regular file is `not_a_regular_file`. A mount at
     /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
-    static func probe(path: String, root: String, roots: [String] = []) throws(StoreError) -> FileState {
-        // A regular file reached beneath the root in one openat2, the common case: eight system
+    /// A root that is no longer the folder it was pinned to is `unsafe_path`.
+    static func probe(path: String, root: String, roots: ManagedRoots) throws(StoreError) -> FileState {
+        // A regular file reached beneath the root in one openat2, the common case: nine system
         // calls however deep the path. Anything else is told apart by the walk.
-        switch OpenBeneath.probe(path, rootLength: root.utf8.count) {
+        switch OpenBeneath.probe(path, rootLength: root.utf8.count, pin: roots.pins.pin(of: root)) {
         case .file(let state): return state
         case .missing: return .missing
+        // Anything else, a root that is not its pinned folder too: the walk's open of the root
+        // tells a swap (refused) from a disk mounted or unmounted there (pinned again).
         case .walk: return try walk(path: path, root: root, roots: roots)
         }
     }
 
-    /// `probe` folder by folder: statx of the root, of each folder and of the file.
-    static func walk(path: String, root: String, roots: [String]) throws(StoreError) -> FileState {
+    /// `probe` folder by folder on descriptors: the root opened (and checked against its pin),
+    /// then each name opened O_PATH without following a symlink relative to the folder above
+    /// and statx-ed through its descriptor; the file's generation is read through
+    /// /proc/self/fd from that very descriptor. Nothing is looked up by path, so a folder
+    /// swapped for a symlink between two steps is never followed, and nothing but the regular
+    /// file statx saw is ever opened to read (never a FIFO or a device).
+    static func walk(path: String, root: String, roots managed: ManagedRoots) throws(StoreError) -> FileState {
+        var fd: Int32
+        switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
+        case .folder(let opened): fd = opened
+        case .moved(let why): throw StoreError(.unsafePath, why, detail: .string(path))
+        case .failed(let e):
+            // A root that cannot be opened for another reason than its absence (EMFILE, EIO,
+            // EACCES) says nothing about the file.
+            if e == ENOENT { return .missing }
+            throw StoreError(.permissionDenied, "cannot open the root \(root): \(String(cString: strerror(e)))")
+        }
+        defer { close(fd) }
         // The root is configuration: its own mount is fine, only crossing below it is not.
-        guard var mount = FileStatus.ofRoot(root) else { return .missing }
+        guard case .success(var mount) = FileStatus.of(fd, "") else { return .missing }
         var prefix = root
         let below = ManagedRoots.components(of: path, below: root)
-        for folder in below.dropLast() {
-            prefix += "/" + folder
-            guard let st = try status(prefix) else { return .missing }
-            if st.kind == S_IFLNK {
-                throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path))
+        for (i, name) in below.enumerated() {
+            prefix += "/" + name
+            let next = openat(fd, name, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 {
+                let e = errno
+                if e == ENOENT || e == ENOTDIR { return .missing }
+                throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e)))")
             }
+            close(fd)
+            fd = next
+            let st: FileStatus
+            switch FileStatus.of(fd, "") {
+            case .success(let s): st = s
+            case .failure(let e):
+                throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e.code)))")
+            }
+            FileProbe.stepped(root, prefix)
+            if i == below.count - 1 {
+                guard st.kind == S_IFREG else {
+                    if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
+                    throw StoreError(.notARegularFile, "\(path) is not a regular file", detail: .string(path))
+                }
+                // A file bind-mounted over the name is another file system's (or another place's) file.
+                if st.onAnotherMount(than: mount) { throw crossing(path, path) }
+                // The inode statx saw, opened again through /proc: where it cannot be (no read
+                // permission, no /proc) the other fields still tell.
+                return FileState(st, generation: try? FileGeneration.read(pathFD: fd).get())
+            }
+            if st.kind == S_IFLNK { throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path)) }
             if st.kind != S_IFDIR { return .missing }
             if st.onAnotherMount(than: mount) {
-                guard roots.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else {
+                guard managed.paths.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else {
                     throw crossing(prefix, path)
                 }
                 mount = st
             }
         }
-        guard let st = try status(path) else { return .missing }
-        guard st.kind == S_IFREG else {
-            if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
-            throw StoreError(.notARegularFile, "\(path) is not a regular file", detail: .string(path))
-        }
-        // A file bind-mounted over the name is another file system's (or another place's) file.
-        if st.onAnotherMount(than: mount) { throw crossing(path, path) }
-        // Where the open fails (no read permission) the other fields still tell.
-        let generation = try? FileGeneration.read(dirfd: AT_FDCWD, leaf: path, device: st.device, inode: st.inode).get()
-        return FileState(st, generation: generation)
+        return .missing  // no name below the root: not a file path
     }
 
-    /// statx of `path` (a final symlink not followed); nil when nothing is there.
-    private static func status(_ path: String) throws(StoreError) -> FileStatus? {
-        switch FileStatus.of(path) {
-        case .success(let s): return s
-        case .failure(let e):
-            if e.code == ENOENT || e.code == ENOTDIR { return nil }
-            throw StoreError(.permissionDenied, "cannot inspect \(path): \(String(cString: strerror(e.code)))")
-        }
+    /// Tests: run by the walk with each path it has just looked at, by root.
+    static let stepHooks = Mutex<[String: @Sendable (String) -> Void]>([:])
+    /// True once a test set a hook: the walk does not lock for none.
+    static let anyStepHook = Atomic<Bool>(false)
+
+    private static func stepped(_ root: String, _ path: String) {
+        guard anyStepHook.load(ordering: .relaxed) else { return }
+        stepHooks.withLock { $0[root] }?(path)
     }
 
     private static func crossing(_ at: String, _ path: String) -> StoreError {
@@ -96,9 +130,10 @@ enum FileProbe {
         )
     }
 
-    /// Like `probe`, but never throws: anything unusual reads as missing. Used when recording
-    /// the identity of a file that is being queued.
-    static func identity(path: String, root: String, roots: [String] = []) -> FileState {
-        (try? probe(path: path, root: root, roots: roots)) ?? .missing
+    /// Like `probe`, but never throws: nil when it cannot tell (a symlink or a mount on the
+    /// way, not a regular file, an error), so that the caller keeps what it recorded before.
+    /// Used when refreshing held files and recording the identity of a file being queued.
+    static func identity(path: String, root: String, roots: ManagedRoots) -> FileState? {
+        try? probe(path: path, root: root, roots: roots)
     }
 }

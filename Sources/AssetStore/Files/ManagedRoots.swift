@@ -11,6 +11,14 @@ public struct ManagedRoots: Sendable, Hashable {
     /// The roots, normalised, longest first (a nested root's orphan walk comes before its outer root's).
     public let paths: [String]
 
+    /// The folder each root named when the store opened (ManagedRoots+Pins.swift); not part
+    /// of equality.
+    public let pins = RootPins()
+
+    public static func == (a: ManagedRoots, b: ManagedRoots) -> Bool { a.paths == b.paths }
+
+    public func hash(into h: inout Hasher) { h.combine(paths) }
+
     /// Normalises each root; a root that is not an absolute path is `invalid_path`.
     public init(_ roots: [String]) throws(StoreError) {
         var out = [String]()
@@ -52,13 +60,19 @@ public struct ManagedRoots: Sendable, Hashable {
     /// folder, or one inside the other, give a file two paths (two registry rows), and one
     /// path's holders going would unlink a file the other's still hold; a nested root that is
     /// not where its path says below the outer one (a symlink on the way) would have all its
-    /// files refused. Judged on where the kernel resolves each root now (realpath); a root that
-    /// does not exist yet is not judged.
+    /// files refused. Judged on where the kernel resolves each root now (realpath), and on
+    /// device and inode for one folder under two paths without a symlink (a bind mount); a
+    /// root that does not exist yet is not judged.
     public func symlinkConflict() -> String? {
         let resolved: [[UInt8]?] = paths.map { p in
             guard let r = realpath(p, nil) else { return nil }
             defer { free(r) }
             return Array(String(cString: r).utf8)
+        }
+        // One folder under two paths without a symlink (a bind mount): same device and inode.
+        let folders: [[UInt64]?] = paths.map { p in
+            var st = stat()
+            return stat(p, &st) == 0 ? [UInt64(st.st_dev), UInt64(st.st_ino)] : nil
         }
         // Every folder is inside / (which isBelow does not see): such a root is / itself.
         if let i = resolved.firstIndex(where: { $0 == [UInt8(ascii: "/")] }) {
@@ -78,6 +92,15 @@ public struct ManagedRoots: Sendable, Hashable {
                 {
                     let how = ri == rj ? "the same folder as" : "inside"
                     return "\(paths[i]) is, through a symlink, \(how) \(paths[j]): a file there would have two paths"
+                }
+            }
+        }
+        // Checked after the symlinks, which say more.
+        for i in paths.indices {
+            for j in paths.indices where i < j {
+                if let a = folders[i], a == folders[j] {
+                    return
+                        "\(paths[i]) is the same folder as \(paths[j]) (a bind mount?): a file there would have two paths"
                 }
             }
         }

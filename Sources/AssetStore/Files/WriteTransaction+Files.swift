@@ -17,27 +17,43 @@ extension WriteTransaction {
         for row in rows where seen.insert(row[0]).inserted {
             let path: String = row[1]
             guard !skip.contains(Array(path.utf8)) else { continue }
-            if let root = store.roots.root(of: path) {
-                _ = try registerFile(
-                    path: path, state: FileProbe.identity(path: path, root: root, roots: store.roots.paths))
+            // A file that cannot be looked at now keeps its row as it was.
+            if let root = store.roots.root(of: path),
+                let state = FileProbe.identity(path: path, root: root, roots: store.roots)
+            {
+                _ = try registerFile(path: path, state: state)
             }
         }
+    }
+
+    /// True when nothing is at `path` below a folder on the filesystem `device` was recorded
+    /// on (or its number now): the sweep's rule. Otherwise the file is hidden, not gone.
+    private func provedGone(_ path: String, device: Int64) -> Bool {
+        guard let root = store.roots.root(of: path) else { return true }
+        return SafeUnlinker.isGone(
+            folderDevice: VerifyRun.deepestFolderDevice(path, root: root), device: device,
+            deviceNow: store.deviceNow(device))
     }
 
     /// Inserts or refreshes a registry row; a size change re-indexes every holder. The lookup
     /// and the insert, a put's, are stepped raw: GRDB's row and arguments cost more than them.
     func registerFile(path: String, state: FileState) throws -> Int64 {
         let statements = try fileStatements()
-        var found: (id: Int64, size: Int64, same: Bool)?
+        var found: (id: Int64, size: Int64, same: Bool, device: Int64?)?
         try statements.lookup.forEachRawRow({ Statement.bindText($0, 1, path) }) { r in
             func int(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
             let same =
                 r.int64(1) == state.size && int(2) == state.device && int(3) == state.inode
                 && (r.isNull(4) ? nil : r.double(4)) == state.mtime && (r.int64(5) != 0) == !state.exists
                 && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp
-            found = (r.int64(0), r.int64(1), same)
+            found = (r.int64(0), r.int64(1), same, int(2))
         }
         if let found {
+            // Missing now, seen before: its device and inode stay unless it is proven gone,
+            // or a disk not mounted now would make the sweep count it unlinked (and leak it).
+            if !found.same, !state.exists, let device = found.device, !provedGone(path, device: device) {
+                return found.id
+            }
             let id = found.id
             let stamp = state.stamp
             if !found.same {

@@ -43,7 +43,7 @@ extension VerifyRun {
     static func isMissing(_ path: String, device: Int64?, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
         guard let root = store.roots.root(of: path),
             !(leased ?? store.leases.snapshot().files).contains(Array(path.utf8)),
-            let state = try? FileProbe.probe(path: path, root: root, roots: store.roots.paths), !state.exists
+            let state = try? FileProbe.probe(path: path, root: root, roots: store.roots), !state.exists
         else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it
         return SafeUnlinker.isGone(
@@ -52,7 +52,7 @@ extension VerifyRun {
 
     /// The device of the deepest folder on the way to `path` that exists: below the root, or
     /// above it when the root itself is missing (judged as the sweep judges it).
-    private static func deepestFolderDevice(_ path: String, root: String) -> Int64? {
+    static func deepestFolderDevice(_ path: String, root: String) -> Int64? {
         var st = stat()
         guard stat(root, &st) == 0 else { return SafeUnlinker.deviceAbove(root) }
         var device = Int64(bitPattern: UInt64(st.st_dev))

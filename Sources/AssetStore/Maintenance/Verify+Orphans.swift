@@ -92,7 +92,7 @@ extension VerifyRun {
                     try store.checkNoSyncFailure()
                     // Again under the write lock: no transaction can register one meanwhile.
                     let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
-                    let unlinker = SafeUnlinker(roots: store.roots.paths)
+                    let unlinker = SafeUnlinker(roots: store.roots)
                     // With files.skip_open, an orphan some process has open (a download not yet
                     // registered) is kept like a queued file would be.
                     let probe = store.configuration.skipOpenFiles ? OpenFileProbe() : nil
@@ -104,7 +104,7 @@ extension VerifyRun {
                             continue
                         }
                         guard still.contains(Array(path.utf8)),
-                            let now = try? FileProbe.probe(path: path, root: f.root, roots: store.roots.paths),
+                            let now = try? FileProbe.probe(path: path, root: f.root, roots: store.roots),
                             now.exists,
                             now.device == f.device, now.inode == f.inode,
                             max(now.mtime ?? 0, now.stamp.ctime.map { Double($0) / 1e9 } ?? 0) < oldBefore
@@ -178,7 +178,9 @@ extension VerifyRun {
         // the nested root's own path); only the root walked is read.
         let outer = store.roots.root(of: root) ?? root
         let below = ManagedRoots.components(of: root, below: outer)
-        var fd = open(outer, (below.isEmpty ? O_RDONLY : SafeUnlinker.oPath) | O_DIRECTORY | O_CLOEXEC)
+        // Another folder than the one the root was when the store opened is not walked.
+        guard case .folder(var fd) = store.roots.pins.open(outer, flags: below.isEmpty ? O_RDONLY : SafeUnlinker.oPath)
+        else { return }
         for (i, c) in below.enumerated() where fd >= 0 {
             let mode = i == below.count - 1 ? O_RDONLY : SafeUnlinker.oPath
             let next = openat(fd, c, mode | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)

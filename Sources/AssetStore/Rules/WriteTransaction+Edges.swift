@@ -72,7 +72,7 @@ extension WriteTransaction {
             return (end, false)
         case .file(let reference):
             let (path, root) = try store.roots.accept(reference)
-            if register { _ = try FileProbe.probe(path: path, root: root, roots: store.roots.paths) }
+            if register { _ = try FileProbe.probe(path: path, root: root, roots: store.roots) }
             return (.file(path), true)
         }
     }
@@ -87,7 +87,7 @@ extension WriteTransaction {
         case .file(let path):
             if let id = try reads.fileID(path) { return (src, true, id) }
             guard register, let root = store.roots.root(of: path) else { return nil }
-            let state = try FileProbe.probe(path: path, root: root, roots: store.roots.paths)
+            let state = try FileProbe.probe(path: path, root: root, roots: store.roots)
             return (src, true, try registerFile(path: path, state: state))
         }
     }

@@ -45,7 +45,7 @@ extension WriteTransaction {
                 switch t.to {
                 case .file:
                     let (path, root) = try store.roots.accept(reference)
-                    let state = try FileProbe.probe(path: path, root: root, roots: store.roots.paths)
+                    let state = try FileProbe.probe(path: path, root: root, roots: store.roots)
                     out.append(DesiredEdge(template: t, destination: .file(path), fileState: state))
                 case .collection(let c):
                     let ref = ObjectRef(c, reference)

@@ -97,6 +97,7 @@ public final class Store: Sendable {
         self.path = path
         self.configuration = configuration
         self.roots = try ManagedRoots(configuration.roots)
+        roots.pins.pinAll(roots.paths)
         leases = LeaseRegistry(roots: roots, clock: configuration.clock)
         let folder = (path as NSString).deletingLastPathComponent
         if !configuration.readOnly {

@@ -46,15 +46,18 @@ final class SafeUnlinker {
     private var cachedStatus: FileStatus?
     /// The configured roots: a mount at one of them (a nested root) is its own, not a crossing.
     private let roots: [String]
+    /// What each root was when the store opened: another folder at its path is not opened.
+    private let pins: RootPins
 
     /// Where the kernel had the cached folder when the walk opened it (nil: unknown, so the
     /// folder is never used again).
     private var cachedLocation: [UInt8]?
 
     /// An unlinker for files below `roots` (all configured roots, for nested ones that are
-    /// mount points).
-    init(roots: [String]) {
-        self.roots = roots
+    /// mount points), each pinned to the folder it was.
+    init(roots: ManagedRoots) {
+        self.roots = roots.paths
+        self.pins = roots.pins
     }
 
     deinit { closeCached() }
@@ -227,10 +230,18 @@ final class SafeUnlinker {
     private func openFolder(root: String, components: ArraySlice<String>) -> OpenResult {
         // The root itself is configuration and trusted, its own mount too; everything below it
         // is not, and no folder on the way may be on another mount (a bind mount of the same
-        // filesystem included) unless it is a configured root.
-        var fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd < 0 {
-            let e = errno
+        // filesystem included) unless it is a configured root. The root must still be the
+        // folder it was when the store opened (or a disk mounted there since); another one
+        // keeps the row, retried (the swap undone lets it go on).
+        var fd: Int32
+        switch pins.open(root, flags: O_RDONLY) {
+        case .folder(let opened): fd = opened
+        case .moved:
+            return .failure(
+                .failed(
+                    errno: ESTALE,
+                    call: "open \(root) (not the folder it was when assetd started: replaced?)"))
+        case .failed(let e):
             // A root that is a folder on an unmounted filesystem is missing itself: judged
             // by the folder above it that exists, as a missing folder below the root is.
             return e == ENOENT

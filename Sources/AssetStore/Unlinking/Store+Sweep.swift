@@ -142,7 +142,7 @@ extension Store {
         _ targets: [UnlinkTarget], threads: Int, beforeUnlink: (@Sendable (String) -> Void)?
     ) -> [UnlinkOutcome?] {
         let leases = self.leases
-        let roots = self.roots.paths
+        let roots = self.roots
         // One probe for the batch: its /proc pass, when leases cannot decide, is read once.
         let probe = configuration.skipOpenFiles ? OpenFileProbe() : nil
         let threads = min(threads, max(1, targets.count / Store.filesPerSweepThread))

@@ -85,8 +85,9 @@ struct RegisteredFile {
 
     /// Registered before it existed: the file there now is the one the deleting commit meant.
     mutating func identifyIfUnseen(_ roots: ManagedRoots) {
-        guard device == nil, let root = roots.root(of: path) else { return }
-        let state = FileProbe.identity(path: path, root: root, roots: roots.paths)
+        guard device == nil, let root = roots.root(of: path),
+            let state = FileProbe.identity(path: path, root: root, roots: roots)
+        else { return }
         device = state.device
         inode = state.inode
         stamp = state.stamp

@@ -30,9 +30,18 @@ struct assetd_file_stat {
 /// fstatat where statx is missing (no birth time then). 0, or -1 with errno set.
 int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out);
 
+/// The statfs(2) type (f_type) of the file system `path` is on. 0, or -1 with errno set.
+int assetd_file_system_type(const char *path, int64_t *out);
+
 /// The inode generation of the open file `fd` (FS_IOC_GETVERSION: ext2/3/4, xfs, btrfs and
 /// a few more). 0, or -1 with errno set (ENOTTY where the filesystem has none).
 int assetd_file_generation(int fd, uint32_t *out);
+
+/// The inode generation of the regular file the O_PATH descriptor `pathfd` names, read from
+/// that very inode opened again through /proc/self/fd (never blocking, no access time where
+/// permitted): no second lookup by name, so nothing swapped in since is opened. 0 with
+/// `*has` set (0 where the filesystem has none), or -1 with errno set (ENOSYS: no /proc).
+int assetd_generation_of_path_fd(int pathfd, int *has, uint32_t *out);
 
 /// What `assetd_probe_beneath` found.
 enum {
@@ -41,9 +50,19 @@ enum {
     /// Nothing at the path (a folder or the file missing, or a folder that is a file).
     ASSETD_PROBE_MISSING = 1,
     /// Anything else (a symlink or a mount on the way, no permission, not a regular file, no
-    /// openat2): the caller walks the path folder by folder to tell which.
+    /// openat2, a root that is not the pinned folder): the caller walks the path folder by folder to tell which.
     ASSETD_PROBE_WALK = 2,
 };
+
+/// What a root was when the store opened: its path must still name this folder.
+struct assetd_root_pin {
+    uint64_t device;
+    uint64_t inode;
+    /// 1 when `mount_id` was known when pinned.
+    int has_mount_id;
+    uint64_t mount_id;
+};
+
 
 /// A regular file as `assetd_probe_beneath` found it (no mount id: none was crossed).
 struct assetd_file_probe {
@@ -57,7 +76,9 @@ struct assetd_file_probe {
 /// `path`, with openat2 (O_PATH) beneath the root following no symlink and crossing no mount,
 /// statx-es it and, a regular file, opens that inode again through /proc/self/fd to read its
 /// generation. Eight system calls however deep the path: the root opened and closed, the
-/// O_PATH descriptor opened, statx-ed and closed, the file opened, ioctl, closed.
-int assetd_probe_beneath(const char *path, size_t root_length, struct assetd_file_probe *out);
+/// O_PATH descriptor opened, statx-ed and closed, the file opened, ioctl, closed; one statx
+/// more when `pin` (may be NULL) is given, to check the root is still the pinned folder.
+int assetd_probe_beneath(
+    const char *path, size_t root_length, const struct assetd_root_pin *pin, struct assetd_file_probe *out);
 
 #endif

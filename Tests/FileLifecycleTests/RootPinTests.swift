@@ -1,0 +1,46 @@
+// A root swapped for a symlink while the store is open (by whoever may write a folder above
+// it): the root is pinned to the folder it was when the store opened, so a put through the
+// swapped root fails unsafe_path and a queued file reached through it is kept, not unlinked.
+
+import Foundation
+import Glibc
+import Testing
+@testable import AssetStore
+import AssetStoreTestSupport
+
+@Suite struct RootPinTests {
+    @Test("a put naming a file through a root swapped for a symlink fails unsafe_path and registers nothing")
+    func putThroughSwappedRoot() throws {
+        let f = try Fixture()
+        let elsewhere = f.dir + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: elsewhere + "/f.bin", contents: Data([1, 2, 3])))
+        #expect(rename(f.root, f.dir + "/root.real") == 0 && symlink(elsewhere, f.root) == 0)
+        let e = expectCode(.unsafePath) { try f.hold(f.root + "/f.bin", key: "x") }
+        #expect(e != nil, "a file outside the root was registered through the swapped root")
+        #expect(e?.message.contains("not the folder it was") == true, "\(String(describing: e))")
+    }
+
+    @Test("a queued file reached through a root swapped for a symlink is kept and failed; once undone it goes")
+    func queuedFileThroughSwappedRoot() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("f.bin")
+        try f.hold(path, key: "x")
+        try f.delete(ref("c", "x"))
+        // The root moved away, the queued file (same inode) moved elsewhere, the root's name
+        // made a symlink to there: the queued path reaches the very file, outside the root.
+        let real = f.dir + "/root.real"
+        let elsewhere = f.dir + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        #expect(rename(f.root, real) == 0 && rename(real + "/f.bin", elsewhere + "/f.bin") == 0)
+        #expect(symlink(elsewhere, f.root) == 0)
+        let report = try f.store.sweep(retryFailed: true, batch: 1000, threads: 1)
+        #expect(f.exists(elsewhere + "/f.bin"), "a file outside the root was unlinked through the swapped root")
+        #expect(report.failed.map(\.path) == [path] && report.pending == 1, "\(report)")
+
+        // Put back: the row was kept, and now goes.
+        #expect(unlink(f.root) == 0 && rename(real, f.root) == 0 && rename(elsewhere + "/f.bin", path) == 0)
+        let again = try f.store.sweep(retryFailed: true, batch: 1000, threads: 1)
+        #expect(again.unlinked == [path] && !f.exists(path), "\(again)")
+    }
+}
