@@ -53,6 +53,11 @@ public final class WriteTransaction {
     var indexDirty: Set<Int64> = []
     var filesTouched: Set<Int64> = []
     var deletedFiles: Set<Int64> = []
+    /// With enforce_ownership: the owners of objects deleted by this transaction whose edges
+    /// can delete a file (WriteTransaction+Owners.swift).
+    var ruleOwners: [Int64: String] = [:]
+    /// `control.enforce_ownership` as this transaction began.
+    lazy var ownersApart = store.enforceOwnership
 
     // Whole-transaction state, checked at commit.
     var deletedIDs: Set<Int64> = []
