@@ -14,10 +14,13 @@ import Testing
 @Suite struct OwnedFilesTests {
     private let folders = TempFolders(prefix: "assetd-ownedfiles-")
 
-    /// A store with one root holding the file `x.mp4`, and that file's path.
+    /// A store with one root holding the file `x.mp4`, and that file's path. The root is
+    /// writable by all, not sticky: a folder each may unlink the other's files in, so that
+    /// each may name them (FileAccessTests); the rules must still not delete them.
     private func openStore(enforce: Bool) throws -> (Store, String) {
         let dir = try folders.make()
         try FileManager.default.createDirectory(atPath: dir + "/root", withIntermediateDirectories: true)
+        #expect(chmod(dir + "/root", 0o777) == 0)
         let file = dir + "/root/x.mp4"
         #expect(FileManager.default.createFile(atPath: file, contents: Data("movie".utf8)))
         var c = StoreConfiguration(roots: [dir + "/root"])
