@@ -282,7 +282,9 @@ final class ControlServer {
             let identity = session.identity
             let admin = identity.isAdmin(uids: daemon.config.adminUIDs, groups: daemon.config.adminGroups)
             context = MethodContext(
-                store: daemon.store, caller: Caller(uid: identity.uid, userName: identity.userName, isAdmin: admin),
+                store: daemon.store,
+                caller: Caller(
+                    uid: identity.uid, userName: identity.userName, isAdmin: admin, gids: identity.gids),
                 enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
             context.replyLimit = daemon.config.limits.maxReplyBytes
             context.leaseBounds = daemon.config.limits.leaseBounds

@@ -295,6 +295,7 @@ public final class Daemon {
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups
             config.enforceOwnership = fresh.enforceOwnership
+            store.enforceOwnership = fresh.enforceOwnership
             server?.settingsReloaded()
             config.logLevel = logLevelOverride ?? fresh.logLevel
             logger.logLevel = Logger.Level(config.logLevel)

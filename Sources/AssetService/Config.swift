@@ -123,6 +123,7 @@ public struct DaemonConfig: Sendable {
         c.orphanGrace = orphanGrace
         c.skipOpenFiles = skipOpenFiles
         c.policy = policy
+        c.enforceOwnership = enforceOwnership
         c.queryTimeLimit = limits.queryTimeLimit
         // No value a query builds can be sent, once over the reply limit: SQLite stops it early.
         c.queryLengthLimit = limits.maxReplyBytes

@@ -10,6 +10,8 @@ public struct PeerIdentity: Sendable {
     public let userName: String
     /// Names and numeric ids (as text) of the user's groups, primary included.
     public let groups: Set<String>
+    /// The ids of the user's groups, primary included.
+    public let gids: [UInt32]
 
     public init(uid: UInt32, gid: UInt32) {
         self.uid = uid
@@ -25,9 +27,14 @@ public struct PeerIdentity: Sendable {
         var gids = [gid_t](repeating: 0, count: 256)
         var count = Int32(gids.count)
         var groups: Set<String> = [String(gid)]
+        var ids: Set<UInt32> = [gid]
         if name != String(uid), getgrouplist(name, gid, &gids, &count) >= 0 {
-            for g in gids.prefix(Int(count)) { groups.insert(String(g)) }
+            for g in gids.prefix(Int(count)) {
+                groups.insert(String(g))
+                ids.insert(g)
+            }
         }
+        self.gids = ids.sorted()
         for g in groups.compactMap({ UInt32($0) }) {
             var grp = group()
             var gres: UnsafeMutablePointer<group>?

@@ -165,4 +165,47 @@ import Testing
         _ = try h.assetctlAsNobody("rm", "e", "mine")
         #expect(try c.getObject("e", "victim") != .null, "root's object was deleted by nobody's cascade")
     }
+
+    @Test(
+        "with enforce_ownership a non-admin may name an existing file only where it could unlink it",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func fileUnlinkAccess() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\nenforce_ownership = true")
+        let c = try h.client()
+        for (name, gid) in [("private", UInt32(0)), ("group", Nobody.uid)] {
+            let folder = h.root + "/" + name
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            #expect(chown(folder, 0, gid) == 0 && chmod(folder, 0o775) == 0)
+            #expect(FileManager.default.createFile(atPath: folder + "/x.bin", contents: Data("x".utf8)))
+        }
+        let denied = try h.assetctlAsNobody("put", "e", "a", #"{"file":"\#(h.root)/private/x.bin"}"#)
+        #expect(denied.status == 1 && denied.stderr.contains("may not remove"), "\(denied.stderr)")
+        #expect(try c.call("file.get", ["path": .string(h.root + "/private/x.bin")]) == .null)
+        // Its primary group, from the peer's credentials, may write the folder.
+        #expect(try h.assetctlAsNobody("put", "e", "b", #"{"file":"\#(h.root)/group/x.bin"}"#).status == 0)
+        #expect(try h.assetctlAsNobody("put", "e", "c", #"{"file":"\#(h.root)/private/new.bin"}"#).status == 0)
+    }
+
+    @Test(
+        "after a SIGHUP turning enforce_ownership on, a non-admin's deleting edge spares root's file",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func reloadReachesRules() throws {
+        let h = try DaemonHarness(controlSection: #"mode = "0666""#)
+        let c = try h.client()
+        // A folder where nobody may unlink root's file, so that it may name it.
+        let file = h.root + "/shared/x.bin"
+        try FileManager.default.createDirectory(atPath: h.root + "/shared", withIntermediateDirectories: false)
+        #expect(chmod(h.root + "/shared", 0o777) == 0)
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        try c.putObject("r", "b", ["file": .string(file)])
+        h.controlSection = "mode = \"0666\"\nenforce_ownership = true"
+        try h.reload()
+        #expect(try h.assetctlAsNobody("put", "e", "mine", "{}").status == 0)
+        let added = try h.assetctlAsNobody(
+            "edge", "add", "x", "e", "mine", "--file", file, "--rules", "deleteDestinationIfSourceDeleted")
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(try h.assetctlAsNobody("rm", "e", "mine").status == 0)
+        #expect(try c.call("file.get", ["path": .string(file)]) != .null, "root's file was deleted by nobody's rule")
+        #expect(FileManager.default.fileExists(atPath: file))
+    }
 }

@@ -14,6 +14,21 @@ extension MethodTable {
         }
     }
 
+    /// Runs `body` (a put or an edge.add) checking, with enforce_ownership for a non-admin,
+    /// each existing file it names: the daemon may unlink it later for this caller's rules,
+    /// so the caller must be able to unlink it itself (UnlinkAccess).
+    static func checkingFiles<T>(_ tx: WriteTransaction, _ ctx: MethodContext, _ body: () throws -> T) throws -> T {
+        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return try body() }
+        let caller = ctx.caller
+        tx.fileReferenceCheck = { path in
+            if let why = UnlinkAccess.refusal(path, uid: caller.uid, gids: caller.gids) {
+                throw RPCError.application(.permissionDenied, why)
+            }
+        }
+        defer { tx.fileReferenceCheck = nil }
+        return try body()
+    }
+
     /// Real runs that delete other users' objects, or touch the whole database, are for admins.
     static func requireAdmin(_ what: String, _ ctx: MethodContext) throws {
         guard ctx.caller.isAdmin else { throw RPCError.application(.permissionDenied, "\(what) is for admins only") }

@@ -9,10 +9,13 @@ public struct Caller: Sendable {
     public var userName: String
     /// True for uid 0, the daemon's uid, and configured admins.
     public var isAdmin: Bool
+    /// The client's groups, primary included, for the checks of file permissions.
+    public var gids: [UInt32]
 
-    public init(uid: UInt32, userName: String, isAdmin: Bool) {
+    public init(uid: UInt32, userName: String, isAdmin: Bool, gids: [UInt32] = []) {
         self.uid = uid
         self.userName = userName
         self.isAdmin = isAdmin
+        self.gids = gids
     }
 }

@@ -14,9 +14,11 @@ extension MethodTable {
         // Both ends: an edge's rules can delete its destination (and its source).
         try checkOwner(source, tx, ctx)
         if case .object(let d) = destination { try checkOwner(d, tx, ctx) }
-        try tx.addEdge(
-            name: try p.string("name"), source: source, destination: destination,
-            rules: try DeleteRules(json: p.object["rules"] ?? .array([])))
+        let name = try p.string("name")
+        let rules = try DeleteRules(json: p.object["rules"] ?? .array([]))
+        try checkingFiles(tx, ctx) {
+            try tx.addEdge(name: name, source: source, destination: destination, rules: rules)
+        }
         return .object([:])
     }
 }

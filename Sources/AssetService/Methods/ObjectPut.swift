@@ -21,7 +21,9 @@ extension MethodTable {
             try checkOwner(ref, tx, ctx)
         }
         // The caller's name explicitly: a batch's transaction serves many callers.
-        try tx.put(ref, value: value, metadata: p.value("metadata"), owner: owner ?? ctx.caller.userName)
+        try checkingFiles(tx, ctx) {
+            try tx.put(ref, value: value, metadata: p.value("metadata"), owner: owner ?? ctx.caller.userName)
+        }
         return .object([:])
     }
 }

@@ -109,7 +109,10 @@ extension WriteTransaction {
             e.source = ref
             outgoing.append(e)
         }
-        if !outgoing.isEmpty { try s.deleteOutgoing.executeRaw(bindID) }
+        if !outgoing.isEmpty {
+            try keepRuleOwner(id, edges: outgoing)
+            try s.deleteOutgoing.executeRaw(bindID)
+        }
         // Read after the edges out went: a self-edge is one of those, not also incoming.
         let incoming = try deleteEdges(s.incoming, s.deleteIncoming, to: id, destination: .object(ref))
         for e in outgoing {
@@ -192,15 +195,27 @@ extension WriteTransaction {
             notifyCandidates.append((e, e.dst, .sourceDeleted))
         }
         if e.rules.contains(.deleteDestinationIfSourceDeleted) {
-            work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade, nil))
+            try ruleDeletesDestination(e)
         } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
             let retainers = try deletionStatements().destinationRetainers.firstInt64Raw { s in
                 Statement.bindInt64(s, 1, e.isFile ? 1 : 0)
                 Statement.bindInt64(s, 2, e.dst)
             }
-            if retainers ?? 0 == 0 { work.append(e.isFile ? .deleteFile(e.dst) : .deleteObject(e.dst, .cascade, nil)) }
+            if retainers ?? 0 == 0 { try ruleDeletesDestination(e) }
         } else if e.isFile {
             filesTouched.insert(e.dst)
+        }
+    }
+
+    /// `e`'s rule deletes its destination, unless that is a file another owner holds: then
+    /// the rule only lets go of it.
+    private func ruleDeletesDestination(_ e: EdgeRow) throws {
+        if !e.isFile {
+            work.append(.deleteObject(e.dst, .cascade, nil))
+        } else if try heldByOthers(e) {
+            filesTouched.insert(e.dst)
+        } else {
+            work.append(.deleteFile(e.dst))
         }
     }
 

@@ -72,6 +72,7 @@ extension WriteTransaction {
             return (end, false)
         case .file(let reference):
             let (path, root) = try store.roots.accept(reference)
+            if register { try fileReferenceCheck?(path) }
             if register { _ = try FileProbe.probe(path: path, root: root, roots: store.roots) }
             return (.file(path), true)
         }

@@ -45,6 +45,7 @@ extension WriteTransaction {
                 switch t.to {
                 case .file:
                     let (path, root) = try store.roots.accept(reference)
+                    try fileReferenceCheck?(path)
                     let state = try FileProbe.probe(path: path, root: root, roots: store.roots)
                     out.append(DesiredEdge(template: t, destination: .file(path), fileState: state))
                 case .collection(let c):

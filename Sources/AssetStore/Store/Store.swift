@@ -51,6 +51,8 @@ public final class Store: Sendable {
         var durableCommit: Int64 = 0
         var closed = false
         var policy: PolicyConfiguration?
+        /// `control.enforce_ownership` (WriteTransaction+Owners.swift).
+        var enforceOwnership = false
         /// Changes of `policy.order` so far, and how many of them a committed policy run has
         /// made the store's eviction state forget (EvictionQueues.swift): a change and back
         /// still starts the state afresh.
@@ -154,7 +156,7 @@ public final class Store: Sendable {
         }
         queries = QueryConnectionPool(
             path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit)
-        state = Mutex(State(policy: configuration.policy))
+        state = Mutex(State(policy: configuration.policy, enforceOwnership: configuration.enforceOwnership))
         numberLeases()
         if coalescing.fellBack, let why = coalescing.reason {
             state.withLock { $0.openWarnings.append("WAL writes are not combined (store.coalesce_wal): \(why)") }

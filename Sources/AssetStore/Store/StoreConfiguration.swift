@@ -55,6 +55,9 @@ public struct StoreConfiguration: Sendable {
     var sqliteVersionForCoalescing: Int32?
     /// Lifecycle policies (`[policy]`); nil: nothing is evicted or expired.
     public var policy: PolicyConfiguration?
+    /// `control.enforce_ownership`: a rule of one owner's edge never deletes a file an object
+    /// of another owner holds (WriteTransaction+Owners.swift).
+    public var enforceOwnership = false
     /// `files.orphan_grace`: a file nothing registers is an orphan only once its mtime and
     /// ctime are both older than this many seconds.
     public var orphanGrace: Double = 3600

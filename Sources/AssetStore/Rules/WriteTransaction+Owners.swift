@@ -1,0 +1,53 @@
+// Files shared between owners under control.enforce_ownership: a rule of an edge whose source
+// one owner owns deletes a file only while no object of another owner holds it. Ownership
+// checks which edges a client may add, but a file has no owner of its own: any client may
+// reference one, and a rule that deleted it would take every other owner's edges to it, and
+// the objects their rules tie to it, with it. A file held across owners is instead released by
+// reference counting: the rule only lets go, and the file goes (by its last holder's rules)
+// once no other owner holds it. Checked when the rule fires, so it covers manual and derived
+// edges alike, and edges another owner adds after the deleting one.
+
+import GRDB
+
+extension Store {
+    /// `control.enforce_ownership` (the daemon replaces it on SIGHUP).
+    public var enforceOwnership: Bool {
+        get { state.withLock { $0.enforceOwnership } }
+        set { state.withLock { $0.enforceOwnership = newValue } }
+    }
+}
+
+extension WriteTransaction {
+    /// The rules by which an edge's source going deletes its destination.
+    static let destinationDeleting: DeleteRules = [
+        .deleteDestinationIfSourceDeleted, .deleteDestinationIfAllSourcesDeleted,
+    ]
+
+    /// Called by `deleteObject` with an object's edges out before its row goes: keeps the
+    /// owner of one whose edges can delete a file, for `sourceGone` to ask `heldByOthers`.
+    func keepRuleOwner(_ id: Int64, edges: [EdgeRow]) throws {
+        guard ownersApart, edges.contains(where: { $0.isFile && !$0.rules.isDisjoint(with: Self.destinationDeleting) })
+        else { return }
+        ruleOwners[id] = try owner(of: id)
+    }
+
+    /// Whether the file `e` reaches must stay although `e`'s rule would delete it: with
+    /// enforce_ownership, when an object of an owner other than `e`'s source's holds it.
+    func heldByOthers(_ e: EdgeRow) throws -> Bool {
+        guard ownersApart, e.isFile else { return false }
+        // A source gone without a recorded owner cannot be told apart from another: keep.
+        guard let owner = try ruleOwners[e.src] ?? owner(of: e.src) else { return true }
+        // Edges of objects this transaction deleted went with them.
+        return try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
+                    WHERE e.is_file = 1 AND e.dst = ? AND o.owner <> ?)
+                    """),
+            arguments: [e.dst, owner]) ?? true
+    }
+
+    private func owner(of id: Int64) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM object WHERE id = ?"), arguments: [id])
+    }
+}
