@@ -44,3 +44,44 @@ import AssetStoreTestSupport
         #expect(again.unlinked == [path] && !f.exists(path), "\(again)")
     }
 }
+
+@Suite struct RootPinChainTests {
+    @Test("a root renamed away and made anew in place is not the pinned folder: unsafe_path")
+    func remadeInPlace() throws {
+        let f = try Fixture()
+        #expect(rename(f.root, f.dir + "/root.real") == 0 && mkdir(f.root, 0o755) == 0)
+        #expect(FileManager.default.createFile(atPath: f.root + "/f.bin", contents: Data([1, 2, 3])))
+        let e = expectCode(.unsafePath) { try f.hold(f.root + "/f.bin", key: "x") }
+        #expect(e?.message.contains("not the folder it was") == true, "\(String(describing: e))")
+    }
+
+    @Test(
+        "a mount on a root made anew, then unmounted, does not make the new folder the root",
+        .enabled(if: Tmpfs.available, "mounting needs CAP_SYS_ADMIN"))
+    func mountChain() throws {
+        let f = try Fixture()
+        #expect(rename(f.root, f.dir + "/root.real") == 0 && mkdir(f.root, 0o755) == 0)
+        // A file system mounted at the root's place is accepted (a disk mounted late)...
+        #expect(Tmpfs.mount(f.root, mib: 1))
+        var mounted = true
+        defer { if mounted { Tmpfs.unmount(f.root) } }
+        #expect(FileManager.default.createFile(atPath: f.root + "/m.bin", contents: Data([1])))
+        try f.hold(f.root + "/m.bin", key: "m")
+        // ...but once it is gone, the folder below it is still not the pinned one.
+        Tmpfs.unmount(f.root)
+        mounted = false
+        #expect(FileManager.default.createFile(atPath: f.root + "/f.bin", contents: Data([1, 2, 3])))
+        let e = expectCode(.unsafePath) { try f.hold(f.root + "/f.bin", key: "x") }
+        #expect(e != nil, "the folder made in place of the root was accepted after a mount came and went")
+    }
+
+    @Test("verify --orphans reports a root that is no longer its pinned folder instead of skipping it silently")
+    func verifyReportsMovedRoot() throws {
+        let f = try Fixture()
+        #expect(rename(f.root, f.dir + "/root.real") == 0 && mkdir(f.root, 0o755) == 0)
+        var o = VerifyOptions()
+        o.orphans = true
+        let r = try f.store.verify(o)
+        #expect(r.problems.map(\.kind) == ["root_moved"] && !r.clean, "\(r.problems.map(\.json))")
+    }
+}

@@ -2,17 +2,20 @@
 // roots"). A root is opened by its path, symlinks followed, at every probe, sweep and orphan
 // walk; whoever can write a folder above it could swap it for a symlink to /etc between two
 // of them, and the checks beneath the root would then hold beneath /etc. So the folder
-// opened must be the pinned one (device, inode, and mount where known), or one at the very
-// place the kernel had the pinned one on another mount (a disk mounted on the root, or
-// unmounted from it, since); another one is refused, and nothing under it is looked at or
-// removed.
+// opened must be one accepted before (the first is the anchor), or one at the very place the
+// kernel had the anchor on a file system not seen there yet (a disk mounted on the root, or
+// unmounted from it, since). A folder on a file system seen there must be the folder seen
+// on it: else a rename away and a mkdir, then a mount and an unmount, would chain to a
+// folder of the attacker's on the anchor's own file system. A FUSE mount (which a user may
+// make on a folder they can write) is not accepted unless the anchor was on FUSE.
 
 import Glibc
 import Synchronization
 
 /// What the roots were when the store opened. Shared by every copy of a `ManagedRoots`.
 public final class RootPins: Sendable {
-    private let pins = Mutex<[String: Pin]>([:])
+    /// Per root, the folders accepted there, the anchor (the first) first.
+    private let pins = Mutex<[String: [Pin]]>([:])
 
     struct Pin: Sendable {
         var device: UInt64
@@ -20,16 +23,16 @@ public final class RootPins: Sendable {
         var mountID: UInt64?
         /// Where the kernel had the folder (/proc/self/fd), not compared by `==`.
         var location: [UInt8]? = nil
+        /// On a FUSE file system (statfs type), which a user may mount on a folder of theirs.
+        var onFUSE = false
 
         func isFolder(of pin: Pin) -> Bool {
             device == pin.device && inode == pin.inode
                 && (mountID == nil || pin.mountID == nil || mountID == pin.mountID)
         }
 
-        func isOnAnotherMount(than pin: Pin) -> Bool {
-            if let a = mountID, let b = pin.mountID { return a != b }
-            return device != pin.device
-        }
+        /// The same folder remounted (same file system, same inode, another mount).
+        func isRemount(of pin: Pin) -> Bool { device == pin.device && inode == pin.inode }
     }
 
     /// What opening a root found.
@@ -54,10 +57,10 @@ public final class RootPins: Sendable {
     /// The pin of `root`, for `assetd_probe_beneath`; taken now if it was not yet (nil when
     /// the root cannot be opened: the probe finds nothing then).
     func pin(of root: String) -> Pin? {
-        if let p = pins.withLock({ $0[root] }) { return p }
+        if let p = pins.withLock({ $0[root]?.last }) { return p }
         guard case .folder(let fd) = open(root, flags: SafeUnlinker.oPath) else { return nil }
         close(fd)
-        return pins.withLock { $0[root] }
+        return pins.withLock { $0[root]?.last }
     }
 
     /// Opens `root` (a folder, its path's symlinks followed: it is configuration) with
@@ -75,22 +78,39 @@ public final class RootPins: Sendable {
             return .failed(e.code)
         }
         var now = Pin(device: UInt64(bitPattern: s.device), inode: UInt64(bitPattern: s.inode), mountID: s.mountID)
-        let pinned = pins.withLock { pins in
-            if let p = pins[root] { return p }
+        let accepted = pins.withLock { pins in
+            if let seen = pins[root] { return seen }
             now.location = RootPins.location(of: fd)
-            pins[root] = now
-            return now
+            now.onFUSE = RootPins.isFUSE(fd)
+            pins[root] = [now]
+            return [now]
         }
-        if now.isFolder(of: pinned) { return .folder(fd) }
-        // Another folder at the same place (where the kernel has it, no symlink on the way
-        // changed) on another mount: a mount came or went at the root.
-        now.location = RootPins.location(of: fd)
-        if now.location != nil, now.location == pinned.location, now.isOnAnotherMount(than: pinned) {
-            pins.withLock { $0[root] = now }
+        if let i = accepted.lastIndex(where: { now.isFolder(of: $0) }) {
+            // The current pin is what the probe compares against: make it this one.
+            if i != accepted.count - 1 { pins.withLock { $0[root]?.append(accepted[i]) } }
             return .folder(fd)
+        }
+        let anchor = accepted[0]
+        now.location = RootPins.location(of: fd)
+        now.onFUSE = RootPins.isFUSE(fd)
+        if now.location != nil, now.location == anchor.location, !now.onFUSE || anchor.onFUSE {
+            // The same folder remounted, or a file system not seen here yet: a mount came or
+            // went at the root. Another folder on a file system seen here is a replacement.
+            let seenHere = accepted.contains { $0.device == now.device }
+            if !seenHere || accepted.contains(where: { now.isRemount(of: $0) }) {
+                pins.withLock { $0[root]?.append(now) }
+                return .folder(fd)
+            }
         }
         close(fd)
         return .moved(RootPins.moved(root))
+    }
+
+    /// FUSE's statfs type ("FUSE" in ASCII).
+    private static let fuseMagic: Int64 = 0x6573_5546
+
+    private static func isFUSE(_ fd: Int32) -> Bool {
+        fileSystemType(of: "/proc/self/fd/\(fd)") == fuseMagic
     }
 
     /// The path the kernel has for an open folder (/proc/self/fd), or nil without /proc.

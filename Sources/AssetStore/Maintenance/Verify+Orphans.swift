@@ -178,9 +178,16 @@ extension VerifyRun {
         // the nested root's own path); only the root walked is read.
         let outer = store.roots.root(of: root) ?? root
         let below = ManagedRoots.components(of: root, below: outer)
-        // Another folder than the one the root was when the store opened is not walked.
-        guard case .folder(var fd) = store.roots.pins.open(outer, flags: below.isEmpty ? O_RDONLY : SafeUnlinker.oPath)
-        else { return }
+        // Another folder than the one the root was when the store opened is not walked, and
+        // says so: its orphans would otherwise go unreported without a word.
+        var fd: Int32
+        switch store.roots.pins.open(outer, flags: below.isEmpty ? O_RDONLY : SafeUnlinker.oPath) {
+        case .folder(let opened): fd = opened
+        case .moved(let why):
+            add("root_moved", .object(["path": .string(outer)]), why, repaired: false)
+            return
+        case .failed: return
+        }
         for (i, c) in below.enumerated() where fd >= 0 {
             let mode = i == below.count - 1 ? O_RDONLY : SafeUnlinker.oPath
             let next = openat(fd, c, mode | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)

@@ -30,7 +30,7 @@ public struct VerifyOptions: Sendable {
 /// One thing `verify` found.
 public struct VerifyProblem: Sendable {
     /// `missing_file`, `unreferenced_file`, `dangling_edge`, `index_mismatch`,
-    /// `unlink_failing` or `orphan`.
+    /// `unlink_failing`, `orphan` or `root_moved` (a root not walked: not its pinned folder).
     public var kind: String
     /// What it is about: `{collection, key, path}`, `{path}`, `{index}`, an edge.
     public var subject: JSONValue
