@@ -5,6 +5,7 @@
 
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
@@ -29,17 +30,26 @@ import AssetStoreTestSupport
         try #require(watcher >= 0)
         defer { close(watcher) }
         try #require(inotify_add_watch(watcher, outside + "/leaf", UInt32(IN_OPEN)) >= 0)
+        var before = stat()
+        try #require(stat(path, &before) == 0)
         let (root, dir) = (f.root, f.dir)
+        let swapped = Atomic<Bool>(false)
+        var state: FileState?
         withStepHook(
             root,
             { step in
                 guard step == path else { return }
-                _ = rename(root + "/x", dir + "/x.moved")
-                _ = symlink(outside, root + "/x")
+                let done = rename(root + "/x", dir + "/x.moved") == 0 && symlink(outside, root + "/x") == 0
+                swapped.store(done, ordering: .relaxed)
             }
         ) {
-            _ = try? FileProbe.walk(path: path, root: root, roots: try ManagedRoots([root]))
+            state = try? FileProbe.walk(path: path, root: root, roots: try ManagedRoots([root]))
         }
+        let didSwap = swapped.load(ordering: .relaxed)
+        #expect(didSwap, "the hook never swapped the folder: the test proves nothing")
+        #expect(
+            state?.inode == Int64(before.st_ino),
+            "the walk did not return the file it looked at: \(String(describing: state))")
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = read(watcher, &buffer, buffer.count)
         #expect(n < 0 && errno == EAGAIN, "the FIFO was opened (\(n) bytes of inotify events)")
@@ -53,17 +63,20 @@ import AssetStoreTestSupport
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: outside + "/leaf", contents: Data(count: 999)))
         let (root, dir) = (f.root, f.dir)
+        let swapped = Atomic<Bool>(false)
         var state: FileState?
         withStepHook(
             root,
             { step in
                 guard step == root + "/x" else { return }
-                _ = rename(root + "/x", dir + "/x.moved")
-                _ = symlink(outside, root + "/x")
+                let done = rename(root + "/x", dir + "/x.moved") == 0 && symlink(outside, root + "/x") == 0
+                swapped.store(done, ordering: .relaxed)
             }
         ) {
             state = try? FileProbe.walk(path: path, root: root, roots: try ManagedRoots([root]))
         }
-        #expect(state?.size != 999, "the walk followed the swapped-in symlink and recorded \(outside)/leaf")
+        let didSwap = swapped.load(ordering: .relaxed)
+        #expect(didSwap, "the hook never swapped the folder: the test proves nothing")
+        #expect(state?.size == 10, "the walk recorded \(String(describing: state)), not the 10-byte file it walked to")
     }
 }
