@@ -66,8 +66,10 @@ extension RootHygiene {
                 + "make root own it (chown root \(path)) or move the root elsewhere"
         }
         // A group only its owner is in (a user private group, umask 002) adds no one.
-        let groupIsOwner = st.st_mode & 0o002 == 0 && privateGroup(st.st_gid, st.st_uid)
-        if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 && !groupIsOwner {
+        // Asked only of a group-writable folder: the lookup may scan every account.
+        let open = st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0
+        let groupIsOwner = open && st.st_mode & 0o002 == 0 && privateGroup(st.st_gid, st.st_uid)
+        if open && !groupIsOwner {
             return "\(path) is writable by its group or others (mode \(mode)) without the sticky bit; "
                 + "chmod go-w \(path) (or chmod +t, as /tmp is) or move the root elsewhere"
         }

@@ -78,32 +78,57 @@ public final class RootPins: Sendable {
             return .failed(e.code)
         }
         var now = Pin(device: UInt64(bitPattern: s.device), inode: UInt64(bitPattern: s.inode), mountID: s.mountID)
-        let accepted = pins.withLock { pins in
-            if let seen = pins[root] { return seen }
+        if pins.withLock({ $0[root] == nil }) {
+            // Read before the lock: a statfs of a FUSE root may wait on its daemon.
             now.location = RootPins.location(of: fd)
             now.onFUSE = RootPins.isFUSE(fd)
+        }
+        let accepted = pins.withLock { pins in
+            if let seen = pins[root] { return seen }
             pins[root] = [now]
             return [now]
         }
         if let i = accepted.lastIndex(where: { now.isFolder(of: $0) }) {
             // The current pin is what the probe compares against: make it this one.
-            if i != accepted.count - 1 { pins.withLock { $0[root]?.append(accepted[i]) } }
+            if i != accepted.count - 1 { pins.withLock { RootPins.accept(accepted[i], at: root, in: &$0) } }
             return .folder(fd)
         }
-        let anchor = accepted[0]
         now.location = RootPins.location(of: fd)
         now.onFUSE = RootPins.isFUSE(fd)
-        if now.location != nil, now.location == anchor.location, !now.onFUSE || anchor.onFUSE {
-            // The same folder remounted, or a file system not seen here yet: a mount came or
-            // went at the root. Another folder on a file system seen here is a replacement.
-            let seenHere = accepted.contains { $0.device == now.device }
-            if !seenHere || accepted.contains(where: { now.isRemount(of: $0) }) {
-                pins.withLock { $0[root]?.append(now) }
-                return .folder(fd)
-            }
+        if RootPins.admits(now, after: accepted) {
+            pins.withLock { RootPins.accept(now, at: root, in: &$0) }
+            return .folder(fd)
         }
         close(fd)
         return .moved(RootPins.moved(root))
+    }
+
+    /// Whether `now`, a folder none of `accepted` is, may stand for the root: at the very place
+    /// the kernel had the anchor, not a FUSE mount over a non-FUSE anchor, and the same folder
+    /// remounted or on a file system and mount not seen here yet (a mount came or went at the
+    /// root). Another folder on a file system or mount seen here is a replacement: a btrfs
+    /// subvolume made in place has a device of its own, but not a mount of its own.
+    static func admits(_ now: Pin, after accepted: [Pin]) -> Bool {
+        let anchor = accepted[0]
+        guard now.location != nil, now.location == anchor.location, !now.onFUSE || anchor.onFUSE else { return false }
+        let seenHere = accepted.contains { $0.device == now.device || ($0.mountID != nil && $0.mountID == now.mountID) }
+        return !seenHere || accepted.contains(where: { now.isRemount(of: $0) })
+    }
+
+    /// Folders kept per root at most, the anchor included: mounts that come and go (an
+    /// automount) must not grow the list for ever.
+    static let maxPins = 32
+
+    /// Makes `pin` the current one at `root`: moved to the end if accepted before (one entry
+    /// per folder), the oldest after the anchor dropped past `maxPins`.
+    static func accept(_ pin: Pin, at root: String, in pins: inout [String: [Pin]]) {
+        guard var list = pins[root] else { return }
+        if let i = list.indices.dropFirst().first(where: { list[$0].isFolder(of: pin) && pin.isFolder(of: list[$0]) }) {
+            list.remove(at: i)
+        }
+        list.append(pin)
+        if list.count > maxPins { list.remove(at: 1) }
+        pins[root] = list
     }
 
     /// FUSE's statfs type ("FUSE" in ASCII).
