@@ -58,7 +58,7 @@ public final class WriteTransaction {
     var filesTouched: Set<Int64> = []
     var deletedFiles: Set<Int64> = []
     /// With enforce_ownership: the owners of objects deleted by this transaction whose edges
-    /// can delete a file (WriteTransaction+Owners.swift).
+    /// can delete their destination (WriteTransaction+Owners.swift).
     var ruleOwners: [Int64: String] = [:]
     /// `control.enforce_ownership` as this transaction began.
     lazy var ownersApart = store.enforceOwnership
