@@ -7,8 +7,10 @@
 // stand in for another. A file not there yet is judged on the nearest folder that exists
 // (whatever is put there later is what the daemon would unlink), in a sticky one only its
 // owner may. A file with other links than this name is the caller's own or refused: the
-// folder judged may not be the one the name is in when the file is unlinked. ACLs and
-// capabilities are not consulted: a client they alone let in is refused, never the other way.
+// folder judged may not be the one the name is in when the file is unlinked. In a folder with
+// an access ACL only the folder's owner is judged (by the owner bits, which the ACL's owner
+// entry is): a named entry may keep out a user the other bits let in. Capabilities are not
+// consulted: a client they alone let in is refused, never the other way round.
 
 import AssetStore
 import Glibc
@@ -19,6 +21,9 @@ public enum UnlinkAccess {
     public static func refusal(_ subject: UnlinkSubject, uid: UInt32, gids: [UInt32]) -> String? {
         let parent = subject.folder
         let parentPath = subject.folderPath
+        if subject.folderHasACL && parent.st_uid != uid {
+            return "\(parentPath) has an access ACL: only its owner may name files in it"
+        }
         let bits: mode_t =
             parent.st_uid == uid
             ? parent.st_mode >> 6 : gids.contains(parent.st_gid) ? parent.st_mode >> 3 : parent.st_mode

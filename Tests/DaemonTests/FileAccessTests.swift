@@ -140,6 +140,35 @@ struct FileAccessTests {
         #expect(try !registered(store, file))
     }
 
+    @Test("in a folder with an access ACL only the folder's owner may name files")
+    func accessACL() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let file = try folder(root, "acl", uid: bob, gid: bob, mode: 0o777, fileOwner: bob)
+        let dir = (file as NSString).deletingLastPathComponent
+        // Writable by all by its mode bits, but an entry keeps Eve out: owner, user eve ---,
+        // group, mask and other rwx (the xattr's layout: version 2, then tag, perm, id each).
+        var acl = [UInt8]()
+        func append<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { acl += $0 } }
+        append(UInt32(2))
+        for (tag, perm, id) in [(1, 7, UInt32.max), (2, 0, eve), (4, 7, .max), (0x10, 7, .max), (0x20, 7, .max)] {
+            append(UInt16(tag))
+            append(UInt16(perm))
+            append(id)
+        }
+        // setxattr, which the Glibc module does not export. A file system without ACLs has
+        // nothing to test.
+        typealias SetXattr =
+            @convention(c) (
+                UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer, Int, Int32
+            ) -> Int32
+        let setxattr = unsafeBitCast(try #require(dlsym(nil, "setxattr")), to: SetXattr.self)
+        guard setxattr(dir, "system.posix_acl_access", acl, acl.count, 0) == 0 else { return }
+        #expect(put(file, context(store, uid: eve)) == "permission_denied")
+        #expect(put(dir + "/new.mp4", context(store, uid: eve)) == "permission_denied")
+        #expect(put(file, context(store, uid: bob)) == nil)
+    }
+
     @Test("another name of Bob's file in Eve's own folder may not be named by Eve")
     func hardLink() throws {
         let (store, root) = try openStore()

@@ -88,7 +88,7 @@ enum FileProbe {
         var folder: Judged?
         let below = ManagedRoots.components(of: path, below: root)
         for (i, name) in below.enumerated() {
-            if check != nil { folder = try Self.status(fd, prefix, path) }
+            if check != nil { folder = try Self.status(fd, prefix, path, folder: true) }
             prefix += "/" + name
             let next = openat(fd, name, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 {
@@ -116,7 +116,9 @@ enum FileProbe {
                 }
                 // A file bind-mounted over the name is another file system's (or another place's) file.
                 if st.onAnotherMount(than: mount) { throw crossing(path, path) }
-                if let check { try judge(check, path, folder, file: Self.status(fd, prefix, path).status) }
+                if let check {
+                    try judge(check, path, folder, file: Self.status(fd, prefix, path, folder: false).status)
+                }
                 // The inode statx saw, opened again through /proc: where it cannot be (no read
                 // permission, no /proc) the other fields still tell.
                 return FileState(st, generation: try? FileGeneration.read(pathFD: fd).get())
@@ -136,17 +138,24 @@ enum FileProbe {
         return .missing  // no name below the root: not a file path
     }
 
-    /// A folder or file the walk holds, by its path and as fstat saw it.
-    typealias Judged = (path: String, status: stat)
+    /// A folder or file the walk holds, by its path and as fstat saw it, and whether it
+    /// has an access ACL.
+    typealias Judged = (path: String, status: stat, acl: Bool)
 
-    /// fstat of the walk's descriptor `fd` (at `at`), for `check`.
-    private static func status(_ fd: Int32, _ at: String, _ path: String) throws(StoreError) -> Judged {
+    /// fstat of the walk's descriptor `fd` (at `at`), for `check`; for a folder, whether it
+    /// has an access ACL too.
+    private static func status(
+        _ fd: Int32, _ at: String, _ path: String, folder: Bool
+    ) throws(StoreError) -> Judged {
         var s = stat()
         guard fstat(fd, &s) == 0 else {
             throw StoreError(
                 .permissionDenied, "cannot inspect \(at): \(String(cString: strerror(errno)))", detail: .string(path))
         }
-        return (at, s)
+        guard folder else { return (at, s, false) }
+        // Read through /proc, as the descriptor is O_PATH; one that cannot be read is
+        // assumed to be there (the check then trusts its owner alone).
+        return (at, s, hasAccessACL(pathFD: fd))
     }
 
     /// Runs `check`, if any, on the folder and file the walk holds; a refusal is thrown.
@@ -155,7 +164,10 @@ enum FileProbe {
     ) throws(StoreError) {
         guard let check else { return }
         guard let folder else { throw StoreError(.permissionDenied, "\(path) names no file below its root") }
-        if let why = check(UnlinkSubject(path: path, folderPath: folder.path, folder: folder.status, file: file)) {
+        if let why = check(
+            UnlinkSubject(
+                path: path, folderPath: folder.path, folder: folder.status, folderHasACL: folder.acl, file: file))
+        {
             throw StoreError(.permissionDenied, why, detail: .string(path))
         }
     }

@@ -12,6 +12,9 @@ public struct UnlinkSubject {
     /// way that exists.
     public var folderPath: String
     public var folder: stat
+    /// True when the folder has an access ACL (or it could not be told): its mode bits then
+    /// do not say who may write it.
+    public var folderHasACL: Bool
     /// The file, nil when it is not there yet.
     public var file: stat?
 }
