@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #ifndef STATX_MNT_ID
@@ -215,4 +216,11 @@ int assetd_probe_beneath(
     out->has_generation = has;
     out->generation = generation;
     return ASSETD_PROBE_FILE;
+}
+
+int assetd_has_access_acl(int pathfd) {
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", pathfd);
+    if (getxattr(proc, "system.posix_acl_access", NULL, 0) >= 0) return 1;
+    return errno == ENODATA || errno == EOPNOTSUPP ? 0 : 1;
 }

@@ -183,7 +183,9 @@ import Testing
         #expect(try c.call("file.get", ["path": .string(h.root + "/private/x.bin")]) == .null)
         // Its primary group, from the peer's credentials, may write the folder.
         #expect(try h.assetctlAsNobody("put", "e", "b", #"{"file":"\#(h.root)/group/x.bin"}"#).status == 0)
-        #expect(try h.assetctlAsNobody("put", "e", "c", #"{"file":"\#(h.root)/private/new.bin"}"#).status == 0)
+        // A file not there yet: judged on its folder.
+        #expect(try h.assetctlAsNobody("put", "e", "c", #"{"file":"\#(h.root)/private/new.bin"}"#).status == 1)
+        #expect(try h.assetctlAsNobody("put", "e", "c", #"{"file":"\#(h.root)/group/new.bin"}"#).status == 0)
     }
 
     @Test(

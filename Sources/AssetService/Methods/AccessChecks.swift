@@ -20,11 +20,7 @@ extension MethodTable {
     static func checkingFiles<T>(_ tx: WriteTransaction, _ ctx: MethodContext, _ body: () throws -> T) throws -> T {
         guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return try body() }
         let caller = ctx.caller
-        tx.fileReferenceCheck = { path in
-            if let why = UnlinkAccess.refusal(path, uid: caller.uid, gids: caller.gids) {
-                throw RPCError.application(.permissionDenied, why)
-            }
-        }
+        tx.fileReferenceCheck = { UnlinkAccess.refusal($0, uid: caller.uid, gids: caller.gids) }
         defer { tx.fileReferenceCheck = nil }
         return try body()
     }

@@ -107,6 +107,10 @@ struct Errno: Error, Equatable {
     init(_ code: Int32) { self.code = code }
 }
 
+/// Whether the folder the O_PATH descriptor `pathFD` names has an access ACL (true too where
+/// that cannot be told).
+func hasAccessACL(pathFD: Int32) -> Bool { assetd_has_access_acl(pathFD) != 0 }
+
 enum FileGeneration {
     // O_NOATIME (uapi fcntl.h), not exported by the Glibc module.
     private static let noAccessTime: Int32 = 0o1000000

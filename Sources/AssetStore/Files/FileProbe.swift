@@ -39,8 +39,14 @@ enum FileProbe {
     /// Inspects `path` (normalised, below `root`): a symlinked folder or a mount point on the
     /// way is `unsafe_path`; an existing non-regular file is `not_a_regular_file`. A mount at
     /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
-    /// A root that is no longer the folder it was pinned to is `unsafe_path`.
-    static func probe(path: String, root: String, roots: ManagedRoots) throws(StoreError) -> FileState {
+    /// A root that is no longer the folder it was pinned to is `unsafe_path`. With `check`,
+    /// the walk judges the folder and file it opens, and a refusal is `permission_denied`.
+    static func probe(
+        path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil
+    ) throws(StoreError) -> FileState {
+        stepped(root, root)
+        // Checked on the walk's descriptors: the openat2 below opens no folder to judge.
+        if let check { return try walk(path: path, root: root, roots: roots, check: check) }
         // A regular file reached beneath the root in one openat2, the common case: nine system
         // calls however deep the path. Anything else is told apart by the walk.
         switch OpenBeneath.probe(path, rootLength: root.utf8.count, pin: roots.pins.pin(of: root)) {
@@ -58,7 +64,9 @@ enum FileProbe {
     /// /proc/self/fd from that very descriptor. Nothing is looked up by path, so a folder
     /// swapped for a symlink between two steps is never followed, and nothing but the regular
     /// file statx saw is ever opened to read (never a FIFO or a device).
-    static func walk(path: String, root: String, roots managed: ManagedRoots) throws(StoreError) -> FileState {
+    static func walk(
+        path: String, root: String, roots managed: ManagedRoots, check: FileReferenceCheck? = nil
+    ) throws(StoreError) -> FileState {
         var fd: Int32
         switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
         case .folder(let opened): fd = opened
@@ -66,20 +74,30 @@ enum FileProbe {
         case .failed(let e):
             // A root that cannot be opened for another reason than its absence (EMFILE, EIO,
             // EACCES) says nothing about the file.
-            if e == ENOENT { return .missing }
+            if e == ENOENT, check == nil { return .missing }
             throw StoreError(.permissionDenied, "cannot open the root \(root): \(String(cString: strerror(e)))")
         }
         defer { close(fd) }
         // The root is configuration: its own mount is fine, only crossing below it is not.
-        guard case .success(var mount) = FileStatus.of(fd, "") else { return .missing }
+        guard case .success(var mount) = FileStatus.of(fd, "") else {
+            if check != nil { throw StoreError(.permissionDenied, "cannot inspect the root \(root)") }
+            return .missing
+        }
         var prefix = root
+        // With `check`: the folder `fd` is, as fstat saw it (the judge's owner and mode bits).
+        var folder: Judged?
         let below = ManagedRoots.components(of: path, below: root)
         for (i, name) in below.enumerated() {
+            if check != nil { folder = try Self.status(fd, prefix, path, folder: true) }
             prefix += "/" + name
             let next = openat(fd, name, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 {
                 let e = errno
-                if e == ENOENT || e == ENOTDIR { return .missing }
+                if e == ENOENT || e == ENOTDIR {
+                    // Nothing there yet: judged on the nearest folder that exists.
+                    try judge(check, path, folder, file: nil)
+                    return .missing
+                }
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e)))")
             }
             close(fd)
@@ -98,12 +116,18 @@ enum FileProbe {
                 }
                 // A file bind-mounted over the name is another file system's (or another place's) file.
                 if st.onAnotherMount(than: mount) { throw crossing(path, path) }
+                if let check {
+                    try judge(check, path, folder, file: Self.status(fd, prefix, path, folder: false).status)
+                }
                 // The inode statx saw, opened again through /proc: where it cannot be (no read
                 // permission, no /proc) the other fields still tell.
                 return FileState(st, generation: try? FileGeneration.read(pathFD: fd).get())
             }
             if st.kind == S_IFLNK { throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path)) }
-            if st.kind != S_IFDIR { return .missing }
+            if st.kind != S_IFDIR {
+                try judge(check, path, folder, file: nil)
+                return .missing
+            }
             if st.onAnotherMount(than: mount) {
                 guard managed.paths.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else {
                     throw crossing(prefix, path)
@@ -114,7 +138,42 @@ enum FileProbe {
         return .missing  // no name below the root: not a file path
     }
 
-    /// Tests: run by the walk with each path it has just looked at, by root.
+    /// A folder or file the walk holds, by its path and as fstat saw it, and whether it
+    /// has an access ACL.
+    typealias Judged = (path: String, status: stat, acl: Bool)
+
+    /// fstat of the walk's descriptor `fd` (at `at`), for `check`; for a folder, whether it
+    /// has an access ACL too.
+    private static func status(
+        _ fd: Int32, _ at: String, _ path: String, folder: Bool
+    ) throws(StoreError) -> Judged {
+        var s = stat()
+        guard fstat(fd, &s) == 0 else {
+            throw StoreError(
+                .permissionDenied, "cannot inspect \(at): \(String(cString: strerror(errno)))", detail: .string(path))
+        }
+        guard folder else { return (at, s, false) }
+        // Read through /proc, as the descriptor is O_PATH; one that cannot be read is
+        // assumed to be there (the check then trusts its owner alone).
+        return (at, s, hasAccessACL(pathFD: fd))
+    }
+
+    /// Runs `check`, if any, on the folder and file the walk holds; a refusal is thrown.
+    private static func judge(
+        _ check: FileReferenceCheck?, _ path: String, _ folder: Judged?, file: stat?
+    ) throws(StoreError) {
+        guard let check else { return }
+        guard let folder else { throw StoreError(.permissionDenied, "\(path) names no file below its root") }
+        if let why = check(
+            UnlinkSubject(
+                path: path, folderPath: folder.path, folder: folder.status, folderHasACL: folder.acl, file: file))
+        {
+            throw StoreError(.permissionDenied, why, detail: .string(path))
+        }
+    }
+
+    /// Tests: run by the walk with each path it has just looked at, by root (and by the probe
+    /// with the root itself before it looks at anything).
     static let stepHooks = Mutex<[String: @Sendable (String) -> Void]>([:])
     /// True once a test set a hook: the walk does not lock for none.
     static let anyStepHook = Atomic<Bool>(false)

@@ -41,10 +41,10 @@ public final class WriteTransaction {
     /// these and of objects it did not create). Not restored when a savepoint rolls back, for
     /// simplicity: a superset only costs a query.
     var fileEdgeSources: Set<Int64> = []
-    /// Runs with each file path a put's value or an added edge names, before it is probed:
-    /// the caller's check of that path (enforce_ownership's, AccessChecks.swift), set for one
-    /// caller's call at a time.
-    public var fileReferenceCheck: ((String) throws -> Void)?
+    /// Judges each file a put's value or an added edge names, as the probe finds it: the
+    /// caller's check (enforce_ownership's, AccessChecks.swift), set for one caller's call at
+    /// a time.
+    public var fileReferenceCheck: FileReferenceCheck?
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
@@ -58,7 +58,7 @@ public final class WriteTransaction {
     var filesTouched: Set<Int64> = []
     var deletedFiles: Set<Int64> = []
     /// With enforce_ownership: the owners of objects deleted by this transaction whose edges
-    /// can delete a file (WriteTransaction+Owners.swift).
+    /// can delete their destination (WriteTransaction+Owners.swift).
     var ruleOwners: [Int64: String] = [:]
     /// `control.enforce_ownership` as this transaction began.
     lazy var ownersApart = store.enforceOwnership

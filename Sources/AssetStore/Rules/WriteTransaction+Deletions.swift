@@ -207,11 +207,11 @@ extension WriteTransaction {
         }
     }
 
-    /// `e`'s rule deletes its destination, unless that is a file another owner holds: then
-    /// the rule only lets go of it.
+    /// `e`'s rule deletes its destination, unless that is an object of another owner or a
+    /// file another owner holds: then the rule only lets go of it.
     private func ruleDeletesDestination(_ e: EdgeRow) throws {
         if !e.isFile {
-            work.append(.deleteObject(e.dst, .cascade, nil))
+            if try !ownedByOthers(e) { work.append(.deleteObject(e.dst, .cascade, nil)) }
         } else if try heldByOthers(e) {
             filesTouched.insert(e.dst)
         } else {

@@ -14,7 +14,8 @@ extension WriteTransaction {
         try source.validate()
         let end = try resolveInput(destination)
         try rules.validate(fileDestination: end.isFile)
-        let pending = PendingEdge(name: name, source: source, destination: end.end, rules: rules)
+        let pending = PendingEdge(
+            name: name, source: source, destination: end.end, rules: rules, fileState: end.state)
         unresolved.removeAll { $0.sameTriple(pending) }
         if let row = try resolve(pending) {
             try upsertEdge(src: row.src, name: name, isFile: row.isFile, dst: row.dst, rules: rules, field: nil)
@@ -65,16 +66,19 @@ extension WriteTransaction {
     public func file(_ path: String) throws -> FileReport? { try reads.file(path) }
 
     /// Turns a destination given by a caller into a normalised, validated one.
-    private func resolveInput(_ end: EdgeEnd, register: Bool = true) throws -> (end: EdgeEnd, isFile: Bool) {
+    /// A file to register is probed (and judged) here, once: `state` is what registers it.
+    private func resolveInput(
+        _ end: EdgeEnd, register: Bool = true
+    ) throws -> (end: EdgeEnd, isFile: Bool, state: FileState?) {
         switch end {
         case .object(let ref):
             try ref.validate()
-            return (end, false)
+            return (end, false, nil)
         case .file(let reference):
             let (path, root) = try store.roots.accept(reference)
-            if register { try fileReferenceCheck?(path) }
-            if register { _ = try FileProbe.probe(path: path, root: root, roots: store.roots) }
-            return (.file(path), true)
+            guard register else { return (.file(path), true, nil) }
+            let state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: fileReferenceCheck)
+            return (.file(path), true, state)
         }
     }
 
@@ -88,7 +92,9 @@ extension WriteTransaction {
         case .file(let path):
             if let id = try reads.fileID(path) { return (src, true, id) }
             guard register, let root = store.roots.root(of: path) else { return nil }
-            let state = try FileProbe.probe(path: path, root: root, roots: store.roots)
+            // As the caller's call judged it, not looked at again: a path renamed since would
+            // register a file nobody judged.
+            let state = try e.fileState ?? FileProbe.probe(path: path, root: root, roots: store.roots)
             return (src, true, try registerFile(path: path, state: state))
         }
     }
@@ -140,6 +146,8 @@ struct PendingEdge {
     var source: ObjectRef
     var destination: EdgeEnd
     var rules: DeleteRules
+    /// The file destination as `addEdge` probed it, registered as such.
+    var fileState: FileState? = nil
 
     func sameTriple(_ o: PendingEdge) -> Bool {
         name == o.name && source == o.source && destination == o.destination

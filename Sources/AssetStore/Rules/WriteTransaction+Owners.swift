@@ -1,11 +1,12 @@
-// Files shared between owners under control.enforce_ownership: a rule of an edge whose source
-// one owner owns deletes a file only while no object of another owner holds it. Ownership
-// checks which edges a client may add, but a file has no owner of its own: any client may
-// reference one, and a rule that deleted it would take every other owner's edges to it, and
-// the objects their rules tie to it, with it. A file held across owners is instead released by
-// reference counting: the rule only lets go, and the file goes (by its last holder's rules)
-// once no other owner holds it. Checked when the rule fires, so it covers manual and derived
-// edges alike, and edges another owner adds after the deleting one.
+// Objects and files apart between owners under control.enforce_ownership: a rule of an edge
+// whose source one owner owns never deletes another owner's object, nor a file while an object
+// of another owner holds it. Ownership checks which manual edges a client may add, but an admin's
+// template derives edges to whatever a value names, and a file has no owner of its own: any
+// client may reference one, and a rule that deleted it would take every other owner's edges to
+// it, and the objects their rules tie to it, with it. Such a rule only lets go: another owner's
+// object stays, and a file held across owners is released by reference counting, going (by its
+// last holder's rules) once no other owner holds it. Checked when the rule fires, so it covers
+// manual and derived edges alike, and edges another owner adds after the deleting one.
 
 import GRDB
 
@@ -24,11 +25,23 @@ extension WriteTransaction {
     ]
 
     /// Called by `deleteObject` with an object's edges out before its row goes: keeps the
-    /// owner of one whose edges can delete a file, for `sourceGone` to ask `heldByOthers`.
+    /// owner of one whose edges can delete their destination, for `sourceGone` to ask
+    /// `heldByOthers` or `ownedByOthers`.
     func keepRuleOwner(_ id: Int64, edges: [EdgeRow]) throws {
-        guard ownersApart, edges.contains(where: { $0.isFile && !$0.rules.isDisjoint(with: Self.destinationDeleting) })
+        guard ownersApart, edges.contains(where: { !$0.rules.isDisjoint(with: Self.destinationDeleting) })
         else { return }
         ruleOwners[id] = try owner(of: id)
+    }
+
+    /// Whether the object `e` reaches must stay although `e`'s rule would delete it: with
+    /// enforce_ownership, when its owner is not `e`'s source's.
+    func ownedByOthers(_ e: EdgeRow) throws -> Bool {
+        guard ownersApart, !e.isFile else { return false }
+        // A source gone without a recorded owner cannot be told apart from another: keep.
+        guard let sourceOwner = try ruleOwners[e.src] ?? owner(of: e.src) else { return true }
+        // A destination already gone (or never there) has nothing to keep.
+        guard let destinationOwner = try owner(of: e.dst) else { return false }
+        return destinationOwner != sourceOwner
     }
 
     /// Whether the file `e` reaches must stay although `e`'s rule would delete it: with

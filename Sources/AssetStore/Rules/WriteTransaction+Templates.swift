@@ -45,8 +45,8 @@ extension WriteTransaction {
                 switch t.to {
                 case .file:
                     let (path, root) = try store.roots.accept(reference)
-                    try fileReferenceCheck?(path)
-                    let state = try FileProbe.probe(path: path, root: root, roots: store.roots)
+                    let state = try FileProbe.probe(
+                        path: path, root: root, roots: store.roots, check: fileReferenceCheck)
                     out.append(DesiredEdge(template: t, destination: .file(path), fileState: state))
                 case .collection(let c):
                     let ref = ObjectRef(c, reference)

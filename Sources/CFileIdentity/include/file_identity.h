@@ -37,6 +37,10 @@ int assetd_file_system_type(const char *path, int64_t *out);
 /// a few more). 0, or -1 with errno set (ENOTTY where the filesystem has none).
 int assetd_file_generation(int fd, uint32_t *out);
 
+/// 1 if the folder the O_PATH descriptor `pathfd` names has an access ACL or that cannot be
+/// told (read through /proc/self/fd), 0 if it has none.
+int assetd_has_access_acl(int pathfd);
+
 /// The inode generation of the regular file the O_PATH descriptor `pathfd` names, read from
 /// that very inode opened again through /proc/self/fd (never blocking, no access time where
 /// permitted): no second lookup by name, so nothing swapped in since is opened. 0 with
