@@ -180,4 +180,27 @@ struct FileAccessTests {
         #expect(put(other, context(store, uid: eve)) == "permission_denied")
         #expect(put(own, context(store, uid: eve)) == nil)
     }
+
+    @Test("Bob's folder renamed in before a later put of Eve's object: its re-read is judged, Bob's file kept")
+    func swappedBeforeRefresh() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = root + "/shared"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+        #expect(chmod(shared, 0o777) == 0)  // anyone may rename folders in it: no sticky bit
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        let bobsFile = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        let e = context(store, uid: eve)
+        #expect(try addEdge(evesFile, e) == nil)
+        // Bob's folder where Eve's was, then her object put again without naming the file.
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        let src: JSONValue = ["collection": .string("u\(eve)"), "key": "src"]
+        _ = try MethodTable.call(
+            "object.put", ["collection": src["collection"]!, "key": "src", "value": ["n": 1]], e
+        ).get()
+        _ = try MethodTable.call("object.delete", src, e).get()
+        _ = try store.sweep()
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's file, now at Eve's path, is kept")
+        #expect(!FileManager.default.fileExists(atPath: bobsFile))  // moved, not removed
+    }
 }

@@ -18,9 +18,14 @@ extension WriteTransaction {
             let path: String = row[1]
             guard !skip.contains(Array(path.utf8)) else { continue }
             // A file that cannot be looked at now keeps its row as it was.
-            if let root = store.roots.root(of: path),
-                let state = FileProbe.identity(path: path, root: root, roots: store.roots)
-            {
+            guard let root = store.roots.root(of: path) else { continue }
+            if let check = fileReferenceCheck {
+                // A caller's put judges what it reads again, as when it named the file: a
+                // folder renamed in since (another user's) keeps the row as it was.
+                guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
+                else { continue }
+                _ = try registerFile(path: path, state: state)
+            } else if let state = FileProbe.identity(path: path, root: root, roots: store.roots) {
                 _ = try registerFile(path: path, state: state)
             }
         }
