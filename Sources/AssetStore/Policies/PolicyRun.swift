@@ -44,11 +44,14 @@ final class PolicyRun {
     /// even if it deleted nothing, or the next run would place the same ones and no others.
     var placedInBatch = false
     /// At most this many batches in a dry run (nil: all); the plan then says it was cut short.
-    var dryRunBatches: Int?
+    let dryRunBatches: Int?
     /// True while this batch holds new object leases back (`LeaseRegistry.beginPolicyBatch`).
     private var holdingLeases = false
 
-    init(store: Store, policy: PolicyConfiguration, dryRun: Bool, progress: (@Sendable (PolicyProgress) -> Void)?) {
+    init(
+        store: Store, policy: PolicyConfiguration, dryRun: Bool, dryRunBatches: Int? = nil,
+        progress: (@Sendable (PolicyProgress) -> Void)?
+    ) {
         self.store = store
         now = store.configuration.clock()
         batch = max(1, policy.batch)
@@ -56,6 +59,7 @@ final class PolicyRun {
         order = policy.order
         maxBytes = policy.maxBytes
         self.dryRun = dryRun
+        self.dryRunBatches = dryRunBatches
         self.progress = progress
         plan = PolicyPlan(dryRun: dryRun)
     }

@@ -23,8 +23,8 @@ extension Store {
         dryRun: Bool, dryRunBatches: Int?, progress: (@Sendable (PolicyProgress) -> Void)?
     ) throws -> PolicyPlan {
         guard let policy else { return PolicyPlan(dryRun: dryRun) }
-        let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
-        run.dryRunBatches = dryRunBatches
+        let run = PolicyRun(
+            store: self, policy: policy, dryRun: dryRun, dryRunBatches: dryRunBatches, progress: progress)
         var steps = [PolicyStep]()
         for ttl in policy.ttls {
             if let idle = ttl.maxIdle { steps.append(ExpireStep(run, collection: ttl.collection, idle: idle)) }
@@ -73,8 +73,8 @@ extension Store {
                 p.order = .lru
                 return p
             }()
-        let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
-        run.dryRunBatches = dryRunBatches
+        let run = PolicyRun(
+            store: self, policy: policy, dryRun: dryRun, dryRunBatches: dryRunBatches, progress: progress)
         // Owners furthest over quota lose bytes first, as in every eviction (assetd(8), DATA MODEL).
         var steps: [PolicyStep] = []
         if owner == nil, let bytes, !policy.quotas.isEmpty {
@@ -101,8 +101,8 @@ extension Store {
         progress: (@Sendable (PolicyProgress) -> Void)?
     ) throws -> PolicyPlan {
         let policy = self.policy ?? PolicyConfiguration()
-        let run = PolicyRun(store: self, policy: policy, dryRun: dryRun, progress: progress)
-        run.dryRunBatches = dryRunBatches
+        let run = PolicyRun(
+            store: self, policy: policy, dryRun: dryRun, dryRunBatches: dryRunBatches, progress: progress)
         var steps = [PolicyStep]()
         for d in [olderThan, idle] {
             if let d, !(d >= 0) { throw StoreError(.invalidParams, "durations must not be negative") }
