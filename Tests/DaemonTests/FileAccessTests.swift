@@ -12,66 +12,10 @@ import Foundation
 import Testing
 
 @Suite(.serialized, .enabled(if: getuid() == 0, "needs root to chown folders to other uids"))
-struct FileAccessTests {
-    private let folders = TempFolders(prefix: "assetd-fileaccess-")
-    private let bob: UInt32 = 1001
-    private let eve: UInt32 = 1002
-
-    /// A store with one root, and the root.
-    private func openStore() throws -> (Store, String) {
-        let dir = try folders.make()
-        let root = dir + "/root"
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let store = try Store(path: dir + "/db.sqlite", configuration: StoreConfiguration(roots: [root]))
-        return (store, root)
-    }
-
-    /// The folder `name` under `root` with this owner, group and mode, holding a file of `fileOwner`.
-    private func folder(
-        _ root: String, _ name: String, uid: UInt32, gid: UInt32, mode: mode_t, fileOwner: UInt32
-    ) throws -> String {
-        let path = root + "/" + name
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        #expect(chown(path, uid, gid) == 0 && chmod(path, mode) == 0)
-        #expect(FileManager.default.createFile(atPath: path + "/x.mp4", contents: Data("movie".utf8)))
-        #expect(chown(path + "/x.mp4", fileOwner, fileOwner) == 0)
-        return path + "/x.mp4"
-    }
-
-    private func context(
-        _ store: Store, uid: UInt32, gids: [UInt32]? = nil, admin: Bool = false, enforce: Bool = true
-    ) -> MethodContext {
-        MethodContext(
-            store: store, caller: Caller(uid: uid, userName: "u\(uid)", isAdmin: admin, gids: gids ?? [uid]),
-            enforceOwnership: enforce)
-    }
-
-    /// The stable code of a put by `ctx` of an object of its own holding `file`, nil when it succeeded.
-    private func put(_ file: String, _ ctx: MethodContext, key: String = "o") -> String? {
-        let params: JSONValue = [
-            "collection": .string(ctx.caller.userName), "key": .string(key), "value": ["file": .string(file)],
-        ]
-        guard case .failure(let e) = MethodTable.call("object.put", params, ctx) else { return nil }
-        return e.stableCode
-    }
-
-    /// The same through edge.add from an object of its own.
-    private func addEdge(_ file: String, _ ctx: MethodContext) throws -> String? {
-        let source: JSONValue = ["collection": .string(ctx.caller.userName), "key": "src"]
-        _ = try MethodTable.call("object.put", ["collection": source["collection"]!, "key": "src", "value": [:]], ctx)
-            .get()
-        let params: JSONValue = [
-            "name": "e", "source": source, "destination": ["file": .string(file)],
-            "rules": ["deleteDestinationIfSourceDeleted"],
-        ]
-        guard case .failure(let e) = MethodTable.call("edge.add", params, ctx) else { return nil }
-        return e.stableCode
-    }
-
-    private func registered(_ store: Store, _ file: String) throws -> Bool {
-        try MethodTable.call("file.get", ["path": .string(file)], context(store, uid: 0, admin: true)).get().result
-            != .null
-    }
+struct FileAccessTests: FileAccessSuite {
+    let folders = TempFolders(prefix: "assetd-fileaccess-")
+    let bob: UInt32 = 1001
+    let eve: UInt32 = 1002
 
     @Test("a non-admin may not name another's file in a folder it cannot write; its owner, an admin may")
     func otherUsersFolder() throws {

@@ -20,7 +20,9 @@ extension MethodTable {
     static func checkingFiles<T>(_ tx: WriteTransaction, _ ctx: MethodContext, _ body: () throws -> T) throws -> T {
         guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return try body() }
         let caller = ctx.caller
-        tx.fileReferenceCheck = { UnlinkAccess.refusal($0, uid: caller.uid, gids: caller.gids) }
+        tx.fileReferenceCheck = FileReferenceCheck(uid: caller.uid, owner: caller.userName) {
+            UnlinkAccess.refusal($0, uid: caller.uid, gids: caller.gids)
+        }
         defer { tx.fileReferenceCheck = nil }
         return try body()
     }

@@ -21,6 +21,8 @@ public struct FileState: Sendable, Hashable {
     public var mtime: Double?
     /// What tells this file from a later one given the same inode number.
     public var stamp: FileStamp = .none
+    /// Set by a probe with a check: whom it judged for, and on what.
+    public var judgement: FileJudgement?
 
     /// Nothing at the path.
     public static let missing = FileState(exists: false, size: 0, device: nil, inode: nil, mtime: nil)
@@ -84,19 +86,26 @@ enum FileProbe {
             return .missing
         }
         var prefix = root
-        // With `check`: the folder `fd` is, as fstat saw it (the judge's owner and mode bits).
+        // With `check`: the folder `fd` is, as fstat saw it (the judge's owner and mode bits),
+        // and every folder so far, for the judge and for a claim on a file not there yet.
         var folder: Judged?
+        var folders = [FolderSeen]()
+        var seen = mount  // statx of `fd`
         let below = ManagedRoots.components(of: path, below: root)
         for (i, name) in below.enumerated() {
-            if check != nil { folder = try Self.status(fd, prefix, path, folder: true) }
+            if check != nil {
+                let judged = try Self.status(fd, prefix, path, folder: true)
+                folder = judged
+                folders.append(
+                    FolderSeen(device: seen.device, inode: seen.inode, owner: judged.status.st_uid, birth: seen.birth))
+            }
             prefix += "/" + name
             let next = openat(fd, name, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 {
                 let e = errno
                 if e == ENOENT || e == ENOTDIR {
                     // Nothing there yet: judged on the nearest folder that exists.
-                    try judge(check, path, folder, file: nil)
-                    return .missing
+                    return try missing(check, path, folder, folders)
                 }
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e)))")
             }
@@ -109,6 +118,7 @@ enum FileProbe {
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e.code)))")
             }
             FileProbe.stepped(root, prefix)
+            seen = st
             if i == below.count - 1 {
                 guard st.kind == S_IFREG else {
                     if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
@@ -116,18 +126,19 @@ enum FileProbe {
                 }
                 // A file bind-mounted over the name is another file system's (or another place's) file.
                 if st.onAnotherMount(than: mount) { throw crossing(path, path) }
+                var state = FileState(st, generation: nil)
                 if let check {
-                    try judge(check, path, folder, file: Self.status(fd, prefix, path, folder: false).status)
+                    try judge(
+                        check, path, folder, folders, file: Self.status(fd, prefix, path, folder: false).status)
+                    state.judgement = FileJudgement(uid: check.uid, owner: check.owner, folder: nil)
                 }
                 // The inode statx saw, opened again through /proc: where it cannot be (no read
                 // permission, no /proc) the other fields still tell.
-                return FileState(st, generation: try? FileGeneration.read(pathFD: fd).get())
+                state.stamp.generation = try? FileGeneration.read(pathFD: fd).get()
+                return state
             }
             if st.kind == S_IFLNK { throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path)) }
-            if st.kind != S_IFDIR {
-                try judge(check, path, folder, file: nil)
-                return .missing
-            }
+            if st.kind != S_IFDIR { return try missing(check, path, folder, folders) }
             if st.onAnotherMount(than: mount) {
                 guard managed.paths.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else {
                     throw crossing(prefix, path)
@@ -158,18 +169,31 @@ enum FileProbe {
         return (at, s, hasAccessACL(pathFD: fd))
     }
 
-    /// Runs `check`, if any, on the folder and file the walk holds; a refusal is thrown.
+    /// Runs `check`, if any, on the folders and file the walk holds; a refusal is thrown.
     private static func judge(
-        _ check: FileReferenceCheck?, _ path: String, _ folder: Judged?, file: stat?
+        _ check: FileReferenceCheck?, _ path: String, _ folder: Judged?, _ folders: [FolderSeen], file: stat?
     ) throws(StoreError) {
         guard let check else { return }
         guard let folder else { throw StoreError(.permissionDenied, "\(path) names no file below its root") }
-        if let why = check(
+        if let why = check.refusal(
             UnlinkSubject(
-                path: path, folderPath: folder.path, folder: folder.status, folderHasACL: folder.acl, file: file))
+                path: path, folderPath: folder.path, folder: folder.status, folderHasACL: folder.acl, file: file,
+                folders: folders))
         {
             throw StoreError(.permissionDenied, why, detail: .string(path))
         }
+    }
+
+    /// Nothing at `path` below `folder`: judged, with `check`, on that folder, which the
+    /// state then names.
+    private static func missing(
+        _ check: FileReferenceCheck?, _ path: String, _ folder: Judged?, _ folders: [FolderSeen]
+    ) throws(StoreError) -> FileState {
+        guard let check else { return .missing }
+        try judge(check, path, folder, folders, file: nil)
+        var state = FileState.missing
+        state.judgement = FileJudgement(uid: check.uid, owner: check.owner, folder: folders.last)
+        return state
     }
 
     /// Tests: run by the walk with each path it has just looked at, by root (and by the probe

@@ -17,7 +17,56 @@ public struct UnlinkSubject {
     public var folderHasACL: Bool
     /// The file, nil when it is not there yet.
     public var file: stat?
+    /// Every folder the walk went through, the root first and `folder` last.
+    public var folders: [FolderSeen] = []
 }
 
-/// Judges an `UnlinkSubject`: nil to let it be named, else why not.
-public typealias FileReferenceCheck = (UnlinkSubject) -> String?
+/// A folder as a probe's walk saw it.
+public struct FolderSeen: Sendable, Hashable {
+    public var device: Int64
+    public var inode: Int64
+    public var owner: UInt32
+    /// statx birth time, nanoseconds; nil where the file system reports none.
+    public var birth: Int64?
+
+    /// Memberwise.
+    public init(device: Int64, inode: Int64, owner: UInt32, birth: Int64?) {
+        self.device = device
+        self.inode = inode
+        self.owner = owner
+        self.birth = birth
+    }
+
+    /// True when `other` is this folder (a birth time only compared where both have one).
+    func isSame(as other: FolderSeen) -> Bool {
+        device == other.device && inode == other.inode && owner == other.owner
+            && (birth == nil || other.birth == nil || birth == other.birth)
+    }
+}
+
+/// Whom a file is judged for, and how: a non-admin's call under enforce_ownership.
+public struct FileReferenceCheck: Sendable {
+    /// The caller's uid.
+    public var uid: UInt32
+    /// The owner name its objects have.
+    public var owner: String
+    /// Nil to let a subject be named, else why not.
+    public var refusal: @Sendable (UnlinkSubject) -> String?
+
+    /// Memberwise.
+    public init(uid: UInt32, owner: String, refusal: @escaping @Sendable (UnlinkSubject) -> String?) {
+        self.uid = uid
+        self.owner = owner
+        self.refusal = refusal
+    }
+}
+
+/// What a checked probe passed: for whom and, for a file not there yet, the folder it was
+/// judged on. A file named while missing is found by name only when a rule deletes it, so it
+/// is then identified only through that folder (`MissingFileClaim`).
+public struct FileJudgement: Sendable, Hashable {
+    public var uid: UInt32
+    public var owner: String
+    /// The nearest folder that existed, for a file not there yet.
+    public var folder: FolderSeen?
+}

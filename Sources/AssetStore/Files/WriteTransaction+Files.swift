@@ -42,18 +42,33 @@ extension WriteTransaction {
 
     /// Inserts or refreshes a registry row; a size change re-indexes every holder. The lookup
     /// and the insert, a put's, are stepped raw: GRDB's row and arguments cost more than them.
+    /// A checked probe's state (a non-admin's, under enforce_ownership) may not change the file
+    /// a row another owner's object holds names: it judged what is at the path now (or the
+    /// folder where nothing is), not the file the row names.
     func registerFile(path: String, state: FileState) throws -> Int64 {
         let statements = try fileStatements()
-        var found: (id: Int64, size: Int64, same: Bool, device: Int64?)?
+        let claim = MissingFileClaim(state)?.text
+        var found: (id: Int64, size: Int64, same: Bool, device: Int64?, inode: Int64?, claim: String?)?
         try statements.lookup.forEachRawRow({ Statement.bindText($0, 1, path) }) { r in
             func int(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
+            let kept = r.text(9)
+            let sameClaim: Bool = state.exists ? kept == nil : claim == nil || claim == kept
             let same =
                 r.int64(1) == state.size && int(2) == state.device && int(3) == state.inode
                 && (r.isNull(4) ? nil : r.double(4)) == state.mtime && (r.int64(5) != 0) == !state.exists
-                && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp
-            found = (r.int64(0), r.int64(1), same, int(2))
+                && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp && sameClaim
+            found = (r.int64(0), r.int64(1), same, int(2), int(3), kept)
         }
         if let found {
+            if let judged = state.judgement, found.device != nil,
+                found.device != state.device || found.inode != state.inode,
+                try heldByOtherOwner(file: found.id, owner: judged.owner)
+            {
+                throw StoreError(
+                    .permissionDenied,
+                    "\(path) is registered as another file than the one there now, and another owner's object holds it",
+                    detail: .string(path))
+            }
             // Missing now, seen before: its device and inode stay unless it is proven gone,
             // or a disk not mounted now would make the sweep count it unlinked (and leak it).
             if !found.same, !state.exists, let device = found.device, !provedGone(path, device: device) {
@@ -62,14 +77,16 @@ extension WriteTransaction {
             let id = found.id
             let stamp = state.stamp
             if !found.same {
+                // A missing file's claim is the last judgement's; an unchecked look keeps it.
+                let keptClaim = state.exists ? nil : claim ?? found.claim
                 try db.cachedStatement(
                     sql: """
                         UPDATE file SET size = ?, device = ?, inode = ?, mtime = ?, missing = ?, birth = ?, generation = ?,
-                        ctime = ? WHERE id = ?
+                        ctime = ?, claim = ? WHERE id = ?
                         """
                 ).execute(arguments: [
                     state.size, state.device, state.inode, state.mtime, !state.exists, stamp.birth,
-                    stamp.generation, stamp.ctime, id,
+                    stamp.generation, stamp.ctime, keptClaim, id,
                 ])
             }
             if found.size != state.size {
@@ -92,6 +109,7 @@ extension WriteTransaction {
             if let birth = state.stamp.birth { Statement.bindInt64(s, 8, birth) }
             if let generation = state.stamp.generation { Statement.bindInt64(s, 9, generation) }
             if let ctime = state.stamp.ctime { Statement.bindInt64(s, 10, ctime) }
+            if let claim { Statement.bindText(s, 11, claim) }
         }.rowID
         // Taken again: a queued unlink of this path (from this or an earlier commit) is cancelled.
         let unqueued = try statements.unqueue.executeRawCounting { Statement.bindText($0, 1, path) }.changes
@@ -114,12 +132,12 @@ extension WriteTransaction {
         let found = FileStatements(
             lookup: try db.cachedStatement(
                 sql: """
-                    SELECT id, size, device, inode, mtime, missing, birth, generation, ctime FROM file WHERE path = ?
+                    SELECT id, size, device, inode, mtime, missing, birth, generation, ctime, claim FROM file WHERE path = ?
                     """),
             insert: try db.cachedStatement(
                 sql: """
-                    INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime, claim)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """),
             unqueue: try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE path = ?"))
         cachedFileStatements = found

@@ -170,7 +170,7 @@ extension WriteTransaction {
             deletedFiles.insert(id)
             guard var row = fileRows[id] else { continue }
             if !identified {
-                row.identifyIfUnseen(store.roots)
+                if row.device == nil { row.identifyIfUnseen(store.roots, claim: try MissingFileClaim.of(file: id, db)) }
                 try row.queueUnlink(db, commit: commit, now: now, delay: delay)
             }
             report.filesQueued.append(row.path)

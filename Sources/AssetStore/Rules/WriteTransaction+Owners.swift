@@ -51,13 +51,18 @@ extension WriteTransaction {
         // A source gone without a recorded owner cannot be told apart from another: keep.
         guard let owner = try ruleOwners[e.src] ?? owner(of: e.src) else { return true }
         // Edges of objects this transaction deleted went with them.
-        return try Bool.fetchOne(
+        return try heldByOtherOwner(file: e.dst, owner: owner)
+    }
+
+    /// Whether an object whose owner is not `owner` holds the file `id`.
+    func heldByOtherOwner(file id: Int64, owner: String) throws -> Bool {
+        try Bool.fetchOne(
             db.cachedStatement(
                 sql: """
                     SELECT EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
                     WHERE e.is_file = 1 AND e.dst = ? AND o.owner <> ?)
                     """),
-            arguments: [e.dst, owner]) ?? true
+            arguments: [id, owner]) ?? true
     }
 
     private func owner(of id: Int64) throws -> String? {

@@ -83,16 +83,6 @@ struct RegisteredFile {
         stamp = FileStamp(birth: optional(4), generation: optional(5), ctime: optional(6))
     }
 
-    /// Registered before it existed: the file there now is the one the deleting commit meant.
-    mutating func identifyIfUnseen(_ roots: ManagedRoots) {
-        guard device == nil, let root = roots.root(of: path),
-            let state = FileProbe.identity(path: path, root: root, roots: roots)
-        else { return }
-        device = state.device
-        inode = state.inode
-        stamp = state.stamp
-    }
-
     /// `queueUnlink` for registry rows whose identity is known (`device` not NULL), straight
     /// from the `file` table, in the order of the JSON array of file ids `?4`: commit `?1`,
     /// queued at `?2`, due at `?3`. A policy batch queues its files with one statement.
