@@ -119,4 +119,117 @@ struct MissingFileClaimTests: FileAccessSuite {
         try deleteEvesSource(store)
         #expect(FileManager.default.fileExists(atPath: bobsFile))
     }
+
+    @Test("a file Bob replaced that Eve's object holds too: her later put keeps his row and succeeds")
+    func replacedByItsOtherOwner() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let file = shared + "/f.mp4"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("v1".utf8)) && chown(file, bob, bob) == 0)
+        let b = context(store, uid: bob)
+        let holder: JSONValue = ["collection": .string("u\(bob)"), "key": "holder"]
+        _ = try MethodTable.call("object.put", ["collection": holder["collection"]!, "key": "holder", "value": [:]], b)
+            .get()
+        _ = try MethodTable.call(
+            "edge.add", ["name": "keep", "source": holder, "destination": ["file": .string(file)]], b
+        )
+        .get()
+        let e = context(store, uid: eve)
+        #expect(try addEdge(file, e) == nil)  // she may write the shared folder
+        #expect(FileManager.default.createFile(atPath: file + ".new", contents: Data("v2".utf8)))
+        #expect(chown(file + ".new", bob, bob) == 0 && rename(file + ".new", file) == 0)
+        let src: JSONValue = ["collection": .string("u\(eve)"), "key": "src"]
+        let put = MethodTable.call(
+            "object.put", ["collection": src["collection"]!, "key": "src", "value": ["n": 1]], e)
+        #expect((try? put.get()) != nil)
+        // And Bob's own put again registers the file there now.
+        let again = MethodTable.call(
+            "object.put", ["collection": holder["collection"]!, "key": "holder", "value": [:]], b)
+        #expect((try? again.get()) != nil)
+        var st = stat()
+        #expect(stat(file, &st) == 0)
+        let row = try MethodTable.call("file.get", ["path": .string(file)], context(store, uid: 0, admin: true)).get()
+        #expect(row.result["file"]?["inode"] == .int(Int64(st.st_ino)))
+    }
+
+    @Test("a path Eve named while missing: Bob may not name it too; made and named by him later, his file is kept")
+    func claimedThenSeenByAnother() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let claimed = shared + "/new/x.mp4"
+        #expect(try addEdge(claimed, context(store, uid: eve)) == nil)
+        let b = context(store, uid: bob)
+        let holder: JSONValue = ["collection": .string("u\(bob)"), "key": "holder"]
+        _ = try MethodTable.call("object.put", ["collection": holder["collection"]!, "key": "holder", "value": [:]], b)
+            .get()
+        let bobsEdge: JSONValue = ["name": "keep", "source": holder, "destination": ["file": .string(claimed)]]
+        guard case .failure(let refused) = MethodTable.call("edge.add", bobsEdge, b) else {
+            Issue.record("Bob named the path Eve claimed while it is not there")
+            return
+        }
+        #expect(refused.stableCode == "permission_denied")
+        mkdir(shared + "/new", uid: bob)
+        #expect(FileManager.default.createFile(atPath: claimed, contents: Data("bob".utf8)))
+        #expect(chown(claimed, bob, bob) == 0)
+        _ = try MethodTable.call("edge.add", bobsEdge, b).get()  // there now, his own: he may
+        _ = try MethodTable.call("edge.remove", bobsEdge, b).get()
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: claimed), "seen by Bob's look, not Eve's: her claim stands")
+    }
+
+    @Test("Eve's file seen, then gone by an admin's look: whatever is at its path later is not identified")
+    func goneByAnUncheckedLook() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        store.enforceOwnership = true
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        _ = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        #expect(try addEdge(evesFile, context(store, uid: eve)) == nil)
+        #expect(unlink(evesFile) == 0)
+        let src: JSONValue = ["collection": .string("u\(eve)"), "key": "src"]
+        let admin = context(store, uid: 0, admin: true)
+        _ = try MethodTable.call(
+            "object.put",
+            ["collection": src["collection"]!, "key": "src", "value": ["n": 1], "owner": .string("u\(eve)")], admin
+        )
+        .get()
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's file, now at Eve's path, is kept")
+    }
+
+    @Test("another name of Bob's file made where Eve's missing file was: not identified, his name kept")
+    func hardLinkedIntoTheClaim() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        mkdir(shared + "/eve", uid: eve)
+        let bobsFile = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        let claimed = shared + "/eve/x.mp4"
+        #expect(try addEdge(claimed, context(store, uid: eve)) == nil)
+        #expect(link(bobsFile, claimed) == 0)  // as Eve could with protected_hardlinks off
+        let src: JSONValue = ["collection": .string("u\(eve)"), "key": "src"]
+        _ = try MethodTable.call("object.delete", src, context(store, uid: eve)).get()
+        // Bob's folder where hers was before the unlink: the path now names his own link.
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        _ = try store.sweep()
+        #expect(FileManager.default.fileExists(atPath: claimed), "Bob's own name of his file is kept")
+    }
+
+    @Test("the folder judged made sticky since: a file Bob makes in it is not identified for Eve")
+    func judgedFolderChanged() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let claimed = shared + "/x.mp4"
+        #expect(try addEdge(claimed, context(store, uid: eve)) == nil)
+        #expect(chmod(shared, 0o1777) == 0)
+        #expect(FileManager.default.createFile(atPath: claimed, contents: Data("bob".utf8)))
+        #expect(chown(claimed, bob, bob) == 0)
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: claimed), "sticky now: Bob's file is not Eve's to unlink")
+    }
 }

@@ -96,8 +96,11 @@ enum FileProbe {
             if check != nil {
                 let judged = try Self.status(fd, prefix, path, folder: true)
                 folder = judged
+                let st = judged.status
                 folders.append(
-                    FolderSeen(device: seen.device, inode: seen.inode, owner: judged.status.st_uid, birth: seen.birth))
+                    FolderSeen(
+                        device: seen.device, inode: seen.inode, owner: st.st_uid, group: st.st_gid,
+                        mode: UInt32(st.st_mode), hasACL: judged.acl, birth: seen.birth))
             }
             prefix += "/" + name
             let next = openat(fd, name, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)

@@ -2,73 +2,133 @@
 // the nearest folder that existed: the caller could create, or unlink, anything in it. It is
 // found by name only when a rule deletes it, with no caller to judge it then, so it is
 // identified only through that very folder (device, inode, owner and birth time, not its
-// path: another user's folder renamed in place of it is not it), and only through folders
-// below it that the caller owns (another user's folder made there later is not the caller's
-// to empty). Anything else found there is not identified, so nothing is unlinked.
-
-import GRDB
+// path: another user's folder renamed in place of it is not it; and, unless it is the
+// caller's own, its group, mode and ACL as judged), and only through folders below it that
+// the caller owns (another user's folder made there later is not the caller's to empty). The
+// claim stays until the claimant's own check sees the file there: another user's look, or an
+// unchecked one, does not judge for the claimant.
 
 /// The judgement a registry row of a missing file keeps (`file.claim`).
 struct MissingFileClaim: Equatable {
     var uid: UInt32
+    /// The owner name of the claimant's objects.
+    var owner: String
     var folder: FolderSeen
 
-    init(uid: UInt32, folder: FolderSeen) {
+    init(uid: UInt32, owner: String, folder: FolderSeen) {
         self.uid = uid
+        self.owner = owner
         self.folder = folder
     }
 
     /// From a checked probe's state of a missing file.
     init?(_ state: FileState) {
         guard !state.exists, let j = state.judgement, let folder = j.folder else { return nil }
-        self.init(uid: j.uid, folder: folder)
+        self.init(uid: j.uid, owner: j.owner, folder: folder)
     }
 
-    /// As stored: "uid device inode owner birth", birth "-" when unknown.
+    /// As stored: "uid device inode owner group mode acl birth name", birth "-" when unknown,
+    /// the owner name last (it may hold spaces).
     var text: String {
-        "\(uid) \(folder.device) \(folder.inode) \(folder.owner) \(folder.birth.map(String.init) ?? "-")"
+        let f = folder
+        return
+            "\(uid) \(f.device) \(f.inode) \(f.owner) \(f.group) \(f.mode) \(f.hasACL ? 1 : 0) \(f.birth.map(String.init) ?? "-") \(owner)"
     }
 
     init?(text: String) {
-        let f = text.split(separator: " ")
-        guard f.count == 5, let uid = UInt32(f[0]), let device = Int64(f[1]), let inode = Int64(f[2]),
-            let owner = UInt32(f[3])
+        let f = text.split(separator: " ", maxSplits: 8, omittingEmptySubsequences: false)
+        guard f.count == 9, let uid = UInt32(f[0]), let device = Int64(f[1]), let inode = Int64(f[2]),
+            let owner = UInt32(f[3]), let group = UInt32(f[4]), let mode = UInt32(f[5]), f[6] == "0" || f[6] == "1",
+            f[7] == "-" || Int64(f[7]) != nil
         else { return nil }
-        self.init(uid: uid, folder: FolderSeen(device: device, inode: inode, owner: owner, birth: Int64(f[4])))
+        self.init(
+            uid: uid, owner: String(f[8]),
+            folder: FolderSeen(
+                device: device, inode: inode, owner: owner, group: group, mode: mode, hasACL: f[6] == "1",
+                birth: Int64(f[7])))
+    }
+
+    /// True when `seen`, on a later walk, is the folder judged: the same inode (a birth time
+    /// compared where both have one; a device renumbered since maps by `deviceNow`) with the
+    /// same owner, and, unless it is the claimant's own, the same group, mode and ACL.
+    func isJudgedFolder(_ seen: FolderSeen, deviceNow: (Int64) -> Int64) -> Bool {
+        let f = folder
+        guard seen.device == f.device || seen.device == deviceNow(f.device), seen.inode == f.inode,
+            seen.owner == f.owner, f.birth == nil || seen.birth == nil || f.birth == seen.birth
+        else { return false }
+        return f.owner == uid || (seen.group == f.group && seen.mode == f.mode && seen.hasACL == f.hasACL)
     }
 
     /// Nil when the file the walk found is one this claim covers.
-    func refusal(_ subject: UnlinkSubject) -> String? {
-        guard subject.file != nil else { return "\(subject.path) is not there" }
-        guard let at = subject.folders.firstIndex(where: { $0.isSame(as: folder) }) else {
-            return "\(subject.path) is no longer below the folder it was judged on"
+    func refusal(_ subject: UnlinkSubject, deviceNow: (Int64) -> Int64) -> String? {
+        guard let file = subject.file else { return "\(subject.path) is not there" }
+        guard let at = subject.folders.firstIndex(where: { isJudgedFolder($0, deviceNow: deviceNow) }) else {
+            return "\(subject.path) is not below the folder it was judged on, as it was"
         }
         if subject.folders[(at + 1)...].contains(where: { $0.owner != uid }) {
             return "\(subject.path) is below a folder that is not uid \(uid)'s"
         }
+        // As when a file is named: another name of it may be in another folder by now.
+        if file.st_nlink > 1 && file.st_uid != uid { return "\(subject.path) has other links and is not uid \(uid)'s" }
         return nil
     }
+}
 
-    /// The claim of the registry row `id`, if any (a row being queued without a device).
-    static func of(file id: Int64, _ db: Database) throws -> MissingFileClaim? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT claim FROM file WHERE id = ?"), arguments: [id])
-            .flatMap(MissingFileClaim.init(text:))
+/// A registry row's `claim` column.
+enum RowClaim: Equatable {
+    /// None: a file seen, or named by admins (or before claims were kept).
+    case none
+    /// Seen once, since gone by an unchecked look under enforce_ownership, or a claim that
+    /// cannot be read: never identified by name.
+    case unidentifiable
+    case claim(MissingFileClaim)
+
+    static let unidentifiableText = "-"
+
+    init(text: String?) {
+        guard let text else {
+            self = .none
+            return
+        }
+        self = MissingFileClaim(text: text).map(RowClaim.claim) ?? .unidentifiable
     }
 }
 
 extension RegisteredFile {
-    /// Registered before it existed: the file there now is the one the deleting commit meant,
-    /// if `claim` (the row's, if any) covers it.
-    mutating func identifyIfUnseen(_ roots: ManagedRoots, claim: MissingFileClaim?) {
-        guard device == nil, let root = roots.root(of: path) else { return }
-        let found: FileState?
-        if let claim {
-            let check = FileReferenceCheck(uid: claim.uid, owner: "", refusal: claim.refusal)
-            found = try? FileProbe.probe(path: path, root: root, roots: roots, check: check)
-        } else {
-            found = FileProbe.identity(path: path, root: root, roots: roots)
+    /// Makes this row, being queued, name the file the deleting commit means: one registered
+    /// before it existed is the one there now (through its claim, if any); one with a claim
+    /// must be the one its claim covers, or its identity is dropped and nothing is unlinked.
+    mutating func identify(_ store: Store, claim: RowClaim) {
+        guard let root = store.roots.root(of: path) else { return }
+        switch claim {
+        case .none:
+            guard device == nil, let state = FileProbe.identity(path: path, root: root, roots: store.roots) else {
+                return
+            }
+            take(state)
+        case .unidentifiable:
+            return
+        case .claim(let c):
+            let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
+            guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check),
+                state.exists, device == nil || sameFile(state, store)
+            else {
+                device = nil
+                inode = nil
+                return
+            }
+            if device == nil { take(state) }
         }
-        guard let state = found, state.exists else { return }
+    }
+
+    /// True when `state` is the file this row recorded (its device maybe numbered anew since).
+    private func sameFile(_ state: FileState, _ store: Store) -> Bool {
+        guard let device, let now = state.device else { return false }
+        return inode == state.inode && (now == device || now == store.deviceNow(device))
+    }
+
+    private mutating func take(_ state: FileState) {
+        guard state.exists else { return }
         device = state.device
         inode = state.inode
         stamp = state.stamp

@@ -26,21 +26,21 @@ public struct FolderSeen: Sendable, Hashable {
     public var device: Int64
     public var inode: Int64
     public var owner: UInt32
+    public var group: UInt32
+    public var mode: UInt32
+    public var hasACL: Bool
     /// statx birth time, nanoseconds; nil where the file system reports none.
     public var birth: Int64?
 
     /// Memberwise.
-    public init(device: Int64, inode: Int64, owner: UInt32, birth: Int64?) {
+    public init(device: Int64, inode: Int64, owner: UInt32, group: UInt32, mode: UInt32, hasACL: Bool, birth: Int64?) {
         self.device = device
         self.inode = inode
         self.owner = owner
+        self.group = group
+        self.mode = mode
+        self.hasACL = hasACL
         self.birth = birth
-    }
-
-    /// True when `other` is this folder (a birth time only compared where both have one).
-    func isSame(as other: FolderSeen) -> Bool {
-        device == other.device && inode == other.inode && owner == other.owner
-            && (birth == nil || other.birth == nil || birth == other.birth)
     }
 }
 

@@ -24,7 +24,13 @@ extension WriteTransaction {
                 // folder renamed in since (another user's) keeps the row as it was.
                 guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
                 else { continue }
-                _ = try registerFile(path: path, state: state)
+                // Nor may it change which file a row another owner holds names (another file
+                // there now, put by that owner): the row stays for that owner's next put.
+                do {
+                    _ = try registerFile(path: path, state: state)
+                } catch let e as StoreError where e.code == .permissionDenied {
+                    continue
+                }
             } else if let state = FileProbe.identity(path: path, root: root, roots: store.roots) {
                 _ = try registerFile(path: path, state: state)
             }
@@ -42,43 +48,33 @@ extension WriteTransaction {
 
     /// Inserts or refreshes a registry row; a size change re-indexes every holder. The lookup
     /// and the insert, a put's, are stepped raw: GRDB's row and arguments cost more than them.
-    /// A checked probe's state (a non-admin's, under enforce_ownership) may not change the file
-    /// a row another owner's object holds names: it judged what is at the path now (or the
-    /// folder where nothing is), not the file the row names.
+    /// A checked probe's state (a non-admin's, under enforce_ownership) that finds nothing
+    /// judged only a folder: it may not take a row another owner holds (a file seen, or one
+    /// another user claimed), and it claims the row (MissingFileClaim.swift).
     func registerFile(path: String, state: FileState) throws -> Int64 {
         let statements = try fileStatements()
-        let claim = MissingFileClaim(state)?.text
-        var found: (id: Int64, size: Int64, same: Bool, device: Int64?, inode: Int64?, claim: String?)?
+        var found: (id: Int64, size: Int64, same: Bool, device: Int64?, claim: String?)?
         try statements.lookup.forEachRawRow({ Statement.bindText($0, 1, path) }) { r in
             func int(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
-            let kept = r.text(9)
-            let sameClaim: Bool = state.exists ? kept == nil : claim == nil || claim == kept
             let same =
                 r.int64(1) == state.size && int(2) == state.device && int(3) == state.inode
                 && (r.isNull(4) ? nil : r.double(4)) == state.mtime && (r.int64(5) != 0) == !state.exists
-                && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp && sameClaim
-            found = (r.int64(0), r.int64(1), same, int(2), int(3), kept)
+                && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp
+            found = (r.int64(0), r.int64(1), same, int(2), r.isNull(9) ? nil : r.text(9))
         }
         if let found {
-            if let judged = state.judgement, found.device != nil,
-                found.device != state.device || found.inode != state.inode,
-                try heldByOtherOwner(file: found.id, owner: judged.owner)
-            {
-                throw StoreError(
-                    .permissionDenied,
-                    "\(path) is registered as another file than the one there now, and another owner's object holds it",
-                    detail: .string(path))
+            if let judged = state.judgement, !state.exists {
+                try mayClaim(path, found.id, found.device, found.claim, judged)
             }
             // Missing now, seen before: its device and inode stay unless it is proven gone,
             // or a disk not mounted now would make the sweep count it unlinked (and leak it).
             if !found.same, !state.exists, let device = found.device, !provedGone(path, device: device) {
                 return found.id
             }
+            let claim = claimAfter(state, kept: found.claim, seen: found.device != nil)
             let id = found.id
             let stamp = state.stamp
-            if !found.same {
-                // A missing file's claim is the last judgement's; an unchecked look keeps it.
-                let keptClaim = state.exists ? nil : claim ?? found.claim
+            if !found.same || claim != found.claim {
                 try db.cachedStatement(
                     sql: """
                         UPDATE file SET size = ?, device = ?, inode = ?, mtime = ?, missing = ?, birth = ?, generation = ?,
@@ -86,7 +82,7 @@ extension WriteTransaction {
                         """
                 ).execute(arguments: [
                     state.size, state.device, state.inode, state.mtime, !state.exists, stamp.birth,
-                    stamp.generation, stamp.ctime, keptClaim, id,
+                    stamp.generation, stamp.ctime, claim, id,
                 ])
             }
             if found.size != state.size {
@@ -97,6 +93,7 @@ extension WriteTransaction {
             }
             return id
         }
+        let claim = MissingFileClaim(state)?.text
         let id = try statements.insert.executeRawCounting { s in
             Statement.bindText(s, 1, path)
             Statement.bindInt64(s, 2, state.size)
@@ -119,6 +116,54 @@ extension WriteTransaction {
 }
 
 extension WriteTransaction {
+    /// Refuses a non-admin's look that found nothing at a registered path when the row is not
+    /// its to claim: a file seen there that another owner's objects hold (and its own do not),
+    /// or a claim of another user whose objects still hold it.
+    private func mayClaim(
+        _ path: String, _ id: Int64, _ device: Int64?, _ kept: String?, _ judged: FileJudgement
+    ) throws {
+        if device != nil, try heldByOtherOwner(file: id, owner: judged.owner), try !held(id, by: judged.owner) {
+            throw StoreError(
+                .permissionDenied, "\(path) is registered as a file that is not there now, held by another owner",
+                detail: .string(path))
+        }
+        if case .claim(let c) = RowClaim(text: kept), c.uid != judged.uid, try held(id, by: c.owner) {
+            throw StoreError(
+                .permissionDenied, "\(path) was named by another user while it is not there",
+                detail: .string(path))
+        }
+    }
+
+    /// The claim a row keeps after `state`: a checked look that finds nothing claims it; the
+    /// claimant's own check (or any check of an unclaimed row) that sees the file clears it;
+    /// another user's look, or an unchecked one, keeps it. A file seen before and gone by an
+    /// unchecked look, under enforce_ownership, is not identified by name until a look sees
+    /// it again (no one judged what will be there).
+    private func claimAfter(_ state: FileState, kept: String?, seen: Bool) -> String? {
+        if let claim = MissingFileClaim(state) { return claim.text }
+        let row = RowClaim(text: kept)
+        if state.exists {
+            // An unchecked look that sees the file vouches for it as it always has, but not
+            // for a claimant.
+            guard let judged = state.judgement else { return row == .unidentifiable ? nil : kept }
+            if case .claim(let c) = row, c.uid != judged.uid { return kept }
+            return nil
+        }
+        if state.judgement == nil, seen, row == .none, store.enforceOwnership { return RowClaim.unidentifiableText }
+        return kept
+    }
+
+    /// Whether an object of `owner` holds the file `id`.
+    private func held(_ id: Int64, by owner: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
+                    WHERE e.is_file = 1 AND e.dst = ? AND o.owner = ?)
+                    """),
+            arguments: [id, owner]) ?? false
+    }
+
     /// The registry's lookup, insert and unqueue, found once a transaction (GRDB's statement
     /// cache hashes the SQL text at each lookup).
     struct FileStatements {

@@ -24,7 +24,7 @@ extension WriteTransaction {
     /// caller has the sources' rows, and an edge to an object sends the batch to the worklist.
     private static let edgesWithFiles = """
         SELECT e.id, e.name, e.src, e.is_file, e.dst, e.rules, e.field, NULL, NULL, NULL, NULL, f.path,
-            f.size, f.device, f.inode, f.birth, f.generation, f.ctime
+            f.size, f.device, f.inode, f.birth, f.generation, f.ctime, f.claim
         FROM edge e LEFT JOIN file f ON e.is_file = 1 AND f.id = e.dst
         WHERE e.src IN (SELECT value FROM json_each(?1)) ORDER BY e.src, e.name, e.is_file, e.dst
         """
@@ -158,8 +158,8 @@ extension WriteTransaction {
         }
         let freedList = JSONValue.array(freed.map { .int($0) }).serialized()
         let delay = store.configuration.unlinkDelay
-        // Usually every file is identified: then one statement queues them all, in order.
-        let identified = freed.allSatisfy { fileRows[$0].map { $0.device != nil } ?? true }
+        // Usually every file is identified, none claimed: then one statement queues them all, in order.
+        let identified = freed.allSatisfy { fileRows[$0].map { $0.device != nil && $0.claim == .none } ?? true }
         if identified && !freed.isEmpty {
             try db.cachedStatement(sql: RegisteredFile.queueIdentified).execute(
                 arguments: [commit, now, now + delay, freedList])
@@ -170,7 +170,7 @@ extension WriteTransaction {
             deletedFiles.insert(id)
             guard var row = fileRows[id] else { continue }
             if !identified {
-                if row.device == nil { row.identifyIfUnseen(store.roots, claim: try MissingFileClaim.of(file: id, db)) }
+                row.identify(store, claim: row.claim)
                 try row.queueUnlink(db, commit: commit, now: now, delay: delay)
             }
             report.filesQueued.append(row.path)

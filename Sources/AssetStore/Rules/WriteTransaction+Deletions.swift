@@ -144,7 +144,7 @@ extension WriteTransaction {
         try s.file.forEachRawRow(bindID) { r in found = RegisteredFile(r) }
         guard var row = found else { return }
         let path = row.path
-        if row.device == nil { row.identifyIfUnseen(store.roots, claim: try MissingFileClaim.of(file: id, db)) }
+        if row.device == nil || row.claim != .none { row.identify(store, claim: row.claim) }
         for e in try deleteEdges(s.fileEdges, s.deleteFileEdges, to: id, destination: .file(path)) {
             report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
             work.append(.destinationGone(e))

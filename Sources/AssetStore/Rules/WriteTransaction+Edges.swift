@@ -91,7 +91,7 @@ extension WriteTransaction {
             return (src, false, dst)
         case .file(let path):
             // A checked caller's file registers as judged even if its path has a row: the row
-            // may name another file than the one judged (registerFile refuses that).
+            // may name another file than the one judged, or be claimed (registerFile decides).
             if let id = try reads.fileID(path), e.fileState?.judgement == nil || !register { return (src, true, id) }
             guard register, let root = store.roots.root(of: path) else { return nil }
             // As the caller's call judged it, not looked at again: a path renamed since would

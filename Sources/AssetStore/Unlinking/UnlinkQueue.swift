@@ -59,10 +59,11 @@ struct RegisteredFile {
     var device: Int64?
     var inode: Int64?
     var stamp: FileStamp
+    /// Its claim, for a file a non-admin named while it was not there (MissingFileClaim.swift).
+    var claim: RowClaim = .none
 
     /// The columns `init(_:)` reads, in order.
-    static let columns = "path, size, device, inode, birth, generation, ctime"
-    static let columnCount: Int32 = 7
+    static let columns = "path, size, device, inode, birth, generation, ctime, claim"
 
     /// Memberwise.
     init(path: String, size: Int64, device: Int64?, inode: Int64?, stamp: FileStamp) {
@@ -81,6 +82,7 @@ struct RegisteredFile {
         device = optional(2)
         inode = optional(3)
         stamp = FileStamp(birth: optional(4), generation: optional(5), ctime: optional(6))
+        if !r.isNull(c + 7) { claim = RowClaim(text: r.text(c + 7)) }
     }
 
     /// `queueUnlink` for registry rows whose identity is known (`device` not NULL), straight
