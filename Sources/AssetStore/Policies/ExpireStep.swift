@@ -38,17 +38,29 @@ final class ExpireStep: PolicyStep {
         let rows = try run.candidates(
             tx, order: column, after: cursor, condition: condition, arguments: args, limit: run.batch)
         guard let last = rows.last else { return true }
-        cursor = (last.key, last.id)
+        run.charge(rows.count)
         let kept = rows.filter { !g.objects.contains($0.ref) }
         let ids = kept.map(\.id)
         // The rows as just read in this transaction: the deletion need not read them again.
         var known = [Int64: DeletedDetail](minimumCapacity: kept.count)
         for row in kept { known[row.id] = row.detail }
-        // The whole batch at once; if something in it is protected, one at a time.
-        if !ids.isEmpty, try run.evict(tx, ids, reason: reason, guard: g, known: known) == nil {
-            for id in ids where !tx.deletedIDs.contains(id) {
-                _ = try run.evict(tx, [id], reason: reason, guard: g, known: known)
+        // The whole batch at once; if something in it is protected, or it would spend too much
+        // of the budget, one at a time until the budget is spent.
+        let together = ids.count > 1 ? try run.evict(tx, ids, reason: reason, guard: g, known: known) : nil
+        if ids.isEmpty || together != nil {
+            cursor = (last.key, last.id)
+            return rows.count < run.batch
+        }
+        // At least one row a batch, so that a run of refusals still ends.
+        var handled = false
+        for row in rows {
+            if handled && run.batchFull { return false }
+            if !g.objects.contains(row.ref) && !tx.deletedIDs.contains(row.id) {
+                _ = try run.evict(tx, [row.id], reason: reason, guard: g, known: known)
+                if run.deferred { return false }  // the next batch begins with it
             }
+            cursor = (row.key, row.id)
+            handled = true
         }
         return rows.count < run.batch
     }
