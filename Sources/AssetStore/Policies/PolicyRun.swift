@@ -56,7 +56,7 @@ final class PolicyRun {
     var placedInBatch = false
     /// At most this many batches in a dry run (nil: all); the plan then says it was cut short.
     let dryRunBatches: Int?
-    /// True while this batch holds new object leases back (`LeaseRegistry.beginPolicyBatch`).
+    /// True while this batch holds new leases back (`LeaseRegistry.beginPolicyBatch`).
     private var holdingLeases = false
 
     init(
@@ -199,7 +199,7 @@ final class PolicyRun {
     }
 
     /// What a policy must not delete, now (leases may come and go between batches). A real
-    /// batch holds new object leases back from here to its commit: none can be answered
+    /// batch holds new leases back from here to its commit: none can be answered
     /// between this snapshot and the deletions it allows. A dry run rolls back: no need.
     func protection() -> EvictionGuard {
         if !dryRun && !holdingLeases {
