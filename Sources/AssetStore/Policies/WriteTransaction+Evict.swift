@@ -122,7 +122,7 @@ extension WriteTransaction {
         if let batch = try planReferenceCounted(ids, known: known) {
             let work = batch.ids.count + batch.outgoing.values.reduce(0) { $0 + $1.count } + batch.freed.count
             if let limit = budget.limit, work > limit {
-                budget.spent = batch.ids.count  // it only read them
+                budget.spent = work  // it read every one of those rows
                 budget.exceeded = true
                 return nil
             }
