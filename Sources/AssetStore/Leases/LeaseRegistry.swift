@@ -134,7 +134,8 @@ public final class LeaseRegistry: Sendable {
 
     /// Holds new leases back until `endPolicyBatch`: taken by a real policy batch before it
     /// reads the leases, so a lease is answered either before its decisions (which then spare
-    /// the object, or the object whose deletion would unlink the file) or after its commit. Once per batch, inside its write transaction.
+    /// the object, or the object whose deletion would unlink the file) or after its commit.
+    /// Once per batch, inside its write transaction.
     func beginPolicyBatch() { objectGate.lockShared() }
 
     /// Ends `beginPolicyBatch`, after the batch's commit (or rollback) returned.

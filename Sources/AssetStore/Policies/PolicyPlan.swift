@@ -80,9 +80,12 @@ public struct PolicyPlan: Sendable {
     public var commits: [CommitReport] = []
     /// Objects the run reached and passed over, by why (each counted once).
     public var skipped: [SkipReason: Int] = [:]
-    /// Deletions whose rules reached more than a batch's work budget: each went as the only
-    /// deletion of its transaction (rules cannot be split).
+    /// Deletions whose rules reached more than a batch's work budget (rules cannot be split):
+    /// each went whole, as the first deletion of its transaction, or, in an S3-FIFO or SIEVE
+    /// queue, whenever the order came to it.
     public var oversized = 0
+    /// The object whose deletion was the first of `oversized` (for the log).
+    public var firstOversized: ObjectRef?
     /// What the unlinks done beside a real run's batches came to (for events), if it did any:
     /// the files of every batch but the last, once its commit was durable.
     public var sweep: SweepReport?
@@ -130,13 +133,14 @@ extension PolicyPlan {
         let commits: Int
         let skipped: [SkipReason: Int]
         let oversized: Int
+        let firstOversized: ObjectRef?
         let sweep: SweepReport?
     }
 
     var mark: Mark {
         Mark(
             objects: objects.count, files: files.count, bytes: bytes, commits: commits.count, skipped: skipped,
-            oversized: oversized, sweep: sweep)
+            oversized: oversized, firstOversized: firstOversized, sweep: sweep)
     }
 
     /// Drops what was added since `mark` (entries are only ever appended during a run).
@@ -147,6 +151,7 @@ extension PolicyPlan {
         commits.removeSubrange(mark.commits...)
         skipped = mark.skipped
         oversized = mark.oversized
+        firstOversized = mark.firstOversized
         sweep = mark.sweep
     }
 }

@@ -241,7 +241,10 @@ final class PolicyRun {
             if let refusal, let id = ids.first { skip(id, refusal) }
             return nil
         }
-        if budget.spent > workBudget { plan.oversized += 1 }
+        if budget.spent > workBudget {
+            plan.oversized += 1
+            if plan.firstOversized == nil { plan.firstOversized = effect.deleted.first?.ref }
+        }
         record(effect, requested: Set(ids), reason: reason, detail: detail)
         deletedInBatch += effect.deleted.count
         return effect
