@@ -47,6 +47,7 @@ extension Daemon {
                 case .success(let plan)?:
                     logChanges(
                         of: Daemon.policyTimerRun, plan.commits, bytes: plan.bytes)
+                    logOversized(of: Daemon.policyTimerRun, plan)
                     for report in plan.commits {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))
@@ -92,6 +93,17 @@ extension Daemon {
         }
         line += first.commit == last.commit ? ", commit \(first.commit)" : ", commits \(first.commit)-\(last.commit)"
         logger.info("\(line)")
+    }
+
+    /// Warns of deletions whose rules reached more than a batch's work budget: each held the
+    /// writer for longer than a batch should (assetd(8), POLICIES).
+    func logOversized(of run: String, _ plan: PolicyPlan) {
+        guard plan.oversized > 0, let first = plan.firstOversized else { return }
+        let n = plan.oversized
+        let line =
+            "\(run): \(n) deletion\(n == 1 ? "" : "s") reached more than a batch's work budget"
+            + " and went whole, the first \(first.collection)/\(first.key)"
+        logger.warning("\(line)")
     }
 
     /// Events and log lines for the files a run unlinked beside its batches, as a sweep's.

@@ -123,6 +123,11 @@ extension Render {
             ]
             out += "skipped " + skipped.map { "\($0.1) \(names[$0.0] ?? $0.0)" }.joined(separator: ", ") + "\n"
         }
+        if let n = r["oversized"]?.intValue, n > 0 {
+            out +=
+                "\(count(Int(n), "deletion")) reached more than a batch's work budget (10 x policy.batch)"
+                + " and went whole\n"
+        }
         if r["configured"] == false { out += "no [policy] is configured: nothing is evicted or expired\n" }
         return out
     }

@@ -34,4 +34,41 @@ import Testing
             plan["objects"]?.arrayValue?.first?["detail"] == .string("sieve: not accessed since the hand last passed"),
             "\(plan)")
     }
+
+    /// "media/big", holding a file, whose deletion takes ten photos with it: 23 units of work,
+    /// more than the budget of a batch of 1 (10).
+    private func bigCascade(_ h: DaemonHarness) throws {
+        let c = try h.client()
+        try c.putObject("media", "big")  // no file yet: no byte target takes it before its edges
+        for p in 0..<10 {
+            try c.putObject("photo", "p\(p)")
+            try c.call(
+                "edge.add",
+                [
+                    "name": "in", "source": ref("media", "big"), "destination": ref("photo", "p\(p)"),
+                    "rules": ["deleteDestinationIfSourceDeleted"],
+                ])
+        }
+        try c.putFile("media", "big", try h.makeFile("big.bin", size: 100))
+    }
+
+    @Test("enforce says how many deletions went past a batch's work budget, in text and JSON")
+    func oversizedShown() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 10, batch: 1))
+        try bigCascade(h)
+        let plan = try JSONValue.parse(try h.assetctl("--json", "enforce", "--dry-run").stdout)
+        #expect(plan["oversized"] == 1, "\(plan)")
+        let text = try h.assetctl("enforce")
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("deleted 11 objects"), "\(text.stdout)")
+        #expect(text.stdout.contains("1 deletion reached more than a batch's work budget"), "\(text.stdout)")
+    }
+
+    @Test("the policy timer logs a deletion that went past a batch's work budget")
+    func oversizedLogged() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 10, batch: 1, interval: "1s"))
+        try bigCascade(h)
+        #expect(
+            eventually(timeout: 60) { h.log.contains("work budget and went whole, the first media/big") }, "\(h.log)")
+    }
 }

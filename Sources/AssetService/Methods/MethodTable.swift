@@ -98,7 +98,7 @@ public enum MethodTable {
         "pending": Method(.pool, run: pending),
         "pending.forget": Method(.pool, adminOnly: true, run: pendingForget),
         "shutdown": Method(.loop, adminOnly: true, needsDaemon: true, run: shutdown),
-        // On the pool: a lease of objects waits for a policy batch under way to commit. A lease
+        // On the pool: every lease waits for a policy batch under way to commit. A lease
         // granted after its connection closed is ended when the reply would go (Session).
         "lease.acquire": Method(.pool, run: leaseAcquire),
         "lease.release": Method(.pool, run: leaseRelease),

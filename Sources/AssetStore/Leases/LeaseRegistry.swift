@@ -18,9 +18,11 @@ public final class LeaseRegistry: Sendable {
     /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
     /// once), a new lease exclusively, so it is answered only after the unlinks under way.
     private let gate = SharedExclusiveLock()
-    /// Orders new leases of objects against policy batches the same way: a real batch holds
-    /// it shared from its first look at the leases until its commit returned, a lease of
-    /// objects exclusively. Its own lock, not `gate`: a batch holds it across a whole write
+    /// Orders new leases against policy batches the same way: a real batch holds it shared
+    /// from its first look at the leases until its commit returned, a new lease (of objects,
+    /// of files, or both) exclusively. A lease of files only takes it too: granted between a
+    /// batch's look and its commit, it would not stop that batch deleting the object that
+    /// holds the file, only the file's unlink. Its own lock, not `gate`: a batch holds it across a whole write
     /// transaction, and a sweep in its write transaction may need `gate` shared meanwhile.
     ///
     /// No deadlock: locks are taken in one order, SQLite's write lock (and GRDB's writer),
@@ -62,8 +64,8 @@ public final class LeaseRegistry: Sendable {
     public static let maximumTTL = 86_400.0
 
     /// Takes a lease on `objects` and `files` for `ttl` seconds. Files must lie under a
-    /// managed root; objects are validated but need not exist. A lease of objects waits for
-    /// a policy batch under way to commit, and a lease past the block of numbers reserved
+    /// managed root; objects are validated but need not exist. A lease waits for a policy
+    /// batch under way to commit, and a lease past the block of numbers reserved
     /// writes the store, so neither may be taken inside a write transaction.
     /// With `bounds` and a holder, a lease that would take the holder's or all live leases past
     /// them is refused whole (`lease_limit`).
@@ -115,9 +117,8 @@ public final class LeaseRegistry: Sendable {
             }
         }
         while true {
-            // Leases of files only need not wait for a batch: their files are guarded at the unlink.
-            let waiting: (@Sendable () -> Void)? = objects.isEmpty ? nil : acquireWaits.withLock { $0 }
-            let granted = try (objects.isEmpty ? grant() : objectGate.exclusive(waiting: waiting, grant)).get()
+            let waiting: (@Sendable () -> Void)? = acquireWaits.withLock { $0 }
+            let granted = try objectGate.exclusive(waiting: waiting, grant).get()
             if let granted {
                 if ahead.load(ordering: .relaxed) { reserveAhead() }
                 return granted
@@ -131,9 +132,10 @@ public final class LeaseRegistry: Sendable {
         try numbers.ensure(state, through: through)
     }
 
-    /// Holds new leases of objects back until `endPolicyBatch`: taken by a real policy batch
-    /// before it reads the leases, so a lease is answered either before its decisions (which
-    /// then spare the object) or after its commit. Once per batch, inside its write transaction.
+    /// Holds new leases back until `endPolicyBatch`: taken by a real policy batch before it
+    /// reads the leases, so a lease is answered either before its decisions (which then spare
+    /// the object, or the object whose deletion would unlink the file) or after its commit.
+    /// Once per batch, inside its write transaction.
     func beginPolicyBatch() { objectGate.lockShared() }
 
     /// Ends `beginPolicyBatch`, after the batch's commit (or rollback) returned.

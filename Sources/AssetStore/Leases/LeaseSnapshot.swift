@@ -12,9 +12,9 @@ extension LeaseRegistry {
     ///
     /// Not one instant's view, but as safe: every lease live from the start of the walk to its
     /// end is in it; one taken meanwhile is appended to the order and found by the walk, which
-    /// runs to the order's end (a policy batch holds leases of objects back from before it
-    /// asks, `beginPolicyBatch`, and the files of a later lease of files are guarded at their
-    /// unlink); one ended meanwhile may be in it, which only protects more. It resumes by
+    /// runs to the order's end (a policy batch holds new leases back from before it asks,
+    /// `beginPolicyBatch`, and the files of a later lease are guarded at their unlink too);
+    /// one ended meanwhile may be in it, which only protects more. It resumes by
     /// number, as `list` does: the order may be compacted between holds.
     public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
         let now = clock()

@@ -1,7 +1,7 @@
 // A shared/exclusive lock (pthread rwlock) that prefers the exclusive side: many sweep
 // threads unlink under it shared at once, and a lease acquire (on the daemon's thread pool,
 // as it may wait) waits only for the unlinks already under way, never for a stream of new ones.
-// A second one orders leases of objects against policy batches.
+// A second one orders new leases against policy batches.
 
 import Glibc
 

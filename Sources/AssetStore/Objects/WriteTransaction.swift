@@ -54,6 +54,10 @@ public final class WriteTransaction {
 
     // Flush working state.
     var work: [Work] = []
+    /// A policy's bound on the rule work of one flush (`WriteTransaction+Evict.swift`): past
+    /// it, the flush stops with `RuleWorkLimitReached`. `ruleWorkDone` counts the items done.
+    var ruleWorkLimit: Int?
+    var ruleWorkDone = 0
     var indexDirty: Set<Int64> = []
     var filesTouched: Set<Int64> = []
     var deletedFiles: Set<Int64> = []

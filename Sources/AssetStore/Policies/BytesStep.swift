@@ -39,23 +39,28 @@ class BytesStep: PolicyStep {
             guard need > 0 else { return true }
             return try advance(tx, run, order: order, need: need, guard: g)
         }
-        while need > 0 && !exhausted && !run.batchFull {
+        var handled = false  // at least one candidate a batch, so that a run of refusals ends
+        walk: while need > 0 && !exhausted && !(handled && run.batchFull) {
             let rows = try run.candidates(
                 tx, order: "accessed", after: cursor, condition: condition.0, arguments: condition.1, limit: 256)
             if rows.isEmpty { exhausted = true }
             for row in rows {
+                if handled && run.batchFull { break walk }
+                handled = true
+                run.charge(1)
+                if !tx.deletedIDs.contains(row.id) {
+                    if g.objects.contains(row.ref) {
+                        run.skip(row.id, .leased)
+                    } else if let effect = try run.evict(
+                        tx, [row.id], reason: reason, guard: g, detail: "lru: least recently accessed")
+                    {
+                        need -= counted(effect)
+                    } else if run.deferred {
+                        break walk  // the next batch begins with it
+                    }
+                }
                 cursor = (row.key, row.id)
-                if tx.deletedIDs.contains(row.id) { continue }
-                if g.objects.contains(row.ref) {
-                    run.skip(row.id, .leased)
-                    continue
-                }
-                if let effect = try run.evict(
-                    tx, [row.id], reason: reason, guard: g, detail: "lru: least recently accessed")
-                {
-                    need -= counted(effect)
-                }
-                if need <= 0 || run.batchFull { break }
+                if need <= 0 { break }
             }
         }
         let done = need <= 0 || exhausted
@@ -92,6 +97,7 @@ class BytesStep: PolicyStep {
                 admitted += 1
                 // S3-FIFO makes no room for an object it will not keep.
                 let rejected = try q.rejects(tx.db, ref: n.ref, size: n.size, read: n.read || n.freq > 0)
+                run.charge(1)
                 while !rejected && q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
                     guard try evictNext(tx, run, q, g, &need) else { break }
                 }
@@ -101,7 +107,8 @@ class BytesStep: PolicyStep {
                 if rejected && need > 0,
                     let effect = try run.evict(
                         tx, [n.id], reason: reason, guard: g,
-                        detail: "s3fifo: larger than the small queue, new and not read since its put")
+                        detail: "s3fifo: larger than the small queue, new and not read since its put", deferrable: false
+                    )
                 {
                     need -= counted(effect)
                     // The small queue's newest, as admitted: its key goes to the ghost record.
@@ -122,7 +129,11 @@ class BytesStep: PolicyStep {
             }
         }
         try q.save(tx.db)
-        return need <= 0 || exhausted
+        let done = need <= 0 || exhausted
+        // The queues in memory have moved on (places, the hand): the store must keep up with
+        // them, even when the budget ran out before anything was deleted.
+        if !done { run.placedInBatch = true }
+        return done
     }
 
     /// Evicts (or passes over) the order's next object; false when none is left.
@@ -130,11 +141,12 @@ class BytesStep: PolicyStep {
         _ tx: WriteTransaction, _ run: PolicyRun, _ q: EvictionQueues, _ g: EvictionGuard, _ need: inout Int64
     ) throws -> Bool {
         guard let (c, detail) = try q.next(tx.db) else { return false }
+        run.charge(1)
         let holder = DeletedDetail(id: c.id, ref: c.ref, owner: "", pinned: c.pinned, created: c.created)
         if let why = g.protection(of: holder) {
             run.skip(c.id, why)
             try q.skip(tx.db, c)
-        } else if let effect = try run.evict(tx, [c.id], reason: reason, guard: g, detail: detail) {
+        } else if let effect = try run.evict(tx, [c.id], reason: reason, guard: g, detail: detail, deferrable: false) {
             need -= counted(effect)
             try q.evicted(tx.db, c)
             if effect.deleted.count > 1 { try q.recount(tx.db) }

@@ -10,6 +10,9 @@ final class ExpireStep: PolicyStep {
     let cutoff: Double
     let reason: EvictionReason
     private var cursor: (Double, Int64)?
+    /// Objects to delete together next, and the work one cost in the last group that went.
+    private var group: Int?
+    private var cost: Int?
     var phase: String { reason == .idle ? "expire idle" : "expire age" }
 
     init(_ run: PolicyRun, collection: String?, idle: Double) {
@@ -37,19 +40,67 @@ final class ExpireStep: PolicyStep {
         }
         let rows = try run.candidates(
             tx, order: column, after: cursor, condition: condition, arguments: args, limit: run.batch)
-        guard let last = rows.last else { return true }
-        cursor = (last.key, last.id)
-        let kept = rows.filter { !g.objects.contains($0.ref) }
-        let ids = kept.map(\.id)
+        guard !rows.isEmpty else { return true }
+        run.charge(rows.count)
         // The rows as just read in this transaction: the deletion need not read them again.
-        var known = [Int64: DeletedDetail](minimumCapacity: kept.count)
-        for row in kept { known[row.id] = row.detail }
-        // The whole batch at once; if something in it is protected, one at a time.
-        if !ids.isEmpty, try run.evict(tx, ids, reason: reason, guard: g, known: known) == nil {
-            for id in ids where !tx.deletedIDs.contains(id) {
-                _ = try run.evict(tx, [id], reason: reason, guard: g, known: known)
+        var known = [Int64: DeletedDetail](minimumCapacity: rows.count)
+        for row in rows where !g.objects.contains(row.ref) { known[row.id] = row.detail }
+        var next = 0  // rows before it are handled; at least one a batch, so that refusals end
+        while next < rows.count {
+            let size = groupSize(run, first: next == 0)
+            if size == 0 { return false }  // the next batch begins here
+            var end = next
+            var ids = [Int64]()
+            while end < rows.count && ids.count < size {
+                if !g.objects.contains(rows[end].ref) && !tx.deletedIDs.contains(rows[end].id) {
+                    ids.append(rows[end].id)
+                }
+                end += 1
+            }
+            let before = run.workInBatch
+            let went = try ids.isEmpty || run.evict(tx, ids, reason: reason, guard: g, known: known) != nil
+            if went {
+                if !ids.isEmpty {
+                    cost = max(1, (run.workInBatch - before + ids.count - 1) / ids.count)
+                    group = min(run.batch, 2 * ids.count)
+                }
+                cursor = (rows[end - 1].key, rows[end - 1].id)
+                next = end
+                continue
+            }
+            if run.deferred {
+                // Undone for the budget: the next batch begins with half of it.
+                group = max(1, ids.count / 2)
+                return false
+            }
+            if ids.count == 1 {  // refused, and counted as skipped
+                cursor = (rows[end - 1].key, rows[end - 1].id)
+                next = end
+                continue
+            }
+            // Something in the group is protected: its objects go one at a time.
+            group = max(1, ids.count / 2)
+            for row in rows[next..<end] {
+                if next > 0 && run.batchFull { return false }
+                if !g.objects.contains(row.ref) && !tx.deletedIDs.contains(row.id) {
+                    _ = try run.evict(tx, [row.id], reason: reason, guard: g, known: known)
+                    if run.deferred { return false }  // the next batch begins with it
+                }
+                cursor = (row.key, row.id)
+                next += 1
             }
         }
         return rows.count < run.batch
+    }
+
+    /// How many objects to delete together next: no more than the budget left takes at the
+    /// work an object cost last time, and at most twice the last group that went (half the
+    /// last one undone for the budget), so that a batch of long cascades is not cut to one
+    /// deletion a transaction, nor a batch of plain objects split at all. One at least, first.
+    private func groupSize(_ run: PolicyRun, first: Bool) -> Int {
+        var size = min(group ?? run.batch, run.batch)
+        if !first && run.batchFull { return 0 }
+        if let cost { size = min(size, max(0, run.workBudget - run.workInBatch) / cost) }
+        return first ? max(1, size) : size
     }
 }

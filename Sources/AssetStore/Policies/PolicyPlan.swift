@@ -80,14 +80,20 @@ public struct PolicyPlan: Sendable {
     public var commits: [CommitReport] = []
     /// Objects the run reached and passed over, by why (each counted once).
     public var skipped: [SkipReason: Int] = [:]
+    /// Deletions whose rules reached more than a batch's work budget (rules cannot be split):
+    /// each went whole, as the first deletion of its transaction, or, in an S3-FIFO or SIEVE
+    /// queue, whenever the order came to it.
+    public var oversized = 0
+    /// The object whose deletion was the first of `oversized` (for the log).
+    public var firstOversized: ObjectRef?
     /// What the unlinks done beside a real run's batches came to (for events), if it did any:
     /// the files of every batch but the last, once its commit was durable.
     public var sweep: SweepReport?
 
     public init(dryRun: Bool) { self.dryRun = dryRun }
 
-    /// `{objects, files, bytes, dry_run, skipped}`, plus `commit` (the last) after a real run
-    /// and `truncated` after a dry run cut short.
+    /// `{objects, files, bytes, dry_run, skipped}`, plus `commit` (the last) after a real run,
+    /// `truncated` after a dry run cut short and `oversized` when there were any.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
@@ -97,6 +103,7 @@ public struct PolicyPlan: Sendable {
         ]
         if let last = commits.last { o["commit"] = .int(last.commit) }
         if truncated { o["truncated"] = true }
+        if oversized > 0 { o["oversized"] = .int(Int64(oversized)) }
         return .object(o)
     }
 }
@@ -125,13 +132,15 @@ extension PolicyPlan {
         let bytes: Int64
         let commits: Int
         let skipped: [SkipReason: Int]
+        let oversized: Int
+        let firstOversized: ObjectRef?
         let sweep: SweepReport?
     }
 
     var mark: Mark {
         Mark(
             objects: objects.count, files: files.count, bytes: bytes, commits: commits.count, skipped: skipped,
-            sweep: sweep)
+            oversized: oversized, firstOversized: firstOversized, sweep: sweep)
     }
 
     /// Drops what was added since `mark` (entries are only ever appended during a run).
@@ -141,6 +150,8 @@ extension PolicyPlan {
         bytes = mark.bytes
         commits.removeSubrange(mark.commits...)
         skipped = mark.skipped
+        oversized = mark.oversized
+        firstOversized = mark.firstOversized
         sweep = mark.sweep
     }
 }

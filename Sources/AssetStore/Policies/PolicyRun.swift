@@ -1,7 +1,10 @@
 // Running lifecycle policies (assetd(8), DATA MODEL, Lifecycle policies). A run is a list of steps
 // (TTL expiry, quotas, the byte budget, free space, an explicit evict or expire); each step deletes
 // at most `batch` objects per write transaction, so writers wait for one batch, never for the whole
-// run. A dry run does the same batches in one transaction and rolls it back: the plan it returns
+// run. Each transaction also has a budget of work (`workBudget`: candidates looked at, objects,
+// edges and files its deletions reach), so that protected candidates or long cascades do not
+// hold the writer either; a batch that spends it commits and the next one goes on from there.
+// A dry run does the same batches in one transaction and rolls it back: the plan it returns
 // is, by construction, what the real run of an unchanged store deletes. Every decision uses one
 // clock reading taken at the start, so both runs see the same ages.
 
@@ -12,7 +15,8 @@ import GRDB
 protocol PolicyStep: AnyObject {
     /// The phase name progress reports.
     var phase: String { get }
-    /// Deletes up to `run.batch` objects; true when the step has nothing more to do.
+    /// Deletes up to `run.batch` objects, and stops once `run.batchFull`, having looked at
+    /// one candidate at least; true when the step has nothing more to do.
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool
     /// Walks one owner's objects least recently accessed first (Store+OwnerLRU.swift).
     var walksOwnerLRU: Bool { get }
@@ -40,12 +44,19 @@ final class PolicyRun {
     private(set) var plan: PolicyPlan
     /// Objects deleted in the current transaction (a step stops at `batch`).
     var deletedInBatch = 0
+    /// Work a transaction may do: `workPerObject` for each object a batch may delete.
+    let workBudget: Int
+    static let workPerObject = 10
+    /// Work done in the current transaction (`charge`, and every eviction's `EvictionBudget`).
+    private(set) var workInBatch = 0
+    /// The last `evict` was undone for want of budget: the step tries it again next batch.
+    private(set) var deferred = false
     /// Whether the current transaction placed new objects in an order's queues: it commits
     /// even if it deleted nothing, or the next run would place the same ones and no others.
     var placedInBatch = false
     /// At most this many batches in a dry run (nil: all); the plan then says it was cut short.
     let dryRunBatches: Int?
-    /// True while this batch holds new object leases back (`LeaseRegistry.beginPolicyBatch`).
+    /// True while this batch holds new leases back (`LeaseRegistry.beginPolicyBatch`).
     private var holdingLeases = false
 
     init(
@@ -55,6 +66,7 @@ final class PolicyRun {
         self.store = store
         now = store.configuration.clock()
         batch = max(1, policy.batch)
+        workBudget = batch * PolicyRun.workPerObject
         minAge = policy.minAge
         order = policy.order
         maxBytes = policy.maxBytes
@@ -64,7 +76,15 @@ final class PolicyRun {
         plan = PolicyPlan(dryRun: dryRun)
     }
 
-    var batchFull: Bool { deletedInBatch >= batch }
+    var batchFull: Bool { deletedInBatch >= batch || workInBatch >= workBudget }
+
+    /// Counts `n` candidates looked at against the transaction's budget.
+    func charge(_ n: Int) { workInBatch += n }
+
+    private func startBatch() {
+        deletedInBatch = 0
+        workInBatch = 0
+    }
 
     func run(_ steps: [PolicyStep]) throws -> PolicyPlan {
         if !dryRun { try store.checkNotCopy("real policy run") }
@@ -102,7 +122,7 @@ final class PolicyRun {
                                 plan.truncated = true
                                 break steps
                             }
-                            deletedInBatch = 0
+                            startBatch()
                             done = try step.advance(tx, self)
                             batches += 1
                             report(step)
@@ -118,7 +138,7 @@ final class PolicyRun {
         for step in steps {
             var done = false
             while !done {
-                deletedInBatch = 0
+                startBatch()
                 placedInBatch = false
                 let before = plan.mark
                 do {
@@ -179,7 +199,7 @@ final class PolicyRun {
     }
 
     /// What a policy must not delete, now (leases may come and go between batches). A real
-    /// batch holds new object leases back from here to its commit: none can be answered
+    /// batch holds new leases back from here to its commit: none can be answered
     /// between this snapshot and the deletions it allows. A dry run rolls back: no need.
     func protection() -> EvictionGuard {
         if !dryRun && !holdingLeases {
@@ -194,15 +214,36 @@ final class PolicyRun {
     private var skippedIDs = Set<Int64>()
 
     /// Deletes `ids` for `reason` if nothing protected would go, and records it in the plan;
-    /// a refusal is counted in `plan.skipped` against the first id.
+    /// a refusal is counted in `plan.skipped` against the first id. Its work is charged to
+    /// the batch. A group may use what is left of the budget (undone, its objects may still go
+    /// one at a time); so may one object after others in the batch, or it is undone and
+    /// `deferred`, and the batch is spent. The first object a batch deletes goes
+    /// whatever its rules reach, and so does one that is not `deferrable`: a deletion's rules
+    /// cannot be split, and a run must be able to delete every object it may (docs/DESIGN.md).
     func evict(
         _ tx: WriteTransaction, _ ids: [Int64], reason: EvictionReason, guard g: EvictionGuard, detail: String? = nil,
-        known: [Int64: DeletedDetail] = [:]
+        known: [Int64: DeletedDetail] = [:], deferrable: Bool = true
     ) throws -> EvictionEffect? {
         var refusal: SkipReason?
-        guard let effect = try tx.evict(ids, guard: g, refusal: &refusal, known: known) else {
+        var budget = EvictionBudget()
+        let left = max(0, workBudget - workInBatch)
+        if ids.count > 1 || (deferrable && deletedInBatch > 0) {
+            budget.limit = left
+        }
+        deferred = false
+        let effect = try tx.evict(ids, guard: g, refusal: &refusal, known: known, budget: &budget)
+        workInBatch += budget.spent
+        guard let effect else {
+            if budget.exceeded {
+                deferred = true
+                if ids.count == 1 { workInBatch = max(workInBatch, workBudget) }
+            }
             if let refusal, let id = ids.first { skip(id, refusal) }
             return nil
+        }
+        if budget.spent > workBudget {
+            plan.oversized += 1
+            if plan.firstOversized == nil { plan.firstOversized = effect.deleted.first?.ref }
         }
         record(effect, requested: Set(ids), reason: reason, detail: detail)
         deletedInBatch += effect.deleted.count

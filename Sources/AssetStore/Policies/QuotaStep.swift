@@ -28,7 +28,8 @@ final class QuotaStep: PolicyStep {
         for q in quotas { usage[q.owner] = try QuotaStep.usage(of: q.owner, tx.db) }
         var g = run.protection()
         g.needsFiles = true
-        while !run.batchFull {
+        var handled = false  // at least one candidate a batch, so that a run of refusals ends
+        while !(handled && run.batchFull) {
             if let stopAt, run.plan.bytes >= stopAt { return true }
             // Furthest over first; ties by name so a dry run and the real run agree.
             let over = quotas.filter { !exhausted.contains($0.owner) && usage[$0.owner, default: 0] > $0.maxBytes }
@@ -43,13 +44,18 @@ final class QuotaStep: PolicyStep {
                 exhausted.insert(owner)
                 continue
             }
-            cursors[owner] = (row.key, row.id)
+            run.charge(1)
+            handled = true
             if g.objects.contains(row.ref) {
+                cursors[owner] = (row.key, row.id)
                 run.skip(row.id, .leased)
                 continue
             }
             let detail = "quota: \(owner) at \(Int((ratio * 100).rounded()))% of quota, least recently accessed"
-            guard let effect = try run.evict(tx, [row.id], reason: reason, guard: g, detail: detail) else { continue }
+            let effect = try run.evict(tx, [row.id], reason: reason, guard: g, detail: detail)
+            if run.deferred { return false }  // the next batch begins with it
+            cursors[owner] = (row.key, row.id)
+            guard let effect else { continue }
             try QuotaStep.subtract(effect, from: &usage, tx.db)
         }
         return false

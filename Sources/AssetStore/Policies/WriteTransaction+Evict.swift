@@ -74,6 +74,17 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable {
 
 private struct EvictionRefused: Error { var reason: SkipReason }
 
+/// The work one group of policy deletions may do, and what it did: its objects, the edges
+/// removed and files freed with them, and everything their rules reach (PolicyRun's budget).
+struct EvictionBudget {
+    /// Undo the group, as if refused, once it would do more than this; nil: no bound.
+    var limit: Int?
+    /// The work done, whether the group stood, was refused or was undone.
+    var spent = 0
+    /// True when the group was undone for going past `limit` (not a refusal: it may go later).
+    var exceeded = false
+}
+
 extension WriteTransaction {
     /// Deletes `ids` (cause `policy`) and runs their rules now. Returns what went, or nil —
     /// with nothing changed — if anything that would go is protected, or a deny edge would
@@ -89,6 +100,16 @@ extension WriteTransaction {
         _ ids: [Int64], guard protection: EvictionGuard, refusal: inout SkipReason?,
         known: [Int64: DeletedDetail] = [:]
     ) throws -> EvictionEffect? {
+        var budget = EvictionBudget()
+        return try evict(ids, guard: protection, refusal: &refusal, known: known, budget: &budget)
+    }
+
+    /// `evict` within a budget: a group that would go past `budget.limit` is undone (and
+    /// `budget.exceeded` set) as soon as its work does, before its rules run to the end.
+    func evict(
+        _ ids: [Int64], guard protection: EvictionGuard, refusal: inout SkipReason?,
+        known: [Int64: DeletedDetail] = [:], budget: inout EvictionBudget
+    ) throws -> EvictionEffect? {
         precondition(pendingDeletes.isEmpty && dirty.isEmpty && unresolved.isEmpty, "evict with pending intent")
         // A failure left half done stays fatal: the worklist's rollback below must not clear it.
         if let failed = flushFailure { throw failed }
@@ -99,6 +120,13 @@ extension WriteTransaction {
         // A batch the set-based path can take is judged on what it read, before any change,
         // so the common case needs no savepoint (whose journal copies every page it changes).
         if let batch = try planReferenceCounted(ids, known: known) {
+            let work = batch.ids.count + batch.outgoing.values.reduce(0) { $0 + $1.count } + batch.freed.count
+            if let limit = budget.limit, work > limit {
+                budget.spent = work  // it read every one of those rows
+                budget.exceeded = true
+                return nil
+            }
+            budget.spent = work
             if let why = refusalBeforeDeleting(batch, protection) {
                 refusal = why
                 return nil
@@ -120,6 +148,11 @@ extension WriteTransaction {
             report, deletedDetails, queuedDetails, removedWithReason, inserted
         )
         try Store.checkNotRolledBack(db)
+        (ruleWorkLimit, ruleWorkDone) = (budget.limit, 0)
+        defer {
+            budget.spent = ruleWorkDone
+            ruleWorkLimit = nil
+        }
         do {
             try db.inSavepoint {
                 for id in ids where !deletedIDs.contains(id) && pendingDeleteIDs.insert(id).inserted {
@@ -166,6 +199,10 @@ extension WriteTransaction {
             flushFailure = nil
             if let r = error as? EvictionRefused {
                 refusal = r.reason
+                return nil
+            }
+            if error is RuleWorkLimitReached {
+                budget.exceeded = true
                 return nil
             }
             throw error

@@ -6,6 +6,9 @@
 import GRDB
 import JSON
 
+/// A flush did more rule work than `ruleWorkLimit` allows (the caller undoes it).
+struct RuleWorkLimitReached: Error {}
+
 extension WriteTransaction {
     /// One unit of rule work.
     enum Work {
@@ -50,6 +53,8 @@ extension WriteTransaction {
         if !work.isEmpty { derivedSized = [] }
         var i = 0
         while i < work.count {
+            ruleWorkDone += 1
+            if let limit = ruleWorkLimit, ruleWorkDone > limit { throw RuleWorkLimitReached() }
             // Moved out, not copied: the item's strings are not retained again, and the
             // placeholder left costs nothing to destroy.
             var w = Work.taken

@@ -1,0 +1,206 @@
+// A policy batch's work budget (PolicyRun.swift): candidates looked at and what deletions'
+// rules reach are charged to one transaction's budget, so that protected candidates or long
+// cascades end the transaction, and the next one goes on from where it stopped.
+
+import AssetStore
+import AssetStoreTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+private func lruPolicy(_ configure: (inout PolicyConfiguration) -> Void) -> PolicyConfiguration {
+    var p = PolicyConfiguration()
+    p.order = .lru
+    configure(&p)
+    return p
+}
+
+/// Counts the transactions of a run: progress is reported after each, committed or not.
+private final class Batches: Sendable {
+    private let n = Mutex(0)
+    var count: Int { n.withLock { $0 } }
+    var progress: @Sendable (PolicyProgress) -> Void { { _ in self.n.withLock { $0 += 1 } } }
+}
+
+@Suite("policy batch work budget")
+struct PolicyWorkBudgetTests {
+    /// How the protected-head layout is run against: the byte budget in an order, or a quota.
+    enum Target: CustomStringConvertible, Sendable {
+        case budget(EvictionOrder)
+        case quota
+        var description: String {
+            switch self {
+            case .budget(let o): "budget \(o)"
+            case .quota: "quota"
+            }
+        }
+    }
+
+    @Test(
+        "deny-protected objects ahead of deletable ones are looked at over several transactions",
+        arguments: [Target.budget(.lru), .budget(.s3fifo), .budget(.sieve), .quota])
+    func protectedHead(_ target: Target) throws {
+        let protected = 300
+        // batch 10: a budget of 100 a transaction.
+        let f = try Fixture {
+            $0.policy = lruPolicy {
+                switch target {
+                case .budget(let order):
+                    $0.order = order
+                    $0.maxBytes = Int64(protected) * 100; $0.lowWater = 1
+                case .quota: $0.quotas = [.init(owner: "alice", maxBytes: Int64(protected) * 100)]
+                }
+                $0.batch = 10
+            }
+            $0.defaultOwner = "alice"
+        }
+        try f.store.write { tx in
+            try tx.put(ref("keep", "x"), value: ["note": "holder"])
+            try tx.pin(ref("keep", "x"))
+            for i in 0..<protected {
+                let k = ref("p", "p\(i)")
+                try tx.put(k, value: ["file": .string(try f.makeFile("p\(i)", size: 100))])
+                try tx.addEdge(
+                    name: "uses\(i)", source: ref("keep", "x"), destination: .object(k), rules: .denyDeleteDestination)
+            }
+        }
+        f.clock.advance(1)  // the deletable ones are more recently accessed: after every protected one
+        try f.store.write { tx in
+            for i in 0..<3 {
+                try tx.put(ref("c", "k\(i)"), value: ["file": .string(try f.makeFile("k\(i)", size: 100))])
+            }
+        }
+        f.clock.advance(3600)
+        let batches = Batches()
+        let plan = try f.store.enforce(progress: batches.progress)
+        // 300 refusals (each one object and one edge undone) cannot fit one budget of 100.
+        // Batches that delete nothing roll back instead of committing (S3-FIFO and SIEVE commit
+        // what they placed): the progress reports, one a transaction, count them all.
+        #expect(batches.count > 3, "\(batches.count) transactions")
+        if case .budget(let order) = target, order != .lru { #expect(plan.commits.count > 3) }
+        for i in 0..<protected { #expect(try f.exists(ref("p", "p\(i)"))) }
+        guard case .budget(let order) = target, order != .lru else {
+            #expect(plan.objects.map(\.ref.key) == ["k0", "k1", "k2"])
+            #expect(plan.skipped[.deny] == protected)
+            // A run that can free nothing ends too, in as many transactions.
+            let again = Batches()
+            #expect(try f.store.evict(bytes: 100, owner: nil, progress: again.progress).objects.isEmpty)
+            #expect(again.count > 3)
+            return
+        }
+        // The queues meet the deletable objects only once the protected ones are placed
+        // and passed over, which ends their run (EvictionQueues.swift): the next one takes them.
+        #expect(plan.objects.isEmpty && plan.skipped[.deny] == protected)
+        let again = Batches()
+        #expect(try Set(f.store.enforce(progress: again.progress).objects.map(\.ref.key)) == ["k0", "k1", "k2"])
+    }
+
+    @Test("a batch of expiries whose cascades are long is split over transactions")
+    func cascadesSplit() throws {
+        let f = try Fixture {
+            $0.policy = lruPolicy {
+                $0.ttls = [.init(collection: "album", maxAge: 60)]; $0.batch = 10
+            }
+        }
+        // Ten albums, each with twenty photos that go with it: 210 objects and 200 edges.
+        try f.store.write { tx in
+            for a in 0..<10 {
+                try tx.put(ref("album", "a\(a)"), value: ["n": .int(Int64(a))])
+                for p in 0..<20 {
+                    let photo = ref("photo", "a\(a)p\(p)")
+                    try tx.put(photo, value: ["n": .int(Int64(p))])
+                    try tx.addEdge(
+                        name: "in", source: photo, destination: .object(ref("album", "a\(a)")),
+                        rules: .deleteSourceIfDestinationDeleted)
+                }
+            }
+        }
+        f.clock.advance(3600)
+        let plan = try f.store.enforce()
+        #expect(plan.objects.count == 210)
+        #expect(plan.objects.filter { $0.reason == .age }.count == 10)
+        // An album and its photos are 41 units of a budget of 100 (10 of them the rows read):
+        // two albums a transaction, never one, and never three.
+        #expect(plan.commits.count > 1 && plan.commits.count <= 5, "\(plan.commits.map(\.deleted.count))")
+        #expect(plan.commits.allSatisfy { $0.deleted.count <= 2 * 21 }, "\(plan.commits.map(\.deleted.count))")
+        #expect(plan.oversized == 0)
+        #expect(try f.store.read { try $0.objectCount() } == 0)
+    }
+
+    @Test("a cascade larger than the budget goes as the only deletion of its transaction")
+    func oversizedCascadeAlone() throws {
+        let f = try Fixture {
+            $0.policy = lruPolicy {
+                $0.ttls = [.init(collection: "album", maxAge: 60)]; $0.batch = 2
+            }
+        }
+        // budget 20; album "big" reaches 100 photos, "small0" and "small1" none.
+        try f.store.write { tx in
+            try tx.put(ref("album", "small0"), value: ["n": 0])
+            try tx.put(ref("album", "big"), value: ["n": 1])
+            try tx.put(ref("album", "small1"), value: ["n": 2])
+            for p in 0..<100 {
+                let photo = ref("photo", "p\(p)")
+                try tx.put(photo, value: ["n": .int(Int64(p))])
+                try tx.addEdge(
+                    name: "in", source: photo, destination: .object(ref("album", "big")),
+                    rules: .deleteSourceIfDestinationDeleted)
+            }
+        }
+        f.clock.advance(3600)
+        let dry = try f.store.enforce(dryRun: true)
+        let plan = try f.store.enforce()
+        #expect(dry.objects == plan.objects)
+        #expect(plan.objects.count == 103)
+        #expect(plan.oversized == 1 && dry.oversized == 1)
+        let big = try #require(plan.commits.first { $0.deleted.contains { $0.ref == ref("album", "big") } })
+        #expect(big.deleted.count == 101, "the big cascade shared its transaction")
+        #expect(plan.json["oversized"] == 1)
+    }
+
+    @Test(
+        "a deletion that does not fit what is left of the budget begins the next transaction",
+        arguments: [Target.budget(.lru), .quota])
+    func deferredToNextBatch(_ target: Target) throws {
+        // batch 2: a budget of 20. "s" costs 1 + 3; "b" 1 + 17 (its file and seven photos),
+        // more than the 15 left after "s", less than a whole budget.
+        let f = try Fixture {
+            $0.policy = lruPolicy {
+                switch target {
+                case .budget(let order):
+                    $0.order = order
+                    $0.maxBytes = 150; $0.lowWater = 0.01
+                case .quota: $0.quotas = [.init(owner: "alice", maxBytes: 1)]
+                }
+                $0.batch = 2
+            }
+            $0.defaultOwner = "alice"
+        }
+        try f.store.write { tx in
+            try tx.put(ref("c", "s"), value: ["file": .string(try f.makeFile("s", size: 100))])
+            try tx.put(ref("c", "b"), value: ["file": .string(try f.makeFile("b", size: 100))])
+        }
+        f.clock.advance(1)  // the photos hold no file and come after both
+        try f.store.write { tx in
+            for p in 0..<7 {
+                let photo = ref("photo", "p\(p)")
+                try tx.put(photo, value: ["n": .int(Int64(p))])
+                try tx.addEdge(
+                    name: "in", source: photo, destination: .object(ref("c", "b")),
+                    rules: .deleteSourceIfDestinationDeleted)
+            }
+        }
+        f.clock.advance(3600)
+        let dry = try f.store.enforce(dryRun: true)
+        let plan = try f.store.enforce()
+        #expect(dry.objects == plan.objects)
+        let photos = Set((0..<7).map { "p\($0)" })
+        #expect(plan.objects.prefix(2).map(\.ref.key) == ["s", "b"])
+        #expect(Set(plan.objects.dropFirst(2).map(\.ref.key)) == photos)
+        #expect(plan.objects.dropFirst(2).allSatisfy { $0.reason == .cascade })
+        let keys = plan.commits.map { $0.deleted.map(\.ref.key) }.filter { !$0.isEmpty }  // not the sweep
+        #expect(keys.count == 2 && keys.first == ["s"], "\(keys)")
+        #expect(keys.last?.first == "b" && Set(keys.last?.dropFirst() ?? []) == photos, "\(keys)")
+        #expect(plan.oversized == 0)
+    }
+}
