@@ -9,7 +9,7 @@ extension MethodTable {
         let report = try ctx.store.write(owner: ctx.caller.userName, freesSpace: true) { tx in
             _ = try applyDelete(p, tx, ctx)
         }.report
-        return MethodOutcome(deletionResult(report), commit: report)
+        return MethodOutcome(deletionResult(report, ctx), commit: report)
     }
 
     static func applyDelete(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
@@ -17,12 +17,5 @@ extension MethodTable {
         try checkOwner(ref, tx, ctx)
         try tx.delete(ref)
         return .object([:])
-    }
-
-    static func deletionResult(_ report: CommitReport) -> JSONValue {
-        .object([
-            "commit": .int(report.commit), "deleted": .array(report.deleted.map(\.ref.json)),
-            "unlinks_queued": .array(report.filesQueued.map(JSONValue.string)),
-        ])
     }
 }
