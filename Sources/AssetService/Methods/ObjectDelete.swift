@@ -15,6 +15,7 @@ extension MethodTable {
     static func applyDelete(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
         let ref = try p.ref()
         try checkOwner(ref, tx, ctx)
+        tx.limitCascade(to: ctx.cascadeLimit)
         try tx.delete(ref)
         return .object([:])
     }

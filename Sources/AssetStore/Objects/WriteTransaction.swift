@@ -45,6 +45,12 @@ public final class WriteTransaction {
     /// caller's check (enforce_ownership's, AccessChecks.swift), set for one caller's call at
     /// a time.
     public var fileReferenceCheck: FileReferenceCheck?
+    /// The most objects the rules may delete in this transaction (the objects a request named
+    /// not counted), or nil for no bound; past it the flush throws `cascade_limit`, so the
+    /// whole transaction rolls back. Set with `limitCascade(to:)`.
+    public private(set) var cascadeLimit: Int?
+    /// Objects the rules deleted so far, counted against `cascadeLimit`.
+    var cascaded = 0
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
@@ -229,6 +235,14 @@ public final class WriteTransaction {
         }
         guard let id, !pendingDeleteIDs.contains(id) else { return nil }
         return id
+    }
+
+    /// Bounds what the rules may delete for a caller (control.max_cascade_objects): a group
+    /// commit serves several callers, and the smallest bound of theirs holds for all (one over
+    /// it fails the batch, whose puts are then run alone, each under its own bound).
+    public func limitCascade(to limit: Int?) {
+        guard let limit else { return }
+        cascadeLimit = min(cascadeLimit ?? limit, limit)
     }
 
     /// Deletes an object at commit (its rules run then); `not_found` if it does not exist.

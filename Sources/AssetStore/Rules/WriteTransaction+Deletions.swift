@@ -100,6 +100,11 @@ extension WriteTransaction {
             deletedDetails.append(detail)
             ref = detail.ref
         }
+        // Counted as it goes: a cascade over the bound stops here, before the rest is built.
+        if cause == .cascade, let limit = cascadeLimit {
+            cascaded += 1
+            if cascaded > limit { throw StoreError.cascadeLimit(limit) }
+        }
         deletedIDs.insert(id)
         report.deleted.append(DeletedObject(ref: ref, cause: cause))
         // In index order, which `deleteReferenceCounted` reproduces for a whole batch.
