@@ -28,8 +28,10 @@ extension MethodTable {
 
 /// The two lists of a deletion reply, measured as rendered.
 struct DeletionLists {
+    /// The commit whose `deleted` and `filesQueued` the reply lists.
     let report: CommitReport
 
+    /// The lists of `report`.
     init(_ report: CommitReport) { self.report = report }
 
     /// The members a cut reply adds: the lists' totals and `truncated`.
