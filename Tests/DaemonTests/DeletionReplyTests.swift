@@ -42,11 +42,11 @@ import Testing
         return (store, root)
     }
 
-    private func context(_ store: Store, limit: Int = .max) -> MethodContext {
+    private func context(_ store: Store, limit: Int = .max, id: RPCID = Self.id) -> MethodContext {
         var ctx = MethodContext(
             store: store, caller: Caller(uid: 0, userName: "root", isAdmin: true), enforceOwnership: false)
         ctx.replyLimit = limit
-        ctx.requestID = Self.id
+        ctx.requestID = id
         return ctx
     }
 
@@ -122,5 +122,17 @@ import Testing
         #expect(results.count == 3 && results[2]["value"] == ["n": 1])
         #expect(r["truncated"] == true && r["deleted_total"] == 31 && r["unlinks_queued_total"] == 30)
         #expect(r["deleted"]?.arrayValue?.first == Self.deleteRoot)
+    }
+
+    @Test("a long string request id, with escapes, is measured in the cut too")
+    func longRequestID() throws {
+        // 480 bytes as rendered, 240 as stored.
+        let (store, _) = try cascade(leaves: 40)
+        defer { store.close() }
+        let id = RPCID(.string(String(repeating: "id\"\u{1}é", count: 40)))
+        let r = try call("object.delete", Self.deleteRoot, context(store, limit: 1024, id: id))
+        #expect(RPCLine.result(id: id, r).count <= 1024)
+        #expect(r["truncated"] == true && r["deleted_total"] == 41 && r["unlinks_queued_total"] == 40)
+        #expect(r["deleted"]?.arrayValue?.isEmpty == false)
     }
 }
