@@ -43,10 +43,10 @@ import Testing
         #expect(c.limits.cascadeLimit == 500 && c.summary.contains("control.max_cascade_objects = 500"))
     }
 
-    @Test("max_cascade_objects defaults to 100000, and 0 sets no bound")
+    @Test("max_cascade_objects defaults to 10000, and 0 sets no bound")
     func cascadeBound() throws {
-        #expect(ControlLimits().cascadeLimit == 100_000)
-        #expect(try parse("").summary.contains("control.max_cascade_objects = 100000"))
+        #expect(ControlLimits().cascadeLimit == 10_000)
+        #expect(try parse("").summary.contains("control.max_cascade_objects = 10000"))
         #expect(try parse("[control]\nmax_cascade_objects = 0\n").limits.cascadeLimit == nil)
     }
 
