@@ -288,6 +288,7 @@ final class ControlServer {
                 enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
             context.replyLimit = daemon.config.limits.maxReplyBytes
             context.leaseBounds = daemon.config.limits.leaseBounds
+            context.cascadeLimit = admin ? nil : daemon.config.limits.cascadeLimit
             session.keptContext = context
         }
         context.lastCommit = daemon.lastCommit

@@ -6,7 +6,7 @@ extension ConfigParser {
     static let limitKeys: Set<String> = [
         "query_threads", "query_time_limit", "max_reply_bytes", "connection_input_bytes", "connection_output_bytes",
         "total_buffer_bytes", "admin_reserved_connections", "max_connections_per_uid",
-        "max_lease_entries_per_connection", "total_lease_entries",
+        "max_lease_entries_per_connection", "total_lease_entries", "max_cascade_objects",
     ]
 
     func limits(_ control: JSONValue?, maxConnections: Int, into c: inout ControlLimits) throws(ConfigError) {
@@ -45,6 +45,7 @@ extension ConfigParser {
                 section: "control")
         }
         if let n = try count("max_connections_per_uid", 1...1_000_000) { c.maxConnectionsPerUID = n }
+        if let n = try count("max_cascade_objects", 0...1_000_000_000) { c.maxCascadeObjects = n }
         let perConnection = try count("max_lease_entries_per_connection", 1...100_000_000)
         let total = try count("total_lease_entries", 1...1_000_000_000)
         if let n = perConnection { c.maxLeaseEntriesPerConnection = n }

@@ -1,6 +1,6 @@
 // What one client may take of the daemon (assetd.toml(5), [control]): threads for queries,
 // bytes buffered per connection and in total, the size of one reply, connection slots, what
-// leases hold.
+// leases hold, objects one request's rules may delete.
 
 import AssetStore
 import Foundation
@@ -27,6 +27,12 @@ public struct ControlLimits: Sendable, Equatable {
     public var maxLeaseEntriesPerConnection = 4096
     /// `control.total_lease_entries`: objects and files the live leases of all connections hold.
     public var totalLeaseEntries = 65_536
+    /// `control.max_cascade_objects`: objects the rules may delete for one non-admin request;
+    /// 0 for no bound. 10,000 is about 0.2 s of every writer's time a refusal (DESIGN.md).
+    public var maxCascadeObjects = 10_000
+
+    /// The bound on a non-admin's cascade, nil for none.
+    public var cascadeLimit: Int? { maxCascadeObjects == 0 ? nil : maxCascadeObjects }
 
     /// The lease bounds of these limits.
     public var leaseBounds: LeaseBounds {
@@ -48,6 +54,7 @@ public struct ControlLimits: Sendable, Equatable {
             "control.max_connections_per_uid = \(maxConnectionsPerUID)",
             "control.max_lease_entries_per_connection = \(maxLeaseEntriesPerConnection)",
             "control.total_lease_entries = \(totalLeaseEntries)",
+            "control.max_cascade_objects = \(maxCascadeObjects)",
         ]
     }
 }

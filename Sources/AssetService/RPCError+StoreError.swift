@@ -38,6 +38,7 @@ extension RPCError.Code {
         case .busy: self = .busy
         case .replyTooLarge: self = .replyTooLarge
         case .leaseLimit: self = .leaseLimit
+        case .cascadeLimit: self = .cascadeLimit
         case .internalError: self = .internalError
         }
     }

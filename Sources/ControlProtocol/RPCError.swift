@@ -106,6 +106,9 @@ extension RPCError {
         case replyTooLarge = "reply_too_large"
         /// A lease past control.max_lease_entries_per_connection or control.total_lease_entries.
         case leaseLimit = "lease_limit"
+        /// A request whose rules would delete more objects than control.max_cascade_objects
+        /// (or its deletions remove more edges than ten times that, plus ten).
+        case cascadeLimit = "cascade_limit"
         case internalError = "internal"
         /// The daemon is stopping: the request was not run.
         case shuttingDown = "shutting_down"

@@ -29,6 +29,7 @@ import Testing
             max_connections_per_uid = 10
             max_lease_entries_per_connection = 100
             total_lease_entries = 1000
+            max_cascade_objects = 500
             """)
         #expect(c.limits.queryThreads == 3 && c.limits.queryTimeLimit == 120)
         #expect(c.limits.maxReplyBytes == 1 << 20 && c.limits.connectionInputBytes == 65536)
@@ -39,6 +40,14 @@ import Testing
         #expect(c.summary.contains("control.total_lease_entries = 1000"))
         #expect(c.storeConfiguration().queryTimeLimit == 120 && c.storeConfiguration().queryLengthLimit == 1 << 20)
         #expect(c.summary.contains("control.max_reply_bytes = 1048576"))
+        #expect(c.limits.cascadeLimit == 500 && c.summary.contains("control.max_cascade_objects = 500"))
+    }
+
+    @Test("max_cascade_objects defaults to 10000, and 0 sets no bound")
+    func cascadeBound() throws {
+        #expect(ControlLimits().cascadeLimit == 10_000)
+        #expect(try parse("").summary.contains("control.max_cascade_objects = 10000"))
+        #expect(try parse("[control]\nmax_cascade_objects = 0\n").limits.cascadeLimit == nil)
     }
 
     static let errors: [(String, String)] = [
@@ -51,6 +60,8 @@ import Testing
         ("[control]\nmax_lease_entries_per_connection = 0\n", "control.max_lease_entries_per_connection"),
         ("[control]\nmax_lease_entries_per_connection = \"4k\"\n", "control.max_lease_entries_per_connection"),
         ("[control]\ntotal_lease_entries = -1\n", "control.total_lease_entries"),
+        ("[control]\nmax_cascade_objects = -1\n", "control.max_cascade_objects"),
+        ("[control]\nmax_cascade_objects = \"lots\"\n", "control.max_cascade_objects"),
         (
             "[control]\nmax_lease_entries_per_connection = 2000\ntotal_lease_entries = 1000\n",
             "control.total_lease_entries"

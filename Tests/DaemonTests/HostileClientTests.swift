@@ -281,7 +281,7 @@ extension RawConnection {
         #expect(page["rows"]?.arrayValue?.count == 3)
     }
 
-    @Test("a write whose reply is over max_reply_bytes still answers its commit, with its events")
+    @Test("a write whose reply is over max_reply_bytes answers its commit cut to fit, with all its events")
     func committedWriteAnswersWhateverItsSize() throws {
         let h = try DaemonHarness(controlSection: "max_reply_bytes = \"1KiB\"")
         let c = try h.client(timeout: 60)
@@ -296,13 +296,29 @@ extension RawConnection {
                 rules: ["deleteDestinationIfSourceDeleted"])
         }
         let r = try c.deleteObject("root", "r")
-        #expect(r["commit"] != nil && r["deleted"]?.arrayValue?.count == 61)
+        #expect(r["commit"] != nil && r["deleted_total"] == 61 && r["truncated"] == true)
+        let listed = try #require(r["deleted"]?.arrayValue)
+        #expect(!listed.isEmpty && listed.count < 61 && listed.first == ref("root", "r"))
+        #expect(r.serialized().utf8.count < 1024)
         #expect(try c.call("object.list", ["collection": "leaf"])["keys"] == [])
         var deleted = 0
         while deleted < 61, let event = try watcher.nextEvent() {
             if event["type"] == "object.deleted" { deleted += 1 }
         }
         #expect(deleted == 61)
+
+        // assetctl rm prints what the reply holds, then the totals.
+        try c.putObject("root", "r")
+        for i in 0..<60 {
+            try c.putObject("leaf", "a-long-enough-key-\(i)")
+            try c.addEdge(
+                "l", from: ref("root", "r"), to: ref("leaf", "a-long-enough-key-\(i)"),
+                rules: ["deleteDestinationIfSourceDeleted"])
+        }
+        let rm = try h.assetctl("rm", "root", "r")
+        #expect(rm.status == 0, "\(rm.stderr)")
+        #expect(rm.stdout.hasSuffix("\ntruncated: 61 deleted and 0 queued in all\n"), "\(rm.stdout)")
+        #expect(rm.stdout.contains("\ndeleted root/r\n"), "\(rm.stdout)")
     }
 
     /// A daemon with max_reply_bytes 4 KiB holding c/k, whose value takes 10 KB.

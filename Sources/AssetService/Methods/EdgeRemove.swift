@@ -38,6 +38,7 @@ extension MethodTable {
         let destination = try p.end("destination")
         try checkOwner(source, tx, ctx)
         if case .object(let d) = destination { try checkOwner(d, tx, ctx) }
+        tx.limitCascade(to: ctx.cascadeLimit)
         let removed = try tx.removeEdge(
             name: try p.string("name"), source: source, destination: destination, reason: reason)
         return .object(["removed": .bool(removed)])

@@ -29,6 +29,9 @@ public struct MethodContext: Sendable {
     /// What the connection's leases, and all connections' leases, may hold (control.*lease_entries*):
     /// nil in-process, where no client can make the daemon keep anything.
     public var leaseBounds: LeaseBounds?
+    /// The most objects the rules may delete for one request of this caller
+    /// (control.max_cascade_objects): nil for admins, with 0 set, and in-process.
+    public var cascadeLimit: Int?
     /// Raised when the client's connection closes: its query stops instead of running on.
     public var queryCancellation: QueryCancellation?
 

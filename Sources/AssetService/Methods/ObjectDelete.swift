@@ -9,20 +9,14 @@ extension MethodTable {
         let report = try ctx.store.write(owner: ctx.caller.userName, freesSpace: true) { tx in
             _ = try applyDelete(p, tx, ctx)
         }.report
-        return MethodOutcome(deletionResult(report), commit: report)
+        return MethodOutcome(deletionResult(report, ctx), commit: report)
     }
 
     static func applyDelete(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
         let ref = try p.ref()
         try checkOwner(ref, tx, ctx)
+        tx.limitCascade(to: ctx.cascadeLimit)
         try tx.delete(ref)
         return .object([:])
-    }
-
-    static func deletionResult(_ report: CommitReport) -> JSONValue {
-        .object([
-            "commit": .int(report.commit), "deleted": .array(report.deleted.map(\.ref.json)),
-            "unlinks_queued": .array(report.filesQueued.map(JSONValue.string)),
-        ])
     }
 }

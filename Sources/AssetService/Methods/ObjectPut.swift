@@ -20,6 +20,8 @@ extension MethodTable {
             }
             try checkOwner(ref, tx, ctx)
         }
+        // A put's value may drop derived edges whose rules delete.
+        tx.limitCascade(to: ctx.cascadeLimit)
         // The caller's name explicitly: a batch's transaction serves many callers.
         try checkingFiles(tx, ctx) {
             try tx.put(ref, value: value, metadata: p.value("metadata"), owner: owner ?? ctx.caller.userName)

@@ -42,8 +42,6 @@ extension MethodTable {
                 }
             }
         }
-        var result = deletionResult(done.report).objectValue ?? [:]
-        result["results"] = .array(done.value)
-        return MethodOutcome(.object(result), commit: done.report)
+        return MethodOutcome(deletionResult(done.report, ctx, results: .array(done.value)), commit: done.report)
     }
 }

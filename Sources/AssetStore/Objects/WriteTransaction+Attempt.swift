@@ -12,6 +12,8 @@ extension WriteTransaction {
             pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, inserted, unresolved, removedWithReason,
             indexDirty, filesTouched, report, templates, indexes
         )
+        // A caller's bound goes with its part: a put that failed does not bound the others'.
+        let savedLimit = cascadeLimit
         var value: T?
         try Store.checkNotRolledBack(db)
         do {
@@ -25,6 +27,7 @@ extension WriteTransaction {
                 removedWithReason,
                 indexDirty, filesTouched, report, templates, indexes
             ) = saved
+            cascadeLimit = savedLimit
             throw error
         }
         return value!  // set when the savepoint committed

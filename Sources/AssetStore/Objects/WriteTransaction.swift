@@ -45,6 +45,19 @@ public final class WriteTransaction {
     /// caller's check (enforce_ownership's, AccessChecks.swift), set for one caller's call at
     /// a time.
     public var fileReferenceCheck: FileReferenceCheck?
+    /// The most objects the rules may delete in this transaction (the objects a request named
+    /// not counted), or nil for no bound; past it, or past `edgesPerCascadedObject` times it
+    /// in edges its deletions remove, the flush throws `cascade_limit`, so the whole
+    /// transaction rolls back. Set with `limitCascade(to:)`.
+    public internal(set) var cascadeLimit: Int?
+    /// Objects the rules decided to delete so far, counted against `cascadeLimit` (only with
+    /// one): each is counted once, when the rule decides, before its deletion is queued.
+    var cascaded = 0
+    var cascadeCounted: Set<Int64> = []
+    /// The objects the requests of the running flush named: not counted.
+    var requestedDeletes: Set<Int64> = []
+    /// Edges the deletions removed so far (the named objects' too), counted against the bound.
+    var edgesCounted = 0
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
@@ -233,6 +246,14 @@ public final class WriteTransaction {
         }
         guard let id, !pendingDeleteIDs.contains(id) else { return nil }
         return id
+    }
+
+    /// Bounds what the rules may delete for a caller (control.max_cascade_objects): a group
+    /// commit serves several callers, and the smallest bound of theirs holds for all (one over
+    /// it fails the batch, whose puts are then run alone, each under its own bound).
+    public func limitCascade(to limit: Int?) {
+        guard let limit else { return }
+        cascadeLimit = min(cascadeLimit ?? limit, limit)
     }
 
     /// Deletes an object at commit (its rules run then); `not_found` if it does not exist.

@@ -104,7 +104,9 @@ extension WriteTransaction {
         report.deleted.append(DeletedObject(ref: ref, cause: cause))
         // In index order, which `deleteReferenceCounted` reproduces for a whole batch.
         var outgoing = [EdgeRow]()
+        let counting = cascadeLimit != nil
         try s.outgoing.forEachRawRow(bindID) { r in
+            if counting { try countEdge() }
             var e = EdgeRow(raw: r)
             e.source = ref
             outgoing.append(e)
@@ -164,11 +166,18 @@ extension WriteTransaction {
         let bindID = { (p: OpaquePointer) in Statement.bindInt64(p, 1, id) }
         var edges = [EdgeRow]()
         var any = false
+        let counting = cascadeLimit != nil
         try select.forEachRawRow(bindID) { r in
             any = true
+            if counting { try countEdge() }
             guard !r.isNull(7) else { return }
             var e = EdgeRow(raw: r)
             e.destination = destination
+            // `destinationGone` will delete this source whatever else holds: counted now, so
+            // a hub's sources past the bound stop the read, not the work queued after it.
+            if counting, e.rules.contains(.deleteSourceIfDestinationDeleted), !deletedIDs.contains(e.src) {
+                try countCascade(e.src)
+            }
             edges.append(e)
         }
         if any { try delete.executeRaw(bindID) }
@@ -211,7 +220,10 @@ extension WriteTransaction {
     /// file another owner holds: then the rule only lets go of it.
     private func ruleDeletesDestination(_ e: EdgeRow) throws {
         if !e.isFile {
-            if try !ownedByOthers(e) { work.append(.deleteObject(e.dst, .cascade, nil)) }
+            if try !ownedByOthers(e) {
+                try countCascade(e.dst)
+                work.append(.deleteObject(e.dst, .cascade, nil))
+            }
         } else if try heldByOthers(e) {
             filesTouched.insert(e.dst)
         } else {
@@ -227,10 +239,14 @@ extension WriteTransaction {
             notifyCandidates.append((e, e.src, .destinationDeleted))
         }
         if e.rules.contains(.deleteSourceIfDestinationDeleted) {
+            try countCascade(e.src)
             work.append(.deleteObject(e.src, .cascade, nil))
         } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
             let retainers = try deletionStatements().sourceRetainers.firstInt64Raw { Statement.bindInt64($0, 1, e.src) }
-            if retainers ?? 0 == 0 { work.append(.deleteObject(e.src, .cascade, nil)) }
+            if retainers ?? 0 == 0 {
+                try countCascade(e.src)
+                work.append(.deleteObject(e.src, .cascade, nil))
+            }
         }
     }
 }

@@ -43,6 +43,7 @@ extension WriteTransaction {
         try deriveDirtyEdges(final: final)
         try resolvePendingEdges(final: final)
         work += pendingDeletes.map { .deleteObject($0.id, $0.cause, $0.ref) }
+        if cascadeLimit != nil { requestedDeletes = Set(pendingDeletes.map(\.id)) }
         pendingDeletes = []
         pendingDeleteIDs = []
         for (row, reason) in removedWithReason {
@@ -69,6 +70,7 @@ extension WriteTransaction {
             }
         }
         work = []
+        requestedDeletes = []
         try nullify()
         // A registry row lives as long as some edge references the file.
         for id in filesTouched where !deletedFiles.contains(id) { try dropIfUnreferenced(file: id) }

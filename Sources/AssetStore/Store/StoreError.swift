@@ -28,6 +28,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case replyTooLarge = "reply_too_large"
         /// A lease past the daemon's control.max_lease_entries_per_connection or total_lease_entries.
         case leaseLimit = "lease_limit"
+        /// A request whose rules would delete more objects than the daemon's control.max_cascade_objects
+        /// (or its deletions remove more edges than ten times that, plus ten).
+        case cascadeLimit = "cascade_limit"
         case internalError = "internal"
     }
 
@@ -62,6 +65,20 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         return StoreError(
             .leaseLimit, message,
             detail: ["limit": .string(key), "value": .int(Int64(limit))])
+    }
+
+    /// A request refused because its rules would delete more than `limit` objects, or its
+    /// deletions remove more than `edges` edges (the bound's share for edges).
+    public static func cascadeLimit(_ limit: Int, edges: Int? = nil) -> StoreError {
+        let what =
+            edges.map { "its deletions would remove more than \($0) edges" }
+            ?? "the delete rules would delete more than \(limit) objects"
+        return StoreError(
+            .cascadeLimit,
+            "\(what) for this request "
+                + "(control.max_cascade_objects = \(limit)): nothing was changed; delete the "
+                + "objects the cascade would reach in smaller steps first, or ask an admin",
+            detail: ["limit": "control.max_cascade_objects", "value": .int(Int64(limit))])
     }
 
     /// An error with a code and message.
