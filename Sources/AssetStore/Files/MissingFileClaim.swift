@@ -107,7 +107,8 @@ extension RegisteredFile {
             }
             take(state)
         case .unidentifiable:
-            return
+            device = nil
+            inode = nil
         case .claim(let c):
             let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
             guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check),
