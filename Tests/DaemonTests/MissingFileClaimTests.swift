@@ -341,4 +341,46 @@ struct MissingFileClaimTests: FileAccessSuite {
         _ = try store.sweep()
         #expect(FileManager.default.fileExists(atPath: claimed), "Bob's file in Bob's folder is kept")
     }
+
+    @Test("Eve's file named in her value, Bob's folder swapped in, an admin puts her object again: Bob's file is kept")
+    func adminPutsTheSameValueAfterSwap() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        _ = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        #expect(put(evesFile, context(store, uid: eve), key: "src") == nil)
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        let params: JSONValue = [
+            "collection": .string("u\(eve)"), "key": "src", "value": ["file": .string(evesFile)],
+            "owner": .string("u\(eve)"), "metadata": ["note": "admin"],
+        ]
+        _ = try MethodTable.call("object.put", params, context(store, uid: 0, admin: true)).get()
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's file, now at Eve's path, is kept")
+    }
+
+    @Test("an admin's own file replaced by rename and put again under enforcement: its rule unlinks the new one")
+    func adminsOwnReplacedFile() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        store.enforceOwnership = true
+        let file = root + "/a.mp4"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("v1".utf8)))
+        let admin = context(store, uid: 0, admin: true)
+        let holder: JSONValue = ["collection": "svc", "key": "k"]
+        let put: JSONValue = ["collection": "svc", "key": "k", "value": [:], "owner": "tenant"]
+        _ = try MethodTable.call("object.put", put, admin).get()
+        let edge: JSONValue = [
+            "name": "e", "source": holder, "destination": ["file": .string(file)],
+            "rules": ["deleteDestinationIfSourceDeleted"],
+        ]
+        _ = try MethodTable.call("edge.add", edge, admin).get()
+        #expect(FileManager.default.createFile(atPath: file + ".new", contents: Data("v2".utf8)))
+        #expect(rename(file + ".new", file) == 0)
+        _ = try MethodTable.call("object.put", put, admin).get()
+        _ = try MethodTable.call("object.delete", holder, admin).get()
+        _ = try store.sweep()
+        #expect(!FileManager.default.fileExists(atPath: file))
+    }
 }

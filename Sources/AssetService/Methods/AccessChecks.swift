@@ -18,10 +18,7 @@ extension MethodTable {
     /// each existing file it names: the daemon may unlink it later for this caller's rules,
     /// so the caller must be able to unlink it itself (UnlinkAccess).
     static func checkingFiles<T>(_ tx: WriteTransaction, _ ctx: MethodContext, _ body: () throws -> T) throws -> T {
-        guard ctx.enforceOwnership else { return try body() }
-        tx.refreshingCaller = ctx.caller.userName
-        defer { tx.refreshingCaller = nil }
-        guard !ctx.caller.isAdmin else { return try body() }
+        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return try body() }
         let caller = ctx.caller
         tx.fileReferenceCheck = FileReferenceCheck(uid: caller.uid, owner: caller.userName) {
             UnlinkAccess.refusal($0, uid: caller.uid, gids: caller.gids)

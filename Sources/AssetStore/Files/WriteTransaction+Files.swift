@@ -32,7 +32,7 @@ extension WriteTransaction {
                     continue
                 }
             } else if let state = FileProbe.identity(path: path, root: root, roots: store.roots) {
-                _ = try registerFile(path: path, state: state, keepingIdentity: try forAnotherOwner(id))
+                _ = try registerFile(path: path, state: state)
             }
         }
     }
@@ -48,30 +48,21 @@ extension WriteTransaction {
 
     /// Inserts or refreshes a registry row; a size change re-indexes every holder. The lookup
     /// and the insert, a put's, are stepped raw: GRDB's row and arguments cost more than them.
-    /// A checked probe's state (a non-admin's, under enforce_ownership) that finds nothing
-    /// judged only a folder: it may not take a row another owner holds (a file seen, or one
-    /// another user claimed), and it claims the row (MissingFileClaim.swift).
-    /// With `keepingIdentity` (an unchecked re-read for another owner's object under
-    /// enforce_ownership), a file there now that is not the one the row names leaves it as it is.
-    func registerFile(path: String, state: FileState, keepingIdentity: Bool = false) throws -> Int64 {
+    /// A checked probe's state (a non-admin's, under enforce_ownership) claims the row
+    /// (FileClaim.swift); one that finds nothing judged only a folder, and may not take a
+    /// row another owner holds (a file seen there, or a path another user claimed).
+    func registerFile(path: String, state: FileState) throws -> Int64 {
         let statements = try fileStatements()
-        var found: (id: Int64, size: Int64, same: Bool, sameFile: Bool, device: Int64?, claim: String?)?
+        var found: (id: Int64, size: Int64, same: Bool, device: Int64?, claim: String?)?
         try statements.lookup.forEachRawRow({ Statement.bindText($0, 1, path) }) { r in
             func int(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
-            let stamp = FileStamp(birth: int(6), generation: int(7), ctime: int(8))
             let same =
                 r.int64(1) == state.size && int(2) == state.device && int(3) == state.inode
                 && (r.isNull(4) ? nil : r.double(4)) == state.mtime && (r.int64(5) != 0) == !state.exists
-                && stamp == state.stamp
-            let sameFile =
-                int(2) != nil && int(2) == state.device && int(3) == state.inode
-                && (stamp.birth == nil || state.stamp.birth == nil || stamp.birth == state.stamp.birth)
-                && (stamp.generation == nil || state.stamp.generation == nil
-                    || stamp.generation == state.stamp.generation)
-            found = (r.int64(0), r.int64(1), same, sameFile, int(2), r.isNull(9) ? nil : r.text(9))
+                && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp
+            found = (r.int64(0), r.int64(1), same, int(2), r.isNull(9) ? nil : r.text(9))
         }
         if let found {
-            if keepingIdentity, state.exists, !found.sameFile { return found.id }
             if let judged = state.judgement, !state.exists {
                 try mayClaim(path, found.id, found.device, found.claim, judged)
             }
@@ -80,7 +71,7 @@ extension WriteTransaction {
             if !found.same, !state.exists, let device = found.device, !provedGone(path, device: device) {
                 return found.id
             }
-            let claim = claimAfter(found.id, state, kept: found.claim, seen: found.device != nil)
+            let claim = try claimAfter(found.id, state, kept: found.claim)
             let id = found.id
             let stamp = state.stamp
             if !found.same || claim != found.claim {
@@ -102,7 +93,7 @@ extension WriteTransaction {
             }
             return id
         }
-        let claim = MissingFileClaim(state)?.text
+        let claim = FileClaim(state)?.text
         let id = try statements.insert.executeRawCounting { s in
             Statement.bindText(s, 1, path)
             Statement.bindInt64(s, 2, state.size)
@@ -143,33 +134,13 @@ extension WriteTransaction {
         }
     }
 
-    /// The claim a row keeps after `state`: a checked look that finds nothing claims it; the
-    /// claimant's own check (or any check of an unclaimed row) that sees the file clears it;
-    /// another user's look, or an unchecked one, keeps it. A file seen before and gone by an
-    /// unchecked look, under enforce_ownership, is not identified by name until a look sees
-    /// it again (no one judged what will be there).
-    private func claimAfter(_ id: Int64, _ state: FileState, kept: String?, seen: Bool) -> String? {
-        if let claim = MissingFileClaim(state) { return claim.text }
-        let row = RowClaim(text: kept)
-        if state.exists {
-            // An unchecked look that sees the file vouches for it as it always has, but not
-            // for a claimant.
-            guard let judged = state.judgement else { return row == .unidentifiable ? nil : kept }
-            // Another user's claim stands while that user's objects hold the file.
-            if case .claim(let c) = row, c.uid != judged.uid, (try? held(id, by: c.owner)) ?? true { return kept }
-            return nil
-        }
-        if state.judgement == nil, seen, row == .none, store.enforceOwnership { return RowClaim.unidentifiableText }
-        return kept
-    }
-
-    /// Whether the object `id` is re-read, unchecked, for a caller that does not own it under
-    /// enforce_ownership (an admin's put of a user's object): the files there now are judged
-    /// by no one, so they may refresh a row but not change which file it names.
-    private func forAnotherOwner(_ id: Int64) throws -> Bool {
-        guard let caller = refreshingCaller else { return false }
-        return try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM object WHERE id = ?"), arguments: [id])
-            != caller
+    /// The claim a row keeps after `state`: a checked look claims it for its caller, unless
+    /// another user claimed it and that user's objects still hold it; an unchecked look keeps
+    /// what there is.
+    private func claimAfter(_ id: Int64, _ state: FileState, kept: String?) throws -> String? {
+        guard let judged = state.judgement, let claim = FileClaim(state) else { return kept }
+        if case .claim(let c) = RowClaim(text: kept), c.uid != judged.uid, try held(id, by: c.owner) { return kept }
+        return claim.text
     }
 
     /// Whether an object of `owner` holds the file `id`.

@@ -214,7 +214,7 @@ extension WriteTransaction {
         var file = RegisteredFile(
             path: path, size: row[3], device: device, inode: inode,
             stamp: FileStamp(birth: row[4], generation: row[5], ctime: row[6]))
-        // A claimed row names its file only where its claim covers it (MissingFileClaim.swift).
+        // A claimed row names its file only where its claim covers it (FileClaim.swift).
         let claim = RowClaim(text: row[7])
         if claim != .none {
             file.identify(store, claim: claim)

@@ -45,9 +45,6 @@ public final class WriteTransaction {
     /// caller's check (enforce_ownership's, AccessChecks.swift), set for one caller's call at
     /// a time.
     public var fileReferenceCheck: FileReferenceCheck?
-    /// Under enforce_ownership, the owner name of the caller whose put or edge.add runs now
-    /// (an admin's too): its re-read of another owner's object's files keeps rows' identities.
-    public var refreshingCaller: String?
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
