@@ -232,4 +232,155 @@ struct MissingFileClaimTests: FileAccessSuite {
         try deleteEvesSource(store)
         #expect(FileManager.default.fileExists(atPath: claimed), "sticky now: Bob's file is not Eve's to unlink")
     }
+
+    @Test("Bob's folder swapped in, then an admin puts Eve's object: the row keeps Eve's file, Bob's is kept")
+    func adminRefreshAfterSwap() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        _ = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        #expect(try addEdge(evesFile, context(store, uid: eve)) == nil)
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        let src: JSONValue = ["collection": .string("u\(eve)"), "key": "src"]
+        let admin = context(store, uid: 0, admin: true)
+        let params: JSONValue = [
+            "collection": src["collection"]!, "key": "src", "value": ["n": 2], "owner": .string("u\(eve)"),
+        ]
+        _ = try MethodTable.call("object.put", params, admin).get()
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's file, now at Eve's path, is kept")
+    }
+
+    @Test("gone by an admin's look, Bob's folder swapped in, an admin's look again: Bob's file is kept")
+    func adminLooksTwice() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        store.enforceOwnership = true
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        _ = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        #expect(try addEdge(evesFile, context(store, uid: eve)) == nil)
+        #expect(unlink(evesFile) == 0)
+        let admin = context(store, uid: 0, admin: true)
+        let put: JSONValue = [
+            "collection": .string("u\(eve)"), "key": "src", "value": ["n": 2], "owner": .string("u\(eve)"),
+        ]
+        _ = try MethodTable.call("object.put", put, admin).get()
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        _ = try MethodTable.call("object.put", put, admin).get()
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's file, now at Eve's path, is kept")
+    }
+
+    @Test("a claim whose claimant let go: the holder's own look clears it, and its rule unlinks the file")
+    func staleClaim() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let claimed = shared + "/new/x.mp4"
+        let e = context(store, uid: eve)
+        #expect(try addEdge(claimed, e) == nil)
+        mkdir(shared + "/new", uid: bob)
+        #expect(FileManager.default.createFile(atPath: claimed, contents: Data("bob".utf8)))
+        #expect(chown(claimed, bob, bob) == 0)
+        let b = context(store, uid: bob)
+        let holder: JSONValue = ["collection": .string("u\(bob)"), "key": "holder"]
+        let put: JSONValue = ["collection": holder["collection"]!, "key": "holder", "value": [:]]
+        _ = try MethodTable.call("object.put", put, b).get()
+        let bobsEdge: JSONValue = [
+            "name": "e", "source": holder, "destination": ["file": .string(claimed)],
+            "rules": ["deleteDestinationIfSourceDeleted"],
+        ]
+        _ = try MethodTable.call("edge.add", bobsEdge, b).get()
+        let evesEdge: JSONValue = [
+            "name": "e", "source": ["collection": .string("u\(eve)"), "key": "src"],
+            "destination": ["file": .string(claimed)],
+        ]
+        _ = try MethodTable.call("edge.remove", evesEdge, e).get()
+        _ = try MethodTable.call("object.put", put, b).get()  // his look, Eve's claim gone with her edge
+        _ = try MethodTable.call("object.delete", holder, b).get()
+        _ = try store.sweep()
+        #expect(!FileManager.default.fileExists(atPath: claimed), "Bob's own rule unlinks his file")
+    }
+
+    @Test("a claim that cannot be read: nothing is unlinked")
+    func unreadableClaim() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        mkdir(shared + "/eve", uid: eve)
+        let file = shared + "/eve/x.mp4"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("eve".utf8)))
+        #expect(chown(file, eve, eve) == 0)
+        #expect(try addEdge(file, context(store, uid: eve)) == nil)
+        try store.write { tx in try tx.db.execute(sql: "UPDATE file SET claim = 'garbage'") }
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: file))
+    }
+
+    @Test("verify --repair of an unreferenced claimed row: the file its claim does not cover is kept")
+    func repairUnreferencedClaimed() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let claimed = shared + "/new/x.mp4"
+        #expect(try addEdge(claimed, context(store, uid: eve)) == nil)
+        mkdir(shared + "/new", uid: bob)
+        #expect(FileManager.default.createFile(atPath: claimed, contents: Data("bob".utf8)))
+        #expect(chown(claimed, bob, bob) == 0)
+        // Seen by an admin's explicit look (the claim stays), then left without edges.
+        let admin = context(store, uid: 0, admin: true)
+        _ = try MethodTable.call(
+            "object.put", ["collection": "a", "key": "k", "value": ["file": .string(claimed)]], admin
+        ).get()
+        try store.write { tx in try tx.db.execute(sql: "DELETE FROM edge WHERE is_file = 1") }
+        var options = VerifyOptions()
+        options.repair = true
+        _ = try store.verify(options)
+        _ = try store.sweep()
+        #expect(FileManager.default.fileExists(atPath: claimed), "Bob's file in Bob's folder is kept")
+    }
+
+    @Test("Eve's file named in her value, Bob's folder swapped in, an admin puts her object again: Bob's file is kept")
+    func adminPutsTheSameValueAfterSwap() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        _ = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        #expect(put(evesFile, context(store, uid: eve), key: "src") == nil)
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        let params: JSONValue = [
+            "collection": .string("u\(eve)"), "key": "src", "value": ["file": .string(evesFile)],
+            "owner": .string("u\(eve)"), "metadata": ["note": "admin"],
+        ]
+        _ = try MethodTable.call("object.put", params, context(store, uid: 0, admin: true)).get()
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's file, now at Eve's path, is kept")
+    }
+
+    @Test("an admin's own file replaced by rename and put again under enforcement: its rule unlinks the new one")
+    func adminsOwnReplacedFile() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        store.enforceOwnership = true
+        let file = root + "/a.mp4"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("v1".utf8)))
+        let admin = context(store, uid: 0, admin: true)
+        let holder: JSONValue = ["collection": "svc", "key": "k"]
+        let put: JSONValue = ["collection": "svc", "key": "k", "value": [:], "owner": "tenant"]
+        _ = try MethodTable.call("object.put", put, admin).get()
+        let edge: JSONValue = [
+            "name": "e", "source": holder, "destination": ["file": .string(file)],
+            "rules": ["deleteDestinationIfSourceDeleted"],
+        ]
+        _ = try MethodTable.call("edge.add", edge, admin).get()
+        #expect(FileManager.default.createFile(atPath: file + ".new", contents: Data("v2".utf8)))
+        #expect(rename(file + ".new", file) == 0)
+        _ = try MethodTable.call("object.put", put, admin).get()
+        _ = try MethodTable.call("object.delete", holder, admin).get()
+        _ = try store.sweep()
+        #expect(!FileManager.default.fileExists(atPath: file))
+    }
 }

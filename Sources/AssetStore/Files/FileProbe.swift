@@ -133,7 +133,7 @@ enum FileProbe {
                 if let check {
                     try judge(
                         check, path, folder, folders, file: Self.status(fd, prefix, path, folder: false).status)
-                    state.judgement = FileJudgement(uid: check.uid, owner: check.owner, folder: nil)
+                    state.judgement = FileJudgement(uid: check.uid, owner: check.owner, folder: folders.last)
                 }
                 // The inode statx saw, opened again through /proc: where it cannot be (no read
                 // permission, no /proc) the other fields still tell.

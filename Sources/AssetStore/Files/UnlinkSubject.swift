@@ -61,12 +61,12 @@ public struct FileReferenceCheck: Sendable {
     }
 }
 
-/// What a checked probe passed: for whom and, for a file not there yet, the folder it was
-/// judged on. A file named while missing is found by name only when a rule deletes it, so it
-/// is then identified only through that folder (`MissingFileClaim`).
+/// What a checked probe passed: for whom, and the folder it was judged on (the file's, or
+/// for a file not there yet the nearest that exists). The row keeps it as its claim
+/// (`FileClaim`): whatever is at the path when a rule deletes it is taken only as far as this
+/// judgement covers it.
 public struct FileJudgement: Sendable, Hashable {
     public var uid: UInt32
     public var owner: String
-    /// The nearest folder that existed, for a file not there yet.
     public var folder: FolderSeen?
 }

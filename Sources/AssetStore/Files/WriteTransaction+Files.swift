@@ -48,9 +48,9 @@ extension WriteTransaction {
 
     /// Inserts or refreshes a registry row; a size change re-indexes every holder. The lookup
     /// and the insert, a put's, are stepped raw: GRDB's row and arguments cost more than them.
-    /// A checked probe's state (a non-admin's, under enforce_ownership) that finds nothing
-    /// judged only a folder: it may not take a row another owner holds (a file seen, or one
-    /// another user claimed), and it claims the row (MissingFileClaim.swift).
+    /// A checked probe's state (a non-admin's, under enforce_ownership) claims the row
+    /// (FileClaim.swift); one that finds nothing judged only a folder, and may not take a
+    /// row another owner holds (a file seen there, or a path another user claimed).
     func registerFile(path: String, state: FileState) throws -> Int64 {
         let statements = try fileStatements()
         var found: (id: Int64, size: Int64, same: Bool, device: Int64?, claim: String?)?
@@ -71,7 +71,7 @@ extension WriteTransaction {
             if !found.same, !state.exists, let device = found.device, !provedGone(path, device: device) {
                 return found.id
             }
-            let claim = claimAfter(state, kept: found.claim, seen: found.device != nil)
+            let claim = try claimAfter(found.id, state, kept: found.claim)
             let id = found.id
             let stamp = state.stamp
             if !found.same || claim != found.claim {
@@ -93,7 +93,7 @@ extension WriteTransaction {
             }
             return id
         }
-        let claim = MissingFileClaim(state)?.text
+        let claim = FileClaim(state)?.text
         let id = try statements.insert.executeRawCounting { s in
             Statement.bindText(s, 1, path)
             Statement.bindInt64(s, 2, state.size)
@@ -134,23 +134,13 @@ extension WriteTransaction {
         }
     }
 
-    /// The claim a row keeps after `state`: a checked look that finds nothing claims it; the
-    /// claimant's own check (or any check of an unclaimed row) that sees the file clears it;
-    /// another user's look, or an unchecked one, keeps it. A file seen before and gone by an
-    /// unchecked look, under enforce_ownership, is not identified by name until a look sees
-    /// it again (no one judged what will be there).
-    private func claimAfter(_ state: FileState, kept: String?, seen: Bool) -> String? {
-        if let claim = MissingFileClaim(state) { return claim.text }
-        let row = RowClaim(text: kept)
-        if state.exists {
-            // An unchecked look that sees the file vouches for it as it always has, but not
-            // for a claimant.
-            guard let judged = state.judgement else { return row == .unidentifiable ? nil : kept }
-            if case .claim(let c) = row, c.uid != judged.uid { return kept }
-            return nil
-        }
-        if state.judgement == nil, seen, row == .none, store.enforceOwnership { return RowClaim.unidentifiableText }
-        return kept
+    /// The claim a row keeps after `state`: a checked look claims it for its caller, unless
+    /// another user claimed it and that user's objects still hold it; an unchecked look keeps
+    /// what there is.
+    private func claimAfter(_ id: Int64, _ state: FileState, kept: String?) throws -> String? {
+        guard let judged = state.judgement, let claim = FileClaim(state) else { return kept }
+        if case .claim(let c) = RowClaim(text: kept), c.uid != judged.uid, try held(id, by: c.owner) { return kept }
+        return claim.text
     }
 
     /// Whether an object of `owner` holds the file `id`.

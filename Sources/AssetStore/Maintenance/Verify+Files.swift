@@ -200,7 +200,7 @@ extension WriteTransaction {
             let row = try Row.fetchOne(
                 db.cachedStatement(
                     sql: """
-                        SELECT path, device, inode, size, birth, generation, ctime FROM file f WHERE id = ?
+                        SELECT path, device, inode, size, birth, generation, ctime, claim FROM file f WHERE id = ?
                         AND NOT EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                         """), arguments: [id])
         else { return .vanished }
@@ -211,9 +211,18 @@ extension WriteTransaction {
         guard let device, let inode else {
             return .repaired("the registry row was dropped; the file was never seen, so nothing is unlinked")
         }
-        let file = RegisteredFile(
+        var file = RegisteredFile(
             path: path, size: row[3], device: device, inode: inode,
             stamp: FileStamp(birth: row[4], generation: row[5], ctime: row[6]))
+        // A claimed row names its file only where its claim covers it (FileClaim.swift).
+        let claim = RowClaim(text: row[7])
+        if claim != .none {
+            file.identify(store, claim: claim)
+            guard file.device != nil else {
+                return .repaired(
+                    "the registry row was dropped; its claim does not cover the file there, so nothing is unlinked")
+            }
+        }
         try file.queueUnlink(db, commit: commit, now: now, delay: store.configuration.unlinkDelay)
         report.filesQueued.append(path)
         return .repaired("the registry row was dropped and the file queued for unlinking")

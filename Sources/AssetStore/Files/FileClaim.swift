@@ -1,15 +1,15 @@
-// A file a non-admin named while it was not there (control.enforce_ownership) was judged on
-// the nearest folder that existed: the caller could create, or unlink, anything in it. It is
-// found by name only when a rule deletes it, with no caller to judge it then, so it is
-// identified only through that very folder (device, inode, owner and birth time, not its
-// path: another user's folder renamed in place of it is not it; and, unless it is the
+// A non-admin's file (control.enforce_ownership) is judged when its call names it: on the
+// folder holding it or, for a file not there yet, on the nearest folder that exists. The
+// daemon unlinks it later for that caller's rules, by what is at its path then, which the
+// registry row may have learned from a look no one judged (another user's put, an admin's, a
+// file made after it was named). So the row keeps the judgement, its claim, and the file at
+// its path is taken only through that very folder (device, inode, owner and birth time, not
+// its path: another user's folder renamed in place of it is not it; and, unless it is the
 // caller's own, its group, mode and ACL as judged), and only through folders below it that
-// the caller owns (another user's folder made there later is not the caller's to empty). The
-// claim stays until the claimant's own check sees the file there: another user's look, or an
-// unchecked one, does not judge for the claimant.
+// the caller owns (another user's folder made there later is not the caller's to empty).
 
-/// The judgement a registry row of a missing file keeps (`file.claim`).
-struct MissingFileClaim: Equatable {
+/// The judgement a registry row of a non-admin's file keeps (`file.claim`).
+struct FileClaim: Equatable {
     var uid: UInt32
     /// The owner name of the claimant's objects.
     var owner: String
@@ -21,9 +21,9 @@ struct MissingFileClaim: Equatable {
         self.folder = folder
     }
 
-    /// From a checked probe's state of a missing file.
+    /// From a checked probe's state.
     init?(_ state: FileState) {
-        guard !state.exists, let j = state.judgement, let folder = j.folder else { return nil }
+        guard let j = state.judgement, let folder = j.folder else { return nil }
         self.init(uid: j.uid, owner: j.owner, folder: folder)
     }
 
@@ -76,28 +76,25 @@ struct MissingFileClaim: Equatable {
 
 /// A registry row's `claim` column.
 enum RowClaim: Equatable {
-    /// None: a file seen, or named by admins (or before claims were kept).
+    /// None: a file named by admins (or before claims were kept).
     case none
-    /// Seen once, since gone by an unchecked look under enforce_ownership, or a claim that
-    /// cannot be read: never identified by name.
+    /// A claim that cannot be read: never identified.
     case unidentifiable
-    case claim(MissingFileClaim)
-
-    static let unidentifiableText = "-"
+    case claim(FileClaim)
 
     init(text: String?) {
         guard let text else {
             self = .none
             return
         }
-        self = MissingFileClaim(text: text).map(RowClaim.claim) ?? .unidentifiable
+        self = FileClaim(text: text).map(RowClaim.claim) ?? .unidentifiable
     }
 }
 
 extension RegisteredFile {
     /// Makes this row, being queued, name the file the deleting commit means: one registered
-    /// before it existed is the one there now (through its claim, if any); one with a claim
-    /// must be the one its claim covers, or its identity is dropped and nothing is unlinked.
+    /// before it existed is the one there now; one with a claim must be the one its claim
+    /// covers (and the one recorded, if any), or its identity is dropped and nothing is unlinked.
     mutating func identify(_ store: Store, claim: RowClaim) {
         guard let root = store.roots.root(of: path) else { return }
         switch claim {
@@ -107,7 +104,8 @@ extension RegisteredFile {
             }
             take(state)
         case .unidentifiable:
-            return
+            device = nil
+            inode = nil
         case .claim(let c):
             let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
             guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check),
