@@ -102,7 +102,7 @@ extension Daemon {
         let n = plan.oversized
         let line =
             "\(run): \(n) deletion\(n == 1 ? "" : "s") reached more than a batch's work budget"
-            + " and went whole, the first \(first.collection)/\(first.key)"
+            + " and went whole, the first \(String(reflecting: "\(first.collection)/\(first.key)"))"
         logger.warning("\(line)")
     }
 

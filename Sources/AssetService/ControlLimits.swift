@@ -28,7 +28,7 @@ public struct ControlLimits: Sendable, Equatable {
     /// `control.total_lease_entries`: objects and files the live leases of all connections hold.
     public var totalLeaseEntries = 65_536
     /// `control.max_cascade_objects`: objects the rules may delete for one non-admin request;
-    /// 0 for no bound. 10,000 is about 0.2 s of every writer's time a refusal (DESIGN.md).
+    /// 0 for no bound. 10,000 is at least 0.2 s of every writer's time a refusal (DESIGN.md).
     public var maxCascadeObjects = 10_000
 
     /// The bound on a non-admin's cascade, nil for none.

@@ -200,3 +200,18 @@ private func mixedStore(setBased: Bool) throws -> Fixture {
         }
     }
 }
+
+@Suite struct BatchDeleteSkipTests {
+    @Test("an expiry group refused for a leased file counts that object alone as skipped", arguments: [false, true])
+    func refusedGroupCountsOnlyTheProtected(setBased: Bool) throws {
+        let f = try mixedStore(setBased: setBased)
+        var p = PolicyConfiguration()
+        p.batch = 1000
+        f.store.policy = p
+        let dry = try f.store.expire(collection: nil, olderThan: 3600, idle: nil, dryRun: true)
+        let plan = try f.store.expire(collection: nil, olderThan: 3600, idle: nil)
+        #expect(plan.skipped[.leased] == 1, "\(plan.skipped)")
+        #expect(dry.skipped == plan.skipped)
+        #expect(!plan.objects.contains { $0.ref == ref("assets", "l0") })
+    }
+}

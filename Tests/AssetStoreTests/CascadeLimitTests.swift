@@ -56,7 +56,9 @@ import Testing
         #expect(files.allSatisfy { f.exists($0) })
     }
 
-    @Test("a cascade at the bound, or with none, commits whole", arguments: [50, nil] as [Int?])
+    @Test(
+        "a cascade at the bound, with none, or with the largest, commits whole",
+        arguments: [50, nil, Int.max] as [Int?])
     func atTheBound(limit: Int?) throws {
         let (f, _) = try chain(leaves: 50)
         let report = try f.store.write { tx in

@@ -69,6 +69,7 @@ import Testing
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 10, batch: 1, interval: "1s"))
         try bigCascade(h)
         #expect(
-            eventually(timeout: 60) { h.log.contains("work budget and went whole, the first media/big") }, "\(h.log)")
+            eventually(timeout: 60) { h.log.contains("work budget and went whole, the first \"media/big\"") },
+            "\(h.log)")
     }
 }

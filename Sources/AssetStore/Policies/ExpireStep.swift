@@ -69,8 +69,14 @@ final class ExpireStep: PolicyStep {
                 continue
             }
             if run.deferred {
-                // Undone for the budget: the next batch begins with half of it.
+                // Undone for the budget: the next batch begins with half of it. A batch's first
+                // group goes on with its first object alone (never limited), so that every
+                // transaction deletes something and a one-batch dry run plans something.
                 group = max(1, ids.count / 2)
+                if run.deletedInBatch == 0 && ids.count > 1 {
+                    group = 1
+                    continue
+                }
                 return false
             }
             if ids.count == 1 {  // refused, and counted as skipped

@@ -238,7 +238,8 @@ final class PolicyRun {
                 deferred = true
                 if ids.count == 1 { workInBatch = max(workInBatch, workBudget) }
             }
-            if let refusal, let id = ids.first { skip(id, refusal) }
+            // A group refused goes one at a time next, where its protected object is counted.
+            if let refusal, ids.count == 1, let id = ids.first { skip(id, refusal) }
             return nil
         }
         if budget.spent > workBudget {

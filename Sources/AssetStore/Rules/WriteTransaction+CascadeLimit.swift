@@ -23,7 +23,8 @@ extension WriteTransaction {
     func countEdge() throws {
         guard let limit = cascadeLimit else { return }
         edgesCounted += 1
-        let (bound, over) = (limit + 1).multipliedReportingOverflow(by: Self.edgesPerCascadedObject)
-        if !over, edgesCounted > bound { throw StoreError.cascadeLimit(limit, edges: bound) }
+        let (objects, past) = limit.addingReportingOverflow(1)
+        let (bound, over) = objects.multipliedReportingOverflow(by: Self.edgesPerCascadedObject)
+        if !past, !over, edgesCounted > bound { throw StoreError.cascadeLimit(limit, edges: bound) }
     }
 }
