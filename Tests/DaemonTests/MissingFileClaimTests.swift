@@ -1,7 +1,7 @@
-// With enforce_ownership, a file a non-admin names while it is not there is judged on the
-// nearest folder that exists, and found by name only when a rule deletes it: it is then
-// identified only through that folder, and only through folders below it the caller owns.
-// And a non-admin's call may not change which file a row another owner holds names.
+// With enforce_ownership, a file a non-admin names is judged then (on its folder, or for a
+// file not there yet the nearest folder that exists), and the registry row keeps that
+// judgement, its claim: when a rule deletes the row, the file at its path is taken only as
+// far as the claim covers it, whatever looks (another user's, an admin's) recorded since.
 
 @testable import AssetDaemon
 @testable import AssetStore
@@ -179,7 +179,7 @@ struct MissingFileClaimTests: FileAccessSuite {
         #expect(FileManager.default.fileExists(atPath: claimed), "seen by Bob's look, not Eve's: her claim stands")
     }
 
-    @Test("Eve's file seen, then gone by an admin's look: whatever is at its path later is not identified")
+    @Test("Eve's file seen, then gone by an admin's look: Bob's folder swapped in later is not identified")
     func goneByAnUncheckedLook() throws {
         let (store, root) = try openStore()
         defer { store.close() }
@@ -382,5 +382,64 @@ struct MissingFileClaimTests: FileAccessSuite {
         _ = try MethodTable.call("object.delete", holder, admin).get()
         _ = try store.sweep()
         #expect(!FileManager.default.fileExists(atPath: file))
+    }
+
+    /// How Bob's file, made where Eve's own was in a sticky folder, gets into her row.
+    enum StickyWay: CaseIterable { case bobsOwnPut, adminsPut, goneThenMade }
+
+    @Test(
+        "Eve's own file in a sticky shared folder, gone, then Bob's there: her rule leaves his",
+        arguments: StickyWay.allCases)
+    func stickyFolderOtherUsersFile(way: StickyWay) throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = root + "/shared"
+        mkdir(shared, uid: 0, mode: 0o1777)
+        let path = shared + "/report.pdf"
+        func make(_ uid: UInt32) {
+            #expect(
+                FileManager.default.createFile(atPath: path, contents: Data("\(uid)".utf8))
+                    && chown(path, uid, uid) == 0)
+        }
+        make(eve)
+        #expect(try addEdge(path, context(store, uid: eve)) == nil)  // her own file: she may
+        #expect(unlink(path) == 0)
+        let admin = context(store, uid: 0, admin: true)
+        let evesPut: JSONValue = [
+            "collection": .string("u\(eve)"), "key": "src", "value": ["n": 2], "owner": .string("u\(eve)"),
+        ]
+        if way == .goneThenMade { _ = try MethodTable.call("object.put", evesPut, admin).get() }
+        make(bob)
+        switch way {
+        case .bobsOwnPut:
+            let b = context(store, uid: bob)
+            let holder: JSONValue = ["collection": .string("u\(bob)"), "key": "holder"]
+            _ = try MethodTable.call(
+                "object.put", ["collection": holder["collection"]!, "key": "holder", "value": [:]], b
+            )
+            .get()
+            let edge: JSONValue = ["name": "keep", "source": holder, "destination": ["file": .string(path)]]
+            _ = try MethodTable.call("edge.add", edge, b).get()  // his own file: he may
+            _ = try MethodTable.call("edge.remove", edge, b).get()
+        case .adminsPut: _ = try MethodTable.call("object.put", evesPut, admin).get()
+        case .goneThenMade: break
+        }
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: path), "Bob's file is not Eve's to unlink")
+    }
+
+    @Test("a claimed row deleted while its root is not the pinned folder: its unlink waits, then goes")
+    func rootMovedAtDelete() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        #expect(try addEdge(evesFile, context(store, uid: eve)) == nil)
+        #expect(rename(root, root + ".real") == 0 && Glibc.mkdir(root, 0o755) == 0)
+        try deleteEvesSource(store)
+        #expect(FileManager.default.fileExists(atPath: root + ".real/shared/eve/x.mp4"))
+        #expect(rmdir(root) == 0 && rename(root + ".real", root) == 0)
+        _ = try store.sweep(retryFailed: true)
+        #expect(!FileManager.default.fileExists(atPath: evesFile), "kept queued while the root was away")
     }
 }

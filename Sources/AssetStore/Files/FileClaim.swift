@@ -8,6 +8,9 @@
 // caller's own, its group, mode and ACL as judged), and only through folders below it that
 // the caller owns (another user's folder made there later is not the caller's to empty).
 
+import Glibc
+import Synchronization
+
 /// The judgement a registry row of a non-admin's file keeps (`file.claim`).
 struct FileClaim: Equatable {
     var uid: UInt32
@@ -59,16 +62,23 @@ struct FileClaim: Equatable {
         return f.owner == uid || (seen.group == f.group && seen.mode == f.mode && seen.hasACL == f.hasACL)
     }
 
-    /// Nil when the file the walk found is one this claim covers.
+    /// Nil when the file the walk found is one this claim covers, or nothing is there (the
+    /// recorded file, if any, is then left to the sweep, which tells gone from hidden).
     func refusal(_ subject: UnlinkSubject, deviceNow: (Int64) -> Int64) -> String? {
-        guard let file = subject.file else { return "\(subject.path) is not there" }
+        guard let file = subject.file else { return nil }
         guard let at = subject.folders.firstIndex(where: { isJudgedFolder($0, deviceNow: deviceNow) }) else {
             return "\(subject.path) is not below the folder it was judged on, as it was"
         }
         if subject.folders[(at + 1)...].contains(where: { $0.owner != uid }) {
             return "\(subject.path) is below a folder that is not uid \(uid)'s"
         }
-        // As when a file is named: another name of it may be in another folder by now.
+        // As when a file is named: in a sticky folder of another's, only the caller's own file;
+        // and another name of it may be in another folder by now.
+        if let parent = subject.folders.last, parent.mode & UInt32(S_ISVTX) != 0, parent.owner != uid,
+            file.st_uid != uid
+        {
+            return "\(subject.path) is another user's file in a sticky folder"
+        }
         if file.st_nlink > 1 && file.st_uid != uid { return "\(subject.path) has other links and is not uid \(uid)'s" }
         return nil
     }
@@ -104,18 +114,27 @@ extension RegisteredFile {
             }
             take(state)
         case .unidentifiable:
-            device = nil
-            inode = nil
+            forget()
         case .claim(let c):
-            let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
-            guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check),
-                state.exists, device == nil || sameFile(state, store)
-            else {
-                device = nil
-                inode = nil
+            let refused = Mutex(false)
+            let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { subject in
+                let why = c.refusal(subject, deviceNow: store.deviceNow)
+                if why != nil { refused.withLock { $0 = true } }
+                return why
+            }
+            let state: FileState
+            do {
+                state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
+            } catch {
+                // Refused: not the claimant's file. Else the walk could not tell (a root moved or
+                // not opened): the recorded file, if any, is left to the sweep, which keeps its
+                // row while it cannot tell either.
+                if refused.withLock({ $0 }) { forget() }
                 return
             }
-            if device == nil { take(state) }
+            // Nothing there: as above. A file there must be the one recorded, if one was.
+            guard state.exists else { return }
+            if device == nil { take(state) } else if !sameFile(state, store) { forget() }
         }
     }
 
@@ -123,6 +142,12 @@ extension RegisteredFile {
     private func sameFile(_ state: FileState, _ store: Store) -> Bool {
         guard let device, let now = state.device else { return false }
         return inode == state.inode && (now == device || now == store.deviceNow(device))
+    }
+
+    /// No file to unlink: the queue row's NULL identity matches none.
+    private mutating func forget() {
+        device = nil
+        inode = nil
     }
 
     private mutating func take(_ state: FileState) {

@@ -176,8 +176,8 @@ enum Schema {
         m.registerMigration("v9") { db in
             try db.execute(sql: "INSERT OR IGNORE INTO meta(key, value) VALUES ('lease.last', 999999999999)")
         }
-        // A file a non-admin named while it was not there is identified, when a rule deletes
-        // it, only through the folder it was judged on (FileClaim.swift).
+        // A file a non-admin named is taken, when a rule deletes it, only as far as the
+        // judgement of that call covers it (FileClaim.swift).
         m.registerMigration("v10") { db in
             try db.execute(sql: "ALTER TABLE file ADD COLUMN claim TEXT")
         }

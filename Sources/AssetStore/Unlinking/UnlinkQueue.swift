@@ -59,7 +59,7 @@ struct RegisteredFile {
     var device: Int64?
     var inode: Int64?
     var stamp: FileStamp
-    /// Its claim, for a file a non-admin named while it was not there (FileClaim.swift).
+    /// Its claim, for a file a non-admin named (FileClaim.swift).
     var claim: RowClaim = .none
 
     /// The columns `init(_:)` reads, in order.
