@@ -442,4 +442,43 @@ struct MissingFileClaimTests: FileAccessSuite {
         _ = try store.sweep(retryFailed: true)
         #expect(!FileManager.default.fileExists(atPath: evesFile), "kept queued while the root was away")
     }
+
+    @Test("Bob's file seen by an admin's look at Eve's path, the path empty as her rule runs, his folder back: kept")
+    func absentAtDeleteAfterAdminLook() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        _ = try folder(shared, "bob", uid: bob, gid: bob, mode: 0o755, fileOwner: bob)
+        #expect(try addEdge(evesFile, context(store, uid: eve)) == nil)
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        let evesPut: JSONValue = [
+            "collection": .string("u\(eve)"), "key": "src", "value": ["n": 2], "owner": .string("u\(eve)"),
+        ]
+        _ = try MethodTable.call("object.put", evesPut, context(store, uid: 0, admin: true)).get()
+        // Nothing at the path as her rule runs (the walk cannot tell), Bob's folder back for the sweep.
+        #expect(rename(shared + "/eve", shared + "/bob-away") == 0)
+        let src: JSONValue = ["collection": .string("u\(eve)"), "key": "src"]
+        _ = try MethodTable.call("object.delete", src, context(store, uid: eve)).get()
+        #expect(rename(shared + "/bob-away", shared + "/eve") == 0)
+        _ = try store.sweep()
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's file, at Eve's path again, is kept")
+    }
+
+    @Test("Eve's file, now only Bob's other name of it, at her path once her rule ran on nothing there: kept")
+    func recordedInodeUnderAnotherName() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let shared = shared(root)
+        let evesFile = try folder(shared, "eve", uid: eve, gid: eve, mode: 0o755, fileOwner: eve)
+        mkdir(shared + "/bob", uid: bob)
+        #expect(try addEdge(evesFile, context(store, uid: eve)) == nil)
+        #expect(link(evesFile, shared + "/bob/x.mp4") == 0)  // Bob's own name of it
+        #expect(unlink(evesFile) == 0)  // nothing at her path as her rule runs
+        let src: JSONValue = ["collection": .string("u\(eve)"), "key": "src"]
+        _ = try MethodTable.call("object.delete", src, context(store, uid: eve)).get()
+        #expect(rename(shared + "/eve", shared + "/eve-away") == 0 && rename(shared + "/bob", shared + "/eve") == 0)
+        _ = try store.sweep()
+        #expect(FileManager.default.fileExists(atPath: evesFile), "Bob's name of the file is kept")
+    }
 }

@@ -9,7 +9,6 @@
 // the caller owns (another user's folder made there later is not the caller's to empty).
 
 import Glibc
-import Synchronization
 
 /// The judgement a registry row of a non-admin's file keeps (`file.claim`).
 struct FileClaim: Equatable {
@@ -62,10 +61,9 @@ struct FileClaim: Equatable {
         return f.owner == uid || (seen.group == f.group && seen.mode == f.mode && seen.hasACL == f.hasACL)
     }
 
-    /// Nil when the file the walk found is one this claim covers, or nothing is there (the
-    /// recorded file, if any, is then left to the sweep, which tells gone from hidden).
+    /// Nil when the file the walk found is one this claim covers.
     func refusal(_ subject: UnlinkSubject, deviceNow: (Int64) -> Int64) -> String? {
-        guard let file = subject.file else { return nil }
+        guard let file = subject.file else { return "\(subject.path) is not there" }
         guard let at = subject.folders.firstIndex(where: { isJudgedFolder($0, deviceNow: deviceNow) }) else {
             return "\(subject.path) is not below the folder it was judged on, as it was"
         }
@@ -103,8 +101,8 @@ enum RowClaim: Equatable {
 
 extension RegisteredFile {
     /// Makes this row, being queued, name the file the deleting commit means: one registered
-    /// before it existed is the one there now; one with a claim must be the one its claim
-    /// covers (and the one recorded, if any), or its identity is dropped and nothing is unlinked.
+    /// before it existed is the one there now; one with a claim is the file there its claim
+    /// covers, else nothing, or the one recorded while its root is away.
     mutating func identify(_ store: Store, claim: RowClaim) {
         guard let root = store.roots.root(of: path) else { return }
         switch claim {
@@ -116,32 +114,23 @@ extension RegisteredFile {
         case .unidentifiable:
             forget()
         case .claim(let c):
-            let refused = Mutex(false)
-            let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { subject in
-                let why = c.refusal(subject, deviceNow: store.deviceNow)
-                if why != nil { refused.withLock { $0 = true } }
-                return why
+            // The root itself not its pinned folder, or not opened (an admin's doing, not a
+            // user's): the recorded file, which only the claimant's looks saw, is left to the
+            // sweep, which keeps the row while the root is away.
+            switch store.roots.pins.open(root, flags: SafeUnlinker.oPath) {
+            case .folder(let fd): close(fd)
+            case .moved, .failed: return
             }
-            let state: FileState
-            do {
-                state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
-            } catch {
-                // Refused: not the claimant's file. Else the walk could not tell (a root moved or
-                // not opened): the recorded file, if any, is left to the sweep, which keeps its
-                // row while it cannot tell either.
-                if refused.withLock({ $0 }) { forget() }
-                return
-            }
-            // Nothing there: as above. A file there must be the one recorded, if one was.
-            guard state.exists else { return }
-            if device == nil { take(state) } else if !sameFile(state, store) { forget() }
+            // Below it, anything but a file the claim covers (a refusal, nothing there, a
+            // symlink, a folder renamed away as the rule runs) is nothing to unlink: the sweep
+            // does not judge, so a recorded inode kept here could be unlinked under another
+            // user's name once the path is put back.
+            let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
+            guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check),
+                state.exists
+            else { return forget() }
+            take(state)
         }
-    }
-
-    /// True when `state` is the file this row recorded (its device maybe numbered anew since).
-    private func sameFile(_ state: FileState, _ store: Store) -> Bool {
-        guard let device, let now = state.device else { return false }
-        return inode == state.inode && (now == device || now == store.deviceNow(device))
     }
 
     /// No file to unlink: the queue row's NULL identity matches none.

@@ -66,12 +66,20 @@ extension WriteTransaction {
             if let judged = state.judgement, !state.exists {
                 try mayClaim(path, found.id, found.device, found.claim, judged)
             }
+            let claim = try claimAfter(found.id, state, kept: found.claim)
+            // A claimed row records only what its claimant's own looks saw: another user's look,
+            // or an unchecked one, that leaves the claim leaves the row, so a delete that cannot
+            // look (FileClaim.identify) never falls back on a file no claimant judged.
+            if case .claim(let c) = RowClaim(text: found.claim), state.judgement?.uid != c.uid,
+                claim == found.claim
+            {
+                return found.id
+            }
             // Missing now, seen before: its device and inode stay unless it is proven gone,
             // or a disk not mounted now would make the sweep count it unlinked (and leak it).
             if !found.same, !state.exists, let device = found.device, !provedGone(path, device: device) {
                 return found.id
             }
-            let claim = try claimAfter(found.id, state, kept: found.claim)
             let id = found.id
             let stamp = state.stamp
             if !found.same || claim != found.claim {
