@@ -63,14 +63,15 @@ extension WriteTransaction {
             found = (r.int64(0), r.int64(1), same, int(2), r.isNull(9) ? nil : r.text(9))
         }
         if let found {
+            let row = RowClaim(text: found.claim)
             if let judged = state.judgement, !state.exists {
-                try mayClaim(path, found.id, found.device, found.claim, judged)
+                try mayClaim(path, found.id, found.device, row, judged)
             }
-            let claim = try claimAfter(found.id, state, kept: found.claim)
+            let claim = try claimAfter(found.id, state, kept: found.claim, row)
             // A claimed row records only what its claimant's own looks saw: another user's look,
             // or an unchecked one, that leaves the claim leaves the row, so a delete that cannot
             // look (FileClaim.identify) never falls back on a file no claimant judged.
-            if case .claim(let c) = RowClaim(text: found.claim), state.judgement?.uid != c.uid,
+            if case .claim(let c) = row, state.judgement?.uid != c.uid,
                 claim == found.claim
             {
                 return found.id
@@ -128,14 +129,14 @@ extension WriteTransaction {
     /// its to claim: a file seen there that another owner's objects hold (and its own do not),
     /// or a claim of another user whose objects still hold it.
     private func mayClaim(
-        _ path: String, _ id: Int64, _ device: Int64?, _ kept: String?, _ judged: FileJudgement
+        _ path: String, _ id: Int64, _ device: Int64?, _ row: RowClaim, _ judged: FileJudgement
     ) throws {
         if device != nil, try heldByOtherOwner(file: id, owner: judged.owner), try !held(id, by: judged.owner) {
             throw StoreError(
                 .permissionDenied, "\(path) is registered as a file that is not there now, held by another owner",
                 detail: .string(path))
         }
-        if case .claim(let c) = RowClaim(text: kept), c.uid != judged.uid, try held(id, by: c.owner) {
+        if case .claim(let c) = row, c.uid != judged.uid, try held(id, by: c.owner) {
             throw StoreError(
                 .permissionDenied, "\(path) was named by another user while it is not there",
                 detail: .string(path))
@@ -145,21 +146,10 @@ extension WriteTransaction {
     /// The claim a row keeps after `state`: a checked look claims it for its caller, unless
     /// another user claimed it and that user's objects still hold it; an unchecked look keeps
     /// what there is.
-    private func claimAfter(_ id: Int64, _ state: FileState, kept: String?) throws -> String? {
+    private func claimAfter(_ id: Int64, _ state: FileState, kept: String?, _ row: RowClaim) throws -> String? {
         guard let judged = state.judgement, let claim = FileClaim(state) else { return kept }
-        if case .claim(let c) = RowClaim(text: kept), c.uid != judged.uid, try held(id, by: c.owner) { return kept }
+        if case .claim(let c) = row, c.uid != judged.uid, try held(id, by: c.owner) { return kept }
         return claim.text
-    }
-
-    /// Whether an object of `owner` holds the file `id`.
-    private func held(_ id: Int64, by owner: String) throws -> Bool {
-        try Bool.fetchOne(
-            db.cachedStatement(
-                sql: """
-                    SELECT EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
-                    WHERE e.is_file = 1 AND e.dst = ? AND o.owner = ?)
-                    """),
-            arguments: [id, owner]) ?? false
     }
 
     /// The registry's lookup, insert and unqueue, found once a transaction (GRDB's statement

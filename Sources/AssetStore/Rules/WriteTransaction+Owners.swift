@@ -56,13 +56,22 @@ extension WriteTransaction {
 
     /// Whether an object whose owner is not `owner` holds the file `id`.
     func heldByOtherOwner(file id: Int64, owner: String) throws -> Bool {
+        try holders(of: id, owner: owner, sameOwner: false) ?? true
+    }
+
+    /// Whether an object of `owner` holds the file `id`.
+    func held(_ id: Int64, by owner: String) throws -> Bool {
+        try holders(of: id, owner: owner, sameOwner: true) ?? false
+    }
+
+    private func holders(of id: Int64, owner: String, sameOwner: Bool) throws -> Bool? {
         try Bool.fetchOne(
             db.cachedStatement(
                 sql: """
                     SELECT EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
-                    WHERE e.is_file = 1 AND e.dst = ? AND o.owner <> ?)
+                    WHERE e.is_file = 1 AND e.dst = ? AND (o.owner = ?) = ?)
                     """),
-            arguments: [id, owner]) ?? true
+            arguments: [id, owner, sameOwner])
     }
 
     private func owner(of id: Int64) throws -> String? {
