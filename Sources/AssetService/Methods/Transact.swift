@@ -1,5 +1,7 @@
 // transact {ops: [{method, params}…]} → {commit, results, deleted, unlinks_queued}: every op
 // in one write transaction, all or nothing. Ops are the object and edge methods and flush.
+// Results past control.max_reply_bytes roll it back (reply_too_large), and so, for a bounded
+// caller, do reads past the cascade bound's work (query_rejected).
 
 import AssetStore
 import ControlProtocol
@@ -16,6 +18,16 @@ extension MethodTable {
         },
     ]
 
+    static let transactReads: Set<String> = ["object.get", "object.list", "edge.find", "edge.count"]
+
+    /// Results past `limit` bytes: the transaction rolls back (its reply could not be sent).
+    static func resultsTooLarge(_ limit: Int) -> StoreError {
+        StoreError(
+            .replyTooLarge,
+            "the results of this transact would be larger than \(limit) bytes (control.max_reply_bytes): nothing was "
+                + "changed; read less in one transact, or outside it")
+    }
+
     static func transact(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         guard let ops = p.value("ops")?.arrayValue else { throw RPCError.invalidParams("ops must be an array") }
         var parsed = [(Op, Params, Int)]()
@@ -30,11 +42,27 @@ extension MethodTable {
             guard params.objectValue != nil else { throw RPCError.invalidParams("ops[\(i)].params must be an object") }
             parsed.append((run, Params(params), i))
         }
+        // Reads run in the write transaction, holding every other writer: bounded for those
+        // whose deletions are (WriteTransaction+ReadBound.swift).
+        let reads = Set(ops.indices.filter { Self.transactReads.contains(ops[$0]["method"]?.stringValue ?? "") })
         // Only deletes: it frees space, and may use the reserve on a full disk (assetd(8)).
         let deletes = ops.allSatisfy { $0["method"]?.stringValue == "object.delete" }
         let done = try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
-            try parsed.map { run, params, i in
-                do { return try run(params, tx, ctx) } catch var e as RPCError {
+            var size = 0
+            var scratch = [UInt8]()
+            return try parsed.map { run, params, i in
+                do {
+                    let result =
+                        try reads.contains(i)
+                        ? tx.boundedRead(ctx.cascadeLimit) { try run(params, tx, ctx) } : run(params, tx, ctx)
+                    guard ctx.replyLimit != .max else { return result }
+                    // Refused before commit, unlike a reply's deletion lists: nothing is done yet.
+                    scratch.removeAll(keepingCapacity: true)
+                    result.write(to: &scratch)
+                    size += scratch.count + 1
+                    if size > ctx.replyLimit { throw Self.resultsTooLarge(ctx.replyLimit) }
+                    return result
+                } catch var e as RPCError {
                     e.message = "ops[\(i)]: " + e.message
                     throw e
                 } catch let e as StoreError {

@@ -58,6 +58,9 @@ public final class WriteTransaction {
     var requestedDeletes: Set<Int64> = []
     /// Edges the deletions removed so far (the named objects' too), counted against the bound.
     var edgesCounted = 0
+    /// What a bounded request's reads may still spend (WriteTransaction+ReadBound.swift); nil
+    /// until its first read.
+    var readAllowance: ReadAllowance?
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
