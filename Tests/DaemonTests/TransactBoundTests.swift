@@ -9,6 +9,7 @@
 import AssetStoreTestSupport
 import ControlProtocol
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct TransactBoundTests {
@@ -95,12 +96,14 @@ import Testing
     func scanInterrupted() throws {
         let store = try store(edges: 3000)
         defer { store.close() }
-        let allowed = WriteTransaction.readCalls(10)
+        // A bound of 1: 20 calls, against about 120 that counting 3,000 rows takes.
+        let allowed = WriteTransaction.readCalls(1)
+        #expect(allowed == 20)
         var spent = 0
         let outcome = Result {
             try store.write { tx in
                 defer { spent = allowed - (tx.readAllowance?.left ?? allowed) }
-                return try tx.boundedRead(10) { try tx.edgeCount(EdgeFilter(name: "e")) }
+                return try tx.boundedRead(1) { try tx.edgeCount(EdgeFilter(name: "e")) }
             }
         }
         guard case .failure(let e as StoreError) = outcome else {
@@ -110,6 +113,48 @@ import Testing
         #expect(e.code == .queryRejected)
         // The handler stopped it at the first call past the allowance.
         #expect(spent == allowed + 1)
+    }
+
+    @Test("touches and flushes of an object holding many files stay within the bound")
+    func touchFlushCheap() throws {
+        let store = try store()
+        defer { store.close() }
+        let dir = (store.path as NSString).deletingLastPathComponent
+        try store.write { tx in
+            for i in 0..<3000 {
+                try tx.addEdge(
+                    name: "f", source: ObjectRef("o", "hub"), destination: .file("\(dir)/missing-\(i)"),
+                    rules: DeleteRules(rawValue: 0))
+            }
+        }
+        // Each flush summed the hub's 3,000 files again after a touch: 30 times past a bound of 10.
+        let touch: JSONValue = ["method": "object.touch", "params": ["collection": "o", "key": "hub"]]
+        let flush: JSONValue = ["method": "flush"]
+        let pairs = (0..<20).flatMap { _ in [touch, flush] }
+        let done = try transact(pairs, context(store, admin: false)).get()
+        #expect(done.result["results"]?.arrayValue?.count == 41)
+        let files = try store.read { try $0.get(ObjectRef("o", "hub")) }?.files.count
+        #expect(files == 3000)
+    }
+
+    @Test("a get of an object the transaction deleted does not read its row")
+    func hiddenGetNotCopied() throws {
+        let store = try store()
+        defer { store.close() }
+        let rowReads = Mutex(0)
+        try store.write { tx in
+            try tx.delete(ObjectRef("o", "big"))
+            tx.db.trace { event in
+                if case .statement(let s) = event, s.sql.contains("SELECT id, value, metadata") {
+                    rowReads.withLock { $0 += 1 }
+                }
+            }
+            for _ in 0..<5 { #expect(try tx.get(ObjectRef("o", "big")) == nil) }
+            #expect(try tx.owner(ObjectRef("o", "big")) == nil)
+            #expect(try tx.owner(ObjectRef("o", "hub")) == StoreConfiguration.processUserName())
+            tx.db.trace(options: [], nil)
+        }
+        #expect(rowReads.withLock { $0 } == 0)
     }
 
     @Test("a non-admin's reads within the bound commit, edge.find and object.list too")

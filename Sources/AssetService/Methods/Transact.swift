@@ -1,7 +1,7 @@
 // transact {ops: [{method, params}…]} → {commit, results, deleted, unlinks_queued}: every op
 // in one write transaction, all or nothing. Ops are the object and edge methods and flush.
 // Results past control.max_reply_bytes roll it back (reply_too_large), and so, for a bounded
-// caller, do reads past the cascade bound's work (query_rejected).
+// caller, do reads and flushes past the cascade bound's work (query_rejected).
 
 import AssetStore
 import ControlProtocol
@@ -18,7 +18,9 @@ extension MethodTable {
         },
     ]
 
-    static let transactReads: Set<String> = ["object.get", "object.list", "edge.find", "edge.count"]
+    /// Ops whose work is not carried by the request: its size bounds puts and edge changes,
+    /// the cascade bound deletions.
+    static let transactBounded: Set<String> = ["object.get", "object.list", "edge.find", "edge.count", "flush"]
 
     /// Results past `limit` bytes: the transaction rolls back (its reply could not be sent).
     static func resultsTooLarge(_ limit: Int) -> StoreError {
@@ -42,9 +44,9 @@ extension MethodTable {
             guard params.objectValue != nil else { throw RPCError.invalidParams("ops[\(i)].params must be an object") }
             parsed.append((run, Params(params), i))
         }
-        // Reads run in the write transaction, holding every other writer: bounded for those
-        // whose deletions are (WriteTransaction+ReadBound.swift).
-        let reads = Set(ops.indices.filter { Self.transactReads.contains(ops[$0]["method"]?.stringValue ?? "") })
+        // Reads and flushes run in the write transaction, holding every other writer: bounded
+        // for those whose deletions are (WriteTransaction+ReadBound.swift).
+        let bounded = Set(ops.indices.filter { Self.transactBounded.contains(ops[$0]["method"]?.stringValue ?? "") })
         // Only deletes: it frees space, and may use the reserve on a full disk (assetd(8)).
         let deletes = ops.allSatisfy { $0["method"]?.stringValue == "object.delete" }
         let done = try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
@@ -53,7 +55,7 @@ extension MethodTable {
             return try parsed.map { run, params, i in
                 do {
                     let result =
-                        try reads.contains(i)
+                        try bounded.contains(i)
                         ? tx.boundedRead(ctx.cascadeLimit) { try run(params, tx, ctx) } : run(params, tx, ctx)
                     guard ctx.replyLimit != .max else { return result }
                     // Refused before commit, unlike a reply's deletion lists: nothing is done yet.

@@ -26,6 +26,9 @@ struct Reads {
 
     func get(_ ref: ObjectRef) throws -> StoredObject? {
         try ref.validate()
+        // An object this transaction deleted: found by its id alone, not copied (value and
+        // metadata) only to be dropped.
+        if !hidden.isEmpty, try objectID(ref) == nil { return nil }
         guard
             let row = try Row.fetchOne(
                 db.cachedStatement(sql: Store.objectRowSQL.description), arguments: [ref.collection, ref.key])

@@ -1,7 +1,7 @@
-// The bound on what one bounded request's reads may make the writer do (a non-admin's
-// `transact`, whose reads run in the write transaction and so hold every other writer): the
-// cascade bound's allowance in edges, at `stepsPerEdge` SQLite steps each, counted by a
-// progress handler across the request's reads. A count, not a clock: the same request is
+// The bound on what a bounded request's reads and flushes may make the writer do (a
+// non-admin's `transact`, whose ops run in the write transaction and so hold every other
+// writer): the cascade bound's allowance in edges, at `stepsPerEdge` SQLite steps each,
+// counted by a progress handler across the request's bounded ops. A count, not a clock: the same request is
 // refused on any machine, and a scan is stopped inside its statement, not after it.
 
 import GRDB
@@ -21,8 +21,10 @@ private let readProgress: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = {
 }
 
 extension WriteTransaction {
-    /// SQLite virtual-machine steps between two handler calls.
-    static let stepsPerCall: Int32 = 1000
+    /// SQLite virtual-machine steps between two handler calls. SQLite counts them per
+    /// statement, so a statement shorter than this is charged nothing: each bounded op is
+    /// charged one call as it starts, and the calls are short.
+    static let stepsPerCall: Int32 = 100
     /// Steps allowed a read for each edge the cascade bound allows: reading one edge with the
     /// names of its ends (`edge.find`) took 38-52, counting one 3-4.
     static let stepsPerEdge = 100
@@ -42,10 +44,12 @@ extension WriteTransaction {
         guard let limit else { return try body() }
         let allowance = readAllowance ?? ReadAllowance(Self.readCalls(limit))
         readAllowance = allowance
+        allowance.left -= 1
         if allowance.left < 0 { throw Self.readLimit(limit) }
         let handle = db.sqliteConnection
         sqlite3_progress_handler(
             handle, Self.stepsPerCall, readProgress, Unmanaged.passUnretained(allowance).toOpaque())
+        // Nothing else installs one on the writer: none to restore.
         defer { sqlite3_progress_handler(handle, 0, nil, nil) }
         do {
             let value = try body()
@@ -60,9 +64,9 @@ extension WriteTransaction {
     static func readLimit(_ limit: Int) -> StoreError {
         StoreError(
             .queryRejected,
-            "the reads of this request would take the writer longer than control.max_cascade_objects = \(limit) "
-                + "allows (about the work of reading \(edgesPerCascadedObject) edges an object): nothing was "
-                + "changed; read outside transact, or less at once",
+            "the reads and flushes of this transact would hold the writer longer than control.max_cascade_objects = "
+                + "\(limit) allows (about the work of reading \(edgesPerCascadedObject) edges for each object): "
+                + "nothing was changed; read outside transact, on a snapshot, or do less at once",
             detail: ["limit": "control.max_cascade_objects", "value": .int(Int64(limit))])
     }
 }

@@ -75,6 +75,10 @@ public final class WriteTransaction {
     var ruleWorkLimit: Int?
     var ruleWorkDone = 0
     var indexDirty: Set<Int64> = []
+    /// Objects only touched: their index rows are written again (a user index may hold
+    /// `accessed`), but their files are not summed again, which a touch cannot change (an
+    /// object holding 100,000 files cost a scan of them at every flush after a touch).
+    var accessDirty: Set<Int64> = []
     var filesTouched: Set<Int64> = []
     var deletedFiles: Set<Int64> = []
     /// With enforce_ownership: the owners of objects deleted by this transaction whose edges
@@ -280,8 +284,12 @@ public final class WriteTransaction {
         try db.cachedStatement(sql: "UPDATE object SET accessed = max(accessed, ?) WHERE id = ?")
             .execute(arguments: [now, id])
         try accessCounter()?.execute(arguments: [id, 1])
-        if refreshingFiles { try refreshHeldFiles(of: id) }
-        indexDirty.insert(id)
+        if refreshingFiles {
+            try refreshHeldFiles(of: id)
+            indexDirty.insert(id)
+        } else {
+            accessDirty.insert(id)
+        }
         report.touched.append(ref)
     }
 
@@ -308,6 +316,17 @@ public final class WriteTransaction {
 
     /// True if the object exists for this transaction.
     public func exists(_ ref: ObjectRef) throws -> Bool { try reads.objectID(ref) != nil }
+
+    /// The object's owner as this transaction sees it, or nil if it does not exist: without
+    /// reading its value or its files, as `get` would.
+    public func owner(_ ref: ObjectRef) throws -> String? {
+        try ref.validate()
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT id, owner FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+        guard let row, !pendingDeleteIDs.contains(row[0] as Int64) else { return nil }
+        return row[1]
+    }
 
     /// A page of keys, as `ReadTransaction.list`.
     public func list(

@@ -75,13 +75,14 @@ extension WriteTransaction {
         // A registry row lives as long as some edge references the file.
         for id in filesTouched where !deletedFiles.contains(id) { try dropIfUnreferenced(file: id) }
         filesTouched = []
-        let refreshed = indexDirty.subtracting(deletedIDs).sorted()
+        let refreshed = indexDirty.union(accessDirty).subtracting(deletedIDs).sorted()
         // Each object's standing, its `inserted` entry taken as the refresh writes its rows.
         var standings = [IndexTable.Standing]()
         standings.reserveCapacity(refreshed.count)
         for id in refreshed {
             guard let new = inserted.removeValue(forKey: id) else {
-                standings.append(IndexTable.Standing())
+                // Only touched: its row's figures stand.
+                standings.append(IndexTable.Standing(sized: !indexDirty.contains(id)))
                 continue
             }
             if new.neverDerived { inserted[id] = InsertedObject(unindexed: false) }
@@ -94,6 +95,7 @@ extension WriteTransaction {
         try IndexTable.refresh(refreshed, standings, indexes: Array(indexes.values), db)
         derivedSized = []
         indexDirty = []
+        accessDirty = []
     }
 
     /// Flushes, settles deny and notify, and stamps the commit number.
