@@ -89,6 +89,27 @@ import AssetStoreTestSupport
     }
 
     @Test(
+        "a tag another user than root, this process's or the database's owns, or one with another link, is no consent",
+        .enabled(if: getuid() == 0, "needs root to chown the tag"))
+    func forgedTagRefused() throws {
+        let f = try Fixture()
+        #expect(CacheDirectoryTag.write(in: f.root) == nil)
+        let tag = f.root + "/CACHEDIR.TAG"
+        let orphan = try f.makeFile("lost.bin")
+        #expect(chown(tag, 65534, 65534) == 0)
+        #expect(expectCode(.untaggedRoot) { try Self.deleteOrphans(f) } != nil, "another user's tag")
+        #expect(chown(tag, 0, 0) == 0)
+        #expect(link(tag, f.dir + "/tag-link") == 0)
+        #expect(expectCode(.untaggedRoot) { try Self.deleteOrphans(f) } != nil, "a tag with another link")
+        #expect(f.exists(orphan))
+        #expect(unlink(f.dir + "/tag-link") == 0)
+        // The database's owner's tag: the user assetd runs as, to an admin's assetctl --db as root.
+        #expect(chown(tag, 65534, 65534) == 0 && chown(f.dbPath, 65534, 65534) == 0)
+        #expect(try Self.deleteOrphans(f).repaired == 1)
+        #expect(!f.exists(orphan))
+    }
+
+    @Test(
         "a nested root is covered by its outer root's tag; a tagged nested root does not cover its untagged outer root")
     func nestedRoots() throws {
         let f = try Fixture { $0.roots.append($0.roots[0] + "/inner") }

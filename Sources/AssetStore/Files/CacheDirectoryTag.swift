@@ -1,7 +1,10 @@
 // assetd's CACHEDIR.TAG (the Cache Directory Tagging convention, https://bford.info/cachedir/):
 // written into every folder assetd creates as a managed root, and the consent that
 // `verify --delete-orphans` asks of a root before it unlinks anything there (assetd(8)).
-// Only a regular file named CACHEDIR.TAG directly in the root counts, never a symlink.
+// Only a regular file named CACHEDIR.TAG directly in the root counts, never a symlink, and
+// only one of root's, of the user assetd runs as or of the database's owner, with no other
+// link: anyone who may write the root could create one, and an admin's delete-orphans would
+// then unlink files that user could not.
 
 import Glibc
 
@@ -25,14 +28,17 @@ public enum CacheDirectoryTag {
 
         """
 
-    /// True when `root` holds assetd's tag: a regular file CACHEDIR.TAG whose first line is
-    /// the signature and which has assetd's line.
-    public static func isPresent(in root: String) -> Bool {
+    /// True when `root` holds assetd's tag: a regular file CACHEDIR.TAG of root's, of this
+    /// process's user or of `owner`, with one link, whose first line is the signature and
+    /// which has assetd's line.
+    public static func isPresent(in root: String, owner: UInt32? = nil) -> Bool {
         let fd = open(root + "/" + fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return false }
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1,
+            st.st_uid == 0 || st.st_uid == geteuid() || st.st_uid == owner
+        else { return false }
         // The convention's tag is a few lines; 4 KiB is plenty and bounds what is read.
         var bytes = [UInt8](repeating: 0, count: 4096)
         let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -64,8 +70,8 @@ public enum CacheDirectoryTag {
 
     /// The message that refuses to delete orphans under a root without the tag.
     static func refusal(_ root: String) -> String {
-        "refusing to delete orphans under \(root): it has no CACHEDIR.TAG of assetd's, so the files there that "
-            + "nothing registers may be another program's; add the tag "
+        "refusing to delete orphans under \(root): it has no CACHEDIR.TAG of assetd's (owned by root, assetd's "
+            + "user or the database's owner, one link), so the files there that nothing registers may be another program's; add the tag "
             + "(printf '\(signature)\\n\(assetdLine)\\n' > \(root)/\(fileName)) or pass --force (see assetd(8))"
     }
 }

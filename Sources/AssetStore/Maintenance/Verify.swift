@@ -5,6 +5,7 @@
 // writer stalled for the whole run.
 
 import GRDB
+import Glibc
 import JSON
 
 /// What `verify` checks and may change.
@@ -103,11 +104,16 @@ extension Store {
 
 extension Store {
     /// Throws `untagged_root` naming the first root whose orphans are not known to be
-    /// assetd's: one without assetd's CACHEDIR.TAG, itself or on an enclosing root.
+    /// assetd's: one without assetd's CACHEDIR.TAG, itself or on an enclosing root. The
+    /// database's owner's tag counts too: the user assetd runs as, when an admin runs
+    /// `assetctl --db` as root.
     func checkOrphanConsent() throws(StoreError) {
-        for root in roots.paths.reversed() where !CacheDirectoryTag.isPresent(in: root) {
+        var st = stat()
+        let owner = stat(path, &st) == 0 ? st.st_uid : nil
+        func tagged(_ root: String) -> Bool { CacheDirectoryTag.isPresent(in: root, owner: owner) }
+        for root in roots.paths.reversed() where !tagged(root) {
             let enclosing = roots.paths.filter { root.utf8.starts(with: ($0 + "/").utf8) }
-            guard !enclosing.contains(where: CacheDirectoryTag.isPresent(in:)) else { continue }
+            guard !enclosing.contains(where: tagged) else { continue }
             throw StoreError(.untaggedRoot, CacheDirectoryTag.refusal(root), detail: .object(["root": .string(root)]))
         }
     }

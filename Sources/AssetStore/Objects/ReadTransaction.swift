@@ -34,6 +34,24 @@ public struct ReadTransaction {
     /// The registry row of a file and the edges to it, or nil if unregistered.
     public func file(_ path: String) throws -> FileReport? { try reads.file(path) }
 
+    /// The owner of the object, or nil if there is none.
+    public func owner(of ref: ObjectRef) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT owner FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+    }
+
+    /// Whether an object of `owner` holds the registered file at this normalised path.
+    public func holds(_ owner: String, file path: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id
+                    JOIN object o ON o.id = e.src WHERE f.path = ? AND o.owner = ?)
+                    """),
+            arguments: [path, owner]) ?? false
+    }
+
     /// The latest commit number.
     public func lastCommit() throws -> Int64 {
         try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0

@@ -63,11 +63,14 @@ final class OpenFileProbe: Sendable {
     // Read at most once per probe, by the first thread that needs it (the others wait for it).
     private let scan = Mutex<ProcScan?>(nil)
     private let useLeases: Bool
+    /// Tests: the /proc pass in place of `ProcScan.read` (one that changes the path meanwhile).
+    private let readProc: (@Sendable () -> ProcScan)?
 
     /// A probe for one batch; without `useLeases` it asks /proc only (tests use that to reach
     /// the fallback, which root's `CAP_LEASE` otherwise never needs).
-    init(useLeases: Bool = true) {
+    init(useLeases: Bool = true, readProc: (@Sendable () -> ProcScan)? = nil) {
         self.useLeases = useLeases
+        self.readProc = readProc
     }
 
     /// Checks `leaf` in the open folder `dirfd`, which must be the regular file (`device`, `inode`).
@@ -122,7 +125,7 @@ final class OpenFileProbe: Sendable {
 
     private func fromProc(device: Int64, inode: Int64, because: String) -> OpenCheck {
         let s = scan.withLock { scan in
-            if scan == nil { scan = ProcScan.read() }
+            if scan == nil { scan = readProc?() ?? ProcScan.read() }
             return scan!  // set just above
         }
         if s.files.contains(FileID(device: device, inode: inode)) { return .open }

@@ -179,6 +179,15 @@ final class SafeUnlinker {
         }
         // The lease lasts until the name is gone: an open racing us waits for it.
         defer { probe?.end(leaseFD) }
+        // The probe may have read all of /proc meanwhile (tens of ms): a file renamed over the
+        // name since must not be the one unlinked.
+        if probe != nil,
+            let changed = SafeUnlinker.recheck(
+                dirfd: dirfd, leaf: leaf, as: st, generation: now.generation, folder: cachedStatus,
+                heldOpen: leaseFD >= 0)
+        {
+            return changed
+        }
         if unlinkat(dirfd, String(leaf), 0) != 0 {
             let e = errno
             return e == ENOENT ? .alreadyGone : .failed(errno: e, call: "unlinkat")

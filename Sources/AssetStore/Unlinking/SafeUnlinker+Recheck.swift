@@ -1,0 +1,47 @@
+// The unlinker's last look before unlinkat when an open-file check ran in between: that check
+// may have read all of /proc (tens of milliseconds), time enough for a service replacing the
+// file atomically (write a new one, rename it over the name) to put another file there.
+
+import Glibc
+
+extension SafeUnlinker {
+    /// Nil if `leaf` in `dirfd` is still the regular file `checked` was (device, inode, and
+    /// its stamp with `generation`, if one was read) on the folder's mount; else the outcome.
+    /// `heldOpen`: the probe holds the checked file open (its lease), so its inode number
+    /// cannot have gone to another file and the generation is not read again.
+    static func recheck(
+        dirfd: Int32, leaf: String, as checked: FileStatus, generation: Int64?, folder: FileStatus?, heldOpen: Bool
+    ) -> UnlinkOutcome? {
+        let st: FileStatus
+        switch FileStatus.of(dirfd, leaf) {
+        case .success(let s): st = s
+        case .failure(let e) where e.code == ENOENT: return .alreadyGone
+        case .failure(let e): return .failed(errno: e.code, call: "statx")
+        }
+        if let folder, st.onAnotherMount(than: folder) { return .unsafePath }
+        switch st.kind {
+        case S_IFLNK: return .unsafePath
+        case S_IFREG: break
+        default: return .identityChanged
+        }
+        guard st.device == checked.device, st.inode == checked.inode else { return .identityChanged }
+        // Judged as the recorded stamp was: birth time and generation where there are, else
+        // ctime and size (a file still written to then reads as changed: kept, never lost).
+        var expected = checked.stamp
+        expected.generation = generation
+        var now = st.stamp
+        if let generation {
+            if heldOpen {
+                now.generation = generation
+            } else {
+                switch FileGeneration.read(dirfd: dirfd, leaf: leaf, device: st.device, inode: st.inode) {
+                case .success(let g): now.generation = g
+                case .failure(let e) where e.code == ENOENT: return .alreadyGone
+                case .failure(let e) where e.code == ELOOP || e.code == ESTALE: return .identityChanged
+                case .failure(let e): return .failed(errno: e.code, call: "open (to read its generation)")
+                }
+            }
+        }
+        return expected.matches(now, size: checked.size, sizeNow: st.size) ? nil : .identityChanged
+    }
+}
