@@ -9,6 +9,7 @@
 import AssetStoreTestSupport
 import ControlProtocol
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 
@@ -143,18 +144,46 @@ import Testing
         defer { store.close() }
         let rowReads = Mutex(0)
         try store.write { tx in
-            try tx.delete(ObjectRef("o", "big"))
             tx.db.trace { event in
                 if case .statement(let s) = event, s.sql.contains("SELECT id, value, metadata") {
                     rowReads.withLock { $0 += 1 }
                 }
             }
+            // Counted while it exists: what is watched is the row's read.
+            #expect(try tx.get(ObjectRef("o", "big")) != nil)
+            #expect(rowReads.withLock { $0 } == 1)
+            try tx.delete(ObjectRef("o", "big"))
             for _ in 0..<5 { #expect(try tx.get(ObjectRef("o", "big")) == nil) }
             #expect(try tx.owner(ObjectRef("o", "big")) == nil)
             #expect(try tx.owner(ObjectRef("o", "hub")) == StoreConfiguration.processUserName())
             tx.db.trace(options: [], nil)
         }
-        #expect(rowReads.withLock { $0 } == 0)
+        #expect(rowReads.withLock { $0 } == 1)
+    }
+
+    @Test("a touch and a file edge before one flush: the row's figures count the new file")
+    func touchThenFileEdge() throws {
+        let store = try store()
+        defer { store.close() }
+        let dir = (store.path as NSString).deletingLastPathComponent
+        #expect(FileManager.default.createFile(atPath: dir + "/f", contents: Data("12345".utf8)))
+        let ops: [JSONValue] = [
+            ["method": "object.touch", "params": ["collection": "o", "key": "hub"]],
+            [
+                "method": "edge.add",
+                "params": [
+                    "name": "f", "source": ["collection": "o", "key": "hub"],
+                    "destination": ["file": .string(dir + "/f")],
+                ],
+            ],
+            ["method": "flush"], ["method": "object.touch", "params": ["collection": "o", "key": "hub"]],
+        ]
+        _ = try transact(ops, context(store, admin: true)).get()
+        let figures = try store.read { tx in
+            try Row.fetchOne(tx.db, sql: "SELECT size, files FROM object WHERE collection = 'o' AND key = 'hub'")
+        }
+        #expect(figures?[0] as Int64? == 5)
+        #expect(figures?[1] as Int64? == 1)
     }
 
     @Test("a non-admin's reads within the bound commit, edge.find and object.list too")

@@ -48,7 +48,9 @@ extension WriteTransaction {
     /// needs the worklist. Changes nothing, in SQL or in the transaction's state.
     func planReferenceCounted(_ requested: [Int64], known: [Int64: DeletedDetail]) throws -> ReferenceCountedBatch? {
         guard store.configuration.setBasedPolicyDeletes, work.isEmpty, pendingDeletes.isEmpty, dirty.isEmpty,
-            unresolved.isEmpty, removedWithReason.isEmpty, filesTouched.isEmpty, indexDirty.isEmpty, flushFailure == nil
+            unresolved.isEmpty, removedWithReason.isEmpty, filesTouched.isEmpty, indexDirty.isEmpty,
+            accessDirty.isEmpty,
+            flushFailure == nil
         else { return nil }
         // Sized up front, here and below: growing a set or dictionary hashes every key again.
         var seen = Set<Int64>(minimumCapacity: requested.count)

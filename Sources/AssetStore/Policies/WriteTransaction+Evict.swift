@@ -144,7 +144,8 @@ extension WriteTransaction {
                 edgesRemoved: Array(report.edgesRemoved[marks.edges...]), holders: holders)
         }
         let saved = (
-            work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
+            work, indexDirty, accessDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates,
+            nullifyCursor,
             report, deletedDetails, queuedDetails, removedWithReason, inserted
         )
         try Store.checkNotRolledBack(db)
@@ -191,7 +192,8 @@ extension WriteTransaction {
             }
         } catch {
             (
-                work, indexDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates, nullifyCursor,
+                work, indexDirty, accessDirty, filesTouched, deletedFiles, deletedIDs, denyChecks, notifyCandidates,
+                nullifyCursor,
                 report, deletedDetails, queuedDetails, removedWithReason, inserted
             ) = saved
             pendingDeletes = []
