@@ -429,11 +429,11 @@ final class ControlServer {
     /// Asked only for a commit or a sweep, not for every reply.
     private var watched: Bool { sessions.values.contains { $0.watching != nil } }
 
+    /// Sends `events` to every watcher whose filter takes them, each rendered once for all.
     func broadcast(_ events: [ServerEvent]) {
         guard !events.isEmpty else { return }
-        for session in sessions.values where session.watching != nil {
-            for e in events { session.send(event: e) }
-        }
+        let lines = EventLines(events)
+        for session in sessions.values where session.watching != nil { session.send(lines) }
     }
 
     func recordLatency(_ seconds: Double) {

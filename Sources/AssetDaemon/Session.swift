@@ -351,15 +351,38 @@ final class Session {
         write(line)
     }
 
-    /// Sends an event line unless the watcher has fallen too far behind (then it is dropped).
-    func send(event: ServerEvent) {
-        guard !closed, let filter = watching, event.matches(filter) else { return }
-        if outputBytes > Session.eventBacklogLimit {
-            daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
-            close(flush: false)
-            return
+    /// Sends the events its filter lets through, in order, until the watcher has fallen too
+    /// far behind (then it is dropped). Their lines are shared with the other watchers. Each
+    /// is written as `write` writes a line, but counted by its length: what else the
+    /// connection holds is counted once, here, and its write queue changes only in flushOut
+    /// (which recounts). A recount per event, with the filter and the unowned server read
+    /// again, cost more than copying the line.
+    func send(_ events: EventLines) {
+        guard !closed, let filter = watching else { return }
+        assert(!rendering, "an event written while a reply is rendered into the output buffer")
+        let all = filter.types == nil && filter.collections == nil
+        let server = server
+        if !batching { account() }  // a pump counts at its end
+        var refused = backlog
+        for i in events.events.indices {
+            guard !closed else { return }
+            if !all, !events.events[i].matches(filter) { continue }
+            if out.count + refused > Session.eventBacklogLimit {
+                daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
+                close(flush: false)
+                return
+            }
+            let line = events.line(i)
+            if out.isEmpty { out = line } else { out.append(contentsOf: line) }
+            guard !batching else { continue }
+            accounted += line.count
+            server.buffered(line.count, by: self)
+            if server.overTotal, refused == 0 {
+                flushOut()
+                refused = backlog
+            }
+            queueFlush()
         }
-        write(event.line)
     }
 
     /// Pauses reading while this connection is over a bound (requests waiting, replies not
