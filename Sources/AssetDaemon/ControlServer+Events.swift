@@ -27,7 +27,12 @@ extension ControlServer {
         guard !identity.isAdmin(config) else { return nil }
         let held = sessions.values.count { $0.watching != nil && $0.identity.uid == identity.uid }
         guard held >= config.limits.maxWatchersPerUID else { return nil }
-        daemon.logger.warning("refusing a watch: uid \(identity.uid) holds \(held) watching connections")
+        // Once a connection: one pipelining refused watches would write a line each, at loop
+        // speed, until journald's rate limit dropped the daemon's other messages too.
+        if !session.watchRefusalLogged {
+            session.watchRefusalLogged = true
+            daemon.logger.warning("refusing a watch: uid \(identity.uid) holds \(held) watching connections")
+        }
         return .application(
             .busy, "too many watching connections for uid \(identity.uid) (control.max_watchers_per_uid)")
     }

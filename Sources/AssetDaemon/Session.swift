@@ -84,6 +84,8 @@ final class Session {
     /// The query this connection runs in the query lane, stopped if the connection closes.
     @exclusivity(unchecked) var runningQuery: QueryCancellation?
     @exclusivity(unchecked) var watching: EventFilter?
+    /// A watch of this connection was refused and logged (ControlServer+Events.swift).
+    var watchRefusalLogged = false
     /// The method this connection called last: a client calls one method over and over, and
     /// comparing its name costs less than hashing it for the table.
     @exclusivity(unchecked) var lastMethod: (name: String, method: MethodTable.Method)?

@@ -29,6 +29,24 @@ import Testing
         let refused = try h.assetctlAsNobody("watch")
         #expect(refused.status != 0 && refused.stderr.contains("max_watchers_per_uid"), "\(refused)")
         #expect(h.log.contains("refusing a watch: uid \(Nobody.uid) holds 2 watching connections"))
+        // Five watches pipelined on one connection: five refusals, one line in the log.
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            s.sendall(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"watch"}\\n' % i for i in range(5)))
+            data = b""
+            while data.count(b"\\n") < 5:
+                data += s.recv(65536)
+            print(data.decode().count("max_watchers_per_uid"))
+            """
+        let burst = try runProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", "/usr/bin/python3", "-c", script,
+                h.socket,
+            ])
+        #expect(burst.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "5", "\(burst)")
+        #expect(h.log.components(separatedBy: "refusing a watch: uid").count - 1 == 2, "\(h.log)")
         // Not the admins: three more of theirs watch.
         let admins = try (0..<3).map { _ in try h.client() }
         for a in admins { #expect(try a.call("watch") == ["watching": true]) }
