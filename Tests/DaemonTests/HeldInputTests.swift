@@ -26,7 +26,14 @@ import Testing
         let zeros = Array(repeating: "0", count: 2_000).joined(separator: ",")
         let line = { (id: Int) in #"{"jsonrpc":"2.0","id":\#(id),"method":"ping","params":{"n":[\#(zeros)]}}"# + "\n" }
         for id in 1...100 { raw.send(line(id)) }
-        let counted = 100 * (line(100).utf8.count - 1)
+        // Lines that fail to parse, parsed at their turn too: an id with no method, not JSON,
+        // and a notification (no reply), answered in their places.
+        raw.send(#"{"jsonrpc":"2.0","id":101}"# + "\n")
+        raw.send("{\n")
+        raw.send(#"{"jsonrpc":"2.0","method":"object.get","params":{}}"# + "\n")
+        raw.send(#"{"jsonrpc":"2.0","id":102,"method":"ping"}"# + "\n")
+        // Each line is counted with a little for its bookkeeping.
+        let counted = 100 * (line(100).utf8.count - 1 + 128)
         let inputBytes = { Int((try? c.call("stats")["buffers"]?["input_bytes"]?.intValue) ?? 0) }
         #expect(eventually { inputBytes() >= counted }, "all 100 read and counted")
         let debug = try c.call("stats")["debug"]
@@ -34,6 +41,11 @@ import Testing
 
         try FileManager.default.removeItem(atPath: hold)
         for id in 0...100 { #expect(raw.readLine()?["id"] == .int(Int64(id))) }
+        let noMethod = raw.readLine()
+        #expect(noMethod?["id"] == 101 && noMethod?["error"] != nil, "\(String(describing: noMethod))")
+        let notJSON = raw.readLine()
+        #expect(notJSON?["id"] == .null && notJSON?["error"] != nil, "\(String(describing: notJSON))")
+        #expect(raw.readLine()?["id"] == 102, "the notification got no reply")
         #expect(try c.call("stats")["buffers"]?["input_bytes"] == 0)
     }
 }
