@@ -188,4 +188,20 @@ import Testing
         #expect(t.code == Code.invalidParams)
         #expect(try call("edge.count", [:], ctx) == ["count": 1])
     }
+
+    @Test(
+        "an edge's bound is at least what it takes rendered, its comma included",
+        arguments: [
+            Edge(name: "n", source: ObjectRef("c", "k"), destination: .object(ObjectRef("c", "d")), rules: []),
+            Edge(
+                name: "\"\u{1}\\", source: ObjectRef("\u{1F}\u{7F}", "é\u{0}"), destination: .file("/r/\"\n\t/ü"),
+                rules: DeleteRules(rawValue: 255), kind: .derived(field: "a.\"b\"[0]")),
+            Edge(
+                name: String(repeating: "\u{1}", count: 1024), source: ObjectRef("c", "k"),
+                destination: .object(ObjectRef("c", String(repeating: "\"", count: 1024))),
+                rules: [.deleteDestinationIfAllSourcesDeleted, .denyDeleteDestination]),
+        ])
+    func bound(edge: Edge) {
+        #expect(EdgePage.bound(edge) >= edge.json.serialized().utf8.count + 1)
+    }
 }
