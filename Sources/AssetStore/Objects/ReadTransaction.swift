@@ -28,6 +28,12 @@ public struct ReadTransaction {
     /// Edges matching the filter, oldest first.
     public func edges(_ filter: EdgeFilter) throws -> [Edge] { try reads.edges(filter) }
 
+    /// Edges matching the filter in id order after the edge `after`, each with its id, read one
+    /// at a time until `visit` returns false.
+    public func edges(_ filter: EdgeFilter, after: Int64 = 0, _ visit: (Int64, Edge) throws -> Bool) throws {
+        try reads.edges(filter, after: after, visit)
+    }
+
     /// The number of edges matching the filter.
     public func edgeCount(_ filter: EdgeFilter) throws -> Int { try reads.edgeCount(filter) }
 

@@ -115,9 +115,25 @@ struct Reads {
     }
 
     func edges(_ filter: EdgeFilter) throws -> [Edge] {
-        guard let (cond, args) = try edgeCondition(filter) else { return [] }
-        return try Row.fetchAll(db, sql: EdgeRow.select + " WHERE " + cond + " ORDER BY e.id", arguments: args)
-            .map { EdgeRow(row: $0).edge }
+        var out = [Edge]()
+        try edges(filter) { _, edge in
+            out.append(edge)
+            return true
+        }
+        return out
+    }
+
+    /// The edges matching the filter in id order, after the edge with id `after`, one row at a
+    /// time: a reader that stops early (`visit` returns false) has read no further, so a store
+    /// of millions of edges never makes them all.
+    func edges(_ filter: EdgeFilter, after: Int64 = 0, _ visit: (Int64, Edge) throws -> Bool) throws {
+        guard let (cond, args) = try edgeCondition(filter) else { return }
+        let rows = try Row.fetchCursor(
+            db, sql: EdgeRow.select + " WHERE " + cond + " AND e.id > ? ORDER BY e.id", arguments: args + [after])
+        while let row = try rows.next() {
+            let edge = EdgeRow(row: row)
+            guard try visit(edge.id, edge.edge) else { return }
+        }
     }
 
     func edgeCount(_ filter: EdgeFilter) throws -> Int {
