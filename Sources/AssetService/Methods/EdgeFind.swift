@@ -1,7 +1,7 @@
 // edge.find {name?, source?, destination?, after?, limit?} → {edges, next?} / edge.count {…} →
-// {count}. Edges are read one at a time in id order and rendered as they come: an answer
-// that would pass control.max_reply_bytes stops there, before a store of millions of edges
-// is made into memory whole. With `limit` the reply pages (`next` is the `after` of the next).
+// {count}. Edges are read one at a time in id order and their size bounded as they come: an
+// answer that would pass control.max_reply_bytes stops there, before a store of millions of
+// edges is made into memory whole. With `limit` the reply pages (`next` is the `after` of the next).
 
 import AssetStore
 import ControlProtocol
@@ -11,7 +11,7 @@ extension MethodTable {
     static func edgeFind(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         let (filter, after, page) = try edgeFindParams(p, ctx)
         var reply = page
-        try ctx.store.read { r in try r.edges(filter, after: after) { try reply.add($0, $1) } }
+        try ctx.store.read { r in try r.edges(filter, after: after, limit: page.rows) { try reply.add($0, $1) } }
         return MethodOutcome(reply.result)
     }
 
@@ -24,7 +24,7 @@ extension MethodTable {
     static func applyEdgeFind(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {
         let (filter, after, page) = try edgeFindParams(p, ctx)
         var reply = page
-        try tx.edges(filter, after: after) { try reply.add($0, $1) }
+        try tx.edges(filter, after: after, limit: page.rows) { try reply.add($0, $1) }
         return reply.result
     }
 
@@ -70,6 +70,9 @@ struct EdgePage {
 
     /// How to ask for less, in the refusal.
     static let advice = "with edge.find limit and after (a page at a time, the reply's next the after of the next)"
+
+    /// The rows a page reads at most: one more than its limit, to tell whether more follow.
+    var rows: Int? { limit.map { $0 + 1 } }
 
     init(limit: Int?, _ ctx: MethodContext) {
         self.limit = limit

@@ -125,11 +125,16 @@ struct Reads {
 
     /// The edges matching the filter in id order, after the edge with id `after`, one row at a
     /// time: a reader that stops early (`visit` returns false) has read no further, so a store
-    /// of millions of edges never makes them all.
-    func edges(_ filter: EdgeFilter, after: Int64 = 0, _ visit: (Int64, Edge) throws -> Bool) throws {
+    /// of millions of edges never makes them all. With `limit`, at most that many: a filter
+    /// read through an index (a source, a destination) is sorted by id, and SQLite then keeps
+    /// only the first `limit` in its sorter instead of every match.
+    func edges(
+        _ filter: EdgeFilter, after: Int64 = 0, limit: Int? = nil, _ visit: (Int64, Edge) throws -> Bool
+    ) throws {
         guard let (cond, args) = try edgeCondition(filter) else { return }
         let rows = try Row.fetchCursor(
-            db, sql: EdgeRow.select + " WHERE " + cond + " AND e.id > ? ORDER BY e.id", arguments: args + [after])
+            db, sql: EdgeRow.select + " WHERE " + cond + " AND e.id > ? ORDER BY e.id LIMIT ?",
+            arguments: args + [after, limit ?? -1])
         while let row = try rows.next() {
             let edge = EdgeRow(row: row)
             guard try visit(edge.id, edge.edge) else { return }

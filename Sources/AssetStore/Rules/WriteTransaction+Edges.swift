@@ -59,8 +59,10 @@ extension WriteTransaction {
 
     /// Edges matching the filter as this transaction sees them, in id order after the edge
     /// `after`, each with its id, read one at a time until `visit` returns false.
-    public func edges(_ filter: EdgeFilter, after: Int64 = 0, _ visit: (Int64, Edge) throws -> Bool) throws {
-        try reads.edges(filter, after: after, visit)
+    public func edges(
+        _ filter: EdgeFilter, after: Int64 = 0, limit: Int? = nil, _ visit: (Int64, Edge) throws -> Bool
+    ) throws {
+        try reads.edges(filter, after: after, limit: limit, visit)
     }
 
     /// The number of edges matching the filter as this transaction sees them.
