@@ -30,7 +30,8 @@ final class QueryConnection {
     var deadline = Double.infinity
     /// Raised when the client that asked went away; checked with the deadline.
     var cancellation: QueryCancellation?
-    /// printf and format that fail where SQLite's return NULL (kept alive for the handle).
+    /// printf and format that fail where SQLite's return NULL, and SQLite's own of the
+    /// functions CheckedText guards (kept alive for the handle).
     private var printf: CheckedPrintf?
 
     static let allowedFunctions: Set<String> = [
@@ -64,6 +65,7 @@ final class QueryConnection {
         sqlite3_limit(h, SQLITE_LIMIT_LENGTH, Int32(clamping: lengthLimit))
         printf = CheckedPrintf(lengthLimit: Int32(clamping: lengthLimit))
         printf?.install(on: h)
+        if let printf { CheckedText.install(on: h, printf: printf) }
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }

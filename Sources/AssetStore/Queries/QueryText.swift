@@ -236,7 +236,8 @@ enum QueryText {
         let message = String(cString: sqlite3_errmsg(db))
         let safe = [
             "no such column: ", "no such function: ", "wrong number of arguments to function ",
-            "misuse of aggregate", "ambiguous column name: ", "string or blob too big",
+            "misuse of aggregate", "ambiguous column name: ", "string or blob too big", CheckedText.refusal,
+            "LIKE or GLOB pattern too complex", "ESCAPE expression must be a single character",
         ]
         return safe.contains(where: message.hasPrefix) ? message : "syntax error in the clause or function"
     }
