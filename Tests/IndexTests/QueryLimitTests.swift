@@ -73,4 +73,25 @@ import AssetStoreTestSupport
         #expect(try f.store.aggregate(function: "length(printf('%.*c', 1000000, 'x'))") == .value(1_000_000))
         #expect(try f.store.query(clause: "WHERE printf('%s', key) = ?", parameters: ["a"]).count == 1)
     }
+
+    @Test("an aggregate's grouped rows count against the reply limit as a query's do")
+    func groupedAggregateReplyLimit() throws {
+        let f = try Fixture()
+        try f.store.write { tx in
+            for i in 0..<10 { try tx.put(ref("m", "k\(i)"), value: [:]) }
+        }
+        // Ten rows of a megabyte each against 4 MiB: stopped at the fifth row, not built.
+        #expect(
+            expectCode(.replyTooLarge) {
+                try f.store.aggregate(function: "printf('%.*c', 1000000, 'x')", groupBy: ["key"], replyLimit: 4 << 20)
+            } != nil)
+        let small = try f.store.aggregate(
+            function: "printf('%.*c', 100000, 'x')", groupBy: ["key"], replyLimit: 4 << 20)
+        guard case .rows(let rows) = small else { throw StoreError(.internalError, "no rows: \(small)") }
+        #expect(rows.count == 10)
+        #expect(
+            expectCode(.replyTooLarge) {
+                try f.store.aggregate(function: "printf('%.*c', 100, 'x')", replyLimit: 50)
+            } != nil)
+    }
 }
