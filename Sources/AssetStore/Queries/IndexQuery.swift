@@ -251,6 +251,7 @@ extension QueryConnection {
         statementText = nil
         textJoinsByName = nil
         refusal = nil
+        aggregateCalls = 0
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }
         let stmt = try compiledStatement(key) ?? compile(key)
