@@ -25,7 +25,8 @@ import Testing
         "like('a%', 'ABC')", "'abc' LIKE 'A_C'", "'ä' LIKE 'Ä'", "'a%c' LIKE 'a\\%c' ESCAPE '\\'", "like('%', NULL)",
         "NULL LIKE 'a'", "'abc' NOT LIKE 'abd'", "like('a_c', 'abc', 'x')", "like('ax%', 'a%', 'x')",
         "'abc' GLOB 'a*'", "'abc' GLOB '[a-c]b?'", "'Abc' GLOB 'a*'", "'a]' GLOB '*[]]'", "'x' GLOB '[^a-c]'",
-        "glob('*é*', 'héllo')", "12 LIKE '1%'",
+        "glob('*é*', 'héllo')", "12 LIKE '1%'", "x'616263' LIKE 'a%'", "glob('1*', 1.5)", "rtrim(100, '0')",
+        "like(x'25', 'abc')", "trim(1.5, 1)", "like(x'', 'abc')", "x'' GLOB '*'", "trim(x'', 'a')",
     ]
 
     @Test("instr, replace, trim, LIKE and GLOB answer as SQLite's own", arguments: cases)

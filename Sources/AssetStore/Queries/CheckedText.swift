@@ -53,7 +53,7 @@ enum CheckedText {
             return sqlite3_result_error(ctx, "\(refusal)\(function): its inputs are too long (ask for less)", -1)
         }
         let printf = Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue()
-        printf.builtin(String(describing: function), key: function.rawValue, ctx, argc, argv)
+        printf.builtin({ String(describing: function) }, key: function.rawValue, ctx, argc, argv)
     }
 
     /// The bytes of `value` as instr reads them: text, from a copy for a blob read as text.
