@@ -73,4 +73,46 @@ import AssetStoreTestSupport
         #expect(try f.store.aggregate(function: "length(printf('%.*c', 1000000, 'x'))") == .value(1_000_000))
         #expect(try f.store.query(clause: "WHERE printf('%s', key) = ?", parameters: ["a"]).count == 1)
     }
+
+    @Test("an aggregate's grouped rows count against the reply limit as a query's do")
+    func groupedAggregateReplyLimit() throws {
+        let f = try Fixture()
+        try f.store.write { tx in
+            for i in 0..<10 { try tx.put(ref("m", "k\(i)"), value: [:]) }
+        }
+        // Ten rows of a megabyte each against 4 MiB: stopped at the fifth row, not built.
+        #expect(
+            expectCode(.replyTooLarge) {
+                try f.store.aggregate(function: "printf('%.*c', 1000000, 'x')", groupBy: ["key"], replyLimit: 4 << 20)
+            } != nil)
+        let small = try f.store.aggregate(
+            function: "printf('%.*c', 100000, 'x')", groupBy: ["key"], replyLimit: 4 << 20)
+        guard case .rows(let rows) = small else { throw StoreError(.internalError, "no rows: \(small)") }
+        #expect(rows.count == 10)
+        #expect(
+            expectCode(.replyTooLarge) {
+                try f.store.aggregate(function: "printf('%.*c', 100, 'x')", replyLimit: 50)
+            } != nil)
+    }
+
+    /// `n` sums of distinct aggregate calls, each of which keeps its own accumulator.
+    static func aggregateTerms(_ n: Int) -> String {
+        (0..<n).map { "length(group_concat(printf('%.*c', 10, '\($0 % 10)') || '\($0)'))" }.joined(separator: " + ")
+    }
+
+    @Test("a clause with more than 16 aggregate, min or max calls is query_rejected; up to 16 run")
+    func aggregateCallsBounded() throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        let e = expectCode(.queryRejected) { try f.store.aggregate(function: Self.aggregateTerms(64)) }
+        #expect(e?.message.contains("more than 16 aggregate") == true, "\(String(describing: e))")
+        #expect(expectCode(.queryRejected) { try f.store.aggregate(function: Self.aggregateTerms(17)) } != nil)
+        #expect(
+            expectCode(.queryRejected) {
+                try f.store.query(clause: "WHERE size < (SELECT \(Self.aggregateTerms(64)) FROM index_default)")
+            } != nil)
+        #expect(try f.store.aggregate(function: Self.aggregateTerms(3)) == .value(33))
+        #expect(try f.store.aggregate(function: Self.aggregateTerms(16), groupBy: ["key"]) != .value(.null))
+        #expect(try f.store.aggregate(function: Self.aggregateTerms(16)) == .value(182))
+    }
 }

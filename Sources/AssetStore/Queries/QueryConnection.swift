@@ -24,13 +24,17 @@ final class QueryConnection {
     var textJoinsByName: Bool?
     /// What the authorizer refused last, for the error message.
     var refusal: String?
+    /// Calls of aggregate functions (and of min and max, which may be) in the clause being
+    /// compiled, which `authorize` bounds by `aggregateLimit`.
+    var aggregateCalls = 0
     /// Seconds a statement may run before it is interrupted.
     let timeLimit: Double
     /// Monotonic time after which the progress handler interrupts the running statement.
     var deadline = Double.infinity
     /// Raised when the client that asked went away; checked with the deadline.
     var cancellation: QueryCancellation?
-    /// printf and format that fail where SQLite's return NULL (kept alive for the handle).
+    /// printf and format that fail where SQLite's return NULL, and SQLite's own of the
+    /// functions CheckedText guards (kept alive for the handle).
     private var printf: CheckedPrintf?
 
     static let allowedFunctions: Set<String> = [
@@ -46,6 +50,16 @@ final class QueryConnection {
         "json", "json_extract", "json_array", "json_object", "json_type", "json_valid", "json_array_length",
         "json_quote", "json_group_array", "json_group_object",
     ]
+
+    /// The functions whose calls `aggregateLimit` counts (min and max with one argument are
+    /// aggregates; the authorizer is not told how many a call has).
+    static let aggregateFunctions: Set<String> = [
+        "count", "sum", "total", "avg", "group_concat", "json_group_array", "json_group_object", "min", "max",
+    ]
+    /// Each aggregate call keeps a value of up to the length limit (group_concat of a long
+    /// printf), a query about this many of them: a query thread holds at most this many times
+    /// the length limit.
+    static let aggregateLimit = 16
 
     init(path: String, timeLimit: Double, lengthLimit: Int = 64 << 20) throws(StoreError) {
         self.timeLimit = timeLimit
@@ -64,6 +78,7 @@ final class QueryConnection {
         sqlite3_limit(h, SQLITE_LIMIT_LENGTH, Int32(clamping: lengthLimit))
         printf = CheckedPrintf(lengthLimit: Int32(clamping: lengthLimit))
         printf?.install(on: h)
+        if let printf { CheckedText.install(on: h, printf: printf) }
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }
@@ -239,6 +254,13 @@ final class QueryConnection {
             return SQLITE_DENY
         case SQLITE_FUNCTION:
             let name = b.map { String(cString: $0).lowercased() } ?? ""
+            if Self.aggregateFunctions.contains(name) {
+                aggregateCalls += 1
+                guard aggregateCalls <= Self.aggregateLimit else {
+                    refusal = "more than \(Self.aggregateLimit) aggregate, min or max calls"
+                    return SQLITE_DENY
+                }
+            }
             if Self.allowedFunctions.contains(name) { return SQLITE_OK }
             refusal = "function \(name) is not allowed"
             return SQLITE_DENY
