@@ -104,7 +104,7 @@ import AssetStoreTestSupport
     func aggregateCallsBounded() throws {
         let f = try Fixture()
         try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
-        let e = expectCode(.queryRejected) { try f.store.aggregate(function: Self.aggregateTerms(64)) }
+        let e = expectCode(.queryRejected) { try f.store.aggregate(function: Self.aggregateTerms(20)) }
         #expect(e?.message.contains("more than 16 aggregate") == true, "\(String(describing: e))")
         #expect(expectCode(.queryRejected) { try f.store.aggregate(function: Self.aggregateTerms(17)) } != nil)
         #expect(
@@ -114,5 +114,33 @@ import AssetStoreTestSupport
         #expect(try f.store.aggregate(function: Self.aggregateTerms(3)) == .value(33))
         #expect(try f.store.aggregate(function: Self.aggregateTerms(16), groupBy: ["key"]) != .value(.null))
         #expect(try f.store.aggregate(function: Self.aggregateTerms(16)) == .value(182))
+    }
+
+    @Test("a clause with more than 64 function calls is query_rejected; 64 run")
+    func functionCallsBounded() throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        let calls = { (n: Int) in (0..<n).map { "abs(\($0))" }.joined(separator: " + ") }
+        let e = expectCode(.queryRejected) { try f.store.aggregate(function: "max(\(calls(64)))") }
+        #expect(e?.message.contains("more than 64 function calls") == true, "\(String(describing: e))")
+        #expect(try f.store.aggregate(function: "max(\(calls(63)))") == .value(.int(Int64((0..<63).reduce(0, +)))))
+    }
+
+    @Test("a checked function call ends a query past its time, between two checks of the progress handler")
+    func checkedCallStopsExpiredQuery() throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        // One row, a few dozen steps: the progress handler (every 1,000) never runs; the
+        // call sees the cancellation itself.
+        let stopped = QueryCancellation()
+        stopped.cancel()
+        for function in [
+            "max(instr('abc', 'b'))", "max(replace('abc', 'b', 'x'))", "max(trim('abc', 'a'))",
+            "max('abc' LIKE '%b%')", "max(printf('%d', 1))",
+        ] {
+            let e = expectCode(.queryRejected) { try f.store.aggregate(function: function, cancellation: stopped) }
+            #expect(e?.message.contains("was stopped") == true, "\(function): \(String(describing: e))")
+        }
+        #expect(try f.store.aggregate(function: "max(instr('abc', 'b'))") == .value(2))
     }
 }

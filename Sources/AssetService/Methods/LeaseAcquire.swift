@@ -35,8 +35,9 @@ extension MethodTable {
 
     /// With enforce_ownership, refuses a non-admin's lease whole if it names an object of
     /// another owner (one not there yet is the caller's to put, as for a write) or a file that
-    /// no object of the caller holds and that the caller could not unlink, or create, itself
-    /// (judged as a put naming it is: a download being written, a file a player uses). Judged
+    /// no object of the caller holds and that objects of another owner hold, or that the
+    /// caller could not unlink, or create, itself (judged as a put naming it is: a download
+    /// being written, a file a player uses). Judged
     /// as the lease is taken: an edge that goes later does not end the lease, but the caller
     /// could have unlinked the file itself (its put or edge.add named it), so it keeps nothing
     /// back that it could not remove.
@@ -53,7 +54,15 @@ extension MethodTable {
                 }
             }
             var left = [(path: String, root: String)]()
-            for f in accepted where try !tx.holds(user, file: f.path) { left.append(f) }
+            for f in accepted where try !tx.holds(user, file: f.path) {
+                // A file lease keeps its holders from eviction too: one that only another owner's
+                // objects hold would shield them, however freely the caller could unlink it.
+                if try tx.heldByOthers(user, file: f.path) {
+                    throw RPCError.application(
+                        .permissionDenied, "\(f.path) is held by objects of another owner, not of \(user)")
+                }
+                left.append(f)
+            }
             return left
         }
         // Probed outside the snapshot, on the walk's descriptors, as a put's file is.

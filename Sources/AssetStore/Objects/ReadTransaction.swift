@@ -49,6 +49,18 @@ public struct ReadTransaction {
             arguments: [ref.collection, ref.key])
     }
 
+    /// Whether an object of another owner than `owner` holds the registered file at this
+    /// normalised path.
+    public func heldByOthers(_ owner: String, file path: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id
+                    JOIN object o ON o.id = e.src WHERE f.path = ? AND o.owner <> ?)
+                    """),
+            arguments: [path, owner]) ?? false
+    }
+
     /// Whether an object of `owner` holds the registered file at this normalised path.
     public func holds(_ owner: String, file path: String) throws -> Bool {
         try Bool.fetchOne(

@@ -12,6 +12,19 @@ final class CheckedPrintf {
     private var statements: [Int32: OpaquePointer] = [:]
     /// `SELECT f(?1, …, ?n)` for CheckedText's functions, by the caller's key and count.
     private var builtins: [Int32: OpaquePointer] = [:]
+    /// True once the running query is past its time limit or cancelled (set by the query
+    /// connection): the progress handler runs only between a statement's jumps, and a row
+    /// can call these functions many times between two of them.
+    var expired: () -> Bool = { false }
+
+    /// Ends the running statement if `expired`: true when it did (the call then answers
+    /// nothing more).
+    func stopIfExpired(_ ctx: OpaquePointer?) -> Bool {
+        guard expired() else { return false }
+        sqlite3_interrupt(sqlite3_context_db_handle(ctx))
+        sqlite3_result_error_code(ctx, SQLITE_INTERRUPT)
+        return true
+    }
 
     init?(lengthLimit: Int32) {
         var h: OpaquePointer?
@@ -130,5 +143,7 @@ final class CheckedPrintf {
 private let checkedPrintf: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
     ctx, argc, argv in
     // The user data is the CheckedPrintf, which the query connection keeps alive.
-    Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue().call(ctx, argc, argv)
+    let printf = Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue()
+    if printf.stopIfExpired(ctx) { return }
+    printf.call(ctx, argc, argv)
 }

@@ -28,8 +28,8 @@ enum CheckedText {
     static func install(on connection: OpaquePointer, printf: CheckedPrintf) {
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
         let data = Unmanaged.passUnretained(printf).toOpaque()
-        sqlite3_create_function_v2(connection, "instr", 2, flags, nil, checkedInstr, nil, nil, nil)
-        sqlite3_create_function_v2(connection, "replace", 3, flags, nil, checkedReplace, nil, nil, nil)
+        sqlite3_create_function_v2(connection, "instr", 2, flags, data, checkedInstr, nil, nil, nil)
+        sqlite3_create_function_v2(connection, "replace", 3, flags, data, checkedReplace, nil, nil, nil)
         // trim with one argument trims spaces only, in linear time: SQLite's stays.
         let guarded: [(String, Int32, SQLiteFunction)] = [
             ("trim", 2, checkedTrim), ("ltrim", 2, checkedLtrim), ("rtrim", 2, checkedRtrim),
@@ -41,18 +41,24 @@ enum CheckedText {
         sqlite3_limit(connection, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, patternLimit)
     }
 
+    /// True when the running query is past its time and the call has ended it.
+    static func stopped(_ ctx: OpaquePointer?) -> Bool {
+        Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue().stopIfExpired(ctx)
+    }
+
     /// SQLite's own `function` on `argv` once the lengths of its first two inputs multiplied
     /// are within the budget; an error otherwise.
     fileprivate static func guarded(
         _ function: Function, _ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?
     ) {
+        let printf = Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue()
+        if printf.stopIfExpired(ctx) { return }
         guard let argv, argc >= 2 else { return sqlite3_result_null(ctx) }
         // The bytes each reads (a number's as text, as SQLite's reads it); NULL has none.
         let work = Int(sqlite3_value_bytes(argv[0])) * Int(sqlite3_value_bytes(argv[1]))
         guard work <= workBudget else {
             return sqlite3_result_error(ctx, "\(refusal)\(function): its inputs are too long (ask for less)", -1)
         }
-        let printf = Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue()
         printf.builtin({ String(describing: function) }, key: function.rawValue, ctx, argc, argv)
     }
 
@@ -91,6 +97,7 @@ private func isContinuation(_ byte: UInt8) -> Bool { byte & 0xC0 == 0x80 }
 /// instr(X, Y) as SQLite's: NULL if either is; 1 for an empty Y; bytes when both are blobs,
 /// else characters of UTF-8 text, where only a character's first byte starts a match.
 private let checkedInstr: SQLiteFunction = { ctx, _, argv in
+    if CheckedText.stopped(ctx) { return }
     guard let argv else { return sqlite3_result_null(ctx) }
     let types = (sqlite3_value_type(argv[0]), sqlite3_value_type(argv[1]))
     if types.0 == SQLITE_NULL || types.1 == SQLITE_NULL { return sqlite3_result_null(ctx) }
@@ -124,6 +131,7 @@ private let checkedInstr: SQLiteFunction = { ctx, _, argv in
 /// replace(X, Y, Z) as SQLite's: NULL if any is; X as text for an empty Y (or one starting with
 /// a zero byte); each Y, left to right without overlap, replaced by Z, byte by byte.
 private let checkedReplace: SQLiteFunction = { ctx, _, argv in
+    if CheckedText.stopped(ctx) { return }
     guard let argv, let text = sqlite3_value_text(argv[0]) else { return sqlite3_result_null(ctx) }
     let textCount = Int(sqlite3_value_bytes(argv[0]))
     guard let pattern = sqlite3_value_text(argv[1]) else { return sqlite3_result_null(ctx) }

@@ -252,6 +252,7 @@ extension QueryConnection {
         textJoinsByName = nil
         refusal = nil
         aggregateCalls = 0
+        functionCalls = 0
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }
         let stmt = try compiledStatement(key) ?? compile(key)
