@@ -25,7 +25,7 @@ struct HeldFiles: Equatable {
                 return false
             }
             if namedAgain { continue }
-            size += state.size
+            size = size.adding(saturating: state.size)
             files += 1
         }
     }

@@ -69,7 +69,7 @@ enum IndexTable {
     /// The default index row of objects, computed from the objects, edges and registry.
     static let defaultSelect = """
         SELECT o.id, o.collection, o.key, o.owner,
-            (SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)) AS size,
+            (SELECT \(Sizes.sum("f.size")) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)) AS size,
             (SELECT COUNT(*) FROM file f WHERE f.id IN (SELECT dst FROM edge WHERE src = o.id AND is_file = 1)) AS files,
             o.created, o.modified, o.accessed
         FROM object o
@@ -170,7 +170,7 @@ enum IndexTable {
                 continue
             } else {
                 try files.forEachRawRow({ sqlite3_bind_int64($0, 1, id) }) { r in
-                    if seen.insert(r.int64(0)).inserted { size += r.int64(1) }
+                    if seen.insert(r.int64(0)).inserted { size = size.adding(saturating: r.int64(1)) }
                 }
                 if let held = standing.presized, held.size == size, held.files == seen.count { continue }
             }

@@ -87,7 +87,7 @@ extension Store {
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT o.owner, SUM(f.size) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
+                    SELECT o.owner, \(Sizes.sum("f.size")) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
                         FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1) o
                     JOIN file f ON f.id = o.dst GROUP BY o.owner
                     """)
@@ -97,7 +97,7 @@ extension Store {
             return StoreStatistics(
                 objects: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0,
                 files: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0,
-                bytes: try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM file") ?? 0,
+                bytes: try Int64.fetchOne(db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0,
                 bytesPerOwner: perOwner,
                 pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
                 failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,

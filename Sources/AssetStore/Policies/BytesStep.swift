@@ -21,13 +21,13 @@ class BytesStep: PolicyStep {
     /// A class member, so a subclass's answer is the one the protocol sees.
     var walksOwnerLRU: Bool { false }
     /// The bytes of an effect that count toward the need.
-    func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0 + $1.size } }
+    func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0.adding(saturating: $1.size) } }
     /// The order this step follows: a condition (an owner, a filesystem) walks LRU.
     func order(_ run: PolicyRun) -> EvictionOrder { condition.0.isEmpty ? run.order : .lru }
     /// The capacity the order's queues are sized by: the budget, else the bytes held now.
     func capacity(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         if let max = run.maxBytes { return max }
-        return try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM file") ?? 0
+        return try Int64.fetchOne(tx.db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0
     }
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
@@ -54,7 +54,7 @@ class BytesStep: PolicyStep {
                     } else if let effect = try run.evict(
                         tx, [row.id], reason: reason, guard: g, detail: "lru: least recently accessed")
                     {
-                        need -= counted(effect)
+                        need = need.subtracting(saturating: counted(effect))
                     } else if run.deferred {
                         break walk  // the next batch begins with it
                     }
@@ -98,7 +98,7 @@ class BytesStep: PolicyStep {
                 // S3-FIFO makes no room for an object it will not keep.
                 let rejected = try q.rejects(tx.db, ref: n.ref, size: n.size, read: n.read || n.freq > 0)
                 run.charge(1)
-                while !rejected && q.occupied + n.size > q.capacity && need > 0 && !run.batchFull {
+                while !rejected && q.occupied.adding(saturating: n.size) > q.capacity && need > 0 && !run.batchFull {
                     guard try evictNext(tx, run, q, g, &need) else { break }
                 }
                 if run.batchFull { break admitting }
@@ -110,7 +110,7 @@ class BytesStep: PolicyStep {
                         detail: "s3fifo: larger than the small queue, new and not read since its put", deferrable: false
                     )
                 {
-                    need -= counted(effect)
+                    need = need.subtracting(saturating: counted(effect))
                     // The small queue's newest, as admitted: its key goes to the ghost record.
                     try q.evicted(
                         tx.db,
@@ -147,7 +147,7 @@ class BytesStep: PolicyStep {
             run.skip(c.id, why)
             try q.skip(tx.db, c)
         } else if let effect = try run.evict(tx, [c.id], reason: reason, guard: g, detail: detail, deferrable: false) {
-            need -= counted(effect)
+            need = need.subtracting(saturating: counted(effect))
             try q.evicted(tx.db, c)
             if effect.deleted.count > 1 { try q.recount(tx.db) }
         } else {
@@ -169,12 +169,12 @@ final class BudgetStep: BytesStep {
     }
 
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
-        let total = try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(SUM(size), 0) FROM file") ?? 0
+        let total = try Int64.fetchOne(tx.db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0
         if !started {
             guard total > max else { return 0 }
             started = true
         }
-        return total - target
+        return total.subtracting(saturating: target)
     }
 }
 
@@ -213,12 +213,12 @@ final class MinFreeStep: BytesStep {
             try Int64.fetchOne(
                 tx.db,
                 sql: """
-                    SELECT COALESCE(SUM(size), 0) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
+                    SELECT \(Sizes.sum("size")) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
                     AND device IN \(placeholders)
                     """,
                 arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible])
                     + StatementArguments(devices)) ?? 0
-        return minFree - free - queued
+        return minFree.subtracting(saturating: free).subtracting(saturating: queued)
     }
 
     override var condition: (String, StatementArguments) {
@@ -229,7 +229,7 @@ final class MinFreeStep: BytesStep {
     }
 
     override func counted(_ effect: EvictionEffect) -> Int64 {
-        effect.files.reduce(0) { $0 + ($1.device.map(devices.contains) == true ? $1.size : 0) }
+        effect.files.reduce(0) { $0.adding(saturating: $1.device.map(devices.contains) == true ? $1.size : 0) }
     }
 }
 
@@ -249,7 +249,7 @@ final class EvictStep: BytesStep {
     // Without a byte target every object counts, so the step ends only when none is left.
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         guard let bytes else { return .max }
-        return bytes - run.plan.bytes
+        return bytes.subtracting(saturating: run.plan.bytes)
     }
 
     override var walksOwnerLRU: Bool { owner != nil }

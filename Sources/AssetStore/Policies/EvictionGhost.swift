@@ -33,7 +33,7 @@ extension EvictionQueues {
                 db.cachedStatement(sql: "DELETE FROM evict_ghost WHERE hash = ? RETURNING size"),
                 arguments: [EvictionQueues.hash(ref)])
         else { return false }
-        ghostBytes -= size
+        ghostBytes = ghostBytes.subtracting(saturating: size)
         ghostKeys -= 1
         return true
     }
@@ -47,7 +47,7 @@ extension EvictionQueues {
             sql: "INSERT INTO evict_ghost(hash, seq, size) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING"
         ).execute(arguments: [EvictionQueues.hash(ref), seq, size])
         if db.changesCount > 0 {
-            ghostBytes += size
+            ghostBytes = ghostBytes.adding(saturating: size)
             ghostKeys += 1
         }
         // Bounded by bytes as the reference is, and by a number of keys whatever their sizes.
@@ -60,7 +60,7 @@ extension EvictionQueues {
                             RETURNING size
                             """))
             else { break }
-            ghostBytes -= size
+            ghostBytes = ghostBytes.subtracting(saturating: size)
             ghostKeys -= 1
         }
     }

@@ -69,7 +69,7 @@ final class EvictionQueues {
     private var heads: [Int: Head] = [:]
     static let readAhead = 128
 
-    var occupied: Int64 { smallBytes + mainBytes }
+    var occupied: Int64 { smallBytes.adding(saturating: mainBytes) }
 
     init(order: EvictionOrder, capacity: Int64) {
         self.order = order
@@ -96,7 +96,7 @@ final class EvictionQueues {
             )
         }
         try recount(db)
-        let ghost = try Row.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM evict_ghost")
+        let ghost = try Row.fetchOne(db, sql: "SELECT \(Sizes.sum("size")), COUNT(*) FROM evict_ghost")
         ghostBytes = ghost?[0] ?? 0
         ghostKeys = ghost?[1] ?? 0
     }
@@ -152,7 +152,7 @@ final class EvictionQueues {
                 ON CONFLICT(id) DO UPDATE SET queue = ?2, seq = ?3, freq = ?4, size = ?5
                 """
         ).execute(arguments: [id, queue, seq, freq, size])
-        if queue == EvictionQueues.small { smallBytes += size } else { mainBytes += size }
+        add(size, to: queue)
         admittedThrough = max(admittedThrough, id)
     }
 
@@ -215,8 +215,8 @@ final class EvictionQueues {
         try db.cachedStatement(sql: "UPDATE evict_queue SET queue = ?, seq = ?, freq = ? WHERE id = ?")
             .execute(arguments: [queue, seq, freq, c.id])
         if queue != c.queue {
-            if c.queue == EvictionQueues.small { smallBytes -= c.size } else { mainBytes -= c.size }
-            if queue == EvictionQueues.small { smallBytes += c.size } else { mainBytes += c.size }
+            add(-c.size, to: c.queue)
+            add(c.size, to: queue)
         }
     }
 
@@ -290,7 +290,7 @@ final class EvictionQueues {
     /// After `c` was evicted (its row went with the object).
     func evicted(_ db: Database, _ c: QueueCandidate) throws {
         pop(c)
-        if c.queue == EvictionQueues.small { smallBytes -= c.size } else { mainBytes -= c.size }
+        add(-c.size, to: c.queue)
         if order == .s3fifo && c.queue == EvictionQueues.small { try addGhost(db, c.ref, size: c.size) }
     }
 
@@ -300,10 +300,20 @@ final class EvictionQueues {
         if order == .s3fifo { try place(db, c, queue: c.queue, freq: c.freq) } else { pop(c) }
     }
 
+    /// Adds `bytes` (negative: takes them) to `queue`'s total, saturating: sizes add up past
+    /// Int64.max where objects share files of absurd sizes.
+    private func add(_ bytes: Int64, to queue: Int) {
+        if queue == EvictionQueues.small {
+            smallBytes = smallBytes.adding(saturating: bytes)
+        } else {
+            mainBytes = mainBytes.adding(saturating: bytes)
+        }
+    }
+
     /// Queue byte totals again, after a deletion took more objects than the one chosen.
     func recount(_ db: Database) throws {
         forgetHeads()
-        smallBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 0") ?? 0
-        mainBytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM evict_queue WHERE queue = 1") ?? 0
+        smallBytes = try Int64.fetchOne(db, sql: "SELECT \(Sizes.sum("size")) FROM evict_queue WHERE queue = 0") ?? 0
+        mainBytes = try Int64.fetchOne(db, sql: "SELECT \(Sizes.sum("size")) FROM evict_queue WHERE queue = 1") ?? 0
     }
 }

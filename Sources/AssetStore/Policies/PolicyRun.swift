@@ -283,9 +283,9 @@ final class PolicyRun {
         // the plan would be unlinked unreported.
         if let holders = effect.holders, holders.count == effect.files.count {
             for (f, i) in zip(effect.files, holders) {
-                bytes[i] += f.size
+                bytes[i] = bytes[i].adding(saturating: f.size)
                 plan.files.append(f.path)
-                plan.bytes += f.size
+                plan.bytes = plan.bytes.adding(saturating: f.size)
             }
         } else {
             attribute(effect, to: &bytes)
@@ -312,9 +312,11 @@ final class PolicyRun {
             }
         }
         for f in effect.files {
-            if let i = holder[UTF8Key(f.path)] ?? (effect.deleted.isEmpty ? nil : 0) { bytes[i] += f.size }
+            if let i = holder[UTF8Key(f.path)] ?? (effect.deleted.isEmpty ? nil : 0) {
+                bytes[i] = bytes[i].adding(saturating: f.size)
+            }
             plan.files.append(f.path)
-            plan.bytes += f.size
+            plan.bytes = plan.bytes.adding(saturating: f.size)
         }
     }
 

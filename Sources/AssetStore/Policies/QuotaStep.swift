@@ -66,7 +66,7 @@ final class QuotaStep: PolicyStep {
         try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT COALESCE(SUM(f.size), 0) FROM file f WHERE f.id IN (
+                    SELECT \(Sizes.sum("f.size")) FROM file f WHERE f.id IN (
                         SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?)
                     """), arguments: [owner]) ?? 0
     }
@@ -81,7 +81,7 @@ final class QuotaStep: PolicyStep {
                 usage[owner] != nil, seen.insert(Array((owner + "\u{0}" + path).utf8)).inserted
             else { continue }
             if let size = queued[Array(path.utf8)] {
-                usage[owner]! -= size
+                usage[owner]! = usage[owner]!.subtracting(saturating: size)
                 continue
             }
             let row = try Row.fetchOne(
@@ -91,7 +91,7 @@ final class QuotaStep: PolicyStep {
                             WHERE e.is_file = 1 AND e.dst = f.id AND o.owner = ?)
                         FROM file f WHERE f.path = ?
                         """), arguments: [owner, path])
-            if let row, !(row[1] as Bool) { usage[owner]! -= row[0] as Int64 }
+            if let row, !(row[1] as Bool) { usage[owner]! = usage[owner]!.subtracting(saturating: row[0] as Int64) }
         }
     }
 }

@@ -5,11 +5,12 @@
 import GRDB
 
 extension Store {
-    /// Adds `n` to a `stats` counter, in the caller's transaction.
+    /// Adds `n` to a `stats` counter, in the caller's transaction. A sum past Int64.max (bytes
+    /// of absurd sizes) turns floating point in SQLite: the cast clamps it back.
     static func bump(_ db: Database, _ counter: String, by n: Int64) throws {
         try db.cachedStatement(
             sql: """
-                INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
+                INSERT INTO counter (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = CAST(value + excluded.value AS INTEGER)
                 """
         ).execute(arguments: [counter, n])
     }
@@ -23,7 +24,9 @@ extension Store {
                 "unlinked": Int64(0), "skipped_identity_changed": 0, "skipped_unsafe_path": 0, "unlink_failures": 0,
                 "deferred_open": 0, "deferred_open_undetermined": 0, "deferred_leased": 0,
             ]
-            for row in try Row.fetchAll(r.db, sql: "SELECT name, value FROM counter") { out[row[0]] = row[1] }
+            for row in try Row.fetchAll(r.db, sql: "SELECT name, CAST(value AS INTEGER) FROM counter") {
+                out[row[0]] = row[1]
+            }
             return out
         }
     }

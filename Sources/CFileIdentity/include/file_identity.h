@@ -7,8 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// One file as statx reports it. Times are nanoseconds since the epoch (mtime in two parts,
-/// as stat gives it).
+/// The largest size recorded for a file: 2^53 bytes (8 PiB), exact in a double.
+#define ASSETD_MAX_FILE_SIZE (1LL << 53)
+
+/// One file as statx reports it, its size capped at ASSETD_MAX_FILE_SIZE. Times are
+/// nanoseconds since the epoch (mtime in two parts, as stat gives it).
 struct assetd_file_stat {
     uint64_t device;
     uint64_t inode;
