@@ -54,10 +54,12 @@ extension MethodTable {
                 }
             }
             var left = [(path: String, root: String)]()
-            for f in accepted where try !tx.holds(user, file: f.path) {
+            for f in accepted {
+                let holders = try tx.holders(file: f.path, owner: user)
+                if holders.own { continue }
                 // A file lease keeps its holders from eviction too: one that only another owner's
                 // objects hold would shield them, however freely the caller could unlink it.
-                if try tx.heldByOthers(user, file: f.path) {
+                if holders.others {
                     throw RPCError.application(
                         .permissionDenied, "\(f.path) is held by objects of another owner, not of \(user)")
                 }

@@ -20,6 +20,30 @@ struct Reads {
         return id
     }
 
+    /// The object's owner, or nil if there is none (or this transaction deleted it): the
+    /// owner column alone, not the value and files a get reads.
+    func owner(_ ref: ObjectRef) throws -> String? {
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT id, owner FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+        guard let row, !hidden.contains(row[0] as Int64) else { return nil }
+        return row[1]
+    }
+
+    /// Whether objects of `owner`, and objects of other owners, hold the registered file at
+    /// this normalised path: one pass over its edges for both.
+    func holders(file path: String, owner: String) throws -> (own: Bool, others: Bool) {
+        let row = try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT COALESCE(MAX(o.owner = ?2), 0), COALESCE(MAX(o.owner <> ?2), 0)
+                    FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src
+                    WHERE f.path = ?1
+                    """),
+            arguments: [path, owner])
+        return (row?[0] ?? false, row?[1] ?? false)
+    }
+
     func fileID(_ path: String) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM file WHERE path = ?"), arguments: [path])
     }
