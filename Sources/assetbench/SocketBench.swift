@@ -33,6 +33,7 @@ enum SocketCommands {
             case "expire-cost": try ExpireCost(Flags(rest)).run()
             case "expire-overlap": try ExpireOverlap(Flags(rest)).run()
             case "access-flush": try AccessFlushCost(Flags(rest)).run()
+            case "pending-edges": try PendingEdgeCost(Flags(rest)).run()
             case "lease-sweep": try LeaseSweep(Flags(rest)).run()
             case "eviction":
                 let f = try Flags(rest)

@@ -64,7 +64,7 @@ public final class WriteTransaction {
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
-    var unresolved: [PendingEdge] = []
+    var unresolved = PendingEdges()
     /// Edges removed with a reason, whose rules fire at flush.
     var removedWithReason: [(EdgeRow, EdgeRemovalReason)] = []
 

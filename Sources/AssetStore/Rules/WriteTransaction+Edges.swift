@@ -14,7 +14,7 @@ extension WriteTransaction {
         try rules.validate(fileDestination: end.isFile)
         let pending = PendingEdge(
             name: name, source: source, destination: end.end, rules: rules, fileState: end.state)
-        unresolved.removeAll { $0.sameTriple(pending) }
+        _ = unresolved.remove(sameTripleAs: pending)
         if let row = try resolve(pending) {
             try upsertEdge(src: row.src, name: name, isFile: row.isFile, dst: row.dst, rules: rules, field: nil)
         } else {
@@ -31,10 +31,9 @@ extension WriteTransaction {
         try source.validate()
         let end = try resolveInput(destination, register: false)
         let pending = PendingEdge(name: name, source: source, destination: end.end, rules: [])
-        if let before = unresolved.firstIndex(where: { $0.sameTriple(pending) }) {
+        if let p = unresolved.remove(sameTripleAs: pending) {
             // Added before an end existed: if both exist now it is a real edge and its rules
             // fire as for any other; otherwise it never was one.
-            let p = unresolved.remove(at: before)
             guard let row = try resolve(p) else { return true }
             try upsertEdge(src: row.src, name: p.name, isFile: row.isFile, dst: row.dst, rules: p.rules, field: nil)
         }
@@ -156,10 +155,6 @@ struct PendingEdge {
     var rules: DeleteRules
     /// The file destination as `addEdge` probed it, registered as such.
     var fileState: FileState? = nil
-
-    func sameTriple(_ o: PendingEdge) -> Bool {
-        name == o.name && source == o.source && destination == o.destination
-    }
 
     var edge: Edge { Edge(name: name, source: source, destination: destination, rules: rules) }
 }

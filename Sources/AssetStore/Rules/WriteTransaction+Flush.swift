@@ -237,9 +237,7 @@ extension WriteTransaction {
     /// Manual edges added before their ends existed: at commit both ends must exist; before
     /// it, an edge still missing an end stays pending.
     private func resolvePendingEdges(final: Bool) throws {
-        let pending = unresolved
-        unresolved = []
-        for p in pending {
+        for p in unresolved.takeAll() {
             guard let row = try resolve(p) else {
                 if !final {
                     unresolved.append(p)
