@@ -26,18 +26,18 @@ import AssetStoreTestSupport
         let d = ref("n", "d")
         let rules: [DeleteRules] = [.deleteDestinationIfSourceDeleted, .notifyIfSourceDeleted, .denyDeleteSource]
         try f.store.write { tx in
-            // 100 pending, 90 of them removed (the list is compacted past that), 40 more, and
-            // a flush between that leaves them all pending.
+            // 100 pending, 90 of them removed, 40 more (the first of them compacts the list:
+            // 100 slots, 10 live), and a flush after that leaves them all pending.
             for i in 0..<100 {
                 try tx.addEdge(name: "e", source: ref("n", "s\(i)"), destination: .object(d), rules: rules[i % 3])
             }
             for i in 0..<90 {
                 #expect(try tx.removeEdge(name: "e", source: ref("n", "s\(i)"), destination: .object(d)))
             }
-            try tx.flush()
             for i in 100..<140 {
                 try tx.addEdge(name: "e", source: ref("n", "s\(i)"), destination: .object(d), rules: rules[i % 3])
             }
+            try tx.flush()
             // Re-added with other rules: replaced, and now last.
             try tx.addEdge(
                 name: "e", source: ref("n", "s91"), destination: .object(d), rules: .notifyIfDestinationDeleted)
