@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "AssetStoreTests",
             dependencies: [
-                "AssetStore", "AssetStoreTestSupport", "CWALCoalesce",
+                "AssetStore", "AssetStoreTestSupport", "CFileIdentity", "CWALCoalesce",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),

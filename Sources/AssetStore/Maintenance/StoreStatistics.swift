@@ -10,7 +10,7 @@ public struct StoreStatistics: Sendable {
     public var objects: Int
     /// Registered files.
     public var files: Int
-    /// Bytes of all registered files, each counted once.
+    /// Bytes of all registered files, each counted once (a file with several names too).
     public var bytes: Int64
     /// Bytes per owner: each file counts once toward each owner holding it.
     public var bytesPerOwner: [String: Int64]
@@ -87,9 +87,10 @@ extension Store {
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT o.owner, \(Sizes.sum("f.size")) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
-                        FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1) o
-                    JOIN file f ON f.id = o.dst GROUP BY o.owner
+                    SELECT owner, \(Sizes.sum("s")) FROM (SELECT o.owner AS owner, MAX(f.size) AS s
+                        FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1 JOIN file f ON f.id = e.dst
+                        GROUP BY o.owner, \(Sizes.identity("f")))
+                    GROUP BY owner
                     """)
             {
                 perOwner[row[0]] = row[1]
@@ -97,7 +98,7 @@ extension Store {
             return StoreStatistics(
                 objects: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0,
                 files: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0,
-                bytes: try Int64.fetchOne(db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0,
+                bytes: try Int64.fetchOne(db, sql: Sizes.registered) ?? 0,
                 bytesPerOwner: perOwner,
                 pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
                 failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,

@@ -20,6 +20,10 @@ class BytesStep: PolicyStep {
     var condition: (String, StatementArguments) { ("", []) }
     /// A class member, so a subclass's answer is the one the protocol sees.
     var walksOwnerLRU: Bool { false }
+    /// The need counted exactly, asked before the step ends on the bytes counted down (a name
+    /// of a file with other names left frees nothing, though its bytes count as freed); nil
+    /// where the count down is the measure.
+    func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? { nil }
     /// The bytes of an effect that count toward the need.
     func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0.adding(saturating: $1.size) } }
     /// The order this step follows: a condition (an owner, a filesystem) walks LRU.
@@ -27,7 +31,7 @@ class BytesStep: PolicyStep {
     /// The capacity the order's queues are sized by: the budget, else the bytes held now.
     func capacity(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         if let max = run.maxBytes { return max }
-        return try Int64.fetchOne(tx.db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0
+        return try Int64.fetchOne(tx.db.cachedStatement(sql: Sizes.registered)) ?? 0
     }
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
@@ -63,7 +67,7 @@ class BytesStep: PolicyStep {
                 if need <= 0 { break }
             }
         }
-        let done = need <= 0 || exhausted
+        let done = try exhausted || met(need, tx, run)
         if done {
             try run.countUnseen(
                 tx, order: "accessed", through: cursor?.0, exhausted: need > 0, condition: condition.0,
@@ -129,11 +133,18 @@ class BytesStep: PolicyStep {
             }
         }
         try q.save(tx.db)
-        let done = need <= 0 || exhausted
+        let done = try exhausted || met(need, tx, run)
         // The queues in memory have moved on (places, the hand): the store must keep up with
         // them, even when the budget ran out before anything was deleted.
         if !done { run.placedInBatch = true }
         return done
+    }
+
+    /// True if `need`, as counted down, is met, and met still when counted again (`recount`):
+    /// if not, the next batch goes on from the real need.
+    private func met(_ need: Int64, _ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
+        guard need <= 0 else { return false }
+        return try (recount(tx, run) ?? 0) <= 0
     }
 
     /// Evicts (or passes over) the order's next object; false when none is left.
@@ -169,12 +180,33 @@ final class BudgetStep: BytesStep {
     }
 
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
-        let total = try Int64.fetchOne(tx.db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0
+        let total = try total(tx, exact: false)
         if !started {
             guard total > max else { return 0 }
             started = true
         }
         return total.subtracting(saturating: target)
+    }
+
+    override func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? {
+        try total(tx, exact: true).subtracting(saturating: target)
+    }
+
+    /// Bytes the rows of `file` count beyond their files' (names of one file), as of the
+    /// last exact count; nil before the first.
+    private var excess: Int64?
+
+    /// The bytes of the registered files, each once. Counting each file once costs about five
+    /// times the plain sum over the rows (docs/PERFORMANCE.md, sizes lane), and a run asks
+    /// once a batch: so exactly at the run's first batch and before it ends, and in between
+    /// as the plain sum less the excess counted last (which the run's own deletions of extra
+    /// names only lower: the count down stops early, and the exact count goes on).
+    private func total(_ tx: WriteTransaction, exact: Bool) throws -> Int64 {
+        let plain = try Int64.fetchOne(tx.db.cachedStatement(sql: "SELECT \(Sizes.sum("size")) FROM file")) ?? 0
+        if let excess, !exact { return plain.subtracting(saturating: excess) }
+        let registered = try Int64.fetchOne(tx.db.cachedStatement(sql: Sizes.registered)) ?? 0
+        excess = Swift.max(0, plain.subtracting(saturating: registered))
+        return registered
     }
 }
 

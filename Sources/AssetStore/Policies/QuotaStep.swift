@@ -61,13 +61,14 @@ final class QuotaStep: PolicyStep {
         return false
     }
 
-    /// Bytes of the distinct files `owner`'s objects hold.
+    /// Bytes of the distinct files `owner`'s objects hold, a file with several names once.
     static func usage(of owner: String, _ db: Database) throws -> Int64 {
         try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT \(Sizes.sum("f.size")) FROM file f WHERE f.id IN (
+                    SELECT \(Sizes.sum("s")) FROM (SELECT MAX(f.size) AS s FROM file f WHERE f.id IN (
                         SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?)
+                        GROUP BY \(Sizes.identity("f")))
                     """), arguments: [owner]) ?? 0
     }
 

@@ -181,6 +181,11 @@ enum Schema {
         m.registerMigration("v10") { db in
             try db.execute(sql: "ALTER TABLE file ADD COLUMN claim TEXT")
         }
+        // The budget, quotas and `stats` count a file once however many names it has: the
+        // registry grouped by inode and device, read in this index's order (Saturating.swift).
+        m.registerMigration("v11") { db in
+            try db.execute(sql: "CREATE INDEX file_identity ON file(inode, device, size)")
+        }
         return m
     }
 }
