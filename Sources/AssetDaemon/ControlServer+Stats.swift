@@ -34,6 +34,14 @@ extension ControlServer {
             "dropped_connections": .int(Int64(droppedConnections)), "peak_bytes": .int(Int64(peakTotal)),
         ])
         o["latency_ms"] = .object(["p50": percentile(0.5), "p99": percentile(0.99), "samples": .int(Int64(n))])
+        #if DEBUG
+        if DebugStats.shown {
+            o["debug"] = .object([
+                "event_lines_rendered": .int(Int64(DebugStats.eventLinesRendered)),
+                "parsed_requests_waiting": .int(Int64(sessions.values.reduce(0) { $0 + $1.parsedWaiting })),
+            ])
+        }
+        #endif
         return .object(o)
     }
 }

@@ -424,18 +424,6 @@ final class ControlServer {
         }
     }
 
-    /// Whether any connection watches. Events are made only for someone to send them to:
-    /// with no watcher, a group commit's put events cost the loop about a tenth of its time.
-    /// Asked only for a commit or a sweep, not for every reply.
-    private var watched: Bool { sessions.values.contains { $0.watching != nil } }
-
-    func broadcast(_ events: [ServerEvent]) {
-        guard !events.isEmpty else { return }
-        for session in sessions.values where session.watching != nil {
-            for e in events { session.send(event: e) }
-        }
-    }
-
     func recordLatency(_ seconds: Double) {
         latencies[latencyCount % latencies.count] = seconds
         latencyCount += 1

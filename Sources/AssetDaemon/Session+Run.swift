@@ -199,6 +199,10 @@ extension Session {
         _ request: RPCRequest, _ result: Result<MethodOutcome, RPCError>, _ started: Double, built: [UInt8]? = nil
     ) {
         server.recordLatency(QueryClock.now() - started)
+        var result = result
+        if case .success(let outcome) = result, case .watch = outcome.action, let refusal = server.watchRefusal(self) {
+            result = .failure(refusal)
+        }
         switch result {
         case .success(let outcome):
             if let built {

@@ -45,7 +45,8 @@ final class Session {
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
         case request(Result<RPCRequest, RPCFailure>, bytes: Int)
-        /// A long line, parsed off the loop when its turn comes.
+        /// A line kept as it came, parsed when its turn comes: off the loop if long, or read
+        /// while a request ran (parsed, it would hold many times what it is counted for).
         case unparsed([UInt8], bytes: Int)
         /// A line over the limit: answered after everything before it, then the connection closes.
         case tooLong
@@ -83,6 +84,8 @@ final class Session {
     /// The query this connection runs in the query lane, stopped if the connection closes.
     @exclusivity(unchecked) var runningQuery: QueryCancellation?
     @exclusivity(unchecked) var watching: EventFilter?
+    /// A watch of this connection was refused and logged (ControlServer+Events.swift).
+    var watchRefusalLogged = false
     /// The method this connection called last: a client calls one method over and over, and
     /// comparing its name costs less than hashing it for the table.
     @exclusivity(unchecked) var lastMethod: (name: String, method: MethodTable.Method)?
@@ -105,13 +108,15 @@ final class Session {
     }
 
     private func onData(_ bytes: UnsafeRawBufferPointer) {
-        // Lines are parsed where they lie (a long one is copied to be parsed off the loop).
+        // Lines are parsed where they lie, unless long (parsed off the loop) or read while a
+        // request runs: they wait counted by their length, and `[0,0,…]` parsed holds about
+        // twelve times that.
         framer.feed(bytes) { piece in
             switch piece {
             case .line(let line):
                 let bytes = line.count + Session.requestOverhead
                 inputBytes += bytes
-                if line.count > Session.parseOnLoopLimit {
+                if running || line.count > Session.parseOnLoopLimit {
                     queue.append(.unparsed(Array(line), bytes: bytes))
                 } else {
                     queue.append(.request(RPCRequest.parse(line), bytes: bytes))
@@ -182,7 +187,14 @@ final class Session {
                 run(request)
             case .unparsed(let line, let bytes):
                 inputBytes -= bytes
-                parseOffLoop(line)
+                if line.count > Session.parseOnLoopLimit {
+                    parseOffLoop(line)
+                } else {
+                    switch line.withUnsafeBufferPointer({ RPCRequest.parse($0) }) {
+                    case .success(let request): run(request)
+                    case .failure(let f): if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
+                    }
+                }
             case .tooLong:
                 write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))
                 close(flush: true)
@@ -351,15 +363,38 @@ final class Session {
         write(line)
     }
 
-    /// Sends an event line unless the watcher has fallen too far behind (then it is dropped).
-    func send(event: ServerEvent) {
-        guard !closed, let filter = watching, event.matches(filter) else { return }
-        if outputBytes > Session.eventBacklogLimit {
-            daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
-            close(flush: false)
-            return
+    /// Sends the events its filter lets through, in order, until the watcher has fallen too
+    /// far behind (then it is dropped). Their lines are shared with the other watchers. Each
+    /// is written as `write` writes a line, but counted by its length: what else the
+    /// connection holds is counted once, here, and its write queue changes only in flushOut
+    /// (which recounts). A recount per event, with the filter and the unowned server read
+    /// again, cost more than copying the line.
+    func send(_ events: EventLines) {
+        guard !closed, let filter = watching else { return }
+        assert(!rendering, "an event written while a reply is rendered into the output buffer")
+        let all = filter.types == nil && filter.collections == nil
+        let server = server
+        if !batching { account() }  // a pump counts at its end
+        var refused = backlog
+        for i in events.events.indices {
+            guard !closed else { return }
+            if !all, !events.events[i].matches(filter) { continue }
+            if out.count + refused > Session.eventBacklogLimit {
+                daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
+                close(flush: false)
+                return
+            }
+            let line = events.line(i)
+            if out.isEmpty { out = line } else { out.append(contentsOf: line) }
+            guard !batching else { continue }
+            accounted += line.count
+            server.buffered(line.count, by: self)
+            if server.overTotal, refused == 0 {
+                flushOut()
+                refused = backlog
+            }
+            queueFlush()
         }
-        write(event.line)
     }
 
     /// Pauses reading while this connection is over a bound (requests waiting, replies not
@@ -401,6 +436,15 @@ final class Session {
     }
 
     var isIdle: Bool { !running }
+
+    #if DEBUG
+    /// Requests waiting to run that were parsed when read (debug `stats`).
+    var parsedWaiting: Int {
+        queue[head...].count {
+            if case .request = $0 { true } else { false }
+        }
+    }
+    #endif
 
     func close(flush: Bool) {
         guard !closed else { return }

@@ -5,7 +5,7 @@ import AssetStore
 extension ConfigParser {
     static let limitKeys: Set<String> = [
         "query_threads", "query_time_limit", "max_reply_bytes", "connection_input_bytes", "connection_output_bytes",
-        "total_buffer_bytes", "admin_reserved_connections", "max_connections_per_uid",
+        "total_buffer_bytes", "admin_reserved_connections", "max_connections_per_uid", "max_watchers_per_uid",
         "max_lease_entries_per_connection", "total_lease_entries", "max_cascade_objects",
     ]
 
@@ -45,6 +45,7 @@ extension ConfigParser {
                 section: "control")
         }
         if let n = try count("max_connections_per_uid", 1...1_000_000) { c.maxConnectionsPerUID = n }
+        if let n = try count("max_watchers_per_uid", 1...1_000_000) { c.maxWatchersPerUID = n }
         if let n = try count("max_cascade_objects", 0...1_000_000_000) { c.maxCascadeObjects = n }
         let perConnection = try count("max_lease_entries_per_connection", 1...100_000_000)
         let total = try count("total_lease_entries", 1...1_000_000_000)

@@ -195,7 +195,11 @@ struct ConfigParser {
                 for key in (e.objectValue ?? [:]).keys.sorted() where !["name", "field", "to", "rules"].contains(key) {
                     throw error("collections.edges.\(key)", "unknown key", section: "collections.edges")
                 }
-                do { edges.append(try EdgeTemplate(json: e)) } catch {
+                do {
+                    let template = try EdgeTemplate(json: e)
+                    try Edge.validate(name: template.name)
+                    edges.append(template)
+                } catch {
                     throw self.error("collections.edges", "\(name): \(error.message)", section: "collections.edges")
                 }
             }

@@ -1,6 +1,6 @@
 // What one client may take of the daemon (assetd.toml(5), [control]): threads for queries,
-// bytes buffered per connection and in total, the size of one reply, connection slots, what
-// leases hold, objects one request's rules may delete.
+// bytes buffered per connection and in total, the size of one reply, connection slots,
+// watchers, what leases hold, objects one request's rules may delete.
 
 import AssetStore
 import Foundation
@@ -23,6 +23,9 @@ public struct ControlLimits: Sendable, Equatable {
     public var adminReservedConnections = 8
     /// `control.max_connections_per_uid`: connections one non-admin uid may hold.
     public var maxConnectionsPerUID = 256
+    /// `control.max_watchers_per_uid`: watching connections one non-admin uid may hold. Each
+    /// costs every commit a copy of its events on the loop.
+    public var maxWatchersPerUID = 16
     /// `control.max_lease_entries_per_connection`: objects and files one connection's live leases hold.
     public var maxLeaseEntriesPerConnection = 4096
     /// `control.total_lease_entries`: objects and files the live leases of all connections hold.
@@ -52,6 +55,7 @@ public struct ControlLimits: Sendable, Equatable {
             "control.total_buffer_bytes = \(totalBufferBytes)",
             "control.admin_reserved_connections = \(adminReservedConnections)",
             "control.max_connections_per_uid = \(maxConnectionsPerUID)",
+            "control.max_watchers_per_uid = \(maxWatchersPerUID)",
             "control.max_lease_entries_per_connection = \(maxLeaseEntriesPerConnection)",
             "control.total_lease_entries = \(totalLeaseEntries)",
             "control.max_cascade_objects = \(maxCascadeObjects)",

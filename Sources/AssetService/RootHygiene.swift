@@ -67,6 +67,7 @@ extension DaemonConfig {
             if let why = RootHygiene.sharing(root, shared) { throw .config(rootError(why)) }
             if let why = RootHygiene.replaceable(root, uid: uid) { throw .config(rootError(why)) }
             if let why = RootHygiene.foldsCase(root, type: fileSystemType(root)) { throw .config(rootError(why)) }
+            if let why = RootHygiene.holdsStore(root, storePath: storePath) { throw .config(rootError(why)) }
         }
         return warnings
     }
@@ -213,7 +214,7 @@ enum RootHygiene {
     ]
 
     /// realpath, or nil when the path cannot be resolved.
-    private static func resolve(_ path: String) -> String? {
+    static func resolve(_ path: String) -> String? {
         guard let r = realpath(path, nil) else { return nil }
         defer { free(r) }
         return String(cString: r)

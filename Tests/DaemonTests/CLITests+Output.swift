@@ -1,5 +1,6 @@
 // What assetctl prints for values a first-time user gives it: file:// URLs, JSON values and
-// metadata in query tables, index text columns as plain text, and transact's deletions.
+// metadata in query tables, index text columns as plain text, transact's deletions, and every
+// edge however many pages they take.
 
 import AssetClient
 import AssetStore
@@ -62,5 +63,31 @@ extension CLITests {
         #expect(r.status == 0, "\(r.stderr)")
         let commit = try h.client().call("ping")["commit"]?.intValue ?? -1
         #expect(r.stdout == "commit \(commit)\ndeleted media/a\nqueued \(f)\nops[1]: {\"removed\":false}\n")
+    }
+
+    @Test("edge ls prints every edge when the whole list passes max_reply_bytes, which edge.find refuses")
+    func edgeListPages() throws {
+        let h = try DaemonHarness(controlSection: #"max_reply_bytes = "1KiB""#)
+        let c = try h.client()
+        for k in ["s", "d"] { try c.putObject("e", k) }
+        var ops = [JSONValue]()
+        for i in 0..<30 {
+            ops.append([
+                "method": "edge.add",
+                "params": [
+                    "name": .string("n-\(i)"), "source": ["collection": "e", "key": "s"],
+                    "destination": ["collection": "e", "key": "d"], "rules": [],
+                ],
+            ])
+        }
+        _ = try c.call("transact", ["ops": .array(ops)])
+        let refused = expectRPCError(Code.application, "reply_too_large") { () throws(ClientError) in
+            try c.call("edge.find")
+        }
+        #expect(refused?.message.contains("edge.find limit and after") == true)
+        let ls = try h.assetctl("edge", "ls", "--source", "e", "s")
+        #expect(ls.status == 0, "\(ls.stderr)")
+        let names = ls.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ").first.map(String.init) }
+        #expect(names == (0..<30).map { "n-\($0)" }, "\(ls.stdout)")
     }
 }

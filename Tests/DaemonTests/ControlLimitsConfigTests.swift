@@ -27,6 +27,7 @@ import Testing
             total_buffer_bytes = "64MiB"
             admin_reserved_connections = 4
             max_connections_per_uid = 10
+            max_watchers_per_uid = 3
             max_lease_entries_per_connection = 100
             total_lease_entries = 1000
             max_cascade_objects = 500
@@ -35,6 +36,8 @@ import Testing
         #expect(c.limits.maxReplyBytes == 1 << 20 && c.limits.connectionInputBytes == 65536)
         #expect(c.limits.connectionOutputBytes == 2 << 20 && c.limits.totalBufferBytes == 64 << 20)
         #expect(c.limits.adminReservedConnections == 4 && c.limits.maxConnectionsPerUID == 10)
+        #expect(c.limits.maxWatchersPerUID == 3 && ControlLimits().maxWatchersPerUID == 16)
+        #expect(c.summary.contains("control.max_watchers_per_uid = 3"))
         #expect(c.limits.leaseBounds == LeaseBounds(perHolder: 100, total: 1000))
         #expect(ControlLimits().leaseBounds == LeaseBounds(perHolder: 4096, total: 65_536))
         #expect(c.summary.contains("control.total_lease_entries = 1000"))
@@ -57,6 +60,7 @@ import Testing
         ("[control]\nconnection_input_bytes = 10\n", "control.connection_input_bytes"),
         ("[control]\nmax_connections = 4\nadmin_reserved_connections = 4\n", "control.admin_reserved_connections"),
         ("[control]\nmax_connections_per_uid = 0\n", "control.max_connections_per_uid"),
+        ("[control]\nmax_watchers_per_uid = 0\n", "control.max_watchers_per_uid"),
         ("[control]\nmax_lease_entries_per_connection = 0\n", "control.max_lease_entries_per_connection"),
         ("[control]\nmax_lease_entries_per_connection = \"4k\"\n", "control.max_lease_entries_per_connection"),
         ("[control]\ntotal_lease_entries = -1\n", "control.total_lease_entries"),

@@ -80,6 +80,11 @@ struct InvalidParamsCase: CustomTestStringConvertible, Sendable {
                     #"{"name":"e","source":{"collection":"c","key":"s"},"destination":{"file":5},"rules":[]}"#
                 ),
                 (
+                    "name longer than 1024 bytes",
+                    #"{"name":""# + String(repeating: "n", count: 1025)
+                        + #"","source":{"collection":"c","key":"d"},"destination":{"collection":"c","key":"d"},"rules":[]}"#
+                ),
+                (
                     "rules an object",
                     #"{"name":"e","source":{"collection":"c","key":"s"},"destination":{"collection":"c","key":"d"},"rules":{"a":1}}"#
                 ),
@@ -105,6 +110,10 @@ struct InvalidParamsCase: CustomTestStringConvertible, Sendable {
             cases: [
                 ("name a number", #"{"name":5}"#),
                 ("source a number", #"{"source":5}"#),
+                ("limit zero", #"{"limit":0}"#),
+                ("limit over 100000", #"{"limit":100001}"#),
+                ("after a string", #"{"after":"5"}"#),
+                ("after negative", #"{"after":-1}"#),
             ]),
         InvalidParamsCase(
             method: "edge.count",

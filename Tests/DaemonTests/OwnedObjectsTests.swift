@@ -100,4 +100,21 @@ import Testing
         #expect(try call("object.get", ref("blobs", "B"), bob) == .null)
         #expect(try store.pending().map(\.path) == [file])
     }
+
+    @Test("with enforce_ownership only admins pin; an owner unpins its own", arguments: [true, false])
+    func pinsForAdmins(enforce: Bool) throws {
+        let (store, root) = try openStore(enforce: enforce)
+        defer { store.close() }
+        let (_, bob, _) = try setUp(store, root: root, rule: "deleteDestinationIfSourceDeleted", enforce: enforce)
+        let refusal: RPCError? = {
+            guard case .failure(let e) = MethodTable.call("object.pin", ref("blobs", "B"), bob) else { return nil }
+            return e
+        }()
+        #expect((refusal?.stableCode == StoreError.Code.permissionDenied.rawValue) == enforce)
+        #expect(try store.write { try $0.isPinned(ObjectRef("blobs", "B")) }.value == !enforce)
+        let admin = context(store, uid: 0, admin: true, enforce: enforce)
+        try call("object.pin", ref("blobs", "B"), admin)
+        try call("object.unpin", ref("blobs", "B"), bob)
+        #expect(try store.write { try $0.isPinned(ObjectRef("blobs", "B")) }.value == false)
+    }
 }

@@ -168,6 +168,27 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
     }
 
+    @Test("a root holding the database's folder is refused, through a symlink too; one beside it is not")
+    func rootHoldingStore() throws {
+        let h = try DaemonHarness(start: false)
+        var c = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
+        c.roots = [h.root]
+        c.rootsOrigin = .configured(line: 1)
+        try FileManager.default.createDirectory(atPath: h.root + "/db", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: h.dir + "/dblink", withDestinationPath: h.root + "/db")
+        for store in [h.root + "/assetd.sqlite", h.root + "/db/assetd.sqlite", h.dir + "/dblink/assetd.sqlite"] {
+            c.storePath = store
+            do {
+                _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
+                Issue.record("a root holding \(store) was accepted")
+            } catch {
+                #expect(error.description.contains("\(h.root) holds the database's folder"), "\(error)")
+            }
+        }
+        c.storePath = h.dir + "/assetd.sqlite"
+        _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
+    }
+
     @Test("the default root is created with a CACHEDIR.TAG; --check-config creates nothing; an untagged one is tagged")
     func defaultRootInProcess() throws {
         let h = try DaemonHarness(start: false)

@@ -33,4 +33,22 @@ import Testing
         #expect(Set(sweep.unlinked) == Set(paths[0..<2]))
         #expect(sweep.deferred.map(\.path) == [paths[2]] && f.exists(paths[2]))
     }
+
+    @Test("two canonically equivalent paths are two files, both made due again")
+    func lookalikePaths() throws {
+        let f = try Fixture()
+        let paths = [try f.makeFile("caf\u{e9}.bin"), try f.makeFile("cafe\u{301}.bin")]
+        #expect(paths[0] == paths[1] && paths[0].utf8.count != paths[1].utf8.count)
+        var ended = EndedLeaseFiles()
+        for (i, path) in paths.enumerated() {
+            try f.hold(path, key: "k\(i)")
+            ended.add([try f.store.leases.acquire(objects: [], files: [path], ttl: 60, holder: 7)])
+            _ = try f.delete(ref("c", "k\(i)"))
+        }
+        #expect(try f.store.sweep().deferred.count == 2)
+        _ = f.store.leases.releaseAll(holder: 7)
+        #expect(ended.files.count == 2)
+        #expect(try f.store.leasesEnded(ended) == 2)
+        #expect(Set(try f.store.sweep().unlinked.map { Array($0.utf8) }) == Set(paths.map { Array($0.utf8) }))
+    }
 }

@@ -265,7 +265,7 @@ struct LeaseIndexTests {
     func snapshotPerHold() throws {
         let f = try Fixture()
         let leases = f.store.leases
-        var (objects, files) = (Set<ObjectRef>(), Set<[UInt8]>())
+        var (objects, files) = (Set<ObjectRefKey>(), Set<[UInt8]>())
         for i in 0..<1000 {
             let (o, p) = (ref("c", "k\(i)"), "\(f.root)/s/\(i).bin")
             let l = try leases.acquire(objects: [o], files: [p], ttl: i % 5 == 0 ? 1 : 600)
@@ -273,7 +273,7 @@ struct LeaseIndexTests {
             if i % 3 == 0 {
                 _ = leases.release(l.id)
             } else if i % 5 != 0 {
-                objects.insert(o)
+                objects.insert(ObjectRefKey(o))
                 files.insert(Array(p.utf8))
             }
         }
@@ -290,12 +290,12 @@ struct LeaseIndexTests {
         let f = try Fixture()
         let leases = f.store.leases
         var ids = [String]()
-        var (objects, files) = (Set<ObjectRef>(), Set<[UInt8]>())
+        var (objects, files) = (Set<ObjectRefKey>(), Set<[UInt8]>())
         for i in 0..<1000 {
             let (o, p) = (ref("c", "k\(i)"), "\(f.root)/s/\(i).bin")
             ids.append(try leases.acquire(objects: [o], files: [p], ttl: 600).id)
             if i % 3 == 0 {
-                objects.insert(o)
+                objects.insert(ObjectRefKey(o))
                 files.insert(Array(p.utf8))
             }
         }
@@ -321,6 +321,6 @@ struct LeaseIndexTests {
         #expect(calls.load(ordering: .relaxed) > 0 && errors.withLock { $0 }.isEmpty)
         #expect(objects.isSubset(of: snapshot.objects) && files.isSubset(of: snapshot.files))
         #expect(leases.state.withLock { $0.order.count } < 1000, "the order was not compacted")
-        #expect(snapshot.objects.contains(newObject) && snapshot.files.contains(Array(newFile.utf8)))
+        #expect(snapshot.objects.contains(ObjectRefKey(newObject)) && snapshot.files.contains(Array(newFile.utf8)))
     }
 }

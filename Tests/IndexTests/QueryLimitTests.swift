@@ -73,4 +73,74 @@ import AssetStoreTestSupport
         #expect(try f.store.aggregate(function: "length(printf('%.*c', 1000000, 'x'))") == .value(1_000_000))
         #expect(try f.store.query(clause: "WHERE printf('%s', key) = ?", parameters: ["a"]).count == 1)
     }
+
+    @Test("an aggregate's grouped rows count against the reply limit as a query's do")
+    func groupedAggregateReplyLimit() throws {
+        let f = try Fixture()
+        try f.store.write { tx in
+            for i in 0..<10 { try tx.put(ref("m", "k\(i)"), value: [:]) }
+        }
+        // Ten rows of a megabyte each against 4 MiB: stopped at the fifth row, not built.
+        #expect(
+            expectCode(.replyTooLarge) {
+                try f.store.aggregate(function: "printf('%.*c', 1000000, 'x')", groupBy: ["key"], replyLimit: 4 << 20)
+            } != nil)
+        let small = try f.store.aggregate(
+            function: "printf('%.*c', 100000, 'x')", groupBy: ["key"], replyLimit: 4 << 20)
+        guard case .rows(let rows) = small else { throw StoreError(.internalError, "no rows: \(small)") }
+        #expect(rows.count == 10)
+        #expect(
+            expectCode(.replyTooLarge) {
+                try f.store.aggregate(function: "printf('%.*c', 100, 'x')", replyLimit: 50)
+            } != nil)
+    }
+
+    /// `n` sums of distinct aggregate calls, each of which keeps its own accumulator.
+    static func aggregateTerms(_ n: Int) -> String {
+        (0..<n).map { "length(group_concat(printf('%.*c', 10, '\($0 % 10)') || '\($0)'))" }.joined(separator: " + ")
+    }
+
+    @Test("a clause with more than 16 aggregate, min or max calls is query_rejected; up to 16 run")
+    func aggregateCallsBounded() throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        let e = expectCode(.queryRejected) { try f.store.aggregate(function: Self.aggregateTerms(20)) }
+        #expect(e?.message.contains("more than 16 aggregate") == true, "\(String(describing: e))")
+        #expect(expectCode(.queryRejected) { try f.store.aggregate(function: Self.aggregateTerms(17)) } != nil)
+        #expect(
+            expectCode(.queryRejected) {
+                try f.store.query(clause: "WHERE size < (SELECT \(Self.aggregateTerms(64)) FROM index_default)")
+            } != nil)
+        #expect(try f.store.aggregate(function: Self.aggregateTerms(3)) == .value(33))
+        #expect(try f.store.aggregate(function: Self.aggregateTerms(16), groupBy: ["key"]) != .value(.null))
+        #expect(try f.store.aggregate(function: Self.aggregateTerms(16)) == .value(182))
+    }
+
+    @Test("a clause with more than 64 function calls is query_rejected; 64 run")
+    func functionCallsBounded() throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        let calls = { (n: Int) in (0..<n).map { "abs(\($0))" }.joined(separator: " + ") }
+        let e = expectCode(.queryRejected) { try f.store.aggregate(function: "max(\(calls(64)))") }
+        #expect(e?.message.contains("more than 64 function calls") == true, "\(String(describing: e))")
+        #expect(try f.store.aggregate(function: "max(\(calls(63)))") == .value(.int(Int64((0..<63).reduce(0, +)))))
+    }
+
+    @Test("a checked function call ends a query past its time, between two checks of the progress handler")
+    func checkedCallStopsExpiredQuery() throws {
+        let f = try Fixture()
+        try f.store.write { tx in try tx.put(ref("m", "a"), value: [:]) }
+        // One row, a few dozen steps: the progress handler (every 1,000) never runs; the
+        // call sees the cancellation itself.
+        let stopped = QueryCancellation()
+        stopped.cancel()
+        for function in [
+            "max(instr('abc', 'b'))", "max(replace('abc', 'b', 'x'))", "max(trim('abc', 'a'))",
+            "max('abc' LIKE '%b%')", "max(printf('%d', 1))",
+        ] {
+            let e = expectCode(.queryRejected) { try f.store.aggregate(function: function, cancellation: stopped) }
+            #expect(e?.message.contains("was stopped") == true, "\(function): \(String(describing: e))")
+        }
+        #expect(try f.store.aggregate(function: "max(instr('abc', 'b'))") == .value(2))
+    }
 }

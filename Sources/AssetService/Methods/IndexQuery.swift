@@ -21,7 +21,8 @@ extension MethodTable {
         let result = try ctx.store.aggregate(
             index: try p.optionalString("index") ?? IndexDefinition.defaultName, function: try p.string("function"),
             clause: try p.optionalString("where") ?? "", parameters: try queryParameters(p),
-            groupBy: try p.optionalStrings("group_by") ?? [], cancellation: ctx.queryCancellation)
+            groupBy: try p.optionalStrings("group_by") ?? [], replyLimit: ctx.replyLimit,
+            cancellation: ctx.queryCancellation)
         return MethodOutcome(result.json)
     }
 

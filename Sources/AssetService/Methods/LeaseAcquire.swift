@@ -2,9 +2,10 @@
 // from eviction and expiry (assetd(8), CONTROL PROTOCOL, Methods). The lease belongs to the
 // connection: it ends when released, when its ttl passes, or when the connection closes. What a
 // connection's leases, and all leases, hold is bounded: a lease past a bound is refused whole.
-// With enforce_ownership a non-admin leases only its own objects and files its objects hold: a
-// lease keeps a queued unlink back and an object from eviction, and renewed for ever another
-// user's would keep that user's files and push min_free's evictions onto other owners.
+// With enforce_ownership a non-admin leases only its own objects, and files its objects hold or
+// it could unlink (or create) itself: a lease keeps a queued unlink back and an object from
+// eviction, and renewed for ever another user's would keep that user's files and push
+// min_free's evictions onto other owners.
 
 import AssetStore
 import ControlProtocol
@@ -24,6 +25,8 @@ extension MethodTable {
             for item in list { objects.append(try Params(["o": item]).ref("o")) }
         }
         let files = try p.optionalStrings("files") ?? []
+        // A request wrong in itself says so before whose its objects and files are.
+        try LeaseRegistry.validate(objects: objects, files: files, ttl: ttl)
         try checkLeaseOwnership(objects: objects, files: files, ctx)
         let lease = try ctx.store.leases.acquire(
             objects: objects, files: files, ttl: ttl, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
@@ -31,24 +34,48 @@ extension MethodTable {
     }
 
     /// With enforce_ownership, refuses a non-admin's lease whole if it names an object of
-    /// another owner (one not there yet is the caller's to put, as for a write) or a file no
-    /// object of the caller holds. Judged on one snapshot as the lease is taken: an edge that
-    /// goes later does not end the lease, but the caller could have unlinked the file itself
-    /// (its put or edge.add named it), so it keeps nothing back that it could not remove.
+    /// another owner (one not there yet is the caller's to put, as for a write) or a file that
+    /// no object of the caller holds and that objects of another owner hold, or that the
+    /// caller could not unlink, or create, itself (judged as a put naming it is: a download
+    /// being written, a file a player uses). Judged
+    /// as the lease is taken: an edge that goes later does not end the lease, but the caller
+    /// could have unlinked the file itself (its put or edge.add named it), so it keeps nothing
+    /// back that it could not remove.
     static func checkLeaseOwnership(objects: [ObjectRef], files: [String], _ ctx: MethodContext) throws {
         guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return }
-        let user = ctx.caller.userName
-        for o in objects { try o.validate() }
-        var paths = [String]()
-        for f in files { paths.append(try ctx.store.roots.accept(f).path) }
-        try ctx.store.read { tx in
+        let caller = ctx.caller
+        let user = caller.userName
+        var accepted = [(path: String, root: String)]()
+        for f in files { accepted.append(try ctx.store.roots.accept(f)) }
+        let unheld: [(path: String, root: String)] = try ctx.store.read { tx in
             for o in objects {
                 if let owner = try tx.owner(of: o), owner != user {
                     throw RPCError.application(.permissionDenied, "\(o) belongs to \(owner), not \(user)")
                 }
             }
-            for path in paths where try !tx.holds(user, file: path) {
-                throw RPCError.application(.permissionDenied, "no object of \(user) holds \(path)")
+            var left = [(path: String, root: String)]()
+            for f in accepted {
+                let holders = try tx.holders(file: f.path, owner: user)
+                if holders.own { continue }
+                // A file lease keeps its holders from eviction too: one that only another owner's
+                // objects hold would shield them, however freely the caller could unlink it.
+                if holders.others {
+                    throw RPCError.application(
+                        .permissionDenied, "\(f.path) is held by objects of another owner, not of \(user)")
+                }
+                left.append(f)
+            }
+            return left
+        }
+        // Probed outside the snapshot, on the walk's descriptors, as a put's file is.
+        let check = FileReferenceCheck(uid: caller.uid, owner: user) {
+            UnlinkAccess.refusal($0, uid: caller.uid, gids: caller.gids)
+        }
+        for f in unheld {
+            do {
+                try ctx.store.roots.judge(f.path, root: f.root, for: check)
+            } catch let e as StoreError where e.code == .permissionDenied {
+                throw RPCError.application(.permissionDenied, "no object of \(user) holds \(f.path): \(e.message)")
             }
         }
     }

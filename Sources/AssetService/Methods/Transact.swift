@@ -32,7 +32,8 @@ extension MethodTable {
 
     static func transact(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         guard let ops = p.value("ops")?.arrayValue else { throw RPCError.invalidParams("ops must be an array") }
-        var parsed = [(Op, Params, Int)]()
+        // Each op with its params, its index, and whether it is bounded (transactBounded).
+        var parsed = [(Op, Params, Int, Bool)]()
         for (i, op) in ops.enumerated() {
             guard let method = op["method"]?.stringValue else {
                 throw RPCError.invalidParams("ops[\(i)].method is required")
@@ -42,20 +43,19 @@ extension MethodTable {
             }
             let params = op["params"] ?? .object([:])
             guard params.objectValue != nil else { throw RPCError.invalidParams("ops[\(i)].params must be an object") }
-            parsed.append((run, Params(params), i))
+            parsed.append((run, Params(params), i, transactBounded.contains(method)))
         }
-        // Reads and flushes run in the write transaction, holding every other writer: bounded
-        // for those whose deletions are (WriteTransaction+ReadBound.swift).
-        let bounded = Set(ops.indices.filter { Self.transactBounded.contains(ops[$0]["method"]?.stringValue ?? "") })
         // Only deletes: it frees space, and may use the reserve on a full disk (assetd(8)).
         let deletes = ops.allSatisfy { $0["method"]?.stringValue == "object.delete" }
         let done = try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
             var size = 0
             var scratch = [UInt8]()
-            return try parsed.map { run, params, i in
+            return try parsed.map { run, params, i, bounded in
                 do {
                     let result =
-                        try bounded.contains(i)
+                        // Reads and flushes hold every other writer: bounded for those whose
+                        // deletions are (WriteTransaction+ReadBound.swift).
+                        try bounded
                         ? tx.boundedRead(ctx.cascadeLimit) { try run(params, tx, ctx) } : run(params, tx, ctx)
                     guard ctx.replyLimit != .max else { return result }
                     // Refused before commit, unlike a reply's deletion lists: nothing is done yet.

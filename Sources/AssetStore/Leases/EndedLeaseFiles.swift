@@ -11,9 +11,10 @@ public struct EndedLeaseFiles: Sendable {
 
     public let cap: Int
     /// The ended leases' files, each once, unless `overflowed`.
-    public var files: [String] { Array(kept) }
-    /// Distinct paths: many connections leasing the same files must not fill the cap.
-    private var kept = Set<String>()
+    public var files: [String] { kept.map(\.string) }
+    /// Distinct paths: many connections leasing the same files must not fill the cap. As
+    /// bytes: two canonically equivalent paths are two rows, each to be made due again.
+    private var kept = Set<UTF8Key>()
     /// More files ended than `cap`: every lease-deferred row is to be made due again.
     public private(set) var overflowed = false
 
@@ -27,7 +28,7 @@ public struct EndedLeaseFiles: Sendable {
     /// Keeps the files of `leases`, or gives up on paths past `cap`.
     public mutating func add(_ leases: [Lease]) {
         for l in leases where !overflowed {
-            kept.formUnion(l.files)
+            for f in l.files { kept.insert(UTF8Key(f)) }
             if kept.count > cap {
                 kept = []
                 overflowed = true

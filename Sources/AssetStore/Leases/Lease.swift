@@ -48,3 +48,17 @@ public struct LeaseBounds: Sendable, Equatable {
         self.total = total
     }
 }
+
+extension LeaseRegistry {
+    /// Throws `invalid_params` for a ttl out of range, a lease of nothing, or an invalid
+    /// object: what a caller gets before any question of whose the objects and files are.
+    public static func validate(objects: [ObjectRef], files: [String], ttl: Double) throws(StoreError) {
+        guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
+            throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
+        }
+        guard !objects.isEmpty || !files.isEmpty else {
+            throw StoreError(.invalidParams, "a lease needs at least one object or file")
+        }
+        for o in objects { try o.validate() }
+    }
+}

@@ -73,13 +73,7 @@ public final class LeaseRegistry: Sendable {
         objects: [ObjectRef], files: [String], ttl: Double, holder: UInt64? = nil, uid: UInt32? = nil,
         bounds: LeaseBounds? = nil
     ) throws(StoreError) -> Lease {
-        guard ttl > 0, ttl <= LeaseRegistry.maximumTTL else {
-            throw StoreError(.invalidParams, "a lease's ttl must be more than 0s and at most 1d")
-        }
-        guard !objects.isEmpty || !files.isEmpty else {
-            throw StoreError(.invalidParams, "a lease needs at least one object or file")
-        }
-        for o in objects { try o.validate() }
+        try LeaseRegistry.validate(objects: objects, files: files, ttl: ttl)
         var paths = [String]()
         for f in files { paths.append(try roots.accept(f).path) }
         let entries = Lease.entries(objects: objects.count, files: paths.count)

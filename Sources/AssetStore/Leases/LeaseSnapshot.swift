@@ -7,7 +7,8 @@ extension LeaseRegistry {
     /// Leases copied per hold of the registry's lock.
     static let snapshotChunk = 256
 
-    /// Objects and files (as UTF-8 bytes) under a live lease. Costs a pass over every lease:
+    /// Objects and files under a live lease, both as UTF-8 bytes: a lease of `cafe\u{301}`
+    /// must not protect the row `caf\u{e9}`, which String's equality takes for the same. Costs a pass over every lease:
     /// callers with a few paths of their own ask `leasedUntil(files:)`.
     ///
     /// Not one instant's view, but as safe: every lease live from the start of the walk to its
@@ -16,7 +17,7 @@ extension LeaseRegistry {
     /// `beginPolicyBatch`, and the files of a later lease are guarded at their unlink too);
     /// one ended meanwhile may be in it, which only protects more. It resumes by
     /// number, as `list` does: the order may be compacted between holds.
-    public func snapshot() -> (objects: Set<ObjectRef>, files: Set<[UInt8]>) {
+    public func snapshot() -> (objects: Set<ObjectRefKey>, files: Set<[UInt8]>) {
         let now = clock()
         var leases = [Lease]()
         var after: UInt64 = 0  // lease numbers start at 1
@@ -37,10 +38,10 @@ extension LeaseRegistry {
             }
             if !end, let hook = snapshotChunkDone.withLock({ $0 }) { hook() }
         }
-        var objects = Set<ObjectRef>()
+        var objects = Set<ObjectRefKey>()
         var files = Set<[UInt8]>()
         for l in leases {
-            objects.formUnion(l.objects)
+            for o in l.objects { objects.insert(ObjectRefKey(o)) }
             for f in l.files { files.insert(Array(f.utf8)) }
         }
         return (objects, files)

@@ -28,6 +28,14 @@ public struct ReadTransaction {
     /// Edges matching the filter, oldest first.
     public func edges(_ filter: EdgeFilter) throws -> [Edge] { try reads.edges(filter) }
 
+    /// Edges matching the filter in id order after the edge `after`, each with its id, read one
+    /// at a time until `visit` returns false.
+    public func edges(
+        _ filter: EdgeFilter, after: Int64 = 0, limit: Int? = nil, _ visit: (Int64, Edge) throws -> Bool
+    ) throws {
+        try reads.edges(filter, after: after, limit: limit, visit)
+    }
+
     /// The number of edges matching the filter.
     public func edgeCount(_ filter: EdgeFilter) throws -> Int { try reads.edgeCount(filter) }
 
@@ -35,21 +43,12 @@ public struct ReadTransaction {
     public func file(_ path: String) throws -> FileReport? { try reads.file(path) }
 
     /// The owner of the object, or nil if there is none.
-    public func owner(of ref: ObjectRef) throws -> String? {
-        try String.fetchOne(
-            db.cachedStatement(sql: "SELECT owner FROM object WHERE collection = ? AND key = ?"),
-            arguments: [ref.collection, ref.key])
-    }
+    public func owner(of ref: ObjectRef) throws -> String? { try reads.owner(ref) }
 
-    /// Whether an object of `owner` holds the registered file at this normalised path.
-    public func holds(_ owner: String, file path: String) throws -> Bool {
-        try Bool.fetchOne(
-            db.cachedStatement(
-                sql: """
-                    SELECT EXISTS (SELECT 1 FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id
-                    JOIN object o ON o.id = e.src WHERE f.path = ? AND o.owner = ?)
-                    """),
-            arguments: [path, owner]) ?? false
+    /// Whether objects of `owner`, and objects of other owners, hold the registered file at
+    /// this normalised path.
+    public func holders(file path: String, owner: String) throws -> (own: Bool, others: Bool) {
+        try reads.holders(file: path, owner: owner)
     }
 
     /// The latest commit number.

@@ -20,6 +20,30 @@ struct Reads {
         return id
     }
 
+    /// The object's owner, or nil if there is none (or this transaction deleted it): the
+    /// owner column alone, not the value and files a get reads.
+    func owner(_ ref: ObjectRef) throws -> String? {
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT id, owner FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+        guard let row, !hidden.contains(row[0] as Int64) else { return nil }
+        return row[1]
+    }
+
+    /// Whether objects of `owner`, and objects of other owners, hold the registered file at
+    /// this normalised path: one pass over its edges for both.
+    func holders(file path: String, owner: String) throws -> (own: Bool, others: Bool) {
+        let row = try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT COALESCE(MAX(o.owner = ?2), 0), COALESCE(MAX(o.owner <> ?2), 0)
+                    FROM file f JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src
+                    WHERE f.path = ?1
+                    """),
+            arguments: [path, owner])
+        return (row?[0] ?? false, row?[1] ?? false)
+    }
+
     func fileID(_ path: String) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM file WHERE path = ?"), arguments: [path])
     }
@@ -115,9 +139,30 @@ struct Reads {
     }
 
     func edges(_ filter: EdgeFilter) throws -> [Edge] {
-        guard let (cond, args) = try edgeCondition(filter) else { return [] }
-        return try Row.fetchAll(db, sql: EdgeRow.select + " WHERE " + cond + " ORDER BY e.id", arguments: args)
-            .map { EdgeRow(row: $0).edge }
+        var out = [Edge]()
+        try edges(filter) { _, edge in
+            out.append(edge)
+            return true
+        }
+        return out
+    }
+
+    /// The edges matching the filter in id order, after the edge with id `after`, one row at a
+    /// time: a reader that stops early (`visit` returns false) has read no further, so a store
+    /// of millions of edges never makes them all. With `limit`, at most that many: a filter
+    /// read through an index (a source, a destination) is sorted by id, and SQLite then keeps
+    /// only the first `limit` in its sorter instead of every match.
+    func edges(
+        _ filter: EdgeFilter, after: Int64 = 0, limit: Int? = nil, _ visit: (Int64, Edge) throws -> Bool
+    ) throws {
+        guard let (cond, args) = try edgeCondition(filter) else { return }
+        let rows = try Row.fetchCursor(
+            db, sql: EdgeRow.select + " WHERE " + cond + " AND e.id > ? ORDER BY e.id LIMIT ?",
+            arguments: args + [after, limit ?? -1])
+        while let row = try rows.next() {
+            let edge = EdgeRow(row: row)
+            guard try visit(edge.id, edge.edge) else { return }
+        }
     }
 
     func edgeCount(_ filter: EdgeFilter) throws -> Int {

@@ -321,11 +321,7 @@ public final class WriteTransaction {
     /// reading its value or its files, as `get` would.
     public func owner(_ ref: ObjectRef) throws -> String? {
         try ref.validate()
-        let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT id, owner FROM object WHERE collection = ? AND key = ?"),
-            arguments: [ref.collection, ref.key])
-        guard let row, !pendingDeleteIDs.contains(row[0] as Int64) else { return nil }
-        return row[1]
+        return try reads.owner(ref)
     }
 
     /// A page of keys, as `ReadTransaction.list`.

@@ -53,7 +53,7 @@ class BytesStep: PolicyStep {
                 handled = true
                 run.charge(1)
                 if !tx.deletedIDs.contains(row.id) {
-                    if g.objects.contains(row.ref) {
+                    if g.leases(row.ref) {
                         run.skip(row.id, .leased)
                     } else if let effect = try run.evict(
                         tx, [row.id], reason: reason, guard: g, detail: "lru: least recently accessed")

@@ -44,7 +44,7 @@ final class ExpireStep: PolicyStep {
         run.charge(rows.count)
         // The rows as just read in this transaction: the deletion need not read them again.
         var known = [Int64: DeletedDetail](minimumCapacity: rows.count)
-        for row in rows where !g.objects.contains(row.ref) { known[row.id] = row.detail }
+        for row in rows where !g.leases(row.ref) { known[row.id] = row.detail }
         var next = 0  // rows before it are handled; at least one a batch, so that refusals end
         while next < rows.count {
             let size = groupSize(run, first: next == 0)
@@ -52,7 +52,7 @@ final class ExpireStep: PolicyStep {
             var end = next
             var ids = [Int64]()
             while end < rows.count && ids.count < size {
-                if !g.objects.contains(rows[end].ref) && !tx.deletedIDs.contains(rows[end].id) {
+                if !g.leases(rows[end].ref) && !tx.deletedIDs.contains(rows[end].id) {
                     ids.append(rows[end].id)
                 }
                 end += 1
@@ -88,7 +88,7 @@ final class ExpireStep: PolicyStep {
             group = max(1, ids.count / 2)
             for row in rows[next..<end] {
                 if next > 0 && run.batchFull { return false }
-                if !g.objects.contains(row.ref) && !tx.deletedIDs.contains(row.id) {
+                if !g.leases(row.ref) && !tx.deletedIDs.contains(row.id) {
                     _ = try run.evict(tx, [row.id], reason: reason, guard: g, known: known)
                     if run.deferred { return false }  // the next batch begins with it
                 }

@@ -46,7 +46,7 @@ final class QuotaStep: PolicyStep {
             }
             run.charge(1)
             handled = true
-            if g.objects.contains(row.ref) {
+            if g.leases(row.ref) {
                 cursors[owner] = (row.key, row.id)
                 run.skip(row.id, .leased)
                 continue

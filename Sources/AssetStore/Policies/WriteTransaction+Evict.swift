@@ -39,8 +39,8 @@ struct EvictionEffect {
 struct EvictionGuard {
     /// Objects created after this are too young.
     var createdBefore: Double
-    /// Leased objects.
-    var objects: Set<ObjectRef>
+    /// Leased objects, by their bytes (as the rows are): ask `leases(_:)`.
+    var objects: Set<ObjectRefKey>
     /// Leased files, as UTF-8 bytes.
     var files: Set<[UInt8]>
     /// Refuse a deletion that reaches no file at all (a byte target gains nothing from it).
@@ -48,11 +48,14 @@ struct EvictionGuard {
 
     func protects(_ d: DeletedDetail) -> Bool { protection(of: d) != nil }
 
+    /// Whether a live lease names exactly this row's collection and key.
+    func leases(_ ref: ObjectRef) -> Bool { objects.contains(ObjectRefKey(ref)) }
+
     /// Why `d` may not go, if it may not.
     func protection(of d: DeletedDetail) -> SkipReason? {
         if d.pinned { return .pinned }
         if d.created > createdBefore { return .tooYoung }
-        if objects.contains(d.ref) { return .leased }
+        if leases(d.ref) { return .leased }
         return nil
     }
 }

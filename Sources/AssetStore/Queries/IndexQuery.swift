@@ -82,14 +82,6 @@ extension Store {
                 var ids = [Int64]()
                 // What the rows' text takes, a little under their JSON (quotes and names aside).
                 var bytes = 0
-                func count(_ stmt: OpaquePointer, _ columns: Int32) throws {
-                    // Text and blobs by their length; asking a number's would convert it to text.
-                    for i in 0..<columns {
-                        let type = sqlite3_column_type(stmt, i)
-                        bytes += type == SQLITE_TEXT || type == SQLITE_BLOB ? Int(sqlite3_column_bytes(stmt, i)) : 8
-                    }
-                    if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
-                }
                 // Rows in key order share their collection: one long string for a run of them.
                 var collection = ""
                 let inline = QueryText.inlineLayoutHolds
@@ -123,7 +115,7 @@ extension Store {
                     for (i, id) in ids.enumerated() {
                         try conn.run("SELECT value, metadata FROM object WHERE id = ?", [.int(id)], table: nil) {
                             stmt in
-                            try count(stmt, 2)
+                            try QueryText.count(stmt, 2, &bytes, limit: replyLimit)
                             out[i].value = try Reads.json(String(cString: sqlite3_column_text(stmt, 0)))
                             if sqlite3_column_type(stmt, 1) != SQLITE_NULL {
                                 out[i].metadata = try Reads.json(String(cString: sqlite3_column_text(stmt, 1)))
@@ -137,10 +129,11 @@ extension Store {
     }
 
     /// An aggregate such as `SUM(size)` or `COUNT(*)` over rows matching `clause`,
-    /// optionally grouped by index columns.
+    /// optionally grouped by index columns; `replyLimit` as for `query`.
     public func aggregate(
         index: String = IndexDefinition.defaultName, function: String, clause: String = "",
-        parameters: [JSONValue] = [], groupBy: [String] = [], cancellation: QueryCancellation? = nil
+        parameters: [JSONValue] = [], groupBy: [String] = [], replyLimit: Int = .max,
+        cancellation: QueryCancellation? = nil
     ) throws -> AggregateResult {
         try flushAccessesBeforeQuery()
         let table = try tableName(index)
@@ -161,7 +154,11 @@ extension Store {
         return try queries.with(cancellation: cancellation) { conn in
             var rows = [[String: JSONValue]]()
             var single: JSONValue = .null
+            // Counted before each row is made: a group's value can be as long as the length
+            // limit, and there can be a group per object.
+            var bytes = 0
             try conn.run(text, args, table: table) { stmt in
+                try QueryText.count(stmt, Int32(groupBy.count + 1), &bytes, limit: replyLimit)
                 if groupBy.isEmpty {
                     if rows.isEmpty { single = QueryText.value(stmt, 0) }
                     rows.append([:])
@@ -254,6 +251,8 @@ extension QueryConnection {
         statementText = nil
         textJoinsByName = nil
         refusal = nil
+        aggregateCalls = 0
+        functionCalls = 0
         deadline = QueryConnection.monotonicNow() + timeLimit
         defer { allowedTable = nil }
         let stmt = try compiledStatement(key) ?? compile(key)

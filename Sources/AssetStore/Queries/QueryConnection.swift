@@ -24,13 +24,21 @@ final class QueryConnection {
     var textJoinsByName: Bool?
     /// What the authorizer refused last, for the error message.
     var refusal: String?
+    /// Calls of aggregate functions (and of min and max, which may be) in the clause being
+    /// compiled, which `authorize` bounds by `aggregateLimit`.
+    var aggregateCalls = 0
+    /// Function calls of any kind in the clause compiling: each can take a value near the
+    /// length limit, and a row's calls run between two checks of the time limit.
+    var functionCalls = 0
+    static let functionLimit = 64
     /// Seconds a statement may run before it is interrupted.
     let timeLimit: Double
     /// Monotonic time after which the progress handler interrupts the running statement.
     var deadline = Double.infinity
     /// Raised when the client that asked went away; checked with the deadline.
     var cancellation: QueryCancellation?
-    /// printf and format that fail where SQLite's return NULL (kept alive for the handle).
+    /// printf and format that fail where SQLite's return NULL, and SQLite's own of the
+    /// functions CheckedText guards (kept alive for the handle).
     private var printf: CheckedPrintf?
 
     static let allowedFunctions: Set<String> = [
@@ -44,8 +52,18 @@ final class QueryConnection {
         "date", "time", "datetime", "julianday", "unixepoch", "strftime",
         // JSON
         "json", "json_extract", "json_array", "json_object", "json_type", "json_valid", "json_array_length",
-        "json_quote", "json_group_array", "json_group_object",
+        "json_quote",
     ]
+
+    /// The functions whose calls `aggregateLimit` counts (min and max with one argument are
+    /// aggregates; the authorizer is not told how many a call has).
+    static let aggregateFunctions: Set<String> = [
+        "count", "sum", "total", "avg", "group_concat", "min", "max",
+    ]
+    /// Each aggregate call keeps a value of up to the length limit (group_concat of a long
+    /// printf), a query about this many of them: a query thread holds at most this many times
+    /// the length limit.
+    static let aggregateLimit = 16
 
     init(path: String, timeLimit: Double, lengthLimit: Int = 64 << 20) throws(StoreError) {
         self.timeLimit = timeLimit
@@ -60,10 +78,20 @@ final class QueryConnection {
         // passUnretained: the connection outlives its handle (deinit closes the handle first).
         sqlite3_set_authorizer(h, queryAuthorizer, Unmanaged.passUnretained(self).toOpaque())
         // A client's clause can ask for a lot: bound the time and the size of any value.
-        sqlite3_progress_handler(h, 10_000, queryProgress, Unmanaged.passUnretained(self).toOpaque())
+        // Every 1,000 steps: a row of costly calls (a 16 MB value's upper) fits in far fewer.
+        sqlite3_progress_handler(h, 1_000, queryProgress, Unmanaged.passUnretained(self).toOpaque())
         sqlite3_limit(h, SQLITE_LIMIT_LENGTH, Int32(clamping: lengthLimit))
-        printf = CheckedPrintf(lengthLimit: Int32(clamping: lengthLimit))
-        printf?.install(on: h)
+        // Without it SQLite's own unbounded printf, instr, replace, trim, LIKE and GLOB would run.
+        guard let checked = CheckedPrintf(lengthLimit: Int32(clamping: lengthLimit)) else {
+            // deinit closes the handle: every stored property is set by now.
+            throw StoreError(.internalError, "cannot open a query connection's function connection")
+        }
+        printf = checked
+        checked.install(on: h)
+        CheckedText.install(on: h, printf: checked)
+        checked.expired = { [unowned self] in
+            QueryConnection.monotonicNow() > self.deadline || self.cancellation?.isCancelled == true
+        }
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }
@@ -239,6 +267,18 @@ final class QueryConnection {
             return SQLITE_DENY
         case SQLITE_FUNCTION:
             let name = b.map { String(cString: $0).lowercased() } ?? ""
+            functionCalls += 1
+            guard functionCalls <= Self.functionLimit else {
+                refusal = "more than \(Self.functionLimit) function calls"
+                return SQLITE_DENY
+            }
+            if Self.aggregateFunctions.contains(name) {
+                aggregateCalls += 1
+                guard aggregateCalls <= Self.aggregateLimit else {
+                    refusal = "more than \(Self.aggregateLimit) aggregate, min or max calls"
+                    return SQLITE_DENY
+                }
+            }
             if Self.allowedFunctions.contains(name) { return SQLITE_OK }
             refusal = "function \(name) is not allowed"
             return SQLITE_DENY

@@ -230,13 +230,25 @@ enum QueryText {
         }
     }
 
+    /// Adds what the row `stmt` is on takes as text (a little under its JSON) to `bytes`, and
+    /// throws `reply_too_large` once that passes `limit`.
+    static func count(_ stmt: OpaquePointer, _ columns: Int32, _ bytes: inout Int, limit: Int) throws {
+        // Text and blobs by their length; asking a number's would convert it to text.
+        for i in 0..<columns {
+            let type = sqlite3_column_type(stmt, i)
+            bytes += type == SQLITE_TEXT || type == SQLITE_BLOB ? Int(sqlite3_column_bytes(stmt, i)) : 8
+        }
+        if bytes > limit { throw StoreError.replyTooLarge(limit) }
+    }
+
     /// SQLite's message for the last error when it names only a column or function; a
     /// syntax error's message quotes SQL text (ours, too), so it is replaced.
     static func describe(_ db: OpaquePointer) -> String {
         let message = String(cString: sqlite3_errmsg(db))
         let safe = [
             "no such column: ", "no such function: ", "wrong number of arguments to function ",
-            "misuse of aggregate", "ambiguous column name: ", "string or blob too big",
+            "misuse of aggregate", "ambiguous column name: ", "string or blob too big", CheckedText.refusal,
+            "LIKE or GLOB pattern too complex", "ESCAPE expression must be a single character",
         ]
         return safe.contains(where: message.hasPrefix) ? message : "syntax error in the clause or function"
     }

@@ -58,6 +58,21 @@ public struct Edge: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(name): \(source) -> \(destination) [\(rules)]" }
 
+    /// The longest edge name, in UTF-8 bytes: as long as a key may be. Every edge.find
+    /// reply and edge event carries the name, and one edge must fit a reply.
+    public static let maximumNameLength = ObjectRef.maximumLength
+
+    /// Throws `invalid_params` unless `name` is non-empty, without NUL (SQLite and C end
+    /// text there) and at most `maximumNameLength` bytes.
+    public static func validate(name: String) throws(StoreError) {
+        guard !name.isEmpty, !name.utf8.contains(0) else {
+            throw StoreError(.invalidParams, "an edge needs a name without NUL bytes")
+        }
+        guard name.utf8.count <= maximumNameLength else {
+            throw StoreError(.invalidParams, "an edge name is longer than \(maximumNameLength) bytes")
+        }
+    }
+
     /// The edge as JSON, as the protocol shows it.
     public var json: JSONValue {
         var o: [String: JSONValue] = [

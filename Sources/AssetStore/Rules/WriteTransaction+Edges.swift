@@ -8,9 +8,7 @@ extension WriteTransaction {
     /// Adds a manual edge, or replaces the rules of the same (name, source, destination).
     /// Either end may be created later in the transaction; at commit both must exist.
     public func addEdge(name: String, source: ObjectRef, destination: EdgeEnd, rules: DeleteRules) throws {
-        guard !name.isEmpty, !name.utf8.contains(0) else {
-            throw StoreError(.invalidParams, "an edge needs a name without NUL bytes")
-        }
+        try Edge.validate(name: name)
         try source.validate()
         let end = try resolveInput(destination)
         try rules.validate(fileDestination: end.isFile)
@@ -58,6 +56,14 @@ extension WriteTransaction {
 
     /// Edges matching the filter as this transaction sees them.
     public func edges(_ filter: EdgeFilter) throws -> [Edge] { try reads.edges(filter) }
+
+    /// Edges matching the filter as this transaction sees them, in id order after the edge
+    /// `after`, each with its id, read one at a time until `visit` returns false.
+    public func edges(
+        _ filter: EdgeFilter, after: Int64 = 0, limit: Int? = nil, _ visit: (Int64, Edge) throws -> Bool
+    ) throws {
+        try reads.edges(filter, after: after, limit: limit, visit)
+    }
 
     /// The number of edges matching the filter as this transaction sees them.
     public func edgeCount(_ filter: EdgeFilter) throws -> Int { try reads.edgeCount(filter) }

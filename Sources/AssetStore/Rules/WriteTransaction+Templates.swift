@@ -9,7 +9,11 @@ extension WriteTransaction {
     /// never deletes objects or unlinks files by itself.
     public func setTemplate(collection: String, edges: [EdgeTemplate]) throws {
         try ObjectRef(collection, "x").validate()
-        for e in edges { try e.validate() }
+        // The name here, not in validate(), which also runs on templates read back from the store.
+        for e in edges {
+            try e.validate()
+            try Edge.validate(name: e.name)
+        }
         // An edge name is one edge per destination: two fields under one name could not be
         // told apart when one of them must be nulled.
         var names = Set<String>()

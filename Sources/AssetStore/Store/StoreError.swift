@@ -41,12 +41,15 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Structured detail for programs (the edge that denied, the offending pair of rules…).
     public let detail: JSONValue?
 
-    /// A reply over `limit` bytes, with the hint to ask for less.
-    public static func replyTooLarge(_ limit: Int) -> StoreError {
+    /// A reply over `limit` bytes, with the hint to ask for less: `advice`, else the ways a
+    /// query or a listing asks for less.
+    public static func replyTooLarge(_ limit: Int, advice: String? = nil) -> StoreError {
         StoreError(
             .replyTooLarge,
-            "the reply would be larger than \(limit) bytes (control.max_reply_bytes): ask for less, with a LIMIT in the "
-                + "clause (ORDER BY key and key > the last one for the next page), include \"keys\", or object.list with limit and after"
+            "the reply would be larger than \(limit) bytes (control.max_reply_bytes): ask for less, "
+                + (advice
+                    ?? "with a LIMIT in the clause (ORDER BY key and key > the last one for the next page), "
+                    + "include \"keys\", or object.list with limit and after")
         )
     }
 

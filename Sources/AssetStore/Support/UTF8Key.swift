@@ -34,17 +34,18 @@ struct UTF8Key: Hashable {
     }
 }
 
-/// An object reference compared and hashed as the UTF-8 bytes of its collection and key.
-struct ObjectRefKey: Hashable {
-    let ref: ObjectRef
+/// An object reference compared and hashed as the UTF-8 bytes of its collection and key, as
+/// SQLite compares them: what a lease or a guard protects must be the row it names.
+public struct ObjectRefKey: Hashable, Sendable {
+    public let ref: ObjectRef
 
-    init(_ ref: ObjectRef) { self.ref = ref }
+    public init(_ ref: ObjectRef) { self.ref = ref }
 
-    static func == (a: ObjectRefKey, b: ObjectRefKey) -> Bool {
+    public static func == (a: ObjectRefKey, b: ObjectRefKey) -> Bool {
         UTF8Key.same(a.ref.key, b.ref.key) && UTF8Key.same(a.ref.collection, b.ref.collection)
     }
 
-    func hash(into h: inout Hasher) {
+    public func hash(into h: inout Hasher) {
         UTF8Key.combine(ref.collection, into: &h)
         UTF8Key.combine(ref.key, into: &h)
     }

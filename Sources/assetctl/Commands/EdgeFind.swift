@@ -1,5 +1,6 @@
 // `assetctl edge ls [--name N] [--source C K] [--dest C K | --file PATH]` → edge.find, as a
-// table NAME SOURCE DESTINATION RULES KIND. The filter options are shared with edge count.
+// table NAME SOURCE DESTINATION RULES KIND. Follows every page (edge.find pages by edge id), so
+// the list is whole however long. The filter options are shared with edge count.
 
 import ArgumentParser
 import AssetClient
@@ -16,7 +17,22 @@ struct EdgeFindCommand: ParsableCommand {
     @OptionGroup var filter: EdgeFilterOptions
 
     func run() throws {
-        try root.show("edge.find", filter.params) { r in
+        let backend = try root.backend()
+        var params = filter.params.objectValue ?? [:]
+        // The largest page: pages end at the reply limit anyway, and each page of a filter
+        // read through an index scans every match after `after`.
+        params["limit"] = 100_000
+        var collected = [JSONValue]()
+        while true {
+            let page = try backend.call("edge.find", .object(params))
+            let edges = page["edges"]?.arrayValue ?? []
+            collected += edges
+            // Stop at the end, and on a cursor that does not move (never loop forever).
+            guard let next = page["next"]?.intValue, page["next"] != params["after"], !edges.isEmpty else { break }
+            params["after"] = .int(next)
+        }
+        // Every page in one list: as before paging, {edges} alone.
+        root.emit(.object(["edges": .array(collected)])) { r in
             let edges = r["edges"]?.arrayValue ?? []
             return edges.isEmpty ? "no edges\n" : Formatting.edgeTable(edges)
         }

@@ -1,0 +1,17 @@
+// Debug builds only, for tests of a running assetd: counts of the daemon's internals, shown
+// in `stats` under `debug` while ASSETD_DEBUG_STATS is set. `event_lines_rendered`: event
+// lines rendered since start, so a test sees that a commit's events are rendered once
+// however many watchers take them; `parsed_requests_waiting`: requests queued that were
+// parsed when read, not kept as text. Release builds count nothing.
+
+#if DEBUG
+import Glibc
+
+enum DebugStats {
+    /// Whether `stats` shows them.
+    static let shown = getenv("ASSETD_DEBUG_STATS") != nil
+    /// Event lines rendered so far.
+    // Loop-bound: events are rendered on the loop thread only.
+    nonisolated(unsafe) static var eventLinesRendered = 0
+}
+#endif
