@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "AssetStoreTests",
             dependencies: [
-                "AssetStore", "AssetStoreTestSupport", "CFileIdentity", "CWALCoalesce",
+                "AssetStore", "AssetStoreTestSupport", "CWALCoalesce",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),

@@ -43,12 +43,9 @@ static int mount_id_from_fdinfo(int fd, uint64_t *out) {
     return found;
 }
 
-// A file's size is what it takes: its length, or its blocks where fewer (a sparse file of
-// 16 TiB with nothing written takes nothing, and would hold a byte budget over its limit),
-// capped so that sums of sizes stay far from overflowing (AssetStore's Sizes.maxFile).
-int64_t assetd_counted_size(uint64_t length, int has_blocks, uint64_t blocks) {
-    uint64_t size = length;
-    if (has_blocks && blocks < UINT64_MAX / 512 && blocks * 512 < size) size = blocks * 512;
+// A file may claim any size up to 2^63-1 (sparse, `truncate -s 6E`): recorded sizes are
+// capped so that sums of them stay far from overflowing (AssetStore's Sizes.maxFile).
+static int64_t capped_size(uint64_t size) {
     return size > ASSETD_MAX_FILE_SIZE ? ASSETD_MAX_FILE_SIZE : (int64_t)size;
 }
 
@@ -59,7 +56,7 @@ static void fill_from_statx(const struct statx *sx, struct assetd_file_stat *out
         | (minor & 0xffULL);
     out->inode = sx->stx_ino;
     out->mode = sx->stx_mode;
-    out->size = assetd_counted_size(sx->stx_size, (sx->stx_mask & STATX_BLOCKS) != 0, sx->stx_blocks);
+    out->size = capped_size(sx->stx_size);
     out->mtime_sec = sx->stx_mtime.tv_sec;
     out->mtime_nsec = sx->stx_mtime.tv_nsec;
     out->ctime_ns = (int64_t)sx->stx_ctime.tv_sec * 1000000000LL + sx->stx_ctime.tv_nsec;
@@ -86,7 +83,7 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) 
         out->device = st.st_dev;
         out->inode = st.st_ino;
         out->mode = st.st_mode;
-        out->size = assetd_counted_size((uint64_t)st.st_size, 1, (uint64_t)st.st_blocks);
+        out->size = capped_size((uint64_t)st.st_size);
         out->mtime_sec = st.st_mtim.tv_sec;
         out->mtime_nsec = st.st_mtim.tv_nsec;
         out->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;

@@ -4,7 +4,6 @@
 // would fail): totals saturate, and a recorded size is capped at 2^53.
 
 import AssetStoreTestSupport
-import CFileIdentity
 import Foundation
 import GRDB
 import Testing
@@ -81,13 +80,19 @@ struct HugeSizeTests {
         #expect(s.bytesPerOwner["eve"] == .max)
     }
 
-    @Test("a size is recorded at most 2^53 bytes")
-    func recordedSizeCapped() {
-        #expect(Sizes.maxFile == ASSETD_MAX_FILE_SIZE)
-        #expect(assetd_counted_size(6 << 60, 0, 0) == Sizes.maxFile)  // no block count
-        #expect(assetd_counted_size(UInt64.max, 1, UInt64.max) == Sizes.maxFile)
-        #expect(assetd_counted_size(6 << 60, 1, 1 << 60) == Sizes.maxFile)  // written all over
-        #expect(assetd_counted_size(1 << 53 - 1, 0, 0) == 1 << 53 - 1)
+    @Test("a sparse file of 6 EiB is recorded at 2^53 bytes")
+    func recordedSizeCapped() throws {
+        guard Tmpfs.available else { return }  // only tmpfs takes such a size here
+        let f = try fixture()
+        #expect(Tmpfs.mount(f.root, mib: 1))
+        defer { Tmpfs.unmount(f.root) }
+        let path = f.root + "/sparse"
+        let fd = open(path, O_CREAT | O_WRONLY, 0o644)
+        #expect(fd >= 0 && ftruncate(fd, 6 << 60) == 0)
+        close(fd)
+        try f.put([(ref("c", "s"), ["file": .string(path)])])
+        let size = try f.store.read { r in try Int64.fetchOne(r.db, sql: "SELECT size FROM file") }
+        #expect(size == Sizes.maxFile)
     }
 
     @Test("saturating sums clamp at the bounds")

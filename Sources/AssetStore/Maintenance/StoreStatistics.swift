@@ -87,13 +87,27 @@ extension Store {
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT owner, \(Sizes.sum("s")) FROM (SELECT o.owner AS owner, MAX(f.size) AS s
-                        FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1 JOIN file f ON f.id = e.dst
-                        GROUP BY o.owner, \(Sizes.identity("f")))
-                    GROUP BY owner
+                    SELECT o.owner, \(Sizes.sum("f.size")) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
+                        FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1) o
+                    JOIN file f ON f.id = o.dst GROUP BY o.owner
                     """)
             {
                 perOwner[row[0]] = row[1]
+            }
+            // Less what names of one file count beyond it, per owner: only shared identities' rows.
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT owner, \(Sizes.sum("x")) FROM (SELECT owner, TOTAL(size) - MAX(size) AS x FROM (
+                        SELECT DISTINCT o.owner AS owner, f.id, f.size AS size, f.inode AS inode, f.device AS device
+                        FROM file_shared s JOIN file f ON f.inode = s.inode AND f.device = s.device
+                        JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src)
+                        GROUP BY owner, inode, device)
+                    GROUP BY owner
+                    """)
+            {
+                let owner: String = row[0]
+                perOwner[owner] = perOwner[owner, default: 0].subtracting(saturating: row[1])
             }
             return StoreStatistics(
                 objects: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0,

@@ -36,8 +36,7 @@ public struct StoredObject: Sendable, Hashable {
 public struct FileRecord: Sendable, Hashable {
     /// Normalised absolute path.
     public var path: String
-    /// Bytes it takes, as last seen: its length, or its blocks where fewer (sparse); 0 when
-    /// missing.
+    /// Bytes, as last seen (0 when missing).
     public var size: Int64
     /// `st_dev` when last seen.
     public var device: Int64?

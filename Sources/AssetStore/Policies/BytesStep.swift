@@ -180,7 +180,7 @@ final class BudgetStep: BytesStep {
     }
 
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
-        let total = try total(tx, exact: false)
+        let total = try total(tx)
         if !started {
             guard total > max else { return 0 }
             started = true
@@ -189,24 +189,14 @@ final class BudgetStep: BytesStep {
     }
 
     override func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? {
-        try total(tx, exact: true).subtracting(saturating: target)
+        // Not over `max` at the start: nothing to do, though the total may lie above `target`.
+        guard started else { return nil }
+        return try total(tx).subtracting(saturating: target)
     }
 
-    /// Bytes the rows of `file` count beyond their files' (names of one file), as of the
-    /// last exact count; nil before the first.
-    private var excess: Int64?
-
-    /// The bytes of the registered files, each once. Counting each file once costs about five
-    /// times the plain sum over the rows (docs/PERFORMANCE.md, sizes lane), and a run asks
-    /// once a batch: so exactly at the run's first batch and before it ends, and in between
-    /// as the plain sum less the excess counted last (which the run's own deletions of extra
-    /// names only lower: the count down stops early, and the exact count goes on).
-    private func total(_ tx: WriteTransaction, exact: Bool) throws -> Int64 {
-        let plain = try Int64.fetchOne(tx.db.cachedStatement(sql: "SELECT \(Sizes.sum("size")) FROM file")) ?? 0
-        if let excess, !exact { return plain.subtracting(saturating: excess) }
-        let registered = try Int64.fetchOne(tx.db.cachedStatement(sql: Sizes.registered)) ?? 0
-        excess = Swift.max(0, plain.subtracting(saturating: registered))
-        return registered
+    /// The bytes of the registered files, each once however many names it has.
+    private func total(_ tx: WriteTransaction) throws -> Int64 {
+        try Int64.fetchOne(tx.db.cachedStatement(sql: Sizes.registered)) ?? 0
     }
 }
 

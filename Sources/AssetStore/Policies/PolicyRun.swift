@@ -103,6 +103,11 @@ final class PolicyRun {
             try store.write { tx in try EvictionQueues.forgetOrder(tx.db) }
             store.state.withLock { $0.orderChangesForgotten = max($0.orderChangesForgotten, changes) }
         }
+        // Shared files whose other names went leave the list (SharedFiles.swift), in a commit
+        // of their own: they count nothing, but a list that only grew would be read by every count.
+        if !dryRun, !store.isReadOnly, try store.read({ try SharedFiles.stale($0.db) }) {
+            try store.write { tx in try SharedFiles.prune(tx.db) }
+        }
         return try store.withMappedWriter {
             try runSteps(steps, buildingOwnerLRU: walks, forgettingOrder: changes != nil)
         }

@@ -61,14 +61,22 @@ final class QuotaStep: PolicyStep {
         return false
     }
 
+    /// SQL: the ids of the files the owner `?1`'s objects hold.
+    private static let held = """
+        SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?1
+        """
+    /// SQL: `f` is held by an object of the owner `?1`.
+    private static let holds = """
+        EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND e.dst = f.id AND o.owner = ?1)
+        """
+
     /// Bytes of the distinct files `owner`'s objects hold, a file with several names once.
     static func usage(of owner: String, _ db: Database) throws -> Int64 {
         try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT \(Sizes.sum("s")) FROM (SELECT MAX(f.size) AS s FROM file f WHERE f.id IN (
-                        SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?)
-                        GROUP BY \(Sizes.identity("f")))
+                    SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: holds))) AS INTEGER)
+                    FROM file f WHERE f.id IN (\(held))
                     """), arguments: [owner]) ?? 0
     }
 

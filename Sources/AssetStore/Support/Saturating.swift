@@ -14,20 +14,19 @@ enum Sizes {
     /// point, the cast back clamps at Int64.max (an empty group gives 0). Exact below 2^53.
     static func sum(_ column: String) -> String { "CAST(TOTAL(\(column)) AS INTEGER)" }
 
-    /// SQL grouping rows of `alias` (of `file` or `unlink_queue`) by file: names of one file
-    /// (hard links, a name renamed and named again) share its device and inode; a row without
-    /// an inode (a missing file) is a file of its own.
-    static func identity(_ alias: String) -> String {
-        "\(alias).inode, \(alias).device, CASE WHEN \(alias).inode IS NULL THEN \(alias).id END"
+    /// SQL for the bytes that names of one file count beyond the file (SharedFiles.swift):
+    /// for each identity listed as shared, its rows' sizes less the largest. `filter`, an SQL
+    /// condition on `f` (a row of `file`), narrows the rows counted. Reads only those rows.
+    static func excess(where filter: String = "1") -> String {
+        """
+        SELECT TOTAL(x) FROM (SELECT TOTAL(f.size) - MAX(f.size) AS x FROM file_shared s
+            JOIN file f ON f.inode = s.inode AND f.device = s.device WHERE \(filter) GROUP BY s.inode, s.device)
+        """
     }
 
     /// SQL for the bytes of every registered file, each file counted once however many names
-    /// it has: the budget's measure. One pass over the index `file_identity` (inode, device,
-    /// size), in its order: no sort.
-    static let registered = """
-        SELECT CAST((SELECT TOTAL(s) FROM (SELECT MAX(size) AS s FROM file WHERE inode IS NOT NULL GROUP BY inode, device))
-            + (SELECT TOTAL(size) FROM file WHERE inode IS NULL) AS INTEGER)
-        """
+    /// it has: the budget's measure.
+    static let registered = "SELECT CAST(TOTAL(size) - (\(excess())) AS INTEGER) FROM file"
 }
 
 extension Int64 {

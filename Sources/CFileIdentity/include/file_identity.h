@@ -10,8 +10,7 @@
 /// The largest size recorded for a file: 2^53 bytes (8 PiB), exact in a double.
 #define ASSETD_MAX_FILE_SIZE (1LL << 53)
 
-/// One file as statx reports it. Its size is the bytes it takes: its length, or its blocks
-/// × 512 where less (sparse, compressed), capped at ASSETD_MAX_FILE_SIZE. Times are
+/// One file as statx reports it, its size capped at ASSETD_MAX_FILE_SIZE. Times are
 /// nanoseconds since the epoch (mtime in two parts, as stat gives it).
 struct assetd_file_stat {
     uint64_t device;
@@ -28,10 +27,6 @@ struct assetd_file_stat {
     int has_mount_id;
     uint64_t mount_id;
 };
-
-/// The size recorded for a file of `length` bytes and, if `has_blocks`, `blocks` blocks of
-/// 512 bytes: the fewer, capped at ASSETD_MAX_FILE_SIZE.
-int64_t assetd_counted_size(uint64_t length, int has_blocks, uint64_t blocks);
 
 /// statx of `path` relative to `dirfd` without following a final symlink (mounts are
 /// crossed, as any lookup does: compare `mount_id`); "" means `dirfd` itself. Falls back to
