@@ -136,6 +136,69 @@ struct CountedOnceTests {
         #expect(try f.store.statistics().bytes == Int64(Self.mib))
     }
 
+    /// Eve's 1 MiB file under `names` names, her oldest objects, evictable; then Bob's newer files.
+    private func evictableNames(
+        _ names: Int, bob: Int, _ configure: (inout PolicyConfiguration) -> Void
+    ) throws
+        -> Fixture
+    {
+        let f = try Fixture {
+            var p = PolicyConfiguration()
+            p.minAge = 0
+            p.order = .lru
+            configure(&p)
+            $0.policy = p
+        }
+        let eve = try f.makeFile("eve/0.bin", size: Self.mib)
+        for i in 0..<names {
+            let path = f.root + "/eve/\(i).bin"
+            if i > 0 { #expect(link(eve, path) == 0) }
+            try f.put([(ref("c", "eve\(i)"), ["file": .string(path)])], owner: "eve")
+        }
+        f.clock.advance(1)
+        for i in 0..<bob {
+            let path = try f.makeFile("bob/\(i).bin", size: Self.mib)
+            try f.put([(ref("c", "bob\(i)"), ["file": .string(path)])], owner: "bob")
+            f.clock.advance(1)
+        }
+        return f
+    }
+
+    @Test("a name whose file other names keep frees nothing: the budget goes on to the file's last name and past")
+    func budgetFreesFileOnce() throws {
+        let f = try evictableNames(20, bob: 10) { $0.maxBytes = 10 * Int64(Self.mib) }  // 11 MiB, target 9
+        let plan = try f.store.enforce()
+        #expect(plan.objects.count == 21)
+        #expect(plan.commits.count == 1)
+        for i in 0..<20 { #expect(try !f.exists(ref("c", "eve\(i)"))) }
+        #expect(try !f.exists(ref("c", "bob0")))
+        #expect(try f.exists(ref("c", "bob1")))
+    }
+
+    @Test("a quota is not met by evicting one of many names of a file its owner still holds")
+    func quotaFreesFileOnce() throws {
+        let f = try evictableNames(10, bob: 0) { $0.quotas = [.init(owner: "eve", maxBytes: Int64(Self.mib) / 2)] }
+        _ = try f.store.enforce()
+        #expect(try f.store.read { try QuotaStep.usage(of: "eve", $0.db) } == 0)
+        for i in 0..<10 { #expect(try !f.exists(ref("c", "eve\(i)"))) }
+    }
+
+    @Test("rows of one inode number with different birth times are different files, counted apart")
+    func reusedInodeCountsApart() throws {
+        let f = try Fixture()
+        try f.store.write { tx in
+            for (i, birth) in [1, 1, 2].enumerated() {
+                try tx.db.execute(
+                    sql: """
+                        INSERT INTO file (path, size, device, inode, missing, first_seen, birth) VALUES (?, 1000, 7, 42, 0, 0, ?)
+                        """,
+                    arguments: ["\(f.root)/n\(i)", birth])
+            }
+            try tx.db.execute(sql: "INSERT INTO file_shared VALUES (42, 7)")
+        }
+        #expect(try f.store.statistics().bytes == 2000)
+    }
+
     @Test("a store written before names were counted once counts them once after its upgrade")
     func upgradeFindsSharedNames() throws {
         let f = try Fixture()

@@ -26,6 +26,12 @@ class BytesStep: PolicyStep {
     func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? { nil }
     /// The bytes of an effect that count toward the need.
     func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0.adding(saturating: $1.size) } }
+    /// `counted`, less the files that other registered names still name (nothing freed).
+    private func freed(_ effect: EvictionEffect, _ tx: WriteTransaction) throws -> Int64 {
+        var e = effect
+        e.files = try e.files.filter { try SharedFiles.survivor(queued: $0.path, tx.db) == nil }
+        return counted(e)
+    }
     /// The order this step follows: a condition (an owner, a filesystem) walks LRU.
     func order(_ run: PolicyRun) -> EvictionOrder { condition.0.isEmpty ? run.order : .lru }
     /// The capacity the order's queues are sized by: the budget, else the bytes held now.
@@ -58,7 +64,7 @@ class BytesStep: PolicyStep {
                     } else if let effect = try run.evict(
                         tx, [row.id], reason: reason, guard: g, detail: "lru: least recently accessed")
                     {
-                        need = need.subtracting(saturating: counted(effect))
+                        need = need.subtracting(saturating: try freed(effect, tx))
                     } else if run.deferred {
                         break walk  // the next batch begins with it
                     }
@@ -114,7 +120,7 @@ class BytesStep: PolicyStep {
                         detail: "s3fifo: larger than the small queue, new and not read since its put", deferrable: false
                     )
                 {
-                    need = need.subtracting(saturating: counted(effect))
+                    need = need.subtracting(saturating: try freed(effect, tx))
                     // The small queue's newest, as admitted: its key goes to the ghost record.
                     try q.evicted(
                         tx.db,
@@ -158,7 +164,7 @@ class BytesStep: PolicyStep {
             run.skip(c.id, why)
             try q.skip(tx.db, c)
         } else if let effect = try run.evict(tx, [c.id], reason: reason, guard: g, detail: detail, deferrable: false) {
-            need = need.subtracting(saturating: counted(effect))
+            need = need.subtracting(saturating: try freed(effect, tx))
             try q.evicted(tx.db, c)
             if effect.deleted.count > 1 { try q.recount(tx.db) }
         } else {

@@ -20,7 +20,8 @@ enum Sizes {
     static func excess(where filter: String = "1") -> String {
         """
         SELECT TOTAL(x) FROM (SELECT TOTAL(f.size) - MAX(f.size) AS x FROM file_shared s
-            JOIN file f ON f.inode = s.inode AND f.device = s.device WHERE \(filter) GROUP BY s.inode, s.device)
+            JOIN file f ON f.inode = s.inode AND f.device = s.device WHERE \(filter)
+            GROUP BY \(SharedFiles.identity("f")))
         """
     }
 
