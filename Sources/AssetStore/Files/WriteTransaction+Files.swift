@@ -53,14 +53,14 @@ extension WriteTransaction {
     /// row another owner holds (a file seen there, or a path another user claimed).
     func registerFile(path: String, state: FileState) throws -> Int64 {
         let statements = try fileStatements()
-        var found: (id: Int64, size: Int64, same: Bool, device: Int64?, claim: String?)?
+        var found: (id: Int64, size: Int64, same: Bool, device: Int64?, inode: Int64?, claim: String?)?
         try statements.lookup.forEachRawRow({ Statement.bindText($0, 1, path) }) { r in
             func int(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
             let same =
                 r.int64(1) == state.size && int(2) == state.device && int(3) == state.inode
                 && (r.isNull(4) ? nil : r.double(4)) == state.mtime && (r.int64(5) != 0) == !state.exists
                 && FileStamp(birth: int(6), generation: int(7), ctime: int(8)) == state.stamp
-            found = (r.int64(0), r.int64(1), same, int(2), r.isNull(9) ? nil : r.text(9))
+            found = (r.int64(0), r.int64(1), same, int(2), int(3), r.isNull(9) ? nil : r.text(9))
         }
         if let found {
             let row = RowClaim(text: found.claim)
@@ -93,6 +93,9 @@ extension WriteTransaction {
                     state.size, state.device, state.inode, state.mtime, !state.exists, stamp.birth,
                     stamp.generation, stamp.ctime, claim, id,
                 ])
+                if found.device != state.device || found.inode != state.inode {
+                    try SharedFiles.note(id: id, inode: state.inode, device: state.device, db)
+                }
             }
             if found.size != state.size {
                 let holders = try Int64.fetchAll(
@@ -117,6 +120,7 @@ extension WriteTransaction {
             if let ctime = state.stamp.ctime { Statement.bindInt64(s, 10, ctime) }
             if let claim { Statement.bindText(s, 11, claim) }
         }.rowID
+        try SharedFiles.note(id: id, inode: state.inode, device: state.device, db)
         // Taken again: a queued unlink of this path (from this or an earlier commit) is cancelled.
         let unqueued = try statements.unqueue.executeRawCounting { Statement.bindText($0, 1, path) }.changes
         if unqueued > 0 { report.filesQueued.removeAll { $0.utf8.elementsEqual(path.utf8) } }

@@ -10,7 +10,7 @@ public struct StoreStatistics: Sendable {
     public var objects: Int
     /// Registered files.
     public var files: Int
-    /// Bytes of all registered files, each counted once.
+    /// Bytes of all registered files, each counted once (a file with several names too).
     public var bytes: Int64
     /// Bytes per owner: each file counts once toward each owner holding it.
     public var bytesPerOwner: [String: Int64]
@@ -83,22 +83,39 @@ extension Store {
         let counters = try counters()
         return try read { r in
             let db = r.db
-            var perOwner = [String: Int64]()
+            // Sums as doubles, less what names of one file count beyond it (only shared
+            // identities' rows are read), clamped once: a huge owner does not read 0.
+            var perOwner = [String: Double]()
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT o.owner, \(Sizes.sum("f.size")) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
+                    SELECT o.owner, TOTAL(f.size) FROM (SELECT DISTINCT o.owner AS owner, e.dst AS dst
                         FROM object o JOIN edge e ON e.src = o.id AND e.is_file = 1) o
                     JOIN file f ON f.id = o.dst GROUP BY o.owner
                     """)
             {
                 perOwner[row[0]] = row[1]
             }
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT owner, TOTAL(x) FROM (SELECT owner, TOTAL(size) - MAX(size) AS x FROM (
+                        SELECT DISTINCT o.owner AS owner, f.id, f.size AS size, f.inode AS inode, f.device AS device,
+                            f.birth AS birth, f.generation AS generation
+                        FROM file_shared s JOIN file f ON f.inode = s.inode AND f.device = s.device
+                        JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src)
+                        GROUP BY owner, inode, device, birth, generation)
+                    GROUP BY owner
+                    """)
+            {
+                let owner: String = row[0]
+                perOwner[owner, default: 0] -= row[1] as Double
+            }
             return StoreStatistics(
                 objects: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0,
                 files: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0,
-                bytes: try Int64.fetchOne(db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0,
-                bytesPerOwner: perOwner,
+                bytes: try Int64.fetchOne(db, sql: Sizes.registered) ?? 0,
+                bytesPerOwner: perOwner.mapValues { $0 >= 0x1p63 ? Int64.max : Int64(max(0, $0)) },
                 pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
                 failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,
                 counters: counters, commit: try r.lastCommit(), wal: walStatus, access: accessStatistics)

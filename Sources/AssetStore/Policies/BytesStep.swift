@@ -20,14 +20,24 @@ class BytesStep: PolicyStep {
     var condition: (String, StatementArguments) { ("", []) }
     /// A class member, so a subclass's answer is the one the protocol sees.
     var walksOwnerLRU: Bool { false }
+    /// The need counted exactly, asked before the step ends on the bytes counted down (a name
+    /// of a file with other names left frees nothing, though its bytes count as freed); nil
+    /// where the count down is the measure.
+    func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? { nil }
     /// The bytes of an effect that count toward the need.
     func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0.adding(saturating: $1.size) } }
+    /// `counted`, less the files that other registered names still name (nothing freed).
+    private func freed(_ effect: EvictionEffect, _ tx: WriteTransaction) throws -> Int64 {
+        var e = effect
+        e.files = try e.files.filter { try SharedFiles.survivor(queued: $0.path, tx.db) == nil }
+        return counted(e)
+    }
     /// The order this step follows: a condition (an owner, a filesystem) walks LRU.
     func order(_ run: PolicyRun) -> EvictionOrder { condition.0.isEmpty ? run.order : .lru }
     /// The capacity the order's queues are sized by: the budget, else the bytes held now.
     func capacity(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         if let max = run.maxBytes { return max }
-        return try Int64.fetchOne(tx.db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0
+        return try Int64.fetchOne(tx.db.cachedStatement(sql: Sizes.registered)) ?? 0
     }
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
@@ -54,7 +64,7 @@ class BytesStep: PolicyStep {
                     } else if let effect = try run.evict(
                         tx, [row.id], reason: reason, guard: g, detail: "lru: least recently accessed")
                     {
-                        need = need.subtracting(saturating: counted(effect))
+                        need = need.subtracting(saturating: try freed(effect, tx))
                     } else if run.deferred {
                         break walk  // the next batch begins with it
                     }
@@ -63,7 +73,7 @@ class BytesStep: PolicyStep {
                 if need <= 0 { break }
             }
         }
-        let done = need <= 0 || exhausted
+        let done = try exhausted || met(need, tx, run)
         if done {
             try run.countUnseen(
                 tx, order: "accessed", through: cursor?.0, exhausted: need > 0, condition: condition.0,
@@ -110,7 +120,7 @@ class BytesStep: PolicyStep {
                         detail: "s3fifo: larger than the small queue, new and not read since its put", deferrable: false
                     )
                 {
-                    need = need.subtracting(saturating: counted(effect))
+                    need = need.subtracting(saturating: try freed(effect, tx))
                     // The small queue's newest, as admitted: its key goes to the ghost record.
                     try q.evicted(
                         tx.db,
@@ -129,11 +139,18 @@ class BytesStep: PolicyStep {
             }
         }
         try q.save(tx.db)
-        let done = need <= 0 || exhausted
+        let done = try exhausted || met(need, tx, run)
         // The queues in memory have moved on (places, the hand): the store must keep up with
         // them, even when the budget ran out before anything was deleted.
         if !done { run.placedInBatch = true }
         return done
+    }
+
+    /// True if `need`, as counted down, is met, and met still when counted again (`recount`):
+    /// if not, the next batch goes on from the real need.
+    private func met(_ need: Int64, _ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
+        guard need <= 0 else { return false }
+        return try (recount(tx, run) ?? 0) <= 0
     }
 
     /// Evicts (or passes over) the order's next object; false when none is left.
@@ -147,7 +164,7 @@ class BytesStep: PolicyStep {
             run.skip(c.id, why)
             try q.skip(tx.db, c)
         } else if let effect = try run.evict(tx, [c.id], reason: reason, guard: g, detail: detail, deferrable: false) {
-            need = need.subtracting(saturating: counted(effect))
+            need = need.subtracting(saturating: try freed(effect, tx))
             try q.evicted(tx.db, c)
             if effect.deleted.count > 1 { try q.recount(tx.db) }
         } else {
@@ -169,12 +186,23 @@ final class BudgetStep: BytesStep {
     }
 
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
-        let total = try Int64.fetchOne(tx.db, sql: "SELECT \(Sizes.sum("size")) FROM file") ?? 0
+        let total = try total(tx)
         if !started {
             guard total > max else { return 0 }
             started = true
         }
         return total.subtracting(saturating: target)
+    }
+
+    override func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? {
+        // Not over `max` at the start: nothing to do, though the total may lie above `target`.
+        guard started else { return nil }
+        return try total(tx).subtracting(saturating: target)
+    }
+
+    /// The bytes of the registered files, each once however many names it has.
+    private func total(_ tx: WriteTransaction) throws -> Int64 {
+        try Int64.fetchOne(tx.db.cachedStatement(sql: Sizes.registered)) ?? 0
     }
 }
 

@@ -103,6 +103,14 @@ final class PolicyRun {
             try store.write { tx in try EvictionQueues.forgetOrder(tx.db) }
             store.state.withLock { $0.orderChangesForgotten = max($0.orderChangesForgotten, changes) }
         }
+        // Shared files whose other names went leave the list (SharedFiles.swift), in commits of
+        // their own: they count nothing, but a list that only grew would be read by every count.
+        if !dryRun, !store.isReadOnly, try store.read({ try SharedFiles.stale($0.db) }) {
+            var after: (Int64, Int64)? = (.min, .min)
+            while let from = after {
+                after = try store.write { tx in try SharedFiles.prune(after: from, limit: 10_000, tx.db) }.value
+            }
+        }
         return try store.withMappedWriter {
             try runSteps(steps, buildingOwnerLRU: walks, forgettingOrder: changes != nil)
         }

@@ -61,13 +61,19 @@ final class QuotaStep: PolicyStep {
         return false
     }
 
-    /// Bytes of the distinct files `owner`'s objects hold.
+    /// SQL: the ids of the files the owner `?1`'s objects hold.
+    private static let held = """
+        SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?1
+        """
+    /// Bytes of the distinct files `owner`'s objects hold, a file with several names once.
     static func usage(of owner: String, _ db: Database) throws -> Int64 {
         try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT \(Sizes.sum("f.size")) FROM file f WHERE f.id IN (
-                        SELECT e.dst FROM edge e JOIN object o ON o.id = e.src WHERE e.is_file = 1 AND o.owner = ?)
+                    SELECT CAST(TOTAL(f.size) - (SELECT TOTAL(x) FROM (SELECT TOTAL(g.size) - MAX(g.size) AS x FROM file g
+                        JOIN file_shared s ON s.inode = g.inode AND s.device = g.device WHERE g.id IN (\(held))
+                        GROUP BY \(SharedFiles.identity("g")))) AS INTEGER)
+                    FROM file f WHERE f.id IN (\(held))
                     """), arguments: [owner]) ?? 0
     }
 
@@ -81,6 +87,12 @@ final class QuotaStep: PolicyStep {
                 usage[owner] != nil, seen.insert(Array((owner + "\u{0}" + path).utf8)).inserted
             else { continue }
             if let size = queued[Array(path.utf8)] {
+                // A file another name still names is freed for this owner only if it holds no name of it.
+                if let survivor = try SharedFiles.survivor(queued: path, db),
+                    try SharedFiles.held(survivor, by: owner, db)
+                {
+                    continue
+                }
                 usage[owner]! = usage[owner]!.subtracting(saturating: size)
                 continue
             }

@@ -181,6 +181,19 @@ enum Schema {
         m.registerMigration("v10") { db in
             try db.execute(sql: "ALTER TABLE file ADD COLUMN claim TEXT")
         }
+        // The budget, quotas and `stats` count a file once however many names it has (hard
+        // links, a name renamed and named again): `file_shared` holds the identities more than
+        // one row names (SharedFiles.swift), found here for an older store.
+        m.registerMigration("v11") { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX file_identity ON file(inode, device, size);
+                    CREATE TABLE file_shared (
+                        inode INTEGER NOT NULL, device INTEGER NOT NULL, PRIMARY KEY (inode, device)) WITHOUT ROWID;
+                    INSERT INTO file_shared SELECT inode, device FROM file
+                        WHERE inode IS NOT NULL AND device IS NOT NULL GROUP BY inode, device HAVING COUNT(*) > 1;
+                    """)
+        }
         return m
     }
 }

@@ -13,6 +13,21 @@ enum Sizes {
     /// SQL for the sum of `column` over a group that never fails: TOTAL adds as floating
     /// point, the cast back clamps at Int64.max (an empty group gives 0). Exact below 2^53.
     static func sum(_ column: String) -> String { "CAST(TOTAL(\(column)) AS INTEGER)" }
+
+    /// SQL for the bytes that names of one file count beyond the file (SharedFiles.swift):
+    /// for each identity listed as shared, its rows' sizes less the largest. `filter`, an SQL
+    /// condition on `f` (a row of `file`), narrows the rows counted. Reads only those rows.
+    static func excess(where filter: String = "1") -> String {
+        """
+        SELECT TOTAL(x) FROM (SELECT TOTAL(f.size) - MAX(f.size) AS x FROM file_shared s
+            JOIN file f ON f.inode = s.inode AND f.device = s.device WHERE \(filter)
+            GROUP BY \(SharedFiles.identity("f")))
+        """
+    }
+
+    /// SQL for the bytes of every registered file, each file counted once however many names
+    /// it has: the budget's measure.
+    static let registered = "SELECT CAST(TOTAL(size) - (\(excess())) AS INTEGER) FROM file"
 }
 
 extension Int64 {
