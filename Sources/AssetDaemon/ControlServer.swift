@@ -27,8 +27,8 @@ final class ControlServer {
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private(set) var peakTotal = 0
-    /// Connections dropped because they did not take their replies.
-    private(set) var droppedConnections = 0
+    /// Connections dropped because they did not take their replies or events.
+    var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
     @exclusivity(unchecked) private var releasedSinceTrim = 0
     /// The last request durations, for stats.
