@@ -121,4 +121,67 @@ import Testing
         #expect(e.stableCode == "reply_too_large")
         #expect(e.data?["detail"] == nil && e.message.hasPrefix("ops[2]: the results of this transact"), "\(e)")
     }
+
+    @Test("in transact an edge that fits a reply alone, with no room left, refuses the transact, not the edge")
+    func transactNoRoomForAnEdgeThatFitsAlone() throws {
+        let s = try store()
+        defer { s.close() }
+        let key = JSONValue.string(String(repeating: "k", count: 1024))
+        let get: JSONValue = ["method": "object.get", "params": ["collection": "e", "key": key]]
+        var got = [UInt8]()
+        try MethodTable.call("object.get", ["collection": "e", "key": key], context(s)).get().result.write(to: &got)
+        // The big edge (id 11) as rendered.
+        let alone = try MethodTable.call("edge.find", ["limit": 1, "after": 10], context(s)).get().result
+        var edge = [UInt8]()
+        try #require(alone["edges"]?.arrayValue?.first).write(to: &edge)
+        #expect(got.count + 1 < edge.count, "the get alone fits under either limit")
+        // A page of it after the get. Under a limit the edge fits with the reply around it,
+        // but not after the get: the transact's results are too large, and no edge is named.
+        let page: JSONValue = ["method": "edge.find", "params": ["limit": 10, "after": 10]]
+        guard
+            case .failure(let e) = MethodTable.call(
+                "transact", ["ops": [get, page]], context(s, limit: edge.count + 600))
+        else {
+            Issue.record("a get and the big edge fit")
+            return
+        }
+        #expect(e.stableCode == "reply_too_large")
+        #expect(e.data?["detail"] == nil && e.message.hasPrefix("ops[1]: the results of this transact"), "\(e)")
+        // Under a limit below the edge's own size it is named, to page on past.
+        guard
+            case .failure(let past) = MethodTable.call("transact", ["ops": [get, page]], context(s, limit: edge.count))
+        else {
+            Issue.record("a get and the big edge fit under less than the edge")
+            return
+        }
+        #expect(past.data?["detail"]?["after"]?.intValue == 11, "\(past)")
+        #expect(past.message.hasPrefix("ops[1]: edge 11 alone"), "\(past)")
+    }
+
+    @Test(
+        "in transact an edge.find without limit that fits a reply alone but not after the results before is the transact's"
+    )
+    func transactWholeAnswerAfterOthers() throws {
+        let s = try store()
+        defer { s.close() }
+        let key = JSONValue.string(String(repeating: "k", count: 1024))
+        let get: JSONValue = ["method": "object.get", "params": ["collection": "e", "key": key]]
+        var got = [UInt8]()
+        try MethodTable.call("object.get", ["collection": "e", "key": key], context(s)).get().result.write(to: &got)
+        let find: JSONValue = ["method": "edge.find", "params": ["name": "n-3"]]
+        var one = [UInt8]()
+        try MethodTable.call("edge.find", ["name": "n-3"], context(s)).get().result.write(to: &one)
+        // The find alone fits the whole limit (with 512 bytes of envelope), not after the get.
+        let limit = got.count + one.count / 2
+        #expect(one.count + 520 < limit)
+        let alone = MethodTable.call("transact", ["ops": [find]], context(s, limit: limit))
+        #expect((try? alone.get()) != nil, "the find alone fits")
+        guard case .failure(let e) = MethodTable.call("transact", ["ops": [get, find]], context(s, limit: limit)) else {
+            Issue.record("a get and the find fit")
+            return
+        }
+        #expect(e.stableCode == "reply_too_large")
+        #expect(e.message.hasPrefix("ops[1]: the results of this transact"), "\(e)")
+        #expect(!e.message.contains("edge.find limit and after"), "\(e)")
+    }
 }

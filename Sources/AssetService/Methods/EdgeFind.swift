@@ -51,7 +51,9 @@ struct EdgePage {
     /// The page size asked for; nil for every matching edge.
     let limit: Int?
     /// What the page may take: control.max_reply_bytes, less what a transact's results
-    /// before it take.
+    /// before it take. Without `limit` the whole limit: no page can end early, and an answer
+    /// that fits a reply alone is then refused as the transact's results (read less in one
+    /// transact), not with advice to page.
     let replyLimit: Int
     /// control.max_reply_bytes.
     private let wholeLimit: Int
@@ -80,7 +82,7 @@ struct EdgePage {
     init(limit: Int?, _ ctx: MethodContext) {
         self.limit = limit
         wholeLimit = ctx.replyLimit
-        replyLimit = ctx.replyLimit == .max ? .max : ctx.replyLimit - ctx.replyUsed
+        replyLimit = ctx.replyLimit == .max || limit == nil ? ctx.replyLimit : ctx.replyLimit - ctx.replyUsed
         // What the reply takes beside its edges: the envelope and `next` (512 is ample), and
         // the id as rendered (a client may send a long one).
         var id = [UInt8]()

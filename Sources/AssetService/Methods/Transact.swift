@@ -57,9 +57,9 @@ extension MethodTable {
                     // Reads and flushes hold every other writer: bounded for those whose
                     // deletions are (WriteTransaction+ReadBound.swift).
                     if paged {
-                        // A page fills what the results before it left (and its comma), not
-                        // the whole limit: it ends early, `next` set, where the transact
-                        // would be refused.
+                        // A page (with `limit`) fills what the results before it left (and
+                        // its comma), not the whole limit: it ends early, `next` set, where
+                        // the transact would be refused.
                         var sized = ctx
                         sized.replyUsed = size + 1
                         result = try tx.boundedRead(ctx.cascadeLimit) { try run(params, tx, sized) }
