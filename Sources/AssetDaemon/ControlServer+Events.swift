@@ -19,14 +19,18 @@ extension ControlServer {
     }
 
     /// Why `session` may not start watching, or nil. A watcher changing its filter is not
-    /// counted again; admins are not counted at all.
+    /// counted again; admins are not counted at all, nor a uid's connections that are an
+    /// admin's (by a group of their gid): the cap bounds what the admins did not allow.
     func watchRefusal(_ session: Session) -> RPCError? {
         guard session.watching == nil else { return nil }
         let config = daemon.config
         let identity = session.identity
         guard !identity.isAdmin(config) else { return nil }
-        let held = sessions.values.count { $0.watching != nil && $0.identity.uid == identity.uid }
-        guard held >= config.limits.maxWatchersPerUID else { return nil }
+        let limit = config.limits.maxWatchersPerUID
+        let held = sessions.values.count {
+            $0.watching != nil && $0.identity.uid == identity.uid && !$0.identity.isAdmin(config)
+        }
+        guard held >= limit else { return nil }
         // Once a connection: one pipelining refused watches would write a line each, at loop
         // speed, until journald's rate limit dropped the daemon's other messages too.
         if !session.watchRefusalLogged {
@@ -34,6 +38,7 @@ extension ControlServer {
             daemon.logger.warning("refusing a watch: uid \(identity.uid) holds \(held) watching connections")
         }
         return .application(
-            .busy, "too many watching connections for uid \(identity.uid) (control.max_watchers_per_uid)")
+            .busy, "too many watching connections for uid \(identity.uid) (control.max_watchers_per_uid)",
+            detail: ["limit": "control.max_watchers_per_uid", "value": .int(Int64(limit))])
     }
 }

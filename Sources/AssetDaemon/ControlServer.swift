@@ -27,7 +27,7 @@ final class ControlServer {
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private(set) var peakTotal = 0
-    /// Connections dropped because they did not take their replies.
+    /// Connections dropped because they did not take their replies or events.
     private(set) var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
     @exclusivity(unchecked) private var releasedSinceTrim = 0
@@ -380,6 +380,9 @@ final class ControlServer {
         }
         if overTotal { noneBehindIn = epoch }
     }
+
+    /// A session dropped itself for events it did not take (stats' dropped_connections).
+    func noteDropped() { droppedConnections += 1 }
 
     /// A reply of `bytes` was made (or refused) off the loop: its memory is free again.
     func released(_ bytes: Int) {

@@ -381,6 +381,7 @@ final class Session {
             if !all, !events.events[i].matches(filter) { continue }
             if out.count + refused > Session.eventBacklogLimit {
                 daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
+                server.noteDropped()
                 close(flush: false)
                 return
             }

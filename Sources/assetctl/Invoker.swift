@@ -69,6 +69,22 @@ final class Backend {
         }
     }
 
+    /// The result of `method`, or the error the method answered (for a command that goes on
+    /// past some); a CLIFailure when there was no answer.
+    func answer(_ method: String, _ params: JSONValue) throws(CLIFailure) -> Result<JSONValue, RPCError> {
+        do {
+            return .success(try invoker.call(method, params, progress: nil))
+        } catch ClientError.rpc(let e) {
+            return .failure(e)
+        } catch let e as RPCError {
+            return .failure(e)
+        } catch let e as StoreError {
+            return .failure(RPCError(e))
+        } catch {
+            throw Backend.failure(error, target: target)
+        }
+    }
+
     /// Removes the backup mark of the database opened with --db (`restore`): what it said,
     /// nil if it was no copy.
     func restore() throws(CLIFailure) -> String? {

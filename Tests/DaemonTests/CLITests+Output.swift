@@ -90,4 +90,20 @@ extension CLITests {
         let names = ls.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ").first.map(String.init) }
         #expect(names == (0..<30).map { "n-\($0)" }, "\(ls.stdout)")
     }
+
+    @Test("edge ls lists past an edge larger than max_reply_bytes, names it on stderr and exits 1")
+    func edgeListPastBigEdge() throws {
+        let h = try DaemonHarness(controlSection: #"max_reply_bytes = "1KiB""#)
+        let c = try h.client()
+        let long = String(repeating: "k", count: 1024)
+        for k in ["s", "d", long] { try c.putObject("e", k) }
+        try c.addEdge("n-0", from: ref("e", "s"), to: ref("e", "d"), rules: [])
+        try c.addEdge("big", from: ref("e", "s"), to: ref("e", long), rules: [])
+        try c.addEdge("n-1", from: ref("e", "s"), to: ref("e", "d"), rules: [])
+        let ls = try h.assetctl("edge", "ls", "--source", "e", "s")
+        #expect(ls.status == 1, "\(ls)")
+        #expect(ls.stderr.contains("edge 2 is larger than the reply limit (control.max_reply_bytes): not listed"))
+        let names = ls.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ").first.map(String.init) }
+        #expect(names == ["n-0", "n-1"], "\(ls.stdout)")
+    }
 }

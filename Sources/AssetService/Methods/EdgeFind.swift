@@ -50,8 +50,13 @@ extension MethodTable {
 struct EdgePage {
     /// The page size asked for; nil for every matching edge.
     let limit: Int?
-    /// control.max_reply_bytes.
+    /// What the page may take: control.max_reply_bytes, less what a transact's results
+    /// before it take. Without `limit` the whole limit: no page can end early, and an answer
+    /// that fits a reply alone is then refused as the transact's results (read less in one
+    /// transact), not with advice to page.
     let replyLimit: Int
+    /// control.max_reply_bytes.
+    private let wholeLimit: Int
     /// What the reply takes so far: a bound, until the bound passes the limit, then as rendered.
     private(set) var bytes: Int
     /// Whether `bytes` is as rendered: a page of a few thousand edges is never rendered twice.
@@ -76,7 +81,8 @@ struct EdgePage {
 
     init(limit: Int?, _ ctx: MethodContext) {
         self.limit = limit
-        replyLimit = ctx.replyLimit
+        wholeLimit = ctx.replyLimit
+        replyLimit = ctx.replyLimit == .max || limit == nil ? ctx.replyLimit : ctx.replyLimit - ctx.replyUsed
         // What the reply takes beside its edges: the envelope and `next` (512 is ample), and
         // the id as rendered (a client may send a long one).
         var id = [UInt8]()
@@ -87,7 +93,8 @@ struct EdgePage {
 
     /// Takes one edge; false once the page is full. Throws `reply_too_large` when the edge
     /// would take a whole answer past the limit; a page instead ends before it, `next` set,
-    /// so a client paging on never meets the limit, and only an edge past it alone is refused.
+    /// so a client paging on never meets the limit, and only an edge past it alone is refused
+    /// (`refusal`).
     mutating func add(_ id: Int64, _ edge: Edge) throws -> Bool {
         read += 1
         if let limit, edges.count == limit {
@@ -95,7 +102,7 @@ struct EdgePage {
             return false
         }
         // In-process nothing bounds the reply.
-        if replyLimit != .max, try !fits(edge) {
+        if replyLimit != .max, try !fits(id, edge) {
             more = true
             return false
         }
@@ -108,7 +115,7 @@ struct EdgePage {
     /// it cost a page of 100 edges a tenth to a third more CPU (PERFORMANCE.md): an upper
     /// bound is counted instead, and only once that passes the limit are the edges taken, and
     /// those after, measured as rendered (escapes included), so no reply that fits is refused.
-    private mutating func fits(_ edge: Edge) throws -> Bool {
+    private mutating func fits(_ id: Int64, _ edge: Edge) throws -> Bool {
         if !measured {
             bytes += EdgePage.bound(edge)
             if bytes <= replyLimit { return true }
@@ -117,8 +124,24 @@ struct EdgePage {
         }
         bytes += edge.json.serialized().utf8.count + 1
         if bytes <= replyLimit { return true }
-        guard limit != nil, !edges.isEmpty else { throw StoreError.replyTooLarge(replyLimit, advice: EdgePage.advice) }
+        guard limit != nil, !edges.isEmpty else { throw refusal(id) }
         return false
+    }
+
+    /// Why nothing can be answered. Without `limit`, the answer is too large: page. With it,
+    /// the page's first edge is alone too large, and the refusal's `after` is its id: a page
+    /// would end before it again and again, and a client pages on past it with that. In a
+    /// transact whose results before leave no room for an edge that fits a reply alone, the
+    /// transact is too large (`after` would skip an edge a page of its own can hold).
+    private func refusal(_ id: Int64) -> StoreError {
+        guard limit != nil else { return .replyTooLarge(wholeLimit, advice: EdgePage.advice) }
+        // `bytes` is the edge as rendered, with the reply around it.
+        if replyLimit < wholeLimit, bytes <= wholeLimit { return MethodTable.resultsTooLarge(wholeLimit) }
+        return StoreError(
+            .replyTooLarge,
+            "edge \(id) alone would make the reply larger than \(wholeLimit) bytes (control.max_reply_bytes): "
+                + "page on past it with after \(id) (data.detail.after)",
+            detail: ["after": .int(id)])
     }
 
     /// The most bytes `edge` takes in the reply, its comma included: 128 for the member names

@@ -23,6 +23,9 @@ public struct MethodContext: Sendable {
     public var progress: (@Sendable ([String: JSONValue]) -> Void)?
     /// The largest reply the daemon sends (control.max_reply_bytes): a query stops early past it.
     public var replyLimit = Int.max
+    /// What a transact's earlier results already take of `replyLimit`: an edge.find page in
+    /// it fills only what is left.
+    public var replyUsed = 0
     /// The request's id, off the loop (nil on it and in-process): a method that fits its reply
     /// under `replyLimit` counts the id the reply will carry.
     public var requestID: RPCID?

@@ -1,6 +1,7 @@
 // `assetctl edge ls [--name N] [--source C K] [--dest C K | --file PATH]` → edge.find, as a
 // table NAME SOURCE DESTINATION RULES KIND. Follows every page (edge.find pages by edge id), so
-// the list is whole however long. The filter options are shared with edge count.
+// the list is whole however long; an edge alone larger than the daemon's reply limit is named on
+// stderr (exit 1) and the rest listed. The filter options are shared with edge count.
 
 import ArgumentParser
 import AssetClient
@@ -23,8 +24,21 @@ struct EdgeFindCommand: ParsableCommand {
         // read through an index scans every match after `after`.
         params["limit"] = 100_000
         var collected = [JSONValue]()
+        var skipped = [Int64]()
         while true {
-            let page = try backend.call("edge.find", .object(params))
+            let page: JSONValue
+            switch try backend.answer("edge.find", .object(params)) {
+            case .success(let answer): page = answer
+            case .failure(let e):
+                // An edge alone past the reply limit: the refusal names it, and the list goes
+                // on past it (forward only: never loop forever).
+                guard e.stableCode == "reply_too_large", let past = e.data?["detail"]?["after"]?.intValue,
+                    past > params["after"]?.intValue ?? 0
+                else { throw Backend.failure(e, target: backend.target) }
+                skipped.append(past)
+                params["after"] = .int(past)
+                continue
+            }
             let edges = page["edges"]?.arrayValue ?? []
             collected += edges
             // Stop at the end, and on a cursor that does not move (never loop forever).
@@ -35,6 +49,11 @@ struct EdgeFindCommand: ParsableCommand {
         root.emit(.object(["edges": .array(collected)])) { r in
             let edges = r["edges"]?.arrayValue ?? []
             return edges.isEmpty ? "no edges\n" : Formatting.edgeTable(edges)
+        }
+        guard skipped.isEmpty else {
+            throw CLIFailure(
+                skipped.map { "edge \($0) is larger than the reply limit (control.max_reply_bytes): not listed" }
+                    .joined(separator: "\n"))
         }
     }
 }

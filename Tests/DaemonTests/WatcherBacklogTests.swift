@@ -1,0 +1,52 @@
+// A watcher that leaves more than 16 MiB of its events untaken is dropped (assetd(8),
+// LIMITS), whatever the total: counted in stats like the connections dropped over the total,
+// while the other watchers get every event and the daemon answers.
+
+import AssetClient
+import AssetStore
+import Foundation
+import Testing
+
+@Suite struct WatcherBacklogTests {
+    @Test("a watcher past 16 MiB of untaken events is dropped and counted; a watcher that reads gets them all")
+    func stalledWatcherIsDropped() throws {
+        let h = try DaemonHarness(controlSection: "max_request_bytes = \"8MiB\"")
+        let c = try h.client(timeout: 60)
+        let stalled = try RawConnection(path: h.socket)
+        stalled.setReceiveTimeout(60)
+        stalled.send(#"{"jsonrpc":"2.0","id":1,"method":"watch"}"# + "\n")
+        #expect(stalled.readLine()?["result"]?["watching"] == true)
+        let reader = try h.client(timeout: 60)
+        try reader.call("watch", ["types": ["object.put"]])
+        // Events of about 2 KB (the longest collection and key), 2,000 a transact: 16 MiB
+        // after four. The reader takes each transact's before the next, so never has 16 MiB.
+        let collection = String(repeating: "c", count: 1024)
+        let key = String(repeating: "k", count: 1000)
+        let batch = 2000
+        var sent = 0
+        var taken = 0
+        var dropped: Int64 = 0
+        for _ in 0..<12 where dropped == 0 {
+            let ops: [JSONValue] = (sent..<sent + batch).map { i in
+                [
+                    "method": "object.put",
+                    "params": ["collection": .string(collection), "key": .string(key + String(i)), "value": 1],
+                ]
+            }
+            try c.call("transact", ["ops": .array(ops)])
+            sent += batch
+            while taken < sent, let e = try reader.nextEvent(), e["key"]?.stringValue == key + String(taken) {
+                taken += 1
+            }
+            #expect(taken == sent, "the reader got every event, in order")
+            // The drop happens as the events are queued, before the transact is answered.
+            dropped = try ConnectionMemoryTests.buffers(c)["dropped_connections"]?.intValue ?? 0
+        }
+        #expect(dropped == 1)
+        #expect(sent > 3 * batch, "not dropped with 12 MiB untaken: \(sent) events")
+        #expect(h.log.contains("dropping a watcher (uid \(getuid())) that does not read its events"))
+        #expect(stalled.isClosedByPeer())
+        #expect(try reader.call("ping")["commit"] != nil)
+        #expect(try c.call("stats")["connections"] == 2)
+    }
+}
