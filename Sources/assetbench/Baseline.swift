@@ -165,7 +165,7 @@ final class BaselineStore {
     // Transactions and the commit number (every write transaction gets the next one).
     private let begin, commit, nextCommit: CStatement
     // Put.
-    private let insertObject, findFile, insertFile, unqueueFile, refreshFile, insertEdge: CStatement
+    private let insertObject, findFile, insertFile, noteShared, unqueueFile, refreshFile, insertEdge: CStatement
     // Get.
     private let getObject: CStatement
     // Delete.
@@ -206,6 +206,13 @@ final class BaselineStore {
             """
             INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime)
             VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
+            """)
+        // A file another row names too (a hard link) is listed, so totals count it once.
+        noteShared = CStatement(
+            db,
+            """
+            INSERT OR IGNORE INTO file_shared (inode, device) SELECT ?1, ?2
+                WHERE EXISTS (SELECT 1 FROM file WHERE inode = ?1 AND device = ?2 AND id <> ?3)
             """)
         // A path taken again cancels its queued unlink, or the sweep would remove a file held
         // again (the same file, so its identity matches).
@@ -325,6 +332,10 @@ final class BaselineStore {
                     insertFile.bind(9, probed.ctime)
                     insertFile.run()
                     fileID = sqlite3_last_insert_rowid(db)
+                    noteShared.bind(1, probed.inode)
+                    noteShared.bind(2, probed.device)
+                    noteShared.bind(3, fileID)
+                    noteShared.run()
                     unqueueFile.bind(1, file)
                     unqueueFile.run()
                 }

@@ -290,7 +290,8 @@ final class Bench {
         print(
             "both sides identify each file they put the same way: found with openat2 (O_PATH) beneath the root (no"
                 + " symlink, no mount crossed), statx, reopened through /proc/self/fd for FS_IOC_GETVERSION; the registry"
-                + " keeps birth, generation and ctime; a new path's queued unlink is cancelled")
+                + " keeps birth, generation and ctime; a new path's queued unlink is cancelled, and its file listed as"
+                + " shared when another row names its inode")
         print(
             "ratio = engine/baseline; throughput goals are minimums; latency = median of \(Bench.queryRuns) (top100)"
                 + " and \(Bench.aggregateRuns) (sum) runs, goals are maximums; sweep = store.sweep() per \(Bench.batch) queued"

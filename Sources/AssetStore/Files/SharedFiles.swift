@@ -14,16 +14,23 @@ enum SharedFiles {
         "\(alias).inode, \(alias).device, \(alias).birth, \(alias).generation"
     }
 
-    /// Lists the identity of row `id` if another row names its inode too: after the row is
-    /// inserted or given a new identity. One look along the index `file_identity`.
-    static func note(id: Int64, inode: Int64?, device: Int64?, _ db: Database) throws {
+    /// SQL listing the identity of row `?3` if another row names its inode `?1` on device
+    /// `?2` too: run after the row is inserted or given a new identity. One look along the
+    /// index `file_identity`.
+    static let noteSQL = """
+        INSERT OR IGNORE INTO file_shared (inode, device) SELECT ?1, ?2
+            WHERE EXISTS (SELECT 1 FROM file WHERE inode = ?1 AND device = ?2 AND id <> ?3)
+        """
+
+    /// Runs `note` (a statement of `noteSQL`) for row `id`, stepped raw: a put runs it for
+    /// every new file.
+    static func note(_ note: Statement, id: Int64, inode: Int64?, device: Int64?) throws {
         guard let inode, let device else { return }
-        try db.cachedStatement(
-            sql: """
-                INSERT OR IGNORE INTO file_shared (inode, device) SELECT ?1, ?2
-                    WHERE EXISTS (SELECT 1 FROM file WHERE inode = ?1 AND device = ?2 AND id <> ?3)
-                """
-        ).execute(arguments: [inode, device, id])
+        try note.executeRaw { s in
+            Statement.bindInt64(s, 1, inode)
+            Statement.bindInt64(s, 2, device)
+            Statement.bindInt64(s, 3, id)
+        }
     }
 
     /// The identity of a file an eviction just queued at `path`, if another registered name

@@ -94,7 +94,7 @@ extension WriteTransaction {
                     stamp.generation, stamp.ctime, claim, id,
                 ])
                 if found.device != state.device || found.inode != state.inode {
-                    try SharedFiles.note(id: id, inode: state.inode, device: state.device, db)
+                    try SharedFiles.note(statements.note, id: id, inode: state.inode, device: state.device)
                 }
             }
             if found.size != state.size {
@@ -120,7 +120,7 @@ extension WriteTransaction {
             if let ctime = state.stamp.ctime { Statement.bindInt64(s, 10, ctime) }
             if let claim { Statement.bindText(s, 11, claim) }
         }.rowID
-        try SharedFiles.note(id: id, inode: state.inode, device: state.device, db)
+        try SharedFiles.note(statements.note, id: id, inode: state.inode, device: state.device)
         // Taken again: a queued unlink of this path (from this or an earlier commit) is cancelled.
         let unqueued = try statements.unqueue.executeRawCounting { Statement.bindText($0, 1, path) }.changes
         if unqueued > 0 { report.filesQueued.removeAll { $0.utf8.elementsEqual(path.utf8) } }
@@ -156,12 +156,13 @@ extension WriteTransaction {
         return claim.text
     }
 
-    /// The registry's lookup, insert and unqueue, found once a transaction (GRDB's statement
+    /// The registry's lookup, insert, unqueue and shared-file look, found once a transaction (GRDB's statement
     /// cache hashes the SQL text at each lookup).
     struct FileStatements {
         let lookup: Statement
         let insert: Statement
         let unqueue: Statement
+        let note: Statement
     }
 
     func fileStatements() throws -> FileStatements {
@@ -176,7 +177,8 @@ extension WriteTransaction {
                     INSERT INTO file (path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime, claim)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """),
-            unqueue: try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE path = ?"))
+            unqueue: try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE path = ?"),
+            note: try db.cachedStatement(sql: SharedFiles.noteSQL))
         cachedFileStatements = found
         return found
     }
