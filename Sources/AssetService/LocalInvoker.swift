@@ -26,6 +26,7 @@ public final class LocalInvoker {
         } catch {
             throw error  // never without `create`
         }
+        try config.checkMinFree()
         var sc = config.storeConfiguration()
         // Opening unlinks nothing: the file may be a backup copy, or a database whose roots
         // the config read here does not name. An explicit `sweep` still sweeps (not a copy).

@@ -1,5 +1,7 @@
-// Careless [policy] values (assetd.toml(5), [policy]), and a min_free the disk's other files
-// put out of reach: the policy timer evicts nothing for it and logs it once.
+// Careless [policy] values (assetd.toml(5), [policy]): those that can only be a slip and would
+// empty the cache at every run are refused wherever the file is read (start, --check-config,
+// SIGHUP, assetctl --db), naming the setting and the command that does it on purpose; legal
+// but dangerous ones are accepted with one warning naming the file, line and key.
 
 import AssetStore
 import AssetStoreTestSupport
@@ -9,14 +11,162 @@ import Testing
 @testable import AssetService
 
 @Suite struct PolicyMistakeTests {
+    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        let defaults = DaemonConfig.embeddedDefaults(uid: 1000, environment: ["HOME": "/home/u"])
+        return try ConfigParser(file: "/etc/assetd/p.toml", text: text).parse(defaults: defaults)
+    }
+
+    static let refused: [(String, Int, String, String)] = [
+        ("[policy]\nmax_bytes = 0\n", 2, "policy.max_bytes", "`assetctl expire --older-than 0s`"),
+        ("[policy]\nmax_bytes = \"0GiB\"\n", 2, "policy.max_bytes", "leave max_bytes out"),
+        (
+            "[policy]\n[[policy.quota]]\nowner = \"alice\"\nmax_bytes = 0\n", 4, "policy.quota.max_bytes",
+            "`assetctl evict --owner alice`"
+        ),
+        (
+            "[policy]\n[[policy.ttl]]\ncollection = \"thumbs\"\nmax_idle = \"0s\"\n", 4, "policy.ttl.max_idle",
+            "`assetctl expire --collection thumbs --older-than 0s`"
+        ),
+        (
+            "[policy]\n[[policy.ttl]]\ncollection = \"thumbs\"\nmax_idle = \"1d\"\nmax_age = 0\n", 5,
+            "policy.ttl.max_age", "longer than 0s"
+        ),
+        // Refused before: min_free is a size, never a share of the disk.
+        ("[policy]\nmin_free = \"100%\"\n", 2, "policy.min_free", "must be a size"),
+    ]
+
+    @Test(
+        "a budget, quota or TTL of 0 is refused, naming the line, the key and what to run instead",
+        arguments: refused)
+    func refusedAtLoad(text: String, line: Int, key: String, advice: String) {
+        do {
+            let c = try parse(text)
+            Issue.record("accepted:\n\(text)\npolicy: \(String(describing: c.policy))")
+        } catch {
+            #expect(error.key == key && error.line == line, "\(error)")
+            #expect(error.message.contains(advice), "\(error)")
+        }
+    }
+
+    static let warned: [(String, Int, String, String)] = [
+        ("[policy]\nmax_bytes = 10\n", 2, "policy.max_bytes", "write \"10GiB\""),
+        ("[policy]\nmax_bytes = \"512KiB\"\n", 2, "policy.max_bytes", "a budget of 524288 bytes"),
+        ("[policy]\n[[policy.quota]]\nowner = \"bob\"\nmax_bytes = 1000\n", 4, "policy.quota.max_bytes", "a quota"),
+        (
+            "[policy]\n[[policy.ttl]]\ncollection = \"thumbs\"\nmax_idle = 30\n", 4, "policy.ttl.max_idle",
+            "write \"30d\""
+        ),
+        ("[policy]\nmax_bytes = \"50GiB\"\nlow_water = \"0.9%\"\n", 3, "policy.low_water", "0.9%"),
+    ]
+
+    @Test("a tiny budget, quota or TTL and a low low_water are accepted with one warning", arguments: warned)
+    func warnedAtLoad(text: String, line: Int, key: String, hint: String) throws {
+        let c = try parse(text)
+        #expect(c.policy != nil)
+        #expect(c.policyWarnings.count == 1, "\(c.policyWarnings)")
+        let w = try #require(c.policyWarnings.first)
+        #expect(w.hasPrefix("/etc/assetd/p.toml:\(line): \(key): ") && w.contains(hint), "\(w)")
+    }
+
+    @Test("ordinary values, and a quota larger than the budget, warn of nothing")
+    func ordinaryQuiet() throws {
+        let c = try parse(
+            """
+            [policy]
+            max_bytes = "50GiB"
+            low_water = "90%"
+            min_free  = "5GiB"
+              [[policy.quota]]
+              owner     = "alice"
+              max_bytes = "100GiB"
+              [[policy.ttl]]
+              collection = "thumbs"
+              max_idle   = "1m"
+            """)
+        #expect(c.policyWarnings.isEmpty, "\(c.policyWarnings)")
+    }
+
+    @Test("min_free at or above a root's file system size is refused, naming the line and the root")
+    func minFreeOverCapacity() throws {
+        let text = "[files]\nroots = [\"/srv/a\", \"/srv/b\"]\n[policy]\nmin_free = \"5GiB\"\n"
+        let c = try parse(text)
+        let gib: Int64 = 1 << 30
+        try c.checkMinFree { $0 == "/srv/b" ? 5 * gib + 1 : 100 * gib }
+        try c.checkMinFree { _ in nil }  // roots not there yet: judged at the next start
+        do {
+            try c.checkMinFree { $0 == "/srv/b" ? 5 * gib : 100 * gib }
+            Issue.record("accepted")
+        } catch {
+            #expect(error.key == "policy.min_free" && error.line == 4, "\(error)")
+            #expect(error.message.contains("/srv/b") && error.message.contains("assetctl evict --bytes"), "\(error)")
+        }
+        try parse("[policy]\nmax_bytes = \"1GiB\"\n").checkMinFree { _ in 0 }  // no min_free: nothing to judge
+    }
+
+    @Test("min_free is judged against the real file system of a root (statvfs)")
+    func minFreeRealFileSystem() throws {
+        let temp = TempFolders(prefix: "assetd-minfree-")
+        let root = try temp.make()
+        let size = try #require(DaemonConfig.capacity(of: root))
+        #expect(size > 0)
+        let c = try parse("[files]\nroots = [\"\(root)\"]\n[policy]\nmin_free = \"1000000TB\"\n")
+        #expect(throws: ConfigError.self) { try c.checkMinFree() }
+        try parse("[files]\nroots = [\"\(root)\"]\n[policy]\nmin_free = \(size / 2)\n").checkMinFree()
+    }
+
+    @Test("assetd --check-config exits 78 for max_bytes = 0 and for min_free past the disk; warns of max_bytes = 10")
+    func checkConfig() throws {
+        let zero = try DaemonHarness(extraConfig: "[policy]\nmax_bytes = 0\n", start: false)
+        let r = try runAssetd(["--config", zero.configPath, "--check-config"])
+        #expect(r.status == 78, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("policy.max_bytes") && r.stderr.contains("assetctl expire"), "\(r.stderr)")
+
+        let huge = try DaemonHarness(extraConfig: "[policy]\nmin_free = \"1000000TB\"\n", start: false)
+        let h = try runAssetd(["--config", huge.configPath, "--check-config"])
+        #expect(h.status == 78, "\(h.stdout)\(h.stderr)")
+        #expect(h.stderr.contains("policy.min_free") && h.stderr.contains(huge.root), "\(h.stderr)")
+
+        let tiny = try DaemonHarness(extraConfig: "[policy]\nmax_bytes = 10\n", start: false)
+        let t = try runAssetd(["--config", tiny.configPath, "--check-config"])
+        #expect(t.status == 0, "\(t.stdout)\(t.stderr)")
+        #expect(t.stderr.contains("warning") && t.stderr.contains("policy.max_bytes"), "\(t.stderr)")
+        #expect(t.stdout.contains("policy.max_bytes = 10"))
+    }
+
+    @Test("SIGHUP with max_bytes = 0 keeps the budget in force: enforce then deletes nothing")
+    func reloadRefusesZeroBudget() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1 << 30))
+        let c = try h.client()
+        var files = [String]()
+        for i in 0..<3 {
+            files.append(try h.makeFile("m\(i).bin", size: 100))
+            try c.putFile("media", "m\(i)", files[i])
+        }
+        h.extraConfig = policyConfig(maxBytes: 0)
+        try h.writeConfig()
+        kill(h.process!.processIdentifier, SIGHUP)  // started above
+        #expect(eventually { h.log.contains("reload failed") }, "\(h.log.suffix(2000))")
+        #expect(h.log.contains("policy.max_bytes"))
+        let plan = try c.call("policy.enforce")
+        #expect(plan["objects"] == [], "\(plan.serialized())")
+        #expect(files.allSatisfy(h.exists))
+    }
+
+    @Test("a reload that warns logs the warning once, after the reload line")
+    func reloadWarns() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1 << 30))
+        h.extraConfig = policyConfig(maxBytes: 10)
+        try h.reload()
+        #expect(eventually { h.log.contains("policy.max_bytes: a budget of 10 bytes") }, "\(h.log.suffix(2000))")
+        #expect(h.log.components(separatedBy: "a budget of 10 bytes").count == 2)
+    }
+
     @Test("the policy timer evicts nothing for a min_free the disk's other files put out of reach, and logs it")
     func timerSkipsUnreachableMinFree() throws {
         let h = try DaemonHarness(start: false)
-        // Just under the file system's size: out of reach on a disk holding anything besides
-        // this test's files.
-        var vfs = statvfs()
-        #expect(statvfs(h.root, &vfs) == 0)
-        let size = Int64(vfs.f_blocks - (vfs.f_bfree - vfs.f_bavail)) * Int64(vfs.f_frsize)
+        // Just under the file system's size: accepted at load, out of reach on a disk holding
+        // anything besides this test's files.
+        let size = try #require(DaemonConfig.capacity(of: h.root))
         let policy = { (interval: String) in
             "[policy]\ninterval = \"\(interval)\"\nmin_age = \"0s\"\nmin_free = \(size - 1)\n"
         }
