@@ -186,4 +186,18 @@ import Testing
         #expect(try (0..<3).allSatisfy { try c.getObject("media", "u\($0)") != .null })
         #expect(files.allSatisfy(h.exists))
     }
+
+    @Test("assetctl --db refuses a min_free past the disk, naming it, and deletes nothing")
+    func offlineRefusesMinFree() throws {
+        let h = try DaemonHarness()
+        let file = try h.makeFile("kept.bin", size: 100)
+        try h.client().putFile("media", "kept", file)
+        #expect(h.stop() == 0)
+        h.extraConfig = "[policy]\nmin_age = \"0s\"\nmin_free = \"1000000TB\"\n"
+        try h.writeConfig()
+        let r = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
+        #expect(r.status != 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("policy.min_free"), "\(r.stderr)")
+        #expect(h.exists(file))
+    }
 }
