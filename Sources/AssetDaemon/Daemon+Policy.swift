@@ -5,7 +5,6 @@
 
 import AssetStore
 import EventLoop
-import Foundation
 
 extension Daemon {
     /// What the timer's runs are called in `busy` answers and the log.
@@ -49,7 +48,6 @@ extension Daemon {
                     logChanges(
                         of: Daemon.policyTimerRun, plan.commits, bytes: plan.bytes)
                     logOversized(of: Daemon.policyTimerRun, plan)
-                    logUnreachableMinFree(plan)
                     for report in plan.commits {
                         noteCommit(report.commit)
                         server.broadcast(ServerEvent.events(for: report))
@@ -106,25 +104,6 @@ extension Daemon {
             "\(run): \(n) deletion\(n == 1 ? "" : "s") reached more than a batch's work budget"
             + " and went whole, the first \(String(reflecting: "\(first.collection)/\(first.key)"))"
         logger.warning("\(line)")
-    }
-
-    /// Warns once of each file system whose min_free no eviction can reach, and again only
-    /// after a run found it reachable (or met): the timer runs every interval.
-    func logUnreachableMinFree(_ plan: PolicyPlan) {
-        for s in plan.unreachableMinFree where !minFreeUnreachable.contains(s.device) {
-            let root =
-                config.roots.first { r in
-                    var st = stat()
-                    return stat(r, &st) == 0 && Int64(bitPattern: UInt64(st.st_dev)) == s.device
-                } ?? "device \(s.device)"
-            logger.warning(
-                """
-                policy.min_free = \(s.minFree) cannot be met on the file system of \(root): \(s.free) bytes free, \
-                at most \(s.reachable) with every file assetd holds there gone; nothing is evicted for it \
-                until it can be met: lower policy.min_free, or free space outside the cache
-                """)
-        }
-        minFreeUnreachable = Set(plan.unreachableMinFree.map(\.device))
     }
 
     /// Events and log lines for the files a run unlinked beside its batches, as a sweep's.

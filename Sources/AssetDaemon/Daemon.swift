@@ -43,8 +43,6 @@ public final class Daemon {
     private var loggedSyncFailure = false
     let started = QueryClock.now()
     private(set) var lastCommit: Int64 = 0
-    /// File systems whose min_free the last timer run found out of reach (logged once).
-    var minFreeUnreachable = Set<Int64>()
 
     /// A daemon for `config`, read from `configPath` (nil: the default file or embedded defaults).
     public init(config: DaemonConfig, configPath: String?, logLevelOverride: LogLevel? = nil, logger: Logger) throws {

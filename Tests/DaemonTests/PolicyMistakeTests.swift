@@ -161,32 +161,6 @@ import Testing
         #expect(h.log.components(separatedBy: "a budget of 10 bytes").count == 2)
     }
 
-    @Test("the policy timer evicts nothing for a min_free the disk's other files put out of reach, and logs it")
-    func timerSkipsUnreachableMinFree() throws {
-        let h = try DaemonHarness(start: false)
-        // Just under the file system's size: accepted at load, out of reach on a disk holding
-        // anything besides this test's files.
-        let size = try #require(DaemonConfig.capacity(of: h.root))
-        let policy = { (interval: String) in
-            "[policy]\ninterval = \"\(interval)\"\nmin_age = \"0s\"\nmin_free = \(size - 1)\n"
-        }
-        h.extraConfig = policy("1h")
-        try h.writeConfig()
-        try h.start()
-        let c = try h.client()
-        var files = [String]()
-        for i in 0..<3 {
-            files.append(try h.makeFile("u\(i).bin", size: 100))
-            try c.putFile("media", "u\(i)", files[i])
-        }
-        h.extraConfig = policy("1s")  // the timer's first run comes a second after the reload
-        try h.reload()
-        #expect(
-            eventually { h.log.contains("cannot be met on the file system of \(h.root)") }, "\(h.log.suffix(2000))")
-        #expect(try (0..<3).allSatisfy { try c.getObject("media", "u\($0)") != .null })
-        #expect(files.allSatisfy(h.exists))
-    }
-
     @Test("assetctl --db refuses a min_free past the disk, naming it, and deletes nothing")
     func offlineRefusesMinFree() throws {
         let h = try DaemonHarness()

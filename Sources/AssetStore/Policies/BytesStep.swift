@@ -186,9 +186,6 @@ final class MinFreeStep: BytesStep {
     /// was numbered anew still carry.
     let devices: [Int64]
     let minFree: Int64
-    /// Whether this run has asked if the floor can be reached, and the answer.
-    private var judged = false
-    private var unreachable = false
     override var phase: String { "min_free" }
     override var reason: EvictionReason { .minFree }
 
@@ -221,25 +218,7 @@ final class MinFreeStep: BytesStep {
                     """,
                 arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible])
                     + StatementArguments(devices)) ?? 0
-        let need = minFree.subtracting(saturating: free).subtracting(saturating: queued)
-        if need > 0 && !judged {
-            judged = true
-            // Out of reach even if every file registered there went (other programs' files
-            // fill it, or min_free is near its size): evicting would empty this file system's
-            // share of the cache at every run and still fall short. Judged once a run.
-            let held =
-                try Int64.fetchOne(
-                    tx.db, sql: "SELECT \(Sizes.sum("size")) FROM file WHERE device IN \(placeholders)",
-                    arguments: StatementArguments(devices)) ?? 0
-            if held < need {
-                unreachable = true
-                run.noteUnreachable(
-                    MinFreeShortfall(
-                        device: device, minFree: minFree, free: free,
-                        reachable: free.adding(saturating: queued).adding(saturating: held)))
-            }
-        }
-        return unreachable ? 0 : need
+        return minFree.subtracting(saturating: free).subtracting(saturating: queued)
     }
 
     override var condition: (String, StatementArguments) {

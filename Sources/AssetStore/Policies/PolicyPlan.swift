@@ -90,10 +90,6 @@ public struct PolicyPlan: Sendable {
     /// the files of every batch but the last, once its commit was durable.
     public var sweep: SweepReport?
 
-    /// `min_free` floors this run left alone: evicting every file registered on the file
-    /// system would not free enough (not rolled back with a batch: it is no deletion).
-    public var unreachableMinFree: [MinFreeShortfall] = []
-
     public init(dryRun: Bool) { self.dryRun = dryRun }
 
     /// `{objects, files, bytes, dry_run, skipped}`, plus `commit` (the last) after a real run,
@@ -110,15 +106,6 @@ public struct PolicyPlan: Sendable {
         if oversized > 0 { o["oversized"] = .int(Int64(oversized)) }
         return .object(o)
     }
-}
-
-/// A file system whose `min_free` no eviction can reach: `free` now, and at most `reachable`
-/// once every file registered there is gone (queued unlinks counted).
-public struct MinFreeShortfall: Sendable, Equatable {
-    public var device: Int64
-    public var minFree: Int64
-    public var free: Int64
-    public var reachable: Int64
 }
 
 /// A real run that failed after some of its batches had committed: they stand (their

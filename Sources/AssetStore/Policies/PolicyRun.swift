@@ -81,9 +81,6 @@ final class PolicyRun {
     /// Counts `n` candidates looked at against the transaction's budget.
     func charge(_ n: Int) { workInBatch += n }
 
-    /// A `min_free` step found its floor out of reach and evicts nothing for it.
-    func noteUnreachable(_ s: MinFreeShortfall) { plan.unreachableMinFree.append(s) }
-
     private func startBatch() {
         deletedInBatch = 0
         workInBatch = 0
