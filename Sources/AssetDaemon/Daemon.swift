@@ -291,7 +291,7 @@ public final class Daemon {
     /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.
     private func reload() {
         do {
-            let fresh = try DaemonConfig.load(path: configPath)
+            var fresh = try DaemonConfig.load(path: configPath)
             try fresh.checkMinFree()
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups

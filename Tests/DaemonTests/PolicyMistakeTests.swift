@@ -86,32 +86,62 @@ import Testing
         #expect(c.policyWarnings.isEmpty, "\(c.policyWarnings)")
     }
 
-    @Test("min_free at or above a root's file system size is refused, naming the line and the root")
+    @Test("min_free past a root's whole file system is refused; at or past its usable size, warned of")
     func minFreeOverCapacity() throws {
         let text = "[files]\nroots = [\"/srv/a\", \"/srv/b\"]\n[policy]\nmin_free = \"5GiB\"\n"
-        let c = try parse(text)
         let gib: Int64 = 1 << 30
-        try c.checkMinFree { $0 == "/srv/b" ? 5 * gib + 1 : 100 * gib }
-        try c.checkMinFree { _ in nil }  // roots not there yet: judged at the next start
+        func judged(_ b: FileSystemSize) throws(ConfigError) -> DaemonConfig {
+            var c = try parse(text)
+            try c.checkMinFree { $0 == "/srv/b" ? b : FileSystemSize(total: 100 * gib, usable: 95 * gib) }
+            return c
+        }
+        #expect(try judged(FileSystemSize(total: 6 * gib, usable: 5 * gib + 1)).policyWarnings.isEmpty)
+        // At or above what could be free, but within the disk: that size moves (ZFS, btrfs), so
+        // a file that worked yesterday must not stop the daemon today.
+        for b in [FileSystemSize(total: 6 * gib, usable: 5 * gib), FileSystemSize(total: 5 * gib, usable: 4 * gib)] {
+            let w = try judged(b).policyWarnings
+            #expect(w.count == 1, "\(w)")
+            #expect(w.first?.hasPrefix("/etc/assetd/p.toml:4: policy.min_free: ") == true, "\(w)")
+            #expect(w.first?.contains("/srv/b") == true, "\(w)")
+        }
+        var none = try parse(text)
+        try none.checkMinFree { _ in nil }  // nothing readable: judged at the next start
+        #expect(none.policyWarnings.isEmpty)
         do {
-            try c.checkMinFree { $0 == "/srv/b" ? 5 * gib : 100 * gib }
+            _ = try judged(FileSystemSize(total: 5 * gib - 1, usable: 4 * gib))
             Issue.record("accepted")
         } catch {
             #expect(error.key == "policy.min_free" && error.line == 4, "\(error)")
             #expect(error.message.contains("/srv/b") && error.message.contains("assetctl evict --bytes"), "\(error)")
         }
-        try parse("[policy]\nmax_bytes = \"1GiB\"\n").checkMinFree { _ in 0 }  // no min_free: nothing to judge
+        var noFloor = try parse("[policy]\nmax_bytes = \"1GiB\"\n")
+        try noFloor.checkMinFree { _ in FileSystemSize(total: 0, usable: 0) }  // no min_free: nothing to judge
     }
 
-    @Test("min_free is judged against the real file system of a root (statvfs)")
+    @Test("min_free is judged against the real file system of a root, or of its nearest parent (statvfs)")
     func minFreeRealFileSystem() throws {
         let temp = TempFolders(prefix: "assetd-minfree-")
         let root = try temp.make()
-        let size = try #require(DaemonConfig.capacity(of: root))
-        #expect(size > 0)
-        let c = try parse("[files]\nroots = [\"\(root)\"]\n[policy]\nmin_free = \"1000000TB\"\n")
-        #expect(throws: ConfigError.self) { try c.checkMinFree() }
-        try parse("[files]\nroots = [\"\(root)\"]\n[policy]\nmin_free = \(size / 2)\n").checkMinFree()
+        let size = try #require(DaemonConfig.fileSystemSize(of: root))
+        #expect(size.usable > 0 && size.total >= size.usable)
+        // A root not created yet is on its nearest existing parent's file system.
+        #expect(DaemonConfig.fileSystemSize(of: root + "/not/yet") == size)
+        for r in [root, root + "/not/yet"] {
+            var c = try parse("[files]\nroots = [\"\(r)\"]\n[policy]\nmin_free = \"1000000TB\"\n")
+            #expect(throws: ConfigError.self) { try c.checkMinFree() }
+        }
+        var half = try parse("[files]\nroots = [\"\(root)\"]\n[policy]\nmin_free = \(size.usable / 2)\n")
+        try half.checkMinFree()
+        var whole = try parse("[files]\nroots = [\"\(root)\"]\n[policy]\nmin_free = \(size.total)\n")
+        try whole.checkMinFree()
+        #expect(whole.policyWarnings.count == 1, "\(whole.policyWarnings)")
+    }
+
+    @Test("a file system's size past Int64 reads as Int64.max, not as a wrapped small number")
+    func fileSystemSizeSaturates() {
+        #expect(DaemonConfig.bytes(blocks: 1 << 40, blockSize: 1 << 30) == .max)
+        #expect(DaemonConfig.bytes(blocks: UInt64.max, blockSize: 2) == .max)
+        #expect(DaemonConfig.bytes(blocks: 1 << 20, blockSize: 4096) == 1 << 32)
     }
 
     @Test("assetd --check-config exits 78 for max_bytes = 0 and for min_free past the disk; warns of max_bytes = 10")
@@ -125,6 +155,13 @@ import Testing
         let h = try runAssetd(["--config", huge.configPath, "--check-config"])
         #expect(h.status == 78, "\(h.stdout)\(h.stderr)")
         #expect(h.stderr.contains("policy.min_free") && h.stderr.contains(huge.root), "\(h.stderr)")
+
+        // The whole disk, not past it: warned of, and accepted.
+        let disk = try #require(DaemonConfig.fileSystemSize(of: huge.root)?.total)
+        let full = try DaemonHarness(extraConfig: "[policy]\nmin_free = \(disk)\n", start: false)
+        let f = try runAssetd(["--config", full.configPath, "--check-config"])
+        #expect(f.status == 0, "\(f.stdout)\(f.stderr)")
+        #expect(f.stderr.contains("warning") && f.stderr.contains("policy.min_free"), "\(f.stderr)")
 
         let tiny = try DaemonHarness(extraConfig: "[policy]\nmax_bytes = 10\n", start: false)
         let t = try runAssetd(["--config", tiny.configPath, "--check-config"])
@@ -161,7 +198,7 @@ import Testing
         #expect(h.log.components(separatedBy: "a budget of 10 bytes").count == 2)
     }
 
-    @Test("assetctl --db refuses a min_free past the disk, naming it, and deletes nothing")
+    @Test("assetctl --db refuses enforce with a min_free past the disk, naming it; verify still runs")
     func offlineRefusesMinFree() throws {
         let h = try DaemonHarness()
         let file = try h.makeFile("kept.bin", size: 100)
@@ -173,5 +210,9 @@ import Testing
         #expect(r.status != 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("policy.min_free"), "\(r.stderr)")
         #expect(h.exists(file))
+        // Only enforce runs the policy: a verify (or backup, or restore) must never be refused.
+        let v = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "verify"])
+        #expect(v.status == 0, "\(v.stdout)\(v.stderr)")
+        #expect(!v.stderr.contains("policy.min_free"), "\(v.stderr)")
     }
 }
