@@ -31,8 +31,8 @@ extension ConfigParser {
             guard p.maxBytes != 0 else {
                 throw error(
                     "policy.max_bytes",
-                    "must be more than 0: a budget of 0 bytes evicts every object that holds a file at every run;"
-                        + " leave max_bytes out for no budget, or empty the cache once with"
+                    "must be more than 0: remove max_bytes for no budget (a budget of 0 bytes evicts every"
+                        + " object that holds a file at every run); to empty the cache once on purpose, run"
                         + " `assetctl expire --older-than 0s`", section: "policy")
             }
         }
@@ -97,9 +97,9 @@ extension ConfigParser {
             guard bytes > 0 else {
                 throw error(
                     "\(s).max_bytes",
-                    "must be more than 0: a quota of 0 bytes evicts every object of \"\(owner)\" that holds a file"
-                        + " at every run; evict them once with `assetctl evict --owner \(owner)`", section: s,
-                    occurrence: n)
+                    "must be more than 0: remove this [[policy.quota]] for no quota (a quota of 0 bytes evicts"
+                        + " every object of \"\(owner)\" that holds a file at every run); to evict them once on"
+                        + " purpose, run `assetctl evict --owner \(owner)`", section: s, occurrence: n)
             }
             out.append(.init(owner: owner, maxBytes: bytes))
         }
@@ -133,9 +133,11 @@ extension ConfigParser {
             for (key, d) in [("max_idle", ttl.maxIdle), ("max_age", ttl.maxAge)] where d == 0 {
                 throw error(
                     "\(s).\(key)",
-                    "must be longer than 0s: a TTL of 0s expires every object of \"\(collection)\" at every run;"
-                        + " expire them once with `assetctl expire --collection \(collection) --older-than 0s`",
-                    section: s, occurrence: n)
+                    "must be longer than 0s: remove \(key) to never expire by \(key == "max_idle" ? "idle time" : "age")"
+                        + " (this [[policy.ttl]] if it has no \(key == "max_idle" ? "max_age" : "max_idle"); a TTL of"
+                        + " 0s expires every object of \"\(collection)\" at every run); to expire them once on"
+                        + " purpose, run"
+                        + " `assetctl expire --collection \(collection) --older-than 0s`", section: s, occurrence: n)
             }
             out.append(ttl)
         }

@@ -34,17 +34,17 @@ extension DaemonConfig {
             if minFree > fs.total {
                 throw ConfigError(
                     file: sourcePath ?? "(embedded defaults)", line: minFreeLine, key: "policy.min_free",
-                    message: "\(minFree) bytes is more than the whole file system of root \(root)"
-                        + " (\(fs.total) bytes): it can never be free, and every run would evict everything"
-                        + " with a file there; check the unit (\"5GiB\", not \"5TiB\"), or remove min_free"
-                        + " for no floor (to free some space once on purpose, run `assetctl evict --bytes SIZE`)")
+                    message: "remove min_free for no floor, or check its unit (\"5GiB\", not \"5TiB\"):"
+                        + " \(minFree) bytes is more than the whole file system of root \(root)"
+                        + " (\(fs.total) bytes), can never be free, and every run would evict everything with"
+                        + " a file there; to free some space once on purpose, run `assetctl evict --bytes SIZE`")
             }
             if minFree >= fs.usable {
                 let warning = ConfigError(
                     file: sourcePath ?? "(embedded defaults)", line: minFreeLine, key: "policy.min_free",
-                    message: "\(minFree) bytes is at least what the file system of root \(root) could have"
-                        + " free (\(fs.usable) bytes): while it cannot be met, every run evicts everything"
-                        + " with a file there; set it well below that, or remove min_free for no floor")
+                    message: "remove min_free for no floor, or set it well below \(fs.usable) bytes:"
+                        + " \(minFree) bytes is at least what the file system of root \(root) could have free,"
+                        + " and while it cannot be met every run evicts everything with a file there")
                 policyWarnings.append(warning.description)
             }
         }

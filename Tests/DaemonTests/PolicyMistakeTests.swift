@@ -16,35 +16,48 @@ import Testing
         return try ConfigParser(file: "/etc/assetd/p.toml", text: text).parse(defaults: defaults)
     }
 
-    static let refused: [(String, Int, String, String)] = [
-        ("[policy]\nmax_bytes = 0\n", 2, "policy.max_bytes", "`assetctl expire --older-than 0s`"),
-        ("[policy]\nmax_bytes = \"0GiB\"\n", 2, "policy.max_bytes", "leave max_bytes out"),
+    /// Text, line, key, the edit for "no limit" or "never expire" that the error leads with,
+    /// and the command that does it once on purpose, which must come after it.
+    static let refused: [(String, Int, String, String, String?)] = [
+        (
+            "[policy]\nmax_bytes = 0\n", 2, "policy.max_bytes", "remove max_bytes for no budget",
+            "`assetctl expire --older-than 0s`"
+        ),
+        (
+            "[policy]\nmax_bytes = \"0GiB\"\n", 2, "policy.max_bytes", "remove max_bytes for no budget",
+            "`assetctl expire --older-than 0s`"
+        ),
         (
             "[policy]\n[[policy.quota]]\nowner = \"alice\"\nmax_bytes = 0\n", 4, "policy.quota.max_bytes",
-            "`assetctl evict --owner alice`"
+            "remove this [[policy.quota]] for no quota", "`assetctl evict --owner alice`"
         ),
         (
             "[policy]\n[[policy.ttl]]\ncollection = \"thumbs\"\nmax_idle = \"0s\"\n", 4, "policy.ttl.max_idle",
-            "`assetctl expire --collection thumbs --older-than 0s`"
+            "remove max_idle to never expire", "`assetctl expire --collection thumbs --older-than 0s`"
         ),
         (
             "[policy]\n[[policy.ttl]]\ncollection = \"thumbs\"\nmax_idle = \"1d\"\nmax_age = 0\n", 5,
-            "policy.ttl.max_age", "longer than 0s"
+            "policy.ttl.max_age", "remove max_age to never expire", "`assetctl expire --collection thumbs"
         ),
         // Refused before: min_free is a size, never a share of the disk.
-        ("[policy]\nmin_free = \"100%\"\n", 2, "policy.min_free", "must be a size"),
+        ("[policy]\nmin_free = \"100%\"\n", 2, "policy.min_free", "must be a size", nil),
     ]
 
     @Test(
-        "a budget, quota or TTL of 0 is refused, naming the line, the key and what to run instead",
+        "a budget, quota or TTL of 0 is refused, naming the line, the key, the edit for no limit and then what to run",
         arguments: refused)
-    func refusedAtLoad(text: String, line: Int, key: String, advice: String) {
+    func refusedAtLoad(text: String, line: Int, key: String, lead: String, command: String?) {
         do {
             let c = try parse(text)
             Issue.record("accepted:\n\(text)\npolicy: \(String(describing: c.policy))")
         } catch {
             #expect(error.key == key && error.line == line, "\(error)")
-            #expect(error.message.contains(advice), "\(error)")
+            let m = error.message
+            let l = m.range(of: lead)
+            #expect(l != nil, "\(error)")
+            if let command, let l {
+                #expect(m.range(of: command).map { l.upperBound <= $0.lowerBound } == true, "\(error)")
+            }
         }
     }
 
@@ -112,6 +125,7 @@ import Testing
             Issue.record("accepted")
         } catch {
             #expect(error.key == "policy.min_free" && error.line == 4, "\(error)")
+            #expect(error.message.hasPrefix("remove min_free for no floor"), "\(error)")
             #expect(error.message.contains("/srv/b") && error.message.contains("assetctl evict --bytes"), "\(error)")
         }
         var noFloor = try parse("[policy]\nmax_bytes = \"1GiB\"\n")
