@@ -203,6 +203,27 @@ import Testing
         #expect(files.allSatisfy(h.exists))
     }
 
+    @Test("SIGHUP with min_free past any disk fails, naming it, and keeps the policy in force")
+    func reloadRefusesMinFreePastDisk() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1 << 30))
+        let c = try h.client()
+        var files = [String]()
+        for i in 0..<3 {
+            files.append(try h.makeFile("f\(i).bin", size: 100))
+            try c.putFile("media", "f\(i)", files[i])
+        }
+        // Parses (a size), so only the check against the roots' file systems can refuse it.
+        h.extraConfig = policyConfig(maxBytes: 1 << 30) + "\nmin_free = \"1000000TB\"\n"
+        try h.writeConfig()
+        kill(h.process!.processIdentifier, SIGHUP)  // started above
+        #expect(eventually { h.log.contains("reload failed") }, "\(h.log.suffix(2000))")
+        #expect(h.log.contains("policy.min_free") && h.log.contains(h.root), "\(h.log.suffix(2000))")
+        // The 1 GiB budget alone is in force: nothing is over it, so nothing goes.
+        let plan = try c.call("policy.enforce")
+        #expect(plan["objects"] == [], "\(plan.serialized())")
+        #expect(files.allSatisfy(h.exists))
+    }
+
     @Test("a reload that warns logs the warning once, after the reload line")
     func reloadWarns() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1 << 30))
