@@ -291,7 +291,8 @@ public final class Daemon {
     /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.
     private func reload() {
         do {
-            let fresh = try DaemonConfig.load(path: configPath)
+            var fresh = try DaemonConfig.load(path: configPath)
+            try fresh.checkMinFree()
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups
             config.enforceOwnership = fresh.enforceOwnership
@@ -305,6 +306,7 @@ public final class Daemon {
             // Restarting an unchanged timer would push its next run out on every reload.
             if fresh.policy?.interval != interval { try startPolicyTimer() }
             logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists, log level and policies")
+            for w in fresh.policyWarnings { logger.warning("\(w)") }
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")
         }

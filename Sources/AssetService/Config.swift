@@ -46,6 +46,10 @@ public struct DaemonConfig: Sendable {
     public var skipOpenFiles = false
     /// `[policy]`; nil: nothing is evicted or expired.
     public var policy: PolicyConfiguration?
+    /// Legal but dangerous `[policy]` values, one line each, for the log and --check-config.
+    public var policyWarnings: [String] = []
+    /// The line of `policy.min_free`, for errors found once the roots' file systems are known.
+    var minFreeLine: Int?
     /// `log.level`.
     public var logLevel: LogLevel = .info
     /// `[[collections]]`.

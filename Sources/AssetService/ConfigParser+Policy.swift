@@ -25,7 +25,17 @@ extension ConfigParser {
                 throw error("policy.interval", "must be from 1s to 366d", section: "policy")
             }
         }
-        if let v = o["max_bytes"] { p.maxBytes = try size(v, "policy.max_bytes", section: "policy") }
+        if let v = o["max_bytes"] {
+            p.maxBytes = try size(v, "policy.max_bytes", section: "policy")
+            // A budget of 0 can only be a slip, and would empty the cache at every run.
+            guard p.maxBytes != 0 else {
+                throw error(
+                    "policy.max_bytes",
+                    "must be more than 0: remove max_bytes for no budget (a budget of 0 bytes evicts every"
+                        + " object that holds a file at every run); to empty the cache once on purpose, run"
+                        + " `assetctl expire --older-than 0s`", section: "policy")
+            }
+        }
         if let v = o["low_water"] { p.lowWater = try lowWater(v) }
         if let v = o["min_free"] { p.minFree = try size(v, "policy.min_free", section: "policy") }
         if let v = o["min_age"] { p.minAge = try duration(v, "policy.min_age", section: "policy") }
@@ -83,7 +93,15 @@ extension ConfigParser {
             guard !out.contains(where: { $0.owner == owner }) else {
                 throw error("\(s).owner", "owner \"\(owner)\" has two quotas", section: s, occurrence: n)
             }
-            out.append(.init(owner: owner, maxBytes: try size(max, "\(s).max_bytes", section: s, occurrence: n)))
+            let bytes = try size(max, "\(s).max_bytes", section: s, occurrence: n)
+            guard bytes > 0 else {
+                throw error(
+                    "\(s).max_bytes",
+                    "must be more than 0: remove this [[policy.quota]] for no quota (a quota of 0 bytes evicts"
+                        + " every object of \"\(owner)\" that holds a file at every run); to evict them once on"
+                        + " purpose, run `assetctl evict --owner \(owner)`", section: s, occurrence: n)
+            }
+            out.append(.init(owner: owner, maxBytes: bytes))
         }
         return out
     }
@@ -111,7 +129,57 @@ extension ConfigParser {
             guard ttl.maxIdle != nil || ttl.maxAge != nil else {
                 throw error("\(s).max_idle", "each [[policy.ttl]] needs max_idle or max_age", section: s, occurrence: n)
             }
+            // A TTL of 0s expires the whole collection at every run (min_age aside).
+            for (key, d) in [("max_idle", ttl.maxIdle), ("max_age", ttl.maxAge)] where d == 0 {
+                throw error(
+                    "\(s).\(key)",
+                    "must be longer than 0s: remove \(key) to never expire by \(key == "max_idle" ? "idle time" : "age")"
+                        + " (this [[policy.ttl]] if it has no \(key == "max_idle" ? "max_age" : "max_idle"); a TTL of"
+                        + " 0s expires every object of \"\(collection)\" at every run); to expire them once on"
+                        + " purpose, run"
+                        + " `assetctl expire --collection \(collection) --older-than 0s`", section: s, occurrence: n)
+            }
             out.append(ttl)
+        }
+        return out
+    }
+
+    /// Warnings for legal but dangerous `[policy]` values: a byte budget or quota under 1 MiB,
+    /// a TTL under a minute, a low-water mark under half the budget. Each names the file, line
+    /// and key, as an error does, and says when a bare number was read as bytes or seconds.
+    func policyWarnings(_ value: JSONValue, _ p: PolicyConfiguration) -> [String] {
+        var out = [String]()
+        func warn(_ key: String, _ message: String, section: String, occurrence: Int = 0) {
+            out.append(error(key, message, section: section, occurrence: occurrence).description)
+        }
+        func bytes(_ raw: JSONValue?, _ n: Int64, _ key: String, _ what: String, section: String, occurrence: Int = 0) {
+            guard n < 1 << 20 else { return }
+            var m = "\(what) of \(n) bytes evicts nearly every object that holds a file at every run"
+            if raw?.intValue != nil { m += "; a size without a unit counts bytes: write \"\(n)GiB\" for gibibytes" }
+            warn(key, m, section: section, occurrence: occurrence)
+        }
+        if let n = p.maxBytes { bytes(value["max_bytes"], n, "policy.max_bytes", "a budget", section: "policy") }
+        for (i, q) in p.quotas.enumerated() {
+            let raw = value["quota"]?.arrayValue?[i]["max_bytes"]
+            bytes(raw, q.maxBytes, "policy.quota.max_bytes", "a quota", section: "policy.quota", occurrence: i)
+        }
+        for (i, t) in p.ttls.enumerated() {
+            for (key, d) in [("max_idle", t.maxIdle), ("max_age", t.maxAge)] {
+                guard let d, d < 60 else { continue }
+                let raw = value["ttl"]?.arrayValue?[i][key]
+                var m =
+                    "a TTL of \(Units.formatDuration(d)) expires the objects of \"\(t.collection)\" as soon as min_age allows"
+                if raw?.intValue != nil {
+                    m += "; a duration without a unit counts seconds: write \"\(Int(d))d\" for days"
+                }
+                warn("policy.ttl.\(key)", m, section: "policy.ttl", occurrence: i)
+            }
+        }
+        if p.maxBytes != nil, p.lowWater < 0.5 {
+            warn(
+                "policy.low_water",
+                String(format: "each run over budget evicts down to %g%% of it", p.lowWater * 100)
+                    + "; \"90%\" and 0.9 both mean 90%, \"0.9%\" means 0.9%", section: "policy")
         }
         return out
     }

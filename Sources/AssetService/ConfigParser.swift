@@ -43,7 +43,11 @@ struct ConfigParser {
             switch name {
             case "collections": try collections(value, into: &c)
             case "indexes": try indexes(value, into: &c)
-            case "policy": c.policy = try policy(value)
+            case "policy":
+                let p = try policy(value)
+                c.policy = p
+                c.policyWarnings = policyWarnings(value, p)
+                c.minFreeLine = line(of: "policy.min_free", section: "policy")
             default:
                 guard let allowed = ConfigParser.sections[name] else { throw error(name, "unknown key") }
                 guard let members = value.objectValue else { throw error(name, "must be a table") }

@@ -13,6 +13,10 @@ public final class LocalInvoker {
     /// True when another process holds the database (reads only).
     public var isReadOnly: Bool { store.isReadOnly }
     private let context: MethodContext
+    /// Why `policy.enforce` must not run with this config (a min_free past a root's disk).
+    public private(set) var enforceRefusal: ConfigError?
+    /// What to say before `policy.enforce` runs (a min_free that may not be met).
+    public private(set) var enforceWarnings: [String] = []
 
     /// Opens `databasePath` with the settings of `configPath` (or the default config file,
     /// or the embedded defaults) for roots and durability.
@@ -25,6 +29,16 @@ public final class LocalInvoker {
             throw e
         } catch {
             throw error  // never without `create`
+        }
+        // Only enforce runs the configured policy; a backup, verify or restore of a store whose
+        // disk has changed since must never be refused for it.
+        var judged = config
+        do {
+            let before = judged.policyWarnings.count
+            try judged.checkMinFree()
+            enforceWarnings = Array(judged.policyWarnings.dropFirst(before))
+        } catch {
+            enforceRefusal = error
         }
         var sc = config.storeConfiguration()
         // Opening unlinks nothing: the file may be a backup copy, or a database whose roots
