@@ -27,7 +27,13 @@ extension MethodTable {
         let files = try p.optionalStrings("files") ?? []
         // A request wrong in itself says so before whose its objects and files are.
         try LeaseRegistry.validate(objects: objects, files: files, ttl: ttl)
-        try checkLeaseOwnership(objects: objects, files: files, ctx)
+        var accepted = [(path: String, root: String)]()
+        for f in files { accepted.append(try ctx.store.roots.accept(f)) }
+        // Its size is known from the request: a lease past a bound is refused before the
+        // owner reads and the walk of each file the ownership check would make.
+        try ctx.store.leases.checkBounds(
+            objects: objects.count, files: files.count, holder: holder, bounds: ctx.leaseBounds)
+        try checkLeaseOwnership(objects: objects, files: accepted, ctx)
         let lease = try ctx.store.leases.acquire(
             objects: objects, files: files, ttl: ttl, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
         return MethodOutcome(lease.json)
@@ -41,12 +47,12 @@ extension MethodTable {
     /// as the lease is taken: an edge that goes later does not end the lease, but the caller
     /// could have unlinked the file itself (its put or edge.add named it), so it keeps nothing
     /// back that it could not remove.
-    static func checkLeaseOwnership(objects: [ObjectRef], files: [String], _ ctx: MethodContext) throws {
+    static func checkLeaseOwnership(
+        objects: [ObjectRef], files accepted: [(path: String, root: String)], _ ctx: MethodContext
+    ) throws {
         guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return }
         let caller = ctx.caller
         let user = caller.userName
-        var accepted = [(path: String, root: String)]()
-        for f in files { accepted.append(try ctx.store.roots.accept(f)) }
         let unheld: [(path: String, root: String)] = try ctx.store.read { tx in
             for o in objects {
                 if let owner = try tx.owner(of: o), owner != user {

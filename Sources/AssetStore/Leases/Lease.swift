@@ -61,4 +61,23 @@ extension LeaseRegistry {
         }
         for o in objects { try o.validate() }
     }
+
+    /// Throws `lease_limit` if a lease of `objects` objects and `files` files would take
+    /// `holder`'s live leases, or all, past `bounds` now: what a caller asks before judging
+    /// whose they are (reads, a walk a file), so that a lease refused for its size costs none
+    /// of those. `acquire` checks again.
+    public func checkBounds(objects: Int, files: Int, holder: UInt64?, bounds: LeaseBounds?) throws(StoreError) {
+        guard let bounds, let holder else { return }
+        let entries = Lease.entries(objects: objects, files: files)
+        let now = clock()
+        let refused = state.withLock { s -> StoreError? in
+            do throws(StoreError) {
+                try s.check(entries, holder: holder, bounds, now: now)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let refused { throw refused }
+    }
 }
