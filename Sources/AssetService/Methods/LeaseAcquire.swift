@@ -33,7 +33,11 @@ extension MethodTable {
         // owner reads and the walk of each file the ownership check would make.
         try ctx.store.leases.checkBounds(
             objects: objects.count, files: files.count, holder: holder, bounds: ctx.leaseBounds)
-        try checkLeaseOwnership(objects: objects, files: accepted, ctx)
+        // The files no walk judged are looked at too, admins' included: a lease of a folder
+        // (or a symlink) protects nothing, as the unlinks take regular files only.
+        for f in try checkLeaseOwnership(objects: objects, files: accepted, ctx) {
+            try ctx.store.roots.look(at: f.path, root: f.root)
+        }
         let lease = try ctx.store.leases.acquire(
             objects: objects, files: files, ttl: ttl, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
         return MethodOutcome(lease.json)
@@ -47,22 +51,29 @@ extension MethodTable {
     /// as the lease is taken: an edge that goes later does not end the lease, but the caller
     /// could have unlinked the file itself (its put or edge.add named it), so it keeps nothing
     /// back that it could not remove.
+    ///
+    /// Returns the files it judged by no walk: all of them for admins and without
+    /// enforce_ownership, those an object of the caller holds for the others.
     static func checkLeaseOwnership(
         objects: [ObjectRef], files accepted: [(path: String, root: String)], _ ctx: MethodContext
-    ) throws {
-        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return }
+    ) throws -> [(path: String, root: String)] {
+        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return accepted }
         let caller = ctx.caller
         let user = caller.userName
-        let unheld: [(path: String, root: String)] = try ctx.store.read { tx in
+        typealias Files = [(path: String, root: String)]
+        let (held, unheld): (Files, Files) = try ctx.store.read { tx in
             for o in objects {
                 if let owner = try tx.owner(of: o), owner != user {
                     throw RPCError.application(.permissionDenied, "\(o) belongs to \(owner), not \(user)")
                 }
             }
-            var left = [(path: String, root: String)]()
+            var (own, left) = (Files(), Files())
             for f in accepted {
                 let holders = try tx.holders(file: f.path, owner: user)
-                if holders.own { continue }
+                if holders.own {
+                    own.append(f)
+                    continue
+                }
                 // A file lease keeps its holders from eviction too: one that only another owner's
                 // objects hold would shield them, however freely the caller could unlink it.
                 if holders.others {
@@ -71,7 +82,7 @@ extension MethodTable {
                 }
                 left.append(f)
             }
-            return left
+            return (own, left)
         }
         // Probed outside the snapshot, on the walk's descriptors, as a put's file is.
         let check = FileReferenceCheck(uid: caller.uid, owner: user) {
@@ -84,5 +95,6 @@ extension MethodTable {
                 throw RPCError.application(.permissionDenied, "no object of \(user) holds \(f.path): \(e.message)")
             }
         }
+        return held
     }
 }
