@@ -63,7 +63,7 @@ extension MethodTable {
         typealias Files = [(path: String, root: String)]
         let (held, unheld): (Files, Files) = try ctx.store.read { tx in
             for o in objects {
-                if let owner = try tx.owner(of: o), owner != user {
+                if let owner = try tx.owner(of: o), !OwnerName.same(owner, user) {
                     throw RPCError.application(.permissionDenied, "\(o) belongs to \(owner), not \(user)")
                 }
             }
