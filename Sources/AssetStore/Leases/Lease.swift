@@ -80,4 +80,19 @@ extension LeaseRegistry {
         }
         if let refused { throw refused }
     }
+
+    /// The objects and files of the live leases of `uid`'s connections, copied under the
+    /// lock: what a new lease of that user adds to for its quota's check.
+    public func leased(uid: UInt32) -> (objects: [ObjectRef], files: [String]) {
+        let now = clock()
+        return state.withLock { s in
+            var (objects, files) = ([ObjectRef](), [String]())
+            for id in s.byUID[uid] ?? [] {
+                guard let l = s.leases[id], l.expires > now else { continue }
+                objects += l.objects
+                files += l.files
+            }
+            return (objects, files)
+        }
+    }
 }
