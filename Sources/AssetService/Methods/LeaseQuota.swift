@@ -1,13 +1,14 @@
-// A non-admin's leases against its quota (control.enforce_ownership, [[policy.quota]]): what
-// its leases keep from eviction may not pass its quota, or the byte budget would take the
-// rest from the other owners (assetd(8), lease.acquire).
+// A non-admin's leases against its quota (control.enforce_ownership, [[policy.quota]]), counted
+// as a lease is acquired: without it an owner renewing leases kept any amount, and the byte
+// budget took the rest from the other owners. It is no bound on what the leases keep later
+// (DESIGN, 8: growth after the count, rules' keeps, several uids of one name).
 
 import AssetStore
 import ControlProtocol
 
 extension MethodTable {
     /// With enforce_ownership and a quota for the caller's name, refuses a non-admin's lease
-    /// (`lease_limit`) if the bytes its uid's live leases and this one keep from eviction (the
+    /// (`lease_limit`) if the bytes its uid's live leases and this one name (the
     /// files its leased objects hold, and those of its objects holding its leased files, each
     /// once) would pass that quota. Judged as the lease is taken, as ownership is: an object
     /// put or a file registered later is not counted until a lease of it is asked for again.
