@@ -81,18 +81,23 @@ extension LeaseRegistry {
         if let refused { throw refused }
     }
 
-    /// The objects and files of the live leases of `uid`'s connections, copied under the
-    /// lock: what a new lease of that user adds to for its quota's check.
+    /// The objects and files of the live leases of `uid`'s connections: what a new lease of
+    /// that user adds to for its quota's check. Only the leases are copied under the lock (a
+    /// struct each, its arrays shared), flattened after it: the lock is every acquire's,
+    /// release's, the policy snapshot's and the unlinker's, and a uid's leases may name 65,536
+    /// objects and files.
     public func leased(uid: UInt32) -> (objects: [ObjectRef], files: [String]) {
         let now = clock()
-        return state.withLock { s in
-            var (objects, files) = ([ObjectRef](), [String]())
-            for id in s.byUID[uid] ?? [] {
-                guard let l = s.leases[id], l.expires > now else { continue }
-                objects += l.objects
-                files += l.files
-            }
-            return (objects, files)
+        let live = state.withLock { s in
+            (s.byUID[uid] ?? []).compactMap { id in s.leases[id].flatMap { $0.expires > now ? $0 : nil } }
         }
+        var (objects, files) = ([ObjectRef](), [String]())
+        objects.reserveCapacity(live.reduce(0) { $0 + $1.objects.count })
+        files.reserveCapacity(live.reduce(0) { $0 + $1.files.count })
+        for l in live {
+            objects += l.objects
+            files += l.files
+        }
+        return (objects, files)
     }
 }
