@@ -19,20 +19,24 @@ public struct PeerIdentity: Sendable {
         var pwd = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
-        var name = String(uid)
-        if getpwuid_r(uid, &pwd, &buffer, buffer.count, &result) == 0, result != nil, let n = pwd.pw_name {
-            name = String(cString: n)
-        }
-        userName = name
         var gids = [gid_t](repeating: 0, count: 256)
         var count = Int32(gids.count)
         var groups: Set<String> = [String(gid)]
         var ids: Set<UInt32> = [gid]
-        if name != String(uid), getgrouplist(name, gid, &gids, &count) >= 0 {
-            for g in gids.prefix(Int(count)) {
-                groups.insert(String(g))
-                ids.insert(g)
+        // pw_name points into `buffer`: read it, and hand it on, while the buffer is pinned.
+        userName = buffer.withUnsafeMutableBufferPointer { buf in
+            guard getpwuid_r(uid, &pwd, buf.baseAddress!, buf.count, &result) == 0, result != nil,
+                let name = pwd.pw_name
+            else { return PeerIdentity.ownerName(uid: uid, passwdName: nil) }
+            // The groups of the name's bytes: a name repaired to valid UTF-8 would be another
+            // user's, whose groups (an admin's) this one would get.
+            if getgrouplist(name, gid, &gids, &count) >= 0 {
+                for g in gids.prefix(Int(count)) {
+                    groups.insert(String(g))
+                    ids.insert(g)
+                }
             }
+            return PeerIdentity.ownerName(uid: uid, passwdName: name)
         }
         self.gids = ids.sorted()
         for g in groups.compactMap({ UInt32($0) }) {
@@ -43,6 +47,15 @@ public struct PeerIdentity: Sendable {
             }
         }
         self.groups = groups
+    }
+
+    /// The owner name of `uid`: its user name from the user database if that is valid UTF-8,
+    /// else `#` and the uid, which `useradd` refuses in a name. Repairing a name (U+FFFD for each
+    /// bad byte) made `a\xff` and `a\xfe` one owner, and the uid as text made a uid without a
+    /// passwd entry the owner of a user named so.
+    static func ownerName(uid: UInt32, passwdName: UnsafePointer<CChar>?) -> String {
+        if let passwdName, passwdName.pointee != 0, let s = String(validatingCString: passwdName) { return s }
+        return "#\(uid)"
     }
 
     /// Admins: uid 0, the daemon's own uid, and configured uids and groups.
