@@ -52,4 +52,27 @@ import Testing
         #expect(try stray(["rm", "e", "digits"]).status == 1, "the user named \(uid) is another owner")
         #expect(try c.getObject("e", "digits")["owner"] == .string("\(uid)"))
     }
+
+    /// A non-admin peer (uid 4242) in gid 1000 named `staff` and gid 2000 named `2000x`, plus
+    /// the names given.
+    static func peer(_ names: [String]) -> PeerIdentity {
+        PeerIdentity(
+            uid: 4242, gid: 1000, userName: "p", gids: [1000, 2000],
+            groupNames: Set((["staff", "2000x"] + names).map { Array($0.utf8) }))
+    }
+
+    @Test("an admin group's gid matches gids only, and its name matches names byte for byte")
+    func adminGroups() {
+        #expect(!Self.peer([]).isAdmin(uids: [], groups: []))
+        #expect(Self.peer([]).isAdmin(uids: [4242], groups: []))
+        #expect(Self.peer([]).isAdmin(uids: [], groups: [.gid(2000)]))
+        #expect(Self.peer([]).isAdmin(uids: [], groups: [.name("staff")]))
+        // A group named by digits is not the gid of those digits, nor a gid a name.
+        #expect(!Self.peer(["10"]).isAdmin(uids: [], groups: [.gid(10)]))
+        #expect(Self.peer(["10"]).isAdmin(uids: [], groups: [.name("10")]))
+        #expect(!Self.peer([]).isAdmin(uids: [], groups: [.name("1000")]))
+        // A name only canonically equivalent to the admin group's is another group.
+        #expect(!Self.peer(["cafe\u{301}"]).isAdmin(uids: [], groups: [.name("caf\u{e9}")]))
+        #expect(Self.peer(["caf\u{e9}"]).isAdmin(uids: [], groups: [.name("caf\u{e9}")]))
+    }
 }
