@@ -25,7 +25,7 @@ public struct DaemonConfig: Sendable {
     /// `control.admin_uids`.
     public var adminUIDs: [UInt32] = []
     /// `control.admin_groups`: group names or numeric gids.
-    public var adminGroups: [String] = []
+    public var adminGroups: [AdminGroup] = []
     /// `control.enforce_ownership`.
     public var enforceOwnership = false
     /// `control.max_request_bytes`.

@@ -90,7 +90,8 @@ extension ConfigParser {
             guard let max = o["max_bytes"] else {
                 throw error("\(s).max_bytes", "each [[policy.quota]] needs max_bytes", section: s, occurrence: n)
             }
-            guard !out.contains(where: { $0.owner == owner }) else {
+            // Two owners whose names differ only in their bytes are two owners, as in the database.
+            guard !out.contains(where: { OwnerName.same($0.owner, owner) }) else {
                 throw error("\(s).owner", "owner \"\(owner)\" has two quotas", section: s, occurrence: n)
             }
             let bytes = try size(max, "\(s).max_bytes", section: s, occurrence: n)

@@ -103,8 +103,8 @@ struct ConfigParser {
                 throw error("control.admin_groups", "must be an array of group names or gids", section: "control")
             }
             c.adminGroups = try items.map { item throws(ConfigError) in
-                if let s = item.stringValue { return s }
-                if let i = item.intValue, i >= 0 { return String(i) }
+                if let s = item.stringValue { return .name(s) }
+                if let i = item.intValue, i >= 0, i <= Int64(UInt32.max) { return .gid(UInt32(i)) }
                 throw error("control.admin_groups", "must be an array of group names or gids", section: "control")
             }
         }

@@ -8,8 +8,8 @@ public struct PeerIdentity: Sendable {
     public let uid: UInt32
     public let gid: UInt32
     public let userName: String
-    /// Names and numeric ids (as text) of the user's groups, primary included.
-    public let groups: Set<String>
+    /// The names of the user's groups, primary included, as the group database's bytes.
+    public let groupNames: Set<[UInt8]>
     /// The ids of the user's groups, primary included.
     public let gids: [UInt32]
 
@@ -19,30 +19,47 @@ public struct PeerIdentity: Sendable {
         var pwd = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
-        var name = String(uid)
-        if getpwuid_r(uid, &pwd, &buffer, buffer.count, &result) == 0, result != nil, let n = pwd.pw_name {
-            name = String(cString: n)
-        }
-        userName = name
         var gids = [gid_t](repeating: 0, count: 256)
         var count = Int32(gids.count)
-        var groups: Set<String> = [String(gid)]
         var ids: Set<UInt32> = [gid]
-        if name != String(uid), getgrouplist(name, gid, &gids, &count) >= 0 {
-            for g in gids.prefix(Int(count)) {
-                groups.insert(String(g))
-                ids.insert(g)
+        // pw_name points into `buffer`: read it, and hand it on, while the buffer is pinned.
+        userName = buffer.withUnsafeMutableBufferPointer { buf in
+            guard getpwuid_r(uid, &pwd, buf.baseAddress!, buf.count, &result) == 0, result != nil,
+                let name = pwd.pw_name
+            else { return PeerIdentity.ownerName(uid: uid, passwdName: nil) }
+            // The groups of the name's bytes: a name repaired to valid UTF-8 would be another
+            // user's, whose groups (an admin's) this one would get.
+            if getgrouplist(name, gid, &gids, &count) >= 0 {
+                ids.formUnion(gids.prefix(Int(count)))
             }
+            return PeerIdentity.ownerName(uid: uid, passwdName: name)
         }
         self.gids = ids.sorted()
-        for g in groups.compactMap({ UInt32($0) }) {
+        var names = Set<[UInt8]>()
+        for g in self.gids {
             var grp = group()
             var gres: UnsafeMutablePointer<group>?
-            if getgrgid_r(g, &grp, &buffer, buffer.count, &gres) == 0, gres != nil, let n = grp.gr_name {
-                groups.insert(String(cString: n))
+            buffer.withUnsafeMutableBufferPointer { buf in
+                if getgrgid_r(g, &grp, buf.baseAddress!, buf.count, &gres) == 0, gres != nil, let n = grp.gr_name {
+                    names.insert(Array(UnsafeRawBufferPointer(start: n, count: strlen(n))))
+                }
             }
         }
-        self.groups = groups
+        groupNames = names
+    }
+
+    /// A peer of these ids and names, as the user and group databases would give them.
+    init(uid: UInt32, gid: UInt32, userName: String, gids: [UInt32], groupNames: Set<[UInt8]>) {
+        (self.uid, self.gid, self.userName, self.gids, self.groupNames) = (uid, gid, userName, gids, groupNames)
+    }
+
+    /// The owner name of `uid`: its user name from the user database if that is valid UTF-8,
+    /// else `#` and the uid, which `useradd` refuses in a name. Repairing a name (U+FFFD for each
+    /// bad byte) made `a\xff` and `a\xfe` one owner, and the uid as text made a uid without a
+    /// passwd entry the owner of a user named so.
+    static func ownerName(uid: UInt32, passwdName: UnsafePointer<CChar>?) -> String {
+        if let passwdName, passwdName.pointee != 0, let s = String(validatingCString: passwdName) { return s }
+        return "#\(uid)"
     }
 
     /// Admins: uid 0, the daemon's own uid, and configured uids and groups.
@@ -51,10 +68,31 @@ public struct PeerIdentity: Sendable {
     }
 
     /// Admins: uid 0, the daemon's own uid, and the uids and groups given.
-    public func isAdmin(uids: [UInt32], groups admins: [String]) -> Bool {
-        uid == 0 || uid == PeerIdentity.ownUID || uids.contains(uid) || !groups.isDisjoint(with: admins)
+    /// A gid matches the peer's gids only and a name its groups' names only, byte for byte: as
+    /// one set of texts, a group named `10` matched gid 10, and `cafe` + U+0301 matched `café`.
+    public func isAdmin(uids: [UInt32], groups admins: [AdminGroup]) -> Bool {
+        if uid == 0 || uid == PeerIdentity.ownUID || uids.contains(uid) { return true }
+        return admins.contains { admin in
+            switch admin {
+            case .gid(let g): gids.contains(g)
+            case .name(let n): groupNames.contains(Array(n.utf8))
+            }
+        }
     }
 
     /// The daemon's uid, asked once: it is checked on every touch.
     private static let ownUID = getuid()
+}
+
+/// An entry of `control.admin_groups`: a number is a gid, a string a group's name.
+public enum AdminGroup: Sendable, Hashable, CustomStringConvertible {
+    case gid(UInt32)
+    case name(String)
+
+    public var description: String {
+        switch self {
+        case .gid(let g): String(g)
+        case .name(let n): "\"\(n)\""
+        }
+    }
 }

@@ -50,7 +50,7 @@ import Testing
             """)
         #expect(c.storePath == "/srv/a.sqlite" && c.durability == .normal)
         #expect(c.socketPath == "/run/a.sock" && c.socketMode == 0o600)
-        #expect(c.adminUIDs == [1001, 1002] && c.adminGroups == ["wheel", "27"] && c.enforceOwnership)
+        #expect(c.adminUIDs == [1001, 1002] && c.adminGroups == [.name("wheel"), .gid(27)] && c.enforceOwnership)
         #expect(c.maxRequestBytes == 65_536 && c.maxConnections == 10)
         #expect(c.roots == ["/srv/cache", "/srv/media"] && c.unlinkDelay == 90 && c.orphanGrace == 7200)
         #expect(c.logLevel == .debug)

@@ -9,7 +9,7 @@ extension MethodTable {
     static func checkOwner(_ ref: ObjectRef, _ tx: WriteTransaction, _ ctx: MethodContext) throws {
         // The owner column alone: a get would parse the value and read every file it holds.
         guard ctx.enforceOwnership, !ctx.caller.isAdmin, let owner = try tx.owner(ref) else { return }
-        guard owner == ctx.caller.userName else {
+        guard OwnerName.same(owner, ctx.caller.userName) else {
             throw RPCError.application(.permissionDenied, "\(ref) belongs to \(owner), not \(ctx.caller.userName)")
         }
     }

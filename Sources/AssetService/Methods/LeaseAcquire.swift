@@ -27,7 +27,18 @@ extension MethodTable {
         let files = try p.optionalStrings("files") ?? []
         // A request wrong in itself says so before whose its objects and files are.
         try LeaseRegistry.validate(objects: objects, files: files, ttl: ttl)
-        try checkLeaseOwnership(objects: objects, files: files, ctx)
+        var accepted = [(path: String, root: String)]()
+        for f in files { accepted.append(try ctx.store.roots.accept(f)) }
+        // Its size is known from the request: a lease past a bound is refused before the
+        // owner reads and the walk of each file the ownership check would make.
+        try ctx.store.leases.checkBounds(
+            objects: objects.count, files: files.count, holder: holder, bounds: ctx.leaseBounds)
+        // The files no walk judged are looked at too, admins' included: a lease of a folder
+        // (or a symlink) protects nothing, as the unlinks take regular files only.
+        for f in try checkLeaseOwnership(objects: objects, files: accepted, ctx) {
+            try ctx.store.roots.look(at: f.path, root: f.root)
+        }
+        try checkLeaseQuota(objects: objects, files: accepted.map(\.path), ctx)
         let lease = try ctx.store.leases.acquire(
             objects: objects, files: files, ttl: ttl, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
         return MethodOutcome(lease.json)
@@ -41,22 +52,29 @@ extension MethodTable {
     /// as the lease is taken: an edge that goes later does not end the lease, but the caller
     /// could have unlinked the file itself (its put or edge.add named it), so it keeps nothing
     /// back that it could not remove.
-    static func checkLeaseOwnership(objects: [ObjectRef], files: [String], _ ctx: MethodContext) throws {
-        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return }
+    ///
+    /// Returns the files it judged by no walk: all of them for admins and without
+    /// enforce_ownership, those an object of the caller holds for the others.
+    static func checkLeaseOwnership(
+        objects: [ObjectRef], files accepted: [(path: String, root: String)], _ ctx: MethodContext
+    ) throws -> [(path: String, root: String)] {
+        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return accepted }
         let caller = ctx.caller
         let user = caller.userName
-        var accepted = [(path: String, root: String)]()
-        for f in files { accepted.append(try ctx.store.roots.accept(f)) }
-        let unheld: [(path: String, root: String)] = try ctx.store.read { tx in
+        typealias Files = [(path: String, root: String)]
+        let (held, unheld): (Files, Files) = try ctx.store.read { tx in
             for o in objects {
-                if let owner = try tx.owner(of: o), owner != user {
+                if let owner = try tx.owner(of: o), !OwnerName.same(owner, user) {
                     throw RPCError.application(.permissionDenied, "\(o) belongs to \(owner), not \(user)")
                 }
             }
-            var left = [(path: String, root: String)]()
+            var (own, left) = (Files(), Files())
             for f in accepted {
                 let holders = try tx.holders(file: f.path, owner: user)
-                if holders.own { continue }
+                if holders.own {
+                    own.append(f)
+                    continue
+                }
                 // A file lease keeps its holders from eviction too: one that only another owner's
                 // objects hold would shield them, however freely the caller could unlink it.
                 if holders.others {
@@ -65,7 +83,7 @@ extension MethodTable {
                 }
                 left.append(f)
             }
-            return left
+            return (own, left)
         }
         // Probed outside the snapshot, on the walk's descriptors, as a put's file is.
         let check = FileReferenceCheck(uid: caller.uid, owner: user) {
@@ -78,5 +96,6 @@ extension MethodTable {
                 throw RPCError.application(.permissionDenied, "no object of \(user) holds \(f.path): \(e.message)")
             }
         }
+        return held
     }
 }

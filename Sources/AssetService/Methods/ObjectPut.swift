@@ -15,7 +15,7 @@ extension MethodTable {
         let owner = try p.optionalString("owner")
         if ctx.enforceOwnership && !ctx.caller.isAdmin {
             let effective = value["owner"]?.stringValue ?? owner ?? ctx.caller.userName
-            guard effective == ctx.caller.userName else {
+            guard OwnerName.same(effective, ctx.caller.userName) else {
                 throw RPCError.application(.permissionDenied, "only admins may put objects owned by \(effective)")
             }
             try checkOwner(ref, tx, ctx)

@@ -38,7 +38,7 @@ extension MethodTable {
         guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return nil }
         let user = ctx.caller.userName
         return { owner in
-            guard owner != user else { return }
+            guard !OwnerName.same(owner, user) else { return }
             throw RPCError.application(.permissionDenied, "\(ref) belongs to \(owner), not \(user)")
         }
     }

@@ -61,4 +61,43 @@ extension LeaseRegistry {
         }
         for o in objects { try o.validate() }
     }
+
+    /// Throws `lease_limit` if a lease of `objects` objects and `files` files would take
+    /// `holder`'s live leases, or all, past `bounds` now: what a caller asks before judging
+    /// whose they are (reads, a walk a file), so that a lease refused for its size costs none
+    /// of those. `acquire` checks again.
+    public func checkBounds(objects: Int, files: Int, holder: UInt64?, bounds: LeaseBounds?) throws(StoreError) {
+        guard let bounds, let holder else { return }
+        let entries = Lease.entries(objects: objects, files: files)
+        let now = clock()
+        let refused = state.withLock { s -> StoreError? in
+            do throws(StoreError) {
+                try s.check(entries, holder: holder, bounds, now: now)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let refused { throw refused }
+    }
+
+    /// The objects and files of the live leases of `uid`'s connections: what a new lease of
+    /// that user adds to for its quota's check. Only the leases are copied under the lock (a
+    /// struct each, its arrays shared), flattened after it: the lock is every acquire's,
+    /// release's, the policy snapshot's and the unlinker's, and a uid's leases may name 65,536
+    /// objects and files.
+    public func leased(uid: UInt32) -> (objects: [ObjectRef], files: [String]) {
+        let now = clock()
+        let live = state.withLock { s in
+            (s.byUID[uid] ?? []).compactMap { id in s.leases[id].flatMap { $0.expires > now ? $0 : nil } }
+        }
+        var (objects, files) = ([ObjectRef](), [String]())
+        objects.reserveCapacity(live.reduce(0) { $0 + $1.objects.count })
+        files.reserveCapacity(live.reduce(0) { $0 + $1.files.count })
+        for l in live {
+            objects += l.objects
+            files += l.files
+        }
+        return (objects, files)
+    }
 }

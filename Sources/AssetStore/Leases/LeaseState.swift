@@ -13,6 +13,8 @@ struct LeaseState {
     var aheadFor: UInt64 = 0
     /// The ids of each holder's leases, lapsed ones not yet removed included.
     var byHolder: [UInt64: Set<String>] = [:]
+    /// The same by the holders' uids: a quota bounds what one user's leases keep.
+    var byUID: [UInt32: Set<String>] = [:]
     /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
     var held: [UInt64: Int] = [:]
     var total = 0
@@ -58,6 +60,7 @@ struct LeaseState {
         files.insert(l)
         guard let h = l.holder else { return }
         byHolder[h, default: []].insert(l.id)
+        if let u = l.uid { byUID[u, default: []].insert(l.id) }
         held[h, default: 0] += l.entries
         total += l.entries
         earliest = min(earliest, l.expires)
@@ -78,6 +81,10 @@ struct LeaseState {
         held[h] = left > 0 ? left : nil
         byHolder[h]?.remove(id)
         if byHolder[h]?.isEmpty == true { byHolder[h] = nil }
+        if let u = l.uid {
+            byUID[u]?.remove(id)
+            if byUID[u]?.isEmpty == true { byUID[u] = nil }
+        }
         if total == 0 { earliest = .infinity }
         return l
     }

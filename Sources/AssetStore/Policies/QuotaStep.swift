@@ -14,8 +14,9 @@ final class QuotaStep: PolicyStep {
     let reason: EvictionReason
     var phase: String { "quota" }
     var walksOwnerLRU: Bool { true }
-    private var cursors: [String: (Double, Int64)] = [:]
-    private var exhausted: Set<String> = []
+    // Owners by their bytes, as the database tells them apart.
+    private var cursors: [UTF8Key: (Double, Int64)] = [:]
+    private var exhausted: Set<UTF8Key> = []
 
     init(_ quotas: [PolicyConfiguration.Quota], stopAt: Int64? = nil, reason: EvictionReason = .quota) {
         self.quotas = quotas
@@ -24,37 +25,39 @@ final class QuotaStep: PolicyStep {
     }
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
-        var usage = [String: Int64]()
-        for q in quotas { usage[q.owner] = try QuotaStep.usage(of: q.owner, tx.db) }
+        var usage = [UTF8Key: Int64]()
+        for q in quotas { usage[UTF8Key(q.owner)] = try QuotaStep.usage(of: q.owner, tx.db) }
         var g = run.protection()
         g.needsFiles = true
         var handled = false  // at least one candidate a batch, so that a run of refusals ends
         while !(handled && run.batchFull) {
             if let stopAt, run.plan.bytes >= stopAt { return true }
             // Furthest over first; ties by name so a dry run and the real run agree.
-            let over = quotas.filter { !exhausted.contains($0.owner) && usage[$0.owner, default: 0] > $0.maxBytes }
-                .map { q in (q.owner, Double(usage[q.owner, default: 0]) / Double(max(q.maxBytes, 1))) }
-                .sorted { ($0.1, $1.0) > ($1.1, $0.0) }
-            guard let (owner, ratio) = over.first else { return true }
+            let over = quotas.map { UTF8Key($0.owner) }.enumerated()
+                .filter { !exhausted.contains($1) && usage[$1, default: 0] > quotas[$0].maxBytes }
+                .map { i, o in (o, Double(usage[o, default: 0]) / Double(max(quotas[i].maxBytes, 1))) }
+                .sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0.string.utf8.lexicographicallyPrecedes($1.0.string.utf8) }
+            guard let (key, ratio) = over.first else { return true }
+            let owner = key.string
             guard
                 let row = try run.candidates(
-                    tx, order: "accessed", after: cursors[owner], condition: "d.owner = ?", arguments: [owner], limit: 1
+                    tx, order: "accessed", after: cursors[key], condition: "d.owner = ?", arguments: [owner], limit: 1
                 ).first
             else {
-                exhausted.insert(owner)
+                exhausted.insert(key)
                 continue
             }
             run.charge(1)
             handled = true
             if g.leases(row.ref) {
-                cursors[owner] = (row.key, row.id)
+                cursors[key] = (row.key, row.id)
                 run.skip(row.id, .leased)
                 continue
             }
             let detail = "quota: \(owner) at \(Int((ratio * 100).rounded()))% of quota, least recently accessed"
             let effect = try run.evict(tx, [row.id], reason: reason, guard: g, detail: detail)
             if run.deferred { return false }  // the next batch begins with it
-            cursors[owner] = (row.key, row.id)
+            cursors[key] = (row.key, row.id)
             guard let effect else { continue }
             try QuotaStep.subtract(effect, from: &usage, tx.db)
         }
@@ -78,13 +81,14 @@ final class QuotaStep: PolicyStep {
     }
 
     /// Lowers each affected owner's usage by the files it no longer holds after `effect`.
-    static func subtract(_ effect: EvictionEffect, from usage: inout [String: Int64], _ db: Database) throws {
-        let ownerOf = Dictionary(effect.deleted.map { ($0.ref, $0.owner) }, uniquingKeysWith: { a, _ in a })
+    static func subtract(_ effect: EvictionEffect, from usage: inout [UTF8Key: Int64], _ db: Database) throws {
+        let ownerOf = Dictionary(
+            effect.deleted.map { (ObjectRefKey($0.ref), UTF8Key($0.owner)) }, uniquingKeysWith: { a, _ in a })
         let queued = Dictionary(effect.files.map { (Array($0.path.utf8), $0.size) }, uniquingKeysWith: { a, _ in a })
         var seen = Set<[UInt8]>()
         for r in effect.edgesRemoved {
-            guard case .file(let path) = r.edge.destination, let owner = ownerOf[r.edge.source],
-                usage[owner] != nil, seen.insert(Array((owner + "\u{0}" + path).utf8)).inserted
+            guard case .file(let path) = r.edge.destination, let owner = ownerOf[ObjectRefKey(r.edge.source)],
+                usage[owner] != nil, seen.insert(Array((owner.string + "\u{0}" + path).utf8)).inserted
             else { continue }
             if let size = queued[Array(path.utf8)] {
                 // A file another name still names is freed for this owner only if it holds no name of it.
@@ -102,7 +106,7 @@ final class QuotaStep: PolicyStep {
                         SELECT f.size, EXISTS (SELECT 1 FROM edge e JOIN object o ON o.id = e.src
                             WHERE e.is_file = 1 AND e.dst = f.id AND o.owner = ?)
                         FROM file f WHERE f.path = ?
-                        """), arguments: [owner, path])
+                        """), arguments: [owner.string, path])
             if let row, !(row[1] as Bool) { usage[owner]! = usage[owner]!.subtracting(saturating: row[0] as Int64) }
         }
     }

@@ -41,7 +41,7 @@ extension WriteTransaction {
         guard let sourceOwner = try ruleOwners[e.src] ?? owner(of: e.src) else { return true }
         // A destination already gone (or never there) has nothing to keep.
         guard let destinationOwner = try owner(of: e.dst) else { return false }
-        return destinationOwner != sourceOwner
+        return !UTF8Key.same(destinationOwner, sourceOwner)
     }
 
     /// Whether the file `e` reaches must stay although `e`'s rule would delete it: with
