@@ -93,7 +93,7 @@ final class QuotaStep: PolicyStep {
             if let size = queued[Array(path.utf8)] {
                 // A file another name still names is freed for this owner only if it holds no name of it.
                 if let survivor = try SharedFiles.survivor(queued: path, db),
-                    try SharedFiles.held(survivor, by: owner, db)
+                    try SharedFiles.held(survivor, by: owner.string, db)
                 {
                     continue
                 }
