@@ -183,6 +183,57 @@ struct CountedOnceTests {
         for i in 0..<10 { #expect(try !f.exists(ref("c", "eve\(i)"))) }
     }
 
+    @Test("a quota is not met by one object holding many names of a file: usage is counted again")
+    func quotaCountsAgainAfterManyNames() throws {
+        let f = try Fixture {
+            var p = PolicyConfiguration()
+            p.minAge = 0
+            p.order = .lru
+            p.quotas = [.init(owner: "eve", maxBytes: 2 * Int64(Self.mib))]
+            $0.policy = p
+        }
+        let file = try f.makeFile("eve/0.bin", size: Self.mib)
+        try f.put([(ref("c", "links"), ["v": .string("")])], owner: "eve")
+        try f.store.write { tx in
+            for i in 0..<10 {
+                let path = f.root + "/eve/\(i).bin"
+                if i > 0 { #expect(link(file, path) == 0) }
+                try tx.addEdge(
+                    name: "l\(i)", source: ref("c", "links"), destination: .file(path),
+                    rules: [.deleteDestinationIfAllSourcesDeleted])
+            }
+        }
+        f.clock.advance(1)
+        for i in 0..<3 {
+            let path = try f.makeFile("eve/own\(i).bin", size: Self.mib)
+            try f.put([(ref("c", "own\(i)"), ["file": .string(path)])], owner: "eve")
+            f.clock.advance(1)
+        }
+        #expect(try f.store.read { try QuotaStep.usage(of: "eve", $0.db) } == 4 * Int64(Self.mib))
+        _ = try f.store.enforce()
+        // The ten names went in one eviction, counted as 10 MiB where 1 MiB was freed.
+        #expect(try f.store.read { try QuotaStep.usage(of: "eve", $0.db) } <= 2 * Int64(Self.mib))
+        #expect(try !f.exists(ref("c", "own0")))
+    }
+
+    @Test("the bytes a lease keeps count names of one file once, as the quota does")
+    func leasedBytesCountLinksOnce() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("eve/a.bin", size: Self.mib)
+        let b = f.root + "/eve/b.bin"
+        #expect(link(a, b) == 0)
+        try f.put([(ref("c", "both"), ["v": .string("")])], owner: "eve")
+        try f.store.write { tx in
+            for (i, path) in [a, b].enumerated() {
+                try tx.addEdge(
+                    name: "l\(i)", source: ref("c", "both"), destination: .file(path),
+                    rules: [.deleteDestinationIfAllSourcesDeleted])
+            }
+        }
+        let leased = try f.store.read { try $0.leasedBytes(owner: "eve", objects: [ref("c", "both")], files: []) }
+        #expect(leased == Int64(Self.mib))
+    }
+
     @Test("rows of one inode number with different birth times are different files, counted apart")
     func reusedInodeCountsApart() throws {
         let f = try Fixture()

@@ -1,6 +1,6 @@
 // The bytes an owner's leases keep from eviction and expiry: the files held by that owner's
 // objects they name, and by that owner's objects holding the files they name (a file lease
-// keeps its holders), each file once. For the check of a non-admin's lease against its quota.
+// keeps its holders), each file once however many names it has. For the check of a non-admin's lease against its quota.
 
 import GRDB
 import JSON
@@ -21,9 +21,10 @@ extension ReadTransaction {
                     UNION
                     SELECT e.src FROM json_each(?2) j JOIN file f ON f.path = j.value
                         JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src
-                        WHERE o.owner = ?3)
-                SELECT \(Sizes.sum("f.size")) FROM file f WHERE f.id IN (
-                    SELECT e.dst FROM edge e JOIN held h ON h.id = e.src WHERE e.is_file = 1)
+                        WHERE o.owner = ?3),
+                kept(id) AS (SELECT e.dst FROM edge e JOIN held h ON h.id = e.src WHERE e.is_file = 1)
+                SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: "f.id IN kept"))) AS INTEGER)
+                FROM file f WHERE f.id IN kept
                 """,
             arguments: [refs.serialized(), paths.serialized(), owner]) ?? 0
     }
