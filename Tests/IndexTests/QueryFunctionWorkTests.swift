@@ -27,6 +27,10 @@ import Testing
         "'abc' GLOB 'a*'", "'abc' GLOB '[a-c]b?'", "'Abc' GLOB 'a*'", "'a]' GLOB '*[]]'", "'x' GLOB '[^a-c]'",
         "glob('*é*', 'héllo')", "12 LIKE '1%'", "x'616263' LIKE 'a%'", "glob('1*', 1.5)", "rtrim(100, '0')",
         "like(x'25', 'abc')", "trim(1.5, 1)", "like(x'', 'abc')", "x'' GLOB '*'", "trim(x'', 'a')",
+        // Past the work budget as text, but SQLite's LIKE and GLOB may answer a blob at once.
+        "CAST(printf('%.*c', 16000000, 'a') AS BLOB) LIKE '%' || printf('%.*c', 9000, 'a') || 'b'",
+        "glob(CAST(printf('%.*c', 9000, '*') AS BLOB), printf('%.*c', 16000000, 'a'))",
+        "like(printf('%.*c', 9000, '%'), CAST(printf('%.*c', 16000000, 'a') AS BLOB), 'too long an escape')",
     ]
 
     @Test("instr, replace, trim, LIKE and GLOB answer as SQLite's own", arguments: cases)

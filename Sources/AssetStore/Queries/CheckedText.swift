@@ -20,6 +20,9 @@ enum CheckedText {
     /// The longest LIKE or GLOB pattern on query connections (SQLite's default is 50,000).
     static let patternLimit: Int32 = 10_000
 
+    /// Whether SQLite's LIKE and GLOB never match a blob (a compile-time option).
+    static let likeSkipsBlobs = sqlite3_compileoption_used("LIKE_DOESNT_MATCH_BLOBS") != 0
+
     /// What a refusal's message starts with (QueryText.describe passes it on).
     static let refusal = "too much work in one call of "
 
@@ -54,6 +57,13 @@ enum CheckedText {
         let printf = Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue()
         if printf.stopIfExpired(ctx) { return }
         guard let argv, argc >= 2 else { return sqlite3_result_null(ctx) }
+        // SQLite's LIKE and GLOB built so (Debian's are) answer 0 for a blob on either side
+        // before reading anything, its length or the escape: no work to bound.
+        if function == .like || function == .glob, likeSkipsBlobs,
+            sqlite3_value_type(argv[0]) == SQLITE_BLOB || sqlite3_value_type(argv[1]) == SQLITE_BLOB
+        {
+            return sqlite3_result_int(ctx, 0)
+        }
         // The bytes each reads (a number's as text, as SQLite's reads it); NULL has none.
         let work = Int(sqlite3_value_bytes(argv[0])) * Int(sqlite3_value_bytes(argv[1]))
         guard work <= workBudget else {
