@@ -241,6 +241,16 @@ enum QueryText {
         if bytes > limit { throw StoreError.replyTooLarge(limit) }
     }
 
+    /// Throws `reply_too_large` if `bytes` and the text of the row `stmt` is on pass `limit`:
+    /// a row's JSON takes at least its text's bytes (a blob is written as null).
+    static func countText(_ stmt: OpaquePointer, _ columns: Int32, _ bytes: Int, limit: Int) throws {
+        var total = bytes
+        for i in 0..<columns where sqlite3_column_type(stmt, i) == SQLITE_TEXT {
+            total += Int(sqlite3_column_bytes(stmt, i))
+        }
+        if total > limit { throw StoreError.replyTooLarge(limit) }
+    }
+
     /// SQLite's message for the last error when it names only a column or function; a
     /// syntax error's message quotes SQL text (ours, too), so it is replaced.
     static func describe(_ db: OpaquePointer) -> String {
