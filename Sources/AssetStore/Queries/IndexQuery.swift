@@ -270,6 +270,7 @@ extension QueryConnection {
         aggregateCalls = 0
         functionCalls = 0
         deadline = QueryConnection.monotonicNow() + timeLimit
+        _ = tookTempRefusal()
         defer { allowedTable = nil }
         let stmt = try compiledStatement(key) ?? compile(key)
         defer {
@@ -297,6 +298,11 @@ extension QueryConnection {
             }
             if step == SQLITE_INTERRUPT {
                 throw StoreError(.queryRejected, "the query ran longer than \(Int(timeLimit)) s and was stopped")
+            }
+            if step & 0xff == SQLITE_FULL, tookTempRefusal(), let tempLimit {
+                throw StoreError(
+                    .queryRejected,
+                    "the query needed more than \(tempLimit) bytes of temporary files: sort or group less")
             }
             if step & 0xff == SQLITE_NOMEM { throw StoreError(.queryRejected, "the query failed: out of memory") }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
