@@ -2,9 +2,11 @@
 // a sort, group or DISTINCT that outgrows memory spills to files, and past the bound the query is
 // stopped as query_rejected; within it, the files are given back when the query ends.
 
+import GRDBSQLite
 import Testing
-import AssetStore
 import AssetStoreTestSupport
+
+@testable import AssetStore
 
 @Suite struct QueryTempFileTests {
     /// 3,600 distinct values of 2,000 bytes (7 MB) from 60 objects joined with themselves:
@@ -42,5 +44,23 @@ import AssetStoreTestSupport
         for _ in 0..<4 {
             #expect(try f.store.query(clause: Self.spilling).isEmpty)
         }
+    }
+
+    @Test("a connection dropped with a statement still open keeps its VFS, which the handle still uses")
+    func droppedWithAStatementOpen() throws {
+        let f = try Self.populated { $0.queryTempLimit = 1 << 20 }
+        var conn: QueryConnection? = try QueryConnection(path: f.store.path, timeLimit: 10, tempLimit: 1 << 20)
+        let name = try #require(conn?.tempVFSName)
+        let stray = try #require(conn?.strayStatement())
+        conn = nil
+        #expect(sqlite3_vfs_find(name) != nil, "the VFS the open handle goes through is kept")
+        // The handle was not closed, so finalizing does not close it through a freed VFS.
+        #expect(sqlite3_step(stray) == SQLITE_ROW)
+        sqlite3_finalize(stray)
+        // Without a stray statement the VFS goes with the connection.
+        var plain: QueryConnection? = try QueryConnection(path: f.store.path, timeLimit: 10, tempLimit: 1 << 20)
+        let plainName = try #require(plain?.tempVFSName)
+        plain = nil
+        #expect(sqlite3_vfs_find(plainName) == nil)
     }
 }

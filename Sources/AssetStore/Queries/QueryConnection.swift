@@ -161,10 +161,30 @@ final class QueryConnection {
     deinit {
         for s in compiled.values { sqlite3_finalize(s) }
         for s in statements.values { sqlite3_finalize(s) }
-        sqlite3_close_v2(handle)
-        // Every statement is finalized: the close was not deferred, and no file is left open.
-        assetd_query_temp_destroy(tempFiles)
+        // Not sqlite3_close_v2: with a statement still open it would leave a handle that closes
+        // when that statement is finalized, and its files' close would then call the VFS freed
+        // here. sqlite3_close refuses instead; the VFS is then leaked, deliberately.
+        let rc = sqlite3_close(handle)
+        if rc == SQLITE_OK {
+            assetd_query_temp_destroy(tempFiles)
+        } else {
+            let note = "assetd: a query connection did not close (\(rc)); its handle and VFS are leaked\n"
+            _ = note.withCString { write(2, $0, strlen($0)) }
+        }
     }
+
+    #if DEBUG
+    /// Tests: a statement prepared behind the connection's back and left open, which
+    /// keeps the handle from closing.
+    func strayStatement() -> OpaquePointer? {
+        var stmt: OpaquePointer?
+        sqlite3_prepare_v2(handle, "SELECT 1", -1, &stmt, nil)
+        return stmt
+    }
+
+    /// Tests: the name the connection's VFS is registered under.
+    var tempVFSName: String? { tempFiles.flatMap { assetd_query_temp_name($0) }.map { String(cString: $0) } }
+    #endif
 
     /// A prepared statement for the engine's own `sql`, reset and cleared for reuse.
     func cached(_ sql: StaticString) throws -> OpaquePointer {
