@@ -43,6 +43,21 @@ import AssetStoreTestSupport
         let f = try Self.populated { $0.queryTempLimit = 32 << 20 }
         for _ in 0..<4 {
             #expect(try f.store.query(clause: Self.spilling).isEmpty)
+            // One thread: the idle connection handed out is the one the query used.
+            let bytes = try f.store.queries.with { $0.takeTempBytes() }
+            #expect(bytes?.peak ?? 0 > 0, "the query spilled")
+            #expect(bytes?.now == 0, "its files were given back")
+        }
+        // The count sees a file left open: a statement stopped before its end keeps its table.
+        try f.store.queries.with { conn in
+            _ = conn.takeTempBytes()
+            var stmt: OpaquePointer?
+            let sql =
+                "SELECT DISTINCT printf('%.*c', 2000, 'x') || a.key || b.key FROM index_default a, index_default b"
+            #expect(sqlite3_prepare_v2(conn.handle, sql, -1, &stmt, nil) == SQLITE_OK)
+            defer { sqlite3_finalize(stmt) }
+            for _ in 0..<3_000 { #expect(sqlite3_step(stmt) == SQLITE_ROW) }
+            #expect(conn.takeTempBytes()?.now ?? 0 > 0, "a file held open is counted")
         }
     }
 

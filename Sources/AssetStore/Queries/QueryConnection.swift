@@ -173,6 +173,13 @@ final class QueryConnection {
         }
     }
 
+    /// The bytes the temporary files hold now, and the most they held since the last call
+    /// (which starts the peak again from now); nil without a bound.
+    func takeTempBytes() -> (now: Int64, peak: Int64)? {
+        guard let tempFiles else { return nil }
+        return (Int64(assetd_query_temp_bytes(tempFiles)), Int64(assetd_query_temp_take_peak(tempFiles)))
+    }
+
     #if DEBUG
     /// Tests: a statement prepared behind the connection's back and left open, which
     /// keeps the handle from closing.
