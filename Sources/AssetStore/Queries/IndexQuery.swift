@@ -165,7 +165,7 @@ extension Store {
                 // Without grouping only the first row is answered (a function that is no
                 // aggregate has one per matching row).
                 if groupBy.isEmpty, !rows.isEmpty { return }
-                try QueryText.countText(stmt, Int32(groupBy.count + 1), bytes, limit: replyLimit)
+                let text = try QueryText.countText(stmt, Int32(groupBy.count + 1), bytes, limit: replyLimit)
                 let counted: JSONValue
                 if groupBy.isEmpty {
                     single = QueryText.value(stmt, 0)
@@ -180,9 +180,15 @@ extension Store {
                     counted = .object(row)
                 }
                 guard replyLimit != .max else { return }
-                written.removeAll(keepingCapacity: true)
-                counted.write(to: &written)
-                bytes += written.count
+                if text > 4096 {
+                    // Counted, not written: 16 MB of char(1) would be written as 96 MB.
+                    bytes += counted.writtenCount
+                } else {
+                    // Written is cheaper for a short row (a scalar's count is written anyway).
+                    written.removeAll(keepingCapacity: true)
+                    counted.write(to: &written)
+                    bytes += written.count
+                }
                 if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
             }
             return groupBy.isEmpty ? .value(single) : .rows(rows)
