@@ -1,7 +1,8 @@
 // A query connection's sorts, GROUP BY, DISTINCT and subqueries spill to temporary files once
 // they outgrow memory (the sorter past the page cache's size, an ephemeral table past the
-// temporary database's cache), under SQLITE_TMPDIR, /var/tmp or /tmp: a client's query over a
-// million rows could fill the disk the store and its files live on for as long as it runs.
+// temporary database's cache), under SQLITE_TMPDIR, TMPDIR, /var/tmp, /usr/tmp or /tmp: a
+// client's query over a million rows could fill the disk the store and its files live on for
+// as long as it runs.
 // SQLite has no limit on those bytes (temp.max_page_count covers only the temp schema, not the
 // sorter), so each query connection opens its database through a VFS of its own that wraps the
 // default one and counts what its temporary files hold: the largest offset written to each,
