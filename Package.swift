@@ -6,10 +6,11 @@
 //   JSON             the JSON value, its parser and writer, exact numbers, JSON paths. On nothing.
 //   CWALCoalesce     C: the WAL write-combining VFS for SQLite. On libsqlite3.
 //   CFileIdentity    C: statx and the inode generation for file identities. On libc.
+//   CQueryTemp       C: the VFS that bounds a query connection's temporary files. On libsqlite3.
 //   AssetStore       the engine: objects, edges and delete rules, templates, the file registry
 //                    and unlink queue, indexes and queries, policies, verify and backup.
 //                    On JSON (re-exported: its API speaks JSON values), GRDB, CWALCoalesce,
-//                    CFileIdentity.
+//                    CFileIdentity, CQueryTemp.
 //   ControlProtocol  the wire: line framing, JSON-RPC requests, replies and events, and the
 //                    error codes clients see. On JSON.
 //   AssetService     the methods: MethodTable and Methods/ (one file per method), Params, the
@@ -61,8 +62,13 @@ let package = Package(
             linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(name: "CFileIdentity"),
         .target(
+            name: "CQueryTemp",
+            linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(
             name: "AssetStore",
-            dependencies: ["JSON", "CWALCoalesce", "CFileIdentity", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "JSON", "CWALCoalesce", "CFileIdentity", "CQueryTemp", .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .target(
             name: "ControlProtocol",
             dependencies: ["JSON"]),

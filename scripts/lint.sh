@@ -32,6 +32,7 @@ sqlite_files="Baseline.swift CheckedPrintf.swift CheckedText.swift Checkpointer.
 # Each C target has one Swift wrapper (and the store's C baseline calls the file probe).
 file_identity_files="FileIdentity.swift Baseline.swift"
 wal_coalesce_files="WALCoalescing.swift"
+query_temp_files="QueryConnection.swift"
 
 # Lines of Swift in Sources and Fuzz matching the extended regex $1, comments left out.
 code_matching() {
@@ -56,6 +57,7 @@ fence() {
 fence "GRDBSQLite or sqlite3_ calls" '(import +([a-z]+ +)?(GRDBSQLite|SQLite3|CSQLite)\b)|\bsqlite3_[a-z0-9_]+ *\(' "$sqlite_files"
 fence "import CFileIdentity" 'import +([a-z]+ +)?CFileIdentity\b' "$file_identity_files"
 fence "import CWALCoalesce" 'import +([a-z]+ +)?CWALCoalesce\b' "$wal_coalesce_files"
+fence "import CQueryTemp" 'import +([a-z]+ +)?CQueryTemp\b' "$query_temp_files"
 # libuv: only the EventLoop module, whichever folder inside it.
 for file in $(code_matching 'import +([a-z]+ +)?CUV\b' | cut -d: -f1 | sort -u); do
     case "$file" in

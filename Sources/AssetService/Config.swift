@@ -131,6 +131,7 @@ public struct DaemonConfig: Sendable {
         c.queryTimeLimit = limits.queryTimeLimit
         // No value a query builds can be sent, once over the reply limit: SQLite stops it early.
         c.queryLengthLimit = limits.maxReplyBytes
+        c.queryTempLimit = limits.queryTempBytes
         return c
     }
 

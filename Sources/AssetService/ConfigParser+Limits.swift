@@ -4,7 +4,8 @@ import AssetStore
 
 extension ConfigParser {
     static let limitKeys: Set<String> = [
-        "query_threads", "query_time_limit", "max_reply_bytes", "connection_input_bytes", "connection_output_bytes",
+        "query_threads", "query_time_limit", "max_reply_bytes", "query_temp_bytes", "connection_input_bytes",
+        "connection_output_bytes",
         "total_buffer_bytes", "admin_reserved_connections", "max_connections_per_uid", "max_watchers_per_uid",
         "max_lease_entries_per_connection", "total_lease_entries", "max_cascade_objects",
     ]
@@ -34,6 +35,7 @@ extension ConfigParser {
             c.queryTimeLimit = d
         }
         if let n = try size("max_reply_bytes") { c.maxReplyBytes = n }
+        if let n = try size("query_temp_bytes") { c.queryTempBytes = n }
         if let n = try size("connection_input_bytes") { c.connectionInputBytes = n }
         if let n = try size("connection_output_bytes") { c.connectionOutputBytes = n }
         if let n = try size("total_buffer_bytes") { c.totalBufferBytes = n }

@@ -13,6 +13,9 @@ public struct ControlLimits: Sendable, Equatable {
     public var queryTimeLimit = 30.0
     /// `control.max_reply_bytes`: a larger reply is refused with reply_too_large.
     public var maxReplyBytes = 16 << 20
+    /// `control.query_temp_bytes`: temporary files one index.query or index.aggregate may hold
+    /// (a sort or group that outgrows memory); past it the query is stopped.
+    public var queryTempBytes = 256 << 20
     /// `control.connection_input_bytes`: requests read and not yet run, per connection.
     public var connectionInputBytes = 8 << 20
     /// `control.connection_output_bytes`: replies not yet taken by the client, per connection.
@@ -50,6 +53,7 @@ public struct ControlLimits: Sendable, Equatable {
             "control.query_threads = \(queryThreads)",
             "control.query_time_limit = \(Units.formatDuration(queryTimeLimit))",
             "control.max_reply_bytes = \(maxReplyBytes)",
+            "control.query_temp_bytes = \(queryTempBytes)",
             "control.connection_input_bytes = \(connectionInputBytes)",
             "control.connection_output_bytes = \(connectionOutputBytes)",
             "control.total_buffer_bytes = \(totalBufferBytes)",

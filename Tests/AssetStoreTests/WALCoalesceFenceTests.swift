@@ -17,6 +17,13 @@ private func vfsName(_ h: OpaquePointer?) -> String? {
     return vfs.map { String(cString: $0.pointee.zName) }
 }
 
+/// The methods of `h`'s main database file, which the VFS that opened it chose.
+private func mainFileMethods(_ h: OpaquePointer?) -> UnsafePointer<sqlite3_io_methods>? {
+    var file: UnsafeMutablePointer<sqlite3_file>?
+    guard sqlite3_file_control(h, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK else { return nil }
+    return file?.pointee.pMethods
+}
+
 /// SQLite's default VFS, which the coalescing one wraps.
 private var defaultVFS: String { String(cString: sqlite3_vfs_find(nil)!.pointee.zName) }
 
@@ -154,7 +161,15 @@ private var defaultVFS: String { String(cString: sqlite3_vfs_find(nil)!.pointee.
     func plainReadersSeeCommits() throws {
         let f = try Fixture { $0.durability = .normal }
         #expect(try writerVFS(f) == WALCoalescing.vfsName)
-        #expect(try f.store.queries.with { vfsName($0.handle) } == defaultVFS)
+        // Query connections open through the VFS that bounds their temporary files, which
+        // hands the database's own files to the default VFS: their methods are its own.
+        var plain: OpaquePointer?
+        #expect(sqlite3_open_v2(f.dbPath, &plain, SQLITE_OPEN_READONLY, nil) == SQLITE_OK)
+        defer { sqlite3_close_v2(plain) }
+        #expect(vfsName(plain) == defaultVFS)
+        #expect(try f.store.queries.with { vfsName($0.handle) }?.hasPrefix("assetd-query-temp-") == true)
+        let methods = try f.store.queries.with { mainFileMethods($0.handle) }
+        #expect(methods != nil && methods == mainFileMethods(plain))
         for round in 0..<30 {
             let count = [1, 40, 200][round % 3]
             try f.put(

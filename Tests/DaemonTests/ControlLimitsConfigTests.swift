@@ -22,6 +22,7 @@ import Testing
             query_threads = 3
             query_time_limit = "2m"
             max_reply_bytes = "1MiB"
+            query_temp_bytes = "32MiB"
             connection_input_bytes = 65536
             connection_output_bytes = "2MiB"
             total_buffer_bytes = "64MiB"
@@ -43,6 +44,8 @@ import Testing
         #expect(c.summary.contains("control.total_lease_entries = 1000"))
         #expect(c.storeConfiguration().queryTimeLimit == 120 && c.storeConfiguration().queryLengthLimit == 1 << 20)
         #expect(c.summary.contains("control.max_reply_bytes = 1048576"))
+        #expect(c.storeConfiguration().queryTempLimit == 32 << 20 && ControlLimits().queryTempBytes == 256 << 20)
+        #expect(c.summary.contains("control.query_temp_bytes = 33554432"))
         #expect(c.limits.cascadeLimit == 500 && c.summary.contains("control.max_cascade_objects = 500"))
     }
 

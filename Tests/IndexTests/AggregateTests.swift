@@ -147,6 +147,31 @@ import AssetStoreTestSupport
         if let e { #expect(leakedSQL(e.message, clientText: column).isEmpty, "\(e.message)") }
     }
 
+    @Test("an aggregate's reply limit counts its result as written, names, quotes and escapes included")
+    func replyLimitCountsTheJSON() throws {
+        let f = try Fixture()
+        try f.store.write { tx in
+            for i in 0..<40 { try tx.put(ref("m", "k\(i)"), value: [:]) }
+        }
+        // Each value a quote, a newline and the key: written `"\"\nk1"`, twice its text.
+        let cases: [(String, [String])] = [
+            ("max('\"' || char(10) || key)", ["key"]), ("group_concat('\"' || char(10) || key)", []),
+            // Rows too long to write for the count (past 4 KiB of text): counted, six bytes each.
+            ("max(printf('%.*c', 5000, char(1)) || '\"' || key)", ["key"]),
+            ("printf('%.*c', 5000, char(1)) || count(*)", []),
+        ]
+        for (function, groupBy) in cases {
+            let all = try f.store.aggregate(function: function, groupBy: groupBy)
+            var text = [UInt8]()
+            all.json.write(to: &text)
+            #expect(try f.store.aggregate(function: function, groupBy: groupBy, replyLimit: text.count) == all)
+            let e = expectCode(.replyTooLarge) {
+                try f.store.aggregate(function: function, groupBy: groupBy, replyLimit: text.count - 1)
+            }
+            #expect(e != nil, "\(function) within \(text.count - 1) bytes")
+        }
+    }
+
     @Test("an aggregate on an unknown index is not_found, and wrong parameter counts are invalid_params")
     func aggregateErrors() throws {
         let f = try Self.populated()

@@ -27,7 +27,35 @@ import Testing
         "'abc' GLOB 'a*'", "'abc' GLOB '[a-c]b?'", "'Abc' GLOB 'a*'", "'a]' GLOB '*[]]'", "'x' GLOB '[^a-c]'",
         "glob('*é*', 'héllo')", "12 LIKE '1%'", "x'616263' LIKE 'a%'", "glob('1*', 1.5)", "rtrim(100, '0')",
         "like(x'25', 'abc')", "trim(1.5, 1)", "like(x'', 'abc')", "x'' GLOB '*'", "trim(x'', 'a')",
+        "replace('abc', '', NULL)", "replace('aaaa', 'aa', 'b')",
+        // A NUL byte inside a pattern or a searched-for text.
+        "('ab' || char(0) || 'cd') LIKE ('ab' || char(0) || '%')",
+        "('ab' || char(0) || 'cd') LIKE ('ab' || char(0) || 'x%')",
+        "glob('a' || char(0) || '*', 'a' || char(0) || 'b')", "glob('a' || char(0) || 'c', 'a' || char(0) || 'b')",
+        "instr('ab' || char(0) || 'cd', 'b' || char(0) || 'c')",
+        "replace('ab' || char(0) || 'cd', 'b' || char(0), 'x')",
+        "trim(char(0) || 'a' || char(0), char(0))",
     ]
+
+    /// Past the work budget as text, but SQLite's LIKE and GLOB answer a blob at once when
+    /// built with SQLITE_LIKE_DOESNT_MATCH_BLOBS (the cases are left out without it).
+    static let blobCases = [
+        "CAST(printf('%.*c', 16000000, 'a') AS BLOB) LIKE '%' || printf('%.*c', 9000, 'a') || 'b'",
+        "glob(CAST(printf('%.*c', 9000, '*') AS BLOB), printf('%.*c', 16000000, 'a'))",
+        "like(printf('%.*c', 9000, '%'), CAST(printf('%.*c', 16000000, 'a') AS BLOB), 'too long an escape')",
+    ]
+
+    static let likeDoesntMatchBlobs =
+        (try? DatabaseQueue().read {
+            try Bool.fetchOne($0, sql: "SELECT sqlite_compileoption_used('LIKE_DOESNT_MATCH_BLOBS')")
+        }) == true
+
+    @Test(
+        "LIKE and GLOB with a blob past the work budget answer as SQLite's own",
+        .enabled(if: likeDoesntMatchBlobs), arguments: blobCases)
+    func blobSameAsSQLite(_ expression: String) throws {
+        try sameAsSQLite(expression)
+    }
 
     @Test("instr, replace, trim, LIKE and GLOB answer as SQLite's own", arguments: cases)
     func sameAsSQLite(_ expression: String) throws {

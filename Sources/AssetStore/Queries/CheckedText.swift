@@ -20,6 +20,9 @@ enum CheckedText {
     /// The longest LIKE or GLOB pattern on query connections (SQLite's default is 50,000).
     static let patternLimit: Int32 = 10_000
 
+    /// Whether SQLite's LIKE and GLOB never match a blob (a compile-time option).
+    static let likeSkipsBlobs = sqlite3_compileoption_used("LIKE_DOESNT_MATCH_BLOBS") != 0
+
     /// What a refusal's message starts with (QueryText.describe passes it on).
     static let refusal = "too much work in one call of "
 
@@ -54,6 +57,13 @@ enum CheckedText {
         let printf = Unmanaged<CheckedPrintf>.fromOpaque(sqlite3_user_data(ctx)!).takeUnretainedValue()
         if printf.stopIfExpired(ctx) { return }
         guard let argv, argc >= 2 else { return sqlite3_result_null(ctx) }
+        // SQLite's LIKE and GLOB built so (Debian's are) answer 0 for a blob on either side
+        // before reading anything, its length or the escape: no work to bound.
+        if function == .like || function == .glob, likeSkipsBlobs,
+            sqlite3_value_type(argv[0]) == SQLITE_BLOB || sqlite3_value_type(argv[1]) == SQLITE_BLOB
+        {
+            return sqlite3_result_int(ctx, 0)
+        }
         // The bytes each reads (a number's as text, as SQLite's reads it); NULL has none.
         let work = Int(sqlite3_value_bytes(argv[0])) * Int(sqlite3_value_bytes(argv[1]))
         guard work <= workBudget else {
@@ -141,15 +151,21 @@ private let checkedReplace: SQLiteFunction = { ctx, _, argv in
     let patternCount = Int(sqlite3_value_bytes(argv[1]))
     guard let with = sqlite3_value_text(argv[2]) else { return sqlite3_result_null(ctx) }
     let withCount = Int(sqlite3_value_bytes(argv[2]))
-    // The offsets of the matches, found once; then the length is known before any copy.
-    var matches = [Int]()
-    var from = 0
-    while patternCount <= textCount - from, let found = memmem(text + from, textCount - from, pattern, patternCount) {
-        let offset = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - text
-        matches.append(offset)
-        from = offset + patternCount
+    // The matches are searched twice, to count them and then to copy: keeping their offsets
+    // took 8 bytes a match, eight times the text for a one-byte pattern, where this call's
+    // memory is its output.
+    func eachMatch(_ body: (Int) -> Void) {
+        var from = 0
+        while patternCount <= textCount - from, let found = memmem(text + from, textCount - from, pattern, patternCount)
+        {
+            let offset = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - text
+            body(offset)
+            from = offset + patternCount
+        }
     }
-    let count = textCount + matches.count * (withCount - patternCount)
+    var matches = 0
+    eachMatch { _ in matches += 1 }
+    let count = textCount + matches * (withCount - patternCount)
     let limit = Int(sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1))
     guard count <= limit else { return sqlite3_result_error_toobig(ctx) }
     guard let out = sqlite3_malloc64(UInt64(count + 1))?.assumingMemoryBound(to: UInt8.self) else {
@@ -157,7 +173,7 @@ private let checkedReplace: SQLiteFunction = { ctx, _, argv in
     }
     var read = 0
     var written = 0
-    for offset in matches {
+    eachMatch { offset in
         memcpy(out + written, text + read, offset - read)
         written += offset - read
         memcpy(out + written, with, withCount)

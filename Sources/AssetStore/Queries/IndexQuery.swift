@@ -154,20 +154,42 @@ extension Store {
         return try queries.with(cancellation: cancellation) { conn in
             var rows = [[String: JSONValue]]()
             var single: JSONValue = .null
-            // Counted before each row is made: a group's value can be as long as the length
-            // limit, and there can be a group per object.
-            var bytes = 0
+            // The bytes of the result as it will be written, `{"rows":[` and `]}` or
+            // `{"value":` and `}` and each row's JSON, names, quotes and escapes included: a
+            // reply is stopped here exactly when its result alone would pass the limit. A
+            // row's text is counted first, before the row is made: a group's value can be as
+            // long as the length limit, and there can be a group per object.
+            var bytes = groupBy.isEmpty ? 10 : 11
+            var written = [UInt8]()
             try conn.run(text, args, table: table) { stmt in
-                try QueryText.count(stmt, Int32(groupBy.count + 1), &bytes, limit: replyLimit)
+                // Without grouping only the first row is answered (a function that is no
+                // aggregate has one per matching row).
+                if groupBy.isEmpty, !rows.isEmpty { return }
+                let text = try QueryText.countText(stmt, Int32(groupBy.count + 1), bytes, limit: replyLimit)
+                let counted: JSONValue
                 if groupBy.isEmpty {
-                    if rows.isEmpty { single = QueryText.value(stmt, 0) }
+                    single = QueryText.value(stmt, 0)
                     rows.append([:])
-                    return
+                    counted = single
+                } else {
+                    var row = [String: JSONValue]()
+                    for (i, g) in groupBy.enumerated() { row[g] = QueryText.value(stmt, Int32(i)) }
+                    row["value"] = QueryText.value(stmt, Int32(groupBy.count))
+                    if !rows.isEmpty { bytes += 1 }
+                    rows.append(row)
+                    counted = .object(row)
                 }
-                var row = [String: JSONValue]()
-                for (i, g) in groupBy.enumerated() { row[g] = QueryText.value(stmt, Int32(i)) }
-                row["value"] = QueryText.value(stmt, Int32(groupBy.count))
-                rows.append(row)
+                guard replyLimit != .max else { return }
+                if text > 4096 {
+                    // Counted, not written: 16 MB of char(1) would be written as 96 MB.
+                    bytes += counted.writtenCount
+                } else {
+                    // Written is cheaper for a short row (a scalar's count is written anyway).
+                    written.removeAll(keepingCapacity: true)
+                    counted.write(to: &written)
+                    bytes += written.count
+                }
+                if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
             }
             return groupBy.isEmpty ? .value(single) : .rows(rows)
         }
@@ -254,6 +276,7 @@ extension QueryConnection {
         aggregateCalls = 0
         functionCalls = 0
         deadline = QueryConnection.monotonicNow() + timeLimit
+        _ = tookTempRefusal()
         defer { allowedTable = nil }
         let stmt = try compiledStatement(key) ?? compile(key)
         defer {
@@ -281,6 +304,11 @@ extension QueryConnection {
             }
             if step == SQLITE_INTERRUPT {
                 throw StoreError(.queryRejected, "the query ran longer than \(Int(timeLimit)) s and was stopped")
+            }
+            if step & 0xff == SQLITE_FULL, tookTempRefusal(), let tempLimit {
+                throw StoreError(
+                    .queryRejected,
+                    "the query needed more than \(tempLimit) bytes of temporary files: sort or group less")
             }
             if step & 0xff == SQLITE_NOMEM { throw StoreError(.queryRejected, "the query failed: out of memory") }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")

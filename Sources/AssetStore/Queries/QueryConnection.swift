@@ -3,6 +3,7 @@
 // view) and a fixed list of functions, and nothing else. GRDB keeps its own authorizer on
 // its connections for good, so these connections are separate.
 
+import CQueryTemp
 import GRDBSQLite
 import Glibc
 
@@ -40,6 +41,11 @@ final class QueryConnection {
     /// printf and format that fail where SQLite's return NULL, and SQLite's own of the
     /// functions CheckedText guards (kept alive for the handle).
     private var printf: CheckedPrintf?
+    /// The VFS the connection's temporary files go through, which bounds their bytes
+    /// (query_temp.c); nil for the engine's own reads.
+    private let tempFiles: OpaquePointer?
+    /// Its bound, for the message of a query it stops.
+    let tempLimit: Int?
 
     static let allowedFunctions: Set<String> = [
         // scalar
@@ -65,12 +71,22 @@ final class QueryConnection {
     /// the length limit.
     static let aggregateLimit = 16
 
-    init(path: String, timeLimit: Double, lengthLimit: Int = 64 << 20) throws(StoreError) {
+    init(path: String, timeLimit: Double, lengthLimit: Int = 64 << 20, tempLimit: Int? = nil) throws(StoreError) {
         self.timeLimit = timeLimit
+        self.tempLimit = tempLimit
+        // A client's sort or group over many rows spills to temporary files, which could
+        // otherwise fill the disk the store is on for as long as the query runs.
+        let vfs = tempLimit.flatMap { assetd_query_temp_create(Int64($0)) }
+        if tempLimit != nil, vfs == nil {
+            throw StoreError(.internalError, "cannot make a query connection's temporary file bound")
+        }
+        tempFiles = vfs
         var h: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        let name = vfs.flatMap { assetd_query_temp_name($0) }
+        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, name)
         guard rc == SQLITE_OK, let h else {
             if let h { sqlite3_close_v2(h) }
+            assetd_query_temp_destroy(vfs)
             throw StoreError(.internalError, "cannot open a query connection (\(rc))")
         }
         handle = h
@@ -94,6 +110,12 @@ final class QueryConnection {
         }
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
+    }
+
+    /// Whether a temporary file's write was refused for the bound since the last call.
+    func tookTempRefusal() -> Bool {
+        guard let tempFiles else { return false }
+        return assetd_query_temp_take_refused(tempFiles) != 0
     }
 
     static func monotonicNow() -> Double {
@@ -139,8 +161,37 @@ final class QueryConnection {
     deinit {
         for s in compiled.values { sqlite3_finalize(s) }
         for s in statements.values { sqlite3_finalize(s) }
-        sqlite3_close_v2(handle)
+        // Not sqlite3_close_v2: with a statement still open it would leave a handle that closes
+        // when that statement is finalized, and its files' close would then call the VFS freed
+        // here. sqlite3_close refuses instead; the VFS is then leaked, deliberately.
+        let rc = sqlite3_close(handle)
+        if rc == SQLITE_OK {
+            assetd_query_temp_destroy(tempFiles)
+        } else {
+            let note = "assetd: a query connection did not close (\(rc)); its handle and VFS are leaked\n"
+            _ = note.withCString { write(2, $0, strlen($0)) }
+        }
     }
+
+    /// The bytes the temporary files hold now, and the most they held since the last call
+    /// (which starts the peak again from now); nil without a bound.
+    func takeTempBytes() -> (now: Int64, peak: Int64)? {
+        guard let tempFiles else { return nil }
+        return (Int64(assetd_query_temp_bytes(tempFiles)), Int64(assetd_query_temp_take_peak(tempFiles)))
+    }
+
+    #if DEBUG
+    /// Tests: a statement prepared behind the connection's back and left open, which
+    /// keeps the handle from closing.
+    func strayStatement() -> OpaquePointer? {
+        var stmt: OpaquePointer?
+        sqlite3_prepare_v2(handle, "SELECT 1", -1, &stmt, nil)
+        return stmt
+    }
+
+    /// Tests: the name the connection's VFS is registered under.
+    var tempVFSName: String? { tempFiles.flatMap { assetd_query_temp_name($0) }.map { String(cString: $0) } }
+    #endif
 
     /// A prepared statement for the engine's own `sql`, reset and cleared for reuse.
     func cached(_ sql: StaticString) throws -> OpaquePointer {

@@ -8,21 +8,23 @@ final class QueryConnectionPool: Sendable {
     let path: String
     let timeLimit: Double
     let lengthLimit: Int
+    let tempLimit: Int
     // QueryConnection is not Sendable; the mutex hands each to one thread at a time.
     private let idle = Mutex<[UnsafeSendable<QueryConnection>]>([])
     private let closed = Mutex(false)
 
-    init(path: String, timeLimit: Double, lengthLimit: Int) {
+    init(path: String, timeLimit: Double, lengthLimit: Int, tempLimit: Int) {
         self.path = path
         self.timeLimit = timeLimit
         self.lengthLimit = lengthLimit
+        self.tempLimit = tempLimit
     }
 
     func with<T>(cancellation: QueryCancellation? = nil, _ body: (QueryConnection) throws -> T) throws -> T {
         guard !closed.withLock({ $0 }) else { throw StoreError(.internalError, "the store is closed") }
         let conn =
             try idle.withLock { $0.popLast()?.value }
-            ?? QueryConnection(path: path, timeLimit: timeLimit, lengthLimit: lengthLimit)
+            ?? QueryConnection(path: path, timeLimit: timeLimit, lengthLimit: lengthLimit, tempLimit: tempLimit)
         conn.cancellation = cancellation
         defer {
             conn.allowedTable = nil

@@ -155,7 +155,8 @@ public final class Store: Sendable {
             throw StoreError(code, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
         queries = QueryConnectionPool(
-            path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit)
+            path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit,
+            tempLimit: configuration.queryTempLimit)
         state = Mutex(State(policy: configuration.policy, enforceOwnership: configuration.enforceOwnership))
         numberLeases()
         if coalescing.fellBack, let why = coalescing.reason {

@@ -43,6 +43,9 @@ public struct StoreConfiguration: Sendable {
     public var queryTimeLimit: Double = 30
     /// The longest text or blob a query may build (SQLITE_LIMIT_LENGTH on its connections).
     public var queryLengthLimit = 64 << 20
+    /// The bytes of temporary files (sorts, groups and DISTINCT that outgrow memory) one query
+    /// may hold at once; past it the query is stopped (`query_rejected`).
+    public var queryTempLimit = 256 << 20
     /// Open without the lock, for reading a database another process holds.
     public var readOnly = false
     /// `store.reserve`: bytes of the ballast file kept next to the database so that deletes
