@@ -85,15 +85,20 @@ import Testing
         #expect(whole.data?["detail"] == nil && whole.message.contains("edge.find limit and after"))
     }
 
+    /// A transact op getting the object with the 1 KB key, and its result as written.
+    private func getOfLongKey(_ s: Store) throws -> (op: JSONValue, result: [UInt8]) {
+        let key = JSONValue.string(String(repeating: "k", count: 1024))
+        var got = [UInt8]()
+        try MethodTable.call("object.get", ["collection": "e", "key": key], context(s)).get().result.write(to: &got)
+        return (["method": "object.get", "params": ["collection": "e", "key": key]], got)
+    }
+
     @Test("transact's edge.find page fills what the results before it leave, and the transact commits")
     func transactPageFillsWhatIsLeft() throws {
         let s = try store()
         defer { s.close() }
         // object.get of the object with the 1 KB key: over 1 KB of the result.
-        let key = JSONValue.string(String(repeating: "k", count: 1024))
-        let get: JSONValue = ["method": "object.get", "params": ["collection": "e", "key": key]]
-        var got = [UInt8]()
-        try MethodTable.call("object.get", ["collection": "e", "key": key], context(s)).get().result.write(to: &got)
+        let (get, got) = try getOfLongKey(s)
         let g = got.count
         let find: JSONValue = ["method": "edge.find", "params": ["limit": 10, "name": "n-3"]]
         let page: JSONValue = ["method": "edge.find", "params": ["limit": 10]]
@@ -126,10 +131,7 @@ import Testing
     func transactNoRoomForAnEdgeThatFitsAlone() throws {
         let s = try store()
         defer { s.close() }
-        let key = JSONValue.string(String(repeating: "k", count: 1024))
-        let get: JSONValue = ["method": "object.get", "params": ["collection": "e", "key": key]]
-        var got = [UInt8]()
-        try MethodTable.call("object.get", ["collection": "e", "key": key], context(s)).get().result.write(to: &got)
+        let (get, got) = try getOfLongKey(s)
         // The big edge (id 11) as rendered.
         let alone = try MethodTable.call("edge.find", ["limit": 1, "after": 10], context(s)).get().result
         var edge = [UInt8]()
@@ -164,10 +166,7 @@ import Testing
     func transactWholeAnswerAfterOthers() throws {
         let s = try store()
         defer { s.close() }
-        let key = JSONValue.string(String(repeating: "k", count: 1024))
-        let get: JSONValue = ["method": "object.get", "params": ["collection": "e", "key": key]]
-        var got = [UInt8]()
-        try MethodTable.call("object.get", ["collection": "e", "key": key], context(s)).get().result.write(to: &got)
+        let (get, got) = try getOfLongKey(s)
         let find: JSONValue = ["method": "edge.find", "params": ["name": "n-3"]]
         var one = [UInt8]()
         try MethodTable.call("edge.find", ["name": "n-3"], context(s)).get().result.write(to: &one)
