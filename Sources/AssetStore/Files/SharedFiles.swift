@@ -33,13 +33,15 @@ enum SharedFiles {
         }
     }
 
+    /// True if any file is listed: else no name survives another, and `survivor` need not be asked.
+    static func any(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM file_shared)")) ?? false
+    }
+
     /// The identity of a file an eviction just queued at `path`, if another registered name
-    /// still names it: its bytes are not freed. Nothing is read when no file is listed.
+    /// still names it: its bytes are not freed.
     static func survivor(queued path: String, _ db: Database) throws -> Row? {
-        guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM file_shared)")) == true else {
-            return nil
-        }
-        return try Row.fetchOne(
+        try Row.fetchOne(
             db.cachedStatement(
                 sql: """
                     SELECT q.inode, q.device, q.birth, q.generation FROM unlink_queue q

@@ -28,6 +28,7 @@ class BytesStep: PolicyStep {
     func counted(_ effect: EvictionEffect) -> Int64 { effect.files.reduce(0) { $0.adding(saturating: $1.size) } }
     /// `counted`, less the files that other registered names still name (nothing freed).
     private func freed(_ effect: EvictionEffect, _ tx: WriteTransaction) throws -> Int64 {
+        guard try SharedFiles.any(tx.db) else { return counted(effect) }
         var e = effect
         e.files = try e.files.filter { try SharedFiles.survivor(queued: $0.path, tx.db) == nil }
         return counted(e)

@@ -97,13 +97,14 @@ final class QuotaStep: PolicyStep {
             effect.deleted.map { (ObjectRefKey($0.ref), UTF8Key($0.owner)) }, uniquingKeysWith: { a, _ in a })
         let queued = Dictionary(effect.files.map { (Array($0.path.utf8), $0.size) }, uniquingKeysWith: { a, _ in a })
         var seen = Set<[UInt8]>()
+        let shared = try SharedFiles.any(db)
         for r in effect.edgesRemoved {
             guard case .file(let path) = r.edge.destination, let owner = ownerOf[ObjectRefKey(r.edge.source)],
                 usage[owner] != nil, seen.insert(Array((owner.string + "\u{0}" + path).utf8)).inserted
             else { continue }
             if let size = queued[Array(path.utf8)] {
                 // A file another name still names is freed for this owner only if it holds no name of it.
-                if let survivor = try SharedFiles.survivor(queued: path, db),
+                if shared, let survivor = try SharedFiles.survivor(queued: path, db),
                     try SharedFiles.held(survivor, by: owner.string, db)
                 {
                     continue
