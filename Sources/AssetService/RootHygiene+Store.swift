@@ -12,7 +12,9 @@ extension RootHygiene {
         let folder = (lexical(storePath) as NSString).deletingLastPathComponent
         let r = resolve(root) ?? lexical(root)
         let f = resolve(folder) ?? lexical(folder)
-        guard f == r || f.hasPrefix(r == "/" ? "/" : r + "/") else { return nil }
+        // By bytes, as every path here: as Strings, "/" and a combining mark are one character.
+        let below = Array((r == "/" ? "/" : r + "/").utf8)
+        guard f.utf8.elementsEqual(r.utf8) || Array(f.utf8).starts(with: below) else { return nil }
         return "\(root) holds the database's folder \(folder): a client could name the database or its "
             + "write-ahead log as a file and have it unlinked; put store.path outside every root"
     }

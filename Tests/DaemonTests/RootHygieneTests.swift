@@ -175,8 +175,13 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         c.roots = [h.root]
         c.rootsOrigin = .configured(line: 1)
         try FileManager.default.createDirectory(atPath: h.root + "/db", withIntermediateDirectories: true)
+        // A folder whose name starts with a combining mark: as Strings, "/" and the mark are one character.
+        try FileManager.default.createDirectory(atPath: h.root + "/\u{301}db", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: h.dir + "/dblink", withDestinationPath: h.root + "/db")
-        for store in [h.root + "/assetd.sqlite", h.root + "/db/assetd.sqlite", h.dir + "/dblink/assetd.sqlite"] {
+        for store in [
+            h.root + "/assetd.sqlite", h.root + "/db/assetd.sqlite", h.dir + "/dblink/assetd.sqlite",
+            h.root + "/\u{301}db/assetd.sqlite",
+        ] {
             c.storePath = store
             do {
                 _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
