@@ -130,6 +130,14 @@ extension Session {
         }
     }
 
+    /// Runs a parsed request, or answers the error of one that did not parse (a notification gets none).
+    func handle(_ parsed: Result<RPCRequest, RPCFailure>) {
+        switch parsed {
+        case .success(let request): run(request)
+        case .failure(let f): if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
+        }
+    }
+
     /// Parses a long line on the pool, then runs it as if it had been parsed on arrival.
     func parseOffLoop(_ line: [UInt8]) {
         running = true
@@ -138,14 +146,7 @@ extension Session {
             try daemon.submit({ box.value = Session.parseLong(line) }) { [self] in
                 running = false
                 guard !closed else { return }  // like the rest of a closed connection's queue: not run
-                switch box.value {
-                case .success(let request)?:
-                    run(request)
-                case .failure(let f)?:
-                    if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
-                case nil:
-                    break
-                }
+                if let parsed = box.value { handle(parsed) }
                 pump()
             }
         } catch {

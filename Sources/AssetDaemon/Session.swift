@@ -179,21 +179,15 @@ final class Session {
             switch item {
             case .taken:
                 break
-            case .request(.failure(let f), let bytes):
+            case .request(let parsed, let bytes):
                 inputBytes -= bytes
-                if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
-            case .request(.success(let request), let bytes):
-                inputBytes -= bytes
-                run(request)
+                handle(parsed)
             case .unparsed(let line, let bytes):
                 inputBytes -= bytes
                 if line.count > Session.parseOnLoopLimit {
                     parseOffLoop(line)
                 } else {
-                    switch line.withUnsafeBufferPointer({ RPCRequest.parse($0) }) {
-                    case .success(let request): run(request)
-                    case .failure(let f): if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
-                    }
+                    handle(line.withUnsafeBufferPointer { RPCRequest.parse($0) })
                 }
             case .tooLong:
                 write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))

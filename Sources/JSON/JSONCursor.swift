@@ -89,7 +89,15 @@ public struct JSONCursor {
         at = p + 1
     }
 
-    /// Writes `b`, a byte a JSON string may not hold as it is, escaped (at most 6 bytes).
+    /// The bytes `escaped(b)` writes.
+    static func escapedCount(_ b: UInt8) -> Int {
+        switch b {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: return 2
+        default: return 6
+        }
+    }
+
+    /// Writes `b`, a byte a JSON string may not hold as it is, escaped (`escapedCount(b)` bytes).
     mutating func escaped(_ b: UInt8) {
         byte(UInt8(ascii: "\\"))
         switch b {

@@ -26,10 +26,7 @@ extension JSONValue {
             var n = bytes.count + 2
             var i = firstToEscape(bytes, from: 0)
             while i < bytes.count {
-                switch bytes[i] {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: n += 1
-                default: n += 5
-                }
+                n += JSONCursor.escapedCount(bytes[i]) - 1
                 i = firstToEscape(bytes, from: i + 1)
             }
             return n

@@ -88,7 +88,7 @@ public final class LeaseRegistry: Sendable {
         }
         // Refused before either gate: a refusal must not wait for, nor hold up, unlinks and
         // policy batches. Checked again when granted, as other leases may come in between.
-        if let refused = state.withLock({ s in check(&s) }) { throw refused }
+        try checkBounds(objects: objects.count, files: paths.count, holder: holder, bounds: bounds)
         // Nil: the numbers ran out meanwhile (other leases took the last of the block).
         let ahead = Atomic<Bool>(false)  // this lease left a quarter of the block: reserve the next
         let grant = { () -> Result<Lease?, StoreError> in

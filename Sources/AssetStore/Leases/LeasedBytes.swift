@@ -1,6 +1,7 @@
 // The bytes an owner's leases keep from eviction and expiry: the files held by that owner's
 // objects they name, and by that owner's objects holding the files they name (a file lease
-// keeps its holders), each file once however many names it has. For the check of a non-admin's lease against its quota.
+// keeps its holders), each file once however many names it has. For the check of a
+// non-admin's lease against its quota.
 
 import GRDB
 import JSON

@@ -94,17 +94,16 @@ extension Store {
                     JOIN file f ON f.id = o.dst GROUP BY o.owner
                     """)
             {
-                perOwner[row[0]] = row[1]
+                perOwner[row[0], default: 0] += row[1] as Double  // canonically equal names: one entry
             }
             for row in try Row.fetchAll(
                 db,
                 sql: """
                     SELECT owner, TOTAL(x) FROM (SELECT owner, TOTAL(size) - MAX(size) AS x FROM (
-                        SELECT DISTINCT o.owner AS owner, f.id, f.size AS size, f.inode AS inode, f.device AS device,
-                            f.birth AS birth, f.generation AS generation
+                        SELECT DISTINCT o.owner AS owner, f.id, f.size AS size, \(SharedFiles.identity("f"))
                         FROM file_shared s JOIN file f ON f.inode = s.inode AND f.device = s.device
-                        JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src)
-                        GROUP BY owner, inode, device, birth, generation)
+                        JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src) AS h
+                        GROUP BY owner, \(SharedFiles.identity("h")))
                     GROUP BY owner
                     """)
             {

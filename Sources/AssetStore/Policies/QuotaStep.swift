@@ -84,9 +84,7 @@ final class QuotaStep: PolicyStep {
         try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT CAST(TOTAL(f.size) - (SELECT TOTAL(x) FROM (SELECT TOTAL(g.size) - MAX(g.size) AS x FROM file g
-                        JOIN file_shared s ON s.inode = g.inode AND s.device = g.device WHERE g.id IN (\(held))
-                        GROUP BY \(SharedFiles.identity("g")))) AS INTEGER)
+                    SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: "f.id IN (\(held))"))) AS INTEGER)
                     FROM file f WHERE f.id IN (\(held))
                     """), arguments: [owner]) ?? 0
     }

@@ -160,12 +160,11 @@ extension Store {
             // row's text is counted first, before the row is made: a group's value can be as
             // long as the length limit, and there can be a group per object.
             var bytes = groupBy.isEmpty ? 10 : 11
-            var written = [UInt8]()
             try conn.run(text, args, table: table) { stmt in
                 // Without grouping only the first row is answered (a function that is no
                 // aggregate has one per matching row).
                 if groupBy.isEmpty, !rows.isEmpty { return }
-                let text = try QueryText.countText(stmt, Int32(groupBy.count + 1), bytes, limit: replyLimit)
+                _ = try QueryText.countText(stmt, Int32(groupBy.count + 1), bytes, limit: replyLimit)
                 let counted: JSONValue
                 if groupBy.isEmpty {
                     single = QueryText.value(stmt, 0)
@@ -180,15 +179,8 @@ extension Store {
                     counted = .object(row)
                 }
                 guard replyLimit != .max else { return }
-                if text > 4096 {
-                    // Counted, not written: 16 MB of char(1) would be written as 96 MB.
-                    bytes += counted.writtenCount
-                } else {
-                    // Written is cheaper for a short row (a scalar's count is written anyway).
-                    written.removeAll(keepingCapacity: true)
-                    counted.write(to: &written)
-                    bytes += written.count
-                }
+                // Counted, not written: 16 MB of char(1) would be written as 96 MB.
+                bytes += counted.writtenCount
                 if bytes > replyLimit { throw StoreError.replyTooLarge(replyLimit) }
             }
             return groupBy.isEmpty ? .value(single) : .rows(rows)

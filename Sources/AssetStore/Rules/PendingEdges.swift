@@ -31,7 +31,6 @@ struct PendingEdges {
     private var index: [EdgeTripleKey: Int] = [:]
 
     var isEmpty: Bool { index.isEmpty }
-    var count: Int { index.count }
 
     /// Removes and returns the pending edge with `e`'s triple, if any.
     mutating func remove(sameTripleAs e: PendingEdge) -> PendingEdge? {
@@ -51,7 +50,7 @@ struct PendingEdges {
     }
 
     /// Every pending edge, in the order added.
-    var all: [PendingEdge] { slots.compactMap { $0 } }
+    private var all: [PendingEdge] { slots.compactMap { $0 } }
 
     /// Takes every pending edge, in the order added, leaving none.
     mutating func takeAll() -> [PendingEdge] {
