@@ -11,8 +11,15 @@ extension ConfigParser {
         "order",
     ]
 
-    /// `[policy]` as the engine's settings.
-    func policy(_ value: JSONValue) throws(ConfigError) -> PolicyConfiguration {
+    /// A value refused as a slip (a budget, quota or TTL of 0): thrown, or with
+    /// `deferPolicyRefusals` added to `refused` and left out of the policy.
+    private func refuse(_ e: ConfigError, _ refused: inout [ConfigError]) throws(ConfigError) {
+        guard deferPolicyRefusals else { throw e }
+        refused.append(e)
+    }
+
+    /// `[policy]` as the engine's settings, without the values in `refused`.
+    func policy(_ value: JSONValue, refused: inout [ConfigError]) throws(ConfigError) -> PolicyConfiguration {
         guard let o = value.objectValue else { throw error("policy", "must be a table ([policy])") }
         for key in o.keys.sorted() where !ConfigParser.policyKeys.contains(key) {
             throw error("policy.\(key)", "unknown key", section: "policy")
@@ -28,12 +35,14 @@ extension ConfigParser {
         if let v = o["max_bytes"] {
             p.maxBytes = try size(v, "policy.max_bytes", section: "policy")
             // A budget of 0 can only be a slip, and would empty the cache at every run.
-            guard p.maxBytes != 0 else {
-                throw error(
-                    "policy.max_bytes",
-                    "must be more than 0: remove max_bytes for no budget (a budget of 0 bytes evicts every"
-                        + " object that holds a file at every run); to empty the cache once on purpose, run"
-                        + " `assetctl expire --older-than 0s`", section: "policy")
+            if p.maxBytes == 0 {
+                p.maxBytes = nil
+                try refuse(
+                    error(
+                        "policy.max_bytes",
+                        "must be more than 0: remove max_bytes for no budget (a budget of 0 bytes evicts every"
+                            + " object that holds a file at every run); to empty the cache once on purpose, run"
+                            + " `assetctl expire --older-than 0s`", section: "policy"), &refused)
             }
         }
         if let v = o["low_water"] { p.lowWater = try lowWater(v) }
@@ -51,8 +60,8 @@ extension ConfigParser {
             }
             p.order = order
         }
-        if let v = o["quota"] { p.quotas = try quotas(v) }
-        if let v = o["ttl"] { p.ttls = try ttls(v) }
+        if let v = o["quota"] { p.quotas = try quotas(v, refused: &refused) }
+        if let v = o["ttl"] { p.ttls = try ttls(v, refused: &refused) }
         return p
     }
 
@@ -73,7 +82,9 @@ extension ConfigParser {
         return share
     }
 
-    private func quotas(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.Quota] {
+    private func quotas(
+        _ value: JSONValue, refused: inout [ConfigError]
+    ) throws(ConfigError) -> [PolicyConfiguration.Quota] {
         guard let items = value.arrayValue else {
             throw error("policy.quota", "must be an array of tables ([[policy.quota]])", section: "policy")
         }
@@ -96,18 +107,21 @@ extension ConfigParser {
             }
             let bytes = try size(max, "\(s).max_bytes", section: s, occurrence: n)
             guard bytes > 0 else {
-                throw error(
-                    "\(s).max_bytes",
-                    "must be more than 0: remove this [[policy.quota]] for no quota (a quota of 0 bytes evicts"
-                        + " every object of \"\(owner)\" that holds a file at every run); to evict them once on"
-                        + " purpose, run `assetctl evict --owner \(owner)`", section: s, occurrence: n)
+                try refuse(
+                    error(
+                        "\(s).max_bytes",
+                        "must be more than 0: remove this [[policy.quota]] for no quota (a quota of 0 bytes evicts"
+                            + " every object of \"\(owner)\" that holds a file at every run); to evict them once on"
+                            + " purpose, run `assetctl evict --owner \(owner)`", section: s, occurrence: n), &refused)
+                continue
             }
             out.append(.init(owner: owner, maxBytes: bytes))
         }
         return out
     }
 
-    private func ttls(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.TTL] {
+    private func ttls(_ value: JSONValue, refused: inout [ConfigError]) throws(ConfigError) -> [PolicyConfiguration.TTL]
+    {
         guard let items = value.arrayValue else {
             throw error("policy.ttl", "must be an array of tables ([[policy.ttl]])", section: "policy")
         }
@@ -131,14 +145,18 @@ extension ConfigParser {
                 throw error("\(s).max_idle", "each [[policy.ttl]] needs max_idle or max_age", section: s, occurrence: n)
             }
             // A TTL of 0s expires the whole collection at every run (min_age aside).
-            for (key, d) in [("max_idle", ttl.maxIdle), ("max_age", ttl.maxAge)] where d == 0 {
-                throw error(
-                    "\(s).\(key)",
-                    "must be longer than 0s: remove \(key) to never expire by \(key == "max_idle" ? "idle time" : "age")"
-                        + " (this [[policy.ttl]] if it has no \(key == "max_idle" ? "max_age" : "max_idle"); a TTL of"
-                        + " 0s expires every object of \"\(collection)\" at every run); to expire them once on"
-                        + " purpose, run"
-                        + " `assetctl expire --collection \(collection) --older-than 0s`", section: s, occurrence: n)
+            let zero = [("max_idle", ttl.maxIdle), ("max_age", ttl.maxAge)].first { $0.1 == 0 }?.0
+            if let key = zero {
+                try refuse(
+                    error(
+                        "\(s).\(key)",
+                        "must be longer than 0s: remove \(key) to never expire by"
+                            + " \(key == "max_idle" ? "idle time" : "age") (this [[policy.ttl]] if it has no"
+                            + " \(key == "max_idle" ? "max_age" : "max_idle"); a TTL of 0s expires every object of"
+                            + " \"\(collection)\" at every run); to expire them once on purpose, run"
+                            + " `assetctl expire --collection \(collection) --older-than 0s`", section: s,
+                        occurrence: n), &refused)
+                continue
             }
             out.append(ttl)
         }

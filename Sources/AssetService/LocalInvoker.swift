@@ -13,7 +13,8 @@ public final class LocalInvoker {
     /// True when another process holds the database (reads only).
     public var isReadOnly: Bool { store.isReadOnly }
     private let context: MethodContext
-    /// Why `policy.enforce` must not run with this config (a min_free past a root's disk).
+    /// Why `policy.enforce` must not run with this config (a value refused as a slip, or a
+    /// min_free past a root's disk).
     public private(set) var enforceRefusal: ConfigError?
     /// What to say before `policy.enforce` runs (a min_free that may not be met).
     public private(set) var enforceWarnings: [String] = []
@@ -21,7 +22,8 @@ public final class LocalInvoker {
     /// Opens `databasePath` with the settings of `configPath` (or the default config file,
     /// or the embedded defaults) for roots and durability.
     public init(databasePath: String, configPath: String?) throws {
-        let config = try DaemonConfig.load(path: configPath)
+        // A value refused as a slip is left out of the policy, and only enforce is refused for it.
+        let config = try DaemonConfig.load(path: configPath, deferringPolicyRefusals: true)
         // Judged as assetd judges them; only the daemon's start creates its default root.
         do {
             try config.prepareRoots(create: false)
@@ -31,14 +33,15 @@ public final class LocalInvoker {
             throw error  // never without `create`
         }
         // Only enforce runs the configured policy; a backup, verify or restore of a store whose
-        // disk has changed since must never be refused for it.
+        // disk has changed since, or whose file has a refused value, must never be refused for it.
+        enforceRefusal = config.policyRefusal
         var judged = config
         do {
             let before = judged.policyWarnings.count
             try judged.checkMinFree()
             enforceWarnings = Array(judged.policyWarnings.dropFirst(before))
         } catch {
-            enforceRefusal = error
+            enforceRefusal = enforceRefusal ?? error
         }
         var sc = config.storeConfiguration()
         // Opening unlinks nothing: the file may be a backup copy, or a database whose roots

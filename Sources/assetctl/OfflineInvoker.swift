@@ -47,7 +47,8 @@ enum DaemonSettings {
 
     static func socketPath(configPath path: String) throws(CLIFailure) -> String {
         do {
-            return try DaemonConfig.load(path: path).socketPath
+            // Only the socket: a [policy] value refused as a slip must not stop talking to the daemon.
+            return try DaemonConfig.load(path: path, deferringPolicyRefusals: true).socketPath
         } catch {
             throw CLIFailure(error.description, status: ExitStatus.configuration)
         }
