@@ -127,7 +127,7 @@ public final class Daemon {
             store.close()
             return 1
         }
-        SystemdNotify.send("READY=1")
+        SystemdNotify.send("READY=1\nSTATUS=serving \(config.socketPath)")  // over a rebuild's status
         logger.info("ready: serving \(config.socketPath)")
         loop.run()
         do { try loop.close() } catch { logger.warning("event loop closed with handles open: \(error)") }
