@@ -16,6 +16,8 @@ public final class LocalInvoker {
     /// Why `policy.enforce` must not run with this config (a value refused as a slip, or a
     /// min_free past a root's disk).
     public private(set) var enforceRefusal: ConfigError?
+    /// The `[policy]` value refused as a slip, left out of the policy the store runs.
+    private var policyRefusal: ConfigError?
     /// What to say before `policy.enforce` runs (a min_free that may not be met).
     public private(set) var enforceWarnings: [String] = []
 
@@ -34,6 +36,7 @@ public final class LocalInvoker {
         }
         // Only enforce runs the configured policy; a backup, verify or restore of a store whose
         // disk has changed since, or whose file has a refused value, must never be refused for it.
+        policyRefusal = config.policyRefusal
         enforceRefusal = config.policyRefusal
         var judged = config
         do {
@@ -64,6 +67,20 @@ public final class LocalInvoker {
         let user = StoreConfiguration.processUserName()
         context = MethodContext(
             store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
+    }
+
+    /// Why `method` with `params` must not run with this config, if it must not. Besides
+    /// enforce, an evict with no owner and an expire with no duration run the configured
+    /// quotas or TTLs: with a value refused, they would run the others as if it were not there.
+    /// The forms the refusal advises (`evict --owner`, `expire --older-than`) do not.
+    public func refusal(_ method: String, _ params: JSONValue) -> ConfigError? {
+        func given(_ key: String) -> Bool { params[key].map { $0 != .null } ?? false }
+        switch method {
+        case "policy.enforce": return enforceRefusal
+        case "policy.evict" where !given("owner"): return policyRefusal
+        case "policy.expire" where !given("older_than") && !given("idle"): return policyRefusal
+        default: return nil
+        }
     }
 
     /// Whether `a` and `b` name one file (device and inode: symlinks and hard links too); a

@@ -1,26 +1,36 @@
 // `assetctl --db` on a config file with a [policy] value refused as a slip (a budget, quota or
-// TTL of 0): only enforce, which would run the policy, is refused, with the daemon's own
-// message; a backup, verify, stats or listing never is, and the value is never applied.
+// TTL of 0): enforce, and the evict and expire that would run the other quotas and TTLs without
+// it, are refused with the daemon's own message and delete nothing; a backup, verify, stats or
+// listing never is, and the forms the message advises still run.
 
 import Foundation
 import Testing
 
 @Suite struct OfflinePolicyRefusalTests {
+    /// A valid quota and TTL besides the refused value, each with an object under it: what an
+    /// evict or expire run on the rest of the policy would delete.
+    static let others =
+        "[[policy.quota]]\nowner = \"bob\"\nmax_bytes = 1\n[[policy.ttl]]\ncollection = \"docs\"\nmax_age = \"1ms\"\n"
     /// Config text and the key the daemon refuses in it.
     static let refused: [(String, String)] = [
-        ("[policy]\nmin_age = \"0s\"\nmax_bytes = 0\n", "policy.max_bytes"),
-        ("[policy]\nmin_age = \"0s\"\n[[policy.quota]]\nowner = \"alice\"\nmax_bytes = 0\n", "policy.quota.max_bytes"),
+        ("[policy]\nmin_age = \"0s\"\nmax_bytes = 0\n" + others, "policy.max_bytes"),
         (
-            "[policy]\nmin_age = \"0s\"\n[[policy.ttl]]\ncollection = \"media\"\nmax_age = \"0s\"\n",
+            "[policy]\nmin_age = \"0s\"\n[[policy.quota]]\nowner = \"alice\"\nmax_bytes = 0\n" + others,
+            "policy.quota.max_bytes"
+        ),
+        (
+            "[policy]\nmin_age = \"0s\"\n[[policy.ttl]]\ncollection = \"media\"\nmax_age = \"0s\"\n" + others,
             "policy.ttl.max_age"
         ),
     ]
 
-    @Test("assetctl --db refuses only enforce for a refused policy value, as assetd does", arguments: refused)
-    func onlyEnforceRefused(text: String, key: String) throws {
+    @Test("assetctl --db refuses enforce and a policy-wide evict or expire for a refused value", arguments: refused)
+    func policyRunsRefused(text: String, key: String) throws {
         let h = try DaemonHarness()
         let file = try h.makeFile("kept.bin", size: 100)
+        let other = try h.makeFile("other.bin", size: 100)
         try h.client().putFile("media", "kept", file, owner: "alice")
+        try h.client().putFile("docs", "other", other, owner: "bob")
         #expect(h.stop() == 0)
         h.extraConfig = text
         try h.writeConfig()
@@ -31,9 +41,12 @@ import Testing
         func db(_ args: [String]) throws -> ProcessResult {
             try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath] + args)
         }
-        let enforce = try db(["enforce"])
-        #expect(enforce.status == 78, "\(enforce.stdout)\(enforce.stderr)")
-        #expect(enforce.stderr.contains(message), "\(enforce.stderr)\nwanted: \(message)")
+        for args in [["enforce"], ["expire"], ["expire", "--collection", "media"], ["evict", "--bytes", "1"]] {
+            let r = try db(args)
+            #expect(r.status == 78, "\(args): \(r.stdout)\(r.stderr)")
+            #expect(r.stderr.contains(message), "\(args): \(r.stderr)\nwanted: \(message)")
+        }
+        #expect(h.exists(file) && h.exists(other))
         for args in [["verify"], ["backup", h.dir + "/copy.sqlite"], ["stats"], ["ls", "media"]] {
             let r = try db(args)
             #expect(r.status == 0, "\(args): \(r.stdout)\(r.stderr)")
@@ -43,6 +56,12 @@ import Testing
         let status = try runProcess(Binaries.assetctl, ["--config", h.configPath, "stats"])
         #expect(!status.stderr.contains(key), "\(status.stderr)")
         #expect(status.status != 78, "\(status.stdout)\(status.stderr)")
-        #expect(h.exists(file))
+        // What the messages advise runs, on its own objects alone.
+        for args in [["evict", "--owner", "alice"], ["expire", "--collection", "media", "--older-than", "0s"]] {
+            let r = try db(args)
+            #expect(r.status == 0, "\(args): \(r.stdout)\(r.stderr)")
+        }
+        #expect(!h.exists(file))
+        #expect(h.exists(other))
     }
 }
