@@ -118,7 +118,8 @@ public final class LocalInvoker {
     public func close() { store.close() }
 
     /// Runs one method as the daemon would; those that need a running daemon (`shutdown`,
-    /// `watch`: the table says which) are refused.
+    /// `watch`: the table says which) are refused, and so are those `refusal` names (with
+    /// `invalid_params` and the config error as the message).
     /// `progress` gets the `{phase, done, total}` reports of long methods, on this thread.
     public func call(
         _ method: String, _ params: JSONValue, progress: (@Sendable ([String: JSONValue]) -> Void)? = nil
@@ -126,6 +127,9 @@ public final class LocalInvoker {
         if MethodTable.methods[method]?.needsDaemon == true {
             throw RPCError.invalidParams("\(method) needs a running daemon (--socket)")
         }
+        // Here, not in assetctl alone: every caller of the library would run the policy without
+        // the refused value, or run it against a disk min_free cannot be met on.
+        if let e = refusal(method, params) { throw RPCError.application(.invalidParams, e.description) }
         var context = self.context
         context.progress = progress
         switch MethodTable.call(method, params, context) {

@@ -3,7 +3,10 @@
 // it, are refused with the daemon's own message and delete nothing; a backup, verify, stats or
 // listing never is, and the forms the message advises still run.
 
+import AssetService
+import ControlProtocol
 import Foundation
+import JSON
 import Testing
 
 @Suite struct OfflinePolicyRefusalTests {
@@ -63,5 +66,29 @@ import Testing
         }
         #expect(!h.exists(file))
         #expect(h.exists(other))
+    }
+}
+
+@Suite struct LocalInvokerRefusalTests {
+    @Test("LocalInvoker.call itself refuses enforce, evict and expire as assetctl --db does")
+    func libraryCallerRefused() throws {
+        let h = try DaemonHarness()
+        let file = try h.makeFile("kept.bin", size: 100)
+        try h.client().putFile("media", "kept", file, owner: "alice")
+        #expect(h.stop() == 0)
+        h.extraConfig = OfflinePolicyRefusalTests.refused[0].0
+        try h.writeConfig()
+        let local = try LocalInvoker(databasePath: h.database, configPath: h.configPath)
+        defer { local.close() }
+        let calls: [(String, JSONValue)] = [
+            ("policy.enforce", [:]), ("policy.expire", ["collection": "media"]), ("policy.evict", ["bytes": 1]),
+        ]
+        for (method, params) in calls {
+            let e = try #require(throws: RPCError.self) { try local.call(method, params) }
+            #expect(e.stableCode == "invalid_params" && e.message.contains("policy.max_bytes"), "\(method): \(e)")
+        }
+        #expect(h.exists(file))
+        _ = try local.call("policy.evict", ["owner": "alice"])
+        #expect(!h.exists(file))
     }
 }
