@@ -164,7 +164,8 @@ extension ConfigParser {
     }
 
     /// Warnings for legal but dangerous `[policy]` values: a byte budget or quota under 1 MiB,
-    /// a TTL under a minute, a low-water mark under half the budget. Each names the file, line
+    /// a quota for an owner no client can be, a TTL under a minute, a low-water mark under half
+    /// the budget. Each names the file, line
     /// and key, as an error does, and says when a bare number was read as bytes or seconds.
     func policyWarnings(_ value: JSONValue, _ p: PolicyConfiguration) -> [String] {
         var out = [String]()
@@ -181,6 +182,16 @@ extension ConfigParser {
         for (i, q) in p.quotas.enumerated() {
             let raw = value["quota"]?.arrayValue?[i]["max_bytes"]
             bytes(raw, q.maxBytes, "policy.quota.max_bytes", "a quota", section: "policy.quota", occurrence: i)
+            // A user name starting with "#" is now "#" and the uid (PeerIdentity): "#alice" was
+            // the name of a user whose new objects no longer count against this quota.
+            let uid = q.owner.utf8.dropFirst()
+            if q.owner.hasPrefix("#"), uid.isEmpty || !uid.allSatisfy({ (0x30...0x39).contains($0) }) {
+                warn(
+                    "policy.quota.owner",
+                    "no client is named \"\(q.owner)\": a user whose name starts with # is # and its uid (such as"
+                        + " \"#5000\"), so this quota counts only objects put under that name before; write the uid",
+                    section: "policy.quota", occurrence: i)
+            }
         }
         for (i, t) in p.ttls.enumerated() {
             for (key, d) in [("max_idle", t.maxIdle), ("max_age", t.maxAge)] {
