@@ -18,6 +18,7 @@ struct ReloadRootsTests {
     private func reload(_ h: DaemonHarness, roots: String) throws -> String {
         let before = h.log
         let text = h.configText().replacingOccurrences(of: "roots = [\"\(h.root)\"]", with: "roots = [\"\(roots)\"]")
+        #expect(text != h.configText(), "the roots line was not found to replace")
         try (text + "\n[policy]\nmin_free = \(ReloadRootsTests.minFree)\n").write(
             toFile: h.configPath, atomically: true, encoding: .utf8)
         kill(h.process!.processIdentifier, SIGHUP)  // started

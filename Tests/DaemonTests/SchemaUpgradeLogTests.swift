@@ -14,6 +14,11 @@ import Testing
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
+        // Room for the terminating NUL: a longer path would be cut short or overrun sun_path.
+        guard path.utf8.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            close(fd)
+            throw POSIXError(.ENAMETOOLONG)
+        }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             for (i, b) in path.utf8.enumerated() { raw[i] = b }
         }

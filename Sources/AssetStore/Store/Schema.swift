@@ -227,10 +227,13 @@ extension Store {
                 IndexRebuildProgress(
                     index: "file_identity (files counted once, schema v11)", done: 0, total: $0, unit: "files")
             }
+            // upTo "v10" only while v11 is not applied: GRDB stops the process on a target
+            // older than an applied migration, and migrations apply in order, so none after
+            // v10 is applied either.
             try migrateReporting(v4, progress) {
                 if v11 != nil { try migrator.migrate(pool, upTo: "v10") } else { try migrator.migrate(pool) }
             }
-            try migrateReporting(v11, progress) { try migrator.migrate(pool) }
+            if v11 != nil { try migrateReporting(v11, progress) { try migrator.migrate(pool) } }
         }
     }
 
