@@ -127,7 +127,7 @@ public final class Daemon {
             store.close()
             return 1
         }
-        SystemdNotify.send("READY=1")
+        SystemdNotify.send("READY=1\nSTATUS=serving \(config.socketPath)")  // over a rebuild's status
         logger.info("ready: serving \(config.socketPath)")
         loop.run()
         do { try loop.close() } catch { logger.warning("event loop closed with handles open: \(error)") }
@@ -292,6 +292,10 @@ public final class Daemon {
     private func reload() {
         do {
             var fresh = try DaemonConfig.load(path: configPath)
+            // Roots change only at a restart: min_free is judged on the file systems it will
+            // be enforced on, the running roots', not those the file names now.
+            let rootsChanged = fresh.roots.map { Array($0.utf8) } != config.roots.map { Array($0.utf8) }
+            fresh.roots = config.roots
             try fresh.checkMinFree()
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups
@@ -306,6 +310,9 @@ public final class Daemon {
             // Restarting an unchanged timer would push its next run out on every reload.
             if fresh.policy?.interval != interval { try startPolicyTimer() }
             logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists, log level and policies")
+            if rootsChanged {
+                logger.notice("files.roots changed: it takes effect at the next start; still managing \(config.roots)")
+            }
             for w in fresh.policyWarnings { logger.warning("\(w)") }
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")

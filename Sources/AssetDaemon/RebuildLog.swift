@@ -14,17 +14,23 @@ final class RebuildLog: Sendable {
 
     init(_ logger: Logger) { self.logger = logger }
 
-    /// Logs `p` at info: "rebuilding index I: N objects", "rebuilding index I: d/N objects",
-    /// then "rebuilt index I: N objects".
+    /// Logs `p`: "rebuilding index I: N objects" at notice (start is held up until it ends),
+    /// "rebuilding index I: d/N objects" at info, then "rebuilt index I: N objects" at info;
+    /// each also as the service's status for systemd, since READY=1 waits for them.
     func note(_ p: IndexRebuildProgress) {
         let began = running.withLock { $0.insert(p.index).inserted }
+        let line: String
         if began {
-            logger.info("rebuilding index \(p.index): \(p.total) objects")
+            line = "rebuilding index \(p.index): \(p.total) \(p.unit)\(p.total > 0 ? "; this may take a while" : "")"
+            logger.notice("\(line)")
         } else if p.done >= p.total {
             running.withLock { _ = $0.remove(p.index) }
-            logger.info("rebuilt index \(p.index): \(p.total) objects")
+            line = "rebuilt index \(p.index): \(p.total) \(p.unit)"
+            logger.info("\(line)")
         } else {
-            logger.info("rebuilding index \(p.index): \(p.done)/\(p.total) objects")
+            line = "rebuilding index \(p.index): \(p.done)/\(p.total) \(p.unit)"
+            logger.info("\(line)")
         }
+        SystemdNotify.send("STATUS=\(line)")
     }
 }

@@ -48,6 +48,9 @@ public struct DaemonConfig: Sendable {
     public var policy: PolicyConfiguration?
     /// Legal but dangerous `[policy]` values, one line each, for the log and --check-config.
     public var policyWarnings: [String] = []
+    /// The first `[policy]` value refused (a budget, quota or TTL of 0), left out of `policy`,
+    /// when read with `deferringPolicyRefusals`; otherwise such a value is thrown.
+    public var policyRefusal: ConfigError?
     /// The line of `policy.min_free`, for errors found once the roots' file systems are known.
     var minFreeLine: Int?
     /// `log.level`.
@@ -96,8 +99,10 @@ public struct DaemonConfig: Sendable {
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
-    /// Reads `path`, or the default file, or returns the embedded defaults.
-    public static func load(path: String?) throws(ConfigError) -> DaemonConfig {
+    /// Reads `path`, or the default file, or returns the embedded defaults. With
+    /// `deferringPolicyRefusals`, a refused `[policy]` value is left out and kept in
+    /// `policyRefusal` rather than thrown (`assetctl --db`: only enforce must refuse it).
+    public static func load(path: String?, deferringPolicyRefusals: Bool = false) throws(ConfigError) -> DaemonConfig {
         guard let file = path ?? defaultFile() else { return embeddedDefaults() }
         let text: String
         do {
@@ -112,7 +117,8 @@ public struct DaemonConfig: Sendable {
             if fd >= 0 { close(fd) }
             throw ConfigError(file: file, line: nil, key: nil, message: "cannot read: \(why)")
         }
-        return try ConfigParser(file: file, text: text).parse(defaults: embeddedDefaults())
+        return try ConfigParser(file: file, text: text, deferPolicyRefusals: deferringPolicyRefusals).parse(
+            defaults: embeddedDefaults())
     }
 
     /// The engine settings these imply.

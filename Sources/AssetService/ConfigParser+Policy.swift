@@ -11,8 +11,15 @@ extension ConfigParser {
         "order",
     ]
 
-    /// `[policy]` as the engine's settings.
-    func policy(_ value: JSONValue) throws(ConfigError) -> PolicyConfiguration {
+    /// A value refused as a slip (a budget, quota or TTL of 0): thrown, or with
+    /// `deferPolicyRefusals` added to `refused` and left out of the policy.
+    private func refuse(_ e: ConfigError, _ refused: inout [ConfigError]) throws(ConfigError) {
+        guard deferPolicyRefusals else { throw e }
+        refused.append(e)
+    }
+
+    /// `[policy]` as the engine's settings, without the values in `refused`.
+    func policy(_ value: JSONValue, refused: inout [ConfigError]) throws(ConfigError) -> PolicyConfiguration {
         guard let o = value.objectValue else { throw error("policy", "must be a table ([policy])") }
         for key in o.keys.sorted() where !ConfigParser.policyKeys.contains(key) {
             throw error("policy.\(key)", "unknown key", section: "policy")
@@ -28,12 +35,14 @@ extension ConfigParser {
         if let v = o["max_bytes"] {
             p.maxBytes = try size(v, "policy.max_bytes", section: "policy")
             // A budget of 0 can only be a slip, and would empty the cache at every run.
-            guard p.maxBytes != 0 else {
-                throw error(
-                    "policy.max_bytes",
-                    "must be more than 0: remove max_bytes for no budget (a budget of 0 bytes evicts every"
-                        + " object that holds a file at every run); to empty the cache once on purpose, run"
-                        + " `assetctl expire --older-than 0s`", section: "policy")
+            if p.maxBytes == 0 {
+                p.maxBytes = nil
+                try refuse(
+                    error(
+                        "policy.max_bytes",
+                        "must be more than 0: remove max_bytes for no budget (a budget of 0 bytes evicts every"
+                            + " object that holds a file at every run); to empty the cache once on purpose, run"
+                            + " `assetctl expire --older-than 0s`", section: "policy"), &refused)
             }
         }
         if let v = o["low_water"] { p.lowWater = try lowWater(v) }
@@ -51,8 +60,8 @@ extension ConfigParser {
             }
             p.order = order
         }
-        if let v = o["quota"] { p.quotas = try quotas(v) }
-        if let v = o["ttl"] { p.ttls = try ttls(v) }
+        if let v = o["quota"] { p.quotas = try quotas(v, refused: &refused) }
+        if let v = o["ttl"] { p.ttls = try ttls(v, refused: &refused) }
         return p
     }
 
@@ -73,7 +82,9 @@ extension ConfigParser {
         return share
     }
 
-    private func quotas(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.Quota] {
+    private func quotas(
+        _ value: JSONValue, refused: inout [ConfigError]
+    ) throws(ConfigError) -> [PolicyConfiguration.Quota] {
         guard let items = value.arrayValue else {
             throw error("policy.quota", "must be an array of tables ([[policy.quota]])", section: "policy")
         }
@@ -96,18 +107,21 @@ extension ConfigParser {
             }
             let bytes = try size(max, "\(s).max_bytes", section: s, occurrence: n)
             guard bytes > 0 else {
-                throw error(
-                    "\(s).max_bytes",
-                    "must be more than 0: remove this [[policy.quota]] for no quota (a quota of 0 bytes evicts"
-                        + " every object of \"\(owner)\" that holds a file at every run); to evict them once on"
-                        + " purpose, run `assetctl evict --owner \(owner)`", section: s, occurrence: n)
+                try refuse(
+                    error(
+                        "\(s).max_bytes",
+                        "must be more than 0: remove this [[policy.quota]] for no quota (a quota of 0 bytes evicts"
+                            + " every object of \"\(owner)\" that holds a file at every run); to evict them once on"
+                            + " purpose, run `assetctl evict --owner \(owner)`", section: s, occurrence: n), &refused)
+                continue
             }
             out.append(.init(owner: owner, maxBytes: bytes))
         }
         return out
     }
 
-    private func ttls(_ value: JSONValue) throws(ConfigError) -> [PolicyConfiguration.TTL] {
+    private func ttls(_ value: JSONValue, refused: inout [ConfigError]) throws(ConfigError) -> [PolicyConfiguration.TTL]
+    {
         guard let items = value.arrayValue else {
             throw error("policy.ttl", "must be an array of tables ([[policy.ttl]])", section: "policy")
         }
@@ -131,14 +145,18 @@ extension ConfigParser {
                 throw error("\(s).max_idle", "each [[policy.ttl]] needs max_idle or max_age", section: s, occurrence: n)
             }
             // A TTL of 0s expires the whole collection at every run (min_age aside).
-            for (key, d) in [("max_idle", ttl.maxIdle), ("max_age", ttl.maxAge)] where d == 0 {
-                throw error(
-                    "\(s).\(key)",
-                    "must be longer than 0s: remove \(key) to never expire by \(key == "max_idle" ? "idle time" : "age")"
-                        + " (this [[policy.ttl]] if it has no \(key == "max_idle" ? "max_age" : "max_idle"); a TTL of"
-                        + " 0s expires every object of \"\(collection)\" at every run); to expire them once on"
-                        + " purpose, run"
-                        + " `assetctl expire --collection \(collection) --older-than 0s`", section: s, occurrence: n)
+            let zero = [("max_idle", ttl.maxIdle), ("max_age", ttl.maxAge)].first { $0.1 == 0 }?.0
+            if let key = zero {
+                try refuse(
+                    error(
+                        "\(s).\(key)",
+                        "must be longer than 0s: remove \(key) to never expire by"
+                            + " \(key == "max_idle" ? "idle time" : "age") (this [[policy.ttl]] if it has no"
+                            + " \(key == "max_idle" ? "max_age" : "max_idle"); a TTL of 0s expires every object of"
+                            + " \"\(collection)\" at every run); to expire them once on purpose, run"
+                            + " `assetctl expire --collection \(collection) --older-than 0s`", section: s,
+                        occurrence: n), &refused)
+                continue
             }
             out.append(ttl)
         }
@@ -146,7 +164,8 @@ extension ConfigParser {
     }
 
     /// Warnings for legal but dangerous `[policy]` values: a byte budget or quota under 1 MiB,
-    /// a TTL under a minute, a low-water mark under half the budget. Each names the file, line
+    /// a quota for an owner no client can be, a TTL under a minute, a low-water mark under half
+    /// the budget. Each names the file, line
     /// and key, as an error does, and says when a bare number was read as bytes or seconds.
     func policyWarnings(_ value: JSONValue, _ p: PolicyConfiguration) -> [String] {
         var out = [String]()
@@ -163,6 +182,16 @@ extension ConfigParser {
         for (i, q) in p.quotas.enumerated() {
             let raw = value["quota"]?.arrayValue?[i]["max_bytes"]
             bytes(raw, q.maxBytes, "policy.quota.max_bytes", "a quota", section: "policy.quota", occurrence: i)
+            // A user name starting with "#" is now "#" and the uid (PeerIdentity): "#alice" was
+            // the name of a user whose new objects no longer count against this quota.
+            let uid = q.owner.utf8.dropFirst()
+            if q.owner.hasPrefix("#"), uid.isEmpty || !uid.allSatisfy({ (0x30...0x39).contains($0) }) {
+                warn(
+                    "policy.quota.owner",
+                    "no client is named \"\(q.owner)\": a user whose name starts with # is # and its uid (such as"
+                        + " \"#5000\"), so this quota counts only objects put under that name before; write the uid",
+                    section: "policy.quota", occurrence: i)
+            }
         }
         for (i, t) in p.ttls.enumerated() {
             for (key, d) in [("max_idle", t.maxIdle), ("max_age", t.maxAge)] {

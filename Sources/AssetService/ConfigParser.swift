@@ -9,6 +9,9 @@ import TOMLKit
 struct ConfigParser {
     let file: String
     let text: String
+    /// Refused `[policy]` values are left out and kept in `policyRefusal` instead of thrown:
+    /// for `assetctl --db`, whose commands other than enforce run no policy.
+    var deferPolicyRefusals = false
 
     static let sections: [String: Set<String>] = [
         "store": ["path", "durability", "reserve", "coalesce_wal", "access_flush"],
@@ -44,8 +47,10 @@ struct ConfigParser {
             case "collections": try collections(value, into: &c)
             case "indexes": try indexes(value, into: &c)
             case "policy":
-                let p = try policy(value)
+                var refused = [ConfigError]()
+                let p = try policy(value, refused: &refused)
                 c.policy = p
+                c.policyRefusal = refused.first
                 c.policyWarnings = policyWarnings(value, p)
                 c.minFreeLine = line(of: "policy.min_free", section: "policy")
             default:

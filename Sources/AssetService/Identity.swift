@@ -53,12 +53,17 @@ public struct PeerIdentity: Sendable {
         (self.uid, self.gid, self.userName, self.gids, self.groupNames) = (uid, gid, userName, gids, groupNames)
     }
 
-    /// The owner name of `uid`: its user name from the user database if that is valid UTF-8,
-    /// else `#` and the uid, which `useradd` refuses in a name. Repairing a name (U+FFFD for each
-    /// bad byte) made `a\xff` and `a\xfe` one owner, and the uid as text made a uid without a
-    /// passwd entry the owner of a user named so.
+    /// The owner name of `uid`: its user name from the user database if that is valid UTF-8
+    /// and does not start with `#`, else `#` and the uid. Repairing a name (U+FFFD for each bad
+    /// byte) made `a\xff` and `a\xfe` one owner, and the uid as text made a uid without a
+    /// passwd entry the owner of a user named so; `useradd` refuses `#` in a name, but another
+    /// user database may hold one, and a user named `#1001` would be uid 1001's owner.
     static func ownerName(uid: UInt32, passwdName: UnsafePointer<CChar>?) -> String {
-        if let passwdName, passwdName.pointee != 0, let s = String(validatingCString: passwdName) { return s }
+        if let passwdName, passwdName.pointee != 0, passwdName.pointee != CChar(UInt8(ascii: "#")),
+            let s = String(validatingCString: passwdName)
+        {
+            return s
+        }
         return "#\(uid)"
     }
 

@@ -13,15 +13,19 @@ public final class LocalInvoker {
     /// True when another process holds the database (reads only).
     public var isReadOnly: Bool { store.isReadOnly }
     private let context: MethodContext
-    /// Why `policy.enforce` must not run with this config (a min_free past a root's disk).
+    /// Why `policy.enforce` must not run with this config (a value refused as a slip, or a
+    /// min_free past a root's disk).
     public private(set) var enforceRefusal: ConfigError?
+    /// The `[policy]` value refused as a slip, left out of the policy the store runs.
+    private var policyRefusal: ConfigError?
     /// What to say before `policy.enforce` runs (a min_free that may not be met).
     public private(set) var enforceWarnings: [String] = []
 
     /// Opens `databasePath` with the settings of `configPath` (or the default config file,
     /// or the embedded defaults) for roots and durability.
     public init(databasePath: String, configPath: String?) throws {
-        let config = try DaemonConfig.load(path: configPath)
+        // A value refused as a slip is left out of the policy, and only enforce is refused for it.
+        let config = try DaemonConfig.load(path: configPath, deferringPolicyRefusals: true)
         // Judged as assetd judges them; only the daemon's start creates its default root.
         do {
             try config.prepareRoots(create: false)
@@ -31,14 +35,16 @@ public final class LocalInvoker {
             throw error  // never without `create`
         }
         // Only enforce runs the configured policy; a backup, verify or restore of a store whose
-        // disk has changed since must never be refused for it.
+        // disk has changed since, or whose file has a refused value, must never be refused for it.
+        policyRefusal = config.policyRefusal
+        enforceRefusal = config.policyRefusal
         var judged = config
         do {
             let before = judged.policyWarnings.count
             try judged.checkMinFree()
             enforceWarnings = Array(judged.policyWarnings.dropFirst(before))
         } catch {
-            enforceRefusal = error
+            enforceRefusal = enforceRefusal ?? error
         }
         var sc = config.storeConfiguration()
         // Opening unlinks nothing: the file may be a backup copy, or a database whose roots
@@ -61,6 +67,20 @@ public final class LocalInvoker {
         let user = StoreConfiguration.processUserName()
         context = MethodContext(
             store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
+    }
+
+    /// Why `method` with `params` must not run with this config, if it must not. Besides
+    /// enforce, an evict with no owner and an expire with no duration run the configured
+    /// quotas or TTLs: with a value refused, they would run the others as if it were not there.
+    /// The forms the refusal advises (`evict --owner`, `expire --older-than`) do not.
+    public func refusal(_ method: String, _ params: JSONValue) -> ConfigError? {
+        func given(_ key: String) -> Bool { params[key].map { $0 != .null } ?? false }
+        switch method {
+        case "policy.enforce": return enforceRefusal
+        case "policy.evict" where !given("owner"): return policyRefusal
+        case "policy.expire" where !given("older_than") && !given("idle"): return policyRefusal
+        default: return nil
+        }
     }
 
     /// Whether `a` and `b` name one file (device and inode: symlinks and hard links too); a
@@ -98,7 +118,8 @@ public final class LocalInvoker {
     public func close() { store.close() }
 
     /// Runs one method as the daemon would; those that need a running daemon (`shutdown`,
-    /// `watch`: the table says which) are refused.
+    /// `watch`: the table says which) are refused, and so are those `refusal` names (with
+    /// `invalid_params` and the config error as the message).
     /// `progress` gets the `{phase, done, total}` reports of long methods, on this thread.
     public func call(
         _ method: String, _ params: JSONValue, progress: (@Sendable ([String: JSONValue]) -> Void)? = nil
@@ -106,6 +127,9 @@ public final class LocalInvoker {
         if MethodTable.methods[method]?.needsDaemon == true {
             throw RPCError.invalidParams("\(method) needs a running daemon (--socket)")
         }
+        // Here, not in assetctl alone: every caller of the library would run the policy without
+        // the refused value, or run it against a disk min_free cannot be met on.
+        if let e = refusal(method, params) { throw RPCError.application(.invalidParams, e.description) }
         var context = self.context
         context.progress = progress
         switch MethodTable.call(method, params, context) {

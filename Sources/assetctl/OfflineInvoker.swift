@@ -29,10 +29,8 @@ struct OfflineInvoker: Invoker {
     func restore() throws(RPCError) -> String? { try local.restore() }
 
     func call(_ method: String, _ params: JSONValue, progress: (@Sendable (JSONValue) -> Void)?) throws -> JSONValue {
-        if method == "policy.enforce" {
-            if let e = local.enforceRefusal { throw CLIFailure(e.description, status: ExitStatus.configuration) }
-            for w in local.enforceWarnings { Console.error("warning: \(w)") }
-        }
+        if let e = local.refusal(method, params) { throw CLIFailure(e.description, status: ExitStatus.configuration) }
+        if method == "policy.enforce" { for w in local.enforceWarnings { Console.error("warning: \(w)") } }
         var forward: (@Sendable ([String: JSONValue]) -> Void)?
         if let progress { forward = { fields in progress(.object(fields)) } }
         return try local.call(method, params, progress: forward)
@@ -47,7 +45,8 @@ enum DaemonSettings {
 
     static func socketPath(configPath path: String) throws(CLIFailure) -> String {
         do {
-            return try DaemonConfig.load(path: path).socketPath
+            // Only the socket: a [policy] value refused as a slip must not stop talking to the daemon.
+            return try DaemonConfig.load(path: path, deferringPolicyRefusals: true).socketPath
         } catch {
             throw CLIFailure(error.description, status: ExitStatus.configuration)
         }

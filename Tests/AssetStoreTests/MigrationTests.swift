@@ -87,6 +87,8 @@ struct MigrationTests {
         #expect(
             reported.withLock { $0 } == [
                 "default (moved onto the object rows, once) 0/2", "default (moved onto the object rows, once) 2/2",
+                "file_identity (files counted once, schema v11) 0/1",
+                "file_identity (files counted once, schema v11) 1/1",
             ])
         try store.read { r in
             let db = r.db

@@ -1,6 +1,7 @@
-// Who a peer is as an owner: its user database name when that is valid UTF-8, else `#` and its
-// uid. A repaired name (U+FFFD for each bad byte) made two users one owner, and a uid without
-// a passwd entry, named by its digits, was the owner of a user named so.
+// Who a peer is as an owner: its user database name when that is valid UTF-8 and does not
+// start with `#`, else `#` and its uid. A repaired name (U+FFFD for each bad byte) made two
+// users one owner, a uid without a passwd entry, named by its digits, was the owner of a user
+// named so, and a user named `#1001` was uid 1001's owner.
 
 @testable import AssetService
 import Foundation
@@ -22,6 +23,24 @@ import Testing
         #expect(name(1003, Array("café".utf8)) == "café")
         #expect(name(1004, []) == "#1004")
         #expect(PeerIdentity.ownerName(uid: 1005, passwdName: nil) == "#1005")
+    }
+
+    @Test("a passwd name starting with # is # and the uid too, so no user is named as another uid")
+    func hashName() {
+        func name(_ uid: UInt32, _ bytes: [UInt8]) -> String {
+            (bytes.map(CChar.init(bitPattern:)) + [0]).withUnsafeBufferPointer {
+                PeerIdentity.ownerName(uid: uid, passwdName: $0.baseAddress)
+            }
+        }
+        #expect(name(1006, Array("#1001".utf8)) == "#1006")
+        #expect(name(1007, [0x23]) == "#1007")
+        #expect(name(1008, [0x23, 0xFF]) == "#1008")
+        #expect(name(1009, Array("a#1001".utf8)) == "a#1001")
+        // Every name a uid can get is its own: none is another uid's `#` form.
+        let given = [(1001, [0x61, 0xFF]), (1006, Array("#1001".utf8)), (1009, Array("#1009".utf8))].map {
+            name(UInt32($0.0), $0.1)
+        }
+        #expect(Set(given).count == given.count, "\(given)")
     }
 
     @Test("a uid without a passwd entry is # and the uid, and has only its own gid")

@@ -65,6 +65,12 @@ import Testing
         ("[policy]\nmax_bytes = 10\n", 2, "policy.max_bytes", "write \"10GiB\""),
         ("[policy]\nmax_bytes = \"512KiB\"\n", 2, "policy.max_bytes", "a budget of 524288 bytes"),
         ("[policy]\n[[policy.quota]]\nowner = \"bob\"\nmax_bytes = 1000\n", 4, "policy.quota.max_bytes", "a quota"),
+        // Peer names: a user named "#alice" is "#" and its uid now, never "#alice".
+        (
+            "[policy]\n[[policy.quota]]\nowner = \"#alice\"\nmax_bytes = \"1GiB\"\n", 3, "policy.quota.owner",
+            "write the uid"
+        ),
+        ("[policy]\n[[policy.quota]]\nowner = \"#\"\nmax_bytes = \"1GiB\"\n", 3, "policy.quota.owner", "no client"),
         (
             "[policy]\n[[policy.ttl]]\ncollection = \"thumbs\"\nmax_idle = 30\n", 4, "policy.ttl.max_idle",
             "write \"30d\""
@@ -91,6 +97,9 @@ import Testing
             min_free  = "5GiB"
               [[policy.quota]]
               owner     = "alice"
+              max_bytes = "100GiB"
+              [[policy.quota]]
+              owner     = "#5000"
               max_bytes = "100GiB"
               [[policy.ttl]]
               collection = "thumbs"

@@ -139,8 +139,10 @@ public struct IndexDefinition: Sendable, Hashable {
 public struct IndexRebuildProgress: Sendable {
     /// The index being rebuilt.
     public var index: String
-    /// Objects looked at so far.
+    /// Objects (or `unit`) looked at so far.
     public var done: Int
-    /// Objects to look at.
+    /// Objects (or `unit`) to look at.
     public var total: Int
+    /// What `done` and `total` count: "objects", or "files" for an index on the registry.
+    public var unit = "objects"
 }

@@ -199,24 +199,56 @@ enum Schema {
 }
 
 extension Store {
-    /// Brings the schema up to date. The one long step, v4 on a database that has the old
-    /// index table (a rewrite of every object with files: about 6 s per million), is
-    /// reported as a rebuild of the built-in index, so the daemon logs it.
+    /// Brings the schema up to date. The long steps are reported as rebuilds, so the daemon
+    /// logs them before its start looks hung: v4 on a database that has the old index table
+    /// (a rewrite of every object with files: about 6 s per million), and v11 on a store that
+    /// has a file registry (an index on every row of it, in one statement).
     func migrate(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         let migrator = Schema.migrator()
         try Store.mapErrors {
-            let objects = try pool.read { db -> Int? in
-                guard try db.tableExists("index_default"), try !migrator.appliedIdentifiers(db).contains("v4") else {
-                    return nil
+            let (objects, files) = try pool.read { db -> (Int?, Int?) in
+                let applied = try migrator.appliedIdentifiers(db)
+                var objects: Int?
+                if try db.tableExists("index_default"), !applied.contains("v4") {
+                    objects = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0
                 }
-                return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0
+                var files: Int?
+                if !applied.isEmpty, !applied.contains("v11") {
+                    files = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0
+                }
+                return (objects, files)
             }
-            let name = IndexDefinition.defaultName + " (moved onto the object rows, once)"
-            if let objects { progress?(IndexRebuildProgress(index: name, done: 0, total: objects)) }
-            // A schema upgrade on a full disk (ALTER TABLEs write pages to the WAL) goes through
-            // the reserve, as the open does: a daemon that cannot start cannot free space.
-            try freeingSpace("the schema upgrade") { try Store.mapErrors { try migrator.migrate(pool) } }
-            if let objects { progress?(IndexRebuildProgress(index: name, done: objects, total: objects)) }
+            // Each reported as it runs: up to v10 (v4's rewrite with it), then the rest.
+            let v4 = objects.map {
+                IndexRebuildProgress(
+                    index: IndexDefinition.defaultName + " (moved onto the object rows, once)", done: 0, total: $0)
+            }
+            let v11 = files.map {
+                IndexRebuildProgress(
+                    index: "file_identity (files counted once, schema v11)", done: 0, total: $0, unit: "files")
+            }
+            // upTo "v10" only while v11 is not applied: GRDB stops the process on a target
+            // older than an applied migration, and migrations apply in order, so none after
+            // v10 is applied either.
+            try migrateReporting(v4, progress) {
+                if v11 != nil { try migrator.migrate(pool, upTo: "v10") } else { try migrator.migrate(pool) }
+            }
+            if v11 != nil { try migrateReporting(v11, progress) { try migrator.migrate(pool) } }
+        }
+    }
+
+    /// Runs `body` (a schema upgrade) between reports of `step`'s start and end, if any.
+    private func migrateReporting(
+        _ step: IndexRebuildProgress?, _ progress: (@Sendable (IndexRebuildProgress) -> Void)?,
+        _ body: () throws -> Void
+    ) throws {
+        if let step { progress?(step) }
+        // A schema upgrade on a full disk (ALTER TABLEs write pages to the WAL) goes through
+        // the reserve, as the open does: a daemon that cannot start cannot free space.
+        try freeingSpace("the schema upgrade") { try Store.mapErrors { try body() } }
+        if var step {
+            step.done = step.total
+            progress?(step)
         }
     }
 }

@@ -1,0 +1,76 @@
+// A store from before schema v11 gets the index file_identity over its whole file registry at
+// start, before READY=1: a large one looks hung unless the daemon says what it is doing, in
+// its log (notice) and as its systemd status.
+
+@testable import AssetStore
+import Foundation
+import GRDB
+import Testing
+
+@Suite struct SchemaUpgradeLogTests {
+    /// A datagram socket bound at `path`, as systemd's NOTIFY_SOCKET.
+    private func notifySocket(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        // Room for the terminating NUL: a longer path would be cut short or overrun sun_path.
+        guard path.utf8.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            close(fd)
+            throw POSIXError(.ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        return fd
+    }
+
+    /// The datagrams queued on `fd`.
+    private func datagrams(_ fd: Int32) -> [String] {
+        var out = [String]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            guard n > 0 else { return out }
+            out.append(String(decoding: buffer[0..<n], as: UTF8.self))
+        }
+    }
+
+    @Test("the upgrade to v11 logs the index it builds and the rows, and tells systemd, before READY")
+    func upgradeSaysSo() throws {
+        let h = try DaemonHarness(start: false)
+        try FileManager.default.createDirectory(
+            atPath: (h.database as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let pool = try DatabasePool(path: h.database)
+        try Schema.migrator().migrate(pool, upTo: "v10")
+        try pool.write { db in
+            for i in 0..<3 {
+                try db.execute(
+                    sql: "INSERT INTO file (path, size, device, inode, missing, first_seen) VALUES (?, 10, 7, ?, 0, 0)",
+                    arguments: ["\(h.root)/n\(i)", 40 + i])
+            }
+        }
+        try pool.close()
+        let fd = try notifySocket(h.dir + "/notify.sock")
+        defer { close(fd) }
+        h.environment["NOTIFY_SOCKET"] = h.dir + "/notify.sock"
+        try h.start()
+        let line = "rebuilding index file_identity (files counted once, schema v11): 3 files; this may take a while"
+        let logged = h.log.split(separator: "\n").filter { $0.contains(line) }
+        #expect(logged.count == 1 && logged.first?.contains(" notice ") == true, "\(h.log)")
+        let sent = datagrams(fd)
+        let status = try #require(sent.firstIndex { $0 == "STATUS=" + line }, "\(sent)")
+        let ready = try #require(sent.firstIndex { $0.hasPrefix("READY=1") }, "\(sent)")
+        #expect(status < ready)
+        #expect(sent[ready].contains("STATUS=serving"), "\(sent)")
+    }
+}
