@@ -102,13 +102,24 @@ enum RowClaim: Equatable {
 extension RegisteredFile {
     /// Makes this row, being queued, name the file the deleting commit means: one registered
     /// before it existed is the one there now; one with a claim is the file there its claim
-    /// covers, else nothing, or the one recorded while its root is away.
-    mutating func identify(_ store: Store, claim: RowClaim) {
-        guard let root = store.roots.root(of: path) else { return }
+    /// covers, else nothing, or the one recorded while its root is away. Returns the errno
+    /// when the look ended on a transient error (`FileProbe.isTransient`): nothing is known
+    /// then, so the row keeps what it recorded and owes the look (`owed`), which the sweep
+    /// takes again before the unlink.
+    @discardableResult
+    mutating func identify(_ store: Store, claim: RowClaim) -> Int32? {
+        guard let root = store.roots.root(of: path) else { return nil }
+        owed = nil
         switch claim {
         case .none:
-            guard device == nil, let state = FileProbe.identity(path: path, root: root, roots: store.roots) else {
-                return
+            guard device == nil else { return nil }
+            let state: FileState
+            do {
+                state = try FileProbe.probe(path: path, root: root, roots: store.roots)
+            } catch {
+                // Anything but a transient error (a symlink or a mount on the way, not a
+                // regular file): nothing there to take, the recorded nothing kept.
+                return owe(error.transientErrno, claim)
             }
             take(state)
         case .unidentifiable:
@@ -119,18 +130,36 @@ extension RegisteredFile {
             // sweep, which keeps the row while the root is away.
             switch store.roots.pins.open(root, flags: SafeUnlinker.oPath) {
             case .folder(let fd): close(fd)
-            case .moved, .failed: return
+            case .moved: return nil
+            case .failed(let e): return owe(FileProbe.isTransient(e) ? e : nil, claim)
             }
             // Below it, anything but a file the claim covers (a refusal, nothing there, a
             // symlink, a folder renamed away as the rule runs) is nothing to unlink: the sweep
             // does not judge, so a recorded inode kept here could be unlinked under another
-            // user's name once the path is put back.
+            // user's name once the path is put back. A transient error is none of these.
             let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
-            guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check),
-                state.exists
-            else { return forget() }
+            let state: FileState
+            do {
+                state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
+            } catch {
+                if let e = error.transientErrno { return owe(e, claim) }
+                forget()
+                return nil
+            }
+            guard state.exists else {
+                forget()
+                return nil
+            }
             take(state)
         }
+        return nil
+    }
+
+    /// A look that ended on `e`, if transient: owed, with the claim to judge it by.
+    private mutating func owe(_ e: Int32?, _ claim: RowClaim) -> Int32? {
+        guard let e else { return nil }
+        owed = (claim.owedText, "the look before queueing: \(errnoDescription(e))")
+        return e
     }
 
     /// No file to unlink: the queue row's NULL identity matches none.
@@ -145,4 +174,19 @@ extension RegisteredFile {
         inode = state.inode
         stamp = state.stamp
     }
+}
+
+extension RowClaim {
+    /// As a queue row that owes its file's look keeps it (`unlink_queue.identify`): "" for
+    /// none, else the claim's text.
+    var owedText: String {
+        switch self {
+        case .none: return ""
+        case .claim(let c): return c.text
+        case .unidentifiable: return "-"  // never owed: never looked at
+        }
+    }
+
+    /// From `owedText`.
+    init(owedText: String) { self = owedText.isEmpty ? .none : RowClaim(text: owedText) }
 }

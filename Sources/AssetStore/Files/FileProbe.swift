@@ -49,6 +49,10 @@ enum FileProbe {
         stepped(root, root)
         // Checked on the walk's descriptors: the openat2 below opens no folder to judge.
         if let check { return try walk(path: path, root: root, roots: roots, check: check) }
+        // A test failing the walk's opens takes the walk.
+        if anyStepHook.load(ordering: .relaxed), openFailures.withLock({ $0[root] != nil }) {
+            return try walk(path: path, root: root, roots: roots)
+        }
         // A regular file reached beneath the root in one openat2, the common case: nine system
         // calls however deep the path. Anything else is told apart by the walk.
         switch OpenBeneath.probe(path, rootLength: root.utf8.count, pin: roots.pins.pin(of: root)) {
@@ -78,6 +82,7 @@ enum FileProbe {
             // EACCES) says nothing about the file.
             if e == ENOENT, check == nil { return .missing }
             throw StoreError(.permissionDenied, "cannot open the root \(root): \(String(cString: strerror(e)))")
+                .failing(e)
         }
         defer { close(fd) }
         // The root is configuration: its own mount is fine, only crossing below it is not.
@@ -104,13 +109,14 @@ enum FileProbe {
             }
             prefix += "/" + name
             let next = openat(fd, name, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0 {
-                let e = errno
+            if next < 0 || Self.failsOpen(root, prefix, next) {
+                let e = next < 0 ? errno : Self.injected(root, prefix)
                 if e == ENOENT || e == ENOTDIR {
                     // Nothing there yet: judged on the nearest folder that exists.
                     return try missing(check, path, folder, folders)
                 }
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e)))")
+                    .failing(e)
             }
             close(fd)
             fd = next
@@ -119,6 +125,7 @@ enum FileProbe {
             case .success(let s): st = s
             case .failure(let e):
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e.code)))")
+                    .failing(e.code)
             }
             FileProbe.stepped(root, prefix)
             seen = st
@@ -163,8 +170,10 @@ enum FileProbe {
     ) throws(StoreError) -> Judged {
         var s = stat()
         guard fstat(fd, &s) == 0 else {
+            let e = errno
             throw StoreError(
-                .permissionDenied, "cannot inspect \(at): \(String(cString: strerror(errno)))", detail: .string(path))
+                .permissionDenied, "cannot inspect \(at): \(String(cString: strerror(e)))", detail: .string(path)
+            ).failing(e)
         }
         guard folder else { return (at, s, false) }
         // Read through /proc, as the descriptor is O_PATH; one that cannot be read is
@@ -205,6 +214,28 @@ enum FileProbe {
     /// True once a test set a hook: the walk does not lock for none.
     static let anyStepHook = Atomic<Bool>(false)
 
+    /// Tests: by root, the errno the walk's open of each path gets instead of its own (nil:
+    /// its own), as a full descriptor table would fail it; set with `anyStepHook`.
+    static let openFailures = Mutex<[String: @Sendable (String) -> Int32?]>([:])
+
+    /// True when a test fails the open of `path` (below `root`): `opened` is closed.
+    private static func failsOpen(_ root: String, _ path: String, _ opened: Int32) -> Bool {
+        guard anyStepHook.load(ordering: .relaxed), injected(root, path) != 0 else { return false }
+        close(opened)
+        return true
+    }
+
+    private static func injected(_ root: String, _ path: String) -> Int32 {
+        openFailures.withLock { $0[root] }?(path) ?? 0
+    }
+
+    /// An errno that says nothing about the file: the process or the system short of
+    /// descriptors or memory, an I/O error, an interrupted or would-block call. A look that
+    /// ends on one is tried again later, never taken as "gone" or "not the caller's".
+    static func isTransient(_ e: Int32) -> Bool {
+        e == EMFILE || e == ENFILE || e == ENOMEM || e == EIO || e == EINTR || e == EAGAIN
+    }
+
     private static func stepped(_ root: String, _ path: String) {
         guard anyStepHook.load(ordering: .relaxed) else { return }
         stepHooks.withLock { $0[root] }?(path)
@@ -222,4 +253,16 @@ enum FileProbe {
     static func identity(path: String, root: String, roots: ManagedRoots) -> FileState? {
         try? probe(path: path, root: root, roots: roots)
     }
+}
+
+extension StoreError {
+    /// This error, caused by a system call that failed with `e`.
+    func failing(_ e: Int32) -> StoreError {
+        var error = self
+        error.systemError = e
+        return error
+    }
+
+    /// The transient errno that ended a file's look, if that is what ended it.
+    var transientErrno: Int32? { systemError.flatMap { FileProbe.isTransient($0) ? $0 : nil } }
 }

@@ -150,6 +150,7 @@ extension Store {
             // Each thread its own unlinker: it caches the folder it has open.
             let unlinker = SafeUnlinker(roots: roots)
             return targets[slice].map { t in
+                if let decided = t.decided { return decided }
                 beforeUnlink?(t.path)
                 return leases.unlessLeased(file: t.path) {
                     guard let root = t.root else { return UnlinkOutcome.notUnderRoot }

@@ -19,6 +19,8 @@ struct UnlinkTarget: Sendable {
     var size: Int64?
     /// The number `device`'s filesystem has now, if a root's was renumbered (either tells the file).
     var deviceNow: Int64?
+    /// Set when its outcome is known without an unlink: its look failed again.
+    var decided: UnlinkOutcome? = nil
 }
 
 /// One row of the unlink queue.
@@ -30,6 +32,9 @@ struct QueuedUnlink {
     var attempts: Int
     var stamp: FileStamp
     var size: Int64?
+    /// The claim its file's look, owed since it ended on a transient error, is judged by
+    /// (`RowClaim.owedText`); nil once looked at.
+    var owed: String?
 }
 
 /// Queue rows taken in a write transaction, and what to do with each.
@@ -62,7 +67,7 @@ extension Store {
         var rows = [QueuedUnlink]()
         try db.cachedStatement(
             sql: """
-                SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
+                SELECT id, path, device, inode, attempts, birth, generation, ctime, size, identify FROM unlink_queue
                 WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0 AND next_attempt < ?))
                 ORDER BY id LIMIT ?
                 """
@@ -75,7 +80,7 @@ extension Store {
                     id: r.int64(0), path: path, device: optional(2), inode: optional(3),
                     attempts: Int(r.int64(4)),
                     stamp: FileStamp(birth: optional(5), generation: optional(6), ctime: optional(7)),
-                    size: optional(8)))
+                    size: optional(8), owed: r.isNull(9) ? nil : r.text(9)))
         }
         let paths = JSONValue.array(rows.map { .string($0.path) }).serialized()
         // Taken again by a later transaction (transactions cancel such rows; this is the check
@@ -100,20 +105,42 @@ extension Store {
         let kept = b.keepsSome
         b.targetIDs.reserveCapacity(rows.count)
         b.targets.reserveCapacity(rows.count)
-        for row in rows {
+        for var row in rows {
             if kept {
                 let bytes = Array(row.path.utf8)
                 if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
             }
             b.targetIDs.append(row.id)
             if known[row.id] != nil { continue }
+            let failed = try row.owed == nil ? nil : lookAgain(&row, db)
             // Recorded before its filesystem was numbered anew: the device it has now too.
             b.targets.append(
                 UnlinkTarget(
                     path: row.path, root: roots.root(of: row.path), device: row.device, inode: row.inode,
-                    stamp: row.stamp, size: row.size, deviceNow: row.device.flatMap { renumbered[$0] }))
+                    stamp: row.stamp, size: row.size, deviceNow: row.device.flatMap { renumbered[$0] },
+                    decided: failed.map { .failed(errno: $0, call: "the look before the unlink") }))
         }
         return b
+    }
+
+    /// The look at a queued file its deleting commit could not take (a transient error),
+    /// taken now, as that commit would have, and recorded in its row; the errno when it ends
+    /// on a transient error again (the row is then retried as a failed unlink).
+    private func lookAgain(_ row: inout QueuedUnlink, _ db: Database) throws -> Int32? {
+        guard let owed = row.owed else { return nil }
+        var file = RegisteredFile(
+            path: row.path, size: row.size ?? 0, device: row.device, inode: row.inode, stamp: row.stamp)
+        if let e = file.identify(self, claim: RowClaim(owedText: owed)) { return e }
+        (row.device, row.inode, row.stamp, row.owed) = (file.device, file.inode, file.stamp, nil)
+        try db.cachedStatement(
+            sql: """
+                UPDATE unlink_queue SET device = ?, inode = ?, birth = ?, generation = ?, ctime = ?, identify = NULL
+                WHERE id = ?
+                """
+        ).execute(arguments: [
+            file.device, file.inode, file.stamp.birth, file.stamp.generation, file.stamp.ctime, row.id,
+        ])
+        return nil
     }
 
     /// Records the batch's outcomes (one per `targetIDs` entry, nil where a lease came first)
