@@ -1,20 +1,24 @@
 // A queued file whose look (FileClaim.identify) ends on a transient error (EMFILE, EIO) is not
 // taken as gone or as not the caller's: its row owes the look, the sweep takes it again, and
 // fails and backs off while it still cannot. The EMFILE is the walk's open failed through its
-// test hook (`FileProbe.openFailures`): a real one needs a full descriptor table, which would
-// fail every other test running in this process at the same time.
+// test hook (`FileProbe.lookFailures`): a real one needs a full descriptor table, which would
+// fail every other test running in this process at the same time. A look taken late takes
+// only a file older than the look, by a margin (OwedLook.swift): tests that mean the file
+// made before the delete to be taken date the owed look later (`oweLater`).
 
+import GRDB
 import Glibc
 import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
 
 @Suite struct TransientLookTests {
-    /// Runs `body` with the walk's open of `path` (below `root`) failing with `e`.
-    func failingOpen<T>(_ root: String, _ path: String, _ e: Int32, _ body: () throws -> T) rethrows -> T {
-        FileProbe.openFailures.withLock { $0[root] = { $0 == path ? e : nil } }
+    /// Runs `body` with the walk's look at `path` (below `root`, or the root's statx) failing
+    /// with `e`.
+    func failing<T>(_ root: String, _ path: String, _ e: Int32, _ body: () throws -> T) rethrows -> T {
+        FileProbe.lookFailures.withLock { $0[root] = { $0 == path ? e : nil } }
         FileProbe.anyStepHook.store(true, ordering: .relaxed)
-        defer { FileProbe.openFailures.withLock { $0[root] = nil } }
+        defer { FileProbe.lookFailures.withLock { $0[root] = nil } }
         return try body()
     }
 
@@ -32,10 +36,11 @@ import AssetStoreTestSupport
         let path = f.root + "/a/later.bin"
         try f.hold(path, key: "k")
         _ = try f.makeFile("a/later.bin")
-        let queued = try failingOpen(f.root, path, EMFILE) { try f.delete(ref("c", "k")).filesQueued }
+        let queued = try failing(f.root, path, EMFILE) { try f.delete(ref("c", "k")).filesQueued }
         #expect(queued == [path])
         let row = try #require(try f.store.pending().first)
         #expect(row.lastError?.contains("EMFILE") == true, "\(String(describing: row.lastError))")
+        try f.oweLater()
         let sweep = try f.store.sweep()
         #expect(sweep.unlinked == [path], "skipped: \(sweep.skipped)")
         #expect(!f.exists(path))
@@ -46,8 +51,9 @@ import AssetStoreTestSupport
         let f = try Fixture()
         let path = try f.makeFile("a/mine.bin")
         try holdChecked(f, path)
-        try failingOpen(f.root, path, EMFILE) {
+        try failing(f.root, path, EMFILE) {
             #expect(try f.delete(ref("c", "k")).filesQueued == [path])
+            try f.oweLater()
             let sweep = try f.store.sweep()
             #expect(sweep.unlinked.isEmpty && sweep.skipped.isEmpty, "\(sweep.skipped)")
             let failed = try #require(sweep.failed.first)
@@ -66,11 +72,84 @@ import AssetStoreTestSupport
         let f = try Fixture()
         let path = try f.makeFile("a/mine.bin")
         try holdChecked(f, path)
-        let queued = try failingOpen(f.root, path, EACCES) { try f.delete(ref("c", "k")).filesQueued }
+        let queued = try failing(f.root, path, EACCES) { try f.delete(ref("c", "k")).filesQueued }
         #expect(queued == [path])
         let sweep = try f.store.sweep()
         #expect(sweep.unlinked.isEmpty)
         #expect(sweep.skipped.map(\.path) == [path])
         #expect(f.exists(path))
     }
+
+    @Test("a claimed row that owes its look names no file meanwhile: an older assetd reads the identity alone")
+    func owedRowNamesNoFile() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/mine.bin")
+        try holdChecked(f, path)
+        try failing(f.root, path, EMFILE) { _ = try f.delete(ref("c", "k")) }
+        let q = try DatabaseQueue(path: f.dbPath)
+        defer { try? q.close() }
+        let row = try #require(try q.read { try Row.fetchOne($0, sql: "SELECT * FROM unlink_queue") })
+        for column in ["device", "inode", "birth", "generation", "ctime"] {
+            #expect((row[column] as DatabaseValue).isNull, "\(column): \(row)")
+        }
+        #expect((row["identify"] as String?) != nil)
+    }
+
+    @Test("an owed look whose root is not configured at the sweep stays owed, and is taken once it is")
+    func owedLookWaitsForItsRoot() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/mine.bin")
+        try holdChecked(f, path)
+        try failing(f.root, path, EMFILE) { _ = try f.delete(ref("c", "k")) }
+        try f.oweLater()
+        let roots = f.configuration.roots
+        let other = f.dir + "/other"
+        #expect(mkdir(other, 0o755) == 0)
+        f.configuration.roots = [other]
+        try f.reopen()
+        let away = try f.store.sweep(retryFailed: true)
+        #expect(away.unlinked.isEmpty && away.skipped.isEmpty, "\(away.skipped)")
+        #expect(try f.store.pending().count == 1)
+        #expect(f.exists(path))
+        f.configuration.roots = roots
+        try f.reopen()
+        let back = try f.store.sweep(retryFailed: true)
+        #expect(!f.exists(path), "skipped: \(back.skipped), failed: \(back.failed)")
+    }
+
+    @Test("a root whose statx fails with EIO at the delete owes the look: the file is unlinked later")
+    func rootStatusFailureOwed() throws {
+        let f = try Fixture()
+        let path = f.root + "/a/later.bin"
+        try f.hold(path, key: "k")
+        _ = try f.makeFile("a/later.bin")
+        let queued = try failing(f.root, f.root, EIO) { try f.delete(ref("c", "k")).filesQueued }
+        #expect(queued == [path])
+        let row = try #require(try f.store.pending().first)
+        #expect(row.lastError?.contains("EIO") == true, "\(String(describing: row.lastError))")
+        try f.oweLater()
+        let sweep = try f.store.sweep()
+        #expect(sweep.unlinked == [path], "skipped: \(sweep.skipped)")
+        #expect(!f.exists(path))
+    }
+}
+
+extension Fixture {
+    /// Changes every owed look of the queue, through a connection of its own.
+    func changeOwedLooks(_ change: (inout OwedLook) -> Void) throws {
+        let q = try DatabaseQueue(path: dbPath)
+        defer { try? q.close() }
+        try q.write { db in
+            for row in try Row.fetchAll(db, sql: "SELECT id, identify FROM unlink_queue WHERE identify IS NOT NULL") {
+                var look = try #require(OwedLook(text: row["identify"]))
+                change(&look)
+                let id: Int64 = row["id"]
+                try db.execute(sql: "UPDATE unlink_queue SET identify = ? WHERE id = ?", arguments: [look.text, id])
+            }
+        }
+    }
+
+    /// Dates every owed look 10 s later, well past the margin: the files and folders made
+    /// before it are older than the look.
+    func oweLater() throws { try changeOwedLooks { $0.since += 10_000_000_000 } }
 }

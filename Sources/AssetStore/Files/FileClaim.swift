@@ -99,67 +99,80 @@ enum RowClaim: Equatable {
     }
 }
 
+/// How a queued file's look (`RegisteredFile.identify`) ended.
+enum LookEnd: Equatable {
+    /// Taken: the row names the file, or nothing.
+    case done
+    /// Not taken, the root away (not configured, not its pinned folder, not opened): a row
+    /// being queued keeps what it recorded; a look taken again stays owed, with this outcome.
+    case away(UnlinkOutcome)
+    /// Ended on a transient error (`FileProbe.isTransient`): owed (`RegisteredFile.owed`).
+    case transient(Int32)
+}
+
 extension RegisteredFile {
     /// Makes this row, being queued, name the file the deleting commit means: one registered
     /// before it existed is the one there now; one with a claim is the file there its claim
-    /// covers, else nothing, or the one recorded while its root is away. Returns the errno
-    /// when the look ended on a transient error (`FileProbe.isTransient`): nothing is known
-    /// then, so the row keeps what it recorded and owes the look (`owed`), which the sweep
-    /// takes again before the unlink.
+    /// covers, else nothing, or the one recorded while its root is away. A look that ends on
+    /// a transient error knows nothing: the row then owes it (`owed`), naming no file, and
+    /// the sweep takes it `again` (OwedLook.swift).
     @discardableResult
-    mutating func identify(_ store: Store, claim: RowClaim) -> Int32? {
-        guard let root = store.roots.root(of: path) else { return nil }
+    mutating func identify(_ store: Store, claim: RowClaim, again: OwedLook? = nil) -> LookEnd {
+        guard let root = store.roots.root(of: path) else { return .away(.notUnderRoot) }
         owed = nil
-        switch claim {
-        case .none:
-            guard device == nil else { return nil }
-            let state: FileState
-            do {
-                state = try FileProbe.probe(path: path, root: root, roots: store.roots)
-            } catch {
-                // Anything but a transient error (a symlink or a mount on the way, not a
-                // regular file): nothing there to take, the recorded nothing kept.
-                return owe(error.transientErrno, claim)
-            }
-            take(state)
-        case .unidentifiable:
+        if case .unidentifiable = claim {
             forget()
-        case .claim(let c):
-            // The root itself not its pinned folder, or not opened (an admin's doing, not a
-            // user's): the recorded file, which only the claimant's looks saw, is left to the
-            // sweep, which keeps the row while the root is away.
+            return .done
+        }
+        if case .none = claim, device != nil { return .done }
+        // The root itself not its pinned folder, or not opened (an admin's doing, not a
+        // user's): a claimed file, which only the claimant's looks saw, is left to the sweep,
+        // which keeps the row while the root is away; a look owed stays owed.
+        if again != nil || claim != .none {
             switch store.roots.pins.open(root, flags: SafeUnlinker.oPath) {
             case .folder(let fd): close(fd)
-            case .moved: return nil
-            case .failed(let e): return owe(FileProbe.isTransient(e) ? e : nil, claim)
+            case .moved(let why): return .away(.failed(errno: ESTALE, call: "the look before the unlink (\(why))"))
+            case .failed(let e):
+                if FileProbe.isTransient(e) { return owe(e, claim) }
+                return .away(.failed(errno: e, call: "the look before the unlink: open \(root)"))
             }
-            // Below it, anything but a file the claim covers (a refusal, nothing there, a
-            // symlink, a folder renamed away as the rule runs) is nothing to unlink: the sweep
-            // does not judge, so a recorded inode kept here could be unlinked under another
-            // user's name once the path is put back. A transient error is none of these.
-            let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
-            let state: FileState
-            do {
-                state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
-            } catch {
-                if let e = error.transientErrno { return owe(e, claim) }
-                forget()
-                return nil
-            }
-            guard state.exists else {
-                forget()
-                return nil
-            }
-            take(state)
         }
-        return nil
+        // Owed in another process, or the wall clock gone back since: what changed since the
+        // look was owed cannot be told, so nothing is taken.
+        let latest = again?.latestChange
+        if again != nil, latest == nil {
+            forget()
+            return .done
+        }
+        let check: FileReferenceCheck?
+        if case .claim(let c) = claim {
+            check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
+        } else {
+            check = nil
+        }
+        let state: FileState
+        do {
+            state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: check, latestChange: latest)
+        } catch {
+            if let e = error.transientErrno { return owe(e, claim) }
+            // Anything else is nothing to unlink: a refusal, a symlink or a mount on the way,
+            // not a regular file, a change since the look was owed, a folder renamed away as
+            // the rule runs. The sweep does not judge, so a recorded inode kept here could be
+            // unlinked under another user's name once the path is put back.
+            forget()
+            return .done
+        }
+        if state.exists { take(state) } else { forget() }
+        return .done
     }
 
-    /// A look that ended on `e`, if transient: owed, with the claim to judge it by.
-    private mutating func owe(_ e: Int32?, _ claim: RowClaim) -> Int32? {
-        guard let e else { return nil }
-        owed = (claim.owedText, "the look before queueing: \(errnoDescription(e))")
-        return e
+    /// A look that ended on the transient `e`: owed, with the claim to judge it by; the row
+    /// names no file meanwhile (an older assetd reads the identity alone).
+    private mutating func owe(_ e: Int32, _ claim: RowClaim) -> LookEnd {
+        owed = (OwedLook(claim: claim), "the look before queueing: \(errnoDescription(e))")
+        forget()
+        stamp = .none
+        return .transient(e)
     }
 
     /// No file to unlink: the queue row's NULL identity matches none.

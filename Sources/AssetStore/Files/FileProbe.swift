@@ -43,14 +43,19 @@ enum FileProbe {
     /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
     /// A root that is no longer the folder it was pinned to is `unsafe_path`. With `check`,
     /// the walk judges the folder and file it opens, and a refusal is `permission_denied`.
+    /// With `latestChange` (`OwedLook`), a file or folder below the root changed later (its
+    /// ctime), or on a filesystem whose times may be another clock's, is `unsafe_path`.
     static func probe(
-        path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil
+        path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil,
+        latestChange: Int64? = nil
     ) throws(StoreError) -> FileState {
         stepped(root, root)
         // Checked on the walk's descriptors: the openat2 below opens no folder to judge.
-        if let check { return try walk(path: path, root: root, roots: roots, check: check) }
-        // A test failing the walk's opens takes the walk.
-        if anyStepHook.load(ordering: .relaxed), openFailures.withLock({ $0[root] != nil }) {
+        if check != nil || latestChange != nil {
+            return try walk(path: path, root: root, roots: roots, check: check, latestChange: latestChange)
+        }
+        // A test failing the walk's looks takes the walk.
+        if anyStepHook.load(ordering: .relaxed), lookFailures.withLock({ $0[root] != nil }) {
             return try walk(path: path, root: root, roots: roots)
         }
         // A regular file reached beneath the root in one openat2, the common case: nine system
@@ -71,7 +76,8 @@ enum FileProbe {
     /// swapped for a symlink between two steps is never followed, and nothing but the regular
     /// file statx saw is ever opened to read (never a FIFO or a device).
     static func walk(
-        path: String, root: String, roots managed: ManagedRoots, check: FileReferenceCheck? = nil
+        path: String, root: String, roots managed: ManagedRoots, check: FileReferenceCheck? = nil,
+        latestChange: Int64? = nil
     ) throws(StoreError) -> FileState {
         var fd: Int32
         switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
@@ -86,9 +92,14 @@ enum FileProbe {
         }
         defer { close(fd) }
         // The root is configuration: its own mount is fine, only crossing below it is not.
-        guard case .success(var mount) = FileStatus.of(fd, "") else {
-            if check != nil { throw StoreError(.permissionDenied, "cannot inspect the root \(root)") }
-            return .missing
+        // One that cannot be inspected says nothing about the file (EIO, ENOMEM): not missing.
+        var mount: FileStatus
+        let failing = Self.injected(root, root)
+        switch failing == 0 ? FileStatus.of(fd, "") : .failure(Errno(failing)) {
+        case .success(let s): mount = s
+        case .failure(let e):
+            throw StoreError(.permissionDenied, "cannot inspect the root \(root): \(String(cString: strerror(e.code)))")
+                .failing(e.code)
         }
         var prefix = root
         // With `check`: the folder `fd` is, as fstat saw it (the judge's owner and mode bits),
@@ -129,6 +140,9 @@ enum FileProbe {
             }
             FileProbe.stepped(root, prefix)
             seen = st
+            if let latestChange, st.ctime > latestChange {
+                throw StoreError(.unsafePath, "\(prefix) changed after its look was owed", detail: .string(path))
+            }
             if i == below.count - 1 {
                 guard st.kind == S_IFREG else {
                     if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
@@ -136,6 +150,9 @@ enum FileProbe {
                 }
                 // A file bind-mounted over the name is another file system's (or another place's) file.
                 if st.onAnotherMount(than: mount) { throw crossing(path, path) }
+                if latestChange != nil, !OwedLook.keepsLocalTimes(fd) {
+                    throw StoreError(.unsafePath, "\(path): its times may be another clock's", detail: .string(path))
+                }
                 var state = FileState(st, generation: nil)
                 if let check {
                     try judge(
@@ -214,9 +231,10 @@ enum FileProbe {
     /// True once a test set a hook: the walk does not lock for none.
     static let anyStepHook = Atomic<Bool>(false)
 
-    /// Tests: by root, the errno the walk's open of each path gets instead of its own (nil:
-    /// its own), as a full descriptor table would fail it; set with `anyStepHook`.
-    static let openFailures = Mutex<[String: @Sendable (String) -> Int32?]>([:])
+    /// Tests: by root, the errno the walk's look at each path gets instead of its own (nil:
+    /// its own), as a full descriptor table would fail an open or a bad disk a statx: the
+    /// open of each name below the root, the statx of the root itself; set with `anyStepHook`.
+    static let lookFailures = Mutex<[String: @Sendable (String) -> Int32?]>([:])
 
     /// True when a test fails the open of `path` (below `root`): `opened` is closed.
     private static func failsOpen(_ root: String, _ path: String, _ opened: Int32) -> Bool {
@@ -226,7 +244,8 @@ enum FileProbe {
     }
 
     private static func injected(_ root: String, _ path: String) -> Int32 {
-        openFailures.withLock { $0[root] }?(path) ?? 0
+        guard anyStepHook.load(ordering: .relaxed) else { return 0 }
+        return lookFailures.withLock { $0[root] }?(path) ?? 0
     }
 
     /// An errno that says nothing about the file: the process or the system short of

@@ -19,7 +19,7 @@ struct UnlinkTarget: Sendable {
     var size: Int64?
     /// The number `device`'s filesystem has now, if a root's was renumbered (either tells the file).
     var deviceNow: Int64?
-    /// Set when its outcome is known without an unlink: its look failed again.
+    /// Set when its outcome is known without an unlink: its look, owed, could not be taken.
     var decided: UnlinkOutcome? = nil
 }
 
@@ -32,8 +32,8 @@ struct QueuedUnlink {
     var attempts: Int
     var stamp: FileStamp
     var size: Int64?
-    /// The claim its file's look, owed since it ended on a transient error, is judged by
-    /// (`RowClaim.owedText`); nil once looked at.
+    /// Its file's look, owed since it ended on a transient error (`OwedLook.text`); nil
+    /// once taken.
     var owed: String?
 }
 
@@ -112,25 +112,33 @@ extension Store {
             }
             b.targetIDs.append(row.id)
             if known[row.id] != nil { continue }
-            let failed = try row.owed == nil ? nil : lookAgain(&row, db)
+            let decided = try row.owed == nil ? nil : lookAgain(&row, db)
             // Recorded before its filesystem was numbered anew: the device it has now too.
             b.targets.append(
                 UnlinkTarget(
                     path: row.path, root: roots.root(of: row.path), device: row.device, inode: row.inode,
                     stamp: row.stamp, size: row.size, deviceNow: row.device.flatMap { renumbered[$0] },
-                    decided: failed.map { .failed(errno: $0, call: "the look before the unlink") }))
+                    decided: decided))
         }
         return b
     }
 
     /// The look at a queued file its deleting commit could not take (a transient error),
-    /// taken now, as that commit would have, and recorded in its row; the errno when it ends
-    /// on a transient error again (the row is then retried as a failed unlink).
-    private func lookAgain(_ row: inout QueuedUnlink, _ db: Database) throws -> Int32? {
-        guard let owed = row.owed else { return nil }
-        var file = RegisteredFile(
-            path: row.path, size: row.size ?? 0, device: row.device, inode: row.inode, stamp: row.stamp)
-        if let e = file.identify(self, claim: RowClaim(owedText: owed)) { return e }
+    /// taken now, judged as that commit would have, and only on a file nothing changed on
+    /// the way to since (`OwedLook`), and recorded in its row. While it cannot be taken (a
+    /// transient error again, the root away) the row keeps owing it: the outcome then.
+    private func lookAgain(_ row: inout QueuedUnlink, _ db: Database) throws -> UnlinkOutcome? {
+        guard let text = row.owed else { return nil }
+        // Unreadable (written by a later assetd?): nothing is known, nothing taken.
+        let look = OwedLook(text: text)
+        var file = RegisteredFile(path: row.path, size: row.size ?? 0, device: nil, inode: nil, stamp: .none)
+        if let look {
+            switch file.identify(self, claim: look.claim, again: look) {
+            case .done: break
+            case .away(let outcome): return outcome
+            case .transient(let e): return .failed(errno: e, call: "the look before the unlink")
+            }
+        }
         (row.device, row.inode, row.stamp, row.owed) = (file.device, file.inode, file.stamp, nil)
         try db.cachedStatement(
             sql: """

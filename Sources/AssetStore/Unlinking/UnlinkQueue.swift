@@ -62,8 +62,8 @@ struct RegisteredFile {
     /// Its claim, for a file a non-admin named (FileClaim.swift).
     var claim: RowClaim = .none
     /// Set when the look that names its file (`identify`) ended on a transient error: the
-    /// claim to judge it by (`RowClaim.owedText`) and why, kept in the queue row for the sweep.
-    var owed: (claim: String, why: String)?
+    /// look owed and why, kept in the queue row for the sweep.
+    var owed: (look: OwedLook, why: String)?
 
     /// The columns `init(_:)` reads, in order.
     static let columns = "path, size, device, inode, birth, generation, ctime, claim"
@@ -128,7 +128,7 @@ struct RegisteredFile {
             Statement.bindDouble(s, 9, now)
             Statement.bindDouble(s, 10, now + delay)
             if let owed {
-                Statement.bindText(s, 11, owed.claim)
+                Statement.bindText(s, 11, owed.look.text)
                 Statement.bindText(s, 12, owed.why)
             }
         }

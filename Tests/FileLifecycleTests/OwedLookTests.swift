@@ -1,0 +1,90 @@
+// A look owed since the delete (a transient error, TransientLookTests) is taken by the sweep,
+// later: it must not take a file that came to the path after the delete (a new file, or an
+// older one in a folder renamed onto the way), nor trust a clock it cannot vouch for
+// (OwedLook.swift). The look is dated by the ctime of the file made before it, as the delete
+// that owed it would have seen it; what changes after is made to have a later ctime (a chmod
+// repeated until the kernel's coarse clock ticks, a few milliseconds at most).
+
+import Glibc
+import Testing
+@testable import AssetStore
+import AssetStoreTestSupport
+
+@Suite struct OwedLookTests {
+    let t = TransientLookTests()
+
+    /// The ctime of `path`, in nanoseconds.
+    func ctime(_ path: String) -> Int64 {
+        var st = stat()
+        precondition(lstat(path, &st) == 0, "cannot stat \(path)")
+        return Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec)
+    }
+
+    /// Changes `path`'s ctime (its mode set again) until it is past `c`.
+    func changed(_ path: String, past c: Int64) {
+        var st = stat()
+        precondition(lstat(path, &st) == 0)
+        while ctime(path) <= c { precondition(chmod(path, st.st_mode & 0o7777) == 0) }
+    }
+
+    /// Queues `path` (registered before it existed, made since) with its look owed, dated so
+    /// that the files made so far are older than it.
+    func owed(_ f: Fixture, _ path: String, olderThan c: Int64) throws {
+        _ = try t.failing(f.root, path, EMFILE) { try f.delete(ref("c", "k")) }
+        try f.changeOwedLooks { $0.since = c + OwedLook.margin }
+    }
+
+    @Test("a file made at the path after its look was owed is not taken")
+    func newFileKept() throws {
+        let f = try Fixture()
+        let path = f.root + "/later.bin"
+        try f.hold(path, key: "k")
+        try f.makeFile("later.bin")
+        let before = ctime(path)
+        try owed(f, path, olderThan: before)
+        // Another file put there since (another user's, or a version not put yet).
+        #expect(unlink(path) == 0)
+        try f.makeFile("later.bin", size: 20)
+        changed(path, past: before)
+        let sweep = try f.store.sweep()
+        #expect(sweep.unlinked.isEmpty)
+        #expect(sweep.skipped.map(\.path) == [path])
+        #expect(f.exists(path))
+    }
+
+    @Test("an older file in a folder renamed onto the way after the look was owed is not taken")
+    func renamedFolderKept() throws {
+        let f = try Fixture()
+        let path = f.root + "/a/x.bin"
+        try f.hold(path, key: "k")
+        try f.makeFile("a/x.bin")
+        try f.makeFile("b/x.bin")
+        let before = max(ctime(path), ctime(f.root + "/b/x.bin"))
+        try owed(f, path, olderThan: before)
+        #expect(rename(f.root + "/a", f.root + "/gone") == 0)
+        #expect(rename(f.root + "/b", f.root + "/a") == 0)
+        changed(f.root + "/a", past: before)
+        #expect(ctime(path) <= before)
+        let sweep = try f.store.sweep()
+        #expect(sweep.unlinked.isEmpty)
+        #expect(sweep.skipped.map(\.path) == [path])
+        #expect(f.exists(path))
+    }
+
+    @Test("a look owed by another process, or before the wall clock went back, takes nothing")
+    func clockNotVouchedFor() throws {
+        let changes: [(inout OwedLook) -> Void] = [{ $0.process &+= 1 }, { $0.offset += 10_000_000_000 }]
+        for change in changes {
+            let f = try Fixture()
+            let path = f.root + "/later.bin"
+            try f.hold(path, key: "k")
+            try f.makeFile("later.bin")
+            try owed(f, path, olderThan: ctime(path) + 10_000_000_000)
+            try f.changeOwedLooks(change)
+            let sweep = try f.store.sweep()
+            #expect(sweep.unlinked.isEmpty)
+            #expect(sweep.skipped.map(\.path) == [path])
+            #expect(f.exists(path))
+        }
+    }
+}
