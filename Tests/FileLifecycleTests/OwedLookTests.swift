@@ -87,4 +87,38 @@ import AssetStoreTestSupport
             #expect(f.exists(path))
         }
     }
+
+    @Test("an owed look whose root is on another filesystem now takes nothing, and stays owed")
+    func rootRemountedKept() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/mine.bin")
+        try t.holdChecked(f, path)
+        try t.failing(f.root, path, EMFILE) { _ = try f.delete(ref("c", "k")) }
+        // As if the root's disk was unmounted since: the pin accepts its bare mount point.
+        try f.changeOwedLooks { look in
+            look.since += 10_000_000_000
+            look.rootDevice = look.rootDevice.map { $0 &+ 1 }
+        }
+        let sweep = try f.store.sweep()
+        #expect(sweep.unlinked.isEmpty && sweep.skipped.isEmpty, "\(sweep.skipped)")
+        let failed = try #require(sweep.failed.first)
+        #expect(failed.path == path && failed.error.contains("not the folder it was"), "\(failed.error)")
+        #expect(sweep.pending == 1)
+        #expect(f.exists(path))
+        let row = try #require(try f.store.pending().first)
+        #expect(row.path == path)
+        try f.changeOwedLooks { $0.rootDevice = $0.rootDevice.map { $0 &- 1 } }
+        #expect(try f.store.sweep(retryFailed: true).unlinked == [path])
+    }
+
+    @Test("an owed look that finds nothing records the root's device: gone only on that filesystem")
+    func nothingThereKeepsRootDevice() throws {
+        let f = try Fixture()
+        var look = OwedLook(claim: .none, root: f.store.roots.pins.pin(of: f.root))
+        look.since += 10_000_000_000
+        #expect(look.rootDevice != nil)
+        var file = RegisteredFile(path: f.root + "/nothing.bin", size: 0, device: nil, inode: nil, stamp: .none)
+        #expect(file.identify(f.store, claim: .none, again: look) == .done)
+        #expect(file.device == look.rootDevice && file.inode == nil)
+    }
 }

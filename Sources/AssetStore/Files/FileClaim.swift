@@ -130,10 +130,26 @@ extension RegisteredFile {
         // which keeps the row while the root is away; a look owed stays owed.
         if again != nil || claim != .none {
             switch store.roots.pins.open(root, flags: SafeUnlinker.oPath) {
-            case .folder(let fd): close(fd)
+            case .folder(let fd):
+                let status = FileStatus.of(fd, "")
+                close(fd)
+                // A pin accepts a disk mounted on the root or unmounted from it since: a look
+                // owed on one filesystem is not taken on another, where a stale file of the
+                // same name may be. Retried, then parked, as a file not where it was recorded.
+                if let again {
+                    switch status {
+                    case .success(let s) where again.isRoot(s): break
+                    case .failure(let e) where FileProbe.isTransient(e.code): return owe(e.code, claim, store, root)
+                    default:
+                        return .away(
+                            .otherFilesystem(
+                                "the root \(root) is not the folder it was when the look was owed "
+                                    + "(a disk mounted or unmounted there?)"))
+                    }
+                }
             case .moved(let why): return .away(.failed(errno: ESTALE, call: "the look before the unlink (\(why))"))
             case .failed(let e):
-                if FileProbe.isTransient(e) { return owe(e, claim) }
+                if FileProbe.isTransient(e) { return owe(e, claim, store, root) }
                 return .away(.failed(errno: e, call: "the look before the unlink: open \(root)"))
             }
         }
@@ -154,7 +170,7 @@ extension RegisteredFile {
         do {
             state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: check, latestChange: latest)
         } catch {
-            if let e = error.transientErrno { return owe(e, claim) }
+            if let e = error.transientErrno { return owe(e, claim, store, root) }
             // Anything else is nothing to unlink: a refusal, a symlink or a mount on the way,
             // not a regular file, a change since the look was owed, a folder renamed away as
             // the rule runs. The sweep does not judge, so a recorded inode kept here could be
@@ -162,14 +178,24 @@ extension RegisteredFile {
             forget()
             return .done
         }
-        if state.exists { take(state) } else { forget() }
+        if state.exists {
+            take(state)
+        } else {
+            // Nothing there: gone only on the root's filesystem as it was when owed, which the
+            // unlinker tells from the folder it finds the name missing in (as for any row).
+            forget()
+            if let again { device = again.rootDevice }
+        }
         return .done
     }
 
     /// A look that ended on the transient `e`: owed, with the claim to judge it by; the row
     /// names no file meanwhile (an older assetd reads the identity alone).
-    private mutating func owe(_ e: Int32, _ claim: RowClaim) -> LookEnd {
-        owed = (OwedLook(claim: claim), "the look before queueing: \(errnoDescription(e))")
+    private mutating func owe(_ e: Int32, _ claim: RowClaim, _ store: Store, _ root: String) -> LookEnd {
+        owed = (
+            OwedLook(claim: claim, root: store.roots.pins.pin(of: root)),
+            "the look before queueing: \(errnoDescription(e))"
+        )
         forget()
         stamp = .none
         return .transient(e)

@@ -5,7 +5,10 @@
 // and every folder below the root have a ctime before then, by a margin for the coarse clock
 // and filesystems that keep whole seconds. The ctime is the wall clock's, so the clock is
 // vouched for too: the look was owed in this very process, and the wall clock has not gone
-// back against the boot clock since. On any doubt nothing is taken: the file is kept.
+// back against the boot clock since. On any doubt nothing is taken: the file is kept. The
+// root must also still be the folder it was (its device and inode): a pin accepts a disk
+// mounted on the root or unmounted from it, and a stale file of the same name on the other
+// filesystem is not the one the delete meant.
 
 import Glibc
 
@@ -18,26 +21,39 @@ struct OwedLook: Equatable {
     var offset: Int64
     /// The process that owed it (`thisProcess`).
     var process: UInt64
+    /// The root's folder then (its pin: device and inode); nil when it was never opened.
+    var rootDevice: Int64?
+    var rootInode: Int64?
     var claim: RowClaim
 
-    /// Owed now, in this process.
-    init(claim: RowClaim) {
+    /// Owed now, in this process, with the root's folder `root` then.
+    init(claim: RowClaim, root: RootPins.Pin?) {
         (since, offset) = Self.clocks()
         process = Self.thisProcess
+        rootDevice = root.map { Int64(bitPattern: $0.device) }
+        rootInode = root.map { Int64(bitPattern: $0.inode) }
         self.claim = claim
     }
 
-    /// As stored: "since offset process claim", the claim last ("" for none, else its text).
-    var text: String { "\(since) \(offset) \(process) \(claim.owedText)" }
+    /// As stored: "since offset process rootDevice rootInode claim" ("-" for an unknown
+    /// root), the claim last ("" for none, else its text).
+    var text: String {
+        let root = rootDevice.flatMap { d in rootInode.map { "\(d) \($0)" } } ?? "- -"
+        return "\(since) \(offset) \(process) \(root) \(claim.owedText)"
+    }
 
     init?(text: String) {
-        let f = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
-        guard f.count == 4, let since = Int64(f[0]), let offset = Int64(f[1]), let process = UInt64(f[2]) else {
+        let f = text.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: false)
+        guard f.count == 6, let since = Int64(f[0]), let offset = Int64(f[1]), let process = UInt64(f[2]) else {
             return nil
         }
         (self.since, self.offset, self.process) = (since, offset, process)
-        claim = RowClaim(owedText: String(f[3]))
+        (rootDevice, rootInode) = (Int64(f[3]), Int64(f[4]))
+        claim = RowClaim(owedText: String(f[5]))
     }
+
+    /// Whether the root's folder `now` is the one it was when the look was owed.
+    func isRoot(_ now: FileStatus) -> Bool { rootDevice == now.device && rootInode == now.inode }
 
     /// The latest ctime (nanoseconds) a file or folder on the way may have to be taken; nil
     /// when the clock cannot be vouched for (owed by another process: another boot, perhaps;
