@@ -132,6 +132,21 @@ import AssetStoreTestSupport
         #expect(sweep.unlinked == [path], "skipped: \(sweep.skipped)")
         #expect(!f.exists(path))
     }
+    @Test("verify's repair of an unreferenced claimed row whose look fails with EMFILE queues it, owed")
+    func repairOwesTheLook() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/mine.bin")
+        try holdChecked(f, path)
+        try f.damage("DELETE FROM edge WHERE is_file = 1")
+        let fixed = try failing(f.root, path, EMFILE) { try f.verify(repair: true) }
+        #expect(fixed.commit?.filesQueued == [path], "\(fixed.problems)")
+        let row = try #require(try f.store.pending().first)
+        #expect(row.lastError?.contains("EMFILE") == true, "\(String(describing: row.lastError))")
+        #expect(f.exists(path))
+        try f.oweLater()
+        #expect(try f.store.sweep().unlinked == [path])
+        #expect(!f.exists(path))
+    }
 }
 
 extension Fixture {
