@@ -147,6 +147,14 @@ import AssetStoreTestSupport
         #expect(try f.store.sweep().unlinked == [path])
         #expect(!f.exists(path))
     }
+    @Test("a put of a file under a root whose statx fails with EIO registers it missing, as before")
+    func rootStatusFailurePutMissing() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("a/there.bin")
+        try failing(f.root, f.root, EIO) { _ = try f.hold(path, key: "k") }
+        let report = try #require(try f.fileReport(path))
+        #expect(report.record.missing, "\(report.record)")
+    }
 }
 
 extension Fixture {

@@ -45,18 +45,20 @@ enum FileProbe {
     /// the walk judges the folder and file it opens, and a refusal is `permission_denied`.
     /// With `latestChange` (`OwedLook`), a file or folder below the root changed later (its
     /// ctime), or on a filesystem whose times may be another clock's, is `unsafe_path`.
+    /// With `look` (a deleted file's look, `RegisteredFile.identify`), a root that cannot be
+    /// inspected is an error (its errno kept), not a missing file.
     static func probe(
         path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil,
-        latestChange: Int64? = nil
+        latestChange: Int64? = nil, look: Bool = false
     ) throws(StoreError) -> FileState {
         stepped(root, root)
         // Checked on the walk's descriptors: the openat2 below opens no folder to judge.
         if check != nil || latestChange != nil {
-            return try walk(path: path, root: root, roots: roots, check: check, latestChange: latestChange)
+            return try walk(path: path, root: root, roots: roots, check: check, latestChange: latestChange, look: look)
         }
         // A test failing the walk's looks takes the walk.
         if anyStepHook.load(ordering: .relaxed), lookFailures.withLock({ $0[root] != nil }) {
-            return try walk(path: path, root: root, roots: roots)
+            return try walk(path: path, root: root, roots: roots, look: look)
         }
         // A regular file reached beneath the root in one openat2, the common case: nine system
         // calls however deep the path. Anything else is told apart by the walk.
@@ -65,7 +67,7 @@ enum FileProbe {
         case .missing: return .missing
         // Anything else, a root that is not its pinned folder too: the walk's open of the root
         // tells a swap (refused) from a disk mounted or unmounted there (pinned again).
-        case .walk: return try walk(path: path, root: root, roots: roots)
+        case .walk: return try walk(path: path, root: root, roots: roots, look: look)
         }
     }
 
@@ -77,7 +79,7 @@ enum FileProbe {
     /// file statx saw is ever opened to read (never a FIFO or a device).
     static func walk(
         path: String, root: String, roots managed: ManagedRoots, check: FileReferenceCheck? = nil,
-        latestChange: Int64? = nil
+        latestChange: Int64? = nil, look: Bool = false
     ) throws(StoreError) -> FileState {
         var fd: Int32
         switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
@@ -92,11 +94,13 @@ enum FileProbe {
         }
         defer { close(fd) }
         // The root is configuration: its own mount is fine, only crossing below it is not.
-        // One that cannot be inspected says nothing about the file (EIO, ENOMEM): not missing.
+        // One that cannot be inspected says nothing about the file (EIO, ENOMEM): a deleted
+        // file's look owes it then; a put or an edge registers the file missing, as ever.
         var mount: FileStatus
         let failing = Self.injected(root, root)
         switch failing == 0 ? FileStatus.of(fd, "") : .failure(Errno(failing)) {
         case .success(let s): mount = s
+        case .failure where check == nil && !look: return .missing
         case .failure(let e):
             throw StoreError(.permissionDenied, "cannot inspect the root \(root): \(String(cString: strerror(e.code)))")
                 .failing(e.code)
