@@ -50,6 +50,9 @@ import AssetStoreTestSupport
         #expect(sweep.unlinked.isEmpty)
         #expect(sweep.skipped.map(\.path) == [path])
         #expect(f.exists(path))
+        // Kept because the late look could not vouch for it, and said so apart.
+        #expect(sweep.lookNotTaken.map(\.path) == [path])
+        #expect(sweep.lookNotTaken.first?.why.contains("changed after its look was owed") == true)
     }
 
     @Test("an older file in a folder renamed onto the way after the look was owed is not taken")
@@ -85,6 +88,7 @@ import AssetStoreTestSupport
             #expect(sweep.unlinked.isEmpty)
             #expect(sweep.skipped.map(\.path) == [path])
             #expect(f.exists(path))
+            #expect(sweep.lookNotTaken.first?.why.contains("another assetd process") == true, "\(sweep.lookNotTaken)")
         }
     }
 

@@ -108,6 +108,9 @@ enum LookEnd: Equatable {
     case away(UnlinkOutcome)
     /// Ended on a transient error (`FileProbe.isTransient`): owed (`RegisteredFile.owed`).
     case transient(Int32)
+    /// A look owed, taken again, that could not vouch for the file there (why): the row
+    /// names no file, and the file is kept as another one.
+    case notTaken(String)
 }
 
 extension RegisteredFile {
@@ -158,7 +161,7 @@ extension RegisteredFile {
         let latest = again?.latestChange
         if again != nil, latest == nil {
             forget()
-            return .done
+            return .notTaken("owed by another assetd process, or the wall clock went back since")
         }
         let check: FileReferenceCheck?
         if case .claim(let c) = claim {
@@ -177,7 +180,7 @@ extension RegisteredFile {
             // the rule runs. The sweep does not judge, so a recorded inode kept here could be
             // unlinked under another user's name once the path is put back.
             forget()
-            return .done
+            return again == nil ? .done : .notTaken(error.message)
         }
         if state.exists {
             take(state)

@@ -25,6 +25,9 @@ public struct SweepReport: Sendable {
     public var failed: [(path: String, error: String, attempts: Int)] = []
     /// Files kept and dropped from the queue, with why.
     public var skipped: [(path: String, reason: UnlinkSkipReason)] = []
+    /// Among the `identity_changed` skips, those whose look, owed since the delete (a
+    /// transient error), could not be taken later, with why: a leak an admin may clean up.
+    public var lookNotTaken: [(path: String, why: String)] = []
     /// Files dropped from the queue because an edge references them again.
     public var referencedAgain: [String] = []
     /// Files kept in the queue for later, with why; their attempts are not counted.

@@ -49,6 +49,8 @@ struct SweepBatch {
     /// have no target: their outcome is known).
     var targetIDs: [Int64]
     var targets: [UnlinkTarget]
+    /// By row id, why an owed look was not taken: its skip says so.
+    var lookNotTaken: [Int64: String] = [:]
 
     /// Whether some row may be kept. Usually neither set holds a path (none registered again,
     /// no lease held): then no row's path is copied to be looked up in them.
@@ -112,7 +114,8 @@ extension Store {
             }
             b.targetIDs.append(row.id)
             if known[row.id] != nil { continue }
-            let decided = try row.owed == nil ? nil : lookAgain(&row, db)
+            var decided: UnlinkOutcome?
+            if row.owed != nil { (decided, b.lookNotTaken[row.id]) = try lookAgain(&row, db) }
             // Recorded before its filesystem was numbered anew: the device it has now too.
             b.targets.append(
                 UnlinkTarget(
@@ -126,17 +129,20 @@ extension Store {
     /// The look at a queued file its deleting commit could not take (a transient error),
     /// taken now, judged as that commit would have, and only on a file nothing changed on
     /// the way to since (`OwedLook`), and recorded in its row. While it cannot be taken (a
-    /// transient error again, the root away) the row keeps owing it: the outcome then.
-    private func lookAgain(_ row: inout QueuedUnlink, _ db: Database) throws -> UnlinkOutcome? {
-        guard let text = row.owed else { return nil }
+    /// transient error again, the root away) the row keeps owing it: the outcome then. One
+    /// not taken (nothing vouched for) names no file: why, for its skip.
+    private func lookAgain(_ row: inout QueuedUnlink, _ db: Database) throws -> (UnlinkOutcome?, String?) {
+        guard let text = row.owed else { return (nil, nil) }
         // Unreadable (written by a later assetd?): nothing is known, nothing taken.
-        let look = OwedLook(text: text)
+        var notTaken: String? = "its owed look is unreadable"
         var file = RegisteredFile(path: row.path, size: row.size ?? 0, device: nil, inode: nil, stamp: .none)
-        if let look {
+        if let look = OwedLook(text: text) {
+            notTaken = nil
             switch file.identify(self, claim: look.claim, again: look) {
             case .done: break
-            case .away(let outcome): return outcome
-            case .transient(let e): return .failed(errno: e, call: "the look before the unlink")
+            case .notTaken(let why): notTaken = why
+            case .away(let outcome): return (outcome, nil)
+            case .transient(let e): return (.failed(errno: e, call: "the look before the unlink"), nil)
             }
         }
         (row.device, row.inode, row.stamp, row.owed) = (file.device, file.inode, file.stamp, nil)
@@ -148,7 +154,7 @@ extension Store {
         ).execute(arguments: [
             file.device, file.inode, file.stamp.birth, file.stamp.generation, file.stamp.ctime, row.id,
         ])
-        return nil
+        return (nil, notTaken)
     }
 
     /// Records the batch's outcomes (one per `targetIDs` entry, nil where a lease came first)
@@ -188,6 +194,9 @@ extension Store {
             }
             if try record(outcome, db, row, now: now, counts: &counts, report: &report) {
                 finished.append(.int(id))
+            }
+            if outcome == .identityChanged, let why = b.lookNotTaken[id] {
+                report.lookNotTaken.append((path, "its look, owed since a transient error, was not taken: " + why))
             }
         }
         try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
