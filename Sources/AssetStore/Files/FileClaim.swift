@@ -134,12 +134,13 @@ extension RegisteredFile {
         if again != nil || claim != .none {
             switch store.roots.pins.open(root, flags: SafeUnlinker.oPath) {
             case .folder(let fd):
-                let status = FileStatus.of(fd, "")
-                close(fd)
                 // A pin accepts a disk mounted on the root or unmounted from it since: a look
                 // owed on one filesystem is not taken on another, where a stale file of the
                 // same name may be. Retried, then parked, as a file not where it was recorded.
-                if let again {
+                // Only a look taken again compares: the delete's own costs no statx more.
+                let status = again == nil ? nil : FileStatus.of(fd, "")
+                close(fd)
+                if let again, let status {
                     switch status {
                     case .success(let s) where again.isRoot(s): break
                     case .failure(let e) where FileProbe.isTransient(e.code): return owe(e.code, claim, store, root)
