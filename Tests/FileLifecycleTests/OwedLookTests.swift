@@ -9,6 +9,7 @@
 // times may be another clock's is played by a test hook (`FileProbe.foreignTimesRoots`).
 
 import Glibc
+import Synchronization
 import Testing
 @testable import AssetStore
 import AssetStoreTestSupport
@@ -138,6 +139,53 @@ import AssetStoreTestSupport
         #expect(row.path == path)
         try f.changeOwedLooks { $0.rootDevice = $0.rootDevice.map { $0 &- 1 } }
         #expect(try f.store.sweep(retryFailed: true).unlinked == [path])
+    }
+
+    /// Set once, from any thread.
+    final class Once: Sendable {
+        private let done = Mutex(false)
+        func first() -> Bool {
+            done.withLock { was in
+                defer { was = true }; return !was
+            }
+        }
+    }
+
+    @Test(
+        "a disk mounted on the root after its check, before the walk: its stale file is not taken",
+        .enabled(if: Tmpfs.available))
+    func rootMountedDuringLook() throws {
+        let f = try Fixture()
+        // Registered before it existed: no claim judges the late look, only the root's check.
+        let path = f.root + "/a/mine.bin"
+        try f.hold(path, key: "k")
+        try f.makeFile("a/mine.bin")
+        try t.failing(f.root, path, EMFILE) { _ = try f.delete(ref("c", "k")) }
+        try f.changeOwedLooks { $0.since += 10_000_000_000 }
+        // The root checked, the walk about to open it: a disk mounted there, holding a stale
+        // file of the same name (older than the look, as far as its ctime tells).
+        let root = f.root
+        let once = Once()
+        FileProbe.stepHooks.withLock {
+            $0[root] = { p in
+                guard p == root, once.first() else { return }
+                precondition(Tmpfs.mount(root, mib: 1))
+                precondition(mkdir(root + "/a", 0o755) == 0)
+                let fd = open(root + "/a/mine.bin", O_WRONLY | O_CREAT, 0o644)
+                precondition(fd >= 0)
+                close(fd)
+            }
+        }
+        FileProbe.anyStepHook.store(true, ordering: .relaxed)
+        defer {
+            FileProbe.stepHooks.withLock { $0[root] = nil }
+            Tmpfs.unmount(root)
+        }
+        let sweep = try f.store.sweep()
+        #expect(!once.first(), "the walk ran")
+        #expect(sweep.unlinked.isEmpty, "\(sweep.unlinked)")
+        #expect(f.exists(path), "the mounted disk's file")
+        #expect(sweep.lookNotTaken.first?.why.contains("not the folder it was") == true, "\(sweep.lookNotTaken)")
     }
 
     @Test("an owed look that finds nothing records the root's device: gone only on that filesystem")

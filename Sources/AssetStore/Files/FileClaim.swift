@@ -173,7 +173,8 @@ extension RegisteredFile {
         let state: FileState
         do {
             state = try FileProbe.probe(
-                path: path, root: root, roots: store.roots, check: check, latestChange: latest, look: true)
+                path: path, root: root, roots: store.roots, check: check, latestChange: latest, look: true,
+                rootIs: again.map { a in { a.isRoot($0) } })
         } catch {
             if let e = error.transientErrno { return owe(e, claim, store, root) }
             // Anything else is nothing to unlink: a refusal, a symlink or a mount on the way,

@@ -49,12 +49,14 @@ enum FileProbe {
     /// inspected is an error (its errno kept), not a missing file.
     static func probe(
         path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil,
-        latestChange: Int64? = nil, look: Bool = false
+        latestChange: Int64? = nil, look: Bool = false, rootIs: ((FileStatus) -> Bool)? = nil
     ) throws(StoreError) -> FileState {
         stepped(root, root)
         // Checked on the walk's descriptors: the openat2 below opens no folder to judge.
-        if check != nil || latestChange != nil {
-            return try walk(path: path, root: root, roots: roots, check: check, latestChange: latestChange, look: look)
+        if check != nil || latestChange != nil || rootIs != nil {
+            return try walk(
+                path: path, root: root, roots: roots, check: check, latestChange: latestChange, look: look,
+                rootIs: rootIs)
         }
         // A test failing the walk's looks takes the walk.
         if anyStepHook.load(ordering: .relaxed), lookFailures.withLock({ $0[root] != nil }) {
@@ -79,7 +81,7 @@ enum FileProbe {
     /// file statx saw is ever opened to read (never a FIFO or a device).
     static func walk(
         path: String, root: String, roots managed: ManagedRoots, check: FileReferenceCheck? = nil,
-        latestChange: Int64? = nil, look: Bool = false
+        latestChange: Int64? = nil, look: Bool = false, rootIs: ((FileStatus) -> Bool)? = nil
     ) throws(StoreError) -> FileState {
         var fd: Int32
         switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
@@ -104,6 +106,13 @@ enum FileProbe {
         case .failure(let e):
             throw StoreError(.permissionDenied, "cannot inspect the root \(root): \(String(cString: strerror(e.code)))")
                 .failing(e.code)
+        }
+        // With `rootIs` (a look owed, OwedLook.swift): the folder this walk opened, not only
+        // the one a check before it saw, is the root's as it was; a disk mounted or unmounted
+        // there in between would have the walk take a stale file of the same name.
+        if let rootIs, !rootIs(mount) {
+            throw StoreError(
+                .unsafePath, "the root \(root) is not the folder it was when the look was owed", detail: .string(path))
         }
         var prefix = root
         // With `check`: the folder `fd` is, as fstat saw it (the judge's owner and mode bits),
