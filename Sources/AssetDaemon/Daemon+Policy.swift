@@ -115,7 +115,11 @@ extension Daemon {
     /// run's batches (the timer's, or a client's `policy.*`).
     func reportSweep(_ report: SweepReport) {
         for f in report.failed { logger.warning("unlink failed: \(f.path): \(f.error) (attempt \(f.attempts))") }
-        for s in report.skipped { logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)") }
+        let notTaken = Dictionary(report.lookNotTaken, uniquingKeysWith: { a, _ in a })
+        for s in report.skipped {
+            let why = notTaken[s.path].map { " (\($0))" } ?? ""
+            logger.warning("unlink skipped: \(s.path): \(s.reason.rawValue)\(why)")
+        }
         for d in report.deferred { logger.debug("unlink deferred: \(d.path): \(d.reason.rawValue)") }
         if !report.unlinked.isEmpty { logger.debug("unlinked \(report.unlinked.count) files") }
         server.broadcast(ServerEvent.events(for: report, commit: lastCommit))

@@ -74,11 +74,14 @@ public struct ServerEvent: Sendable {
                         "attempts": .int(Int64(f.attempts)),
                     ]))
         }
+        let notTaken = Dictionary(s.lookNotTaken, uniquingKeysWith: { a, _ in a })
         for k in s.skipped {
-            out.append(
-                make(
-                    "file.unlink_skipped", nil,
-                    ["commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue)]))
+            var fields: [String: JSONValue] = [
+                "commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue),
+            ]
+            // Kept because its owed look could not vouch for the file there: said apart.
+            if let why = notTaken[k.path] { fields["why"] = .string(why) }
+            out.append(make("file.unlink_skipped", nil, fields))
         }
         // Kept for now and retried later (open, or leased): same type, told apart by `deferred`.
         for d in s.deferred {

@@ -99,38 +99,112 @@ enum RowClaim: Equatable {
     }
 }
 
+/// How a queued file's look (`RegisteredFile.identify`) ended.
+enum LookEnd: Equatable {
+    /// Taken: the row names the file, or nothing.
+    case done
+    /// Not taken, the root away (not configured, not its pinned folder, not opened): a row
+    /// being queued keeps what it recorded; a look taken again stays owed, with this outcome.
+    case away(UnlinkOutcome)
+    /// Ended on a transient error (`FileProbe.isTransient`): owed (`RegisteredFile.owed`).
+    case transient(Int32)
+    /// A look owed, taken again, that could not vouch for the file there (why): the row
+    /// names no file, and the file is kept as another one.
+    case notTaken(String)
+}
+
 extension RegisteredFile {
     /// Makes this row, being queued, name the file the deleting commit means: one registered
     /// before it existed is the one there now; one with a claim is the file there its claim
-    /// covers, else nothing, or the one recorded while its root is away.
-    mutating func identify(_ store: Store, claim: RowClaim) {
-        guard let root = store.roots.root(of: path) else { return }
-        switch claim {
-        case .none:
-            guard device == nil, let state = FileProbe.identity(path: path, root: root, roots: store.roots) else {
-                return
-            }
-            take(state)
-        case .unidentifiable:
+    /// covers, else nothing, or the one recorded while its root is away. A look that ends on
+    /// a transient error knows nothing: the row then owes it (`owed`), naming no file, and
+    /// the sweep takes it `again` (OwedLook.swift).
+    @discardableResult
+    mutating func identify(_ store: Store, claim: RowClaim, again: OwedLook? = nil) -> LookEnd {
+        guard let root = store.roots.root(of: path) else { return .away(.notUnderRoot) }
+        owed = nil
+        if case .unidentifiable = claim {
             forget()
-        case .claim(let c):
-            // The root itself not its pinned folder, or not opened (an admin's doing, not a
-            // user's): the recorded file, which only the claimant's looks saw, is left to the
-            // sweep, which keeps the row while the root is away.
-            switch store.roots.pins.open(root, flags: SafeUnlinker.oPath) {
-            case .folder(let fd): close(fd)
-            case .moved, .failed: return
-            }
-            // Below it, anything but a file the claim covers (a refusal, nothing there, a
-            // symlink, a folder renamed away as the rule runs) is nothing to unlink: the sweep
-            // does not judge, so a recorded inode kept here could be unlinked under another
-            // user's name once the path is put back.
-            let check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
-            guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check),
-                state.exists
-            else { return forget() }
-            take(state)
+            return .done
         }
+        if case .none = claim, device != nil { return .done }
+        // The root itself not its pinned folder, or not opened (an admin's doing, not a
+        // user's): a claimed file, which only the claimant's looks saw, is left to the sweep,
+        // which keeps the row while the root is away; a look owed stays owed.
+        if again != nil || claim != .none {
+            switch store.roots.pins.open(root, flags: SafeUnlinker.oPath) {
+            case .folder(let fd):
+                // A pin accepts a disk mounted on the root or unmounted from it since: a look
+                // owed on one filesystem is not taken on another, where a stale file of the
+                // same name may be. Retried, then parked, as a file not where it was recorded.
+                // Only a look taken again compares: the delete's own costs no statx more.
+                let status = again == nil ? nil : FileStatus.of(fd, "")
+                close(fd)
+                if let again, let status {
+                    switch status {
+                    case .success(let s) where again.isRoot(s): break
+                    case .failure(let e) where FileProbe.isTransient(e.code): return owe(e.code, claim, store, root)
+                    default:
+                        return .away(
+                            .otherFilesystem(
+                                "the root \(root) is not the folder it was when the look was owed "
+                                    + "(a disk mounted or unmounted there?)"))
+                    }
+                }
+            case .moved(let why): return .away(.failed(errno: ESTALE, call: "the look before the unlink (\(why))"))
+            case .failed(let e):
+                if FileProbe.isTransient(e) { return owe(e, claim, store, root) }
+                return .away(.failed(errno: e, call: "the look before the unlink: open \(root)"))
+            }
+        }
+        // Owed in another process, or the wall clock gone back since: what changed since the
+        // look was owed cannot be told, so nothing is taken.
+        let latest = again?.latestChange
+        if again != nil, latest == nil {
+            forget()
+            return .notTaken("owed by another assetd process, or the wall clock went back since")
+        }
+        let check: FileReferenceCheck?
+        if case .claim(let c) = claim {
+            check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
+        } else {
+            check = nil
+        }
+        let state: FileState
+        do {
+            state = try FileProbe.probe(
+                path: path, root: root, roots: store.roots, check: check, latestChange: latest, look: true,
+                rootIs: again.map { a in { a.isRoot($0) } })
+        } catch {
+            if let e = error.transientErrno { return owe(e, claim, store, root) }
+            // Anything else is nothing to unlink: a refusal, a symlink or a mount on the way,
+            // not a regular file, a change since the look was owed, a folder renamed away as
+            // the rule runs. The sweep does not judge, so a recorded inode kept here could be
+            // unlinked under another user's name once the path is put back.
+            forget()
+            return again == nil ? .done : .notTaken(error.message)
+        }
+        if state.exists {
+            take(state)
+        } else {
+            // Nothing there: gone only on the root's filesystem as it was when owed, which the
+            // unlinker tells from the folder it finds the name missing in (as for any row).
+            forget()
+            if let again { device = again.rootDevice }
+        }
+        return .done
+    }
+
+    /// A look that ended on the transient `e`: owed, with the claim to judge it by; the row
+    /// names no file meanwhile (an older assetd reads the identity alone).
+    private mutating func owe(_ e: Int32, _ claim: RowClaim, _ store: Store, _ root: String) -> LookEnd {
+        owed = (
+            OwedLook(claim: claim, root: store.roots.pins.pin(of: root)),
+            "the look before queueing: \(errnoDescription(e))"
+        )
+        forget()
+        stamp = .none
+        return .transient(e)
     }
 
     /// No file to unlink: the queue row's NULL identity matches none.
@@ -145,4 +219,19 @@ extension RegisteredFile {
         inode = state.inode
         stamp = state.stamp
     }
+}
+
+extension RowClaim {
+    /// As a queue row that owes its file's look keeps it (`unlink_queue.identify`): "" for
+    /// none, else the claim's text.
+    var owedText: String {
+        switch self {
+        case .none: return ""
+        case .claim(let c): return c.text
+        case .unidentifiable: return "-"  // never owed: never looked at
+        }
+    }
+
+    /// From `owedText`.
+    init(owedText: String) { self = owedText.isEmpty ? .none : RowClaim(text: owedText) }
 }

@@ -43,12 +43,25 @@ enum FileProbe {
     /// one of `roots` (a nested root that is a mount point) is that root's own, not a crossing.
     /// A root that is no longer the folder it was pinned to is `unsafe_path`. With `check`,
     /// the walk judges the folder and file it opens, and a refusal is `permission_denied`.
+    /// With `latestChange` (`OwedLook`), a file or folder below the root changed later (its
+    /// ctime), or on a filesystem whose times may be another clock's, is `unsafe_path`.
+    /// With `look` (a deleted file's look, `RegisteredFile.identify`), a root that cannot be
+    /// inspected is an error (its errno kept), not a missing file.
     static func probe(
-        path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil
+        path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil,
+        latestChange: Int64? = nil, look: Bool = false, rootIs: ((FileStatus) -> Bool)? = nil
     ) throws(StoreError) -> FileState {
         stepped(root, root)
         // Checked on the walk's descriptors: the openat2 below opens no folder to judge.
-        if let check { return try walk(path: path, root: root, roots: roots, check: check) }
+        if check != nil || latestChange != nil || rootIs != nil {
+            return try walk(
+                path: path, root: root, roots: roots, check: check, latestChange: latestChange, look: look,
+                rootIs: rootIs)
+        }
+        // A test failing the walk's looks takes the walk.
+        if anyStepHook.load(ordering: .relaxed), lookFailures.withLock({ $0[root] != nil }) {
+            return try walk(path: path, root: root, roots: roots, look: look)
+        }
         // A regular file reached beneath the root in one openat2, the common case: nine system
         // calls however deep the path. Anything else is told apart by the walk.
         switch OpenBeneath.probe(path, rootLength: root.utf8.count, pin: roots.pins.pin(of: root)) {
@@ -56,7 +69,7 @@ enum FileProbe {
         case .missing: return .missing
         // Anything else, a root that is not its pinned folder too: the walk's open of the root
         // tells a swap (refused) from a disk mounted or unmounted there (pinned again).
-        case .walk: return try walk(path: path, root: root, roots: roots)
+        case .walk: return try walk(path: path, root: root, roots: roots, look: look)
         }
     }
 
@@ -67,7 +80,8 @@ enum FileProbe {
     /// swapped for a symlink between two steps is never followed, and nothing but the regular
     /// file statx saw is ever opened to read (never a FIFO or a device).
     static func walk(
-        path: String, root: String, roots managed: ManagedRoots, check: FileReferenceCheck? = nil
+        path: String, root: String, roots managed: ManagedRoots, check: FileReferenceCheck? = nil,
+        latestChange: Int64? = nil, look: Bool = false, rootIs: ((FileStatus) -> Bool)? = nil
     ) throws(StoreError) -> FileState {
         var fd: Int32
         switch managed.pins.open(root, flags: SafeUnlinker.oPath) {
@@ -78,12 +92,27 @@ enum FileProbe {
             // EACCES) says nothing about the file.
             if e == ENOENT, check == nil { return .missing }
             throw StoreError(.permissionDenied, "cannot open the root \(root): \(String(cString: strerror(e)))")
+                .failing(e)
         }
         defer { close(fd) }
         // The root is configuration: its own mount is fine, only crossing below it is not.
-        guard case .success(var mount) = FileStatus.of(fd, "") else {
-            if check != nil { throw StoreError(.permissionDenied, "cannot inspect the root \(root)") }
-            return .missing
+        // One that cannot be inspected says nothing about the file (EIO, ENOMEM): a deleted
+        // file's look owes it then; a put or an edge registers the file missing, as ever.
+        var mount: FileStatus
+        let failing = Self.injected(root, root)
+        switch failing == 0 ? FileStatus.of(fd, "") : .failure(Errno(failing)) {
+        case .success(let s): mount = s
+        case .failure where check == nil && !look: return .missing
+        case .failure(let e):
+            throw StoreError(.permissionDenied, "cannot inspect the root \(root): \(String(cString: strerror(e.code)))")
+                .failing(e.code)
+        }
+        // With `rootIs` (a look owed, OwedLook.swift): the folder this walk opened, not only
+        // the one a check before it saw, is the root's as it was; a disk mounted or unmounted
+        // there in between would have the walk take a stale file of the same name.
+        if let rootIs, !rootIs(mount) {
+            throw StoreError(
+                .unsafePath, "the root \(root) is not the folder it was when the look was owed", detail: .string(path))
         }
         var prefix = root
         // With `check`: the folder `fd` is, as fstat saw it (the judge's owner and mode bits),
@@ -104,13 +133,14 @@ enum FileProbe {
             }
             prefix += "/" + name
             let next = openat(fd, name, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
-            if next < 0 {
-                let e = errno
+            if next < 0 || Self.failsOpen(root, prefix, next) {
+                let e = next < 0 ? errno : Self.injected(root, prefix)
                 if e == ENOENT || e == ENOTDIR {
                     // Nothing there yet: judged on the nearest folder that exists.
                     return try missing(check, path, folder, folders)
                 }
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e)))")
+                    .failing(e)
             }
             close(fd)
             fd = next
@@ -119,9 +149,13 @@ enum FileProbe {
             case .success(let s): st = s
             case .failure(let e):
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e.code)))")
+                    .failing(e.code)
             }
             FileProbe.stepped(root, prefix)
             seen = st
+            if let latestChange, st.ctime > latestChange {
+                throw StoreError(.unsafePath, "\(prefix) changed after its look was owed", detail: .string(path))
+            }
             if i == below.count - 1 {
                 guard st.kind == S_IFREG else {
                     if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
@@ -129,6 +163,9 @@ enum FileProbe {
                 }
                 // A file bind-mounted over the name is another file system's (or another place's) file.
                 if st.onAnotherMount(than: mount) { throw crossing(path, path) }
+                if latestChange != nil, Self.foreignTimes(root) || !OwedLook.keepsLocalTimes(fd) {
+                    throw StoreError(.unsafePath, "\(path): its times may be another clock's", detail: .string(path))
+                }
                 var state = FileState(st, generation: nil)
                 if let check {
                     try judge(
@@ -163,8 +200,10 @@ enum FileProbe {
     ) throws(StoreError) -> Judged {
         var s = stat()
         guard fstat(fd, &s) == 0 else {
+            let e = errno
             throw StoreError(
-                .permissionDenied, "cannot inspect \(at): \(String(cString: strerror(errno)))", detail: .string(path))
+                .permissionDenied, "cannot inspect \(at): \(String(cString: strerror(e)))", detail: .string(path)
+            ).failing(e)
         }
         guard folder else { return (at, s, false) }
         // Read through /proc, as the descriptor is O_PATH; one that cannot be read is
@@ -205,6 +244,38 @@ enum FileProbe {
     /// True once a test set a hook: the walk does not lock for none.
     static let anyStepHook = Atomic<Bool>(false)
 
+    /// Tests: by root, the errno the walk's look at each path gets instead of its own (nil:
+    /// its own), as a full descriptor table would fail an open or a bad disk a statx: the
+    /// open of each name below the root, the statx of the root itself; set with `anyStepHook`.
+    static let lookFailures = Mutex<[String: @Sendable (String) -> Int32?]>([:])
+
+    /// Tests: roots whose files the late look takes as on a filesystem whose times may be
+    /// another clock's, wherever the test's folders are; set with `anyStepHook`.
+    static let foreignTimesRoots = Mutex<Set<String>>([])
+
+    private static func foreignTimes(_ root: String) -> Bool {
+        anyStepHook.load(ordering: .relaxed) && foreignTimesRoots.withLock { $0.contains(root) }
+    }
+
+    /// True when a test fails the open of `path` (below `root`): `opened` is closed.
+    private static func failsOpen(_ root: String, _ path: String, _ opened: Int32) -> Bool {
+        guard anyStepHook.load(ordering: .relaxed), injected(root, path) != 0 else { return false }
+        close(opened)
+        return true
+    }
+
+    private static func injected(_ root: String, _ path: String) -> Int32 {
+        guard anyStepHook.load(ordering: .relaxed) else { return 0 }
+        return lookFailures.withLock { $0[root] }?(path) ?? 0
+    }
+
+    /// An errno that says nothing about the file: the process or the system short of
+    /// descriptors or memory, an I/O error, an interrupted or would-block call. A look that
+    /// ends on one is tried again later, never taken as "gone" or "not the caller's".
+    static func isTransient(_ e: Int32) -> Bool {
+        e == EMFILE || e == ENFILE || e == ENOMEM || e == EIO || e == EINTR || e == EAGAIN
+    }
+
     private static func stepped(_ root: String, _ path: String) {
         guard anyStepHook.load(ordering: .relaxed) else { return }
         stepHooks.withLock { $0[root] }?(path)
@@ -222,4 +293,16 @@ enum FileProbe {
     static func identity(path: String, root: String, roots: ManagedRoots) -> FileState? {
         try? probe(path: path, root: root, roots: roots)
     }
+}
+
+extension StoreError {
+    /// This error, caused by a system call that failed with `e`.
+    func failing(_ e: Int32) -> StoreError {
+        var error = self
+        error.systemError = e
+        return error
+    }
+
+    /// The transient errno that ended a file's look, if that is what ended it.
+    var transientErrno: Int32? { systemError.flatMap { FileProbe.isTransient($0) ? $0 : nil } }
 }

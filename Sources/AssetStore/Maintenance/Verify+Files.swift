@@ -218,7 +218,8 @@ extension WriteTransaction {
         let claim = RowClaim(text: row[7])
         if claim != .none {
             file.identify(store, claim: claim)
-            guard file.device != nil else {
+            // A look that ended on a transient error is owed (the sweep takes it), not a "no".
+            guard file.device != nil || file.owed != nil else {
                 return .repaired(
                     "the registry row was dropped; its claim does not cover the file there, so nothing is unlinked")
             }

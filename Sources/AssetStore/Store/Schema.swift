@@ -194,6 +194,11 @@ enum Schema {
                         WHERE inode IS NOT NULL AND device IS NOT NULL GROUP BY inode, device HAVING COUNT(*) > 1;
                     """)
         }
+        // A queued file whose look ended on a transient error (EMFILE, EIO) is looked at again
+        // by the sweep, judged by the claim kept here ("" for none); NULL once looked at.
+        m.registerMigration("v12") { db in
+            try db.execute(sql: "ALTER TABLE unlink_queue ADD COLUMN identify TEXT")
+        }
         return m
     }
 }

@@ -40,6 +40,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// Structured detail for programs (the edge that denied, the offending pair of rules…).
     public let detail: JSONValue?
+    /// The errno of the system call that failed, where a file's look ended on one
+    /// (FileProbe): a transient one (`FileProbe.isTransient`) says nothing about the file.
+    var systemError: Int32?
 
     /// A reply over `limit` bytes, with the hint to ask for less: `advice`, else the ways a
     /// query or a listing asks for less.

@@ -25,6 +25,9 @@ public struct SweepReport: Sendable {
     public var failed: [(path: String, error: String, attempts: Int)] = []
     /// Files kept and dropped from the queue, with why.
     public var skipped: [(path: String, reason: UnlinkSkipReason)] = []
+    /// Among the `identity_changed` skips, those whose look, owed since the delete (a
+    /// transient error), could not be taken later, with why: a leak an admin may clean up.
+    public var lookNotTaken: [(path: String, why: String)] = []
     /// Files dropped from the queue because an edge references them again.
     public var referencedAgain: [String] = []
     /// Files kept in the queue for later, with why; their attempts are not counted.
@@ -150,6 +153,7 @@ extension Store {
             // Each thread its own unlinker: it caches the folder it has open.
             let unlinker = SafeUnlinker(roots: roots)
             return targets[slice].map { t in
+                if let decided = t.decided { return decided }
                 beforeUnlink?(t.path)
                 return leases.unlessLeased(file: t.path) {
                     guard let root = t.root else { return UnlinkOutcome.notUnderRoot }

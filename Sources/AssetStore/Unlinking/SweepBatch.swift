@@ -19,6 +19,8 @@ struct UnlinkTarget: Sendable {
     var size: Int64?
     /// The number `device`'s filesystem has now, if a root's was renumbered (either tells the file).
     var deviceNow: Int64?
+    /// Set when its outcome is known without an unlink: its look, owed, could not be taken.
+    var decided: UnlinkOutcome? = nil
 }
 
 /// One row of the unlink queue.
@@ -30,6 +32,9 @@ struct QueuedUnlink {
     var attempts: Int
     var stamp: FileStamp
     var size: Int64?
+    /// Its file's look, owed since it ended on a transient error (`OwedLook.text`); nil
+    /// once taken.
+    var owed: String?
 }
 
 /// Queue rows taken in a write transaction, and what to do with each.
@@ -44,6 +49,8 @@ struct SweepBatch {
     /// have no target: their outcome is known).
     var targetIDs: [Int64]
     var targets: [UnlinkTarget]
+    /// By row id, why an owed look was not taken: its skip says so.
+    var lookNotTaken: [Int64: String] = [:]
 
     /// Whether some row may be kept. Usually neither set holds a path (none registered again,
     /// no lease held): then no row's path is copied to be looked up in them.
@@ -62,7 +69,7 @@ extension Store {
         var rows = [QueuedUnlink]()
         try db.cachedStatement(
             sql: """
-                SELECT id, path, device, inode, attempts, birth, generation, ctime, size FROM unlink_queue
+                SELECT id, path, device, inode, attempts, birth, generation, ctime, size, identify FROM unlink_queue
                 WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0 AND next_attempt < ?))
                 ORDER BY id LIMIT ?
                 """
@@ -75,7 +82,7 @@ extension Store {
                     id: r.int64(0), path: path, device: optional(2), inode: optional(3),
                     attempts: Int(r.int64(4)),
                     stamp: FileStamp(birth: optional(5), generation: optional(6), ctime: optional(7)),
-                    size: optional(8)))
+                    size: optional(8), owed: r.isNull(9) ? nil : r.text(9)))
         }
         let paths = JSONValue.array(rows.map { .string($0.path) }).serialized()
         // Taken again by a later transaction (transactions cancel such rows; this is the check
@@ -100,20 +107,54 @@ extension Store {
         let kept = b.keepsSome
         b.targetIDs.reserveCapacity(rows.count)
         b.targets.reserveCapacity(rows.count)
-        for row in rows {
+        for var row in rows {
             if kept {
                 let bytes = Array(row.path.utf8)
                 if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
             }
             b.targetIDs.append(row.id)
             if known[row.id] != nil { continue }
+            var decided: UnlinkOutcome?
+            if row.owed != nil { (decided, b.lookNotTaken[row.id]) = try lookAgain(&row, db) }
             // Recorded before its filesystem was numbered anew: the device it has now too.
             b.targets.append(
                 UnlinkTarget(
                     path: row.path, root: roots.root(of: row.path), device: row.device, inode: row.inode,
-                    stamp: row.stamp, size: row.size, deviceNow: row.device.flatMap { renumbered[$0] }))
+                    stamp: row.stamp, size: row.size, deviceNow: row.device.flatMap { renumbered[$0] },
+                    decided: decided))
         }
         return b
+    }
+
+    /// The look at a queued file its deleting commit could not take (a transient error),
+    /// taken now, judged as that commit would have, and only on a file nothing changed on
+    /// the way to since (`OwedLook`), and recorded in its row. While it cannot be taken (a
+    /// transient error again, the root away) the row keeps owing it: the outcome then. One
+    /// not taken (nothing vouched for) names no file: why, for its skip.
+    private func lookAgain(_ row: inout QueuedUnlink, _ db: Database) throws -> (UnlinkOutcome?, String?) {
+        guard let text = row.owed else { return (nil, nil) }
+        // Unreadable (written by a later assetd?): nothing is known, nothing taken.
+        var notTaken: String? = "its owed look is unreadable"
+        var file = RegisteredFile(path: row.path, size: row.size ?? 0, device: nil, inode: nil, stamp: .none)
+        if let look = OwedLook(text: text) {
+            notTaken = nil
+            switch file.identify(self, claim: look.claim, again: look) {
+            case .done: break
+            case .notTaken(let why): notTaken = why
+            case .away(let outcome): return (outcome, nil)
+            case .transient(let e): return (.failed(errno: e, call: "the look before the unlink"), nil)
+            }
+        }
+        (row.device, row.inode, row.stamp, row.owed) = (file.device, file.inode, file.stamp, nil)
+        try db.cachedStatement(
+            sql: """
+                UPDATE unlink_queue SET device = ?, inode = ?, birth = ?, generation = ?, ctime = ?, identify = NULL
+                WHERE id = ?
+                """
+        ).execute(arguments: [
+            file.device, file.inode, file.stamp.birth, file.stamp.generation, file.stamp.ctime, row.id,
+        ])
+        return (nil, notTaken)
     }
 
     /// Records the batch's outcomes (one per `targetIDs` entry, nil where a lease came first)
@@ -153,6 +194,9 @@ extension Store {
             }
             if try record(outcome, db, row, now: now, counts: &counts, report: &report) {
                 finished.append(.int(id))
+            }
+            if outcome == .identityChanged, let why = b.lookNotTaken[id] {
+                report.lookNotTaken.append((path, "its look, owed since a transient error, was not taken: " + why))
             }
         }
         try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")

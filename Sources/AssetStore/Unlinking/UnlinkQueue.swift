@@ -61,6 +61,9 @@ struct RegisteredFile {
     var stamp: FileStamp
     /// Its claim, for a file a non-admin named (FileClaim.swift).
     var claim: RowClaim = .none
+    /// Set when the look that names its file (`identify`) ended on a transient error: the
+    /// look owed and why, kept in the queue row for the sweep.
+    var owed: (look: OwedLook, why: String)?
 
     /// The columns `init(_:)` reads, in order.
     static let columns = "path, size, device, inode, birth, generation, ctime, claim"
@@ -103,8 +106,9 @@ struct RegisteredFile {
     /// `queueUnlink`'s statement: the worklist finds it once a transaction, as the statement
     /// cache hashes the SQL text at every lookup.
     static let queueOne = """
-        INSERT INTO unlink_queue (path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO unlink_queue (
+            path, device, inode, size, birth, generation, ctime, commit_no, queued_at, next_attempt, identify, last_error)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// `queueUnlink` through `statement`, a prepared `queueOne`.
@@ -123,6 +127,10 @@ struct RegisteredFile {
             Statement.bindInt64(s, 8, commit)
             Statement.bindDouble(s, 9, now)
             Statement.bindDouble(s, 10, now + delay)
+            if let owed {
+                Statement.bindText(s, 11, owed.look.text)
+                Statement.bindText(s, 12, owed.why)
+            }
         }
     }
 }
