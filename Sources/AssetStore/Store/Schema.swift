@@ -195,7 +195,8 @@ enum Schema {
                     """)
         }
         // A queued file whose look ended on a transient error (EMFILE, EIO) is looked at again
-        // by the sweep, judged by the claim kept here ("" for none); NULL once looked at.
+        // by the sweep: what the look owes is kept here (OwedLook.text: when, by which
+        // process, on which root folder, by which claim); NULL once taken.
         m.registerMigration("v12") { db in
             try db.execute(sql: "ALTER TABLE unlink_queue ADD COLUMN identify TEXT")
         }
