@@ -7,6 +7,7 @@
 import AssetStoreTestSupport
 import ControlProtocol
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct LeaseQuotaTests: FileAccessSuite {
@@ -49,6 +50,60 @@ import Testing
         // Without a quota for his name nothing is counted.
         #expect(lease(connection(store, uid: eve), objects: [("c", "x")]) == nil)
     }
+
+    @Test("two leases of one user at once, each within the quota alone, are counted one after the other")
+    func concurrent() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        var p = PolicyConfiguration()
+        p.quotas = [.init(owner: "u1001", maxBytes: 150)]
+        store.policy = p
+        let admin = context(store, uid: 0, admin: true)
+        for key in ["o1", "o2"] {
+            let path = root + "/" + key + ".bin"
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(count: 100)))
+            try call(
+                "object.put",
+                ["collection": "c", "key": .string(key), "value": ["file": .string(path)], "owner": "u1001"],
+                admin)
+        }
+        // Two connections of Bob's. The first, counted, starts the second and goes on once
+        // that waits for it, or (counted alongside, the race) has been granted.
+        let first = connection(store, uid: bob)
+        let second = first.withConnection(99)
+        let params: @Sendable (String) -> JSONValue = { key in
+            ["objects": [["collection": "c", "key": .string(key)]], "ttl": "1h"]
+        }
+        let secondOutcome = Outcome()
+        let waitsOrDone = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        let started = Atomic<Bool>(false)
+        store.leases.uidLocks.waiting.withLock { $0 = { waitsOrDone.signal() } }
+        store.leases.uidLocks.counted.withLock {
+            $0 = {
+                guard !started.exchange(true, ordering: .relaxed) else { return }
+                DispatchQueue.global().async(group: done) {
+                    secondOutcome.set(MethodTable.call("lease.acquire", params("o2"), second))
+                    waitsOrDone.signal()
+                }
+                waitsOrDone.wait()
+            }
+        }
+        let firstOutcome = MethodTable.call("lease.acquire", params("o1"), first)
+        done.wait()
+        let codes = [firstOutcome, secondOutcome.get()!].map { r -> String? in
+            if case .failure(let e) = r { e.stableCode } else { nil }
+        }
+        #expect(codes == [nil, "lease_limit"])
+    }
+}
+
+/// What another thread's call answered.
+private final class Outcome: @unchecked Sendable {  // under its lock
+    private let lock = NSLock()
+    private var value: Result<MethodOutcome, RPCError>?
+    func set(_ v: Result<MethodOutcome, RPCError>) { lock.withLock { value = v } }
+    func get() -> Result<MethodOutcome, RPCError>? { lock.withLock { value } }
 }
 
 extension MethodContext {

@@ -38,9 +38,10 @@ extension MethodTable {
         for f in try checkLeaseOwnership(objects: objects, files: accepted, ctx) {
             try ctx.store.roots.look(at: f.path, root: f.root)
         }
-        try checkLeaseQuota(objects: objects, files: accepted.map(\.path), ctx)
-        let lease = try ctx.store.leases.acquire(
-            objects: objects, files: files, ttl: ttl, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
+        let lease = try checkLeaseQuota(objects: objects, files: accepted.map(\.path), ctx) {
+            try ctx.store.leases.acquire(
+                objects: objects, files: files, ttl: ttl, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
+        }
         return MethodOutcome(lease.json)
     }
 

@@ -1,7 +1,8 @@
 // A non-admin's leases against its quota (control.enforce_ownership, [[policy.quota]]), counted
-// as a lease is acquired: without it an owner renewing leases kept any amount, and the byte
-// budget took the rest from the other owners. It is no bound on what the leases keep later
-// (DESIGN, 8: growth after the count, rules' keeps, several uids of one name).
+// as a lease is acquired, one lease of a uid at a time: without it an owner renewing leases kept
+// any amount, and the byte budget took the rest from the other owners. It is no bound on what
+// the leases keep later (DESIGN, 8: growth after the count, rules' keeps, several uids of one
+// name).
 
 import AssetStore
 import ControlProtocol
@@ -12,20 +13,38 @@ extension MethodTable {
     /// files its leased objects hold, and those of its objects holding its leased files, each
     /// once) would pass that quota. Judged as the lease is taken, as ownership is: an object
     /// put or a file registered later is not counted until a lease of it is asked for again.
-    static func checkLeaseQuota(objects: [ObjectRef], files: [String], _ ctx: MethodContext) throws {
-        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return }
+    /// Counted and granted (`grant`) with no other lease of its uid in between: two at once,
+    /// each passing alone, would pass the quota together.
+    static func checkLeaseQuota<T>(
+        objects: [ObjectRef], files: [String], _ ctx: MethodContext, then grant: () throws -> T
+    ) throws -> T {
+        guard let quota = leaseQuota(ctx) else { return try grant() }
+        let leases = ctx.store.leases
+        func count() throws {
+            let held = leases.leased(uid: ctx.caller.uid)
+            let bytes = try ctx.store.read { tx in
+                try tx.leasedBytes(owner: quota.owner, objects: held.objects + objects, files: held.files + files)
+            }
+            try refuseLease(bytes, quota)
+        }
+        return try leases.counted(uid: ctx.caller.uid, count, then: grant)
+    }
+
+    /// The quota a non-admin's leases are counted against, under enforce_ownership.
+    private static func leaseQuota(_ ctx: MethodContext) -> (owner: String, maxBytes: Int64)? {
+        guard ctx.enforceOwnership, !ctx.caller.isAdmin else { return nil }
         let user = ctx.caller.userName
-        guard let quota = ctx.store.policy?.quotas.first(where: { OwnerName.same($0.owner, user) }) else { return }
-        let held = ctx.store.leases.leased(uid: ctx.caller.uid)
-        let bytes = try ctx.store.read { tx in
-            try tx.leasedBytes(owner: user, objects: held.objects + objects, files: held.files + files)
-        }
-        guard bytes <= quota.maxBytes else {
-            throw StoreError(
-                .leaseLimit,
-                "the leases of \(user) would keep \(bytes) bytes from eviction, more than its quota "
-                    + "(policy.quota \(user) = \(quota.maxBytes)): release leases first, or lease less",
-                detail: ["limit": "policy.quota", "value": .int(quota.maxBytes)])
-        }
+        guard let quota = ctx.store.policy?.quotas.first(where: { OwnerName.same($0.owner, user) }) else { return nil }
+        return (user, quota.maxBytes)
+    }
+
+    private static func refuseLease(_ bytes: Int64, _ quota: (owner: String, maxBytes: Int64)) throws {
+        guard bytes > quota.maxBytes else { return }
+        let user = quota.owner
+        throw StoreError(
+            .leaseLimit,
+            "the leases of \(user) would keep \(bytes) bytes from eviction, more than its quota "
+                + "(policy.quota \(user) = \(quota.maxBytes)): release leases first, or lease less",
+            detail: ["limit": "policy.quota", "value": .int(quota.maxBytes)])
     }
 }

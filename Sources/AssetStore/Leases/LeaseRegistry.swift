@@ -38,6 +38,8 @@ public final class LeaseRegistry: Sendable {
     /// the block is used up does the acquire that finds it so leave the gates, wait for the
     /// writer (behind whatever write holds it) to reserve one, and try again; acquires
     /// meanwhile, of files only too, wait for that reservation.
+    /// A uid's lock (UIDLocks) comes before all of these: it is held across a lease's read of
+    /// the store and its `acquire`, and taken by nothing holding another.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
@@ -54,6 +56,8 @@ public final class LeaseRegistry: Sendable {
     private let roots: ManagedRoots
     /// Where lease numbers come from (LeaseNumbers.swift): never the same twice for a store.
     let numbers = LeaseNumbers()
+    /// Held by uid across a lease's quota count and its grant (UIDLocks.swift).
+    let uidLocks = UIDLocks()
 
     init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
         self.roots = roots
