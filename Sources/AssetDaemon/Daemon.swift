@@ -307,6 +307,7 @@ public final class Daemon {
             if fresh.policy?.interval != interval { try startPolicyTimer() }
             logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists, log level and policies")
             for w in fresh.policyWarnings { logger.warning("\(w)") }
+            logMinFreeCaps()
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")
         }

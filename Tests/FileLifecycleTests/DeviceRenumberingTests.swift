@@ -238,8 +238,13 @@ import AssetStoreTestSupport
     @Test("min_free evicts files recorded before their filesystem was numbered anew: they are on it")
     func minFreeAfterRenumbering() throws {
         let f = try Fixture()
+        // Sparse files of a TiB each: a min_free that both can reach, whatever else the disk holds
+        // (one out of reach would be capped, and nothing evicted).
+        let big: Int64 = 1 << 40
         for i in 0..<2 {
-            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)"))])])
+            let path = try f.makeFile("f\(i)")
+            #expect(truncate(path, off_t(big)) == 0)
+            try f.put([(ref("c", "k\(i)"), ["file": .string(path)])])
             f.clock.advance(1)
         }
         f.clock.advance(3600)
@@ -247,9 +252,12 @@ import AssetStoreTestSupport
         try f.damage("UPDATE file SET device = device + ?", [shift])
         try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [shift])
         try f.reopen()  // the start after the reboot reads the numbers anew
-        // More free space wanted than any disk has: every object on the root's filesystem goes.
+        // A floor one and a half files above the free space: only if both count as on this
+        // filesystem can it be reached (else it is capped and nothing goes), and reaching it takes both.
+        var vfs = statvfs()
+        #expect(statvfs(f.root, &vfs) == 0)
         var p = PolicyConfiguration()
-        p.minFree = 1 << 62
+        p.minFree = Int64(vfs.f_bavail) * Int64(vfs.f_frsize) + big + big / 2
         f.store.policy = p
         #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0", "k1"])
     }

@@ -78,6 +78,10 @@ final class PolicyRun {
 
     var batchFull: Bool { deletedInBatch >= batch || workInBatch >= workBudget }
 
+    /// A `min_free` step found its floor out of reach: the cap it applies goes in the plan
+    /// (not rolled back with a batch: it is no deletion).
+    func noteCap(_ cap: MinFreeCap) { plan.minFreeCaps.append(cap) }
+
     /// Counts `n` candidates looked at against the transaction's budget.
     func charge(_ n: Int) { workInBatch += n }
 

@@ -1,0 +1,103 @@
+// The cap on a `min_free` out of reach (MinFreeStep.swift): kept in the store's memory by file
+// system, since only the bytes free when it engaged and those moved since make it, and a restart
+// finds it again from what is free then. The changes wait here for the daemon to log them once.
+
+import JSON
+
+/// The floor in effect on a filesystem whose `policy.min_free` no eviction can meet, and why.
+public struct MinFreeCap: Sendable, Equatable {
+    /// The filesystem (`st_dev`).
+    public var device: Int64
+    /// The managed root on it that reports name.
+    public var root: String
+    /// `policy.min_free` as configured.
+    public var minFree: Int64
+    /// The floor in effect: free space and due unlinks when the floor was found out of reach,
+    /// moved since by what other programs freed or took there.
+    public var cap: Int64
+    /// The most the files assetd holds there may add up to: what they did when the cap engaged,
+    /// less what other programs have taken since (never more: the cache grows into no room freed).
+    public var share: Int64
+    /// Free space, due unlinks and every file assetd holds there, as the last run found them:
+    /// the most that could be free with all of them gone, less than `minFree`.
+    public var reachable: Int64
+
+    /// The cap after a run that finds the floor out of reach (`reachable` < `minFree`), given the
+    /// one before it (nil: it engages now, at `room`). `reachable` moves only when something
+    /// else than assetd's files takes or frees room there (a put moves bytes from free to held),
+    /// so the share shrinks by what others take, and the cap follows what they free.
+    static func next(
+        _ before: MinFreeCap?, device: Int64, root: String, minFree: Int64, room: Int64, reachable: Int64
+    ) -> MinFreeCap {
+        let share =
+            before.map { min($0.share, max(0, reachable.subtracting(saturating: $0.cap))) }
+            ?? max(0, reachable.subtracting(saturating: room))
+        return MinFreeCap(
+            device: device, root: root, minFree: minFree, cap: reachable.subtracting(saturating: share), share: share,
+            reachable: reachable)
+    }
+
+    /// `{root, min_free, cap, share, reachable}`.
+    public var json: JSONValue {
+        .object([
+            "root": .string(root), "min_free": .int(minFree), "cap": .int(cap), "share": .int(share),
+            "reachable": .int(reachable),
+        ])
+    }
+}
+
+/// A cap that began or ended, for the daemon's log (one line each, not one a run).
+public enum MinFreeCapChange: Sendable, Equatable {
+    /// A run found `min_free` out of reach there.
+    case engaged(MinFreeCap)
+    /// A run found it can be met again: `reachable` bytes free, queued or held there.
+    case lifted(MinFreeCap, reachable: Int64)
+    /// `policy.min_free` changed: the next run judges the new floor.
+    case dropped(MinFreeCap)
+}
+
+extension Store {
+    /// The caps in effect, in root order.
+    public var minFreeCaps: [MinFreeCap] {
+        state.withLock { $0.minFreeCaps.values.sorted { ($0.root, $0.device) < ($1.root, $1.device) } }
+    }
+
+    /// The caps that began or ended since the last call, oldest first.
+    public func takeMinFreeCapChanges() -> [MinFreeCapChange] {
+        state.withLock { s in
+            let changes = s.minFreeCapChanges
+            s.minFreeCapChanges = []
+            return changes
+        }
+    }
+
+    func minFreeCap(device: Int64) -> MinFreeCap? { state.withLock { $0.minFreeCaps[device] } }
+
+    func setMinFreeCap(_ cap: MinFreeCap, engaged: Bool) {
+        state.withLock {
+            $0.minFreeCaps[cap.device] = cap
+            if engaged { $0.noteMinFreeCap(.engaged(cap)) }
+        }
+    }
+
+    func liftMinFreeCap(_ cap: MinFreeCap, reachable: Int64) {
+        state.withLock {
+            $0.minFreeCaps[cap.device] = nil
+            $0.noteMinFreeCap(.lifted(cap, reachable: reachable))
+        }
+    }
+}
+
+extension Store.State {
+    /// Drops every cap, for a `min_free` changed or gone.
+    mutating func dropMinFreeCaps() {
+        for cap in minFreeCaps.values.sorted(by: { $0.root < $1.root }) { noteMinFreeCap(.dropped(cap)) }
+        minFreeCaps = [:]
+    }
+
+    /// Keeps the latest changes only: a store no daemon reads them from holds a few at most.
+    mutating func noteMinFreeCap(_ change: MinFreeCapChange) {
+        minFreeCapChanges.append(change)
+        if minFreeCapChanges.count > 64 { minFreeCapChanges.removeFirst(minFreeCapChanges.count - 64) }
+    }
+}

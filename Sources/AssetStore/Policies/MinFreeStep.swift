@@ -1,0 +1,95 @@
+// `min_free` for one filesystem (assetd.toml(5), [policy]), and its cap when out of reach:
+// when free space, queued unlinks and every file assetd holds there add up to less than the
+// floor, no eviction can meet it, so the floor in effect becomes the room free when that was
+// found, and the cache evicts back to it what it adds, not everything it holds (docs/DESIGN.md).
+
+import GRDB
+
+/// `min_free` for one filesystem: bytes queued for unlinking there count as freed, unless
+/// the next sweep will not free them: deferred (a lease, an open file), failed, or leased now.
+final class MinFreeStep: BytesStep {
+    let device: Int64
+    /// The filesystem's device and the earlier numbers it had, which files recorded before it
+    /// was numbered anew still carry.
+    let devices: [Int64]
+    let minFree: Int64
+    /// The floor this run applies, judged at its first batch: `minFree`, or the cap.
+    private var floor: Int64?
+    override var phase: String { "min_free" }
+    override var reason: EvictionReason { .minFree }
+
+    init(device: Int64, earlier: [Int64] = [], minFree: Int64) {
+        self.device = device
+        devices = [device] + earlier
+        self.minFree = minFree
+    }
+
+    /// "(?, ?)": one placeholder per number in `devices`.
+    private var placeholders: String { "(" + devices.map { _ in "?" }.joined(separator: ", ") + ")" }
+
+    override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
+        guard let free = tx.store.roots.freeBytes(device: device) else { return 0 }
+        // A row as queued has never been tried and is due by queued_at + unlink_delay; a
+        // deferral moves next_attempt past that, a failure counts an attempt.
+        let due = "attempts = 0 AND next_attempt <= MAX(?1, queued_at + ?2)"
+        let now = tx.store.configuration.clock()
+        let delay = tx.store.configuration.unlinkDelay
+        // A file leased since it was queued stays until the lease ends. One pass over the
+        // queue however many files are leased (SQLite builds a transient index for NOT IN).
+        let leased = JSONValue.array(
+            tx.store.leases.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
+        let queued =
+            try Int64.fetchOne(
+                tx.db,
+                sql: """
+                    SELECT \(Sizes.sum("size")) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
+                    AND device IN \(placeholders)
+                    """,
+                arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible])
+                    + StatementArguments(devices)) ?? 0
+        let room = free.adding(saturating: queued)
+        if floor == nil { floor = try judge(room: room, tx, run) }
+        return (floor ?? minFree).subtracting(saturating: room)
+    }
+
+    /// The floor in effect: `minFree` if evicting every file assetd holds here could meet it,
+    /// else the cap (`MinFreeCap.next`). Once a run, at its first batch: a SUM over the files
+    /// here, only when the room is short of `minFree`. A dry run keeps what it judged to itself.
+    private func judge(room: Int64, _ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
+        var reachable = room
+        if room < minFree {
+            // Each file once, however many names it has: names count nothing more when they go.
+            let filter = "f.device IN \(placeholders)"
+            let held =
+                try Int64.fetchOne(
+                    tx.db,
+                    sql:
+                        "SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: filter))) AS INTEGER) FROM file f WHERE \(filter)",
+                    arguments: StatementArguments(devices) + StatementArguments(devices)) ?? 0
+            reachable = room.adding(saturating: max(0, held))
+        }
+        // One judged for another min_free (a reload during a run) is no cap of this one.
+        let before = tx.store.minFreeCap(device: device).flatMap { $0.minFree == minFree ? $0 : nil }
+        guard reachable < minFree else {
+            if let before, !run.dryRun { tx.store.liftMinFreeCap(before, reachable: reachable) }
+            return minFree
+        }
+        let root = tx.store.roots.root(onDevice: device) ?? "device \(device)"
+        let cap = MinFreeCap.next(
+            before, device: device, root: root, minFree: minFree, room: room, reachable: reachable)
+        run.noteCap(cap)
+        if !run.dryRun { tx.store.setMinFreeCap(cap, engaged: before == nil) }
+        return cap.cap
+    }
+
+    override var condition: (String, StatementArguments) {
+        (
+            "EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.id AND e.is_file = 1 AND f.device IN \(placeholders))",
+            StatementArguments(devices)
+        )
+    }
+
+    override func counted(_ effect: EvictionEffect) -> Int64 {
+        effect.files.reduce(0) { $0.adding(saturating: $1.device.map(devices.contains) == true ? $1.size : 0) }
+    }
+}
