@@ -24,7 +24,7 @@ extension ReadTransaction {
                         JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src
                         WHERE o.owner = ?3),
                 kept(id) AS (SELECT e.dst FROM edge e JOIN held h ON h.id = e.src WHERE e.is_file = 1)
-                SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: "f.id IN kept"))) AS INTEGER)
+                SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: "f.id IN kept", sharedFirst: false))) AS INTEGER)
                 FROM file f WHERE f.id IN kept
                 """,
             arguments: [refs.serialized(), paths.serialized(), owner]) ?? 0

@@ -91,7 +91,8 @@ extension Store {
         return try read { r in
             let db = r.db
             // Sums as doubles, less what names of one file count beyond it (only shared
-            // identities' rows are read), clamped once: a huge owner does not read 0.
+            // identities' rows are read: the joins are ordered, as SQLite has no statistics
+            // to tell the list is short), clamped once: a huge owner does not read 0.
             var perOwner = [String: Double]()
             for row in try Row.fetchAll(
                 db,
@@ -108,8 +109,8 @@ extension Store {
                 sql: """
                     SELECT owner, TOTAL(x) FROM (SELECT owner, TOTAL(size) - MAX(size) AS x FROM (
                         SELECT DISTINCT o.owner AS owner, f.id, f.size AS size, \(SharedFiles.identity("f"))
-                        FROM file_shared s JOIN file f ON f.inode = s.inode AND f.device = s.device
-                        JOIN edge e ON e.is_file = 1 AND e.dst = f.id JOIN object o ON o.id = e.src) AS h
+                        FROM file_shared s CROSS JOIN file f ON f.inode = s.inode AND f.device = s.device
+                        CROSS JOIN edge e ON e.is_file = 1 AND e.dst = f.id CROSS JOIN object o ON o.id = e.src) AS h
                         GROUP BY owner, \(SharedFiles.identity("h")))
                     GROUP BY owner
                     """)

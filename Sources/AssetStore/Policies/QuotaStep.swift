@@ -84,7 +84,7 @@ final class QuotaStep: PolicyStep {
         try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: "f.id IN (\(held))"))) AS INTEGER)
+                    SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: "f.id IN (\(held))", sharedFirst: false))) AS INTEGER)
                     FROM file f WHERE f.id IN (\(held))
                     """), arguments: [owner]) ?? 0
     }

@@ -16,11 +16,15 @@ enum Sizes {
 
     /// SQL for the bytes that names of one file count beyond the file (SharedFiles.swift):
     /// for each identity listed as shared, its rows' sizes less the largest. `filter`, an SQL
-    /// condition on `f` (a row of `file`), narrows the rows counted. Reads only those rows.
-    static func excess(where filter: String = "1") -> String {
+    /// condition on `f` (a row of `file`), narrows the rows counted. With `sharedFirst`, the
+    /// list is read and each identity's rows looked up (for a filter that keeps most rows);
+    /// else the rows the filter names, each looked up in the list (an owner's files).
+    /// SQLite keeps no statistics here, so it is told: left to choose, it read every row of
+    /// `file` for the whole table's excess.
+    static func excess(where filter: String = "1", sharedFirst: Bool = true) -> String {
         """
         SELECT TOTAL(x) FROM (SELECT TOTAL(f.size) - MAX(f.size) AS x FROM file_shared s
-            JOIN file f ON f.inode = s.inode AND f.device = s.device WHERE \(filter)
+            \(sharedFirst ? "CROSS JOIN" : "JOIN") file f ON f.inode = s.inode AND f.device = s.device WHERE \(filter)
             GROUP BY \(SharedFiles.identity("f")))
         """
     }
