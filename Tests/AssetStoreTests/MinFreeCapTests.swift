@@ -41,6 +41,7 @@ struct MinFreeCapTests {
         p.minFree = 4 * mib
         p.order = .lru
         f.store.policy = p
+        f.configuration.policy = p  // as a restart opens it
         try body(f)
     }
 
@@ -100,6 +101,20 @@ struct MinFreeCapTests {
             filler(f, 6 * mib + 512 * kib)  // the last free MiB: two more files go, k3 stays
             #expect(try keys(f.store.enforce()) == ["k1", "k2"])
             #expect(f.store.minFreeCaps.map(\.share) == [512 * kib] && f.store.minFreeCaps.map(\.cap) == [mib])
+        }
+    }
+
+    @Test("the cap outlives a restart: what the cache added before it is still evicted back to the cap")
+    func capOutlivesRestart() throws {
+        try outOfReach { f in
+            let cap = try #require(try f.store.enforce().minFreeCaps.first)
+            try put(f, 4..<6)
+            #expect(freeBytes(f.root) == 0)
+            try f.reopen()
+            #expect(f.store.minFreeCaps == [cap])
+            let plan = try f.store.enforce()
+            #expect(keys(plan) == ["k0", "k1"], "a cap in memory only engaged anew at nothing free and kept them")
+            #expect(plan.minFreeCaps.map(\.cap) == [cap.cap] && f.store.takeMinFreeCapChanges().isEmpty)
         }
     }
 

@@ -1,6 +1,7 @@
-// The cap on a `min_free` out of reach (MinFreeStep.swift): kept in the store's memory by file
-// system, since only the bytes free when it engaged and those moved since make it, and a restart
-// finds it again from what is free then. The changes wait here for the daemon to log them once.
+// The cap on a `min_free` out of reach (MinFreeStep.swift): kept in the store's memory by root,
+// and in its database (MinFreeCap+Meta.swift), since only the bytes free when it engaged and those
+// moved since make it: what is free after a restart says nothing of what the cache added before.
+// The changes wait here for the daemon to log them once.
 
 import JSON
 
@@ -71,18 +72,18 @@ extension Store {
         }
     }
 
-    func minFreeCap(device: Int64) -> MinFreeCap? { state.withLock { $0.minFreeCaps[device] } }
+    func minFreeCap(root: String) -> MinFreeCap? { state.withLock { $0.minFreeCaps[root] } }
 
     func setMinFreeCap(_ cap: MinFreeCap, engaged: Bool) {
         state.withLock {
-            $0.minFreeCaps[cap.device] = cap
+            $0.minFreeCaps[cap.root] = cap
             if engaged { $0.noteMinFreeCap(.engaged(cap)) }
         }
     }
 
     func liftMinFreeCap(_ cap: MinFreeCap, reachable: Int64) {
         state.withLock {
-            $0.minFreeCaps[cap.device] = nil
+            $0.minFreeCaps[cap.root] = nil
             $0.noteMinFreeCap(.lifted(cap, reachable: reachable))
         }
     }

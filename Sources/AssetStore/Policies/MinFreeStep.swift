@@ -68,17 +68,23 @@ final class MinFreeStep: BytesStep {
                     arguments: StatementArguments(devices) + StatementArguments(devices)) ?? 0
             reachable = room.adding(saturating: max(0, held))
         }
+        let root = tx.store.roots.root(onDevice: device) ?? "device \(device)"
         // One judged for another min_free (a reload during a run) is no cap of this one.
-        let before = tx.store.minFreeCap(device: device).flatMap { $0.minFree == minFree ? $0 : nil }
+        let before = tx.store.minFreeCap(root: root).flatMap { $0.minFree == minFree ? $0 : nil }
         guard reachable < minFree else {
-            if let before, !run.dryRun { tx.store.liftMinFreeCap(before, reachable: reachable) }
+            if !run.dryRun {
+                if let before { tx.store.liftMinFreeCap(before, reachable: reachable) }
+                try tx.store.forgetMinFreeCap(root: root, tx.db, run)
+            }
             return minFree
         }
-        let root = tx.store.roots.root(onDevice: device) ?? "device \(device)"
         let cap = MinFreeCap.next(
             before, device: device, root: root, minFree: minFree, room: room, reachable: reachable)
         run.noteCap(cap)
-        if !run.dryRun { tx.store.setMinFreeCap(cap, engaged: before == nil) }
+        if !run.dryRun {
+            tx.store.setMinFreeCap(cap, engaged: before == nil)
+            try tx.store.recordMinFreeCap(cap, before: before, tx.db, run)
+        }
         return cap.cap
     }
 

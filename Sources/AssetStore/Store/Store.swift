@@ -62,7 +62,7 @@ public final class Store: Sendable {
         /// sweep (or the open) read them (DeviceRenumbering.swift).
         var renumbered: [Int64: Int64] = [:]
         /// Caps on a `min_free` out of reach, by device, and the changes not yet logged (MinFreeCap.swift).
-        var minFreeCaps: [Int64: MinFreeCap] = [:]
+        var minFreeCaps: [String: MinFreeCap] = [:]
         var minFreeCapChanges: [MinFreeCapChange] = []
         /// Real policy runs walking one owner's LRU order now (Store+OwnerLRU.swift).
         var ownerLRUWalkers = 0
