@@ -118,6 +118,36 @@ struct MinFreeCapTests {
         }
     }
 
+    @Test("a file written before its put takes room from the share only until the put: then it is the cache's")
+    func fileStraddlesRuns() throws {
+        try outOfReach { f in
+            _ = try f.store.enforce()
+            let path = try f.makeFile("f4", size: Int(512 * kib))  // registered by the next put
+            #expect(try keys(f.store.enforce()) == ["k0"], "others' so far: the cache gives way")
+            _ = try f.store.sweep()
+            try f.put([(ref("c", "k4"), ["file": .string(path)])])
+            let plan = try f.store.enforce()
+            #expect(keys(plan).isEmpty, "a share that only shrinks kept the dip and evicted k1")
+            #expect(plan.minFreeCaps.map(\.cap) == [mib] && plan.minFreeCaps.map(\.share) == [2 * mib])
+        }
+    }
+
+    @Test("other programs' files growing and shrinking back take from the share only while they are bigger")
+    func othersCycle() throws {
+        try outOfReach { f in
+            _ = try f.store.enforce()
+            var evicted = [String]()
+            for _ in 0..<3 {
+                for size in [5 * mib + 512 * kib, 5 * mib] {
+                    filler(f, size)
+                    evicted += try keys(f.store.enforce())
+                    _ = try f.store.sweep()
+                }
+            }
+            #expect(evicted == ["k0"], "a share that only shrinks evicted one more object each cycle")
+        }
+    }
+
     @Test(
         "room other programs free while the floor is still out of reach raises the cap: the cache does not grow into it"
     )

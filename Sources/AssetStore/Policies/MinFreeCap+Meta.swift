@@ -1,6 +1,6 @@
 // A cap outlives a restart: one `meta` row per root (`min_free_cap:` and the root's path, not
-// its device number, which a reboot may change), written in the batch of the run that engages,
-// moves or lifts it. Were it only in memory, the first run after a restart would engage a new
+// its device number, which a reboot may change), written in the batch of the run that engages
+// or lifts it. Were it only in memory, the first run after a restart would engage a new
 // cap at the room free then, and what the cache had added meanwhile would be kept for good:
 // restart after restart, the disk would fill.
 
@@ -10,8 +10,8 @@ import Glibc
 extension MinFreeCap {
     static let metaPrefix = "min_free_cap:"
 
-    /// `min_free`, the cap and the share, as recorded.
-    var metaValue: String { "\(minFree) \(cap) \(share)" }
+    /// `min_free`, and the room and the share when the cap engaged, as recorded.
+    var metaValue: String { "\(minFree) \(engagedRoom) \(engagedShare)" }
 }
 
 extension Store {
@@ -36,14 +36,16 @@ extension Store {
             guard stat(root, &st) == 0 else { continue }  // kept for when it is mounted again
             caps[root] = MinFreeCap(
                 device: Int64(bitPattern: UInt64(st.st_dev)), root: root, minFree: minFree, cap: numbers[1],
-                share: numbers[2], reachable: numbers[1].adding(saturating: numbers[2]))
+                share: numbers[2], reachable: numbers[1].adding(saturating: numbers[2]), engagedRoom: numbers[1],
+                engagedShare: numbers[2])
         }
         state.withLock { $0.minFreeCaps = caps }
     }
 
-    /// Records `cap` for its root in the run's batch, unless it is recorded as it is.
+    /// Records `cap` for its root in the run's batch when it engages: what is recorded does not
+    /// move while it holds.
     func recordMinFreeCap(_ cap: MinFreeCap, before: MinFreeCap?, _ db: Database, _ run: PolicyRun) throws {
-        guard before?.cap != cap.cap || before?.share != cap.share else { return }
+        guard before?.engagedRoom != cap.engagedRoom || before?.engagedShare != cap.engagedShare else { return }
         try db.execute(
             sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
             arguments: [MinFreeCap.metaPrefix + cap.root, cap.metaValue])

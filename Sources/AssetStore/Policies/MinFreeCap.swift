@@ -22,20 +22,26 @@ public struct MinFreeCap: Sendable, Equatable {
     /// Free space, due unlinks and every file assetd holds there, as the last run found them:
     /// the most that could be free with all of them gone, less than `minFree`.
     public var reachable: Int64
+    /// The room and the share when the cap engaged, which every later run measures from.
+    public var engagedRoom: Int64
+    public var engagedShare: Int64
 
     /// The cap after a run that finds the floor out of reach (`reachable` < `minFree`), given the
     /// one before it (nil: it engages now, at `room`). `reachable` moves only when something
-    /// else than assetd's files takes or frees room there (a put moves bytes from free to held),
-    /// so the share shrinks by what others take, and the cap follows what they free.
+    /// else than assetd's files takes or frees room there (a put moves bytes from free to held):
+    /// the share is what it holds beyond the room at engagement, at most the share then, so what
+    /// others take comes out of the share and what they free raises the cap. Measured from the
+    /// engagement each run, not from the last run: a dip (a file written before its put, an
+    /// unlink deferred, the database growing) is given back once it ends.
     static func next(
         _ before: MinFreeCap?, device: Int64, root: String, minFree: Int64, room: Int64, reachable: Int64
     ) -> MinFreeCap {
-        let share =
-            before.map { min($0.share, max(0, reachable.subtracting(saturating: $0.cap))) }
-            ?? max(0, reachable.subtracting(saturating: room))
+        let room0 = before?.engagedRoom ?? room
+        let share0 = before?.engagedShare ?? max(0, reachable.subtracting(saturating: room))
+        let share = min(share0, max(0, reachable.subtracting(saturating: room0)))
         return MinFreeCap(
             device: device, root: root, minFree: minFree, cap: reachable.subtracting(saturating: share), share: share,
-            reachable: reachable)
+            reachable: reachable, engagedRoom: room0, engagedShare: share0)
     }
 
     /// `{root, min_free, cap, share, reachable}`.
