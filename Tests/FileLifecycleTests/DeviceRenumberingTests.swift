@@ -235,9 +235,9 @@ import AssetStoreTestSupport
 }
 
 @Suite struct DeviceRenumberingPolicyTests {
-    @Test("min_free evicts files recorded before their filesystem was numbered anew: they are on it")
-    func minFreeAfterRenumbering() throws {
-        let f = try Fixture()
+    /// Two sparse files of a TiB each, put as k0 and k1 and recorded under an earlier number of
+    /// the root's filesystem, known to its `root_device` rows.
+    func renumberedFiles(_ f: Fixture) throws -> Int64 {
         // Sparse files of a TiB each: a min_free that both can reach, whatever else the disk holds
         // (one out of reach would be capped, and nothing evicted).
         let big: Int64 = 1 << 40
@@ -251,14 +251,32 @@ import AssetStoreTestSupport
         let shift = DeviceRenumberingTests.shift
         try f.damage("UPDATE file SET device = device + ?", [shift])
         try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [shift])
-        try f.reopen()  // the start after the reboot reads the numbers anew
-        // A floor one and a half files above the free space: only if both count as on this
-        // filesystem can it be reached (else it is capped and nothing goes), and reaching it takes both.
+        return big
+    }
+
+    /// A floor one and a half files above the free space: only if both count as on this
+    /// filesystem can it be reached (else it is capped and nothing goes), and reaching it takes both.
+    func enforce(_ f: Fixture, big: Int64) throws -> [String] {
         var vfs = statvfs()
         #expect(statvfs(f.root, &vfs) == 0)
         var p = PolicyConfiguration()
         p.minFree = Int64(vfs.f_bavail) * Int64(vfs.f_frsize) + big + big / 2
         f.store.policy = p
-        #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0", "k1"])
+        return try f.store.enforce().objects.map(\.ref.key)
+    }
+
+    @Test("min_free evicts files recorded before their filesystem was numbered anew: they are on it")
+    func minFreeAfterRenumbering() throws {
+        let f = try Fixture()
+        let big = try renumberedFiles(f)
+        try f.reopen()  // the start after the reboot reads the numbers anew
+        #expect(try enforce(f, big: big) == ["k0", "k1"])
+    }
+
+    @Test("min_free reads a renumbering found after the start before any sweep has: its files are on it")
+    func minFreeRenumberedSinceStart() throws {
+        let f = try Fixture()
+        let big = try renumberedFiles(f)  // after the open: no sweep has read the numbers since
+        #expect(try enforce(f, big: big) == ["k0", "k1"], "a run that read them at open only capped the floor")
     }
 }
