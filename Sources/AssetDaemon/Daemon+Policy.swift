@@ -108,7 +108,7 @@ extension Daemon {
     }
 
     /// Warns once when a run (the timer's or a client's) caps a `min_free` out of reach, and
-    /// once when one lifts: not at every run that keeps it.
+    /// says once when one lifts (at info: nothing is wrong then): not at every run that keeps it.
     func logMinFreeCaps() {
         for change in store.takeMinFreeCapChanges() {
             switch change {
@@ -121,7 +121,7 @@ extension Daemon {
                     free space outside the cache, or lower policy.min_free
                     """)
             case .lifted(let c, let reachable):
-                logger.warning(
+                logger.info(
                     """
                     policy.min_free = \(c.minFree) can be met again on the file system of \(c.root) (\(reachable) bytes \
                     free or held by assetd there): its cap at \(c.cap) bytes is lifted

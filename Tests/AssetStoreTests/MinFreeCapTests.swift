@@ -174,6 +174,21 @@ struct MinFreeCapTests {
         }
     }
 
+    @Test("a floor moving across the edge lifts its cap only past a margin: one engagement, nothing evicted")
+    func edgeMargin() throws {
+        try outOfReach { f in
+            _ = try f.store.enforce()
+            for _ in 0..<2 {
+                filler(f, 3 * mib + 768 * kib)  // 4.25 MiB reachable: the floor met, by less than the margin
+                #expect(try keys(f.store.enforce()).isEmpty, "lifted at the floor: evicted for all of it")
+                #expect(f.store.minFreeCaps.map(\.cap) == [2 * mib + 256 * kib])
+                filler(f, 5 * mib)
+                #expect(try keys(f.store.enforce()).isEmpty)
+            }
+            #expect(f.store.takeMinFreeCapChanges().count == 1, "one engagement, not one a crossing")
+        }
+    }
+
     @Test("a changed min_free drops the cap: the next run judges the new floor")
     func changedFloorDropsCap() throws {
         try outOfReach { f in

@@ -1,6 +1,6 @@
 // A min_free out of reach through the daemon (assetd.toml(5), [policy]): the root is an 8 MiB
 // tmpfs that another program's file fills. One warning when the floor is capped, none at the
-// runs that keep the cap, one when it lifts; `assetctl enforce` and `stats` show the cap.
+// runs that keep the cap (the floor crossed within the margin among them), a line when it lifts; `assetctl enforce` and `stats` show the cap.
 // Mounting needs CAP_SYS_ADMIN: skipped, saying so, without it.
 
 import AssetClient
@@ -20,7 +20,7 @@ struct MinFreeCapLogTests {
 
     func count(_ text: String, in log: String) -> Int { log.components(separatedBy: text).count - 1 }
 
-    @Test("the daemon warns once when a min_free out of reach is capped and once when the cap lifts")
+    @Test("the daemon warns once when a min_free out of reach is capped, across the edge too, and says when it lifts")
     func logsOnceEachWay() throws {
         let mib = 1 << 20
         let h = try DaemonHarness(
@@ -43,6 +43,15 @@ struct MinFreeCapLogTests {
         #expect(stats["min_free_caps"]?[h.root]?["cap"] == .int(Int64(mib)), "\(stats)")
         #expect(try h.assetctl("enforce").status == 0)
         #expect(count(capped, in: h.log) == 1, "a second run that keeps the cap logs nothing")
+
+        for _ in 0..<2 {  // across the floor and back, within the margin (1 MiB): no lift, no new cap
+            filler(h, 3 * mib + 3 * mib / 4)
+            #expect(try h.assetctl("enforce").stdout.contains("deleted 0 objects"))
+            filler(h, 5 * mib)
+            #expect(try h.assetctl("enforce").status == 0)
+        }
+        #expect(count(capped, in: h.log) == 1, "\(h.log.suffix(2000))")
+        #expect(count("can be met again", in: h.log) == 0)
 
         filler(h, 2 * mib + mib / 2)  // 3.5 MiB free, 5.5 MiB reachable: k0 goes for 4 MiB
         let lifted = try h.assetctl("enforce")

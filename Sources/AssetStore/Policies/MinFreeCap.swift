@@ -20,7 +20,7 @@ public struct MinFreeCap: Sendable, Equatable {
     /// less what other programs have taken since (never more: the cache grows into no room freed).
     public var share: Int64
     /// Free space, due unlinks and every file assetd holds there, as the last run found them:
-    /// the most that could be free with all of them gone, less than `minFree`.
+    /// the most that could be free with all of them gone, less than `minFree` and the margin.
     public var reachable: Int64
     /// The room and the share when the cap engaged, which every later run measures from.
     public var engagedRoom: Int64
@@ -39,10 +39,19 @@ public struct MinFreeCap: Sendable, Equatable {
         let room0 = before?.engagedRoom ?? room
         let share0 = before?.engagedShare ?? max(0, reachable.subtracting(saturating: room))
         let share = min(share0, max(0, reachable.subtracting(saturating: room0)))
+        // Within the lift margin the sum may pass the floor: the cap never does.
         return MinFreeCap(
-            device: device, root: root, minFree: minFree, cap: reachable.subtracting(saturating: share), share: share,
+            device: device, root: root, minFree: minFree, cap: min(minFree, reachable.subtracting(saturating: share)),
+            share: share,
             reachable: reachable, engagedRoom: room0, engagedShare: share0)
     }
+
+    /// How far past `minFree` the sum must be for a cap to lift: 1% of the floor, and at least
+    /// 64 MiB or a quarter of the floor, whichever is less. Near the edge the sum moves by more
+    /// than what others do: it counts files' lengths where free space counts blocks, and the
+    /// database grows on the same disk. Without a margin a cap went and came back a warning each
+    /// way, and each lift evicted for the full floor. A quarter keeps a small floor liftable.
+    static func liftMargin(_ minFree: Int64) -> Int64 { max(minFree / 100, min(64 << 20, minFree / 4)) }
 
     /// `{root, min_free, cap, share, reachable}`.
     public var json: JSONValue {

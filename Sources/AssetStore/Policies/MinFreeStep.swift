@@ -54,10 +54,15 @@ final class MinFreeStep: BytesStep {
 
     /// The floor in effect: `minFree` if evicting every file assetd holds here could meet it,
     /// else the cap (`MinFreeCap.next`). Once a run, at its first batch: a SUM over the files
-    /// here, only when the room is short of `minFree`. A dry run keeps what it judged to itself.
+    /// here, only when the room is short of `minFree` (of `minFree` and the margin while a cap
+    /// holds). A dry run keeps what it judged to itself.
     private func judge(room: Int64, _ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
+        let root = tx.store.roots.root(onDevice: device) ?? "device \(device)"
+        // One judged for another min_free (a reload during a run) is no cap of this one.
+        let before = tx.store.minFreeCap(root: root).flatMap { $0.minFree == minFree ? $0 : nil }
+        let lift = before == nil ? minFree : minFree.adding(saturating: MinFreeCap.liftMargin(minFree))
         var reachable = room
-        if room < minFree {
+        if room < lift {
             // Each file once, however many names it has: names count nothing more when they go.
             let filter = "f.device IN \(placeholders)"
             let held =
@@ -68,10 +73,7 @@ final class MinFreeStep: BytesStep {
                     arguments: StatementArguments(devices) + StatementArguments(devices)) ?? 0
             reachable = room.adding(saturating: max(0, held))
         }
-        let root = tx.store.roots.root(onDevice: device) ?? "device \(device)"
-        // One judged for another min_free (a reload during a run) is no cap of this one.
-        let before = tx.store.minFreeCap(root: root).flatMap { $0.minFree == minFree ? $0 : nil }
-        guard reachable < minFree else {
+        guard reachable < lift else {
             if !run.dryRun {
                 if let before { tx.store.liftMinFreeCap(before, reachable: reachable) }
                 try tx.store.forgetMinFreeCap(root: root, tx.db, run)
