@@ -7,6 +7,7 @@ import AssetStore
 import AssetStoreTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 private let kib: Int64 = 1 << 10
@@ -186,6 +187,31 @@ struct MinFreeCapTests {
                 #expect(try keys(f.store.enforce()).isEmpty)
             }
             #expect(f.store.takeMinFreeCapChanges().count == 1, "one engagement, not one a crossing")
+        }
+    }
+
+    @Test("a cap judged for the min_free a run began with is not kept once a reload changed it")
+    func reloadDuringRun() throws {
+        try outOfReach { f in
+            var p = try #require(f.store.policy)
+            p.ttls = [.init(collection: "none", maxAge: 1e9)]  // a step before min_free, reporting its batch
+            f.store.policy = p
+            let lowered = {
+                var q = p
+                q.minFree = 2 * mib
+                return q
+            }()
+            let store: Store = f.store
+            let reloaded = Mutex(false)
+            _ = try store.enforce(progress: { _ in
+                let first = reloaded.withLock { r in
+                    defer { r = true }
+                    return !r
+                }
+                if first { store.policy = lowered }
+            })
+            #expect(store.minFreeCaps.isEmpty, "a cap of the floor replaced was kept, shown in stats")
+            #expect(store.takeMinFreeCapChanges().isEmpty)
         }
     }
 

@@ -89,10 +89,13 @@ extension Store {
 
     func minFreeCap(root: String) -> MinFreeCap? { state.withLock { $0.minFreeCaps[root] } }
 
-    func setMinFreeCap(_ cap: MinFreeCap, engaged: Bool) {
+    /// Keeps `cap` unless `policy.min_free` is no longer its floor; says whether it did.
+    func setMinFreeCap(_ cap: MinFreeCap, engaged: Bool) -> Bool {
         state.withLock {
+            guard $0.policy?.minFree == cap.minFree else { return false }
             $0.minFreeCaps[cap.root] = cap
             if engaged { $0.noteMinFreeCap(.engaged(cap)) }
+            return true
         }
     }
 

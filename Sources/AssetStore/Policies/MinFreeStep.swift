@@ -53,9 +53,9 @@ final class MinFreeStep: BytesStep {
     }
 
     /// The floor in effect: `minFree` if evicting every file assetd holds here could meet it,
-    /// else the cap (`MinFreeCap.next`). Once a run, at its first batch: a SUM over the files
+    /// else the cap (`MinFreeCap.next`). At the first batch of a run: a SUM over the files
     /// here, only when the room is short of `minFree` (of `minFree` and the margin while a cap
-    /// holds). A dry run keeps what it judged to itself.
+    /// holds, so at every run then). A dry run keeps what it judged to itself.
     private func judge(room: Int64, _ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         let root = tx.store.roots.root(onDevice: device) ?? "device \(device)"
         // One judged for another min_free (a reload during a run) is no cap of this one.
@@ -63,13 +63,9 @@ final class MinFreeStep: BytesStep {
         let lift = before == nil ? minFree : minFree.adding(saturating: MinFreeCap.liftMargin(minFree))
         var reachable = room
         if room < lift {
-            // Each file once, however many names it has: names count nothing more when they go.
-            let filter = "f.device IN \(placeholders)"
             let held =
                 try Int64.fetchOne(
-                    tx.db,
-                    sql:
-                        "SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: filter))) AS INTEGER) FROM file f WHERE \(filter)",
+                    tx.db, sql: MinFreeStep.heldSQL(placeholders),
                     arguments: StatementArguments(devices) + StatementArguments(devices)) ?? 0
             reachable = room.adding(saturating: max(0, held))
         }
@@ -83,11 +79,20 @@ final class MinFreeStep: BytesStep {
         let cap = MinFreeCap.next(
             before, device: device, root: root, minFree: minFree, room: room, reachable: reachable)
         run.noteCap(cap)
-        if !run.dryRun {
-            tx.store.setMinFreeCap(cap, engaged: before == nil)
+        // Not kept if min_free changed since the run began (a reload): it is no cap of the new one.
+        if !run.dryRun, tx.store.setMinFreeCap(cap, engaged: before == nil) {
             try tx.store.recordMinFreeCap(cap, before: before, tx.db, run)
         }
         return cap.cap
+    }
+
+    /// The bytes of the files on the devices of `placeholders` (bound twice), each file once
+    /// however many names it has: names count nothing more when they go. A file registered
+    /// missing has no device and 0 bytes, so it is never in it. The shared list drives the
+    /// excess (`Sizes.excess`), which SQLite without statistics would read the other way round.
+    static func heldSQL(_ placeholders: String) -> String {
+        let filter = "f.device IN \(placeholders)"
+        return "SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: filter))) AS INTEGER) FROM file f WHERE \(filter)"
     }
 
     override var condition: (String, StatementArguments) {
