@@ -69,6 +69,7 @@ extension Daemon {
                 case nil:
                     break
                 }
+                logMinFreeCaps()
             }
         } catch {
             maintenance.end(claim)
@@ -104,6 +105,31 @@ extension Daemon {
             "\(run): \(n) deletion\(n == 1 ? "" : "s") reached more than a batch's work budget"
             + " and went whole, the first \(String(reflecting: "\(first.collection)/\(first.key)"))"
         logger.warning("\(line)")
+    }
+
+    /// Warns once when a run (the timer's or a client's) caps a `min_free` out of reach, and
+    /// says once when one lifts (at info: nothing is wrong then): not at every run that keeps it.
+    func logMinFreeCaps() {
+        for change in store.takeMinFreeCapChanges() {
+            switch change {
+            case .engaged(let c):
+                logger.warning(
+                    """
+                    policy.min_free = \(c.minFree) cannot be met on the file system of \(c.root): at most \(c.reachable) \
+                    bytes could be free with every file assetd holds there evicted; the floor is capped at the \(c.cap) \
+                    bytes free now, so the cache evicts what it adds but not what other programs took: \
+                    free space outside the cache, or lower policy.min_free
+                    """)
+            case .lifted(let c, let reachable):
+                logger.info(
+                    """
+                    policy.min_free = \(c.minFree) can be met again on the file system of \(c.root) (\(reachable) bytes \
+                    free or held by assetd there): its cap at \(c.cap) bytes is lifted
+                    """)
+            case .dropped(let c):
+                logger.info("policy.min_free changed: its cap at \(c.cap) bytes on \(c.root) is dropped")
+            }
+        }
     }
 
     /// Events and log lines for the files a run unlinked beside its batches, as a sweep's.

@@ -314,6 +314,7 @@ public final class Daemon {
                 logger.notice("files.roots changed: it takes effect at the next start; still managing \(config.roots)")
             }
             for w in fresh.policyWarnings { logger.warning("\(w)") }
+            logMinFreeCaps()
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")
         }

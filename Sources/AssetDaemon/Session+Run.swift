@@ -106,6 +106,7 @@ extension Session {
             if claim != nil, case .success(let outcome)? = box.value {
                 daemon.logChanges(of: "\(name) (uid \(identity.uid))", outcome.commits)
             }
+            if claim != nil { daemon.logMinFreeCaps() }
             if case .failure(let e)? = box.value, e.stableCode == RPCError.Code.replyTooLarge.rawValue {
                 server.released(ctx.replyLimit)
             }

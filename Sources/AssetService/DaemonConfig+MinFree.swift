@@ -44,7 +44,7 @@ extension DaemonConfig {
                     file: sourcePath ?? "(embedded defaults)", line: minFreeLine, key: "policy.min_free",
                     message: "remove min_free for no floor, or set it well below \(fs.usable) bytes:"
                         + " \(minFree) bytes is at least what the file system of root \(root) could have free,"
-                        + " and while it cannot be met every run evicts everything with a file there")
+                        + " so it can never be met: a run caps it at the space free when it finds that")
                 policyWarnings.append(warning.description)
             }
         }

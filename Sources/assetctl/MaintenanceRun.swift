@@ -89,8 +89,8 @@ final class ProgressDrawer: @unchecked Sendable {
 }
 
 extension Render {
-    /// A policy plan: OBJECT REASON BYTES WHY rows, one summary line, and what was passed
-    /// over and why.
+    /// A policy plan: OBJECT REASON BYTES WHY rows, one summary line, what was passed over
+    /// and why, and each min_free out of reach with its cap.
     static func plan(_ r: JSONValue) -> String {
         let objects = r["objects"]?.arrayValue ?? []
         var out = Formatting.table(
@@ -127,6 +127,13 @@ extension Render {
             out +=
                 "\(count(Int(n), "deletion")) reached more than a batch's work budget (10 x policy.batch)"
                 + " and went whole\n"
+        }
+        for c in r["min_free_caps"]?.arrayValue ?? [] {
+            let n = { (k: String) in Formatting.cell(c[k] ?? .null) }
+            out +=
+                "min_free \(n("min_free")) cannot be met on the file system of \(c["root"]?.stringValue ?? "?")"
+                + " (at most \(n("reachable")) bytes free with every file assetd holds there evicted):"
+                + " capped at \(n("cap")) bytes, the cache keeping at most \(n("share")) bytes there\n"
         }
         if r["configured"] == false { out += "no [policy] is configured: nothing is evicted or expired\n" }
         return out

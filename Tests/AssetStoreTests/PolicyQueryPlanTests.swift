@@ -59,4 +59,19 @@ struct PolicyQueryPlanTests {
         #expect(plan.contains { $0.hasPrefix("SEARCH f USING INDEX file_identity") }, "\(plan)")
         #expect(!plan.contains { $0.hasPrefix("SCAN f ") }, "\(plan)")
     }
+
+    /// A `min_free` step's sum of the files on its file system, counted once: the shared list
+    /// drives the excess there too, as in the budget's total.
+    @Test("a min_free step's sum reads the shared list, then those files")
+    func minFreeHeld() throws {
+        let f = try Fixture()
+        let plan = try f.store.read { r in
+            try Row.fetchAll(
+                r.db, sql: "EXPLAIN QUERY PLAN " + MinFreeStep.heldSQL("(?, ?)"), arguments: [1, 2, 1, 2]
+            ).map { $0["detail"] as String }
+        }
+        #expect(plan.contains("SCAN s"), "\(plan)")
+        #expect(plan.contains { $0.hasPrefix("SEARCH f USING INDEX file_identity") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SEARCH s") }, "\(plan)")
+    }
 }

@@ -234,23 +234,62 @@ import AssetStoreTestSupport
     }
 }
 
-@Suite struct DeviceRenumberingPolicyTests {
-    @Test("min_free evicts files recorded before their filesystem was numbered anew: they are on it")
-    func minFreeAfterRenumbering() throws {
-        let f = try Fixture()
+/// Whether the file system of the fixtures' folder (/tmp) takes a sparse file of a TiB (some refuse a
+/// length past their size, or past 2^40).
+private let sparseTiB: Bool = {
+    let path = "/tmp/assetd-sparse-\(getpid())"
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    defer {
+        close(fd)
+        unlink(path)
+    }
+    return fd >= 0 && ftruncate(fd, off_t(1) << 40) == 0
+}()
+
+@Suite(.enabled(if: sparseTiB, "the temp folder's file system refuses a sparse file of a TiB"))
+struct DeviceRenumberingPolicyTests {
+    /// Two sparse files of a TiB each, put as k0 and k1 and recorded under an earlier number of
+    /// the root's filesystem, known to its `root_device` rows.
+    func renumberedFiles(_ f: Fixture) throws -> Int64 {
+        // Sparse files of a TiB each: a min_free that both can reach, whatever else the disk holds
+        // (one out of reach would be capped, and nothing evicted).
+        let big: Int64 = 1 << 40
         for i in 0..<2 {
-            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)"))])])
+            let path = try f.makeFile("f\(i)")
+            #expect(truncate(path, off_t(big)) == 0)
+            try f.put([(ref("c", "k\(i)"), ["file": .string(path)])])
             f.clock.advance(1)
         }
         f.clock.advance(3600)
         let shift = DeviceRenumberingTests.shift
         try f.damage("UPDATE file SET device = device + ?", [shift])
         try f.damage("INSERT INTO root_device SELECT device + ?, fsid, seen FROM root_device", [shift])
-        try f.reopen()  // the start after the reboot reads the numbers anew
-        // More free space wanted than any disk has: every object on the root's filesystem goes.
+        return big
+    }
+
+    /// A floor one and a half files above the free space: only if both count as on this
+    /// filesystem can it be reached (else it is capped and nothing goes), and reaching it takes both.
+    func enforce(_ f: Fixture, big: Int64) throws -> [String] {
+        var vfs = statvfs()
+        #expect(statvfs(f.root, &vfs) == 0)
         var p = PolicyConfiguration()
-        p.minFree = 1 << 62
+        p.minFree = Int64(vfs.f_bavail) * Int64(vfs.f_frsize) + big + big / 2
         f.store.policy = p
-        #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0", "k1"])
+        return try f.store.enforce().objects.map(\.ref.key)
+    }
+
+    @Test("min_free evicts files recorded before their filesystem was numbered anew: they are on it")
+    func minFreeAfterRenumbering() throws {
+        let f = try Fixture()
+        let big = try renumberedFiles(f)
+        try f.reopen()  // the start after the reboot reads the numbers anew
+        #expect(try enforce(f, big: big) == ["k0", "k1"])
+    }
+
+    @Test("min_free reads a renumbering found after the start before any sweep has: its files are on it")
+    func minFreeRenumberedSinceStart() throws {
+        let f = try Fixture()
+        let big = try renumberedFiles(f)  // after the open: no sweep has read the numbers since
+        #expect(try enforce(f, big: big) == ["k0", "k1"], "a run that read them at open only capped the floor")
     }
 }

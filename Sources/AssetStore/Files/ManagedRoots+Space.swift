@@ -16,6 +16,14 @@ extension ManagedRoots {
         return out
     }
 
+    /// The first root on `device`, if any.
+    public func root(onDevice device: Int64) -> String? {
+        paths.first { p in
+            var st = stat()
+            return stat(p, &st) == 0 && Int64(bitPattern: UInt64(st.st_dev)) == device
+        }
+    }
+
     /// Free bytes on the filesystem of the first root on `device`, or nil if none can be read.
     public func freeBytes(device: Int64) -> Int64? {
         for p in paths {

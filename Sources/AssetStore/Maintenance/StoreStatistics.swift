@@ -27,16 +27,23 @@ public struct StoreStatistics: Sendable {
     public var wal: WALStatus
     /// Access times in memory (Store+Access.swift): pending, flushes, flushed, touches.
     public var access: [String: Int64] = [:]
+    /// Caps on a `min_free` out of reach in effect now (MinFreeCap.swift).
+    public var minFreeCaps: [MinFreeCap] = []
 
-    /// As the protocol shows it.
+    /// As the protocol shows it; `min_free_caps`, by root, only while there are any.
     public var json: JSONValue {
-        .object([
+        var o: [String: JSONValue] = [
             "objects": .int(Int64(objects)), "files": .int(Int64(files)), "bytes": .int(bytes),
             "bytes_per_owner": .object(bytesPerOwner.mapValues(JSONValue.int)),
             "pending_unlinks": .int(Int64(pendingUnlinks)), "failed_unlinks": .int(Int64(failedUnlinks)),
             "counters": .object(counters.mapValues(JSONValue.int)), "commit": .int(commit),
             "wal": wal.json, "access": .object(access.mapValues(JSONValue.int)),
-        ])
+        ]
+        if !minFreeCaps.isEmpty {
+            o["min_free_caps"] = .object(
+                Dictionary(minFreeCaps.map { ($0.root, $0.json) }, uniquingKeysWith: { a, _ in a }))
+        }
+        return .object(o)
     }
 }
 
@@ -118,7 +125,8 @@ extension Store {
                 bytesPerOwner: perOwner.mapValues { $0 >= 0x1p63 ? Int64.max : Int64(max(0, $0)) },
                 pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
                 failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,
-                counters: counters, commit: try r.lastCommit(), wal: walStatus, access: accessStatistics)
+                counters: counters, commit: try r.lastCommit(), wal: walStatus, access: accessStatistics,
+                minFreeCaps: minFreeCaps)
         }
     }
 

@@ -1,7 +1,7 @@
 // Steps that evict least recently accessed objects until some number of bytes is freed:
 // `BytesStep` walks the order and counts; `BudgetStep` (max_bytes down to the low-water
-// mark), `MinFreeStep` (a filesystem's free-space floor) and `EvictStep` (an explicit
-// `evict`) say how many bytes and of which objects.
+// mark), `MinFreeStep` (a filesystem's free-space floor, MinFreeStep.swift) and `EvictStep`
+// (an explicit `evict`) say how many bytes and of which objects.
 
 import GRDB
 
@@ -204,61 +204,6 @@ final class BudgetStep: BytesStep {
     /// The bytes of the registered files, each once however many names it has.
     private func total(_ tx: WriteTransaction) throws -> Int64 {
         try Int64.fetchOne(tx.db.cachedStatement(sql: Sizes.registered)) ?? 0
-    }
-}
-
-/// `min_free` for one filesystem: bytes queued for unlinking there count as freed, unless
-/// the next sweep will not free them: deferred (a lease, an open file), failed, or leased now.
-final class MinFreeStep: BytesStep {
-    let device: Int64
-    /// The filesystem's device and the earlier numbers it had, which files recorded before it
-    /// was numbered anew still carry.
-    let devices: [Int64]
-    let minFree: Int64
-    override var phase: String { "min_free" }
-    override var reason: EvictionReason { .minFree }
-
-    init(device: Int64, earlier: [Int64] = [], minFree: Int64) {
-        self.device = device
-        devices = [device] + earlier
-        self.minFree = minFree
-    }
-
-    /// "(?, ?)": one placeholder per number in `devices`.
-    private var placeholders: String { "(" + devices.map { _ in "?" }.joined(separator: ", ") + ")" }
-
-    override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
-        guard let free = tx.store.roots.freeBytes(device: device) else { return 0 }
-        // A row as queued has never been tried and is due by queued_at + unlink_delay; a
-        // deferral moves next_attempt past that, a failure counts an attempt.
-        let due = "attempts = 0 AND next_attempt <= MAX(?1, queued_at + ?2)"
-        let now = tx.store.configuration.clock()
-        let delay = tx.store.configuration.unlinkDelay
-        // A file leased since it was queued stays until the lease ends. One pass over the
-        // queue however many files are leased (SQLite builds a transient index for NOT IN).
-        let leased = JSONValue.array(
-            tx.store.leases.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
-        let queued =
-            try Int64.fetchOne(
-                tx.db,
-                sql: """
-                    SELECT \(Sizes.sum("size")) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
-                    AND device IN \(placeholders)
-                    """,
-                arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible])
-                    + StatementArguments(devices)) ?? 0
-        return minFree.subtracting(saturating: free).subtracting(saturating: queued)
-    }
-
-    override var condition: (String, StatementArguments) {
-        (
-            "EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.id AND e.is_file = 1 AND f.device IN \(placeholders))",
-            StatementArguments(devices)
-        )
-    }
-
-    override func counted(_ effect: EvictionEffect) -> Int64 {
-        effect.files.reduce(0) { $0.adding(saturating: $1.device.map(devices.contains) == true ? $1.size : 0) }
     }
 }
 

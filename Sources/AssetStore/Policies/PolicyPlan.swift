@@ -90,10 +90,14 @@ public struct PolicyPlan: Sendable {
     /// the files of every batch but the last, once its commit was durable.
     public var sweep: SweepReport?
 
+    /// The floors the `min_free` steps applied in place of one out of reach (MinFreeCap.swift).
+    public var minFreeCaps: [MinFreeCap] = []
+
     public init(dryRun: Bool) { self.dryRun = dryRun }
 
     /// `{objects, files, bytes, dry_run, skipped}`, plus `commit` (the last) after a real run,
-    /// `truncated` after a dry run cut short and `oversized` when there were any.
+    /// `truncated` after a dry run cut short, `oversized` when there were any and
+    /// `min_free_caps` when a floor was out of reach.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
@@ -104,6 +108,7 @@ public struct PolicyPlan: Sendable {
         if let last = commits.last { o["commit"] = .int(last.commit) }
         if truncated { o["truncated"] = true }
         if oversized > 0 { o["oversized"] = .int(Int64(oversized)) }
+        if !minFreeCaps.isEmpty { o["min_free_caps"] = .array(minFreeCaps.map(\.json)) }
         return .object(o)
     }
 }

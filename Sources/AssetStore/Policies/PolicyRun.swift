@@ -54,6 +54,8 @@ final class PolicyRun {
     /// Whether the current transaction placed new objects in an order's queues: it commits
     /// even if it deleted nothing, or the next run would place the same ones and no others.
     var placedInBatch = false
+    /// Whether the current transaction recorded a `min_free` cap's change: it commits too.
+    var recordedInBatch = false
     /// At most this many batches in a dry run (nil: all); the plan then says it was cut short.
     let dryRunBatches: Int?
     /// True while this batch holds new leases back (`LeaseRegistry.beginPolicyBatch`).
@@ -77,6 +79,10 @@ final class PolicyRun {
     }
 
     var batchFull: Bool { deletedInBatch >= batch || workInBatch >= workBudget }
+
+    /// A `min_free` step found its floor out of reach: the cap it applies goes in the plan
+    /// (not rolled back with a batch: it is no deletion).
+    func noteCap(_ cap: MinFreeCap) { plan.minFreeCaps.append(cap) }
 
     /// Counts `n` candidates looked at against the transaction's budget.
     func charge(_ n: Int) { workInBatch += n }
@@ -148,6 +154,7 @@ final class PolicyRun {
             while !done {
                 startBatch()
                 placedInBatch = false
+                recordedInBatch = false
                 let before = plan.mark
                 do {
                     // Leases held back since the batch's first look at them go on after its commit.
@@ -161,7 +168,7 @@ final class PolicyRun {
                         // No empty commits. One that only records unlinks or places objects
                         // in an order's queues deleted nothing, but it is a commit all the same.
                         if deletedInBatch == 0 {
-                            if swept || placedInBatch { return }
+                            if swept || placedInBatch || recordedInBatch { return }
                             throw NothingDeleted()
                         }
                         store.state.withLock { $0.policyBatchDecided }?()

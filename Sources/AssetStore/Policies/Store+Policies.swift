@@ -37,7 +37,9 @@ extension Store {
             steps.append(BudgetStep(max: max, target: share < Double(Int64.max) ? Int64(share) : max))
         }
         if let minFree = policy.minFree {
-            // Files recorded before a filesystem was numbered anew are on it too (DeviceRenumbering.swift).
+            // Files recorded before a filesystem was numbered anew are on it too (DeviceRenumbering.swift),
+            // and it may have been since the last sweep read the numbers (mounted again).
+            try refreshRootDevices(recording: !dryRun)
             let renumbered = state.withLock { $0.renumbered }
             for device in roots.devices() {
                 let earlier = renumbered.filter { $0.value == device }.map(\.key).sorted()

@@ -24,6 +24,7 @@ extension Store {
             try Store.mapErrors {
                 try pool.write { db in
                     _ = try noteRootDevices(db, now: configuration.clock())
+                    try loadMinFreeCaps(db)
                     // A store opened under another order than its state's forgets that state,
                     // even if the next open goes back to it.
                     try EvictionQueues.noteOrder(db, configuration.policy?.order ?? .lru)

@@ -61,6 +61,9 @@ public final class Store: Sendable {
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
         /// sweep (or the open) read them (DeviceRenumbering.swift).
         var renumbered: [Int64: Int64] = [:]
+        /// Caps on a `min_free` out of reach, by device, and the changes not yet logged (MinFreeCap.swift).
+        var minFreeCaps: [String: MinFreeCap] = [:]
+        var minFreeCapChanges: [MinFreeCapChange] = []
         /// Real policy runs walking one owner's LRU order now (Store+OwnerLRU.swift).
         var ownerLRUWalkers = 0
         /// What the open could not do and the caller should say (Store+WALSync.swift).
@@ -445,6 +448,7 @@ public final class Store: Sendable {
         set {
             state.withLock {
                 if ($0.policy?.order ?? .lru) != (newValue?.order ?? .lru) { $0.orderChanges += 1 }
+                if $0.policy?.minFree != newValue?.minFree { $0.dropMinFreeCaps() }
                 $0.policy = newValue
             }
         }

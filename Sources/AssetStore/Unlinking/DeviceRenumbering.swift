@@ -30,7 +30,7 @@ extension Store {
     func deviceNow(_ device: Int64) -> Int64 { state.withLock { $0.renumbered[device] } ?? device }
 
     /// Records the roots' devices under their filesystem ids and reads which earlier ones they
-    /// replace, in the caller's write transaction (at open, and before each sweep); the result
+    /// replace, in the caller's write transaction (at open, before each sweep and min_free run); the result
     /// is kept for `deviceNow` too.
     func noteRootDevices(_ db: Database, now: Double) throws -> [Int64: Int64] {
         let filesystems = rootFilesystems()
@@ -51,6 +51,19 @@ extension Store {
             try r.db.tableExists("root_device") ? Store.renumberedDevices(r.db, rootFilesystems()) : [:]
         }
         state.withLock { $0.renumbered = map }
+    }
+
+    /// Reads the roots' devices anew before a `min_free` run, as a sweep does: recorded in a
+    /// write of its own when `recording` (a real run of a live store, not on a full disk), else
+    /// only read.
+    func refreshRootDevices(recording: Bool) throws {
+        if recording && !isReadOnly && !isCopy {
+            do {
+                _ = try Store.mapErrors { try pool.write { db in try noteRootDevices(db, now: configuration.clock()) } }
+                return
+            } catch let e where Store.isStorageFull(e) {}
+        }
+        try readRootDevices()
     }
 
     /// Earlier devices of the roots' filesystems, each to the device the filesystem has now.
