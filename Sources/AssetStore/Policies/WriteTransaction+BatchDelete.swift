@@ -191,6 +191,8 @@ extension WriteTransaction {
                     """
             ).execute(arguments: [JSONValue.array(kept.map { .int($0) }).serialized()])
         }
+        // Whichever rows went, the list of shared files is looked at for them at commit.
+        for id in touched { rowLeft(inode: fileRows[id]?.inode, device: fileRows[id]?.device) }
         nullifyCursor = notifyCandidates.count
         return holders
     }
