@@ -57,6 +57,22 @@ struct SharedListTests {
         #expect(try listed(f) == 0)
     }
 
+    @Test("a name whose row goes with its last edge (no rule deletes it) leaves its file unlisted")
+    func unreferencedRowDrops() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("a", size: 1000)
+        let b = f.root + "/b"
+        #expect(link(a, b) == 0)
+        try f.put([(ref("c", "x"), ["v": .string("")]), (ref("c", "b"), ["file": .string(b)])])
+        try f.store.write { tx in try tx.addEdge(name: "plain", source: ref("c", "x"), destination: .file(a), rules: [])
+        }
+        #expect(try listed(f) == 1)
+        let report = try f.delete(ref("c", "x"))
+        #expect(report.filesQueued.isEmpty)  // only the row went
+        #expect(try f.store.statistics().files == 1)
+        #expect(try listed(f) == 0)
+    }
+
     @Test("a name given another file leaves the first file unlisted")
     func identityChangeDrops() throws {
         let f = try Fixture()
