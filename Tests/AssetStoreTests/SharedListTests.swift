@@ -110,4 +110,27 @@ struct SharedListTests {
         #expect(try f.store.statistics().bytes == 1000)
         #expect(try f.store.verify(VerifyOptions()).problems.isEmpty)
     }
+
+    @Test("verify's repair of a name no edge holds any more leaves its file unlisted")
+    func verifyRepairDrops() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("a", size: 1000)
+        let b = f.root + "/b"
+        #expect(link(a, b) == 0)
+        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "b"), ["file": .string(b)])])
+        #expect(try listed(f) == 1)
+        try f.store.write { tx in
+            try tx.db.execute(
+                sql: "DELETE FROM edge WHERE is_file = 1 AND dst = (SELECT id FROM file WHERE path = ?)",
+                arguments: [b])
+        }
+        var options = VerifyOptions()
+        options.repair = true
+        let repaired = try f.store.verify(options)
+        // b's object still indexes the file field its edge held: found and repaired too.
+        #expect(repaired.problems.map(\.kind) == ["unreferenced_file", "index_mismatch"])
+        #expect(repaired.clean)
+        #expect(try f.store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM file") } == 1)
+        #expect(try listed(f) == 0)
+    }
 }
