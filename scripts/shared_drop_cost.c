@@ -22,9 +22,12 @@
    INSERT INTO file (id, path, size, device, inode, mtime, missing, first_seen, birth, generation, ctime)
    SELECT i, printf('/srv/assets/cache/%02d/%04d/object-%08d.bin', i % 97, i % 1000, i),
      4096 + i % 5000, 2049, 100000 + i, 1.7e9, 0, 1.7e9, 1, 2, 3 FROM n;
-   Mode 3's extra rows: INSERT INTO file (...) SELECT 2000000 + id, path || '.l', ... FROM file
-   WHERE id % 10 = 1 AND id <= 200000, and their inodes into file_shared; mode 2 adds a
-   second such set (3000000 + id, '.m'). */
+   Mode 3's extra rows (a second name of each file deleted), then mode 2's (a third):
+   INSERT INTO file (id, path, size, device, inode, mtime, missing, first_seen, birth,
+     generation, ctime) SELECT 2000000 + id, path || '.l', size, device, inode, mtime,
+     missing, first_seen, birth, generation, ctime FROM file WHERE id % 10 = 1 AND id <= 200000;
+   INSERT INTO file_shared SELECT inode, device FROM file WHERE id % 10 = 1 AND id <= 200000;
+   mode 2 only: the first INSERT again with 3000000 + id and path || '.m'. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -467,8 +467,8 @@ final class BaselineStore {
 
     /// The engine's `dropLeftShared`.
     private func dropLeftShared() {
-        defer { left.removeAll(keepingCapacity: true) }
         guard !left.isEmpty else { return }
+        defer { left.removeAll(keepingCapacity: true) }
         if left.count > 1 {
             precondition(anyShared.step(), "EXISTS returns a row")
             let any = anyShared.int64(0) != 0
