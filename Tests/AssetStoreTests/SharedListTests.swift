@@ -136,4 +136,20 @@ struct SharedListTests {
         #expect(try f.store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM file") } == 1)
         #expect(try listed(f) == 0)
     }
+
+    @Test("a name deleted and put again in one transaction, its file still named twice, stays listed")
+    func deleteAndPutAgainKeeps() throws {
+        let f = try Fixture()
+        let a = try f.makeFile("a", size: 1000)
+        let b = f.root + "/b"
+        #expect(link(a, b) == 0)
+        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "b"), ["file": .string(b)])])
+        #expect(try listed(f) == 1)
+        try f.store.write { tx in
+            try tx.delete(ref("c", "a"))
+            try tx.put(ref("c", "a"), value: ["file": .string(a)])
+        }
+        #expect(try listed(f) == 1)
+        #expect(try f.store.statistics().bytes == 1000)
+    }
 }
