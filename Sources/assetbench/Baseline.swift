@@ -172,7 +172,10 @@ final class BaselineStore {
     // Each row is read, then deleted by a plain DELETE: in SQLite 3.40 a `DELETE … RETURNING`
     // gathers its rows in an ephemeral table first, which cost more than a SELECT.
     private let findObject, deleteObject, readOutgoing, deleteOutgoing, readIncoming, deleteIncoming: CStatement
-    private let countRetainers, readFileRow, deleteFileRow, readFileEdges, deleteFileEdges, enqueueUnlink: CStatement
+    private let countRetainers, readFileRow, deleteFileRow, dropShared, readFileEdges, deleteFileEdges: CStatement
+    private let anyShared, enqueueUnlink: CStatement
+    /// The identities of the file rows a delete's transaction dropped, looked at before its commit.
+    private var left = [(inode: Int64, device: Int64)]()
     // Index queries: the SQL the engine compiles for the same calls.
     private let top100Query, sumByOwnerQuery: CStatement
 
@@ -251,6 +254,15 @@ final class BaselineStore {
         readFileRow = CStatement(
             db, "SELECT path, device, inode, size, birth, generation, ctime FROM file WHERE id = ?")
         deleteFileRow = CStatement(db, "DELETE FROM file WHERE id = ?")
+        // The engine's look at commit for the files whose rows went: one left with fewer than
+        // two names leaves the list (asked only while any is listed, for more than one file).
+        anyShared = CStatement(db, "SELECT EXISTS (SELECT 1 FROM file_shared)")
+        dropShared = CStatement(
+            db,
+            """
+            DELETE FROM file_shared AS s WHERE s.inode = ?1 AND s.device = ?2
+                AND (SELECT COUNT(*) FROM (SELECT 1 FROM file f WHERE f.inode = s.inode AND f.device = s.device LIMIT 2)) < 2
+            """)
         readFileEdges = CStatement(db, "SELECT src, rules FROM edge WHERE is_file = 1 AND dst = ?")
         deleteFileEdges = CStatement(db, "DELETE FROM edge WHERE is_file = 1 AND dst = ?")
         enqueueUnlink = CStatement(
@@ -448,8 +460,26 @@ final class BaselineStore {
                     if goes, deleteFile(e.dst, commitNo: commitNo, now: now) { queued += 1 }
                 }
             }
+            dropLeftShared()
         }
         return queued
+    }
+
+    /// The engine's `dropLeftShared`.
+    private func dropLeftShared() {
+        guard !left.isEmpty else { return }
+        defer { left.removeAll(keepingCapacity: true) }
+        if left.count > 1 {
+            precondition(anyShared.step(), "EXISTS returns a row")
+            let any = anyShared.int64(0) != 0
+            anyShared.reset()
+            guard any else { return }
+        }
+        for (inode, device) in left {
+            dropShared.bind(1, inode)
+            dropShared.bind(2, device)
+            dropShared.run()
+        }
     }
 
     /// Drops a file's registry row and remaining edges, and queues its unlink.
@@ -469,6 +499,7 @@ final class BaselineStore {
         readFileRow.reset()
         deleteFileRow.bind(1, id)
         deleteFileRow.run()
+        if let inode, let device { left.append((inode, device)) }
 
         readFileEdges.bind(1, id)
         let edges = readFileEdges.step()

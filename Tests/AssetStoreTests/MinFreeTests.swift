@@ -93,4 +93,25 @@ struct MinFreeTests {
         f.store.policy = p
         #expect(try f.store.enforce().objects.map(\.ref.key) == ["k1", "k2"])
     }
+
+    @Test("a file queued under two names counts once toward what the sweep will free")
+    func queuedNamesCountOnce() throws {
+        let f = try Fixture()
+        #expect(mountTmpfs(f.root, size: 4 * mib))
+        defer { umount2(f.root, Int32(MNT_DETACH)) }
+        let a = try f.makeFile("a", size: mib)
+        #expect(link(a, f.root + "/a2") == 0)
+        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "a2"), ["file": .string(f.root + "/a2")])])
+        for i in 0..<2 {
+            f.clock.advance(1)
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: mib))])])
+        }
+        f.clock.advance(3600)
+        try f.delete(ref("c", "a"), ref("c", "a2"))  // both names queued: 1 MiB, not 2
+        // 1 MiB free of 4, 2.5 wanted, 1 MiB queued: k0's file must go too.
+        var p = PolicyConfiguration()
+        p.minFree = Int64(2 * mib + mib / 2)
+        f.store.policy = p
+        #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0"])
+    }
 }

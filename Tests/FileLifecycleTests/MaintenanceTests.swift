@@ -92,7 +92,10 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         let all = log.withLock { $0 }
         let phases = all.map(\.phase).reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
         #expect(
-            phases == ["dangling_edges", "missing_files", "unreferenced_files", "indexes", "unlink_queue", "orphans"])
+            phases == [
+                "dangling_edges", "missing_files", "unreferenced_files", "indexes", "shared_files", "unlink_queue",
+                "orphans",
+            ])
         for phase in phases.dropLast() {
             let last = try #require(all.last { $0.phase == phase })
             #expect(last.total == last.done, "\(phase)")

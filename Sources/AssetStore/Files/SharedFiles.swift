@@ -33,6 +33,11 @@ enum SharedFiles {
         }
     }
 
+    /// SQL dropping inode `?1` on device `?2` from the list if fewer than two rows name it
+    /// now. A look at the list's key, and along the index `file_identity` only for a listed
+    /// file (correlated, so SQLite does not count before the look).
+    static let dropSQL = "DELETE FROM file_shared AS s WHERE s.inode = ?1 AND s.device = ?2 AND \(single)"
+
     /// True if any file is listed: else no name survives another, and `survivor` need not be asked.
     static func any(_ db: Database) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM file_shared)")) ?? false
@@ -93,4 +98,29 @@ enum SharedFiles {
     private static let single = """
         (SELECT COUNT(*) FROM (SELECT 1 FROM file f WHERE f.inode = s.inode AND f.device = s.device LIMIT 2)) < 2
         """
+}
+
+extension WriteTransaction {
+    /// Notes that a row naming `inode` on `device` left (deleted, or given another identity).
+    func rowLeft(inode: Int64?, device: Int64?) {
+        if let inode, let device { sharedLeft.append((inode, device)) }
+    }
+
+    /// Drops from the list the files noted by `rowLeft` that fewer than two rows name now, so
+    /// that the list stays bounded without a policy run's prune (a client could otherwise grow
+    /// it by two requests an entry). At commit, not as each row goes: a policy batch asks
+    /// after each eviction whether other names keep its files (`survivor`), which the entry
+    /// answers. A look at the list's key for each, unless nothing is listed.
+    func dropLeftShared() throws {
+        guard !sharedLeft.isEmpty else { return }
+        defer { sharedLeft = [] }
+        if sharedLeft.count > 1, try !SharedFiles.any(db) { return }
+        let drop = try db.cachedStatement(sql: SharedFiles.dropSQL)
+        for (inode, device) in sharedLeft {
+            try drop.executeRaw { s in
+                Statement.bindInt64(s, 1, inode)
+                Statement.bindInt64(s, 2, device)
+            }
+        }
+    }
 }

@@ -95,6 +95,7 @@ extension WriteTransaction {
                 ])
                 if found.device != state.device || found.inode != state.inode {
                     try SharedFiles.note(statements.note, id: id, inode: state.inode, device: state.device)
+                    rowLeft(inode: found.inode, device: found.device)
                 }
             }
             if found.size != state.size {

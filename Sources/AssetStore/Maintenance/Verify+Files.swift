@@ -208,6 +208,7 @@ extension WriteTransaction {
         let device: Int64? = row[1]
         let inode: Int64? = row[2]
         try db.cachedStatement(sql: "DELETE FROM file WHERE id = ?").execute(arguments: [id])
+        rowLeft(inode: inode, device: device)
         guard let device, let inode else {
             return .repaired("the registry row was dropped; the file was never seen, so nothing is unlinked")
         }

@@ -10,7 +10,8 @@ import JSON
 
 /// What `verify` checks and may change.
 public struct VerifyOptions: Sendable {
-    /// Fix what can be fixed (missing files, unreferenced registry rows, dangling edges, indexes).
+    /// Fix what can be fixed (missing files, unreferenced registry rows, dangling edges, indexes,
+    /// shared files not listed).
     public var repair = false
     /// Also look for orphans: files under the roots that nothing registers.
     public var orphans = false
@@ -31,7 +32,8 @@ public struct VerifyOptions: Sendable {
 /// One thing `verify` found.
 public struct VerifyProblem: Sendable {
     /// `missing_file`, `unreferenced_file`, `dangling_edge`, `index_mismatch`,
-    /// `unlink_failing`, `orphan` or `root_moved` (a root not walked: not its pinned folder).
+    /// `unlisted_shared_file`, `unlink_failing`, `orphan` or `root_moved` (a root not walked:
+    /// not its pinned folder).
     public var kind: String
     /// What it is about: `{collection, key, path}`, `{path}`, `{index}`, an edge.
     public var subject: JSONValue
@@ -47,7 +49,8 @@ public struct VerifyProblem: Sendable {
 
 /// How far `verify` got, once per page of each phase.
 public struct VerifyProgress: Sendable {
-    /// `dangling_edges`, `missing_files`, `unreferenced_files`, `indexes`, `unlink_queue`, `orphans`.
+    /// `dangling_edges`, `missing_files`, `unreferenced_files`, `indexes`, `shared_files`,
+    /// `unlink_queue`, `orphans`.
     public var phase: String
     /// Rows (or, for orphans, files) looked at so far in this phase.
     public var done: Int
@@ -96,6 +99,7 @@ extension Store {
         try run.missingFiles()
         try run.unreferencedFiles()
         try run.indexes()
+        try run.sharedFiles()
         try run.failingUnlinks()
         if options.orphans || options.deleteOrphans { try run.orphans() }
         return run.report

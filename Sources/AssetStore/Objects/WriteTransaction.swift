@@ -81,6 +81,8 @@ public final class WriteTransaction {
     var accessDirty: Set<Int64> = []
     var filesTouched: Set<Int64> = []
     var deletedFiles: Set<Int64> = []
+    /// The identities of file rows deleted or given another identity, for `dropLeftShared`.
+    var sharedLeft: [(inode: Int64, device: Int64)] = []
     /// With enforce_ownership: the owners of objects deleted by this transaction whose edges
     /// can delete their destination (WriteTransaction+Owners.swift).
     var ruleOwners: [Int64: String] = [:]

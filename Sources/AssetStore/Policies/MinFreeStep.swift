@@ -38,12 +38,15 @@ final class MinFreeStep: BytesStep {
         // queue however many files are leased (SQLite builds a transient index for NOT IN).
         let leased = JSONValue.array(
             tx.store.leases.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
+        // A file queued under several names is freed once, at its largest recorded size (as
+        // the other totals count it); a row without an inode number counts alone.
         let queued =
             try Int64.fetchOne(
                 tx.db,
                 sql: """
-                    SELECT \(Sizes.sum("size")) FROM unlink_queue WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3))
-                    AND device IN \(placeholders)
+                    SELECT \(Sizes.sum("s")) FROM (SELECT MAX(size) AS s FROM unlink_queue
+                        WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3)) AND device IN \(placeholders)
+                        GROUP BY \(SharedFiles.identity("unlink_queue")), CASE WHEN inode IS NULL THEN id END)
                     """,
                 arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible])
                     + StatementArguments(devices)) ?? 0

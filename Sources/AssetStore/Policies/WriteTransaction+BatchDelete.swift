@@ -191,6 +191,9 @@ extension WriteTransaction {
                     """
             ).execute(arguments: [JSONValue.array(kept.map { .int($0) }).serialized()])
         }
+        // The rows freed and those looked at (gone or kept) are noted; at commit the list of
+        // shared files drops any of their files fewer than two rows name.
+        for id in touched { rowLeft(inode: fileRows[id]?.inode, device: fileRows[id]?.device) }
         nullifyCursor = notifyCandidates.count
         return holders
     }

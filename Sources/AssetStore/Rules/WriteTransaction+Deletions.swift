@@ -33,7 +33,7 @@ extension WriteTransaction {
         let destinationRetainers: Statement
         /// Edges that still keep their source alive by reference counting.
         let sourceRetainers: Statement
-        /// A file's registry row, if no edge references the file any more.
+        /// The inode and device of a file's registry row, if no edge references the file any more.
         let unreferencedFile: Statement
 
         init(_ db: Database) throws {
@@ -63,7 +63,9 @@ extension WriteTransaction {
                 SELECT COUNT(*) FROM edge WHERE src = ? AND \(DeleteRules.deleteSourceIfAllDestinationsDeleted.sqlCondition)
                 """)
             unreferencedFile = try sql(
-                "DELETE FROM file WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = ?1)")
+                """
+                SELECT inode, device FROM file WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM edge WHERE is_file = 1 AND dst = ?1)
+                """)
         }
 
         /// The edges to the object or file `?`, in `edge_dst` order, each with its source's
@@ -146,6 +148,7 @@ extension WriteTransaction {
         try s.file.forEachRawRow(bindID) { r in found = RegisteredFile(r) }
         guard var row = found else { return }
         let path = row.path
+        rowLeft(inode: row.inode, device: row.device)  // as recorded: `identify` may change them
         if row.device == nil || row.claim != .none { row.identify(store, claim: row.claim) }
         for e in try deleteEdges(s.fileEdges, s.deleteFileEdges, to: id, destination: .file(path)) {
             report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
@@ -184,9 +187,19 @@ extension WriteTransaction {
         return edges
     }
 
-    /// Drops the registry row of a file no edge references any more.
+    /// Drops the registry row of a file no edge references any more. Read first, as the
+    /// list of shared files needs its identity (the usual case, still referenced, reads as
+    /// much as a conditional delete did).
     func dropIfUnreferenced(file id: Int64) throws {
-        try deletionStatements().unreferencedFile.executeRaw { Statement.bindInt64($0, 1, id) }
+        let s = try deletionStatements()
+        let bindID = { (p: OpaquePointer) in Statement.bindInt64(p, 1, id) }
+        var found: (inode: Int64?, device: Int64?)?
+        try s.unreferencedFile.forEachRawRow(bindID) { r in
+            found = (r.isNull(0) ? nil : r.int64(0), r.isNull(1) ? nil : r.int64(1))
+        }
+        guard let found else { return }
+        try s.deleteFile.executeRaw(bindID)
+        rowLeft(inode: found.inode, device: found.device)
     }
 
     private func isGone(isFile: Bool, _ id: Int64) -> Bool {

@@ -126,6 +126,7 @@ extension WriteTransaction {
                     edge: c.edge.edge, node: nodeRef, reason: c.reason,
                     nullifiedField: c.reason == .destinationDeleted ? c.edge.field : nil))
         }
+        try dropLeftShared()
         try stampCommit()
         report.commit = commit
         return report
