@@ -113,7 +113,13 @@ static int countedSize(void *p) { return p ? (int)headerOf(p)->size : 0; }
 
 static int countedRoundup(int n) { return real.xRoundup(n + (int)sizeof(Header)) - (int)sizeof(Header); }
 
-static int countedInit(void *data) { return real.xInit(data); }
+// SQLite calls xInit only for the allocator it initializes itself with: set here, `installed`
+// also says nothing replaced the counting allocator between the constructor and then.
+static int countedInit(void *data) {
+    int rc = real.xInit(data);
+    if (rc == SQLITE_OK) installed = 1;
+    return rc;
+}
 
 static void countedShutdown(void *data) { real.xShutdown(data); }
 
@@ -130,7 +136,7 @@ __attribute__((constructor)) static void installCountingAllocator(void) {
     counting.xRoundup = countedRoundup;
     counting.xInit = countedInit;
     counting.xShutdown = countedShutdown;
-    installed = sqlite3_config(SQLITE_CONFIG_MALLOC, &counting) == SQLITE_OK;
+    sqlite3_config(SQLITE_CONFIG_MALLOC, &counting);
 }
 
 int assetd_query_memory_installed(void) { return installed; }

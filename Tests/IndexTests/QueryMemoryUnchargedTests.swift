@@ -48,4 +48,12 @@ import AssetStoreTestSupport
         let peak = f.store.queries.idleMemoryPeaks.max() ?? 0
         #expect(peak > 0 && peak < 15_000_000, "peak \(peak)")
     }
+
+    @Test("SQLite started with the counting allocator: no open warning, queries run")
+    func allocatorInstalled() throws {
+        let f = try Self.fixture()
+        #expect(QueryConnection.unboundedMemory == nil)
+        #expect(!f.store.openWarnings.contains { $0.contains("allocator") }, "\(f.store.openWarnings)")
+        #expect(try f.store.aggregate(function: "COUNT(*)") == .value(0))
+    }
 }

@@ -18,6 +18,16 @@ extension QueryConnection {
         return values.overflow ? .max : values.partialValue.addingReportingOverflow(memoryBeside).partialValue
     }
 
+    /// Why client queries are refused, if SQLite initialized itself with another allocator than
+    /// the counting one (something in the process configured it first): without it their
+    /// memory cannot be bounded. Read after SQLite has initialized (a database is open).
+    static var unboundedMemory: String? {
+        countingAllocatorInstalled
+            ? nil
+            : "client queries are refused: SQLite was initialized with another allocator than assetd's "
+                + "counting one, so their memory cannot be bounded"
+    }
+
     /// Runs `body` with what SQLite allocates on this thread charged to the connection's
     /// account, counted from zero.
     func chargingMemory<T>(_ body: () throws -> T) rethrows -> T {

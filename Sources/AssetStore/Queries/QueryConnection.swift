@@ -87,10 +87,11 @@ final class QueryConnection {
         tempFiles = vfs
         memoryLimit = tempLimit.map { _ in QueryConnection.memoryBound(lengthLimit: lengthLimit) }
         memory = memoryLimit.flatMap { assetd_query_memory_create(Int64($0)) }
-        if memoryLimit != nil, memory == nil || assetd_query_memory_installed() == 0 {
+        if memoryLimit != nil, memory == nil || QueryConnection.unboundedMemory != nil {
             assetd_query_temp_destroy(vfs)
             assetd_query_memory_destroy(memory)
-            throw StoreError(.internalError, "cannot bound a query connection's memory")
+            throw StoreError(
+                .internalError, QueryConnection.unboundedMemory ?? "cannot bound a query connection's memory")
         }
         var h: OpaquePointer?
         let name = vfs.flatMap { assetd_query_temp_name($0) }
@@ -135,6 +136,9 @@ final class QueryConnection {
 
     /// Whether an allocation was refused for the memory bound since the last call.
     func tookMemoryRefusal() -> Bool { assetd_query_memory_take_refused(memory) != 0 }
+
+    /// Whether SQLite initialized itself with the counting allocator (query_memory.c).
+    static var countingAllocatorInstalled: Bool { assetd_query_memory_installed() != 0 }
 
     /// The most the last client statement held, in bytes (0 without a bound).
     var memoryPeak: Int { Int(assetd_query_memory_peak(memory)) }

@@ -4,7 +4,7 @@
 
 typedef struct AssetdQueryMemory AssetdQueryMemory;
 
-/// Whether the counting allocator is SQLite's (installed before SQLite initialized itself).
+/// Whether SQLite initialized itself with the counting allocator (false before it initializes).
 int assetd_query_memory_installed(void);
 
 /// A new account whose queries may hold at most `limit` bytes; NULL if out of memory.
