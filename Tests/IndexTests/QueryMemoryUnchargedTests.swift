@@ -56,4 +56,11 @@ import AssetStoreTestSupport
         #expect(!f.store.openWarnings.contains { $0.contains("allocator") }, "\(f.store.openWarnings)")
         #expect(try f.store.aggregate(function: "COUNT(*)") == .value(0))
     }
+
+    @Test("a length limit whose bound would overflow gives the largest bound, not a wrapped one")
+    func boundOverflow() {
+        #expect(QueryConnection.memoryBound(lengthLimit: .max / 8) == .max)
+        #expect(QueryConnection.memoryBound(lengthLimit: .max) == .max)
+        #expect(QueryConnection.memoryBound(lengthLimit: 16 << 20) == 160 << 20)
+    }
 }

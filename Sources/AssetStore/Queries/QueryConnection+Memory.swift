@@ -15,7 +15,8 @@ extension QueryConnection {
     /// round).
     static func memoryBound(lengthLimit: Int) -> Int {
         let values = lengthLimit.multipliedReportingOverflow(by: valuesInMemory)
-        return values.overflow ? .max : values.partialValue.addingReportingOverflow(memoryBeside).partialValue
+        let total = values.partialValue.addingReportingOverflow(memoryBeside)
+        return values.overflow || total.overflow ? .max : total.partialValue
     }
 
     /// Why client queries are refused, if SQLite initialized itself with another allocator than
