@@ -6,7 +6,7 @@
 //   JSON             the JSON value, its parser and writer, exact numbers, JSON paths. On nothing.
 //   CWALCoalesce     C: the WAL write-combining VFS for SQLite. On libsqlite3.
 //   CFileIdentity    C: statx and the inode generation for file identities. On libc.
-//   CQueryTemp       C: the VFS that bounds a query connection's temporary files. On libsqlite3.
+//   CQueryTemp       C: the VFS and allocator that bound a query's temporary files and memory. On libsqlite3.
 //   AssetStore       the engine: objects, edges and delete rules, templates, the file registry
 //                    and unlink queue, indexes and queries, policies, verify and backup.
 //                    On JSON (re-exported: its API speaks JSON values), GRDB, CWALCoalesce,

@@ -36,4 +36,26 @@ import Testing
         let grown = try Self.status(pid, "VmHWM") - before
         #expect(grown < 96 << 20, "the daemon's peak grew by \(grown >> 20) MiB")
     }
+
+    @Test("62 printf values of 16 MB in one aggregate are refused at the memory bound, not held")
+    func manyLongValues() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        _ = try c.putObject("q", "o1")
+        let pid = try #require(h.process?.processIdentifier)
+        _ = try c.call("index.aggregate", ["function": "length(printf('%.*c', 1000, 'a'))"])
+        let before = try Self.status(pid, "VmRSS")
+        try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
+        let values = (0..<62).map { "printf('%.*c', 16000000, '\($0 % 10)')" }.joined(separator: ", ")
+        let e = expectRPCError(Code.application, "query_rejected") { () throws(ClientError) in
+            try c.call("index.aggregate", ["function": .string("length(max(\(values)))")])
+        }
+        // 8 values of the 16 MiB length limit and 32 MiB: 160 MiB (assetd.toml(5), max_reply_bytes).
+        #expect(e?.message.contains("needed more than 167772160 bytes of memory") == true, "\(String(describing: e))")
+        // Without the bound the daemon grew by 931 MiB; with it, by the bound and what a
+        // refused allocation and the allocator's own rounding leave.
+        let grown = try Self.status(pid, "VmHWM") - before
+        #expect(grown < 224 << 20, "the daemon's peak grew by \(grown >> 20) MiB")
+        #expect(try c.call("index.aggregate", ["function": "COUNT(*)"]) == ["value": 1])
+    }
 }

@@ -259,6 +259,15 @@ extension QueryConnection {
 
     /// The same for the statement `key` names, kept from an earlier use or compiled now.
     func run(_ key: StatementKey, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
+        // A client's clause can make many values of the length limit at once: its memory is
+        // bounded as a whole, from the compile to the last step.
+        guard table == nil else { return try chargingMemory { try runStatement(key, args, table: table, row: row) } }
+        try runStatement(key, args, table: table, row: row)
+    }
+
+    private func runStatement(
+        _ key: StatementKey, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void
+    ) throws {
         allowedTable = table
         textNamesObject = nil
         statementKey = key
@@ -302,6 +311,7 @@ extension QueryConnection {
                     .queryRejected,
                     "the query needed more than \(tempLimit) bytes of temporary files: sort or group less")
             }
+            if let refusal = memoryRefusal(outOfMemory: step & 0xff == SQLITE_NOMEM) { throw refusal }
             if step & 0xff == SQLITE_NOMEM { throw StoreError(.queryRejected, "the query failed: out of memory") }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
         }
@@ -319,6 +329,7 @@ extension QueryConnection {
         let rc = sql.withCString { sqlite3_prepare_v2(handle, $0, -1, &stmt, &tail) }
         guard rc == SQLITE_OK, let stmt else {
             sqlite3_finalize(stmt)
+            if let refusal = memoryRefusal(outOfMemory: rc & 0xff == SQLITE_NOMEM) { throw refusal }
             if rc == SQLITE_AUTH || refusal != nil {
                 throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")")
             }

@@ -46,6 +46,10 @@ final class QueryConnection {
     private let tempFiles: OpaquePointer?
     /// Its bound, for the message of a query it stops.
     let tempLimit: Int?
+    /// What SQLite allocates for a client's statement while it compiles and runs is charged
+    /// to this, which refuses it past `memoryLimit` (query_memory.c); nil for the engine's own.
+    let memory: OpaquePointer?
+    let memoryLimit: Int?
 
     static let allowedFunctions: Set<String> = [
         // scalar
@@ -81,12 +85,21 @@ final class QueryConnection {
             throw StoreError(.internalError, "cannot make a query connection's temporary file bound")
         }
         tempFiles = vfs
+        memoryLimit = tempLimit.map { _ in QueryConnection.memoryBound(lengthLimit: lengthLimit) }
+        memory = memoryLimit.flatMap { assetd_query_memory_create(Int64($0)) }
+        if memoryLimit != nil, memory == nil || QueryConnection.unboundedMemory != nil {
+            assetd_query_temp_destroy(vfs)
+            assetd_query_memory_destroy(memory)
+            throw StoreError(
+                .internalError, QueryConnection.unboundedMemory ?? "cannot bound a query connection's memory")
+        }
         var h: OpaquePointer?
         let name = vfs.flatMap { assetd_query_temp_name($0) }
         let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, name)
         guard rc == SQLITE_OK, let h else {
             if let h { sqlite3_close_v2(h) }
             assetd_query_temp_destroy(vfs)
+            assetd_query_memory_destroy(memory)
             throw StoreError(.internalError, "cannot open a query connection (\(rc))")
         }
         handle = h
@@ -111,6 +124,24 @@ final class QueryConnection {
         // No map (Store.boundPageCaches); a cache that holds an index's hot pages.
         sqlite3_exec(h, "PRAGMA cache_size = -\(Store.queryCacheKiB)", nil, nil, nil)
     }
+
+    /// Starts counting what SQLite allocates on this thread, for the connection's client
+    /// statement, from zero (query_memory.c); `endMemoryCount` puts back what it returns.
+    func beginMemoryCount() -> OpaquePointer? {
+        _ = assetd_query_memory_take_refused(memory)
+        return assetd_query_memory_begin(memory)
+    }
+
+    func endMemoryCount(_ previous: OpaquePointer?) { assetd_query_memory_enter(previous) }
+
+    /// Whether an allocation was refused for the memory bound since the last call.
+    func tookMemoryRefusal() -> Bool { assetd_query_memory_take_refused(memory) != 0 }
+
+    /// Whether SQLite initialized itself with the counting allocator (query_memory.c).
+    static var countingAllocatorInstalled: Bool { assetd_query_memory_installed() != 0 }
+
+    /// The most the last client statement held, in bytes (0 without a bound).
+    var memoryPeak: Int { Int(assetd_query_memory_peak(memory)) }
 
     /// Whether a temporary file's write was refused for the bound since the last call.
     func tookTempRefusal() -> Bool {
@@ -167,6 +198,7 @@ final class QueryConnection {
         let rc = sqlite3_close(handle)
         if rc == SQLITE_OK {
             assetd_query_temp_destroy(tempFiles)
+            assetd_query_memory_destroy(memory)
         } else {
             let note = "assetd: a query connection did not close (\(rc)); its handle and VFS are leaked\n"
             _ = note.withCString { write(2, $0, strlen($0)) }

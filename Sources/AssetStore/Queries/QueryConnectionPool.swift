@@ -36,6 +36,10 @@ final class QueryConnectionPool: Sendable {
         return try body(conn)
     }
 
+    /// The memory peaks of the last queries of the idle connections (tests read the one that
+    /// ran a query, whichever it is).
+    var idleMemoryPeaks: [Int] { idle.withLock { $0.map(\.value.memoryPeak) } }
+
     func close() {
         closed.withLock { $0 = true }
         idle.withLock { $0.removeAll() }

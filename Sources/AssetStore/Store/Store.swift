@@ -165,6 +165,7 @@ public final class Store: Sendable {
         if coalescing.fellBack, let why = coalescing.reason {
             state.withLock { $0.openWarnings.append("WAL writes are not combined (store.coalesce_wal): \(why)") }
         }
+        if let why = QueryConnection.unboundedMemory { state.withLock { $0.openWarnings.append(why) } }
 
         if !configuration.readOnly {
             // Before anything else is written or synced (only the lease numbers, so that the
