@@ -16,6 +16,15 @@ struct SharedListTests {
         try f.store.read { try Int.fetchOne($0.db, sql: "SELECT COUNT(*) FROM file_shared") } ?? -1
     }
 
+    /// A 1,000-byte file `a` and its hard link `b`, held by objects `c/a` and `c/b`.
+    private func linkedPair(_ f: Fixture) throws -> (String, String) {
+        let a = try f.makeFile("a", size: 1000)
+        let b = f.root + "/b"
+        #expect(link(a, b) == 0)
+        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "b"), ["file": .string(b)])])
+        return (a, b)
+    }
+
     @Test("with no policy, two names put and one deleted, a thousand times, leave nothing listed")
     func boundedWithoutPolicy() throws {
         let f = try Fixture()
@@ -79,10 +88,7 @@ struct SharedListTests {
     @Test("a name given another file leaves the first file unlisted")
     func identityChangeDrops() throws {
         let f = try Fixture()
-        let a = try f.makeFile("a", size: 1000)
-        let b = f.root + "/b"
-        #expect(link(a, b) == 0)
-        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "b"), ["file": .string(b)])])
+        let (_, b) = try linkedPair(f)
         #expect(try listed(f) == 1)
         #expect(unlink(b) == 0)
         _ = try f.makeFile("b", size: 500)
@@ -94,10 +100,7 @@ struct SharedListTests {
     @Test("verify finds a file several rows name that is not listed, and its repair lists it")
     func verifyListsMissing() throws {
         let f = try Fixture()
-        let a = try f.makeFile("a", size: 1000)
-        let b = f.root + "/b"
-        #expect(link(a, b) == 0)
-        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "b"), ["file": .string(b)])])
+        _ = try linkedPair(f)
         try f.store.write { tx in try tx.db.execute(sql: "DELETE FROM file_shared") }
         #expect(try f.store.statistics().bytes == 2000)  // what an incomplete list does
 
@@ -117,10 +120,7 @@ struct SharedListTests {
     @Test("verify's repair of a name no edge holds any more leaves its file unlisted")
     func verifyRepairDrops() throws {
         let f = try Fixture()
-        let a = try f.makeFile("a", size: 1000)
-        let b = f.root + "/b"
-        #expect(link(a, b) == 0)
-        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "b"), ["file": .string(b)])])
+        let (_, b) = try linkedPair(f)
         #expect(try listed(f) == 1)
         try f.store.write { tx in
             try tx.db.execute(
@@ -140,10 +140,7 @@ struct SharedListTests {
     @Test("a name deleted and put again in one transaction, its file still named twice, stays listed")
     func deleteAndPutAgainKeeps() throws {
         let f = try Fixture()
-        let a = try f.makeFile("a", size: 1000)
-        let b = f.root + "/b"
-        #expect(link(a, b) == 0)
-        try f.put([(ref("c", "a"), ["file": .string(a)]), (ref("c", "b"), ["file": .string(b)])])
+        let (a, _) = try linkedPair(f)
         #expect(try listed(f) == 1)
         try f.store.write { tx in
             try tx.delete(ref("c", "a"))
