@@ -42,14 +42,17 @@ extension Store {
         state.withLock { $0.minFreeCaps = caps }
     }
 
-    /// Records `cap` for its root in the run's batch when it engages: what is recorded does not
-    /// move while it holds.
-    func recordMinFreeCap(_ cap: MinFreeCap, before: MinFreeCap?, _ db: Database, _ run: PolicyRun) throws {
-        guard before?.engagedRoom != cap.engagedRoom || before?.engagedShare != cap.engagedShare else { return }
+    /// Records `cap` for its root in the run's batch unless the row already says so (what is
+    /// recorded does not move while it holds). Compared with the row, not with the cap in
+    /// memory: a batch that rolled back after its judgement kept the memory's, not the row.
+    func recordMinFreeCap(_ cap: MinFreeCap, _ db: Database, _ run: PolicyRun) throws {
         try db.execute(
-            sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+            sql: """
+                INSERT INTO meta(key, value) VALUES (?1, ?2)
+                ON CONFLICT(key) DO UPDATE SET value = excluded.value WHERE CAST(value AS TEXT) IS NOT excluded.value
+                """,
             arguments: [MinFreeCap.metaPrefix + cap.root, cap.metaValue])
-        run.recordedInBatch = true
+        if db.changesCount > 0 { run.recordedInBatch = true }
     }
 
     /// Deletes the cap recorded for `root`, if any, in the run's batch.

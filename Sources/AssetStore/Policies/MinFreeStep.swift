@@ -84,7 +84,7 @@ final class MinFreeStep: BytesStep {
         run.noteCap(cap)
         // Not kept if min_free changed since the run began (a reload): it is no cap of the new one.
         if !run.dryRun, tx.store.setMinFreeCap(cap, engaged: before == nil) {
-            try tx.store.recordMinFreeCap(cap, before: before, tx.db, run)
+            try tx.store.recordMinFreeCap(cap, tx.db, run)
         }
         return cap.cap
     }
