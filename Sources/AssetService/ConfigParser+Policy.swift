@@ -184,8 +184,8 @@ extension ConfigParser {
             bytes(raw, q.maxBytes, "policy.quota.max_bytes", "a quota", section: "policy.quota", occurrence: i)
             // A user name starting with "#" is now "#" and the uid (PeerIdentity): "#alice" was
             // the name of a user whose new objects no longer count against this quota.
-            let uid = q.owner.utf8.dropFirst()
-            if q.owner.hasPrefix("#"), uid.isEmpty || !uid.allSatisfy({ (0x30...0x39).contains($0) }) {
+            // Only what PeerIdentity makes: "#" and a uid's decimal digits ("#01001" is no one).
+            if q.owner.hasPrefix("#"), UInt32(q.owner.dropFirst()).map({ "#\($0)" }) != q.owner {
                 warn(
                     "policy.quota.owner",
                     "no client is named \"\(q.owner)\": a user whose name starts with # is # and its uid (such as"

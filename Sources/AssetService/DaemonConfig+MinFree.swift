@@ -20,7 +20,7 @@ public struct FileSystemSize: Sendable, Equatable {
 
 extension DaemonConfig {
     /// Refuses a `policy.min_free` larger than the whole file system of a root: a unit slip
-    /// ("5TB" for "5GB"), and every run would evict everything with a file there. One at or
+    /// ("5TB" for "5GB"), which no run could meet (it would cap the floor at the space free). One at or
     /// above what an unprivileged writer could have free is only warned of (appended to
     /// `policyWarnings`): that size moves (ZFS shrinks a dataset's `f_blocks` as its siblings
     /// fill, btrfs moves `f_bavail`), and refusing it would stop a working daemon at a restart.
@@ -36,8 +36,8 @@ extension DaemonConfig {
                     file: sourcePath ?? "(embedded defaults)", line: minFreeLine, key: "policy.min_free",
                     message: "remove min_free for no floor, or check its unit (\"5GiB\", not \"5TiB\"):"
                         + " \(minFree) bytes is more than the whole file system of root \(root)"
-                        + " (\(fs.total) bytes), can never be free, and every run would evict everything with"
-                        + " a file there; to free some space once on purpose, run `assetctl evict --bytes SIZE`")
+                        + " (\(fs.total) bytes) and can never be free;"
+                        + " to free some space once on purpose, run `assetctl evict --bytes SIZE`")
             }
             if minFree >= fs.usable {
                 let warning = ConfigError(

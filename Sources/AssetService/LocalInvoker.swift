@@ -15,7 +15,7 @@ public final class LocalInvoker {
     private let context: MethodContext
     /// Why `policy.enforce` must not run with this config (a value refused as a slip, or a
     /// min_free past a root's disk).
-    public private(set) var enforceRefusal: ConfigError?
+    private var enforceRefusal: ConfigError?
     /// The `[policy]` value refused as a slip, left out of the policy the store runs.
     private var policyRefusal: ConfigError?
     /// What to say before `policy.enforce` runs (a min_free that may not be met).

@@ -74,14 +74,19 @@ final class Backend {
     func answer(_ method: String, _ params: JSONValue) throws(CLIFailure) -> Result<JSONValue, RPCError> {
         do {
             return .success(try invoker.call(method, params, progress: nil))
-        } catch ClientError.rpc(let e) {
-            return .failure(e)
-        } catch let e as RPCError {
-            return .failure(e)
-        } catch let e as StoreError {
-            return .failure(RPCError(e))
         } catch {
+            if let e = Backend.answered(error) { return .failure(e) }
             throw Backend.failure(error, target: target)
+        }
+    }
+
+    /// The error the method answered, if `error` is one (over the socket or in process).
+    static func answered(_ error: any Error) -> RPCError? {
+        switch error {
+        case ClientError.rpc(let e): return e
+        case let e as RPCError: return e
+        case let e as StoreError: return RPCError(e)
+        default: return nil
         }
     }
 
@@ -101,6 +106,7 @@ final class Backend {
     /// The message and exit status for an error of a connect or a call.
     static func failure(_ error: any Error, target: Target) -> CLIFailure {
         if let failure = error as? CLIFailure { return failure }
+        if let e = answered(error) { return rpcFailure(e, target: target) }
         let place: String
         switch target {
         case .socket(let path): place = path
@@ -113,12 +119,6 @@ final class Backend {
             return CLIFailure("lost the connection to assetd at \(place): \(why)", status: ExitStatus.unavailable)
         case ClientError.closed:
             return CLIFailure("assetd at \(place) closed the connection", status: ExitStatus.unavailable)
-        case ClientError.rpc(let e):
-            return rpcFailure(e, target: target)
-        case let e as RPCError:
-            return rpcFailure(e, target: target)
-        case let e as StoreError:
-            return rpcFailure(RPCError(e), target: target)
         default:
             return CLIFailure(String(describing: error))
         }

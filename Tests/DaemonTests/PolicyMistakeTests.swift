@@ -71,6 +71,11 @@ import Testing
             "write the uid"
         ),
         ("[policy]\n[[policy.quota]]\nowner = \"#\"\nmax_bytes = \"1GiB\"\n", 3, "policy.quota.owner", "no client"),
+        // Digits no uid is written with: PeerIdentity never makes "#01001".
+        (
+            "[policy]\n[[policy.quota]]\nowner = \"#01001\"\nmax_bytes = \"1GiB\"\n", 3, "policy.quota.owner",
+            "no client"
+        ),
         (
             "[policy]\n[[policy.ttl]]\ncollection = \"thumbs\"\nmax_idle = 30\n", 4, "policy.ttl.max_idle",
             "write \"30d\""

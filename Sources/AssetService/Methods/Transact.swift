@@ -32,9 +32,8 @@ extension MethodTable {
 
     static func transact(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
         guard let ops = p.value("ops")?.arrayValue else { throw RPCError.invalidParams("ops must be an array") }
-        // Each op with its params, its index, whether it is bounded (transactBounded), and
-        // whether it is an edge.find, whose page ends where the results would pass the limit.
-        var parsed = [(Op, Params, Int, Bool, Bool)]()
+        // Each op with its params, its index and whether it is bounded (transactBounded).
+        var parsed = [(Op, Params, Int, Bool)]()
         for (i, op) in ops.enumerated() {
             guard let method = op["method"]?.stringValue else {
                 throw RPCError.invalidParams("ops[\(i)].method is required")
@@ -44,30 +43,25 @@ extension MethodTable {
             }
             let params = op["params"] ?? .object([:])
             guard params.objectValue != nil else { throw RPCError.invalidParams("ops[\(i)].params must be an object") }
-            parsed.append((run, Params(params), i, transactBounded.contains(method), method == "edge.find"))
+            parsed.append((run, Params(params), i, transactBounded.contains(method)))
         }
         // Only deletes: it frees space, and may use the reserve on a full disk (assetd(8)).
         let deletes = ops.allSatisfy { $0["method"]?.stringValue == "object.delete" }
         let done = try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
             var size = 0
             var scratch = [UInt8]()
-            return try parsed.map { run, params, i, bounded, paged in
+            return try parsed.map { run, params, i, bounded in
                 do {
-                    let result: JSONValue
+                    // An edge.find page (with `limit`) fills what the results before it left
+                    // (and its comma), not the whole limit: it ends early, `next` set, where
+                    // the transact would be refused.
+                    var sized = ctx
+                    sized.replyUsed = size + 1
                     // Reads and flushes hold every other writer: bounded for those whose
                     // deletions are (WriteTransaction+ReadBound.swift).
-                    if paged {
-                        // A page (with `limit`) fills what the results before it left (and
-                        // its comma), not the whole limit: it ends early, `next` set, where
-                        // the transact would be refused.
-                        var sized = ctx
-                        sized.replyUsed = size + 1
-                        result = try tx.boundedRead(ctx.cascadeLimit) { try run(params, tx, sized) }
-                    } else {
-                        result =
-                            try bounded
-                            ? tx.boundedRead(ctx.cascadeLimit) { try run(params, tx, ctx) } : run(params, tx, ctx)
-                    }
+                    let result =
+                        try bounded
+                        ? tx.boundedRead(ctx.cascadeLimit) { try run(params, tx, sized) } : run(params, tx, sized)
                     guard ctx.replyLimit != .max else { return result }
                     // Refused before commit, unlike a reply's deletion lists: nothing is done yet.
                     scratch.removeAll(keepingCapacity: true)

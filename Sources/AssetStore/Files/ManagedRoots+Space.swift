@@ -26,13 +26,9 @@ extension ManagedRoots {
 
     /// Free bytes on the filesystem of the first root on `device`, or nil if none can be read.
     public func freeBytes(device: Int64) -> Int64? {
-        for p in paths {
-            var st = stat()
-            guard stat(p, &st) == 0, Int64(bitPattern: UInt64(st.st_dev)) == device else { continue }
-            var vfs = statvfs()
-            guard statvfs(p, &vfs) == 0 else { return nil }
-            return Int64(clamping: UInt64(vfs.f_bavail) &* UInt64(vfs.f_frsize))
-        }
-        return nil
+        guard let p = root(onDevice: device) else { return nil }
+        var vfs = statvfs()
+        guard statvfs(p, &vfs) == 0 else { return nil }
+        return Int64(clamping: UInt64(vfs.f_bavail) &* UInt64(vfs.f_frsize))
     }
 }

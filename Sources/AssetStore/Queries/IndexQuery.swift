@@ -164,7 +164,7 @@ extension Store {
                 // Without grouping only the first row is answered (a function that is no
                 // aggregate has one per matching row).
                 if groupBy.isEmpty, !rows.isEmpty { return }
-                _ = try QueryText.countText(stmt, Int32(groupBy.count + 1), bytes, limit: replyLimit)
+                try QueryText.countText(stmt, Int32(groupBy.count + 1), bytes, limit: replyLimit)
                 let counted: JSONValue
                 if groupBy.isEmpty {
                     single = QueryText.value(stmt, 0)

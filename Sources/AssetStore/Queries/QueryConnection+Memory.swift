@@ -45,6 +45,6 @@ extension QueryConnection {
         return StoreError(
             .queryRejected,
             "the query needed more than \(memoryLimit) bytes of memory (\(Self.valuesInMemory) values of "
-                + "control.max_reply_bytes and 32 MiB): make fewer or shorter values")
+                + "control.max_reply_bytes and \(Self.memoryBeside >> 20) MiB): make fewer or shorter values")
     }
 }

@@ -243,15 +243,12 @@ enum QueryText {
 
     /// Throws `reply_too_large` if `bytes` and the text of the row `stmt` is on pass `limit`:
     /// a row's JSON takes at least its text's bytes (a blob is written as null).
-    /// Returns the text's bytes.
-    @discardableResult
-    static func countText(_ stmt: OpaquePointer, _ columns: Int32, _ bytes: Int, limit: Int) throws -> Int {
+    static func countText(_ stmt: OpaquePointer, _ columns: Int32, _ bytes: Int, limit: Int) throws {
         var text = 0
         for i in 0..<columns where sqlite3_column_type(stmt, i) == SQLITE_TEXT {
             text += Int(sqlite3_column_bytes(stmt, i))
         }
         if bytes + text > limit { throw StoreError.replyTooLarge(limit) }
-        return text
     }
 
     /// SQLite's message for the last error when it names only a column or function; a
