@@ -32,8 +32,8 @@ private func filler(_ f: Fixture, _ size: Int64) {
 struct MinFreeCapTests {
     /// An 8 MiB root holding `n` objects of 512 KiB (k0 least recently used) and 5 MiB of
     /// another program's: 1 MiB free, 3 MiB at most with the cache gone, min_free 4 MiB.
-    func outOfReach(_ body: (Fixture) throws -> Void) throws {
-        let f = try Fixture()
+    func outOfReach(_ fixture: Fixture? = nil, _ body: (Fixture) throws -> Void) throws {
+        let f = try fixture ?? Fixture()
         #expect(Tmpfs.mount(f.root, mib: 8))
         defer { Tmpfs.unmount(f.root) }
         try put(f, 0..<4)
@@ -116,6 +116,23 @@ struct MinFreeCapTests {
             let plan = try f.store.enforce()
             #expect(keys(plan) == ["k0", "k1"], "a cap in memory only engaged anew at nothing free and kept them")
             #expect(plan.minFreeCaps.map(\.cap) == [cap.cap] && f.store.takeMinFreeCapChanges().isEmpty)
+        }
+    }
+
+    @Test("min_free set back by a reload to the floor of a recorded cap applies the cap, as a restart does")
+    func reloadFindsRecordedCap() throws {
+        try outOfReach { f in
+            let cap = try #require(try f.store.enforce().minFreeCaps.first)
+            try put(f, 4..<6)
+            let p = try #require(f.store.policy)
+            var without = p
+            without.minFree = nil
+            f.store.policy = without
+            f.store.policy = p
+            #expect(f.store.minFreeCaps.isEmpty)
+            let plan = try f.store.enforce()
+            #expect(keys(plan) == ["k0", "k1"], "a cap engaged anew at nothing free kept what the cache added")
+            #expect(plan.minFreeCaps.map(\.cap) == [cap.cap])
         }
     }
 

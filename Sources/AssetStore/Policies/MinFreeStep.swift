@@ -62,7 +62,7 @@ final class MinFreeStep: BytesStep {
     private func judge(room: Int64, _ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         let root = tx.store.roots.root(onDevice: device) ?? "device \(device)"
         // One judged for another min_free (a reload during a run) is no cap of this one.
-        let before = tx.store.minFreeCap(root: root).flatMap { $0.minFree == minFree ? $0 : nil }
+        let before = try tx.store.minFreeCap(root: root, device: device, minFree: minFree, tx.db)
         let lift = before == nil ? minFree : minFree.adding(saturating: MinFreeCap.liftMargin(minFree))
         var reachable = room
         if room < lift {
