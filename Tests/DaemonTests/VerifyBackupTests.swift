@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test(
-        "a non-admin may verify but not repair or delete orphans",
+        "a non-admin may verify but not repair, list orphans (the walk reads every folder) or delete them",
         .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
     func nonAdminVerify() throws {
         let h = try DaemonHarness(controlSection: #"mode = "0666""#)
@@ -110,5 +110,7 @@ import Testing
         let repair = try h.assetctlAsNobody(["verify", "--repair"])
         #expect(repair.status == 1 && repair.stderr.contains("admin"), "\(repair.stderr)")
         #expect(try h.assetctlAsNobody(["verify", "--delete-orphans"]).status == 1)
+        let orphans = try h.assetctlAsNobody(["verify", "--orphans"])
+        #expect(orphans.status == 1 && orphans.stderr.contains("admin"), "\(orphans.stdout)\(orphans.stderr)")
     }
 }

@@ -1,6 +1,6 @@
 // verify {repair?, orphans?, delete_orphans?, force?} → the report `{problems, clean, …}`:
 // checks the store against its files and its own indexes (assetd(8)). Looking is open to
-// everyone; repair and delete_orphans are for admins, and delete_orphans refuses a root
+// everyone; repair, orphans and delete_orphans are for admins, and delete_orphans refuses a root
 // without assetd's CACHEDIR.TAG (untagged_root) unless force.
 
 import AssetStore
@@ -11,6 +11,7 @@ extension MethodTable {
     @Sendable static func verifyChanges(_ params: JSONValue) -> String? {
         if params["repair"] == true { return "verify with repair" }
         if params["delete_orphans"] == true { return "verify with delete_orphans" }
+        if params["orphans"] == true { return "verify with orphans" }
         return nil
     }
 
@@ -22,6 +23,9 @@ extension MethodTable {
         options.force = try p.optionalBool("force") ?? false
         if options.repair { try requireAdmin("verify with repair", ctx) }
         if options.deleteOrphans { try requireAdmin("verify with delete_orphans", ctx) }
+        // The walk reads every folder under the roots as root: its list would show anyone
+        // the names, sizes and times of files in folders they cannot read.
+        if options.orphans { try requireAdmin("verify with orphans", ctx) }
         var progress: (@Sendable (VerifyProgress) -> Void)?
         if let report = ctx.progress {
             progress = { v in

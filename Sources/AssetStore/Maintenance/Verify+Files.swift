@@ -21,7 +21,7 @@ extension VerifyRun {
             count:
                 "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)",
             page: """
-                SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ?, f.device FROM file f
+                SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ?, f.device, f.inode FROM file f
                 WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                 ORDER BY f.id LIMIT ?
                 """, arguments: [youngSince]
@@ -30,7 +30,9 @@ extension VerifyRun {
             let leased = store.leases.snapshot().files
             for row in page where row[2] as Bool {
                 let path: String = row[1]
-                if Self.isMissing(path, device: row[3], store, leased: leased) { missing.append((row[0], path)) }
+                guard Self.isMissing(path, device: row[3], store, leased: leased) else { continue }
+                missing.append((row[0], path))
+                if let inode: Int64 = row[4] { movedInodes.insert(inode) }
             }
             if !missing.isEmpty { try repairMissing(missing) }
         }

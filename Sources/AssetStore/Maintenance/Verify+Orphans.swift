@@ -87,11 +87,14 @@ extension VerifyRun {
         if options.deleteOrphans {
             removed = try Store.mapErrors {
                 try store.pool.write { db in
-                    // A sync that failed since the check in verify: its commit would be refused
-                    // after the unlinks.
-                    try store.checkNoSyncFailure()
+                    // The commit that let a file go (its last edge dropped, no rule queueing it)
+                    // must be on disk before the file is taken for an orphan: lost in a crash,
+                    // it would come back naming a file no longer there. Refused after a
+                    // failed sync, as the sweep is.
+                    try store.makeDurable(writer: db)
                     // Again under the write lock: no transaction can register one meanwhile.
                     let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
+                    let registered = try Self.registeredInodes(unknown, db).union(movedInodes)
                     let unlinker = SafeUnlinker(roots: store.roots)
                     // With files.skip_open, an orphan some process has open (a download not yet
                     // registered) is kept like a queued file would be.
@@ -110,6 +113,13 @@ extension VerifyRun {
                             max(now.mtime ?? 0, now.stamp.ctime.map { Double($0) / 1e9 } ?? 0) < oldBefore
                         else {
                             out[i] = .vanished
+                            continue
+                        }
+                        // A registered file moved here (its folder renamed): the registry names it
+                        // by its old path, and verify's repair may have dropped that row just now.
+                        // An inode number used again only keeps a file, the safe side.
+                        guard !registered.contains(f.inode) else {
+                            out[i] = .refused("a registered file has its inode number (moved here?)")
                             continue
                         }
                         store.state.withLock { $0.orphanUnlinkDecided }?(path)
@@ -166,6 +176,16 @@ extension VerifyRun {
             let bytes = Array(p.utf8)
             return !known.contains(bytes) && !leased.contains(bytes)
         }
+    }
+
+    /// The inode numbers among `files`' that some registry row records, on any device (one
+    /// renumbered since keeps its rows' old numbers).
+    private static func registeredInodes(_ files: [WalkedFile], _ db: Database) throws -> Set<Int64> {
+        let inodes = JSONValue.array(files.map { .int($0.inode) }).serialized()
+        return Set(
+            try Int64.fetchAll(
+                db, sql: "SELECT DISTINCT inode FROM file WHERE inode IN (SELECT value FROM json_each(?))",
+                arguments: [inodes]))
     }
 
     /// Calls `body` for every regular file below `root`, never following a symlink, never

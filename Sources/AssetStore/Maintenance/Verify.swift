@@ -137,6 +137,9 @@ final class VerifyRun {
     var found = 0
     /// Problems repaired so far.
     var repairedCount = 0
+    /// The inode numbers of registered files found missing: the orphan phase keeps a file
+    /// with one (moved, not gone), even once the repair has dropped its row.
+    var movedInodes = Set<Int64>()
     /// The repairs' commit reports, merged.
     var commit: CommitReport?
 

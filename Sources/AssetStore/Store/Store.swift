@@ -330,6 +330,16 @@ public final class Store: Sendable {
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }
 
+    /// `makeDurable` for a caller holding the writer (`db`): every commit has ended, so one
+    /// fdatasync covers them all, and none can come between it and the caller's work.
+    func makeDurable(writer db: Database) throws {
+        try checkNoSyncFailure()
+        let commit = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0
+        if state.withLock({ $0.durableCommit >= commit }) { return }
+        try syncWAL(force: true)
+        state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
+    }
+
     /// With durability "full": syncs the WAL, so `commit` and every commit before it survive
     /// power loss, and records it. Called after the write lock is released; a checkpoint that
     /// restarts the WAL meanwhile has already synced those frames and the database file.
