@@ -56,6 +56,7 @@ struct AssetdCommand: ParsableCommand {
             throw ExitCode(error.exitStatus)
         }
         do {
+            try settings.checkStateFolders()
             try settings.checkMinFree()
         } catch {
             FileHandle.standardError.write(Data("assetd: \(error)\n".utf8))

@@ -78,7 +78,9 @@ final class Reserve: Sendable {
                 space.free >= 2 * size
             else { return false }
             let fresh = path + ".new"
-            let fd = open(fresh, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            // Made anew, never opened through whatever is at the name (a symlink would be followed).
+            unlink(fresh)
+            let fd = open(fresh, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { return false }
             let rc = posix_fallocate(fd, 0, off_t(size))
             close(fd)

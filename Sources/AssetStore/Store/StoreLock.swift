@@ -9,9 +9,15 @@ final class StoreLock {
 
     /// Takes the lock or throws `busy` naming the holder's pid when it can tell.
     init(path: String) throws(StoreError) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        // Never through a symlink, and only a regular file: it is truncated and written.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o644)
         guard fd >= 0 else {
             throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(errno))")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw StoreError(.permissionDenied, "cannot open lock file \(path): not a regular file")
         }
         var tries = 0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
