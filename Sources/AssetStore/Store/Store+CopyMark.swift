@@ -5,6 +5,7 @@
 // `clearCopyMark` (`assetctl --db PATH restore`) makes it a live database again.
 
 import GRDB
+import Glibc
 
 extension Store {
     /// The meta key of the mark; its value says what the copy was made from.
@@ -26,9 +27,27 @@ extension Store {
         throw StoreError(
             .conflict,
             "\(path) is a backup copy (\(mark)): not opened, since its unlink queue and policies would act on"
-                + " the live roots. To restore it, with assetd stopped, put it in place and run"
+                + " the live roots. To restore it, with assetd stopped, put it in place (remove the -wal and -shm"
+                + " files the live database left beside it) and run"
                 + " `assetctl --db \(path) --config CONFIG restore` (CONFIG: the daemon's) first",
             detail: ["backup_copy": true])
+    }
+
+    /// Why `path` must not be opened: a database last written outside WAL mode (its header's
+    /// bytes 18 and 19 are 1, as a backup copy's are; a store once opened has 2) with a
+    /// write-ahead log beside it. SQLite reads any WAL at the path into the database, so that
+    /// log is another database's (the live one's, left when a backup was copied over it), and
+    /// its frames would replace the copy's pages, its copy mark among them.
+    static func foreignWAL(_ path: String) -> String? {
+        guard fileSize(path + "-wal") > 0 else { return nil }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var header = [UInt8](repeating: 0, count: 20)
+        guard pread(fd, &header, 20, 0) == 20, header[18] == 1, header[19] == 1 else { return nil }
+        return "\(path) is not a write-ahead-log database (a backup copy?) but \(path)-wal lies beside it,"
+            + " another database's log that opening would write into it: with assetd stopped, remove"
+            + " \(path)-wal and \(path)-shm (the copy holds everything it needs), then open it again"
     }
 
     /// True for a marked copy, and for a file other than the database the config names:

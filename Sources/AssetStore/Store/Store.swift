@@ -118,6 +118,7 @@ public final class Store: Sendable {
         config.readonly = configuration.readOnly
         config.busyMode = .timeout(10)
         Store.boundPageCaches()
+        if let why = Store.foreignWAL(path) { throw StoreError(.conflict, why, detail: ["foreign_wal": true]) }
         // Looked at before the pool opens: GRDB writes a transaction into a missing or empty WAL.
         let leftoverWAL = !configuration.readOnly && Store.fileSize(path + "-wal") > 0
         // WAL frames written once per commit, not twice per frame (wal_coalesce.c), by the
