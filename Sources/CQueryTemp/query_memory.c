@@ -142,9 +142,15 @@ static int countedInit(void *data) {
 
 static void countedShutdown(void *data) { real.xShutdown(data); }
 
+// Defined by assetbench only (nonzero: leave SQLite's allocator as it is), so that one build
+// measures its work with the wrapper and without; elsewhere it is absent and the wrapper is
+// always installed.
+extern int assetbench_plain_allocator(void) __attribute__((weak));
+
 // Before main, so before anything opens a database (SQLite refuses a new allocator once it has
 // initialized itself).
 __attribute__((constructor)) static void installCountingAllocator(void) {
+    if (assetbench_plain_allocator && assetbench_plain_allocator()) return;
     if (sqlite3_config(SQLITE_CONFIG_GETMALLOC, &real) != SQLITE_OK) return;
     static sqlite3_mem_methods counting;
     counting = real;
