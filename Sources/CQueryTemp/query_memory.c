@@ -93,19 +93,35 @@ static void countedFree(void *p) {
     real.xFree(h);
 }
 
-// As a free of the old block and a malloc of the new one: the grown block is this query's.
+// A block that shrinks is never refused (SQLite assumes shrinking works, and frees or keeps
+// using the block as it was) and stays charged where it was, less what it gave back. A block
+// that grows is charged to the running query: by the difference if it is already this query's
+// (the old and new sizes together could pass the bound for a block that fits), in full
+// otherwise.
 static void *countedRealloc(void *p, int n) {
     Header *h = headerOf(p);
     AssetdQueryMemory *a = current;
     long long old = counted(h) ? h->size : 0;
     AssetdQueryMemory *oldAccount = old ? h->account : NULL;
-    if (a && !charge(a, n)) return NULL;
+    if ((uint32_t)n <= h->size) {
+        AssetdQueryMemory *account = h->account;
+        uint32_t generation = h->generation;
+        Header *g = real.xRealloc(h, n + (int)sizeof(Header));
+        if (!g) return NULL;
+        if (oldAccount) atomic_fetch_sub_explicit(&oldAccount->bytes, old - n, memory_order_relaxed);
+        g->account = account;
+        g->generation = generation;
+        g->size = (uint32_t)n;
+        return g + 1;
+    }
+    long long charged = a && a == oldAccount ? n - old : n;
+    if (a && !charge(a, charged)) return NULL;
     Header *g = real.xRealloc(h, n + (int)sizeof(Header));
     if (!g) {
-        if (a) atomic_fetch_sub_explicit(&a->bytes, n, memory_order_relaxed);
+        if (a) atomic_fetch_sub_explicit(&a->bytes, charged, memory_order_relaxed);
         return NULL;
     }
-    if (oldAccount) atomic_fetch_sub_explicit(&oldAccount->bytes, old, memory_order_relaxed);
+    if (oldAccount && oldAccount != a) atomic_fetch_sub_explicit(&oldAccount->bytes, old, memory_order_relaxed);
     g->account = a;
     g->generation = a ? atomic_load_explicit(&a->generation, memory_order_relaxed) : 0;
     g->size = (uint32_t)n;
@@ -126,9 +142,15 @@ static int countedInit(void *data) {
 
 static void countedShutdown(void *data) { real.xShutdown(data); }
 
+// Defined by assetbench only (nonzero: leave SQLite's allocator as it is), so that one build
+// measures its work with the wrapper and without; elsewhere it is absent and the wrapper is
+// always installed.
+extern int assetbench_plain_allocator(void) __attribute__((weak));
+
 // Before main, so before anything opens a database (SQLite refuses a new allocator once it has
 // initialized itself).
 __attribute__((constructor)) static void installCountingAllocator(void) {
+    if (assetbench_plain_allocator && assetbench_plain_allocator()) return;
     if (sqlite3_config(SQLITE_CONFIG_GETMALLOC, &real) != SQLITE_OK) return;
     static sqlite3_mem_methods counting;
     counting = real;

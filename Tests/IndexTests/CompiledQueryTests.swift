@@ -55,7 +55,7 @@ import AssetStoreTestSupport
     func beyondTheBound() throws {
         let f = try Self.populated()
         for round in 0..<2 {
-            for i in 0..<(QueryConnection.compiledLimit * 2) {
+            for i in 0..<(KeptStatements.countLimit * 2) {
                 let n = try f.store.aggregate(function: "COUNT(*)", clause: "WHERE size >= 0 AND \(i) >= 0")
                 #expect(n == .value(10), "round \(round), query \(i)")
             }
@@ -68,7 +68,7 @@ import AssetStoreTestSupport
         let f = try Self.populated()
         let a = "WHERE owner = 'alice' ORDER BY key"
         #expect(try f.store.query(clause: a).count == 5)
-        for i in 0..<QueryConnection.compiledLimit {
+        for i in 0..<KeptStatements.countLimit {
             #expect(try f.store.query(clause: "WHERE owner = 'bob' AND \(i) >= 0").count == 5)
         }
         #expect(try f.store.query(clause: a).map(\.ref.key) == (0..<5).map { "k\($0)" })

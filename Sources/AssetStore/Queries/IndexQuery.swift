@@ -252,6 +252,12 @@ extension QueryConnection {
         return try body()
     }
 
+    /// SQLITE_IOERR_NOMEM, which Swift does not import.
+    static let ioErrorNoMemory = SQLITE_IOERR | (12 << 8)
+
+    /// Whether a statement's failure `rc` can come from a refused allocation (`memoryRefusal`).
+    static func mayComeFromRefusal(_ rc: Int32) -> Bool { rc & 0xff == SQLITE_NOMEM || rc & 0xff == SQLITE_IOERR }
+
     /// Compiles `sql` (under the authorizer when `table` is set), binds, and steps through rows.
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
         try run(.text(table: table, sql: sql), args, table: table, row: row)
@@ -279,10 +285,13 @@ extension QueryConnection {
         deadline = QueryConnection.monotonicNow() + timeLimit
         _ = tookTempRefusal()
         defer { allowedTable = nil }
-        let stmt = try compiledStatement(key) ?? compile(key)
+        let found = kept.find(key)
+        let stmt = try found ?? compile(key)
         defer {
             sqlite3_reset(stmt)
             sqlite3_clear_bindings(stmt)
+            // Measured once reset, when it holds only its program and text.
+            if found == nil { kept.keep(stmt, key) }
         }
         guard Int(sqlite3_bind_parameter_count(stmt)) == args.count else {
             throw StoreError(.queryRejected, "the query was refused: use only ? parameters")
@@ -311,14 +320,16 @@ extension QueryConnection {
                     .queryRejected,
                     "the query needed more than \(tempLimit) bytes of temporary files: sort or group less")
             }
-            if let refusal = memoryRefusal(outOfMemory: step & 0xff == SQLITE_NOMEM) { throw refusal }
-            if step & 0xff == SQLITE_NOMEM { throw StoreError(.queryRejected, "the query failed: out of memory") }
+            if let refusal = memoryRefusal(step) { throw refusal }
+            if step & 0xff == SQLITE_NOMEM || step == QueryConnection.ioErrorNoMemory {
+                throw StoreError(.queryRejected, "the query failed: out of memory")
+            }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")
         }
     }
 
-    /// Compiles the statement `key` names as `run` sets it up, checks it is one read-only
-    /// statement, and keeps it.
+    /// Compiles the statement `key` names as `run` sets it up and checks it is one read-only
+    /// statement.
     private func compile(_ key: StatementKey) throws -> OpaquePointer {
         let sql = clauseSQL()
         if allowedTable != nil, QueryText.isCompound(sql) {
@@ -329,7 +340,7 @@ extension QueryConnection {
         let rc = sql.withCString { sqlite3_prepare_v2(handle, $0, -1, &stmt, &tail) }
         guard rc == SQLITE_OK, let stmt else {
             sqlite3_finalize(stmt)
-            if let refusal = memoryRefusal(outOfMemory: rc & 0xff == SQLITE_NOMEM) { throw refusal }
+            if let refusal = memoryRefusal(rc) { throw refusal }
             if rc == SQLITE_AUTH || refusal != nil {
                 throw StoreError(.queryRejected, "the query was refused: \(refusal ?? "not authorized")")
             }
@@ -343,7 +354,6 @@ extension QueryConnection {
             sqlite3_finalize(stmt)
             throw StoreError(.queryRejected, "the query was refused: only reading is allowed")
         }
-        keep(stmt, key)
         return stmt
     }
 }

@@ -38,10 +38,13 @@ extension QueryConnection {
         return try body()
     }
 
-    /// The refusal for a failure that ran out of memory (`outOfMemory`: SQLITE_NOMEM), if the
-    /// memory bound caused it.
-    func memoryRefusal(outOfMemory: Bool) -> StoreError? {
-        guard outOfMemory, tookMemoryRefusal(), let memoryLimit else { return nil }
+    /// The refusal for a statement's failure `rc`, if the memory bound caused it: SQLITE_NOMEM,
+    /// or an I/O error (SQLITE_IOERR_NOMEM among them) after an allocation was refused, as when
+    /// the mapping of the WAL's index cannot grow.
+    func memoryRefusal(_ rc: Int32) -> StoreError? {
+        guard Self.mayComeFromRefusal(rc), tookMemoryRefusal(), let memoryLimit else {
+            return nil
+        }
         return StoreError(
             .queryRejected,
             "the query needed more than \(memoryLimit) bytes of memory (\(Self.valuesInMemory) values of "

@@ -75,7 +75,11 @@ final class QueryConnection {
     /// the length limit.
     static let aggregateLimit = 16
 
-    init(path: String, timeLimit: Double, lengthLimit: Int = 64 << 20, tempLimit: Int? = nil) throws(StoreError) {
+    /// `clientQueries`: the connection runs clients' clauses, whose memory is bounded.
+    init(
+        path: String, timeLimit: Double, lengthLimit: Int = 64 << 20, tempLimit: Int? = nil,
+        clientQueries: Bool = false
+    ) throws(StoreError) {
         self.timeLimit = timeLimit
         self.tempLimit = tempLimit
         // A client's sort or group over many rows spills to temporary files, which could
@@ -85,7 +89,7 @@ final class QueryConnection {
             throw StoreError(.internalError, "cannot make a query connection's temporary file bound")
         }
         tempFiles = vfs
-        memoryLimit = tempLimit.map { _ in QueryConnection.memoryBound(lengthLimit: lengthLimit) }
+        memoryLimit = clientQueries ? QueryConnection.memoryBound(lengthLimit: lengthLimit) : nil
         memory = memoryLimit.flatMap { assetd_query_memory_create(Int64($0)) }
         if memoryLimit != nil, memory == nil || QueryConnection.unboundedMemory != nil {
             assetd_query_temp_destroy(vfs)
@@ -160,37 +164,11 @@ final class QueryConnection {
     /// The same SQL written at two places may be prepared twice, which is harmless.
     private var statements: [UnsafeRawPointer: OpaquePointer] = [:]
 
-    /// Statements from `run`, by table and text, kept once they passed its checks: a query
-    /// asked again is not compiled again (for the built-in index, a view expanded under the
-    /// authorizer, the compile was a third of a top-100 query). A statement is compiled
-    /// under the rules of its table only, so the table is part of the key. Bounded: emptied
-    /// when full.
-    private var compiled: [StatementKey: OpaquePointer] = [:]
-    static let compiledLimit = 64
-    /// The statement `run` used last, one of `compiled`: a client repeating its query is
-    /// found by comparing keys, which costs a fraction of hashing one (a hundredth of a
-    /// top-100 query).
-    private var last: (key: StatementKey, statement: OpaquePointer)?
-
-    func compiledStatement(_ key: StatementKey) -> OpaquePointer? {
-        if let last, last.key == key { return last.statement }
-        guard let statement = compiled[key] else { return nil }
-        last = (key, statement)
-        return statement
-    }
-
-    func keep(_ stmt: OpaquePointer, _ key: StatementKey) {
-        if compiled.count >= Self.compiledLimit {
-            for s in compiled.values { sqlite3_finalize(s) }
-            compiled = [:]
-            last = nil
-        }
-        compiled[key] = stmt
-        last = (key, stmt)
-    }
+    /// Statements from `run`, kept compiled (KeptStatements.swift).
+    var kept = KeptStatements()
 
     deinit {
-        for s in compiled.values { sqlite3_finalize(s) }
+        kept.removeAll()
         for s in statements.values { sqlite3_finalize(s) }
         // Not sqlite3_close_v2: with a statement still open it would leave a handle that closes
         // when that statement is finalized, and its files' close would then call the VFS freed

@@ -24,7 +24,8 @@ final class QueryConnectionPool: Sendable {
         guard !closed.withLock({ $0 }) else { throw StoreError(.internalError, "the store is closed") }
         let conn =
             try idle.withLock { $0.popLast()?.value }
-            ?? QueryConnection(path: path, timeLimit: timeLimit, lengthLimit: lengthLimit, tempLimit: tempLimit)
+            ?? QueryConnection(
+                path: path, timeLimit: timeLimit, lengthLimit: lengthLimit, tempLimit: tempLimit, clientQueries: true)
         conn.cancellation = cancellation
         defer {
             conn.allowedTable = nil

@@ -60,6 +60,16 @@ enum StatementKey: Hashable {
         }
     }
 
+    /// The bytes of the key's texts.
+    var byteCount: Int {
+        switch self {
+        case .query(let table, let columns, let clause):
+            return table.utf8.count + columns.reduce(0) { $0 + $1.utf8.count } + clause.utf8.count
+        case .text(let table, let sql):
+            return (table?.utf8.count ?? 0) + sql.utf8.count
+        }
+    }
+
     /// The statement's SQL.
     var sql: String {
         switch self {
