@@ -252,11 +252,10 @@ extension QueryConnection {
         return try body()
     }
 
-    /// SQLITE_IOERR_NOMEM, which Swift does not import.
-    static let ioErrorNoMemory = SQLITE_IOERR | (12 << 8)
-
-    /// Whether a statement's failure `rc` can come from a refused allocation (`memoryRefusal`).
-    static func mayComeFromRefusal(_ rc: Int32) -> Bool { rc & 0xff == SQLITE_NOMEM || rc & 0xff == SQLITE_IOERR }
+    /// Whether a statement's failure `rc` can come from a refused allocation (`memoryRefusal`):
+    /// SQLite reports an I/O error that ran out of memory (SQLITE_IOERR_NOMEM) as SQLITE_NOMEM at
+    /// its interface, and any other I/O error is the disk's, to be reported as such.
+    static func mayComeFromRefusal(_ rc: Int32) -> Bool { rc & 0xff == SQLITE_NOMEM }
 
     /// Compiles `sql` (under the authorizer when `table` is set), binds, and steps through rows.
     func run(_ sql: String, _ args: [JSONValue], table: String?, row: (OpaquePointer) throws -> Void) throws {
@@ -321,7 +320,7 @@ extension QueryConnection {
                     "the query needed more than \(tempLimit) bytes of temporary files: sort or group less")
             }
             if let refusal = memoryRefusal(step) { throw refusal }
-            if step & 0xff == SQLITE_NOMEM || step == QueryConnection.ioErrorNoMemory {
+            if step & 0xff == SQLITE_NOMEM {
                 throw StoreError(.queryRejected, "the query failed: out of memory")
             }
             throw StoreError(.queryRejected, "the query failed: \(QueryText.describe(handle))")

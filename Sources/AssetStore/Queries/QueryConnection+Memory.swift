@@ -38,9 +38,8 @@ extension QueryConnection {
         return try body()
     }
 
-    /// The refusal for a statement's failure `rc`, if the memory bound caused it: SQLITE_NOMEM,
-    /// or an I/O error (SQLITE_IOERR_NOMEM among them) after an allocation was refused, as when
-    /// the mapping of the WAL's index cannot grow.
+    /// The refusal for a statement's failure `rc`, if the memory bound caused it: SQLITE_NOMEM
+    /// after an allocation was refused (an I/O error that ran out of memory among them).
     func memoryRefusal(_ rc: Int32) -> StoreError? {
         guard Self.mayComeFromRefusal(rc), tookMemoryRefusal(), let memoryLimit else {
             return nil
