@@ -88,8 +88,10 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
     @Test("--check-config refuses a control.socket longer than a socket address holds, naming line and key (exit 78)")
     func socketPathTooLong() throws {
         let h = try DaemonHarness(start: false)
-        let fits = "/tmp/" + String(repeating: "s", count: 107 - 10) + ".sock"
-        let long = "/tmp/" + String(repeating: "s", count: 108 - 10) + ".sock"
+        // In the harness's folder: assetd refuses a socket in one others may write, as /tmp.
+        let prefix = h.dir + "/"
+        let fits = prefix + String(repeating: "s", count: 107 - 5 - prefix.utf8.count) + ".sock"
+        let long = prefix + String(repeating: "s", count: 108 - 5 - prefix.utf8.count) + ".sock"
         #expect(fits.utf8.count == 107 && long.utf8.count == 108)
         for (socket, status) in [(fits, Int32(0)), (long, 78)] {
             let file = h.dir + "/socket.toml"

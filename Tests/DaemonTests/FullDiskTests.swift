@@ -22,6 +22,8 @@ private func freeBytes(_ path: String) -> Int64 {
 private func onDisk(_ h: DaemonHarness, _ disk: String) throws -> (root: String, database: String) {
     let root = disk + "/root"
     let database = disk + "/state/assetd.sqlite"
+    // A tmpfs's top folder is 1777, and assetd refuses a database folder others may write.
+    #expect(chmod(disk, 0o755) == 0)
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
     try h.configText()
         .replacingOccurrences(of: h.database, with: database)
