@@ -66,6 +66,22 @@ import AssetStoreTestSupport
     }
 
     @Test(
+        "a look left holds back the files of every folder on its way below the root, not only its own",
+        .enabled(if: TransientLookTests.localTimes))
+    func foldersOnTheWayHeld() throws {
+        let f = try Fixture()
+        let n = Store.owedLooksPerBatch + 1
+        let paths = try owedFiles(f, n, failing: "a/b", plain: ["a/p.bin", "c/p.bin"]) { "a/b/f\($0).bin" }
+        let first = try f.store.sweep()
+        // a/p.bin's unlink would change a, which the look left at a/b/ walks and refuses.
+        #expect(first.unlinked == [f.root + "/c/p.bin"], "failed: \(first.failed)")
+        #expect(first.skipped.isEmpty && first.pending == n + 1)
+        let second = try f.store.sweep()
+        #expect(Set(second.unlinked) == Set(paths + [f.root + "/a/p.bin"]), "skipped: \(second.skipped)")
+        #expect(second.pending == 0)
+    }
+
+    @Test(
         "a batch's owed looks walk only so many names: the rest stay owed",
         .enabled(if: TransientLookTests.localTimes))
     func namesPerBatch() throws {

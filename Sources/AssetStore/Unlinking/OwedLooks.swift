@@ -7,8 +7,8 @@
 // identity it recorded with what is at the path then, as for any row. A batch takes a bounded
 // number of looks (rows, names walked, and none after a transient error); its other owed rows
 // are left as they are, still due, for the next sweep: owed, not failed. So are the other
-// files of their folders: the late look refuses a folder whose entries changed since the look
-// was owed, and the sweep's own unlinks there would change it.
+// files of the folders on their way: the late look refuses a folder whose entries changed
+// since the look was owed, and the sweep's own unlinks there would change it.
 
 import GRDB
 
@@ -92,18 +92,24 @@ extension Store {
         return (taken, false)
     }
 
-    /// The folders holding a file of `rows` whose look is owed and was not taken (`looks`;
-    /// rows in `known` aside, their outcome recorded already): their other files are left
-    /// too, as their unlinks would change the folder, and the look, taken later, refuses a
-    /// folder whose entries changed since it was owed. Only the file's own folder: an unlink
-    /// changes no other.
+    /// The folders on the way to a file of `rows` whose look is owed and was not taken
+    /// (`looks`; rows in `known` aside, their outcome recorded already): the files in them
+    /// are left too, as their unlinks would change the folder, and the look, taken later,
+    /// refuses any folder below the root on its way whose entries changed since it was owed.
+    /// Every one below the root, not only the file's own: unlinking `a/p` changes `a`, which
+    /// the look at `a/b/f` walks. The root's own change the look does not check.
     func foldersAwaitingLooks(
         _ rows: [QueuedUnlink], _ looks: [Int64: TakenLook], skipping known: [Int64: UnlinkOutcome]
     ) -> Set<Substring> {
         var folders = Set<Substring>()
         for row in rows {
             guard let owed = row.owed, known[row.id] == nil, looks[row.id]?.owed != owed else { continue }
-            folders.insert(Store.folder(of: row.path))
+            var folder = Store.folder(of: row.path)
+            // Not under a root (the look will say so): its own folder, as the walk's is unknown.
+            let root = roots.root(of: row.path)?.utf8.count ?? folder.utf8.count - 1
+            while folder.utf8.count > root, folders.insert(folder).inserted {
+                folder = folder[..<(folder.lastIndex(of: "/") ?? folder.startIndex)]
+            }
         }
         return folders
     }

@@ -132,8 +132,8 @@ extension Store {
                 guard let look = try recordOwedLook(&row, looks, db) else { continue }
                 (decided, b.lookNotTaken[row.id]) = look
             }
-            // Its folder holds a file whose look is left: an unlink would change the folder,
-            // which that look, taken later, refuses.
+            // Its folder is on the way to a file whose look is left: an unlink would change
+            // the folder, which that look, taken later, refuses.
             if !waiting.isEmpty, decided == nil, row.inode != nil, waiting.contains(Store.folder(of: row.path)) {
                 continue
             }
