@@ -1,4 +1,5 @@
-// The unlinker (assetd(8), DATA MODEL, The unlink queue): takes due rows of the pending-unlink
+// The unlinker (assetd(8), DATA MODEL, The unlink queue): takes the looks queued rows owe
+// before each batch's transaction (OwedLooks.swift), then due rows of the pending-unlink
 // queue whose commit is durable, re-checks in the write transaction that no edge references the
 // path, removes the batch's files safely on several threads while that transaction is held, then
 // records each outcome in queue order: done, skipped (kept, reported), failed (retried with backoff
@@ -109,6 +110,9 @@ extension Store {
             // attempt starts from the same report, and the same root devices to record (they
             // were rolled back too), with the outcomes of the first.
             let before = (report, lastID, renumbered)
+            // Before the transaction: a look's file system calls never hold the writer.
+            let looks = try takeOwedLooks(
+                after: lastID, durable: durable, now: now, retryFailed: retryFailed, limit: batch)
             let done: Bool = try freeingSpace("the sweep of queued unlinks") {
                 try Store.mapErrors {
                     (report, lastID, renumbered) = before
@@ -116,7 +120,7 @@ extension Store {
                         if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
                         let b = try takeSweepBatch(
                             db, after: lastID, durable: durable, now: now, retryFailed: retryFailed, limit: batch,
-                            renumbered: renumbered ?? [:], skipping: attempted)
+                            renumbered: renumbered ?? [:], skipping: attempted, looks: looks)
                         var fresh = unlinkAll(b.targets, threads: threads, beforeUnlink: beforeUnlink).makeIterator()
                         let outcomes = b.targetIDs.map { id in
                             let outcome = attempted[id] ?? fresh.next()!  // one fresh outcome per target
@@ -124,7 +128,7 @@ extension Store {
                             return outcome
                         }
                         lastID = try recordSweepBatch(b, outcomes, db, now: now, report: &report) ?? lastID
-                        return b.rows.count < batch
+                        return b.read < batch
                     }
                 }
             }

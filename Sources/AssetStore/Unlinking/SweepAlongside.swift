@@ -58,10 +58,11 @@ final class SweepAlongside {
             return false
         }
         if renumbered == nil { renumbered = try store.noteRootDevices(db, now: now) }
+        // No owed look is taken in the run's transaction: their rows are left to the sweep.
         let b = try store.takeSweepBatch(
             db, after: after, durable: store.durableCommit, now: now, retryFailed: false, limit: limit,
             renumbered: renumbered ?? [:])
-        if b.rows.isEmpty {
+        if b.lastID == nil {
             try body()
             return false
         }

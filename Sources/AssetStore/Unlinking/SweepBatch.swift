@@ -39,7 +39,7 @@ struct QueuedUnlink {
 
 /// Queue rows taken in a write transaction, and what to do with each.
 struct SweepBatch {
-    /// In queue order.
+    /// In queue order; without the rows left owing their look (`recordOwedLook`).
     var rows: [QueuedUnlink]
     /// Paths an edge references again: kept, their rows dropped.
     var referenced: Set<[UInt8]>
@@ -51,6 +51,9 @@ struct SweepBatch {
     var targets: [UnlinkTarget]
     /// By row id, why an owed look was not taken: its skip says so.
     var lookNotTaken: [Int64: String] = [:]
+    /// How many rows were read, left ones included, and the last one's id (nil for none).
+    var read = 0
+    var lastID: Int64?
 
     /// Whether some row may be kept. Usually neither set holds a path (none registered again,
     /// no lease held): then no row's path is copied to be looked up in them.
@@ -62,7 +65,7 @@ extension Store {
     /// due at `now` (or failed before, with `retryFailed`).
     func takeSweepBatch(
         _ db: Database, after lastID: Int64, durable: Int64, now: Double, retryFailed: Bool, limit: Int,
-        renumbered: [Int64: Int64], skipping known: [Int64: UnlinkOutcome] = [:]
+        renumbered: [Int64: Int64], skipping known: [Int64: UnlinkOutcome] = [:], looks: [Int64: TakenLook] = [:]
     ) throws -> SweepBatch {
         // Raw rows: GRDB's `Row` decoding of the optional columns looked up generic metadata
         // for each, most of the cost of a row, on the writer's serial path.
@@ -103,19 +106,39 @@ extension Store {
         }
         // The files to unlink, in queue order: contiguous slices keep a folder's files on one
         // thread (each thread keeps its folder open).
-        var b = SweepBatch(rows: rows, referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])
+        var b = SweepBatch(rows: [], referenced: referenced, leasedUntil: leasedUntil, targetIDs: [], targets: [])
+        (b.read, b.lastID) = (rows.count, rows.last?.id)
         let kept = b.keepsSome
+        let waiting = foldersAwaitingLooks(rows, looks, skipping: known)
+        b.rows.reserveCapacity(rows.count)
         b.targetIDs.reserveCapacity(rows.count)
         b.targets.reserveCapacity(rows.count)
         for var row in rows {
             if kept {
                 let bytes = Array(row.path.utf8)
-                if referenced.contains(bytes) || leasedUntil[bytes] != nil { continue }
+                if referenced.contains(bytes) || leasedUntil[bytes] != nil {
+                    b.rows.append(row)
+                    continue
+                }
             }
-            b.targetIDs.append(row.id)
-            if known[row.id] != nil { continue }
+            if known[row.id] != nil {
+                b.rows.append(row)
+                b.targetIDs.append(row.id)
+                continue
+            }
             var decided: UnlinkOutcome?
-            if row.owed != nil { (decided, b.lookNotTaken[row.id]) = try lookAgain(&row, db) }
+            if row.owed != nil {
+                // Its look, taken before this transaction (OwedLooks.swift), or none: left owed.
+                guard let look = try recordOwedLook(&row, looks, db) else { continue }
+                (decided, b.lookNotTaken[row.id]) = look
+            }
+            // Its folder is on the way to a file whose look is left: an unlink would change
+            // the folder, which that look, taken later, refuses.
+            if !waiting.isEmpty, decided == nil, row.inode != nil, waiting.contains(Store.folder(of: row.path)) {
+                continue
+            }
+            b.rows.append(row)
+            b.targetIDs.append(row.id)
             // Recorded before its filesystem was numbered anew: the device it has now too.
             b.targets.append(
                 UnlinkTarget(
@@ -126,40 +149,9 @@ extension Store {
         return b
     }
 
-    /// The look at a queued file its deleting commit could not take (a transient error),
-    /// taken now, judged as that commit would have, and only on a file nothing changed on
-    /// the way to since (`OwedLook`), and recorded in its row. While it cannot be taken (a
-    /// transient error again, the root away) the row keeps owing it: the outcome then. One
-    /// not taken (nothing vouched for) names no file: why, for its skip.
-    private func lookAgain(_ row: inout QueuedUnlink, _ db: Database) throws -> (UnlinkOutcome?, String?) {
-        guard let text = row.owed else { return (nil, nil) }
-        // Unreadable (written by a later assetd?): nothing is known, nothing taken.
-        var notTaken: String? = "its owed look is unreadable"
-        var file = RegisteredFile(path: row.path, size: row.size ?? 0, device: nil, inode: nil, stamp: .none)
-        if let look = OwedLook(text: text) {
-            notTaken = nil
-            switch file.identify(self, claim: look.claim, again: look) {
-            case .done: break
-            case .notTaken(let why): notTaken = why
-            case .away(let outcome): return (outcome, nil)
-            case .transient(let e): return (.failed(errno: e, call: "the look before the unlink"), nil)
-            }
-        }
-        (row.device, row.inode, row.stamp, row.owed) = (file.device, file.inode, file.stamp, nil)
-        try db.cachedStatement(
-            sql: """
-                UPDATE unlink_queue SET device = ?, inode = ?, birth = ?, generation = ?, ctime = ?, identify = NULL
-                WHERE id = ?
-                """
-        ).execute(arguments: [
-            file.device, file.inode, file.stamp.birth, file.stamp.generation, file.stamp.ctime, row.id,
-        ])
-        return (nil, notTaken)
-    }
-
     /// Records the batch's outcomes (one per `targetIDs` entry, nil where a lease came first)
     /// here, on the writer, in queue order, as one file at a time would; returns the last row's
-    /// id, nil when the batch is empty.
+    /// id read (a row left owing its look included), nil when none was.
     func recordSweepBatch(
         _ b: SweepBatch, _ outcomes: [UnlinkOutcome?], _ db: Database, now: Double, report: inout SweepReport
     ) throws -> Int64? {
@@ -202,7 +194,7 @@ extension Store {
         try db.cachedStatement(sql: "DELETE FROM unlink_queue WHERE id IN (SELECT value FROM json_each(?))")
             .execute(arguments: [JSONValue.array(finished).serialized()])
         for (name, n) in counts { try Store.bump(db, name, by: Int64(n)) }
-        return b.rows.last?.id
+        return b.lastID
     }
 
     /// Records one file's outcome; true when its row is finished (done or skipped), false
