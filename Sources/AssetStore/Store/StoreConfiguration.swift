@@ -82,10 +82,6 @@ public struct StoreConfiguration: Sendable {
         self.roots = roots
     }
 
-    /// The effective user's name, or the uid as text.
-    public static func processUserName() -> String {
-        let uid = getuid()
-        if let pw = getpwuid(uid), let name = pw.pointee.pw_name { return String(cString: name) }
-        return String(uid)
-    }
+    /// The effective user's owner name, by the rule for the daemon's clients (OwnerName).
+    public static func processUserName() -> String { OwnerName.of(uid: getuid()) }
 }

@@ -50,10 +50,3 @@ public struct ObjectRefKey: Hashable, Sendable {
         UTF8Key.combine(ref.key, into: &h)
     }
 }
-
-/// Owner names compared as their UTF-8 bytes, as SQLite compares the `owner` column: under
-/// String's equality two owners whose names are only canonically equivalent (`cafe` + U+0301
-/// and `café`) would be one, and either could act on the other's objects, leases and quota.
-public enum OwnerName {
-    public static func same(_ a: String, _ b: String) -> Bool { UTF8Key.same(a, b) }
-}
