@@ -5,15 +5,15 @@
 
 import Glibc
 
-/// A string (a path) compared and hashed as its UTF-8 bytes.
-struct UTF8Key: Hashable {
-    let string: String
+/// A string (a path, a collection) compared and hashed as its UTF-8 bytes.
+public struct UTF8Key: Hashable, Sendable {
+    public let string: String
 
-    init(_ string: String) { self.string = string }
+    public init(_ string: String) { self.string = string }
 
-    static func == (a: UTF8Key, b: UTF8Key) -> Bool { same(a.string, b.string) }
+    public static func == (a: UTF8Key, b: UTF8Key) -> Bool { same(a.string, b.string) }
 
-    func hash(into h: inout Hasher) { UTF8Key.combine(string, into: &h) }
+    public func hash(into h: inout Hasher) { UTF8Key.combine(string, into: &h) }
 
     /// Feeds `s`'s bytes and its length to `h`.
     static func combine(_ s: String, into h: inout Hasher) {
