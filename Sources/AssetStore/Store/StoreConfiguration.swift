@@ -82,6 +82,7 @@ public struct StoreConfiguration: Sendable {
         self.roots = roots
     }
 
-    /// The effective user's owner name, by the rule for the daemon's clients (OwnerName).
-    public static func processUserName() -> String { OwnerName.of(uid: getuid()) }
+    /// The owner name of `uid`, the effective user's by default, by the rule for the daemon's
+    /// clients (OwnerName).
+    public static func processUserName(uid: UInt32 = getuid()) -> String { OwnerName.of(uid: uid) }
 }
