@@ -10,19 +10,24 @@ import ControlProtocol
 public struct ServerEvent: Sendable {
     /// The event type.
     public var type: String
-    /// Collections it concerns; nil for file events (they pass any collection filter).
-    public var collections: Set<String>?
+    /// Collections it concerns (an edge's two ends both, even when they are canonically
+    /// equivalent names); nil for file events (they pass any collection filter).
+    public var collections: [String]?
     /// The params of the `event` notification.
     public var params: JSONValue
 
     /// True if a watcher with `filter` gets it.
     public func matches(_ filter: EventFilter) -> Bool {
         if let types = filter.types, !types.contains(type) { return false }
-        if let wanted = filter.collections, let mine = collections, wanted.isDisjoint(with: mine) { return false }
+        if let wanted = filter.collections, let mine = collections,
+            !mine.contains(where: { wanted.contains(UTF8Key($0)) })
+        {
+            return false
+        }
         return true
     }
 
-    static func make(_ type: String, _ collections: Set<String>?, _ fields: [String: JSONValue]) -> ServerEvent {
+    static func make(_ type: String, _ collections: [String]?, _ fields: [String: JSONValue]) -> ServerEvent {
         var p = fields
         p["type"] = .string(type)
         return ServerEvent(type: type, collections: collections, params: .object(p))
@@ -48,8 +53,8 @@ public struct ServerEvent: Sendable {
                     ]))
         }
         for n in r.notifications {
-            var collections: Set<String> = [n.edge.source.collection]
-            if case .object(let d) = n.edge.destination { collections.insert(d.collection) }
+            var collections = [n.edge.source.collection]
+            if case .object(let d) = n.edge.destination { collections.append(d.collection) }
             var fields: [String: JSONValue] = [
                 "commit": commit, "edge": n.edge.json, "reason": .string(n.reason.rawValue), "node": n.node.json,
             ]

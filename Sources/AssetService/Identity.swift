@@ -1,6 +1,7 @@
 // Who a peer is: user name and groups from its uid (getpwuid_r, getgrouplist), and whether
 // the current access settings make it an admin (assetd(8), CONTROL PROTOCOL, Access).
 
+import AssetStore
 import Foundation
 
 /// A connected client's identity, read once at accept.
@@ -53,18 +54,9 @@ public struct PeerIdentity: Sendable {
         (self.uid, self.gid, self.userName, self.gids, self.groupNames) = (uid, gid, userName, gids, groupNames)
     }
 
-    /// The owner name of `uid`: its user name from the user database if that is valid UTF-8
-    /// and does not start with `#`, else `#` and the uid. Repairing a name (U+FFFD for each bad
-    /// byte) made `a\xff` and `a\xfe` one owner, and the uid as text made a uid without a
-    /// passwd entry the owner of a user named so; `useradd` refuses `#` in a name, but another
-    /// user database may hold one, and a user named `#1001` would be uid 1001's owner.
+    /// The owner name of `uid` (OwnerName.of: `assetctl --db` uses the same rule).
     static func ownerName(uid: UInt32, passwdName: UnsafePointer<CChar>?) -> String {
-        if let passwdName, passwdName.pointee != 0, passwdName.pointee != CChar(UInt8(ascii: "#")),
-            let s = String(validatingCString: passwdName)
-        {
-            return s
-        }
-        return "#\(uid)"
+        OwnerName.of(uid: uid, passwdName: passwdName)
     }
 
     /// Admins: uid 0, the daemon's own uid, and configured uids and groups.

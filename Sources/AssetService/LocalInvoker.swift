@@ -22,8 +22,9 @@ public final class LocalInvoker {
     public private(set) var enforceWarnings: [String] = []
 
     /// Opens `databasePath` with the settings of `configPath` (or the default config file,
-    /// or the embedded defaults) for roots and durability.
-    public init(databasePath: String, configPath: String?) throws {
+    /// or the embedded defaults) for roots and durability. Methods run as an admin of `uid`,
+    /// whose owner name is the one the daemon gives a client of that uid.
+    public init(databasePath: String, configPath: String?, uid: UInt32 = getuid()) throws {
         // A value refused as a slip is left out of the policy, and only enforce is refused for it.
         let config = try DaemonConfig.load(path: configPath, deferringPolicyRefusals: true)
         // Judged as assetd judges them; only the daemon's start creates its default root.
@@ -47,6 +48,8 @@ public final class LocalInvoker {
             enforceRefusal = enforceRefusal ?? error
         }
         var sc = config.storeConfiguration()
+        let user = OwnerName.of(uid: uid)
+        sc.defaultOwner = user
         // Opening unlinks nothing: the file may be a backup copy, or a database whose roots
         // the config read here does not name. An explicit `sweep` still sweeps (not a copy).
         sc.drainOnOpen = false
@@ -64,9 +67,9 @@ public final class LocalInvoker {
             store = try Store(path: databasePath, configuration: sc)
         }
         self.store = store
-        let user = StoreConfiguration.processUserName()
         context = MethodContext(
-            store: store, caller: Caller(uid: getuid(), userName: user, isAdmin: true), enforceOwnership: false)
+            store: store, caller: Caller(uid: uid, userName: user, isAdmin: true),
+            enforceOwnership: false)
     }
 
     /// Why `method` with `params` must not run with this config, if it must not. Besides

@@ -189,6 +189,31 @@ public enum Formatting {
         guard case .object = value else { return cell(value) + "\n" }
         var pairs: [(String, String)] = []
         flatten(value, prefix: "", into: &pairs)
+        return aligned(pairs)
+    }
+
+    /// `stats` as a listing: a `bytes_per_owner.NAME` line for each owner of `owners`, which
+    /// has every owner apart (the map leaves out owners whose names are only canonically
+    /// equivalent, as one key would be both), and no line for `owners` itself.
+    public static func statsListing(_ stats: JSONValue) -> String {
+        guard case .object(var o) = stats, let owners = o.removeValue(forKey: "owners")?.arrayValue else {
+            return listing(stats)
+        }
+        guard !owners.isEmpty else { return listing(.object(o)) }
+        o["bytes_per_owner"] = nil
+        var pairs: [(String, String)] = []
+        let before = o.filter { $0.key < "bytes_per_owner" }
+        if !before.isEmpty { flatten(.object(before), prefix: "", into: &pairs) }
+        for owner in owners {
+            guard let name = owner["owner"]?.stringValue else { continue }
+            pairs.append(("bytes_per_owner." + name, cell(owner["bytes"] ?? .null)))
+        }
+        let rest = o.filter { $0.key > "bytes_per_owner" }
+        if !rest.isEmpty { flatten(.object(rest), prefix: "", into: &pairs) }
+        return aligned(pairs)
+    }
+
+    private static func aligned(_ pairs: [(String, String)]) -> String {
         let width = pairs.map(\.0.count).max() ?? 0
         return pairs.map { name, text in
             name + String(repeating: " ", count: width - name.count) + "  " + text + "\n"

@@ -29,12 +29,11 @@ public enum Prometheus {
         gauge("assetd_objects", "Objects in the store.", s["objects"])
         gauge("assetd_files", "Registered files.", s["files"])
         gauge("assetd_bytes", "Bytes of all registered files, each counted once.", s["bytes"])
-        if let owners = s["bytes_per_owner"]?.objectValue {
+        if let samples = ownerSamples(s) {
             families.append(
                 Family(
                     name: "assetd_owner_bytes", type: "gauge", help: "Bytes of the files each owner's objects hold.",
-                    samples: owners.keys.sorted().compactMap { k in owners[k]?.doubleValue.map { ([("owner", k)], $0) }
-                    }))
+                    samples: samples))
         }
         gauge("assetd_pending_unlinks", "Queued unlinks.", s["pending_unlinks"])
         gauge("assetd_failed_unlinks", "Queued unlinks that failed at least once.", s["failed_unlinks"])
@@ -72,6 +71,20 @@ public enum Prometheus {
             }
         }
         return families.filter { !$0.samples.isEmpty }.map(render).joined()
+    }
+
+    /// A sample per owner: from `owners`, where each owner is apart (labels are compared as
+    /// bytes, so `café` and `cafe` + U+0301 are two series), else from `bytes_per_owner`
+    /// (an older daemon's, where such owners were one entry).
+    static func ownerSamples(_ s: JSONValue) -> [(labels: [(String, String)], value: Double)]? {
+        if let owners = s["owners"]?.arrayValue {
+            return owners.compactMap { o in
+                guard let name = o["owner"]?.stringValue, let bytes = o["bytes"]?.doubleValue else { return nil }
+                return ([("owner", name)], bytes)
+            }
+        }
+        guard let owners = s["bytes_per_owner"]?.objectValue else { return nil }
+        return owners.keys.sorted().compactMap { k in owners[k]?.doubleValue.map { ([("owner", k)], $0) } }
     }
 
     /// The lifetime counters: policy deletions by reason, bytes policies freed, and unlink

@@ -1,14 +1,14 @@
-// Quotas tell owners apart by the bytes of their names, as SQLite does: two owners whose names
-// are only canonically equivalent (`cafe` + U+0301 against `caf` + U+00E9), which String's
-// equality takes for one, each have their own usage. Else one's bytes were counted against
-// the other's quota, and the other's objects evicted for them.
+// Quotas and stats tell owners apart by the bytes of their names, as SQLite does: two owners
+// whose names are only canonically equivalent (`cafe` + U+0301 against `caf` + U+00E9), which
+// String's equality takes for one, each have their own usage. Else one's bytes were counted
+// against the other's quota, and the other's objects evicted for them, and stats summed them.
 
 import AssetStore
 import AssetStoreTestSupport
 import Foundation
 import Testing
 
-@Suite("quotas compare owner names as bytes")
+@Suite("quotas and stats compare owner names as bytes")
 struct OwnerLookalikeTests {
     private let bob = "caf\u{e9}"
     private let eve = "cafe\u{301}"
@@ -34,5 +34,23 @@ struct OwnerLookalikeTests {
         f.store.policy = p
         #expect(try f.store.enforce().objects.map(\.ref) == [ref("b", "b0"), ref("b", "b1")])
         #expect(try f.exists(ref("e", "e0")))
+    }
+
+    @Test("stats reports look-alike owners apart, and leaves them out of the map by name")
+    func statistics() throws {
+        let f = try Fixture { _ in }
+        for (owner, key, size) in [(eve, "e0", 100), (bob, "b0", 300), ("alice", "a0", 50)] {
+            let path = try f.makeFile("\(key).bin", size: size)
+            try f.put([(ref("c", key), ["file": .string(path)])], owner: owner)
+        }
+        let s = try f.store.statistics()
+        // By the names' bytes: "cafe" + U+0301 (65 CC 81) before "caf" + U+00E9 (C3 A9).
+        #expect(s.owners.map(\.owner.utf8).map(Array.init) == ["alice", eve, bob].map { Array($0.utf8) })
+        #expect(s.owners.map(\.bytes) == [50, 100, 300])
+        #expect(s.bytesPerOwner == ["alice": 50])
+        let owners = try #require(s.json["owners"]?.arrayValue)
+        #expect(owners.compactMap { $0["owner"]?.stringValue?.utf8.count } == [5, 6, 5])
+        #expect(owners.compactMap { $0["bytes"]?.intValue } == [50, 100, 300])
+        #expect(s.json["bytes_per_owner"] == ["alice": 50])
     }
 }

@@ -49,6 +49,29 @@ import AssetStoreTestSupport
         #expect(r.deletedRefs == [ref("originals", "o"), ref("thumbs", "t")])
     }
 
+    @Test("a collection's templates do not apply to one whose name is only canonically equivalent")
+    func templatesByBytes() throws {
+        let (composed, decomposed) = ("caf\u{e9}", "cafe\u{301}")
+        let f = try Fixture()
+        try f.setTemplate(composed, templateEdge("original", field: "orig", to: "originals", []))
+        try f.setTemplate(decomposed, templateEdge("source", field: "src", to: "originals", []))
+        for reopened in [false, true] {
+            if reopened { try f.reopen() }
+            let k = reopened ? "2" : "1"
+            try f.put([
+                (ref("originals", "o"), [:]), (ref(composed, k), ["orig": "o", "src": "o"]),
+                (ref(decomposed, k), ["orig": "o", "src": "o"]),
+            ])
+            let edges = try f.store.read { try $0.edges(EdgeFilter(destination: .object(ref("originals", "o")))) }
+            let from = { (c: String) in
+                edges.filter { $0.source.collection.utf8.elementsEqual(c.utf8) && $0.source.key == k }
+            }
+            #expect(from(composed).map(\.name) == ["original"], "reopened: \(reopened)")
+            #expect(from(decomposed).map(\.name) == ["source"], "reopened: \(reopened)")
+            #expect(try f.store.read { try $0.template(collection: decomposed) }.map(\.name) == ["source"])
+        }
+    }
+
     @Test("a JSON path field reaches nested references")
     func jsonPathField() throws {
         let f = try Fixture()

@@ -4,6 +4,7 @@
 // named so, and a user named `#1001` was uid 1001's owner.
 
 @testable import AssetService
+import AssetStore
 import Foundation
 import Testing
 
@@ -70,6 +71,22 @@ import Testing
         #expect(try c.getObject("e", "mine")["owner"] == .string("#\(uid)"))
         #expect(try stray(["rm", "e", "digits"]).status == 1, "the user named \(uid) is another owner")
         #expect(try c.getObject("e", "digits")["owner"] == .string("\(uid)"))
+    }
+
+    @Test("assetctl --db names a uid's objects as the daemon names a client of that uid")
+    func offlineOwnerName() throws {
+        let uid = try #require(Self.strayUID)
+        let h = try DaemonHarness()
+        #expect(h.stop() == 0)
+        // As a user without a passwd entry: the digits alone would be another user's name.
+        let local = try LocalInvoker(databasePath: h.database, configPath: h.configPath, uid: uid)
+        defer { local.close() }
+        _ = try local.call("object.put", ["collection": "e", "key": "mine", "value": ["v": 1]])
+        let owner = try local.call("object.get", ["collection": "e", "key": "mine"])["owner"]
+        #expect(owner == .string("#\(uid)"))
+        #expect(owner == .string(PeerIdentity(uid: uid, gid: uid).userName))
+        // The library's default owner for a store opened by such a user: not its digits.
+        #expect(StoreConfiguration.processUserName(uid: uid) == "#\(uid)")
     }
 
     /// A non-admin peer (uid 4242) in gid 1000 named `staff` and gid 2000 named `2000x`, plus

@@ -169,4 +169,24 @@ struct Exposition {
         #expect(lines.allSatisfy { $0.hasPrefix("# ") || $0.hasPrefix("assetd_") }, "\(text.debugDescription)")
         #expect(text.contains("owner=\"a\r\\nb\""), "\(text.debugDescription)")
     }
+
+    @Test("owners whose names are only canonically equivalent are two series, from stats' owners")
+    func lookalikeOwners() {
+        let (bob, eve) = ("caf\u{e9}", "cafe\u{301}")
+        let stats: JSONValue = [
+            "bytes_per_owner": ["alice": 5],
+            "owners": [
+                ["owner": "alice", "bytes": 5], ["owner": .string(eve), "bytes": 100],
+                ["owner": .string(bob), "bytes": 300],
+            ],
+        ]
+        let lines = Array(Prometheus.exposition(stats: stats).utf8).split(separator: UInt8(ascii: "\n")).map(Array.init)
+        let samples = lines.filter { $0.starts(with: Array("assetd_owner_bytes{".utf8)) }
+        #expect(
+            samples
+                == [
+                    #"assetd_owner_bytes{owner="alice"} 5"#, "assetd_owner_bytes{owner=\"\(eve)\"} 100",
+                    "assetd_owner_bytes{owner=\"\(bob)\"} 300",
+                ].map { Array($0.utf8) })
+    }
 }

@@ -12,8 +12,9 @@ public struct StoreStatistics: Sendable {
     public var files: Int
     /// Bytes of all registered files, each counted once (a file with several names too).
     public var bytes: Int64
-    /// Bytes per owner: each file counts once toward each owner holding it.
-    public var bytesPerOwner: [String: Int64]
+    /// Bytes per owner, each owner apart as the database tells owners apart (by the bytes of
+    /// the name), in that order: each file counts once toward each owner holding it.
+    public var owners: [OwnerBytes]
     /// Queued unlinks.
     public var pendingUnlinks: Int
     /// Queued unlinks that failed at least once.
@@ -30,11 +31,23 @@ public struct StoreStatistics: Sendable {
     /// Caps on a `min_free` out of reach in effect now (MinFreeCap.swift).
     public var minFreeCaps: [MinFreeCap] = []
 
+    /// Bytes per owner by name, but for owners whose names are canonically equivalent
+    /// (`café` and `cafe` + U+0301): a String key would be one entry for two owners, so
+    /// they are only in `owners`.
+    public var bytesPerOwner: [String: Int64] {
+        var map = [String: Int64](minimumCapacity: owners.count)
+        var alike = Set<String>()
+        for o in owners where map.updateValue(o.bytes, forKey: o.owner) != nil { alike.insert(o.owner) }
+        for name in alike { map[name] = nil }
+        return map
+    }
+
     /// As the protocol shows it; `min_free_caps`, by root, only while there are any.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "objects": .int(Int64(objects)), "files": .int(Int64(files)), "bytes": .int(bytes),
             "bytes_per_owner": .object(bytesPerOwner.mapValues(JSONValue.int)),
+            "owners": .array(owners.map { ["owner": .string($0.owner), "bytes": .int($0.bytes)] }),
             "pending_unlinks": .int(Int64(pendingUnlinks)), "failed_unlinks": .int(Int64(failedUnlinks)),
             "counters": .object(counters.mapValues(JSONValue.int)), "commit": .int(commit),
             "wal": wal.json, "access": .object(access.mapValues(JSONValue.int)),
@@ -45,6 +58,16 @@ public struct StoreStatistics: Sendable {
         }
         return .object(o)
     }
+}
+
+/// One owner's bytes in `stats`.
+public struct OwnerBytes: Sendable, Equatable {
+    /// The owner's name.
+    public var owner: String
+    /// Bytes of the files its objects hold, each file once.
+    public var bytes: Int64
+
+    public init(owner: String, bytes: Int64) { (self.owner, self.bytes) = (owner, bytes) }
 }
 
 /// The write-ahead log as this process sees it. A WAL that keeps growing means checkpoints
@@ -93,7 +116,9 @@ extension Store {
             // Sums as doubles, less what names of one file count beyond it (only shared
             // identities' rows are read: the joins are ordered, as SQLite has no statistics
             // to tell the list is short), clamped once: a huge owner does not read 0.
-            var perOwner = [String: Double]()
+            // Keyed by the name's bytes, as SQLite groups them: by String, canonically
+            // equivalent names of two owners would be summed into one.
+            var perOwner = [UTF8Key: Double]()
             for row in try Row.fetchAll(
                 db,
                 sql: """
@@ -102,7 +127,7 @@ extension Store {
                     JOIN file f ON f.id = o.dst GROUP BY o.owner
                     """)
             {
-                perOwner[row[0], default: 0] += row[1] as Double  // canonically equal names: one entry
+                perOwner[UTF8Key(row[0]), default: 0] += row[1] as Double
             }
             for row in try Row.fetchAll(
                 db,
@@ -116,13 +141,15 @@ extension Store {
                     """)
             {
                 let owner: String = row[0]
-                perOwner[owner, default: 0] -= row[1] as Double
+                perOwner[UTF8Key(owner), default: 0] -= row[1] as Double
             }
             return StoreStatistics(
                 objects: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0,
                 files: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0,
                 bytes: try Int64.fetchOne(db, sql: Sizes.registered) ?? 0,
-                bytesPerOwner: perOwner.mapValues { $0 >= 0x1p63 ? Int64.max : Int64(max(0, $0)) },
+                owners: perOwner.map { name, bytes in
+                    OwnerBytes(owner: name.string, bytes: bytes >= 0x1p63 ? Int64.max : Int64(max(0, bytes)))
+                }.sorted { $0.owner.utf8.lexicographicallyPrecedes($1.owner.utf8) },
                 pendingUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue") ?? 0,
                 failedUnlinks: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE attempts > 0") ?? 0,
                 counters: counters, commit: try r.lastCommit(), wal: walStatus, access: accessStatistics,

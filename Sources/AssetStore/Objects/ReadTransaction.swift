@@ -61,17 +61,17 @@ public struct ReadTransaction {
 
     /// The templates a collection declares (without the built-in one).
     public func template(collection: String) throws -> [EdgeTemplate] {
-        try storedTemplates()[collection] ?? []
+        try storedTemplates()[UTF8Key(collection)] ?? []
     }
 
     /// The user indexes.
     public func indexes() throws -> [IndexDefinition] { try storedIndexes() }
 
-    func storedTemplates() throws -> [String: [EdgeTemplate]] {
-        var out = [String: [EdgeTemplate]]()
+    func storedTemplates() throws -> [UTF8Key: [EdgeTemplate]] {
+        var out = [UTF8Key: [EdgeTemplate]]()
         for row in try Row.fetchAll(db, sql: "SELECT collection, edges FROM template") {
             let edges = try Reads.json(row[1]).arrayValue ?? []
-            out[row[0]] = try edges.map { e throws(StoreError) in try EdgeTemplate(json: e) }
+            out[UTF8Key(row[0])] = try edges.map { e throws(StoreError) in try EdgeTemplate(json: e) }
         }
         return out
     }

@@ -15,7 +15,9 @@ public final class WriteTransaction {
     /// Unix seconds at the start of the transaction.
     public let now: Double
     let defaultOwner: String
-    var templates: [String: [EdgeTemplate]]
+    /// Each collection's templates, by the collection's bytes: under String's equality a
+    /// collection's templates would apply to another whose name is canonically equivalent.
+    var templates: [UTF8Key: [EdgeTemplate]]
     var indexes: [String: IndexDefinition]
 
     // Recorded by calls, consumed by flush.
@@ -108,7 +110,7 @@ public final class WriteTransaction {
     var queuedDetails: [QueuedDetail] = []
 
     init(
-        db: Database, store: Store, templates: [String: [EdgeTemplate]], indexes: [String: IndexDefinition],
+        db: Database, store: Store, templates: [UTF8Key: [EdgeTemplate]], indexes: [String: IndexDefinition],
         defaultOwner: String
     ) throws {
         self.db = db

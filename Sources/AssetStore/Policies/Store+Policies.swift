@@ -110,7 +110,9 @@ extension Store {
             if let d, !(d >= 0) { throw StoreError(.invalidParams, "durations must not be negative") }
         }
         if olderThan == nil && idle == nil {
-            let ttls = policy.ttls.filter { collection == nil || $0.collection == collection }
+            // By bytes, as SQLite tells collections apart: String's == would run a look-alike
+            // collection's TTL (`cafe` + U+0301 for `café`) on objects the caller did not name.
+            let ttls = policy.ttls.filter { t in collection.map { UTF8Key.same(t.collection, $0) } ?? true }
             guard !ttls.isEmpty else {
                 throw StoreError(
                     .invalidParams,

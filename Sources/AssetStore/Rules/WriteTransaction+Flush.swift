@@ -213,7 +213,7 @@ extension WriteTransaction {
             }
             for row in existing.values.sorted(by: { $0.id < $1.id }) {
                 collection = collection ?? row.source.collection
-                let current = EdgeTemplate.effective(templates[collection!] ?? [])
+                let current = EdgeTemplate.effective(templates[UTF8Key(collection!)] ?? [])
                 dropped.append((row, current.contains { $0.declares(row) }))
             }
             // Its registry rows now hold its own probes, so its row holds the truth if it was

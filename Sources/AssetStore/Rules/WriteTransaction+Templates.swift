@@ -22,12 +22,12 @@ extension WriteTransaction {
         }
         if edges.isEmpty {
             try db.execute(sql: "DELETE FROM template WHERE collection = ?", arguments: [collection])
-            templates[collection] = nil
+            templates[UTF8Key(collection)] = nil
         } else {
             try db.execute(
                 sql: "INSERT OR REPLACE INTO template (collection, edges) VALUES (?, ?)",
                 arguments: [collection, JSONValue.array(edges.map(\.json)).serialized()])
-            templates[collection] = edges
+            templates[UTF8Key(collection)] = edges
         }
         let rows = try Row.fetchAll(
             db, sql: "SELECT id, value FROM object WHERE collection = ?", arguments: [collection])
@@ -43,7 +43,7 @@ extension WriteTransaction {
     func desiredEdges(collection: String, value: JSONValue) throws -> [DesiredEdge] {
         var out = [DesiredEdge]()
         // A collection without templates has the built-in one alone: no array built a put.
-        let inForce = templates[collection].map(EdgeTemplate.effective) ?? EdgeTemplate.builtInOnly
+        let inForce = templates[UTF8Key(collection)].map(EdgeTemplate.effective) ?? EdgeTemplate.builtInOnly
         for t in inForce {
             for reference in t.references(in: value) {
                 switch t.to {

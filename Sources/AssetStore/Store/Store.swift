@@ -45,7 +45,8 @@ public final class Store: Sendable {
     let state: Mutex<State>
 
     struct State {
-        var templates: [String: [EdgeTemplate]] = [:]
+        /// By the collection's bytes, as the `template` table keys them.
+        var templates: [UTF8Key: [EdgeTemplate]] = [:]
         var indexes: [String: IndexDefinition] = [:]
         /// The highest commit known to be on disk.
         var durableCommit: Int64 = 0
@@ -303,7 +304,7 @@ public final class Store: Sendable {
 
     func applyConfiguredDefinitions(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         let current = state.withLock { ($0.templates, $0.indexes) }
-        let changedTemplates = configuration.templates.filter { current.0[$0.key] ?? [] != $0.value }
+        let changedTemplates = configuration.templates.filter { current.0[UTF8Key($0.key)] ?? [] != $0.value }
         let changedIndexes = configuration.indexes.filter { current.1[$0.name] != $0 }
         guard !changedTemplates.isEmpty || !changedIndexes.isEmpty else { return }
         try write { tx in

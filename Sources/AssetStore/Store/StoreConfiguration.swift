@@ -82,10 +82,7 @@ public struct StoreConfiguration: Sendable {
         self.roots = roots
     }
 
-    /// The effective user's name, or the uid as text.
-    public static func processUserName() -> String {
-        let uid = getuid()
-        if let pw = getpwuid(uid), let name = pw.pointee.pw_name { return String(cString: name) }
-        return String(uid)
-    }
+    /// The owner name of `uid`, the effective user's by default, by the rule for the daemon's
+    /// clients (OwnerName).
+    public static func processUserName(uid: UInt32 = getuid()) -> String { OwnerName.of(uid: uid) }
 }

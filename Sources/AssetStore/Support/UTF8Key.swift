@@ -5,15 +5,15 @@
 
 import Glibc
 
-/// A string (a path) compared and hashed as its UTF-8 bytes.
-struct UTF8Key: Hashable {
-    let string: String
+/// A string (a path, a collection) compared and hashed as its UTF-8 bytes.
+public struct UTF8Key: Hashable, Sendable {
+    public let string: String
 
-    init(_ string: String) { self.string = string }
+    public init(_ string: String) { self.string = string }
 
-    static func == (a: UTF8Key, b: UTF8Key) -> Bool { same(a.string, b.string) }
+    public static func == (a: UTF8Key, b: UTF8Key) -> Bool { same(a.string, b.string) }
 
-    func hash(into h: inout Hasher) { UTF8Key.combine(string, into: &h) }
+    public func hash(into h: inout Hasher) { UTF8Key.combine(string, into: &h) }
 
     /// Feeds `s`'s bytes and its length to `h`.
     static func combine(_ s: String, into h: inout Hasher) {
@@ -49,11 +49,4 @@ public struct ObjectRefKey: Hashable, Sendable {
         UTF8Key.combine(ref.collection, into: &h)
         UTF8Key.combine(ref.key, into: &h)
     }
-}
-
-/// Owner names compared as their UTF-8 bytes, as SQLite compares the `owner` column: under
-/// String's equality two owners whose names are only canonically equivalent (`cafe` + U+0301
-/// and `café`) would be one, and either could act on the other's objects, leases and quota.
-public enum OwnerName {
-    public static func same(_ a: String, _ b: String) -> Bool { UTF8Key.same(a, b) }
 }

@@ -21,6 +21,6 @@ struct StatsCommand: ParsableCommand {
             Console.out(Prometheus.exposition(stats: stats))
             return
         }
-        root.emit(stats) { Formatting.listing($0) }
+        root.emit(stats) { Formatting.statsListing($0) }
     }
 }
