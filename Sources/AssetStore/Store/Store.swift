@@ -86,6 +86,8 @@ public final class Store: Sendable {
         var orphanUnlinkDecided: (@Sendable (String) -> Void)?
         /// Tests: runs when an index query is about to wait for an access flush under way.
         var queryWaitsForFlush: (@Sendable () -> Void)?
+        /// Whether a real policy run since the open looked for stale shared-file entries.
+        var sharedListChecked = false
         /// Policy runs under way, each with the writer's map on (`withMappedWriter`); changed
         /// only on the writer's queue.
         var mappedRuns = 0
