@@ -2,13 +2,18 @@
 // a run (docs/DESIGN.md, Lifecycle policies): grouping every due row by file at every batch
 // made a long run quadratic in the queue, with the writer held. The whole queue is counted
 // at the step's first batch; each later batch adds the rows queued since (by the run or
-// anyone), read by id. Rows that leave the queue are not taken off: an unlinked one's bytes
-// show in the free space too, a deferred one's will not be freed; both make the count high,
-// never low, so the step may stop early but never evicts for bytes that are there. Before it
-// ends on that count it counts the whole queue again (`MinFreeQueue.count(whole:)`), and goes
-// on from there if the floor is still short.
+// anyone), read by id, and those whose deferral ran out since. Rows that leave the queue are
+// not taken off: an unlinked one's bytes show in the free space too, a deferred one's will
+// not be freed; both make the count high, never low, so the step may stop early but never
+// evicts for bytes that are there. A row made due sooner than it was, or given its device,
+// may land where neither window looks (a lease's end reads the clock before the writer is
+// free): such writes bump `Store.queueRowsMoved`, and the whole queue is counted again when
+// it moved, or when the clock went back. Before the step ends on a count that may read high
+// it counts the whole queue again (`MinFreeQueue.count(whole:)`), and goes on from there if
+// the floor is still short.
 
 import GRDB
+import Synchronization
 
 /// The bytes queued for unlinking on some devices that the next sweep should free.
 final class MinFreeQueue {
@@ -21,11 +26,14 @@ final class MinFreeQueue {
     /// not due then).
     private var seen: Int64 = 0
     private var since = -Double.infinity
+    /// `Store.queueRowsMoved` when the whole queue was counted.
+    private var moved = 0
     /// Paths of queued rows left out for a lease: when one ends, its rows may count, and
     /// the whole queue is counted again.
     private var heldBack = Set<[UInt8]>()
-    /// Rows were added since the whole queue was counted (left rows may make it high).
-    private var added = false
+    /// The count went on incrementally since the whole queue was counted: rows that left the
+    /// queue since may make it high.
+    private var incremental = false
     /// Evictions were counted down since the whole queue was counted (names of one file taken
     /// in one eviction count each).
     private var evicted = false
@@ -55,13 +63,16 @@ final class MinFreeQueue {
     static let queuedSince = "id > ? AND id <= ?"
     static let dueAgain = "next_attempt > ? AND next_attempt <= ?1 AND next_attempt > queued_at + ?2 AND +id <= ?"
 
-    /// The bytes queued, at a batch's start: the whole queue at the first batch, or when a
-    /// lease that kept some rows out has ended; else the count so far, the rows queued since
-    /// (by id) and those whose deferral ran out since (along `unlink_queue_due`).
+    /// The bytes queued, at a batch's start: the whole queue at the first batch, when a lease
+    /// that kept some rows out has ended, when a row was made due sooner or given its device
+    /// (`Store.queueRowsMoved`), or when the clock went back; else the count so far, the rows
+    /// queued since (by id) and those whose deferral ran out since (along `unlink_queue_due`).
     func count(_ tx: WriteTransaction) throws -> Int64 {
         let leased = tx.store.leases.snapshot().files
         let now = tx.store.configuration.clock()
-        guard let bytes, heldBack.isSubset(of: leased) else { return try count(whole: tx, leased, now: now) }
+        guard let bytes, heldBack.isSubset(of: leased), now >= since,
+            tx.store.queueRowsMoved.load(ordering: .relaxed) == moved
+        else { return try count(whole: tx, leased, now: now) }
         let last = try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(MAX(id), 0) FROM unlink_queue") ?? 0
         let args = arguments(tx, leased, now: now)
         var more: Int64 = 0
@@ -73,7 +84,7 @@ final class MinFreeQueue {
         if now > since {
             more = more.adding(saturating: try add(tx, args + [since, seen], MinFreeQueue.dueAgain, leased))
         }
-        (self.bytes, seen, since, added) = (bytes.adding(saturating: more), max(seen, last), max(since, now), true)
+        (self.bytes, seen, since, incremental) = (bytes.adding(saturating: more), max(seen, last), now, true)
         return self.bytes ?? 0
     }
 
@@ -92,10 +103,10 @@ final class MinFreeQueue {
         return try Int64.fetchOne(tx.db, sql: MinFreeQueue.sum(due + " AND " + filter), arguments: args) ?? 0
     }
 
-    /// Whether the count may be off where `need` reads it met: rows were added since the
-    /// whole was counted, or evictions counted down while some file has several names.
+    /// Whether the count may read high where `need` reads it met: it went on incrementally
+    /// since the whole was counted, or evictions counted down while some file has several names.
     func mayBeOff(_ tx: WriteTransaction) throws -> Bool {
-        try added || (evicted && SharedFiles.any(tx.db))
+        try incremental || (evicted && SharedFiles.any(tx.db))
     }
 
     /// An eviction was counted down.
@@ -107,6 +118,8 @@ final class MinFreeQueue {
     func count(whole tx: WriteTransaction, _ leased: Set<[UInt8]>? = nil, now: Double? = nil) throws -> Int64 {
         let leased = leased ?? tx.store.leases.snapshot().files
         let now = now ?? tx.store.configuration.clock()
+        // Read in this write transaction: no bump can come between it and the count.
+        moved = tx.store.queueRowsMoved.load(ordering: .relaxed)
         let last = try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(MAX(id), 0) FROM unlink_queue") ?? 0
         let args = arguments(tx, leased, now: now)
         let total = try Int64.fetchOne(tx.db, sql: MinFreeQueue.sum(due), arguments: args) ?? 0
@@ -118,7 +131,7 @@ final class MinFreeQueue {
                 "SELECT DISTINCT q.path FROM json_each(?3) j CROSS JOIN unlink_queue q ON q.path = j.value WHERE q.device IN \(placeholders)"
             )
         }
-        (bytes, seen, since, added, evicted) = (total, last, now, false, false)
+        (bytes, seen, since, incremental, evicted) = (total, last, now, false, false)
         return total
     }
 
