@@ -2,11 +2,13 @@
 // a 4 MiB tmpfs mounted as the managed root (needs CAP_SYS_ADMIN; the test is skipped, saying
 // so, when mount(2) is refused).
 
-import AssetStore
 import AssetStoreTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import Testing
+
+@testable import AssetStore
 
 private let mib = 1 << 20
 
@@ -113,5 +115,62 @@ struct MinFreeTests {
         p.minFree = Int64(2 * mib + mib / 2)
         f.store.policy = p
         #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0"])
+    }
+
+    /// How many times the writer counts the whole unlink queue while `body` runs.
+    private func wholeCounts(_ f: Fixture, _ body: () throws -> Void) throws -> Int {
+        let n = Mutex(0)
+        try f.store.write { tx in
+            tx.db.trace(options: .statement) { e in
+                let sql = e.description
+                if sql.contains("MAX(size) AS s FROM unlink_queue") && !sql.contains("id <=") { n.withLock { $0 += 1 } }
+            }
+        }
+        defer { _ = try? f.store.write { tx in tx.db.trace(options: .statement, nil) } }
+        try body()
+        return n.withLock { $0 }
+    }
+
+    @Test("a run of many batches counts the whole queue at its first and before it ends, not at each")
+    func queueCountedOnce() throws {
+        let f = try Fixture { $0.unlinkDelay = 3600 }  // nothing unlinked beside the run
+        #expect(mountTmpfs(f.root, size: 4 * mib))
+        defer { umount2(f.root, Int32(MNT_DETACH)) }
+        for i in 0..<12 {
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: mib / 4))])])
+            f.clock.advance(1)
+        }
+        f.clock.advance(3600)
+        // 3 MiB used of 4, 2 7/8 wanted free: eight files of a quarter, one a batch.
+        var p = PolicyConfiguration()
+        p.minFree = Int64(3 * mib - mib / 8)
+        p.batch = 1
+        f.store.policy = p
+        var plan: PolicyPlan?
+        let counts = try wholeCounts(f) { plan = try f.store.enforce() }
+        #expect(plan?.objects.map(\.ref.key) == (0..<8).map { "k\($0)" })
+        #expect(plan?.commits.count == 8)
+        #expect(counts == 2)
+        #expect(try f.store.enforce().objects.isEmpty)
+    }
+
+    @Test("a file whose two names one eviction queued counts once before the step ends")
+    func recountBeforeEnd() throws {
+        let f = try Fixture()
+        #expect(mountTmpfs(f.root, size: 4 * mib))
+        defer { umount2(f.root, Int32(MNT_DETACH)) }
+        let a = try f.makeFile("a", size: mib)
+        #expect(link(a, f.root + "/a2") == 0)
+        try f.put([(ref("c", "a"), ["file": [.string(a), .string(f.root + "/a2")]])])
+        for i in 0..<2 {
+            f.clock.advance(1)
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: mib))])])
+        }
+        f.clock.advance(3600)
+        // 1 MiB free of 4, 2.5 wanted: evicting a frees 1 MiB, not the 2 its names count down.
+        var p = PolicyConfiguration()
+        p.minFree = Int64(2 * mib + mib / 2)
+        f.store.policy = p
+        #expect(try f.store.enforce().objects.map(\.ref.key) == ["a", "k0"])
     }
 }

@@ -74,4 +74,21 @@ struct PolicyQueryPlanTests {
         #expect(plan.contains { $0.hasPrefix("SEARCH f USING INDEX file_identity") }, "\(plan)")
         #expect(!plan.contains { $0.hasPrefix("SEARCH s") }, "\(plan)")
     }
+
+    /// A `min_free` step's later batches read what joined the queue since, not the queue.
+    @Test("a min_free step's later counts search the queue by id and by next attempt")
+    func minFreeQueuedSince() throws {
+        let f = try Fixture()
+        for (filter, index) in [
+            (MinFreeQueue.queuedSince, "INTEGER PRIMARY KEY"), (MinFreeQueue.dueAgain, "INDEX unlink_queue_due"),
+        ] {
+            let sql = MinFreeQueue.sum(MinFreeQueue.due("(?)") + " AND " + filter)
+            let plan = try f.store.read { r in
+                try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: [1, 0, "[]", 1, 0, 1])
+                    .map { $0["detail"] as String }
+            }
+            #expect(plan.contains { $0.hasPrefix("SEARCH unlink_queue USING \(index)") }, "\(plan)")
+            #expect(!plan.contains { $0.hasPrefix("SCAN unlink_queue") }, "\(plan)")
+        }
+    }
 }

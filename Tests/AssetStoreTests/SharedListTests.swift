@@ -149,4 +149,26 @@ struct SharedListTests {
         #expect(try listed(f) == 1)
         #expect(try f.store.statistics().bytes == 1000)
     }
+
+    @Test("stale entries are looked for by the first real policy run after the open, not by every run")
+    func staleEntriesOncePerOpen() throws {
+        let f = try Fixture {
+            var p = PolicyConfiguration()
+            p.maxBytes = 1 << 30
+            $0.policy = p
+        }
+        let stale = { try f.store.write { tx in try tx.db.execute(sql: "INSERT INTO file_shared VALUES (42, 7)") } }
+        try stale()  // as an earlier version left it: no row names inode 42
+        _ = try f.store.enforce(dryRun: true)
+        #expect(try listed(f) == 1)  // a dry run changes nothing
+        _ = try f.store.enforce()
+        #expect(try listed(f) == 0)
+        // Every commit since drops what its rows leave: nothing to look for until the next open.
+        try stale()
+        _ = try f.store.enforce()
+        #expect(try listed(f) == 1)
+        try f.reopen()
+        _ = try f.store.enforce()
+        #expect(try listed(f) == 0)
+    }
 }

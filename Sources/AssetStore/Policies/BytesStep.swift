@@ -197,7 +197,9 @@ final class BudgetStep: BytesStep {
 
     override func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? {
         // Not over `max` at the start: nothing to do, though the total may lie above `target`.
-        guard started else { return nil }
+        // With no file listed as shared (entries go at the commit, not before) every name
+        // evicted was its file's only one, and the count down is exact.
+        guard started, try SharedFiles.any(tx.db) else { return nil }
         return try total(tx).subtracting(saturating: target)
     }
 

@@ -27,31 +27,22 @@ final class MinFreeStep: BytesStep {
     /// "(?, ?)": one placeholder per number in `devices`.
     private var placeholders: String { "(" + devices.map { _ in "?" }.joined(separator: ", ") + ")" }
 
+    /// The bytes queued here, counted once a run (MinFreeQueue.swift).
+    private lazy var queue = MinFreeQueue(devices: devices, placeholders: placeholders)
+
     override func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         guard let free = tx.store.roots.freeBytes(device: device) else { return 0 }
-        // A row as queued has never been tried and is due by queued_at + unlink_delay; a
-        // deferral moves next_attempt past that, a failure counts an attempt.
-        let due = "attempts = 0 AND next_attempt <= MAX(?1, queued_at + ?2)"
-        let now = tx.store.configuration.clock()
-        let delay = tx.store.configuration.unlinkDelay
-        // A file leased since it was queued stays until the lease ends. One pass over the
-        // queue however many files are leased (SQLite builds a transient index for NOT IN).
-        let leased = JSONValue.array(
-            tx.store.leases.snapshot().files.map { .string(String(decoding: $0, as: UTF8.self)) })
-        // A file queued under several names is freed once, at its largest recorded size (as
-        // the other totals count it); a row without an inode number counts alone.
-        let queued =
-            try Int64.fetchOne(
-                tx.db,
-                sql: """
-                    SELECT \(Sizes.sum("s")) FROM (SELECT MAX(size) AS s FROM unlink_queue
-                        WHERE \(due) AND path NOT IN (SELECT value FROM json_each(?3)) AND device IN \(placeholders)
-                        GROUP BY \(SharedFiles.identity("unlink_queue")), CASE WHEN inode IS NULL THEN id END)
-                    """,
-                arguments: StatementArguments([now, delay, leased.serialized()] as [DatabaseValueConvertible])
-                    + StatementArguments(devices)) ?? 0
-        let room = free.adding(saturating: queued)
+        let room = free.adding(saturating: try queue.count(tx))
         if floor == nil { floor = try judge(room: room, tx, run) }
+        return (floor ?? minFree).subtracting(saturating: room)
+    }
+
+    /// The whole queue counted again, where the count so far may read the floor met when it
+    /// is not (rows left the queue since, names of one file counted each); the step goes on
+    /// from it.
+    override func recount(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64? {
+        guard try queue.mayBeOff(tx), let free = tx.store.roots.freeBytes(device: device) else { return nil }
+        let room = free.adding(saturating: try queue.count(whole: tx))
         return (floor ?? minFree).subtracting(saturating: room)
     }
 
@@ -106,6 +97,7 @@ final class MinFreeStep: BytesStep {
     }
 
     override func counted(_ effect: EvictionEffect) -> Int64 {
-        effect.files.reduce(0) { $0.adding(saturating: $1.device.map(devices.contains) == true ? $1.size : 0) }
+        queue.noteEvicted()
+        return effect.files.reduce(0) { $0.adding(saturating: $1.device.map(devices.contains) == true ? $1.size : 0) }
     }
 }

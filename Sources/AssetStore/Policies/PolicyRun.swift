@@ -111,11 +111,16 @@ final class PolicyRun {
         }
         // Shared files whose other names went leave the list (SharedFiles.swift), in commits of
         // their own: they count nothing, but a list that only grew would be read by every count.
-        if !dryRun, !store.isReadOnly, try store.read({ try SharedFiles.stale($0.db) }) {
-            var after: (Int64, Int64)? = (.min, .min)
-            while let from = after {
-                after = try store.write { tx in try SharedFiles.prune(after: from, limit: 10_000, tx.db) }.value
+        // Every commit drops the entries its rows leave, so only an earlier version (or a
+        // daemon from before that) leaves any: looked for once after the open.
+        if !dryRun, !store.isReadOnly, !store.state.withLock({ $0.sharedListChecked }) {
+            if try store.read({ try SharedFiles.stale($0.db) }) {
+                var after: (Int64, Int64)? = (.min, .min)
+                while let from = after {
+                    after = try store.write { tx in try SharedFiles.prune(after: from, limit: 10_000, tx.db) }.value
+                }
             }
+            store.state.withLock { $0.sharedListChecked = true }
         }
         return try store.withMappedWriter {
             try runSteps(steps, buildingOwnerLRU: walks, forgettingOrder: changes != nil)

@@ -39,7 +39,9 @@ final class QuotaStep: PolicyStep {
                 .sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0.string.utf8.lexicographicallyPrecedes($1.0.string.utf8) }
             guard let (key, ratio) = over.first else {
                 // Counted down by name, usage reads low where names of one file went while
-                // others stay (or went together): counted again before the step ends.
+                // others stay (or went together): counted again before the step ends, unless
+                // no file has several names (entries go at the commit, not before).
+                guard try SharedFiles.any(tx.db) else { return true }
                 var still = false
                 for q in quotas where !exhausted.contains(UTF8Key(q.owner)) {
                     let exact = try QuotaStep.usage(of: q.owner, tx.db)

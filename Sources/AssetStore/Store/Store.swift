@@ -30,6 +30,10 @@ public final class Store: Sendable {
     let checkpointer: Checkpointer
     /// The ballast that lets deletes commit on a full disk (Store+Reserve.swift).
     let reserve: Reserve
+    /// Bumped, on the writer, by any write that makes a queued unlink due sooner than it was
+    /// or fills in its file's device or identity: a `min_free` step's count so far may miss
+    /// such a row, and counts the whole queue again when this moved (MinFreeQueue.swift).
+    let queueRowsMoved = Atomic<Int>(0)
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
     /// The WAL's descriptor for `syncWAL`, kept open; held while a sync runs (Store+WALSync.swift).
@@ -87,6 +91,8 @@ public final class Store: Sendable {
         var orphanUnlinkDecided: (@Sendable (String) -> Void)?
         /// Tests: runs when an index query is about to wait for an access flush under way.
         var queryWaitsForFlush: (@Sendable () -> Void)?
+        /// Whether a real policy run since the open looked for stale shared-file entries.
+        var sharedListChecked = false
         /// Policy runs under way, each with the writer's map on (`withMappedWriter`); changed
         /// only on the writer's queue.
         var mappedRuns = 0

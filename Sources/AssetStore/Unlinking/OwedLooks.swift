@@ -136,6 +136,8 @@ extension Store {
         ).execute(arguments: [
             file.device, file.inode, file.stamp.birth, file.stamp.generation, file.stamp.ctime, row.id,
         ])
+        // A row with no device was on no min_free step's count.
+        queueRowsMoved.add(1, ordering: .relaxed)
         return (nil, taken.notTaken)
     }
 }

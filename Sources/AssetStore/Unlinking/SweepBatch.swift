@@ -6,6 +6,7 @@
 
 import GRDB
 import JSON
+import Synchronization
 
 /// A queued file a sweep batch unlinks.
 struct UnlinkTarget: Sendable {
@@ -181,6 +182,8 @@ extension Store {
             guard let outcome else {
                 // Leased while this batch ran: the unlink did not happen.
                 let until = leases.leasedUntil(file: path) ?? now
+                // `now` was read before the batch: due again before a min_free count made meanwhile.
+                if until <= now { queueRowsMoved.add(1, ordering: .relaxed) }
                 try deferUnlink(db, id: id, path: path, reason: .leased, until: until, counts: &counts, report: &report)
                 continue
             }

@@ -3,6 +3,7 @@
 // The sweep that works through it is Store+Sweep.swift; its counters UnlinkCounters.swift.
 
 import GRDB
+import Synchronization
 
 /// A queued unlink, as `pending` lists it.
 public struct PendingUnlink: Sendable, Hashable {
@@ -173,6 +174,9 @@ extension Store {
                         UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
                         WHERE next_attempt > MAX(?1, queued_at + ?2) AND path IN (SELECT value FROM json_each(?3))
                         """, arguments: [now, configuration.unlinkDelay, JSONValue.array(paths).serialized()])
+                // `now` was read before the writer was free: the rows may land before a
+                // min_free count made meanwhile.
+                if db.changesCount > 0 { queueRowsMoved.add(1, ordering: .relaxed) }
                 return db.changesCount
             }
         }
@@ -203,7 +207,9 @@ extension Store {
                 try db.execute(
                     sql: "UPDATE unlink_queue SET next_attempt = ?1 WHERE attempts > 0 AND next_attempt > ?1",
                     arguments: [now + Store.maximumRetryDelay])
-                return unparked + unfailed + db.changesCount
+                let moved = unparked + unfailed + db.changesCount
+                if moved > 0 { queueRowsMoved.add(1, ordering: .relaxed) }
+                return moved
             }
         }
     }
