@@ -157,7 +157,7 @@ struct SharedListTests {
             p.maxBytes = 1 << 30
             $0.policy = p
         }
-        let stale = { try f.store.write { tx in try tx.db.execute(sql: "INSERT INTO file_shared VALUES (42, 7)") } }
+        let stale = { _ = try f.store.write { tx in try tx.db.execute(sql: "INSERT INTO file_shared VALUES (42, 7)") } }
         try stale()  // as an earlier version left it: no row names inode 42
         _ = try f.store.enforce(dryRun: true)
         #expect(try listed(f) == 1)  // a dry run changes nothing
