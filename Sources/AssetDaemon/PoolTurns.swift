@@ -1,0 +1,77 @@
+// The thread pool's jobs (docs/DESIGN.md, The pool takes users in turn). The daemon's own
+// (sweep, access flush, policy run) go to libuv's pool at once. Clients' wait here, taken in
+// turn by uid, at most `perUser` of one uid and `forClients` of all on the pool, and handed to
+// libuv only while a thread is free: libuv's queue, first in first out, then never holds a
+// client's job ahead of the daemon's, and one thread is always left for those. Loop-bound.
+
+import EventLoop
+
+final class PoolTurns {
+    private struct Job {
+        let work: @Sendable () -> Void
+        let done: () -> Void
+    }
+
+    /// libuv's threads.
+    let threads: Int
+    /// Clients' jobs of one uid on the pool at once: half the threads, at least one.
+    let perUser: Int
+    /// Clients' jobs on the pool at once: all threads but one, at least one.
+    let forClients: Int
+    private let loop: Loop
+    private var waiting = UserTurns<Job>()
+    private var runningByUser: [UInt32: Int] = [:]
+    /// Clients' jobs handed to libuv and not yet done.
+    private(set) var clientsRunning = 0
+    /// All jobs handed to libuv and not yet done, the daemon's own included.
+    private var running = 0
+
+    init(loop: Loop, threads: Int = Work.threads) {
+        self.loop = loop
+        self.threads = threads
+        perUser = max(1, threads / 2)
+        forClients = max(1, threads - 1)
+    }
+
+    /// Clients' jobs waiting for their turn.
+    var queued: Int { waiting.count }
+
+    /// Runs the daemon's own `work` on the pool now, then `done` on the loop.
+    func submitOwn(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
+        try Work.submit(loop: loop, work) { [unowned self] in
+            running -= 1
+            done()
+            dispatch()
+        }
+        running += 1
+    }
+
+    /// Runs a client's `work` on the pool once it is `uid`'s turn, then `done` on the loop.
+    func submit(uid: UInt32, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+        waiting.append(Job(work: work, done: done), uid: uid)
+        dispatch()
+    }
+
+    /// Hands waiting jobs to libuv while a thread is free and a uid may have one more.
+    private func dispatch() {
+        while running < threads, clientsRunning < forClients,
+            let (uid, job) = waiting.next(where: { runningByUser[$0, default: 0] < perUser })
+        {
+            do {
+                try Work.submit(loop: loop, job.work) { [unowned self] in
+                    running -= 1
+                    clientsRunning -= 1
+                    runningByUser[uid] = runningByUser[uid] == 1 ? nil : runningByUser[uid].map { $0 - 1 }
+                    job.done()
+                    dispatch()
+                }
+            } catch {
+                // uv_queue_work refuses only a request without a work callback.
+                preconditionFailure("uv_queue_work: \(error)")
+            }
+            running += 1
+            clientsRunning += 1
+            runningByUser[uid, default: 0] += 1
+        }
+    }
+}
