@@ -1,9 +1,7 @@
-// Connections refused at accept: a user connecting and closing in a loop past its cap must
-// not cost the loop a lookup in the user and group databases each time (with sssd or LDAP a
-// round trip), nor write a log line each time (past journald's rate limit the daemon's other
-// messages are dropped too). So a refusal is logged at once only for a uid's first in a
-// minute, the rest as one count a minute; and ids found not to be an admin's are remembered
-// for that minute. Loop-bound.
+// Connections refused at accept: one user reconnecting in a loop past its cap must cost the
+// loop no lookup in the user and group databases (with sssd or LDAP a round trip) and the
+// log no line each time (past journald's rate limit the daemon's other messages go too). A
+// uid's first refusal in a minute is logged, the rest counted; non-admins' ids are remembered.
 
 import AssetService
 import ControlProtocol

@@ -1,8 +1,7 @@
-// The thread pool's jobs (docs/DESIGN.md, The pool takes users in turn). The daemon's own
-// (sweep, access flush, policy run) go to libuv's pool at once. Clients' wait here, taken in
-// turn by uid, at most `perUser` of one uid and `forClients` of all on the pool, and handed to
-// libuv only while a thread is free: libuv's queue, first in first out, then never holds a
-// client's job ahead of the daemon's, and one thread is always left for those. Loop-bound.
+// The thread pool's jobs (docs/DESIGN.md, The pool takes users in turn): the daemon's own go
+// to libuv at once; clients' wait, taken in turn by uid, at most `perUser` of one uid and
+// `forClients` of all, and go to libuv only while a thread is free, so libuv's queue never
+// holds a client's job ahead of the daemon's and one thread is left for those. Loop-bound.
 
 import EventLoop
 
@@ -41,14 +40,20 @@ final class PoolTurns {
         try Work.submit(loop: loop, work) { [unowned self] in
             running -= 1
             done()
-            dispatch()
+            if !waiting.isEmpty { dispatch() }
         }
         running += 1
     }
 
     /// Runs a client's `work` on the pool once it is `uid`'s turn, then `done` on the loop.
     func submit(uid: UInt32, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
-        waiting.append(Job(work: work, done: done), uid: uid)
+        let job = Job(work: work, done: done)
+        // Nothing waits: its turn is now if there is room (no queue to pass through).
+        if waiting.isEmpty, running < threads, clientsRunning < forClients, runningByUser[uid, default: 0] < perUser {
+            start(job, uid: uid)
+            return
+        }
+        waiting.append(job, uid: uid)
         dispatch()
     }
 
@@ -57,21 +62,25 @@ final class PoolTurns {
         while running < threads, clientsRunning < forClients,
             let (uid, job) = waiting.next(where: { runningByUser[$0, default: 0] < perUser })
         {
-            do {
-                try Work.submit(loop: loop, job.work) { [unowned self] in
-                    running -= 1
-                    clientsRunning -= 1
-                    runningByUser[uid] = runningByUser[uid] == 1 ? nil : runningByUser[uid].map { $0 - 1 }
-                    job.done()
-                    dispatch()
-                }
-            } catch {
-                // uv_queue_work refuses only a request without a work callback.
-                preconditionFailure("uv_queue_work: \(error)")
-            }
-            running += 1
-            clientsRunning += 1
-            runningByUser[uid, default: 0] += 1
+            start(job, uid: uid)
         }
+    }
+
+    private func start(_ job: Job, uid: UInt32) {
+        do {
+            try Work.submit(loop: loop, job.work) { [unowned self] in
+                running -= 1
+                clientsRunning -= 1
+                runningByUser[uid] = runningByUser[uid] == 1 ? nil : runningByUser[uid].map { $0 - 1 }
+                job.done()
+                if !waiting.isEmpty { dispatch() }
+            }
+        } catch {
+            // uv_queue_work refuses only a request without a work callback.
+            preconditionFailure("uv_queue_work: \(error)")
+        }
+        running += 1
+        clientsRunning += 1
+        runningByUser[uid, default: 0] += 1
     }
 }

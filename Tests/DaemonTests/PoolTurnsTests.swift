@@ -2,7 +2,7 @@
 // all but one for all clients (assetd(8), CONTROL PROTOCOL): one user with more jobs than the
 // pool has threads keeps neither another user's delete nor the daemon's own sweep waiting.
 // Debug builds of assetd hold a long line's parse on the pool while the file
-// ASSETD_DEBUG_HOLD_LONG_PARSE names exists.
+// ASSETD_DEBUG_HOLD_LONG_PARSE names exists, making FILE.held-N as the Nth gets there.
 
 import AssetClient
 import Foundation
@@ -110,11 +110,12 @@ import Testing
         let flood = try Self.asUser(Nobody.uid, Self.longLines, [h.socket, "4"])
         defer { flood.stop() }
         #expect(eventually { Self.poolJobs(h).map { $0.running == 2 && $0.queued == 2 } == true })
-        // The other user's 2: one more held (its hold made again), which fills the clients' share.
-        try FileManager.default.removeItem(atPath: hold + ".held")
+        #expect(eventually { h.exists(hold + ".held-2") }, "nobody's two lines reached the hold")
+        // The other user's 2: one more held (the third), which fills the clients' share.
         let other = try Self.asUser(Self.otherUID, Self.longLines, [h.socket, "2"])
         defer { other.stop() }
-        #expect(eventually { h.exists(hold + ".held") }, "the other user's line reached the hold")
+        #expect(eventually { h.exists(hold + ".held-3") }, "the other user's line reached the hold")
+        #expect(!h.exists(hold + ".held-4"))
 
         // The put commits in the group commit (threads of its own); the sweep runs on the pool.
         try admin.putObject("c", "k", [:])
