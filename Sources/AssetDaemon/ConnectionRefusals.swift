@@ -7,6 +7,7 @@ import AssetService
 import ControlProtocol
 import EventLoop
 
+/// What the server remembers of the connections it refused: for the log and the lookups.
 struct ConnectionRefusals {
     /// How often a uid's refusals are logged, and how long a non-admin's ids are remembered.
     static let interval = 60.0

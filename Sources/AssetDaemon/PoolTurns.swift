@@ -5,6 +5,7 @@
 
 import EventLoop
 
+/// libuv's thread pool with clients' jobs taken in turn by uid; the daemon owns one.
 final class PoolTurns {
     private struct Job {
         let work: @Sendable () -> Void

@@ -2,6 +2,7 @@
 // jobs out, whatever order they came in. The query lane (under its lock) and the pool's client
 // jobs (PoolTurns, on the loop) both wait in one of these. Not thread-safe by itself.
 
+/// Jobs waiting, taken in turn by uid.
 struct UserTurns<Job> {
     /// Jobs waiting by uid, oldest first.
     private var byUser: [UInt32: [Job]] = [:]
