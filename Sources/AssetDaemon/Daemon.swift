@@ -268,6 +268,7 @@ public final class Daemon {
         // A query may run to its time limit and others wait for a lane thread: the stop
         // would outlast systemd's TimeoutStopSec.
         server.stopQueries()
+        pool.liftCaps()
         unlink(config.socketPath)
         sweepTimer?.close()
         sweepTimer = nil

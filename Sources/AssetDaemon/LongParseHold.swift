@@ -1,6 +1,7 @@
 // Debug builds only, for a test of a running assetd: holds the thread that parsed a long
 // request line, once its params are built, while the file ASSETD_DEBUG_HOLD_LONG_PARSE names
-// exists, having made "FILE.held" and "FILE.held-N" (the Nth held) to say it got there.
+// exists, having made "FILE.held" and "FILE.held-N" (the Nth held) to say it got there;
+// "FILE.release-N" lets the Nth go alone.
 // Release builds have none of this.
 
 #if DEBUG
@@ -18,7 +19,8 @@ enum LongParseHold {
         let n = held.add(1, ordering: .relaxed).newValue
         close(open(file + ".held", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
         close(open(file + ".held-\(n)", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
-        while access(file, F_OK) == 0 { usleep(1000) }
+        let release = file + ".release-\(n)"
+        while access(file, F_OK) == 0, access(release, F_OK) != 0 { usleep(1000) }
     }
 }
 #endif

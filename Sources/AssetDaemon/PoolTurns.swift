@@ -1,7 +1,9 @@
 // The thread pool's jobs (docs/DESIGN.md, The pool takes users in turn): the daemon's own go
-// to libuv at once; clients' wait, taken in turn by uid, at most `perUser` of one uid and
-// `forClients` of all, and go to libuv only while a thread is free, so libuv's queue never
-// holds a client's job ahead of the daemon's and one thread is left for those. Loop-bound.
+// to libuv at once; clients' wait, taken in turn by uid, at most `perUser` of one uid while
+// another uid waits (else up to `forClients`, so a lone uid keeps the pool) and `forClients` of
+// all, and go to libuv only while a thread is free, so libuv's queue never holds a client's job
+// ahead of the daemon's and one thread is left for those. A newcomer waits for at most one of
+// a big uid's jobs to end. Once stopping, the caps are lifted. Loop-bound.
 
 import EventLoop
 
@@ -14,7 +16,8 @@ final class PoolTurns {
 
     /// libuv's threads.
     let threads: Int
-    /// Clients' jobs of one uid on the pool at once: half the threads, at least one.
+    /// Clients' jobs of one uid on the pool at once while another uid waits: half the
+    /// threads, at least one.
     let perUser: Int
     /// Clients' jobs on the pool at once: all threads but one, at least one.
     let forClients: Int
@@ -25,6 +28,8 @@ final class PoolTurns {
     private(set) var clientsRunning = 0
     /// All jobs handed to libuv and not yet done, the daemon's own included.
     private var running = 0
+    /// Stopping: the waiting jobs go as threads free, uncapped, so a stop is no slower.
+    private var capsLifted = false
 
     init(loop: Loop, threads: Int = Work.threads) {
         self.loop = loop
@@ -49,8 +54,9 @@ final class PoolTurns {
     /// Runs a client's `work` on the pool once it is `uid`'s turn, then `done` on the loop.
     func submit(uid: UInt32, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
         let job = Job(work: work, done: done)
-        // Nothing waits: its turn is now if there is room (no queue to pass through).
-        if waiting.isEmpty, running < threads, clientsRunning < forClients, runningByUser[uid, default: 0] < perUser {
+        // Nothing waits: its turn is now if there is room (no queue to pass through; no other
+        // uid waits, so `perUser` does not bind).
+        if waiting.isEmpty, running < threads, capsLifted || clientsRunning < forClients {
             start(job, uid: uid)
             return
         }
@@ -58,11 +64,19 @@ final class PoolTurns {
         dispatch()
     }
 
-    /// Hands waiting jobs to libuv while a thread is free and a uid may have one more.
+    /// Lifts the caps (the daemon is stopping) and hands the waiting jobs to libuv as threads free.
+    func liftCaps() {
+        capsLifted = true
+        dispatch()
+    }
+
+    /// Hands waiting jobs to libuv while a thread is free and a uid may have one more: under
+    /// `perUser`, or over it while no other uid waits.
     private func dispatch() {
-        while running < threads, clientsRunning < forClients,
-            let (uid, job) = waiting.next(where: { runningByUser[$0, default: 0] < perUser })
-        {
+        while running < threads, capsLifted || clientsRunning < forClients {
+            let uncapped = capsLifted || waiting.users == 1
+            guard let (uid, job) = waiting.next(where: { uncapped || runningByUser[$0, default: 0] < perUser })
+            else { return }
             start(job, uid: uid)
         }
     }

@@ -12,6 +12,8 @@ struct UserTurns<Job> {
     private(set) var count = 0
 
     var isEmpty: Bool { count == 0 }
+    /// Users with jobs waiting.
+    var users: Int { turns.count }
 
     /// Queues `job` behind `uid`'s others; a uid with none waiting takes its turn after the others'.
     mutating func append(_ job: Job, uid: UInt32) {
