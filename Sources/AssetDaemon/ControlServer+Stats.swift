@@ -1,5 +1,5 @@
 // What `stats` adds to the store's figures: the daemon's uptime, connections, requests,
-// query lane, connection buffers and request latency. Loop-bound.
+// query lane, clients' pool jobs, connection buffers and request latency. Loop-bound.
 
 import JSON
 
@@ -23,6 +23,11 @@ extension ControlServer {
                 "queued": .int(Int64(load.queued)),
             ])
         }
+        let pool = daemon.pool
+        o["pool"] = .object([
+            "threads": .int(Int64(pool.threads)), "running": .int(Int64(pool.clientsRunning)),
+            "queued": .int(Int64(pool.queued)),
+        ])
         var input = 0, output = closing.bytes
         for s in sessions.values {
             input += s.bufferedBytes - s.outputBytes
@@ -38,6 +43,7 @@ extension ControlServer {
         if DebugStats.shown {
             o["debug"] = .object([
                 "event_lines_rendered": .int(Int64(DebugStats.eventLinesRendered)),
+                "identity_lookups": .int(Int64(DebugStats.identityLookups)),
                 "parsed_requests_waiting": .int(Int64(sessions.values.reduce(0) { $0 + $1.parsedWaiting })),
             ])
         }

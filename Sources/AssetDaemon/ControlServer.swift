@@ -27,6 +27,8 @@ final class ControlServer {
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private(set) var peakTotal = 0
+    /// Refusals at accept: logged once a minute per uid, non-admins' ids remembered.
+    var refusals = ConnectionRefusals()
     /// Connections dropped because they did not take their replies or events.
     private(set) var droppedConnections = 0
     /// Bytes of big replies and buffers freed since memory was last handed back to the system.
@@ -104,37 +106,46 @@ final class ControlServer {
             flushing(stream)
             return
         }
+        guard let cred = stream.peerCredentials else {
+            stream.close()
+            return
+        }
         let config = daemon.config
         // A connection closing holds its replies until taken (up to 5 s): it keeps its slot, or
         // reconnecting would hold any number of them.
         let held = sessions.count + closingConnections
         guard held < config.maxConnections else {
-            refuse(stream, "too many connections", log: "\(held) of \(config.maxConnections) in use")
+            refuse(stream, uid: cred.uid, "too many connections", log: "\(held) of \(config.maxConnections) in use")
             return
         }
-        guard let cred = stream.peerCredentials else {
-            stream.close()
-            return
-        }
-        let identity = PeerIdentity(uid: cred.uid, gid: cred.gid)
         // Admins may take the last slots and any number of their own: a user who holds every
-        // other slot cannot lock them out.
-        if !identity.isAdmin(config) {
-            let open = connectionsByUID[cred.uid, default: 0]
-            if open >= config.limits.maxConnectionsPerUID {
-                refuse(
-                    stream, "too many connections for uid \(cred.uid) (control.max_connections_per_uid)",
-                    log: "uid \(cred.uid) holds \(open)")
-                return
+        // other slot cannot lock them out. Counts first: a refusal asks the user and group
+        // databases only if a group could make the peer an admin, once a minute per ids.
+        let open = connectionsByUID[cred.uid, default: 0]
+        let capped = open >= config.limits.maxConnectionsPerUID
+        let reserved = min(config.limits.adminReservedConnections, config.maxConnections - 1)
+        let inReserve = held >= config.maxConnections - reserved
+        var known: PeerIdentity?
+        if capped || inReserve, !PeerIdentity.isAdmin(uid: cred.uid, uids: config.adminUIDs) {
+            if !config.adminGroups.isEmpty, !refusals.isKnownNotAdmin(uid: cred.uid, gid: cred.gid) {
+                known = lookUp(cred)
             }
-            let reserved = min(config.limits.adminReservedConnections, config.maxConnections - 1)
-            if held >= config.maxConnections - reserved {
-                refuse(
-                    stream, "too many connections: the last \(reserved) are kept for admins",
-                    log: "\(held) of \(config.maxConnections) in use, the rest kept for admins")
+            if known?.isAdmin(config) != true {
+                refusals.noteNotAdmin(uid: cred.uid, gid: cred.gid)
+                if capped {
+                    refuse(
+                        stream, uid: cred.uid,
+                        "too many connections for uid \(cred.uid) (control.max_connections_per_uid)",
+                        log: "uid \(cred.uid) holds \(open)")
+                } else {
+                    refuse(
+                        stream, uid: cred.uid, "too many connections: the last \(reserved) are kept for admins",
+                        log: "\(held) of \(config.maxConnections) in use, the rest kept for admins")
+                }
                 return
             }
         }
+        let identity = known ?? lookUp(cred)
         let session = Session(
             server: self, number: nextSessionNumber, stream: stream, identity: identity,
             maximumLine: config.maxRequestBytes)
@@ -146,13 +157,6 @@ final class ControlServer {
         } catch {
             session.close(flush: false)
         }
-    }
-
-    /// Answers a connection refused at accept with `busy` and closes it.
-    private func refuse(_ stream: PipeStream, _ message: String, log: String) {
-        logger.warning("refusing a connection: \(log)")
-        stream.write(RPCLine.error(id: .null, .application(.busy, message)))
-        flushing(stream)
     }
 
     /// Flushes and closes `stream`, closing it outright if that takes past the deadline. A
@@ -245,6 +249,7 @@ final class ControlServer {
     /// Every second: connections over their own bound since the last one can be dropped.
     func secondPassed() {
         if EpochStep.due() { stallEpoch += 1 }  // always, but in a test that steps it
+        logRefusals()
         if !closing.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
     }
@@ -299,6 +304,7 @@ final class ControlServer {
     /// session's kept context is made again at its next request.
     func settingsReloaded() {
         for session in sessions.values { session.keptContext = nil }
+        refusals.forgetAdmins()
     }
 
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or

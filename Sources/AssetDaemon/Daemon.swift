@@ -19,6 +19,8 @@ public final class Daemon {
     private let logLevelOverride: LogLevel?
     var logger: Logger
     let loop: Loop
+    /// The thread pool: the daemon's own jobs at once, clients' in turn by uid.
+    let pool: PoolTurns
     private(set) var store: Store!
     private(set) var server: ControlServer!
     private var signals: [SignalWatcher] = []
@@ -51,6 +53,7 @@ public final class Daemon {
         self.logLevelOverride = logLevelOverride
         self.logger = logger
         loop = try Loop()
+        pool = PoolTurns(loop: loop)
     }
 
     /// Runs until stopped; returns the exit status (0 after a clean stop, 1 if start-up failed).
@@ -135,17 +138,28 @@ public final class Daemon {
         return 0
     }
 
-    /// Runs `work` on the thread pool, counted as in flight until `done` has run.
+    /// Runs the daemon's own `work` (a sweep, a flush, a policy run) on the thread pool now,
+    /// ahead of clients' jobs, counted as in flight until `done` has run.
     func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) throws(UVError) {
         workStarted()
         do {
-            try Work.submit(loop: loop, work) { [unowned self] in
+            try pool.submitOwn(work) { [unowned self] in
                 done()
                 workEnded()
             }
         } catch {
             inFlight -= 1
             throw error
+        }
+    }
+
+    /// Runs a client's `work` on the thread pool in `uid`'s turn, counted as in flight until
+    /// `done` has run.
+    func submit(uid: UInt32, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+        workStarted()
+        pool.submit(uid: uid, work) { [unowned self] in
+            done()
+            workEnded()
         }
     }
 
@@ -254,6 +268,7 @@ public final class Daemon {
         // A query may run to its time limit and others wait for a lane thread: the stop
         // would outlast systemd's TimeoutStopSec.
         server.stopQueries()
+        pool.liftCaps()
         unlink(config.socketPath)
         sweepTimer?.close()
         sweepTimer = nil

@@ -2,7 +2,9 @@
 // in `stats` under `debug` while ASSETD_DEBUG_STATS is set. `event_lines_rendered`: event
 // lines rendered since start, so a test sees that a commit's events are rendered once
 // however many watchers take them; `parsed_requests_waiting`: requests queued that were
-// parsed when read, not kept as text. Release builds count nothing.
+// parsed when read, not kept as text; `identity_lookups`: peers looked up in the user and
+// group databases at accept, so a test sees that a refused connection costs none. Release
+// builds count nothing.
 
 #if DEBUG
 import Glibc
@@ -13,5 +15,8 @@ enum DebugStats {
     /// Event lines rendered so far.
     // Loop-bound: events are rendered on the loop thread only.
     nonisolated(unsafe) static var eventLinesRendered = 0
+    /// Peers looked up in the user and group databases at accept.
+    // Loop-bound: connections are accepted on the loop thread only.
+    nonisolated(unsafe) static var identityLookups = 0
 }
 #endif

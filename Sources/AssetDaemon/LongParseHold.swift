@@ -1,18 +1,26 @@
 // Debug builds only, for a test of a running assetd: holds the thread that parsed a long
 // request line, once its params are built, while the file ASSETD_DEBUG_HOLD_LONG_PARSE names
-// exists, having made "FILE.held" to say it got there. Release builds have none of this.
+// exists, having made "FILE.held" and "FILE.held-N" (the Nth held) to say it got there;
+// "FILE.release-N" lets the Nth go alone.
+// Release builds have none of this.
 
 #if DEBUG
 import Glibc
+import Synchronization
 
 enum LongParseHold {
     static let file = getenv("ASSETD_DEBUG_HOLD_LONG_PARSE").map { String(cString: $0) }
+    /// Parses held so far.
+    private static let held = Atomic<Int>(0)
 
     /// Returns at once unless the hold file exists; then waits until it is removed.
     static func wait() {
         guard let file, access(file, F_OK) == 0 else { return }
+        let n = held.add(1, ordering: .relaxed).newValue
         close(open(file + ".held", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
-        while access(file, F_OK) == 0 { usleep(1000) }
+        close(open(file + ".held-\(n)", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
+        let release = file + ".release-\(n)"
+        while access(file, F_OK) == 0, access(release, F_OK) != 0 { usleep(1000) }
     }
 }
 #endif

@@ -17,13 +17,11 @@ final class QueryLane: @unchecked Sendable {
         let work: @Sendable () -> Void
     }
 
-    /// Jobs waiting by uid, and the uids in the order they get their next turn; under `lock`.
+    /// Jobs waiting, taken in turn by uid; under `lock`.
     private final class Waiting {
-        var byUser: [UInt32: [Job]] = [:]
-        var turns: [UInt32] = []
+        var jobs = UserTurns<Job>()
         var running = 0
         var stopping = false
-        var count: Int { byUser.values.reduce(0) { $0 + $1.count } }
     }
 
     let threads: Int
@@ -56,8 +54,7 @@ final class QueryLane: @unchecked Sendable {
         nextTicket += 1
         completions[nextTicket] = done
         lock.lock()
-        if waiting.byUser[uid, default: []].isEmpty { waiting.turns.append(uid) }
-        waiting.byUser[uid, default: []].append(Job(ticket: nextTicket, connection: connection, work: work))
+        waiting.jobs.append(Job(ticket: nextTicket, connection: connection, work: work), uid: uid)
         lock.signal()
         lock.unlock()
     }
@@ -65,15 +62,8 @@ final class QueryLane: @unchecked Sendable {
     /// Drops the jobs of `connection` that have not started (it closed): their completions
     /// run on the next delivery, with no work done.
     func cancel(connection: UInt64) {
-        var dropped: [UInt64] = []
         lock.lock()
-        for (uid, jobs) in waiting.byUser {
-            let keep = jobs.filter { $0.connection != connection }
-            guard keep.count != jobs.count else { continue }
-            dropped += jobs.filter { $0.connection == connection }.map(\.ticket)
-            waiting.byUser[uid] = keep.isEmpty ? nil : keep
-            if keep.isEmpty { waiting.turns.removeAll { $0 == uid } }
-        }
+        let dropped = waiting.jobs.removeAll { $0.connection == connection }.map(\.ticket)
         lock.unlock()
         guard !dropped.isEmpty else { return }
         finished.withLock { $0 += dropped }
@@ -84,7 +74,7 @@ final class QueryLane: @unchecked Sendable {
     var load: (running: Int, queued: Int) {
         lock.lock()
         defer { lock.unlock() }
-        return (waiting.running, waiting.count)
+        return (waiting.running, waiting.jobs.count)
     }
 
     /// Lets the threads end once nothing waits, and waits for them (loop thread).
@@ -102,16 +92,11 @@ final class QueryLane: @unchecked Sendable {
     private func serve() {
         while true {
             lock.lock()
-            while waiting.turns.isEmpty && !waiting.stopping { lock.wait() }
-            guard !waiting.turns.isEmpty else {
+            while waiting.jobs.isEmpty && !waiting.stopping { lock.wait() }
+            guard let job = waiting.jobs.next()?.job else {
                 lock.unlock()
                 return
             }
-            let uid = waiting.turns.removeFirst()
-            var jobs = waiting.byUser[uid] ?? []
-            let job = jobs.removeFirst()
-            waiting.byUser[uid] = jobs.isEmpty ? nil : jobs
-            if !jobs.isEmpty { waiting.turns.append(uid) }  // its next job waits for the others' turns
             waiting.running += 1
             lock.unlock()
             job.work()

@@ -122,13 +122,7 @@ extension Session {
             server.submitQuery(uid: identity.uid, connection: number, work, done: done)
             return
         }
-        do {
-            try daemon.submit(work, done: done)
-        } catch {
-            running = false
-            if let claim { daemon.maintenance.end(claim) }
-            reply(request, .failure(RPCError(code: RPCError.internalErrorCode, message: "\(error)")), started)
-        }
+        daemon.submit(uid: identity.uid, work, done: done)
     }
 
     /// Runs a parsed request, or answers the error of one that did not parse (a notification gets none).
@@ -143,16 +137,11 @@ extension Session {
     func parseOffLoop(_ line: [UInt8]) {
         running = true
         let box = Box<Result<RPCRequest, RPCFailure>>()
-        do {
-            try daemon.submit({ box.value = Session.parseLong(line) }) { [self] in
-                running = false
-                guard !closed else { return }  // like the rest of a closed connection's queue: not run
-                if let parsed = box.value { handle(parsed) }
-                pump()
-            }
-        } catch {
+        daemon.submit(uid: identity.uid, { box.value = Session.parseLong(line) }) { [self] in
             running = false
-            write(RPCLine.error(id: .null, RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
+            guard !closed else { return }  // like the rest of a closed connection's queue: not run
+            if let parsed = box.value { handle(parsed) }
+            pump()
         }
     }
 

@@ -68,13 +68,19 @@ public struct PeerIdentity: Sendable {
     /// A gid matches the peer's gids only and a name its groups' names only, byte for byte: as
     /// one set of texts, a group named `10` matched gid 10, and `cafe` + U+0301 matched `café`.
     public func isAdmin(uids: [UInt32], groups admins: [AdminGroup]) -> Bool {
-        if uid == 0 || uid == PeerIdentity.ownUID || uids.contains(uid) { return true }
+        if PeerIdentity.isAdmin(uid: uid, uids: uids) { return true }
         return admins.contains { admin in
             switch admin {
             case .gid(let g): gids.contains(g)
             case .name(let n): groupNames.contains(Array(n.utf8))
             }
         }
+    }
+
+    /// Whether `uid` is an admin by its number alone (uid 0, the daemon's own, or one of
+    /// `uids`), which needs neither the user nor the group database.
+    public static func isAdmin(uid: UInt32, uids: [UInt32]) -> Bool {
+        uid == 0 || uid == ownUID || uids.contains(uid)
     }
 
     /// The daemon's uid, asked once: it is checked on every touch.

@@ -4,8 +4,21 @@
 
 import CUV
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Submission of blocking work to libuv's thread pool.
 public enum Work {
+    /// The pool's threads, as libuv counts them at its first submission: `UV_THREADPOOL_SIZE`
+    /// (0 counts as 1, at most 1024), else 4. Read once, at first use: set the variable before.
+    public static let threads: Int = {
+        guard let text = getenv("UV_THREADPOOL_SIZE") else { return 4 }
+        return min(max(Int(atoi(text)), 1), 1024)  // libuv's own reading (threadpool.c)
+    }()
+
     /// Runs `work` on libuv's thread pool, then `done` on the loop thread. The loop stays
     /// alive (``Loop/run()`` does not return) until `done` has run.
     /// The corresponding libuv call is `uv_queue_work`.
