@@ -2,7 +2,8 @@
 // in `stats` under `debug` while ASSETD_DEBUG_STATS is set. `event_lines_rendered`: event
 // lines rendered since start, so a test sees that a commit's events are rendered once
 // however many watchers take them; `parsed_requests_waiting`: requests queued that were
-// parsed when read, not kept as text. Release builds count nothing.
+// parsed when read, not kept as text; `parses_waiting`: connections whose long line waits for
+// the running requests to hold less (ParseGate). Release builds count nothing.
 
 #if DEBUG
 import Glibc
