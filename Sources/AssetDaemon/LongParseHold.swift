@@ -1,5 +1,5 @@
 // Debug builds only, for a test of a running assetd: holds the thread that parsed a long
-// request line, once its params are built, while the file ASSETD_DEBUG_HOLD_LONG_PARSE names
+// ping line (other methods pass, to show they are not held up), once its params are built, while the file ASSETD_DEBUG_HOLD_LONG_PARSE names
 // exists, having made "FILE.held" to say it got there. Release builds have none of this.
 
 #if DEBUG

@@ -1,7 +1,9 @@
 // Long request lines wait to be parsed while the requests running on all connections hold
 // more than control.total_buffer_bytes: reading admits lines by their text, and parsed,
 // `[0,0,…]` holds about twelve times its line. Running requests always end, so a line waits
-// only until they do. Loop-bound.
+// only until they do. Lines are let in by order of arrival, and a user with nothing running
+// always gets one in: one user's many short lines (not gated, but counted) cannot keep every
+// other user's long line waiting for as long as it sends them. Loop-bound.
 
 import AssetService
 
@@ -10,8 +12,10 @@ final class ParseGate {
     let bound: Int
     /// What the requests running on all connections hold (Session.runningBytes).
     private(set) var running = 0
-    /// Sessions whose next line waits; one may be here twice, or closed: it is skipped then.
-    private var waiting: [Session] = []
+    /// What each user's running requests hold; a user with nothing running has no entry.
+    private var byUser: [UInt32: Int] = [:]
+    /// Sessions whose next line waits, in order of arrival; a closed one is skipped.
+    private var waiting: [(session: Session, bytes: Int)] = []
 
     init(bound: Int) { self.bound = bound }
 
@@ -23,40 +27,59 @@ final class ParseGate {
         max(bytes, min(bytes * 24, limits.connectionInputBytes))
     }
 
-    /// The requests running hold `delta` more bytes.
-    func changed(by delta: Int) { running += delta }
+    /// The requests running of user `uid` hold `delta` more bytes.
+    func changed(by delta: Int, uid: UInt32) {
+        guard delta != 0 else { return }
+        running += delta
+        let now = byUser[uid, default: 0] + delta
+        byUser[uid] = now == 0 ? nil : now
+    }
 
-    /// Whether `session` may parse a line counted as `bytes` now; if not, it is pumped again
-    /// once the running requests hold less (`resume`).
+    /// Whether `session` may parse a line counted as `bytes` now: if its user has nothing
+    /// running, or no line waits before it and the total has room. If not, it waits its turn
+    /// and is pumped again by `resume`.
     func admits(_ bytes: Int, _ session: Session) -> Bool {
-        if running == 0 || running + bytes <= bound {
-            session.waitingToParse = false
+        dropGone()
+        let first = waiting.first?.session
+        if byUser[session.identity.uid] == nil || ((first == nil || first === session) && fits(bytes)) {
+            if session.waitingToParse {
+                session.waitingToParse = false
+                waiting.removeAll { $0.session === session }
+            }
             return true
         }
         if !session.waitingToParse {
             session.waitingToParse = true
-            waiting.append(session)
+            waiting.append((session, bytes))
         }
         return false
     }
 
-    /// Sessions whose line waits (debug `stats`).
-    var waitingCount: Int { waiting.count { $0.waitingToParse && !$0.closed } }
+    private func fits(_ bytes: Int) -> Bool { running == 0 || running + bytes <= bound }
 
-    /// At a turn's end: pumps the sessions waiting, in order, while the running requests hold
-    /// less than the bound. One that must wait again goes to the back.
+    /// Sessions whose line waits (debug `stats`).
+    var waitingCount: Int { waiting.count { $0.session.waitingToParse && !$0.session.closed } }
+
+    /// A closed session's place in the line goes.
+    func forget(_ session: Session) {
+        guard session.waitingToParse else { return }
+        session.waitingToParse = false
+        waiting.removeAll { $0.session === session }
+    }
+
+    private func dropGone() {
+        while let s = waiting.first?.session, s.closed || !s.waitingToParse { waiting.removeFirst() }
+    }
+
+    /// At a turn's end: pumps the sessions waiting, in order of arrival, up to the first whose
+    /// line does not fit; and any whose user has nothing running.
     func resume() {
-        guard !waiting.isEmpty, running < bound else { return }
-        let now = waiting
-        waiting = []
-        for (i, s) in now.enumerated() {
-            guard running < bound else {
-                waiting.append(contentsOf: now[i...])
-                return
-            }
-            guard s.waitingToParse, !s.closed else { continue }
-            s.waitingToParse = false
+        dropGone()
+        while let (s, bytes) = waiting.first, fits(bytes) || byUser[s.identity.uid] == nil {
             s.pump()
+            dropGone()
+            if waiting.first?.session === s { break }  // still waits (or waits again)
         }
+        for (s, _) in waiting where byUser[s.identity.uid] == nil && s.waitingToParse && !s.closed { s.pump() }
     }
 }

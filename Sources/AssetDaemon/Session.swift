@@ -66,7 +66,7 @@ final class Session {
     /// group commit until synced, a pool job's until it ran), which for `[0,0,…]` is about
     /// twelve times its line.
     @exclusivity(unchecked) var runningBytes = 0 {
-        didSet { gate.changed(by: runningBytes - oldValue) }
+        didSet { gate.changed(by: runningBytes - oldValue, uid: identity.uid) }
     }
     /// The server's gate on parsing long lines (held here: read at every change of `runningBytes`).
     private let gate: ParseGate
@@ -211,7 +211,7 @@ final class Session {
                 if line.count > Session.parseOnLoopLimit {
                     runningBytes = bytes
                     parseReserve = ParseGate.reserve(bytes, limits) - bytes
-                    gate.changed(by: parseReserve)
+                    gate.changed(by: parseReserve, uid: identity.uid)
                     parseOffLoop(line, counted: bytes)
                 } else {
                     runTaken(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, counted: bytes)
@@ -477,6 +477,7 @@ final class Session {
         runningQuery?.cancel()
         if flush { flushOut() } else { out = [] }  // a job still holding this session must not hold them too
         closed = true
+        gate.forget(self)
         watching = nil
         continuation?.close()
         continuation = nil

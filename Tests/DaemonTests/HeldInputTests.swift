@@ -104,6 +104,42 @@ import Testing
         #expect(debug()["parses_waiting"] == 0)
         #expect(try c.call("stats")["buffers"]?["input_bytes"] == 0)
     }
+
+    @Test(
+        "a user with nothing running gets its long line parsed while another's fill the total",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func otherUserIsNotHeldUp() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\ntotal_buffer_bytes = \"100KiB\"", start: false)
+        let hold = h.dir + "/hold-long-parse"
+        h.environment = ["ASSETD_DEBUG_HOLD_LONG_PARSE": hold, "ASSETD_DEBUG_STATS": "1"]
+        try h.start()
+        let c = try h.client(timeout: 60)
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        // This user's long line, held in its parse, fills the total; its next one waits.
+        let first = try RawConnection(path: h.socket)
+        let second = try RawConnection(path: h.socket)
+        for r in [first, second] { r.setReceiveTimeout(60) }
+        first.send(LongLineTests.widePing(id: 1, members: 6_000))
+        #expect(eventually { h.exists(hold + ".held") }, "the long line reached the hold")
+        second.send(LongLineTests.widePing(id: 2, members: 6_000))
+        let debug = { (try? c.call("stats")["debug"]) ?? .null }
+        #expect(eventually { debug()["parses_waiting"] == 1 }, "\(debug())")
+        // Another user's put of 100 KB is parsed (not held: not a ping) and answered meanwhile.
+        let put = try runProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", Binaries.assetctl, "--socket",
+                h.socket,
+            ]
+                + ["put", "c", "k", "-"], stdin: "\"" + String(repeating: "x", count: 100_000) + "\"", timeout: 30)
+        #expect(put.status == 0, "\(put.stderr)")
+        #expect(h.exists(hold), "answered while the other user's parse was held")
+
+        try FileManager.default.removeItem(atPath: hold)
+        #expect(first.readLine()?["id"] == 1)
+        #expect(second.readLine()?["id"] == 2)
+        #expect(try c.getObject("c", "k")["value"] == .string(String(repeating: "x", count: 100_000)))
+    }
 }
 #endif
 
