@@ -80,7 +80,13 @@ extension Session {
         let box = Box<Result<MethodOutcome, RPCError>>()
         let line = Box<[UInt8]>()
         let (name, ctx, id) = (request.method, context, request.id)
+        #if DEBUG
+        let held = request.method == "object.list"
+        #endif
         let work: @Sendable () -> Void = {
+            #if DEBUG
+            if held { PoolJobHold.wait() }
+            #endif
             var result = MethodTable.call(name, params, ctx)
             // The reply is built here, off the loop: a big one would stall every client. Not
             // one the daemon adds to on the loop (stats).

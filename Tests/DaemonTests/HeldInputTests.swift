@@ -80,6 +80,29 @@ import Testing
         #expect(eventually { buffers()["input_bytes"] == 0 && buffers()["paused_connections"] == 0 }, "\(buffers())")
     }
 
+    @Test("a request held after parsing counts for what it holds parsed, not its line")
+    func parsedRequestCountsItsWeight() throws {
+        let h = try DaemonHarness(start: false)
+        let hold = h.dir + "/hold-pool-job"
+        h.environment = ["ASSETD_DEBUG_HOLD_POOL_JOB": hold]
+        try h.start()
+        let c = try h.client(timeout: 60)
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        let raw = try RawConnection(path: h.socket)
+        raw.setReceiveTimeout(60)
+        // About 20 KB of `[0,0,…]`, parsed on arrival, held on the pool before it runs.
+        let zeros = Array(repeating: "0", count: 10_000).joined(separator: ",")
+        let line = #"{"jsonrpc":"2.0","id":1,"method":"object.list","params":{"collection":"c","n":[\#(zeros)]}}"#
+        raw.send(line + "\n")
+        #expect(eventually { h.exists(hold + ".held") }, "the request reached the hold")
+        let inputBytes = (try? c.call("stats")["buffers"]?["input_bytes"]?.intValue) ?? 0
+        #expect(inputBytes >= Int64(10 * line.utf8.count), "\(inputBytes)")
+
+        try FileManager.default.removeItem(atPath: hold)
+        #expect(raw.readLine()?["id"] == 1)
+        #expect(try c.call("stats")["buffers"]?["input_bytes"] == 0)
+    }
+
     @Test("a long line waits to be parsed while the requests running hold more than the total")
     func longLineWaitsForTheTotal() throws {
         let h = try DaemonHarness(controlSection: "total_buffer_bytes = \"100KiB\"", start: false)
