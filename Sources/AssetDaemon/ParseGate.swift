@@ -21,10 +21,11 @@ final class ParseGate {
 
     /// What a line counted as `bytes` is let in for while it is parsed: what it may parse
     /// into, a 24-byte slot for each `0,` of `[0,0,…]` and an array up to twice the room it
-    /// uses, but at most a connection's bound (a request over it is refused once parsed).
+    /// uses, but at most a connection's bound (a request over it is refused once parsed) and
+    /// half the total: more, and it would wait for nothing at all to run.
     /// Counted by its text, 128 lines of 300 KB were all let in at once and held 6 MiB each.
     static func reserve(_ bytes: Int, _ limits: ControlLimits) -> Int {
-        max(bytes, min(bytes * 24, limits.connectionInputBytes))
+        max(bytes, min(bytes * 24, limits.connectionInputBytes, limits.totalBufferBytes / 2))
     }
 
     /// The requests running of user `uid` hold `delta` more bytes.

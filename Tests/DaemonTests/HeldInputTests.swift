@@ -103,6 +103,30 @@ import Testing
         #expect(try c.call("stats")["buffers"]?["input_bytes"] == 0)
     }
 
+    @Test("a long line is let in for at most half the total: it does not wait for nothing to run")
+    func reserveIsCappedAtHalfTheTotal() throws {
+        let h = try DaemonHarness(
+            controlSection: "connection_input_bytes = \"1MiB\"\ntotal_buffer_bytes = \"1MiB\"", start: false)
+        let hold = h.dir + "/hold-pool-job"
+        h.environment = ["ASSETD_DEBUG_HOLD_POOL_JOB": hold]
+        try h.start()
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        // A request holding about 240 KB runs (held on the pool) ...
+        let held = try RawConnection(path: h.socket)
+        let long = try RawConnection(path: h.socket)
+        for r in [held, long] { r.setReceiveTimeout(30) }
+        let zeros = Array(repeating: "0", count: 10_000).joined(separator: ",")
+        held.send(
+            #"{"jsonrpc":"2.0","id":1,"method":"object.list","params":{"collection":"c","n":[\#(zeros)]}}"# + "\n")
+        #expect(eventually { h.exists(hold + ".held") }, "the request reached the hold")
+        // ... and a line of 78 KB, let in for 24 times that but at most 512 KiB, fits beside it.
+        long.send(LongLineTests.widePing(id: 2, members: 6_000))
+        #expect(long.readLine()?["id"] == 2, "parsed while the other was held")
+
+        try FileManager.default.removeItem(atPath: hold)
+        #expect(held.readLine()?["id"] == 1)
+    }
+
     @Test("a long line waits to be parsed while the requests running hold more than the total")
     func longLineWaitsForTheTotal() throws {
         let h = try DaemonHarness(controlSection: "total_buffer_bytes = \"100KiB\"", start: false)
