@@ -70,6 +70,7 @@ final class ControlServer {
         self.daemon = daemon
         limits = daemon.config.limits
         parseGate = ParseGate(bound: limits.totalBufferBytes)
+        parseGate.sessions = { [unowned self] in sessions.values }
     }
 
     var connectionCount: Int { sessions.count }

@@ -12,8 +12,10 @@ final class ParseGate {
     let bound: Int
     /// What the requests running on all connections hold (Session.runningBytes).
     private(set) var running = 0
-    /// What each user's running requests hold; a user with nothing running has no entry.
-    private var byUser: [UInt32: Int] = [:]
+    /// The open sessions (ControlServer.sessions), read only to find the users with nothing
+    /// running when a line would wait: counting each user's bytes at every request cost the
+    /// hot path two hash updates.
+    var sessions: () -> Dictionary<UInt64, Session>.Values = { [:].values }
     /// Sessions whose next line waits, in order of arrival; a closed one is skipped.
     private var waiting: [(session: Session, bytes: Int)] = []
 
@@ -28,12 +30,14 @@ final class ParseGate {
         max(bytes, min(bytes * 24, limits.connectionInputBytes, limits.totalBufferBytes / 2))
     }
 
-    /// The requests running of user `uid` hold `delta` more bytes.
-    func changed(by delta: Int, uid: UInt32) {
-        guard delta != 0 else { return }
-        running += delta
-        let now = byUser[uid, default: 0] + delta
-        byUser[uid] = now == 0 ? nil : now
+    /// The requests running hold `delta` more bytes.
+    func changed(by delta: Int) { running += delta }
+
+    /// The users with a request running or being parsed.
+    private func busyUsers() -> Set<UInt32> {
+        var busy = Set<UInt32>()
+        for s in sessions() where s.runningBytes != 0 || s.parseReserve != 0 { busy.insert(s.identity.uid) }
+        return busy
     }
 
     /// Whether `session` may parse a line counted as `bytes` now: if its user has nothing
@@ -42,7 +46,8 @@ final class ParseGate {
     func admits(_ bytes: Int, _ session: Session) -> Bool {
         dropGone()
         let first = waiting.first?.session
-        if byUser[session.identity.uid] == nil || ((first == nil || first === session) && fits(bytes)) {
+        let ahead = first != nil && first !== session
+        if (!ahead && fits(bytes)) || !busyUsers().contains(session.identity.uid) {
             if session.waitingToParse {
                 session.waitingToParse = false
                 waiting.removeAll { $0.session === session }
@@ -76,11 +81,17 @@ final class ParseGate {
     /// line does not fit; and any whose user has nothing running.
     func resume() {
         dropGone()
-        while let (s, bytes) = waiting.first, fits(bytes) || byUser[s.identity.uid] == nil {
+        guard !waiting.isEmpty else { return }
+        var busy = busyUsers()
+        while let (s, bytes) = waiting.first, fits(bytes) || !busy.contains(s.identity.uid) {
             s.pump()
+            if s.runningBytes != 0 { busy.insert(s.identity.uid) }
             dropGone()
             if waiting.first?.session === s { break }  // still waits (or waits again)
         }
-        for (s, _) in waiting where byUser[s.identity.uid] == nil && s.waitingToParse && !s.closed { s.pump() }
+        for (s, _) in waiting where !busy.contains(s.identity.uid) && s.waitingToParse && !s.closed {
+            s.pump()
+            if s.runningBytes != 0 { busy.insert(s.identity.uid) }
+        }
     }
 }

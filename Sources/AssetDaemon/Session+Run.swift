@@ -179,7 +179,7 @@ extension Session {
             }) { [self] in
                 running = false
                 runningBytes = 0
-                server.parseGate.changed(by: -parseReserve, uid: identity.uid)
+                server.parseGate.changed(by: -parseReserve)
                 parseReserve = 0
                 guard !closed else { return }  // like the rest of a closed connection's queue: not run
                 if let (parsed, held) = box.value { runTaken(parsed, counted: counted, held: held) }
@@ -188,7 +188,7 @@ extension Session {
         } catch {
             running = false
             runningBytes = 0
-            server.parseGate.changed(by: -parseReserve, uid: identity.uid)
+            server.parseGate.changed(by: -parseReserve)
             parseReserve = 0
             write(RPCLine.error(id: .null, RPCError(code: RPCError.internalErrorCode, message: "\(error)")))
         }

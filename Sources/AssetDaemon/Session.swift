@@ -66,7 +66,7 @@ final class Session {
     /// group commit until synced, a pool job's until it ran), which for `[0,0,…]` is about
     /// twelve times its line.
     @exclusivity(unchecked) var runningBytes = 0 {
-        didSet { gate.changed(by: runningBytes - oldValue, uid: identity.uid) }
+        didSet { gate.changed(by: runningBytes - oldValue) }
     }
     /// The server's gate on parsing long lines (held here: read at every change of `runningBytes`).
     private let gate: ParseGate
@@ -211,7 +211,7 @@ final class Session {
                 if line.count > Session.parseOnLoopLimit {
                     runningBytes = bytes
                     parseReserve = ParseGate.reserve(bytes, limits) - bytes
-                    gate.changed(by: parseReserve, uid: identity.uid)
+                    gate.changed(by: parseReserve)
                     parseOffLoop(line, counted: bytes)
                 } else {
                     runTaken(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, counted: bytes)
