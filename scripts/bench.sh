@@ -27,7 +27,8 @@
 #           1000000, 10% old) against find -mmin +60 -delete over an identical tree, warm,
 #           and cold when /proc/sys/vm/drop_caches is writable (EXPIRE_COLD=no skips it)
 #   hostile  scripts/hostile.sh against the release assetd: slow queries, big and pipelined
-#           puts, big replies, huge aggregates, four hostile clients at once; RSS peak/after
+#           puts, puts of number arrays from 128 clients, big replies, huge aggregates, four
+#           hostile clients at once; RSS peak/after
 #           and the bystanders' ping p99 against the goals of docs/PERFORMANCE.md (HOSTILE_SCALE, default 1)
 #   eviction  byte miss ratios of order = lru, s3fifo and sieve (Store.enforce after every
 #           request of a trace) against libCacheSim's LRU, S3-FIFO and SIEVE (PyPI libcachesim,

@@ -275,6 +275,23 @@ def case_pipelined_puts(d, scale):
     return threads, socks, 8.0
 
 
+def number_puts(d, scale, size):
+    """128 clients, each putting `[0,0,…]` of `size` bytes and reading its answer, twice."""
+    line = (b'{"jsonrpc":"2.0","id":1,"method":"object.put","params":{"collection":"np","key":"k%d","value":['
+            + b",".join([b"0"] * (size // 2)) + b"]}}\n")
+
+    def run(i):
+        try:
+            c = Client(d.socket)
+            for _ in range(max(1, int(2 * scale))):
+                c.s.sendall(line.replace(b"k%d", b"k%d" % i, 1))
+                c.line()
+            c.close()
+        except (OSError, EOFError):
+            pass
+    return [threading.Thread(target=run, args=(i,)) for i in range(128)], [], None
+
+
 def case_big_replies(d, scale):
     fill(d, int(300 * scale), 900_000)
     socks = []
@@ -313,6 +330,10 @@ CASES = {
     "transacts": (case_transacts, "1 client, 3,000 transacts of 50 x 2 KB puts, reading", 100, ""),
     "big-puts": (case_big_puts, "1 client, 1,000 puts of 400 KB, reading", 100, ""),
     "pipelined-puts": (case_pipelined_puts, "2 clients pipelining 1 MB puts, not reading", 100, ""),
+    "number-puts": (lambda d, scale: number_puts(d, scale, 1_000_000),
+                    "128 clients, 2 puts each of [0,0,...] in 1 MB, reading", 300, ""),
+    "number-puts-300k": (lambda d, scale: number_puts(d, scale, 300_000),
+                         "128 clients, 2 puts each of [0,0,...] in 300 KB, reading", 300, ""),
     "big-replies": (case_big_replies, "4 clients, index.query objects over 300 x 900 KB, not reading", 300, ""),
     "printf": (case_printf, "12 clients, printf('%.*c', 60000000, 'x'), not reading", 300, ""),
     "four-at-once": (case_four_at_once, "a slow query, a pipeliner, a big reply and a printf at once", 300,

@@ -63,12 +63,16 @@ final class ControlServer {
     /// behind until the epoch advances, so the connections are not scanned again till then
     /// (the turn's end comes twice a loop turn).
     @exclusivity(unchecked) private var noneBehindIn = -1
+    /// Long lines wait here to be parsed while the running requests hold more than the total.
+    let parseGate: ParseGate
     /// How long a closing connection may take to take its last replies.
     static let flushDeadline = 5.0
 
     init(daemon: Daemon) {
         self.daemon = daemon
         limits = daemon.config.limits
+        parseGate = ParseGate(bound: limits.totalBufferBytes)
+        parseGate.sessions = { [unowned self] in sessions.values }
     }
 
     var connectionCount: Int { sessions.count }
@@ -244,6 +248,7 @@ final class ControlServer {
         flushReplies()
         if !closing.isEmpty { recountClosing() }
         if overTotal { shedBacklogs() }
+        parseGate.resume()
     }
 
     /// Every second: connections over their own bound since the last one can be dropped.

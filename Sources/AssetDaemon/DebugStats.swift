@@ -3,8 +3,9 @@
 // lines rendered since start, so a test sees that a commit's events are rendered once
 // however many watchers take them; `parsed_requests_waiting`: requests queued that were
 // parsed when read, not kept as text; `identity_lookups`: peers looked up in the user and
-// group databases at accept, so a test sees that a refused connection costs none. Release
-// builds count nothing.
+// group databases at accept, so a test sees that a refused connection costs none;
+// `parses_waiting`: connections whose long line waits for the running requests to hold less
+// (ParseGate). Release builds count nothing.
 
 #if DEBUG
 import Glibc

@@ -1,7 +1,7 @@
 // Debug builds only, for a test of a running assetd: holds the thread that parsed a long
-// request line, once its params are built, while the file ASSETD_DEBUG_HOLD_LONG_PARSE names
-// exists, having made "FILE.held" and "FILE.held-N" (the Nth held) to say it got there;
-// "FILE.release-N" lets the Nth go alone.
+// ping line (other methods pass, to show they are not held up), once its params are built,
+// while the file ASSETD_DEBUG_HOLD_LONG_PARSE names exists, having made "FILE.held" and
+// "FILE.held-N" (the Nth held) to say it got there; "FILE.release-N" lets the Nth go alone.
 // Release builds have none of this.
 
 #if DEBUG
@@ -21,6 +21,19 @@ enum LongParseHold {
         close(open(file + ".held-\(n)", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
         let release = file + ".release-\(n)"
         while access(file, F_OK) == 0, access(release, F_OK) != 0 { usleep(1000) }
+    }
+}
+
+/// The same for `object.list` (a method run on the pool; `stats` is one too, and a test
+/// reads it meanwhile), held before it runs while the file ASSETD_DEBUG_HOLD_POOL_JOB names
+/// exists: its request, parsed, is held meanwhile.
+enum PoolJobHold {
+    static let file = getenv("ASSETD_DEBUG_HOLD_POOL_JOB").map { String(cString: $0) }
+
+    static func wait() {
+        guard let file, access(file, F_OK) == 0 else { return }
+        close(open(file + ".held", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
+        while access(file, F_OK) == 0 { usleep(1000) }
     }
 }
 #endif

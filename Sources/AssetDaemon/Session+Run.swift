@@ -37,6 +37,7 @@ extension Session {
             // about a tenth of the loop's work, and the put reads five names.
             server.put(Params(request), server.context(for: self)) { [self] result in
                 running = false
+                runningBytes = 0
                 reply(request, result, started)
                 pump()
             }
@@ -79,7 +80,13 @@ extension Session {
         let box = Box<Result<MethodOutcome, RPCError>>()
         let line = Box<[UInt8]>()
         let (name, ctx, id) = (request.method, context, request.id)
+        #if DEBUG
+        let held = request.method == "object.list"
+        #endif
         let work: @Sendable () -> Void = {
+            #if DEBUG
+            if held { PoolJobHold.wait() }
+            #endif
             var result = MethodTable.call(name, params, ctx)
             // The reply is built here, off the loop: a big one would stall every client. Not
             // one the daemon adds to on the loop (stats).
@@ -99,6 +106,7 @@ extension Session {
         }
         let done = { [self] in
             running = false
+            runningBytes = 0
             runningQuery = nil
             // The connection's leases ended when it closed; one granted since ends now.
             if closed { server.leasesEnded(holder: number) }
@@ -125,22 +133,51 @@ extension Session {
         daemon.submit(uid: identity.uid, work, done: done)
     }
 
-    /// Runs a parsed request, or answers the error of one that did not parse (a notification gets none).
-    func handle(_ parsed: Result<RPCRequest, RPCFailure>) {
+    /// Runs a request taken from the queue, counted until it is answered by what it holds
+    /// (`held`, weighed here if not given) or by its line (`counted`), whichever is more; one
+    /// that holds more than the connection may buffer is refused, the connection kept.
+    func runTaken(_ parsed: Result<RPCRequest, RPCFailure>, counted: Int, held: Int? = nil) {
+        runningBytes = 0
+        let request: RPCRequest
         switch parsed {
-        case .success(let request): run(request)
-        case .failure(let f): if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
+        case .success(let r): request = r
+        case .failure(let f):
+            // A notification gets no answer, not even an error.
+            if !f.notification { write(RPCLine.error(id: f.id, f.error)) }
+            return
         }
+        let weight = max(
+            counted,
+            held ?? (counted - Session.requestOverhead > Session.weighedLineLimit ? request.heldBytes : 0))
+        guard weight <= limits.connectionInputBytes else {
+            if let id = request.id {
+                write(RPCLine.error(id: id, .requestTooHeavy(holding: weight, limit: limits.connectionInputBytes)))
+            }
+            return
+        }
+        runningBytes = weight
+        run(request)
+        if !running { runningBytes = 0 }  // answered on the loop: it holds nothing now
     }
 
-    /// Parses a long line on the pool, then runs it as if it had been parsed on arrival.
-    func parseOffLoop(_ line: [UInt8]) {
+    /// Parses a long line on the pool, weighs what it parsed into there too, then runs it as
+    /// if it had been parsed on arrival.
+    func parseOffLoop(_ line: [UInt8], counted: Int) {
         running = true
-        let box = Box<Result<RPCRequest, RPCFailure>>()
-        daemon.submit(uid: identity.uid, { box.value = Session.parseLong(line) }) { [self] in
+        let box = Box<(parsed: Result<RPCRequest, RPCFailure>, held: Int)>()
+        daemon.submit(
+            uid: identity.uid,
+            {
+                let parsed = Session.parseLong(line)
+                box.value = (parsed, (try? parsed.get())?.heldBytes ?? 0)
+            }
+        ) { [self] in
             running = false
+            runningBytes = 0
+            server.parseGate.changed(by: -parseReserve)
+            parseReserve = 0
             guard !closed else { return }  // like the rest of a closed connection's queue: not run
-            if let parsed = box.value { handle(parsed) }
+            if let (parsed, held) = box.value { runTaken(parsed, counted: counted, held: held) }
             pump()
         }
     }
@@ -154,7 +191,7 @@ extension Session {
             request.buildParams()
             result = .success(request)
             #if DEBUG
-            LongParseHold.wait()
+            if request.method == "ping" { LongParseHold.wait() }
             #endif
         }
         return result

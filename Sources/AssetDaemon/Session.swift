@@ -23,6 +23,10 @@ final class Session {
     static let queuedRequestLimit = 4096
     /// What a parsed request costs beyond its line, counted against the input bound.
     static let requestOverhead = 128
+    /// Requests of lines up to this are counted by their line while they run: parsed, one holds
+    /// at most a few dozen KiB, and weighing every small request would cost it a walk of its
+    /// params on the loop.
+    static let weighedLineLimit = 1024
     /// Lines longer than this are parsed on the pool when their turn comes, not on the loop:
     /// a client pipelining megabyte puts would hold every other client for each parse.
     static let parseOnLoopLimit = 64 << 10
@@ -40,7 +44,7 @@ final class Session {
     let identity: PeerIdentity
     @exclusivity(unchecked) private var framer: LineFramer
     /// Not reloaded: read once, not through the unowned daemon at every request.
-    private let limits: ControlLimits
+    let limits: ControlLimits
     /// What arrived and waits to run, in order; `head` is the next to run (removeFirst on a
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
@@ -57,6 +61,20 @@ final class Session {
     @exclusivity(unchecked) private var head = 0
     /// Bytes of the requests read and not yet taken to run.
     @exclusivity(unchecked) private(set) var inputBytes = 0
+    /// What the request taken to run holds, counted with the input until it is answered: its
+    /// line while it waits to be parsed, then what it holds parsed (a put's params stay in the
+    /// group commit until synced, a pool job's until it ran), which for `[0,0,…]` is about
+    /// twelve times its line.
+    @exclusivity(unchecked) var runningBytes = 0 {
+        didSet { gate.changed(by: runningBytes - oldValue) }
+    }
+    /// The server's gate on parsing long lines (held here: read at every change of `runningBytes`).
+    private let gate: ParseGate
+    /// The next line waits for the gate (ParseGate.admits), which pumps this session again.
+    @exclusivity(unchecked) var waitingToParse = false
+    /// What the gate counts for the line being parsed beyond its length: what it may parse
+    /// into (ParseGate.reserve).
+    @exclusivity(unchecked) var parseReserve = 0
     /// What this session last added to the server's count of buffered bytes.
     @exclusivity(unchecked) private var accounted = 0
     /// Replies produced this loop turn, written in one go at its end (a flood of pipelined
@@ -97,6 +115,7 @@ final class Session {
         self.server = server
         daemon = server.daemon
         limits = server.daemon.config.limits
+        gate = server.parseGate
         self.number = number
         self.stream = stream
         self.identity = identity
@@ -165,7 +184,7 @@ final class Session {
             server.pumpEnded()
         }
         var budget = Session.itemsPerTurn
-        while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
+        taking: while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
             guard budget > 0 else {
                 yieldTurn()
                 break
@@ -181,13 +200,21 @@ final class Session {
                 break
             case .request(let parsed, let bytes):
                 inputBytes -= bytes
-                handle(parsed)
+                runTaken(parsed, counted: bytes)
             case .unparsed(let line, let bytes):
+                if line.count > Session.parseOnLoopLimit, !gate.admits(ParseGate.reserve(bytes, limits), self) {
+                    swap(&item, &queue[head - 1])  // put back, to be taken when the gate pumps
+                    head -= 1
+                    break taking
+                }
                 inputBytes -= bytes
                 if line.count > Session.parseOnLoopLimit {
-                    parseOffLoop(line)
+                    runningBytes = bytes
+                    parseReserve = ParseGate.reserve(bytes, limits) - bytes
+                    gate.changed(by: parseReserve)
+                    parseOffLoop(line, counted: bytes)
                 } else {
-                    handle(line.withUnsafeBufferPointer { RPCRequest.parse($0) })
+                    runTaken(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, counted: bytes)
                 }
             case .tooLong:
                 write(RPCLine.error(id: .null, .requestTooLarge(limit: framer.maximumLength)))
@@ -264,7 +291,9 @@ final class Session {
     private func settle() {
         // Stopped at the output bound, and the kernel took it all: no write completion will
         // come to resume, so go on next turn.
-        if !closed, !running, head < queue.count, outputBytes <= limits.connectionOutputBytes { yieldTurn() }
+        if !closed, !running, !waitingToParse, head < queue.count, outputBytes <= limits.connectionOutputBytes {
+            yieldTurn()
+        }
         // A half-closed peer still reads: it is closed once it has taken every reply, and
         // until then its bytes and its slot count against the limits like any connection's.
         if !closed, peerEnded, !running, head == queue.count, outputBytes == 0 { close(flush: false) }
@@ -317,8 +346,8 @@ final class Session {
     /// `out` have not been offered yet (they are written at the end of the turn).
     var backlog: Int { closed ? 0 : stream.writeQueueSize }
 
-    /// Bytes this connection holds: requests waiting, a partial line, replies not taken.
-    var bufferedBytes: Int { closed ? 0 : inputBytes + framer.pendingCount + outputBytes }
+    /// Bytes this connection holds: requests waiting or running, a partial line, replies not taken.
+    var bufferedBytes: Int { closed ? 0 : inputBytes + runningBytes + framer.pendingCount + outputBytes }
 
     /// Brings the server's total up to date with what this connection holds now.
     private func account() {
@@ -392,15 +421,17 @@ final class Session {
         }
     }
 
-    /// Pauses reading while this connection is over a bound (requests waiting, replies not
-    /// taken), or holds anything while all connections together are over theirs (one that
+    /// Pauses reading while this connection is over a bound (requests waiting or running,
+    /// replies not taken), or holds requests waiting or replies while all connections together are over theirs (one that
     /// holds nothing is read: a bystander's ping is answered); resumes when they drain.
     func updateReading() {
         account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
         let limits = limits
+        // Over the total, one whose request runs is still read until it has input waiting:
+        // paused, every client's request in flight (a bystander's stats) would pause it.
         let busy =
-            outputBytes > limits.connectionOutputBytes || inputBytes > limits.connectionInputBytes
+            outputBytes > limits.connectionOutputBytes || inputBytes + runningBytes > limits.connectionInputBytes
             || queuedCount > Session.queuedRequestLimit || (server.overTotal && inputBytes + outputBytes > 0)
         if busy && !readingPaused {
             stream.stopReading()
@@ -446,6 +477,7 @@ final class Session {
         runningQuery?.cancel()
         if flush { flushOut() } else { out = [] }  // a job still holding this session must not hold them too
         closed = true
+        gate.forget(self)
         watching = nil
         continuation?.close()
         continuation = nil

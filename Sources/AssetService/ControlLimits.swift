@@ -66,3 +66,16 @@ public struct ControlLimits: Sendable, Equatable {
         ]
     }
 }
+
+extension DaemonConfig {
+    /// Limits that contradict each other without being wrong: a request line is counted with
+    /// 128 bytes for its bookkeeping, and refused once it or what it holds parsed passes
+    /// connection_input_bytes, so max_request_bytes over that less 128 is never reached.
+    public var limitWarnings: [String] {
+        guard maxRequestBytes + 128 > limits.connectionInputBytes else { return [] }
+        return [
+            "control.max_request_bytes (\(maxRequestBytes)) plus 128 passes control.connection_input_bytes "
+                + "(\(limits.connectionInputBytes)): longer requests are refused with request_too_large"
+        ]
+    }
+}

@@ -30,6 +30,10 @@ public struct LineFramer: Sendable {
 
     /// Bytes buffered but not yet part of a complete line.
     public var pendingCount: Int { buffer.count }
+    /// Bytes the buffer has room for: after a long line it is given back, down to what is held.
+    public var heldCapacity: Int { buffer.capacity }
+    /// A buffer with room for more than this, and four times what it holds, is made smaller.
+    static let keptCapacity = 64 << 10
 
     /// Adds bytes; returns the items completed by them, in order. Blank lines are skipped.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [Item] {
@@ -78,6 +82,14 @@ public struct LineFramer: Sendable {
             return
         }
         buffer.removeFirst(start)
+        // removeFirst keeps the capacity: a connection that once sent a megabyte line would
+        // hold two for its life, idle, counted as the few bytes pending.
+        if buffer.capacity > LineFramer.keptCapacity, buffer.count * 4 < buffer.capacity {
+            var kept = [UInt8]()  // a copy: Array(buffer) would share the same storage
+            kept.reserveCapacity(buffer.count)
+            kept.append(contentsOf: buffer)
+            buffer = kept
+        }
         scanned = buffer.count
         if buffer.count > maximumLength {
             overflowed = true

@@ -43,6 +43,18 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
             data: .object(["code": .string(Code.requestTooLarge.rawValue)]))
     }
 
+    /// A request whose parsed params would hold more than a connection may hold
+    /// (control.connection_input_bytes); the connection stays open.
+    public static func requestTooHeavy(holding bytes: Int, limit: Int) -> RPCError {
+        RPCError(
+            code: invalidRequestCode,
+            message: "request holds about \(bytes) bytes parsed, more than control.connection_input_bytes (\(limit))",
+            data: .object([
+                "code": .string(Code.requestTooLarge.rawValue),
+                "detail": ["limit": "control.connection_input_bytes", "value": .int(Int64(limit))],
+            ]))
+    }
+
     /// Every request's answer while the daemon stops.
     public static let shuttingDown = application(.shuttingDown, "assetd is shutting down")
 
@@ -112,7 +124,8 @@ extension RPCError {
         case internalError = "internal"
         /// The daemon is stopping: the request was not run.
         case shuttingDown = "shutting_down"
-        /// A request line over control.max_request_bytes; the connection is closed after it.
+        /// A request line over control.max_request_bytes (the connection is closed after it), or
+        /// one whose parsed params would hold more than control.connection_input_bytes.
         case requestTooLarge = "request_too_large"
     }
 }

@@ -70,6 +70,12 @@ public struct RPCRequest: Sendable, Equatable {
         if let members = paramMembers { params = JSONValue(members: members) }
     }
 
+    /// About the memory the parsed request holds, its params above all (`JSONValue.heldBytes`):
+    /// what a daemon counts it for while it runs.
+    public var heldBytes: Int {
+        (paramMembers.map(JSONMember.heldBytes(of:)) ?? storedParams.heldBytes) + JSONValue.heldBytes(of: method)
+    }
+
     public init(id: JSONValue?, method: String, params: JSONValue = .object([:])) {
         self.id = id.map(RPCID.init)
         self.method = method

@@ -63,7 +63,9 @@ struct AssetdCommand: ParsableCommand {
             throw ExitCode(78)
         }
         if checkConfig {
-            for w in settings.policyWarnings { FileHandle.standardError.write(Data("assetd: warning: \(w)\n".utf8)) }
+            for w in settings.limitWarnings + settings.policyWarnings {
+                FileHandle.standardError.write(Data("assetd: warning: \(w)\n".utf8))
+            }
             print(settings.summary.joined(separator: "\n"))
             return
         }
@@ -74,7 +76,7 @@ struct AssetdCommand: ParsableCommand {
         setenv("UV_THREADPOOL_SIZE", "\(max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))", 0)
         var logger = Logger(label: "assetd")
         logger.logLevel = Logger.Level(settings.logLevel)
-        for warning in rootWarnings + settings.policyWarnings { logger.warning("\(warning)") }
+        for warning in rootWarnings + settings.limitWarnings + settings.policyWarnings { logger.warning("\(warning)") }
         let daemon: Daemon
         do {
             daemon = try Daemon(

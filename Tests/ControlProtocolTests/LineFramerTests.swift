@@ -19,6 +19,20 @@ import ControlProtocol
         #expect(f.pendingCount == 0)
     }
 
+    @Test("the room a long line took is given back once it is complete, down to what is held")
+    func longLineCapacityIsReleased() {
+        var f = LineFramer(maximumLength: 4 << 20)
+        let chunk = String(repeating: "x", count: 64 << 10)
+        for _ in 0..<16 { #expect(feed(&f, chunk).isEmpty) }
+        #expect(f.heldCapacity >= 1 << 20)
+        // The line ends, and the next one's first 60 KB stay held.
+        #expect(feed(&f, "\n" + String(repeating: "y", count: 60_000)).count == 1)
+        #expect(f.pendingCount == 60_000)
+        #expect(f.heldCapacity < 128 << 10, "\(f.heldCapacity)")
+        #expect(feed(&f, "\n").count == 1)
+        #expect(f.heldCapacity <= 64 << 10, "\(f.heldCapacity)")
+    }
+
     @Test("a line of exactly the limit passes; one byte more is too long, even before its newline")
     func limit() {
         var f = LineFramer(maximumLength: 5)

@@ -13,6 +13,14 @@ import Testing
         return try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: defaults)
     }
 
+    @Test("max_request_bytes past connection_input_bytes less 128 is warned of, the defaults not")
+    func requestOverInputBoundWarns() throws {
+        #expect(try parse("").limitWarnings.isEmpty)
+        #expect(try parse("[control]\nmax_request_bytes = \"8MiB\"").limitWarnings.count == 1)
+        let w = try parse("[control]\nmax_request_bytes = 65536\nconnection_input_bytes = 65600").limitWarnings
+        #expect(w.count == 1 && w[0].contains("request_too_large"), "\(w)")
+    }
+
     @Test("the control limits are read with their units, and left out they keep their defaults")
     func limitsRead() throws {
         #expect(try parse("").limits == ControlLimits())
