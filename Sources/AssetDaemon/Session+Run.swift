@@ -137,7 +137,7 @@ extension Session {
     /// (`held`, weighed here if not given) or by its line (`counted`), whichever is more; one
     /// that holds more than the connection may buffer is refused, the connection kept.
     func runTaken(_ parsed: Result<RPCRequest, RPCFailure>, counted: Int, held: Int? = nil) {
-        runningBytes = 0
+        // runningBytes is 0 here: a request is taken only while none runs.
         let request: RPCRequest
         switch parsed {
         case .success(let r): request = r

@@ -202,15 +202,17 @@ final class Session {
                 inputBytes -= bytes
                 runTaken(parsed, counted: bytes)
             case .unparsed(let line, let bytes):
-                if line.count > Session.parseOnLoopLimit, !gate.admits(ParseGate.reserve(bytes, limits), self) {
+                let long = line.count > Session.parseOnLoopLimit
+                let reserve = long ? ParseGate.reserve(bytes, limits) : 0
+                if long, !gate.admits(reserve, self) {
                     swap(&item, &queue[head - 1])  // put back, to be taken when the gate pumps
                     head -= 1
                     break taking
                 }
                 inputBytes -= bytes
-                if line.count > Session.parseOnLoopLimit {
+                if long {
                     runningBytes = bytes
-                    parseReserve = ParseGate.reserve(bytes, limits) - bytes
+                    parseReserve = reserve - bytes
                     gate.changed(by: parseReserve)
                     parseOffLoop(line, counted: bytes)
                 } else {

@@ -179,8 +179,13 @@ extension ConfigParser {
             warn(key, m, section: section, occurrence: occurrence)
         }
         if let n = p.maxBytes { bytes(value["max_bytes"], n, "policy.max_bytes", "a budget", section: "policy") }
-        for (i, q) in p.quotas.enumerated() {
-            let raw = value["quota"]?.arrayValue?[i]["max_bytes"]
+        // Positions in the file's arrays: an entry refused and left out (`deferPolicyRefusals`)
+        // shifts the kept ones. Owners and collections are each named once (duplicates refused).
+        let rawQuotas = value["quota"]?.arrayValue ?? []
+        let rawTTLs = value["ttl"]?.arrayValue ?? []
+        for (k, q) in p.quotas.enumerated() {
+            let i = rawQuotas.firstIndex { $0["owner"]?.stringValue.map { OwnerName.same($0, q.owner) } == true } ?? k
+            let raw = rawQuotas.indices.contains(i) ? rawQuotas[i]["max_bytes"] : nil
             bytes(raw, q.maxBytes, "policy.quota.max_bytes", "a quota", section: "policy.quota", occurrence: i)
             // A user name starting with "#" is now "#" and the uid (PeerIdentity): "#alice" was
             // the name of a user whose new objects no longer count against this quota.
@@ -193,10 +198,11 @@ extension ConfigParser {
                     section: "policy.quota", occurrence: i)
             }
         }
-        for (i, t) in p.ttls.enumerated() {
+        for (k, t) in p.ttls.enumerated() {
+            let i = rawTTLs.firstIndex { $0["collection"]?.stringValue == t.collection } ?? k
             for (key, d) in [("max_idle", t.maxIdle), ("max_age", t.maxAge)] {
                 guard let d, d < 60 else { continue }
-                let raw = value["ttl"]?.arrayValue?[i][key]
+                let raw = rawTTLs.indices.contains(i) ? rawTTLs[i][key] : nil
                 var m =
                     "a TTL of \(Units.formatDuration(d)) expires the objects of \"\(t.collection)\" as soon as min_age allows"
                 if raw?.intValue != nil {

@@ -92,6 +92,32 @@ import Testing
         #expect(w.hasPrefix("/etc/assetd/p.toml:\(line): \(key): ") && w.contains(hint), "\(w)")
     }
 
+    @Test("with a refused entry left out (assetctl --db), later entries' warnings name their own lines")
+    func warningsAfterRefusedEntry() throws {
+        let text = """
+            [policy]
+            [[policy.quota]]
+            owner = "alice"
+            max_bytes = 0
+            [[policy.quota]]
+            owner = "bob"
+            max_bytes = 100
+            [[policy.ttl]]
+            collection = "a"
+            max_age = "0s"
+            [[policy.ttl]]
+            collection = "b"
+            max_idle = 30
+            """
+        var parser = ConfigParser(file: "/etc/assetd/p.toml", text: text)
+        parser.deferPolicyRefusals = true
+        let c = try parser.parse(defaults: DaemonConfig.embeddedDefaults(uid: 1000, environment: ["HOME": "/home/u"]))
+        let w = c.policyWarnings
+        #expect(w.contains { $0.hasPrefix("/etc/assetd/p.toml:7: policy.quota.max_bytes: ") && $0.contains("100GiB") })
+        #expect(
+            w.contains { $0.hasPrefix("/etc/assetd/p.toml:13: policy.ttl.max_idle: ") && $0.contains("30d") }, "\(w)")
+    }
+
     @Test("ordinary values, and a quota larger than the budget, warn of nothing")
     func ordinaryQuiet() throws {
         let c = try parse(

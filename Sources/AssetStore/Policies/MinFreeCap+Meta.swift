@@ -15,7 +15,7 @@ extension MinFreeCap {
 
     /// The cap `value` (a `metaValue`) records for `root` on `device`, if it is one of
     /// `minFree`.
-    static func recorded(_ value: String?, minFree: Int64, device: Int64 = 0, root: String = "") -> MinFreeCap? {
+    static func recorded(_ value: String?, minFree: Int64, device: Int64, root: String) -> MinFreeCap? {
         let numbers = (value ?? "").split(separator: " ").compactMap { Int64($0) }
         guard numbers.count == 3, numbers[0] == minFree else { return nil }
         return MinFreeCap(
@@ -41,13 +41,15 @@ extension Store {
             let root = String(key.dropFirst(prefix.count))
             let value: String? = row["value"]
             var st = stat()
-            guard roots.paths.contains(root), MinFreeCap.recorded(value, minFree: minFree) != nil else {
+            guard roots.paths.contains(root),
+                var cap = MinFreeCap.recorded(value, minFree: minFree, device: 0, root: root)
+            else {
                 try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
                 continue
             }
             guard stat(root, &st) == 0 else { continue }  // a run loads it once the root is back
-            caps[root] = MinFreeCap.recorded(
-                value, minFree: minFree, device: Int64(bitPattern: UInt64(st.st_dev)), root: root)
+            cap.device = Int64(bitPattern: UInt64(st.st_dev))
+            caps[root] = cap
         }
         state.withLock { $0.minFreeCaps = caps }
     }

@@ -329,21 +329,21 @@ public final class Store: Sendable {
     /// (SQLite's), letting another process take the daemon for gone and delete the WAL.
     func makeDurable() throws {
         try checkNoSyncFailure()  // the sweep and its unlinks stop too
-        let commit = try read { r in try r.lastCommit() }
-        if state.withLock({ $0.durableCommit >= commit }) { return }
-        // Always an fdatasync: a reader sees a commit before its writer has counted it, so
-        // the commit count cannot tell whether an earlier sync covered this one. The WAL is
-        // there as long as the store is open; if it is not, syncWAL stops writes.
-        try syncWAL(force: true)
-        state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
+        try makeDurable(upTo: try read { r in try r.lastCommit() })
     }
 
     /// `makeDurable` for a caller holding the writer (`db`): every commit has ended, so one
     /// fdatasync covers them all, and none can come between it and the caller's work.
     func makeDurable(writer db: Database) throws {
         try checkNoSyncFailure()
-        let commit = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0
+        try makeDurable(upTo: try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0)
+    }
+
+    private func makeDurable(upTo commit: Int64) throws {
         if state.withLock({ $0.durableCommit >= commit }) { return }
+        // Always an fdatasync: a reader sees a commit before its writer has counted it, so
+        // the commit count cannot tell whether an earlier sync covered this one. The WAL is
+        // there as long as the store is open; if it is not, syncWAL stops writes.
         try syncWAL(force: true)
         state.withLock { $0.durableCommit = max($0.durableCommit, commit) }
     }

@@ -46,12 +46,12 @@ extension Store {
             try r.db.cachedStatement(
                 sql: """
                     SELECT id, path, size, identify FROM (
-                        SELECT id, path, size, identify FROM unlink_queue
-                        WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0 AND next_attempt < ?))
-                        ORDER BY id LIMIT ?)
+                        SELECT id, path, size, identify FROM unlink_queue \(Store.sweepWindow))
                     WHERE identify IS NOT NULL ORDER BY id LIMIT ?
                     """
-            ).forEachRawRow([lastID, durable, now, retryFailed, Store.parkedUntil, limit, Store.owedLooksPerBatch]) {
+            ).forEachRawRow(
+                Store.sweepWindowArguments(lastID, durable, now, retryFailed, limit) + [Store.owedLooksPerBatch]
+            ) {
                 if let path = $0.text(1), let owed = $0.text(3) {
                     owing.append((id: $0.int64(0), path: path, size: $0.isNull(2) ? 0 : $0.int64(2), owed: owed))
                 }

@@ -62,6 +62,20 @@ struct SweepBatch {
 }
 
 extension Store {
+    /// A sweep batch's window of the queue, for `sweepWindowArguments`: the rows after an id
+    /// whose commit is durable and that are due (or failed before, when retried), in id order,
+    /// at most a limit. The batch and its owed looks (OwedLooks.swift) read the same rows.
+    static let sweepWindow = """
+        WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0 AND next_attempt < ?))
+        ORDER BY id LIMIT ?
+        """
+
+    static func sweepWindowArguments(
+        _ lastID: Int64, _ durable: Int64, _ now: Double, _ retryFailed: Bool, _ limit: Int
+    ) -> StatementArguments {
+        [lastID, durable, now, retryFailed, Store.parkedUntil, limit]
+    }
+
     /// Takes up to `limit` rows after `lastID` whose commit is at most `durable` and that are
     /// due at `now` (or failed before, with `retryFailed`).
     func takeSweepBatch(
@@ -74,10 +88,9 @@ extension Store {
         try db.cachedStatement(
             sql: """
                 SELECT id, path, device, inode, attempts, birth, generation, ctime, size, identify FROM unlink_queue
-                WHERE id > ? AND commit_no <= ? AND (next_attempt <= ? OR (? AND attempts > 0 AND next_attempt < ?))
-                ORDER BY id LIMIT ?
+                \(Store.sweepWindow)
                 """
-        ).forEachRawRow([lastID, durable, now, retryFailed, Store.parkedUntil, limit]) { r in
+        ).forEachRawRow(Store.sweepWindowArguments(lastID, durable, now, retryFailed, limit)) { r in
             func optional(_ i: Int32) -> Int64? { r.isNull(i) ? nil : r.int64(i) }
             // The column is NOT NULL: a NULL here is a broken database or query, not a row to skip.
             guard let path = r.text(1) else { preconditionFailure("unlink_queue row \(r.int64(0)) without a path") }
