@@ -56,7 +56,7 @@ public struct DaemonConfig: Sendable {
     /// `log.level`.
     public var logLevel: LogLevel = .info
     /// `[[collections]]`.
-    public var templates: [String: [EdgeTemplate]] = [:]
+    public var templates: [UTF8Key: [EdgeTemplate]] = [:]
     /// `[[indexes]]`.
     public var indexes: [IndexDefinition] = []
 
@@ -164,7 +164,7 @@ public struct DaemonConfig: Sendable {
                 "files.orphan_grace = \(Units.formatDuration(orphanGrace))",
                 "files.skip_open = \(skipOpenFiles)",
                 "log.level = \(logLevel.rawValue)",
-                "collections = \(templates.keys.sorted())",
+                "collections = \(templates.keys.map(\.string).sorted())",
                 "indexes = \(indexes.map(\.name))",
             ]
         guard let p = policy else { return lines + ["policy = (none: nothing is evicted or expired)"] }

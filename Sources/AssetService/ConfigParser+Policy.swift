@@ -135,7 +135,8 @@ extension ConfigParser {
             guard let collection = o["collection"]?.stringValue, !collection.isEmpty else {
                 throw error("\(s).collection", "each [[policy.ttl]] needs a collection", section: s, occurrence: n)
             }
-            guard !out.contains(where: { $0.collection == collection }) else {
+            // Two collections whose names differ only in their bytes are two, as in the database.
+            guard !out.contains(where: { UTF8Key($0.collection) == UTF8Key(collection) }) else {
                 throw error("\(s).collection", "collection \"\(collection)\" has two TTLs", section: s, occurrence: n)
             }
             var ttl = PolicyConfiguration.TTL(collection: collection)

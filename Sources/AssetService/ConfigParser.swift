@@ -212,11 +212,11 @@ struct ConfigParser {
                     throw self.error("collections.edges", "\(name): \(error.message)", section: "collections.edges")
                 }
             }
-            guard c.templates[name] == nil else {
+            guard c.templates[UTF8Key(name)] == nil else {
                 throw error(
                     "collections.name", "collection \"\(name)\" appears twice", section: "collections", occurrence: n)
             }
-            c.templates[name] = edges
+            c.templates[UTF8Key(name)] = edges
         }
     }
 

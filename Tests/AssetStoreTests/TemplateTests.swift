@@ -72,6 +72,27 @@ import AssetStoreTestSupport
         }
     }
 
+    @Test("a template edge renamed to a canonically equivalent name takes the new name's bytes")
+    func renameByBytes() throws {
+        let (composed, decomposed) = ("vignett\u{e9}", "vignette\u{301}")
+        let f = try Fixture()
+        let a = try f.makeFile("a")
+        try f.setTemplate(
+            "media", templateEdge(composed, field: "file", to: "file", .deleteDestinationIfAllSourcesDeleted))
+        try f.put([(ref("media", "m"), ["file": .string(a)])])
+        try f.setTemplate(
+            "media", templateEdge(decomposed, field: "file", to: "file", .deleteDestinationIfAllSourcesDeleted))
+        let names = try f.store.read { try $0.edges(EdgeFilter(source: ref("media", "m"))) }.map(\.name)
+        #expect(names.count == 1)
+        #expect(names.allSatisfy { $0.utf8.elementsEqual(decomposed.utf8) }, "\(names.map { Array($0.utf8) })")
+        // The file is held by the renamed edge alone: it goes with its one holder, not before.
+        _ = try f.store.sweep()
+        #expect(f.exists(a))
+        try f.delete(ref("media", "m"))
+        _ = try f.store.sweep()
+        #expect(!f.exists(a))
+    }
+
     @Test("a JSON path field reaches nested references")
     func jsonPathField() throws {
         let f = try Fixture()

@@ -24,7 +24,7 @@ import Testing
         #expect(event([decomposed, composed]).matches(one))
         #expect(event([composed, decomposed]).matches(EventFilter(collections: [UTF8Key(decomposed)])))
         // A watch naming both keeps both.
-        let both = EventFilter(collections: Set([composed, decomposed].map(UTF8Key.init)))
+        let both = EventFilter(collections: Set([composed, decomposed].map { UTF8Key($0) }))
         #expect(both.collections?.count == 2)
         #expect(event([decomposed]).matches(both) && event([composed]).matches(both))
     }

@@ -123,6 +123,38 @@ import Testing
         ("[files]\nskip_open = \"yes\"\n", 2, "files.skip_open"),
     ]
 
+    @Test("collections whose names differ only in their bytes get a TTL and templates each")
+    func lookAlikeCollections() throws {
+        let (composed, decomposed) = ("caf\u{e9}", "cafe\u{301}")
+        let c = try parse(
+            """
+            [[collections]]
+            name = "\(composed)"
+              [[collections.edges]]
+              name = "original"
+              field = "orig"
+              to = "originals"
+            [[collections]]
+            name = "\(decomposed)"
+              [[collections.edges]]
+              name = "source"
+              field = "src"
+              to = "originals"
+            [policy]
+              [[policy.ttl]]
+              collection = "\(composed)"
+              max_age = "1d"
+              [[policy.ttl]]
+              collection = "\(decomposed)"
+              max_age = "2d"
+            """)
+        let ttls = c.policy?.ttls ?? []
+        #expect(ttls.count == 2)
+        #expect(ttls.first { $0.collection.utf8.elementsEqual(decomposed.utf8) }?.maxAge == 172_800.0)
+        #expect(c.templates[UTF8Key(composed)]?.map(\.name) == ["original"])
+        #expect(c.templates[UTF8Key(decomposed)]?.map(\.name) == ["source"])
+    }
+
     @Test("a wrong [policy] names the file, the line and the key", arguments: errors)
     func errorsNameLineAndKey(text: String, line: Int, key: String) {
         do {

@@ -165,14 +165,16 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         #expect(try f.verify().clean)
     }
 
-    @Test("files under a root deleted whole, on the file system above it, are missing, as the sweep judges them")
+    @Test("files under a root deleted whole are not judged: the root is reported missing, its rows kept")
     func rootDeletedWhole() throws {
         let f = try Fixture()
         let a = try f.makeFile("a/one.bin", size: 5)
         try f.hold(a, key: "one")
         try FileManager.default.removeItem(atPath: f.root)
-        let report = try f.verify()
-        #expect(report.of("missing_file").map(\.subject) == [["collection": "c", "key": "one", "path": .string(a)]])
+        let report = try f.verify(repair: true)
+        #expect(report.of("missing_file").isEmpty)
+        #expect(report.of("root_missing").map(\.subject) == [["path": .string(f.root)]])
+        #expect(try f.exists(ref("c", "one")))
     }
 
     @Test("a file referenced before it exists is not missing until the orphan grace has passed since it was first seen")

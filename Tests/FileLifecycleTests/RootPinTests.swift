@@ -43,6 +43,36 @@ import AssetStoreTestSupport
         let again = try f.store.sweep(retryFailed: true, batch: 1000, threads: 1)
         #expect(again.unlinked == [path] && !f.exists(path), "\(again)")
     }
+
+    @Test("a queued file under a root renamed away is kept and failed, not dropped as gone; renamed back it goes")
+    func queuedFileUnderRootRenamedAway() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("d/f.bin")
+        try f.hold(path, key: "x")
+        try f.delete(ref("c", "x"))
+        let away = f.dir + "/root.away"
+        #expect(rename(f.root, away) == 0)
+        let report = try f.store.sweep(retryFailed: true, batch: 1000, threads: 1)
+        #expect(report.unlinked.isEmpty && report.failed.map(\.path) == [path] && report.pending == 1, "\(report)")
+        #expect(f.exists(away + "/d/f.bin"))
+
+        #expect(rename(away, f.root) == 0)
+        let again = try f.store.sweep(retryFailed: true, batch: 1000, threads: 1)
+        #expect(again.unlinked == [path] && !f.exists(path), "\(again)")
+    }
+
+    @Test("verify with repair leaves the objects of a root renamed away alone and reports the root")
+    func verifyRepairUnderRootRenamedAway() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("d/f.bin")
+        try f.hold(path, key: "x")
+        #expect(rename(f.root, f.dir + "/root.away") == 0)
+        let report = try f.verify(repair: true)
+        #expect(report.of("missing_file").isEmpty, "\(report.problems.map(\.json))")
+        #expect(report.of("root_missing").map(\.subject) == [["path": .string(f.root)]])
+        #expect(try f.exists(ref("c", "x")))
+        #expect(try f.store.read { try $0.edges(EdgeFilter(source: ref("c", "x"))) }.count == 1)
+    }
 }
 
 @Suite struct RootPinChainTests {

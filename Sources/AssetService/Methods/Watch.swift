@@ -12,7 +12,7 @@ extension MethodTable {
     ]
 
     static func watch(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        let collections = try p.optionalStrings("collections").map { Set($0.map(UTF8Key.init)) }
+        let collections = try p.optionalStrings("collections").map { Set($0.map { UTF8Key($0) }) }
         let types = try p.optionalStrings("types").map(Set.init)
         if let types, let bad = types.subtracting(eventTypes).sorted().first {
             throw RPCError.invalidParams("unknown event type \(bad)")

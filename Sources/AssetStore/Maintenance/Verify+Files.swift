@@ -30,12 +30,30 @@ extension VerifyRun {
             let leased = store.leases.snapshot().files
             for row in page where row[2] as Bool {
                 let path: String = row[1]
+                if let root = store.roots.root(of: path), rootMissing(root) { continue }
                 guard Self.isMissing(path, device: row[3], store, leased: leased) else { continue }
                 missing.append((row[0], path))
                 if let inode: Int64 = row[4] { movedInodes.insert(inode) }
             }
             if !missing.isEmpty { try repairMissing(missing) }
         }
+    }
+
+    /// Whether `root` is missing (reported once a run as `root_missing`): its files are then
+    /// not judged. Renamed away on its own file system they are all still there, and a
+    /// repair would have deleted every edge to them and let their holders' rules run.
+    func rootMissing(_ root: String) -> Bool {
+        if let known = rootsMissing[root] { return known }
+        var st = stat()
+        let missing = stat(root, &st) != 0 && errno == ENOENT
+        rootsMissing[root] = missing
+        if missing {
+            add(
+                "root_missing", .object(["path": .string(root)]),
+                "the root \(root) is missing (renamed or removed?): the files under it were not checked",
+                repaired: false)
+        }
+        return missing
     }
 
     /// True when nothing is at `path` now and no lease covers it (`leased`: the leased
@@ -47,16 +65,17 @@ extension VerifyRun {
             !(leased ?? store.leases.snapshot().files).contains(Array(path.utf8)),
             let state = try? FileProbe.probe(path: path, root: root, roots: store.roots), !state.exists
         else { return false }
+        // A root missing itself says nothing about its files (as the sweep judges it).
+        guard let folderDevice = deepestFolderDevice(path, root: root) else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it
-        return SafeUnlinker.isGone(
-            folderDevice: deepestFolderDevice(path, root: root), device: device, deviceNow: store.deviceNow(device))
+        return SafeUnlinker.isGone(folderDevice: folderDevice, device: device, deviceNow: store.deviceNow(device))
     }
 
-    /// The device of the deepest folder on the way to `path` that exists: below the root, or
-    /// above it when the root itself is missing (judged as the sweep judges it).
+    /// The device of the deepest folder below the root on the way to `path` that exists; nil
+    /// when the root itself cannot be looked at.
     static func deepestFolderDevice(_ path: String, root: String) -> Int64? {
         var st = stat()
-        guard stat(root, &st) == 0 else { return SafeUnlinker.deviceAbove(root) }
+        guard stat(root, &st) == 0 else { return nil }
         var device = Int64(bitPattern: UInt64(st.st_dev))
         var prefix = root
         for folder in ManagedRoots.components(of: path, below: root).dropLast() {

@@ -206,7 +206,9 @@ extension VerifyRun {
         case .moved(let why):
             add("root_moved", .object(["path": .string(outer)]), why, repaired: false)
             return
-        case .failed: return
+        case .failed(let e):
+            if e == ENOENT { _ = rootMissing(outer) }
+            return
         }
         for (i, c) in below.enumerated() where fd >= 0 {
             let mode = i == below.count - 1 ? O_RDONLY : SafeUnlinker.oPath

@@ -32,8 +32,8 @@ public struct VerifyOptions: Sendable {
 /// One thing `verify` found.
 public struct VerifyProblem: Sendable {
     /// `missing_file`, `unreferenced_file`, `dangling_edge`, `index_mismatch`,
-    /// `unlisted_shared_file`, `unlink_failing`, `orphan` or `root_moved` (a root not walked:
-    /// not its pinned folder).
+    /// `unlisted_shared_file`, `unlink_failing`, `orphan`, `root_moved` (a root not walked:
+    /// not its pinned folder) or `root_missing` (a root that is not there: its files not checked).
     public var kind: String
     /// What it is about: `{collection, key, path}`, `{path}`, `{index}`, an edge.
     public var subject: JSONValue
@@ -140,6 +140,8 @@ final class VerifyRun {
     /// The inode numbers of registered files found missing: the orphan phase keeps a file
     /// with one (moved, not gone), even once the repair has dropped its row.
     var movedInodes = Set<Int64>()
+    /// Per root met, whether it is missing (`rootMissing`).
+    var rootsMissing = [String: Bool]()
     /// The repairs' commit reports, merged.
     var commit: CommitReport?
 

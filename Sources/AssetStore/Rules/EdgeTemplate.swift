@@ -47,10 +47,10 @@ public struct EdgeTemplate: Hashable, Sendable {
 
     /// True if this template would derive `row` (same name, field and kind of destination).
     func declares(_ row: EdgeRow) -> Bool {
-        guard name == row.name, field.text == row.field else { return false }
+        guard UTF8Key.same(name, row.name), let f = row.field, UTF8Key.same(field.text, f) else { return false }
         switch (to, row.destination) {
         case (.file, .file): return true
-        case (.collection(let c), .object(let r)): return c == r.collection
+        case (.collection(let c), .object(let r)): return UTF8Key.same(c, r.collection)
         default: return false
         }
     }

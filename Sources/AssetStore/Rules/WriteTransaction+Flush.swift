@@ -178,13 +178,13 @@ extension WriteTransaction {
                 targets.append(target)
             }
             if dirty[id] != nil { continue }
-            var existing = [String: EdgeRow]()
+            var existing = [DerivedEdgeKey: EdgeRow]()
             let derived = inserted[id]?.markDerived()  // one lookup, in place
             let first = derived?.first ?? false
             let held = derived?.held
             if !first {
                 for row in try EdgeRow.fetch(db, where: "e.src = ? AND e.field IS NOT NULL", [id]) {
-                    existing["\(row.name)\u{0}\(row.isFile)\u{0}\(row.dst)"] = row
+                    existing[DerivedEdgeKey(name: UTF8Key(row.name), isFile: row.isFile, dst: row.dst)] = row
                 }
             }
             var collection: String?
@@ -202,8 +202,9 @@ extension WriteTransaction {
                     dst = target
                 }
                 if !existing.isEmpty,
-                    let old = existing.removeValue(forKey: "\(d.template.name)\u{0}\(isFile)\u{0}\(dst)"),
-                    old.rules == d.template.rules, old.field == d.template.field.text
+                    let old = existing.removeValue(
+                        forKey: DerivedEdgeKey(name: UTF8Key(d.template.name), isFile: isFile, dst: dst)),
+                    old.rules == d.template.rules, let field = old.field, UTF8Key.same(field, d.template.field.text)
                 {
                     continue
                 }
@@ -287,4 +288,11 @@ extension WriteTransaction {
         }
         nullifyCursor = notifyCandidates.count
     }
+}
+
+/// A derived edge of one source as its unique index knows it: by the bytes of its name.
+private struct DerivedEdgeKey: Hashable {
+    let name: UTF8Key
+    let isFile: Bool
+    let dst: Int64
 }

@@ -310,13 +310,15 @@ public final class Store: Sendable {
 
     func applyConfiguredDefinitions(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         let current = state.withLock { ($0.templates, $0.indexes) }
-        let changedTemplates = configuration.templates.filter { current.0[UTF8Key($0.key)] ?? [] != $0.value }
+        let changedTemplates = configuration.templates.filter { current.0[$0.key] ?? [] != $0.value }
         let changedIndexes = configuration.indexes.filter { current.1[$0.name] != $0 }
         guard !changedTemplates.isEmpty || !changedIndexes.isEmpty else { return }
         try write { tx in
             for def in changedIndexes { try tx.defineIndex(def, progress: progress) }
-            for (collection, edges) in changedTemplates.sorted(by: { $0.key < $1.key }) {
-                try tx.setTemplate(collection: collection, edges: edges)
+            for (collection, edges) in changedTemplates.sorted(by: {
+                Array($0.key.string.utf8).lexicographicallyPrecedes($1.key.string.utf8)
+            }) {
+                try tx.setTemplate(collection: collection.string, edges: edges)
             }
         }
     }

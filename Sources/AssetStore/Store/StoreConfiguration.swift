@@ -22,7 +22,7 @@ public struct StoreConfiguration: Sendable {
     /// User indexes from the configuration; a changed one is rebuilt at open.
     public var indexes: [IndexDefinition] = []
     /// Collection templates from the configuration, applied at open.
-    public var templates: [String: [EdgeTemplate]] = [:]
+    public var templates: [UTF8Key: [EdgeTemplate]] = [:]
     /// The owner of objects put without one (the process's user name by default).
     public var defaultOwner: String = StoreConfiguration.processUserName()
     /// Unix seconds now; tests substitute their own.

@@ -34,6 +34,10 @@ public struct UTF8Key: Hashable, Sendable {
     }
 }
 
+extension UTF8Key: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self.init(value) }
+}
+
 /// An object reference compared and hashed as the UTF-8 bytes of its collection and key, as
 /// SQLite compares them: what a lease or a guard protects must be the row it names.
 public struct ObjectRefKey: Hashable, Sendable {

@@ -203,20 +203,6 @@ final class SafeUnlinker {
         return fstat(fd, &st) == 0 ? Int64(bitPattern: UInt64(st.st_dev)) : nil
     }
 
-    /// The device of the deepest folder above a missing root that exists (the root is
-    /// configuration: symlinks in it are followed).
-    static func deviceAbove(_ root: String) -> Int64? {
-        var bytes = Array(root.utf8)
-        while let slash = bytes.lastIndex(of: UInt8(ascii: "/")) {
-            bytes.removeSubrange(slash...)
-            var st = stat()
-            if stat(bytes.isEmpty ? "/" : String(decoding: bytes, as: UTF8.self), &st) == 0 {
-                return Int64(bitPattern: UInt64(st.st_dev))
-            }
-        }
-        return nil
-    }
-
     /// A name of the path is missing below a folder on `folderDevice`: the file is gone, unless
     /// it was recorded on another filesystem (neither its recorded number nor `deviceNow`, the
     /// number a renumbered root's filesystem has now). Then that filesystem is not mounted
@@ -251,10 +237,11 @@ final class SafeUnlinker {
                     errno: ESTALE,
                     call: "open \(root) (not the folder it was when assetd started: replaced?)"))
         case .failed(let e):
-            // A root that is a folder on an unmounted filesystem is missing itself: judged
-            // by the folder above it that exists, as a missing folder below the root is.
-            return e == ENOENT
-                ? .missing(folderDevice: SafeUnlinker.deviceAbove(root)) : .failure(.failed(errno: e, call: "open"))
+            // A missing root says nothing about its files: renamed away on its own file system
+            // (they are all still there), on a disk not mounted now, or removed. The row is
+            // kept and retried; `assetctl forget` drops rows of a root removed for good.
+            let why = e == ENOENT ? "open \(root) (the root is missing: renamed or removed?)" : "open"
+            return .failure(.failed(errno: e, call: why))
         }
         var mount = try? FileStatus.of(fd, "").get()
         var prefix = Array(root.utf8)
