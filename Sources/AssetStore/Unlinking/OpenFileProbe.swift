@@ -150,6 +150,8 @@ struct ProcScan {
     /// Reads /proc now.
     static func read() -> ProcScan {
         var scan = ProcScan()
+        // Processes /proc does not list cannot be seen to have a file open (ProtectProc=).
+        scan.problem = hiding(mountinfo: contents("/proc/self/mountinfo"), status: contents("/proc/self/status"))
         guard let proc = opendir("/proc") else {
             scan.problem = "cannot read /proc: \(errnoDescription(errno))"
             return scan
@@ -164,6 +166,44 @@ struct ProcScan {
             scan.addMappings(of: name)
         }
         return scan
+    }
+
+    /// Why /proc, as `mountinfo` and `status` (this process's) say, hides other users'
+    /// processes from this one: mounted with `hidepid=2`, `invisible` or `ptraceable` (4), and
+    /// no `CAP_SYS_PTRACE` to see past it. Nil when it lists them all as far as these tell.
+    static func hiding(mountinfo: String?, status: String?) -> String? {
+        guard let mountinfo else { return "cannot read /proc/self/mountinfo" }
+        // The last mount at /proc is the one seen; its options follow the " - " separator.
+        let proc = mountinfo.split(separator: "\n").last { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 4 && fields[4] == "/proc"
+        }
+        guard let proc, let dash = proc.range(of: " - ") else { return nil }
+        let after = proc[dash.upperBound...].split(separator: " ")
+        guard after.count >= 3, after[0] == "proc" else { return nil }
+        guard
+            let hidepid = after[2].split(separator: ",").first(where: { $0.hasPrefix("hidepid=") }),
+            ["hidepid=2", "hidepid=invisible", "hidepid=4", "hidepid=ptraceable"].contains(String(hidepid))
+        else { return nil }
+        let ptrace: UInt64 = 1 << 19  // CAP_SYS_PTRACE
+        let effective = status?.split(separator: "\n").first { $0.hasPrefix("CapEff:") }
+            .flatMap { UInt64(String($0.dropFirst("CapEff:".count).filter { !$0.isWhitespace }), radix: 16) }
+        if let effective, effective & ptrace != 0 { return nil }
+        return "/proc is mounted with \(hidepid): other users' processes are not listed"
+    }
+
+    private static func contents(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var out = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return n == 0 ? String(decoding: out, as: UTF8.self) : nil }
+            out += buffer[..<n]
+        }
     }
 
     private mutating func note(_ what: String, _ e: Int32) {
