@@ -30,6 +30,18 @@ struct BackupCopyTests {
         return c
     }
 
+    @Test("a backup inside a managed root, named directly or through a symbolic link, is refused")
+    func backupInsideRootRefused() throws {
+        let f = try Fixture()
+        try FileManager.default.createDirectory(atPath: f.root + "/b", withIntermediateDirectories: true)
+        #expect(symlink(f.root + "/b", f.dir + "/link") == 0)
+        for target in [f.root + "/copy.sqlite", f.root + "/b/copy.sqlite", f.dir + "/link/copy.sqlite"] {
+            #expect(throws: StoreError.self, "\(target)") { _ = try f.store.backup(to: target) }
+            #expect(!FileManager.default.fileExists(atPath: target))
+        }
+        _ = try f.store.backup(to: f.dir + "/copy.sqlite")  // beside the root: fine
+    }
+
     @Test("a backup copy opened with the live roots keeps a file the live store holds again")
     func copyDoesNotSweep() throws {
         let f = try Fixture { $0.unlinkDelay = 3600 }

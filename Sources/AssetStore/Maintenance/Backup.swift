@@ -10,6 +10,23 @@ import GRDB
 import JSON
 
 extension Store {
+    /// The root `folder` is or lies below, as given or with symbolic links resolved.
+    static func rootHolding(folder: String, _ roots: [String]) -> String? {
+        func real(_ p: String) -> String? {
+            guard let r = realpath(p, nil) else { return nil }
+            defer { free(r) }
+            return String(cString: r)
+        }
+        let here = real(folder)
+        return roots.first { root in
+            let there = real(root)
+            return [(folder, root), (here, there), (here, root)].contains { pair in
+                guard let a = pair.0, let b = pair.1 else { return false }
+                return a == b || a.hasPrefix(b.hasSuffix("/") ? b : b + "/")
+            }
+        }
+    }
+
     /// Pages copied per backup step (progress is reported after each).
     static let backupPagesPerStep: CInt = 1024
 
@@ -29,6 +46,12 @@ extension Store {
         let target = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         let folder = (target as NSString).deletingLastPathComponent
         let name = (target as NSString).lastPathComponent
+        // No object holds it: the orphan pass would delete it, and a client could register it.
+        if let root = Store.rootHolding(folder: folder, roots.paths) {
+            throw StoreError(
+                .invalidParams, "\(target) is inside the managed root \(root): a backup there is an orphan",
+                detail: .string(target))
+        }
         // Before the check: a backup killed after its link left the name taken and its temp file.
         Store.removeStaleBackupTemps(folder: folder, name: name)
         var st = stat()
