@@ -9,9 +9,13 @@ import ControlProtocol
 import EventLoop
 import Foundation
 import Logging
+import Synchronization
 
 /// A running assetd.
 public final class Daemon {
+    /// A SIGHUP came before its watcher was up (set from a signal handler).
+    static let hangUpDuringStart = Atomic<Bool>(false)
+
     /// Settings in force (access lists and log level change on SIGHUP).
     private(set) var config: DaemonConfig
     private let configPath: String?
@@ -64,7 +68,14 @@ public final class Daemon {
         var none = sigset_t()
         sigemptyset(&none)
         pthread_sigmask(SIG_SETMASK, &none, nil)
+        // Until its watcher is up (after the store opens, which may take minutes), a SIGHUP
+        // would end the daemon by default, and systemd restarts only a failure: noted instead,
+        // and the reload it asked for done once the watcher is up.
+        signal(SIGHUP) { _ in Daemon.hangUpDuringStart.store(true, ordering: .relaxed) }
         for line in config.summary { logger.info("\(line)") }
+        #if DEBUG
+        StartHold.wait()
+        #endif
         switch SocketProbe.state(of: config.socketPath) {
         case .live:
             logger.error("another assetd is serving \(config.socketPath); leaving it alone")
@@ -119,6 +130,10 @@ public final class Daemon {
                 signals.append(try SignalWatcher(loop: loop, signal: sig) { [unowned self] in beginStop(action) })
             }
             signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { [unowned self] in reload() })
+            if Daemon.hangUpDuringStart.exchange(false, ordering: .relaxed) {
+                logger.info("a SIGHUP came while starting: reloading")
+                reload()
+            }
             let timer = try EventLoop.Timer(loop: loop)
             try timer.start(after: 1, repeating: 1) { [unowned self] in tick() }
             sweepTimer = timer

@@ -1,5 +1,6 @@
-// Debug builds only, for a test of a running assetd: holds the thread that parsed a long
-// ping line (other methods pass, to show they are not held up), once its params are built,
+// Debug builds only, for a test of a running assetd: holds start-up (StartHold), or the
+// thread that parsed a long ping line (other methods pass, to show they are not held up),
+// once its params are built,
 // while the file ASSETD_DEBUG_HOLD_LONG_PARSE names exists, having made "FILE.held" and
 // "FILE.held-N" (the Nth held) to say it got there; "FILE.release-N" lets the Nth go alone.
 // Release builds have none of this.
@@ -21,6 +22,21 @@ enum LongParseHold {
         close(open(file + ".held-\(n)", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
         let release = file + ".release-\(n)"
         while access(file, F_OK) == 0, access(release, F_OK) != 0 { usleep(1000) }
+    }
+}
+
+/// Start-up held before the store opens while the file ASSETD_DEBUG_HOLD_START names exists,
+/// having written its pid to "FILE.held".
+enum StartHold {
+    static func wait() {
+        guard let file = getenv("ASSETD_DEBUG_HOLD_START").map({ String(cString: $0) }), access(file, F_OK) == 0
+        else { return }
+        let fd = open(file + ".held.tmp", O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o600)
+        let pid = Array("\(getpid())".utf8)
+        _ = pid.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        rename(file + ".held.tmp", file + ".held")
+        while access(file, F_OK) == 0 { usleep(1000) }
     }
 }
 

@@ -182,3 +182,25 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         #expect(h.isRunning)
     }
 }
+
+@Suite struct StartHangUpTests {
+    @Test("a SIGHUP while the daemon starts does not end it: the reload is done once it serves")
+    func hangUpDuringStart() throws {
+        let h = try DaemonHarness(start: false)
+        let hold = h.dir + "/hold-start"
+        h.environment = ["ASSETD_DEBUG_HOLD_START": hold]
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        Thread {
+            // The held daemon wrote its pid: hang up on it, then let it go on.
+            guard eventually({ FileManager.default.fileExists(atPath: hold + ".held") }),
+                let text = try? String(contentsOfFile: hold + ".held", encoding: .utf8), let pid = Int32(text)
+            else { return }
+            kill(pid, SIGHUP)
+            unlink(hold)
+        }.start()
+        try h.start()  // throws if the daemon exited
+        #expect(eventually { h.log.contains("a SIGHUP came while starting: reloading") }, "\(h.log.suffix(2000))")
+        #expect(h.isRunning)
+        #expect(try h.client().call("ping")["version"] != nil)
+    }
+}
