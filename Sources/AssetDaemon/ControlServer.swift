@@ -218,8 +218,10 @@ final class ControlServer {
     func remove(_ session: Session) {
         guard sessions.removeValue(forKey: session.number) != nil else { return }
         slotFreed(session.identity.uid)
-        // Its queries that wait for a thread will never be read: they are dropped unrun.
+        // Its queries that wait for a thread, and pool jobs for a turn, will never be read:
+        // they are dropped unrun.
         queries?.cancel(connection: session.number)
+        daemon.pool.cancel(connection: session.number)
         // Its leases end with it (assetd(8)); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
         daemon.checkStopped()
