@@ -4,6 +4,7 @@
 
 import AssetStore
 import ControlProtocol
+import JSON
 
 extension Session {
     /// Runs `request` as its method's table entry declares (Execution.swift).
@@ -101,6 +102,10 @@ extension Session {
                     outcome.result = .null  // its memory goes now, not with the reply
                     result = .success(outcome)
                 }
+            }
+            if case .success(var outcome) = result, case .addDaemonStats = outcome.action {
+                StatsReply.renderAhead(&outcome)
+                result = .success(outcome)
             }
             box.value = result
         }
@@ -246,7 +251,13 @@ extension Session {
                 if case .addDaemonStats = outcome.action { value = server.augmentStats(value) }
                 // Into the kept output buffer: a line of its own was allocated and freed a reply.
                 writeRendered { line in
-                    RPCLine.result(id: id, value, into: &line)
+                    if outcome.renderedMembers.isEmpty {
+                        RPCLine.result(id: id, value, into: &line)
+                    } else {
+                        RPCLine.beginResult(id: id, &line)
+                        StatsReply.write(value.objectValue ?? [:], rendered: outcome.renderedMembers, to: &line)
+                        RPCLine.endResult(&line)
+                    }
                     return true
                 }
             }
