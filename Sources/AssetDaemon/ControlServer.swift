@@ -405,8 +405,9 @@ final class ControlServer {
     /// Hands freed memory back to the system once a lot was freed and little is held:
     /// malloc keeps the arenas of the threads that built big replies otherwise, and the
     /// daemon would stay at its peak while idle.
-    /// Every second: a query whose client hung up after half-closing stops (the end of input
-    /// came first, when the peer could still read).
+    /// Every second: a query whose client hung up after half-closing stops, and a connection
+    /// whose pool job waits for its turn closes (the end of input came first, when the peer
+    /// could still read).
     func stopOrphanedQueries() {
         for s in sessions.values { s.stopQueryIfHungUp() }
     }

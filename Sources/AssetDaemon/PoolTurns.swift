@@ -69,6 +69,11 @@ final class PoolTurns {
         dispatch()
     }
 
+    /// Whether a job of `connection` waits for its turn (handed to libuv, it no longer does).
+    func isWaiting(connection: UInt64) -> Bool {
+        !waiting.isEmpty && waiting.contains { $0.connection == connection }
+    }
+
     /// Drops the waiting jobs of a closed connection unrun: their work and what it holds (a
     /// request's params, a long line) go now, not when their turn would have come. Their
     /// `done` still runs, so what counts them is set right, but later, after an empty job on
