@@ -33,7 +33,8 @@ import Testing
         #expect(owners.compactMap { $0["owner"]?.stringValue } == Array(names.sorted().prefix(owners.count)))
         #expect(s["bytes_per_owner"]?.objectValue?.count == owners.count)
         #expect(s["objects"] == 40)
-        #expect(s["connections"] == 2, "the daemon's figures are there too")
+        // At least this connection and the reading one (an earlier probe's end may be late).
+        #expect((s["connections"]?.intValue ?? 0) >= 2, "the daemon's figures are there too")
     }
 
     @Test("stats under max_reply_bytes has every owner and no owners_omitted")
