@@ -46,6 +46,8 @@ extension ControlServer {
                 "identity_lookups": .int(Int64(DebugStats.identityLookups)),
                 "parsed_requests_waiting": .int(Int64(sessions.values.reduce(0) { $0 + $1.parsedWaiting })),
                 "parses_waiting": .int(Int64(parseGate.waitingCount)),
+                "parses_running": .int(Int64(parseGate.running)),
+                "read_only_maintenance": daemon.maintenance.readOnlyRunning.map { .string($0) } ?? .null,
             ])
         }
         #endif

@@ -218,8 +218,10 @@ final class ControlServer {
     func remove(_ session: Session) {
         guard sessions.removeValue(forKey: session.number) != nil else { return }
         slotFreed(session.identity.uid)
-        // Its queries that wait for a thread will never be read: they are dropped unrun.
+        // Its queries that wait for a thread, and pool jobs for a turn, will never be read:
+        // they are dropped unrun.
         queries?.cancel(connection: session.number)
+        daemon.pool.cancel(connection: session.number)
         // Its leases end with it (assetd(8)); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
         daemon.checkStopped()
@@ -403,8 +405,9 @@ final class ControlServer {
     /// Hands freed memory back to the system once a lot was freed and little is held:
     /// malloc keeps the arenas of the threads that built big replies otherwise, and the
     /// daemon would stay at its peak while idle.
-    /// Every second: a query whose client hung up after half-closing stops (the end of input
-    /// came first, when the peer could still read).
+    /// Every second: a query whose client hung up after half-closing stops, and a connection
+    /// whose pool job waits for its turn closes (the end of input came first, when the peer
+    /// could still read).
     func stopOrphanedQueries() {
         for s in sessions.values { s.stopQueryIfHungUp() }
     }

@@ -169,10 +169,12 @@ public final class Daemon {
     }
 
     /// Runs a client's `work` on the thread pool in `uid`'s turn, counted as in flight until
-    /// `done` has run.
-    func submit(uid: UInt32, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+    /// `done` has run; dropped unrun if `connection` closes before its turn.
+    func submit(
+        uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void
+    ) {
         workStarted()
-        pool.submit(uid: uid, work) { [unowned self] in
+        pool.submit(uid: uid, connection: connection, work) { [unowned self] in
             done()
             workEnded()
         }

@@ -5,7 +5,9 @@
 // parsed when read, not kept as text; `identity_lookups`: peers looked up in the user and
 // group databases at accept, so a test sees that a refused connection costs none;
 // `parses_waiting`: connections whose long line waits for the running requests to hold less
-// (ParseGate). Release builds count nothing.
+// (ParseGate), `parses_running` the long lines it let in and not yet done;
+// `read_only_maintenance`: the non-admin's read-only run holding its slot, or null, so a test
+// sees a dropped job free both. Release builds count nothing.
 
 #if DEBUG
 import Glibc

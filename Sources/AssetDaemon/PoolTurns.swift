@@ -3,13 +3,16 @@
 // another uid waits (else up to `forClients`, so a lone uid keeps the pool) and `forClients` of
 // all, and go to libuv only while a thread is free, so libuv's queue never holds a client's job
 // ahead of the daemon's and one thread is left for those. A newcomer waits for at most one of
-// a big uid's jobs to end. Once stopping, the caps are lifted. Loop-bound.
+// a big uid's jobs to end. A closed connection's waiting jobs are dropped unrun. Once
+// stopping, the caps are lifted. Loop-bound.
 
 import EventLoop
 
 /// libuv's thread pool with clients' jobs taken in turn by uid; the daemon owns one.
 final class PoolTurns {
     private struct Job {
+        /// The connection that asked (ControlServer's session number).
+        let connection: UInt64
         let work: @Sendable () -> Void
         let done: () -> Void
     }
@@ -52,8 +55,10 @@ final class PoolTurns {
     }
 
     /// Runs a client's `work` on the pool once it is `uid`'s turn, then `done` on the loop.
-    func submit(uid: UInt32, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
-        let job = Job(work: work, done: done)
+    func submit(
+        uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void
+    ) {
+        let job = Job(connection: connection, work: work, done: done)
         // Nothing waits: its turn is now if there is room (no queue to pass through; no other
         // uid waits, so `perUser` does not bind).
         if waiting.isEmpty, running < threads, capsLifted || clientsRunning < forClients {
@@ -62,6 +67,26 @@ final class PoolTurns {
         }
         waiting.append(job, uid: uid)
         dispatch()
+    }
+
+    /// Whether a job of `connection` waits for its turn (handed to libuv, it no longer does).
+    func isWaiting(connection: UInt64) -> Bool {
+        !waiting.isEmpty && waiting.contains { $0.connection == connection }
+    }
+
+    /// Drops the waiting jobs of a closed connection unrun: their work and what it holds (a
+    /// request's params, a long line) go now, not when their turn would have come. Their
+    /// `done` still runs, so what counts them is set right, but later, after an empty job on
+    /// the pool: the close that drops them may be in the middle of writing replies.
+    func cancel(connection: UInt64) {
+        guard !waiting.isEmpty else { return }
+        for job in waiting.removeAll(matching: { $0.connection == connection }) {
+            do {
+                try submitOwn({}, done: job.done)
+            } catch {
+                preconditionFailure("uv_queue_work: \(error)")  // refused only without a work callback
+            }
+        }
     }
 
     /// Lifts the caps (the daemon is stopping) and hands the waiting jobs to libuv as threads free.

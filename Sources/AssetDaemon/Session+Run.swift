@@ -4,6 +4,7 @@
 
 import AssetStore
 import ControlProtocol
+import JSON
 
 extension Session {
     /// Runs `request` as its method's table entry declares (Execution.swift).
@@ -102,8 +103,16 @@ extension Session {
                     result = .success(outcome)
                 }
             }
+            if case .success(var outcome) = result, case .addDaemonStats = outcome.action {
+                StatsReply.renderAhead(&outcome)
+                result = .success(outcome)
+            }
             box.value = result
         }
+        // Answered without its params: a job dropped unrun (ControlServer.remove) frees them
+        // with its work, not when its `done` runs.
+        var answered = request
+        answered.params = .null
         let done = { [self] in
             running = false
             runningBytes = 0
@@ -118,10 +127,12 @@ extension Session {
             if case .failure(let e)? = box.value, e.stableCode == RPCError.Code.replyTooLarge.rawValue {
                 server.released(ctx.replyLimit)
             }
+            // Dropped unrun, its connection closed: no one to answer, not a request served.
+            guard box.value != nil || !closed else { return }
             // Progress posted by the pool thread goes out before the reply that follows it.
             server.deliverProgress()
             reply(
-                request, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")),
+                answered, box.value ?? .failure(RPCError(code: RPCError.internalErrorCode, message: "lost result")),
                 started,
                 built: line.value)
             pump()
@@ -130,7 +141,7 @@ extension Session {
             server.submitQuery(uid: identity.uid, connection: number, work, done: done)
             return
         }
-        daemon.submit(uid: identity.uid, work, done: done)
+        daemon.submit(uid: identity.uid, connection: number, work, done: done)
     }
 
     /// Runs a request taken from the queue, counted until it is answered by what it holds
@@ -166,7 +177,7 @@ extension Session {
         running = true
         let box = Box<(parsed: Result<RPCRequest, RPCFailure>, held: Int)>()
         daemon.submit(
-            uid: identity.uid,
+            uid: identity.uid, connection: number,
             {
                 let parsed = Session.parseLong(line)
                 box.value = (parsed, (try? parsed.get())?.heldBytes ?? 0)
@@ -240,7 +251,13 @@ extension Session {
                 if case .addDaemonStats = outcome.action { value = server.augmentStats(value) }
                 // Into the kept output buffer: a line of its own was allocated and freed a reply.
                 writeRendered { line in
-                    RPCLine.result(id: id, value, into: &line)
+                    if outcome.renderedMembers.isEmpty {
+                        RPCLine.result(id: id, value, into: &line)
+                    } else {
+                        RPCLine.beginResult(id: id, &line)
+                        StatsReply.write(value.objectValue ?? [:], rendered: outcome.renderedMembers, to: &line)
+                        RPCLine.endResult(&line)
+                    }
                     return true
                 }
             }

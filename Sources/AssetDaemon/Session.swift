@@ -154,10 +154,14 @@ final class Session {
         pump()
     }
 
-    /// Stops this connection's running query once its peer has closed both ways: no reply can
-    /// reach it. A peer that only half-closed still reads, and gets its answer.
+    /// Once its peer has closed both ways (no reply can reach it), stops this connection's
+    /// running query, and closes it if its pool job still waits for a turn: the job is
+    /// dropped unrun, with what it holds. A peer that only half-closed still reads, and gets
+    /// its answer.
     func stopQueryIfHungUp() {
-        if peerEnded, let runningQuery, stream.peerHungUp { runningQuery.cancel() }
+        guard peerEnded, !closed, runningQuery != nil || running, stream.peerHungUp else { return }
+        runningQuery?.cancel()
+        if daemon.pool.isWaiting(connection: number) { close(flush: false) }
     }
 
     /// Stops this connection's query, running or waiting for a lane thread.

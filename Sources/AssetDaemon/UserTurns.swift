@@ -37,6 +37,11 @@ struct UserTurns<Job> {
         return (uid, job)
     }
 
+    /// Whether a job `matching` selects waits, any user's.
+    func contains(where matching: (Job) -> Bool) -> Bool {
+        byUser.values.contains { $0.contains(where: matching) }
+    }
+
     /// Removes and returns the jobs `matching` selects, all users'.
     mutating func removeAll(matching: (Job) -> Bool) -> [Job] {
         var removed: [Job] = []

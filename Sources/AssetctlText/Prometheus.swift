@@ -35,6 +35,11 @@ public enum Prometheus {
                     name: "assetd_owner_bytes", type: "gauge", help: "Bytes of the files each owner's objects hold.",
                     samples: samples))
         }
+        if s["owners"] != nil {
+            gauge(
+                "assetd_owners_omitted", "Owners left out of assetd_owner_bytes to fit control.max_reply_bytes.",
+                s["owners_omitted"] ?? .int(0))
+        }
         gauge("assetd_pending_unlinks", "Queued unlinks.", s["pending_unlinks"])
         gauge("assetd_failed_unlinks", "Queued unlinks that failed at least once.", s["failed_unlinks"])
         if let counters = s["counters"]?.objectValue {

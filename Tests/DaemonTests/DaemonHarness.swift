@@ -312,12 +312,17 @@ final class RawConnection: @unchecked Sendable {
 
     /// The next line as JSON, or nil at EOF / timeout.
     func readLine() -> JSONValue? {
+        readRawLine().flatMap { try? JSONValue.parse(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// The next line's bytes without its newline, or nil at EOF / timeout.
+    func readRawLine() -> [UInt8]? {
         while true {
             if let nl = buffer[scanned...].firstIndex(of: 10) {
                 let line = Array(buffer[..<nl])
                 buffer.removeFirst(nl + 1)
                 scanned = 0
-                return try? JSONValue.parse(String(decoding: line, as: UTF8.self))
+                return line
             }
             scanned = buffer.count
             var chunk = [UInt8](repeating: 0, count: 65_536)

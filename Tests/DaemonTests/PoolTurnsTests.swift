@@ -43,10 +43,11 @@ import Testing
         """
 
     /// A daemon on a pool of 4 threads (2 a uid, 3 for clients), the hold file in place.
-    static func heldDaemon() throws -> (DaemonHarness, hold: String) {
-        let h = try DaemonHarness(controlSection: #"mode = "0666""#, start: false)
+    static func heldDaemon(_ control: String = "", debugStats: Bool = false) throws -> (DaemonHarness, hold: String) {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\n" + control, start: false)
         let hold = h.dir + "/hold-long-parse"
         h.environment = ["ASSETD_DEBUG_HOLD_LONG_PARSE": hold, "UV_THREADPOOL_SIZE": "4"]
+        if debugStats { h.environment["ASSETD_DEBUG_STATS"] = "1" }
         try h.start()
         #expect(FileManager.default.createFile(atPath: hold, contents: nil))
         return (h, hold)

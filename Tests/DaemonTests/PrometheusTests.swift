@@ -137,6 +137,7 @@ struct Exposition {
         #expect(e.value("assetd_files") == 1)
         #expect(e.value("assetd_bytes") == 123)
         #expect(e.value("assetd_owner_bytes", ["owner": "alice"]) == 123)
+        #expect(e.value("assetd_owners_omitted") == 0)
         #expect(e.types["assetd_owner_bytes"] == "gauge" && e.types["assetd_requests_total"] == "counter")
         #expect(e.value("assetd_policy_deleted_by_reason_total", ["reason": "evict"]) == 1)
         #expect(e.value("assetd_policy_freed_bytes_total") == 7)
@@ -188,5 +189,11 @@ struct Exposition {
                     #"assetd_owner_bytes{owner="alice"} 5"#, "assetd_owner_bytes{owner=\"\(eve)\"} 100",
                     "assetd_owner_bytes{owner=\"\(bob)\"} 300",
                 ].map { Array($0.utf8) })
+    }
+
+    @Test("owners stats left out past max_reply_bytes are counted")
+    func ownersOmitted() throws {
+        let text = Prometheus.exposition(stats: ["owners": [["owner": "alice", "bytes": 5]], "owners_omitted": 3])
+        #expect(try Exposition(text).value("assetd_owners_omitted") == 3, "\(text)")
     }
 }

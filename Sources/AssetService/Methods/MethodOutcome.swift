@@ -16,8 +16,9 @@ public struct MethodOutcome: Sendable {
         /// Stop the daemon after replying.
         case shutdown
         /// The result is the store's half of `stats`: the daemon adds its own figures
-        /// (connections, requests, latency, buffers) on the loop before replying, so the
-        /// reply is not built on the worker thread. Nothing to add in-process.
+        /// (connections, requests, latency, buffers) on the loop before replying, so only the
+        /// owners are rendered on the worker thread (`renderedMembers`). Nothing to add
+        /// in-process.
         case addDaemonStats
     }
 
@@ -31,6 +32,10 @@ public struct MethodOutcome: Sendable {
     public var sweep: SweepReport?
     /// What else to do.
     public var action: Action = .none
+    /// Members of the result (an object) already rendered as JSON text, written with the
+    /// others in key order: `stats`'s owners, rendered on the worker thread so the loop,
+    /// which adds the daemon's figures, only copies them.
+    public var renderedMembers: [String: [UInt8]] = [:]
     /// A touch was recorded (in memory, no commit of its own): like a commit, the reply goes
     /// out whatever its size, since refusing it would tell the client nothing happened.
     public var recordedAccess = false
