@@ -293,8 +293,9 @@ def number_puts(d, scale, size):
 
 
 def number_lines(d, scale):
-    """128 clients, each sending 64 puts of `[0,0,…]` in 1,000 bytes at once and reading the
-    answers, twice: all but the first wait for its group commit."""
+    """128 clients, each sending 64 puts of `[0,0,…]` in lines just over 1 KiB (1,059-1,063
+    bytes: weighed and gated, none parsed ahead) at once and reading the answers, twice: all
+    but the first wait for its group commit."""
     def line(i, j):
         return (b'{"jsonrpc":"2.0","id":%d,"method":"object.put","params":{"collection":"nl","key":"k%d-%d","value":['
                 % (j, i, j) + b",".join([b"0"] * 480) + b"]}}\n")
@@ -354,7 +355,7 @@ CASES = {
                     "128 clients, 2 puts each of [0,0,...] in 1 MB, reading", 300, ""),
     "number-puts-300k": (lambda d, scale: number_puts(d, scale, 300_000),
                          "128 clients, 2 puts each of [0,0,...] in 300 KB, reading", 300, ""),
-    "number-lines": (number_lines, "128 clients, 64 puts each of [0,0,...] in 1 KB at once, reading, twice",
+    "number-lines": (number_lines, "128 clients, 64 puts each of [0,0,...] in 1.06 KB lines at once, reading, twice",
                      300, ""),
     "big-replies": (case_big_replies, "4 clients, index.query objects over 300 x 900 KB, not reading", 300, ""),
     "printf": (case_printf, "12 clients, printf('%.*c', 60000000, 'x'), not reading", 300, ""),

@@ -46,6 +46,7 @@ extension ControlServer {
                 "identity_lookups": .int(Int64(DebugStats.identityLookups)),
                 "parsed_requests_waiting": .int(Int64(sessions.values.reduce(0) { $0 + $1.parsedWaiting })),
                 "parses_waiting": .int(Int64(parseGate.waitingCount)),
+                "users": .int(Int64(users.count)),
             ])
         }
         #endif

@@ -74,6 +74,7 @@ final class ControlServer {
         self.daemon = daemon
         limits = daemon.config.limits
         parseGate = ParseGate(bound: limits.totalBufferBytes)
+        parseGate.userEnded = { [unowned self] in if users[$0.uid] === $0 { users[$0.uid] = nil } }
     }
 
     var connectionCount: Int { sessions.count }

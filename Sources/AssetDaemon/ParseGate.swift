@@ -3,7 +3,8 @@
 // `[0,0,…]` holds about twelve times its line. Running requests always end, so a line waits
 // only until they do. Lines are let in by order of arrival, and a user with nothing running
 // always gets one in: one user's many lines cannot keep every other user's waiting for as
-// long as it sends them. Loop-bound.
+// long as it sends them. A user held to its share (not an admin) with something running gets
+// one in only while its running requests stay within the share. Loop-bound.
 
 import AssetService
 
@@ -31,21 +32,34 @@ final class ParseGate {
         max(bytes, min(bytes * 24, limits.connectionInputBytes, limits.totalBufferBytes / 2))
     }
 
+    /// Told when a uid with no session left has nothing running either (ControlServer.users
+    /// forgets it): else its share stayed until the uid connected again, one for each uid.
+    var userEnded: (UserShare) -> Void = { _ in }
+
     /// The requests of `user` running hold `delta` more bytes.
     func changed(by delta: Int, of user: UserShare) {
         running += delta
         user.running += delta
+        if user.running == 0, user.sessions == 0 { userEnded(user) }
     }
 
     /// Whether a line counted as `bytes` fits the total now (or nothing runs).
     private func fits(_ bytes: Int) -> Bool { running == 0 || running + bytes <= bound }
+
+    /// Whether `session`'s uid, held to its share, would pass it with `bytes` more running:
+    /// else one user's many connections, each let in under the total, filled it with parsed
+    /// weight, and every other user's line waited (and its reading paused over the total).
+    private func overShare(_ bytes: Int, _ session: Session) -> Bool {
+        session.heldToShare && session.user.running + bytes > share
+    }
 
     /// Whether `session` may parse a line counted as `bytes` as it reads it: it would be let
     /// in at once. A user's count is kept as it changes: a scan of the sessions for the users
     /// with something running cost each line over a kilobyte a walk of all of them.
     func hasRoom(for bytes: Int, _ session: Session) -> Bool {
         session.user.running == 0
-            || (fits(bytes) && !waiting.contains { $0.session.waitingToParse && !$0.session.closed })
+            || (fits(bytes) && !overShare(bytes, session)
+                && !waiting.contains { $0.session.waitingToParse && !$0.session.closed })
     }
 
     /// Whether `session` may parse a line counted as `bytes` now: if its user has nothing
@@ -75,12 +89,14 @@ final class ParseGate {
     }
 
     /// At a turn's end: lets in the sessions waiting, in order of arrival, up to the first
-    /// that does not fit the total; and any whose user has nothing running.
+    /// that does not fit the total; and any whose user has nothing running. One whose user is
+    /// at its share waits for that user's requests without holding back the others'.
     func resume() {
         waiting.removeAll { $0.session.closed || !$0.session.waitingToParse }
         guard !waiting.isEmpty else { return }
         var blocked = false
         for (s, bytes) in waiting where s.waitingToParse && !s.closed {
+            if s.user.running != 0, overShare(bytes, s) { continue }
             if s.user.running != 0, blocked || !fits(bytes) {
                 blocked = true
                 continue

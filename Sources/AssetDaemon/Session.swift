@@ -58,8 +58,9 @@ final class Session {
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
         case request(Result<RPCRequest, RPCFailure>, bytes: Int)
-        /// A line kept as it came, parsed when its turn comes: off the loop if long, or read
-        /// while a request ran (parsed, it would hold many times what it is counted for).
+        /// A line kept as it came, parsed when its turn comes: off the loop if long; or read
+        /// while a request ran, past 4 KiB parsed ahead, or over 1 KiB without room at the
+        /// gate (parsed, it would hold many times what it is counted for).
         case unparsed([UInt8], bytes: Int)
         /// A line over the limit: answered after everything before it, then the connection closes.
         case tooLong
