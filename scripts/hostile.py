@@ -292,6 +292,27 @@ def number_puts(d, scale, size):
     return [threading.Thread(target=run, args=(i,)) for i in range(128)], [], None
 
 
+def number_lines(d, scale):
+    """128 clients, each sending 64 puts of `[0,0,…]` in lines just over 1 KiB (1,059-1,063
+    bytes: weighed and gated, none parsed ahead) at once and reading the answers, twice: all
+    but the first wait for its group commit."""
+    def line(i, j):
+        return (b'{"jsonrpc":"2.0","id":%d,"method":"object.put","params":{"collection":"nl","key":"k%d-%d","value":['
+                % (j, i, j) + b",".join([b"0"] * 480) + b"]}}\n")
+
+    def run(i):
+        try:
+            c = Client(d.socket)
+            for _ in range(max(1, int(2 * scale))):
+                c.s.sendall(b"".join(line(i, j) for j in range(64)))
+                for _ in range(64):
+                    c.line()
+            c.close()
+        except (OSError, EOFError):
+            pass
+    return [threading.Thread(target=run, args=(i,)) for i in range(128)], [], None
+
+
 def case_big_replies(d, scale):
     fill(d, int(300 * scale), 900_000)
     socks = []
@@ -334,6 +355,8 @@ CASES = {
                     "128 clients, 2 puts each of [0,0,...] in 1 MB, reading", 300, ""),
     "number-puts-300k": (lambda d, scale: number_puts(d, scale, 300_000),
                          "128 clients, 2 puts each of [0,0,...] in 300 KB, reading", 300, ""),
+    "number-lines": (number_lines, "128 clients, 64 puts each of [0,0,...] in 1.06 KB lines at once, reading, twice",
+                     300, ""),
     "big-replies": (case_big_replies, "4 clients, index.query objects over 300 x 900 KB, not reading", 300, ""),
     "printf": (case_printf, "12 clients, printf('%.*c', 60000000, 'x'), not reading", 300, ""),
     "four-at-once": (case_four_at_once, "a slow query, a pipeliner, a big reply and a printf at once", 300,

@@ -48,6 +48,7 @@ extension ControlServer {
                 "parses_waiting": .int(Int64(parseGate.waitingCount)),
                 "parses_running": .int(Int64(parseGate.running)),
                 "read_only_maintenance": daemon.maintenance.readOnlyRunning.map { .string($0) } ?? .null,
+                "users": .int(Int64(users.count)),
             ])
         }
         #endif

@@ -17,6 +17,8 @@ final class ControlServer {
     private var nextSessionNumber: UInt64 = 1
     /// Open connections by uid, for control.max_connections_per_uid.
     private var connectionsByUID: [UInt32: Int] = [:]
+    /// What the sessions of each uid hold together, against its share of the total.
+    var users: [UInt32: UserShare] = [:]
     /// Progress notifications from the threads to the connections that asked.
     let progress = ProgressRelay()
     private var logger: Logger { daemon.logger }
@@ -72,7 +74,7 @@ final class ControlServer {
         self.daemon = daemon
         limits = daemon.config.limits
         parseGate = ParseGate(bound: limits.totalBufferBytes)
-        parseGate.sessions = { [unowned self] in sessions.values }
+        parseGate.userEnded = { [unowned self] in if users[$0.uid] === $0 { users[$0.uid] = nil } }
     }
 
     var connectionCount: Int { sessions.count }
@@ -150,8 +152,9 @@ final class ControlServer {
             }
         }
         let identity = known ?? lookUp(cred)
+        let user = share(of: cred.uid)
         let session = Session(
-            server: self, number: nextSessionNumber, stream: stream, identity: identity,
+            server: self, number: nextSessionNumber, stream: stream, identity: identity, user: user,
             maximumLine: config.maxRequestBytes)
         nextSessionNumber += 1
         sessions[session.number] = session
@@ -218,6 +221,7 @@ final class ControlServer {
     func remove(_ session: Session) {
         guard sessions.removeValue(forKey: session.number) != nil else { return }
         slotFreed(session.identity.uid)
+        shareEnded(session.user)
         // Its queries that wait for a thread, and pool jobs for a turn, will never be read:
         // they are dropped unrun.
         queries?.cancel(connection: session.number)

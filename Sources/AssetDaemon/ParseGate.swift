@@ -1,25 +1,27 @@
-// Long request lines wait to be parsed while the requests running on all connections hold
+// Lines over a kilobyte wait to be parsed while the requests running on all connections hold
 // more than control.total_buffer_bytes: reading admits lines by their text, and parsed,
 // `[0,0,…]` holds about twelve times its line. Running requests always end, so a line waits
 // only until they do. Lines are let in by order of arrival, and a user with nothing running
-// always gets one in: one user's many short lines (not gated, but counted) cannot keep every
-// other user's long line waiting for as long as it sends them. Loop-bound.
+// always gets one in: one user's many lines cannot keep every other user's waiting for as
+// long as it sends them. A user held to its share (not an admin) with something running gets
+// one in only while its running requests stay within the share. Loop-bound.
 
 import AssetService
 
 final class ParseGate {
     /// control.total_buffer_bytes.
     let bound: Int
-    /// What the requests running on all connections hold (Session.runningBytes).
+    /// What one user's connections may hold together (UserShare.share): read by sessions.
+    let share: Int
+    /// What the requests running on all connections hold (Session.runningBytes, parseReserve).
     private(set) var running = 0
-    /// The open sessions (ControlServer.sessions), read only to find the users with nothing
-    /// running when a line would wait: counting each user's bytes at every request cost the
-    /// hot path two hash updates.
-    var sessions: () -> Dictionary<UInt64, Session>.Values = { [:].values }
     /// Sessions whose next line waits, in order of arrival; a closed one is skipped.
     private var waiting: [(session: Session, bytes: Int)] = []
 
-    init(bound: Int) { self.bound = bound }
+    init(bound: Int) {
+        self.bound = bound
+        share = UserShare.share(of: bound)
+    }
 
     /// What a line counted as `bytes` is let in for while it is parsed: what it may parse
     /// into, a 24-byte slot for each `0,` of `[0,0,…]` and an array up to twice the room it
@@ -30,38 +32,51 @@ final class ParseGate {
         max(bytes, min(bytes * 24, limits.connectionInputBytes, limits.totalBufferBytes / 2))
     }
 
-    /// The requests running hold `delta` more bytes.
-    func changed(by delta: Int) { running += delta }
+    /// Told when a uid with no session left has nothing running either (ControlServer.users
+    /// forgets it): else its share stayed until the uid connected again, one for each uid.
+    var userEnded: (UserShare) -> Void = { _ in }
 
-    /// The users with a request running or being parsed.
-    private func busyUsers() -> Set<UInt32> {
-        var busy = Set<UInt32>()
-        for s in sessions() where s.runningBytes != 0 || s.parseReserve != 0 { busy.insert(s.identity.uid) }
-        return busy
+    /// The requests of `user` running hold `delta` more bytes.
+    func changed(by delta: Int, of user: UserShare) {
+        running += delta
+        user.running += delta
+        if user.running == 0, user.sessions == 0 { userEnded(user) }
+    }
+
+    /// Whether a line counted as `bytes` fits the total now (or nothing runs).
+    private func fits(_ bytes: Int) -> Bool { running == 0 || running + bytes <= bound }
+
+    /// Whether `session`'s uid, held to its share, would pass it with `bytes` more running:
+    /// else one user's many connections, each let in under the total, filled it with parsed
+    /// weight, and every other user's line waited (and its reading paused over the total).
+    private func overShare(_ bytes: Int, _ session: Session) -> Bool {
+        session.heldToShare && session.user.running + bytes > share
+    }
+
+    /// Whether `session` may parse a line counted as `bytes` as it reads it: it would be let
+    /// in at once. A user's count is kept as it changes: a scan of the sessions for the users
+    /// with something running cost each line over a kilobyte a walk of all of them.
+    func hasRoom(for bytes: Int, _ session: Session) -> Bool {
+        session.user.running == 0
+            || (fits(bytes) && !overShare(bytes, session)
+                && !waiting.contains { $0.session.waitingToParse && !$0.session.closed })
     }
 
     /// Whether `session` may parse a line counted as `bytes` now: if its user has nothing
-    /// running, or no line waits before it and the total has room. If not, it waits its turn
-    /// and is pumped again by `resume`.
+    /// running, or it fits and no line waits before it. If not, it waits its turn and is
+    /// pumped again by `resume`, which lets it in.
     func admits(_ bytes: Int, _ session: Session) -> Bool {
-        dropGone()
-        let first = waiting.first?.session
-        let ahead = first != nil && first !== session
-        if (!ahead && fits(bytes)) || !busyUsers().contains(session.identity.uid) {
-            if session.waitingToParse {
-                session.waitingToParse = false
-                waiting.removeAll { $0.session === session }
-            }
+        if session.waitingToParse {
+            guard session.letIn || session.user.running == 0 else { return false }
+            session.letIn = false
+            forget(session)
             return true
         }
-        if !session.waitingToParse {
-            session.waitingToParse = true
-            waiting.append((session, bytes))
-        }
+        if hasRoom(for: bytes, session) { return true }
+        session.waitingToParse = true
+        waiting.append((session, bytes))
         return false
     }
-
-    private func fits(_ bytes: Int) -> Bool { running == 0 || running + bytes <= bound }
 
     /// Sessions whose line waits (debug `stats`).
     var waitingCount: Int { waiting.count { $0.session.waitingToParse && !$0.session.closed } }
@@ -73,25 +88,22 @@ final class ParseGate {
         waiting.removeAll { $0.session === session }
     }
 
-    private func dropGone() {
-        while let s = waiting.first?.session, s.closed || !s.waitingToParse { waiting.removeFirst() }
-    }
-
-    /// At a turn's end: pumps the sessions waiting, in order of arrival, up to the first whose
-    /// line does not fit; and any whose user has nothing running.
+    /// At a turn's end: lets in the sessions waiting, in order of arrival, up to the first
+    /// that does not fit the total; and any whose user has nothing running. One whose user is
+    /// at its share waits for that user's requests without holding back the others'.
     func resume() {
-        dropGone()
+        waiting.removeAll { $0.session.closed || !$0.session.waitingToParse }
         guard !waiting.isEmpty else { return }
-        var busy = busyUsers()
-        while let (s, bytes) = waiting.first, fits(bytes) || !busy.contains(s.identity.uid) {
+        var blocked = false
+        for (s, bytes) in waiting where s.waitingToParse && !s.closed {
+            if s.user.running != 0, overShare(bytes, s) { continue }
+            if s.user.running != 0, blocked || !fits(bytes) {
+                blocked = true
+                continue
+            }
+            s.letIn = true
             s.pump()
-            if s.runningBytes != 0 { busy.insert(s.identity.uid) }
-            dropGone()
-            if waiting.first?.session === s { break }  // still waits (or waits again)
-        }
-        for (s, _) in waiting where !busy.contains(s.identity.uid) && s.waitingToParse && !s.closed {
-            s.pump()
-            if s.runningBytes != 0 { busy.insert(s.identity.uid) }
+            s.letIn = false  // not taken (the session stopped before its line): judged again
         }
     }
 }

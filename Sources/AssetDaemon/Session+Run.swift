@@ -185,7 +185,7 @@ extension Session {
         ) { [self] in
             running = false
             runningBytes = 0
-            server.parseGate.changed(by: -parseReserve)
+            server.parseGate.changed(by: -parseReserve, of: user)
             parseReserve = 0
             guard !closed else { return }  // like the rest of a closed connection's queue: not run
             if let (parsed, held) = box.value { runTaken(parsed, counted: counted, held: held) }

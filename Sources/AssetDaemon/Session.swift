@@ -30,6 +30,10 @@ final class Session {
     /// Lines longer than this are parsed on the pool when their turn comes, not on the loop:
     /// a client pipelining megabyte puts would hold every other client for each parse.
     static let parseOnLoopLimit = 64 << 10
+    /// Lines parsed as they are read wait behind the one to run for up to this much text
+    /// (with their bookkeeping), the rest as text: parsed, `[0,0,…]` holds about twelve times
+    /// what it is counted for. A read of 64 KiB of such lines behind a put held about 760 KiB.
+    static let parsedAheadLimit = 4 << 10
     /// Items one connection may run per loop turn before the others get theirs.
     static let itemsPerTurn = 512
     /// The output buffer's capacity kept once it is written out: a few small replies' worth,
@@ -42,6 +46,11 @@ final class Session {
     let number: UInt64
     let stream: PipeStream
     let identity: PeerIdentity
+    /// What this connection's uid holds with its others (the share of the total it may take).
+    let user: UserShare
+    /// Not an admin's when it connected: paused past its uid's share (admins are trusted with
+    /// the whole total, as with the connections kept for them).
+    let heldToShare: Bool
     @exclusivity(unchecked) private var framer: LineFramer
     /// Not reloaded: read once, not through the unowned daemon at every request.
     let limits: ControlLimits
@@ -49,8 +58,9 @@ final class Session {
     /// big array would make a flood of tiny lines quadratic).
     private enum Item {
         case request(Result<RPCRequest, RPCFailure>, bytes: Int)
-        /// A line kept as it came, parsed when its turn comes: off the loop if long, or read
-        /// while a request ran (parsed, it would hold many times what it is counted for).
+        /// A line kept as it came, parsed when its turn comes: off the loop if long; or read
+        /// while a request ran, past 4 KiB parsed ahead, or over 1 KiB without room at the
+        /// gate (parsed, it would hold many times what it is counted for).
         case unparsed([UInt8], bytes: Int)
         /// A line over the limit: answered after everything before it, then the connection closes.
         case tooLong
@@ -66,12 +76,14 @@ final class Session {
     /// group commit until synced, a pool job's until it ran), which for `[0,0,…]` is about
     /// twelve times its line.
     @exclusivity(unchecked) var runningBytes = 0 {
-        didSet { gate.changed(by: runningBytes - oldValue) }
+        didSet { gate.changed(by: runningBytes - oldValue, of: user) }
     }
     /// The server's gate on parsing long lines (held here: read at every change of `runningBytes`).
-    private let gate: ParseGate
+    let gate: ParseGate
     /// The next line waits for the gate (ParseGate.admits), which pumps this session again.
     @exclusivity(unchecked) var waitingToParse = false
+    /// The gate lets the waiting line in at this pump (ParseGate.resume).
+    @exclusivity(unchecked) var letIn = false
     /// What the gate counts for the line being parsed beyond its length: what it may parse
     /// into (ParseGate.reserve).
     @exclusivity(unchecked) var parseReserve = 0
@@ -111,8 +123,13 @@ final class Session {
     /// (ControlServer.context(for:), settingsReloaded()).
     @exclusivity(unchecked) var keptContext: MethodContext?
 
-    init(server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, maximumLine: Int) {
+    init(
+        server: ControlServer, number: UInt64, stream: PipeStream, identity: PeerIdentity, user: UserShare,
+        maximumLine: Int
+    ) {
         self.server = server
+        self.user = user
+        heldToShare = !identity.isAdmin(server.daemon.config)
         daemon = server.daemon
         limits = server.daemon.config.limits
         gate = server.parseGate
@@ -127,19 +144,23 @@ final class Session {
     }
 
     private func onData(_ bytes: UnsafeRawBufferPointer) {
-        // Lines are parsed where they lie, unless long (parsed off the loop) or read while a
-        // request runs: they wait counted by their length, and `[0,0,…]` parsed holds about
-        // twelve times that.
+        // Lines are parsed where they lie only if they run next or wait behind little, and,
+        // over a kilobyte, only if the gate has room: the rest wait counted by their length,
+        // and `[0,0,…]` parsed holds about twelve times that. Long ones are parsed off the loop.
         framer.feed(bytes) { piece in
             switch piece {
             case .line(let line):
                 let bytes = line.count + Session.requestOverhead
-                inputBytes += bytes
-                if running || line.count > Session.parseOnLoopLimit {
-                    queue.append(.unparsed(Array(line), bytes: bytes))
-                } else {
+                let weighed = line.count > Session.weighedLineLimit
+                if !running, line.count <= Session.parseOnLoopLimit,
+                    inputBytes == 0 || (!weighed && inputBytes + bytes <= Session.parsedAheadLimit),
+                    !weighed || gate.hasRoom(for: ParseGate.reserve(bytes, limits), self)
+                {
                     queue.append(.request(RPCRequest.parse(line), bytes: bytes))
+                } else {
+                    queue.append(.unparsed(Array(line), bytes: bytes))
                 }
+                inputBytes += bytes
             case .tooLong:
                 queue.append(.tooLong)
                 stream.stopReading()
@@ -206,9 +227,12 @@ final class Session {
                 inputBytes -= bytes
                 runTaken(parsed, counted: bytes)
             case .unparsed(let line, let bytes):
+                // Any line over a kilobyte waits at the gate: a short one parsed on the loop
+                // holds up to twelve times its text too, and every connection may run one.
                 let long = line.count > Session.parseOnLoopLimit
-                let reserve = long ? ParseGate.reserve(bytes, limits) : 0
-                if long, !gate.admits(reserve, self) {
+                let gated = line.count > Session.weighedLineLimit
+                let reserve = gated ? ParseGate.reserve(bytes, limits) : 0
+                if gated, !gate.admits(reserve, self) {
                     swap(&item, &queue[head - 1])  // put back, to be taken when the gate pumps
                     head -= 1
                     break taking
@@ -217,7 +241,7 @@ final class Session {
                 if long {
                     runningBytes = bytes
                     parseReserve = reserve - bytes
-                    gate.changed(by: parseReserve)
+                    gate.changed(by: parseReserve, of: user)
                     parseOffLoop(line, counted: bytes)
                 } else {
                     runTaken(line.withUnsafeBufferPointer { RPCRequest.parse($0) }, counted: bytes)
@@ -361,6 +385,7 @@ final class Session {
         guard now != accounted else { return }
         let delta = now - accounted
         accounted = now
+        userHolds(delta)
         server.buffered(delta, by: self)
     }
 
@@ -418,6 +443,7 @@ final class Session {
             if out.isEmpty { out = line } else { out.append(contentsOf: line) }
             guard !batching else { continue }
             accounted += line.count
+            user.buffered += line.count
             server.buffered(line.count, by: self)
             if server.overTotal, refused == 0 {
                 flushOut()
@@ -428,8 +454,9 @@ final class Session {
     }
 
     /// Pauses reading while this connection is over a bound (requests waiting or running,
-    /// replies not taken), or holds requests waiting or replies while all connections together are over theirs (one that
-    /// holds nothing is read: a bystander's ping is answered); resumes when they drain.
+    /// replies not taken), or holds requests waiting or replies while all connections together
+    /// are over theirs, or its uid's are over its share (one that holds nothing is read: a
+    /// bystander's ping is answered); resumes when they drain.
     func updateReading() {
         account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
@@ -438,7 +465,8 @@ final class Session {
         // paused, every client's request in flight (a bystander's stats) would pause it.
         let busy =
             outputBytes > limits.connectionOutputBytes || inputBytes + runningBytes > limits.connectionInputBytes
-            || queuedCount > Session.queuedRequestLimit || (server.overTotal && inputBytes + outputBytes > 0)
+            || queuedCount > Session.queuedRequestLimit
+            || ((server.overTotal || (heldToShare && user.buffered > gate.share)) && inputBytes + outputBytes > 0)
         if busy && !readingPaused {
             stream.stopReading()
             readingPaused = true
@@ -493,6 +521,7 @@ final class Session {
             // server's count of closing streams in one step (ControlServer.flushing).
             let counted = accounted
             accounted = 0
+            userHolds(-counted)
             server.flushing(stream, uid: identity.uid, releasing: counted)
         } else {
             account()

@@ -1,0 +1,54 @@
+// What one user's connections hold together: each uid may take half of
+// control.total_buffer_bytes, so one user's many connections cannot fill the total and pause
+// every other user's (assetd.toml(5), [control]). Shared by the uid's sessions, so counting
+// costs a session no lookup. Loop-bound.
+
+/// What one uid's sessions hold, against its share of the buffers.
+final class UserShare {
+    let uid: UInt32
+    /// The uid's open sessions; the server forgets the share with the last.
+    var sessions = 0
+    /// Bytes the uid's sessions hold (Session.bufferedBytes, as each last counted it).
+    var buffered = 0
+    /// What the uid's requests hold running or being parsed: the parse gate lets in a line of
+    /// a uid with none at once (ParseGate).
+    var running = 0
+
+    init(uid: UInt32) { self.uid = uid }
+
+    /// What a uid may hold of a total `bound`: half. Two users reach the total; one alone
+    /// leaves the other half to the rest.
+    static func share(of bound: Int) -> Int { bound / 2 }
+}
+
+extension ControlServer {
+    /// The share of `uid`, for a session of it being opened.
+    func share(of uid: UInt32) -> UserShare {
+        let user = users[uid] ?? UserShare(uid: uid)
+        users[uid] = user
+        user.sessions += 1
+        return user
+    }
+
+    /// A session of `user` was removed. The share is kept while a request of a closed session
+    /// runs: a reconnect must find it counted.
+    func shareEnded(_ user: UserShare) {
+        user.sessions -= 1
+        if user.sessions == 0, user.running == 0 { users[user.uid] = nil }
+    }
+
+    /// `user` is back under its share: its connections paused for it are read again.
+    func userUnderShare(_ user: UserShare, except session: Session) {
+        for s in sessions.values where s.user === user && s.readingPaused && s !== session { s.updateReading() }
+    }
+}
+
+extension Session {
+    /// This connection's uid holds `delta` more bytes: back under its share, its other
+    /// connections paused for it are read again.
+    func userHolds(_ delta: Int) {
+        let wasOver = user.buffered > gate.share
+        user.buffered += delta
+        if wasOver, user.buffered <= gate.share { server.userUnderShare(user, except: self) }
+    }
+}
