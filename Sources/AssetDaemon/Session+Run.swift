@@ -32,10 +32,15 @@ extension Session {
         case .loop:
             reply(request, MethodTable.call(request.method, request.params, server.context(for: self)), started)
         case .groupCommit:
-            running = true
             // Its members as parsed: building the params' dictionary on the loop cost a put
             // about a tenth of the loop's work, and the put reads five names.
-            server.put(Params(request), server.context(for: self)) { [self] result in
+            let (params, context) = (Params(request), server.context(for: self))
+            if let alone = method.runsAlone, alone(params, context) {
+                runOffLoop(request, request.params, .pool, context, started)
+                return
+            }
+            running = true
+            server.put(params, context) { [self] result in
                 running = false
                 runningBytes = 0
                 reply(request, result, started)

@@ -5,7 +5,9 @@ import ControlProtocol
 
 extension MethodTable {
     static func edgeAdd(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        committed(try ctx.store.write(owner: ctx.caller.userName) { tx in _ = try applyEdgeAdd(p, tx, ctx) }.report)
+        try checkingLeaseGrowth(leaseGrowth(edgeAdd: p, ctx), ctx) {
+            committed(try ctx.store.write(owner: ctx.caller.userName) { tx in _ = try applyEdgeAdd(p, tx, ctx) }.report)
+        }
     }
 
     static func applyEdgeAdd(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {

@@ -19,6 +19,11 @@ public enum MethodTable {
         /// How the daemon runs it: one way whatever the params, so the daemon decides before
         /// reading them (a point read takes its params without a dictionary).
         public let execution: Execution
+        /// For a `.groupCommit` method: whether a call leaves the group commit and runs by
+        /// itself on the pool, through its body (a put that can grow what its caller's leases
+        /// keep, counted against its quota off the writer first). Asked on the loop: for most
+        /// calls one lookup.
+        public let runsAlone: (@Sendable (Params, MethodContext) -> Bool)?
         /// The admin-only form of a method anyone may call, judged by its params before any
         /// work or claim (a real policy run, verify with repair): its name in the refusal.
         fileprivate let adminForm: (@Sendable (JSONValue) -> String?)?
@@ -32,9 +37,11 @@ public enum MethodTable {
         init(
             _ execution: Execution, adminOnly: Bool = false, needsDaemon: Bool = false,
             adminForm: (@Sendable (JSONValue) -> String?)? = nil,
+            runsAlone: (@Sendable (Params, MethodContext) -> Bool)? = nil,
             run: @escaping @Sendable (Params, MethodContext) throws -> MethodOutcome
         ) {
             self.execution = execution
+            self.runsAlone = runsAlone
             self.adminOnly = adminOnly
             self.needsDaemon = needsDaemon
             self.adminForm = adminForm
@@ -50,6 +57,7 @@ public enum MethodTable {
             run: @escaping @Sendable (Params, MethodContext) throws -> MethodOutcome
         ) {
             execution = .pointRead
+            runsAlone = nil
             adminOnly = false
             needsDaemon = false
             adminForm = nil
@@ -73,7 +81,7 @@ public enum MethodTable {
     /// The methods by name.
     public static let methods: [String: Method] = [
         "ping": Method(.loop, run: ping),
-        "object.put": Method(.groupCommit, run: objectPut),
+        "object.put": Method(.groupCommit, runsAlone: leasedPut, run: objectPut),
         // Point reads on the loop, touching ones too: an access is recorded in memory.
         "object.get": Method(pointRead: objectGetRead, run: objectGet),
         "object.delete": Method(.pool, run: objectDelete),

@@ -4,8 +4,12 @@ import AssetStore
 import ControlProtocol
 
 extension MethodTable {
+    /// The daemon runs a put here only if it can grow what its caller's leases keep
+    /// (`leasedPut`): the others go to the group commit, through `applyPut`.
     static func objectPut(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        committed(try ctx.store.write(owner: ctx.caller.userName) { tx in try applyPut(p, tx, ctx) }.report)
+        try checkingLeaseGrowth(leaseGrowth(put: p, ctx), ctx) {
+            committed(try ctx.store.write(owner: ctx.caller.userName) { tx in try applyPut(p, tx, ctx) }.report)
+        }
     }
 
     /// One put inside `tx`: the same for a put alone and one in a group commit (PutBatch).

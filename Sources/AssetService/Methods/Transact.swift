@@ -34,6 +34,9 @@ extension MethodTable {
         guard let ops = p.value("ops")?.arrayValue else { throw RPCError.invalidParams("ops must be an array") }
         // Each op with its params, its index and whether it is bounded (transactBounded).
         var parsed = [(Op, Params, Int, Bool)]()
+        // What its puts and edges add to what the caller's leases keep, all as if they took
+        // effect: counted before the transaction goes to the writer.
+        var growth: LeaseGrowth?
         for (i, op) in ops.enumerated() {
             guard let method = op["method"]?.stringValue else {
                 throw RPCError.invalidParams("ops[\(i)].method is required")
@@ -44,10 +47,25 @@ extension MethodTable {
             let params = op["params"] ?? .object([:])
             guard params.objectValue != nil else { throw RPCError.invalidParams("ops[\(i)].params must be an object") }
             parsed.append((run, Params(params), i, transactBounded.contains(method)))
+            let grows: LeaseGrowth? =
+                switch method {
+                case "object.put": leaseGrowth(put: Params(params), ctx)
+                case "edge.add": leaseGrowth(edgeAdd: Params(params), ctx)
+                default: nil
+                }
+            if let grows { growth = (growth ?? LeaseGrowth()).adding(grows) }
         }
         // Only deletes: it frees space, and may use the reserve on a full disk (assetd(8)).
         let deletes = ops.allSatisfy { $0["method"]?.stringValue == "object.delete" }
-        let done = try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
+        let done = try checkingLeaseGrowth(growth, ctx) { try apply(parsed, ctx, freesSpace: deletes) }
+        return MethodOutcome(deletionResult(done.report, ctx, results: .array(done.value)), commit: done.report)
+    }
+
+    /// The ops in one write transaction.
+    private static func apply(
+        _ parsed: [(Op, Params, Int, Bool)], _ ctx: MethodContext, freesSpace deletes: Bool
+    ) throws -> Committed<[JSONValue]> {
+        try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
             var size = 0
             var scratch = [UInt8]()
             return try parsed.map { run, params, i, bounded in
@@ -77,6 +95,5 @@ extension MethodTable {
                 }
             }
         }
-        return MethodOutcome(deletionResult(done.report, ctx, results: .array(done.value)), commit: done.report)
     }
 }

@@ -39,7 +39,8 @@ public final class LeaseRegistry: Sendable {
     /// writer (behind whatever write holds it) to reserve one, and try again; acquires
     /// meanwhile, of files only too, wait for that reservation.
     /// A uid's lock (UIDLocks) comes before all of these: it is held across a lease's read of
-    /// the store and its `acquire`, and taken by nothing holding another.
+    /// the store and its `acquire`, or a leased write's read and its whole write, and taken by
+    /// nothing holding another.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
