@@ -39,6 +39,10 @@ final class ControlServer {
     @exclusivity(unchecked) private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
+    /// Calls counted against their uid's lease quota, one of a uid's at a time.
+    private(set) lazy var leasedTurns = LeasedTurns { [unowned self] then in
+        if let puts { puts.afterQueued(then) } else { then() }
+    }
     /// index.query and index.aggregate, on threads of their own; started with the socket.
     private(set) var queries: QueryLane?
     /// Streams closing after their replies are flushed. A connection's own keeps its slot

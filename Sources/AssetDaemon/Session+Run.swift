@@ -24,6 +24,9 @@ extension Session {
             method = found
             lastMethod = (request.method, found)
         }
+        // A call counted against its uid's lease quota: one of that uid's at a time, on the
+        // pool. Asked of writes only (O(1) unless the uid holds a lease).
+        if method.leaseCounting != .none, runCounted(method, request, started) { return }
         // Decided before the params are read: a point read takes them as they were read,
         // without a dictionary.
         switch method.execution {
@@ -34,13 +37,8 @@ extension Session {
         case .groupCommit:
             // Its members as parsed: building the params' dictionary on the loop cost a put
             // about a tenth of the loop's work, and the put reads five names.
-            let (params, context) = (Params(request), server.context(for: self))
-            if let alone = method.runsAlone, alone(params, context) {
-                runOffLoop(request, request.params, .pool, context, started)
-                return
-            }
             running = true
-            server.put(params, context) { [self] result in
+            server.put(Params(request), server.context(for: self)) { [self] result in
                 running = false
                 runningBytes = 0
                 reply(request, result, started)
@@ -51,10 +49,11 @@ extension Session {
         }
     }
 
-    /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared.
-    private func runOffLoop(
+    /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared;
+    /// `counted` (drains or not): on the pool in its uid's turn for its lease quota (LeasedTurns).
+    func runOffLoop(
         _ request: RPCRequest, _ params: JSONValue, _ execution: Execution, _ context: MethodContext,
-        _ started: Double
+        _ started: Double, counted: Bool? = nil
     ) {
         var context = context
         context.requestID = request.id
@@ -133,6 +132,18 @@ extension Session {
         }
         if execution == .queryLane {
             server.submitQuery(uid: identity.uid, connection: number, work, done: done)
+            return
+        }
+        if let drains = counted {
+            let (daemon, uid) = (daemon, identity.uid)
+            daemon.workStarted()  // a stop waits for it from now
+            server.leasedTurns.submit(uid: uid, drains: drains) { finished in
+                daemon.submit(uid: uid, work) {
+                    done()
+                    finished()
+                    daemon.workEnded()
+                }
+            }
             return
         }
         daemon.submit(uid: identity.uid, work, done: done)

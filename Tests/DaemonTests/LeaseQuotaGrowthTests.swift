@@ -2,8 +2,8 @@
 // keep: a leased object put again with bigger files, put first after its lease, or given a file
 // by edge.add, and an object of its own given a file it leased, by a put or an edge.add (a file
 // lease keeps its holders), alone or in a transact. Counted only at the lease, these kept any
-// amount. In process, as LeaseQuotaTests; the daemon's group commit hands such a put to the
-// same body (`runsAlone`).
+// amount. In process, as LeaseQuotaTests; the daemon hands such a put to the same body, on the
+// pool (`countsLeases`, LeasedTurnsTests).
 
 @testable import AssetDaemon
 @testable import AssetStore
@@ -21,7 +21,7 @@ struct LeaseQuotaGrowthTests: FileAccessSuite {
 
     /// A store with a quota of `quota` bytes for Bob, and his folder, which holds a.bin and
     /// b.bin and d.bin (100 bytes each) and c.bin (200).
-    private func setUp(quota: Int64 = 150) throws -> (Store, String) {
+    func setUp(quota: Int64 = 150) throws -> (Store, String) {
         let (store, root) = try openStore()
         var p = PolicyConfiguration()
         p.quotas = [.init(owner: "u1001", maxBytes: quota)]
@@ -36,22 +36,22 @@ struct LeaseQuotaGrowthTests: FileAccessSuite {
         return (store, dir)
     }
 
-    private func putParams(_ key: String, _ file: String?) -> JSONValue {
+    func putParams(_ key: String, _ file: String?) -> JSONValue {
         ["collection": "c", "key": .string(key), "value": file.map { ["file": .string($0)] } ?? [:]]
     }
 
-    private func edgeParams(_ key: String, _ file: String) -> JSONValue {
+    func edgeParams(_ key: String, _ file: String) -> JSONValue {
         [
             "name": "e", "source": ["collection": "c", "key": .string(key)], "destination": ["file": .string(file)],
             "rules": [],
         ]
     }
 
-    private func code(_ r: Result<MethodOutcome, RPCError>) -> String? {
+    func code(_ r: Result<MethodOutcome, RPCError>) -> String? {
         if case .failure(let e) = r { e.stableCode } else { nil }
     }
 
-    private func file(_ store: Store, _ key: String) throws -> String? {
+    func file(_ store: Store, _ key: String) throws -> String? {
         try store.read { try $0.get(ObjectRef("c", key)) }?.value["file"]?.stringValue
     }
 
@@ -136,23 +136,29 @@ struct LeaseQuotaGrowthTests: FileAccessSuite {
         #expect(try file(store, "o3") == dir + "/c.bin")
     }
 
-    @Test("only a write of what the uid's leases name leaves the group commit to be counted")
-    func runsAlone() throws {
+    @Test("only a lease, or a write while its uid holds a lease, of a non-admin with a quota is counted")
+    func countsLeases() throws {
         let (store, dir) = try setUp()
         defer { store.close() }
         let bob = connection(store, uid: self.bob)
-        let alone = try #require(MethodTable.methods["object.put"]?.runsAlone)
-        #expect(!alone(Params(putParams("o1", dir + "/a.bin")), bob))  // no lease yet
+        let eve = connection(store, uid: self.eve)
+        func counts(_ c: MethodTable.LeaseCounting, _ ctx: MethodContext, queued: Bool = false) -> Bool {
+            MethodTable.countsLeases(c, ctx, queued: queued)
+        }
+        #expect(!counts(.write, bob))  // no lease yet
+        #expect(counts(.write, bob, queued: true))  // behind a call of its uid counted
+        #expect(counts(.lease, bob) && !counts(.none, bob))
         #expect(lease(bob, files: [dir + "/d.bin"], objects: [("c", "o1")]) == nil)
-        #expect(alone(Params(putParams("o1", nil)), bob))
-        #expect(alone(Params(putParams("o2", dir + "/d.bin")), bob))  // a leased file's new holder
-        #expect(!alone(Params(putParams("o2", dir + "/a.bin")), bob))
-        #expect(!alone(Params(putParams("o1", nil)), connection(store, uid: eve)))  // another uid
-        #expect(!alone(Params(putParams("o1", nil)), connection(store, uid: 0, admin: true)))
-        #expect(!alone(Params(putParams("o1", nil)), connection(store, uid: self.bob, enforce: false)))
-        // Released, its names are gone from the index.
+        #expect(counts(.write, bob))
+        #expect(!counts(.write, connection(store, uid: 0, admin: true)))
+        #expect(!counts(.write, connection(store, uid: self.bob, enforce: false)))
+        // Eve has no quota: neither her leases nor her writes are counted, leases held or not.
+        #expect(!counts(.lease, eve))
+        #expect(lease(eve, objects: [("c", "e1")]) == nil)
+        #expect(store.leases.holdsLeases(uid: self.eve) && !counts(.write, eve))
+        // Released, the uid holds none, and its names are gone from the index.
         for l in store.leases.active() { store.leases.release(l.id) }
-        #expect(!alone(Params(putParams("o1", nil)), bob))
+        #expect(!counts(.write, bob) && !store.leases.holdsLeases(uid: self.bob))
         #expect(store.leases.state.withLock { $0.names.isEmpty })
     }
 

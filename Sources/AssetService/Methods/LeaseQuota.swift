@@ -42,8 +42,13 @@ extension MethodTable {
     /// Refuses (`lease_limit`) `bytes` past `quota`; `or` says what else the caller can do.
     static func refuseLease(_ bytes: Int64, _ quota: (owner: String, maxBytes: Int64), or: String) throws {
         guard bytes > quota.maxBytes else { return }
+        throw leaseRefusal(bytes, quota, or: or)
+    }
+
+    /// The refusal (`lease_limit`) of `bytes` past `quota`.
+    static func leaseRefusal(_ bytes: Int64, _ quota: (owner: String, maxBytes: Int64), or: String) -> StoreError {
         let user = quota.owner
-        throw StoreError(
+        return StoreError(
             .leaseLimit,
             "the leases of \(user) would keep \(bytes) bytes from eviction, more than its quota "
                 + "(policy.quota \(user) = \(quota.maxBytes)): release leases first, or \(or)",

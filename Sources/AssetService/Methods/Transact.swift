@@ -57,18 +57,20 @@ extension MethodTable {
         }
         // Only deletes: it frees space, and may use the reserve on a full disk (assetd(8)).
         let deletes = ops.allSatisfy { $0["method"]?.stringValue == "object.delete" }
-        let done = try checkingLeaseGrowth(growth, ctx) { try apply(parsed, ctx, freesSpace: deletes) }
+        let done = try checkingLeaseGrowth(growth, ctx) { refusal in
+            try apply(parsed, ctx, freesSpace: deletes, refusal: refusal)
+        }
         return MethodOutcome(deletionResult(done.report, ctx, results: .array(done.value)), commit: done.report)
     }
 
-    /// The ops in one write transaction.
+    /// The ops in one write transaction, rolled back with `refusal` once they all passed.
     private static func apply(
-        _ parsed: [(Op, Params, Int, Bool)], _ ctx: MethodContext, freesSpace deletes: Bool
+        _ parsed: [(Op, Params, Int, Bool)], _ ctx: MethodContext, freesSpace deletes: Bool, refusal: StoreError?
     ) throws -> Committed<[JSONValue]> {
         try ctx.store.write(owner: ctx.caller.userName, freesSpace: deletes) { tx in
             var size = 0
             var scratch = [UInt8]()
-            return try parsed.map { run, params, i, bounded in
+            let results = try parsed.map { run, params, i, bounded in
                 do {
                     // An edge.find page (with `limit`) fills what the results before it left
                     // (and its comma), not the whole limit: it ends early, `next` set, where
@@ -94,6 +96,8 @@ extension MethodTable {
                     throw StoreError(e.code, "ops[\(i)]: " + e.message, detail: e.detail)
                 }
             }
+            if let refusal { throw refusal }
+            return results
         }
     }
 }

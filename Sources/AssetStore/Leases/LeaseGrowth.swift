@@ -30,7 +30,7 @@ extension Store {
     /// The normalised paths of the files a put of `value` in `collection` would hold, under the
     /// templates in force: references outside the roots are left out (the put refuses them).
     public func fileReferences(collection: String, value: JSONValue) -> [String] {
-        let templates = state.withLock { $0.templates[collection] }
+        let templates = state.withLock { $0.templates[UTF8Key(collection)] }
         let inForce = templates.map(EdgeTemplate.effective) ?? EdgeTemplate.builtInOnly
         var paths = [String]()
         for t in inForce where t.to == .file {
@@ -41,14 +41,16 @@ extension Store {
         return paths
     }
 
-    /// Each of `paths` (normalised) with its size as a put's probe sees it now: 0 if missing,
-    /// or if it cannot be looked at (the write then fails on it).
-    func probedSizes(_ paths: [String]) -> [(path: String, size: Int64)] {
+    /// Each of `paths` (normalised) with its size as a put's probe for `check` sees it now: 0
+    /// if missing, or if it cannot be looked at or `check` refuses it (the write then fails on
+    /// it, before any count is told): a refusal must not tell a file's size the caller may not
+    /// see.
+    func probedSizes(_ paths: [String], check: FileReferenceCheck?) -> [(path: String, size: Int64)] {
         var seen = Set<PathKey>()
         return paths.compactMap { path -> (path: String, size: Int64)? in
             guard seen.insert(PathKey(path: path)).inserted else { return nil }
             guard let root = try? roots.accept(path).root,
-                let state = try? FileProbe.probe(path: path, root: root, roots: roots)
+                let state = try? FileProbe.probe(path: path, root: root, roots: roots, check: check)
             else { return (path, 0) }
             return (path, state.size)
         }

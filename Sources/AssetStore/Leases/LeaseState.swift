@@ -17,6 +17,8 @@ struct LeaseState {
     var byUID: [UInt32: Set<String>] = [:]
     /// What they name by uid, for a write's test of whether it can grow what they keep.
     var names: [UInt32: LeasedNames] = [:]
+    /// How many leases each uid holds, readable without this state's lock (LeasedNames.swift).
+    var holders = LeaseHolders()
     /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
     var held: [UInt64: Int] = [:]
     var total = 0
@@ -65,6 +67,7 @@ struct LeaseState {
         if let u = l.uid {
             byUID[u, default: []].insert(l.id)
             names[u, default: LeasedNames()].add(l)
+            holders.add(u)
         }
         held[h, default: 0] += l.entries
         total += l.entries
@@ -91,6 +94,7 @@ struct LeaseState {
             if byUID[u]?.isEmpty == true { byUID[u] = nil }
             names[u]?.drop(l)
             if names[u]?.isEmpty == true { names[u] = nil }
+            holders.drop(u)
         }
         if total == 0 { earliest = .infinity }
         return l

@@ -49,11 +49,11 @@ extension ReadTransaction {
 
 extension Store {
     /// `leasedBytes` of `owner`'s leases (`objects`, `files`) as `growth` would leave them,
-    /// its files probed first, outside the snapshot, as a put probes them.
+    /// its files probed first, outside the snapshot, as a put for `check` probes them.
     public func leasedBytes(
-        owner: String, objects: [ObjectRef], files: [String], growth: LeaseGrowth
+        owner: String, objects: [ObjectRef], files: [String], growth: LeaseGrowth, check: FileReferenceCheck?
     ) throws -> Int64 {
-        let added = probedSizes(growth.files)
+        let added = probedSizes(growth.files, check: check)
         return try read { tx in
             try tx.leasedBytes(
                 owner: owner, objects: objects + growth.objects, files: files, replaced: growth.replaced, added: added)
