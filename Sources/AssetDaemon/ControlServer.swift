@@ -40,9 +40,11 @@ final class ControlServer {
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
     /// Calls counted against their uid's lease quota, one of a uid's at a time.
-    private(set) lazy var leasedTurns = LeasedTurns { [unowned self] then in
-        if let puts { puts.afterQueued(then) } else { then() }
-    }
+    private(set) lazy var leasedTurns = LeasedTurns(
+        drain: { [unowned self] then in
+            if let puts { puts.afterQueued(then) } else { then() }
+        },
+        stopping: { [unowned self] in daemon.stopping })
     /// index.query and index.aggregate, on threads of their own; started with the socket.
     private(set) var queries: QueryLane?
     /// Streams closing after their replies are flushed. A connection's own keeps its slot
@@ -224,6 +226,8 @@ final class ControlServer {
         slotFreed(session.identity.uid)
         // Its queries that wait for a thread will never be read: they are dropped unrun.
         queries?.cancel(connection: session.number)
+        // Its calls waiting their uid's lease turn too (each holds its params).
+        leasedTurns.drop(connection: session.number)
         // Its leases end with it (assetd(8)); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
         daemon.checkStopped()

@@ -12,8 +12,14 @@ extension Session {
     func runCounted(_ method: MethodTable.Method, _ request: RPCRequest, _ started: Double) -> Bool {
         // Most calls end here, without the context's copy: an admin's, or with ownership not enforced.
         if keptContext?.enforceOwnership == false || keptContext?.caller.isAdmin == true { return false }
-        let context = server.context(for: self)
         let turns = server.leasedTurns
+        // A write without a lease of its uid, the usual put: no context copied for it either.
+        if method.leaseCounting == .write, !turns.has(identity.uid),
+            !daemon.store.leases.holdsLeases(uid: identity.uid)
+        {
+            return false
+        }
+        let context = server.context(for: self)
         guard MethodTable.countsLeases(method.leaseCounting, context, queued: turns.has(identity.uid)) else {
             return false
         }

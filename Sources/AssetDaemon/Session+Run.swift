@@ -45,15 +45,18 @@ extension Session {
                 pump()
             }
         case let execution:  // .pool, .queryLane, .maintenance
-            runOffLoop(request, request.params, execution, server.context(for: self), started)
+            runOffLoop(
+                request, request.params, execution, server.context(for: self), started,
+                write: method.leaseCounting == .write)
         }
     }
 
     /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared;
-    /// `counted` (drains or not): on the pool in its uid's turn for its lease quota (LeasedTurns).
+    /// `counted` (drains or not): on the pool in its uid's turn for its lease quota (LeasedTurns);
+    /// else a `write` that could grow what leases keep: a lease of its uid waits for it.
     func runOffLoop(
         _ request: RPCRequest, _ params: JSONValue, _ execution: Execution, _ context: MethodContext,
-        _ started: Double, counted: Bool? = nil
+        _ started: Double, counted: Bool? = nil, write: Bool = false
     ) {
         var context = context
         context.requestID = request.id
@@ -137,12 +140,29 @@ extension Session {
         if let drains = counted {
             let (daemon, uid) = (daemon, identity.uid)
             daemon.workStarted()  // a stop waits for it from now
-            server.leasedTurns.submit(uid: uid, drains: drains) { finished in
-                daemon.submit(uid: uid, work) {
+            server.leasedTurns.submit(
+                uid: uid, connection: number, drains: drains,
+                { finished in
+                    daemon.submit(uid: uid, work) {
+                        done()
+                        finished()
+                        daemon.workEnded()
+                    }
+                },
+                drop: {
+                    // Never started: told so at a stop; a closed connection's answer goes nowhere.
+                    box.value = .failure(.shuttingDown)
                     done()
-                    finished()
                     daemon.workEnded()
-                }
+                })
+            return
+        }
+        if write, context.enforceOwnership, !context.caller.isAdmin {
+            let (turns, uid) = (server.leasedTurns, identity.uid)
+            turns.writeStarted(uid)
+            daemon.submit(uid: uid, work) {
+                done()
+                turns.writeEnded(uid)
             }
             return
         }

@@ -54,6 +54,22 @@ extension LeaseQuotaGrowthTests {
         #expect(try file(store, "o1") == dir + "/b.bin")
     }
 
+    @Test("a transact's put of an object it then gives a leased file is counted with it, not alone")
+    func transactKeepsItsPut() throws {
+        let (store, dir) = try setUp()
+        defer { store.close() }
+        let bob = connection(store, uid: self.bob)
+        #expect(lease(bob, files: [dir + "/a.bin"]) == nil)  // no holder yet: 0 bytes
+        // A put of o9 with c.bin (200, named by no lease), then an edge from o9 to a.bin (100,
+        // leased): o9 is kept, c.bin with it: 300 past 150.
+        let ops: [JSONValue] = [
+            ["method": "object.put", "params": putParams("o9", dir + "/c.bin")],
+            ["method": "edge.add", "params": edgeParams("o9", dir + "/a.bin")],
+        ]
+        #expect(code(MethodTable.call("transact", ["ops": .array(ops)], bob)) == "lease_limit")
+        #expect(try file(store, "o9") == nil)
+    }
+
     @Test("a uid's leases are walked 256 a hold of the registry's lock; whether it holds one is counted apart")
     func walkedInChunks() throws {
         let (store, _) = try setUp()

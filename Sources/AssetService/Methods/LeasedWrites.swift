@@ -30,20 +30,23 @@ extension MethodTable {
     }
 
     /// What a put adds to what its caller's leases keep, nil if it names nothing they name
-    /// (or is not counted: an admin's, without enforce_ownership, or params it fails on).
-    static func leaseGrowth(put p: Params, _ ctx: MethodContext) -> LeaseGrowth? {
+    /// (or is not counted: an admin's, without enforce_ownership, or params it fails on);
+    /// not `named`: what it would add were its object kept (a transact's, Transact.swift).
+    static func leaseGrowth(put p: Params, _ ctx: MethodContext, named: Bool = true) -> LeaseGrowth? {
         guard holdsLeases(ctx), let ref = try? p.ref(), let value = p.member("value") else { return nil }
         let files = ctx.store.fileReferences(collection: ref.collection, value: value)
-        guard ctx.store.leases.leasesName(uid: ctx.caller.uid, objects: [ref], files: files) else { return nil }
+        guard !named || ctx.store.leases.leasesName(uid: ctx.caller.uid, objects: [ref], files: files) else {
+            return nil
+        }
         return LeaseGrowth(objects: [ref], replaced: [ref], files: files)
     }
 
     /// The same for an edge.add: only an edge to a file adds to what its source keeps.
-    static func leaseGrowth(edgeAdd p: Params, _ ctx: MethodContext) -> LeaseGrowth? {
+    static func leaseGrowth(edgeAdd p: Params, _ ctx: MethodContext, named: Bool = true) -> LeaseGrowth? {
         guard holdsLeases(ctx), let source = try? p.ref("source"),
             case .file(let reference)? = try? p.end("destination"),
             let path = try? ctx.store.roots.accept(reference).path,
-            ctx.store.leases.leasesName(uid: ctx.caller.uid, objects: [source], files: [path])
+            !named || ctx.store.leases.leasesName(uid: ctx.caller.uid, objects: [source], files: [path])
         else { return nil }
         return LeaseGrowth(objects: [source], files: [path])
     }
