@@ -25,6 +25,8 @@ final class LeasedTurns {
     private var running: Set<UInt32> = []
     /// A uid's writes running uncounted on the pool, and the leases waiting for them to end.
     private var writes: [UInt32: (count: Int, then: [() -> Void])] = [:]
+    /// Calls taken from `waiting` that wait for the drain and the uid's writes (for a test).
+    private(set) var draining = 0
     /// Runs its argument once every put queued for the group commit so far is answered.
     private let drain: (@escaping () -> Void) -> Void
     /// Whether the daemon stops: a call not started then is dropped.
@@ -88,7 +90,13 @@ final class LeasedTurns {
             running.insert(uid)
             let finished = { [unowned self] in next(uid) }
             if call.drains {
-                drain { [unowned self] in afterWrites(uid) { call.start(finished) } }
+                draining += 1
+                drain { [unowned self] in
+                    afterWrites(uid) { [unowned self] in
+                        draining -= 1
+                        call.start(finished)
+                    }
+                }
             } else {
                 call.start(finished)
             }

@@ -146,6 +146,9 @@ final class PutPipeline: @unchecked Sendable {
             let done = inputs.queue.isEmpty
             incoming.unlock()
             if done { break }
+            #if DEBUG
+            CommitHold.wait()
+            #endif
             let batch = PutBatch.run(store, syncing: false) { () -> [(UInt64, Params, MethodContext)] in
                 incoming.lock()
                 defer {

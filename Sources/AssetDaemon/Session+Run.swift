@@ -88,7 +88,7 @@ extension Session {
         let line = Box<[UInt8]>()
         let (name, ctx, id) = (request.method, context, request.id)
         #if DEBUG
-        let held = request.method == "object.list"
+        let held = request.method == "object.list" || request.method == "edge.add"
         #endif
         let work: @Sendable () -> Void = {
             #if DEBUG

@@ -85,7 +85,8 @@ extension LeaseRegistry {
     /// that user, or a write that can grow what they keep, adds to for its quota's check. The
     /// lock is every acquire's, release's, the policy snapshot's and the unlinker's, and a uid
     /// may hold 65,536 leases: its set of ids is taken (shared, not copied), and the leases
-    /// looked up 256 a hold, flattened after.
+    /// looked up 256 a hold, flattened after. A change of the uid's leases during the walk
+    /// copies the set once, under the lock: what copying it here would cost every walk.
     public func leased(uid: UInt32) -> (objects: [ObjectRef], files: [String]) {
         let now = clock()
         let ids = state.withLock { $0.byUID[uid] ?? [] }
