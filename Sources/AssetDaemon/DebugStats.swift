@@ -5,8 +5,8 @@
 // parsed when read, not kept as text; `identity_lookups`: peers looked up in the user and
 // group databases at accept, so a test sees that a refused connection costs none;
 // `parses_waiting`: connections whose long line waits for the running requests to hold less
-// (ParseGate); `leases_draining`: leases waiting for their uid's writes under way
-// (LeasedTurns). Release builds count nothing.
+// (ParseGate); `leases_draining`: leases waiting for their uid's writes under way, and
+// `turns_waiting`: calls waiting their uid's turn (LeasedTurns). Release builds count nothing.
 
 #if DEBUG
 import Glibc

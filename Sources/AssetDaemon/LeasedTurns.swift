@@ -25,6 +25,8 @@ final class LeasedTurns {
     private var running: Set<UInt32> = []
     /// A uid's writes running uncounted on the pool, and the leases waiting for them to end.
     private var writes: [UInt32: (count: Int, then: [() -> Void])] = [:]
+    /// Calls waiting their turn (for a test).
+    var waitingCount: Int { waiting.values.reduce(0) { $0 + $1.count } }
     /// Calls taken from `waiting` that wait for the drain and the uid's writes (for a test).
     private(set) var draining = 0
     /// Runs its argument once every put queued for the group commit so far is answered.

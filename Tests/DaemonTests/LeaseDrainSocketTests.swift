@@ -2,7 +2,8 @@
 // way when it is asked for, and counts it: a put held in the group commit, an edge.add held on
 // the pool (each sent while the user held no lease, so not counted itself). Debug builds hold
 // the write (ASSETD_DEBUG_HOLD_COMMIT, ASSETD_DEBUG_HOLD_POOL_JOB) and show the lease waiting
-// (`stats.debug.leases_draining`).
+// (`stats.debug.leases_draining`). And at a stop, a call waiting its user's turn is answered
+// `shutting_down`, not run.
 
 @testable import AssetDaemon
 import AssetClient
@@ -89,5 +90,64 @@ import Testing
                 ])
         }
         #expect(reply.contains("lease_limit"), "\(reply)")
+    }
+
+    /// On argv[1]: a lease (answered), then an edge.add left running; once the file argv[2]
+    /// exists (the edge.add held), a lease on a second connection; prints "sent", then the
+    /// two replies outstanding and "done".
+    static let queued = """
+        import os, socket, sys, time
+        def connect():
+            s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1]); return s
+        first, second = connect(), connect()
+        replies = first.makefile("rb")
+        first.sendall(sys.argv[3].encode() + b"\\n")
+        print(replies.readline().decode().strip(), flush=True)
+        first.sendall(sys.argv[4].encode() + b"\\n")
+        while not os.path.exists(sys.argv[2]): time.sleep(0.001)
+        second.sendall(sys.argv[3].encode() + b"\\n")
+        print("sent", flush=True)
+        print(replies.readline().decode().strip(), flush=True)
+        print(second.makefile("rb").readline().decode().strip(), flush=True)
+        print("done", flush=True)
+        """
+
+    @Test(
+        "at a stop, a call waiting its user's turn is answered shutting_down, not run",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func stopDropsQueued() throws {
+        let h = try DaemonHarness(
+            extraConfig: "[policy]\n[[policy.quota]]\nowner = \"nobody\"\nmax_bytes = 150\n",
+            controlSection: "mode = \"0666\"\nenforce_ownership = true", start: false)
+        let hold = h.dir + "/hold"
+        h.environment = ["ASSETD_DEBUG_HOLD_POOL_JOB": hold, "ASSETD_DEBUG_STATS": "1"]
+        try h.start()
+        let c = try h.makeFile("nobody/c.bin", size: 10)
+        for path in [h.root + "/nobody", c] { #expect(chown(path, Nobody.uid, Nobody.uid) == 0) }
+        let admin = try h.client()
+        _ = try admin.call("object.put", ["collection": "c", "key": "o", "value": [:], "owner": "nobody"])
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        let lease = Self.line("lease.acquire", ["objects": [["collection": "c", "key": "o"]], "ttl": "1h"])
+        let edge = Self.line(
+            "edge.add",
+            ["name": "e", "source": ["collection": "c", "key": "o"], "destination": ["file": .string(c)], "rules": []])
+        let p = try BackgroundProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", "/usr/bin/python3", "-c",
+                Self.queued, h.socket, hold + ".held", lease, edge,
+            ])
+        #expect(p.waitForLine { $0 == "sent" }, "\(p.output)")
+        // The second lease waits behind the edge.add (a leaseholder's write, in its turn).
+        #expect(eventually { (try? admin.call("stats")["debug"]?["turns_waiting"]) == 1 })
+        kill(h.process!.processIdentifier, SIGTERM)
+        #expect(eventually { (try? admin.call("stats")) == nil }, "stopping: new requests refused")
+        try FileManager.default.removeItem(atPath: hold)
+        #expect(p.waitForLine { $0 == "done" }, "\(p.output)")
+        p.stop()
+        let out = p.output
+        #expect(out.count == 5 && out[0].contains("\"result\"") && out[2].contains("\"result\""), "\(out)")
+        #expect(out.count == 5 && out[3].contains("shutting_down"), "\(out)")
+        #expect(h.stop(signal: 0) == 0)
     }
 }
