@@ -226,10 +226,11 @@ final class ControlServer {
         slotFreed(session.identity.uid)
         // Its queries that wait for a thread will never be read: they are dropped unrun.
         queries?.cancel(connection: session.number)
-        // Its calls waiting their uid's lease turn too (each holds its params).
-        leasedTurns.drop(connection: session.number)
         // Its leases end with it (assetd(8)); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
+        // Its calls waiting their uid's lease turn too (each holds its params); last, as
+        // counting them out may end a stop.
+        leasedTurns.drop(connection: session.number)
         daemon.checkStopped()
     }
 

@@ -149,10 +149,16 @@ extension Session {
                         daemon.workEnded()
                     }
                 },
-                drop: {
-                    // Never started: told so at a stop; a closed connection's answer goes nowhere.
-                    box.value = .failure(.shuttingDown)
-                    done()
+                drop: { [self] in
+                    // Never started: told so at a stop. A closed connection's (dropped as it is
+                    // removed) is only counted out: nothing of it may run inside its close.
+                    if closed {
+                        running = false
+                        runningBytes = 0
+                    } else {
+                        box.value = .failure(.shuttingDown)
+                        done()
+                    }
                     daemon.workEnded()
                 })
             return
