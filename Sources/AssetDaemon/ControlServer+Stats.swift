@@ -44,6 +44,8 @@ extension ControlServer {
             o["debug"] = .object([
                 "event_lines_rendered": .int(Int64(DebugStats.eventLinesRendered)),
                 "identity_lookups": .int(Int64(DebugStats.identityLookups)),
+                "leases_draining": .int(Int64(leasedTurns.draining)),
+                "turns_waiting": .int(Int64(leasedTurns.waitingCount)),
                 "parsed_requests_waiting": .int(Int64(sessions.values.reduce(0) { $0 + $1.parsedWaiting })),
                 "parses_waiting": .int(Int64(parseGate.waitingCount)),
                 "parses_running": .int(Int64(parseGate.running)),

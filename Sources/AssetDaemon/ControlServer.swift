@@ -41,6 +41,12 @@ final class ControlServer {
     @exclusivity(unchecked) private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
     private var puts: PutPipeline?
+    /// Calls counted against their uid's lease quota, one of a uid's at a time.
+    private(set) lazy var leasedTurns = LeasedTurns(
+        drain: { [unowned self] then in
+            if let puts { puts.afterQueued(then) } else { then() }
+        },
+        stopping: { [unowned self] in daemon.stopping })
     /// index.query and index.aggregate, on threads of their own; started with the socket.
     private(set) var queries: QueryLane?
     /// Streams closing after their replies are flushed. A connection's own keeps its slot
@@ -228,6 +234,9 @@ final class ControlServer {
         daemon.pool.cancel(connection: session.number)
         // Its leases end with it (assetd(8)); their files' unlinks are rescheduled by the sweep.
         leasesEnded(holder: session.number)
+        // Its calls waiting their uid's lease turn too (each holds its params); last, as
+        // counting them out may end a stop.
+        leasedTurns.drop(connection: session.number)
         daemon.checkStopped()
     }
 

@@ -40,11 +40,23 @@ enum StartHold {
     }
 }
 
-/// The same for `object.list` (a method run on the pool; `stats` is one too, and a test
-/// reads it meanwhile), held before it runs while the file ASSETD_DEBUG_HOLD_POOL_JOB names
-/// exists: its request, parsed, is held meanwhile.
+/// The same for `object.list` and `edge.add` (methods run on the pool; `stats` is one too,
+/// and a test reads it meanwhile), held before it runs while the file
+/// ASSETD_DEBUG_HOLD_POOL_JOB names exists: its request, parsed, is held meanwhile.
 enum PoolJobHold {
     static let file = getenv("ASSETD_DEBUG_HOLD_POOL_JOB").map { String(cString: $0) }
+
+    static func wait() {
+        guard let file, access(file, F_OK) == 0 else { return }
+        close(open(file + ".held", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
+        while access(file, F_OK) == 0 { usleep(1000) }
+    }
+}
+
+/// The same for the group commit's committer, before it takes a batch, while the file
+/// ASSETD_DEBUG_HOLD_COMMIT names exists: the puts queued stay unanswered meanwhile.
+enum CommitHold {
+    static let file = getenv("ASSETD_DEBUG_HOLD_COMMIT").map { String(cString: $0) }
 
     static func wait() {
         guard let file, access(file, F_OK) == 0 else { return }

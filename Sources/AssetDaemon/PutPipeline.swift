@@ -70,6 +70,8 @@ final class PutPipeline: @unchecked Sendable {
     private var waker: Waker?
     private var waiting: [UInt64: (Result<MethodOutcome, RPCError>) -> Void] = [:]
     private var nextTicket: UInt64 = 0
+    /// Waiting for the puts up to their ticket to be answered (`afterQueued`), oldest first.
+    private var barriers: [(ticket: UInt64, then: () -> Void)] = []
     private let finished = DispatchGroup()
     /// Run on the loop for each delivery: see init.
     private let noted: ([CommitReport]) -> Void
@@ -115,6 +117,13 @@ final class PutPipeline: @unchecked Sendable {
         incoming.unlock()
     }
 
+    /// Runs `then` on the loop once every put queued so far has been answered (now if none
+    /// waits): a lease's count must find in the store its uid's puts queued before it.
+    func afterQueued(_ then: @escaping () -> Void) {
+        guard !waiting.isEmpty else { return then() }
+        barriers.append((nextTicket, then))
+    }
+
     /// Lets the threads finish what is queued, waits for them, and closes the waker (loop
     /// thread). Replies not delivered by then are dropped: the daemon calls it once every put
     /// has been answered.
@@ -137,6 +146,9 @@ final class PutPipeline: @unchecked Sendable {
             let done = inputs.queue.isEmpty
             incoming.unlock()
             if done { break }
+            #if DEBUG
+            CommitHold.wait()
+            #endif
             let batch = PutBatch.run(store, syncing: false) { () -> [(UInt64, Params, MethodContext)] in
                 incoming.lock()
                 defer {
@@ -210,5 +222,10 @@ final class PutPipeline: @unchecked Sendable {
             waiting.removeValue(forKey: reply.ticket)?(reply.result)
         }
         answered(delivery.replies.count, delivery.commits)
+        guard !barriers.isEmpty else { return }
+        let oldest = waiting.keys.min() ?? .max
+        let passed = barriers.prefix { $0.ticket < oldest }
+        barriers.removeFirst(passed.count)
+        for b in passed { b.then() }
     }
 }

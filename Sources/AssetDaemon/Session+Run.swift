@@ -25,6 +25,9 @@ extension Session {
             method = found
             lastMethod = (request.method, found)
         }
+        // A call counted against its uid's lease quota: one of that uid's at a time, on the
+        // pool. Asked of writes only (O(1) unless the uid holds a lease).
+        if method.leaseCounting != .none, runCounted(method, request, started) { return }
         // Decided before the params are read: a point read takes them as they were read,
         // without a dictionary.
         switch method.execution {
@@ -33,9 +36,9 @@ extension Session {
         case .loop:
             reply(request, MethodTable.call(request.method, request.params, server.context(for: self)), started)
         case .groupCommit:
-            running = true
             // Its members as parsed: building the params' dictionary on the loop cost a put
             // about a tenth of the loop's work, and the put reads five names.
+            running = true
             server.put(Params(request), server.context(for: self)) { [self] result in
                 running = false
                 runningBytes = 0
@@ -43,14 +46,18 @@ extension Session {
                 pump()
             }
         case let execution:  // .pool, .queryLane, .maintenance
-            runOffLoop(request, request.params, execution, server.context(for: self), started)
+            runOffLoop(
+                request, request.params, execution, server.context(for: self), started,
+                write: method.leaseCounting == .write)
         }
     }
 
-    /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared.
-    private func runOffLoop(
+    /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared;
+    /// `counted` (drains or not): on the pool in its uid's turn for its lease quota (LeasedTurns);
+    /// else a `write` that could grow what leases keep: a lease of its uid waits for it.
+    func runOffLoop(
         _ request: RPCRequest, _ params: JSONValue, _ execution: Execution, _ context: MethodContext,
-        _ started: Double
+        _ started: Double, counted: Bool? = nil, write: Bool = false
     ) {
         var context = context
         context.requestID = request.id
@@ -82,7 +89,7 @@ extension Session {
         let line = Box<[UInt8]>()
         let (name, ctx, id) = (request.method, context, request.id)
         #if DEBUG
-        let held = request.method == "object.list"
+        let held = request.method == "object.list" || request.method == "edge.add"
         #endif
         let work: @Sendable () -> Void = {
             #if DEBUG
@@ -139,6 +146,41 @@ extension Session {
         }
         if execution == .queryLane {
             server.submitQuery(uid: identity.uid, connection: number, work, done: done)
+            return
+        }
+        if let drains = counted {
+            let (daemon, uid, connection) = (daemon, identity.uid, number)
+            daemon.workStarted()  // a stop waits for it from now
+            server.leasedTurns.submit(
+                uid: uid, connection: number, drains: drains,
+                { finished in
+                    daemon.submit(uid: uid, connection: connection, work) {
+                        done()
+                        finished()
+                        daemon.workEnded()
+                    }
+                },
+                drop: { [self] in
+                    // Never started: told so at a stop. A closed connection's (dropped as it is
+                    // removed) is only counted out: nothing of it may run inside its close.
+                    if closed {
+                        running = false
+                        runningBytes = 0
+                    } else {
+                        box.value = .failure(.shuttingDown)
+                        done()
+                    }
+                    daemon.workEnded()
+                })
+            return
+        }
+        if write, context.enforceOwnership, !context.caller.isAdmin {
+            let (turns, uid) = (server.leasedTurns, identity.uid)
+            turns.writeStarted(uid)
+            daemon.submit(uid: uid, connection: number, work) {
+                done()
+                turns.writeEnded(uid)
+            }
             return
         }
         daemon.submit(uid: identity.uid, connection: number, work, done: done)

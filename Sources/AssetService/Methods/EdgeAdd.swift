@@ -5,7 +5,13 @@ import ControlProtocol
 
 extension MethodTable {
     static func edgeAdd(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        committed(try ctx.store.write(owner: ctx.caller.userName) { tx in _ = try applyEdgeAdd(p, tx, ctx) }.report)
+        try checkingLeaseGrowth(leaseGrowth(edgeAdd: p, ctx), ctx) { refusal in
+            committed(
+                try ctx.store.write(owner: ctx.caller.userName) { tx in
+                    _ = try applyEdgeAdd(p, tx, ctx)
+                    if let refusal { throw refusal }  // rolled back, its own errors told first
+                }.report)
+        }
     }
 
     static func applyEdgeAdd(_ p: Params, _ tx: WriteTransaction, _ ctx: MethodContext) throws -> JSONValue {

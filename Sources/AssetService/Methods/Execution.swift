@@ -13,7 +13,8 @@ public enum Execution: Sendable, Equatable {
     /// touch is one too: the access is recorded in memory from the row read.
     case pointRead
     /// Queued for the next group commit (`PutPipeline`): the puts of many clients share one
-    /// transaction and one sync, and each is answered once its commit is durable.
+    /// transaction and one sync, and each is answered once its commit is durable. A call
+    /// counted against its caller's lease quota (`MethodTable.countsLeases`) runs on the pool.
     case groupCommit
     /// On the query threads, taken in turn by user: a client's clause may run until the
     /// query time limit without keeping writes, leases, stats or sweeps waiting.

@@ -19,6 +19,9 @@ public enum MethodTable {
         /// How the daemon runs it: one way whatever the params, so the daemon decides before
         /// reading them (a point read takes its params without a dictionary).
         public let execution: Execution
+        /// How it stands to its caller's lease quota: a call `countsLeases` picks runs on the
+        /// pool, one of its uid's at a time, whatever `execution` says (LeasedWrites.swift).
+        public let leaseCounting: LeaseCounting
         /// The admin-only form of a method anyone may call, judged by its params before any
         /// work or claim (a real policy run, verify with repair): its name in the refusal.
         fileprivate let adminForm: (@Sendable (JSONValue) -> String?)?
@@ -32,9 +35,11 @@ public enum MethodTable {
         init(
             _ execution: Execution, adminOnly: Bool = false, needsDaemon: Bool = false,
             adminForm: (@Sendable (JSONValue) -> String?)? = nil,
+            leaseCounting: LeaseCounting = .none,
             run: @escaping @Sendable (Params, MethodContext) throws -> MethodOutcome
         ) {
             self.execution = execution
+            self.leaseCounting = leaseCounting
             self.adminOnly = adminOnly
             self.needsDaemon = needsDaemon
             self.adminForm = adminForm
@@ -50,6 +55,7 @@ public enum MethodTable {
             run: @escaping @Sendable (Params, MethodContext) throws -> MethodOutcome
         ) {
             execution = .pointRead
+            leaseCounting = .none
             adminOnly = false
             needsDaemon = false
             adminForm = nil
@@ -73,17 +79,17 @@ public enum MethodTable {
     /// The methods by name.
     public static let methods: [String: Method] = [
         "ping": Method(.loop, run: ping),
-        "object.put": Method(.groupCommit, run: objectPut),
+        "object.put": Method(.groupCommit, leaseCounting: .write, run: objectPut),
         // Point reads on the loop, touching ones too: an access is recorded in memory.
         "object.get": Method(pointRead: objectGetRead, run: objectGet),
         "object.delete": Method(.pool, run: objectDelete),
         "object.touch": Method(pointRead: objectTouchRead, run: objectTouch),
         "object.list": Method(.pool, run: objectList),
-        "edge.add": Method(.pool, run: edgeAdd),
+        "edge.add": Method(.pool, leaseCounting: .write, run: edgeAdd),
         "edge.remove": Method(.pool, run: edgeRemove),
         "edge.find": Method(.pool, run: edgeFind),
         "edge.count": Method(.pool, run: edgeCount),
-        "transact": Method(.pool, run: transact),
+        "transact": Method(.pool, leaseCounting: .write, run: transact),
         "template.set": Method(.pool, run: templateSet),
         "template.get": Method(.pool, run: templateGet),
         "index.define": Method(.pool, run: indexDefine),
@@ -100,7 +106,7 @@ public enum MethodTable {
         "shutdown": Method(.loop, adminOnly: true, needsDaemon: true, run: shutdown),
         // On the pool: every lease waits for a policy batch under way to commit. A lease
         // granted after its connection closed is ended when the reply would go (Session).
-        "lease.acquire": Method(.pool, run: leaseAcquire),
+        "lease.acquire": Method(.pool, leaseCounting: .lease, run: leaseAcquire),
         "lease.release": Method(.pool, run: leaseRelease),
         // On the pool: a page may walk every lease (the ownership filter refusing most of them).
         "lease.list": Method(.pool, run: leaseList),

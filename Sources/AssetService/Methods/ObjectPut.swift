@@ -4,8 +4,16 @@ import AssetStore
 import ControlProtocol
 
 extension MethodTable {
+    /// The daemon runs a put here only if it may be counted against its caller's lease quota
+    /// (`countsLeases`): the others go to the group commit, through `applyPut`.
     static func objectPut(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        committed(try ctx.store.write(owner: ctx.caller.userName) { tx in try applyPut(p, tx, ctx) }.report)
+        try checkingLeaseGrowth(leaseGrowth(put: p, ctx), ctx) { refusal in
+            committed(
+                try ctx.store.write(owner: ctx.caller.userName) { tx in
+                    _ = try applyPut(p, tx, ctx)
+                    if let refusal { throw refusal }  // rolled back, its own errors told first
+                }.report)
+        }
     }
 
     /// One put inside `tx`: the same for a put alone and one in a group commit (PutBatch).

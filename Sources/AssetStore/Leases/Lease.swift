@@ -82,15 +82,29 @@ extension LeaseRegistry {
     }
 
     /// The objects and files of the live leases of `uid`'s connections: what a new lease of
-    /// that user adds to for its quota's check. Only the leases are copied under the lock (a
-    /// struct each, its arrays shared), flattened after it: the lock is every acquire's,
-    /// release's, the policy snapshot's and the unlinker's, and a uid's leases may name 65,536
-    /// objects and files.
+    /// that user, or a write that can grow what they keep, adds to for its quota's check. The
+    /// lock is every acquire's, release's, the policy snapshot's and the unlinker's, and a uid
+    /// may hold 65,536 leases: its set of ids is taken (shared, not copied), and the leases
+    /// looked up 256 a hold, flattened after. A change of the uid's leases during the walk
+    /// copies the set once, under the lock: what copying it here would cost every walk.
     public func leased(uid: UInt32) -> (objects: [ObjectRef], files: [String]) {
         let now = clock()
-        let live = state.withLock { s in
-            (s.byUID[uid] ?? []).compactMap { id in s.leases[id].flatMap { $0.expires > now ? $0 : nil } }
+        let ids = state.withLock { $0.byUID[uid] ?? [] }
+        var live = [Lease]()
+        var chunk = [String]()
+        chunk.reserveCapacity(256)
+        func take() {
+            state.withLock { s in
+                s.mostWalked = max(s.mostWalked, chunk.count)
+                for id in chunk { if let l = s.leases[id], l.expires > now { live.append(l) } }
+            }
+            chunk.removeAll(keepingCapacity: true)
         }
+        for id in ids {
+            chunk.append(id)
+            if chunk.count == 256 { take() }
+        }
+        if !chunk.isEmpty { take() }
         var (objects, files) = ([ObjectRef](), [String]())
         objects.reserveCapacity(live.reduce(0) { $0 + $1.objects.count })
         files.reserveCapacity(live.reduce(0) { $0 + $1.files.count })

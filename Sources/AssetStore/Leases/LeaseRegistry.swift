@@ -13,7 +13,9 @@ import Synchronization
 /// The store's live leases. Thread-safe; expired leases count as absent.
 public final class LeaseRegistry: Sendable {
     /// Its state; internal only for the walks kept in files of their own (LeaseSnapshot.swift).
-    let state = Mutex(LeaseState())
+    let state: Mutex<LeaseState>
+    /// How many leases each uid holds, under a lock of its own (LeasedNames.swift).
+    let holders = LeaseHolders()
 
     /// Orders new leases against unlinks: unlinks hold it shared (several sweep threads at
     /// once), a new lease exclusively, so it is answered only after the unlinks under way.
@@ -39,8 +41,10 @@ public final class LeaseRegistry: Sendable {
     /// writer (behind whatever write holds it) to reserve one, and try again; acquires
     /// meanwhile, of files only too, wait for that reservation.
     /// A uid's lock (UIDLocks) comes before all of these: it is held across a lease's read of
-    /// the store and its `acquire`, and taken by nothing holding another.
-    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it.
+    /// the store and its `acquire`, or a leased write's read and its whole write, and taken by
+    /// nothing holding another.
+    /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it,
+    /// but `holders`' (a count by uid, bumped as a lease comes and goes), taken by nothing else.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
     /// chunk, and passes over every lease (`removeExpired`'s search, the order's compaction);
@@ -62,6 +66,7 @@ public final class LeaseRegistry: Sendable {
     init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
         self.roots = roots
         self.clock = clock
+        state = Mutex(LeaseState(holders: holders))
     }
 
     /// The longest lease: a day (a backstop for clients that never release).

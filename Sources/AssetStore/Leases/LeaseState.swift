@@ -15,6 +15,10 @@ struct LeaseState {
     var byHolder: [UInt64: Set<String>] = [:]
     /// The same by the holders' uids: a quota bounds what one user's leases keep.
     var byUID: [UInt32: Set<String>] = [:]
+    /// What they name by uid, for a write's test of whether it can grow what they keep.
+    var names: [UInt32: LeasedNames] = [:]
+    /// How many leases each uid holds, readable without this state's lock (LeasedNames.swift).
+    var holders = LeaseHolders()
     /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
     var held: [UInt64: Int] = [:]
     var total = 0
@@ -60,7 +64,11 @@ struct LeaseState {
         files.insert(l)
         guard let h = l.holder else { return }
         byHolder[h, default: []].insert(l.id)
-        if let u = l.uid { byUID[u, default: []].insert(l.id) }
+        if let u = l.uid {
+            byUID[u, default: []].insert(l.id)
+            names[u, default: LeasedNames()].add(l)
+            holders.add(u)
+        }
         held[h, default: 0] += l.entries
         total += l.entries
         earliest = min(earliest, l.expires)
@@ -84,6 +92,9 @@ struct LeaseState {
         if let u = l.uid {
             byUID[u]?.remove(id)
             if byUID[u]?.isEmpty == true { byUID[u] = nil }
+            names[u]?.drop(l)
+            if names[u]?.isEmpty == true { names[u] = nil }
+            holders.drop(u)
         }
         if total == 0 { earliest = .infinity }
         return l

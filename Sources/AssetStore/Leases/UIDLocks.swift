@@ -1,7 +1,8 @@
-// One lock per uid, held across a lease's count against its user's quota and its grant: two
-// leases of one user taken at once on two connections were each counted without the other,
-// and each passing alone, together passed the quota. Keyed by uid, so that the leases of other
-// users are not held up by a count's read.
+// One lock per uid, held across a lease's count against its user's quota and its grant, or a
+// leased write's count and its write until durable: two leases (or a lease and a write) of one
+// user at once on two connections were each counted without the other, and each passing
+// alone, together passed the quota. Keyed by uid, so that the leases and writes of other users
+// are not held up by a count's read.
 
 import Synchronization
 
@@ -36,9 +37,9 @@ final class UIDLocks: Sendable {
 }
 
 extension LeaseRegistry {
-    /// Runs `count` (a lease's check against its user's quota), then `grant` (its `acquire`),
-    /// with no other lease of `uid` counted or granted in between. Never inside a write
-    /// transaction, as `acquire`: the lock comes before the writer and the registry's gates.
+    /// Runs `count` (a lease's check against its user's quota), then `grant` (its `acquire`, or
+    /// a leased write), with no other lease or leased write of `uid` counted or done in between.
+    /// Never inside a write transaction: the lock comes before the writer and the registry's gates.
     public func counted<T>(uid: UInt32, _ count: () throws -> Void, then grant: () throws -> T) throws -> T {
         try uidLocks.with(uid, count: count, grant: grant)
     }
