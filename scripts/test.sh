@@ -50,6 +50,8 @@ check_install() {
             [ -f "$tmp/dest/$f" ] || { echo "install.sh did not install /$f" >&2; exit 1; }
         done
         grep -q '^ExecStart=/usr/local/bin/assetd ' "$tmp/dest/usr/local/lib/systemd/system/assetd.service"
+        # Its jobs parse, and none of root's writes into a folder another user may own.
+        scripts/check-cron.sh "$tmp/dest/etc/cron.d/assetd"
         # A second install keeps the administrator's config.
         echo "# edited" >>"$tmp/dest/etc/assetd/assetd.toml"
         scripts/install.sh --prefix /opt/assetd --sysconfdir /etc --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
