@@ -119,7 +119,9 @@ public final class Store: Sendable {
                 throw StoreError(.permissionDenied, "cannot create \(folder): \(error.localizedDescription)")
             }
         }
-        lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: path + ".lock"))
+        if let why = Store.otherNames(path) { throw StoreError(.conflict, why, detail: ["hard_links": true]) }
+        let owner = StoreFileOwner.of(database: path)
+        lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: path + ".lock", owner: owner))
 
         var config = Configuration()
         config.readonly = configuration.readOnly
@@ -139,7 +141,7 @@ public final class Store: Sendable {
             sqliteVersion: configuration.sqliteVersionForCoalescing ?? sqlite3_libversion_number())
         let counter = CommitCounter()
         commits = counter
-        reserve = Reserve(database: path, wanted: configuration.readOnly ? 0 : configuration.reserve)
+        reserve = Reserve(database: path, wanted: configuration.readOnly ? 0 : configuration.reserve, owner: owner)
         let checkpointer: Checkpointer
         do {
             pool = try Store.openPool(
