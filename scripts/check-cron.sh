@@ -22,6 +22,7 @@ while IFS= read -r line; do
         # Before setpriv (to the folder's owner), a root job writes nothing but /dev/null.
         before=${command%%setpriv*}
         before=${before//>\/dev\/null/}
+        before=${before//>&2/}
         if grep -qE '>|(^|[^a-z])(mv|rm|cp|tee|ln|truncate)( |$)' <<<"$before"; then
             fail "a job of root's writes into a folder as root (use setpriv to its owner): $command"
         fi
@@ -46,32 +47,63 @@ mkdir "$tmp/bin" "$tmp/victim.d"
 echo precious >"$tmp/victim"
 cat >"$tmp/bin/assetctl" <<'FAKE'
 #!/bin/sh
-[ "$1" = backup ] && { echo copy >"$2"; chown 65534:65534 "$2"; }
+[ "$1" = backup ] && { echo copy >"$2"; chown --reference="${2%/*}" "$2"; }
 echo '{"objects": 1}'
 FAKE
 printf '#!/bin/sh\ncat >/dev/null\n' >"$tmp/bin/logger"
 chmod 0755 "$tmp/bin/assetctl" "$tmp/bin/logger"
+# run_jobs clean|planted [command prefix, such as setpriv to another user]
 run_jobs() {
-    local command
+    local command mode=$1
+    shift
     for command in "${commands[@]}"; do
         command=${command//\/var\/lib\/assetd/$tmp/state}
         command=${command//\/var\/lib\/node_exporter/$tmp/state}
-        (cd / && PATH=$tmp/bin:/usr/bin:/bin sh -c "$command") 2>"$tmp/stderr" || [ "$1" = planted ] ||
-            { cat "$tmp/stderr" >&2; fail "failed: $command"; }
+        (cd / && PATH=$tmp/bin:/usr/bin:/bin "$@" sh -c "$command") 2>"$tmp/stderr" || [ "$mode" = planted ] ||
+            { cat "$tmp/stderr" >&2; fail "failed${*:+ (as $*)}: $command"; }
     done
 }
-mkdir "$tmp/state"
-chown 65534:65534 "$tmp/state"
+# fresh_state UID:GID MODE: an empty state folder.
+fresh_state() {
+    rm -rf "$tmp/state"
+    mkdir "$tmp/state"
+    chown "$1" "$tmp/state"
+    chmod "$2" "$tmp/state"
+}
+# written UID: each job wrote its file, owned by UID.
+written() {
+    for name in stats.json assetd.prom backup.sqlite; do
+        [ -f "$tmp/state/$name" ] || fail "no $name written${2:+ ($2)}"
+        [ "$(stat -c %u "$tmp/state/$name")" = "$1" ] || fail "$name is not the folder owner's${2:+ ($2)}"
+    done
+}
+# plant: symlinks at every name the jobs write, to the victim file and folder, the folder's.
+plant() {
+    for name in stats.json.new assetd.prom.new backup.sqlite.new; do ln -s "$tmp/victim" "$tmp/state/$name"; done
+    for name in stats.json assetd.prom backup.sqlite; do ln -s "$tmp/victim.d" "$tmp/state/$name"; done
+    chown -h "$1" "$tmp/state"/*
+}
+untouched() {
+    [ "$(cat "$tmp/victim")" = precious ] && [ -z "$(ls -A "$tmp/victim.d")" ] ||
+        fail "a job of root's wrote through a symlink that $1 planted"
+}
+fresh_state 65534:65534 0755
 run_jobs clean
-for name in stats.json assetd.prom backup.sqlite; do
-    [ -f "$tmp/state/$name" ] || fail "no $name written"
-    [ "$(stat -c %u "$tmp/state/$name")" = 65534 ] || fail "$name is not the folder owner's"
-done
-rm -rf "$tmp/state"
-mkdir "$tmp/state"
-for name in stats.json.new assetd.prom.new backup.sqlite.new; do ln -s "$tmp/victim" "$tmp/state/$name"; done
-for name in stats.json assetd.prom backup.sqlite; do ln -s "$tmp/victim.d" "$tmp/state/$name"; done
-chown -h 65534:65534 "$tmp/state" "$tmp/state"/*
+written 65534
+# Run as the folder's owner (an admin user's cron), the jobs write without setpriv, which
+# needs root.
+fresh_state 65534:65534 0755
+run_jobs clean setpriv --reuid=65534 --regid=65534 --clear-groups
+written 65534 "run as the folder's owner"
+fresh_state 0:0 0755
+run_jobs clean
+written 0 "root's folder"
+fresh_state 65534:65534 0755
+plant 65534:65534
 run_jobs planted
-[ "$(cat "$tmp/victim")" = precious ] && [ -z "$(ls -A "$tmp/victim.d")" ] ||
-    fail "a job of root's wrote through a symlink that the state folder's owner planted"
+untouched "the state folder's owner"
+# A folder of root's that its group may write: the group's symlinks are refused too.
+fresh_state 0:65534 0775
+plant 65534:65534
+run_jobs planted
+untouched "the state folder's group"
