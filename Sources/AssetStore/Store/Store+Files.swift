@@ -2,7 +2,8 @@
 //
 // The lock is `<db>.lock`, taken by name: a second name for the same file (a hard link)
 // would open it under another lock and with another `-wal`, two writers on one file. So a
-// database with more than one name is refused, by the daemon and by `assetctl --db` alike.
+// database with more than one name is refused, by the daemon and by `assetctl --db` alike,
+// and a name through a symlink is resolved first, so that it takes the one lock.
 //
 // Root running `assetctl --db` on a store that a daemon of another user owns must not leave
 // files that daemon cannot open: the lock and the ballast it creates are given to the
@@ -11,9 +12,25 @@
 import Glibc
 
 extension Store {
+    /// `path` with every symlink resolved (those of its folder only, when the database does
+    /// not exist yet): the name the lock, the link count and the ballast go by.
+    public static func realName(_ path: String) -> String {
+        if let resolved = realpath(path, nil) {
+            defer { free(resolved) }
+            return String(cString: resolved)
+        }
+        let cut = path.lastIndex(of: "/")
+        let folder = cut.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = cut.map { String(path[path.index(after: $0)...]) } ?? path
+        guard let resolved = realpath(folder, nil) else { return path }
+        defer { free(resolved) }
+        let base = String(cString: resolved)
+        return (base == "/" ? "" : base) + "/" + name
+    }
+
     /// Why the database at `path` must not be opened under its lock's name: it has other
     /// names (hard links), each of which would have a lock and a WAL of its own.
-    static func otherNames(_ path: String) -> String? {
+    public static func otherNames(_ path: String) -> String? {
         var st = stat()
         guard stat(path, &st) == 0, st.st_nlink > 1 else { return nil }
         return "\(path) has \(st.st_nlink) names (hard links): the lock is taken by name, so a"
