@@ -12,6 +12,7 @@ Builds assetd and assetctl (release, Swift runtime linked in) and installs:
   PREFIX/bin/assetd, PREFIX/bin/assetctl
   PREFIX/share/man/man1/assetctl.1, man5/assetd.toml.5, man8/assetd.8
   PREFIX/lib/systemd/system/assetd.service   (ExecStart names PREFIX/bin/assetd)
+  PREFIX/lib/tmpfiles.d/assetd.conf           (the default managed root, /var/cache/assetd)
   SYSCONFDIR/assetd/assetd.toml               (only if there is none: yours is kept)
   SYSCONFDIR/cron.d/assetd                    (only if there is none)
 
@@ -95,6 +96,14 @@ sed "s|/usr/local/bin/assetd|$prefix/bin/assetd|" etc/systemd/assetd.service \
     >"$root$prefix/lib/systemd/system/assetd.service"
 chmod 0644 "$root$prefix/lib/systemd/system/assetd.service"
 installed "$prefix/lib/systemd/system/assetd.service"
+# The default managed root, made by tmpfiles.d rather than by the unit (etc/tmpfiles.d's
+# comment says why); made now too when installing for this system, as at boot.
+install -d "$root$prefix/lib/tmpfiles.d"
+install -m 0644 etc/tmpfiles.d/assetd.conf "$root$prefix/lib/tmpfiles.d/assetd.conf"
+installed "$prefix/lib/tmpfiles.d/assetd.conf"
+if [ -z "$root" ] && [ "$sysconfdir" = /etc ] && [ "$(id -u)" -eq 0 ] && command -v systemd-tmpfiles >/dev/null; then
+    systemd-tmpfiles --create "$prefix/lib/tmpfiles.d/assetd.conf" || true
+fi
 
 # Files under /etc belong to the administrator: an existing one is left as it is.
 config_file() {

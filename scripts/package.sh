@@ -122,10 +122,13 @@ echo /etc/assetd/assetd.toml >"$pkg/DEBIAN/conffiles"
 cat >"$pkg/DEBIAN/postinst" <<'POSTINST'
 #!/bin/sh
 # The state folder, for a daemon started without systemd (the unit's StateDirectory makes the
-# same). Nothing is enabled or started. DPKG_ROOT: installed into another root.
+# same), and the default managed root, as /usr/lib/tmpfiles.d/assetd.conf makes it at boot (never
+# recursively: an existing one keeps its owner and mode). Nothing is enabled or started.
+# DPKG_ROOT: installed into another root.
 set -e
 if [ "$1" = configure ]; then
     install -d -m 0750 "$DPKG_ROOT/var/lib/assetd"
+    [ -d "$DPKG_ROOT/var/cache/assetd" ] || install -d -m 0755 "$DPKG_ROOT/var/cache/assetd"
 fi
 exit 0
 POSTINST

@@ -46,10 +46,15 @@ check_install() {
         scripts/install.sh --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
         for f in usr/local/bin/assetd usr/local/bin/assetctl usr/local/share/man/man8/assetd.8 \
             usr/local/share/man/man1/assetctl.1 usr/local/share/man/man5/assetd.toml.5 \
-            usr/local/lib/systemd/system/assetd.service etc/assetd/assetd.toml etc/cron.d/assetd; do
+            usr/local/lib/systemd/system/assetd.service usr/local/lib/tmpfiles.d/assetd.conf \
+            etc/assetd/assetd.toml etc/cron.d/assetd; do
             [ -f "$tmp/dest/$f" ] || { echo "install.sh did not install /$f" >&2; exit 1; }
         done
         grep -q '^ExecStart=/usr/local/bin/assetd ' "$tmp/dest/usr/local/lib/systemd/system/assetd.service"
+        # Its jobs parse, and none of root's writes into a folder another user may own.
+        scripts/check-cron.sh "$tmp/dest/etc/cron.d/assetd"
+        # No folder systemd manages for the unit (and chowns to User=) is or holds a root.
+        scripts/check-unit.sh "$tmp/dest/usr/local/lib/systemd/system/assetd.service" "$tmp/dest/etc/assetd/assetd.toml"
         # A second install keeps the administrator's config.
         echo "# edited" >>"$tmp/dest/etc/assetd/assetd.toml"
         scripts/install.sh --prefix /opt/assetd --sysconfdir /etc --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
@@ -72,7 +77,8 @@ check_install() {
             { cat "$tmp/package.log" >&2; exit 1; }
         dpkg-deb -x "$deb" "$tmp/pkg"
         for f in usr/bin/assetd usr/bin/assetctl usr/share/man/man8/assetd.8.gz usr/lib/systemd/system/assetd.service \
-            etc/assetd/assetd.toml usr/share/assetd/cron.d/assetd usr/share/doc/assetd/copyright; do
+            etc/assetd/assetd.toml usr/share/assetd/cron.d/assetd usr/share/doc/assetd/copyright \
+            usr/lib/tmpfiles.d/assetd.conf; do
             [ -f "$tmp/pkg/$f" ] || { echo "the package lacks /$f" >&2; exit 1; }
         done
         [ "$(dpkg-deb -f "$deb" Version)" = "$("$tmp/pkg/usr/bin/assetctl" --version)" ]
@@ -88,6 +94,7 @@ check_install() {
             dpkg --root="$tmp/root" --force-script-chrootless --force-depends -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; exit 1; }
             [ -x "$tmp/root/usr/bin/assetd" ] && [ -d "$tmp/root/var/lib/assetd" ]
             [ "$(stat -c %a "$tmp/root/var/lib/assetd")" = 750 ]
+            [ "$(stat -c %a:%u "$tmp/root/var/cache/assetd")" = 755:0 ]
             [ ! -e "$tmp/root/etc/systemd/system/multi-user.target.wants/assetd.service" ]
             [ ! -e "$tmp/root/etc/cron.d/assetd" ]
             dpkg --root="$tmp/root" --force-script-chrootless -r assetd >/dev/null

@@ -5,13 +5,19 @@
 // or replace the socket. So each must be a folder of root's or assetd's user's that nobody
 // else may write, sticky or not, on a way nobody else can replace (as a root's is judged).
 
+import AssetStore
 import Foundation
 
 extension DaemonConfig {
     /// Refuses (a configuration error, exit 78) a `store.path` or `control.socket` whose
     /// folder another user than root and `uid` could write or replace. A folder not made yet
     /// is judged by the nearest existing one, which it will be made in.
+    /// Refuses too a database with a second name (a hard link): the store would refuse to
+    /// open it at every restart until an admin removes the name.
     public func checkStateFolders(uid: UInt32 = getuid()) throws(ConfigError) {
+        if let why = Store.otherNames(Store.realName(storePath)) {
+            throw ConfigError(file: sourcePath ?? "(embedded defaults)", line: nil, key: "store.path", message: why)
+        }
         for (key, path) in [("store.path", storePath), ("control.socket", socketPath)] {
             if let why = RootHygiene.unsafeHome(of: path, uid: uid) {
                 throw ConfigError(

@@ -33,6 +33,17 @@ import AssetStoreTestSupport
             RootHygiene.unsafeHome(of: try database(in: 0o770), uid: getuid(), privateGroup: { _, _ in true }) == nil)
     }
 
+    @Test("a database with a second name (a hard link) is a configuration error, not a failed start")
+    func hardLinkedDatabase() throws {
+        let path = try database(in: 0o700)
+        try "".write(toFile: path, atomically: false, encoding: .utf8)
+        var config = DaemonConfig.embeddedDefaults(uid: getuid(), environment: [:])
+        config.storePath = path
+        try config.checkStateFolders()
+        #expect(link(path, path + ".snapshot") == 0)
+        #expect(throws: ConfigError.self) { try config.checkStateFolders() }
+    }
+
     @Test(
         "a database folder another user owns is refused, and so is the configuration naming it",
         .enabled(if: getuid() == 0, "needs chown"))

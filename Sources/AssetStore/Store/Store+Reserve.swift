@@ -29,6 +29,8 @@ final class Reserve: Sendable {
     private let folder: String
     /// `store.reserve`.
     let wanted: Int64
+    /// Who the ballast is given to (the database's owner, when root opens another's store).
+    private let owner: StoreFileOwner?
     private let state = Mutex(State())
 
     struct State {
@@ -39,10 +41,11 @@ final class Reserve: Sendable {
         var released = false
     }
 
-    init(database: String, wanted: Int64) {
+    init(database: String, wanted: Int64, owner: StoreFileOwner? = nil) {
         path = database + ".ballast"
         folder = (database as NSString).deletingLastPathComponent
         self.wanted = wanted
+        self.owner = owner
     }
 
     /// Free and total bytes of the database's filesystem (f_bavail: what the disk has before
@@ -82,6 +85,11 @@ final class Reserve: Sendable {
             unlink(fresh)
             let fd = open(fresh, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { return false }
+            if let owner, owner.give(fd) != nil {
+                close(fd)
+                unlink(fresh)
+                return false
+            }
             let rc = posix_fallocate(fd, 0, off_t(size))
             close(fd)
             guard rc == 0, rename(fresh, path) == 0 else {

@@ -119,7 +119,11 @@ public final class Store: Sendable {
                 throw StoreError(.permissionDenied, "cannot create \(folder): \(error.localizedDescription)")
             }
         }
-        lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: path + ".lock"))
+        // By the resolved name: a symlink to a held database must meet its holder's lock.
+        let realName = Store.realName(path)
+        if let why = Store.otherNames(realName) { throw StoreError(.conflict, why, detail: ["hard_links": true]) }
+        let owner = StoreFileOwner.of(database: realName)
+        lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: realName + ".lock", owner: owner))
 
         var config = Configuration()
         config.readonly = configuration.readOnly
@@ -139,7 +143,7 @@ public final class Store: Sendable {
             sqliteVersion: configuration.sqliteVersionForCoalescing ?? sqlite3_libversion_number())
         let counter = CommitCounter()
         commits = counter
-        reserve = Reserve(database: path, wanted: configuration.readOnly ? 0 : configuration.reserve)
+        reserve = Reserve(database: realName, wanted: configuration.readOnly ? 0 : configuration.reserve, owner: owner)
         let checkpointer: Checkpointer
         do {
             pool = try Store.openPool(

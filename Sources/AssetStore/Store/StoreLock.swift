@@ -7,17 +7,20 @@ import Synchronization
 final class StoreLock {
     private let fd: Int32
 
-    /// Takes the lock or throws `busy` naming the holder's pid when it can tell.
-    init(path: String) throws(StoreError) {
-        // Never through a symlink, and only a regular file: it is truncated and written.
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o644)
-        guard fd >= 0 else {
-            throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(errno))")
-        }
+    /// Takes the lock or throws `busy` naming the holder's pid when it can tell. A lock file
+    /// this creates is given to `owner` (the database's, when root opens another user's store).
+    init(path: String, owner: StoreFileOwner? = nil) throws(StoreError) {
+        let fd = try StoreLock.open(path, owner: owner)
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
             close(fd)
             throw StoreError(.permissionDenied, "cannot open lock file \(path): not a regular file")
+        }
+        // Nor another name of a file (a hard link the folder's owner made): it would be truncated.
+        guard st.st_nlink == 1 else {
+            close(fd)
+            throw StoreError(
+                .permissionDenied, "cannot open lock file \(path): it has \(st.st_nlink) names (hard links); remove it")
         }
         var tries = 0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -48,6 +51,31 @@ final class StoreLock {
     }
 
     deinit { close(fd) }  // closing releases the flock
+
+    /// The lock file, created if missing. Never through a symlink, and only a regular file:
+    /// it is truncated and written.
+    private static func open(_ path: String, owner: StoreFileOwner?) throws(StoreError) -> Int32 {
+        let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
+        var fd: Int32 = -1
+        // Created with O_EXCL, so that only a file made here is given away; one removed
+        // between the two opens is created again.
+        for _ in 0..<3 where fd < 0 {
+            fd = Glibc.open(path, flags | O_CREAT | O_EXCL, 0o644)
+            if fd >= 0, let owner, let e = owner.give(fd) {
+                close(fd)
+                unlink(path)
+                throw StoreError(
+                    .permissionDenied,
+                    "cannot give lock file \(path) to the database's owner (uid \(owner.uid)): \(errnoDescription(e))")
+            }
+            if fd < 0 && errno == EEXIST { fd = Glibc.open(path, flags) }
+            if fd < 0 && errno != ENOENT { break }
+        }
+        guard fd >= 0 else {
+            throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(errno))")
+        }
+        return fd
+    }
 
     /// Retries, 2 ms apart, while the lock is held under this process's own pid.
     static let ownRetries = 50

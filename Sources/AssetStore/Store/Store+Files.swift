@@ -1,0 +1,61 @@
+// The database's names and the files the store makes beside it.
+//
+// The lock is `<db>.lock`, taken by name: a second name for the same file (a hard link)
+// would open it under another lock and with another `-wal`, two writers on one file. So a
+// database with more than one name is refused, by the daemon and by `assetctl --db` alike,
+// and a name through a symlink is resolved first, so that it takes the one lock.
+//
+// Root running `assetctl --db` on a store that a daemon of another user owns must not leave
+// files that daemon cannot open: the lock and the ballast it creates are given to the
+// database file's owner, as SQLite gives its `-wal` and `-shm`.
+
+import Glibc
+
+extension Store {
+    /// `path` with every symlink resolved (those of its folder only, when the database does
+    /// not exist yet): the name the lock, the link count and the ballast go by.
+    public static func realName(_ path: String) -> String {
+        if let resolved = realpath(path, nil) {
+            defer { free(resolved) }
+            return String(cString: resolved)
+        }
+        let cut = path.lastIndex(of: "/")
+        let folder = cut.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = cut.map { String(path[path.index(after: $0)...]) } ?? path
+        guard let resolved = realpath(folder, nil) else { return path }
+        defer { free(resolved) }
+        let base = String(cString: resolved)
+        return (base == "/" ? "" : base) + "/" + name
+    }
+
+    /// Why the database at `path` must not be opened under its lock's name: it has other
+    /// names (hard links), each of which would have a lock and a WAL of its own.
+    public static func otherNames(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0, st.st_nlink > 1 else { return nil }
+        return "\(path) has \(st.st_nlink) names (hard links): the lock is taken by name, so a"
+            + " process opening it by another name would write it unlocked, beside a WAL of its own."
+            + " Remove the other names (find -samefile \(path) lists them); a copy is made with"
+            + " `assetctl backup`"
+    }
+}
+
+/// Who owns the files the store creates beside its database, when it is not this process.
+struct StoreFileOwner: Sendable {
+    let uid: uid_t
+    let gid: gid_t
+
+    /// The owner of the database at `path`, when this process is root and the database is
+    /// another user's; nil otherwise (the files are this process's, as it created them).
+    static func of(database path: String) -> StoreFileOwner? {
+        guard geteuid() == 0 else { return nil }
+        var st = stat()
+        guard stat(path, &st) == 0, st.st_uid != 0 || st.st_gid != 0 else { return nil }
+        return StoreFileOwner(uid: st.st_uid, gid: st.st_gid)
+    }
+
+    /// Gives the file open at `fd`, just created with O_EXCL, to this owner; the errno if not.
+    func give(_ fd: Int32) -> Int32? {
+        fchown(fd, uid, gid) == 0 ? nil : errno
+    }
+}
