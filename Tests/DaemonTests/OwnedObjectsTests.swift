@@ -13,11 +13,11 @@ import Foundation
 import Testing
 
 @Suite struct OwnedObjectsTests {
-    private let folders = TempFolders(prefix: "assetd-ownedobjects-")
+    let folders = TempFolders(prefix: "assetd-ownedobjects-")
 
     /// A store with one root, writable by all (each may name its files, FileAccessTests), and
     /// the root's path.
-    private func openStore(enforce: Bool, clock: TestClock? = nil) throws -> (Store, String) {
+    func openStore(enforce: Bool, clock: TestClock? = nil) throws -> (Store, String) {
         let dir = try folders.make()
         try FileManager.default.createDirectory(atPath: dir + "/root", withIntermediateDirectories: true)
         #expect(chmod(dir + "/root", 0o777) == 0)
@@ -27,23 +27,23 @@ import Testing
         return (try Store(path: dir + "/db.sqlite", configuration: c), dir + "/root")
     }
 
-    private func context(_ store: Store, uid: UInt32, admin: Bool = false, enforce: Bool) -> MethodContext {
+    func context(_ store: Store, uid: UInt32, admin: Bool = false, enforce: Bool) -> MethodContext {
         MethodContext(
             store: store, caller: Caller(uid: uid, userName: "u\(uid)", isAdmin: admin), enforceOwnership: enforce)
     }
 
     @discardableResult
-    private func call(_ method: String, _ params: JSONValue, _ ctx: MethodContext) throws -> JSONValue {
+    func call(_ method: String, _ params: JSONValue, _ ctx: MethodContext) throws -> JSONValue {
         try MethodTable.call(method, params, ctx).get().result
     }
 
-    private func ref(_ collection: String, _ key: String) -> JSONValue {
+    func ref(_ collection: String, _ key: String) -> JSONValue {
         ["collection": .string(collection), "key": .string(key)]
     }
 
     /// The admin's template `refs` from collection `a` to `blobs` with `rule`; Bob's blob B
     /// holding the file `b.bin` (created), and its path.
-    private func setUp(
+    func setUp(
         _ store: Store, root: String, rule: String, enforce: Bool
     ) throws -> (alice: MethodContext, bob: MethodContext, file: String) {
         let admin = context(store, uid: 0, admin: true, enforce: enforce)
@@ -58,7 +58,7 @@ import Testing
     }
 
     /// Whether Bob's blob, its file's row and the file are there, and nothing is queued.
-    private func bobIntact(_ store: Store, _ file: String, _ bob: MethodContext) throws -> Bool {
+    func bobIntact(_ store: Store, _ file: String, _ bob: MethodContext) throws -> Bool {
         let object = try call("object.get", ref("blobs", "B"), bob)
         let row = try call("file.get", ["path": .string(file)], bob)
         let queued = try store.pending()
@@ -122,7 +122,7 @@ import Testing
     }
 
     /// The stable code of the error `method` answers, nil if it succeeds.
-    private func failure(_ method: String, _ params: JSONValue, _ ctx: MethodContext) -> String? {
+    func failure(_ method: String, _ params: JSONValue, _ ctx: MethodContext) -> String? {
         guard case .failure(let e) = MethodTable.call(method, params, ctx) else { return nil }
         return e.stableCode
     }
@@ -152,7 +152,7 @@ import Testing
     }
 
     /// Alice's objects `a/A…` naming Bob's blob through `deleteSourceIfDestinationDeleted`.
-    private func cascadeFixture(
+    func cascadeFixture(
         _ store: Store, root: String, enforce: Bool, keys: [String]
     ) throws -> (alice: MethodContext, bob: MethodContext) {
         let (alice, bob, _) = try setUp(store, root: root, rule: "deleteSourceIfDestinationDeleted", enforce: enforce)

@@ -35,8 +35,12 @@ extension WriteTransaction {
         let sourceRetainers: Statement
         /// The inode and device of a file's registry row, if no edge references the file any more.
         let unreferencedFile: Statement
+        /// `ownedRetainers()`'s statements, found at first use (WriteTransaction+Owners.swift).
+        var owned: (destination: Statement, source: Statement)?
+        let db: Database
 
         init(_ db: Database) throws {
+            self.db = db
             func sql(_ text: String) throws -> Statement { try db.cachedStatement(sql: text) }
             object = try sql("SELECT collection, key, owner, pinned, created FROM object WHERE id = ?")
             deleteObject = try sql("DELETE FROM object WHERE id = ?")
@@ -228,13 +232,15 @@ extension WriteTransaction {
         } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
             // Under enforce_ownership only an object's own owner's edges keep it: another's
             // rules could never delete it, so counting them would keep it for ever.
-            let owned = ownersApart && !e.isFile
-            let count =
-                try owned
-                ? db.cachedStatement(sql: Self.ownedDestinationRetainers) : deletionStatements().destinationRetainers
-            let retainers = try count.firstInt64Raw { s in
-                Statement.bindInt64(s, 1, e.isFile ? 1 : 0)
-                Statement.bindInt64(s, 2, e.dst)
+            let s = try deletionStatements()
+            let retainers: Int64?
+            if ownersApart && !e.isFile {
+                retainers = try s.ownedRetainers().destination.firstInt64Raw { Statement.bindInt64($0, 1, e.dst) }
+            } else {
+                retainers = try s.destinationRetainers.firstInt64Raw { p in
+                    Statement.bindInt64(p, 1, e.isFile ? 1 : 0)
+                    Statement.bindInt64(p, 2, e.dst)
+                }
             }
             if retainers ?? 0 == 0 { try ruleDeletesDestination(e) }
         } else if e.isFile {
@@ -265,14 +271,22 @@ extension WriteTransaction {
         if e.rules.contains(.notifyIfDestinationDeleted) {
             notifyCandidates.append((e, e.src, .destinationDeleted))
         }
-        guard !e.rules.isDisjoint(with: Self.sourceDeleting), try !ownersDiffer(e) else { return }
+        guard !e.rules.isDisjoint(with: Self.sourceDeleting) else { return }
+        if try ownersDiffer(e) {
+            // The source would have gone with its destination; it stays, so it is told, and a
+            // derived field naming the gone object is nulled: its owner's next put of the value
+            // would otherwise fail on an edge to nothing.
+            if e.field != nil, !e.rules.contains(.notifyIfDestinationDeleted) {
+                notifyCandidates.append((e, e.src, .destinationDeleted))
+            }
+            return
+        }
         if e.rules.contains(.deleteSourceIfDestinationDeleted) {
             try countCascade(e.src)
             work.append(.deleteObject(e.src, .cascade, nil))
         } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
-            let count =
-                try ownersApart
-                ? db.cachedStatement(sql: Self.ownedSourceRetainers) : deletionStatements().sourceRetainers
+            let s = try deletionStatements()
+            let count = try ownersApart ? s.ownedRetainers().source : s.sourceRetainers
             let retainers = try count.firstInt64Raw { Statement.bindInt64($0, 1, e.src) }
             if retainers ?? 0 == 0 {
                 try countCascade(e.src)

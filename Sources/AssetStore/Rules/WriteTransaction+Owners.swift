@@ -27,18 +27,19 @@ extension WriteTransaction {
         .deleteSourceIfDestinationDeleted, .deleteSourceIfAllDestinationsDeleted,
     ]
 
-    /// The edges retaining the object `?2` (`?1` is 0) whose sources have its owner.
+    /// Whether an edge retaining the object `?1` has a source of its owner. EXISTS stops at the
+    /// first such edge, where a count would read every retainer and its source's row.
     static let ownedDestinationRetainers = """
-        SELECT COUNT(*) FROM edge e JOIN object s ON s.id = e.src
-        WHERE e.is_file = ?1 AND e.dst = ?2 AND e.\(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlCondition)
-        AND s.owner = (SELECT owner FROM object WHERE id = ?2)
+        SELECT EXISTS (SELECT 1 FROM edge e JOIN object s ON s.id = e.src
+        WHERE e.is_file = 0 AND e.dst = ?1 AND e.\(DeleteRules.deleteDestinationIfAllSourcesDeleted.sqlCondition)
+        AND s.owner = (SELECT owner FROM object WHERE id = ?1) LIMIT 1)
         """
 
-    /// The edges retaining the object `?1` whose destinations are files or have its owner.
+    /// Whether an edge retaining the object `?1` has a file or an object of its owner as destination.
     static let ownedSourceRetainers = """
-        SELECT COUNT(*) FROM edge e LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
+        SELECT EXISTS (SELECT 1 FROM edge e LEFT JOIN object d ON e.is_file = 0 AND d.id = e.dst
         WHERE e.src = ?1 AND e.\(DeleteRules.deleteSourceIfAllDestinationsDeleted.sqlCondition)
-        AND (e.is_file = 1 OR d.owner = (SELECT owner FROM object WHERE id = ?1))
+        AND (e.is_file = 1 OR d.owner = (SELECT owner FROM object WHERE id = ?1)) LIMIT 1)
         """
 
     /// Called by `deleteObject` before an object's row goes: keeps its owner for the rules its
@@ -107,5 +108,19 @@ extension WriteTransaction {
 
     private func owner(of id: Int64) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM object WHERE id = ?"), arguments: [id])
+    }
+}
+
+extension WriteTransaction.DeletionStatements {
+    /// `ownedDestinationRetainers` and `ownedSourceRetainers`, found once a transaction at first
+    /// use: only enforce_ownership needs them.
+    func ownedRetainers() throws -> (destination: Statement, source: Statement) {
+        if let owned { return owned }
+        let found = (
+            destination: try db.cachedStatement(sql: WriteTransaction.ownedDestinationRetainers),
+            source: try db.cachedStatement(sql: WriteTransaction.ownedSourceRetainers)
+        )
+        owned = found
+        return found
     }
 }
