@@ -85,8 +85,8 @@ public final class WriteTransaction {
     var deletedFiles: Set<Int64> = []
     /// The identities of file rows deleted or given another identity, for `dropLeftShared`.
     var sharedLeft: [(inode: Int64, device: Int64)] = []
-    /// With enforce_ownership: the owners of objects deleted by this transaction whose edges
-    /// can delete their destination (WriteTransaction+Owners.swift).
+    /// With enforce_ownership: the owners of objects deleted by this transaction, for the rules
+    /// their edges fire once their rows are gone (WriteTransaction+Owners.swift).
     var ruleOwners: [Int64: String] = [:]
     /// `control.enforce_ownership` as this transaction began.
     lazy var ownersApart = store.enforceOwnership

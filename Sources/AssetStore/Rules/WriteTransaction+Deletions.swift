@@ -35,8 +35,12 @@ extension WriteTransaction {
         let sourceRetainers: Statement
         /// The inode and device of a file's registry row, if no edge references the file any more.
         let unreferencedFile: Statement
+        /// `ownedRetainers()`'s statements, found at first use (WriteTransaction+Owners.swift).
+        var owned: (destination: Statement, source: Statement)?
+        let db: Database
 
         init(_ db: Database) throws {
+            self.db = db
             func sql(_ text: String) throws -> Statement { try db.cachedStatement(sql: text) }
             object = try sql("SELECT collection, key, owner, pinned, created FROM object WHERE id = ?")
             deleteObject = try sql("DELETE FROM object WHERE id = ?")
@@ -101,7 +105,9 @@ extension WriteTransaction {
             guard let detail = found else { return }
             deletedDetails.append(detail)
             ref = detail.ref
+            try keepOwner(id, known: detail.owner)
         }
+        if named != nil { try keepOwner(id, known: nil) }
         deletedIDs.insert(id)
         report.deleted.append(DeletedObject(ref: ref, cause: cause))
         // In index order, which `deleteReferenceCounted` reproduces for a whole batch.
@@ -113,19 +119,21 @@ extension WriteTransaction {
             e.source = ref
             outgoing.append(e)
         }
-        if !outgoing.isEmpty {
-            try keepRuleOwner(id, edges: outgoing)
-            try s.deleteOutgoing.executeRaw(bindID)
-        }
+        if !outgoing.isEmpty { try s.deleteOutgoing.executeRaw(bindID) }
         // Read after the edges out went: a self-edge is one of those, not also incoming.
         let incoming = try deleteEdges(s.incoming, s.deleteIncoming, to: id, destination: .object(ref))
+        // A deny edge between objects of two owners refuses nothing (WriteTransaction+Owners.swift).
         for e in outgoing {
-            if e.rules.contains(.denyDeleteSource) { denyChecks.append((e, e.dst, e.source.description)) }
+            if e.rules.contains(.denyDeleteSource), try !ownersDiffer(e) {
+                denyChecks.append((e, e.dst, e.source.description))
+            }
             report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .sourceDeleted))
             work.append(.sourceGone(e))
         }
         for e in incoming {
-            if e.rules.contains(.denyDeleteDestination) { denyChecks.append((e, e.src, e.destination.description)) }
+            if e.rules.contains(.denyDeleteDestination), try !ownersDiffer(e) {
+                denyChecks.append((e, e.src, e.destination.description))
+            }
             report.edgesRemoved.append(RemovedEdge(edge: e.edge, reason: .destinationDeleted))
             work.append(.destinationGone(e))
         }
@@ -176,9 +184,12 @@ extension WriteTransaction {
             guard !r.isNull(7) else { return }
             var e = EdgeRow(raw: r)
             e.destination = destination
-            // `destinationGone` will delete this source whatever else holds: counted now, so
-            // a hub's sources past the bound stop the read, not the work queued after it.
-            if counting, e.rules.contains(.deleteSourceIfDestinationDeleted), !deletedIDs.contains(e.src) {
+            // `destinationGone` will delete this source whatever else holds (unless another
+            // owner's): counted now, so a hub's sources past the bound stop the read, not the
+            // work queued after it.
+            if counting, e.rules.contains(.deleteSourceIfDestinationDeleted), !deletedIDs.contains(e.src),
+                try !ownersDiffer(e)
+            {
                 try countCascade(e.src)
             }
             edges.append(e)
@@ -219,9 +230,17 @@ extension WriteTransaction {
         if e.rules.contains(.deleteDestinationIfSourceDeleted) {
             try ruleDeletesDestination(e)
         } else if e.rules.contains(.deleteDestinationIfAllSourcesDeleted) {
-            let retainers = try deletionStatements().destinationRetainers.firstInt64Raw { s in
-                Statement.bindInt64(s, 1, e.isFile ? 1 : 0)
-                Statement.bindInt64(s, 2, e.dst)
+            // Under enforce_ownership only an object's own owner's edges keep it: another's
+            // rules could never delete it, so counting them would keep it for ever.
+            let s = try deletionStatements()
+            let retainers: Int64?
+            if ownersApart && !e.isFile {
+                retainers = try s.ownedRetainers().destination.firstInt64Raw { Statement.bindInt64($0, 1, e.dst) }
+            } else {
+                retainers = try s.destinationRetainers.firstInt64Raw { p in
+                    Statement.bindInt64(p, 1, e.isFile ? 1 : 0)
+                    Statement.bindInt64(p, 2, e.dst)
+                }
             }
             if retainers ?? 0 == 0 { try ruleDeletesDestination(e) }
         } else if e.isFile {
@@ -244,18 +263,31 @@ extension WriteTransaction {
         }
     }
 
-    /// The edge's destination went: its source-side rules fire, unless the source is gone.
+    /// The edge's destination went: its source-side rules fire, unless the source is gone. A
+    /// source of another owner than the destination's only lets go (WriteTransaction+Owners.swift).
     func destinationGone(_ e: EdgeRow) throws {
         guard !deletedIDs.contains(e.src) else { return }
         if e.isFile { indexDirty.insert(e.src) }
         if e.rules.contains(.notifyIfDestinationDeleted) {
             notifyCandidates.append((e, e.src, .destinationDeleted))
         }
+        guard !e.rules.isDisjoint(with: Self.sourceDeleting) else { return }
+        if try ownersDiffer(e) {
+            // The source would have gone with its destination; it stays, so it is told, and a
+            // derived field naming the gone object is nulled: its owner's next put of the value
+            // would otherwise fail on an edge to nothing.
+            if e.field != nil, !e.rules.contains(.notifyIfDestinationDeleted) {
+                notifyCandidates.append((e, e.src, .destinationDeleted))
+            }
+            return
+        }
         if e.rules.contains(.deleteSourceIfDestinationDeleted) {
             try countCascade(e.src)
             work.append(.deleteObject(e.src, .cascade, nil))
         } else if e.rules.contains(.deleteSourceIfAllDestinationsDeleted) {
-            let retainers = try deletionStatements().sourceRetainers.firstInt64Raw { Statement.bindInt64($0, 1, e.src) }
+            let s = try deletionStatements()
+            let count = try ownersApart ? s.ownedRetainers().source : s.sourceRetainers
+            let retainers = try count.firstInt64Raw { Statement.bindInt64($0, 1, e.src) }
             if retainers ?? 0 == 0 {
                 try countCascade(e.src)
                 work.append(.deleteObject(e.src, .cascade, nil))
