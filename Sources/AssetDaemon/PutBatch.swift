@@ -1,7 +1,7 @@
 // One group commit of object.put, run by PutPipeline's committer: several clients' puts in
 // one transaction. The common case, where all succeed, runs them plainly; if one fails, the
 // batch is run again with each put in a savepoint (failing alone); if that commit fails too,
-// or the first failed on a cascade bound (which the same puts would meet again), each put
+// or the first failed on a caller's bound (which the same puts would meet again), each put
 // gets a transaction of its own. A put's effect is MethodTable.applyPut, the same
 // as a put alone; the retries never go back through the method table.
 
@@ -67,9 +67,12 @@ enum PutBatch {
                 }
                 return Done(results: take().map { ($0.0, .failure(refusal)) })
             }
-            // A bound's refusal comes again in a retry of the same puts: each goes alone.
+            // A bound's refusal comes again in a retry of the same puts: each goes alone. So
+            // does the allowance's (files read again), which a retry's puts would share too.
             let again = inputs.map { ($0.1, $0.2) }
-            let retried = (error as? StoreError)?.code == .cascadeLimit ? alone(store, again) : retry(store, again)
+            let code = (error as? StoreError)?.code
+            let bounded = code == .cascadeLimit || code == .queryRejected
+            let retried = bounded ? alone(store, again) : retry(store, again)
             return Done(results: zip(inputs.map(\.0), retried.results).map { ($0, $1.1) }, commits: retried.commits)
         }
     }

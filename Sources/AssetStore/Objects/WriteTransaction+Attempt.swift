@@ -10,7 +10,7 @@ extension WriteTransaction {
     public func attempt<T>(_ body: () throws -> T) throws -> T {
         let saved = (
             pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, inserted, unresolved, removedWithReason,
-            indexDirty, accessDirty, filesTouched, report, templates, indexes
+            indexDirty, accessDirty, filesTouched, report, templates, indexes, heldRechecked
         )
         // A caller's bound goes with its part: a put that failed does not bound the others'.
         let savedLimit = cascadeLimit
@@ -25,7 +25,7 @@ extension WriteTransaction {
             (
                 pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, inserted, unresolved,
                 removedWithReason,
-                indexDirty, accessDirty, filesTouched, report, templates, indexes
+                indexDirty, accessDirty, filesTouched, report, templates, indexes, heldRechecked
             ) = saved
             cascadeLimit = savedLimit
             throw error

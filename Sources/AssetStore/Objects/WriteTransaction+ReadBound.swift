@@ -42,8 +42,7 @@ extension WriteTransaction {
     /// `query_rejected` thrown, so the request rolls back.
     public func boundedRead<T>(_ limit: Int?, _ body: () throws -> T) throws -> T {
         guard let limit else { return try body() }
-        let allowance = readAllowance ?? ReadAllowance(Self.readCalls(limit))
-        readAllowance = allowance
+        let allowance = allowance(limit)
         allowance.left -= 1
         if allowance.left < 0 { throw Self.readLimit(limit) }
         let handle = db.sqliteConnection
@@ -59,6 +58,15 @@ extension WriteTransaction {
             if allowance.left < 0 { throw Self.readLimit(limit) }
             throw error
         }
+    }
+
+    /// The allowance of this transaction's bounded request, bounded at `limit` objects: made
+    /// at its first use.
+    func allowance(_ limit: Int) -> ReadAllowance {
+        if let readAllowance { return readAllowance }
+        let made = ReadAllowance(Self.readCalls(limit))
+        readAllowance = made
+        return made
     }
 
     static func readLimit(_ limit: Int) -> StoreError {

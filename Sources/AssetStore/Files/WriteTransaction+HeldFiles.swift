@@ -1,0 +1,81 @@
+// A put of an existing object (or a store's touch) reads again the registry rows of the files
+// it holds. That work follows the object's edges, not the request's bytes, so it is done once
+// a transaction for an object and a caller's check, and a bounded caller's is charged to its
+// request's allowance (WriteTransaction+ReadBound.swift).
+
+import GRDB
+
+/// An object whose held files a transaction read again, and the uid of the check they were
+/// read with (nil: unchecked, the same for every caller).
+struct HeldRecheck: Hashable {
+    var object: Int64
+    var uid: UInt32?
+}
+
+extension WriteTransaction {
+    /// Re-reads the registry rows of the files an object holds (on every put and touch:
+    /// assetd(8), DATA MODEL, Files), but those in `skip` (the put's value names them, and it
+    /// probed them). Once a transaction for each check: a second read would find what the
+    /// first did, and a file edge added in between was probed as it was added.
+    func refreshHeldFiles(of id: Int64, except skip: Set<[UInt8]> = []) throws {
+        let key = HeldRecheck(object: id, uid: fileReferenceCheck?.uid)
+        guard !heldRechecked.contains(key) else { return }
+        for (path, root) in try heldFilesToRead(of: id, except: skip) {
+            if let check = fileReferenceCheck {
+                // A caller's put judges what it reads again, as when it named the file: a
+                // folder renamed in since (another user's) keeps the row as it was.
+                guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
+                else { continue }
+                // Nor may it change which file a row another owner holds names (another file
+                // there now, put by that owner): the row stays for that owner's next put.
+                do {
+                    _ = try registerFile(path: path, state: state)
+                } catch let e as StoreError where e.code == .permissionDenied {
+                    continue
+                }
+            } else if let state = FileProbe.identity(path: path, root: root, roots: store.roots) {
+                _ = try registerFile(path: path, state: state)
+            }
+        }
+        heldRechecked.insert(key)
+    }
+
+    /// The files `id` holds that a refresh reads, with their roots (a file that cannot be
+    /// looked at now keeps its row as it was), each once. Distinct by file id here: String
+    /// equality would merge two paths that differ only in Unicode normalisation, and DISTINCT
+    /// in SQL built a temporary b-tree each time. A bounded transaction is charged one call of
+    /// its allowance for each edge row read but the first to a file in `skip`, and refused
+    /// (`query_rejected`) past what is left, before any file is looked at.
+    private func heldFilesToRead(of id: Int64, except skip: Set<[UInt8]>) throws -> [(String, String)] {
+        let budget = cascadeLimit.map { allowance($0) }
+        let left = budget?.left ?? .max
+        var seen = Set<Int64>()
+        var files = [(String, String)]()
+        var charged = 0
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: "SELECT f.id, f.path FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1"),
+            arguments: [id])
+        while let row = try rows.next() {
+            let path: String = row[1]
+            let first = seen.insert(row[0]).inserted
+            if first && !skip.isEmpty && skip.contains(Array(path.utf8)) { continue }
+            charged += 1
+            if charged > left, let cascadeLimit { throw Self.heldFilesLimit(cascadeLimit) }
+            guard first, let root = store.roots.root(of: path) else { continue }
+            files.append((path, root))
+        }
+        budget?.left -= charged
+        return files
+    }
+
+    static func heldFilesLimit(_ limit: Int) -> StoreError {
+        StoreError(
+            .queryRejected,
+            "the object holds more files than this request may read again: with its other reads, they would hold "
+                + "the writer longer than control.max_cascade_objects = \(limit) allows (about the work of reading "
+                + "\(edgesPerCascadedObject) edges for each object; one a file): nothing was changed; remove file "
+                + "edges from it, put it in a request of its own, or ask an admin",
+            detail: ["limit": "control.max_cascade_objects", "value": .int(Int64(limit))])
+    }
+}
