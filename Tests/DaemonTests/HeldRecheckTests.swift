@@ -2,8 +2,9 @@
 // name, with a non-admin's check under enforce_ownership (the walk): once a transaction for a
 // caller however often the object is put in it (transact, group commit), and a bounded caller's
 // reads are charged to its request's allowance, so a put of an object holding more files than
-// that is refused (query_rejected) instead of holding the writer. Looks are counted by the
-// probe's test hook, which every look calls with its root first (`FileProbe.stepHooks`).
+// that is refused (query_rejected) instead of holding the writer; a group commit past it runs
+// its puts alone. Looks are counted by the probe's test hook, which every look calls with its
+// root first (`FileProbe.stepHooks`).
 
 @testable import AssetDaemon
 @testable import AssetStore
@@ -95,6 +96,24 @@ struct HeldRecheckTests: FileAccessSuite {
         #expect(n == 200)
         #expect(done.commits.count == 1)
         #expect(done.results.allSatisfy { if case .success = $0.1 { true } else { false } })
+    }
+
+    @Test("a re-read undone with its savepoint (a group commit's retry) is made again by the next put")
+    func undoneReadAgain() throws {
+        let (store, root) = try holding(200, [eve])
+        defer { store.close() }
+        struct Undo: Error {}
+        let ref = ObjectRef("c", "\(eve)")
+        let (n, _) = try looks(root) {
+            try store.write { tx in
+                _ = try? tx.attempt { () throws -> Void in
+                    try tx.put(ref, value: .object([:]))
+                    throw Undo()
+                }
+                try tx.put(ref, value: .object([:]))
+            }
+        }
+        #expect(n == 400)
     }
 
     @Test("a bounded put of an object holding more files than its allowance is refused before any look")
