@@ -1,10 +1,11 @@
 // A put of an existing object reads again the files it holds through edges its value does not
 // name, with a non-admin's check under enforce_ownership (the walk): once a transaction for a
-// caller however often the object is put in it (transact, group commit), and a bounded caller's
-// reads are charged to its request's allowance, so a put of an object holding more files than
-// that is refused (query_rejected) instead of holding the writer; a group commit past it runs
-// its puts alone. Looks are counted by the probe's test hook, which every look calls with its
-// root first (`FileProbe.stepHooks`).
+// caller's uid however often the object is put in it (transact, group commit), and a bounded
+// caller's reads are charged to its put's allowance by their paths' depth, so a put of an
+// object holding more files than that is refused (query_rejected) instead of holding the
+// writer; in a group commit each put has an allowance of its own, and one past it fails alone.
+// Looks are counted by the probe's test hook, which every look calls with its root first
+// (`FileProbe.stepHooks`).
 
 @testable import AssetDaemon
 @testable import AssetStore
@@ -21,13 +22,17 @@ struct HeldRecheckTests: FileAccessSuite {
     let eve: UInt32 = 1002
 
     /// A store whose root holds a folder of `uid`'s for each of `uids`, with `files` files of
-    /// theirs, each held by their object c/<uid> through a manual edge; its root.
-    private func holding(_ files: Int, _ uids: [UInt32]) throws -> (Store, String) {
+    /// theirs (`nested` folders further down), each held by their object c/<uid> through a
+    /// manual edge; its root.
+    private func holding(_ files: Int, _ uids: [UInt32], nested: Int = 0) throws -> (Store, String) {
         let (store, root) = try openStore()
         for uid in uids {
-            let dir = root + "/u\(uid)"
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
-            #expect(chown(dir, uid, uid) == 0 && chmod(dir, 0o755) == 0)
+            var dir = root + "/u\(uid)"
+            for level in 0...nested {
+                if level > 0 { dir += "/d\(level)" }
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+                #expect(chown(dir, uid, uid) == 0 && chmod(dir, 0o755) == 0)
+            }
             let ctx = context(store, uid: uid)
             try call("object.put", put(uid), ctx)
             var ops = [JSONValue]()
@@ -51,6 +56,11 @@ struct HeldRecheckTests: FileAccessSuite {
         ["collection": "c", "key": .string("\(uid)"), "value": [:]]
     }
 
+    /// The same by an admin, keeping `uid` the owner.
+    private func adminPut(_ uid: UInt32) -> JSONValue {
+        ["collection": "c", "key": .string("\(uid)"), "value": [:], "owner": .string("u\(uid)")]
+    }
+
     @discardableResult
     private func call(_ method: String, _ params: JSONValue, _ ctx: MethodContext) throws -> JSONValue {
         try MethodTable.call(method, params, ctx).get().result
@@ -63,10 +73,10 @@ struct HeldRecheckTests: FileAccessSuite {
         return ctx
     }
 
-    /// How many looks at `root` `body` took.
-    private func looks<T>(_ root: String, _ body: () throws -> T) rethrows -> (Int, T) {
+    /// How many looks at `root` `body` took (with `steps`, every component's step below it).
+    private func looks<T>(_ root: String, steps: Bool = false, _ body: () throws -> T) rethrows -> (Int, T) {
         let count = Mutex(0)
-        FileProbe.stepHooks.withLock { $0[root] = { p in if p == root { count.withLock { $0 += 1 } } } }
+        FileProbe.stepHooks.withLock { $0[root] = { p in if steps || p == root { count.withLock { $0 += 1 } } } }
         FileProbe.anyStepHook.store(true, ordering: .relaxed)
         defer { FileProbe.stepHooks.withLock { $0[root] = nil } }
         let value = try body()
@@ -133,26 +143,103 @@ struct HeldRecheckTests: FileAccessSuite {
         #expect(try call("ping", [:], context(store, uid: 0, admin: true))["commit"] == commit)
         // In a transact too; unbounded, or an admin's, it commits.
         let ops = JSONValue.array([["method": "object.put", "params": put(eve)]])
-        #expect(throws: RPCError.self) { try call("transact", ["ops": ops], bounded(store, eve, 10)) }
+        guard case .failure(let inTransact) = MethodTable.call("transact", ["ops": ops], bounded(store, eve, 10))
+        else {
+            Issue.record("the transact was answered")
+            return
+        }
+        #expect(inTransact.stableCode == "query_rejected")
+        #expect(inTransact.message.hasPrefix("ops[0]:"), "\(inTransact.message)")
         try call("object.put", put(eve), bounded(store, eve, nil))
         try call("object.put", put(eve), context(store, uid: 0, admin: true))
     }
 
     @Test("a bounded put of an object holding fewer files than its allowance commits")
     func underAllowanceCommits() throws {
-        let (store, _) = try holding(100, [eve])
+        // 30 files two components below the root: 90 of 110 calls.
+        let (store, _) = try holding(30, [eve])
         defer { store.close() }
         let ops = JSONValue.array(Array(repeating: ["method": "object.put", "params": put(eve)], count: 50))
         try call("transact", ["ops": ops], bounded(store, eve, 10))
         try call("object.put", put(eve), bounded(store, eve, 10))
     }
 
-    @Test("a group commit past the allowance together, not alone, commits each put alone")
-    func batchPastAllowanceGoesAlone() throws {
-        let (store, _) = try holding(80, [bob, eve])
+    @Test("a checked look is charged for each component: 20 files six deep are past a bound of 10")
+    func deepFilesCharged() throws {
+        // 20 × (1 + 6) = 140 calls of 110: refused before any step.
+        let (store, root) = try holding(20, [eve], nested: 4)
         defer { store.close() }
-        let done = PutBatch.run(store, [(put(bob), bounded(store, bob, 10)), (put(eve), bounded(store, eve, 10))])
-        #expect(done.results.allSatisfy { if case .success = $0.1 { true } else { false } }, "\(done.results)")
-        #expect(done.commits.count == 2)
+        let (n, refusal) = looks(root, steps: true) {
+            MethodTable.call("object.put", put(eve), bounded(store, eve, 10))
+        }
+        #expect(n == 0)
+        guard case .failure(let e) = refusal else {
+            Issue.record("the put was answered")
+            return
+        }
+        #expect(e.stableCode == "query_rejected")
+        // Two deep, 20 × 3 = 60: it commits.
+        let (shallow, shallowRoot) = try holding(20, [eve])
+        defer { shallow.close() }
+        let (m, _) = try looks(shallowRoot) { try call("object.put", put(eve), bounded(shallow, eve, 10)) }
+        #expect(m == 20)
+    }
+
+    @Test("each put of a group commit has its own allowance, an admin's none (in the retry too)")
+    func batchAllowancePerPut() throws {
+        // 30 files each, 90 calls of 110: two together are past one allowance.
+        let (store, _) = try holding(30, [bob, eve])
+        defer { store.close() }
+        let denied = (put(bob), bounded(store, eve, 10))  // Bob's object: permission_denied, so a retry
+        let done = PutBatch.run(
+            store,
+            [
+                denied, (put(eve), bounded(store, eve, 10)), (put(bob), bounded(store, bob, 10)),
+                (adminPut(eve), context(store, uid: 0, admin: true)),
+            ])
+        #expect(codes(done) == ["permission_denied", nil, nil, nil])
+        #expect(done.commits.count == 1)
+        // The plain run alike: one commit.
+        let plain = PutBatch.run(
+            store,
+            [
+                (put(eve), bounded(store, eve, 10)), (put(bob), bounded(store, bob, 10)),
+                (adminPut(bob), context(store, uid: 0, admin: true)),
+            ])
+        #expect(codes(plain) == [nil, nil, nil])
+        #expect(plain.commits.count == 1)
+    }
+
+    @Test("a put past its allowance in a group commit fails alone; the others commit once")
+    func batchRefusalFailsAlone() throws {
+        // At a bound of 1, 20 calls: Eve's 30 files (90) are past it.
+        let (store, _) = try holding(30, [bob, eve])
+        defer { store.close() }
+        let other: JSONValue = ["collection": "c", "key": "other", "value": [:]]
+        let done = PutBatch.run(
+            store,
+            [
+                (put(eve), bounded(store, eve, 1)), (put(bob), bounded(store, bob, nil)),
+                (other, bounded(store, bob, nil)),
+            ])
+        #expect(codes(done) == ["query_rejected", nil, nil])
+        #expect(done.commits.count == 1)
+    }
+
+    @Test("an admin's put and a caller's of one object in a group commit each read its files")
+    func readOncePerUid() throws {
+        let (store, root) = try holding(200, [eve])
+        defer { store.close() }
+        let (n, done) = looks(root) {
+            PutBatch.run(
+                store, [(adminPut(eve), context(store, uid: 0, admin: true)), (put(eve), bounded(store, eve, 10_000))])
+        }
+        #expect(codes(done) == [nil, nil])
+        #expect(n == 400)
+    }
+
+    /// Each answer's error code, nil for a success.
+    private func codes(_ done: PutBatch.Done<Int>) -> [String?] {
+        done.results.map { if case .failure(let e) = $0.1 { e.stableCode } else { nil } }
     }
 }

@@ -1,12 +1,13 @@
 // A put of an existing object (or a store's touch) reads again the registry rows of the files
-// it holds. That work follows the object's edges, not the request's bytes, so it is done once
-// a transaction for an object and a caller's check, and a bounded caller's is charged to its
-// request's allowance (WriteTransaction+ReadBound.swift).
+// it holds. That work follows the object's edges and their paths' depth, not the request's
+// bytes, so it is done once a transaction for an object and a caller's uid, and a bounded
+// caller's is charged to its request's allowance (WriteTransaction+ReadBound.swift).
 
 import GRDB
 
 /// An object whose held files a transaction read again, and the uid of the check they were
-/// read with (nil: unchecked, the same for every caller).
+/// read with (nil: unchecked, the same for every caller). The uid alone: the same uid with
+/// other groups re-reads nothing it could not (same owner), and only updates rows.
 struct HeldRecheck: Hashable {
     var object: Int64
     var uid: UInt32?
@@ -43,12 +44,14 @@ extension WriteTransaction {
     /// The files `id` holds that a refresh reads, with their roots (a file that cannot be
     /// looked at now keeps its row as it was), each once. Distinct by file id here: String
     /// equality would merge two paths that differ only in Unicode normalisation, and DISTINCT
-    /// in SQL built a temporary b-tree each time. A bounded transaction is charged one call of
-    /// its allowance for each edge row read but the first to a file in `skip`, and refused
-    /// (`query_rejected`) past what is left, before any file is looked at.
+    /// in SQL built a temporary b-tree each time. A bounded request is charged for each edge
+    /// row read but the first to a file in `skip` what its look will cost (`lookCalls`), and
+    /// refused (`query_rejected`) past what is left, before any file is looked at.
     private func heldFilesToRead(of id: Int64, except skip: Set<[UInt8]>) throws -> [(String, String)] {
-        let budget = cascadeLimit.map { allowance($0) }
+        let limit = requestBound ?? cascadeLimit
+        let budget = limit.map { allowance($0) }
         let left = budget?.left ?? .max
+        let checked = fileReferenceCheck != nil
         var seen = Set<Int64>()
         var files = [(String, String)]()
         var charged = 0
@@ -60,13 +63,27 @@ extension WriteTransaction {
             let path: String = row[1]
             let first = seen.insert(row[0]).inserted
             if first && !skip.isEmpty && skip.contains(Array(path.utf8)) { continue }
-            charged += 1
-            if charged > left, let cascadeLimit { throw Self.heldFilesLimit(cascadeLimit) }
-            guard first, let root = store.roots.root(of: path) else { continue }
+            let root = store.roots.root(of: path)
+            if limit != nil {
+                charged += Self.lookCalls(path, below: root, checked: checked)
+                if charged > left, let limit { throw Self.heldFilesLimit(limit) }
+            }
+            guard first, let root else { continue }
             files.append((path, root))
         }
         budget?.left -= charged
         return files
+    }
+
+    /// Allowance calls a look at `path` is charged, from its bytes alone (no system call): a
+    /// checked walk makes about five system calls for each component below the root, about
+    /// one call's time (100 SQLite steps); an unchecked `openat2` walks them in the kernel,
+    /// far cheaper each. One more for the row.
+    static func lookCalls(_ path: String, below root: String?, checked: Bool) -> Int {
+        guard let root else { return 1 }
+        var components = root.utf8.last == UInt8(ascii: "/") ? 1 : 0
+        for byte in path.utf8.dropFirst(root.utf8.count) where byte == UInt8(ascii: "/") { components += 1 }
+        return 1 + (checked ? components : components / 16)
     }
 
     static func heldFilesLimit(_ limit: Int) -> StoreError {

@@ -60,6 +60,14 @@ extension WriteTransaction {
         }
     }
 
+    /// Starts the next request of a transaction that serves several (a group commit), bounded
+    /// at `bound` objects (nil: an admin's, not bounded): it gets an allowance of its own, so
+    /// no caller's reads are refused for what another's spent.
+    public func beginRequest(bound: Int?) {
+        readAllowance = nil
+        requestBound = .some(bound)
+    }
+
     /// The allowance of this transaction's bounded request, bounded at `limit` objects: made
     /// at its first use.
     func allowance(_ limit: Int) -> ReadAllowance {
