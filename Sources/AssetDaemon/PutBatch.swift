@@ -2,7 +2,7 @@
 // one transaction. The common case, where all succeed, runs them plainly; if one fails, the
 // batch is run again with each put in a savepoint (failing alone); if that commit fails too,
 // or the first failed on a cascade bound (which the same puts would meet again), each put
-// gets a transaction of its own. A put's effect is MethodTable.applyPut, the same
+// gets a transaction of its own. Each put reads within an allowance of its own. A put's effect is MethodTable.applyPut, the same
 // as a put alone; the retries never go back through the method table.
 
 import AssetStore
@@ -45,6 +45,7 @@ enum PutBatch {
                 var repeated = RepeatedPuts(count: inputs.count)
                 for (_, params, ctx) in inputs {
                     if repeated.isRepeat(params) { try tx.flush() }
+                    tx.beginRequest(bound: ctx.cascadeLimit)
                     _ = try MethodTable.applyPut(params, tx, ctx)
                 }
             }
@@ -67,9 +68,13 @@ enum PutBatch {
                 }
                 return Done(results: take().map { ($0.0, .failure(refusal)) })
             }
-            // A bound's refusal comes again in a retry of the same puts: each goes alone.
+            // A cascade bound's refusal comes again in a retry of the same puts (the flush
+            // bounds them all by the smallest): each goes alone. The allowance's (files read
+            // again) is one put's, thrown inside it with an allowance of its own: only that
+            // put fails in the retry.
             let again = inputs.map { ($0.1, $0.2) }
-            let retried = (error as? StoreError)?.code == .cascadeLimit ? alone(store, again) : retry(store, again)
+            let bounded = (error as? StoreError)?.code == .cascadeLimit
+            let retried = bounded ? alone(store, again) : retry(store, again)
             return Done(results: zip(inputs.map(\.0), retried.results).map { ($0, $1.1) }, commits: retried.commits)
         }
     }
@@ -108,6 +113,7 @@ enum PutBatch {
                 return inputs.map { params, ctx -> Result<Void, RPCError> in
                     MethodTable.capture {
                         if repeated.isRepeat(params) { try tx.flush() }
+                        tx.beginRequest(bound: ctx.cascadeLimit)
                         _ = try tx.attempt { try MethodTable.applyPut(params, tx, ctx) }
                     }
                 }

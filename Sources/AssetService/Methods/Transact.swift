@@ -19,7 +19,7 @@ extension MethodTable {
     ]
 
     /// Ops whose work is not carried by the request: its size bounds puts and edge changes,
-    /// the cascade bound deletions.
+    /// the cascade bound deletions (and the files a put reads again, charged by the put).
     static let transactBounded: Set<String> = ["object.get", "object.list", "edge.find", "edge.count", "flush"]
 
     /// Results past `limit` bytes: the transaction rolls back (its reply could not be sent).

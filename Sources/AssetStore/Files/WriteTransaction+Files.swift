@@ -4,39 +4,6 @@
 import GRDB
 
 extension WriteTransaction {
-    /// Re-reads the registry rows of the files an object holds (on every put and touch:
-    /// assetd(8), DATA MODEL, Files).
-    func refreshHeldFiles(of id: Int64, except skip: Set<[UInt8]> = []) throws {
-        // Made distinct here, by file id (String equality would merge two paths that differ
-        // only in Unicode normalisation): DISTINCT in SQL built a temporary b-tree each time.
-        var seen = Set<Int64>()
-        let rows = try Row.fetchAll(
-            db.cachedStatement(
-                sql: "SELECT f.id, f.path FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1"),
-            arguments: [id])
-        for row in rows where seen.insert(row[0]).inserted {
-            let path: String = row[1]
-            guard !skip.contains(Array(path.utf8)) else { continue }
-            // A file that cannot be looked at now keeps its row as it was.
-            guard let root = store.roots.root(of: path) else { continue }
-            if let check = fileReferenceCheck {
-                // A caller's put judges what it reads again, as when it named the file: a
-                // folder renamed in since (another user's) keeps the row as it was.
-                guard let state = try? FileProbe.probe(path: path, root: root, roots: store.roots, check: check)
-                else { continue }
-                // Nor may it change which file a row another owner holds names (another file
-                // there now, put by that owner): the row stays for that owner's next put.
-                do {
-                    _ = try registerFile(path: path, state: state)
-                } catch let e as StoreError where e.code == .permissionDenied {
-                    continue
-                }
-            } else if let state = FileProbe.identity(path: path, root: root, roots: store.roots) {
-                _ = try registerFile(path: path, state: state)
-            }
-        }
-    }
-
     /// True when nothing is at `path` below a folder on the filesystem `device` was recorded
     /// on (or its number now): the sweep's rule. Otherwise the file is hidden, not gone.
     private func provedGone(_ path: String, device: Int64) -> Bool {

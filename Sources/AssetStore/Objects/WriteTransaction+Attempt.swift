@@ -10,10 +10,11 @@ extension WriteTransaction {
     public func attempt<T>(_ body: () throws -> T) throws -> T {
         let saved = (
             pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, inserted, unresolved, removedWithReason,
-            indexDirty, accessDirty, filesTouched, report, templates, indexes
+            indexDirty, accessDirty, filesTouched, report, templates, indexes, heldRechecked
         )
-        // A caller's bound goes with its part: a put that failed does not bound the others'.
-        let savedLimit = cascadeLimit
+        // A caller's bound and what its reads spent go with its part: a put that failed does
+        // not bound the others'.
+        let savedLimit = (cascadeLimit, readAllowance, readAllowance?.left, requestBound)
         var value: T?
         try Store.checkNotRolledBack(db)
         do {
@@ -25,9 +26,11 @@ extension WriteTransaction {
             (
                 pendingDeletes, pendingDeleteIDs, dirty, dirtyOrder, inserted, unresolved,
                 removedWithReason,
-                indexDirty, accessDirty, filesTouched, report, templates, indexes
+                indexDirty, accessDirty, filesTouched, report, templates, indexes, heldRechecked
             ) = saved
-            cascadeLimit = savedLimit
+            (cascadeLimit, readAllowance, requestBound) = (savedLimit.0, savedLimit.1, savedLimit.3)
+            // What the part spent is given back, as its reads are undone.
+            if let left = savedLimit.2 { readAllowance?.left = left }
             throw error
         }
         return value!  // set when the savepoint committed

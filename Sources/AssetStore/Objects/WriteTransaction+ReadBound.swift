@@ -42,8 +42,7 @@ extension WriteTransaction {
     /// `query_rejected` thrown, so the request rolls back.
     public func boundedRead<T>(_ limit: Int?, _ body: () throws -> T) throws -> T {
         guard let limit else { return try body() }
-        let allowance = readAllowance ?? ReadAllowance(Self.readCalls(limit))
-        readAllowance = allowance
+        let allowance = allowance(limit)
         allowance.left -= 1
         if allowance.left < 0 { throw Self.readLimit(limit) }
         let handle = db.sqliteConnection
@@ -59,6 +58,23 @@ extension WriteTransaction {
             if allowance.left < 0 { throw Self.readLimit(limit) }
             throw error
         }
+    }
+
+    /// Starts the next request of a transaction that serves several (a group commit), bounded
+    /// at `bound` objects (nil: an admin's, not bounded): it gets an allowance of its own, so
+    /// no caller's reads are refused for what another's spent.
+    public func beginRequest(bound: Int?) {
+        readAllowance = nil
+        requestBound = .some(bound)
+    }
+
+    /// The allowance of this transaction's bounded request, bounded at `limit` objects: made
+    /// at its first use.
+    func allowance(_ limit: Int) -> ReadAllowance {
+        if let readAllowance { return readAllowance }
+        let made = ReadAllowance(Self.readCalls(limit))
+        readAllowance = made
+        return made
     }
 
     static func readLimit(_ limit: Int) -> StoreError {

@@ -63,6 +63,12 @@ public final class WriteTransaction {
     /// What a bounded request's reads may still spend (WriteTransaction+ReadBound.swift); nil
     /// until its first read.
     var readAllowance: ReadAllowance?
+    /// The bound of the request now running in a transaction that serves several (set by
+    /// `beginRequest(bound:)`): its held files are charged to it, not to `cascadeLimit`, the
+    /// smallest of the batch's bounds. Nil (the outer): one request, `cascadeLimit`.
+    var requestBound: Int??
+    /// Objects whose held files this transaction read again, by check (refreshHeldFiles).
+    var heldRechecked: Set<HeldRecheck> = []
     /// The error of a flush that failed: the transaction can only roll back.
     var flushFailure: (any Error)?
     /// Manual edges whose source or destination object does not exist yet.
