@@ -16,7 +16,14 @@ import Testing
     /// only once the daemon closed the victim; then "closed" is printed and `after` runs.
     static func script(victim: String, after: String = "") -> String {
         """
-        import fcntl, os, socket, struct, sys, termios, time
+        import ctypes, fcntl, os, signal, socket, struct, sys, termios, time
+        def wait_for(path):
+            # Blocks on inotify until `path` is made (created or renamed in), no polling.
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_CLOEXEC)
+            libc.inotify_add_watch(fd, os.path.dirname(path).encode(), 0x100 | 0x80)
+            while not os.path.exists(path): os.read(fd, 4096)
+            os.close(fd)
         params = ",".join('"p%d":%d' % (i, i) for i in range(6000))
         def long_line(i):
             return ('{"jsonrpc":"2.0","id":%d,"method":"ping","params":{%s}}\\n' % (i, params)).encode()
@@ -37,21 +44,21 @@ import Testing
         held = []
         for i in range(3):
             s = connect(); s.sendall(long_line(i)); held.append(s)
-        while not os.path.exists(sys.argv[2]): time.sleep(0.001)
+        wait_for(sys.argv[2])
         victim = connect()
         victim.sendall(\(victim))
-        # The daemon has read it all (and taken the last request in that read's callback).
+        # The daemon has read it all (and taken the last request in that read's callback): no
+        # event says a peer consumed the bytes, so the kernel's count of unread ones is polled.
         while struct.unpack("i", fcntl.ioctl(victim, termios.TIOCOUTQ, b"\\0" * 4))[0]: time.sleep(0.001)
         victim.close()
         while True:
             s = connect(); s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\\n')
             data = answer(s)
             s.close()
-            if b'"result"' in data: break
-            time.sleep(0.001)
+            if b'"result"' in data: break  # else refused (no slot yet): each try is a round trip
         print("closed", flush=True)
         \(after)
-        while True: time.sleep(60)  # holds the connections until stopped
+        while True: signal.pause()  # holds the connections until stopped
         """
     }
 
@@ -112,6 +119,7 @@ import Testing
         let after = """
             s = connect(); s.sendall(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\\n'); answer(s); held.append(s)
             s.sendall(dry_run)
+            # Read by the daemon (the kernel's count of unread bytes: no event says so).
             while struct.unpack("i", fcntl.ioctl(s, termios.TIOCOUTQ, b"\\0" * 4))[0]: time.sleep(0.001)
             print("sent", flush=True)
             print(answer(s).decode().strip(), flush=True)

@@ -16,12 +16,19 @@ import Testing
     /// Two connections to argv[1]: sends argv[3] on the first, waits for the file argv[2] (the
     /// write held), sends argv[4] on the second, prints "sent", then both replies and "done".
     static let script = """
-        import os, socket, sys, time
+        import ctypes, os, socket, sys
+        def wait_for(path):
+            # Blocks on inotify until `path` is made (created or renamed in), no polling.
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_CLOEXEC)
+            libc.inotify_add_watch(fd, os.path.dirname(path).encode(), 0x100 | 0x80)
+            while not os.path.exists(path): os.read(fd, 4096)
+            os.close(fd)
         def connect():
             s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1]); return s
         first, second = connect(), connect()
         first.sendall(sys.argv[3].encode() + b"\\n")
-        while not os.path.exists(sys.argv[2]): time.sleep(0.001)
+        wait_for(sys.argv[2])
         second.sendall(sys.argv[4].encode() + b"\\n")
         print("sent", flush=True)
         for s in (first, second): print(s.makefile("rb").readline().decode().strip(), flush=True)
@@ -96,7 +103,14 @@ import Testing
     /// exists (the edge.add held), a lease on a second connection; prints "sent", then the
     /// two replies outstanding and "done".
     static let queued = """
-        import os, socket, sys, time
+        import ctypes, os, socket, sys
+        def wait_for(path):
+            # Blocks on inotify until `path` is made (created or renamed in), no polling.
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_CLOEXEC)
+            libc.inotify_add_watch(fd, os.path.dirname(path).encode(), 0x100 | 0x80)
+            while not os.path.exists(path): os.read(fd, 4096)
+            os.close(fd)
         def connect():
             s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1]); return s
         first, second = connect(), connect()
@@ -104,7 +118,7 @@ import Testing
         first.sendall(sys.argv[3].encode() + b"\\n")
         print(replies.readline().decode().strip(), flush=True)
         first.sendall(sys.argv[4].encode() + b"\\n")
-        while not os.path.exists(sys.argv[2]): time.sleep(0.001)
+        wait_for(sys.argv[2])
         second.sendall(sys.argv[3].encode() + b"\\n")
         print("sent", flush=True)
         print(replies.readline().decode().strip(), flush=True)
