@@ -21,8 +21,10 @@ extension Store {
         return roots.first { root in
             let there = real(root)
             return [(folder, root), (here, there), (here, root)].contains { pair in
+                // By bytes: "/" and a combining mark after it are one Character to a String.
                 guard let a = pair.0, let b = pair.1 else { return false }
-                return a == b || a.hasPrefix(b.hasSuffix("/") ? b : b + "/")
+                let root = b.utf8.last == UInt8(ascii: "/") ? String(decoding: b.utf8.dropLast(), as: UTF8.self) : b
+                return a.utf8.elementsEqual(root.utf8) || ManagedRoots.isBelow(a, root)
             }
         }
     }
