@@ -23,12 +23,12 @@ while IFS= read -r line; do
         # `$owner`, setpriv to the folder's owner. All of the job is judged, not only what
         # comes before its first setpriv: a write after it runs as root all the same. Taken
         # out: the assignment of `owner`, `$owner sh -c '...'`, and `$owner CMD ARGS` up to the
-        # next operator.
+        # next operator or redirection (root's shell opens a redirection before setpriv runs).
         if grep -q '\$owner' <<<"$command" && ! grep -q 'owner="setpriv ' <<<"$command"; then
             fail "a job of root's runs \$owner without setting it to setpriv: $command"
         fi
         as_root=$(sed -E -e 's/owner="setpriv [^"]*"//g' -e "s/\\\$owner +sh -c '[^']*'//g" \
-            -e 's/\$owner [^;&|]*//g' <<<"$command")
+            -e 's/\$owner [^;&|<>]*//g' <<<"$command")
         as_root=${as_root//>\/dev\/null/}
         as_root=${as_root//>&2/}
         if grep -qE '>|(^|[^a-z])(mv|rm|cp|tee|ln|truncate)( |$)' <<<"$as_root"; then
