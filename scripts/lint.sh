@@ -26,7 +26,8 @@ MANPATH=/nonexistent mandoc -Tlint -W warning man/*.[0-9] || fail "mandoc: the w
 
 # Raw SQLite: the engine's statement and connection code and assetbench's baselines.
 sqlite_files="Baseline.swift CheckedPrintf.swift CheckedText.swift Checkpointer.swift IndexQuery.swift IndexTable.swift
-    KeptStatements.swift PointReader.swift PutBaseline.swift QueryConnection.swift QueryText.swift Statement+Raw.swift Store+PointRead.swift
+    KeptStatements.swift PointReader.swift PutBaseline.swift QueryConnection.swift QueryText.swift Statement+Raw.swift
+    Store+FileList.swift Store+PointRead.swift
     Store+WALSync.swift Store.swift WALCoalescing.swift Workloads.swift WriteTransaction.swift
     WriteTransaction+ReadBound.swift"
 # Each C target has one Swift wrapper (and the store's C baseline calls the file probe).

@@ -1,6 +1,7 @@
 // What `stats` adds to the store's figures: the daemon's uptime, connections, requests,
 // query lane, clients' pool jobs, connection buffers and request latency. Loop-bound.
 
+import AssetStore
 import JSON
 
 extension ControlServer {
@@ -42,6 +43,7 @@ extension ControlServer {
         #if DEBUG
         if DebugStats.shown {
             o["debug"] = .object([
+                "edge_rows_read": .int(Int64(EdgeRowsRead.value)),
                 "event_lines_rendered": .int(Int64(DebugStats.eventLinesRendered)),
                 "identity_lookups": .int(Int64(DebugStats.identityLookups)),
                 "leases_draining": .int(Int64(leasedTurns.draining)),

@@ -9,7 +9,9 @@
 // `read_only_maintenance`: the non-admin's read-only run holding its slot, or null, so a test
 // sees a dropped job free both; `users`: uids whose share is kept (UserShare);
 // `leases_draining`: leases waiting for their uid's writes under way, and `turns_waiting`:
-// calls waiting their uid's turn (LeasedTurns). Release builds count nothing.
+// calls waiting their uid's turn (LeasedTurns); `edge_rows_read`: edge rows the store has
+// read (EdgeRow.swift), so a test sees that file.get stops at the reply limit. Release builds
+// count nothing.
 
 #if DEBUG
 import Glibc

@@ -54,10 +54,11 @@ extension Session {
 
     /// Runs `request` on the pool or the query lane, holding the maintenance slot if declared;
     /// `counted` (drains or not): on the pool in its uid's turn for its lease quota (LeasedTurns);
-    /// else a `write` that could grow what leases keep: a lease of its uid waits for it.
+    /// else a `write` that could grow what leases keep: a lease of its uid waits for it. With
+    /// `members`, the method reads those instead of `params` (a point read's, kept unbuilt).
     func runOffLoop(
         _ request: RPCRequest, _ params: JSONValue, _ execution: Execution, _ context: MethodContext,
-        _ started: Double, counted: Bool? = nil, write: Bool = false
+        _ started: Double, counted: Bool? = nil, write: Bool = false, members: Params? = nil
     ) {
         var context = context
         context.requestID = request.id
@@ -89,13 +90,13 @@ extension Session {
         let line = Box<[UInt8]>()
         let (name, ctx, id) = (request.method, context, request.id)
         #if DEBUG
-        let held = request.method == "object.list" || request.method == "edge.add"
+        let held = request.method == "object.list" || request.method == "edge.add" || request.method == "object.get"
         #endif
         let work: @Sendable () -> Void = {
             #if DEBUG
             if held { PoolJobHold.wait() }
             #endif
-            var result = MethodTable.call(name, params, ctx)
+            var result = members.map { MethodTable.call(name, $0, ctx) } ?? MethodTable.call(name, params, ctx)
             // The reply is built here, off the loop: a big one would stall every client. Not
             // one the daemon adds to on the loop (stats).
             if let id, case .success(var outcome) = result, !outcome.completedOnLoop {
@@ -253,26 +254,32 @@ extension Session {
     /// A point read on the loop, over the snapshot the server keeps for this turn (the store's
     /// own reader if it has none), the result's JSON text written straight into the reply
     /// line. A touch is recorded in memory here too (Store+Access.swift): it costs what a read
-    /// costs.
+    /// costs. An object with more file edges than the loop reads (Store+FileList.swift) is
+    /// read on the pool instead, like any pool method, its params read there.
     private func pointRead(_ method: MethodTable.Method, _ request: RPCRequest, _ started: Double) {
         let reader: any PointReads = server.pointReader ?? daemon.store
-        var failure: RPCError?
+        var answer = MethodTable.PointReadAnswer.written
         writeRendered { line in
             RPCLine.beginResult(id: request.id ?? .null, &line)
-            failure = method.pointRead(
+            answer = method.pointRead(
                 Params(request), from: reader, into: &line,
                 context: {
                     server.context(for: self)
                 })
-            guard failure == nil, request.id != nil else { return false }
+            guard case .written = answer, request.id != nil else { return false }
             RPCLine.endResult(&line)
             return true
         }
-        if let failure {
+        switch answer {
+        case .written:
+            server.recordLatency(QueryClock.now() - started)
+        case .failed(let failure):
             reply(request, .failure(failure), started)
-            return
+        case .offLoop:
+            // Nothing was recorded; a closed connection's read is not run (no one to answer).
+            guard !closed else { return }
+            runOffLoop(request, .null, .pool, server.context(for: self), started, members: Params(request))
         }
-        server.recordLatency(QueryClock.now() - started)
     }
 
     /// Answers `request`; `built` is the reply line when the worker thread made it.

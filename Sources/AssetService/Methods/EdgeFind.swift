@@ -75,19 +75,33 @@ struct EdgePage {
 
     /// How to ask for less, in the refusal.
     static let advice = "with edge.find limit and after (a page at a time, the reply's next the after of the next)"
+    /// How to ask for less in this reply's refusal.
+    private let tooLargeAdvice: String
+
+    /// Fewer bytes than any edge's text takes in a reply (101 at least: every member of a
+    /// manual edge, each as short as it gets), so a limit of rows made from it never cuts an
+    /// answer that fits.
+    static let edgeTextMinimum = 64
+
+    /// Rows enough to pass the reply limit (nil: no bound), for an answer without `limit`:
+    /// read this many, the reply is refused before the last.
+    var rowsToRefuse: Int? { replyLimit == .max ? nil : replyLimit / EdgePage.edgeTextMinimum + 1 }
 
     /// The rows a page reads at most: one more than its limit, to tell whether more follow.
     var rows: Int? { limit.map { $0 + 1 } }
 
-    init(limit: Int?, _ ctx: MethodContext) {
+    /// With `around`, what the reply holds beside its edges and envelope (at most); `advice`
+    /// for a refusal without `limit`.
+    init(limit: Int?, _ ctx: MethodContext, around: Int = 0, advice: String = EdgePage.advice) {
         self.limit = limit
+        tooLargeAdvice = advice
         wholeLimit = ctx.replyLimit
         replyLimit = ctx.replyLimit == .max || limit == nil ? ctx.replyLimit : ctx.replyLimit - ctx.replyUsed
         // What the reply takes beside its edges: the envelope and `next` (512 is ample), and
         // the id as rendered (a client may send a long one).
         var id = [UInt8]()
         ctx.requestID?.write(to: &id)
-        base = 512 + id.count
+        base = 512 + id.count + around
         bytes = base
     }
 
@@ -134,7 +148,7 @@ struct EdgePage {
     /// transact whose results before leave no room for an edge that fits a reply alone, the
     /// transact is too large (`after` would skip an edge a page of its own can hold).
     private func refusal(_ id: Int64) -> StoreError {
-        guard limit != nil else { return .replyTooLarge(wholeLimit, advice: EdgePage.advice) }
+        guard limit != nil else { return .replyTooLarge(wholeLimit, advice: tooLargeAdvice) }
         // `bytes` is the edge as rendered, with the reply around it.
         if replyLimit < wholeLimit, bytes <= wholeLimit { return MethodTable.resultsTooLarge(wholeLimit) }
         return StoreError(

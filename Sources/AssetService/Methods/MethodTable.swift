@@ -63,17 +63,37 @@ public enum MethodTable {
             self.read = read
         }
 
-        /// Appends a `.pointRead` call's result as JSON text to `out`, read through `reader`
-        /// (the daemon's reply line: no copy of the result), or returns its error as the
-        /// protocol reports it (then `out` may hold part of the text). `context` is asked only
-        /// by a call that records an access.
+        /// Appends a `.pointRead` call's result as JSON text to `out`, read through `reader` on
+        /// the daemon's loop (the reply line: no copy of the result), or says why not: its error
+        /// as the protocol reports it, or that it is to run off the loop (an object with many
+        /// file edges; nothing was recorded); then `out` may hold part of the text. `context`
+        /// is asked only by a call that records an access.
         public func pointRead(
             _ params: Params, from reader: any PointReads, into out: inout [UInt8], context: () -> MethodContext
-        ) -> RPCError? {
-            guard let read else { return RPCError(code: RPCError.internalErrorCode, message: "not a point read") }
-            if case .failure(let e) = capture({ try read(params, reader, context, &out) }) { return e }
-            return nil
+        ) -> PointReadAnswer {
+            guard let read else {
+                return .failed(RPCError(code: RPCError.internalErrorCode, message: "not a point read"))
+            }
+            do {
+                try read(params, reader, context, &out)
+                return .written
+            } catch is PointReadOffLoop {
+                return .offLoop
+            } catch {
+                if case .failure(let e) = capture({ throw error }) { return .failed(e) }
+                return .written
+            }
         }
+    }
+
+    /// How a point read on the loop ended.
+    public enum PointReadAnswer {
+        /// The result is written.
+        case written
+        /// Refused: the error to answer.
+        case failed(RPCError)
+        /// Not read on the loop (docs/PROTOCOL.md, object.get): run the method on the pool.
+        case offLoop
     }
 
     /// The methods by name.
@@ -136,10 +156,23 @@ public enum MethodTable {
         _ method: String, _ params: JSONValue, _ ctx: MethodContext
     ) -> Result<MethodOutcome, RPCError> {
         guard let m = methods[method] else { return .failure(.methodNotFound(method)) }
+        return call(m, method, Params(params), ctx)
+    }
+
+    /// Runs `method` with `params` read from a request's members (a point read run off the loop).
+    public static func call(_ method: String, _ params: Params, _ ctx: MethodContext) -> Result<MethodOutcome, RPCError>
+    {
+        guard let m = methods[method] else { return .failure(.methodNotFound(method)) }
+        return call(m, method, params, ctx)
+    }
+
+    private static func call(
+        _ m: Method, _ method: String, _ params: Params, _ ctx: MethodContext
+    ) -> Result<MethodOutcome, RPCError> {
         if m.adminOnly && !ctx.caller.isAdmin {
             return .failure(.application(.permissionDenied, "\(method) is for admins only"))
         }
-        return capture { try m.run(Params(params), ctx) }
+        return capture { try m.run(params, ctx) }
     }
 
     /// `body`'s value, or its error as the protocol reports it (the one place that maps).

@@ -54,11 +54,14 @@ public final class PointReader: PointReads {
         return collection.withUTF8 { c in key.withUTF8 { k in byID.slots.id(c, k) } }
     }
 
-    /// Appends the object's text exactly as the store's ``Store/objectJSON(_:touching:)`` prints it.
-    public func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool {
+    /// Appends the object's text exactly as the store's ``Store/objectJSON(_:touching:files:)`` prints it.
+    public func appendObjectJSON(
+        _ ref: ObjectRef, touching: Touching, files: FileReading, to out: inout [UInt8]
+    ) throws -> Bool {
         if case .no = touching { try store.checkOpen() } else { try store.checkWritable() }
         return try inSnapshot(ref) {
-            try store.renderObject(ref, on: conn, statement: objectRow, byID: byID, touching: touching, into: &out)
+            try store.renderObject(
+                ref, on: conn, statement: objectRow, byID: byID, touching: touching, files: files, into: &out)
         }
     }
 

@@ -42,6 +42,14 @@ public struct ReadTransaction {
     /// The registry row of a file and the edges to it, or nil if unregistered.
     public func file(_ path: String) throws -> FileReport? { try reads.file(path) }
 
+    /// The registry row of a file, or nil if unregistered; the edges to it are handed to
+    /// `visit` in id order, one at a time, until it returns false, at most `edgeLimit`.
+    public func file(
+        _ path: String, edgeLimit: Int? = nil, edges visit: (Int64, Edge) throws -> Bool
+    ) throws -> FileRecord? {
+        try reads.file(path, edgeLimit: edgeLimit, edges: visit)
+    }
+
     /// The owner of the object, or nil if there is none.
     public func owner(of ref: ObjectRef) throws -> String? { try reads.owner(ref) }
 

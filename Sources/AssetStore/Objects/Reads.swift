@@ -59,11 +59,11 @@ struct Reads {
         else { return nil }
         let id: Int64 = row[0]
         guard !hidden.contains(id) else { return nil }
-        // The point read's statements (Store+PointRead.swift): one entry a file, in path byte order.
-        var seen = Set<Int64>()
-        let files = try Row.fetchAll(db.cachedStatement(sql: Store.heldFilesSQL.description), arguments: [id])
-            .filter { seen.insert($0[7]).inserted }.map(Reads.fileRecord)
-            .sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        // The point read's statement off the loop (Store+FileList.swift): one entry a file, in
+        // path byte order, however many edges hold each (a row an edge made 400,000 rows).
+        let files = try Row.fetchAll(
+            db.cachedStatement(sql: Store.distinctFilesSQL.description), arguments: [id, -1]
+        ).map(Reads.fileRecord)
         let metadata: String? = row[2]
         return StoredObject(
             ref: ref, value: try Reads.json(row[1]), metadata: try metadata.map(Reads.json), owner: row[3],
@@ -171,6 +171,20 @@ struct Reads {
     }
 
     func file(_ reference: String) throws -> FileReport? {
+        var edges = [Edge]()
+        let record = try file(reference) { _, edge in
+            edges.append(edge)
+            return true
+        }
+        return record.map { FileReport(record: $0, edges: edges) }
+    }
+
+    /// The registry row of the file at `reference`, or nil; its edges are handed to `visit`
+    /// in id order, one at a time, until it returns false, at most `limit` of them: a reader
+    /// that stops early (file.get at the reply limit) has read no further.
+    func file(
+        _ reference: String, edgeLimit limit: Int? = nil, edges visit: (Int64, Edge) throws -> Bool
+    ) throws -> FileRecord? {
         let path = try ManagedRoots.normalise(reference)
         guard
             let row = try Row.fetchOne(
@@ -178,8 +192,22 @@ struct Reads {
                 arguments: [path])
         else { return nil }
         let id: Int64 = row[7]
-        let edges = try EdgeRow.fetch(db, where: "e.is_file = 1 AND e.dst = ? ORDER BY e.id", [id])
-            .filter { !hidden.contains($0.src) }.map(\.edge)
-        return FileReport(record: Reads.fileRecord(row), edges: edges)
+        // The first `limit` ids from the destination's index alone (SQLite's sort keeps no more
+        // than that), then their rows in that order: an `ORDER BY e.id LIMIT` over the whole
+        // select read every edge's source and file first.
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: EdgeRow.select + " " + Reads.fileEdgesCondition),
+            arguments: [id, limit.map { $0 + hidden.count } ?? -1])
+        while let row = try rows.next() {
+            let edge = EdgeRow(row: row)
+            if hidden.contains(edge.src) { continue }
+            guard try visit(edge.id, edge.edge) else { break }
+        }
+        return Reads.fileRecord(row)
     }
+
+    /// The edges to file `?1`, the first `?2` (-1: all) in id order.
+    static let fileEdgesCondition = """
+        WHERE e.id IN (SELECT id FROM edge WHERE is_file = 1 AND dst = ?1 ORDER BY id LIMIT ?2) ORDER BY e.id
+        """
 }

@@ -4,7 +4,8 @@
 // Store.get reads, the files only when the object's row says it holds any. Every object.get
 // reply is printed here: on the daemon's loop through a PointReader, straight into the reply
 // line, elsewhere through objectJSON. A touching read records the access (Store+Access.swift)
-// from the row it prints: one lookup.
+// from the row it prints: one lookup. How the files are read (a bounded few on the loop, or
+// all of them, once each, bounded by the reply limit) is Store+FileList.swift.
 
 import GRDB
 import GRDBSQLite
@@ -29,29 +30,45 @@ public enum Touching {
 public protocol PointReads {
     /// Appends the object as compact JSON text to `out` and returns true, or returns false if
     /// there is none. When `touching`, an access is recorded first (if its check lets it), and
-    /// the text shows it. After a throw, `out` may hold part of the text.
-    func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool
+    /// the text shows it. Its files are read as `files` says: `.onLoop` throws
+    /// ``PointReadOffLoop`` for an object with many file edges, before any access is recorded.
+    /// After a throw, `out` may hold part of the text.
+    func appendObjectJSON(
+        _ ref: ObjectRef, touching: Touching, files: FileReading, to out: inout [UInt8]
+    ) throws
+        -> Bool
     /// Records an access of `ref` in memory (`not_found` if there is none), if `check` lets it;
     /// with no check, from the (collection, key) index alone (the owner is not read).
     func touch(_ ref: ObjectRef, check: AccessCheck?) throws
 }
 
 extension PointReads {
-    /// The object as compact JSON text, or nil; see ``appendObjectJSON(_:touching:to:)``.
-    public func objectJSON(_ ref: ObjectRef, touching: Touching = .no) throws -> [UInt8]? {
+    /// The object as compact JSON text, or nil; see ``appendObjectJSON(_:touching:files:to:)``.
+    public func objectJSON(
+        _ ref: ObjectRef, touching: Touching = .no, files: FileReading = .whole(replyLimit: .max)
+    ) throws -> [UInt8]? {
         var out = [UInt8]()
-        return try appendObjectJSON(ref, touching: touching, to: &out) ? out : nil
+        return try appendObjectJSON(ref, touching: touching, files: files, to: &out) ? out : nil
+    }
+
+    /// ``appendObjectJSON(_:touching:files:to:)`` with every file, whatever the reply's size.
+    public func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool {
+        try appendObjectJSON(ref, touching: touching, files: .whole(replyLimit: .max), to: &out)
     }
 }
 
 extension Store: PointReads {
-    public func appendObjectJSON(_ ref: ObjectRef, touching: Touching, to out: inout [UInt8]) throws -> Bool {
+    public func appendObjectJSON(
+        _ ref: ObjectRef, touching: Touching, files: FileReading, to out: inout [UInt8]
+    ) throws -> Bool {
         if case .no = touching { try checkOpen() } else { try checkWritable() }
         try ref.validate()
         return try queries.with { conn in
             // The pool's connections cap values at the reply limit for clients' clauses.
             try conn.withoutLengthLimit {
-                try conn.inReadTransaction { try renderObject(ref, on: conn, touching: touching, into: &out) }
+                try conn.inReadTransaction {
+                    try renderObject(ref, on: conn, touching: touching, files: files, into: &out)
+                }
             }
         }
     }
@@ -60,13 +77,6 @@ extension Store: PointReads {
     static let objectRowSQL: StaticString = """
         SELECT id, value, metadata, owner, created, modified, accessed FROM object
         WHERE collection = ? AND key = ?
-        """
-
-    /// The files an object holds, one row an edge (a file held through two edges comes
-    /// twice): the columns `Reads.fileRecord` takes, then the file's id.
-    static let heldFilesSQL: StaticString = """
-        SELECT path, size, device, inode, mtime, missing, first_seen, f.id
-        FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = ? AND e.is_file = 1
         """
 
     /// The object's id inside the connection's current read transaction, or nil: the
@@ -117,10 +127,11 @@ extension Store: PointReads {
     /// join with the edge and file tables opened (and allocated) two more cursors every get.
     /// `statement` is `objectRowFilesSQL` prepared on `conn`, if the caller keeps it.
     /// With `byID`, a ref its slots hold is read by id first (ObjectIDSlots.swift), and a ref
-    /// found through the index is remembered there.
+    /// found through the index is remembered there. The files are read as `files` says, before
+    /// any access is recorded: a read refused for its files records none.
     func renderObject(
         _ ref: ObjectRef, on conn: QueryConnection, statement: OpaquePointer? = nil, byID: RowByID? = nil,
-        touching: Touching, into out: inout [UInt8]
+        touching: Touching, files: FileReading, into out: inout [UInt8]
     ) throws -> Bool {
         let s = try statement ?? conn.cached(Store.objectRowFilesSQL)
         var (collection, key) = (ref.collection, ref.key)
@@ -131,7 +142,9 @@ extension Store: PointReads {
                     sqlite3_bind_int64(row, 1, id)
                     // A statement left mid-rows keeps the read transaction (and its snapshot) open.
                     defer { sqlite3_reset(row) }
-                    if try renderRow(row, c, k, on: conn, touching: touching, into: &out) != nil { return true }
+                    if try renderRow(row, c, k, on: conn, touching: touching, files: files, into: &out) != nil {
+                        return true
+                    }
                     // Deleted since: the ref may name a newer object now, which the index finds.
                     byID.slots.remove(c, k)
                 }
@@ -143,7 +156,9 @@ extension Store: PointReads {
                     sqlite3_reset(s)
                     sqlite3_clear_bindings(s)
                 }
-                guard let id = try renderRow(s, c, k, on: conn, touching: touching, into: &out) else { return false }
+                guard let id = try renderRow(s, c, k, on: conn, touching: touching, files: files, into: &out) else {
+                    return false
+                }
                 byID?.slots.set(c, k, id)
                 return true
             }
@@ -168,7 +183,7 @@ extension Store: PointReads {
     /// which are appended straight.
     private func renderRow(
         _ s: OpaquePointer, _ collection: UnsafeBufferPointer<UInt8>, _ key: UnsafeBufferPointer<UInt8>,
-        on conn: QueryConnection, touching: Touching, into out: inout [UInt8]
+        on conn: QueryConnection, touching: Touching, files reading: FileReading, into out: inout [UInt8]
     ) throws -> Int64? {
         switch sqlite3_step(s) {
         case SQLITE_ROW: break
@@ -176,21 +191,26 @@ extension Store: PointReads {
         case let rc: throw conn.failure(rc)
         }
         let id = sqlite3_column_int64(s, 0)
-        let touched: Double?
-        switch touching {
-        case .no: touched = pendingAccess(id)
-        case .yes: touched = recordAccess(id)
-        case .checked(let check):
-            try check(String(cString: sqlite3_column_text(s, 3)))
-            touched = recordAccess(id)
-        }
-        // The owner is counted once, like the value: its length has no limit, and one that needs
-        // escaping grows the buffer as it is written instead of reserving six times its size.
         // Lengths read once: each column call costs about 60 instructions. Text columns need
         // no conversion, so their lengths hold for the text taken below.
         let lengths = (
             Int(sqlite3_column_bytes(s, 1)), Int(sqlite3_column_bytes(s, 2)), Int(sqlite3_column_bytes(s, 3))
         )
+        if case .checked(let check) = touching { try check(String(cString: sqlite3_column_text(s, 3))) }
+        // Read before the access is recorded: a read refused for its files (too many for the
+        // loop, too large for a reply) records none.
+        let files =
+            sqlite3_column_int64(s, 7) > 0
+            ? try Store.fileList(
+                id, sqlite3_column_int64(s, 7), on: conn, reading,
+                around: lengths.0 + lengths.1 + lengths.2 + collection.count + key.count) : nil
+        let touched: Double?
+        switch touching {
+        case .no: touched = pendingAccess(id)
+        case .yes, .checked: touched = recordAccess(id)
+        }
+        // The owner is counted once, like the value: its length has no limit, and one that needs
+        // escaping grows the buffer as it is written instead of reserving six times its size.
         out.reserveMore(256 + lengths.0 + lengths.1 + lengths.2 + 6 * (key.count + collection.count))
         out.appendText(maximum: 64 + 2 * JSONCursor.doubleMaximum + JSONCursor.stringMaximum(collection.count)) { c in
             c.literal(#"{"accessed":"#)
@@ -205,12 +225,7 @@ extension Store: PointReads {
             Store.number(s, 4, &c)
             c.literal(#","files":["#)
         }
-        if sqlite3_column_int64(s, 7) > 0 {
-            let files = try conn.cached(Store.heldFilesSQL)
-            defer { sqlite3_reset(files) }
-            sqlite3_bind_int64(files, 1, id)
-            try Store.renderFiles(files, on: conn, &out)
-        }
+        if let files { files.append(to: &out) }
         // Taken after the files' statement ran: nothing points into `s`'s row across other work.
         let (value, metadata, owner) = (
             Store.text(s, 1, lengths.0), Store.text(s, 2, lengths.1), Store.text(s, 3, lengths.2)
@@ -281,44 +296,12 @@ extension Store: PointReads {
         if sqlite3_column_type(s, i) == SQLITE_NULL { c.literal("null") } else { c.double(sqlite3_column_double(s, i)) }
     }
 
-    /// The files of `heldFilesSQL`'s rows (each row a file edge), each printed as
-    /// `StoredObject.json` prints it, in the byte order of their paths (SQLite's ORDER BY
-    /// path), a file held through two edges once (paths are unique in the registry).
-    private static func renderFiles(_ s: OpaquePointer, on conn: QueryConnection, _ out: inout [UInt8]) throws {
-        var files: [(path: [UInt8], json: [UInt8])] = []
-        var rc = sqlite3_step(s)
-        while rc == SQLITE_ROW {
-            let path = Array(
-                UnsafeBufferPointer(start: sqlite3_column_text(s, 0), count: Int(sqlite3_column_bytes(s, 0))))
-            var json: [UInt8] = []
-            literal(#"{"device":"#, &json); number(s, 2, double: false, &json)
-            literal(#","first_seen":"#, &json); number(s, 6, double: true, &json)
-            literal(#","inode":"#, &json); number(s, 3, double: false, &json)
-            literal(#","missing":"#, &json)
-            json.append(contentsOf: (sqlite3_column_int64(s, 5) != 0 ? "true" : "false").utf8)
-            literal(#","mtime":"#, &json); number(s, 4, double: true, &json)
-            literal(#","path":"#, &json); JSONValue.writeString(String(decoding: path, as: UTF8.self), to: &json)
-            literal(#","size":"#, &json); number(s, 1, double: false, &json)
-            json.append(UInt8(ascii: "}"))
-            files.append((path, json))
-            rc = sqlite3_step(s)
-        }
-        guard rc == SQLITE_DONE else { throw conn.failure(rc) }
-        files.sort { $0.path.lexicographicallyPrecedes($1.path) }
-        var last: [UInt8]?
-        for file in files where file.path != last {
-            if last != nil { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: file.json)
-            last = file.path
-        }
-    }
-
     /// Text of ours, plain ASCII, written as it is.
-    private static func literal(_ text: StaticString, _ out: inout [UInt8]) {
+    static func literal(_ text: StaticString, _ out: inout [UInt8]) {
         JSONValue.writeLiteral(text, to: &out)
     }
 
-    private static func number(_ s: OpaquePointer, _ i: Int32, double: Bool, _ out: inout [UInt8]) {
+    static func number(_ s: OpaquePointer, _ i: Int32, double: Bool, _ out: inout [UInt8]) {
         if sqlite3_column_type(s, i) == SQLITE_NULL { literal("null", &out); return }
         if double {
             JSONValue.writeDouble(sqlite3_column_double(s, i), to: &out)

@@ -2,6 +2,7 @@
 // ends, loaded in one join so a deleted end can still be reported by name.
 
 import GRDB
+import Synchronization
 
 struct EdgeRow: Hashable {
     var id: Int64
@@ -47,6 +48,9 @@ struct EdgeRow: Hashable {
         """
 
     init(raw r: RawRow) {
+        #if DEBUG
+        EdgeRowsRead.count.add(1, ordering: .relaxed)
+        #endif
         id = r.int64(0)
         name = r.text(1) ?? ""
         src = r.int64(2)
@@ -63,6 +67,9 @@ struct EdgeRow: Hashable {
     }
 
     init(row: Row) {
+        #if DEBUG
+        EdgeRowsRead.count.add(1, ordering: .relaxed)
+        #endif
         id = row[0]
         name = row[1]
         src = row[2]
@@ -86,3 +93,13 @@ struct EdgeRow: Hashable {
         return out
     }
 }
+
+#if DEBUG
+/// Debug builds only: the edge rows this process has read, for assetd's debug counts in
+/// `stats`: a test sees how many edges a reply read before it stopped.
+public enum EdgeRowsRead {
+    static let count = Atomic<Int>(0)
+    /// Rows read so far.
+    public static var value: Int { count.load(ordering: .relaxed) }
+}
+#endif
