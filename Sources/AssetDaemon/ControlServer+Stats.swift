@@ -51,7 +51,8 @@ extension ControlServer {
                 "parsed_requests_waiting": .int(Int64(sessions.values.reduce(0) { $0 + $1.parsedWaiting })),
                 "parses_waiting": .int(Int64(parseGate.waitingCount)),
                 "parses_running": .int(Int64(parseGate.running)),
-                "read_only_maintenance": daemon.maintenance.readOnlyRunning.map { .string($0) } ?? .null,
+                "read_only_maintenance": daemon.maintenance.readOnlyRunning.isEmpty
+                    ? .null : .int(Int64(daemon.maintenance.readOnlyRunning.count)),
                 "users": .int(Int64(users.count)),
             ])
         }

@@ -313,6 +313,10 @@ final class ControlServer {
                 enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
             context.replyLimit = daemon.config.limits.maxReplyBytes
             context.leaseBounds = daemon.config.limits.leaseBounds
+            // A non-admin's connections share half of all leases' entries (assetd.toml(5)).
+            if !admin {
+                context.leaseBounds?.perUser = max(1, UserShare.share(of: daemon.config.limits.totalLeaseEntries))
+            }
             context.cascadeLimit = admin ? nil : daemon.config.limits.cascadeLimit
             session.keptContext = context
         }

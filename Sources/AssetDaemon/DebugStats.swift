@@ -6,7 +6,7 @@
 // group databases at accept, so a test sees that a refused connection costs none;
 // `parses_waiting`: connections whose long line waits for the running requests to hold less
 // (ParseGate), `parses_running` the long lines it let in and not yet done;
-// `read_only_maintenance`: the non-admin's read-only run holding its slot, or null, so a test
+// `read_only_maintenance`: how many non-admins' read-only runs hold their uid's slot, or null, so a test
 // sees a dropped job free both; `users`: uids whose share is kept (UserShare);
 // `leases_draining`: leases waiting for their uid's writes under way, and `turns_waiting`:
 // calls waiting their uid's turn (LeasedTurns); `edge_rows_read`: edge rows the store has

@@ -1,7 +1,10 @@
 // Index queries and aggregates run on threads of their own, never on libuv's pool: a client's
 // clause may run until the query time limit, and a few such clauses must not keep writes,
 // touches, leases, stats or sweeps waiting (assetd(8), CONTROL PROTOCOL). Waiting queries are
-// taken in turn by user, so that one user's many connections cannot keep another's out.
+// taken in turn by user, so that one user's many connections cannot keep another's out, and
+// one uid runs at most half the threads (at least one), even alone: a query may hold its thread
+// until the time limit, so a uid let take every thread while alone kept the next user's
+// trivial query waiting that long (docs/DESIGN.md). Once stopping, the cap is lifted.
 
 import EventLoop
 import Foundation
@@ -21,10 +24,13 @@ final class QueryLane: @unchecked Sendable {
     private final class Waiting {
         var jobs = UserTurns<Job>()
         var running = 0
+        var runningByUser: [UInt32: Int] = [:]
         var stopping = false
     }
 
     let threads: Int
+    /// The most queries of one uid running at once: half the threads, at least one.
+    let perUser: Int
     private let lock = NSCondition()
     private let waiting = Waiting()
     /// Tickets whose work ended, for the loop.
@@ -37,6 +43,7 @@ final class QueryLane: @unchecked Sendable {
 
     init(loop: Loop, threads: Int) throws(UVError) {
         self.threads = threads
+        perUser = max(1, threads / 2)
         waker = try Waker(loop: loop) { [unowned self] in deliver() }
         for i in 0..<threads {
             ended.enter()
@@ -92,16 +99,27 @@ final class QueryLane: @unchecked Sendable {
     private func serve() {
         while true {
             lock.lock()
-            while waiting.jobs.isEmpty && !waiting.stopping { lock.wait() }
-            guard let job = waiting.jobs.next()?.job else {
+            var taken: (uid: UInt32, job: Job)?
+            while true {
+                let w = waiting
+                let cap = perUser
+                taken = w.jobs.next { w.stopping || w.runningByUser[$0, default: 0] < cap }
+                if taken != nil || (w.jobs.isEmpty && w.stopping) { break }
+                lock.wait()  // nothing waits, or only uids at their cap: a job's end wakes it
+            }
+            guard let (uid, job) = taken else {
                 lock.unlock()
                 return
             }
             waiting.running += 1
+            waiting.runningByUser[uid, default: 0] += 1
             lock.unlock()
             job.work()
             lock.lock()
             waiting.running -= 1
+            let left = waiting.runningByUser[uid, default: 1] - 1
+            waiting.runningByUser[uid] = left > 0 ? left : nil
+            lock.broadcast()  // that uid's next job may go now
             lock.unlock()
             finished.withLock { $0.append(job.ticket) }
             waker?.wake()

@@ -70,8 +70,9 @@ extension Session {
                 return
             }
             // A non-admin may run only the read-only forms (dry runs, verify without repair),
-            // in a slot of their own.
-            switch daemon.maintenance.claim(request.method, readOnly: !context.caller.isAdmin) {
+            // in a slot of its uid's own.
+            let uid = context.caller.uid
+            switch daemon.maintenance.claim(request.method, readOnly: context.caller.isAdmin ? nil : uid) {
             case .success(let c): claim = c
             case .failure(let busy):
                 reply(request, .failure(busy.error), started)

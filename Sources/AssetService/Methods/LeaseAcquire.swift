@@ -32,7 +32,7 @@ extension MethodTable {
         // Its size is known from the request: a lease past a bound is refused before the
         // owner reads and the walk of each file the ownership check would make.
         try ctx.store.leases.checkBounds(
-            objects: objects.count, files: files.count, holder: holder, bounds: ctx.leaseBounds)
+            objects: objects.count, files: files.count, holder: holder, uid: ctx.caller.uid, bounds: ctx.leaseBounds)
         // The files no walk judged are looked at too, admins' included: a lease of a folder
         // (or a symlink) protects nothing, as the unlinks take regular files only.
         for f in try checkLeaseOwnership(objects: objects, files: accepted, ctx) {

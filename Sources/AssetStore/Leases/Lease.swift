@@ -35,17 +35,22 @@ public struct Lease: Sendable, Hashable {
 }
 
 /// How many entries (objects and files, a lease with neither counting as one) the leases of
-/// one holder, and of all holders together, may hold. In-process holders (holder nil) are
-/// neither bounded nor counted: the bounds are on what the daemon's clients may make it keep.
+/// one holder, of one user, and of all holders together, may hold. In-process holders (holder
+/// nil) are neither bounded nor counted: the bounds are on what the daemon's clients may make it keep.
 public struct LeaseBounds: Sendable, Equatable {
     /// `control.max_lease_entries_per_connection`.
     public var perHolder: Int
     /// `control.total_lease_entries`.
     public var total: Int
+    /// What the leases of all of one uid's connections may hold: half of `total` for a
+    /// non-admin (assetd.toml(5), [control]), so that one user's connections cannot take every
+    /// entry and refuse every other user's lease; nil for admins.
+    public var perUser: Int?
 
-    public init(perHolder: Int, total: Int) {
+    public init(perHolder: Int, total: Int, perUser: Int? = nil) {
         self.perHolder = perHolder
         self.total = total
+        self.perUser = perUser
     }
 }
 
@@ -66,13 +71,15 @@ extension LeaseRegistry {
     /// `holder`'s live leases, or all, past `bounds` now: what a caller asks before judging
     /// whose they are (reads, a walk a file), so that a lease refused for its size costs none
     /// of those. `acquire` checks again.
-    public func checkBounds(objects: Int, files: Int, holder: UInt64?, bounds: LeaseBounds?) throws(StoreError) {
+    public func checkBounds(
+        objects: Int, files: Int, holder: UInt64?, uid: UInt32? = nil, bounds: LeaseBounds?
+    ) throws(StoreError) {
         guard let bounds, let holder else { return }
         let entries = Lease.entries(objects: objects, files: files)
         let now = clock()
         let refused = state.withLock { s -> StoreError? in
             do throws(StoreError) {
-                try s.check(entries, holder: holder, bounds, now: now)
+                try s.check(entries, holder: holder, uid: uid, bounds, now: now)
                 return nil
             } catch {
                 return error

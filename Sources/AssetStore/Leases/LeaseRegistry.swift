@@ -89,7 +89,7 @@ public final class LeaseRegistry: Sendable {
         let check = { (s: inout LeaseState) -> StoreError? in
             guard let bounds, let holder else { return nil }
             do throws(StoreError) {
-                try s.check(entries, holder: holder, bounds, now: self.clock())
+                try s.check(entries, holder: holder, uid: uid, bounds, now: self.clock())
                 return nil
             } catch {
                 return error
@@ -97,7 +97,7 @@ public final class LeaseRegistry: Sendable {
         }
         // Refused before either gate: a refusal must not wait for, nor hold up, unlinks and
         // policy batches. Checked again when granted, as other leases may come in between.
-        try checkBounds(objects: objects.count, files: paths.count, holder: holder, bounds: bounds)
+        try checkBounds(objects: objects.count, files: paths.count, holder: holder, uid: uid, bounds: bounds)
         // Nil: the numbers ran out meanwhile (other leases took the last of the block).
         let ahead = Atomic<Bool>(false)  // this lease left a quarter of the block: reserve the next
         let grant = { () -> Result<Lease?, StoreError> in

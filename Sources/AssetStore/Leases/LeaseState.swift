@@ -21,6 +21,8 @@ struct LeaseState {
     var holders = LeaseHolders()
     /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
     var held: [UInt64: Int] = [:]
+    /// The same by the holders' uids, for a non-admin's share (LeaseBounds.perUser).
+    var heldByUID: [UInt32: Int] = [:]
     var total = 0
     /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
     var earliest = Double.infinity
@@ -68,6 +70,7 @@ struct LeaseState {
             byUID[u, default: []].insert(l.id)
             names[u, default: LeasedNames()].add(l)
             holders.add(u)
+            heldByUID[u, default: 0] += l.entries
         }
         held[h, default: 0] += l.entries
         total += l.entries
@@ -95,6 +98,8 @@ struct LeaseState {
             names[u]?.drop(l)
             if names[u]?.isEmpty == true { names[u] = nil }
             holders.drop(u)
+            let leftByUID = heldByUID[u, default: 0] - l.entries
+            heldByUID[u] = leftByUID > 0 ? leftByUID : nil
         }
         if total == 0 { earliest = .infinity }
         return l
@@ -122,7 +127,9 @@ struct LeaseState {
     /// bound, and only if one can have lapsed). They still take memory until the sweep
     /// starts (which can be long), and a tiny ttl lapses at once, so with them the counts
     /// are bounded at twice `bounds`.
-    mutating func check(_ entries: Int, holder: UInt64, _ bounds: LeaseBounds, now: Double) throws(StoreError) {
+    mutating func check(
+        _ entries: Int, holder: UInt64, uid: UInt32? = nil, _ bounds: LeaseBounds, now: Double
+    ) throws(StoreError) {
         let someLapsed = earliest <= now
         var mine = held[holder, default: 0]
         if mine + entries > bounds.perHolder && someLapsed {
@@ -143,6 +150,7 @@ struct LeaseState {
                 "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
                 held: rawMine, lapsed: true)
         }
+        if let perUser = bounds.perUser, let uid { try checkUser(entries, uid: uid, perUser, now: now) }
         // Before the scan of every lease below, which this spares a full registry.
         if total + entries > 2 * bounds.total {
             throw StoreError.leaseLimit(
@@ -155,6 +163,26 @@ struct LeaseState {
         }
         if all + entries > bounds.total {
             throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
+        }
+    }
+
+    /// Refuses `entries` more for `uid` past its share, as `check` does for a holder: one
+    /// user's many connections (256 of 4,096 entries each) would otherwise fill the total, and
+    /// every other user's lease be refused for as long as they stay.
+    private mutating func checkUser(_ entries: Int, uid: UInt32, _ perUser: Int, now: Double) throws(StoreError) {
+        let whose = "this user's leases"
+        let key = "half of control.total_lease_entries"
+        var mine = heldByUID[uid, default: 0]
+        if mine + entries > perUser && earliest <= now {
+            walked += byUID[uid]?.count ?? 0
+            for id in byUID[uid] ?? [] {
+                if let l = leases[id], l.holder != nil, l.expires <= now { mine -= l.entries }
+            }
+        }
+        if mine + entries > perUser { throw StoreError.leaseLimit(whose, key, perUser, held: mine) }
+        let raw = heldByUID[uid, default: 0]
+        if raw + entries > 2 * perUser {
+            throw StoreError.leaseLimit(whose, key, perUser, held: raw, lapsed: true)
         }
     }
 }

@@ -276,26 +276,6 @@ final class PolicyRun {
         if skippedIDs.insert(id).inserted { plan.skipped[why, default: 0] += 1 }
     }
 
-    /// Counts the pinned and too young objects an LRU walk of `order` skipped without seeing
-    /// them (its query leaves them out): those up to `cursor`, or all of them once exhausted.
-    func countUnseen(
-        _ tx: WriteTransaction, order: String, through cursor: Double?, exhausted: Bool, condition: String,
-        arguments: StatementArguments
-    ) throws {
-        var sql = "SELECT d.id, d.pinned FROM object d WHERE (d.pinned = 1 OR d.created > ?)"
-        var args: StatementArguments = [now - minAge]
-        if !exhausted {
-            guard let cursor else { return }
-            sql += " AND d.\(order) <= ?"
-            args += [cursor]
-        }
-        if !condition.isEmpty { sql += " AND " + condition }
-        args += arguments
-        for row in try Row.fetchAll(tx.db, sql: sql, arguments: args) {
-            skip(row[0], (row[1] as Bool) ? .pinned : .tooYoung)
-        }
-    }
-
     /// Adds an effect to the plan: each file's bytes go to the first deleted object that held it.
     private func record(_ effect: EvictionEffect, requested: Set<Int64>, reason: EvictionReason, detail: String?) {
         var bytes = [Int64](repeating: 0, count: effect.deleted.count)
@@ -342,23 +322,30 @@ final class PolicyRun {
 
     /// Evictable candidates after a cursor, in `order` (a column), with an extra SQL
     /// condition: object rows, which carry the built-in index's columns and SQLite indexes.
-    /// Young and pinned objects never come back; leased ones are filtered by the caller's guard.
+    /// Young and pinned objects never come back, unless `seeingHeld`: then they come too, with
+    /// why they stay (`held`), so that a walk counts them against its budget (SQLite would pass
+    /// over any number of them inside one query, holding the writer: docs/DESIGN.md, Dry runs).
+    /// Leased ones are filtered by the caller's guard.
     /// Each comes with what a deletion records of it (`detail`), read from the same row, so
     /// that a deletion in this transaction need not read the row again (`evict(known:)`).
     func candidates(
         _ tx: WriteTransaction, order: String, after cursor: (Double, Int64)?, condition: String = "",
-        arguments: StatementArguments = [], limit: Int
-    ) throws -> [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail)] {
+        arguments: StatementArguments = [], limit: Int, seeingHeld: Bool = false
+    ) throws -> [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)] {
+        let createdBefore = now - minAge
         let (sql, args) = PolicyRun.candidateQuery(
-            order: order, createdBefore: now - minAge, after: cursor, condition: condition, arguments: arguments,
-            limit: limit)
-        var rows = [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail)]()
+            order: order, createdBefore: createdBefore, after: cursor, condition: condition, arguments: arguments,
+            limit: limit, seeingHeld: seeingHeld)
+        var rows = [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)]()
         rows.reserveCapacity(min(limit, 4096))
         try tx.db.cachedStatement(sql: sql).forEachRawRow(args) { r in
             let id = r.int64(0)
             let ref = ObjectRef(r.text(1) ?? "", r.text(2) ?? "")
-            let detail = DeletedDetail(id: id, ref: ref, owner: r.text(4) ?? "", pinned: false, created: r.double(5))
-            rows.append((id: id, ref: ref, key: r.double(3), detail: detail))
+            let pinned = seeingHeld && r.int64(6) != 0
+            let created = r.double(5)
+            let detail = DeletedDetail(id: id, ref: ref, owner: r.text(4) ?? "", pinned: pinned, created: created)
+            let held: SkipReason? = pinned ? .pinned : created > createdBefore ? .tooYoung : nil
+            rows.append((id: id, ref: ref, key: r.double(3), detail: detail, held: held))
         }
         return rows
     }
@@ -368,18 +355,21 @@ extension PolicyRun {
     /// The SQL of `candidates` (a query plan test reads it: it must walk an index in order).
     static func candidateQuery(
         order: String, createdBefore: Double, after cursor: (Double, Int64)?, condition: String,
-        arguments: StatementArguments, limit: Int
+        arguments: StatementArguments, limit: Int, seeingHeld: Bool = false
     ) -> (String, StatementArguments) {
-        var sql = """
-            SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created FROM object d
-            WHERE d.pinned = 0 AND d.created <= ?
-            """
-        var args: StatementArguments = [createdBefore]
+        var sql = "SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created, d.pinned FROM object d"
+        var clauses = [String]()
+        var args: StatementArguments = []
+        if !seeingHeld {
+            clauses.append("d.pinned = 0 AND d.created <= ?")
+            args += [createdBefore]
+        }
         if let cursor {
-            sql += " AND d.\(order) >= ? AND (d.\(order) > ? OR d.id > ?)"
+            clauses.append("d.\(order) >= ? AND (d.\(order) > ? OR d.id > ?)")
             args += [cursor.0, cursor.0, cursor.1]
         }
-        if !condition.isEmpty { sql += " AND " + condition }
+        if !condition.isEmpty { clauses.append(condition) }
+        if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
         sql += " ORDER BY d.\(order), d.id LIMIT ?"
         args += arguments
         args += [limit]

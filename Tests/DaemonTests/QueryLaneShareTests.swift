@@ -1,0 +1,49 @@
+// One uid runs at most half the query threads (at least one), even alone (docs/DESIGN.md):
+// a query may hold its thread until control.query_time_limit, and one user looping slow
+// clauses on a few connections held both of the default two, so another user's trivial
+// index.query waited up to that limit (27 s at the default 30 s).
+
+import AssetClient
+import JSON
+import Foundation
+import Testing
+
+@Suite struct QueryLaneShareTests {
+    /// Opens `argv[2]` connections, sends on each an index.query with the clause `argv[3]`,
+    /// prints "sent", and keeps them open (their queries running or waiting) until stopped.
+    static let slowQueries = """
+        import json, socket, sys
+        conns = []
+        for i in range(int(sys.argv[2])):
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            req = {"jsonrpc": "2.0", "id": i, "method": "index.query", "params": {"where": sys.argv[3]}}
+            s.sendall((json.dumps(req) + "\\n").encode())
+            conns.append(s)
+        print("sent", flush=True)
+        conns[0].recv(1)
+        """
+
+    @Test(
+        "one user's slow queries leave another user's query a thread",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as another user"))
+    func anotherUserQueries() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\nquery_threads = 2\nquery_time_limit = \"10m\"")
+        let c = try h.client(timeout: 60)
+        for i in 0..<40 { try c.putObject("q", "k\(i)", ["n": .int(Int64(i))]) }
+        let flood = try BackgroundProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", "/usr/bin/python3", "-c",
+                Self.slowQueries, h.socket, "3", HostileClientTests.endlessClause,
+            ])
+        defer { flood.stop() }
+        #expect(flood.waitForLine { $0 == "sent" })
+        // Nobody alone runs one of the two threads; its other two queries wait.
+        let lane = { () throws -> JSONValue? in try c.call("stats")["queries"] }
+        #expect(try eventually { try lane() == ["threads": 2, "running": 1, "queued": 2] })
+        // Root's query takes the other thread at once (10 minutes otherwise).
+        let rows = try c.call("index.query", ["where": "WHERE key = ?", "params": ["k1"]])
+        #expect(rows["rows"]?.arrayValue?.count == 1, "\(rows)")
+        #expect(try lane()?["running"] == 1)
+    }
+}
