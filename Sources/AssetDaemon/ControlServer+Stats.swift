@@ -51,6 +51,7 @@ extension ControlServer {
                 "parses_running": .int(Int64(parseGate.running)),
                 "read_only_maintenance": daemon.maintenance.readOnlyRunning.map { .string($0) } ?? .null,
                 "users": .int(Int64(users.count)),
+                "puts_waiting": .int(Int64(puts?.waitingCount ?? 0)),
             ])
         }
         #endif

@@ -9,7 +9,9 @@
 // `read_only_maintenance`: the non-admin's read-only run holding its slot, or null, so a test
 // sees a dropped job free both; `users`: uids whose share is kept (UserShare);
 // `leases_draining`: leases waiting for their uid's writes under way, and `turns_waiting`:
-// calls waiting their uid's turn (LeasedTurns). Release builds count nothing.
+// calls waiting their uid's turn (LeasedTurns); `puts_waiting`: puts queued for the group
+// commit and not yet answered, so a test sees them all queued before the committer goes on.
+// Release builds count nothing.
 
 #if DEBUG
 import Glibc
