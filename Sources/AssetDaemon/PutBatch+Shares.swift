@@ -35,16 +35,19 @@ struct BatchShares {
     /// over, but each uid's first put of the run goes, so no uid waits for ever.
     mutating func nextRun() { run += 1 }
 
-    /// Whether a put of `ctx`'s caller, of `bytes`, runs now; if so its bytes are counted.
-    /// `rereads` (asked only past the uid's share of reads) tells whether it would read held
-    /// files again; nil: it might.
-    mutating func admits(_ ctx: MethodContext, bytes: Int, rereads: (() -> Bool)?) -> Bool {
+    /// Whether the put `params` of `ctx`'s caller, of `bytes`, runs now; if so its bytes are
+    /// counted. Past the uid's share of reads, a put still runs if it would read no held file
+    /// again in `tx` (asked only then; nil, each put alone: it might). No closure: one
+    /// capturing the put's context copied it, about 150 instructions a put.
+    mutating func admits(_ params: Params, _ ctx: MethodContext, bytes: Int, in tx: WriteTransaction?) -> Bool {
         guard counting else { return true }
         let uid = ctx.caller.uid
         var share = shares[uid] ?? Share()
         if share.run == run {
             guard share.bytes < Self.bytes else { return false }
-            if share.reads >= Self.reads(ctx.cascadeLimit), rereads?() ?? true { return false }
+            if share.reads >= Self.reads(ctx.cascadeLimit) {
+                guard let tx, !Self.rereads(params, ctx, tx) else { return false }
+            }
         }
         share.run = run
         share.bytes += bytes
@@ -60,7 +63,7 @@ struct BatchShares {
 
     /// Whether the put `params` of `ctx`'s caller would read held files again in `tx`
     /// (WriteTransaction.wouldReadHeldFilesAgain); a put with no valid name fails anyway.
-    static func rereads(_ params: Params, _ ctx: MethodContext, _ tx: WriteTransaction) -> Bool {
+    private static func rereads(_ params: Params, _ ctx: MethodContext, _ tx: WriteTransaction) -> Bool {
         guard let ref = try? params.ref() else { return false }
         let checked = ctx.enforceOwnership && !ctx.caller.isAdmin
         return (try? tx.wouldReadHeldFilesAgain(ref, checkedAs: checked ? ctx.caller.uid : nil)) ?? true

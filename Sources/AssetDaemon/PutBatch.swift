@@ -65,9 +65,9 @@ enum PutBatch {
                 shares.nextRun()
                 deferred = []
                 var repeated = RepeatedPuts(count: inputs.count)
-                for (i, (tag, params, ctx)) in inputs.enumerated() {
-                    guard shares.admits(ctx, bytes: bytes(tag), rereads: { BatchShares.rereads(params, ctx, tx) })
-                    else {
+                for i in inputs.indices {
+                    let (tag, params, ctx) = inputs[i]
+                    guard shares.admits(params, ctx, bytes: bytes(tag), in: tx) else {
                         deferred.append(i)
                         continue
                     }
@@ -160,9 +160,7 @@ enum PutBatch {
                 tried.nextRun()
                 var repeated = RepeatedPuts(count: inputs.count)
                 return inputs.map { params, ctx, bytes -> Result<Void, RPCError>? in
-                    guard tried.admits(ctx, bytes: bytes, rereads: { BatchShares.rereads(params, ctx, tx) }) else {
-                        return nil
-                    }
+                    guard tried.admits(params, ctx, bytes: bytes, in: tx) else { return nil }
                     return MethodTable.capture {
                         if repeated.isRepeat(params) { try tx.flush() }
                         tx.beginRequest(bound: ctx.cascadeLimit)
@@ -190,7 +188,7 @@ enum PutBatch {
         shares.nextRun()
         for (params, ctx, bytes) in inputs {
             // Each alone: nothing read again before in its transaction.
-            guard shares.admits(ctx, bytes: bytes, rereads: nil) else {
+            guard shares.admits(params, ctx, bytes: bytes, in: nil) else {
                 done.results.append(nil)
                 continue
             }
