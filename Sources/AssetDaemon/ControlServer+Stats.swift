@@ -54,6 +54,7 @@ extension ControlServer {
                 "read_only_maintenance": daemon.maintenance.readOnlyRunning.isEmpty
                     ? .null : .int(Int64(daemon.maintenance.readOnlyRunning.count)),
                 "users": .int(Int64(users.count)),
+                "puts_waiting": .int(Int64(puts?.waitingCount ?? 0)),
             ])
         }
         #endif

@@ -40,7 +40,7 @@ final class ControlServer {
     @exclusivity(unchecked) private(set) var latencyCount = 0
     @exclusivity(unchecked) private(set) var requests = 0
     /// object.put's group commit; started with the socket, stopped by closeAll.
-    private var puts: PutPipeline?
+    private(set) var puts: PutPipeline?
     /// Calls counted against their uid's lease quota, one of a uid's at a time.
     private(set) lazy var leasedTurns = LeasedTurns(
         drain: { [unowned self] then in
@@ -333,13 +333,16 @@ final class ControlServer {
 
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or
     /// has failed. Counted as in flight until then.
-    func put(_ params: Params, _ context: MethodContext, done: @escaping (Result<MethodOutcome, RPCError>) -> Void) {
+    func put(
+        _ params: Params, _ context: MethodContext, bytes: Int,
+        done: @escaping (Result<MethodOutcome, RPCError>) -> Void
+    ) {
         guard let puts else {
             done(.failure(RPCError(code: RPCError.internalErrorCode, message: "the put pipeline is not running")))
             return
         }
         daemon.workStarted()
-        puts.enqueue(params, context, done: done)
+        puts.enqueue(params, context, bytes: bytes, done: done)
     }
 
     /// Runs `work` on a query thread and `done` back on the loop, counted as in flight.

@@ -10,8 +10,9 @@
 // sees a dropped job free both; `users`: uids whose share is kept (UserShare);
 // `leases_draining`: leases waiting for their uid's writes under way, and `turns_waiting`:
 // calls waiting their uid's turn (LeasedTurns); `edge_rows_read`: edge rows the store has
-// read (EdgeRow.swift), so a test sees that file.get stops at the reply limit. Release builds
-// count nothing.
+// read (EdgeRow.swift), so a test sees that file.get stops at the reply limit; `puts_waiting`:
+// puts queued for the group commit and not yet answered, so a test sees them all queued
+// before the committer goes on. Release builds count nothing.
 
 #if DEBUG
 import Glibc

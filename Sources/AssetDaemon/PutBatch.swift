@@ -2,8 +2,10 @@
 // one transaction. The common case, where all succeed, runs them plainly; if one fails, the
 // batch is run again with each put in a savepoint (failing alone); if that commit fails too,
 // or the first failed on a cascade bound (which the same puts would meet again), each put
-// gets a transaction of its own. Each put reads within an allowance of its own. A put's effect is MethodTable.applyPut, the same
-// as a put alone; the retries never go back through the method table.
+// gets a transaction of its own. Each put reads within an allowance of its own, and each uid's
+// puts within a share of the batch (BatchShares): past it they wait for the next batch. A put's
+// effect is MethodTable.applyPut, the same as a put alone; the retries never go back through
+// the method table.
 
 import AssetStore
 import ControlProtocol
@@ -14,6 +16,9 @@ enum PutBatch {
     /// only the commit number).
     struct Done<Tag> {
         var results: [(Tag, Result<MethodOutcome, RPCError>)] = []
+        /// Puts past their uid's share of the batch, not run: they go in the next batch, in
+        /// their order, ahead of later ones.
+        var deferred: [Tag] = []
         var commits: [CommitReport] = []
         /// Without `syncing`: the batch's own commit, whose successes may be acknowledged
         /// only once `Store.syncCommitted` has covered it (a retry's commits are synced as
@@ -21,37 +26,65 @@ enum PutBatch {
         var unsynced: Int64?
     }
 
-    /// The batch of `inputs`, synced; the answers in their order.
-    static func run(_ store: Store, _ inputs: [(JSONValue, MethodContext)]) -> Done<Int> {
-        var taken = false
-        return run(store) { () -> [(Int, Params, MethodContext)] in
-            defer { taken = true }
-            return taken ? [] : inputs.enumerated().map { ($0.offset, Params($0.element.0), $0.element.1) }
+    /// The batch of `inputs`, synced, and the next batches of the puts it deferred until all
+    /// are answered; the answers in their order.
+    static func run(_ store: Store, _ inputs: [(JSONValue, MethodContext)], bytes: Int = 0) -> Done<Int> {
+        var all = Done<Int>()
+        var left = Array(inputs.indices)
+        while !left.isEmpty {
+            var taken = false
+            let done = run(store, bytes: { _ in bytes }) { () -> [(Int, Params, MethodContext)] in
+                defer { taken = true }
+                return taken ? [] : left.map { ($0, Params(inputs[$0].0), inputs[$0].1) }
+            }
+            all.results += done.results
+            all.commits += done.commits
+            left = done.deferred
         }
+        all.results.sort { $0.0 < $1.0 }
+        return all
     }
 
     /// The batch of the puts `take` gives once it holds the write lock (so puts that arrived
-    /// while the previous commit ran join this one). Nothing taken, nothing committed.
+    /// while the previous commit ran join this one), each of `bytes` (its request's). Nothing
+    /// taken, nothing committed.
     static func run<Tag>(
-        _ store: Store, syncing: Bool = true, take: () -> [(Tag, Params, MethodContext)]
+        _ store: Store, syncing: Bool = true, bytes: (Tag) -> Int = { _ in 0 },
+        take: () -> [(Tag, Params, MethodContext)]
     ) -> Done<Tag> {
         var inputs = [(Tag, Params, MethodContext)]()
         var took = false
+        var shares = BatchShares(count: 0)
+        var deferred: [Int] = []
         do {
             let done = try store.write(syncing: syncing) { tx in
                 inputs = take()
                 took = true
                 guard !inputs.isEmpty else { throw NothingTaken() }
+                shares = BatchShares(count: inputs.count)
+                shares.nextRun()
+                deferred = []
                 var repeated = RepeatedPuts(count: inputs.count)
-                for (_, params, ctx) in inputs {
+                for i in inputs.indices {
+                    let (tag, params, ctx) = inputs[i]
+                    guard shares.admits(params, ctx, bytes: bytes(tag), in: tx) else {
+                        deferred.append(i)
+                        continue
+                    }
                     if repeated.isRepeat(params) { try tx.flush() }
                     tx.beginRequest(bound: ctx.cascadeLimit)
                     _ = try MethodTable.applyPut(params, tx, ctx)
+                    shares.charge(ctx, reads: tx.requestReadCalls)
                 }
             }
             let answer = committed(done.report.commit)
+            var results = deferred.isEmpty ? inputs.map { ($0.0, answer) } : []
+            if !deferred.isEmpty {
+                var later = Set(deferred)
+                for (i, input) in inputs.enumerated() where later.remove(i) == nil { results.append((input.0, answer)) }
+            }
             return Done(
-                results: inputs.map { ($0.0, answer) }, commits: [done.report],
+                results: results, deferred: deferred.map { inputs[$0].0 }, commits: [done.report],
                 unsynced: syncing ? nil : done.report.commit)
         } catch is NothingTaken {
             return Done()
@@ -72,10 +105,15 @@ enum PutBatch {
             // bounds them all by the smallest): each goes alone. The allowance's (files read
             // again) is one put's, thrown inside it with an allowance of its own: only that
             // put fails in the retry.
-            let again = inputs.map { ($0.1, $0.2) }
+            // What each uid's puts spent in the run that failed still counts (BatchShares).
+            let again = inputs.map { ($0.1, $0.2, bytes($0.0)) }
             let bounded = (error as? StoreError)?.code == .cascadeLimit
-            let retried = bounded ? alone(store, again) : retry(store, again)
-            return Done(results: zip(inputs.map(\.0), retried.results).map { ($0, $1.1) }, commits: retried.commits)
+            let retried = bounded ? alone(store, again, &shares) : retry(store, again, &shares)
+            var done = Done<Tag>(commits: retried.commits)
+            for (input, result) in zip(inputs, retried.results) {
+                if let result { done.results.append((input.0, result)) } else { done.deferred.append(input.0) }
+            }
+            return done
         }
     }
 
@@ -103,43 +141,66 @@ enum PutBatch {
         .success(MethodOutcome(.object(["commit": .int(commit)])))
     }
 
+    /// Each put's answer in a retry, nil for one deferred to the next batch; its commits.
+    private struct Retried {
+        var results: [Result<MethodOutcome, RPCError>?] = []
+        var commits: [CommitReport] = []
+    }
+
+    private typealias Again = (params: Params, ctx: MethodContext, bytes: Int)
+
     /// The batch again after a failure: each put in a savepoint, or alone.
-    private static func retry(_ store: Store, _ inputs: [(Params, MethodContext)]) -> Done<Void> {
-        guard inputs.count > 1 else { return alone(store, inputs) }
-        let done: Committed<[Result<Void, RPCError>]>
+    private static func retry(_ store: Store, _ inputs: [Again], _ shares: inout BatchShares) -> Retried {
+        guard inputs.count > 1 else { return alone(store, inputs, &shares) }
+        let done: Committed<[Result<Void, RPCError>?]>
+        var tried = shares
         do {
             done = try store.write { tx in
+                tried = shares
+                tried.nextRun()
                 var repeated = RepeatedPuts(count: inputs.count)
-                return inputs.map { params, ctx -> Result<Void, RPCError> in
-                    MethodTable.capture {
+                return inputs.map { params, ctx, bytes -> Result<Void, RPCError>? in
+                    guard tried.admits(params, ctx, bytes: bytes, in: tx) else { return nil }
+                    return MethodTable.capture {
                         if repeated.isRepeat(params) { try tx.flush() }
                         tx.beginRequest(bound: ctx.cascadeLimit)
                         _ = try tx.attempt { try MethodTable.applyPut(params, tx, ctx) }
+                        tried.charge(ctx, reads: tx.requestReadCalls)
                     }
                 }
             }
         } catch let e as StoreError where e.isUnsynced {
-            return Done(results: inputs.map { _ in ((), .failure(RPCError(e))) })
+            return Retried(results: inputs.map { _ in .failure(RPCError(e)) })
         } catch {
-            return alone(store, inputs)
+            shares = tried
+            return alone(store, inputs, &shares)
         }
         let answer = committed(done.report.commit)
-        let results = done.value.map { r in ((), r.flatMap { answer }) }
+        let results = done.value.map { r in r.map { $0.flatMap { answer } } }
         // A commit whose every put failed changed nothing: no events.
-        let anyPut = done.value.contains { if case .success = $0 { true } else { false } }
-        return Done(results: results, commits: anyPut ? [done.report] : [])
+        let anyPut = done.value.contains { if case .success? = $0 { true } else { false } }
+        return Retried(results: results, commits: anyPut ? [done.report] : [])
     }
 
-    /// Each put in a transaction of its own.
-    private static func alone(_ store: Store, _ inputs: [(Params, MethodContext)]) -> Done<Void> {
-        var done = Done<Void>()
-        for (params, ctx) in inputs {
+    /// Each put in a transaction of its own, within its uid's share.
+    private static func alone(_ store: Store, _ inputs: [Again], _ shares: inout BatchShares) -> Retried {
+        var done = Retried()
+        shares.nextRun()
+        for (params, ctx, bytes) in inputs {
+            // Each alone: nothing read again before in its transaction.
+            guard shares.admits(params, ctx, bytes: bytes, in: nil) else {
+                done.results.append(nil)
+                continue
+            }
+            var reads = 0
             let result = MethodTable.capture {
                 try store.write(owner: ctx.caller.userName) { tx in
+                    defer { reads = tx.requestReadCalls }
                     _ = try MethodTable.applyPut(params, tx, ctx)
                 }.report
             }
-            done.results.append(((), result.map { MethodOutcome(.object(["commit": .int($0.commit)])) }))
+            shares.charge(ctx, reads: reads)
+            done.results.append(result.map { MethodOutcome(.object(["commit": .int($0.commit)])) })
             if case .success(let report) = result { done.commits.append(report) }
         }
         return done

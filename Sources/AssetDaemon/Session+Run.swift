@@ -39,7 +39,7 @@ extension Session {
             // Its members as parsed: building the params' dictionary on the loop cost a put
             // about a tenth of the loop's work, and the put reads five names.
             running = true
-            server.put(Params(request), server.context(for: self)) { [self] result in
+            server.put(Params(request), server.context(for: self), bytes: runningBytes) { [self] result in
                 running = false
                 runningBytes = 0
                 reply(request, result, started)

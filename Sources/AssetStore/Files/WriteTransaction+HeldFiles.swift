@@ -41,6 +41,20 @@ extension WriteTransaction {
         heldRechecked.insert(key)
     }
 
+    /// Whether a put of `ref` now would read held files again, checked as `uid` (nil:
+    /// unchecked): the object exists, holds a file through an edge, and this transaction has
+    /// not read them again for that check. The group commit asks it of a put past its uid's
+    /// share of a batch (docs/DESIGN.md): two indexed lookups.
+    public func wouldReadHeldFilesAgain(_ ref: ObjectRef, checkedAs uid: UInt32?) throws -> Bool {
+        let object = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM object WHERE collection = ? AND key = ?"),
+            arguments: [ref.collection, ref.key])
+        guard let id = object, !heldRechecked.contains(HeldRecheck(object: id, uid: uid)) else { return false }
+        return try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM edge WHERE src = ? AND is_file = 1)"),
+            arguments: [id]) ?? false
+    }
+
     /// The files `id` holds that a refresh reads, with their roots (a file that cannot be
     /// looked at now keeps its row as it was), each once. Distinct by file id here: String
     /// equality would merge two paths that differ only in Unicode normalisation, and DISTINCT

@@ -10,7 +10,8 @@ import GRDBSQLite
 /// What the bounded reads of one transaction may still spend, in handler calls.
 final class ReadAllowance {
     var left: Int
-    init(_ calls: Int) { left = calls }
+    let initial: Int
+    init(_ calls: Int) { (left, initial) = (calls, calls) }
 }
 
 private let readProgress: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { ctx in
@@ -30,7 +31,7 @@ extension WriteTransaction {
     static let stepsPerEdge = 100
 
     /// Handler calls a transaction bounded at `limit` objects may spend on reads.
-    static func readCalls(_ limit: Int) -> Int {
+    public static func readCalls(_ limit: Int) -> Int {
         let (objects, past) = limit.addingReportingOverflow(1)
         let (edges, over) = objects.multipliedReportingOverflow(by: edgesPerCascadedObject)
         let (steps, over2) = edges.multipliedReportingOverflow(by: stepsPerEdge)
@@ -67,6 +68,11 @@ extension WriteTransaction {
         readAllowance = nil
         requestBound = .some(bound)
     }
+
+    /// What the running request of a batch (since `beginRequest(bound:)`) has spent of its
+    /// allowance, in calls (0 for an admin's, not counted): the group commit adds it to its
+    /// uid's share of the batch (docs/DESIGN.md, the group commit's shares).
+    public var requestReadCalls: Int { readAllowance.map { $0.initial - $0.left } ?? 0 }
 
     /// The allowance of this transaction's bounded request, bounded at `limit` objects: made
     /// at its first use.
