@@ -33,8 +33,9 @@
 //   FuzzTargets      libFuzzer entry points (request line, config, query clause), driven by
 //                    assetfuzz. On ControlProtocol, AssetService.
 // Tests: a target per module (the engine's split by concern: AssetStoreTests, FileLifecycleTests,
-// IndexTests), DaemonTests driving the built assetd and assetctl, and Tests/Support
-// (AssetStoreTestSupport), the store fixture the engine's suites share.
+// IndexTests), DaemonTests driving the built assetd and assetctl, Tests/Support
+// (AssetStoreTestSupport), the store fixture the engine's suites share, and Tests/CTestFuse, a
+// FUSE server in C that never answers, for FileLifecycleTests.
 import PackageDescription
 
 let package = Package(
@@ -135,9 +136,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
+        .target(
+            name: "CTestFuse",
+            path: "Tests/CTestFuse"),
         .testTarget(
             name: "FileLifecycleTests",
-            dependencies: ["AssetStore", "AssetStoreTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "AssetStore", "AssetStoreTestSupport", "CTestFuse", .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "IndexTests",
             dependencies: ["AssetStore", "AssetStoreTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

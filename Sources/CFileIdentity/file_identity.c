@@ -67,9 +67,14 @@ static void fill_from_statx(const struct statx *sx, struct assetd_file_stat *out
     }
 }
 
-int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) {
+#ifndef AT_STATX_DONT_SYNC
+#define AT_STATX_DONT_SYNC 0x4000
+#endif
+
+// statx with `flags` (AT_SYMLINK_NOFOLLOW, AT_STATX_DONT_SYNC); AT_EMPTY_PATH for "".
+static int file_stat(int dirfd, const char *path, int flags, struct assetd_file_stat *out) {
     memset(out, 0, sizeof *out);
-    int flags = AT_SYMLINK_NOFOLLOW | (path[0] == 0 ? AT_EMPTY_PATH : 0);
+    flags |= path[0] == 0 ? AT_EMPTY_PATH : 0;
     struct statx sx;
     if (statx(dirfd, path, flags, STATX_BASIC_STATS | STATX_BTIME | STATX_MNT_ID, &sx) == 0) {
         fill_from_statx(&sx, out);
@@ -80,7 +85,7 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) 
         }
     } else if (errno == ENOSYS) {
         struct stat st;
-        if (fstatat(dirfd, path, &st, flags) != 0) return -1;
+        if (fstatat(dirfd, path, &st, flags & ~AT_STATX_DONT_SYNC) != 0) return -1;
         out->device = st.st_dev;
         out->inode = st.st_ino;
         out->mode = st.st_mode;
@@ -93,13 +98,25 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) 
     }
     // No mount id from statx: ask fdinfo about an O_PATH descriptor of the same thing.
     int saved = errno;
-    int fd = path[0] == 0 ? dirfd : openat(dirfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int nofollow = flags & AT_SYMLINK_NOFOLLOW ? O_NOFOLLOW : 0;
+    int fd = path[0] == 0 ? dirfd : openat(dirfd, path, O_PATH | nofollow | O_CLOEXEC);
     if (fd >= 0) {
         if (mount_id_from_fdinfo(fd, &out->mount_id) == 0) out->has_mount_id = 1;
         if (fd != dirfd) close(fd);
     }
     errno = saved;
     return 0;
+}
+
+int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) {
+    return file_stat(dirfd, path, AT_SYMLINK_NOFOLLOW, out);
+}
+
+// AT_STATX_DONT_SYNC: a filesystem that would ask its server (FUSE, NFS, SMB) answers from its
+// cache; a FUSE server that never answers cannot hold the caller. The mount id, device, inode
+// and file type are the kernel's own (an inode's type never changes); sizes and times may be stale.
+int assetd_file_stat_cached(int dirfd, const char *path, int follow, struct assetd_file_stat *out) {
+    return file_stat(dirfd, path, (follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_STATX_DONT_SYNC, out);
 }
 
 int assetd_file_system_type(const char *path, int64_t *out) {

@@ -22,6 +22,8 @@ extension MethodTable {
         if case .object(let d) = destination { try checkOwner(d, tx, ctx) }
         let name = try p.string("name")
         let rules = try DeleteRules(json: p.object["rules"] ?? .array([]))
+        // The look at a file it names is charged to the caller's allowance, as a put's is.
+        tx.limitCascade(to: ctx.cascadeLimit)
         try checkingFiles(tx, ctx) {
             try tx.addEdge(name: name, source: source, destination: destination, rules: rules)
         }

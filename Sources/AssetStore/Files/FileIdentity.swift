@@ -82,6 +82,21 @@ struct FileStatus {
     /// statx of an absolute path (a final symlink not followed).
     static func of(_ path: String) -> Result<FileStatus, Errno> { of(AT_FDCWD, path) }
 
+    /// `of` without asking the filesystem to refresh what it caches (AT_STATX_DONT_SYNC): the
+    /// look that tells whether a name below a root is on another mount before anything asks
+    /// that mount. On a FUSE mount a synced statx is a request its server need never answer,
+    /// holding the writer for ever (assetd(8), "The unlink queue"). Mount id, device, inode
+    /// and file type are exact; size and times may be stale on a network or FUSE filesystem,
+    /// so a file on the root's own mount whose size or times matter is looked at again with `of`.
+    /// `following`: a final symlink is followed (/proc/PID/fd/N).
+    static func cached(
+        _ dirfd: Int32, _ path: UnsafePointer<CChar>, following: Bool = false
+    ) -> Result<FileStatus, Errno> {
+        var s = assetd_file_stat()
+        guard assetd_file_stat_cached(dirfd, path, following ? 1 : 0, &s) == 0 else { return .failure(Errno(errno)) }
+        return .success(FileStatus(s))
+    }
+
 }
 
 extension FileStatus {

@@ -2,7 +2,8 @@
 // file is opened with openat2 beneath the root (no symlink, no mount crossed), and where that
 // fails every name between the root and the file is opened O_PATH from the one above and
 // statx'ed to tell why, so a symlinked folder or a mount point below the root (a bind mount
-// of the same filesystem too) is refused (unsafe_path).
+// of the same filesystem too) is refused (unsafe_path). That statx answers from the kernel's
+// cache first: nothing is asked of another mount, whose FUSE server need never answer.
 
 import Glibc
 import Synchronization
@@ -144,25 +145,53 @@ enum FileProbe {
             }
             close(fd)
             fd = next
-            let st: FileStatus
-            switch FileStatus.of(fd, "") {
+            // Which mount the name is on, from the kernel's cache: another filesystem mounted
+            // here is refused before anything asks it (a FUSE server need never answer a
+            // statx, and the writer would wait for ever: assetd(8), "The unlink queue").
+            var st: FileStatus
+            switch FileStatus.cached(fd, "") {
             case .success(let s): st = s
             case .failure(let e):
                 throw StoreError(.permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e.code)))")
                     .failing(e.code)
             }
             FileProbe.stepped(root, prefix)
+            let last = i == below.count - 1
+            if st.onAnotherMount(than: mount) {
+                // A folder that is a configured root (a nested one, a mount point itself) is
+                // that root's own; a file or folder mounted over any other name is not ours.
+                if !last, st.kind == S_IFDIR, managed.paths.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) {
+                    mount = st
+                } else if st.kind == S_IFDIR || (last && st.kind == S_IFREG) {
+                    throw crossing(last ? path : prefix, path)
+                } else if last {
+                    throw StoreError(.notARegularFile, "\(path) is not a regular file", detail: .string(path))
+                } else {
+                    if st.kind == S_IFLNK {
+                        throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path))
+                    }
+                    return try missing(check, path, folder, folders)
+                }
+            }
+            // On the root's mount (or a nested root's) now: its own filesystem is asked afresh
+            // where size and times matter, the file's, and a folder's ctime for a late look.
+            if latestChange != nil || (last && st.kind == S_IFREG) {
+                switch FileStatus.of(fd, "") {
+                case .success(let s): st = s
+                case .failure(let e):
+                    throw StoreError(
+                        .permissionDenied, "cannot inspect \(prefix): \(String(cString: strerror(e.code)))"
+                    ).failing(e.code)
+                }
+            }
             seen = st
             if let latestChange, st.ctime > latestChange {
                 throw StoreError(.unsafePath, "\(prefix) changed after its look was owed", detail: .string(path))
             }
-            if i == below.count - 1 {
+            if last {
                 guard st.kind == S_IFREG else {
-                    if st.kind == S_IFDIR, st.onAnotherMount(than: mount) { throw crossing(path, path) }
                     throw StoreError(.notARegularFile, "\(path) is not a regular file", detail: .string(path))
                 }
-                // A file bind-mounted over the name is another file system's (or another place's) file.
-                if st.onAnotherMount(than: mount) { throw crossing(path, path) }
                 if latestChange != nil, Self.foreignTimes(root) || !OwedLook.keepsLocalTimes(fd) {
                     throw StoreError(.unsafePath, "\(path): its times may be another clock's", detail: .string(path))
                 }
@@ -179,12 +208,6 @@ enum FileProbe {
             }
             if st.kind == S_IFLNK { throw StoreError(.unsafePath, "\(prefix) is a symlink", detail: .string(path)) }
             if st.kind != S_IFDIR { return try missing(check, path, folder, folders) }
-            if st.onAnotherMount(than: mount) {
-                guard managed.paths.contains(where: { $0.utf8.elementsEqual(prefix.utf8) }) else {
-                    throw crossing(prefix, path)
-                }
-                mount = st
-            }
         }
         return .missing  // no name below the root: not a file path
     }

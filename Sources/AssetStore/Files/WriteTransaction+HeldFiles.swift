@@ -1,7 +1,8 @@
 // A put of an existing object (or a store's touch) reads again the registry rows of the files
 // it holds. That work follows the object's edges and their paths' depth, not the request's
 // bytes, so it is done once a transaction for an object and a caller's uid, and a bounded
-// caller's is charged to its request's allowance (WriteTransaction+ReadBound.swift).
+// caller's is charged to its request's allowance (WriteTransaction+ReadBound.swift), as are
+// the looks at the files its put or edge.add names, by the same rule.
 
 import GRDB
 
@@ -89,6 +90,24 @@ extension WriteTransaction {
         return files
     }
 
+    /// Charges a bounded request (a non-admin's) the looks at the files its put or edge.add
+    /// names, (path, root) each, before any of them, by the same rule as a held file's
+    /// (`lookCalls`): past what its allowance has left it is refused (`query_rejected`) having
+    /// looked at none. A path 2,000 folders deep fits PATH_MAX, and 200 of them a request:
+    /// uncharged, one put held the writer ~10 s under enforce_ownership (0.05 s one folder
+    /// deep; docs/DESIGN.md). Admins are not charged.
+    func chargeNamedLooks(_ files: some Sequence<(String, String)>) throws {
+        guard let limit = requestBound ?? cascadeLimit else { return }
+        let budget = allowance(limit)
+        let checked = fileReferenceCheck != nil
+        var cost = 0
+        for (path, root) in files {
+            cost += Self.lookCalls(path, below: root, checked: checked)
+            if cost > budget.left { throw Self.namedFilesLimit(limit) }
+        }
+        budget.left -= cost
+    }
+
     /// Allowance calls a look at `path` is charged, from its bytes alone (no system call): a
     /// checked walk makes about five system calls for each component below the root, about
     /// one call's time (100 SQLite steps); an unchecked `openat2` walks them in the kernel,
@@ -98,6 +117,16 @@ extension WriteTransaction {
         var components = root.utf8.last == UInt8(ascii: "/") ? 1 : 0
         for byte in path.utf8.dropFirst(root.utf8.count) where byte == UInt8(ascii: "/") { components += 1 }
         return 1 + (checked ? components : components / 16)
+    }
+
+    static func namedFilesLimit(_ limit: Int) -> StoreError {
+        StoreError(
+            .queryRejected,
+            "looking at the files this request names (each 1 + its path's folders below the root) would, with its "
+                + "other reads, hold the writer longer than control.max_cascade_objects = \(limit) allows (about the "
+                + "work of reading \(edgesPerCascadedObject) edges for each object): nothing was changed; name fewer "
+                + "or shallower files at once, or ask an admin",
+            detail: ["limit": "control.max_cascade_objects", "value": .int(Int64(limit))])
     }
 
     static func heldFilesLimit(_ limit: Int) -> StoreError {

@@ -73,19 +73,30 @@ extension VerifyRun {
 
     /// The device of the deepest folder below the root on the way to `path` that exists; nil
     /// when the root itself cannot be looked at, or a root nested on the way is missing or
-    /// not a folder now (moved away with its files: they are hidden, not gone).
+    /// not a folder now (moved away with its files: they are hidden, not gone). Folder by
+    /// folder on O_PATH descriptors, from the kernel's cache, and none below another mount but
+    /// a nested root's: nothing is asked of a mount below the root (a FUSE server need never
+    /// answer; assetd(8), "The unlink queue").
     static func deepestFolderDevice(_ path: String, root: String, roots: ManagedRoots) -> Int64? {
-        var st = stat()
-        guard stat(root, &st) == 0 else { return nil }
-        var device = Int64(bitPattern: UInt64(st.st_dev))
-        var prefix = root
+        var fd = open(root, SafeUnlinker.oPath | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard case .success(var above) = FileStatus.of(fd, "") else { return nil }
+        var device = above.device
+        var prefix = Array(root.utf8)
         for folder in ManagedRoots.components(of: path, below: root).dropLast() {
-            prefix += "/" + folder
-            guard lstat(prefix, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-                if roots.isRoot(Array(prefix.utf8)) { return nil }
-                break
+            prefix += [UInt8(ascii: "/")] + Array(folder.utf8)
+            let nested = roots.isRoot(prefix)
+            let next = openat(fd, folder, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+            guard next >= 0 else { return nested ? nil : device }
+            close(fd)
+            fd = next
+            guard case .success(let st) = FileStatus.cached(fd, ""), st.kind == S_IFDIR else {
+                return nested ? nil : device
             }
-            device = Int64(bitPattern: UInt64(st.st_dev))
+            device = st.device
+            if st.onAnotherMount(than: above), !nested { break }
+            above = st
         }
         return device
     }

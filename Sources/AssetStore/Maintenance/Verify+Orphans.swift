@@ -210,13 +210,33 @@ extension VerifyRun {
             if e == ENOENT { _ = rootMissing(outer) }
             return
         }
-        for (i, c) in below.enumerated() where fd >= 0 {
-            let mode = i == below.count - 1 ? O_RDONLY : SafeUnlinker.oPath
-            let next = openat(fd, c, mode | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        // Each folder on the way O_PATH (nothing asked of its filesystem), and not on another
+        // mount than the one above unless it is a configured root: nothing is looked up inside
+        // another mount (a FUSE server need never answer: assetd(8), "The unlink queue").
+        var above = try? FileStatus.cached(fd, "").get()
+        var prefix = Array(outer.utf8)
+        for c in below where fd >= 0 {
+            let next = openat(fd, c, SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             close(fd)
             fd = next
+            prefix += [UInt8(ascii: "/")] + Array(c.utf8)
+            guard fd >= 0, let here = try? FileStatus.cached(fd, "").get() else { break }
+            if let a = above, here.onAnotherMount(than: a),
+                !store.roots.paths.contains(where: { $0.utf8.elementsEqual(prefix) })
+            {
+                close(fd)
+                return
+            }
+            above = here
         }
         guard fd >= 0 else { return }
+        if !below.isEmpty {
+            // The nested root itself, opened to read through its O_PATH descriptor.
+            let opened = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            close(fd)
+            fd = opened
+            guard fd >= 0 else { return }
+        }
         // The walked root's own mount is fine (it may be a mount point): only crossing below it is not.
         guard case .success(let mount) = FileStatus.of(fd, "") else {
             close(fd)
@@ -245,7 +265,9 @@ extension VerifyRun {
             }
             if name == [46] || name == [46, 46] { continue }
             let cName = name.map { CChar(bitPattern: $0) } + [0]
-            guard case .success(let st) = FileStatus.of(dfd, cName) else { continue }
+            // From the kernel's cache: a mount here is asked nothing (a FUSE server need never
+            // answer); a file on the root's mount is then looked at afresh for its size and times.
+            guard case .success(var st) = FileStatus.cached(dfd, cName) else { continue }
             // Another mount here (a bind mount of the same filesystem, a tmpfs, a file mounted
             // over a name) is not ours to judge, nor to descend into.
             if st.onAnotherMount(than: mount) { continue }
@@ -253,15 +275,30 @@ extension VerifyRun {
             switch st.kind {
             case S_IFDIR:
                 guard depth < VerifyRun.maximumDepth, !nested.contains(full) else { continue }
-                let sub = openat(dfd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                guard sub >= 0 else { continue }
-                // Mounted on between the statx and the open: still not ours.
-                guard case .success(let opened) = FileStatus.of(sub, ""), !opened.onAnotherMount(than: mount) else {
-                    close(sub)
+                // O_PATH first, which opens nothing on a mount made since the statx; read only
+                // once it is on the root's mount.
+                let pathFD = openat(dfd, cName, SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard pathFD >= 0 else { continue }
+                guard case .success(let opened) = FileStatus.cached(pathFD, ""), !opened.onAnotherMount(than: mount)
+                else {
+                    close(pathFD)
                     continue
                 }
+                let sub = openat(pathFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                close(pathFD)
+                guard sub >= 0 else { continue }
                 try walkFolder(sub, path: full, root: root, mount: mount, nested: nested, depth: depth + 1, body)
             case S_IFREG:
+                // Its size and times afresh, through a descriptor of the inode on the root's
+                // mount (a mount over the name since is asked nothing).
+                let fileFD = openat(dfd, cName, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+                guard fileFD >= 0 else { continue }
+                defer { close(fileFD) }
+                guard case .success(let here) = FileStatus.cached(fileFD, ""), !here.onAnotherMount(than: mount),
+                    here.inode == st.inode, here.device == st.device,
+                    case .success(let fresh) = FileStatus.of(fileFD, "")
+                else { continue }
+                st = fresh
                 try body(
                     WalkedFile(
                         path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),

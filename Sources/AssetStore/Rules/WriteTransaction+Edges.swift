@@ -82,6 +82,7 @@ extension WriteTransaction {
         case .file(let reference):
             let (path, root) = try store.roots.accept(reference)
             guard register else { return (.file(path), true, nil) }
+            try chargeNamedLooks(CollectionOfOne((path, root)))
             let state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: fileReferenceCheck)
             return (.file(path), true, state)
         }

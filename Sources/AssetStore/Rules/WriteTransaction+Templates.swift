@@ -42,6 +42,8 @@ extension WriteTransaction {
     /// validated and probed here, so a bad path fails the put that named it.
     func desiredEdges(collection: String, value: JSONValue) throws -> [DesiredEdge] {
         var out = [DesiredEdge]()
+        // The files, by their index in `out`, path and root: all charged before any is looked at.
+        var files = [(index: Int, path: String, root: String)]()
         // A collection without templates has the built-in one alone: no array built a put.
         let inForce = templates[UTF8Key(collection)].map(EdgeTemplate.effective) ?? EdgeTemplate.builtInOnly
         for t in inForce {
@@ -49,15 +51,20 @@ extension WriteTransaction {
                 switch t.to {
                 case .file:
                     let (path, root) = try store.roots.accept(reference)
-                    let state = try FileProbe.probe(
-                        path: path, root: root, roots: store.roots, check: fileReferenceCheck)
-                    out.append(DesiredEdge(template: t, destination: .file(path), fileState: state))
+                    files.append((out.count, path, root))
+                    out.append(DesiredEdge(template: t, destination: .file(path), fileState: nil))
                 case .collection(let c):
                     let ref = ObjectRef(c, reference)
                     try ref.validate()
                     out.append(DesiredEdge(template: t, destination: .object(ref), fileState: nil))
                 }
             }
+        }
+        guard !files.isEmpty else { return out }
+        try chargeNamedLooks(files.lazy.map { ($0.path, $0.root) })
+        for f in files {
+            out[f.index].fileState = try FileProbe.probe(
+                path: f.path, root: f.root, roots: store.roots, check: fileReferenceCheck)
         }
         return out
     }

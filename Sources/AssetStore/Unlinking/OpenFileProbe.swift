@@ -221,13 +221,12 @@ struct ProcScan {
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)  // d_name is NUL-terminated
             }
             guard name != ".", name != ".." else { continue }
-            var st = stat()
-            // stat follows the magic link to the open file itself, whatever its name now.
-            if stat(folder + "/" + name, &st) == 0 {
-                files.insert(
-                    FileID(device: Int64(bitPattern: UInt64(st.st_dev)), inode: Int64(bitPattern: UInt64(st.st_ino))))
-            } else {
-                note(folder + "/" + name, errno)
+            // Following the magic link to the open file itself, whatever its name now; from the
+            // kernel's cache, as only its device and inode are wanted: a file on a FUSE mount
+            // anywhere is asked nothing (its server need never answer, holding the sweep).
+            switch FileStatus.cached(AT_FDCWD, folder + "/" + name, following: true) {
+            case .success(let st): files.insert(FileID(device: st.device, inode: st.inode))
+            case .failure(let e): note(folder + "/" + name, e.code)
             }
         }
     }

@@ -12,8 +12,9 @@ extension SafeUnlinker {
     static func recheck(
         dirfd: Int32, leaf: String, as checked: FileStatus, generation: Int64?, folder: FileStatus?, heldOpen: Bool
     ) -> UnlinkOutcome? {
-        let st: FileStatus
-        switch FileStatus.of(dirfd, leaf) {
+        // From the kernel's cache first, as in `unlink`: a mount over the name is asked nothing.
+        var st: FileStatus
+        switch FileStatus.cached(dirfd, leaf) {
         case .success(let s): st = s
         case .failure(let e) where e.code == ENOENT: return .alreadyGone
         case .failure(let e): return .failed(errno: e.code, call: "statx")
@@ -23,6 +24,15 @@ extension SafeUnlinker {
         case S_IFLNK: return .unsafePath
         case S_IFREG: break
         default: return .identityChanged
+        }
+        // Judged by ctime and size: asked afresh of the root's own filesystem.
+        if checked.birth == nil, generation == nil {
+            switch FileStatus.of(dirfd, leaf) {
+            case .success(let s) where s.inode == st.inode && s.device == st.device: st = s
+            case .success: return .identityChanged
+            case .failure(let e) where e.code == ENOENT: return .alreadyGone
+            case .failure(let e): return .failed(errno: e.code, call: "statx")
+            }
         }
         guard st.device == checked.device, st.inode == checked.inode else { return .identityChanged }
         // Judged as the recorded stamp was: birth time and generation where there are, else

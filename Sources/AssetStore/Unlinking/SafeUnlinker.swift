@@ -120,7 +120,7 @@ final class SafeUnlinker {
                 dirfd = fd
                 cachedFD = fd
                 cachedFolder = folder
-                cachedStatus = try? FileStatus.of(fd, "").get()
+                cachedStatus = try? FileStatus.cached(fd, "").get()
                 cachedDevice = cachedStatus?.device
                 cachedLocation = location(of: fd).map(Array.init)
             case .missing(let folderDevice):
@@ -129,8 +129,10 @@ final class SafeUnlinker {
                 return outcome
             }
         }
-        let st: FileStatus
-        switch FileStatus.of(dirfd, leaf) {
+        // From the kernel's cache first: a mount over the name is refused before anything is
+        // asked of it (a FUSE server need never answer; assetd(8), "The unlink queue").
+        var st: FileStatus
+        switch FileStatus.cached(dirfd, leaf) {
         case .success(let s): st = s
         case .failure(let e):
             return e.code == ENOENT || e.code == ENOTDIR
@@ -143,6 +145,16 @@ final class SafeUnlinker {
         case S_IFLNK: return .unsafePath
         case S_IFREG: break
         default: return .identityChanged
+        }
+        // Judged by ctime and size (no birth time or generation recorded, as on NFS and FUSE):
+        // those the root's own filesystem gives afresh.
+        if stamp.birth == nil, stamp.generation == nil {
+            switch FileStatus.of(dirfd, leaf) {
+            case .success(let s) where s.inode == st.inode && s.device == st.device: st = s
+            case .success: return .identityChanged
+            case .failure(let e) where e.code == ENOENT: return .alreadyGone
+            case .failure(let e): return .failed(errno: e.code, call: "statx")
+            }
         }
         // The recorded number first: a filesystem mounted below the root may have the number
         // the root's had before it was renumbered, and its files are still recorded rightly.
@@ -245,14 +257,14 @@ final class SafeUnlinker {
             let why = e == ENOENT ? "open \(root) (the root is missing: renamed or removed?)" : "open"
             return .failure(.failed(errno: e, call: why))
         }
-        var mount = try? FileStatus.of(fd, "").get()
+        var mount = try? FileStatus.cached(fd, "").get()
         var prefix = Array(root.utf8)
         for c in components {
             let next = openat(fd, String(c), SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 {
                 let e = errno
-                var st = stat()
-                let isLink = fstatat(fd, String(c), &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
+                // Cached: a file with a FUSE mount over it (ENOTDIR) is not asked anything.
+                let isLink = (try? FileStatus.cached(fd, String(c)).get())?.kind == S_IFLNK
                 let folderDevice = SafeUnlinker.device(of: fd)
                 close(fd)
                 // A nested root is a root: missing, or a symlink now, it hides its files (moved
@@ -273,7 +285,8 @@ final class SafeUnlinker {
             close(fd)
             fd = next
             prefix += [UInt8(ascii: "/")] + Array(c.utf8)
-            let here = try? FileStatus.of(fd, "").get()
+            // Which mount it is on from the kernel's cache, before anything asks that mount.
+            let here = try? FileStatus.cached(fd, "").get()
             if let m = mount, let h = here, h.onAnotherMount(than: m) {
                 guard roots.contains(where: { $0.utf8.elementsEqual(prefix) }) else {
                     close(fd)

@@ -33,6 +33,13 @@ struct assetd_file_stat {
 /// fstatat where statx is missing (no birth time then). 0, or -1 with errno set.
 int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out);
 
+/// `assetd_file_stat` without asking the filesystem to refresh what it caches
+/// (AT_STATX_DONT_SYNC), following a final symlink when `follow` is 1 (/proc/PID/fd/N): what
+/// decides whether a name is on another mount without sending that mount a request (a FUSE
+/// server need never answer one). The mount id, device, inode and type are exact; size and
+/// times may be stale on a network or FUSE filesystem. 0, or -1 with errno set.
+int assetd_file_stat_cached(int dirfd, const char *path, int follow, struct assetd_file_stat *out);
+
 /// The statfs(2) type (f_type) of the file system `path` is on. 0, or -1 with errno set.
 int assetd_file_system_type(const char *path, int64_t *out);
 
