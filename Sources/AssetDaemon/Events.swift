@@ -1,6 +1,8 @@
 // Server events (assetd(8), CONTROL PROTOCOL, Events) made from what a commit or a sweep did, with
 // the collections each event concerns so watch filters can apply: object events by the object's
-// collection, edge events by either end's, file events unfiltered by collection.
+// collection, edge events by either end's, file events unfiltered by collection. A broadcast
+// makes and renders each event only when a watcher first takes it (EventLines): made at once,
+// the 100,000 events of one delete held the loop for seconds before any watcher read one.
 
 import AssetService
 import AssetStore
@@ -32,93 +34,167 @@ public struct ServerEvent: Sendable {
         p["type"] = .string(type)
         return ServerEvent(type: type, collections: collections, params: .object(p))
     }
+}
 
-    /// Events for a commit: puts, deletions (with cause), notifications, queued files.
-    public static func events(for r: CommitReport) -> [ServerEvent] {
-        var out = [ServerEvent]()
-        let commit = JSONValue.int(r.commit)
-        for ref in r.put {
-            out.append(
-                make(
-                    "object.put", [ref.collection],
-                    ["commit": commit, "collection": .string(ref.collection), "key": .string(ref.key)]))
+/// What a broadcast's events are made from: a commit's report (puts, deletions with cause,
+/// notifications, queued files, in that order) or a sweep's (unlinked, failed, skipped and
+/// deferred files).
+enum EventSource {
+    case commit(CommitReport)
+    case sweep(SweepReport, commit: Int64)
+}
+
+/// A broadcast's events, each made and rendered the first time a watcher takes it and shared
+/// by every watcher that takes it after: rendered per watcher, 255 watchers of one transact of
+/// 14,000 puts cost the loop 3.6 million renders, seconds in which no client was answered.
+/// Watchers take them a slice at a time as they read (Session.deliver). Lives while a watcher
+/// holds it; a class, so the watchers share its lines.
+final class EventLines {
+    private let source: EventSource
+    /// For a sweep's skipped files: why their look was not taken.
+    private let notTaken: [String: String]
+    /// The index of the first event of each part after the first.
+    private let starts: (Int, Int, Int)
+    /// How many events.
+    let count: Int
+    /// About the bytes of its lines (strings' bytes and a constant an event), counted once in
+    /// the connections' total while any watcher holds it (docs/PROTOCOL.md, Limits).
+    let weight: Int
+    /// The watchers holding it, and the broadcast while it hands it out.
+    var holders = 0
+    private var lines: [[UInt8]?]
+
+    init(_ source: EventSource) {
+        self.source = source
+        var weight = 0
+        switch source {
+        case .commit(let r):
+            let deletedEnd = r.put.count + r.deleted.count
+            starts = (r.put.count, deletedEnd, deletedEnd + r.notifications.count)
+            count = starts.2 + r.filesQueued.count
+            notTaken = [:]
+            for p in r.put { weight += 96 + p.collection.utf8.count + p.key.utf8.count }
+            for d in r.deleted { weight += 112 + d.ref.collection.utf8.count + d.ref.key.utf8.count }
+            for n in r.notifications {
+                let e = n.edge
+                var ends = e.source.collection.utf8.count + e.source.key.utf8.count
+                switch e.destination {
+                case .object(let d): ends += d.collection.utf8.count + d.key.utf8.count
+                case .file(let p): ends += p.utf8.count
+                }
+                weight += 288 + e.name.utf8.count + 2 * ends + (n.nullifiedField?.utf8.count ?? 0)
+            }
+            for p in r.filesQueued { weight += 96 + p.utf8.count }
+        case .sweep(let s, _):
+            let a = s.unlinked.count
+            starts = (a, a + s.failed.count, a + s.failed.count + s.skipped.count)
+            count = starts.2 + s.deferred.count
+            notTaken = s.lookNotTaken.isEmpty ? [:] : Dictionary(s.lookNotTaken, uniquingKeysWith: { a, _ in a })
+            for p in s.unlinked { weight += 96 + p.utf8.count }
+            for f in s.failed { weight += 144 + f.path.utf8.count + f.error.utf8.count }
+            for k in s.skipped { weight += 128 + k.path.utf8.count + (notTaken[k.path]?.utf8.count ?? 0) }
+            for d in s.deferred { weight += 144 + d.path.utf8.count }
         }
-        for d in r.deleted {
-            out.append(
-                make(
+        self.weight = weight
+        lines = Array(repeating: nil, count: count)
+    }
+
+    /// Whether a watcher with `filter` takes event `i`, without making it: its type, and the
+    /// collections of its object or edge's ends (file events pass any collection filter).
+    func matches(_ i: Int, _ filter: EventFilter) -> Bool {
+        let type: String
+        var first: String?
+        var second: String?
+        switch source {
+        case .commit(let r):
+            if i < starts.0 {
+                type = "object.put"
+                first = r.put[i].collection
+            } else if i < starts.1 {
+                type = "object.deleted"
+                first = r.deleted[i - starts.0].ref.collection
+            } else if i < starts.2 {
+                type = "edge.deleted"
+                let edge = r.notifications[i - starts.1].edge
+                first = edge.source.collection
+                if case .object(let d) = edge.destination { second = d.collection }
+            } else {
+                type = "file.queued"
+            }
+        case .sweep:
+            type =
+                i < starts.0 ? "file.unlinked" : i < starts.1 ? "file.unlink_failed" : "file.unlink_skipped"
+        }
+        if let types = filter.types, !types.contains(type) { return false }
+        guard let wanted = filter.collections, let first else { return true }
+        return wanted.contains(UTF8Key(first)) || second.map { wanted.contains(UTF8Key($0)) } == true
+    }
+
+    /// Event `i`, made.
+    func event(_ i: Int) -> ServerEvent {
+        switch source {
+        case .commit(let r):
+            let commit = JSONValue.int(r.commit)
+            if i < starts.0 {
+                let ref = r.put[i]
+                return ServerEvent.make(
+                    "object.put", [ref.collection],
+                    ["commit": commit, "collection": .string(ref.collection), "key": .string(ref.key)])
+            } else if i < starts.1 {
+                let d = r.deleted[i - starts.0]
+                return ServerEvent.make(
                     "object.deleted", [d.ref.collection],
                     [
                         "commit": commit, "collection": .string(d.ref.collection), "key": .string(d.ref.key),
                         "cause": .string(d.cause.rawValue),
-                    ]))
-        }
-        for n in r.notifications {
-            var collections = [n.edge.source.collection]
-            if case .object(let d) = n.edge.destination { collections.append(d.collection) }
-            var fields: [String: JSONValue] = [
-                "commit": commit, "edge": n.edge.json, "reason": .string(n.reason.rawValue), "node": n.node.json,
-            ]
-            if let field = n.nullifiedField { fields["nullified"] = .string(field) }
-            out.append(make("edge.deleted", collections, fields))
-        }
-        for path in r.filesQueued { out.append(make("file.queued", nil, ["commit": commit, "path": .string(path)])) }
-        return out
-    }
-
-    /// Events for a sweep: unlinked, failed, skipped and deferred files.
-    public static func events(for s: SweepReport, commit: Int64) -> [ServerEvent] {
-        var out = [ServerEvent]()
-        let c = JSONValue.int(commit)
-        for path in s.unlinked { out.append(make("file.unlinked", nil, ["commit": c, "path": .string(path)])) }
-        for f in s.failed {
-            out.append(
-                make(
+                    ])
+            } else if i < starts.2 {
+                let n = r.notifications[i - starts.1]
+                var collections = [n.edge.source.collection]
+                if case .object(let d) = n.edge.destination { collections.append(d.collection) }
+                var fields: [String: JSONValue] = [
+                    "commit": commit, "edge": n.edge.json, "reason": .string(n.reason.rawValue), "node": n.node.json,
+                ]
+                if let field = n.nullifiedField { fields["nullified"] = .string(field) }
+                return ServerEvent.make("edge.deleted", collections, fields)
+            }
+            let path = r.filesQueued[i - starts.2]
+            return ServerEvent.make("file.queued", nil, ["commit": commit, "path": .string(path)])
+        case .sweep(let s, let commit):
+            let c = JSONValue.int(commit)
+            if i < starts.0 {
+                return ServerEvent.make("file.unlinked", nil, ["commit": c, "path": .string(s.unlinked[i])])
+            }
+            if i < starts.1 {
+                let f = s.failed[i - starts.0]
+                return ServerEvent.make(
                     "file.unlink_failed", nil,
                     [
                         "commit": c, "path": .string(f.path), "error": .string(f.error),
                         "attempts": .int(Int64(f.attempts)),
-                    ]))
+                    ])
+            }
+            if i < starts.2 {
+                let k = s.skipped[i - starts.1]
+                var fields: [String: JSONValue] = [
+                    "commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue),
+                ]
+                // Kept because its owed look could not vouch for the file there: said apart.
+                if let why = notTaken[k.path] { fields["why"] = .string(why) }
+                return ServerEvent.make("file.unlink_skipped", nil, fields)
+            }
+            // Kept for now and retried later (open, or leased): same type, told apart by `deferred`.
+            let d = s.deferred[i - starts.2]
+            return ServerEvent.make(
+                "file.unlink_skipped", nil,
+                ["commit": c, "path": .string(d.path), "reason": .string(d.reason.rawValue), "deferred": true])
         }
-        let notTaken = Dictionary(s.lookNotTaken, uniquingKeysWith: { a, _ in a })
-        for k in s.skipped {
-            var fields: [String: JSONValue] = [
-                "commit": c, "path": .string(k.path), "reason": .string(k.reason.rawValue),
-            ]
-            // Kept because its owed look could not vouch for the file there: said apart.
-            if let why = notTaken[k.path] { fields["why"] = .string(why) }
-            out.append(make("file.unlink_skipped", nil, fields))
-        }
-        // Kept for now and retried later (open, or leased): same type, told apart by `deferred`.
-        for d in s.deferred {
-            out.append(
-                make(
-                    "file.unlink_skipped", nil,
-                    [
-                        "commit": c, "path": .string(d.path), "reason": .string(d.reason.rawValue), "deferred": true,
-                    ]))
-        }
-        return out
-    }
-}
-
-/// A broadcast's events, each line rendered the first time a watcher takes it and shared by
-/// every watcher that takes it after: rendered per watcher, 255 watchers of one transact of
-/// 14,000 puts cost the loop 3.6 million renders, seconds in which no client was answered.
-/// Lives for one broadcast; a class, so a watcher reads the events while lines are added.
-final class EventLines {
-    /// The events, in commit order.
-    let events: [ServerEvent]
-    private var lines: [[UInt8]?]
-
-    init(_ events: [ServerEvent]) {
-        self.events = events
-        lines = Array(repeating: nil, count: events.count)
     }
 
-    /// The line of event `i`; an event no watcher takes is never rendered.
+    /// The line of event `i`; an event no watcher takes is never made nor rendered.
     func line(_ i: Int) -> [UInt8] {
         if let line = lines[i] { return line }
-        let line = RPCLine.event(events[i].params)
+        let line = RPCLine.event(event(i).params)
         lines[i] = line
         #if DEBUG
         DebugStats.eventLinesRendered += 1

@@ -1,16 +1,21 @@
-// A watcher that leaves more than 16 MiB of its events untaken is dropped (assetd(8),
-// LIMITS), whatever the total: counted in stats like the connections dropped over the total,
-// while the other watchers get every event and the daemon answers.
+// A watcher that takes none of its events for a second while more than 16 MiB of them wait
+// behind those it is being given is dropped (assetd(8), LIMITS), whatever the total: counted
+// in stats like the connections dropped over the total, while the other watchers get every
+// event and the daemon answers.
 
 import AssetClient
 import AssetStore
 import Foundation
 import Testing
 
+#if DEBUG
 @Suite struct WatcherBacklogTests {
     @Test("a watcher past 16 MiB of untaken events is dropped and counted; a watcher that reads gets them all")
     func stalledWatcherIsDropped() throws {
-        let h = try DaemonHarness(controlSection: "max_request_bytes = \"8MiB\"")
+        let h = try DaemonHarness(controlSection: "max_request_bytes = \"8MiB\"", start: false)
+        let step = h.dir + "/step-epoch"
+        h.environment = ["ASSETD_DEBUG_STEP_EPOCH": step]  // the epoch stays put till stepped
+        try h.start()
         let c = try h.client(timeout: 60)
         let stalled = try RawConnection(path: h.socket)
         stalled.setReceiveTimeout(60)
@@ -18,8 +23,10 @@ import Testing
         #expect(stalled.readLine()?["result"]?["watching"] == true)
         let reader = try h.client(timeout: 60)
         try reader.call("watch", ["types": ["object.put"]])
-        // Events of about 2 KB (the longest collection and key), 2,000 a transact: 16 MiB
-        // after four. The reader takes each transact's before the next, so never has 16 MiB.
+        // Events of about 2 KB (the longest collection and key), 2,000 a transact: over 16 MiB
+        // wait behind the first's after five. The reader takes each transact's before the
+        // next, so never has any waiting. The stalled watcher took none of the first's slice
+        // before the epoch was stepped twice: behind from then on.
         let collection = String(repeating: "c", count: 1024)
         let key = String(repeating: "k", count: 1000)
         let batch = 2000
@@ -39,14 +46,21 @@ import Testing
                 taken += 1
             }
             #expect(taken == sent, "the reader got every event, in order")
+            if sent == batch {
+                for _ in 0..<2 {
+                    #expect(FileManager.default.createFile(atPath: step, contents: nil))
+                    #expect(eventually { !h.exists(step) }, "the epoch advanced")
+                }
+            }
             // The drop happens as the events are queued, before the transact is answered.
             dropped = try ConnectionMemoryTests.buffers(c)["dropped_connections"]?.intValue ?? 0
         }
         #expect(dropped == 1)
-        #expect(sent > 3 * batch, "not dropped with 12 MiB untaken: \(sent) events")
+        #expect(sent > 4 * batch, "not dropped with 12 MiB waiting behind the first: \(sent) events")
         #expect(h.log.contains("dropping a watcher (uid \(getuid())) that does not read its events"))
         #expect(stalled.isClosedByPeer())
         #expect(try reader.call("ping")["commit"] != nil)
         #expect(try c.call("stats")["connections"] == 2)
     }
 }
+#endif
