@@ -19,11 +19,19 @@ while IFS= read -r line; do
     command=${command//\\%/%}
     sh -n -c "$command" || fail "does not parse: $command"
     if [ "$user" = root ]; then
-        # Before setpriv (to the folder's owner), a root job writes nothing but /dev/null.
-        before=${command%%setpriv*}
-        before=${before//>\/dev\/null/}
-        before=${before//>&2/}
-        if grep -qE '>|(^|[^a-z])(mv|rm|cp|tee|ln|truncate)( |$)' <<<"$before"; then
+        # A job of root's writes nothing but /dev/null itself: what writes runs through
+        # `$owner`, setpriv to the folder's owner. All of the job is judged, not only what
+        # comes before its first setpriv: a write after it runs as root all the same. Taken
+        # out: the assignment of `owner`, `$owner sh -c '...'`, and `$owner CMD ARGS` up to the
+        # next operator or redirection (root's shell opens a redirection before setpriv runs).
+        if grep -q '\$owner' <<<"$command" && ! grep -q 'owner="setpriv ' <<<"$command"; then
+            fail "a job of root's runs \$owner without setting it to setpriv: $command"
+        fi
+        as_root=$(sed -E -e 's/owner="setpriv [^"]*"//g' -e "s/\\\$owner +sh -c '[^']*'//g" \
+            -e 's/\$owner [^;&|<>]*//g' <<<"$command")
+        as_root=${as_root//>\/dev\/null/}
+        as_root=${as_root//>&2/}
+        if grep -qE '>|(^|[^a-z])(mv|rm|cp|tee|ln|truncate)( |$)' <<<"$as_root"; then
             fail "a job of root's writes into a folder as root (use setpriv to its owner): $command"
         fi
         commands+=("$command")

@@ -53,6 +53,20 @@ check_install() {
         grep -q '^ExecStart=/usr/local/bin/assetd ' "$tmp/dest/usr/local/lib/systemd/system/assetd.service"
         # Its jobs parse, and none of root's writes into a folder another user may own.
         scripts/check-cron.sh "$tmp/dest/etc/cron.d/assetd"
+        # ... and it judges every job, each whole: one of root's that writes as root is refused
+        # after the good ones, its write after its setpriv, or through an `$owner` never set.
+        stats_job=$(grep -P '^17 3 \* \* \*\troot\t' etc/cron.d/assetd)
+        for bad in "$stats_job && cp stats.json stats.json.1" \
+            "0 5 * * *"$'\t'root$'\t'"cd /var/lib/assetd && \$owner sh -c 'cat >x'" \
+            "0 5 * * *"$'\t'root$'\t'"assetctl stats >/var/lib/assetd/x" \
+            "0 5 * * *"$'\t'root$'\t'"cd /var/lib/assetd && owner=\"setpriv --reuid=1\" && \$owner assetctl stats >x"; do
+            { cat etc/cron.d/assetd; echo "$bad"; } >"$tmp/bad-cron"
+            if scripts/check-cron.sh "$tmp/bad-cron" 2>"$tmp/bad-cron.log"; then
+                echo "check-cron.sh passed a job of root's that writes as root: $bad" >&2
+                exit 1
+            fi
+            grep -q "^check-cron.sh: $tmp/bad-cron: a job of root's " "$tmp/bad-cron.log" || { cat "$tmp/bad-cron.log" >&2; exit 1; }
+        done
         # No folder systemd manages for the unit (and chowns to User=) is or holds a root.
         scripts/check-unit.sh "$tmp/dest/usr/local/lib/systemd/system/assetd.service" "$tmp/dest/etc/assetd/assetd.toml"
         # A second install keeps the administrator's config.

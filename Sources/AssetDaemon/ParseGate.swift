@@ -92,6 +92,9 @@ final class ParseGate {
     /// that does not fit the total; and any whose user has nothing running. One whose user is
     /// at its share waits for that user's requests without holding back the others'.
     func resume() {
+        // Asked at every turn's end: on the empty list (the common case) `removeAll(where:)`
+        // still allocated a buffer of its own (docs/PERFORMANCE.md, Pipelined small requests).
+        guard !waiting.isEmpty else { return }
         waiting.removeAll { $0.session.closed || !$0.session.waitingToParse }
         guard !waiting.isEmpty else { return }
         var blocked = false

@@ -1,7 +1,8 @@
 // statx, FS_IOC_GETVERSION and openat2 for FileIdentity.swift and FileProbe.swift, fenced
 // here: the Glibc module exports none of them. A kernel without statx (before 4.11) gets
 // fstatat; one without STATX_MNT_ID (before 5.8) gets the mount id from /proc/self/fdinfo
-// through an O_PATH descriptor; one without openat2 (before 5.6) has every probe walk.
+// through an O_PATH descriptor; one without openat2 (before 5.6) has every probe walk. And
+// renameat2, which the Glibc module does not export either, for a backup's final name.
 #define _GNU_SOURCE
 #include "file_identity.h"
 
@@ -229,4 +230,8 @@ int assetd_has_access_acl(int pathfd) {
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", pathfd);
     if (getxattr(proc, "system.posix_acl_access", NULL, 0) >= 0) return 1;
     return errno == ENODATA || errno == EOPNOTSUPP ? 0 : 1;
+}
+
+int assetd_rename_noreplace(const char *from, const char *to) {
+    return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }

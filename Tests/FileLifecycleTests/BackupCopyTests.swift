@@ -35,7 +35,12 @@ struct BackupCopyTests {
         let f = try Fixture()
         try FileManager.default.createDirectory(atPath: f.root + "/b", withIntermediateDirectories: true)
         #expect(symlink(f.root + "/b", f.dir + "/link") == 0)
-        for target in [f.root + "/copy.sqlite", f.root + "/b/copy.sqlite", f.dir + "/link/copy.sqlite"] {
+        // A folder whose name starts with a combining mark: "/" and the mark are one Character.
+        let marked = f.root + "/\u{301}d"
+        try FileManager.default.createDirectory(atPath: marked, withIntermediateDirectories: true)
+        for target in [
+            f.root + "/copy.sqlite", f.root + "/b/copy.sqlite", f.dir + "/link/copy.sqlite", marked + "/copy.sqlite",
+        ] {
             #expect(throws: StoreError.self, "\(target)") { _ = try f.store.backup(to: target) }
             #expect(!FileManager.default.fileExists(atPath: target))
         }

@@ -31,9 +31,67 @@ import AssetStoreTestSupport
         #expect(onDisk(victim)?.size == 21)
     }
 
-    @Test("a file under a nested root swapped for a symlink after commit is kept, even when the link leads to it")
+    @Test("a file under a nested root swapped for a symlink after commit is kept and retried, the link leading to it")
     func innerRootSwappedAfterCommit() throws {
-        try expectLinkToQueuedFileRefused(try Self.nested(), folder: "inner", file: "dir/x.bin")
+        let f = try Self.nested()
+        let path = try f.makeFile("inner/dir/x.bin")
+        try f.hold(path, key: "k")
+        #expect(try f.delete(ref("c", "k")).filesQueued == [path])
+        try move(f.root + "/inner", f.root + "/inner.moved")
+        try makeSymlink(at: f.root + "/inner", to: f.root + "/inner.moved")
+
+        // Like an outer root replaced: the row stays, failing, until the root is back.
+        let sweep = try f.store.sweep(retryFailed: true)
+        #expect(sweep.unlinked.isEmpty && sweep.skipped.isEmpty, "\(sweep)")
+        #expect(sweep.failed.map(\.path) == [path] && sweep.pending == 1, "\(sweep)")
+        #expect(f.exists(f.root + "/inner.moved/dir/x.bin"))
+
+        #expect(unlink(f.root + "/inner") == 0)
+        try move(f.root + "/inner.moved", f.root + "/inner")
+        let again = try f.store.sweep(retryFailed: true)
+        #expect(again.unlinked == [path] && !f.exists(path), "\(again)")
+    }
+
+    @Test("a nested root renamed away keeps its queued files' rows; they go once it is back")
+    func innerRootRenamedAway() throws {
+        let f = try Self.nested()
+        let path = try f.makeFile("inner/media/b.bin")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        try move(f.root + "/inner", f.root + "/inner.moving")
+        let sweep = try f.store.sweep(retryFailed: true)
+        #expect(sweep.unlinked.isEmpty && sweep.skipped.isEmpty, "\(sweep)")
+        #expect(sweep.failed.map(\.path) == [path] && sweep.pending == 1, "\(sweep)")
+
+        try move(f.root + "/inner.moving", f.root + "/inner")
+        let again = try f.store.sweep(retryFailed: true)
+        #expect(again.unlinked == [path] && !f.exists(path), "the file came back unregistered: \(again)")
+    }
+
+    @Test("verify with repair leaves the files of a nested root renamed away alone and reports the root")
+    func verifyRepairUnderInnerRootRenamedAway() throws {
+        let f = try Self.nested()
+        let path = try f.makeFile("inner/media/a.bin")
+        try f.hold(path, key: "k")
+        try move(f.root + "/inner", f.root + "/inner.moving")
+        let r = try f.verify(repair: true)
+        #expect(r.of("missing_file").isEmpty, "\(r.json)")
+        #expect(r.of("root_missing").map(\.subject) == [["path": .string(f.root + "/inner")]], "\(r.json)")
+        #expect(try f.count(EdgeFilter(source: ref("c", "k"))) == 1)
+    }
+
+    @Test("a holder put again while its nested root is away keeps its file's identity; the file goes once back")
+    func reputUnderInnerRootRenamedAway() throws {
+        let f = try Self.nested()
+        let path = try f.makeFile("inner/media/a.bin")
+        try f.hold(path, key: "k")
+        try move(f.root + "/inner", f.root + "/inner.moving")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        _ = try f.store.sweep(retryFailed: true)
+        try move(f.root + "/inner.moving", f.root + "/inner")
+        let again = try f.store.sweep(retryFailed: true)
+        #expect(again.unlinked == [path] && !f.exists(path), "\(again)")
     }
 
     @Test("verify --delete-orphans does not walk a nested root that is a symlink to outside every root")

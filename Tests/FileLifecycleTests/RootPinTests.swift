@@ -73,6 +73,24 @@ import AssetStoreTestSupport
         #expect(try f.exists(ref("c", "x")))
         #expect(try f.store.read { try $0.edges(EdgeFilter(source: ref("c", "x"))) }.count == 1)
     }
+
+    @Test("a holder put again while its root is away keeps what was recorded of its file, which goes once back")
+    func reputUnderRootRenamedAway() throws {
+        let f = try Fixture()
+        let path = try f.makeFile("d/f.bin")
+        try f.hold(path, key: "x")
+        let away = f.dir + "/root.away"
+        #expect(rename(f.root, away) == 0)
+        try f.hold(path, key: "x")  // the same value again: the file is not there to be read
+        try f.delete(ref("c", "x"))
+        let report = try f.store.sweep(retryFailed: true, batch: 1000, threads: 1)
+        #expect(report.failed.map(\.path) == [path] && report.pending == 1, "\(report)")
+
+        #expect(rename(away, f.root) == 0)
+        let again = try f.store.sweep(retryFailed: true, batch: 1000, threads: 1)
+        #expect(again.unlinked == [path] && again.skipped.isEmpty, "\(again)")
+        #expect(!f.exists(path), "the file of a root that came back was left behind, unregistered")
+    }
 }
 
 @Suite struct RootPinChainTests {

@@ -111,6 +111,10 @@ struct Errno: Error, Equatable {
 /// that cannot be told).
 func hasAccessACL(pathFD: Int32) -> Bool { assetd_has_access_acl(pathFD) != 0 }
 
+/// Renames `from` to `to` unless `to` exists: 0, or -1 with errno set (EEXIST; EINVAL or
+/// ENOSYS where the filesystem or kernel has no such rename). See file_identity.h.
+func renameNoReplace(_ from: String, _ to: String) -> Int32 { assetd_rename_noreplace(from, to) }
+
 enum FileGeneration {
     // O_NOATIME (uapi fcntl.h), not exported by the Glibc module.
     private static let noAccessTime: Int32 = 0o1000000

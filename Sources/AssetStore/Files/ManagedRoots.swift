@@ -56,6 +56,17 @@ public struct ManagedRoots: Sendable, Hashable {
         paths.first { ManagedRoots.isBelow(path, $0) }
     }
 
+    /// Every root a normalised path lies strictly below, the nearest first: a nested root
+    /// missing hides its files as an outer one does.
+    func roots(of path: String) -> [String] {
+        paths.filter { ManagedRoots.isBelow(path, $0) }
+    }
+
+    /// Whether `prefix` (bytes of a normalised path) is a configured root itself.
+    func isRoot(_ prefix: [UInt8]) -> Bool {
+        paths.contains { $0.utf8.elementsEqual(prefix) }
+    }
+
     /// Why two roots meet through a symlink, if they do: two roots that are one
     /// folder, or one inside the other, give a file two paths (two registry rows), and one
     /// path's holders going would unlink a file the other's still hold; a nested root that is
@@ -109,7 +120,7 @@ public struct ManagedRoots: Sendable, Hashable {
 
     /// `isBelow` on native strings' bytes in place: every put asks it of every path it names,
     /// and copying the path to an array cost more than the compare.
-    private static func isBelow(_ path: String, _ root: String) -> Bool {
+    static func isBelow(_ path: String, _ root: String) -> Bool {
         let r = root.utf8.count
         guard path.utf8.count > r + 1 else { return false }
         let inPlace = path.utf8.withContiguousStorageIfAvailable { p in

@@ -9,7 +9,7 @@ extension WriteTransaction {
     private func provedGone(_ path: String, device: Int64) -> Bool {
         guard let root = store.roots.root(of: path) else { return true }
         return SafeUnlinker.isGone(
-            folderDevice: VerifyRun.deepestFolderDevice(path, root: root), device: device,
+            folderDevice: VerifyRun.deepestFolderDevice(path, root: root, roots: store.roots), device: device,
             deviceNow: store.deviceNow(device))
     }
 

@@ -1,13 +1,14 @@
 // `backup` and `vacuum` (assetd(8), CONTROL PROTOCOL, Methods; assetctl(1), COMMANDS). A
 // backup copies one read snapshot with SQLite's online backup API into a temp file beside
-// the target, synced and then linked under the final name, so a crash never leaves half a
-// backup there; writers go on meanwhile. What a killed backup left (its temp file) the next
-// backup to the same name removes. The copy is marked (Store+CopyMark.swift): assetd starts
+// the target, synced and then renamed to the final name without replacing it, so a crash
+// never leaves half a backup there, nor the copy with two names; writers go on meanwhile.
+// What a killed backup left (its temp file) the next backup to the same name removes. The copy is marked (Store+CopyMark.swift): assetd starts
 // on it only once `assetctl --db PATH restore` has removed the mark.
 
 import Foundation
 import GRDB
 import JSON
+import Synchronization
 
 extension Store {
     /// The root `folder` is or lies below, as given or with symbolic links resolved.
@@ -21,8 +22,10 @@ extension Store {
         return roots.first { root in
             let there = real(root)
             return [(folder, root), (here, there), (here, root)].contains { pair in
+                // By bytes: "/" and a combining mark after it are one Character to a String.
                 guard let a = pair.0, let b = pair.1 else { return false }
-                return a == b || a.hasPrefix(b.hasSuffix("/") ? b : b + "/")
+                let root = b.utf8.last == UInt8(ascii: "/") ? String(decoding: b.utf8.dropLast(), as: UTF8.self) : b
+                return a.utf8.elementsEqual(root.utf8) || ManagedRoots.isBelow(a, root)
             }
         }
     }
@@ -110,13 +113,7 @@ extension Store {
                 throw error
             }
             try Store.sync(temp)
-            // link, not rename: it fails if the name was taken meanwhile instead of replacing it.
-            if link(temp, target) != 0 {
-                let e = errno
-                if e == EEXIST { throw StoreError(.conflict, "\(target) already exists", detail: .string(target)) }
-                throw StoreError(.permissionDenied, "link \(target): \(errnoDescription(e))")
-            }
-            unlink(temp)
+            try Store.nameBackup(temp, as: target)
             try Store.sync(folder)
         } catch let e as StoreError {
             removeTemp()
@@ -138,6 +135,39 @@ extension Store {
         }
         return .object(["path": .string(target), "bytes": .int(Store.fileSize(target)), "commit": .int(commit)])
     }
+
+    /// Gives the synced copy at `temp` the name `target`, or fails with `conflict` if the name
+    /// was taken meanwhile (never replacing it). Renamed with RENAME_NOREPLACE, the copy never
+    /// has two names: linked and then unlinked, a backup killed between the two left it with
+    /// its temp name too, a database with two names, which `assetctl --db PATH restore`
+    /// refuses. Where the filesystem has no such rename (NFS, many FUSE filesystems), it is
+    /// still linked and unlinked; the temp name such a kill leaves, the next backup to the
+    /// same name removes (`removeStaleBackupTemps`).
+    static func nameBackup(_ temp: String, as target: String) throws(StoreError) {
+        let refused = Store.backupRenaming.withLock { $0 }?(target)
+        if refused == nil, renameNoReplace(temp, target) == 0 {
+            Store.backupNamed.withLock { $0 }?(target)
+            return
+        }
+        var e = refused ?? errno
+        if e == EINVAL || e == ENOSYS {
+            // link, not rename: it fails if the name was taken meanwhile instead of replacing it.
+            if link(temp, target) == 0 {
+                Store.backupNamed.withLock { $0 }?(target)
+                unlink(temp)
+                return
+            }
+            e = errno
+        }
+        if e == EEXIST { throw StoreError(.conflict, "\(target) already exists", detail: .string(target)) }
+        throw StoreError(.permissionDenied, "rename to \(target): \(errnoDescription(e))")
+    }
+
+    /// Tests: asked with the target before a backup's copy is renamed to it; an errno it
+    /// returns stands for the rename's (EINVAL: a filesystem without RENAME_NOREPLACE).
+    static let backupRenaming = Mutex<(@Sendable (String) -> Int32?)?>(nil)
+    /// Tests: runs with the target as soon as the copy has that name.
+    static let backupNamed = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// Removes from `folder` what killed backups to `name` left: regular files of this user
     /// named as a backup's temp files are (`.<name>.tmp-<pid>-<random>`, and the same with

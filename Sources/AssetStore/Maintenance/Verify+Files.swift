@@ -30,7 +30,7 @@ extension VerifyRun {
             let leased = store.leases.snapshot().files
             for row in page where row[2] as Bool {
                 let path: String = row[1]
-                if let root = store.roots.root(of: path), rootMissing(root) { continue }
+                if store.roots.roots(of: path).contains(where: rootMissing) { continue }
                 guard Self.isMissing(path, device: row[3], store, leased: leased) else { continue }
                 missing.append((row[0], path))
                 if let inode: Int64 = row[4] { movedInodes.insert(inode) }
@@ -66,21 +66,25 @@ extension VerifyRun {
             let state = try? FileProbe.probe(path: path, root: root, roots: store.roots), !state.exists
         else { return false }
         // A root missing itself says nothing about its files (as the sweep judges it).
-        guard let folderDevice = deepestFolderDevice(path, root: root) else { return false }
+        guard let folderDevice = deepestFolderDevice(path, root: root, roots: store.roots) else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it
         return SafeUnlinker.isGone(folderDevice: folderDevice, device: device, deviceNow: store.deviceNow(device))
     }
 
     /// The device of the deepest folder below the root on the way to `path` that exists; nil
-    /// when the root itself cannot be looked at.
-    static func deepestFolderDevice(_ path: String, root: String) -> Int64? {
+    /// when the root itself cannot be looked at, or a root nested on the way is missing or
+    /// not a folder now (moved away with its files: they are hidden, not gone).
+    static func deepestFolderDevice(_ path: String, root: String, roots: ManagedRoots) -> Int64? {
         var st = stat()
         guard stat(root, &st) == 0 else { return nil }
         var device = Int64(bitPattern: UInt64(st.st_dev))
         var prefix = root
         for folder in ManagedRoots.components(of: path, below: root).dropLast() {
             prefix += "/" + folder
-            guard lstat(prefix, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { break }
+            guard lstat(prefix, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+                if roots.isRoot(Array(prefix.utf8)) { return nil }
+                break
+            }
             device = Int64(bitPattern: UInt64(st.st_dev))
         }
         return device

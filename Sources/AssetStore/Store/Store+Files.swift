@@ -7,9 +7,12 @@
 //
 // Root running `assetctl --db` on a store that a daemon of another user owns must not leave
 // files that daemon cannot open: the lock and the ballast it creates are given to the
-// database file's owner, as SQLite gives its `-wal` and `-shm`.
+// database file's owner, as SQLite gives its `-wal` and `-shm`. Made and, if they cannot be
+// given, removed through a descriptor of their folder, only while their name still refers to
+// them: that owner may swap the name, or the folder for a symlink, meanwhile.
 
 import Glibc
+import Synchronization
 
 extension Store {
     /// `path` with every symlink resolved (those of its folder only, when the database does
@@ -54,8 +57,69 @@ struct StoreFileOwner: Sendable {
         return StoreFileOwner(uid: st.st_uid, gid: st.st_gid)
     }
 
-    /// Gives the file open at `fd`, just created with O_EXCL, to this owner; the errno if not.
-    func give(_ fd: Int32) -> Int32? {
-        fchown(fd, uid, gid) == 0 ? nil : errno
+    /// Gives the file open at `fd`, just created with O_EXCL as `path`, to this owner; the
+    /// errno if not.
+    func give(_ fd: Int32, _ path: String) -> Int32? {
+        if let refused = StoreFileOwner.giveRefused.withLock({ $0 })?(path) { return refused }
+        return fchown(fd, uid, gid) == 0 ? nil : errno
     }
+
+    /// Tests: asked with the path of each file about to be given away; an errno it returns
+    /// stands for fchown's.
+    static let giveRefused = Mutex<(@Sendable (String) -> Int32?)?>(nil)
+
+    /// What `create` did.
+    enum Created {
+        case file(Int32)
+        /// Not created (EEXIST: the name was taken): the errno.
+        case failed(Int32)
+        /// Created, but not given to the owner: the errno of that. The file was removed if its
+        /// name still referred to it.
+        case notGiven(Int32)
+    }
+
+    /// Creates `name` in the folder open at `dir` (`flags` with O_CREAT | O_EXCL) and gives it
+    /// to `owner`, if any (`path` names it in errors and to the test hook). One that cannot be
+    /// given is removed by its name in that folder only while the name still refers to it
+    /// (device and inode, against the open descriptor): unlinked by path, a name the folder's
+    /// owner had meanwhile given to a file of theirs, or a folder swapped for a symlink, had
+    /// root remove what they chose, elsewhere too. Between that look and the unlink the name
+    /// can still change, but only within this folder, whose owner may remove its names anyway.
+    static func create(
+        in dir: Int32, _ name: String, path: String, flags: Int32, mode: mode_t, owner: StoreFileOwner?
+    ) -> Created {
+        let fd = openat(dir, name, flags | O_CREAT | O_EXCL, mode)
+        guard fd >= 0 else { return .failed(errno) }
+        guard let owner, let e = owner.give(fd, path) else { return .file(fd) }
+        removeIfNamed(fd, name, in: dir)
+        close(fd)
+        return .notGiven(e)
+    }
+
+    /// Removes `name` from the folder open at `dir` if it still names the file open at `fd`.
+    static func removeIfNamed(_ fd: Int32, _ name: String, in dir: Int32) {
+        var mine = stat()
+        var named = stat()
+        guard fstat(fd, &mine) == 0, fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) == 0,
+            mine.st_dev == named.st_dev, mine.st_ino == named.st_ino
+        else { return }
+        unlinkat(dir, name, 0)
+    }
+
+    /// The folder and the last name of `path`.
+    static func split(_ path: String) -> (folder: String, name: String) {
+        let cut = path.lastIndex(of: "/")
+        let folder = cut.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = cut.map { String(path[path.index(after: $0)...]) } ?? path
+        return (folder, name)
+    }
+
+    /// The folder of `path` open as a directory (a descriptor to make names in), or -1 with
+    /// errno set. O_PATH: like a path, it needs no read permission on the folder.
+    static func openFolder(of path: String) -> Int32 {
+        open(split(path).folder, StoreFileOwner.pathOnly | O_DIRECTORY | O_CLOEXEC)
+    }
+
+    /// O_PATH (Linux, the same on x86-64 and arm64), which the Glibc module does not export.
+    static let pathOnly: Int32 = 0o10_000_000
 }

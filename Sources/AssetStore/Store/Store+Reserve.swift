@@ -81,19 +81,23 @@ final class Reserve: Sendable {
                 space.free >= 2 * size
             else { return false }
             let fresh = path + ".new"
+            // Names in the folder's descriptor: what is removed or renamed is in that folder,
+            // not wherever its path leads by then (Store+Files.swift).
+            let dir = StoreFileOwner.openFolder(of: path)
+            guard dir >= 0 else { return false }
+            defer { close(dir) }
+            let name = StoreFileOwner.split(path).name
+            let freshName = StoreFileOwner.split(fresh).name
             // Made anew, never opened through whatever is at the name (a symlink would be followed).
-            unlink(fresh)
-            let fd = open(fresh, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { return false }
-            if let owner, owner.give(fd) != nil {
-                close(fd)
-                unlink(fresh)
-                return false
-            }
-            let rc = posix_fallocate(fd, 0, off_t(size))
-            close(fd)
-            guard rc == 0, rename(fresh, path) == 0 else {
-                unlink(fresh)
+            unlinkat(dir, freshName, 0)
+            let flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW
+            guard
+                case .file(let fd) = StoreFileOwner.create(
+                    in: dir, freshName, path: fresh, flags: flags, mode: 0o600, owner: owner)
+            else { return false }
+            defer { close(fd) }
+            guard posix_fallocate(fd, 0, off_t(size)) == 0, renameat(dir, freshName, dir, name) == 0 else {
+                StoreFileOwner.removeIfNamed(fd, freshName, in: dir)
                 return false
             }
             return true

@@ -56,23 +56,37 @@ final class StoreLock {
     /// it is truncated and written.
     private static func open(_ path: String, owner: StoreFileOwner?) throws(StoreError) -> Int32 {
         let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
+        // Made and opened by name in its folder's descriptor: one that cannot be given away is
+        // removed from that folder, not through whatever the path leads to by then.
+        let dir = StoreFileOwner.openFolder(of: path)
+        guard dir >= 0 else {
+            throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(errno))")
+        }
+        defer { close(dir) }
+        let name = StoreFileOwner.split(path).name
         var fd: Int32 = -1
+        var e: Int32 = 0
         // Created with O_EXCL, so that only a file made here is given away; one removed
         // between the two opens is created again.
         for _ in 0..<3 where fd < 0 {
-            fd = Glibc.open(path, flags | O_CREAT | O_EXCL, 0o644)
-            if fd >= 0, let owner, let e = owner.give(fd) {
-                close(fd)
-                unlink(path)
+            switch StoreFileOwner.create(in: dir, name, path: path, flags: flags, mode: 0o644, owner: owner) {
+            case .file(let made): fd = made
+            case .notGiven(let why):
                 throw StoreError(
                     .permissionDenied,
-                    "cannot give lock file \(path) to the database's owner (uid \(owner.uid)): \(errnoDescription(e))")
+                    "cannot give lock file \(path) to the database's owner (uid \(owner?.uid ?? 0)): \(errnoDescription(why))"
+                )
+            case .failed(let why):
+                e = why
+                if why == EEXIST {
+                    fd = openat(dir, name, flags)
+                    e = errno
+                }
             }
-            if fd < 0 && errno == EEXIST { fd = Glibc.open(path, flags) }
-            if fd < 0 && errno != ENOENT { break }
+            if fd < 0 && e != ENOENT { break }
         }
         guard fd >= 0 else {
-            throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(errno))")
+            throw StoreError(.permissionDenied, "cannot open lock file \(path): \(errnoDescription(e))")
         }
         return fd
     }

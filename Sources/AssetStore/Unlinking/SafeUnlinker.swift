@@ -216,9 +216,11 @@ final class SafeUnlinker {
     }
 
     /// The rule of `gone`, which verify's missing-file check shares: true when the file is
-    /// gone, false when it is hidden on a filesystem not mounted where it was.
+    /// gone, false when it is hidden on a filesystem not mounted where it was, or when no
+    /// folder on its way could be looked at (a missing root says nothing of its files).
     static func isGone(folderDevice: Int64?, device: Int64?, deviceNow: Int64?) -> Bool {
-        guard let device, let folderDevice else { return true }
+        guard let device else { return true }  // never seen on disk: nothing could hide it
+        guard let folderDevice else { return false }
         return folderDevice == device || folderDevice == deviceNow
     }
 
@@ -253,6 +255,17 @@ final class SafeUnlinker {
                 let isLink = fstatat(fd, String(c), &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
                 let folderDevice = SafeUnlinker.device(of: fd)
                 close(fd)
+                // A nested root is a root: missing, or a symlink now, it hides its files (moved
+                // away with them, to come back), as a missing outer root does.
+                let here = prefix + [UInt8(ascii: "/")] + Array(c.utf8)
+                if roots.contains(where: { $0.utf8.elementsEqual(here) }) {
+                    let root = String(decoding: here, as: UTF8.self)
+                    let replaced = "open \(root) (not the folder it was when assetd started: replaced?)"
+                    return .failure(
+                        isLink || e == ELOOP
+                            ? .failed(errno: ESTALE, call: replaced)
+                            : .failed(errno: e, call: "open \(root) (the root is missing: renamed or removed?)"))
+                }
                 if isLink || e == ELOOP { return .failure(.unsafePath) }
                 if e == ENOENT || e == ENOTDIR { return .missing(folderDevice: folderDevice) }
                 return .failure(.failed(errno: e, call: "openat"))

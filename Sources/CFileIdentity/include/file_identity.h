@@ -1,6 +1,6 @@
 // What tells one file from another later created at its path (birth time, inode generation)
 // and which mount a file or folder is on: statx and FS_IOC_GETVERSION, which the Glibc module
-// does not export (see file_identity.c).
+// does not export (see file_identity.c); and renameat2's RENAME_NOREPLACE, for backups.
 #ifndef FILE_IDENTITY_H
 #define FILE_IDENTITY_H
 
@@ -87,5 +87,10 @@ struct assetd_file_probe {
 /// more when `pin` (may be NULL) is given, to check the root is still the pinned folder.
 int assetd_probe_beneath(
     const char *path, size_t root_length, const struct assetd_root_pin *pin, struct assetd_file_probe *out);
+
+/// Renames `from` to `to` unless `to` exists (renameat2 with RENAME_NOREPLACE): then fails
+/// with EEXIST, replacing nothing. -1 with errno EINVAL where the filesystem has no such
+/// rename (NFS, many FUSE filesystems), ENOSYS before Linux 3.15.
+int assetd_rename_noreplace(const char *from, const char *to);
 
 #endif
