@@ -124,10 +124,15 @@ final class Session {
     /// The query this connection runs in the query lane, stopped if the connection closes.
     @exclusivity(unchecked) var runningQuery: QueryCancellation?
     @exclusivity(unchecked) var watching: EventFilter?
-    /// Broadcasts this watcher has not taken all of, in order: it is given the first's from
-    /// `nextEvent` on as it takes what it was given (deliver). Shared with the other watchers.
-    @exclusivity(unchecked) private var pending: [EventLines] = []
+    /// Broadcasts this watcher has not taken all of, in order, from `pendingHead`: it is given
+    /// the first's from `nextEvent` on as it takes what it was given (deliver). Shared with the
+    /// other watchers. Taken ones are set to nil and the list compacted now and then, as
+    /// `queue` is: one stalled watcher collects one a commit, and removeFirst on 150,000 of
+    /// them moved the whole array at each.
+    @exclusivity(unchecked) private var pending: [EventLines?] = []
+    @exclusivity(unchecked) private var pendingHead = 0
     @exclusivity(unchecked) private var nextEvent = 0
+    private var hasPending: Bool { pendingHead < pending.count }
     /// The weight of the broadcasts waiting behind the first.
     @exclusivity(unchecked) private(set) var queuedWeight = 0
     /// Gives the watcher more of its events at the next loop turn.
@@ -229,7 +234,7 @@ final class Session {
         var budget = Session.itemsPerTurn
         // Not while events wait to be given: a commit's events arrive together.
         taking: while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes,
-            pending.isEmpty
+            !hasPending
         {
             guard budget > 0 else {
                 yieldTurn()
@@ -336,7 +341,7 @@ final class Session {
         guard !closed else { return }
         flushOut()
         // The kernel took all it was given: no write completion will come to give it more.
-        if !pending.isEmpty, backlog == 0 { scheduleDelivery() }
+        if hasPending, backlog == 0 { scheduleDelivery() }
         settle()
     }
 
@@ -345,13 +350,13 @@ final class Session {
         // Stopped at the output bound, and the kernel took it all: no write completion will
         // come to resume, so go on next turn.
         if !closed, !running, !waitingToParse, head < queue.count, outputBytes <= limits.connectionOutputBytes,
-            pending.isEmpty
+            !hasPending
         {
             yieldTurn()
         }
         // A half-closed peer still reads: it is closed once it has taken every reply, and
         // until then its bytes and its slot count against the limits like any connection's.
-        if !closed, peerEnded, !running, head == queue.count, outputBytes == 0, pending.isEmpty { close(flush: false) }
+        if !closed, peerEnded, !running, head == queue.count, outputBytes == 0, !hasPending { close(flush: false) }
         // After the flush: judged before it, a reply the kernel then took whole would leave
         // the connection paused with no write completion to resume it.
         updateReading()
@@ -381,9 +386,9 @@ final class Session {
     private func noteBacklog() {
         let refused = backlog
         defer { lastRefused = refused }
-        if refused <= limits.connectionOutputBytes && (pending.isEmpty || refused == 0) {
+        if refused <= limits.connectionOutputBytes && (!hasPending || refused == 0) {
             overBoundSince = nil
-        } else if overBoundSince == nil || (!pending.isEmpty && refused < lastRefused) {
+        } else if overBoundSince == nil || (hasPending && refused < lastRefused) {
             overBoundSince = server.stallEpoch
         }
     }
@@ -440,7 +445,7 @@ final class Session {
             return
         }
         noteBacklog()
-        if !pending.isEmpty { deliver() }
+        if hasPending { deliver() }
         if !running && (queuedCount > 0 || peerEnded) { pump() } else { updateReading() }
     }
 
@@ -455,7 +460,7 @@ final class Session {
     /// the total: the events of one commit, however many, never drop one that reads.
     func send(_ lines: EventLines) {
         guard !closed, watching != nil else { return }
-        if !pending.isEmpty {
+        if hasPending {
             queuedWeight += lines.weight
             if queuedWeight > Session.eventBacklogLimit, server.overTotal || isBehind(epoch: server.stallEpoch) {
                 daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
@@ -466,7 +471,7 @@ final class Session {
         }
         lines.holders += 1
         pending.append(lines)
-        if pending.count == 1 { deliver() }
+        if pending.count - pendingHead == 1 { deliver() }
     }
 
     /// Gives this watcher the events its filter takes, in order, while less than a slice of
@@ -483,9 +488,9 @@ final class Session {
         let refused = backlog
         let overTotal = server.overTotal
         let before = out.count
-        let hadPending = !pending.isEmpty
+        let hadPending = hasPending
         var budget = Session.eventsPerTurn
-        giving: while let lines = pending.first {
+        giving: while pendingHead < pending.count, let lines = pending[pendingHead] {
             while nextEvent < lines.count {
                 // The drain gives more: the write completion, or the turn's end if the kernel took all.
                 if out.count + refused >= slice || (overTotal && refused > 0) { break giving }
@@ -500,13 +505,21 @@ final class Session {
                 let line = lines.line(i)
                 if out.isEmpty { out = line } else { out.append(contentsOf: line) }
             }
-            pending.removeFirst()
+            pending[pendingHead] = nil
+            pendingHead += 1
             nextEvent = 0
-            if let next = pending.first { queuedWeight -= next.weight }
+            if pendingHead == pending.count {
+                pending.removeAll(keepingCapacity: pending.capacity <= 64)
+                pendingHead = 0
+            } else if pendingHead >= 64, pendingHead * 2 >= pending.count {
+                pending.removeFirst(pendingHead)
+                pendingHead = 0
+            }
+            if hasPending, let next = pending[pendingHead] { queuedWeight -= next.weight }
             server.release(lines)
         }
         // Requests that waited for the events run (a pump in progress goes on by itself).
-        if hadPending, pending.isEmpty, !batching, !running, head < queue.count { yieldTurn() }
+        if hadPending, !hasPending, !batching, !running, head < queue.count { yieldTurn() }
         guard out.count > before, !batching else { return }  // a pump counts and flushes at its end
         account()
         // Over the total, written at once: a turn's events to many watchers do not wait in memory.
@@ -531,8 +544,9 @@ final class Session {
 
     /// Forgets the events waiting to be given (unwatched, or closed).
     func dropPending() {
-        let held = pending
+        let held = pending[pendingHead...].compactMap { $0 }
         pending = []
+        pendingHead = 0
         nextEvent = 0
         queuedWeight = 0
         for lines in held { server.release(lines) }
