@@ -133,8 +133,11 @@ final class Session {
     @exclusivity(unchecked) private var pendingHead = 0
     @exclusivity(unchecked) private var nextEvent = 0
     private var hasPending: Bool { pendingHead < pending.count }
-    /// The weight of the broadcasts waiting behind the first.
-    @exclusivity(unchecked) private(set) var queuedWeight = 0
+    /// The weight of the broadcasts waiting behind the first, counted in its uid's share as
+    /// other bytes it holds are (the total counts each broadcast once, in ControlServer).
+    @exclusivity(unchecked) private(set) var queuedWeight = 0 {
+        didSet { userHolds(queuedWeight - oldValue) }
+    }
     /// Gives the watcher more of its events at the next loop turn.
     @exclusivity(unchecked) private var deliveryTimer: EventLoop.Timer?
     /// A watch of this connection was refused and logged (ControlServer+Events.swift).
@@ -456,13 +459,17 @@ final class Session {
 
     /// Queues a broadcast's events for this watcher, given to it as it takes them (deliver).
     /// A watcher with more than 16 MiB of events waiting behind those it is being given is
-    /// dropped if it took none of its last slice for a second, or if all connections are over
-    /// the total: the events of one commit, however many, never drop one that reads.
+    /// dropped if it is not an admin's, whatever it reads (one that trickled held every user's
+    /// events up to the total); an admin's if it took none of its last slice for a second, or
+    /// if all connections are over the total. The events of one commit, however many, never
+    /// drop one that reads.
     func send(_ lines: EventLines) {
         guard !closed, watching != nil else { return }
         if hasPending {
             queuedWeight += lines.weight
-            if queuedWeight > Session.eventBacklogLimit, server.overTotal || isBehind(epoch: server.stallEpoch) {
+            if queuedWeight > Session.eventBacklogLimit,
+                heldToShare || server.overTotal || isBehind(epoch: server.stallEpoch)
+            {
                 daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
                 server.noteDropped()
                 close(flush: false)

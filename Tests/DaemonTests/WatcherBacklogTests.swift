@@ -63,5 +63,54 @@ import Testing
         #expect(try reader.call("ping")["commit"] != nil)
         #expect(try c.call("stats")["connections"] == 2)
     }
+
+    @Test(
+        "a user's watcher past 16 MiB of waiting events is dropped even while it takes some",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as another user"))
+    func usersWatcherIsDroppedWhateverItsReading() throws {
+        let h = try DaemonHarness(
+            controlSection: "mode = \"0666\"\nmax_request_bytes = \"8MiB\"\ntotal_buffer_bytes = \"1GiB\"",
+            start: false)
+        // Never stepped: no watcher is ever behind, and the total is far off.
+        h.environment = ["ASSETD_DEBUG_STEP_EPOCH": h.dir + "/step-epoch"]
+        try h.start()
+        let c = try h.client(timeout: 60)
+        let script = """
+            import signal, socket, sys
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"watch"}\\n')
+            data = b""
+            while b"\\n" not in data:
+                data += s.recv(4096)
+            print("watching", flush=True)
+            signal.pause()
+            """
+        let watcher = try BackgroundProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(Nobody.uid)", "--regid=\(Nobody.uid)", "--clear-groups", "/usr/bin/python3", "-c", script,
+                h.socket,
+            ])
+        #expect(watcher.waitForLine { $0 == "watching" })
+        let collection = String(repeating: "c", count: 1024)
+        let key = String(repeating: "k", count: 1000)
+        let batch = 2000
+        var sent = 0
+        var dropped: Int64 = 0
+        for _ in 0..<12 where dropped == 0 {
+            let ops: [JSONValue] = (sent..<sent + batch).map { i in
+                [
+                    "method": "object.put",
+                    "params": ["collection": .string(collection), "key": .string(key + String(i)), "value": 1],
+                ]
+            }
+            try c.call("transact", ["ops": .array(ops)])
+            sent += batch
+            dropped = try ConnectionMemoryTests.buffers(c)["dropped_connections"]?.intValue ?? 0
+        }
+        #expect(dropped == 1, "the user's watcher held \(sent) events' worth without being dropped")
+        #expect(h.log.contains("dropping a watcher (uid \(Nobody.uid)) that does not read its events"))
+        _ = watcher.stop()
+    }
 }
 #endif
