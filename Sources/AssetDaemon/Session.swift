@@ -541,7 +541,11 @@ final class Session {
         guard let timer = deliveryTimer else { return close(flush: true) }
         do {
             try timer.start(after: 0) { [unowned self] in
+                let server = server  // settling may close this session, and free it
                 deliver()
+                // A half-closed watcher whose last turn passed over events, giving none, has
+                // no write completion to come: it is closed here once it has taken all.
+                if !closed, !hasPending { settle() }
                 server.pumpEnded()
             }
         } catch {

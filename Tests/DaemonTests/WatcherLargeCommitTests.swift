@@ -105,5 +105,28 @@ import Testing
         for w in watchers { #expect(w.isClosedByPeer()) }
         #expect(try c.call("ping")["commit"] != nil)
     }
+
+    @Test("a half-closed watcher whose filter passes over its last events is closed once it took the rest")
+    func halfClosedFilteredWatcherCloses() throws {
+        let h = try DaemonHarness(controlSection: "max_request_bytes = \"8MiB\"")
+        let watcher = try RawConnection(path: h.socket)
+        watcher.setReceiveTimeout(30)
+        watcher.send(#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"collections":["a"]}}"# + "\n")
+        #expect(watcher.readLine()?["result"]?["watching"] == true)
+        let writer = try RawConnection(path: h.socket)
+        writer.setReceiveTimeout(120)
+        // 1,000 events it takes, more than a slice: the rest waits for it to read. Then 5,000
+        // it passes over, more than are looked at in a turn: the last turns give it nothing.
+        let key = String(repeating: "k", count: 1000)
+        writer.send(Self.transact("a", key, 1000))
+        #expect(writer.readLine()?["result"]?["commit"] != nil)
+        writer.send(Self.transact("b", "k", 5000))
+        #expect(writer.readLine()?["result"]?["commit"] != nil)
+        watcher.shutdownWrite()
+        var taken = 0
+        while taken < 1000, watcher.readRawLine() != nil { taken += 1 }
+        #expect(taken == 1000)
+        #expect(watcher.isClosedByPeer(), "the half-closed watcher was closed once it had taken everything")
+    }
 }
 #endif
