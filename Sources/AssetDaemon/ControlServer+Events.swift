@@ -1,7 +1,8 @@
 // Events to watchers: a broadcast renders each event once for all of them (EventLines), each
 // watcher takes them a slice at a time as it reads (Session.deliver), and a user who is not an
 // admin holds at most control.max_watchers_per_uid watching connections, since each still
-// costs every commit a copy of its events on the loop. Loop-bound.
+// costs every commit a look at each of its events on the loop (its filter), and a slice of
+// copies. Loop-bound.
 
 import AssetService
 import ControlProtocol
