@@ -1,6 +1,8 @@
-// Events to watchers: a broadcast renders each event once for all of them (EventLines), and
-// a user who is not an admin holds at most control.max_watchers_per_uid watching connections,
-// since each still costs every commit a copy of its events on the loop. Loop-bound.
+// Events to watchers: a broadcast renders each event once for all of them (EventLines), each
+// watcher takes them a slice at a time as it reads (Session.deliver), and a user who is not an
+// admin holds at most control.max_watchers_per_uid watching connections, since each still
+// costs every commit a look at each of its events on the loop (its filter), and a slice of
+// copies. Loop-bound.
 
 import AssetService
 import ControlProtocol
@@ -11,11 +13,27 @@ extension ControlServer {
     /// Asked only for a commit or a sweep, not for every reply.
     var watched: Bool { sessions.values.contains { $0.watching != nil } }
 
-    /// Sends `events` to every watcher whose filter takes them, each rendered once for all.
-    func broadcast(_ events: [ServerEvent]) {
-        guard !events.isEmpty else { return }
-        let lines = EventLines(events)
+    /// Hands the events of `source` to every watcher whose filter takes them, each made and
+    /// rendered once for all, and given to each watcher as it takes them (Session.deliver).
+    /// Weighed once in the total while a watcher holds them: a watcher that reads holds them
+    /// shared, not copied, and one that does not is dropped past the bounds.
+    func broadcast(_ source: EventSource) {
+        guard watched else { return }
+        let lines = EventLines(source)
+        guard lines.count > 0 else { return }
+        lines.holders = 1
+        eventBytes += lines.weight
+        buffered(lines.weight, by: nil)
         for session in sessions.values where session.watching != nil { session.send(lines) }
+        release(lines)
+    }
+
+    /// A watcher (or the broadcast) is done with `lines`: the last one frees their weight.
+    func release(_ lines: EventLines) {
+        lines.holders -= 1
+        guard lines.holders == 0 else { return }
+        eventBytes -= lines.weight
+        buffered(-lines.weight, by: nil)
     }
 
     /// Why `session` may not start watching, or nil. A watcher changing its filter is not

@@ -29,7 +29,7 @@ extension ControlServer {
             "threads": .int(Int64(pool.threads)), "running": .int(Int64(pool.clientsRunning)),
             "queued": .int(Int64(pool.queued)),
         ])
-        var input = 0, output = closing.bytes
+        var input = 0, output = closing.bytes + eventBytes
         for s in sessions.values {
             input += s.bufferedBytes - s.outputBytes
             output += s.outputBytes

@@ -27,6 +27,9 @@ final class ControlServer {
     private let limits: ControlLimits
     /// Bytes all connections hold (requests waiting, partial lines, replies not taken).
     @exclusivity(unchecked) private(set) var bufferedTotal = 0
+    /// Of `bufferedTotal`, the weight of the events waiting for watchers (counted once each,
+    /// however many watchers wait for them).
+    @exclusivity(unchecked) var eventBytes = 0
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private(set) var peakTotal = 0
     /// Refusals at accept: logged once a minute per uid, non-admins' ids remembered.
@@ -401,7 +404,7 @@ final class ControlServer {
         }
         while overTotal {  // a drop's release counts through buffered(), which updates it
             var victim: Session?
-            for s in sessions.values where s.isBehind(epoch: epoch) && s.backlog > (victim?.backlog ?? 0) {
+            for s in sessions.values where s.isBehind(epoch: epoch) && s.heldBack > (victim?.heldBack ?? 0) {
                 victim = s
             }
             guard let worst = victim else { break }
@@ -456,7 +459,7 @@ final class ControlServer {
     func published(_ commits: [CommitReport]) {
         for report in commits {
             daemon.noteCommit(report.commit)
-            if watched { broadcast(ServerEvent.events(for: report)) }
+            broadcast(.commit(report))
             if !report.filesQueued.isEmpty { daemon.scheduleSweep() }
         }
     }

@@ -50,7 +50,7 @@ extension Daemon {
                     logOversized(of: Daemon.policyTimerRun, plan)
                     for report in plan.commits {
                         noteCommit(report.commit)
-                        server.broadcast(ServerEvent.events(for: report))
+                        server.broadcast(.commit(report))
                     }
                     sweptAlongside(plan)
                     if plan.commits.contains(where: { !$0.filesQueued.isEmpty }) { scheduleSweep() }
@@ -60,7 +60,7 @@ extension Daemon {
                         "policy run failed after \(failure.completed.objects.count) objects: \(failure.underlying)")
                     for report in failure.completed.commits {
                         noteCommit(report.commit)
-                        server.broadcast(ServerEvent.events(for: report))
+                        server.broadcast(.commit(report))
                     }
                     sweptAlongside(failure.completed)
                     scheduleSweep()
@@ -148,6 +148,6 @@ extension Daemon {
         }
         for d in report.deferred { logger.debug("unlink deferred: \(d.path): \(d.reason.rawValue)") }
         if !report.unlinked.isEmpty { logger.debug("unlinked \(report.unlinked.count) files") }
-        server.broadcast(ServerEvent.events(for: report, commit: lastCommit))
+        server.broadcast(.sweep(report, commit: lastCommit))
     }
 }

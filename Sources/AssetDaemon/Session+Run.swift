@@ -313,7 +313,9 @@ extension Session {
             }
             switch outcome.action {
             case .watch(let filter): watching = filter
-            case .unwatch: watching = nil
+            case .unwatch:
+                watching = nil
+                dropPending()
             case .shutdown, .addDaemonStats, .none: break
             }
             server.after(outcome)

@@ -17,8 +17,16 @@ import JSON
 // exclusivity tracking of them is off: about 20 checks a request. The compiler's static
 // checks still apply.
 final class Session {
-    /// Drop a watcher whose unwritten events exceed this.
+    /// Drop a watcher with more than this of events waiting behind those of the commit it is
+    /// being given, once it is behind or all connections are over the total.
     static let eventBacklogLimit = 16 << 20
+    /// A watcher is given more of its events while less than this (or its own output bound,
+    /// if less) of its output is untaken: one commit's 30 MB of events, copied whole into
+    /// every watcher's buffer, dropped each of them as a watcher that does not read.
+    static let eventSlice = 256 << 10
+    /// Events one watcher is given (or passes over, for its filter) at a call, the rest at
+    /// the next loop turn: a bystander's ping waits for at most this many per watcher.
+    static let eventsPerTurn = 2048
     /// Stop reading while this many requests wait to run, however small.
     static let queuedRequestLimit = 4096
     /// What a parsed request costs beyond its line, counted against the input bound.
@@ -102,6 +110,8 @@ final class Session {
     /// The server's epoch since which the backlog has been over this connection's own bound,
     /// or nil while it is not.
     @exclusivity(unchecked) private var overBoundSince: Int?
+    /// The bytes the kernel refused when last noted: fewer since, the client took some.
+    @exclusivity(unchecked) private var lastRefused = 0
     /// Runs the rest of a long queue on the next loop turn.
     @exclusivity(unchecked) private var continuation: EventLoop.Timer?
     private var queuedCount: Int { queue.count - head }
@@ -114,6 +124,22 @@ final class Session {
     /// The query this connection runs in the query lane, stopped if the connection closes.
     @exclusivity(unchecked) var runningQuery: QueryCancellation?
     @exclusivity(unchecked) var watching: EventFilter?
+    /// Broadcasts this watcher has not taken all of, in order, from `pendingHead`: it is given
+    /// the first's from `nextEvent` on as it takes what it was given (deliver). Shared with the
+    /// other watchers. Taken ones are set to nil and the list compacted now and then, as
+    /// `queue` is: one stalled watcher collects one a commit, and removeFirst on 150,000 of
+    /// them moved the whole array at each.
+    @exclusivity(unchecked) private var pending: [EventLines?] = []
+    @exclusivity(unchecked) private var pendingHead = 0
+    @exclusivity(unchecked) private var nextEvent = 0
+    private var hasPending: Bool { pendingHead < pending.count }
+    /// The weight of the broadcasts waiting behind the first, counted in its uid's share as
+    /// other bytes it holds are (the total counts each broadcast once, in ControlServer).
+    @exclusivity(unchecked) private(set) var queuedWeight = 0 {
+        didSet { userHolds(queuedWeight - oldValue) }
+    }
+    /// Gives the watcher more of its events at the next loop turn.
+    @exclusivity(unchecked) private var deliveryTimer: EventLoop.Timer?
     /// A watch of this connection was refused and logged (ControlServer+Events.swift).
     var watchRefusalLogged = false
     /// The method this connection called last: a client calls one method over and over, and
@@ -209,7 +235,10 @@ final class Session {
             server.pumpEnded()
         }
         var budget = Session.itemsPerTurn
-        taking: while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes {
+        // Not while events wait to be given: a commit's events arrive together.
+        taking: while !running, !closed, head < queue.count, outputBytes <= limits.connectionOutputBytes,
+            !hasPending
+        {
             guard budget > 0 else {
                 yieldTurn()
                 break
@@ -314,6 +343,8 @@ final class Session {
         flushQueued = false
         guard !closed else { return }
         flushOut()
+        // The kernel took all it was given: no write completion will come to give it more.
+        if hasPending, backlog == 0 { scheduleDelivery() }
         settle()
     }
 
@@ -321,12 +352,14 @@ final class Session {
     private func settle() {
         // Stopped at the output bound, and the kernel took it all: no write completion will
         // come to resume, so go on next turn.
-        if !closed, !running, !waitingToParse, head < queue.count, outputBytes <= limits.connectionOutputBytes {
+        if !closed, !running, !waitingToParse, head < queue.count, outputBytes <= limits.connectionOutputBytes,
+            !hasPending
+        {
             yieldTurn()
         }
         // A half-closed peer still reads: it is closed once it has taken every reply, and
         // until then its bytes and its slot count against the limits like any connection's.
-        if !closed, peerEnded, !running, head == queue.count, outputBytes == 0 { close(flush: false) }
+        if !closed, peerEnded, !running, head == queue.count, outputBytes == 0, !hasPending { close(flush: false) }
         // After the flush: judged before it, a reply the kernel then took whole would leave
         // the connection paused with no write completion to resume it.
         updateReading()
@@ -350,19 +383,25 @@ final class Session {
         noteBacklog()
     }
 
-    /// Notes whether the bytes the kernel refused are over the connection's own bound now.
+    /// Notes whether the bytes the kernel refused are over the connection's own bound now, or,
+    /// while events wait to be given to it, whether the kernel refused any: from when it last
+    /// took some (a watcher that reads slowly is not behind).
     private func noteBacklog() {
-        if backlog <= limits.connectionOutputBytes {
+        let refused = backlog
+        defer { lastRefused = refused }
+        if refused <= limits.connectionOutputBytes && (!hasPending || refused == 0) {
             overBoundSince = nil
-        } else if overBoundSince == nil {
+        } else if overBoundSince == nil || (hasPending && refused < lastRefused) {
             overBoundSince = server.stallEpoch
         }
     }
 
     /// Whether bytes the kernel refused have been over the connection's own bound since
-    /// before the server's previous epoch began (a second or more): only such a connection
-    /// is dropped over the total bound. A big reply to a client that reads goes under the
-    /// bound as fast as the client reads; one under its bound is never dropped.
+    /// before the server's previous epoch began (a second or more), or for a watcher with
+    /// events waiting, whether the kernel has refused some of them since then, taking none:
+    /// only such a connection is dropped over the total bound. A big
+    /// reply to a client that reads goes under the bound as fast as the client reads; one
+    /// under its bound is never dropped.
     func isBehind(epoch: Int) -> Bool {
         noteBacklog()
         guard let since = overBoundSince else { return false }
@@ -409,6 +448,7 @@ final class Session {
             return
         }
         noteBacklog()
+        if hasPending { deliver() }
         if !running && (queuedCount > 0 || peerEnded) { pump() } else { updateReading() }
     }
 
@@ -417,41 +457,115 @@ final class Session {
         write(line)
     }
 
-    /// Sends the events its filter lets through, in order, until the watcher has fallen too
-    /// far behind (then it is dropped). Their lines are shared with the other watchers. Each
-    /// is written as `write` writes a line, but counted by its length: what else the
-    /// connection holds is counted once, here, and its write queue changes only in flushOut
-    /// (which recounts). A recount per event, with the filter and the unowned server read
-    /// again, cost more than copying the line.
-    func send(_ events: EventLines) {
-        guard !closed, let filter = watching else { return }
-        assert(!rendering, "an event written while a reply is rendered into the output buffer")
-        let all = filter.types == nil && filter.collections == nil
-        let server = server
-        if !batching { account() }  // a pump counts at its end
-        var refused = backlog
-        for i in events.events.indices {
-            guard !closed else { return }
-            if !all, !events.events[i].matches(filter) { continue }
-            if out.count + refused > Session.eventBacklogLimit {
+    /// Queues a broadcast's events for this watcher, given to it as it takes them (deliver).
+    /// A watcher with more than 16 MiB of events waiting behind those it is being given is
+    /// dropped if it is not an admin's, whatever it reads (one that trickled held every user's
+    /// events up to the total); an admin's if it took none of its last slice for a second, or
+    /// if all connections are over the total. The events of one commit, however many, never
+    /// drop one that reads.
+    func send(_ lines: EventLines) {
+        guard !closed, watching != nil else { return }
+        if hasPending {
+            queuedWeight += lines.weight
+            if queuedWeight > Session.eventBacklogLimit,
+                heldToShare || server.overTotal || isBehind(epoch: server.stallEpoch)
+            {
                 daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
                 server.noteDropped()
                 close(flush: false)
                 return
             }
-            let line = events.line(i)
-            if out.isEmpty { out = line } else { out.append(contentsOf: line) }
-            guard !batching else { continue }
-            accounted += line.count
-            user.buffered += line.count
-            server.buffered(line.count, by: self)
-            if server.overTotal, refused == 0 {
-                flushOut()
-                refused = backlog
+        }
+        lines.holders += 1
+        pending.append(lines)
+        if pending.count - pendingHead == 1 { deliver() }
+    }
+
+    /// Gives this watcher the events its filter takes, in order, while less than a slice of
+    /// its output is untaken (and, over the total, only while the kernel refused none of it),
+    /// looking at most at eventsPerTurn of them a call. The rest wait, shared: the write
+    /// completion, or the next turn, gives more. So a watcher holds at most a slice of copies,
+    /// and a commit's events cost the loop a bounded time a turn, not seconds at once.
+    private func deliver() {
+        guard !closed else { return }
+        guard let filter = watching else { return dropPending() }
+        assert(!rendering, "an event written while a reply is rendered into the output buffer")
+        let slice = min(Session.eventSlice, limits.connectionOutputBytes)
+        let all = filter.types == nil && filter.collections == nil
+        let refused = backlog
+        let overTotal = server.overTotal
+        let before = out.count
+        let hadPending = hasPending
+        var budget = Session.eventsPerTurn
+        giving: while pendingHead < pending.count, let lines = pending[pendingHead] {
+            while nextEvent < lines.count {
+                // The drain gives more: the write completion, or the turn's end if the kernel took all.
+                if out.count + refused >= slice || (overTotal && refused > 0) { break giving }
+                guard budget > 0 else {
+                    scheduleDelivery()
+                    break giving
+                }
+                budget -= 1
+                let i = nextEvent
+                nextEvent += 1
+                if !all, !lines.matches(i, filter) { continue }
+                let line = lines.line(i)
+                if out.isEmpty { out = line } else { out.append(contentsOf: line) }
             }
-            queueFlush()
+            pending[pendingHead] = nil
+            pendingHead += 1
+            nextEvent = 0
+            if pendingHead == pending.count {
+                pending.removeAll(keepingCapacity: pending.capacity <= 64)
+                pendingHead = 0
+            } else if pendingHead >= 64, pendingHead * 2 >= pending.count {
+                pending.removeFirst(pendingHead)
+                pendingHead = 0
+            }
+            if hasPending, let next = pending[pendingHead] { queuedWeight -= next.weight }
+            server.release(lines)
+        }
+        // Requests that waited for the events run (a pump in progress goes on by itself).
+        if hadPending, !hasPending, !batching, !running, head < queue.count { yieldTurn() }
+        guard out.count > before, !batching else { return }  // a pump counts and flushes at its end
+        account()
+        // Over the total, written at once: a turn's events to many watchers do not wait in memory.
+        if server.overTotal, refused == 0 { flushOut() }
+        queueFlush()
+    }
+
+    /// Gives the watcher more of its events at the next loop turn.
+    private func scheduleDelivery() {
+        if deliveryTimer == nil { deliveryTimer = try? EventLoop.Timer(loop: daemon.loop) }
+        // The peer did nothing wrong: its replies, not yet written, go out first.
+        guard let timer = deliveryTimer else { return close(flush: true) }
+        do {
+            try timer.start(after: 0) { [unowned self] in
+                let server = server  // settling may close this session, and free it
+                deliver()
+                // A half-closed watcher whose last turn passed over events, giving none, has
+                // no write completion to come: it is closed here once it has taken all.
+                if !closed, !hasPending { settle() }
+                server.pumpEnded()
+            }
+        } catch {
+            close(flush: true)
         }
     }
+
+    /// Forgets the events waiting to be given (unwatched, or closed).
+    func dropPending() {
+        let held = pending[pendingHead...].compactMap { $0 }
+        pending = []
+        pendingHead = 0
+        nextEvent = 0
+        queuedWeight = 0
+        for lines in held { server.release(lines) }
+    }
+
+    /// What a watcher leaves untaken, for choosing whom to drop over the total: the bytes the
+    /// kernel refused and the events waiting behind those it is being given.
+    var heldBack: Int { backlog + queuedWeight }
 
     /// Pauses reading while this connection is over a bound (requests waiting or running,
     /// replies not taken), or holds requests waiting or replies while all connections together
@@ -513,8 +627,11 @@ final class Session {
         closed = true
         gate.forget(self)
         watching = nil
+        dropPending()
         continuation?.close()
         continuation = nil
+        deliveryTimer?.close()
+        deliveryTimer = nil
         if flush {
             // A peer that never reads would hold the flush (and shutdown) forever: the server
             // closes it outright after a deadline. What this session counted moves to the
