@@ -5,6 +5,7 @@
 import AssetStore
 import AssetStoreTestSupport
 import Foundation
+import GRDB
 import Glibc
 import Testing
 
@@ -37,5 +38,23 @@ import Testing
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep")
         var st = stat()
         #expect(lstat(f.dbPath + ".ballast", &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_size > 0)
+    }
+
+    @Test("any SQLite connection of the process, on any thread, refuses a hard-linked -journal")
+    func linkedJournal() throws {
+        let folders = TempFolders(prefix: "assetd-journal-")
+        let dir = try folders.make()  // no store: SQLite alone
+        let path = dir + "/plain.sqlite"
+        let victim = dir + "/victim"
+        try "keep".write(toFile: victim, atomically: false, encoding: .utf8)
+        // A queue keeps SQLite's rollback journal, and runs on a dispatch queue of its own.
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { try $0.execute(sql: "CREATE TABLE t(x)") }
+        #expect(link(victim, path + "-journal") == 0)
+        #expect(throws: DatabaseError.self) { try queue.write { try $0.execute(sql: "INSERT INTO t VALUES (1)") } }
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep")
+        #expect(unlink(path + "-journal") == 0)
+        try queue.write { try $0.execute(sql: "INSERT INTO t VALUES (1)") }
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 1)
     }
 }

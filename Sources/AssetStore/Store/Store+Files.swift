@@ -7,7 +7,8 @@
 //
 // Root running `assetctl --db` on a store that a daemon of another user owns must not leave
 // files that daemon cannot open: the lock and the ballast it creates are given to the
-// database file's owner, as SQLite gives its `-wal` and `-shm`.
+// database file's owner, as SQLite gives the `-wal` and `-shm` it creates. Those SQLite opens
+// by name, lazily, and never one with another name or not a regular file (side_files.c).
 
 import Glibc
 
@@ -37,6 +38,25 @@ extension Store {
             + " process opening it by another name would write it unlocked, beside a WAL of its own."
             + " Remove the other names (find -samefile \(path) lists them); a copy is made with"
             + " `assetctl backup`"
+    }
+
+    /// Why SQLite refuses a side file of the database at `path` (side_files.c): a `-wal`,
+    /// `-shm` or `-journal` with other names, or that is not a regular file. Only to say
+    /// so once an open failed: the refusal itself is in the open, which no rename can race.
+    static func refusedSideFile(_ path: String) -> String? {
+        for name in ["-wal", "-shm", "-journal"].map({ path + $0 }) {
+            var st = stat()
+            guard lstat(name, &st) == 0 else { continue }
+            if st.st_mode & S_IFMT != S_IFREG {
+                return "\(name) is not a regular file: SQLite refuses it (never through a symlink); remove it"
+            }
+            if st.st_nlink > 1 {
+                return "\(name) has \(st.st_nlink) names (hard links): SQLite refuses it rather than write it"
+                    + " (or, as root, give it to the database's owner). Remove it, or its other names"
+                    + " (find -samefile \(name) lists them) if it is this database's"
+            }
+        }
+        return nil
     }
 }
 

@@ -2,6 +2,7 @@
 // readers. It owns the lock next to the database, applies configured templates and indexes
 // at open, drains the unlink queue, and hands out read and write transactions.
 
+import CSideFiles
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -102,9 +103,25 @@ public final class Store: Sendable {
 
     /// Opens (creating it and its folder if needed) the database at `path`. Takes the lock
     /// unless `readOnly`, rebuilds changed indexes (reporting `progress`) and drains due unlinks.
-    public init(
+    public convenience init(
         path: String, configuration: StoreConfiguration,
         progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil
+    ) throws {
+        do {
+            try self.init(opening: path, configuration: configuration, progress: progress)
+        } catch {
+            // SQLite could not open a side file, or may fail on one later: say which
+            // (side_files.c refused it), rather than "unable to open database file".
+            if (error as? StoreError)?.code != .busy, let why = Store.refusedSideFile(Store.realName(path)) {
+                throw StoreError(.permissionDenied, "cannot open \(path): \(why)", detail: ["hard_links": true])
+            }
+            throw error
+        }
+    }
+
+    private init(
+        opening path: String, configuration: StoreConfiguration,
+        progress: (@Sendable (IndexRebuildProgress) -> Void)?
     ) throws {
         self.path = path
         self.configuration = configuration
@@ -123,6 +140,11 @@ public final class Store: Sendable {
         let realName = Store.realName(path)
         if let why = Store.otherNames(realName) { throw StoreError(.conflict, why, detail: ["hard_links": true]) }
         let owner = StoreFileOwner.of(database: realName)
+        // As root, SQLite gives the side files it opens to the database's owner: never unguarded.
+        if geteuid() == 0 && assetd_side_files_guarded() == 0 {
+            throw StoreError(
+                .internalError, "cannot open \(path) as root: SQLite refused the guard on its -wal, -shm and -journal")
+        }
         lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: realName + ".lock", owner: owner))
 
         var config = Configuration()

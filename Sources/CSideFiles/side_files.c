@@ -1,0 +1,96 @@
+// The guard on the files SQLite opens beside a database: its `-wal`, `-shm` and `-journal`.
+//
+// SQLite's unix VFS opens them by name, lazily and on whichever thread first needs them (a
+// reader's first read opens the WAL and the wal-index), and, running as root, fchowns each to
+// the database file's owner and then writes or truncates it. The folder they lie in may be
+// another user's (the daemon's, under User=; root runs `assetctl --db` there): that user could
+// hard-link any file it may link to those names, and root would give it away and destroy it
+// (docs/DESIGN.md §6). A check before SQLite's open is racy, and SQLite opens them again later
+// by name. So the check is in the open itself. In SQLite's os_unix.c every such open is
+// robust_open() -> osOpen (unixOpen for the WAL and journals, unixOpenSharedMemory for the
+// wal-index, a reader's read-only retry too) and every fchown is robustFchown() -> osFchown,
+// both overridable system calls (xSetSystemCall): one table for all the unix VFSes, and so
+// for the VFSes of this package that wrap the default. The replacements here judge the file
+// actually opened, by its descriptor:
+// - open: a side file that is not a regular file, or has another name (a hard link), is
+//   closed again and refused (EPERM): SQLite reports it cannot open the database. O_NONBLOCK
+//   meanwhile, so that a FIFO planted there cannot hang the open.
+// - fchown: only what changes no owner of anything but a file this process has just made: a
+//   file already the target's is left alone; an empty regular file with one name owned by this
+//   process (SQLite has just created it) is given away; anything else keeps its owner.
+// Installed before main (SQLite's system calls must not change under an open database), after
+// the counting allocator (query_memory.c), which SQLite accepts only before it initializes.
+// A SQLite without these two system calls leaves the guard out, and a store then refuses to
+// open as root (Store.swift); one that opened side files some other way would need reading
+// again (3.40's os_unix.c was).
+
+#include "side_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef int (*OpenCall)(const char *, int, int);
+typedef int (*FchownCall)(int, uid_t, gid_t);
+
+static OpenCall realOpen;
+static FchownCall realFchown;
+static int guarded;
+
+static int endsWith(const char *s, size_t n, const char *suffix) {
+    size_t k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+// The names SQLite gives a database's side files (a super-journal, `-mj…`, is made only for a
+// transaction over several attached databases, which assetd never runs).
+static int isSideFile(const char *path) {
+    size_t n = strlen(path);
+    return endsWith(path, n, "-wal") || endsWith(path, n, "-shm") || endsWith(path, n, "-journal");
+}
+
+static int guardedOpen(const char *path, int flags, int mode) {
+    if (!path || !isSideFile(path)) return realOpen(path, flags, mode);
+    int fd = realOpen(path, flags | O_NONBLOCK, mode);
+    if (fd < 0) return fd;
+    struct stat st;
+    // At most one name: one that was unlinked since this open is still the file found there.
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink <= 1) {
+        if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        return fd;
+    }
+    close(fd);
+    errno = EPERM;
+    return -1;
+}
+
+static int guardedFchown(int fd, uid_t uid, gid_t gid) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    if (st.st_uid == uid && st.st_gid == gid) return 0;
+    if (S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_size == 0 && st.st_uid == geteuid()) {
+        return realFchown(fd, uid, gid);
+    }
+    errno = EPERM;
+    return -1;
+}
+
+// Priority 102: after the counting allocator's (101), since finding a VFS initializes SQLite.
+__attribute__((constructor(102))) static void installGuard(void) {
+    sqlite3_vfs *vfs = sqlite3_vfs_find("unix");
+    if (!vfs || vfs->iVersion < 3 || !vfs->xSetSystemCall || !vfs->xGetSystemCall) return;
+    realOpen = (OpenCall)vfs->xGetSystemCall(vfs, "open");
+    realFchown = (FchownCall)vfs->xGetSystemCall(vfs, "fchown");
+    if (!realOpen || !realFchown) return;
+    if (vfs->xSetSystemCall(vfs, "open", (sqlite3_syscall_ptr)guardedOpen) != SQLITE_OK) return;
+    if (vfs->xSetSystemCall(vfs, "fchown", (sqlite3_syscall_ptr)guardedFchown) != SQLITE_OK) {
+        vfs->xSetSystemCall(vfs, "open", (sqlite3_syscall_ptr)realOpen);
+        return;
+    }
+    guarded = 1;
+}
+
+int assetd_side_files_guarded(void) { return guarded; }
