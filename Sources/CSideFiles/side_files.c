@@ -12,8 +12,8 @@
 // both overridable system calls (xSetSystemCall): one table for all the unix VFSes, and so
 // for the VFSes of this package that wrap the default. The replacements here judge the file
 // actually opened, by its descriptor:
-// - open: a side file that is not a regular file, or has another name (a hard link), is
-//   closed again and refused (EPERM): SQLite reports it cannot open the database. O_NONBLOCK
+// - open: a side file that is not a regular file (a directory is the database's folder), or
+//   has another name (a hard link), is closed again and refused (EPERM): SQLite reports it cannot open the database. O_NONBLOCK
 //   meanwhile, so that a FIFO planted there cannot hang the open.
 // - fchown: only what changes no owner of anything but a file this process has just made: a
 //   file already the target's is left alone; an empty regular file with one name owned by this
@@ -58,7 +58,9 @@ static int guardedOpen(const char *path, int flags, int mode) {
     if (fd < 0) return fd;
     struct stat st;
     // At most one name: one that was unlinked since this open is still the file found there.
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink <= 1) {
+    // A directory is the database's folder, named like a side file (`/var/lib/x-wal`), which
+    // SQLite opens to sync a new file's entry: refused, SQLite would silently skip that sync.
+    if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && st.st_nlink <= 1))) {
         if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         return fd;
     }

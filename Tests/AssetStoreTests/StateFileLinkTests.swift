@@ -6,6 +6,7 @@ import AssetStore
 import AssetStoreTestSupport
 import Foundation
 import GRDB
+import GRDBSQLite
 import Glibc
 import Testing
 
@@ -56,5 +57,19 @@ import Testing
         #expect(unlink(path + "-journal") == 0)
         try queue.write { try $0.execute(sql: "INSERT INTO t VALUES (1)") }
         #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 1)
+    }
+
+    @Test("the guard lets SQLite open a database's folder named like a side file, to sync it")
+    func folderNamedLikeSideFile() throws {
+        let folders = TempFolders(prefix: "assetd-dirsync-")
+        let dir = try folders.make() + "/state-wal"
+        #expect(mkdir(dir, 0o755) == 0)
+        // The unix VFS's `open`, as SQLite's openDirectory calls it before the fsync.
+        let vfs = try #require(sqlite3_vfs_find("unix"))
+        let call = try #require(vfs.pointee.xGetSystemCall(vfs, "open"))
+        typealias Open = @convention(c) (UnsafePointer<CChar>?, Int32, mode_t) -> Int32
+        let fd = unsafeBitCast(call, to: Open.self)(dir, O_RDONLY, 0)
+        #expect(fd >= 0)
+        if fd >= 0 { close(fd) }
     }
 }
