@@ -28,6 +28,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,6 +54,53 @@ static int isSideFile(const char *path) {
     return endsWith(path, n, "-wal") || endsWith(path, n, "-shm") || endsWith(path, n, "-journal");
 }
 
+// The last -wal let through, per name: the store syncs the WAL through a descriptor of its
+// own (Store+WALSync.swift), opened by name after SQLite's, and must sync the file SQLite
+// writes, not one put there since. A few names: a process opens one store, tests a handful.
+enum { walSlots = 16 };
+static struct {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+} walSeen[walSlots];
+static unsigned walNext;
+static pthread_mutex_t walLock = PTHREAD_MUTEX_INITIALIZER;
+
+static void noteWAL(const char *path, const struct stat *st) {
+    pthread_mutex_lock(&walLock);
+    int slot = -1;
+    for (int i = 0; i < walSlots; i++) {
+        if (walSeen[i].path && strcmp(walSeen[i].path, path) == 0) slot = i;
+    }
+    if (slot < 0) {
+        char *copy = strdup(path);
+        if (copy) {
+            slot = (int)(walNext++ % walSlots);
+            free(walSeen[slot].path);
+            walSeen[slot].path = copy;
+        }
+    }
+    if (slot >= 0) {
+        walSeen[slot].dev = st->st_dev;
+        walSeen[slot].ino = st->st_ino;
+    }
+    pthread_mutex_unlock(&walLock);
+}
+
+int assetd_side_files_wal_seen(const char *path, unsigned long long *dev, unsigned long long *ino) {
+    int found = 0;
+    pthread_mutex_lock(&walLock);
+    for (int i = 0; i < walSlots && !found; i++) {
+        if (walSeen[i].path && strcmp(walSeen[i].path, path) == 0) {
+            *dev = walSeen[i].dev;
+            *ino = walSeen[i].ino;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&walLock);
+    return found;
+}
+
 static int guardedOpen(const char *path, int flags, int mode) {
     if (!path || !isSideFile(path)) return realOpen(path, flags, mode);
     int fd = realOpen(path, flags | O_NONBLOCK, mode);
@@ -62,6 +111,7 @@ static int guardedOpen(const char *path, int flags, int mode) {
     // SQLite opens to sync a new file's entry: refused, SQLite would silently skip that sync.
     if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && st.st_nlink <= 1))) {
         if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        if (S_ISREG(st.st_mode) && endsWith(path, strlen(path), "-wal")) noteWAL(path, &st);
         return fd;
     }
     close(fd);

@@ -2,7 +2,7 @@
 // through a symlink: a user who could place one there would have root truncate and write its
 // target (assetd(8), Managed roots: the database's folder).
 
-import AssetStore
+@testable import AssetStore
 import AssetStoreTestSupport
 import Foundation
 import GRDB
@@ -71,5 +71,28 @@ import Testing
         let fd = unsafeBitCast(call, to: Open.self)(dir, O_RDONLY, 0)
         #expect(fd >= 0)
         if fd >= 0 { close(fd) }
+    }
+
+    @Test("the store syncs the WAL SQLite opened, never a file put at its name since")
+    func walDescriptorIsSQLites() throws {
+        let f = try Fixture()
+        defer { f.store.close() }
+        let wal = f.dbPath + "-wal"
+        let aside = f.dbPath + "-wal.aside"
+        // The folder's owner moves the WAL SQLite writes away (SQLite keeps its descriptor)...
+        #expect(rename(wal, aside) == 0)
+        defer { if access(aside, F_OK) == 0 { unlink(wal); rename(aside, wal) } }
+        // ... and puts a symlink to it there, or a file of its own, or links a second name.
+        #expect(symlink(aside, wal) == 0)
+        #expect(throws: StoreError.self) { try f.store.openWALDescriptor(settling: false) }
+        unlink(wal)
+        try "".write(toFile: wal, atomically: false, encoding: .utf8)
+        #expect(throws: StoreError.self) { try f.store.openWALDescriptor(settling: false) }
+        unlink(wal)
+        #expect(link(aside, wal) == 0)
+        #expect(throws: StoreError.self) { try f.store.openWALDescriptor(settling: false) }
+        unlink(wal)
+        #expect(rename(aside, wal) == 0)
+        try f.store.openWALDescriptor(settling: false)
     }
 }

@@ -6,4 +6,8 @@
 /// process opens); 0 if SQLite refused it, when no database may be opened as root.
 int assetd_side_files_guarded(void);
 
+/// 1 with the device and inode of the last `-wal` named `path` (as SQLite names it: the
+/// database's full name, symlinks resolved) that SQLite opened through the guard; 0 if none.
+int assetd_side_files_wal_seen(const char *path, unsigned long long *dev, unsigned long long *ino);
+
 #endif
