@@ -24,6 +24,7 @@
 // open as root (Store.swift); one that opened side files some other way would need reading
 // again (3.40's os_unix.c was).
 
+#define _GNU_SOURCE  // O_PATH
 #include "side_files.h"
 
 #include <errno.h>
@@ -37,9 +38,11 @@
 
 typedef int (*OpenCall)(const char *, int, int);
 typedef int (*FchownCall)(int, uid_t, gid_t);
+typedef ssize_t (*ReadlinkCall)(const char *, char *, size_t);
 
 static OpenCall realOpen;
 static FchownCall realFchown;
+static ReadlinkCall realReadlink;
 static int guarded;
 
 static int endsWith(const char *s, size_t n, const char *suffix) {
@@ -130,16 +133,45 @@ static int guardedFchown(int fd, uid_t uid, gid_t gid) {
     return -1;
 }
 
+// SQLite resolves the symlinks in a database's name itself (xFullPathname: lstat, then
+// readlink), before its O_NOFOLLOW open: a symlink the folder's owner put at the database's
+// name, or at a folder of it, after the store looked (Store+Files.swift), would point root's
+// opens and writes at any file. It follows only a symlink of root's or of this process's user
+// (as the kernel's protected_symlinks does in sticky folders), judged on the link it reads.
+static ssize_t guardedReadlink(const char *path, char *buf, size_t size) {
+    int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st;
+    ssize_t n = -1;
+    if (fstat(fd, &st) == 0) {
+        if (S_ISLNK(st.st_mode) && st.st_uid != 0 && st.st_uid != geteuid()) {
+            errno = EPERM;
+        } else {
+            n = readlinkat(fd, "", buf, size);
+        }
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n;
+}
+
 // Priority 102: after the counting allocator's (101), since finding a VFS initializes SQLite.
 __attribute__((constructor(102))) static void installGuard(void) {
     sqlite3_vfs *vfs = sqlite3_vfs_find("unix");
     if (!vfs || vfs->iVersion < 3 || !vfs->xSetSystemCall || !vfs->xGetSystemCall) return;
     realOpen = (OpenCall)vfs->xGetSystemCall(vfs, "open");
     realFchown = (FchownCall)vfs->xGetSystemCall(vfs, "fchown");
-    if (!realOpen || !realFchown) return;
+    realReadlink = (ReadlinkCall)vfs->xGetSystemCall(vfs, "readlink");
+    if (!realOpen || !realFchown || !realReadlink) return;
     if (vfs->xSetSystemCall(vfs, "open", (sqlite3_syscall_ptr)guardedOpen) != SQLITE_OK) return;
     if (vfs->xSetSystemCall(vfs, "fchown", (sqlite3_syscall_ptr)guardedFchown) != SQLITE_OK) {
         vfs->xSetSystemCall(vfs, "open", (sqlite3_syscall_ptr)realOpen);
+        return;
+    }
+    if (vfs->xSetSystemCall(vfs, "readlink", (sqlite3_syscall_ptr)guardedReadlink) != SQLITE_OK) {
+        vfs->xSetSystemCall(vfs, "open", (sqlite3_syscall_ptr)realOpen);
+        vfs->xSetSystemCall(vfs, "fchown", (sqlite3_syscall_ptr)realFchown);
         return;
     }
     guarded = 1;

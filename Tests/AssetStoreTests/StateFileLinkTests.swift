@@ -95,4 +95,41 @@ import Testing
         #expect(rename(aside, wal) == 0)
         try f.store.openWALDescriptor(settling: false)
     }
+
+    @Test(
+        "a symlink of another user at the database's name: no open, and its target is untouched",
+        .enabled(if: getuid() == 0))
+    func databaseThroughForeignSymlink() throws {
+        let f = try Fixture()
+        f.store.close()
+        let target = f.dir + "/empty"
+        #expect(creat(target, 0o644) >= 0)
+        for side in ["", "-wal", "-shm"] { unlink(f.dbPath + side) }
+        #expect(symlink(target, f.dbPath) == 0)
+        #expect(lchown(f.dbPath, 65534, 65534) == 0)  // the folder's owner made it
+        #expect(throws: StoreError.self) { _ = try Store(path: f.dbPath, configuration: f.configuration) }
+        var st = stat()
+        #expect(stat(target, &st) == 0 && st.st_size == 0)
+        #expect(access(target + ".lock", F_OK) != 0)
+    }
+
+    @Test(
+        "SQLite follows no symlink of another user in a database's name, even one put there later",
+        .enabled(if: getuid() == 0))
+    func sqliteFollowsNoForeignSymlink() throws {
+        let folders = TempFolders(prefix: "assetd-readlink-")
+        let dir = try folders.make()
+        let target = dir + "/empty"
+        #expect(creat(target, 0o644) >= 0)
+        #expect(symlink(target, dir + "/db.sqlite") == 0)
+        #expect(lchown(dir + "/db.sqlite", 65534, 65534) == 0)
+        #expect(throws: DatabaseError.self) { _ = try DatabaseQueue(path: dir + "/db.sqlite") }
+        var st = stat()
+        #expect(stat(target, &st) == 0 && st.st_size == 0)
+        // Root's own symlink is still followed.
+        #expect(lchown(dir + "/db.sqlite", 0, 0) == 0)
+        let queue = try DatabaseQueue(path: dir + "/db.sqlite")
+        try queue.write { try $0.execute(sql: "CREATE TABLE t(x)") }
+        #expect(stat(target, &st) == 0 && st.st_size > 0)
+    }
 }

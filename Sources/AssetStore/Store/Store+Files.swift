@@ -10,6 +10,7 @@
 // database file's owner, as SQLite gives the `-wal` and `-shm` it creates. Those SQLite opens
 // by name, lazily, and never one with another name or not a regular file (side_files.c).
 
+import Foundation
 import Glibc
 
 extension Store {
@@ -27,6 +28,25 @@ extension Store {
         defer { free(resolved) }
         let base = String(cString: resolved)
         return (base == "/" ? "" : base) + "/" + name
+    }
+
+    /// Why the database at `path` must not be opened: a symlink in its name (at the name or a
+    /// folder of it) of a user other than root and this process's. Its owner could point it
+    /// anywhere, and root would create, write and lock the target. SQLite itself follows no
+    /// such symlink either, one put there after this look included (side_files.c).
+    public static func foreignSymlink(_ path: String) -> String? {
+        let euid = geteuid()
+        var prefix = path.hasPrefix("/") ? "" : FileManager.default.currentDirectoryPath
+        for part in path.split(separator: "/") {
+            prefix += "/" + part
+            var st = stat()
+            guard lstat(prefix, &st) == 0 else { return nil }
+            if st.st_mode & S_IFMT == S_IFLNK && st.st_uid != 0 && st.st_uid != euid {
+                return "\(prefix) is a symlink of user \(st.st_uid): the store follows only root's or its own."
+                    + " Give the database's real name"
+            }
+        }
+        return nil
     }
 
     /// Why the database at `path` must not be opened under its lock's name: it has other

@@ -137,6 +137,7 @@ public final class Store: Sendable {
             }
         }
         // By the resolved name: a symlink to a held database must meet its holder's lock.
+        if let why = Store.foreignSymlink(path) { throw StoreError(.conflict, why, detail: ["symlink": true]) }
         let realName = Store.realName(path)
         if let why = Store.otherNames(realName) { throw StoreError(.conflict, why, detail: ["hard_links": true]) }
         let owner = StoreFileOwner.of(database: realName)
