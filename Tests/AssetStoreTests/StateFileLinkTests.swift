@@ -132,4 +132,23 @@ import Testing
         try queue.write { try $0.execute(sql: "CREATE TABLE t(x)") }
         #expect(stat(target, &st) == 0 && st.st_size > 0)
     }
+
+    @Test("a linked side file does not mask another reason the open fails")
+    func sideFileMasksNoOtherError() throws {
+        let f = try Fixture()
+        f.store.close()
+        let victim = f.dir + "/victim"
+        try "keep".write(toFile: victim, atomically: false, encoding: .utf8)
+        unlink(f.dbPath + "-journal")
+        #expect(link(victim, f.dbPath + "-journal") == 0)
+        #expect(link(f.dbPath, f.dir + "/second-name") == 0)  // refused before SQLite opens
+        let error = #expect(throws: StoreError.self) { _ = try Store(path: f.dbPath, configuration: f.configuration) }
+        #expect(error?.code == .conflict)
+        #expect(error?.message.contains("the lock is taken by name") == true)
+        // With the database's second name gone, the refused side file is named.
+        #expect(unlink(f.dir + "/second-name") == 0)
+        let refused = #expect(throws: StoreError.self) { _ = try Store(path: f.dbPath, configuration: f.configuration) }
+        #expect(refused?.code == .conflict)
+        #expect(refused?.message.contains("-journal has 2 names") == true)
+    }
 }

@@ -63,17 +63,19 @@ extension Store {
     /// Why SQLite refuses a side file of the database at `path` (side_files.c): a `-wal`,
     /// `-shm` or `-journal` with other names, or that is not a regular file. Only to say
     /// so once an open failed: the refusal itself is in the open, which no rename can race.
-    static func refusedSideFile(_ path: String) -> String? {
+    static func refusedSideFile(_ path: String) -> (why: String, linked: Bool)? {
         for name in ["-wal", "-shm", "-journal"].map({ path + $0 }) {
             var st = stat()
             guard lstat(name, &st) == 0 else { continue }
             if st.st_mode & S_IFMT != S_IFREG {
-                return "\(name) is not a regular file: SQLite refuses it (never through a symlink); remove it"
+                return ("\(name) is not a regular file: SQLite refuses it (never through a symlink); remove it", false)
             }
             if st.st_nlink > 1 {
-                return "\(name) has \(st.st_nlink) names (hard links): SQLite refuses it rather than write it"
+                let why =
+                    "\(name) has \(st.st_nlink) names (hard links): SQLite refuses it rather than write it"
                     + " (or, as root, give it to the database's owner). Remove it, or its other names"
                     + " (find -samefile \(name) lists them) if it is this database's"
+                return (why, true)
             }
         }
         return nil

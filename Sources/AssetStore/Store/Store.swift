@@ -107,16 +107,7 @@ public final class Store: Sendable {
         path: String, configuration: StoreConfiguration,
         progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil
     ) throws {
-        do {
-            try self.init(opening: path, configuration: configuration, progress: progress)
-        } catch {
-            // SQLite could not open a side file, or may fail on one later: say which
-            // (side_files.c refused it), rather than "unable to open database file".
-            if (error as? StoreError)?.code != .busy, let why = Store.refusedSideFile(Store.realName(path)) {
-                throw StoreError(.permissionDenied, "cannot open \(path): \(why)", detail: ["hard_links": true])
-            }
-            throw error
-        }
+        try self.init(opening: path, configuration: configuration, progress: progress)
     }
 
     private init(
@@ -189,6 +180,13 @@ public final class Store: Sendable {
                 }
             }
         } catch let e as DatabaseError {
+            // SQLite could not open a file: if side_files.c refused a side file, say which,
+            // rather than "unable to open database file" (a conflict, as other names of the
+            // database are). Any other error is passed on as it is.
+            if e.resultCode == .SQLITE_CANTOPEN, let refused = Store.refusedSideFile(realName) {
+                let key = refused.linked ? "hard_links" : "not_a_regular_file"
+                throw StoreError(.conflict, "cannot open \(path): \(refused.why)", detail: [key: true])
+            }
             let code: StoreError.Code = e.resultCode == .SQLITE_FULL ? .storageFull : .permissionDenied
             throw StoreError(code, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
