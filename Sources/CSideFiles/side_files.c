@@ -17,7 +17,10 @@
 //   meanwhile, so that a FIFO planted there cannot hang the open.
 // - fchown: only what changes no owner of anything but a file this process has just made: a
 //   file already the target's is left alone; an empty regular file with one name owned by this
-//   process (SQLite has just created it) is given away; anything else keeps its owner.
+//   process (SQLite has just created it) is given away; anything else keeps its owner. The
+//   recipient is whoever a stat of the database by name gives (SQLite's choice), and SQLite
+//   still sets its mode on an empty one-name side file that exists.
+// - readlink: see guardedReadlink (a symlink in the database's own name).
 // Installed before main (SQLite's system calls must not change under an open database), after
 // the counting allocator (query_memory.c), which SQLite accepts only before it initializes.
 // A SQLite without these two system calls leaves the guard out, and a store then refuses to
