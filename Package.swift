@@ -7,10 +7,11 @@
 //   CWALCoalesce     C: the WAL write-combining VFS for SQLite. On libsqlite3.
 //   CFileIdentity    C: statx and the inode generation for file identities. On libc.
 //   CQueryTemp       C: the VFS and allocator that bound a query's temporary files and memory. On libsqlite3.
+//   CSideFiles       C: the guard on SQLite's opens and chowns of a database's -wal, -shm, -journal. On libsqlite3.
 //   AssetStore       the engine: objects, edges and delete rules, templates, the file registry
 //                    and unlink queue, indexes and queries, policies, verify and backup.
 //                    On JSON (re-exported: its API speaks JSON values), GRDB, CWALCoalesce,
-//                    CFileIdentity, CQueryTemp.
+//                    CFileIdentity, CQueryTemp, CSideFiles.
 //   ControlProtocol  the wire: line framing, JSON-RPC requests, replies and events, and the
 //                    error codes clients see. On JSON.
 //   AssetService     the methods: MethodTable and Methods/ (one file per method), Params, the
@@ -66,9 +67,13 @@ let package = Package(
             name: "CQueryTemp",
             linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(
+            name: "CSideFiles",
+            linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(
             name: "AssetStore",
             dependencies: [
-                "JSON", "CWALCoalesce", "CFileIdentity", "CQueryTemp", .product(name: "GRDB", package: "GRDB.swift"),
+                "JSON", "CWALCoalesce", "CFileIdentity", "CQueryTemp", "CSideFiles",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .target(
             name: "ControlProtocol",

@@ -148,8 +148,8 @@ static void countedShutdown(void *data) { real.xShutdown(data); }
 extern int assetbench_plain_allocator(void) __attribute__((weak));
 
 // Before main, so before anything opens a database (SQLite refuses a new allocator once it has
-// initialized itself).
-__attribute__((constructor)) static void installCountingAllocator(void) {
+// initialized itself), and before the guard on side files (side_files.c), which initializes it.
+__attribute__((constructor(101))) static void installCountingAllocator(void) {
     if (assetbench_plain_allocator && assetbench_plain_allocator()) return;
     if (sqlite3_config(SQLITE_CONFIG_GETMALLOC, &real) != SQLITE_OK) return;
     static sqlite3_mem_methods counting;

@@ -7,10 +7,13 @@
 //
 // Root running `assetctl --db` on a store that a daemon of another user owns must not leave
 // files that daemon cannot open: the lock and the ballast it creates are given to the
-// database file's owner, as SQLite gives its `-wal` and `-shm`. Made and, if they cannot be
-// given, removed through a descriptor of their folder, only while their name still refers to
-// them: that owner may swap the name, or the folder for a symlink, meanwhile.
+// database file's owner, as SQLite gives the `-wal` and `-shm` it creates. Made and, if they
+// cannot be given, removed through a descriptor of their folder, only while their name still
+// refers to them: that owner may swap the name, or the folder for a symlink, meanwhile. SQLite
+// opens its side files by name, lazily, and never one with another name or not a regular file
+// (side_files.c).
 
+import Foundation
 import Glibc
 import Synchronization
 
@@ -31,6 +34,25 @@ extension Store {
         return (base == "/" ? "" : base) + "/" + name
     }
 
+    /// Why the database at `path` must not be opened: a symlink in its name (at the name or a
+    /// folder of it) of a user other than root and this process's. Its owner could point it
+    /// anywhere, and root would create, write and lock the target. SQLite itself follows no
+    /// such symlink either, one put there after this look included (side_files.c).
+    public static func foreignSymlink(_ path: String) -> String? {
+        let euid = geteuid()
+        var prefix = path.hasPrefix("/") ? "" : FileManager.default.currentDirectoryPath
+        for part in path.split(separator: "/") {
+            prefix += "/" + part
+            var st = stat()
+            guard lstat(prefix, &st) == 0 else { return nil }
+            if st.st_mode & S_IFMT == S_IFLNK && st.st_uid != 0 && st.st_uid != euid {
+                return "\(prefix) is a symlink of user \(st.st_uid): the store follows only root's or its own."
+                    + " Give the database's real name"
+            }
+        }
+        return nil
+    }
+
     /// Why the database at `path` must not be opened under its lock's name: it has other
     /// names (hard links), each of which would have a lock and a WAL of its own.
     public static func otherNames(_ path: String) -> String? {
@@ -40,6 +62,27 @@ extension Store {
             + " process opening it by another name would write it unlocked, beside a WAL of its own."
             + " Remove the other names (find -samefile \(path) lists them); a copy is made with"
             + " `assetctl backup`"
+    }
+
+    /// Why SQLite refuses a side file of the database at `path` (side_files.c): a `-wal`,
+    /// `-shm` or `-journal` with other names, or that is not a regular file. Only to say
+    /// so once an open failed: the refusal itself is in the open, which no rename can race.
+    static func refusedSideFile(_ path: String) -> (why: String, linked: Bool)? {
+        for name in ["-wal", "-shm", "-journal"].map({ path + $0 }) {
+            var st = stat()
+            guard lstat(name, &st) == 0 else { continue }
+            if st.st_mode & S_IFMT != S_IFREG {
+                return ("\(name) is not a regular file: SQLite refuses it (never through a symlink); remove it", false)
+            }
+            if st.st_nlink > 1 {
+                let why =
+                    "\(name) has \(st.st_nlink) names (hard links): SQLite refuses it rather than write it"
+                    + " (or, as root, give it to the database's owner). Remove it, or its other names"
+                    + " (find -samefile \(name) lists them) if it is this database's"
+                return (why, true)
+            }
+        }
+        return nil
     }
 }
 

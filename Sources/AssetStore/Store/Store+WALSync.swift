@@ -17,6 +17,7 @@
 // empties the WAL, so that is rare: a crash, a failed sync, or a reader that kept the
 // closing checkpoint from finishing.
 
+import CSideFiles
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -54,14 +55,30 @@ extension Store {
     /// descriptor stays valid until the store closes. `first` runs once it is open, before
     /// the WAL is written back.
     func openWALDescriptor(settling: Bool, first: () throws -> Void = {}) throws {
-        let file = path + "-wal"
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        // The file SQLite has open and writes: by name, but never through a symlink, never
+        // hanging on a FIFO, and refused if the folder's owner put another file there since
+        // (the guard, side_files.c, noted which one SQLite opened). Else the syncs would
+        // confirm commits that SQLite wrote to a file no one syncs.
+        let file = Store.realName(path) + "-wal"
+        let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError(.permissionDenied, "cannot open \(file): \(errnoDescription(errno))") }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let e = errno
             Glibc.close(fd)
             throw StoreError(.permissionDenied, "cannot read \(file): \(errnoDescription(e))")
+        }
+        var seenDevice: UInt64 = 0
+        var seenInode: UInt64 = 0
+        let seen = assetd_side_files_wal_seen(file, &seenDevice, &seenInode) != 0
+        guard st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1,
+            !seen || (seenDevice == UInt64(st.st_dev) && seenInode == UInt64(st.st_ino))
+        else {
+            Glibc.close(fd)
+            throw StoreError(
+                .conflict,
+                "cannot open \(file): it is not the WAL SQLite opened (replaced, linked, or not a regular file); remove"
+                    + " it and open again")
         }
         let wal = WALDescriptor(fd: fd, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
         walSync.withLock { $0.descriptor = wal }

@@ -2,6 +2,7 @@
 // readers. It owns the lock next to the database, applies configured templates and indexes
 // at open, drains the unlink queue, and hands out read and write transactions.
 
+import CSideFiles
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -102,9 +103,16 @@ public final class Store: Sendable {
 
     /// Opens (creating it and its folder if needed) the database at `path`. Takes the lock
     /// unless `readOnly`, rebuilds changed indexes (reporting `progress`) and drains due unlinks.
-    public init(
+    public convenience init(
         path: String, configuration: StoreConfiguration,
         progress: (@Sendable (IndexRebuildProgress) -> Void)? = nil
+    ) throws {
+        try self.init(opening: path, configuration: configuration, progress: progress)
+    }
+
+    private init(
+        opening path: String, configuration: StoreConfiguration,
+        progress: (@Sendable (IndexRebuildProgress) -> Void)?
     ) throws {
         self.path = path
         self.configuration = configuration
@@ -120,9 +128,15 @@ public final class Store: Sendable {
             }
         }
         // By the resolved name: a symlink to a held database must meet its holder's lock.
+        if let why = Store.foreignSymlink(path) { throw StoreError(.conflict, why, detail: ["symlink": true]) }
         let realName = Store.realName(path)
         if let why = Store.otherNames(realName) { throw StoreError(.conflict, why, detail: ["hard_links": true]) }
         let owner = StoreFileOwner.of(database: realName)
+        // As root, SQLite gives the side files it opens to the database's owner: never unguarded.
+        if geteuid() == 0 && assetd_side_files_guarded() == 0 {
+            throw StoreError(
+                .internalError, "cannot open \(path) as root: SQLite refused the guard on its -wal, -shm and -journal")
+        }
         lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: realName + ".lock", owner: owner))
 
         var config = Configuration()
@@ -166,6 +180,13 @@ public final class Store: Sendable {
                 }
             }
         } catch let e as DatabaseError {
+            // SQLite could not open a file: if side_files.c refused a side file, say which,
+            // rather than "unable to open database file" (a conflict, as other names of the
+            // database are). Any other error is passed on as it is.
+            if e.resultCode == .SQLITE_CANTOPEN, let refused = Store.refusedSideFile(realName) {
+                let key = refused.linked ? "hard_links" : "not_a_regular_file"
+                throw StoreError(.conflict, "cannot open \(path): \(refused.why)", detail: [key: true])
+            }
             let code: StoreError.Code = e.resultCode == .SQLITE_FULL ? .storageFull : .permissionDenied
             throw StoreError(code, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
