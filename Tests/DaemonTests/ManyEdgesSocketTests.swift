@@ -2,7 +2,8 @@
 // (Store+FileList.swift) runs on the pool: held there (ASSETD_DEBUG_HOLD_POOL_JOB, debug
 // builds), the loop meanwhile answers a bystander's ping and an ordinary get; its reply lists
 // the file once. file.get of a file with many edges stops at control.max_reply_bytes: refused
-// after reading about the limit's worth of edges (debug stats `edge_rows_read`), not all.
+// from the count of its edges when more than could fit, else after reading about the limit's
+// worth of them (debug stats `edge_rows_read`), not all.
 
 import AssetClient
 import AssetStore
@@ -71,7 +72,7 @@ import Testing
         #expect(again == object)
     }
 
-    @Test("file.get of a file with 3,000 edges past max_reply_bytes: refused after reading about a limit's worth")
+    @Test("file.get past max_reply_bytes: refused from the count, or after a limit's worth of rows")
     func fileGetStopsAtTheReplyLimit() throws {
         let h = try DaemonHarness(controlSection: #"max_reply_bytes = "64KiB""#, start: false)
         h.environment = ["ASSETD_DEBUG_STATS": "1"]
@@ -89,9 +90,22 @@ import Testing
             try c.call("file.get", ["path": .string(path)])
         }
         #expect(refused?.message.contains("edge.find by destination") == true, "\(String(describing: refused))")
-        let read = try rowsRead() - before
-        // At most the rows that could fit 64 KiB (64 bytes an edge at the least) and one more.
-        #expect(read > 0 && read <= (64 << 10) / 64 + 1, "\(read) edge rows read of 3,000")
+        // More edges than could fit 64 KiB at 64 bytes each: refused from the index's count,
+        // before any edge row is read.
+        #expect(try rowsRead() - before == 0, "edge rows read of 3,000 before the refusal")
+
+        // Fewer than that, but too many as rendered (about 110 bytes each): read one at a time,
+        // refused at most one row past the limit.
+        let fewer = try h.makeFile("fewer.bin")
+        for start in stride(from: 0, to: 1_000, by: 500) {
+            _ = try c.call("transact", edgeOps("s", fewer, 500, first: start, retaining: 0))
+        }
+        let before2 = try rowsRead()
+        _ = expectRPCError(Code.application, "reply_too_large") { () throws(ClientError) in
+            try c.call("file.get", ["path": .string(fewer)])
+        }
+        let read = try rowsRead() - before2
+        #expect(read > 0 && read <= 1_000, "\(read) edge rows read of 1,000")
 
         // A file with few edges is answered whole, in id order, with its retaining edges counted.
         let other = try h.makeFile("two.bin")

@@ -14,7 +14,14 @@ extension MethodTable {
         // numbers: 256 is ample) and retained_by.
         var page = EdgePage(
             limit: nil, ctx, around: 256 + JSONCursor.stringMaximum(path.utf8.count), advice: fileGetAdvice)
-        let found = try ctx.store.read { r in try r.file(path, edgeLimit: page.rowsToRefuse) { try page.add($0, $1) } }
+        let found = try ctx.store.read { r in
+            // So many edges cannot fit, whatever they say: refused from the index's count, before
+            // any edge is read (read one by one they held a pool thread seconds at 16 MiB).
+            if let n = page.rowsToRefuse, try r.fileEdgeCount(path, atMost: n) >= n {
+                throw StoreError.replyTooLarge(ctx.replyLimit, advice: fileGetAdvice)
+            }
+            return try r.file(path, edgeLimit: page.rowsToRefuse) { try page.add($0, $1) }
+        }
         guard let record = found else { return MethodOutcome(.null) }
         let retaining = page.edges.filter { $0.rules.contains(.deleteDestinationIfAllSourcesDeleted) }.count
         return MethodOutcome(

@@ -50,6 +50,12 @@ public struct ReadTransaction {
         try reads.file(path, edgeLimit: edgeLimit, edges: visit)
     }
 
+    /// At least how many edges lead to the registered file at `path`, counted up to `atMost`
+    /// from the destination's index alone (0 if it is not registered).
+    public func fileEdgeCount(_ path: String, atMost: Int) throws -> Int {
+        try reads.fileEdgeCount(path, atMost: atMost)
+    }
+
     /// The owner of the object, or nil if there is none.
     public func owner(of ref: ObjectRef) throws -> String? { try reads.owner(ref) }
 

@@ -206,6 +206,18 @@ struct Reads {
         return Reads.fileRecord(row)
     }
 
+    /// At least how many edges to the file at `reference` are visible, counted up to `atMost`
+    /// from the destination's index alone (0 if it is not registered).
+    func fileEdgeCount(_ reference: String, atMost: Int) throws -> Int {
+        let path = try ManagedRoots.normalise(reference)
+        let sql = """
+            SELECT COUNT(*) FROM (SELECT 1 FROM edge
+                WHERE is_file = 1 AND dst = (SELECT id FROM file WHERE path = ?) LIMIT ?)
+            """
+        let all = try Int.fetchOne(db, sql: sql, arguments: [path, atMost + hidden.count]) ?? 0
+        return max(0, all - hidden.count)
+    }
+
     /// The edges to file `?1`, the first `?2` (-1: all) in id order.
     static let fileEdgesCondition = """
         WHERE e.id IN (SELECT id FROM edge WHERE is_file = 1 AND dst = ?1 ORDER BY id LIMIT ?2) ORDER BY e.id
