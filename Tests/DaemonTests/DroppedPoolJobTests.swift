@@ -16,7 +16,7 @@ import Testing
     /// only once the daemon closed the victim; then "closed" is printed and `after` runs.
     static func script(victim: String, after: String = "") -> String {
         """
-        import ctypes, fcntl, os, signal, socket, struct, sys, termios, time
+        import ctypes, fcntl, os, signal, socket, struct, sys, termios
         def wait_for(path):
             # Blocks on inotify until `path` is made (created or renamed in), no polling.
             libc = ctypes.CDLL(None, use_errno=True)
@@ -49,7 +49,7 @@ import Testing
         victim.sendall(\(victim))
         # The daemon has read it all (and taken the last request in that read's callback): no
         # event says a peer consumed the bytes, so the kernel's count of unread ones is polled.
-        while struct.unpack("i", fcntl.ioctl(victim, termios.TIOCOUTQ, b"\\0" * 4))[0]: time.sleep(0.001)
+        while struct.unpack("i", fcntl.ioctl(victim, termios.TIOCOUTQ, b"\\0" * 4))[0]: os.sched_yield()
         victim.close()
         while True:
             s = connect(); s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\\n')
@@ -120,7 +120,7 @@ import Testing
             s = connect(); s.sendall(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\\n'); answer(s); held.append(s)
             s.sendall(dry_run)
             # Read by the daemon (the kernel's count of unread bytes: no event says so).
-            while struct.unpack("i", fcntl.ioctl(s, termios.TIOCOUTQ, b"\\0" * 4))[0]: time.sleep(0.001)
+            while struct.unpack("i", fcntl.ioctl(s, termios.TIOCOUTQ, b"\\0" * 4))[0]: os.sched_yield()
             print("sent", flush=True)
             print(answer(s).decode().strip(), flush=True)
             """
