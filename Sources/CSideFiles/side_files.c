@@ -1,4 +1,5 @@
-// The guard on the files SQLite opens beside a database: its `-wal`, `-shm` and `-journal`.
+// The guard on the files SQLite opens beside a database (its `-wal`, `-shm` and `-journal`),
+// and on the database's own name.
 //
 // SQLite's unix VFS opens them by name, lazily and on whichever thread first needs them (a
 // reader's first read opens the WAL and the wal-index), and, running as root, fchowns each to
@@ -107,8 +108,28 @@ int assetd_side_files_wal_seen(const char *path, unsigned long long *dev, unsign
     return found;
 }
 
+// Any other name SQLite opens is a database itself (or /dev/urandom for its seed): the store
+// refuses a database with other names before opening it (Store+Files.swift), but by name; one
+// swapped for a hard link to another file after that look would be opened here and written
+// (an empty one given a schema). So a regular file with another name is refused here too, on
+// the descriptor, and a FIFO or socket (a read-only open of a FIFO would wait for a writer).
+static int guardedMainOpen(const char *path, int flags, int mode) {
+    int fd = realOpen(path, flags | O_NONBLOCK, mode);
+    if (fd < 0) return fd;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && !(S_ISREG(st.st_mode) && st.st_nlink > 1) && !S_ISFIFO(st.st_mode) &&
+        !S_ISSOCK(st.st_mode)) {
+        if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        return fd;
+    }
+    close(fd);
+    errno = EPERM;
+    return -1;
+}
+
 static int guardedOpen(const char *path, int flags, int mode) {
-    if (!path || !isSideFile(path)) return realOpen(path, flags, mode);
+    if (!path) return realOpen(path, flags, mode);
+    if (!isSideFile(path)) return guardedMainOpen(path, flags, mode);
     int fd = realOpen(path, flags | O_NONBLOCK, mode);
     if (fd < 0) return fd;
     struct stat st;

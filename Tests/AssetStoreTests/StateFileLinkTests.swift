@@ -151,4 +151,39 @@ import Testing
         #expect(refused?.code == .conflict)
         #expect(refused?.message.contains("-journal has 2 names") == true)
     }
+
+    @Test("SQLite opens no database with another name, one linked after the store's look included")
+    func linkedDatabaseRefusedAtOpen() throws {
+        let folders = TempFolders(prefix: "assetd-mainlink-")
+        let dir = try folders.make()
+        // An empty file of someone else's, linked at the name a database is opened by (the
+        // store's look by name has passed): SQLite would write a new schema into it.
+        let victim = dir + "/victim"
+        #expect(FileManager.default.createFile(atPath: victim, contents: Data()))
+        #expect(link(victim, dir + "/store.sqlite") == 0)
+        #expect(throws: DatabaseError.self) {
+            let queue = try DatabaseQueue(path: dir + "/store.sqlite")
+            try queue.write { try $0.execute(sql: "CREATE TABLE t(x)") }
+        }
+        var st = stat()
+        #expect(stat(victim, &st) == 0 && st.st_size == 0)
+        // With one name the same open works.
+        #expect(unlink(victim) == 0)
+        let queue = try DatabaseQueue(path: dir + "/store.sqlite")
+        try queue.write { try $0.execute(sql: "CREATE TABLE t(x)") }
+    }
+
+    @Test("SQLite's open of a database name refuses a FIFO, which a read-only open would wait on")
+    func fifoAtDatabaseName() throws {
+        let folders = TempFolders(prefix: "assetd-mainfifo-")
+        let dir = try folders.make()
+        #expect(mkfifo(dir + "/store.sqlite", 0o600) == 0)
+        // The unix VFS's `open` as SQLite calls it; read-write, which does not wait on a FIFO.
+        let vfs = try #require(sqlite3_vfs_find("unix"))
+        let call = try #require(vfs.pointee.xGetSystemCall(vfs, "open"))
+        typealias Open = @convention(c) (UnsafePointer<CChar>?, Int32, mode_t) -> Int32
+        let fd = unsafeBitCast(call, to: Open.self)(dir + "/store.sqlite", O_RDWR, 0)
+        #expect(fd == -1 && errno == EPERM)
+        if fd >= 0 { close(fd) }
+    }
 }

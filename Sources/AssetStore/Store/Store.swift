@@ -183,6 +183,9 @@ public final class Store: Sendable {
             // SQLite could not open a file: if side_files.c refused a side file, say which,
             // rather than "unable to open database file" (a conflict, as other names of the
             // database are). Any other error is passed on as it is.
+            if e.resultCode == .SQLITE_CANTOPEN, let why = Store.otherNames(realName) {
+                throw StoreError(.conflict, why, detail: ["hard_links": true])  // linked since the look
+            }
             if e.resultCode == .SQLITE_CANTOPEN, let refused = Store.refusedSideFile(realName) {
                 let key = refused.linked ? "hard_links" : "not_a_regular_file"
                 throw StoreError(.conflict, "cannot open \(path): \(refused.why)", detail: [key: true])
