@@ -14,10 +14,16 @@ import Darwin
 public enum Work {
     /// The pool's threads, as libuv counts them at its first submission: `UV_THREADPOOL_SIZE`
     /// (0 counts as 1, at most 1024), else 4. Read once, at first use: set the variable before.
-    public static let threads: Int = {
-        guard let text = getenv("UV_THREADPOOL_SIZE") else { return 4 }
-        return min(max(Int(atoi(text)), 1), 1024)  // libuv's own reading (threadpool.c)
-    }()
+    public static let threads: Int = threads(
+        UV_THREADPOOL_SIZE: getenv("UV_THREADPOOL_SIZE").map { String(cString: $0) })
+
+    /// libuv's own reading (threadpool.c): `atoi` into an unsigned count, so a negative value
+    /// is a huge one, cut to 1,024 threads, which the per-user halves must count too.
+    static func threads(UV_THREADPOOL_SIZE text: String?) -> Int {
+        guard let text else { return 4 }
+        let n = UInt32(bitPattern: atoi(text))
+        return n == 0 ? 1 : Int(min(n, 1024))
+    }
 
     /// Runs `work` on libuv's thread pool, then `done` on the loop thread. The loop stays
     /// alive (``Loop/run()`` does not return) until `done` has run.

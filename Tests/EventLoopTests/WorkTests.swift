@@ -1,11 +1,21 @@
 // The thread pool: work runs off the loop thread, completions run on it, and the loop stays
 // alive until the last completion.
 
-import EventLoop
+@testable import EventLoop
 import Testing
 
 extension EventLoopTests {
     @Suite struct WorkTests {
+        @Test("the pool's size is read as libuv reads UV_THREADPOOL_SIZE, a negative value as 1,024")
+        func threadsReadAsLibuvDoes() {
+            #expect(Work.threads(UV_THREADPOOL_SIZE: nil) == 4)
+            #expect(Work.threads(UV_THREADPOOL_SIZE: "8") == 8)
+            #expect(Work.threads(UV_THREADPOOL_SIZE: "0") == 1)
+            #expect(Work.threads(UV_THREADPOOL_SIZE: "x") == 1)
+            #expect(Work.threads(UV_THREADPOOL_SIZE: "5000") == 1024)
+            #expect(Work.threads(UV_THREADPOOL_SIZE: "-1") == 1024)
+        }
+
         @Test("100 work items run off the loop thread and complete on it")
         func workRunsOffLoopDoneRunsOn() throws {
             let loop = try Loop()
