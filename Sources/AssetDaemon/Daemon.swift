@@ -324,11 +324,14 @@ public final class Daemon {
     private func reload() {
         do {
             var fresh = try DaemonConfig.load(path: configPath)
+            try fresh.checkConfigFile()
+            try fresh.checkReloadable(replacing: config)
             // Roots change only at a restart: min_free is judged on the file systems it will
             // be enforced on, the running roots', not those the file names now.
             let rootsChanged = fresh.roots.map { Array($0.utf8) } != config.roots.map { Array($0.utf8) }
             fresh.roots = config.roots
             try fresh.checkMinFree()
+            for change in accessChanges(to: fresh) { logger.warning("reload: \(change)") }
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups
             config.enforceOwnership = fresh.enforceOwnership
@@ -345,10 +348,20 @@ public final class Daemon {
             if rootsChanged {
                 logger.notice("files.roots changed: it takes effect at the next start; still managing \(config.roots)")
             }
-            for w in fresh.policyWarnings { logger.warning("\(w)") }
+            for w in fresh.accessWarnings { logger.warning("\(w)") }
             logMinFreeCaps()
         } catch {
             logger.error("reload failed, keeping the current settings: \(error)")
         }
+    }
+
+    /// What a reload gives up of access control, said where the admin reads the log.
+    private func accessChanges(to fresh: DaemonConfig) -> [String] {
+        var out = [String]()
+        let uids = fresh.adminUIDs.filter { !config.adminUIDs.contains($0) }
+        if !uids.isEmpty { out.append("control.admin_uids adds \(uids)") }
+        let groups = fresh.adminGroups.filter { !config.adminGroups.contains($0) }
+        if !groups.isEmpty { out.append("control.admin_groups adds \(groups)") }
+        return out
     }
 }

@@ -68,6 +68,18 @@ public struct ControlLimits: Sendable, Equatable {
 }
 
 extension DaemonConfig {
+    /// Settings that are legal and dangerous together: a socket every local user may open,
+    /// with ownership not enforced, lets each of them have assetd (root, as a rule) unlink any
+    /// file under the roots, in folders they could not open themselves.
+    public var accessWarnings: [String] {
+        guard socketMode & 0o002 != 0, !enforceOwnership else { return [] }
+        return [
+            "control.mode \(String(format: "%04o", socketMode)) lets every local user open the socket, and with"
+                + " control.enforce_ownership = false each may have assetd unlink any file under the roots, other"
+                + " users' too: set enforce_ownership = true, or a mode without access for others"
+        ]
+    }
+
     /// Limits that contradict each other without being wrong: a request line is counted with
     /// 128 bytes for its bookkeeping, and refused once it or what it holds parsed passes
     /// connection_input_bytes, so max_request_bytes over that less 128 is never reached.

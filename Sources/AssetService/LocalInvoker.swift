@@ -27,6 +27,8 @@ public final class LocalInvoker {
     public init(databasePath: String, configPath: String?, uid: UInt32 = getuid()) throws {
         // A value refused as a slip is left out of the policy, and only enforce is refused for it.
         let config = try DaemonConfig.load(path: configPath, deferringPolicyRefusals: true)
+        // It names the roots this process unlinks in: one another user could write is refused.
+        try config.checkConfigFile(uid: uid)
         // Judged as assetd judges them; only the daemon's start creates its default root.
         do {
             try config.prepareRoots(create: false)

@@ -28,6 +28,40 @@ extension DaemonConfig {
     }
 }
 
+extension DaemonConfig {
+    /// Refuses (a configuration error, exit 78; on SIGHUP the running settings stay) a
+    /// configuration file that another user than root and `uid` could change, or replace
+    /// through its folder: it names the admins, the roots and the database, so whoever may
+    /// write it could make itself an admin at the next reload, or point root at any folder at
+    /// the next start. The file and its real path are judged as a database's folder is.
+    public func checkConfigFile(uid: UInt32 = getuid()) throws(ConfigError) {
+        guard let file = sourcePath else { return }
+        func refused(_ why: String) -> ConfigError { ConfigError(file: file, line: nil, key: nil, message: why) }
+        var paths = [file]
+        if let real = realpath(file, nil) {
+            paths.append(String(cString: real))
+            free(real)
+        }
+        for path in paths {
+            if let why = RootHygiene.unsafeHome(of: path, uid: uid) { throw refused("\(path): \(why)") }
+        }
+        var st = stat()
+        guard stat(file, &st) == 0 else { return }  // read already: judged at the next read
+        let mode = String(st.st_mode & 0o7777, radix: 8)
+        if st.st_uid != 0 && st.st_uid != uid {
+            throw refused(
+                "it belongs to user \(st.st_uid), who could make itself an admin or name any folder as a root;"
+                    + " give it to root or assetd's user")
+        }
+        let groupIsOwner = RootHygiene.isPrivateGroup(st.st_gid, st.st_uid)
+        if st.st_mode & 0o002 != 0 || (st.st_mode & 0o020 != 0 && !groupIsOwner) {
+            throw refused(
+                "it is writable by its group or others (mode \(mode)), who could make themselves admins or name any"
+                    + " folder as a root; chmod go-w \(file)")
+        }
+    }
+}
+
 extension RootHygiene {
     /// Why the folder that holds (or will hold) `file` lets another user than root and `uid`
     /// make or replace entries in it, or nil.

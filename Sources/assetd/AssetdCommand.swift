@@ -31,6 +31,9 @@ struct AssetdCommand: ParsableCommand {
     var logLevel: String?
 
     func run() throws {
+        // The database, its side files, its folder and backups are readable by assetd only,
+        // whatever umask it was started with (the unit's UMask=0077 does the same).
+        umask(0o077)
         var settings: DaemonConfig
         do {
             settings = try DaemonConfig.load(path: config)
@@ -56,6 +59,7 @@ struct AssetdCommand: ParsableCommand {
             throw ExitCode(error.exitStatus)
         }
         do {
+            try settings.checkConfigFile()
             try settings.checkStateFolders()
             try settings.checkMinFree()
         } catch {
@@ -63,7 +67,7 @@ struct AssetdCommand: ParsableCommand {
             throw ExitCode(78)
         }
         if checkConfig {
-            for w in settings.limitWarnings + settings.policyWarnings {
+            for w in settings.accessWarnings + settings.limitWarnings + settings.policyWarnings {
                 FileHandle.standardError.write(Data("assetd: warning: \(w)\n".utf8))
             }
             print(settings.summary.joined(separator: "\n"))
@@ -76,7 +80,9 @@ struct AssetdCommand: ParsableCommand {
         setenv("UV_THREADPOOL_SIZE", "\(max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))", 0)
         var logger = Logger(label: "assetd")
         logger.logLevel = Logger.Level(settings.logLevel)
-        for warning in rootWarnings + settings.limitWarnings + settings.policyWarnings { logger.warning("\(warning)") }
+        for warning in rootWarnings + settings.accessWarnings + settings.limitWarnings + settings.policyWarnings {
+            logger.warning("\(warning)")
+        }
         let daemon: Daemon
         do {
             daemon = try Daemon(

@@ -126,10 +126,29 @@ import Testing
         #expect(try h.assetctlAsNobody("put", "h", "roots", #"{"v":4}"#).status == 1, "enforced after the reload")
         #expect(try c.getObject("h", "roots")["value"] == ["v": 3])
 
-        h.controlSection = "mode = \"0666\"\nadmin_uids = [\(Nobody.uid)]"
+        h.controlSection = "mode = \"0666\"\nenforce_ownership = true\nadmin_uids = [\(Nobody.uid)]"
         try h.reload()
+        #expect(h.log.contains("reload: control.admin_uids adds [\(Nobody.uid)]"), "\(h.log.suffix(2000))")
         #expect(try h.assetctlAsNobody("shutdown").status == 0, "an admin after the reload")
         #expect(h.waitForExit() == 0)
+    }
+
+    @Test(
+        "SIGHUP does not turn enforce_ownership off (a file cut before the key reads as false); a restart does",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as nobody"))
+    func reloadKeepsOwnershipOn() throws {
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\nenforce_ownership = true")
+        let c = try h.client()
+        try c.putObject("h", "roots", ["v": 1])
+        h.controlSection = #"mode = "0666""#
+        try h.writeConfig()
+        kill(h.process!.processIdentifier, SIGHUP)  // started above
+        #expect(eventually { h.log.contains("reload failed") }, "\(h.log.suffix(2000))")
+        #expect(h.log.contains("does not turn ownership checks off"), "\(h.log.suffix(2000))")
+        #expect(try h.assetctlAsNobody("put", "h", "roots", #"{"v":2}"#).status == 1, "still enforced")
+        #expect(h.stop() == 0)
+        try h.start()
+        #expect(try h.assetctlAsNobody("put", "h", "roots", #"{"v":2}"#).status == 0, "off after the restart")
     }
 
     @Test(

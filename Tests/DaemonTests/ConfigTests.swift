@@ -41,6 +41,48 @@ struct BadConfig: CustomTestStringConvertible, Sendable {
         #expect(!h.exists(h.database))
     }
 
+    @Test("a configuration file others may write is refused at start (78) and by a reload")
+    func writableConfigFile() throws {
+        let h = try DaemonHarness(start: false)
+        #expect(chmod(h.configPath, 0o666) == 0)
+        let r = try runAssetd(["--config", h.configPath, "--check-config"])
+        #expect(r.status == 78, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("writable by its group or others"), "\(r.stderr)")
+        #expect(chmod(h.configPath, 0o644) == 0)
+        try h.start()
+        #expect(chmod(h.configPath, 0o666) == 0)
+        kill(h.process!.processIdentifier, SIGHUP)  // started above
+        #expect(eventually { h.log.contains("reload failed") }, "\(h.log.suffix(2000))")
+        #expect(h.log.contains("writable by its group or others"), "\(h.log.suffix(2000))")
+        #expect(h.isRunning)
+        #expect(h.stop() == 0)
+        // assetctl --db takes the roots it unlinks in from the same file.
+        let v = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "verify"])
+        #expect(v.status != 0 && v.stderr.contains("writable by its group or others"), "\(v.stdout)\(v.stderr)")
+    }
+
+    @Test("a socket every user may open, with ownership not enforced, is warned of; enforced, it is not")
+    func openSocketWarned() throws {
+        let open = try DaemonHarness(controlSection: #"mode = "0666""#, start: false)
+        let r = try runAssetd(["--config", open.configPath, "--check-config"])
+        #expect(r.status == 0 && r.stderr.contains("lets every local user open the socket"), "\(r.stderr)")
+        let enforced = try DaemonHarness(controlSection: "mode = \"0666\"\nenforce_ownership = true", start: false)
+        let e = try runAssetd(["--config", enforced.configPath, "--check-config"])
+        #expect(e.status == 0 && !e.stderr.contains("lets every local user"), "\(e.stderr)")
+    }
+
+    @Test("the database and its folder are assetd's alone, whatever umask it is started with")
+    func privateStateFiles() throws {
+        let h = try DaemonHarness(start: false)
+        h.startUmask = 0o022
+        try h.start()
+        try h.client().putObject("c", "k", ["v": 1])
+        var st = stat()
+        for path in [h.database, h.database + "-wal", (h.database as NSString).deletingLastPathComponent] {
+            #expect(stat(path, &st) == 0 && st.st_mode & 0o077 == 0, "\(path): \(String(st.st_mode, radix: 8))")
+        }
+    }
+
     @Test("assetd --version prints the version the daemon answers ping with")
     func version() throws {
         let r = try runAssetd(["--version"])

@@ -104,6 +104,8 @@ final class DaemonHarness {
     var filesSection: String
     /// Variables added to the daemon's environment.
     var environment: [String: String] = [:]
+    /// The umask assetd starts with, when not this process's.
+    var startUmask: mode_t?
 
     /// `extraConfig` is appended to the config file (TOML), `controlSection` goes into [control].
     init(
@@ -183,6 +185,11 @@ final class DaemonHarness {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Binaries.assetd)
         p.arguments = arguments ?? ["--config", configPath]
+        if let startUmask {  // through a shell that sets it, then becomes assetd (same process)
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            let shell = "umask \(String(startUmask, radix: 8)) && exec \"$0\" \"$@\""
+            p.arguments = ["-c", shell, Binaries.assetd] + (arguments ?? ["--config", configPath])
+        }
         if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         if !FileManager.default.fileExists(atPath: logPath) {
             guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw POSIXError(.EIO) }

@@ -264,13 +264,22 @@ import Testing
         #expect(files.allSatisfy(h.exists))
     }
 
-    @Test("a reload that warns logs the warning once, after the reload line")
-    func reloadWarns() throws {
+    @Test("a reload with a [policy] assetd warns of is refused, naming it: the budget in force stays")
+    func reloadRefusesWarnedPolicy() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1 << 30))
-        h.extraConfig = policyConfig(maxBytes: 10)
-        try h.reload()
-        #expect(eventually { h.log.contains("policy.max_bytes: a budget of 10 bytes") }, "\(h.log.suffix(2000))")
-        #expect(h.log.components(separatedBy: "a budget of 10 bytes").count == 2)
+        let c = try h.client()
+        let file = try h.makeFile("kept.bin", size: 100)
+        try c.putFile("media", "kept", file)
+        // 50000000 cut short while being written reads as 5: a budget of 5 bytes.
+        h.extraConfig = policyConfig(maxBytes: 5)
+        try h.writeConfig()
+        kill(h.process!.processIdentifier, SIGHUP)  // started above
+        #expect(eventually { h.log.contains("reload failed") }, "\(h.log.suffix(2000))")
+        #expect(h.log.contains("policy.max_bytes: a budget of 5 bytes"), "\(h.log.suffix(2000))")
+        #expect(h.log.components(separatedBy: "a budget of 5 bytes").count == 2)
+        let plan = try c.call("policy.enforce")
+        #expect(plan["objects"] == [], "\(plan.serialized())")
+        #expect(h.exists(file))
     }
 
     @Test("assetctl --db refuses enforce with a min_free past the disk, naming it; verify still runs")

@@ -59,4 +59,44 @@ import AssetStoreTestSupport
         config.socketPath = folder + "/control.sock"
         #expect(throws: ConfigError.self) { try config.checkStateFolders(uid: 0) }
     }
+
+    /// A configuration file of `mode` in a folder of `folderMode` (made by this test).
+    func configFile(_ mode: mode_t, in folderMode: mode_t = 0o755) throws -> DaemonConfig {
+        let dir = try temp.make() + "/etc"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let file = dir + "/assetd.toml"
+        try "".write(toFile: file, atomically: false, encoding: .utf8)
+        try #require(chmod(file, mode) == 0 && chmod(dir, folderMode) == 0)
+        var config = DaemonConfig.embeddedDefaults(uid: getuid(), environment: [:])
+        config.sourcePath = file
+        return config
+    }
+
+    @Test("a configuration file others may write, or replace through its folder, is refused")
+    func writableConfigFile() throws {
+        try configFile(0o644).checkConfigFile()
+        try configFile(0o600, in: 0o700).checkConfigFile()
+        let written = #expect(throws: ConfigError.self) { try configFile(0o666).checkConfigFile() }
+        #expect(written?.message.contains("writable by its group or others (mode 666)") == true)
+        #expect(throws: ConfigError.self) { try configFile(0o644, in: 0o777).checkConfigFile() }
+        #expect(throws: ConfigError.self) { try configFile(0o644, in: 0o1777).checkConfigFile() }
+        // Through a symlink in a private folder, to a file in a folder others may write.
+        let linked = try configFile(0o644, in: 0o777)
+        let dir = try temp.make()
+        try #require(symlink(linked.sourcePath!, dir + "/assetd.toml") == 0)
+        var config = linked
+        config.sourcePath = dir + "/assetd.toml"
+        #expect(throws: ConfigError.self) { try config.checkConfigFile() }
+    }
+
+    @Test(
+        "a configuration file of another user is refused: it could make itself an admin",
+        .enabled(if: getuid() == 0, "needs chown"))
+    func foreignConfigFile() throws {
+        let config = try configFile(0o644)
+        try #require(chown(config.sourcePath!, 65534, 65534) == 0)
+        let error = #expect(throws: ConfigError.self) { try config.checkConfigFile(uid: 0) }
+        #expect(error?.message.contains("belongs to user 65534") == true)
+        try config.checkConfigFile(uid: 65534)  // that user's own daemon
+    }
 }
