@@ -106,22 +106,7 @@ public enum Formatting {
         }
     }
 
-    private static func escapeControls(_ s: String) -> String {
-        guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return s }
-        var out = ""
-        for u in s.unicodeScalars {
-            switch u.value {
-            case 0x0A: out += "\\n"
-            case 0x09: out += "\\t"
-            case 0x0D: out += "\\r"
-            case 0..<0x20, 0x7F:
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        return out
-    }
+    private static func escapeControls(_ s: String) -> String { s.controlsEscaped }
 
     // MARK: - Tables
 

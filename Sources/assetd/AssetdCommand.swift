@@ -73,7 +73,7 @@ struct AssetdCommand: ParsableCommand {
             print(settings.summary.joined(separator: "\n"))
             return
         }
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        LoggingSystem.bootstrap { EscapingLogHandler(inner: StreamLogHandler.standardError(label: $0)) }
         // Twice the cores: measured on 2 cores, 16 threads thrash (socket gets 0.10x Redis),
         // 4 give 0.20x and still leave readers room while two long scans run. Set before the
         // first uv_queue_work; a user's own value wins.

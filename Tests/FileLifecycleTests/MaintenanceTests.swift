@@ -518,6 +518,31 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
             "still there")
     }
 
+    @Test("an orphan whose name is not UTF-8 is never reported under a registered file's name")
+    func notUTF8NotAnotherName() throws {
+        let f = try Fixture()
+        // A held file named "bad" U+FFFD: what "bad" 0xFF reads as with its invalid byte replaced.
+        let held = try f.makeFile("bad\u{FFFD}")
+        try f.put([(ref("c", "1"), ["file": .string(held)])])
+        let name: [UInt8] = Array((f.root + "/bad").utf8) + [0xFF, 0]
+        let fd = name.withUnsafeBufferPointer { b in
+            b.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644) }
+        }
+        #expect(fd >= 0)
+        close(fd)
+        let orphans = try f.verify(orphans: true).of("orphan")
+        #expect(orphans.count == 1)
+        #expect(orphans.first?.subject["path"] == nil, "\(orphans)")
+        let encoded = f.root.utf8.map { b in
+            UInt8(ascii: "a")...UInt8(ascii: "z") ~= b || UInt8(ascii: "A")...UInt8(ascii: "Z") ~= b
+                || UInt8(ascii: "0")...UInt8(ascii: "9") ~= b || "-._~/".utf8.contains(b)
+                ? String(UnicodeScalar(b)) : "%" + String(b, radix: 16, uppercase: true)
+        }.joined()
+        #expect(orphans.first?.subject["path_bytes"] == .string(encoded + "/bad%FF"), "\(orphans)")
+        #expect(orphans.first?.message.contains("/bad\\xFF (its name is not UTF-8") == true, "\(orphans)")
+        #expect(orphans.first?.message.contains(held) == false)
+    }
+
     @Test("the database and its companion files under a root are never orphans")
     func ownFiles() throws {
         // The fixture's folder, which holds the database folder, is the root.

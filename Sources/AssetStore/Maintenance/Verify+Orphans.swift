@@ -13,8 +13,10 @@ import JSON
 struct WalkedFile {
     /// Its path; nil when a name on the way is not UTF-8 (no registry row can name it).
     var path: String?
-    /// Its path for people (invalid bytes replaced).
+    /// Its path for people: invalid bytes as `\xHH`, never as another file's name.
     var display: String
+    /// Its bytes when `path` is nil (a name on the way is not UTF-8).
+    var bytes: [UInt8]?
     /// The root it is confined to (the outermost, for a file under a nested root).
     var root: String
     /// `st_dev` and `st_ino` when walked: the unlink checks them again.
@@ -150,12 +152,19 @@ extension VerifyRun {
         for (i, f) in unknown.enumerated() {
             let o = removed[i]
             if case .vanished? = o { continue }
-            add(
-                "orphan",
-                .object([
-                    "path": .string(f.display), "size": .int(f.size), "mtime": .double(f.mtime),
-                ]), "\(f.display) is under a managed root but nothing registers it" + (o?.suffix ?? ""),
-                repaired: o?.repaired ?? false)
+            // A name that is not UTF-8 is never given as `path`: read with U+FFFD for its
+            // invalid bytes it could be another file's, a registered one, which someone
+            // clearing orphans by hand from the report would delete.
+            var subject: [String: JSONValue] = ["size": .int(f.size), "mtime": .double(f.mtime)]
+            var name = f.display
+            if let bytes = f.bytes {
+                subject["path_bytes"] = .string(OrphanName.percentEncoded(bytes))
+                name += " (its name is not UTF-8: invalid bytes shown as \\xHH)"
+            } else {
+                subject["path"] = .string(f.display)
+            }
+            let message = "\(name) is under a managed root but nothing registers it" + (o?.suffix ?? "")
+            add("orphan", .object(subject), message, repaired: o?.repaired ?? false)
         }
     }
 
@@ -299,9 +308,10 @@ extension VerifyRun {
                     case .success(let fresh) = FileStatus.of(fileFD, "")
                 else { continue }
                 st = fresh
+                let valid = String(validating: full, as: UTF8.self)
                 try body(
                     WalkedFile(
-                        path: String(validating: full, as: UTF8.self), display: String(decoding: full, as: UTF8.self),
+                        path: valid, display: valid ?? OrphanName.escaped(full), bytes: valid == nil ? full : nil,
                         root: root, device: st.device, inode: st.inode, stamp: st.stamp, size: st.size, mtime: st.mtime)
                 )
             default:
