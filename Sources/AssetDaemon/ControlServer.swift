@@ -30,6 +30,9 @@ final class ControlServer {
     /// Of `bufferedTotal`, the weight of the events waiting for watchers (counted once each,
     /// however many watchers wait for them).
     @exclusivity(unchecked) var eventBytes = 0
+    /// Of `bufferedTotal`, the request lines read and not yet ended (Session.updateReading
+    /// bounds them by each uid's share and the total, a line a uid past those).
+    @exclusivity(unchecked) var lineBytes = 0
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private(set) var peakTotal = 0
     /// Refusals at accept: logged once a minute per uid, non-admins' ids remembered.
@@ -368,6 +371,12 @@ final class ControlServer {
     /// write outside one and by every connection's bounds.
     @exclusivity(unchecked) private(set) var overTotal = false
 
+    /// Whether the connections hold more than the total without their unfinished lines: only
+    /// then are those behind dropped (shedBacklogs, Session.send). Dropping a reader frees
+    /// none of another's lines: with them in, a user's connections each holding part of a
+    /// line, paused, kept the total passed, and every slow reader of every user was dropped.
+    var overTotalHeld: Bool { bufferedTotal - lineBytes > limits.totalBufferBytes }
+
     /// `session` holds `delta` more bytes. Back under the total, paused connections are read
     /// again; over it, the turn's end and the next second drop those behind (shedBacklogs).
     func buffered(_ delta: Int, by session: Session?) {
@@ -380,7 +389,8 @@ final class ControlServer {
         }
     }
 
-    /// While over the total, drops the connection behind (Session.isBehind) with the largest
+    /// While over the total (unfinished lines aside: overTotalHeld), drops the connection
+    /// behind (Session.isBehind) with the largest
     /// backlog, until under it or none is behind. Only one behind: bytes just refused by the
     /// kernel (a big reply, a turn's pipelined replies) say nothing about a client that
     /// reads, and would make the one that asked most the victim; and one under its own
@@ -395,14 +405,14 @@ final class ControlServer {
     private func shedBacklogs() {
         let epoch = stallEpoch
         guard noneBehindIn != epoch else { return }
-        while overTotal, let (id, f) = closing.worstBehind(epoch: epoch) {
+        while overTotalHeld, let (id, f) = closing.worstBehind(epoch: epoch) {
             logger.warning(
                 "dropping a closing connection that took none of its last replies for a second: \(f.counted) bytes waiting"
             )
             droppedConnections += 1
             flushEnded(id)?.close()
         }
-        while overTotal {  // a drop's release counts through buffered(), which updates it
+        while overTotalHeld {  // a drop's release counts through buffered(), which updates it
             var victim: Session?
             for s in sessions.values where s.isBehind(epoch: epoch) && s.heldBack > (victim?.heldBack ?? 0) {
                 victim = s
@@ -414,7 +424,7 @@ final class ControlServer {
             droppedConnections += 1
             worst.close(flush: false)
         }
-        if overTotal { noneBehindIn = epoch }
+        if overTotalHeld { noneBehindIn = epoch }
     }
 
     /// A session dropped itself for events it did not take (stats' dropped_connections).

@@ -2,9 +2,12 @@
 // more than control.total_buffer_bytes: reading admits lines by their text, and parsed,
 // `[0,0,…]` holds about twelve times its line. Running requests always end, so a line waits
 // only until they do. Lines are let in by order of arrival, and a user with nothing running
-// always gets one in: one user's many lines cannot keep every other user's waiting for as
-// long as it sends them. A user held to its share (not an admin) with something running gets
-// one in only while its running requests stay within the share. Loop-bound.
+// gets one in past the total: one user's many lines cannot keep every other user's waiting
+// for as long as it sends them. But only while what runs stays within one more total: uids
+// are not scarce (a subuid range has 65,536), and 80 of them, one line each, held 495 MiB
+// against a total of 128 MiB. Past that such a line waits in order with the rest. A user held
+// to its share (not an admin) with something running gets one in only while its running
+// requests stay within the share. Loop-bound.
 
 import AssetService
 
@@ -46,6 +49,11 @@ final class ParseGate {
     /// Whether a line counted as `bytes` fits the total now (or nothing runs).
     private func fits(_ bytes: Int) -> Bool { running == 0 || running + bytes <= bound }
 
+    /// Whether a line counted as `bytes` of a user with nothing running may pass the total:
+    /// while what runs stays within one more total (its reserve is at most half the total, so
+    /// such a line waits only for others' requests, which end).
+    private func passesAlone(_ bytes: Int) -> Bool { running == 0 || running + bytes <= 2 * bound }
+
     /// Whether `session`'s uid, held to its share, would pass it with `bytes` more running:
     /// else one user's many connections, each let in under the total, filled it with parsed
     /// weight, and every other user's line waited (and its reading paused over the total).
@@ -56,18 +64,20 @@ final class ParseGate {
     /// Whether `session` may parse a line counted as `bytes` as it reads it: it would be let
     /// in at once. A user's count is kept as it changes: a scan of the sessions for the users
     /// with something running cost each line over a kilobyte a walk of all of them.
+    /// A line of a user with nothing running that would pass the total waits for `resume`:
+    /// lines let in past it go in order.
     func hasRoom(for bytes: Int, _ session: Session) -> Bool {
-        session.user.running == 0
-            || (fits(bytes) && !overShare(bytes, session)
-                && !waiting.contains { $0.session.waitingToParse && !$0.session.closed })
+        guard fits(bytes) else { return false }
+        return session.user.running == 0
+            || (!overShare(bytes, session) && !waiting.contains { $0.session.waitingToParse && !$0.session.closed })
     }
 
-    /// Whether `session` may parse a line counted as `bytes` now: if its user has nothing
-    /// running, or it fits and no line waits before it. If not, it waits its turn and is
-    /// pumped again by `resume`, which lets it in.
+    /// Whether `session` may parse a line counted as `bytes` now: if it fits, and its user has
+    /// nothing running or no line waits before it. If not, it waits its turn and is pumped
+    /// again by `resume`, which lets it in.
     func admits(_ bytes: Int, _ session: Session) -> Bool {
         if session.waitingToParse {
-            guard session.letIn || session.user.running == 0 else { return false }
+            guard session.letIn || (session.user.running == 0 && fits(bytes)) else { return false }
             session.letIn = false
             forget(session)
             return true
@@ -89,8 +99,9 @@ final class ParseGate {
     }
 
     /// At a turn's end: lets in the sessions waiting, in order of arrival, up to the first
-    /// that does not fit the total; and any whose user has nothing running. One whose user is
-    /// at its share waits for that user's requests without holding back the others'.
+    /// that does not fit the total; and any whose user has nothing running, up to the first
+    /// of those that would pass one more total. One whose user is at its share waits for that
+    /// user's requests without holding back the others'.
     func resume() {
         // Asked at every turn's end: on the empty list (the common case) `removeAll(where:)`
         // still allocated a buffer of its own (docs/PERFORMANCE.md, Pipelined small requests).
@@ -98,9 +109,16 @@ final class ParseGate {
         waiting.removeAll { $0.session.closed || !$0.session.waitingToParse }
         guard !waiting.isEmpty else { return }
         var blocked = false
+        var aloneBlocked = false
         for (s, bytes) in waiting where s.waitingToParse && !s.closed {
-            if s.user.running != 0, overShare(bytes, s) { continue }
-            if s.user.running != 0, blocked || !fits(bytes) {
+            if s.user.running != 0 {
+                if overShare(bytes, s) { continue }
+                if blocked || !fits(bytes) {
+                    blocked = true
+                    continue
+                }
+            } else if aloneBlocked || !passesAlone(bytes) {
+                aloneBlocked = true
                 blocked = true
                 continue
             }

@@ -97,6 +97,11 @@ final class Session {
     @exclusivity(unchecked) var parseReserve = 0
     /// What this session last added to the server's count of buffered bytes.
     @exclusivity(unchecked) private var accounted = 0
+    /// Of `accounted`, its unfinished line (the server's `lineBytes`).
+    @exclusivity(unchecked) private var accountedLine = 0
+    /// Paused for its unfinished line while another connection of its uid reads on in its
+    /// own (UserShare.lineWaiting holds it).
+    @exclusivity(unchecked) var waitsForLine = false
     /// Replies produced this loop turn, written in one go at its end (a flood of pipelined
     /// requests, or the replies of one wake-up, cost one write, not one per reply).
     @exclusivity(unchecked) private var out: [UInt8] = []
@@ -420,6 +425,11 @@ final class Session {
 
     /// Brings the server's total up to date with what this connection holds now.
     private func account() {
+        let line = closed ? 0 : framer.pendingCount
+        if line != accountedLine {
+            server.lineBytes += line - accountedLine
+            accountedLine = line
+        }
         let now = bufferedBytes
         guard now != accounted else { return }
         let delta = now - accounted
@@ -468,7 +478,7 @@ final class Session {
         if hasPending {
             queuedWeight += lines.weight
             if queuedWeight > Session.eventBacklogLimit,
-                heldToShare || server.overTotal || isBehind(epoch: server.stallEpoch)
+                heldToShare || server.overTotalHeld || isBehind(epoch: server.stallEpoch)
             {
                 daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
                 server.noteDropped()
@@ -570,17 +580,27 @@ final class Session {
     /// Pauses reading while this connection is over a bound (requests waiting or running,
     /// replies not taken), or holds requests waiting or replies while all connections together
     /// are over theirs, or its uid's are over its share (one that holds nothing is read: a
-    /// bystander's ping is answered); resumes when they drain.
+    /// bystander's ping is answered), or, then, holds an unfinished line while another of its
+    /// uid's connections reads on in its own; resumes when they drain.
     func updateReading() {
         account()
         guard !closed, !peerEnded, !framer.overflowed else { return }
         let limits = limits
+        let over = server.overTotal || (heldToShare && user.buffered > gate.share)
         // Over the total, one whose request runs is still read until it has input waiting:
         // paused, every client's request in flight (a bystander's stats) would pause it.
-        let busy =
+        var busy =
             outputBytes > limits.connectionOutputBytes || inputBytes + runningBytes > limits.connectionInputBytes
-            || queuedCount > Session.queuedRequestLimit
-            || ((server.overTotal || (heldToShare && user.buffered > gate.share)) && inputBytes + outputBytes > 0)
+            || queuedCount > Session.queuedRequestLimit || (over && inputBytes + outputBytes > 0)
+        // An unfinished line frees nothing until it is read to its end: read on in one of the
+        // uid's at a time, the others waiting their turn. Read on in all, 250 connections of
+        // one uid held 4 times its share; paused in all, a uid's lines (another's, over the
+        // total) never ended.
+        if over, !busy, framer.pendingCount > 0 {
+            busy = !readsOnInLine()
+        } else if user.lineReader === self {
+            lineReaderDone()
+        }
         if busy && !readingPaused {
             stream.stopReading()
             readingPaused = true
@@ -626,6 +646,7 @@ final class Session {
         if flush { flushOut() } else { out = [] }  // a job still holding this session must not hold them too
         closed = true
         gate.forget(self)
+        leaveLine()
         watching = nil
         dropPending()
         continuation?.close()
@@ -638,6 +659,8 @@ final class Session {
             // server's count of closing streams in one step (ControlServer.flushing).
             let counted = accounted
             accounted = 0
+            server.lineBytes -= accountedLine
+            accountedLine = 0
             userHolds(-counted)
             server.flushing(stream, uid: identity.uid, releasing: counted)
         } else {

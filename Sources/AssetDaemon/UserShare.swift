@@ -13,6 +13,13 @@ final class UserShare {
     /// What the uid's requests hold running or being parsed: the parse gate lets in a line of
     /// a uid with none at once (ParseGate).
     var running = 0
+    /// The one connection of the uid read on in its unfinished line while the uid is over its
+    /// share or all connections are over the total: a line frees nothing until it ends, so
+    /// the uid's lines pass those bounds by at most one line, and each still ends in turn.
+    var lineReader: Session?
+    /// Its connections paused for their unfinished lines meanwhile, in order (some may since
+    /// have been read again): the first is offered the next turn.
+    var lineWaiting: [Session] = []
 
     init(uid: UInt32) { self.uid = uid }
 
@@ -50,5 +57,45 @@ extension Session {
         let wasOver = user.buffered > gate.share
         user.buffered += delta
         if wasOver, user.buffered <= gate.share { server.userUnderShare(user, except: self) }
+    }
+}
+
+extension Session {
+    /// Whether this connection, holding an unfinished line while its uid is over its share or
+    /// all are over the total, reads on: if no other of its uid's does. If one does, it waits
+    /// its turn (lineReaderDone).
+    func readsOnInLine() -> Bool {
+        guard let reader = user.lineReader else {
+            user.lineReader = self
+            return true
+        }
+        if reader === self { return true }
+        if !waitsForLine {
+            waitsForLine = true
+            user.lineWaiting.append(self)
+        }
+        return false
+    }
+
+    /// This connection no longer reads on in its line (it ended, or the connection is held or
+    /// closed for something else): the uid's next connection waiting is offered the turn, and
+    /// those after it while it does not take it (read again meanwhile, or under the bounds).
+    func lineReaderDone() {
+        let user = user
+        user.lineReader = nil
+        while user.lineReader == nil, !user.lineWaiting.isEmpty {
+            let next = user.lineWaiting.removeFirst()
+            next.waitsForLine = false
+            next.updateReading()
+        }
+    }
+
+    /// Closing: this connection's turn in line goes to the next, and its place in line goes.
+    func leaveLine() {
+        if waitsForLine {
+            waitsForLine = false
+            user.lineWaiting.removeAll { $0 === self }
+        }
+        if user.lineReader === self { lineReaderDone() }
     }
 }
