@@ -30,6 +30,8 @@ final class ControlServer {
     /// Of `bufferedTotal`, the weight of the events waiting for watchers (counted once each,
     /// however many watchers wait for them).
     @exclusivity(unchecked) var eventBytes = 0
+    /// Broadcasts made so far: each one's number (EventLines.number).
+    @exclusivity(unchecked) var broadcasts = 0
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private(set) var peakTotal = 0
     /// Refusals at accept: logged once a minute per uid, non-admins' ids remembered.

@@ -75,6 +75,9 @@ final class EventLines {
     let weight: Int
     /// The watchers holding it, and the broadcast while it hands it out.
     var holders = 0
+    /// Its place among the broadcasts, the first 0: over the total, the watcher holding the
+    /// oldest is dropped first (ControlServer.dropLaggingWatchers).
+    var number = 0
     private var lines: [[UInt8]?]
 
     /// The heap bytes of a string: none for one stored inline (15 bytes or less).
