@@ -458,17 +458,21 @@ final class Session {
         write(line)
     }
 
-    /// Queues a broadcast's events for this watcher, given to it as it takes them (deliver). A
-    /// watcher with more than 16 MiB of events waiting behind those it is being given is dropped if
-    /// it is not an admin's, whatever it reads (one that trickled held every user's events up to
-    /// the total), or if it took none of its last slice for a second. Over the total, the broadcast
-    /// then drops such watchers, the one holding the oldest events first
-    /// (ControlServer.dropLaggingWatchers): dropped here in the order of `sessions`, a user's
-    /// watchers pinning old events let the readers of every other user go first. The events of one
-    /// commit, however many, never drop one that reads.
+    /// Queues a broadcast's events for this watcher, given to it as it takes them (deliver); one
+    /// whose filter takes none of them is not queued behind others, nor counted against it (one
+    /// that waits for none is given it at once, passing over its events, and is not asked: it
+    /// would cost every filtered watcher a second look at each small commit). A watcher with more
+    /// than 16 MiB of events waiting behind those it is being given is dropped if it is not an
+    /// admin's, whatever it reads (one that trickled held every user's events up to the total), or
+    /// if it took none of its last slice for a second. Over the total, the broadcast then drops
+    /// such watchers, the one holding the oldest events first (ControlServer.dropLaggingWatchers):
+    /// dropped here in the order of `sessions`, a user's watchers pinning old events let the
+    /// readers of every other user go first. The events of one commit, however many, never drop one
+    /// that reads.
     func send(_ lines: EventLines) {
-        guard !closed, watching != nil else { return }
+        guard !closed, let filter = watching else { return }
         if hasPending {
+            if filter.types != nil || filter.collections != nil, !lines.takesAny(filter) { return }
             queuedWeight += lines.weight
             if queuedWeight > Session.eventBacklogLimit, heldToShare || isBehind(epoch: server.stallEpoch) {
                 daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
@@ -565,7 +569,8 @@ final class Session {
     }
 
     /// What a watcher leaves untaken, for choosing whom to drop over the total: the bytes the
-    /// kernel refused and the events waiting behind those it is being given.
+    /// kernel refused and the events waiting behind those it is being given (of broadcasts
+    /// its filter takes some of: only those are queued for it).
     var heldBack: Int { backlog + queuedWeight }
 
     /// The number of the oldest broadcast this watcher holds (EventLines.number), if any.

@@ -1,6 +1,7 @@
 // Which watchers the 16 MiB rule drops (assetd(8), LIMITS): over the total, those holding the
 // oldest events go first, so one user's watchers pinning earlier commits cannot take another
-// user's readers of the last ones with them.
+// user's readers of the last ones with them; and a filtered watcher is counted only for the
+// broadcasts its filter takes some of, not for the events of collections it does not watch.
 
 import AssetClient
 import AssetStore
@@ -93,6 +94,31 @@ import Testing
         for r in readers { #expect(try Self.take(r, from: 4000, count: 6200), "a reader got every event, in order") }
         #expect(try c.call("stats")["connections"] == 4)
         for p in pinning { _ = p.stop() }
+    }
+
+    @Test("a watcher of a quiet collection that does not read is not dropped for others' events")
+    func quietWatcherIsNotCountedForOthers() throws {
+        let h = try DaemonHarness(controlSection: "max_request_bytes = \"8MiB\"", start: false)
+        let step = h.dir + "/step-epoch"
+        h.environment = ["ASSETD_DEBUG_STEP_EPOCH": step]  // the epoch stays put till stepped
+        try h.start()
+        let c = try h.client(timeout: 60)
+        let quiet = try h.client(timeout: 60)
+        try quiet.call("watch", ["collections": [.string(Self.collection("quiet"))]])
+        // Its own collection's events, more than a slice and the socket take: it is given a
+        // slice of them and takes none, behind once the epoch has been stepped twice.
+        try c.call("transact", Self.puts("quiet", from: 0, count: 2000))
+        for _ in 0..<2 {
+            #expect(FileManager.default.createFile(atPath: step, contents: nil))
+            #expect(eventually { !h.exists(step) }, "the epoch advanced")
+        }
+        // 26 MB of other collections' events: counted for it, they dropped it at the second.
+        for n in 0..<3 { try c.call("transact", Self.puts("loud", from: n * 2000, count: 2000)) }
+        #expect(try ConnectionMemoryTests.buffers(c)["dropped_connections"] == 0)
+        #expect(!h.log.contains("dropping a watcher"))
+        #expect(try Self.take(quiet, from: 0, count: 2000))
+        try c.call("object.put", ["collection": .string(Self.collection("quiet")), "key": "after", "value": 1])
+        #expect(try quiet.nextEvent()?["key"] == "after", "still watching, and given none of the others'")
     }
 }
 #endif
