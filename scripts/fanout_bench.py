@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""A commit's events to many watchers: scripts/fanout_bench.py ASSETD [--callgrind OUT] [WATCHERS] [PUTS]
+"""A commit's events to many watchers: scripts/fanout_bench.py ASSETD [--callgrind OUT] [WATCHERS] [PUTS] [COMMITS]
 
 Starts ASSETD (under callgrind if asked, profile in OUT) in a temp folder, opens WATCHERS
-connections (default 255) that watch and read everything, commits one transact of PUTS puts
-(default 14000), and waits until every watcher has read every event. Prints the daemon's CPU
+connections (default 255) that watch and read everything (or watch with the params given as
+JSON in FANOUT_WATCH, which must take the puts: `{"collections":["fan"]}`), commits COMMITS
+(default 1) transacts of PUTS puts (default 14000) one after another, and waits until every
+watcher has read every event. Prints the daemon's CPU
 time meanwhile and, as a hint (wall time), the slowest answer to a client sending pings one
 after another.
 Give callgrind a `strip --strip-debug` copy of the binary (valgrind 3.19 cannot read Swift's
@@ -32,6 +34,8 @@ def main():
         args = args[2:]
     watchers = int(args[0]) if args else 255
     puts = int(args[1]) if len(args) > 1 else 14000
+    commits = int(args[2]) if len(args) > 2 else 1
+    watch = json.loads(os.environ["FANOUT_WATCH"]) if os.environ.get("FANOUT_WATCH") else None
     d = tempfile.mkdtemp(prefix="fanout-bench-")
     os.makedirs(d + "/root")
     sock = d + "/control.sock"
@@ -72,7 +76,7 @@ def main():
     conns = []
     for _ in range(watchers):
         w = connect()
-        call(w, "watch")
+        call(w, "watch", watch)
         w.setblocking(False)
         conns.append(w)
     lines = {w.fileno(): 0 for w in conns}
@@ -90,7 +94,12 @@ def main():
             call(p, "ping")
             slowest[0] = max(slowest[0], time.monotonic() - t)
 
-    ops = [{"method": "object.put", "params": {"collection": "fan", "key": "k%d" % i, "value": {}}} for i in range(puts)]
+    def ops(n):
+        return [
+            {"method": "object.put", "params": {"collection": "fan", "key": "k%d" % (n * puts + i), "value": {}}}
+            for i in range(puts)
+        ]
+
     def cpu():
         # The daemon's user and system time (valgrind's own under callgrind).
         fields = open(f"/proc/{daemon.pid}/stat").read().rsplit(")", 1)[1].split()
@@ -100,26 +109,33 @@ def main():
     pings.start()
     cpu_before = cpu()
     started = time.monotonic()
-    c.sendall((json.dumps({"jsonrpc": "2.0", "id": 2, "method": "transact", "params": {"ops": ops}}) + "\n").encode())
-    remaining = watchers
-    while remaining:
-        for key, _ in sel.select(timeout=60):
-            data = key.fileobj.recv(1 << 20)
-            fd = key.fileobj.fileno()
-            before = lines[fd]
-            lines[fd] += data.count(b"\n")
-            if before < puts <= lines[fd]:
-                remaining -= 1
-            if not data:
-                print("a watcher was closed", file=sys.stderr)
-                remaining -= 1
-                sel.unregister(key.fileobj)
+    for n in range(commits):
+        # One after another: each transact once every watcher read the one before.
+        if n:
+            reply = b""
+            while not reply.endswith(b"\n"):  # the last transact's
+                reply += c.recv(1 << 20)
+        c.sendall((json.dumps({"jsonrpc": "2.0", "id": 2, "method": "transact", "params": {"ops": ops(n)}}) + "\n").encode())
+        remaining = len(sel.get_map())
+        want = (n + 1) * puts
+        while remaining:
+            for key, _ in sel.select(timeout=60):
+                data = key.fileobj.recv(1 << 20)
+                fd = key.fileobj.fileno()
+                before = lines[fd]
+                lines[fd] += data.count(b"\n")
+                if before < want <= lines[fd]:
+                    remaining -= 1
+                if not data:
+                    print("a watcher was closed", file=sys.stderr)
+                    remaining -= 1
+                    sel.unregister(key.fileobj)
     elapsed = time.monotonic() - started
     user, system = (after - before for after, before in zip(cpu(), cpu_before))
     done.set()
     pings.join()
     print(
-        f"{watchers} watchers x {puts} events: all read after {elapsed:.2f} s, slowest ping {slowest[0] * 1000:.1f} ms,"
+        f"{watchers} watchers x {commits} x {puts} events: all read after {elapsed:.2f} s, slowest ping {slowest[0] * 1000:.1f} ms,"
         f" daemon cpu user {user:.2f} s system {system:.2f} s"
     )
     daemon.terminate()

@@ -1,8 +1,8 @@
 // Events to watchers: a broadcast renders each event once for all of them (EventLines), each
 // watcher takes them a slice at a time as it reads (Session.deliver), and a user who is not an
 // admin holds at most control.max_watchers_per_uid watching connections, since each still
-// costs every commit a look at each of its events on the loop (its filter), and a slice of
-// copies. Loop-bound.
+// costs every commit a look on the loop (its filter, at each event it is given or passes over),
+// and a slice of copies. Loop-bound.
 
 import AssetService
 import ControlProtocol
@@ -22,10 +22,34 @@ extension ControlServer {
         let lines = EventLines(source)
         guard lines.count > 0 else { return }
         lines.holders = 1
+        lines.number = broadcasts
+        broadcasts += 1
         eventBytes += lines.weight
         buffered(lines.weight, by: nil)
         for session in sessions.values where session.watching != nil { session.send(lines) }
         release(lines)
+        // Unfinished lines aside (overTotalHeld): two uids' lines may keep the total over, and
+        // readers of a big commit would be dropped at every broadcast. Nor while what is not
+        // events keeps it over alone: no watcher's drop would bring it under.
+        if overTotalHeld, !overTotalWithoutEvents { dropLaggingWatchers() }
+    }
+
+    /// Over the total after a broadcast: drops the watchers with more than 16 MiB of events
+    /// waiting behind the commit they are being given (even ones that read), the one holding
+    /// the oldest broadcast first, the most waiting first among those, until under the total.
+    /// The oldest events are held by the watchers furthest behind alone, so dropping them
+    /// frees what dropping a reader on the last commit would not: one user's watchers that
+    /// pin earlier commits go before every other user's readers of the last two.
+    private func dropLaggingWatchers() {
+        let lagging = sessions.values.filter { $0.queuedWeight > Session.eventBacklogLimit }.sorted {
+            ($0.oldestHeld ?? .max, -$0.queuedWeight) < ($1.oldestHeld ?? .max, -$1.queuedWeight)
+        }
+        for session in lagging where !session.closed {
+            guard overTotalHeld else { return }  // a drop's release counts through buffered()
+            daemon.logger.warning("dropping a watcher (uid \(session.identity.uid)) that does not read its events")
+            noteDropped()
+            session.close(flush: false)
+        }
     }
 
     /// A watcher (or the broadcast) is done with `lines`: the last one frees their weight.

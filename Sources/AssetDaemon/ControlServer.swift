@@ -33,6 +33,8 @@ final class ControlServer {
     /// Of `bufferedTotal`, the request lines read and not yet ended (Session.updateReading
     /// bounds them by each uid's share and the total, a line a uid past those).
     @exclusivity(unchecked) var lineBytes = 0
+    /// Broadcasts made so far: each one's number (EventLines.number).
+    @exclusivity(unchecked) var broadcasts = 0
     /// The most `bufferedTotal` has been since start (stats).
     @exclusivity(unchecked) private(set) var peakTotal = 0
     /// Refusals at accept: logged once a minute per uid, non-admins' ids remembered.
@@ -376,6 +378,8 @@ final class ControlServer {
     /// none of another's lines: with them in, a user's connections each holding part of a
     /// line, paused, kept the total passed, and every slow reader of every user was dropped.
     var overTotalHeld: Bool { bufferedTotal - lineBytes > limits.totalBufferBytes }
+    /// Over the total with events aside too: dropping watchers cannot bring it under.
+    var overTotalWithoutEvents: Bool { bufferedTotal - lineBytes - eventBytes > limits.totalBufferBytes }
 
     /// `session` holds `delta` more bytes. Back under the total, paused connections are read
     /// again; over it, the turn's end and the next second drop those behind (shedBacklogs).

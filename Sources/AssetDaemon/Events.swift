@@ -75,7 +75,16 @@ final class EventLines {
     let weight: Int
     /// The watchers holding it, and the broadcast while it hands it out.
     var holders = 0
+    /// Its place among the broadcasts, the first 0: over the total, the watcher holding the
+    /// oldest is dropped first (ControlServer.dropLaggingWatchers).
+    var number = 0
     private var lines: [[UInt8]?]
+    /// The collections of its object, object-deletion and edge events, each part's apart,
+    /// gathered the first time a watcher filtered by collection asks (takesAny); weighed
+    /// beforehand for a broadcast of more than `scannedLimit` events.
+    private var partCollections: [Set<UTF8Key>]?
+    /// Up to this many events, takesAny looks at each.
+    static let scannedLimit = 16
 
     /// The heap bytes of a string: none for one stored inline (15 bytes or less).
     private static func held(_ s: String) -> Int {
@@ -121,6 +130,8 @@ final class EventLines {
                 weight += MemoryLayout<EdgeNotification>.stride + stored + (n.nullifiedField.map(Self.held) ?? 0)
             }
             for p in r.filesQueued { weight += 96 + p.utf8.count + MemoryLayout<String>.stride + Self.held(p) }
+            // The tables of collections (takesAny): at most an entry a collection of an event.
+            if count > Self.scannedLimit { weight += 48 * (starts.2 + r.notifications.count) }
         case .sweep(let s, let commit):
             source = .sweep(
                 commit, unlinked: s.unlinked, failed: s.failed, skipped: s.skipped, deferred: s.deferred)
@@ -177,6 +188,55 @@ final class EventLines {
         if let types = filter.types, !types.contains(type) { return false }
         guard let wanted = filter.collections, let first else { return true }
         return wanted.contains(UTF8Key(first)) || second.map { wanted.contains(UTF8Key($0)) } == true
+    }
+
+    /// Whether a watcher with `filter` takes any of its events: one it takes none of is not
+    /// queued for that watcher, nor counted against it (docs/PROTOCOL.md, Limits). Exact: a
+    /// short broadcast is looked at event by event; a longer one by the types it has and, for
+    /// a filter by collection, the collections of each type, gathered once for all watchers.
+    func takesAny(_ filter: EventFilter) -> Bool {
+        if count <= Self.scannedLimit { return (0..<count).contains { matches($0, filter) } }
+        // Each part's type, its end, and whether its events have collections.
+        let parts: [(String, Int, Bool)]
+        switch source {
+        case .commit:
+            parts = [
+                ("object.put", starts.0, true), ("object.deleted", starts.1, true), ("edge.deleted", starts.2, true),
+                ("file.queued", count, false),
+            ]
+        case .sweep:
+            parts = [
+                ("file.unlinked", starts.0, false), ("file.unlink_failed", starts.1, false),
+                ("file.unlink_skipped", count, false),
+            ]
+        }
+        var start = 0
+        for (k, (type, end, hasCollections)) in parts.enumerated() {
+            defer { start = end }
+            guard start < end, filter.types?.contains(type) ?? true else { continue }
+            guard let wanted = filter.collections, hasCollections else { return true }
+            let mine = collections()[k]
+            // Each name of the smaller set looked up in the larger.
+            let (few, many) = wanted.count <= mine.count ? (wanted, mine) : (mine, wanted)
+            if few.contains(where: many.contains) { return true }
+        }
+        return false
+    }
+
+    /// The collections of the object, object-deletion and edge events, made once.
+    private func collections() -> [Set<UTF8Key>] {
+        if let made = partCollections { return made }
+        var made = [Set<UTF8Key>(), Set<UTF8Key>(), Set<UTF8Key>()]
+        if case .commit(_, let put, let deleted, let notifications, _) = source {
+            for p in put { made[0].insert(UTF8Key(p.collection)) }
+            for d in deleted { made[1].insert(UTF8Key(d.ref.collection)) }
+            for n in notifications {
+                made[2].insert(UTF8Key(n.edge.source.collection))
+                if case .object(let d) = n.edge.destination { made[2].insert(UTF8Key(d.collection)) }
+            }
+        }
+        partCollections = made
+        return made
     }
 
     /// Event `i`, made.

@@ -18,7 +18,8 @@ import JSON
 // checks still apply.
 final class Session {
     /// Drop a watcher with more than this of events waiting behind those of the commit it is
-    /// being given, once it is behind or all connections are over the total.
+    /// being given, once it is behind, if it is not an admin's, or over the total
+    /// (ControlServer.dropLaggingWatchers).
     static let eventBacklogLimit = 16 << 20
     /// A watcher is given more of its events while less than this (or its own output bound,
     /// if less) of its output is untaken: one commit's 30 MB of events, copied whole into
@@ -467,19 +468,23 @@ final class Session {
         write(line)
     }
 
-    /// Queues a broadcast's events for this watcher, given to it as it takes them (deliver).
-    /// A watcher with more than 16 MiB of events waiting behind those it is being given is
-    /// dropped if it is not an admin's, whatever it reads (one that trickled held every user's
-    /// events up to the total); an admin's if it took none of its last slice for a second, or
-    /// if all connections are over the total. The events of one commit, however many, never
-    /// drop one that reads.
+    /// Queues a broadcast's events for this watcher, given to it as it takes them (deliver); one
+    /// whose filter takes none of them is not queued behind others, nor counted against it (one
+    /// that waits for none is given it at once, passing over its events, and is not asked: it
+    /// would cost every filtered watcher a second look at each small commit). A watcher with more
+    /// than 16 MiB of events waiting behind those it is being given is dropped if it is not an
+    /// admin's, whatever it reads (one that trickled held every user's events up to the total), or
+    /// if it took none of its last slice for a second. Over the total, the broadcast then drops
+    /// such watchers, the one holding the oldest events first (ControlServer.dropLaggingWatchers):
+    /// dropped here in the order of `sessions`, a user's watchers pinning old events let the
+    /// readers of every other user go first. The events of one commit, however many, never drop one
+    /// that reads.
     func send(_ lines: EventLines) {
-        guard !closed, watching != nil else { return }
+        guard !closed, let filter = watching else { return }
         if hasPending {
+            if filter.types != nil || filter.collections != nil, !lines.takesAny(filter) { return }
             queuedWeight += lines.weight
-            if queuedWeight > Session.eventBacklogLimit,
-                heldToShare || server.overTotalHeld || isBehind(epoch: server.stallEpoch)
-            {
+            if queuedWeight > Session.eventBacklogLimit, heldToShare || isBehind(epoch: server.stallEpoch) {
                 daemon.logger.warning("dropping a watcher (uid \(identity.uid)) that does not read its events")
                 server.noteDropped()
                 close(flush: false)
@@ -503,7 +508,7 @@ final class Session {
         let slice = min(Session.eventSlice, limits.connectionOutputBytes)
         let all = filter.types == nil && filter.collections == nil
         let refused = backlog
-        let overTotal = server.overTotal
+        let overTotal = server.overTotalHeld  // unfinished lines do not hold watchers back
         let before = out.count
         let hadPending = hasPending
         var budget = Session.eventsPerTurn
@@ -574,8 +579,12 @@ final class Session {
     }
 
     /// What a watcher leaves untaken, for choosing whom to drop over the total: the bytes the
-    /// kernel refused and the events waiting behind those it is being given.
+    /// kernel refused and the events waiting behind those it is being given (of broadcasts
+    /// its filter takes some of: only those are queued for it).
     var heldBack: Int { backlog + queuedWeight }
+
+    /// The number of the oldest broadcast this watcher holds (EventLines.number), if any.
+    var oldestHeld: Int? { hasPending ? pending[pendingHead]?.number : nil }
 
     /// Pauses reading while this connection is over a bound (requests waiting or running,
     /// replies not taken), or holds requests waiting or replies while all connections together

@@ -3,6 +3,7 @@
 // bounds count the bytes really held.
 
 @testable import AssetDaemon
+import AssetService
 @testable import AssetStore
 import Testing
 
@@ -37,5 +38,27 @@ import Testing
         for i in 0..<lines.count { rendered += lines.line(i).count }
         // Each put's key is held in its ObjectRef and again in its rendered line.
         #expect(lines.weight >= rendered + 100 * key.utf8.count, "weight \(lines.weight), lines \(rendered)")
+    }
+
+    @Test("whether a filter takes any of a broadcast's events is told exactly, short or long", arguments: [3, 40])
+    func takesAnyIsExact(puts: Int) {
+        var report = CommitReport()
+        report.commit = 1
+        report.put = (0..<puts).map { ObjectRef($0 % 2 == 0 ? "a" : "b", "k" + String($0)) }
+        report.deleted = [DeletedObject(ref: ObjectRef("d", "gone"), cause: .request)]
+        report.filesQueued = ["/f"]
+        let lines = EventLines(.commit(report))
+        let typeSets: [Set<String>?] = [nil, ["object.put"], ["object.deleted"], ["file.queued"], ["edge.deleted"]]
+        let collectionSets: [Set<UTF8Key>?] = [nil, [UTF8Key("a")], [UTF8Key("d")], [UTF8Key("z")]]
+        for types in typeSets {
+            for collections in collectionSets {
+                let filter = EventFilter(collections: collections, types: types)
+                let any = (0..<lines.count).contains { lines.matches($0, filter) }
+                #expect(lines.takesAny(filter) == any, "\(types ?? []) \(collections?.map(\.string) ?? [])")
+            }
+        }
+        // A type it has, of a collection it has, but not together: none taken.
+        #expect(!lines.takesAny(EventFilter(collections: [UTF8Key("d")], types: ["object.put"])))
+        #expect(lines.takesAny(EventFilter(collections: [UTF8Key("z")], types: ["file.queued"])))
     }
 }
