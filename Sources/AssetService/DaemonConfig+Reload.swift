@@ -3,13 +3,13 @@
 // reads as a smaller one, the keys after the cut as their defaults) or mistyped.
 
 extension DaemonConfig {
-    /// Refuses, in place of the `running` settings, a `[policy]` assetd warns of (a budget
-    /// slip empties the cache at the next run) and `enforce_ownership` turned off (a file cut
-    /// before that key reads as false). A restart still applies either, the policy with its
-    /// warning.
+    /// Refuses, in place of the `running` settings, a new `[policy]` assetd warns of (a budget
+    /// slip empties the cache at the next run; the policy in force, warned of at start, may be
+    /// read again) and `enforce_ownership` turned off (a file cut before that key reads as
+    /// false). A restart still applies either, the policy with its warning.
     public func checkReloadable(replacing running: DaemonConfig) throws(ConfigError) {
         let file = sourcePath ?? "(embedded defaults)"
-        if let slip = policyWarnings.first {
+        if let slip = policyWarnings.first, policy != running.policy {
             throw ConfigError(
                 file: file, line: nil, key: nil,
                 message: "a reload does not apply a [policy] assetd warns of (a restart does): \(slip)")

@@ -165,9 +165,9 @@ extension ControlClient {
     func reloadAppliesPolicy() throws {
         let h = try DaemonHarness()
         let c = try h.client()
-        try c.putFile("media", "r", try h.makeFile("r.bin", size: 100))
+        try c.putFile("media", "r", try h.makeFile("r.bin", size: 2 << 20))
         #expect(try c.call("policy.enforce")["objects"] == [], "no policy: nothing is evicted")
-        h.extraConfig = policyConfig(maxBytes: 10)
+        h.extraConfig = policyConfig(maxBytes: 1 << 20)  // a reload refuses a budget it warns of
         try h.reload()
         #expect(try c.call("policy.enforce")["objects"]?.refTexts == ["media/r"])
     }
