@@ -126,4 +126,34 @@ struct NamedLookBoundTests: FileAccessSuite {
         let shallow = try files(root + "/s", 20, depth: 1)
         _ = try MethodTable.call("transact", ["ops": ops(shallow)], bounded(store, 10)).get()
     }
+
+    @Test("an unchecked put whose look openat2 cannot take is charged the walk before it is walked")
+    func walkChargedBeforeWalking() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        var unchecked = context(store, uid: eve, enforce: false)
+        unchecked.cascadeLimit = 10
+        // 200 folders deep, the last name a symlink (openat2: ELOOP), so the look walks every
+        // name. Charged as openat2's, 1 + 201 / 16 = 13 of 110 calls, it walked 201 names;
+        // charged as a walk, 1 + 201, it is refused before the walk.
+        var dir = root
+        for level in 0..<200 { dir += "/d\(level % 10)" }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        #expect(symlink("elsewhere", dir + "/link.bin") == 0)
+        let (n, refusal) = steps(root) { MethodTable.call("object.put", putParams([dir + "/link.bin"]), unchecked) }
+        #expect(n <= 1, "walked \(n) steps")
+        guard case .failure(let e) = refusal else {
+            Issue.record("the put was answered")
+            return
+        }
+        #expect(e.stableCode == "query_rejected", "\(e.message)")
+        // Shallow, the walk fits, and tells why: the last name is no regular file.
+        #expect(symlink("elsewhere", root + "/link.bin") == 0)
+        let shallow = MethodTable.call("object.put", putParams([root + "/link.bin"], key: "s"), unchecked)
+        guard case .failure(let s) = shallow else {
+            Issue.record("the shallow put was answered")
+            return
+        }
+        #expect(s.stableCode == "not_a_regular_file", "\(s.message)")
+    }
 }
