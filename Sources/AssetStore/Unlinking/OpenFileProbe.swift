@@ -78,21 +78,29 @@ final class OpenFileProbe: Sendable {
     /// mount already checked: that very inode is opened again through /proc/self/fd, so a
     /// mount made over its name since is asked nothing (a FUSE server need never answer:
     /// assetd(8), "The unlink queue"). Without /proc, `leaf` in `dirfd` is opened by name.
-    func check(pathFD: Int32, dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> OpenCheck {
+    /// `pathFD` is closed (and set to -1) before a lease is asked: see `decide`.
+    func check(pathFD: inout Int32, dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> OpenCheck {
         let fd = reopen(pathFD: pathFD, flags: OpenFileProbe.flags & ~O_NOFOLLOW)
         if fd < 0 {
             let e = errno
-            if e == ENOSYS { return check(dirfd: dirfd, leaf: leaf, device: device, inode: inode) }
+            if e == ENOSYS { return byName(dirfd: dirfd, leaf: leaf, device: device, inode: inode, closing: &pathFD) }
             if e == EWOULDBLOCK { return .open }  // someone else holds a lease: they have it open
             return fromProc(device: device, inode: inode, because: "open: \(errnoDescription(e))")
         }
-        return decide(fd, device: device, inode: inode)
+        return decide(fd, device: device, inode: inode, closing: &pathFD)
     }
 
     private static let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
 
     /// Checks `leaf` in the open folder `dirfd`, which must be the regular file (`device`, `inode`).
     func check(dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> OpenCheck {
+        var none: Int32 = -1
+        return byName(dirfd: dirfd, leaf: leaf, device: device, inode: inode, closing: &none)
+    }
+
+    private func byName(
+        dirfd: Int32, leaf: String, device: Int64, inode: Int64, closing other: inout Int32
+    ) -> OpenCheck {
         let flags = OpenFileProbe.flags
         var fd = openat(dirfd, leaf, flags | OpenFileProbe.noAccessTime)
         // O_NOATIME needs ownership or CAP_FOWNER.
@@ -106,11 +114,14 @@ final class OpenFileProbe: Sendable {
             default: return fromProc(device: device, inode: inode, because: "open: \(errnoDescription(e))")
             }
         }
-        return decide(fd, device: device, inode: inode)
+        return decide(fd, device: device, inode: inode, closing: &other)
     }
 
-    /// The rest of `check` on the file opened as `fd` (taken over: kept as the lease's, or closed).
-    private func decide(_ fd: Int32, device: Int64, inode: Int64) -> OpenCheck {
+    /// The rest of `check` on the file opened as `fd` (taken over: kept as the lease's, or
+    /// closed). `other`, another descriptor of the file (the unlinker's O_PATH one), is closed
+    /// before the lease is asked: before Linux 5.3 any other reference to the file's dentry
+    /// refuses a write lease, so every file would read as open.
+    private func decide(_ fd: Int32, device: Int64, inode: Int64, closing other: inout Int32) -> OpenCheck {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let e = errno
@@ -127,6 +138,8 @@ final class OpenFileProbe: Sendable {
             close(fd)
             return fromProc(device: device, inode: inode, because: "leases not used")
         }
+        if other >= 0 { close(other) }
+        other = -1
         _ = fcntl(fd, OpenFileProbe.setSignal, SIGURG)
         if fcntl(fd, OpenFileProbe.setLease, Int32(F_WRLCK)) == 0 {
             _ = fcntl(fd, OpenFileProbe.setOwner, 0)
@@ -180,7 +193,9 @@ struct ProcScan {
             return scan
         }
         defer { closedir(proc) }
-        let own = String(getpid())
+        // Our pid as this /proc numbers it (getpid() is another process's number in a /proc
+        // of an ancestor pid namespace).
+        let own = ProcScan.ownPID()
         while let entry = readdir(proc) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)  // d_name is NUL-terminated
@@ -236,13 +251,19 @@ struct ProcScan {
         if problem == nil { problem = "cannot read \(what): \(errnoDescription(e))" }
     }
 
-    /// True when this process's descriptor `name` is O_PATH (its fdinfo's octal flags).
+    /// This process's directory name in /proc (readlink of /proc/self), or nil.
+    static func ownPID() -> String? {
+        var buffer = [CChar](repeating: 0, count: 32)
+        let n = readlink("/proc/self", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// True when this process's descriptor `name` is O_PATH: one fcntl, the table being ours.
     private static func pathOnly(_ name: String) -> Bool {
-        guard let info = contents("/proc/self/fdinfo/" + name),
-            let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
-            let flags = Int32(String(line.dropFirst("flags:".count).filter { !$0.isWhitespace }), radix: 8)
-        else { return false }
-        return flags & SafeUnlinker.oPath != 0
+        guard let fd = Int32(name) else { return false }
+        let flags = fcntl(fd, F_GETFL)
+        return flags >= 0 && flags & SafeUnlinker.oPath != 0
     }
 
     private mutating func addDescriptors(of pid: String, own: Bool) {

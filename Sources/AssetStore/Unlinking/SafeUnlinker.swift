@@ -136,14 +136,15 @@ final class SafeUnlinker {
         // reached, not opened), and every later look made on that descriptor once it is
         // known to be on the folder's mount: a mount made over the name meanwhile is asked
         // nothing (a FUSE server need never answer; assetd(8), "The unlink queue").
-        let fileFD = openat(dirfd, leaf, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+        var fileFD = openat(dirfd, leaf, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
         if fileFD < 0 {
             let e = errno
             return e == ENOENT || e == ENOTDIR
                 ? SafeUnlinker.gone(folderDevice: cachedDevice, device: device, deviceNow: deviceNow)
                 : .failed(errno: e, call: "openat")
         }
-        defer { close(fileFD) }
+        // The probe closes it before asking a lease (then the lease's descriptor holds the file).
+        defer { if fileFD >= 0 { close(fileFD) } }
         // From the kernel's cache first: its mount before anything is asked of it.
         var st: FileStatus
         switch FileStatus.cached(fileFD, "") {
@@ -193,7 +194,7 @@ final class SafeUnlinker {
         guard stamp.matches(now, size: size, sizeNow: st.size) else { return .identityChanged }
         var leaseFD: Int32 = -1
         if let probe {
-            switch probe.check(pathFD: fileFD, dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
+            switch probe.check(pathFD: &fileFD, dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
             case .clear(let fd): leaseFD = fd
             case .open: return .open
             case .undetermined(let why): return .undetermined(why)
@@ -210,6 +211,19 @@ final class SafeUnlinker {
                 heldOpen: leaseFD >= 0)
         {
             return changed
+        }
+        // The name's last look, from the kernel's cache (a mount over it is asked nothing): a
+        // file renamed over the name since it was opened is not the one judged. The judged file
+        // is still held (its O_PATH descriptor or the lease's), so its inode number cannot have
+        // gone to another file: the same mount, device and inode is the same file. (A probe
+        // that closed the O_PATH one but got no lease decided by /proc: the recheck then
+        // compared the whole stamp.)
+        switch FileStatus.cached(dirfd, leaf) {
+        case .success(let s) where s.onAnotherMount(than: st): return .unsafePath
+        case .success(let s) where s.device == st.device && s.inode == st.inode: break
+        case .success: return .identityChanged
+        case .failure(let e) where e.code == ENOENT: return .alreadyGone
+        case .failure(let e): return .failed(errno: e.code, call: "statx")
         }
         if unlinkat(dirfd, String(leaf), 0) != 0 {
             let e = errno
