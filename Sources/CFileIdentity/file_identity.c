@@ -169,18 +169,23 @@ static int root_matches(int fd, const struct assetd_root_pin *pin) {
     return !(st.has_mount_id && pin->has_mount_id && st.mount_id != pin->mount_id);
 }
 
-int assetd_generation_of_path_fd(int pathfd, int *has, uint32_t *out) {
-    *has = 0;
+int assetd_reopen_path_fd(int pathfd, int flags) {
     if (!proc_fd_is_procfs()) {
         errno = ENOSYS;
         return -1;
     }
     char name[40];
     snprintf(name, sizeof name, "/proc/self/fd/%d", pathfd);
-    // Never blocking (a lease someone holds) and not touching the access time where permitted.
-    const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    // O_NOATIME needs ownership or CAP_FOWNER.
     int fd = open(name, flags | O_NOATIME);
     if (fd < 0 && errno == EPERM) fd = open(name, flags);
+    return fd;
+}
+
+int assetd_generation_of_path_fd(int pathfd, int *has, uint32_t *out) {
+    *has = 0;
+    // Never blocking (a lease someone holds).
+    int fd = assetd_reopen_path_fd(pathfd, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return -1;
     if (assetd_file_generation(fd, out) == 0) *has = 1;
     close(fd);

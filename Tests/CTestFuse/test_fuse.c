@@ -25,6 +25,8 @@ struct assetd_test_fuse {
     char *target;
     pthread_t thread;
     pthread_mutex_t lock;
+    pthread_cond_t changed;  // a request of ours came, or woken
+    int woken;
     long ours;
     int releasing;
     long held;
@@ -83,7 +85,10 @@ static void *serve(void *arg) {
         // FORGET and BATCH_FORGET take no answer; INTERRUPT is answered by answering the request.
         if (in->opcode == FUSE_FORGET || in->opcode == FUSE_BATCH_FORGET || in->opcode == FUSE_INTERRUPT) continue;
         pthread_mutex_lock(&f->lock);
-        if (ours(in->pid)) f->ours++;
+        if (ours(in->pid)) {
+            f->ours++;
+            pthread_cond_broadcast(&f->changed);
+        }
         if (f->releasing || f->held == max_held) {
             reply_error(f->fd, in->unique, EIO);
         } else {
@@ -96,6 +101,10 @@ static void *serve(void *arg) {
 }
 
 struct assetd_test_fuse *assetd_test_fuse_mount(const char *target) {
+    return assetd_test_fuse_mount_mode(target, 040755);
+}
+
+struct assetd_test_fuse *assetd_test_fuse_mount_mode(const char *target, unsigned rootmode) {
     struct assetd_test_fuse *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     f->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
@@ -106,7 +115,8 @@ struct assetd_test_fuse *assetd_test_fuse_mount(const char *target) {
         return NULL;
     }
     char opts[128];
-    snprintf(opts, sizeof opts, "fd=%d,rootmode=40755,user_id=%u,group_id=%u,allow_other", f->fd, getuid(), getgid());
+    snprintf(
+        opts, sizeof opts, "fd=%d,rootmode=%o,user_id=%u,group_id=%u,allow_other", f->fd, rootmode, getuid(), getgid());
     if (mount("assetd-test", target, "fuse.assetd-test", MS_NOSUID | MS_NODEV, opts) != 0 || pipe2(f->stop, O_CLOEXEC) != 0) {
         int e = errno;
         umount2(target, MNT_DETACH);
@@ -117,6 +127,7 @@ struct assetd_test_fuse *assetd_test_fuse_mount(const char *target) {
     }
     f->target = strdup(target);
     pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->changed, NULL);
     if (pthread_create(&f->thread, NULL, serve, f) != 0) {
         umount2(target, MNT_DETACH);
         close(f->fd);
@@ -135,6 +146,21 @@ long assetd_test_fuse_requests(struct assetd_test_fuse *f) {
     long n = f->ours;
     pthread_mutex_unlock(&f->lock);
     return n;
+}
+
+int assetd_test_fuse_wait(struct assetd_test_fuse *f) {
+    pthread_mutex_lock(&f->lock);
+    while (!f->woken && f->ours == 0) pthread_cond_wait(&f->changed, &f->lock);
+    int asked = f->ours > 0;
+    pthread_mutex_unlock(&f->lock);
+    return asked;
+}
+
+void assetd_test_fuse_wake(struct assetd_test_fuse *f) {
+    pthread_mutex_lock(&f->lock);
+    f->woken = 1;
+    pthread_cond_broadcast(&f->changed);
+    pthread_mutex_unlock(&f->lock);
 }
 
 long assetd_test_fuse_waiting(struct assetd_test_fuse *f) {
@@ -157,6 +183,7 @@ void assetd_test_fuse_unmount(struct assetd_test_fuse *f) {
     close(f->fd);
     close(f->stop[0]);
     close(f->stop[1]);
+    pthread_cond_destroy(&f->changed);
     pthread_mutex_destroy(&f->lock);
     free(f->target);
     free(f);

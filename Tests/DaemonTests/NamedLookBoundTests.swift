@@ -126,4 +126,92 @@ struct NamedLookBoundTests: FileAccessSuite {
         let shallow = try files(root + "/s", 20, depth: 1)
         _ = try MethodTable.call("transact", ["ops": ops(shallow)], bounded(store, 10)).get()
     }
+
+    @Test("an unchecked put whose look openat2 cannot take is charged the walk before it is walked")
+    func walkChargedBeforeWalking() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        var unchecked = context(store, uid: eve, enforce: false)
+        unchecked.cascadeLimit = 10
+        // 200 folders deep, the last name a symlink (openat2: ELOOP), so the look walks every
+        // name. Charged as openat2's, 1 + 201 / 16 = 13 of 110 calls, it walked 201 names;
+        // charged as a walk, 1 + 201, it is refused before the walk.
+        var dir = root
+        for level in 0..<200 { dir += "/d\(level % 10)" }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        #expect(symlink("elsewhere", dir + "/link.bin") == 0)
+        let (n, refusal) = steps(root) { MethodTable.call("object.put", putParams([dir + "/link.bin"]), unchecked) }
+        #expect(n <= 1, "walked \(n) steps")
+        guard case .failure(let e) = refusal else {
+            Issue.record("the put was answered")
+            return
+        }
+        #expect(e.stableCode == "query_rejected", "\(e.message)")
+        // Shallow, the walk fits, and tells why: the last name is no regular file.
+        #expect(symlink("elsewhere", root + "/link.bin") == 0)
+        let shallow = MethodTable.call("object.put", putParams([root + "/link.bin"], key: "s"), unchecked)
+        guard case .failure(let s) = shallow else {
+            Issue.record("the shallow put was answered")
+            return
+        }
+        #expect(s.stableCode == "not_a_regular_file", "\(s.message)")
+    }
+
+    /// A folder 200 deep below `root`.
+    private func deepFolder(_ root: String) throws -> String {
+        var dir = root
+        for level in 0..<200 { dir += "/d\(level % 10)" }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    private func edge(_ source: String, _ path: String) -> JSONValue {
+        [
+            "name": "e", "source": ["collection": "c", "key": .string(source)], "destination": ["file": .string(path)],
+            "rules": [],
+        ]
+    }
+
+    @Test("an unchecked put re-reading a held file that openat2 cannot take is charged the walk")
+    func heldWalkCharged() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        // c/h holds a file 200 folders deep, then replaced by a symlink (openat2: ELOOP), so
+        // a look at it walks every name.
+        let path = try deepFolder(root) + "/held.bin"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
+        let unbounded = context(store, uid: eve, enforce: false)
+        _ = try MethodTable.call("object.put", putParams([], key: "h"), unbounded).get()
+        _ = try MethodTable.call("edge.add", edge("h", path), unbounded).get()
+        #expect(unlink(path) == 0 && symlink("elsewhere", path) == 0)
+        var unchecked = unbounded
+        unchecked.cascadeLimit = 10
+        // The put names no file: only the held one is read again, and its walk is past 110.
+        let (n, refusal) = steps(root) { MethodTable.call("object.put", putParams([], key: "h"), unchecked) }
+        #expect(n <= 1, "walked \(n) steps")
+        guard case .failure(let e) = refusal else {
+            Issue.record("the put was answered")
+            return
+        }
+        #expect(e.stableCode == "query_rejected", "\(e.message)")
+    }
+
+    @Test("an unchecked edge.add whose look openat2 cannot take is charged the walk before it is walked")
+    func edgeWalkCharged() throws {
+        let (store, root) = try openStore()
+        defer { store.close() }
+        let path = try deepFolder(root) + "/link.bin"
+        #expect(symlink("elsewhere", path) == 0)
+        let unbounded = context(store, uid: eve, enforce: false)
+        _ = try MethodTable.call("object.put", putParams([], key: "src"), unbounded).get()
+        var unchecked = unbounded
+        unchecked.cascadeLimit = 10
+        let (n, refusal) = steps(root) { MethodTable.call("edge.add", edge("src", path), unchecked) }
+        #expect(n <= 1, "walked \(n) steps")
+        guard case .failure(let e) = refusal else {
+            Issue.record("the edge.add was answered")
+            return
+        }
+        #expect(e.stableCode == "query_rejected", "\(e.message)")
+    }
 }

@@ -359,6 +359,57 @@ final class ChildHolder {
         }
     }
 
+    @Test("without leases the /proc pass skips this process's own O_PATH descriptor of the file checked")
+    func procFallbackSkipsOwnPathDescriptor() throws {
+        let f = try Fixture()
+        let idle = try f.makeFile("p/idle.bin")
+        let folder = open(f.root + "/p", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(folder >= 0)
+        defer { close(folder) }
+        let file = try #require(onDisk(idle))
+        var pathFD = openat(folder, "idle.bin", SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+        try #require(pathFD >= 0)
+        defer { if pathFD >= 0 { close(pathFD) } }
+        let probe = OpenFileProbe(useLeases: false)
+        switch probe.check(pathFD: &pathFD, dirfd: folder, leaf: "idle.bin", device: file.device, inode: file.inode) {
+        case .clear(let leaseFD): #expect(leaseFD == -1)
+        case .undetermined(let why): #expect(why.hasPrefix("leases not used; cannot read /proc/"), "\(why)")
+        default: Issue.record("the unlinker's own O_PATH descriptor counted as an open")
+        }
+    }
+
+    @Test("the probe closes the unlinker's O_PATH descriptor before asking a lease (Linux < 5.3 refuses one then)")
+    func pathDescriptorClosedBeforeLease() throws {
+        let f = try Fixture()
+        let idle = try f.makeFile("p/idle.bin")
+        let folder = open(f.root + "/p", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(folder >= 0)
+        defer { close(folder) }
+        let file = try #require(onDisk(idle))
+        var pathFD = openat(folder, "idle.bin", SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+        try #require(pathFD >= 0)
+        defer { if pathFD >= 0 { close(pathFD) } }
+        let probe = OpenFileProbe()
+        guard
+            case .clear(let leaseFD) = probe.check(
+                pathFD: &pathFD, dirfd: folder, leaf: "idle.bin", device: file.device, inode: file.inode)
+        else {
+            Issue.record("an idle file was not clear")
+            return
+        }
+        defer { probe.end(leaseFD) }
+        #expect(leaseFD >= 0)
+        // While the lease is held, this process's only descriptor of the file is the lease's.
+        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+        let held = names.compactMap { name -> Int32? in
+            guard case .success(let st) = FileStatus.cached(AT_FDCWD, "/proc/self/fd/" + name, following: true),
+                st.device == file.device, st.inode == file.inode
+            else { return nil }
+            return Int32(name)
+        }
+        #expect(held == [leaseFD], "descriptors of the file: \(held)")
+    }
+
     @Test("what the open check costs per file (printed, not asserted)")
     func probeCost() throws {
         let count = 300

@@ -30,19 +30,43 @@ private final class HangingFuse: @unchecked Sendable {
         fuse = made
     }
 
+    /// A file mounted over the regular file `file` (which stays, hidden, until the unmount).
+    init(_ fixture: Fixture, file: String) throws {
+        self.fixture = fixture
+        guard let made = assetd_test_fuse_mount_mode(file, 0o100644) else {
+            throw SetupFailed(what: "fuse over the file \(file): errno \(errno)")
+        }
+        fuse = made
+    }
+
     /// Requests counted when it was unmounted.
     private var counted = 0
+    /// Held by `wake` and `unmount`, which other threads than the test's may call.
+    private let lock = NSLock()
+
+    /// True once this process's threads asked it anything; false once `wake` was called.
+    func waitAsked() -> Bool {
+        guard let fuse = lock.withLock({ fuse }) else { return false }
+        return assetd_test_fuse_wait(fuse) != 0
+    }
+
+    /// Lets `waitAsked` return.
+    func wake() {
+        lock.withLock { fuse.map { assetd_test_fuse_wake($0) } }
+    }
 
     /// Requests other than INIT this process's threads sent it (until it was unmounted).
     var requests: Int { fuse.map { Int(assetd_test_fuse_requests($0)) } ?? counted }
 
     /// Answers what it holds with EIO, then unmounts: a caller waiting on it goes on.
     func unmount() {
-        if let fuse {
-            counted = Int(assetd_test_fuse_requests(fuse))
-            assetd_test_fuse_unmount(fuse)
+        lock.withLock {
+            if let fuse {
+                counted = Int(assetd_test_fuse_requests(fuse))
+                assetd_test_fuse_unmount(fuse)
+            }
+            fuse = nil
         }
-        fuse = nil
     }
 
     /// `body` on a thread of its own; nil if it has not returned after a minute (only a hang
@@ -174,5 +198,66 @@ struct FuseMountTests {
         let scanned = fuse.within { ProcScan.read().files.count }
         #expect(scanned != nil, "the scan hung on the mount")
         #expect(fuse.requests == 0)
+    }
+
+    /// What the queued file's row records, and so which looks follow the mount check.
+    enum Recorded: String, CaseIterable, Sendable {
+        /// Birth time and generation (ext4): the generation is read.
+        case generation
+        /// ctime and size alone (as on NFS or FUSE): a synced statx.
+        case ctimeAlone
+        /// `files.skip_open`: the open check's open and lease, and the look after it.
+        case skipOpen
+    }
+
+    @Test(
+        "a FUSE file mounted over a queued file after its mount was checked is asked nothing, and the file kept",
+        arguments: Recorded.allCases)
+    func mountOverQueuedFile(_ recorded: Recorded) throws {
+        let f = try Fixture { $0.skipOpenFiles = recorded == .skipOpen }
+        let path = try f.makeFile("u/x.bin")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        if recorded == .ctimeAlone { try f.damage("UPDATE unlink_queue SET birth = NULL, generation = NULL") }
+        // The client's mount lands in the window: once the unlinker has checked the name's
+        // mount from the kernel's cache, before its next look.
+        let shared = Shared(value: f)
+        let mounted = Mutex<HangingFuse?>(nil)
+        let reached = DispatchSemaphore(value: 0)
+        SafeUnlinker.stepHooks.withLock {
+            $0[f.root] = { at in
+                guard mounted.withLock({ $0 == nil }) else { return }
+                let fuse = try? HangingFuse(shared.value, file: at)
+                mounted.withLock { $0 = fuse }
+                reached.signal()
+            }
+        }
+        SafeUnlinker.anyStepHook.store(true, ordering: .relaxed)
+        defer { SafeUnlinker.stepHooks.withLock { $0[f.root] = nil } }
+        let report = Mutex<SweepReport?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let swept = try? shared.value.store.sweep()
+            report.withLock { $0 = swept }
+            mounted.withLock { $0 }?.wake()
+            reached.signal()  // for a sweep that never reached the window
+            done.signal()
+        }
+        reached.wait()
+        guard let fuse = mounted.withLock({ $0 }) else {
+            done.wait()
+            Issue.record("the sweep never reached the window, or the mount failed")
+            return
+        }
+        // Bounded without a clock: the sweep returned, or it asked the mount (which a fixed
+        // one never does); then the unmount answers it, and the sweep returns.
+        let asked = fuse.waitAsked()
+        fuse.unmount()
+        done.wait()
+        #expect(!asked, "the sweep asked the FUSE mount over the file")
+        #expect(fuse.requests == 0)
+        let swept = report.withLock { $0 }
+        #expect(swept?.unlinked.isEmpty == true, "\(String(describing: swept?.unlinked))")
+        #expect(f.exists(path))
     }
 }

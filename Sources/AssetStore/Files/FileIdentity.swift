@@ -126,6 +126,11 @@ struct Errno: Error, Equatable {
 /// that cannot be told).
 func hasAccessACL(pathFD: Int32) -> Bool { assetd_has_access_acl(pathFD) != 0 }
 
+/// The inode the O_PATH descriptor `pathFD` names, opened again through /proc/self/fd with
+/// `flags` (and O_NOATIME where permitted): no lookup by name. The descriptor, or -1 with
+/// errno set (ENOSYS without /proc).
+func reopen(pathFD: Int32, flags: Int32) -> Int32 { assetd_reopen_path_fd(pathFD, flags) }
+
 /// Renames `from` to `to` unless `to` exists: 0, or -1 with errno set (EEXIST; EINVAL or
 /// ENOSYS where the filesystem or kernel has no such rename). See file_identity.h.
 func renameNoReplace(_ from: String, _ to: String) -> Int32 { assetd_rename_noreplace(from, to) }
@@ -142,6 +147,16 @@ enum FileGeneration {
         var generation: UInt32 = 0
         guard assetd_generation_of_path_fd(pathFD, &has, &generation) == 0 else { return .failure(Errno(errno)) }
         return .success(has != 0 ? Int64(generation) : nil)
+    }
+
+    /// The generation of the regular file (`device`, `inode`) the O_PATH descriptor `pathFD`
+    /// names, its mount already checked: read through /proc/self/fd, so a mount made over its
+    /// name since is asked nothing. Without /proc, `leaf` in `dirfd` is opened by name.
+    static func read(pathFD: Int32, dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> Result<Int64?, Errno> {
+        switch read(pathFD: pathFD) {
+        case .failure(let e) where e.code == ENOSYS: return read(dirfd: dirfd, leaf: leaf, device: device, inode: inode)
+        case let other: return other
+        }
     }
 
     /// The generation of `leaf` in the open folder `dirfd` (or an absolute path with

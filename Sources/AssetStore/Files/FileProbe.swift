@@ -47,10 +47,13 @@ enum FileProbe {
     /// With `latestChange` (`OwedLook`), a file or folder below the root changed later (its
     /// ctime), or on a filesystem whose times may be another clock's, is `unsafe_path`.
     /// With `look` (a deleted file's look, `RegisteredFile.identify`), a root that cannot be
-    /// inspected is an error (its errno kept), not a missing file.
+    /// inspected is an error (its errno kept), not a missing file. `beforeWalk` runs (and may
+    /// refuse) before an unchecked look that `openat2` could not answer is walked folder by
+    /// folder: the caller charges the walk's cost (WriteTransaction+HeldFiles.swift).
     static func probe(
         path: String, root: String, roots: ManagedRoots, check: FileReferenceCheck? = nil,
-        latestChange: Int64? = nil, look: Bool = false, rootIs: ((FileStatus) -> Bool)? = nil
+        latestChange: Int64? = nil, look: Bool = false, rootIs: ((FileStatus) -> Bool)? = nil,
+        beforeWalk: (() throws(StoreError) -> Void)? = nil
     ) throws(StoreError) -> FileState {
         stepped(root, root)
         // Checked on the walk's descriptors: the openat2 below opens no folder to judge.
@@ -61,6 +64,7 @@ enum FileProbe {
         }
         // A test failing the walk's looks takes the walk.
         if anyStepHook.load(ordering: .relaxed), lookFailures.withLock({ $0[root] != nil }) {
+            try beforeWalk?()
             return try walk(path: path, root: root, roots: roots, look: look)
         }
         // A regular file reached beneath the root in one openat2, the common case: nine system
@@ -70,7 +74,10 @@ enum FileProbe {
         case .missing: return .missing
         // Anything else, a root that is not its pinned folder too: the walk's open of the root
         // tells a swap (refused) from a disk mounted or unmounted there (pinned again).
-        case .walk: return try walk(path: path, root: root, roots: roots, look: look)
+        // A client can force it (a symlink or a mount as the last name): charged first.
+        case .walk:
+            try beforeWalk?()
+            return try walk(path: path, root: root, roots: roots, look: look)
         }
     }
 

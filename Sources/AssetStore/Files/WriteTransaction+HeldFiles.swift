@@ -35,8 +35,21 @@ extension WriteTransaction {
                 } catch let e as StoreError where e.code == .permissionDenied {
                     continue
                 }
-            } else if let state = FileProbe.identity(path: path, root: root, roots: store.roots) {
-                _ = try registerFile(path: path, state: state)
+            } else {
+                // As `FileProbe.identity`, but a walk past the allowance refuses the request.
+                var refused: StoreError?
+                let state = try? FileProbe.probe(
+                    path: path, root: root, roots: store.roots,
+                    beforeWalk: { () throws(StoreError) in
+                        do throws(StoreError) {
+                            try self.chargeWalk(path, below: root, refusal: Self.heldFilesLimit)
+                        } catch {
+                            refused = error
+                            throw error
+                        }
+                    })
+                if let refused { throw refused }
+                if let state { _ = try registerFile(path: path, state: state) }
             }
         }
         heldRechecked.insert(key)
@@ -106,6 +119,19 @@ extension WriteTransaction {
             if cost > budget.left { throw Self.namedFilesLimit(limit) }
         }
         budget.left -= cost
+    }
+
+    /// Charges a bounded, unchecked request the rest of a look at `path` that `openat2` could
+    /// not answer (a symlink or a mount as its last name, which the client can arrange): the
+    /// walk that follows makes about five system calls for each component, as a checked look
+    /// does, so it is charged at that rate, and refused (`refusal`) past what is left.
+    func chargeWalk(_ path: String, below root: String, refusal: (Int) -> StoreError) throws(StoreError) {
+        guard fileReferenceCheck == nil, let limit = requestBound ?? cascadeLimit else { return }
+        let budget = allowance(limit)
+        let more =
+            Self.lookCalls(path, below: root, checked: true) - Self.lookCalls(path, below: root, checked: false)
+        if more > budget.left { throw refusal(limit) }
+        budget.left -= more
     }
 
     /// Allowance calls a look at `path` is charged, from its bytes alone (no system call): a

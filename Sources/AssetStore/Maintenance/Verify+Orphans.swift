@@ -222,15 +222,23 @@ extension VerifyRun {
         // Each folder on the way O_PATH (nothing asked of its filesystem), and not on another
         // mount than the one above unless it is a configured root: nothing is looked up inside
         // another mount (a FUSE server need never answer: assetd(8), "The unlink queue").
-        var above = try? FileStatus.cached(fd, "").get()
+        // A folder whose mount cannot be told is not walked below (fail closed).
+        guard case .success(var above) = FileStatus.cached(fd, "") else {
+            close(fd)
+            return
+        }
         var prefix = Array(outer.utf8)
         for c in below where fd >= 0 {
             let next = openat(fd, c, SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             close(fd)
             fd = next
             prefix += [UInt8(ascii: "/")] + Array(c.utf8)
-            guard fd >= 0, let here = try? FileStatus.cached(fd, "").get() else { break }
-            if let a = above, here.onAnotherMount(than: a),
+            guard fd >= 0 else { break }
+            guard case .success(let here) = FileStatus.cached(fd, "") else {
+                close(fd)
+                return
+            }
+            if here.onAnotherMount(than: above),
                 !store.roots.paths.contains(where: { $0.utf8.elementsEqual(prefix) })
             {
                 close(fd)

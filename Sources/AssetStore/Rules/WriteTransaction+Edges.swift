@@ -83,7 +83,11 @@ extension WriteTransaction {
             let (path, root) = try store.roots.accept(reference)
             guard register else { return (.file(path), true, nil) }
             try chargeNamedLooks(CollectionOfOne((path, root)))
-            let state = try FileProbe.probe(path: path, root: root, roots: store.roots, check: fileReferenceCheck)
+            let state = try FileProbe.probe(
+                path: path, root: root, roots: store.roots, check: fileReferenceCheck,
+                beforeWalk: { () throws(StoreError) in
+                    try self.chargeWalk(path, below: root, refusal: Self.namedFilesLimit)
+                })
             return (.file(path), true, state)
         }
     }

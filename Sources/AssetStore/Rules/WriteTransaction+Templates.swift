@@ -64,7 +64,10 @@ extension WriteTransaction {
         try chargeNamedLooks(files.lazy.map { ($0.path, $0.root) })
         for f in files {
             out[f.index].fileState = try FileProbe.probe(
-                path: f.path, root: f.root, roots: store.roots, check: fileReferenceCheck)
+                path: f.path, root: f.root, roots: store.roots, check: fileReferenceCheck,
+                beforeWalk: { () throws(StoreError) in
+                    try self.chargeWalk(f.path, below: f.root, refusal: Self.namedFilesLimit)
+                })
         }
         return out
     }

@@ -22,12 +22,13 @@ enum OpenCheck {
 /// Decides whether a queued file is open anywhere, for one sweep batch. Thread-safe: the
 /// batch's unlink threads share one probe, and so one /proc pass.
 ///
-/// **Mechanism.** The file is opened relative to the folder the unlinker already opened
-/// with `O_NOFOLLOW` (`O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_NOCTTY|O_CLOEXEC`, plus `O_NOATIME`
-/// when permitted), `fstat`ed and compared with the queued regular file (device, inode),
-/// then `fcntl(F_SETLEASE, F_WRLCK)` is asked for: the kernel grants a write lease only when
-/// no other open file description of the inode exists, in any process — read-only opens,
-/// opens through another hard link, a child's inherited descriptor, and a mapping whose
+/// **Mechanism.** The file is opened again from the unlinker's `O_PATH` descriptor of it
+/// through /proc/self/fd (without /proc, by name relative to its folder with `O_NOFOLLOW`;
+/// `O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC`, plus `O_NOATIME` when permitted), `fstat`ed
+/// and compared with the queued regular file (device, inode), then `fcntl(F_SETLEASE,
+/// F_WRLCK)` is asked for: the kernel grants a write lease only when no other open file
+/// description of the inode exists, in any process — read-only opens, opens through another
+/// hard link, a child's inherited descriptor, and a mapping whose
 /// descriptor was closed (the mapping keeps its file open) all refuse it with `EAGAIN`. An
 /// `O_PATH` descriptor does not count (it cannot read or write). While the lease is held, a
 /// racing `open` blocks in the kernel until the lease is dropped right after the unlinkat,
@@ -73,9 +74,34 @@ final class OpenFileProbe: Sendable {
         self.readProc = readProc
     }
 
+    /// Checks the regular file (`device`, `inode`) the O_PATH descriptor `pathFD` names, its
+    /// mount already checked: that very inode is opened again through /proc/self/fd, so a
+    /// mount made over its name since is asked nothing (a FUSE server need never answer:
+    /// assetd(8), "The unlink queue"). Without /proc, `leaf` in `dirfd` is opened by name.
+    /// `pathFD` is closed (and set to -1) before a lease is asked: see `decide`.
+    func check(pathFD: inout Int32, dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> OpenCheck {
+        let fd = reopen(pathFD: pathFD, flags: OpenFileProbe.flags & ~O_NOFOLLOW)
+        if fd < 0 {
+            let e = errno
+            if e == ENOSYS { return byName(dirfd: dirfd, leaf: leaf, device: device, inode: inode, closing: &pathFD) }
+            if e == EWOULDBLOCK { return .open }  // someone else holds a lease: they have it open
+            return fromProc(device: device, inode: inode, because: "open: \(errnoDescription(e))")
+        }
+        return decide(fd, device: device, inode: inode, closing: &pathFD)
+    }
+
+    private static let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
+
     /// Checks `leaf` in the open folder `dirfd`, which must be the regular file (`device`, `inode`).
     func check(dirfd: Int32, leaf: String, device: Int64, inode: Int64) -> OpenCheck {
-        let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
+        var none: Int32 = -1
+        return byName(dirfd: dirfd, leaf: leaf, device: device, inode: inode, closing: &none)
+    }
+
+    private func byName(
+        dirfd: Int32, leaf: String, device: Int64, inode: Int64, closing other: inout Int32
+    ) -> OpenCheck {
+        let flags = OpenFileProbe.flags
         var fd = openat(dirfd, leaf, flags | OpenFileProbe.noAccessTime)
         // O_NOATIME needs ownership or CAP_FOWNER.
         if fd < 0 && errno == EPERM { fd = openat(dirfd, leaf, flags) }
@@ -88,6 +114,14 @@ final class OpenFileProbe: Sendable {
             default: return fromProc(device: device, inode: inode, because: "open: \(errnoDescription(e))")
             }
         }
+        return decide(fd, device: device, inode: inode, closing: &other)
+    }
+
+    /// The rest of `check` on the file opened as `fd` (taken over: kept as the lease's, or
+    /// closed). `other`, another descriptor of the file (the unlinker's O_PATH one), is closed
+    /// before the lease is asked: before Linux 5.3 any other reference to the file's dentry
+    /// refuses a write lease, so every file would read as open.
+    private func decide(_ fd: Int32, device: Int64, inode: Int64, closing other: inout Int32) -> OpenCheck {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let e = errno
@@ -104,6 +138,8 @@ final class OpenFileProbe: Sendable {
             close(fd)
             return fromProc(device: device, inode: inode, because: "leases not used")
         }
+        if other >= 0 { close(other) }
+        other = -1
         _ = fcntl(fd, OpenFileProbe.setSignal, SIGURG)
         if fcntl(fd, OpenFileProbe.setLease, Int32(F_WRLCK)) == 0 {
             _ = fcntl(fd, OpenFileProbe.setOwner, 0)
@@ -157,12 +193,15 @@ struct ProcScan {
             return scan
         }
         defer { closedir(proc) }
+        // Our pid as this /proc numbers it (getpid() is another process's number in a /proc
+        // of an ancestor pid namespace).
+        let own = ProcScan.ownPID()
         while let entry = readdir(proc) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)  // d_name is NUL-terminated
             }
             guard !name.isEmpty, name.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { continue }
-            scan.addDescriptors(of: name)
+            scan.addDescriptors(of: name, own: name == own)
             scan.addMappings(of: name)
         }
         return scan
@@ -212,7 +251,22 @@ struct ProcScan {
         if problem == nil { problem = "cannot read \(what): \(errnoDescription(e))" }
     }
 
-    private mutating func addDescriptors(of pid: String) {
+    /// This process's directory name in /proc (readlink of /proc/self), or nil.
+    static func ownPID() -> String? {
+        var buffer = [CChar](repeating: 0, count: 32)
+        let n = readlink("/proc/self", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// True when this process's descriptor `name` is O_PATH: one fcntl, the table being ours.
+    private static func pathOnly(_ name: String) -> Bool {
+        guard let fd = Int32(name) else { return false }
+        let flags = fcntl(fd, F_GETFL)
+        return flags >= 0 && flags & SafeUnlinker.oPath != 0
+    }
+
+    private mutating func addDescriptors(of pid: String, own: Bool) {
         let folder = "/proc/\(pid)/fd"
         guard let dir = opendir(folder) else { return note(folder, errno) }
         defer { closedir(dir) }
@@ -221,6 +275,9 @@ struct ProcScan {
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)  // d_name is NUL-terminated
             }
             guard name != ".", name != ".." else { continue }
+            // The unlinker's own O_PATH descriptor of the file it checks opens nothing, as a
+            // lease sees it (other processes' are counted: telling them apart costs a read each).
+            if own, ProcScan.pathOnly(name) { continue }
             // Following the magic link to the open file itself, whatever its name now; from the
             // kernel's cache, as only its device and inode are wanted: a file on a FUSE mount
             // anywhere is asked nothing (its server need never answer, holding the sweep).

@@ -12,11 +12,17 @@ extension SafeUnlinker {
     static func recheck(
         dirfd: Int32, leaf: String, as checked: FileStatus, generation: Int64?, folder: FileStatus?, heldOpen: Bool
     ) -> UnlinkOutcome? {
-        // From the kernel's cache first, as in `unlink`: a mount over the name is asked nothing.
+        // As in `unlink`: the name opened O_PATH, its mount from the kernel's cache, and every
+        // later look on that descriptor, so a mount over the name is asked nothing.
+        let fileFD = openat(dirfd, leaf, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+        if fileFD < 0 {
+            let e = errno
+            return e == ENOENT ? .alreadyGone : .failed(errno: e, call: "openat")
+        }
+        defer { close(fileFD) }
         var st: FileStatus
-        switch FileStatus.cached(dirfd, leaf) {
+        switch FileStatus.cached(fileFD, "") {
         case .success(let s): st = s
-        case .failure(let e) where e.code == ENOENT: return .alreadyGone
         case .failure(let e): return .failed(errno: e.code, call: "statx")
         }
         if let folder, st.onAnotherMount(than: folder) { return .unsafePath }
@@ -27,10 +33,9 @@ extension SafeUnlinker {
         }
         // Judged by ctime and size: asked afresh of the root's own filesystem.
         if checked.birth == nil, generation == nil {
-            switch FileStatus.of(dirfd, leaf) {
+            switch FileStatus.of(fileFD, "") {
             case .success(let s) where s.inode == st.inode && s.device == st.device: st = s
             case .success: return .identityChanged
-            case .failure(let e) where e.code == ENOENT: return .alreadyGone
             case .failure(let e): return .failed(errno: e.code, call: "statx")
             }
         }
@@ -44,7 +49,9 @@ extension SafeUnlinker {
             if heldOpen {
                 now.generation = generation
             } else {
-                switch FileGeneration.read(dirfd: dirfd, leaf: leaf, device: st.device, inode: st.inode) {
+                switch FileGeneration.read(
+                    pathFD: fileFD, dirfd: dirfd, leaf: leaf, device: st.device, inode: st.inode)
+                {
                 case .success(let g): now.generation = g
                 case .failure(let e) where e.code == ENOENT: return .alreadyGone
                 case .failure(let e) where e.code == ELOOP || e.code == ESTALE: return .identityChanged

@@ -5,6 +5,7 @@
 // OpenFileProbe decides first whether the file is open anywhere.
 
 import Glibc
+import Synchronization
 
 /// What happened to one queued file.
 enum UnlinkOutcome: Equatable {
@@ -116,12 +117,12 @@ final class SafeUnlinker {
         } else {
             closeCached()
             switch openFolder(root: root, components: ManagedRoots.components(of: path, below: root).dropLast()) {
-            case .success(let fd):
+            case .success(let fd, let status):
                 dirfd = fd
                 cachedFD = fd
                 cachedFolder = folder
-                cachedStatus = try? FileStatus.cached(fd, "").get()
-                cachedDevice = cachedStatus?.device
+                cachedStatus = status
+                cachedDevice = status.device
                 cachedLocation = location(of: fd).map(Array.init)
             case .missing(let folderDevice):
                 return SafeUnlinker.gone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
@@ -129,30 +130,41 @@ final class SafeUnlinker {
                 return outcome
             }
         }
-        // From the kernel's cache first: a mount over the name is refused before anything is
-        // asked of it (a FUSE server need never answer; assetd(8), "The unlink queue").
-        var st: FileStatus
-        switch FileStatus.cached(dirfd, leaf) {
-        case .success(let s): st = s
-        case .failure(let e):
-            return e.code == ENOENT || e.code == ENOTDIR
+        // Set with cachedFD: the folder's mount, which the file must be on.
+        guard let folderStatus = cachedStatus else { return .failed(errno: EBADF, call: "statx") }
+        // The name opened O_PATH, which asks its filesystem nothing (a mount over the name is
+        // reached, not opened), and every later look made on that descriptor once it is
+        // known to be on the folder's mount: a mount made over the name meanwhile is asked
+        // nothing (a FUSE server need never answer; assetd(8), "The unlink queue").
+        var fileFD = openat(dirfd, leaf, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+        if fileFD < 0 {
+            let e = errno
+            return e == ENOENT || e == ENOTDIR
                 ? SafeUnlinker.gone(folderDevice: cachedDevice, device: device, deviceNow: deviceNow)
-                : .failed(errno: e.code, call: "statx")
+                : .failed(errno: e, call: "openat")
+        }
+        // The probe closes it before asking a lease (then the lease's descriptor holds the file).
+        defer { if fileFD >= 0 { close(fileFD) } }
+        // From the kernel's cache first: its mount before anything is asked of it.
+        var st: FileStatus
+        switch FileStatus.cached(fileFD, "") {
+        case .success(let s): st = s
+        case .failure(let e): return .failed(errno: e.code, call: "statx")
         }
         // A file bind-mounted over the name (or a mount of any kind there) is not this root's.
-        if let folder = cachedStatus, st.onAnotherMount(than: folder) { return .unsafePath }
+        if st.onAnotherMount(than: folderStatus) { return .unsafePath }
         switch st.kind {
         case S_IFLNK: return .unsafePath
         case S_IFREG: break
         default: return .identityChanged
         }
+        SafeUnlinker.stepped(root, path)
         // Judged by ctime and size (no birth time or generation recorded, as on NFS and FUSE):
         // those the root's own filesystem gives afresh.
         if stamp.birth == nil, stamp.generation == nil {
-            switch FileStatus.of(dirfd, leaf) {
+            switch FileStatus.of(fileFD, "") {
             case .success(let s) where s.inode == st.inode && s.device == st.device: st = s
             case .success: return .identityChanged
-            case .failure(let e) where e.code == ENOENT: return .alreadyGone
             case .failure(let e): return .failed(errno: e.code, call: "statx")
             }
         }
@@ -172,7 +184,7 @@ final class SafeUnlinker {
         // file at once. The generation needs the file open, so it is read only when recorded.
         var now = st.stamp
         if stamp.generation != nil {
-            switch FileGeneration.read(dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
+            switch FileGeneration.read(pathFD: fileFD, dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
             case .success(let g): now.generation = g
             case .failure(let e) where e.code == ENOENT: return .alreadyGone
             case .failure(let e) where e.code == ELOOP || e.code == ESTALE: return .identityChanged
@@ -182,7 +194,7 @@ final class SafeUnlinker {
         guard stamp.matches(now, size: size, sizeNow: st.size) else { return .identityChanged }
         var leaseFD: Int32 = -1
         if let probe {
-            switch probe.check(dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
+            switch probe.check(pathFD: &fileFD, dirfd: dirfd, leaf: leaf, device: device, inode: inode) {
             case .clear(let fd): leaseFD = fd
             case .open: return .open
             case .undetermined(let why): return .undetermined(why)
@@ -195,10 +207,23 @@ final class SafeUnlinker {
         // name since must not be the one unlinked.
         if probe != nil,
             let changed = SafeUnlinker.recheck(
-                dirfd: dirfd, leaf: leaf, as: st, generation: now.generation, folder: cachedStatus,
+                dirfd: dirfd, leaf: leaf, as: st, generation: now.generation, folder: folderStatus,
                 heldOpen: leaseFD >= 0)
         {
             return changed
+        }
+        // The name's last look, from the kernel's cache (a mount over it is asked nothing): a
+        // file renamed over the name since it was opened is not the one judged. The judged file
+        // is still held (its O_PATH descriptor or the lease's), so its inode number cannot have
+        // gone to another file: the same mount, device and inode is the same file. (A probe
+        // that closed the O_PATH one but got no lease decided by /proc: the recheck then
+        // compared the whole stamp.)
+        switch FileStatus.cached(dirfd, leaf) {
+        case .success(let s) where s.onAnotherMount(than: st): return .unsafePath
+        case .success(let s) where s.device == st.device && s.inode == st.inode: break
+        case .success: return .identityChanged
+        case .failure(let e) where e.code == ENOENT: return .alreadyGone
+        case .failure(let e): return .failed(errno: e.code, call: "statx")
         }
         if unlinkat(dirfd, String(leaf), 0) != 0 {
             let e = errno
@@ -208,7 +233,12 @@ final class SafeUnlinker {
     }
 
     /// A folder opened; a name on the way missing, below a folder on this device; or another outcome.
-    private enum OpenResult { case success(Int32), missing(folderDevice: Int64?), failure(UnlinkOutcome) }
+    private enum OpenResult {
+        /// The folder, and its mount as the kernel's cache has it.
+        case success(Int32, FileStatus)
+        case missing(folderDevice: Int64?)
+        case failure(UnlinkOutcome)
+    }
 
     private static func device(of fd: Int32) -> Int64? {
         var st = stat()
@@ -257,7 +287,15 @@ final class SafeUnlinker {
             let why = e == ENOENT ? "open \(root) (the root is missing: renamed or removed?)" : "open"
             return .failure(.failed(errno: e, call: why))
         }
-        var mount = try? FileStatus.cached(fd, "").get()
+        // A folder whose mount cannot be told is not gone below (fail closed).
+        var mount: FileStatus
+        switch FileStatus.cached(fd, "") {
+        case .success(let s): mount = s
+        case .failure(let e):
+            close(fd)
+            return .failure(.failed(errno: e.code, call: "statx"))
+        }
+        var here = mount
         var prefix = Array(root.utf8)
         for c in components {
             let next = openat(fd, String(c), SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -286,16 +324,34 @@ final class SafeUnlinker {
             fd = next
             prefix += [UInt8(ascii: "/")] + Array(c.utf8)
             // Which mount it is on from the kernel's cache, before anything asks that mount.
-            let here = try? FileStatus.cached(fd, "").get()
-            if let m = mount, let h = here, h.onAnotherMount(than: m) {
+            switch FileStatus.cached(fd, "") {
+            case .success(let s): here = s
+            case .failure(let e):
+                close(fd)
+                return .failure(.failed(errno: e.code, call: "statx"))
+            }
+            if here.onAnotherMount(than: mount) {
                 guard roots.contains(where: { $0.utf8.elementsEqual(prefix) }) else {
                     close(fd)
                     return .failure(.unsafePath)
                 }
-                mount = h
+                mount = here
             }
         }
-        return .success(fd)
+        return .success(fd, here)
+    }
+}
+
+extension SafeUnlinker {
+    /// Tests: run with the path of each queued file below a root (the key) once its mount and
+    /// type are checked, before anything else looks at it.
+    static let stepHooks = Mutex<[String: @Sendable (String) -> Void]>([:])
+    /// True once a test set a hook: the unlinker does not lock for none.
+    static let anyStepHook = Atomic<Bool>(false)
+
+    private static func stepped(_ root: String, _ path: String) {
+        guard anyStepHook.load(ordering: .relaxed) else { return }
+        stepHooks.withLock { $0[root] }?(path)
     }
 }
 

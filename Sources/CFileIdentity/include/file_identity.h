@@ -57,6 +57,11 @@ int assetd_has_access_acl(int pathfd);
 /// `*has` set (0 where the filesystem has none), or -1 with errno set (ENOSYS: no /proc).
 int assetd_generation_of_path_fd(int pathfd, int *has, uint32_t *out);
 
+/// The inode the O_PATH descriptor `pathfd` names, opened again through /proc/self/fd with
+/// `flags` (plus O_NOATIME where permitted): no lookup by name, so a mount made over the name
+/// since is asked nothing. The new descriptor, or -1 with errno set (ENOSYS: no /proc).
+int assetd_reopen_path_fd(int pathfd, int flags);
+
 /// What `assetd_probe_beneath` found.
 enum {
     /// A regular file, opened beneath the root: `out` holds it.

@@ -11,6 +11,16 @@ struct assetd_test_fuse;
 /// not (no /dev/fuse, no CAP_SYS_ADMIN).
 struct assetd_test_fuse *assetd_test_fuse_mount(const char *target);
 
+/// `assetd_test_fuse_mount` with the root's mode: 0100644 mounts a file over the file `target`.
+struct assetd_test_fuse *assetd_test_fuse_mount_mode(const char *target, unsigned rootmode);
+
+/// Waits until the server got a request from this process's threads (1) or
+/// `assetd_test_fuse_wake` was called (0): a test's bound that only a hang reaches, no clock.
+int assetd_test_fuse_wait(struct assetd_test_fuse *fuse);
+
+/// Lets `assetd_test_fuse_wait` return (now or at its next call).
+void assetd_test_fuse_wake(struct assetd_test_fuse *fuse);
+
 /// Requests other than INIT the server has received from this process's threads so far.
 long assetd_test_fuse_requests(struct assetd_test_fuse *fuse);
 
