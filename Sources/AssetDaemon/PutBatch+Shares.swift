@@ -9,7 +9,8 @@
 // since many uids (a subuid range) each had a first put, the batch as a whole stops at
 // `batchBytes` and two allowances of reads: past them even a uid's first put waits, but for
 // the uid first in turn (BatchTurn), whose first put always runs, so a batch holds about two
-// budgets and every batch answers a put. The rest wait for the next batch.
+// budgets and every batch answers a put. The rest wait for the next batch; a uid whose oldest
+// put waited goes first in it.
 
 import AssetService
 import AssetStore
@@ -17,6 +18,8 @@ import AssetStore
 /// Which uid goes first in the next batch (the committer's, across batches): the uids are
 /// taken in turn from it, by uid number, not in the queue's order, where the puts deferred
 /// from the batch before come first and a bystander would sit behind an attacker's backlog.
+/// A uid is served only if its oldest put ran: one whose light puts ran while its heavy one
+/// waited would be skipped turn after turn.
 final class BatchTurn {
     /// Nil until a batch has deferred a put: the queue head's uid goes first.
     var next: UInt32?
@@ -36,6 +39,8 @@ struct BatchShares {
         var reads = 0
         /// The run of the batch the uid's last put ran in (0: none ran).
         var run = 0
+        /// Its oldest put was refused before any of its puts ran.
+        var passedOver = false
     }
 
     private var shares: [UInt32: Share] = [:]
@@ -75,25 +80,42 @@ struct BatchShares {
         var share = shares[uid] ?? Share()
         let opens = share.run != run
         if !opens || uid != first {
-            if last && share.run != 0 { return false }
-            var rereads: Bool?
-            guard spentBytes < Self.batchBytes else { return false }
-            if spentReads > 0 && spentReads >= Self.budget(ctx.cascadeLimit) {
-                rereads = tx.map { Self.rereads(params, ctx, $0) } ?? true
-                if rereads! { return false }
-            }
-            if !opens {
-                guard share.bytes < Self.bytes else { return false }
-                if share.reads >= Self.reads(ctx.cascadeLimit) {
-                    if rereads == nil { rereads = tx.map { Self.rereads(params, ctx, $0) } ?? true }
-                    if rereads! { return false }
+            guard fits(params, ctx, share, opens: opens, in: tx) else {
+                // Its oldest put waits (none of its puts ran before it): the uid has not been
+                // served, whatever its later, lighter puts do (PutBatch.pass).
+                if share.run == 0 && !share.passedOver {
+                    share.passedOver = true
+                    shares[uid] = share
                 }
+                return false
             }
         }
         share.run = run
         share.bytes += bytes
         spentBytes += bytes
         shares[uid] = share
+        return true
+    }
+
+    /// Whether the put `params` fits the batch's budgets and (unless it `opens` its uid's run)
+    /// its uid's `share`.
+    private func fits(
+        _ params: Params, _ ctx: MethodContext, _ share: Share, opens: Bool, in tx: WriteTransaction?
+    ) -> Bool {
+        if last && share.run != 0 { return false }
+        var rereads: Bool?
+        guard spentBytes < Self.batchBytes else { return false }
+        if spentReads > 0 && spentReads >= Self.budget(ctx.cascadeLimit) {
+            rereads = tx.map { Self.rereads(params, ctx, $0) } ?? true
+            if rereads! { return false }
+        }
+        if !opens {
+            guard share.bytes < Self.bytes else { return false }
+            if share.reads >= Self.reads(ctx.cascadeLimit) {
+                if rereads == nil { rereads = tx.map { Self.rereads(params, ctx, $0) } ?? true }
+                if rereads! { return false }
+            }
+        }
         return true
     }
 
@@ -105,9 +127,11 @@ struct BatchShares {
         spentReads += reads
     }
 
-    /// Whether a put of `uid` ran in this batch (in any of its runs).
-    func ran(_ uid: UInt32) -> Bool {
-        (shares[uid]?.run ?? 0) != 0
+    /// Whether `uid` was served in this batch: its oldest put ran (in any of its runs); one
+    /// whose later puts ran while its oldest waited was not.
+    func served(_ uid: UInt32) -> Bool {
+        guard let share = shares[uid] else { return false }
+        return share.run != 0 && !share.passedOver
     }
 
     /// Whether the put `params` of `ctx`'s caller would read held files again in `tx`

@@ -147,11 +147,12 @@ enum PutBatch {
     }
 
     /// Moves `turn` on after a batch that deferred the puts of `deferred` (their uids, in the
-    /// order they ran in): the first of them none of whose puts ran goes first next; if each
-    /// ran one, the uid after this batch's first.
+    /// order they ran in): the first of them not served (its oldest put did not run, though
+    /// its lighter later ones may have) goes first next; if each was, the uid after this
+    /// batch's first.
     private static func pass(_ turn: BatchTurn, _ shares: BatchShares, _ deferred: [UInt32]) {
         guard !deferred.isEmpty else { return }
-        turn.next = deferred.first { !shares.ran($0) } ?? shares.first &+ 1
+        turn.next = deferred.first { !shares.served($0) } ?? shares.first &+ 1
     }
 
     private struct NothingTaken: Error {}
