@@ -9,8 +9,10 @@
 // since many uids (a subuid range) each had a first put, the batch as a whole stops at
 // `batchBytes` and two allowances of reads: past them even a uid's first put waits, but for
 // the uid first in turn (BatchTurn), whose first put always runs, so a batch holds about two
-// budgets and every batch answers a put. The rest wait for the next batch; a uid whose oldest
-// put waited goes first in it.
+// budgets and every batch answers a put. The rest wait for the
+// next batch; a uid whose oldest put waited goes first in it. A light put (a short line reading
+// no held file again) goes past the batch's bytes, within a budget of its own, so a bystander's
+// put waits for no heavy uid's turn.
 
 import AssetService
 import AssetStore
@@ -33,6 +35,10 @@ struct BatchShares {
     static let bytes = 256 << 10
     /// Request bytes a batch's puts may send before a uid's first put waits too.
     static let batchBytes = 1 << 20
+    /// A light put's longest line, and what light puts may send past `batchBytes`: bounded
+    /// apart, so they cannot grow a batch without bound.
+    static let lightLine = 4 << 10
+    static let lightBytes = 256 << 10
 
     private struct Share {
         var bytes = 0
@@ -51,6 +57,8 @@ struct BatchShares {
     let first: UInt32
     /// What the batch's puts sent, and were charged for files read again, over all its runs.
     private var spentBytes = 0
+    /// What the light puts past `batchBytes` sent.
+    private var lightBytes = 0
     private var spentReads = 0
     /// The puts alone after a failed retry: a uid that ran already waits for the next batch.
     private var last = false
@@ -79,8 +87,9 @@ struct BatchShares {
         let uid = ctx.caller.uid
         var share = shares[uid] ?? Share()
         let opens = share.run != run
+        var light = false
         if !opens || uid != first {
-            guard fits(params, ctx, share, opens: opens, in: tx) else {
+            guard fits(params, ctx, bytes, share, opens: opens, light: &light, in: tx) else {
                 // Its oldest put waits (none of its puts ran before it): the uid has not been
                 // served, whatever its later, lighter puts do (PutBatch.pass).
                 if share.run == 0 && !share.passedOver {
@@ -92,20 +101,28 @@ struct BatchShares {
         }
         share.run = run
         share.bytes += bytes
-        spentBytes += bytes
+        if light { lightBytes += bytes } else { spentBytes += bytes }
         shares[uid] = share
         return true
     }
 
-    /// Whether the put `params` fits the batch's budgets and (unless it `opens` its uid's run)
-    /// its uid's `share`.
+    /// Whether the put `params`, of `bytes`, fits the batch's budgets and (unless it `opens`
+    /// its uid's run) its uid's `share`; `light`: it went past the batch's bytes budget in the
+    /// light puts' own.
     private func fits(
-        _ params: Params, _ ctx: MethodContext, _ share: Share, opens: Bool, in tx: WriteTransaction?
+        _ params: Params, _ ctx: MethodContext, _ bytes: Int, _ share: Share, opens: Bool, light: inout Bool,
+        in tx: WriteTransaction?
     ) -> Bool {
         if last && share.run != 0 { return false }
         var rereads: Bool?
-        guard spentBytes < Self.batchBytes else { return false }
-        if spentReads > 0 && spentReads >= Self.budget(ctx.cascadeLimit) {
+        if spentBytes >= Self.batchBytes {
+            // A light put (a short line reading no held file again) still goes, within a
+            // budget of its own: a bystander's put waits for no heavy uid's turn.
+            guard bytes <= Self.lightLine, lightBytes < Self.lightBytes else { return false }
+            rereads = tx.map { Self.rereads(params, ctx, $0) } ?? true
+            if rereads! { return false }
+            light = true
+        } else if spentReads > 0 && spentReads >= Self.budget(ctx.cascadeLimit) {
             rereads = tx.map { Self.rereads(params, ctx, $0) } ?? true
             if rereads! { return false }
         }

@@ -1,6 +1,7 @@
 // A group commit's turn and budgets across batches (BatchShares, BatchTurn), in process: a
 // uid whose oldest put was passed over goes first in the next batch even when its light puts
-// ran. At a bound of 10 an allowance is 110 calls, the batch's budget 220 (BatchShareTests).
+// ran; and a light put goes past the batch's bytes budget, within a budget of its own. At a
+// bound of 10 an allowance is 110 calls, the batch's budget 220 (BatchShareTests).
 
 @testable import AssetDaemon
 @testable import AssetStore
@@ -46,12 +47,13 @@ struct BatchShareTurnTests: FileAccessSuite {
         return ctx
     }
 
-    /// One batch of `inputs`, its uids from `turn`'s.
+    /// One batch of `inputs` (each of `bytes` request bytes, 0 if not given), its uids from
+    /// `turn`'s.
     private func batch(
-        _ store: Store, _ inputs: [(JSONValue, MethodContext)], turn: BatchTurn = BatchTurn()
+        _ store: Store, _ inputs: [(JSONValue, MethodContext)], bytes: [Int]? = nil, turn: BatchTurn = BatchTurn()
     ) -> PutBatch.Done<Int> {
         var taken = false
-        return PutBatch.run(store, turn: turn) { () -> [(Int, Params, MethodContext)] in
+        return PutBatch.run(store, bytes: { bytes?[$0] ?? 0 }, turn: turn) { () -> [(Int, Params, MethodContext)] in
             defer { taken = true }
             return taken ? [] : inputs.enumerated().map { ($0.offset, Params($0.element.0), $0.element.1) }
         }
@@ -87,5 +89,27 @@ struct BatchShareTurnTests: FileAccessSuite {
         }
         // Passed over in the first batch (the budget spent before its turn), first in the second.
         #expect(heavyIn == 1)
+    }
+
+    @Test("past the batch's bytes budget a bystander's light put goes, within a budget of its own")
+    func lightPutsPastBudget() throws {
+        let (store, _) = try openStore()
+        defer { store.close() }
+        // Three uids' puts of 800 KiB lines (two fill the 1 MiB budget), a bystander's 200-byte
+        // put, then 70 uids' puts of 4 KiB each.
+        let heavy = 800 << 10
+        let inputs =
+            (0..<3).map { (fresh("h\($0)"), caller(store, 2001 + UInt32($0), 10)) }
+            + [(fresh("b"), caller(store, 2004, 10))]
+            + (0..<70).map { (fresh("l\($0)"), caller(store, 3000 + UInt32($0), 10)) }
+        let bytes = [heavy, heavy, heavy, 200] + Array(repeating: 4096, count: 70)
+        let done = batch(store, inputs, bytes: bytes)
+        #expect(done.results.allSatisfy { commit($0.1) != nil })
+        let answered = Set(done.results.map(\.0))
+        #expect(answered.isSuperset(of: [0, 1, 3]) && !answered.contains(2), "\(done.results.map(\.0))")
+        // The light puts past the budget: 256 KiB of them, and the one that crosses it.
+        let light = answered.filter { $0 >= 3 }.map { bytes[$0] }.reduce(0, +)
+        #expect(light == 200 + 64 * 4096, "\(light)")
+        #expect(done.deferred.count == 1 + 70 - 64)
     }
 }
