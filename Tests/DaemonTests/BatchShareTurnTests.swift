@@ -1,6 +1,7 @@
 // A group commit's turn and budgets across batches (BatchShares, BatchTurn), in process: a
 // uid whose oldest put was passed over goes first in the next batch even when its light puts
-// ran; and a light put goes past the batch's bytes budget, within a budget of its own. At a
+// ran; a light put goes past the batch's bytes budget, within a budget of its own; and after
+// a batch's sync fails, the puts it deferred are not answered "committed, not durable". At a
 // bound of 10 an allowance is 110 calls, the batch's budget 220 (BatchShareTests).
 
 @testable import AssetDaemon
@@ -63,6 +64,11 @@ struct BatchShareTurnTests: FileAccessSuite {
         try? r.get().result["commit"]?.intValue
     }
 
+    private func unsynced(_ r: Result<MethodOutcome, RPCError>) -> Bool {
+        guard case .failure(let e) = r else { return false }
+        return e.message.contains("could not be synced")
+    }
+
     @Test("a uid's heavy put passed over while its light puts run goes first in the next batch")
     func passedOverGoesNext() throws {
         // 70 files each: four re-puts fill the batch's budget. Eight attacker uids round the
@@ -111,5 +117,22 @@ struct BatchShareTurnTests: FileAccessSuite {
         let light = answered.filter { $0 >= 3 }.map { bytes[$0] }.reduce(0, +)
         #expect(light == 200 + 64 * 4096, "\(light)")
         #expect(done.deferred.count == 1 + 70 - 64)
+    }
+
+    @Test("after a batch's sync fails, the puts it deferred are refused next, not answered unsynced")
+    func deferredNotUnsynced() throws {
+        let store = try holding(objects: 6, files: 70)
+        defer { store.close() }
+        let inputs = (0..<6).map { (put($0), caller(store, 2001 + UInt32($0), 10)) }
+        store.injectedSyncError.store(EIO, ordering: .relaxed)
+        let first = batch(store, inputs)
+        // Four ran (BatchShareTests.batchBudget), committed but not synced.
+        #expect(first.results.map(\.0) == [0, 1, 2, 3], "\(first.results)")
+        #expect(first.results.allSatisfy { unsynced($0.1) }, "\(first.results)")
+        #expect(first.deferred == [4, 5])
+        // The next batch is refused before it begins: nothing of them was committed.
+        let next = batch(store, first.deferred.map { inputs[$0] })
+        #expect(next.results.count == 2)
+        #expect(next.results.allSatisfy { commit($0.1) == nil && !unsynced($0.1) }, "\(next.results)")
     }
 }
