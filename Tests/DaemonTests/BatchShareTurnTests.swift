@@ -135,4 +135,23 @@ struct BatchShareTurnTests: FileAccessSuite {
         #expect(next.results.count == 2)
         #expect(next.results.allSatisfy { commit($0.1) == nil && !unsynced($0.1) }, "\(next.results)")
     }
+
+    @Test("after a retry's sync fails, the puts the retry deferred are refused next, not answered unsynced")
+    func retryDeferredNotUnsynced() throws {
+        let store = try holding(objects: 6, files: 70)
+        defer { store.close() }
+        // A failing put first in turn: the plain run stops at it, the retry runs it and four
+        // heavy puts, and defers the last two.
+        let failing: JSONValue = ["collection": "c", "key": "bad", "value": ["file": "/etc/passwd"]]
+        let heavy = (0..<6).map { (put($0), caller(store, 2001 + UInt32($0), 10)) }
+        let inputs = [(failing, caller(store, 2000, 10))] + heavy
+        store.injectedSyncError.store(EIO, ordering: .relaxed)
+        let first = batch(store, inputs)
+        #expect(first.results.map(\.0) == [0, 1, 2, 3, 4], "\(first.results)")
+        #expect(first.results.allSatisfy { unsynced($0.1) }, "\(first.results)")
+        #expect(first.deferred == [5, 6])
+        let next = batch(store, first.deferred.map { inputs[$0] })
+        #expect(next.results.count == 2)
+        #expect(next.results.allSatisfy { commit($0.1) == nil && !unsynced($0.1) }, "\(next.results)")
+    }
 }
