@@ -1,12 +1,13 @@
 // A uid's calls counted against its lease quota (MethodTable.countsLeases: its leases, and its
 // writes while it holds one), one at a time: each is handed to the pool once the one before it
 // is answered, durable. Counted one after the other, as the quota needs, without a pool thread
-// waiting on the uid's lock: one user's many connections would have taken every thread. A
-// lease first waits for the uid's writes already under way uncounted: its puts in the group
-// commit (`drain`; not other uids', which a batch may defer batch after batch), and the edge.add or transact on the pool (`writeStarted`), each queued
-// before its uid held a lease, must be in the store before the lease's count reads it. While a
-// uid has calls here its other counted writes join them, not the group commit. A call not yet
-// started is dropped when its connection closes, or at a stop (its `drop` answers it). Loop-bound.
+// waiting on the uid's lock: one user's many connections would have taken every thread. A lease
+// first waits for the uid's writes already under way uncounted: its puts in the group commit
+// (`drain`; not other uids', which a batch may defer batch after batch), and the edge.add or
+// transact on the pool (`writeStarted`), each queued before its uid held a lease, must be in
+// the store before the lease's count reads it. While a uid has calls here its other counted
+// writes join them, not the group commit. A call not yet started is dropped when its connection
+// closes, or at a stop (its `drop` answers it). Loop-bound.
 
 /// Calls counted against their uid's lease quota, one of a uid's at a time.
 final class LeasedTurns {

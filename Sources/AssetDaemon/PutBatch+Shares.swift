@@ -8,8 +8,8 @@
 // object, one holding no file, or one whose files the transaction read again already). And
 // since many uids (a subuid range) each had a first put, the batch as a whole stops at
 // `batchBytes` and two allowances of reads: past them even a uid's first put waits, but for
-// the uid first in turn (BatchTurn), whose first put always runs, so a batch holds about two
-// budgets and every batch answers a put. The rest wait for the
+// the uid first in turn (BatchTurn), whose first put always runs, so a batch holds about three
+// allowances (five with a failing put) and every batch answers a put. The rest wait for the
 // next batch; a uid whose oldest put waited goes first in it. A light put (a short line reading
 // no held file again) goes past the batch's bytes, within a budget of its own, so a bystander's
 // put waits for no heavy uid's turn.
