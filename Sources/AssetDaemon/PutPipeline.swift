@@ -242,8 +242,10 @@ final class PutPipeline: @unchecked Sendable {
         answered(delivery.replies.count, delivery.commits)
         guard !barriers.isEmpty else { return }
         // Each uid's oldest put waiting: a barrier passes once its uid's is past its ticket.
+        // The barriers' uids in a set, once: not a scan of them for each waiting put.
+        let held = Set(barriers.lazy.map(\.uid))
         var oldest: [UInt32: UInt64] = [:]
-        for (ticket, put) in waiting where barriers.contains(where: { $0.uid == put.uid }) {
+        for (ticket, put) in waiting where held.contains(put.uid) {
             oldest[put.uid] = min(oldest[put.uid] ?? .max, ticket)
         }
         var passed: [() -> Void] = []
