@@ -3,8 +3,9 @@
 // them; a retry after a failing put reads a uid's files again only for its first put (what it
 // spent in the failed run counts). The batch as a whole stops at its budget, however many uids
 // have a heavy first put, the uids taken in turn across batches; and after a failed retry no
-// uid's put runs a third time in the batch. Unchecked (no root needed): a look is one `openat2`, charged
-// 1 (HeldRecheckUncheckedTests). At a bound of 10 an allowance is 110 calls, a share 27.
+// uid's put runs a third time in the batch. Unchecked (no root needed): a look is one
+// `openat2`, charged 1 (HeldRecheckUncheckedTests). At a bound of 10 an allowance is 110
+// calls, a share 27.
 
 @testable import AssetDaemon
 @testable import AssetStore
@@ -175,6 +176,8 @@ struct BatchShareTests: FileAccessSuite {
             (["collection": "p", "key": "p", "value": [:]], admin), (put(0), caller(store, eve, 10)),
             (failing, caller(store, bob + 100, 10)),
         ]
+        // Root (uid 0, the queue head) is first in turn: its put is the one that runs a third
+        // time, alone; Eve's and Bob's wait.
         let turn = BatchTurn()
         let (n, first) = looks(root) { batch(store, inputs, turn: turn) }
         // Eve's put read its files in the batch and in the retry, not a third time alone.
