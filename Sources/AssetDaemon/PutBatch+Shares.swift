@@ -80,7 +80,9 @@ struct BatchShares {
 
     /// Whether the put `params` of `ctx`'s caller, of `bytes`, runs now; if so its bytes are
     /// counted. Past the uid's share or the batch's budget of reads, a put still runs if it
-    /// would read no held file again in `tx` (asked only then; nil, each put alone: it might).
+    /// would read no held file again in `tx` (asked only then; nil, each put alone: it might),
+    /// and past the batch's bytes if it is light too (`lightLine`, within `lightBytes`). A uid
+    /// whose oldest put is refused is marked passed over.
     /// No closure: one capturing the put's context copied it, about 150 instructions a put.
     mutating func admits(_ params: Params, _ ctx: MethodContext, bytes: Int, in tx: WriteTransaction?) -> Bool {
         guard counting else { return true }
