@@ -51,8 +51,8 @@ final class ControlServer {
     private(set) var puts: PutPipeline?
     /// Calls counted against their uid's lease quota, one of a uid's at a time.
     private(set) lazy var leasedTurns = LeasedTurns(
-        drain: { [unowned self] then in
-            if let puts { puts.afterQueued(then) } else { then() }
+        drain: { [unowned self] uid, then in
+            if let puts { puts.afterQueued(uid: uid, then) } else { then() }
         },
         stopping: { [unowned self] in daemon.stopping })
     /// index.query and index.aggregate, on threads of their own; started with the socket.

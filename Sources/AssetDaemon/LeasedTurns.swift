@@ -1,12 +1,13 @@
 // A uid's calls counted against its lease quota (MethodTable.countsLeases: its leases, and its
 // writes while it holds one), one at a time: each is handed to the pool once the one before it
 // is answered, durable. Counted one after the other, as the quota needs, without a pool thread
-// waiting on the uid's lock: one user's many connections would have taken every thread. A
-// lease first waits for the uid's writes already under way uncounted: the puts in the group
-// commit (`drain`), and the edge.add or transact on the pool (`writeStarted`), each queued
-// before its uid held a lease, must be in the store before the lease's count reads it. While a
-// uid has calls here its other counted writes join them, not the group commit. A call not yet
-// started is dropped when its connection closes, or at a stop (its `drop` answers it). Loop-bound.
+// waiting on the uid's lock: one user's many connections would have taken every thread. A lease
+// first waits for the uid's writes already under way uncounted: its puts in the group commit
+// (`drain`; not other uids', which a batch may defer batch after batch), and the edge.add or
+// transact on the pool (`writeStarted`), each queued before its uid held a lease, must be in
+// the store before the lease's count reads it. While a uid has calls here its other counted
+// writes join them, not the group commit. A call not yet started is dropped when its connection
+// closes, or at a stop (its `drop` answers it). Loop-bound.
 
 /// Calls counted against their uid's lease quota, one of a uid's at a time.
 final class LeasedTurns {
@@ -29,12 +30,16 @@ final class LeasedTurns {
     var waitingCount: Int { waiting.values.reduce(0) { $0 + $1.count } }
     /// Calls taken from `waiting` that wait for the drain and the uid's writes (for a test).
     private(set) var draining = 0
-    /// Runs its argument once every put queued for the group commit so far is answered.
-    private let drain: (@escaping () -> Void) -> Void
+    /// Runs its argument once every put of the uid queued for the group commit so far is
+    /// answered (not other uids': a batch may defer theirs, batch after batch).
+    private let drain: (_ uid: UInt32, _ then: @escaping () -> Void) -> Void
     /// Whether the daemon stops: a call not started then is dropped.
     private let stopping: () -> Bool
 
-    init(drain: @escaping (@escaping () -> Void) -> Void, stopping: @escaping () -> Bool = { false }) {
+    init(
+        drain: @escaping (_ uid: UInt32, _ then: @escaping () -> Void) -> Void,
+        stopping: @escaping () -> Bool = { false }
+    ) {
         (self.drain, self.stopping) = (drain, stopping)
     }
 
@@ -43,8 +48,8 @@ final class LeasedTurns {
         running.contains(uid)
     }
 
-    /// Runs `start` once `uid`'s calls before it are answered (and, if it `drains`, the puts
-    /// queued for the group commit before it and the uid's uncounted writes), or `drop` if
+    /// Runs `start` once `uid`'s calls before it are answered (and, if it `drains`, the uid's
+    /// puts queued for the group commit before it and its uncounted writes), or `drop` if
     /// connection `connection` closes or the daemon stops before then.
     func submit(uid: UInt32, connection: UInt64, drains: Bool, _ start: @escaping Start, drop: @escaping () -> Void) {
         waiting[uid, default: []].append(Call(connection: connection, drains: drains, start: start, drop: drop))
@@ -93,7 +98,7 @@ final class LeasedTurns {
             let finished = { [unowned self] in next(uid) }
             if call.drains {
                 draining += 1
-                drain { [unowned self] in
+                drain(uid) { [unowned self] in
                     afterWrites(uid) { [unowned self] in
                         draining -= 1
                         call.start(finished)

@@ -2,10 +2,11 @@
 // one transaction. The common case, where all succeed, runs them plainly; if one fails, the
 // batch is run again with each put in a savepoint (failing alone); if that commit fails too,
 // or the first failed on a cascade bound (which the same puts would meet again), each put
-// gets a transaction of its own. Each put reads within an allowance of its own, and each uid's
-// puts within a share of the batch (BatchShares): past it they wait for the next batch. A put's
-// effect is MethodTable.applyPut, the same as a put alone; the retries never go back through
-// the method table.
+// gets a transaction of its own, but a uid that ran twice already, which waits for the next
+// batch. Each put reads within an allowance of its own, each uid's puts within a share of the
+// batch, and the batch within a budget, its uids taken in turn (BatchShares): past them puts
+// wait for the next batch. A put's effect is MethodTable.applyPut, the same as a put alone; the
+// retries never go back through the method table.
 
 import AssetStore
 import ControlProtocol
@@ -31,9 +32,10 @@ enum PutBatch {
     static func run(_ store: Store, _ inputs: [(JSONValue, MethodContext)], bytes: Int = 0) -> Done<Int> {
         var all = Done<Int>()
         var left = Array(inputs.indices)
+        let turn = BatchTurn()
         while !left.isEmpty {
             var taken = false
-            let done = run(store, bytes: { _ in bytes }) { () -> [(Int, Params, MethodContext)] in
+            let done = run(store, bytes: { _ in bytes }, turn: turn) { () -> [(Int, Params, MethodContext)] in
                 defer { taken = true }
                 return taken ? [] : left.map { ($0, Params(inputs[$0].0), inputs[$0].1) }
             }
@@ -46,26 +48,35 @@ enum PutBatch {
     }
 
     /// The batch of the puts `take` gives once it holds the write lock (so puts that arrived
-    /// while the previous commit ran join this one), each of `bytes` (its request's). Nothing
-    /// taken, nothing committed.
+    /// while the previous commit ran join this one), each of `bytes` (its request's), its uids
+    /// taken from `turn`'s, which it moves on past the uids it served. Nothing taken, nothing
+    /// committed.
     static func run<Tag>(
-        _ store: Store, syncing: Bool = true, bytes: (Tag) -> Int = { _ in 0 },
+        _ store: Store, syncing: Bool = true, bytes: (Tag) -> Int = { _ in 0 }, turn: BatchTurn = BatchTurn(),
         take: () -> [(Tag, Params, MethodContext)]
     ) -> Done<Tag> {
         var inputs = [(Tag, Params, MethodContext)]()
         var took = false
         var shares = BatchShares(count: 0)
+        var order: [Int]?
         var deferred: [Int] = []
         do {
             let done = try store.write(syncing: syncing) { tx in
                 inputs = take()
                 took = true
                 guard !inputs.isEmpty else { throw NothingTaken() }
-                shares = BatchShares(count: inputs.count)
+                // Through the buffer: the array's subscript copied each put (its context), about
+                // 125 instructions a put (docs/PERFORMANCE.md).
+                let turns = inputs.withUnsafeBufferPointer { puts in
+                    BatchShares.order(count: puts.count, turn: turn) { puts[$0].2.caller.uid }
+                }
+                order = turns.order
+                shares = BatchShares(count: inputs.count, first: turns.first)
                 shares.nextRun()
                 deferred = []
                 var repeated = RepeatedPuts(count: inputs.count)
-                for i in inputs.indices {
+                for k in inputs.indices {
+                    let i = order?[k] ?? k
                     let (tag, params, ctx) = inputs[i]
                     guard shares.admits(params, ctx, bytes: bytes(tag), in: tx) else {
                         deferred.append(i)
@@ -73,8 +84,9 @@ enum PutBatch {
                     }
                     if repeated.isRepeat(params) { try tx.flush() }
                     tx.beginRequest(bound: ctx.cascadeLimit)
+                    // Charged whatever the put does: one that read and then threw spent too.
+                    defer { shares.charge(ctx, reads: tx.requestReadCalls) }
                     _ = try MethodTable.applyPut(params, tx, ctx)
-                    shares.charge(ctx, reads: tx.requestReadCalls)
                 }
             }
             let answer = committed(done.report.commit)
@@ -82,6 +94,7 @@ enum PutBatch {
             if !deferred.isEmpty {
                 var later = Set(deferred)
                 for (i, input) in inputs.enumerated() where later.remove(i) == nil { results.append((input.0, answer)) }
+                pass(turn, shares, deferred.map { inputs[$0].2.caller.uid })
             }
             return Done(
                 results: results, deferred: deferred.map { inputs[$0].0 }, commits: [done.report],
@@ -89,8 +102,14 @@ enum PutBatch {
         } catch is NothingTaken {
             return Done()
         } catch let e as StoreError where e.isUnsynced {
-            // Committed but not durable: not acknowledged, and not run again.
-            return Done(results: inputs.map { ($0.0, .failure(RPCError(e))) })
+            // Committed but not durable: not acknowledged, and not run again. The puts that
+            // did not run go in the next batch (which the failed sync will refuse).
+            let later = Set(deferred)
+            var done = Done<Tag>(deferred: deferred.map { inputs[$0].0 })
+            for (i, input) in inputs.enumerated() where !later.contains(i) {
+                done.results.append((input.0, .failure(RPCError(e))))
+            }
+            return done
         } catch {
             guard took else {
                 // Refused before the transaction began (store closed, busy, I/O): nothing was
@@ -108,13 +127,32 @@ enum PutBatch {
             // What each uid's puts spent in the run that failed still counts (BatchShares).
             let again = inputs.map { ($0.1, $0.2, bytes($0.0)) }
             let bounded = (error as? StoreError)?.code == .cascadeLimit
-            let retried = bounded ? alone(store, again, &shares) : retry(store, again, &shares)
+            let retried =
+                bounded
+                ? alone(store, again, order, &shares, last: false) : retry(store, again, order, &shares)
             var done = Done<Tag>(commits: retried.commits)
             for (input, result) in zip(inputs, retried.results) {
-                if let result { done.results.append((input.0, result)) } else { done.deferred.append(input.0) }
+                if let result { done.results.append((input.0, result)) }
             }
+            var later: [UInt32] = []
+            for k in inputs.indices {
+                let i = order?[k] ?? k
+                guard retried.results[i] == nil else { continue }
+                done.deferred.append(inputs[i].0)
+                later.append(inputs[i].2.caller.uid)
+            }
+            pass(turn, shares, later)
             return done
         }
+    }
+
+    /// Moves `turn` on after a batch that deferred the puts of `deferred` (their uids, in the
+    /// order they ran in): the first of them not served (its oldest put did not run, though
+    /// its lighter later ones may have) goes first next; if each was, the uid after this
+    /// batch's first.
+    private static func pass(_ turn: BatchTurn, _ shares: BatchShares, _ deferred: [UInt32]) {
+        guard !deferred.isEmpty else { return }
+        turn.next = deferred.first { !shares.served($0) } ?? shares.first &+ 1
     }
 
     private struct NothingTaken: Error {}
@@ -149,32 +187,51 @@ enum PutBatch {
 
     private typealias Again = (params: Params, ctx: MethodContext, bytes: Int)
 
-    /// The batch again after a failure: each put in a savepoint, or alone.
-    private static func retry(_ store: Store, _ inputs: [Again], _ shares: inout BatchShares) -> Retried {
-        guard inputs.count > 1 else { return alone(store, inputs, &shares) }
+    /// The batch again after a failure, in `order`: each put in a savepoint, or alone.
+    private static func retry(
+        _ store: Store, _ inputs: [Again], _ order: [Int]?, _ shares: inout BatchShares
+    ) -> Retried {
+        guard inputs.count > 1 else { return alone(store, inputs, order, &shares, last: false) }
         let done: Committed<[Result<Void, RPCError>?]>
         var tried = shares
+        var ran = [Bool]()
         do {
             done = try store.write { tx in
                 tried = shares
                 tried.nextRun()
+                ran = Array(repeating: false, count: inputs.count)
+                var results = [Result<Void, RPCError>?](repeating: nil, count: inputs.count)
                 var repeated = RepeatedPuts(count: inputs.count)
-                return inputs.map { params, ctx, bytes -> Result<Void, RPCError>? in
-                    guard tried.admits(params, ctx, bytes: bytes, in: tx) else { return nil }
-                    return MethodTable.capture {
+                for k in inputs.indices {
+                    let i = order?[k] ?? k
+                    let (params, ctx, bytes) = inputs[i]
+                    guard tried.admits(params, ctx, bytes: bytes, in: tx) else { continue }
+                    ran[i] = true
+                    results[i] = MethodTable.capture {
                         if repeated.isRepeat(params) { try tx.flush() }
                         tx.beginRequest(bound: ctx.cascadeLimit)
-                        _ = try tx.attempt { try MethodTable.applyPut(params, tx, ctx) }
-                        tried.charge(ctx, reads: tx.requestReadCalls)
+                        // `attempt` gives back what a put that throws spent: charged before.
+                        var spent = 0
+                        defer { tried.charge(ctx, reads: spent) }
+                        _ = try tx.attempt {
+                            defer { spent = tx.requestReadCalls }
+                            return try MethodTable.applyPut(params, tx, ctx)
+                        }
                     }
                 }
+                return results
             }
         } catch let e as StoreError where e.isUnsynced {
-            return Retried(results: inputs.map { _ in .failure(RPCError(e)) })
-        } catch {
+            // Puts that did not run were never made: the next batch, not this failure.
             shares = tried
-            return alone(store, inputs, &shares)
+            return Retried(results: ran.map { $0 ? .failure(RPCError(e)) : nil })
+        } catch {
+            // Every uid that ran has run twice now (the batch, this retry): it waits for the
+            // next batch rather than run a third time alone.
+            shares = tried
+            return alone(store, inputs, order, &shares, last: true)
         }
+        shares = tried
         let answer = committed(done.report.commit)
         let results = done.value.map { r in r.map { $0.flatMap { answer } } }
         // A commit whose every put failed changed nothing: no events.
@@ -182,16 +239,18 @@ enum PutBatch {
         return Retried(results: results, commits: anyPut ? [done.report] : [])
     }
 
-    /// Each put in a transaction of its own, within its uid's share.
-    private static func alone(_ store: Store, _ inputs: [Again], _ shares: inout BatchShares) -> Retried {
-        var done = Retried()
-        shares.nextRun()
-        for (params, ctx, bytes) in inputs {
+    /// Each put in a transaction of its own, in `order`, within its uid's share; `last`,
+    /// after a failed retry: only the uids that have not run yet (and the first in turn).
+    private static func alone(
+        _ store: Store, _ inputs: [Again], _ order: [Int]?, _ shares: inout BatchShares, last: Bool
+    ) -> Retried {
+        var done = Retried(results: Array(repeating: nil, count: inputs.count))
+        shares.nextRun(last: last)
+        for k in inputs.indices {
+            let i = order?[k] ?? k
+            let (params, ctx, bytes) = inputs[i]
             // Each alone: nothing read again before in its transaction.
-            guard shares.admits(params, ctx, bytes: bytes, in: nil) else {
-                done.results.append(nil)
-                continue
-            }
+            guard shares.admits(params, ctx, bytes: bytes, in: nil) else { continue }
             var reads = 0
             let result = MethodTable.capture {
                 try store.write(owner: ctx.caller.userName) { tx in
@@ -200,7 +259,7 @@ enum PutBatch {
                 }.report
             }
             shares.charge(ctx, reads: reads)
-            done.results.append(result.map { MethodOutcome(.object(["commit": .int($0.commit)])) })
+            done.results[i] = result.map { MethodOutcome(.object(["commit": .int($0.commit)])) }
             if case .success(let report) = result { done.commits.append(report) }
         }
         return done

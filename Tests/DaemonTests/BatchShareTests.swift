@@ -1,8 +1,11 @@
 // A group commit's shares (BatchShares), in process: each uid's puts in one batch run within
 // about one put's bound, the rest go in the next batches; another uid's put is not held behind
 // them; a retry after a failing put reads a uid's files again only for its first put (what it
-// spent in the failed run counts). Unchecked (no root needed): a look is one `openat2`, charged
-// 1 (HeldRecheckUncheckedTests). At a bound of 10 an allowance is 110 calls, a share 27.
+// spent in the failed run counts). The batch as a whole stops at its budget, however many uids
+// have a heavy first put, the uids taken in turn across batches; and after a failed retry no
+// uid's put runs a third time in the batch. Unchecked (no root needed): a look is one
+// `openat2`, charged 1 (HeldRecheckUncheckedTests). At a bound of 10 an allowance is 110
+// calls, a share 27.
 
 @testable import AssetDaemon
 @testable import AssetStore
@@ -58,10 +61,12 @@ struct BatchShareTests: FileAccessSuite {
         return (count.withLock { $0 }, value)
     }
 
-    /// One batch of `inputs`, taken once.
-    private func batch(_ store: Store, _ inputs: [(JSONValue, MethodContext)]) -> PutBatch.Done<Int> {
+    /// One batch of `inputs`, taken once, its uids from `turn`'s.
+    private func batch(
+        _ store: Store, _ inputs: [(JSONValue, MethodContext)], turn: BatchTurn = BatchTurn()
+    ) -> PutBatch.Done<Int> {
         var taken = false
-        return PutBatch.run(store) { () -> [(Int, Params, MethodContext)] in
+        return PutBatch.run(store, turn: turn) { () -> [(Int, Params, MethodContext)] in
             defer { taken = true }
             return taken ? [] : inputs.enumerated().map { ($0.offset, Params($0.element.0), $0.element.1) }
         }
@@ -123,5 +128,66 @@ struct BatchShareTests: FileAccessSuite {
         // They commit in the batches after.
         let rest = PutBatch.run(store, first.deferred.map { inputs[$0] })
         #expect(rest.results.allSatisfy { commit($0.1) != nil }, "\(rest.results)")
+    }
+
+    @Test("many uids' heavy first puts: the batch stops at its budget; the uids it left go first next")
+    func batchBudget() throws {
+        // 70 files each: a put spends most of an allowance (110); the batch's budget is 220.
+        let (store, root) = try holding(objects: 9, files: 70)
+        defer { store.close() }
+        let inputs = (0..<6).map { (put($0), caller(store, 2001 + UInt32($0), 10)) }
+        let turn = BatchTurn()
+        let (n, first) = looks(root) { batch(store, inputs, turn: turn) }
+        // Four puts (the fourth crossing the budget), not all six.
+        #expect(first.results.map(\.0) == [0, 1, 2, 3], "\(first.results.map(\.0))")
+        #expect(first.deferred == [4, 5])
+        #expect(n == 280)
+        #expect(first.results.allSatisfy { commit($0.1) != nil })
+        // Next, the first uids' new heavy puts come first in the queue, the deferred after:
+        // the deferred uids' turn comes first, and the batch stops at its budget again.
+        let next =
+            (0..<3).map { (put(6 + $0), caller(store, 2001 + UInt32($0), 10)) } + first.deferred.map { inputs[$0] }
+        let (m, second) = looks(root) { batch(store, next, turn: turn) }
+        #expect(second.results.map(\.0) == [0, 1, 3, 4], "\(second.results.map(\.0))")
+        #expect(second.deferred == [2])
+        #expect(m == 280)
+    }
+
+    @Test("after a failed retry no uid's put runs a third time: it waits for the next batch")
+    func noThirdPass() throws {
+        let (store, root) = try holding(objects: 1, files: 30)
+        defer { store.close() }
+        // Root's put of p/p dropping the edges to 11 leaves that go with them: past the
+        // batch's bound (10) at the retry's flush, so the retry fails and the puts go alone.
+        var admin = context(store, uid: 0, admin: true, enforce: false)
+        admin.cascadeLimit = nil
+        func call(_ method: String, _ params: JSONValue) throws {
+            _ = try MethodTable.call(method, params, admin).get()
+        }
+        let owns: JSONValue = [
+            "name": "owns", "field": "owns", "to": "leaf", "rules": ["deleteDestinationIfSourceDeleted"],
+        ]
+        try call("template.set", ["collection": "p", "edges": [owns]])
+        for i in 0..<11 { try call("object.put", ["collection": "leaf", "key": .string("\(i)"), "value": [:]]) }
+        let keys = JSONValue.array((0..<11).map { .string("\($0)") })
+        try call("object.put", ["collection": "p", "key": "p", "value": ["owns": keys]])
+        let failing: JSONValue = ["collection": "c", "key": "bad", "value": ["file": "/etc/passwd"]]
+        let inputs: [(JSONValue, MethodContext)] = [
+            (["collection": "p", "key": "p", "value": [:]], admin), (put(0), caller(store, eve, 10)),
+            (failing, caller(store, bob + 100, 10)),
+        ]
+        // Root (uid 0, the queue head) is first in turn: its put is the one that runs a third
+        // time, alone; Eve's and Bob's wait.
+        let turn = BatchTurn()
+        let (n, first) = looks(root) { batch(store, inputs, turn: turn) }
+        // Eve's put read its files in the batch and in the retry, not a third time alone.
+        #expect(n == 60)
+        #expect(first.results.map(\.0) == [0] && commit(first.results[0].1) != nil, "\(first.results)")
+        #expect(try MethodTable.call("object.list", ["collection": "leaf"], admin).get().result["keys"] == [])
+        #expect(first.deferred == [1, 2])
+        // The next batch answers them.
+        let (m, second) = looks(root) { batch(store, first.deferred.map { inputs[$0] }, turn: turn) }
+        #expect(m == 60)
+        #expect(second.results.count == 2 && commit(second.results[0].1) != nil, "\(second.results)")
     }
 }

@@ -2,8 +2,9 @@
 // way when it is asked for, and counts it: a put held in the group commit, an edge.add held on
 // the pool (each sent while the user held no lease, so not counted itself). Debug builds hold
 // the write (ASSETD_DEBUG_HOLD_COMMIT, ASSETD_DEBUG_HOLD_POOL_JOB) and show the lease waiting
-// (`stats.debug.leases_draining`). And at a stop, a call waiting its user's turn is answered
-// `shutting_down`, not run.
+// (`stats.debug.leases_draining`). It does not wait for another user's puts in the group commit
+// (which a batch may defer, batch after batch). And at a stop, a call waiting its user's turn is
+// answered `shutting_down`, not run.
 
 @testable import AssetDaemon
 import AssetClient
@@ -97,6 +98,42 @@ import Testing
                 ])
         }
         #expect(reply.contains("lease_limit"), "\(reply)")
+    }
+
+    @Test(
+        "a lease does not wait for another user's puts held in the group commit",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as other users"))
+    func notOtherUsersPuts() throws {
+        let h = try DaemonHarness(
+            extraConfig: "[policy]\n[[policy.quota]]\nowner = \"nobody\"\nmax_bytes = 150\n",
+            controlSection: "mode = \"0666\"\nenforce_ownership = true", start: false)
+        let hold = h.dir + "/hold"
+        h.environment = ["ASSETD_DEBUG_HOLD_COMMIT": hold, "ASSETD_DEBUG_STATS": "1"]
+        try h.start()
+        defer { _ = h.stop() }
+        let admin = try h.client()
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        defer { try? FileManager.default.removeItem(atPath: hold) }
+        // Another user's put, held in the group commit.
+        let put = Self.line("object.put", ["collection": "c", "key": "a", "value": [:]])
+        let other = try BackgroundProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(LeaseUserShareTests.otherUID)", "--regid=\(LeaseUserShareTests.otherUID)",
+                "--clear-groups", "/usr/bin/python3", "-c", BatchShareSocketTests.script, h.socket, put,
+            ])
+        defer { other.stop() }
+        #expect(other.waitForLine { $0 == "sent" }, "\(other.output)")
+        #expect(eventually { (try? admin.call("stats")["debug"]?["puts_waiting"]) == 1 })
+        // Nobody's lease (its quota counts it) is answered while that put is still held.
+        let lease = try LeaseUserShareTests.asUser(Nobody.uid, [h.socket, "1", "1", "n"])
+        defer { lease.stop() }
+        #expect(lease.waitForLine { $0 == "done" }, "the lease waits for another user's put")
+        #expect(lease.output.first?.contains(#""lease":"#) == true, "\(lease.output)")
+        #expect((try? admin.call("stats")["debug"]?["puts_waiting"]) == 1)
+        try FileManager.default.removeItem(atPath: hold)
+        #expect(other.waitForLine { $0 == "done" }, "\(other.output)")
+        #expect(other.output.dropFirst().first?.contains("\"commit\"") == true, "\(other.output)")
     }
 
     /// On argv[1]: a lease (answered), then an edge.add left running; once the file argv[2]

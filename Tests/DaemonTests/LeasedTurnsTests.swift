@@ -14,7 +14,7 @@ import Testing
         var dropped: [String] = []
         var stopping = false
         lazy var turns = LeasedTurns(
-            drain: { [unowned self] then in drains.append(then) }, stopping: { [unowned self] in stopping })
+            drain: { [unowned self] _, then in drains.append(then) }, stopping: { [unowned self] in stopping })
 
         func submit(_ name: String, uid: UInt32, connection: UInt64 = 0, drains: Bool = false) {
             turns.submit(
