@@ -279,6 +279,7 @@ final class ControlServer {
         if EpochStep.due() { stallEpoch += 1 }  // always, but in a test that steps it
         logRefusals()
         if !closing.isEmpty { recountClosing() }
+        if lineBytes > 0 { passIdleLineTurns() }
         if overTotal { shedBacklogs() }
     }
 
