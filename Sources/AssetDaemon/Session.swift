@@ -427,9 +427,12 @@ final class Session {
     /// `out` have not been offered yet (they are written at the end of the turn).
     var backlog: Int { closed ? 0 : stream.writeQueueSize }
 
+    /// Bytes of its request line not yet ended.
+    var unfinishedLine: Int { closed ? 0 : framer.pendingCount }
+
     /// Whether this connection is read and holds an unfinished line that got no byte since
     /// before the server's previous epoch began (a second or more, as isBehind): its turn in
-    /// line passes on.
+    /// line passes on, and over the total it is closed (ControlServer.dropIdleLines).
     func lineIdle(epoch: Int) -> Bool {
         !closed && !readingPaused && framer.pendingCount > 0 && lineGrewIn + 1 < epoch
     }
