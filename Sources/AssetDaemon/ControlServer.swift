@@ -279,6 +279,8 @@ final class ControlServer {
         if EpochStep.due() { stallEpoch += 1 }  // always, but in a test that steps it
         logRefusals()
         if !closing.isEmpty { recountClosing() }
+        if overTotal { dropIdleLines() }
+        if lineBytes > 0 { passIdleLineTurns() }
         if overTotal { shedBacklogs() }
     }
 
@@ -429,6 +431,25 @@ final class ControlServer {
             worst.close(flush: false)
         }
         if overTotalHeld { noneBehindIn = epoch }
+    }
+
+    /// While over the total, unfinished lines counted, closes the connections read whose
+    /// line got no byte for a second (Session.lineIdle), the largest line first, until under
+    /// it. Past the total each uid reads on in one line, and uids are not scarce: 1,016 uids
+    /// each sending 1 MiB of a line and then nothing held about 1 GiB. One that sends, or that
+    /// is paused (it cannot send), is never closed for this.
+    private func dropIdleLines() {
+        let epoch = stallEpoch
+        let idle = sessions.values.filter { $0.lineIdle(epoch: epoch) }.sorted { $0.unfinishedLine > $1.unfinishedLine }
+        for s in idle {
+            guard overTotal else { break }
+            guard s.lineIdle(epoch: epoch) else { continue }  // a close before may have passed it a turn
+            logger.warning(
+                "dropping a connection (uid \(s.identity.uid)) whose unfinished line got no byte for a second: \(s.unfinishedLine) bytes held"
+            )
+            droppedConnections += 1
+            s.close(flush: false)
+        }
     }
 
     /// A session dropped itself for events it did not take (stats' dropped_connections).

@@ -103,6 +103,10 @@ final class Session {
     /// Paused for its unfinished line while another connection of its uid reads on in its
     /// own (UserShare.lineWaiting holds it).
     @exclusivity(unchecked) var waitsForLine = false
+    /// The server's epoch in which this connection was last read a byte, or let read again
+    /// after a pause (paused, it could send nothing): its unfinished line is idle once a
+    /// whole epoch has passed since (lineIdle).
+    @exclusivity(unchecked) var lineGrewIn = 0
     /// Replies produced this loop turn, written in one go at its end (a flood of pipelined
     /// requests, or the replies of one wake-up, cost one write, not one per reply).
     @exclusivity(unchecked) private var out: [UInt8] = []
@@ -169,6 +173,7 @@ final class Session {
         self.stream = stream
         self.identity = identity
         framer = LineFramer(maximumLength: maximumLine)
+        lineGrewIn = server.stallEpoch
     }
 
     func start() throws(UVError) {
@@ -176,6 +181,7 @@ final class Session {
     }
 
     private func onData(_ bytes: UnsafeRawBufferPointer) {
+        lineGrewIn = server.stallEpoch
         // Lines are parsed where they lie only if they run next or wait behind little, and,
         // over a kilobyte, only if the gate has room: the rest wait counted by their length,
         // and `[0,0,…]` parsed holds about twelve times that. Long ones are parsed off the loop.
@@ -421,6 +427,16 @@ final class Session {
     /// `out` have not been offered yet (they are written at the end of the turn).
     var backlog: Int { closed ? 0 : stream.writeQueueSize }
 
+    /// Bytes of its request line not yet ended.
+    var unfinishedLine: Int { closed ? 0 : framer.pendingCount }
+
+    /// Whether this connection is read and holds an unfinished line that got no byte since
+    /// before the server's previous epoch began (a second or more, as isBehind): its turn in
+    /// line passes on, and over the total it is closed (ControlServer.dropIdleLines).
+    func lineIdle(epoch: Int) -> Bool {
+        !closed && !readingPaused && framer.pendingCount > 0 && lineGrewIn + 1 < epoch
+    }
+
     /// Bytes this connection holds: requests waiting or running, a partial line, replies not taken.
     var bufferedBytes: Int { closed ? 0 : inputBytes + runningBytes + framer.pendingCount + outputBytes }
 
@@ -593,7 +609,11 @@ final class Session {
     /// uid's connections reads on in its own; resumes when they drain.
     func updateReading() {
         account()
-        guard !closed, !peerEnded, !framer.overflowed else { return }
+        guard !closed, !peerEnded, !framer.overflowed else {
+            // Read no more: a half-closed or overflowed reader kept its uid's turn till it closed.
+            if user.lineReader === self { lineReaderDone() }
+            return
+        }
         let limits = limits
         let over = server.overTotal || (heldToShare && user.buffered > gate.share)
         // Over the total, one whose request runs is still read until it has input waiting:
@@ -615,8 +635,22 @@ final class Session {
             readingPaused = true
         } else if !busy && readingPaused {
             readingPaused = false
+            lineGrewIn = server.stallEpoch
             do { try start() } catch { close(flush: true) }
         }
+    }
+
+    /// Its line got no byte for a second while others of its uid wait for the turn: it
+    /// waits at the back of the line, paused, and the next is read on. Kept while idle, a
+    /// client hung mid-line held every other line of its uid past the bounds (root's, over the
+    /// total) for as long as it stayed open.
+    func passLineTurn() {
+        guard user.lineReader === self, !readingPaused else { return }
+        stream.stopReading()
+        readingPaused = true
+        waitsForLine = true
+        user.lineWaiting.append(self)
+        lineReaderDone()
     }
 
     /// Answers every queued request with shutting_down (the daemon is stopping).

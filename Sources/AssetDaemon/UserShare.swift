@@ -16,6 +16,7 @@ final class UserShare {
     /// The one connection of the uid read on in its unfinished line while the uid is over its
     /// share or all connections are over the total: a line frees nothing until it ends, so
     /// the uid's lines pass those bounds by at most one line, and each still ends in turn.
+    /// It keeps the turn while its line grows (ControlServer.passIdleLineTurns).
     var lineReader: Session?
     /// Its connections paused for their unfinished lines meanwhile, in order (some may since
     /// have been read again): the first is offered the next turn.
@@ -42,6 +43,15 @@ extension ControlServer {
     func shareEnded(_ user: UserShare) {
         user.sessions -= 1
         if user.sessions == 0, user.running == 0 { users[user.uid] = nil }
+    }
+
+    /// Every second: a uid's reader whose line got no byte for a second, others waiting,
+    /// passes the turn (Session.passLineTurn).
+    func passIdleLineTurns() {
+        let epoch = stallEpoch
+        for user in users.values where !user.lineWaiting.isEmpty {
+            if let reader = user.lineReader, reader.lineIdle(epoch: epoch) { reader.passLineTurn() }
+        }
     }
 
     /// `user` is back under its share: its connections paused for it are read again.

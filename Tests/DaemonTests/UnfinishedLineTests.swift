@@ -99,12 +99,12 @@ import Testing
         #expect(held + output > total, "the lines hold the total with the reader's reply: \(b)")
 
         // Two seconds pass: the reader is behind, and the total is over, but by lines not
-        // ended, which dropping it would not free.
+        // ended, which dropping it would not free. Lines read that got no byte meanwhile are
+        // closed (IdleLineTests); the reader is not: it takes its whole reply below.
         for _ in 0..<2 {
             #expect(FileManager.default.createFile(atPath: step, contents: nil))
             #expect(eventually { !h.exists(step) }, "the epoch advanced")
         }
-        #expect(Self.buffers(c)["dropped_connections"] == 0, "\(Self.buffers(c))")
 
         // A third user's line, sent in two parts, is read whole and answered.
         let fifo3 = h.dir + "/end-third"
@@ -118,7 +118,6 @@ import Testing
         // The reader takes its whole reply.
         let reply = reader.readLine()
         #expect(reply?["result"]?["value"]?.stringValue == value)
-        #expect(Self.buffers(c)["dropped_connections"] == 0, "\(Self.buffers(c))")
     }
 }
 #endif
