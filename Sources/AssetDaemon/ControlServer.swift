@@ -15,9 +15,10 @@ final class ControlServer {
     private var listener: PipeListener?
     private(set) var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
-    /// Open connections by uid, for control.max_connections_per_uid.
+    /// Open connections by principal (a uid, or a subuid range's owner: PeerIdentity.principal),
+    /// for control.max_connections_per_uid.
     private var connectionsByUID: [UInt32: Int] = [:]
-    /// What the sessions of each uid hold together, against its share of the total.
+    /// What the sessions of each principal hold together, against its share of the total.
     var users: [UInt32: UserShare] = [:]
     /// Progress notifications from the threads to the connections that asked.
     let progress = ProgressRelay()
@@ -126,17 +127,21 @@ final class ControlServer {
             return
         }
         let config = daemon.config
+        // A uid of a subordinate range counts as its owner (one user in a user namespace is
+        // many uids), refusals' log lines too, but is an admin only by its own uid and groups:
+        // a range of root's counts with root's connections and is exempt from nothing.
+        let principal = daemon.subordinates.principal(of: cred.uid)
         // A connection closing holds its replies until taken (up to 5 s): it keeps its slot, or
         // reconnecting would hold any number of them.
         let held = sessions.count + closingConnections
         guard held < config.maxConnections else {
-            refuse(stream, uid: cred.uid, "too many connections", log: "\(held) of \(config.maxConnections) in use")
+            refuse(stream, uid: principal, "too many connections", log: "\(held) of \(config.maxConnections) in use")
             return
         }
         // Admins may take the last slots and any number of their own: a user who holds every
         // other slot cannot lock them out. Counts first: a refusal asks the user and group
         // databases only if a group could make the peer an admin, once a minute per ids.
-        let open = connectionsByUID[cred.uid, default: 0]
+        let open = connectionsByUID[principal, default: 0]
         let capped = open >= config.limits.maxConnectionsPerUID
         let reserved = min(config.limits.adminReservedConnections, config.maxConnections - 1)
         let inReserve = held >= config.maxConnections - reserved
@@ -147,27 +152,28 @@ final class ControlServer {
             }
             if known?.isAdmin(config) != true {
                 refusals.noteNotAdmin(uid: cred.uid, gid: cred.gid)
+                let whose = principal == cred.uid ? "uid \(cred.uid)" : "uid \(cred.uid) (counted as uid \(principal))"
                 if capped {
                     refuse(
-                        stream, uid: cred.uid,
-                        "too many connections for uid \(cred.uid) (control.max_connections_per_uid)",
-                        log: "uid \(cred.uid) holds \(open)")
+                        stream, uid: principal, "too many connections for \(whose) (control.max_connections_per_uid)",
+                        log: "\(whose) holds \(open)")
                 } else {
                     refuse(
-                        stream, uid: cred.uid, "too many connections: the last \(reserved) are kept for admins",
+                        stream, uid: principal, "too many connections: the last \(reserved) are kept for admins",
                         log: "\(held) of \(config.maxConnections) in use, the rest kept for admins")
                 }
                 return
             }
         }
-        let identity = known ?? lookUp(cred)
-        let user = share(of: cred.uid)
+        var identity = known ?? lookUp(cred)
+        identity.principal = principal
+        let user = share(of: principal)
         let session = Session(
             server: self, number: nextSessionNumber, stream: stream, identity: identity, user: user,
             maximumLine: config.maxRequestBytes)
         nextSessionNumber += 1
         sessions[session.number] = session
-        connectionsByUID[cred.uid, default: 0] += 1
+        connectionsByUID[principal, default: 0] += 1
         do {
             try session.start()
         } catch {
@@ -176,7 +182,7 @@ final class ControlServer {
     }
 
     /// Flushes and closes `stream`, closing it outright if that takes past the deadline. A
-    /// session's own stream (`uid`) keeps the session's slot until then, and the session
+    /// session's own stream (`uid`: its principal's) keeps the session's slot until then, and the session
     /// hands over the `releasing` bytes it counted: they leave the total as the stream's
     /// queue joins it, in one change, so the total neither dips under the bound (resuming
     /// paused connections while these bytes are still held) nor counts them twice.
@@ -229,7 +235,7 @@ final class ControlServer {
 
     func remove(_ session: Session) {
         guard sessions.removeValue(forKey: session.number) != nil else { return }
-        slotFreed(session.identity.uid)
+        slotFreed(session.identity.principal)
         shareEnded(session.user)
         // Its queries that wait for a thread, and pool jobs for a turn, will never be read:
         // they are dropped unrun.
@@ -312,13 +318,15 @@ final class ControlServer {
             context = MethodContext(
                 store: daemon.store,
                 caller: Caller(
-                    uid: identity.uid, userName: identity.userName, isAdmin: admin, gids: identity.gids),
+                    uid: identity.uid, userName: identity.userName, isAdmin: admin, gids: identity.gids,
+                    principal: identity.principal),
                 enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
             context.replyLimit = daemon.config.limits.maxReplyBytes
             context.leaseBounds = daemon.config.limits.leaseBounds
             // A non-admin's connections share half of all leases' entries (assetd.toml(5)).
             if !admin {
                 context.leaseBounds?.perUser = max(1, UserShare.share(of: daemon.config.limits.totalLeaseEntries))
+                if identity.principal != identity.uid { context.leaseBounds?.sharer = identity.principal }
             }
             context.cascadeLimit = admin ? nil : daemon.config.limits.cascadeLimit
             session.keptContext = context

@@ -37,6 +37,9 @@ public final class Daemon {
     var accessFlushRunning = false
     /// One maintenance run at a time: clients' and the policy timer's.
     let maintenance = MaintenanceSlot()
+    /// control.subuid_file's ranges: a uid in one counts as its owner for the per-uid bounds
+    /// (ControlServer.accept). Read at start and on SIGHUP.
+    private(set) var subordinates = SubordinateRanges()
     /// Files of leases ended since the last sweep, which the next sweep reschedules (bounded).
     private var endedLeases = EndedLeaseFiles()
     private(set) var stopping = false
@@ -123,6 +126,7 @@ public final class Daemon {
         }
         let folder = (config.socketPath as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        loadSubordinates()
         server = ControlServer(daemon: self)
         do {
             try server.start(path: config.socketPath, mode: config.socketMode)
@@ -320,6 +324,15 @@ public final class Daemon {
         for sig in [SIGTERM, SIGINT, SIGHUP] { signal(sig, SIG_IGN) }
     }
 
+    /// Reads control.subuid_file's ranges; the lines skipped are logged. Connections made
+    /// before keep the principal they were counted as.
+    private func loadSubordinates() {
+        let path = config.subuidFile
+        subordinates = SubordinateRanges.load(path: path)
+        for s in subordinates.skipped { logger.warning("\(path): \(s)") }
+        if !path.isEmpty { logger.info("\(path): \(subordinates.ranges.count) subordinate uid ranges") }
+    }
+
     /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.
     private func reload() {
         do {
@@ -333,6 +346,8 @@ public final class Daemon {
             config.adminGroups = fresh.adminGroups
             config.enforceOwnership = fresh.enforceOwnership
             store.enforceOwnership = fresh.enforceOwnership
+            config.subuidFile = fresh.subuidFile
+            loadSubordinates()
             server?.settingsReloaded()
             config.logLevel = logLevelOverride ?? fresh.logLevel
             logger.logLevel = Logger.Level(config.logLevel)
@@ -341,7 +356,8 @@ public final class Daemon {
             store.policy = fresh.policy
             // Restarting an unchanged timer would push its next run out on every reload.
             if fresh.policy?.interval != interval { try startPolicyTimer() }
-            logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists, log level and policies")
+            let source = fresh.sourcePath ?? "embedded defaults"
+            logger.info("reloaded \(source): access lists, subuid ranges, log level and policies")
             if rootsChanged {
                 logger.notice("files.roots changed: it takes effect at the next start; still managing \(config.roots)")
             }

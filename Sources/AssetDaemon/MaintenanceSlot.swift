@@ -12,7 +12,7 @@ import ControlProtocol
 final class MaintenanceSlot {
     /// The run in progress (a method name, or the policy timer's), if any.
     private(set) var running: String?
-    /// Non-admins' read-only runs in progress, by uid.
+    /// Non-admins' read-only runs in progress, by principal (a uid, or a subuid range's owner).
     private(set) var readOnlyRunning: [UInt32: String] = [:]
 
     /// A claimed slot: end it once the run has ended.

@@ -41,8 +41,8 @@ struct BatchShares {
     /// capturing the put's context copied it, about 150 instructions a put.
     mutating func admits(_ params: Params, _ ctx: MethodContext, bytes: Int, in tx: WriteTransaction?) -> Bool {
         guard counting else { return true }
-        let uid = ctx.caller.uid
-        var share = shares[uid] ?? Share()
+        let principal = ctx.caller.principal
+        var share = shares[principal] ?? Share()
         if share.run == run {
             guard share.bytes < Self.bytes else { return false }
             if share.reads >= Self.reads(ctx.cascadeLimit) {
@@ -51,14 +51,14 @@ struct BatchShares {
         }
         share.run = run
         share.bytes += bytes
-        shares[uid] = share
+        shares[principal] = share
         return true
     }
 
     /// Counts what a put of `ctx`'s caller, which ran, was charged for files read again.
     mutating func charge(_ ctx: MethodContext, reads: Int) {
         guard counting, reads > 0 else { return }
-        shares[ctx.caller.uid]?.reads += reads
+        shares[ctx.caller.principal]?.reads += reads
     }
 
     /// Whether the put `params` of `ctx`'s caller would read held files again in `tx`

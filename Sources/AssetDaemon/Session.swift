@@ -639,7 +639,7 @@ final class Session {
             let counted = accounted
             accounted = 0
             userHolds(-counted)
-            server.flushing(stream, uid: identity.uid, releasing: counted)
+            server.flushing(stream, uid: identity.principal, releasing: counted)
         } else {
             account()
             stream.close()

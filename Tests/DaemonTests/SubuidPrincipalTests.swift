@@ -1,0 +1,181 @@
+// A user's subordinate uids (control.subuid_file, assetd(8) Access) count as that user for the
+// per-uid bounds: a user in a user namespace connects as any of its 65,536 subuids, and each
+// counted apart took every non-admin connection slot. Admin status stays the real uid's: a
+// subuid of root's range counts with root and is exempt from nothing.
+
+import AssetClient
+import AssetStore
+import Foundation
+import Testing
+@testable import AssetDaemon
+@testable import AssetService
+
+@Suite struct SubuidRangesTests {
+    @Test("subuid lines are read by owner name or number; malformed, unknown and overlapping ones skipped")
+    func rangesRead() {
+        let text = """
+            alice:100000:65536
+            # a comment
+
+            2000:200000:10
+            bob:300000:10
+            alice:100
+            alice:x:10
+            alice:400000:0
+            alice:4294967290:10
+            2000:100005:10
+            """
+        let r = SubordinateRanges(text: text, uid: { ["alice": 1000][$0] })
+        #expect(r.ranges.map(\.owner) == [1000, 2000])
+        #expect(r.skipped.count == 6, "\(r.skipped)")
+        #expect(r.skipped.contains { $0.hasPrefix("line 5: no user bob") })
+        #expect(r.principal(of: 99_999) == 99_999)
+        #expect(r.principal(of: 100_000) == 1000 && r.principal(of: 165_535) == 1000)
+        #expect(r.principal(of: 165_536) == 165_536)
+        #expect(r.principal(of: 200_009) == 2000 && r.principal(of: 200_010) == 200_010)
+        #expect(r.principal(of: 0) == 0 && r.principal(of: UInt32.max) == UInt32.max)
+        #expect(SubordinateRanges.load(path: "/nonexistent/subuid").ranges.isEmpty)
+        #expect(SubordinateRanges.load(path: "").skipped.isEmpty)
+    }
+
+    @Test("control.subuid_file defaults to /etc/subuid, \"\" turns it off, and a relative path is refused")
+    func configured() throws {
+        let defaults = DaemonConfig.embeddedDefaults(uid: 1000, environment: ["HOME": "/home/u"])
+        let parse = { (text: String) throws(ConfigError) -> DaemonConfig in
+            try ConfigParser(file: "/etc/assetd/test.toml", text: text).parse(defaults: defaults)
+        }
+        #expect(try parse("").subuidFile == "/etc/subuid")
+        #expect(try parse("[control]\nsubuid_file = \"\"").subuidFile == "")
+        #expect(try parse("[control]\nsubuid_file = \"\"").summary.contains("control.subuid_file = (none)"))
+        #expect(try parse("[control]\nsubuid_file = \"/srv/subuid\"").subuidFile == "/srv/subuid")
+        #expect(throws: ConfigError.self) { try parse("[control]\nsubuid_file = \"subuid\"") }
+        #expect(throws: ConfigError.self) { try parse("[control]\nsubuid_file = 3") }
+    }
+}
+
+@Suite struct SubuidPrincipalTests {
+    /// Runs `steps` as root, each `[connection, uid, method]`: a connection is opened at its
+    /// first step with that effective uid and gid (uid 0: root's own), and each step's request
+    /// answered before the next. One line an answer: `ok`, or its error's data code and message.
+    static func steps(_ h: DaemonHarness, _ steps: [(String, UInt32, String)]) throws -> [String] {
+        let steps = steps.map { JSONValue.array([.string($0.0), .int(Int64($0.1)), .string($0.2)]) }
+        let script = """
+            import json, os, socket, sys
+            conns = {}
+            for name, uid, method in json.loads(sys.argv[2]):
+                if name not in conns:
+                    if uid: os.setegid(uid); os.seteuid(uid)
+                    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                    if uid: os.seteuid(0); os.setegid(0)
+                    conns[name] = (s, s.makefile("rb"))
+                s, f = conns[name]
+                try: s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode() + b"\\n")
+                except OSError: pass  # refused at accept: its answer is already there to read
+                while True:
+                    m = json.loads(f.readline())
+                    if "id" in m: break
+                e = m.get("error")
+                print("ok" if e is None else "%s %s" % (e.get("data", {}).get("code"), e["message"]), flush=True)
+            """
+        let r = try runProcess("/usr/bin/python3", ["-c", script, h.socket, JSONValue.array(steps).serialized()])
+        #expect(r.status == 0, "\(r)")
+        return r.stdout.split(separator: "\n").map(String.init)
+    }
+
+    /// A daemon whose subuid file (written first if `ranges` is given) is `subuid` in its folder.
+    static func daemon(
+        _ ranges: String?, _ control: String = "", environment: [String: String] = [:]
+    ) throws -> DaemonHarness {
+        let h = try DaemonHarness(start: false)
+        if let ranges { try ranges.write(toFile: h.dir + "/subuid", atomically: true, encoding: .utf8) }
+        h.controlSection = "mode = \"0666\"\nsubuid_file = \"\(h.dir)/subuid\"\n" + control
+        h.environment = environment
+        try h.writeConfig()
+        try h.start()
+        return h
+    }
+
+    @Test(
+        "a user's subuids share its connections and watchers; another user still connects",
+        .enabled(if: Nobody.canSwitch, "needs root to act as other users"))
+    func subuidsShareTheOwnersBounds() throws {
+        let h = try Self.daemon("\(Nobody.name):200000:1000\n", "max_connections_per_uid = 3\nmax_watchers_per_uid = 1")
+        #expect(h.log.contains("\(h.dir)/subuid: 1 subordinate uid ranges"), "\(h.log)")
+        let answers = try Self.steps(
+            h,
+            [
+                ("a", 200_000, "ping"), ("b", 200_001, "ping"), ("c", 200_999, "ping"), ("d", 200_003, "ping"),
+                ("n", Nobody.uid, "ping"), ("other", 3001, "ping"), ("a", 200_000, "watch"),
+                ("b", 200_001, "watch"), ("other", 3001, "watch"),
+            ])
+        #expect(answers.count == 9, "\(answers)")
+        #expect(answers.prefix(3) == ["ok", "ok", "ok"], "\(answers)")
+        let refused = "busy too many connections for uid 200003 (counted as uid \(Nobody.uid))"
+        #expect(answers.dropFirst(3).first?.hasPrefix(refused) == true, "\(answers)")
+        // The owner itself is one of them.
+        #expect(answers.dropFirst(4).first?.hasPrefix("busy too many connections for uid \(Nobody.uid) ") == true)
+        // Watchers too: a's watch takes the one place, b's (another subuid) is refused, and
+        // another user's is not.
+        let watchBusy = "busy too many watching connections for uid 200001 (control.max_watchers_per_uid)"
+        #expect(Array(answers.dropFirst(5)) == ["ok", "ok", watchBusy, "ok"], "\(answers)")
+        #expect(h.log.contains("refusing a connection: uid 200003 (counted as uid \(Nobody.uid)) holds 3"), "\(h.log)")
+    }
+
+    @Test(
+        "a subuid of root's range counts with root's connections and is no admin",
+        .enabled(if: Nobody.canSwitch, "needs root to act as other users"))
+    func rootsRangeMakesNoAdmin() throws {
+        let h = try Self.daemon("root:300000:1000\n", "max_connections_per_uid = 3")
+        // Root's own connection, the only one (the harness's start-up ping has gone).
+        let admin = try h.client()
+        #expect(eventually { (try? admin.call("stats")["connections"]) == 1 })
+        let answers = try Self.steps(
+            h,
+            [
+                ("r1", 300_000, "ping"), ("r2", 300_001, "ping"), ("r3", 300_002, "ping"), ("root", 0, "ping"),
+                ("r1", 300_000, "vacuum"),
+            ])
+        #expect(answers.count == 5, "\(answers)")
+        #expect(answers.prefix(2) == ["ok", "ok"], "\(answers)")
+        let refused = "busy too many connections for uid 300002 (counted as uid 0)"
+        #expect(answers.dropFirst(2).first?.hasPrefix(refused) == true, "\(answers)")
+        #expect(answers.dropFirst(3).first == "ok", "root itself is an admin: past the cap")
+        #expect(answers.last == "permission_denied vacuum is for admins only", "\(answers)")
+    }
+
+    @Test(
+        "SIGHUP reads the subuid file again: connections made after count by its ranges",
+        .enabled(if: Nobody.canSwitch, "needs root to act as other users"))
+    func reloadReadsTheFile() throws {
+        let h = try Self.daemon(nil, "max_connections_per_uid = 3")  // no file: no ranges
+        let before = try Self.steps(h, (0..<4).map { ("b\($0)", UInt32(210_000 + $0), "ping") })
+        #expect(before == ["ok", "ok", "ok", "ok"])
+        try "\(Nobody.name):210000:100\nbogus\n".write(toFile: h.dir + "/subuid", atomically: true, encoding: .utf8)
+        try h.reload()
+        #expect(h.log.contains("\(h.dir)/subuid: line 2: not owner:first:count"), "\(h.log)")
+        let after = try Self.steps(h, (0..<4).map { ("a\($0)", UInt32(210_010 + $0), "ping") })
+        #expect(after.prefix(3) == ["ok", "ok", "ok"], "\(after)")
+        let refused = "busy too many connections for uid 210013 (counted as uid \(Nobody.uid))"
+        #expect(after.last?.hasPrefix(refused) == true, "\(after)")
+    }
+
+    @Test(
+        "a user's subuids share its half of the lease entries; another user's lease is granted",
+        .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as other users"))
+    func subuidsShareTheLeaseShare() throws {
+        let h = try Self.daemon(
+            "\(Nobody.name):220000:100\n", "max_lease_entries_per_connection = 4\ntotal_lease_entries = 8")
+        let first = try LeaseUserShareTests.asUser(220_000, [h.socket, "1", "4", "a"])
+        defer { first.stop() }
+        #expect(first.waitForLine { $0 == "done" }, "\(first.output)")
+        #expect(first.output.first?.contains(#""lease":"#) == true, "\(first.output)")
+        let second = try LeaseUserShareTests.asUser(220_001, [h.socket, "1", "4", "b"])
+        defer { second.stop() }
+        #expect(second.waitForLine { $0 == "done" }, "\(second.output)")
+        #expect(second.output.first?.contains("this user's leases") == true, "\(second.output)")
+        let other = try LeaseUserShareTests.asUser(LeaseUserShareTests.otherUID, [h.socket, "1", "4", "o"])
+        defer { other.stop() }
+        #expect(other.waitForLine { $0 == "done" }, "\(other.output)")
+        #expect(other.output.first?.contains(#""lease":"#) == true, "\(other.output)")
+    }
+}
