@@ -36,7 +36,7 @@ public final class Daemon {
     /// A flush of access times is on the pool: the timer does not queue another.
     var accessFlushRunning = false
     /// One maintenance run at a time: clients' and the policy timer's.
-    let maintenance = MaintenanceSlot()
+    let maintenance: MaintenanceSlot
     /// control.subuid_file's ranges: a uid in one counts as its owner for the per-uid bounds
     /// (ControlServer.accept). Read at start and on SIGHUP.
     private(set) var subordinates = SubordinateRanges()
@@ -61,6 +61,7 @@ public final class Daemon {
         self.logger = logger
         loop = try Loop()
         pool = PoolTurns(loop: loop)
+        maintenance = MaintenanceSlot(readOnlyTotal: pool.perUser)
     }
 
     /// Runs until stopped; returns the exit status (0 after a clean stop, 1 if start-up failed).

@@ -1,49 +1,63 @@
 // The daemon's maintenance slot: one maintenance run at a time (policy runs, verify, backup,
 // vacuum; the policy timer's runs included), a second answered `busy`: that is how cron runs
 // never overlap. A non-admin's read-only run (a dry run, verify without repair) takes a slot
-// of its uid's own, one at a time per uid, so that no user can keep cron's runs out by looping
-// them, nor fill the thread pool with them (the pool takes a uid's jobs on at most half its
-// threads while another's wait). One slot for all non-admins let a user pipelining `verify`
-// take it again in the same pass of the loop that freed it: every other user's run was `busy`
-// for ever. Loop-bound.
+// of its principal's own (a uid, or a subuid range's owner: assetd(8), Access), one at a time
+// per principal, so that no user can keep cron's runs out by looping them. One slot for all
+// non-admins let a user pipelining `verify` take it again in the same pass of the loop that
+// freed it: every other user's run was `busy` for ever. Those slots are bounded together too,
+// at half the pool's threads: K users' verifies are each a long pool job and K dry runs each
+// hold the writer a batch at a time, so K of them at once filled the pool and made every put
+// wait K batches (the pool bounds one uid's jobs, not many uids'). Loop-bound.
 
 import ControlProtocol
+import JSON
 
 final class MaintenanceSlot {
     /// The run in progress (a method name, or the policy timer's), if any.
     private(set) var running: String?
-    /// Non-admins' read-only runs in progress, by principal (a uid, or a subuid range's owner).
+    /// Non-admins' read-only runs in progress, by principal.
     private(set) var readOnlyRunning: [UInt32: String] = [:]
+    /// How many non-admins' read-only runs may be in progress at once, of all principals.
+    let readOnlyTotal: Int
+
+    init(readOnlyTotal: Int) { self.readOnlyTotal = max(1, readOnlyTotal) }
 
     /// A claimed slot: end it once the run has ended.
     struct Claim {
-        /// The uid whose read-only slot it is; nil for the admins' slot.
+        /// The principal whose read-only slot it is; nil for the admins' slot.
         fileprivate let readOnly: UInt32?
     }
 
-    /// Claims the slot for `what` (the read-only one of uid `readOnly` for a non-admin's run),
-    /// or tells what holds it.
-    func claim(_ what: String, readOnly uid: UInt32? = nil) -> Result<Claim, Busy> {
-        let holder = if let uid { readOnlyRunning[uid] } else { running }
+    /// Claims the slot for `what` (the read-only one of principal `readOnly` for a non-admin's
+    /// run), or tells what holds it (a read-only run past the total: the runs in progress).
+    func claim(_ what: String, readOnly principal: UInt32? = nil) -> Result<Claim, Busy> {
+        let holder = if let principal { readOnlyRunning[principal] } else { running }
         if let holder { return .failure(Busy(holder: holder)) }
-        if let uid { readOnlyRunning[uid] = what } else { running = what }
-        return .success(Claim(readOnly: uid))
+        if principal != nil, readOnlyRunning.count >= readOnlyTotal {
+            let holder = "\(readOnlyRunning.count) read-only runs of other users"
+            return .failure(Busy(holder: holder, total: readOnlyTotal))
+        }
+        if let principal { readOnlyRunning[principal] = what } else { running = what }
+        return .success(Claim(readOnly: principal))
     }
 
     /// Frees the slot `claim` took.
     func end(_ claim: Claim) {
-        if let uid = claim.readOnly { readOnlyRunning[uid] = nil } else { running = nil }
+        if let principal = claim.readOnly { readOnlyRunning[principal] = nil } else { running = nil }
     }
 
     /// The slot is taken by `holder`.
     struct Busy: Error {
         let holder: String
+        /// Set when the read-only runs of all users are at their total.
+        var total: Int? = nil
 
         /// The answer to a client whose run found the slot taken.
         var error: RPCError {
-            .application(
-                .busy, "another maintenance run is in progress: \(holder)",
-                detail: .object(["running": .string(holder)]))
+            var detail: [String: JSONValue] = ["running": .string(holder)]
+            if let total { detail["read_only_total"] = .int(Int64(total)) }
+            return .application(
+                .busy, "another maintenance run is in progress: \(holder)", detail: .object(detail))
         }
     }
 }

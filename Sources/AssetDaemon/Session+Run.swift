@@ -91,7 +91,7 @@ extension Session {
         let line = Box<[UInt8]>()
         let (name, ctx, id) = (request.method, context, request.id)
         #if DEBUG
-        let held = request.method == "object.list" || request.method == "edge.add" || request.method == "object.get"
+        let held = ["object.list", "edge.add", "object.get", "verify"].contains(request.method)
         #endif
         let work: @Sendable () -> Void = {
             #if DEBUG

@@ -1,7 +1,8 @@
 // A user's subordinate uids (control.subuid_file, assetd(8) Access) count as that user for the
 // per-uid bounds: a user in a user namespace connects as any of its 65,536 subuids, and each
 // counted apart took every non-admin connection slot. Admin status stays the real uid's: a
-// subuid of root's range counts with root and is exempt from nothing.
+// subuid of root's range counts with root and is exempt from nothing. Also the total of the
+// non-admins' read-only maintenance runs.
 
 import AssetClient
 import AssetStore
@@ -50,6 +51,19 @@ import Testing
         #expect(try parse("[control]\nsubuid_file = \"/srv/subuid\"").subuidFile == "/srv/subuid")
         #expect(throws: ConfigError.self) { try parse("[control]\nsubuid_file = \"subuid\"") }
         #expect(throws: ConfigError.self) { try parse("[control]\nsubuid_file = 3") }
+    }
+
+    @Test("non-admins' read-only maintenance runs are bounded in total, each principal to one")
+    func readOnlyTotal() throws {
+        let slot = MaintenanceSlot(readOnlyTotal: 2)
+        let a = try slot.claim("verify", readOnly: 1).get()
+        #expect(throws: MaintenanceSlot.Busy.self) { try slot.claim("verify", readOnly: 1).get() }
+        _ = try slot.claim("verify", readOnly: 2).get()
+        #expect(throws: MaintenanceSlot.Busy.self) { try slot.claim("policy.expire", readOnly: 3).get() }
+        let admins = try slot.claim("vacuum").get()  // the admins' slot is not one of them
+        slot.end(a)
+        _ = try slot.claim("verify", readOnly: 3).get()
+        slot.end(admins)
     }
 }
 
@@ -178,4 +192,54 @@ import Testing
         #expect(other.waitForLine { $0 == "done" }, "\(other.output)")
         #expect(other.output.first?.contains(#""lease":"#) == true, "\(other.output)")
     }
+
+    #if DEBUG
+    @Test(
+        "read-only maintenance runs of many users are bounded in total: past it, busy",
+        .enabled(if: Nobody.canSwitch, "needs root to act as other users"))
+    func readOnlyRunsHaveATotal() throws {
+        // 6 threads: 3 read-only runs at once, and a thread left for stats with a fourth held.
+        let hold = "/tmp/assetd-verify-hold-\(getpid())"
+        let h = try Self.daemon(
+            nil,
+            environment: ["UV_THREADPOOL_SIZE": "6", "ASSETD_DEBUG_STATS": "1", "ASSETD_DEBUG_HOLD_POOL_JOB": hold])
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        defer { try? FileManager.default.removeItem(atPath: hold) }
+        let script = """
+            import json, os, select, socket, sys
+            def connect(uid):
+                if uid: os.setegid(uid); os.seteuid(uid)
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                if uid: os.seteuid(0); os.setegid(0)
+                return s
+            def call(s, method):
+                s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode() + b"\\n")
+            def answer(f):
+                m = json.loads(f.readline())
+                e = m.get("error")
+                return "ok" if e is None else "%s %s" % (e.get("data", {}).get("code"), e["message"])
+            admin = connect(0); af = admin.makefile("rb")
+            def running():
+                call(admin, "stats")
+                return json.loads(af.readline())["result"]["debug"]["read_only_maintenance"]
+            users = [connect(41001 + i) for i in range(4)]
+            for s in users[:3]: call(s, "verify")
+            while running() != 3: pass  # each a round trip
+            call(users[3], "verify")
+            last = users[3].makefile("rb")
+            while True:
+                if select.select([users[3]], [], [], 0)[0]:
+                    print(answer(last)); break
+                if running() == 4:
+                    print("ran"); break
+            os.unlink(sys.argv[2])
+            for s in users[:3]: print(answer(s.makefile("rb")))
+            """
+        let r = try runProcess("/usr/bin/python3", ["-c", script, h.socket, hold], timeout: 120)
+        #expect(r.status == 0, "\(r)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "busy another maintenance run is in progress: 3 read-only runs of other users", "\(r)")
+        #expect(Array(lines.dropFirst()) == ["ok", "ok", "ok"], "\(r)")
+    }
+    #endif
 }
