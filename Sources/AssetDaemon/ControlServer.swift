@@ -15,7 +15,7 @@ final class ControlServer {
     private var listener: PipeListener?
     private(set) var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
-    /// Open connections by principal (a uid, or a subuid range's owner: PeerIdentity.principal),
+    /// Open connections by principal (a uid, or a subuid range's first: PeerIdentity.principal),
     /// for control.max_connections_per_uid.
     private var connectionsByUID: [UInt32: Int] = [:]
     /// What the sessions of each principal hold together, against its share of the total.
@@ -127,10 +127,12 @@ final class ControlServer {
             return
         }
         let config = daemon.config
-        // A uid of a subordinate range counts as its owner (one user in a user namespace is
-        // many uids), refusals' log lines too, but is an admin only by its own uid and groups:
-        // a range of root's counts with root's connections and is exempt from nothing.
-        let principal = daemon.subordinates.principal(of: cred.uid)
+        // The uids of a subordinate range count as one user (one user in a user namespace is
+        // many uids), keyed by the range's first uid, never its owner's: a range of root's
+        // sharing root's keys would queue root's jobs behind a container's and lock it out
+        // with root's connections. An admin only by its own uid and groups.
+        let range = daemon.subordinates.range(of: cred.uid)
+        let principal = range?.first ?? cred.uid
         // A connection closing holds its replies until taken (up to 5 s): it keeps its slot, or
         // reconnecting would hold any number of them.
         let held = sessions.count + closingConnections
@@ -152,7 +154,7 @@ final class ControlServer {
             }
             if known?.isAdmin(config) != true {
                 refusals.noteNotAdmin(uid: cred.uid, gid: cred.gid)
-                let whose = principal == cred.uid ? "uid \(cred.uid)" : "uid \(cred.uid) (counted as uid \(principal))"
+                let whose = range.map { "uid \(cred.uid) (subuid range \($0.first)-\($0.last))" } ?? "uid \(cred.uid)"
                 if capped {
                     refuse(
                         stream, uid: principal, "too many connections for \(whose) (control.max_connections_per_uid)",

@@ -37,8 +37,8 @@ public final class Daemon {
     var accessFlushRunning = false
     /// One maintenance run at a time: clients' and the policy timer's.
     let maintenance: MaintenanceSlot
-    /// control.subuid_file's ranges: a uid in one counts as its owner for the per-uid bounds
-    /// (ControlServer.accept). Read at start and on SIGHUP.
+    /// control.subuid_file's ranges: the uids of one count as one user of their own for the
+    /// per-uid bounds (ControlServer.accept). Read at start and on SIGHUP.
     private(set) var subordinates = SubordinateRanges()
     /// Files of leases ended since the last sweep, which the next sweep reschedules (bounded).
     private var endedLeases = EndedLeaseFiles()
@@ -325,12 +325,14 @@ public final class Daemon {
         for sig in [SIGTERM, SIGINT, SIGHUP] { signal(sig, SIG_IGN) }
     }
 
-    /// Reads control.subuid_file's ranges; the lines skipped are logged. Connections made
-    /// before keep the principal they were counted as.
+    /// Reads control.subuid_file's ranges; the lines skipped, and the oddities of those kept,
+    /// are logged once a reading. A range holding the daemon's uid or an admin uid is refused.
+    /// Connections made before keep the principal they were counted as.
     private func loadSubordinates() {
         let path = config.subuidFile
-        subordinates = SubordinateRanges.load(path: path)
+        subordinates = SubordinateRanges.load(path: path, refusing: Set(config.adminUIDs + [getuid()]))
         for s in subordinates.skipped { logger.warning("\(path): \(s)") }
+        for s in subordinates.notes { logger.notice("\(path): \(s)") }
         if !path.isEmpty { logger.info("\(path): \(subordinates.ranges.count) subordinate uid ranges") }
     }
 

@@ -1,7 +1,7 @@
 // The daemon's maintenance slot: one maintenance run at a time (policy runs, verify, backup,
 // vacuum; the policy timer's runs included), a second answered `busy`: that is how cron runs
 // never overlap. A non-admin's read-only run (a dry run, verify without repair) takes a slot
-// of its principal's own (a uid, or a subuid range's owner: assetd(8), Access), one at a time
+// of its principal's own (a uid, or a subuid range's first: assetd(8), Access), one at a time
 // per principal, so that no user can keep cron's runs out by looping them. One slot for all
 // non-admins let a user pipelining `verify` take it again in the same pass of the loop that
 // freed it: every other user's run was `busy` for ever. Those slots are bounded together too,

@@ -4,7 +4,7 @@
 // costs a session no lookup. Loop-bound.
 
 /// What one uid's sessions hold, against its share of the buffers: a principal's (a uid, or
-/// the owner of the subuid range it is in: PeerIdentity.principal).
+/// the first uid of the subuid range it is in: PeerIdentity.principal).
 final class UserShare {
     let uid: UInt32
     /// The uid's open sessions; the server forgets the share with the last.

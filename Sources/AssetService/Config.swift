@@ -28,7 +28,7 @@ public struct DaemonConfig: Sendable {
     public var adminGroups: [AdminGroup] = []
     /// `control.enforce_ownership`.
     public var enforceOwnership = false
-    /// `control.subuid_file`: subordinate uid ranges, each uid counted as its range's owner
+    /// `control.subuid_file`: subordinate uid ranges, the uids of each counted as one user
     /// for the per-uid bounds ("": none).
     public var subuidFile = "/etc/subuid"
     /// `control.max_request_bytes`.

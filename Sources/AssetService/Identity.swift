@@ -13,7 +13,7 @@ public struct PeerIdentity: Sendable {
     public let groupNames: Set<[UInt8]>
     /// The ids of the user's groups, primary included.
     public let gids: [UInt32]
-    /// Whose the per-uid bounds count it as: the owner of a subordinate range `uid` is in
+    /// Whose the per-uid bounds count it as: the first uid of a subordinate range `uid` is in
     /// (control.subuid_file), else `uid`. Never whether it is an admin: that is `uid`'s.
     public var principal: UInt32
 

@@ -12,7 +12,7 @@ public struct Caller: Sendable {
     /// The client's groups, primary included, for the checks of file permissions.
     public var gids: [UInt32]
     /// Whose the per-uid bounds count the client as (PeerIdentity.principal): its uid, or the
-    /// owner of the subordinate range its uid is in. Not for ownership or admin status.
+    /// first uid of the subordinate range its uid is in. Not for ownership or admin status.
     public var principal: UInt32
 
     public init(uid: UInt32, userName: String, isAdmin: Bool, gids: [UInt32] = [], principal: UInt32? = nil) {

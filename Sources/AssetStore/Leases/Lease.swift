@@ -48,7 +48,7 @@ public struct LeaseBounds: Sendable, Equatable {
     /// non-admin (assetd.toml(5), [control]), so that one user's connections cannot take every
     /// entry and refuse every other user's lease; nil for admins.
     public var perUser: Int?
-    /// Whose share `perUser` is, when not the caller's uid's: the owner of the subordinate
+    /// Whose share `perUser` is, when not the caller's uid's: the first uid of the subordinate
     /// range the uid is in (assetd(8), Access), so that one user's many uids share one.
     public var sharer: UInt32?
 
