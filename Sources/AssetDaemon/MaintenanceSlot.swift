@@ -7,9 +7,11 @@
 // freed it: every other user's run was `busy` for ever. Those slots are bounded together too,
 // at half the pool's threads: K users' verifies are each a long pool job and K dry runs each
 // hold the writer a batch at a time, so K of them at once filled the pool and made every put
-// wait K batches (the pool bounds one uid's jobs, not many uids'). Loop-bound.
+// wait K batches (the pool bounds one uid's jobs, not many uids'). A slot freed at that total
+// goes first to the users refused at it (for a while), for the same reason. Loop-bound.
 
 import ControlProtocol
+import Foundation
 import JSON
 
 final class MaintenanceSlot {
@@ -19,8 +21,19 @@ final class MaintenanceSlot {
     private(set) var readOnlyRunning: [UInt32: String] = [:]
     /// How many non-admins' read-only runs may be in progress at once, of all principals.
     let readOnlyTotal: Int
+    /// The principals refused at the total, with when they last were: while any waits, a slot
+    /// freed goes only to one of them, or a user looping `verify` would take it again in the
+    /// pass of the loop that freed it and every other user be `busy` for ever. Forgotten after
+    /// `patience` seconds, so that one that asked once and left keeps no slot idle; bounded.
+    private var waiting: [UInt32: Double] = [:]
+    static let patience = 10.0
+    static let maximumWaiting = 4096
+    private let now: () -> Double
 
-    init(readOnlyTotal: Int) { self.readOnlyTotal = max(1, readOnlyTotal) }
+    init(readOnlyTotal: Int, now: @escaping () -> Double = { ProcessInfo.processInfo.systemUptime }) {
+        self.readOnlyTotal = max(1, readOnlyTotal)
+        self.now = now
+    }
 
     /// A claimed slot: end it once the run has ended.
     struct Claim {
@@ -33,9 +46,18 @@ final class MaintenanceSlot {
     func claim(_ what: String, readOnly principal: UInt32? = nil) -> Result<Claim, Busy> {
         let holder = if let principal { readOnlyRunning[principal] } else { running }
         if let holder { return .failure(Busy(holder: holder)) }
-        if principal != nil, readOnlyRunning.count >= readOnlyTotal {
+        if let principal, readOnlyRunning.count >= readOnlyTotal {
+            if waiting[principal] != nil || waiting.count < Self.maximumWaiting { waiting[principal] = now() }
             let holder = "\(readOnlyRunning.count) read-only runs of other users"
             return .failure(Busy(holder: holder, total: readOnlyTotal))
+        }
+        if let principal, !waiting.isEmpty {
+            let t = now()
+            waiting = waiting.filter { t - $0.value < Self.patience }
+            if !waiting.isEmpty, waiting.removeValue(forKey: principal) == nil {
+                let holder = "\(readOnlyRunning.count) read-only runs of other users, the next for users refused before"
+                return .failure(Busy(holder: holder, total: readOnlyTotal))
+            }
         }
         if let principal { readOnlyRunning[principal] = what } else { running = what }
         return .success(Claim(readOnly: principal))

@@ -88,6 +88,30 @@ import Testing
         _ = try slot.claim("verify", readOnly: 3).get()
         slot.end(admins)
     }
+
+    @Test("a read-only slot freed at the total goes to a user refused before, not to the one that held it")
+    func readOnlyTotalTakesTurns() throws {
+        let clock = Box<Double>()
+        clock.value = 0
+        let slot = MaintenanceSlot(readOnlyTotal: 2, now: { clock.value! })
+        let a = try slot.claim("verify", readOnly: 1).get()
+        _ = try slot.claim("verify", readOnly: 2).get()
+        #expect(throws: MaintenanceSlot.Busy.self) { try slot.claim("verify", readOnly: 3).get() }
+        // 1 loops verify: its run ends and it asks again in the same pass of the loop.
+        slot.end(a)
+        #expect(throws: MaintenanceSlot.Busy.self) { try slot.claim("verify", readOnly: 1).get() }
+        #expect(throws: MaintenanceSlot.Busy.self) { try slot.claim("verify", readOnly: 4).get() }
+        let c = try slot.claim("verify", readOnly: 3).get()
+        slot.end(c)
+        // None refused waits now: anyone may take it.
+        let again = try slot.claim("verify", readOnly: 1).get()
+        // One refused that does not ask again keeps the freed slot idle only for a while.
+        #expect(throws: MaintenanceSlot.Busy.self) { try slot.claim("verify", readOnly: 5).get() }
+        slot.end(again)
+        #expect(throws: MaintenanceSlot.Busy.self) { try slot.claim("verify", readOnly: 1).get() }
+        clock.value = MaintenanceSlot.patience
+        _ = try slot.claim("verify", readOnly: 1).get()
+    }
 }
 
 @Suite struct SubuidPrincipalTests {
