@@ -243,6 +243,55 @@ import Testing
 
     #if DEBUG
     @Test(
+        "the uids of one range share one read-only maintenance slot; another user's runs beside",
+        .enabled(if: Nobody.canSwitch, "needs root to act as other users"))
+    func rangeSharesTheReadOnlySlot() throws {
+        let hold = "/tmp/assetd-verify-hold-range-\(getpid())"
+        let h = try Self.daemon(
+            "\(Nobody.name):240000:100\n",
+            environment: ["UV_THREADPOOL_SIZE": "6", "ASSETD_DEBUG_STATS": "1", "ASSETD_DEBUG_HOLD_POOL_JOB": hold])
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        defer { try? FileManager.default.removeItem(atPath: hold) }
+        let script = """
+            import json, os, select, socket, sys
+            def connect(uid):
+                if uid: os.setegid(uid); os.seteuid(uid)
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                if uid: os.seteuid(0); os.setegid(0)
+                return s
+            def call(s, method):
+                s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode() + b"\\n")
+            def answer(f):
+                m = json.loads(f.readline())
+                e = m.get("error")
+                return "ok" if e is None else "%s %s" % (e.get("data", {}).get("code"), e["message"])
+            admin = connect(0); af = admin.makefile("rb")
+            def running():
+                call(admin, "stats")
+                return json.loads(af.readline())["result"]["debug"]["read_only_maintenance"]
+            first, second, other = connect(240000), connect(240001), connect(41020)
+            call(first, "verify")
+            while running() != 1: pass  # each a round trip
+            call(second, "verify")
+            sf = second.makefile("rb")
+            while True:
+                if select.select([second], [], [], 0)[0]:
+                    print(answer(sf)); break
+                if running() == 2:
+                    print("ran"); break
+            call(other, "verify")
+            while running() < 2: pass
+            print("other runs beside")
+            os.unlink(sys.argv[2])
+            print(answer(first.makefile("rb")), answer(other.makefile("rb")))
+            """
+        let r = try runProcess("/usr/bin/python3", ["-c", script, h.socket, hold], timeout: 120)
+        #expect(r.status == 0, "\(r)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines == ["busy another maintenance run is in progress: verify", "other runs beside", "ok ok"], "\(r)")
+    }
+
+    @Test(
         "read-only maintenance runs of many users are bounded in total: past it, busy",
         .enabled(if: Nobody.canSwitch, "needs root to act as other users"))
     func readOnlyRunsHaveATotal() throws {
