@@ -344,6 +344,22 @@ final class ControlServer {
         refusals.forgetAdmins()
     }
 
+    /// Closes the non-admins' connections that the ranges just read count as another principal
+    /// than the one they were counted as: connections opened as K subuids of a range not yet
+    /// in the file (a new user's, before the SIGHUP) would keep K users' slots for as long as
+    /// they stay, with no idle timeout. They reconnect and are counted anew; the counts stay
+    /// consistent, as each session gives back what it was counted as.
+    func subordinatesReloaded() {
+        let (ranges, config) = (daemon.subordinates, daemon.config)
+        let moved = sessions.values.filter {
+            ranges.principal(of: $0.identity.uid) != $0.identity.principal && !$0.identity.isAdmin(config)
+        }
+        guard !moved.isEmpty else { return }
+        daemon.logger.notice(
+            "closing \(moved.count) connections that control.subuid_file now counts as another user")
+        for session in moved { session.close(flush: true) }
+    }
+
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or
     /// has failed. Counted as in flight until then.
     func put(

@@ -327,7 +327,7 @@ public final class Daemon {
 
     /// Reads control.subuid_file's ranges; the lines skipped, and the oddities of those kept,
     /// are logged once a reading. A range holding the daemon's uid or an admin uid is refused.
-    /// Connections made before keep the principal they were counted as.
+    /// Connections counted as another principal before are closed (subordinatesReloaded).
     private func loadSubordinates() {
         let path = config.subuidFile
         subordinates = SubordinateRanges.load(path: path, refusing: Set(config.adminUIDs + [getuid()]))
@@ -350,7 +350,9 @@ public final class Daemon {
             config.enforceOwnership = fresh.enforceOwnership
             store.enforceOwnership = fresh.enforceOwnership
             config.subuidFile = fresh.subuidFile
+            let before = subordinates.ranges
             loadSubordinates()
+            if subordinates.ranges != before { server?.subordinatesReloaded() }
             server?.settingsReloaded()
             config.logLevel = logLevelOverride ?? fresh.logLevel
             logger.logLevel = Logger.Level(config.logLevel)

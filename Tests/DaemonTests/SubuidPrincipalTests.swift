@@ -222,6 +222,42 @@ import Testing
     }
 
     @Test(
+        "SIGHUP closes the connections a new range counts as another user: they free their slots",
+        .enabled(if: Nobody.canSwitch, "needs root to act as other users"))
+    func reloadClosesMovedConnections() throws {
+        let h = try Self.daemon(nil, "max_connections_per_uid = 3")  // no file: no ranges
+        let script = """
+            import json, os, socket, sys
+            conns = []
+            for uid in (215001, 215002, 215003):  # the first, 215000, is the range's key already
+                os.setegid(uid); os.seteuid(uid)
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                os.seteuid(0); os.setegid(0)
+                s.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\\n')
+                s.makefile("rb").readline()
+                conns.append(s)
+            print("open", flush=True)
+            for s in conns:
+                while s.recv(4096): pass
+            print("all closed", flush=True)
+            """
+        let held = try BackgroundProcess("/usr/bin/python3", ["-c", script, h.socket])
+        defer { held.stop() }
+        #expect(held.waitForLine { $0 == "open" }, "\(held.output)")
+        let admin = try h.client()
+        #expect(eventually { (try? admin.call("stats")["connections"]) == 4 })
+        // A range not in the file before: its 3 connections, counted as 3 users, are closed.
+        try "\(Nobody.name):215000:100\n".write(toFile: h.dir + "/subuid", atomically: true, encoding: .utf8)
+        try h.reload()
+        #expect(held.waitForLine { $0 == "all closed" }, "\(held.output)")
+        #expect(h.log.contains("closing 3 connections that control.subuid_file now counts as another user"), "\(h.log)")
+        #expect(eventually { (try? admin.call("stats")["connections"]) == 1 })
+        // A reload that changes no range closes none.
+        try h.reload()
+        #expect((try? admin.call("stats")["connections"]) == 1)
+    }
+
+    @Test(
         "a user's subuids share its half of the lease entries; another user's lease is granted",
         .enabled(if: Nobody.canSwitch, "needs root and setpriv to act as other users"))
     func subuidsShareTheLeaseShare() throws {
