@@ -69,8 +69,9 @@ extension ControlServer {
         return PeerIdentity(uid: cred.uid, gid: cred.gid)
     }
 
-    /// Answers a connection of `uid` refused at accept with `busy` and closes it; logged if
-    /// it is the uid's first refusal this minute (the rest are counted, ConnectionRefusals).
+    /// Answers a connection of `uid` (its principal: a subuid range is one user's) refused at
+    /// accept with `busy` and closes it; logged if it is the uid's first refusal this minute
+    /// (the rest are counted, ConnectionRefusals).
     func refuse(_ stream: PipeStream, uid: UInt32, _ message: String, log: String) {
         if refusals.refused(uid: uid) {
             daemon.logger.warning("refusing a connection: \(log)\(log.hasPrefix("uid ") ? "" : " (uid \(uid))")")

@@ -70,7 +70,7 @@ extension ControlServer {
         guard !identity.isAdmin(config) else { return nil }
         let limit = config.limits.maxWatchersPerUID
         let held = sessions.values.count {
-            $0.watching != nil && $0.identity.uid == identity.uid && !$0.identity.isAdmin(config)
+            $0.watching != nil && $0.identity.principal == identity.principal && !$0.identity.isAdmin(config)
         }
         guard held >= limit else { return nil }
         // Once a connection: one pipelining refused watches would write a line each, at loop

@@ -15,9 +15,10 @@ final class ControlServer {
     private var listener: PipeListener?
     private(set) var sessions: [UInt64: Session] = [:]
     private var nextSessionNumber: UInt64 = 1
-    /// Open connections by uid, for control.max_connections_per_uid.
+    /// Open connections by principal (a uid, or a subuid range's first: PeerIdentity.principal),
+    /// for control.max_connections_per_uid.
     private var connectionsByUID: [UInt32: Int] = [:]
-    /// What the sessions of each uid hold together, against its share of the total.
+    /// What the sessions of each principal hold together, against its share of the total.
     var users: [UInt32: UserShare] = [:]
     /// Progress notifications from the threads to the connections that asked.
     let progress = ProgressRelay()
@@ -131,17 +132,23 @@ final class ControlServer {
             return
         }
         let config = daemon.config
+        // The uids of a subordinate range count as one user (one user in a user namespace is
+        // many uids), keyed by the range's first uid, never its owner's: a range of root's
+        // sharing root's keys would queue root's jobs behind a container's and lock it out
+        // with root's connections. An admin only by its own uid and groups.
+        let range = daemon.subordinates.range(of: cred.uid)
+        let principal = range?.first ?? cred.uid
         // A connection closing holds its replies until taken (up to 5 s): it keeps its slot, or
         // reconnecting would hold any number of them.
         let held = sessions.count + closingConnections
         guard held < config.maxConnections else {
-            refuse(stream, uid: cred.uid, "too many connections", log: "\(held) of \(config.maxConnections) in use")
+            refuse(stream, uid: principal, "too many connections", log: "\(held) of \(config.maxConnections) in use")
             return
         }
         // Admins may take the last slots and any number of their own: a user who holds every
         // other slot cannot lock them out. Counts first: a refusal asks the user and group
         // databases only if a group could make the peer an admin, once a minute per ids.
-        let open = connectionsByUID[cred.uid, default: 0]
+        let open = connectionsByUID[principal, default: 0]
         let capped = open >= config.limits.maxConnectionsPerUID
         let reserved = min(config.limits.adminReservedConnections, config.maxConnections - 1)
         let inReserve = held >= config.maxConnections - reserved
@@ -152,27 +159,28 @@ final class ControlServer {
             }
             if known?.isAdmin(config) != true {
                 refusals.noteNotAdmin(uid: cred.uid, gid: cred.gid)
+                let whose = range.map { "uid \(cred.uid) (subuid range \($0.first)-\($0.last))" } ?? "uid \(cred.uid)"
                 if capped {
                     refuse(
-                        stream, uid: cred.uid,
-                        "too many connections for uid \(cred.uid) (control.max_connections_per_uid)",
-                        log: "uid \(cred.uid) holds \(open)")
+                        stream, uid: principal, "too many connections for \(whose) (control.max_connections_per_uid)",
+                        log: "\(whose) holds \(open)")
                 } else {
                     refuse(
-                        stream, uid: cred.uid, "too many connections: the last \(reserved) are kept for admins",
+                        stream, uid: principal, "too many connections: the last \(reserved) are kept for admins",
                         log: "\(held) of \(config.maxConnections) in use, the rest kept for admins")
                 }
                 return
             }
         }
-        let identity = known ?? lookUp(cred)
-        let user = share(of: cred.uid)
+        var identity = known ?? lookUp(cred)
+        identity.principal = principal
+        let user = share(of: principal)
         let session = Session(
             server: self, number: nextSessionNumber, stream: stream, identity: identity, user: user,
             maximumLine: config.maxRequestBytes)
         nextSessionNumber += 1
         sessions[session.number] = session
-        connectionsByUID[cred.uid, default: 0] += 1
+        connectionsByUID[principal, default: 0] += 1
         do {
             try session.start()
         } catch {
@@ -181,7 +189,7 @@ final class ControlServer {
     }
 
     /// Flushes and closes `stream`, closing it outright if that takes past the deadline. A
-    /// session's own stream (`uid`) keeps the session's slot until then, and the session
+    /// session's own stream (`uid`: its principal's) keeps the session's slot until then, and the session
     /// hands over the `releasing` bytes it counted: they leave the total as the stream's
     /// queue joins it, in one change, so the total neither dips under the bound (resuming
     /// paused connections while these bytes are still held) nor counts them twice.
@@ -234,7 +242,7 @@ final class ControlServer {
 
     func remove(_ session: Session) {
         guard sessions.removeValue(forKey: session.number) != nil else { return }
-        slotFreed(session.identity.uid)
+        slotFreed(session.identity.principal)
         shareEnded(session.user)
         // Its queries that wait for a thread, and pool jobs for a turn, will never be read:
         // they are dropped unrun.
@@ -319,13 +327,15 @@ final class ControlServer {
             context = MethodContext(
                 store: daemon.store,
                 caller: Caller(
-                    uid: identity.uid, userName: identity.userName, isAdmin: admin, gids: identity.gids),
+                    uid: identity.uid, userName: identity.userName, isAdmin: admin, gids: identity.gids,
+                    principal: identity.principal),
                 enforceOwnership: daemon.config.enforceOwnership, connection: session.number)
             context.replyLimit = daemon.config.limits.maxReplyBytes
             context.leaseBounds = daemon.config.limits.leaseBounds
             // A non-admin's connections share half of all leases' entries (assetd.toml(5)).
             if !admin {
                 context.leaseBounds?.perUser = max(1, UserShare.share(of: daemon.config.limits.totalLeaseEntries))
+                if identity.principal != identity.uid { context.leaseBounds?.sharer = identity.principal }
             }
             context.cascadeLimit = admin ? nil : daemon.config.limits.cascadeLimit
             session.keptContext = context
@@ -339,6 +349,22 @@ final class ControlServer {
     func settingsReloaded() {
         for session in sessions.values { session.keptContext = nil }
         refusals.forgetAdmins()
+    }
+
+    /// Closes the non-admins' connections that the ranges just read count as another principal
+    /// than the one they were counted as: connections opened as K subuids of a range not yet
+    /// in the file (a new user's, before the SIGHUP) would keep K users' slots for as long as
+    /// they stay, with no idle timeout. They reconnect and are counted anew; the counts stay
+    /// consistent, as each session gives back what it was counted as.
+    func subordinatesReloaded() {
+        let (ranges, config) = (daemon.subordinates, daemon.config)
+        let moved = sessions.values.filter {
+            ranges.principal(of: $0.identity.uid) != $0.identity.principal && !$0.identity.isAdmin(config)
+        }
+        guard !moved.isEmpty else { return }
+        daemon.logger.notice(
+            "closing \(moved.count) connections that control.subuid_file now counts as another user")
+        for session in moved { session.close(flush: true) }
     }
 
     /// Queues a put for the next group commit; `done` runs on the loop once it is durable or

@@ -36,7 +36,10 @@ public final class Daemon {
     /// A flush of access times is on the pool: the timer does not queue another.
     var accessFlushRunning = false
     /// One maintenance run at a time: clients' and the policy timer's.
-    let maintenance = MaintenanceSlot()
+    let maintenance: MaintenanceSlot
+    /// control.subuid_file's ranges: the uids of one count as one user of their own for the
+    /// per-uid bounds (ControlServer.accept). Read at start and on SIGHUP.
+    private(set) var subordinates = SubordinateRanges()
     /// Files of leases ended since the last sweep, which the next sweep reschedules (bounded).
     private var endedLeases = EndedLeaseFiles()
     private(set) var stopping = false
@@ -58,6 +61,7 @@ public final class Daemon {
         self.logger = logger
         loop = try Loop()
         pool = PoolTurns(loop: loop)
+        maintenance = MaintenanceSlot(readOnlyTotal: pool.perUser)
     }
 
     /// Runs until stopped; returns the exit status (0 after a clean stop, 1 if start-up failed).
@@ -123,6 +127,7 @@ public final class Daemon {
         }
         let folder = (config.socketPath as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        loadSubordinates()
         server = ControlServer(daemon: self)
         do {
             try server.start(path: config.socketPath, mode: config.socketMode)
@@ -320,6 +325,17 @@ public final class Daemon {
         for sig in [SIGTERM, SIGINT, SIGHUP] { signal(sig, SIG_IGN) }
     }
 
+    /// Reads control.subuid_file's ranges; the lines skipped, and the oddities of those kept,
+    /// are logged once a reading. A range holding the daemon's uid or an admin uid is refused.
+    /// Connections counted as another principal before are closed (subordinatesReloaded).
+    private func loadSubordinates() {
+        let path = config.subuidFile
+        subordinates = SubordinateRanges.load(path: path, refusing: Set(config.adminUIDs + [getuid()]))
+        for s in subordinates.skipped { logger.warning("\(path): \(s)") }
+        for s in subordinates.notes { logger.notice("\(path): \(s)") }
+        if !path.isEmpty { logger.info("\(path): \(subordinates.ranges.count) subordinate uid ranges") }
+    }
+
     /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.
     private func reload() {
         do {
@@ -336,6 +352,10 @@ public final class Daemon {
             config.adminGroups = fresh.adminGroups
             config.enforceOwnership = fresh.enforceOwnership
             store.enforceOwnership = fresh.enforceOwnership
+            config.subuidFile = fresh.subuidFile
+            let before = subordinates.ranges
+            loadSubordinates()
+            if subordinates.ranges != before { server?.subordinatesReloaded() }
             server?.settingsReloaded()
             config.logLevel = logLevelOverride ?? fresh.logLevel
             logger.logLevel = Logger.Level(config.logLevel)
@@ -344,7 +364,8 @@ public final class Daemon {
             store.policy = fresh.policy
             // Restarting an unchanged timer would push its next run out on every reload.
             if fresh.policy?.interval != interval { try startPolicyTimer() }
-            logger.info("reloaded \(fresh.sourcePath ?? "embedded defaults"): access lists, log level and policies")
+            let source = fresh.sourcePath ?? "embedded defaults"
+            logger.info("reloaded \(source): access lists, subuid ranges, log level and policies")
             if rootsChanged {
                 logger.notice("files.roots changed: it takes effect at the next start; still managing \(config.roots)")
             }

@@ -40,7 +40,7 @@ enum StartHold {
     }
 }
 
-/// The same for `object.list` and `edge.add` (methods run on the pool; `stats` is one too,
+/// The same for `object.list`, `edge.add`, `object.get` and `verify` (run on the pool; `stats` too,
 /// and a test reads it meanwhile), held before it runs while the file
 /// ASSETD_DEBUG_HOLD_POOL_JOB names exists: its request, parsed, is held meanwhile.
 enum PoolJobHold {

@@ -86,7 +86,7 @@ struct BatchShares {
     /// No closure: one capturing the put's context copied it, about 150 instructions a put.
     mutating func admits(_ params: Params, _ ctx: MethodContext, bytes: Int, in tx: WriteTransaction?) -> Bool {
         guard counting else { return true }
-        let uid = ctx.caller.uid
+        let uid = ctx.caller.principal  // a subuid range's puts share one user's
         var share = shares[uid] ?? Share()
         let opens = share.run != run
         var light = false
@@ -142,7 +142,7 @@ struct BatchShares {
     /// again.
     mutating func charge(_ ctx: MethodContext, reads: Int) {
         guard counting, reads > 0 else { return }
-        shares[ctx.caller.uid]?.reads += reads
+        shares[ctx.caller.principal]?.reads += reads
         spentReads += reads
     }
 

@@ -68,7 +68,7 @@ enum PutBatch {
                 // Through the buffer: the array's subscript copied each put (its context), about
                 // 125 instructions a put (docs/PERFORMANCE.md).
                 let turns = inputs.withUnsafeBufferPointer { puts in
-                    BatchShares.order(count: puts.count, turn: turn) { puts[$0].2.caller.uid }
+                    BatchShares.order(count: puts.count, turn: turn) { puts[$0].2.caller.principal }
                 }
                 order = turns.order
                 shares = BatchShares(count: inputs.count, first: turns.first)
@@ -94,7 +94,7 @@ enum PutBatch {
             if !deferred.isEmpty {
                 var later = Set(deferred)
                 for (i, input) in inputs.enumerated() where later.remove(i) == nil { results.append((input.0, answer)) }
-                pass(turn, shares, deferred.map { inputs[$0].2.caller.uid })
+                pass(turn, shares, deferred.map { inputs[$0].2.caller.principal })
             }
             return Done(
                 results: results, deferred: deferred.map { inputs[$0].0 }, commits: [done.report],
@@ -139,7 +139,7 @@ enum PutBatch {
                 let i = order?[k] ?? k
                 guard retried.results[i] == nil else { continue }
                 done.deferred.append(inputs[i].0)
-                later.append(inputs[i].2.caller.uid)
+                later.append(inputs[i].2.caller.principal)
             }
             pass(turn, shares, later)
             return done

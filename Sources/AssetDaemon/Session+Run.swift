@@ -70,9 +70,9 @@ extension Session {
                 return
             }
             // A non-admin may run only the read-only forms (dry runs, verify without repair),
-            // in a slot of its uid's own.
-            let uid = context.caller.uid
-            switch daemon.maintenance.claim(request.method, readOnly: context.caller.isAdmin ? nil : uid) {
+            // in a slot of its principal's own.
+            let principal = context.caller.principal
+            switch daemon.maintenance.claim(request.method, readOnly: context.caller.isAdmin ? nil : principal) {
             case .success(let c): claim = c
             case .failure(let busy):
                 reply(request, .failure(busy.error), started)
@@ -91,7 +91,7 @@ extension Session {
         let line = Box<[UInt8]>()
         let (name, ctx, id) = (request.method, context, request.id)
         #if DEBUG
-        let held = request.method == "object.list" || request.method == "edge.add" || request.method == "object.get"
+        let held = ["object.list", "edge.add", "object.get", "verify"].contains(request.method)
         #endif
         let work: @Sendable () -> Void = {
             #if DEBUG
@@ -147,16 +147,16 @@ extension Session {
             pump()
         }
         if execution == .queryLane {
-            server.submitQuery(uid: identity.uid, connection: number, work, done: done)
+            server.submitQuery(uid: identity.principal, connection: number, work, done: done)
             return
         }
         if let drains = counted {
-            let (daemon, uid, connection) = (daemon, identity.uid, number)
+            let (daemon, uid, principal, connection) = (daemon, identity.uid, identity.principal, number)
             daemon.workStarted()  // a stop waits for it from now
             server.leasedTurns.submit(
                 uid: uid, connection: number, drains: drains,
                 { finished in
-                    daemon.submit(uid: uid, connection: connection, work) {
+                    daemon.submit(uid: principal, connection: connection, work) {
                         done()
                         finished()
                         daemon.workEnded()
@@ -179,13 +179,13 @@ extension Session {
         if write, context.enforceOwnership, !context.caller.isAdmin {
             let (turns, uid) = (server.leasedTurns, identity.uid)
             turns.writeStarted(uid)
-            daemon.submit(uid: uid, connection: number, work) {
+            daemon.submit(uid: identity.principal, connection: number, work) {
                 done()
                 turns.writeEnded(uid)
             }
             return
         }
-        daemon.submit(uid: identity.uid, connection: number, work, done: done)
+        daemon.submit(uid: identity.principal, connection: number, work, done: done)
     }
 
     /// Runs a request taken from the queue, counted until it is answered by what it holds
@@ -221,7 +221,7 @@ extension Session {
         running = true
         let box = Box<(parsed: Result<RPCRequest, RPCFailure>, held: Int)>()
         daemon.submit(
-            uid: identity.uid, connection: number,
+            uid: identity.principal, connection: number,
             {
                 let parsed = Session.parseLong(line)
                 box.value = (parsed, (try? parsed.get())?.heldBytes ?? 0)

@@ -705,7 +705,7 @@ final class Session {
             server.lineBytes -= accountedLine
             accountedLine = 0
             userHolds(-counted)
-            server.flushing(stream, uid: identity.uid, releasing: counted)
+            server.flushing(stream, uid: identity.principal, releasing: counted)
         } else {
             account()
             stream.close()

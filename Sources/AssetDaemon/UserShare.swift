@@ -3,7 +3,8 @@
 // every other user's (assetd.toml(5), [control]). Shared by the uid's sessions, so counting
 // costs a session no lookup. Loop-bound.
 
-/// What one uid's sessions hold, against its share of the buffers.
+/// What one uid's sessions hold, against its share of the buffers: a principal's (a uid, or
+/// the first uid of the subuid range it is in: PeerIdentity.principal).
 final class UserShare {
     let uid: UInt32
     /// The uid's open sessions; the server forgets the share with the last.

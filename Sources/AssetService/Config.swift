@@ -28,6 +28,9 @@ public struct DaemonConfig: Sendable {
     public var adminGroups: [AdminGroup] = []
     /// `control.enforce_ownership`.
     public var enforceOwnership = false
+    /// `control.subuid_file`: subordinate uid ranges, the uids of each counted as one user
+    /// for the per-uid bounds ("": none).
+    public var subuidFile = "/etc/subuid"
     /// `control.max_request_bytes`.
     public var maxRequestBytes = 1_048_576
     /// `control.max_connections`.
@@ -156,6 +159,7 @@ public struct DaemonConfig: Sendable {
                 "control.admin_uids = \(adminUIDs)",
                 "control.admin_groups = \(adminGroups)",
                 "control.enforce_ownership = \(enforceOwnership)",
+                "control.subuid_file = \(subuidFile.isEmpty ? "(none)" : subuidFile)",
                 "control.max_request_bytes = \(maxRequestBytes)",
                 "control.max_connections = \(maxConnections)",
             ] + limits.summary + [

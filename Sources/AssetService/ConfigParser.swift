@@ -16,7 +16,8 @@ struct ConfigParser {
     static let sections: [String: Set<String>] = [
         "store": ["path", "durability", "reserve", "coalesce_wal", "access_flush"],
         "control": limitKeys.union([
-            "socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "max_request_bytes", "max_connections",
+            "socket", "mode", "admin_uids", "admin_groups", "enforce_ownership", "subuid_file", "max_request_bytes",
+            "max_connections",
         ]),
         "files": ["roots", "unlink_delay", "orphan_grace", "skip_open"],
         "log": ["level"],
@@ -118,6 +119,9 @@ struct ConfigParser {
                 throw error("control.enforce_ownership", "must be true or false", section: "control")
             }
             c.enforceOwnership = b
+        }
+        if let v = get("control", "subuid_file") {
+            c.subuidFile = v.stringValue == "" ? "" : try absolute(v, "control.subuid_file")
         }
         if let v = get("control", "max_request_bytes") {
             guard let n = v.intValue ?? v.stringValue.flatMap(Units.size), n >= 64, n <= 1 << 30 else {

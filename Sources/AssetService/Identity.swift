@@ -13,10 +13,14 @@ public struct PeerIdentity: Sendable {
     public let groupNames: Set<[UInt8]>
     /// The ids of the user's groups, primary included.
     public let gids: [UInt32]
+    /// Whose the per-uid bounds count it as: the first uid of a subordinate range `uid` is in
+    /// (control.subuid_file), else `uid`. Never whether it is an admin: that is `uid`'s.
+    public var principal: UInt32
 
     public init(uid: UInt32, gid: UInt32) {
         self.uid = uid
         self.gid = gid
+        principal = uid
         var pwd = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
@@ -52,6 +56,7 @@ public struct PeerIdentity: Sendable {
     /// A peer of these ids and names, as the user and group databases would give them.
     init(uid: UInt32, gid: UInt32, userName: String, gids: [UInt32], groupNames: Set<[UInt8]>) {
         (self.uid, self.gid, self.userName, self.gids, self.groupNames) = (uid, gid, userName, gids, groupNames)
+        principal = uid
     }
 
     /// The owner name of `uid` (OwnerName.of: `assetctl --db` uses the same rule).

@@ -11,9 +11,13 @@ public struct Caller: Sendable {
     public var isAdmin: Bool
     /// The client's groups, primary included, for the checks of file permissions.
     public var gids: [UInt32]
+    /// Whose the per-uid bounds count the client as (PeerIdentity.principal): its uid, or the
+    /// first uid of the subordinate range its uid is in. Not for ownership or admin status.
+    public var principal: UInt32
 
-    public init(uid: UInt32, userName: String, isAdmin: Bool, gids: [UInt32] = []) {
+    public init(uid: UInt32, userName: String, isAdmin: Bool, gids: [UInt32] = [], principal: UInt32? = nil) {
         self.uid = uid
+        self.principal = principal ?? uid
         self.userName = userName
         self.isAdmin = isAdmin
         self.gids = gids

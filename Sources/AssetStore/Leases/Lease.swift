@@ -17,6 +17,8 @@ public struct Lease: Sendable, Hashable {
     /// The uid of its holder's client, nil for in-process holders: with enforce_ownership a
     /// client lists only its own uid's leases.
     public var uid: UInt32? = nil
+    /// Whose share of all leases it counts against (LeaseBounds.sharer), when not `uid`'s.
+    public var sharer: UInt32? = nil
 
     /// Its number, the digits of `id`: leases are listed in the order they were taken.
     var number: UInt64 { UInt64(id.dropFirst()) ?? 0 }
@@ -46,11 +48,15 @@ public struct LeaseBounds: Sendable, Equatable {
     /// non-admin (assetd.toml(5), [control]), so that one user's connections cannot take every
     /// entry and refuse every other user's lease; nil for admins.
     public var perUser: Int?
+    /// Whose share `perUser` is, when not the caller's uid's: the first uid of the subordinate
+    /// range the uid is in (assetd(8), Access), so that one user's many uids share one.
+    public var sharer: UInt32?
 
-    public init(perHolder: Int, total: Int, perUser: Int? = nil) {
+    public init(perHolder: Int, total: Int, perUser: Int? = nil, sharer: UInt32? = nil) {
         self.perHolder = perHolder
         self.total = total
         self.perUser = perUser
+        self.sharer = sharer
     }
 }
 

@@ -110,7 +110,7 @@ public final class LeaseRegistry: Sendable {
                     // ttl behind a long batch) would protect nothing.
                     let lease = Lease(
                         id: "L\(number)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
-                        uid: uid)
+                        uid: uid, sharer: bounds?.sharer)
                     s.insert(lease)
                     if s.startsAhead(perBlock: self.numbers.perBlock.load(ordering: .relaxed)) {
                         ahead.store(true, ordering: .relaxed)

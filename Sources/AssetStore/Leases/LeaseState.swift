@@ -21,8 +21,10 @@ struct LeaseState {
     var holders = LeaseHolders()
     /// Entries of the leases in `leases` with a holder, lapsed ones not yet removed included.
     var held: [UInt64: Int] = [:]
-    /// The same by the holders' uids, for a non-admin's share (LeaseBounds.perUser).
-    var heldByUID: [UInt32: Int] = [:]
+    /// The same by their sharers (Lease.sharer, else the uid), for a non-admin's share
+    /// (LeaseBounds.perUser), and the ids of the leases of each.
+    var heldBySharer: [UInt32: Int] = [:]
+    var bySharer: [UInt32: Set<String>] = [:]
     var total = 0
     /// At most the earliest expiry of the leases counted in `total`: none has lapsed before it.
     var earliest = Double.infinity
@@ -70,7 +72,8 @@ struct LeaseState {
             byUID[u, default: []].insert(l.id)
             names[u, default: LeasedNames()].add(l)
             holders.add(u)
-            heldByUID[u, default: 0] += l.entries
+            heldBySharer[l.sharer ?? u, default: 0] += l.entries
+            bySharer[l.sharer ?? u, default: []].insert(l.id)
         }
         held[h, default: 0] += l.entries
         total += l.entries
@@ -98,8 +101,11 @@ struct LeaseState {
             names[u]?.drop(l)
             if names[u]?.isEmpty == true { names[u] = nil }
             holders.drop(u)
-            let leftByUID = heldByUID[u, default: 0] - l.entries
-            heldByUID[u] = leftByUID > 0 ? leftByUID : nil
+            let k = l.sharer ?? u
+            let leftBySharer = heldBySharer[k, default: 0] - l.entries
+            heldBySharer[k] = leftBySharer > 0 ? leftBySharer : nil
+            bySharer[k]?.remove(id)
+            if bySharer[k]?.isEmpty == true { bySharer[k] = nil }
         }
         if total == 0 { earliest = .infinity }
         return l
@@ -150,7 +156,9 @@ struct LeaseState {
                 "this connection's leases", "control.max_lease_entries_per_connection", bounds.perHolder,
                 held: rawMine, lapsed: true)
         }
-        if let perUser = bounds.perUser, let uid { try checkUser(entries, uid: uid, perUser, now: now) }
+        if let perUser = bounds.perUser, let uid {
+            try checkUser(entries, sharer: bounds.sharer ?? uid, perUser, now: now)
+        }
         // Before the scan of every lease below, which this spares a full registry.
         if total + entries > 2 * bounds.total {
             throw StoreError.leaseLimit(
@@ -166,21 +174,21 @@ struct LeaseState {
         }
     }
 
-    /// Refuses `entries` more for `uid` past its share, as `check` does for a holder: one
+    /// Refuses `entries` more for `sharer` past its share, as `check` does for a holder: one
     /// user's many connections (256 of 4,096 entries each) would otherwise fill the total, and
     /// every other user's lease be refused for as long as they stay.
-    private mutating func checkUser(_ entries: Int, uid: UInt32, _ perUser: Int, now: Double) throws(StoreError) {
+    private mutating func checkUser(_ entries: Int, sharer: UInt32, _ perUser: Int, now: Double) throws(StoreError) {
         let whose = "this user's leases"
         let key = "half of control.total_lease_entries"
-        var mine = heldByUID[uid, default: 0]
+        var mine = heldBySharer[sharer, default: 0]
         if mine + entries > perUser && earliest <= now {
-            walked += byUID[uid]?.count ?? 0
-            for id in byUID[uid] ?? [] {
+            walked += bySharer[sharer]?.count ?? 0
+            for id in bySharer[sharer] ?? [] {
                 if let l = leases[id], l.holder != nil, l.expires <= now { mine -= l.entries }
             }
         }
         if mine + entries > perUser { throw StoreError.leaseLimit(whose, key, perUser, held: mine) }
-        let raw = heldByUID[uid, default: 0]
+        let raw = heldBySharer[sharer, default: 0]
         if raw + entries > 2 * perUser {
             throw StoreError.leaseLimit(whose, key, perUser, held: raw, lapsed: true)
         }
