@@ -48,6 +48,9 @@ public final class ClockSteps: Sendable {
         /// Steps back seen since the start.
         var stepsBack: Int
 
+        /// Whether a step forward was seen: only then are some stamps aged less.
+        var steppedForward: Bool { boundary > -.infinity }
+
         /// What is older than `age` seconds by both clocks.
         func olderThan(_ age: Double) -> AgeCutoff {
             AgeCutoff(before: wall - age, boundary: boundary, correctedBefore: wall - age - forward)
@@ -114,8 +117,9 @@ struct AgeCutoff: Sendable, Equatable {
 
     func isOld(_ stamp: Double) -> Bool { stamp <= before && (stamp >= boundary || stamp <= correctedBefore) }
 
-    /// `isOld` in SQL on `column`, and its arguments.
+    /// `isOld` in SQL on `column`, and its arguments; as it always was without a step forward.
     func sql(_ column: String) -> (String, [Double]) {
-        ("\(column) <= ? AND (\(column) >= ? OR \(column) <= ?)", [before, boundary, correctedBefore])
+        guard boundary > -.infinity else { return ("\(column) <= ?", [before]) }
+        return ("\(column) <= ? AND (\(column) >= ? OR \(column) <= ?)", [before, boundary, correctedBefore])
     }
 }

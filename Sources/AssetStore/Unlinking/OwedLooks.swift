@@ -46,7 +46,7 @@ extension Store {
             try r.db.cachedStatement(
                 sql: """
                     SELECT id, path, size, identify FROM (
-                        SELECT id, path, size, identify FROM unlink_queue \(Store.sweepWindow))
+                        SELECT id, path, size, identify FROM unlink_queue \(Store.sweepWindow(now)))
                     WHERE identify IS NOT NULL ORDER BY id LIMIT ?
                     """
             ).forEachRawRow(

@@ -86,14 +86,23 @@ extension Store {
         let (pending, due) = try read { r in
             let row = try Row.fetchOne(
                 r.db,
-                sql: """
+                sql: clock.steppedForward
+                    ? """
                     SELECT COUNT(*), EXISTS (
                         SELECT 1 FROM unlink_queue
                         WHERE next_attempt <= ?1 AND (queued_at >= ?4 OR next_attempt <= ?5)
                         OR (?2 AND attempts > 0 AND next_attempt < ?3))
                     FROM unlink_queue
+                    """
+                    : """
+                    SELECT COUNT(*), EXISTS (
+                        SELECT 1 FROM unlink_queue
+                        WHERE next_attempt <= ?1 OR (?2 AND attempts > 0 AND next_attempt < ?3))
+                    FROM unlink_queue
                     """,
-                arguments: [clock.wall, retryFailed, Store.parkedUntil, clock.boundary, clock.wall - clock.forward])
+                arguments: clock.steppedForward
+                    ? [clock.wall, retryFailed, Store.parkedUntil, clock.boundary, clock.wall - clock.forward]
+                    : [clock.wall, retryFailed, Store.parkedUntil])
             return (row?[0] ?? 0, row?[1] ?? false) as (Int, Bool)
         }
         guard due else {
