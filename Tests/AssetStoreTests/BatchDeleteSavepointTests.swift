@@ -33,7 +33,7 @@ import AssetStoreTestSupport
     func noSavepoint() throws {
         let (f, leased) = try store()
         let statements = Mutex([String]())
-        let g = EvictionGuard(createdBefore: .infinity, objects: [], files: [Array(leased.utf8)])
+        let g = EvictionGuard(oldEnough: AgeCutoff(before: .infinity), objects: [], files: [Array(leased.utf8)])
         try f.store.write { tx in
             tx.db.trace(options: .statement) { e in statements.withLock { $0.append(e.description) } }
             defer { tx.db.trace(options: .statement, nil) }
@@ -59,7 +59,7 @@ import AssetStoreTestSupport
                 || (SELECT COUNT(*) FROM file) || ' ' || (SELECT COUNT(*) FROM unlink_queue)
             """
         let before = try f.store.read { r in try String.fetchOne(r.db, sql: count) }
-        let g = EvictionGuard(createdBefore: .infinity, objects: [], files: [])
+        let g = EvictionGuard(oldEnough: AgeCutoff(before: .infinity), objects: [], files: [])
         let committed = Result {
             try f.store.write { tx in
                 // A row said read in this transaction that is not there: the object DELETE

@@ -36,7 +36,7 @@ struct PolicyQueryPlanTests {
                 [(ref(i % 2 == 0 ? "c" : "d", "k\(i)"), ["n": .int(Int64(i))])], owner: i % 3 == 0 ? "alice" : "bob")
         }
         let (sql, args) = PolicyRun.candidateQuery(
-            order: s.order, createdBefore: 0, after: (0, 0), condition: s.condition,
+            order: s.order, oldEnough: AgeCutoff(before: 0), after: (0, 0), condition: s.condition,
             arguments: StatementArguments(s.arguments), limit: 10)
         let plan = try f.store.read { r in
             try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }

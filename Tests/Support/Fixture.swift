@@ -5,12 +5,21 @@ import Glibc
 import Synchronization
 import AssetStore
 
-/// A test clock: starts at a fixed time and moves only when told.
+/// A test clock: starts at a fixed time and moves only when told. Its wall clock (`now`)
+/// and its steady clock move together as time passes (`advance`); `step` moves the wall
+/// clock alone, as NTP's first sync or `date -s` does.
 public final class TestClock: Sendable {
-    private let t = Mutex(1_800_000_000.0)
+    private let t = Mutex((wall: 1_800_000_000.0, steady: 1_000.0))
     public init() {}
-    public var now: Double { t.withLock { $0 } }
-    public func advance(_ seconds: Double) { t.withLock { $0 += seconds } }
+    public var now: Double { t.withLock { $0.wall } }
+    public var steady: Double { t.withLock { $0.steady } }
+    public func advance(_ seconds: Double) {
+        t.withLock {
+            $0.wall += seconds
+            $0.steady += seconds
+        }
+    }
+    public func step(_ seconds: Double) { t.withLock { $0.wall += seconds } }
 }
 
 public final class Fixture {
@@ -30,6 +39,7 @@ public final class Fixture {
         configuration = StoreConfiguration(roots: [root])
         let clock = self.clock
         configuration.clock = { clock.now }
+        configuration.steadyClock = { clock.steady }
         configure(&configuration)
         store = try Store(path: dbPath, configuration: configuration)
     }

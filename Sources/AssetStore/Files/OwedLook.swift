@@ -78,11 +78,9 @@ struct OwedLook: Equatable {
     /// The wall clock, and the wall clock less the boot clock, in nanoseconds.
     static func clocks() -> (Int64, Int64) {
         var real = timespec()
-        var boot = timespec()
         clock_gettime(CLOCK_REALTIME, &real)
-        clock_gettime(CLOCK_BOOTTIME, &boot)
         let r = Int64(real.tv_sec) * 1_000_000_000 + Int64(real.tv_nsec)
-        return (r, r - (Int64(boot.tv_sec) * 1_000_000_000 + Int64(boot.tv_nsec)))
+        return (r, r - ClockSteps.bootNanoseconds())
     }
 
     /// Filesystems whose ctimes this kernel's clock sets, and that set the ctime of a file or

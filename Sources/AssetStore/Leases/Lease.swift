@@ -10,7 +10,8 @@ public struct Lease: Sendable, Hashable {
     public var objects: [ObjectRef]
     /// Files it protects, normalised.
     public var files: [String]
-    /// Unix seconds at which it lapses.
+    /// Unix seconds at which it lapses, as the wall clock read when it was granted or listed:
+    /// for display only. It lapses at `deadline`.
     public var expires: Double
     /// Who holds it (the daemon's connection number), nil for in-process holders.
     public var holder: UInt64?
@@ -19,6 +20,10 @@ public struct Lease: Sendable, Hashable {
     public var uid: UInt32? = nil
     /// Whose share of all leases it counts against (LeaseBounds.sharer), when not `uid`'s.
     public var sharer: UInt32? = nil
+    /// When it lapses on the steady clock (`StoreConfiguration.steadyClock`): it lives in
+    /// memory only, so a step of the wall clock (NTP's first sync, `date -s`) must not end it
+    /// early nor keep it late (assetd(8), Leases).
+    var deadline: Double = 0
 
     /// Its number, the digits of `id`: leases are listed in the order they were taken.
     var number: UInt64 { UInt64(id.dropFirst()) ?? 0 }
@@ -29,6 +34,13 @@ public struct Lease: Sendable, Hashable {
             "lease": .string(id), "expires": .double(expires),
             "objects": .array(objects.map(\.json)), "files": .array(files.map(JSONValue.string)),
         ])
+    }
+
+    /// As shown at `now`: its wall-clock expiry read from its deadline.
+    func shown(_ now: ClockSteps.Reading) -> Lease {
+        var l = self
+        l.expires = now.wall(atSteady: deadline)
+        return l
     }
 
     /// What it counts against the bounds: its objects and files, at least one.
@@ -82,7 +94,7 @@ extension LeaseRegistry {
     ) throws(StoreError) {
         guard let bounds, let holder else { return }
         let entries = Lease.entries(objects: objects, files: files)
-        let now = clock()
+        let now = clocks.steady()
         let refused = state.withLock { s -> StoreError? in
             do throws(StoreError) {
                 try s.check(entries, holder: holder, uid: uid, bounds, now: now)
@@ -101,7 +113,7 @@ extension LeaseRegistry {
     /// looked up 256 a hold, flattened after. A change of the uid's leases during the walk
     /// copies the set once, under the lock: what copying it here would cost every walk.
     public func leased(uid: UInt32) -> (objects: [ObjectRef], files: [String]) {
-        let now = clock()
+        let now = clocks.steady()
         let ids = state.withLock { $0.byUID[uid] ?? [] }
         var live = [Lease]()
         var chunk = [String]()
@@ -109,7 +121,7 @@ extension LeaseRegistry {
         func take() {
             state.withLock { s in
                 s.mostWalked = max(s.mostWalked, chunk.count)
-                for id in chunk { if let l = s.leases[id], l.expires > now { live.append(l) } }
+                for id in chunk { if let l = s.leases[id], l.deadline > now { live.append(l) } }
             }
             chunk.removeAll(keepingCapacity: true)
         }

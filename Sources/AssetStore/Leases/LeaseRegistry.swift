@@ -44,13 +44,15 @@ public final class LeaseRegistry: Sendable {
     /// the store and its `acquire`, or a leased write's read and its whole write, and taken by
     /// nothing holding another.
     /// `state`'s lock comes last: no other lock is taken, nor any waited for, while holding it,
-    /// but `holders`' (a count by uid, bumped as a lease comes and goes), taken by nothing else.
+    /// but `holders`' (a count by uid, bumped as a lease comes and goes) and the clocks'
+    /// (ClockSteps), taken by nothing else.
     /// What runs under it is bounded but not always short: the clock read, a lease's
     /// bookkeeping, file lookups (256 at most per hold for long lists), a `list` or `snapshot`
     /// chunk, and passes over every lease (`removeExpired`'s search, the order's compaction);
     /// `removeExpired` takes lapsed leases out 256 paths at a time.
     private let objectGate = SharedExclusiveLock()
-    let clock: @Sendable () -> Double
+    /// Deadlines are on the steady clock, shown on the wall clock (Lease.deadline).
+    let clocks: ClockSteps
     /// Tests: runs when `acquire` has to wait for a policy batch to commit.
     let acquireWaits = Mutex<(@Sendable () -> Void)?>(nil)
     /// Tests: runs when `acquire` has to wait for unlinks under way.
@@ -63,9 +65,9 @@ public final class LeaseRegistry: Sendable {
     /// Held by uid across a lease's quota count and its grant (UIDLocks.swift).
     let uidLocks = UIDLocks()
 
-    init(roots: ManagedRoots, clock: @escaping @Sendable () -> Double) {
+    init(roots: ManagedRoots, clocks: ClockSteps) {
         self.roots = roots
-        self.clock = clock
+        self.clocks = clocks
         state = Mutex(LeaseState(holders: holders))
     }
 
@@ -89,7 +91,7 @@ public final class LeaseRegistry: Sendable {
         let check = { (s: inout LeaseState) -> StoreError? in
             guard let bounds, let holder else { return nil }
             do throws(StoreError) {
-                try s.check(entries, holder: holder, uid: uid, bounds, now: self.clock())
+                try s.check(entries, holder: holder, uid: uid, bounds, now: self.clocks.steady())
                 return nil
             } catch {
                 return error
@@ -108,9 +110,10 @@ public final class LeaseRegistry: Sendable {
                     guard let number = s.takeNumber() else { return .success(nil) }
                     // From now, after the waits for the gates: a lease answered lapsed (a short
                     // ttl behind a long batch) would protect nothing.
+                    let now = self.clocks.read()
                     let lease = Lease(
-                        id: "L\(number)", objects: objects, files: paths, expires: self.clock() + ttl, holder: holder,
-                        uid: uid, sharer: bounds?.sharer)
+                        id: "L\(number)", objects: objects, files: paths, expires: now.wall + ttl, holder: holder,
+                        uid: uid, sharer: bounds?.sharer, deadline: now.steady + ttl)
                     s.insert(lease)
                     if s.startsAhead(perBlock: self.numbers.perBlock.load(ordering: .relaxed)) {
                         ahead.store(true, ordering: .relaxed)
@@ -146,17 +149,17 @@ public final class LeaseRegistry: Sendable {
 
     /// The live lease `id`, if any.
     public func live(_ id: String) -> Lease? {
-        let now = clock()
-        guard let l = state.withLock({ $0.leases[id] }), l.expires > now else { return nil }
-        return l
+        let now = clocks.read()
+        guard let l = state.withLock({ $0.leases[id] }), l.deadline > now.steady else { return nil }
+        return l.shown(now)
     }
 
     /// Ends a lease; returns it, or nil if there was none (or it had lapsed).
     @discardableResult
     public func release(_ id: String) -> Lease? {
-        let now = clock()
+        let now = clocks.read()
         guard let l = state.withLock({ $0.remove(id) }) else { return nil }
-        return l.expires > now ? l : nil
+        return l.deadline > now.steady ? l.shown(now) : nil
     }
 
     /// Ends every lease `holder` took (its connection closed); returns them.
@@ -171,10 +174,10 @@ public final class LeaseRegistry: Sendable {
     /// together must not hold up every unlink's check and every connection's close meanwhile.
     /// A lapsed lease protects nothing, so one still in the index between holds is harmless.
     public func removeExpired() -> [Lease] {
-        let now = clock()
+        let now = clocks.steady()
         let ids = state.withLock { s in
             s.walked += s.leases.count
-            return s.leases.values.filter { $0.expires <= now }.map(\.id)
+            return s.leases.values.filter { $0.deadline <= now }.map(\.id)
         }
         var lapsed = [Lease]()
         lapsed.reserveCapacity(ids.count)
@@ -194,19 +197,19 @@ public final class LeaseRegistry: Sendable {
         }
         state.withLock { s in
             s.walked += s.leases.count
-            s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.expires) }
+            s.earliest = s.leases.values.reduce(.infinity) { e, l in l.holder == nil ? e : min(e, l.deadline) }
         }
         return lapsed
     }
 
     /// The live leases, soonest to lapse first.
     public func active() -> [Lease] {
-        let now = clock()
+        let now = clocks.read()
         return state.withLock { s in
             s.walked += s.leases.count
-            return s.leases.values.filter { $0.expires > now }
+            return s.leases.values.filter { $0.deadline > now.steady }
         }
-        .sorted { ($0.expires, $0.id) < ($1.expires, $1.id) }
+        .sorted { ($0.deadline, $0.id) < ($1.deadline, $1.id) }.map { $0.shown(now) }
     }
 
     /// Up to `limit` live leases that `include` accepts, taken after the lease `after` (in the
@@ -224,7 +227,7 @@ public final class LeaseRegistry: Sendable {
             }
             start = n
         }
-        let now = clock()
+        let now = clocks.read()
         var page = [Lease]()
         while page.count <= limit {
             let want = limit + 1 - page.count
@@ -236,7 +239,7 @@ public final class LeaseRegistry: Sendable {
                 while i < stop && chunk.count < want {
                     s.walked += 1
                     last = s.order[i].number
-                    if let l = s.leases[s.order[i].id], l.expires > now { chunk.append(l) }
+                    if let l = s.leases[s.order[i].id], l.deadline > now.steady { chunk.append(l.shown(now)) }
                     i += 1
                 }
                 s.mostWalked = max(s.mostWalked, i - first)
@@ -253,24 +256,25 @@ public final class LeaseRegistry: Sendable {
 
     /// The earliest time a live lease lapses, if any.
     public func nextExpiry() -> Double? {
-        let now = clock()
+        let now = clocks.read()
         return state.withLock { s in
             s.walked += s.leases.count
-            return s.leases.values.lazy.map(\.expires).filter { $0 > now }.min()
+            return s.leases.values.lazy.map(\.deadline).filter { $0 > now.steady }.min()
         }
+        .map(now.wall(atSteady:))
     }
 
     /// The latest expiry of the live leases covering the file at this normalised path, nil
-    /// if none does.
+    /// if none does: on the wall clock as it reads now (a queue row's next attempt).
     public func leasedUntil(file path: String) -> Double? {
-        let now = clock()
-        return state.withLock { s in s.files.leasedUntil(path, now: now) }
+        let now = clocks.read()
+        return state.withLock { s in s.files.leasedUntil(path, now: now.steady) }.map(now.wall(atSteady:))
     }
 
     /// `leasedUntil` for each of `paths`, in their order, in one snapshot (a sweep's batch).
     public func leasedUntil(files paths: [String]) -> [Double?] {
-        let now = clock()
-        return state.withLock { s in s.leasedUntil(paths[...], now: now) }
+        let now = clocks.read()
+        return state.withLock { s in s.leasedUntil(paths[...], now: now.steady) }.map { $0.map(now.wall(atSteady:)) }
     }
 
     /// `leasedUntil` for each of `paths`, in their order, the lock taken for 256 of them at a
@@ -278,13 +282,14 @@ public final class LeaseRegistry: Sendable {
     /// not hold up every unlink's check and every lease's end. Not one snapshot: what acts on
     /// a file checks it again (an unlink, under the gate).
     public func leasedUntil(eachOf paths: [String]) -> [Double?] {
-        let now = clock()
+        let now = clocks.read()
         var until = [Double?]()
         until.reserveCapacity(paths.count)
         var start = 0
         while start < paths.count {
             let end = min(start + 256, paths.count)
-            until += state.withLock { s in s.leasedUntil(paths[start..<end], now: now) }
+            until += state.withLock { s in s.leasedUntil(paths[start..<end], now: now.steady) }
+                .map { $0.map(now.wall(atSteady:)) }
             start = end
         }
         return until
@@ -328,7 +333,7 @@ public final class LeaseRegistry: Sendable {
     /// threads may be inside at once; `body` must not take a lease.
     public func unlessLeased<T>(file path: String, _ body: () throws -> T) rethrows -> T? {
         try gate.shared { () throws -> T? in
-            let now = clock()
+            let now = clocks.steady()
             let leased = state.withLock { s in s.files.leasedUntil(path, now: now) != nil }
             return leased ? nil : try body()
         }

@@ -18,7 +18,7 @@ extension LeaseRegistry {
     /// one ended meanwhile may be in it, which only protects more. It resumes by
     /// number, as `list` does: the order may be compacted between holds.
     public func snapshot() -> (objects: Set<ObjectRefKey>, files: Set<[UInt8]>) {
-        let now = clock()
+        let now = clocks.steady()
         var leases = [Lease]()
         var after: UInt64 = 0  // lease numbers start at 1
         var end = false
@@ -29,7 +29,7 @@ extension LeaseRegistry {
                 let first = s.firstAfter(after)
                 let stop = min(s.order.count, first + LeaseRegistry.snapshotChunk)
                 for i in first..<stop {
-                    if let l = s.leases[s.order[i].id], l.expires > now { leases.append(l) }
+                    if let l = s.leases[s.order[i].id], l.deadline > now { leases.append(l) }
                 }
                 s.walked += stop - first
                 s.mostWalked = max(s.mostWalked, stop - first)

@@ -77,7 +77,7 @@ struct LeaseState {
         }
         held[h, default: 0] += l.entries
         total += l.entries
-        earliest = min(earliest, l.expires)
+        earliest = min(earliest, l.deadline)
     }
 
     mutating func remove(_ id: String) -> Lease? {
@@ -141,7 +141,7 @@ struct LeaseState {
         if mine + entries > bounds.perHolder && someLapsed {
             walked += byHolder[holder]?.count ?? 0
             for id in byHolder[holder] ?? [] {
-                if let l = leases[id], l.expires <= now { mine -= l.entries }
+                if let l = leases[id], l.deadline <= now { mine -= l.entries }
             }
         }
         if mine + entries > bounds.perHolder {
@@ -167,7 +167,7 @@ struct LeaseState {
         var all = total
         if all + entries > bounds.total && someLapsed {
             walked += leases.count
-            for l in leases.values where l.holder != nil && l.expires <= now { all -= l.entries }
+            for l in leases.values where l.holder != nil && l.deadline <= now { all -= l.entries }
         }
         if all + entries > bounds.total {
             throw StoreError.leaseLimit("all leases", "control.total_lease_entries", bounds.total, held: all)
@@ -184,7 +184,7 @@ struct LeaseState {
         if mine + entries > perUser && earliest <= now {
             walked += bySharer[sharer]?.count ?? 0
             for id in bySharer[sharer] ?? [] {
-                if let l = leases[id], l.holder != nil, l.expires <= now { mine -= l.entries }
+                if let l = leases[id], l.holder != nil, l.deadline <= now { mine -= l.entries }
             }
         }
         if mine + entries > perUser { throw StoreError.leaseLimit(whose, key, perUser, held: mine) }

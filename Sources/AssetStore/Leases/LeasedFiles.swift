@@ -20,8 +20,8 @@ struct PathKey: Hashable {
     }
 }
 
-/// Per path, the leases that cover it and the latest of their expiries. Part of the
-/// registry's state, under its lock.
+/// Per path, the leases that cover it and the latest of their expiries (their deadlines, on
+/// the steady clock: `Lease.deadline`). Part of the registry's state, under its lock.
 struct LeasedFiles {
     private struct Entry {
         /// One lease covering it, kept inline: most paths have one. The entry's key is this
@@ -91,9 +91,9 @@ struct LeasedFiles {
         for f in l.files {
             let key = PathKey(path: f)
             if paths[key] == nil {
-                paths[key] = Entry(l.id, l.expires)
+                paths[key] = Entry(l.id, l.deadline)
             } else {
-                paths[key]?.add(l.id, l.expires, f)
+                paths[key]?.add(l.id, l.deadline, f)
             }
         }
     }

@@ -15,16 +15,16 @@ extension VerifyRun {
     /// deleted", so the holders' rules fire (verify with repair, assetd(8), CONTROL PROTOCOL,
     /// Methods), and the row goes with them.
     func missingFiles() throws {
-        let youngSince = store.configuration.clock() - store.configuration.orphanGrace
+        let (old, since) = store.clocks.read().olderThan(store.configuration.orphanGrace).sql("f.first_seen")
         try scan(
             "missing_files",
             count:
                 "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)",
             page: """
-                SELECT f.id, f.path, f.device IS NOT NULL OR f.first_seen < ?, f.device, f.inode FROM file f
+                SELECT f.id, f.path, f.device IS NOT NULL OR (\(old)), f.device, f.inode FROM file f
                 WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                 ORDER BY f.id LIMIT ?
-                """, arguments: [youngSince]
+                """, arguments: since.map { $0 as (any DatabaseValueConvertible)? }
         ) { page in
             var missing = [(id: Int64, path: String)]()
             let leased = store.leases.snapshot().files

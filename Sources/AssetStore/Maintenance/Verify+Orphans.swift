@@ -55,7 +55,9 @@ extension VerifyRun {
                 ownIDs.insert([Int64(bitPattern: UInt64(st.st_dev)), Int64(bitPattern: UInt64(st.st_ino))])
             }
         }
-        let oldBefore = store.configuration.clock() - store.configuration.orphanGrace
+        // Older than the grace by both clocks: a file written just before a step forward of the
+        // wall clock (whose times step with it) is no older for it (ClockSteps.swift).
+        let old = store.clocks.read().olderThan(store.configuration.orphanGrace)
         var batch = [WalkedFile]()
         var done = 0
         report(phase, 0, nil)
@@ -72,7 +74,7 @@ extension VerifyRun {
                 // A root nested in another is walked as itself: each file is judged once.
                 if let p = f.path, store.roots.nearestRoot(of: p) != root { return }
                 if ownIDs.contains([f.device, f.inode]) { return }
-                guard f.changed < oldBefore else { return }  // within the grace: maybe being written
+                guard old.isOld(f.changed) else { return }  // within the grace: maybe being written
                 batch.append(f)
                 if batch.count >= Store.verifyPage { try flush() }
             }
@@ -102,7 +104,7 @@ extension VerifyRun {
                     // registered) is kept like a queued file would be.
                     let probe = store.configuration.skipOpenFiles ? OpenFileProbe() : nil
                     var out = [Int: RepairOutcome]()
-                    let oldBefore = store.configuration.clock() - store.configuration.orphanGrace
+                    let old = store.clocks.read().olderThan(store.configuration.orphanGrace)
                     for (i, f) in unknown.enumerated() {
                         guard let path = f.path else {
                             out[i] = .refused("its name is not UTF-8")
@@ -112,7 +114,7 @@ extension VerifyRun {
                             let now = try? FileProbe.probe(path: path, root: f.root, roots: store.roots),
                             now.exists,
                             now.device == f.device, now.inode == f.inode,
-                            max(now.mtime ?? 0, now.stamp.ctime.map { Double($0) / 1e9 } ?? 0) < oldBefore
+                            old.isOld(max(now.mtime ?? 0, now.stamp.ctime.map { Double($0) / 1e9 } ?? 0))
                         else {
                             out[i] = .vanished
                             continue

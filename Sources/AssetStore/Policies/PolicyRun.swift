@@ -37,6 +37,9 @@ final class PolicyRun {
     let batch: Int
     let dryRun: Bool
     let minAge: Double
+    /// What is older than `minAge` by both clocks (ClockSteps.swift): a step forward of the
+    /// wall clock does not age the objects created before it.
+    let oldEnough: AgeCutoff
     /// The order byte targets follow, and the budget that sizes its queues.
     let order: EvictionOrder
     let maxBytes: Int64?
@@ -66,7 +69,9 @@ final class PolicyRun {
         progress: (@Sendable (PolicyProgress) -> Void)?
     ) {
         self.store = store
-        now = store.configuration.clock()
+        let clock = store.clocks.read()
+        now = clock.wall
+        oldEnough = clock.olderThan(policy.minAge)
         batch = max(1, policy.batch)
         workBudget = batch * PolicyRun.workPerObject
         minAge = policy.minAge
@@ -227,7 +232,7 @@ final class PolicyRun {
             holdingLeases = true
         }
         let leased = store.leases.snapshot()
-        return EvictionGuard(createdBefore: now - minAge, objects: leased.objects, files: leased.files)
+        return EvictionGuard(oldEnough: oldEnough, objects: leased.objects, files: leased.files)
     }
 
     /// Objects already counted in `plan.skipped`.
@@ -332,9 +337,8 @@ final class PolicyRun {
         _ tx: WriteTransaction, order: String, after cursor: (Double, Int64)?, condition: String = "",
         arguments: StatementArguments = [], limit: Int, seeingHeld: Bool = false
     ) throws -> [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)] {
-        let createdBefore = now - minAge
         let (sql, args) = PolicyRun.candidateQuery(
-            order: order, createdBefore: createdBefore, after: cursor, condition: condition, arguments: arguments,
+            order: order, oldEnough: oldEnough, after: cursor, condition: condition, arguments: arguments,
             limit: limit, seeingHeld: seeingHeld)
         var rows = [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)]()
         rows.reserveCapacity(min(limit, 4096))
@@ -344,7 +348,7 @@ final class PolicyRun {
             let pinned = seeingHeld && r.int64(6) != 0
             let created = r.double(5)
             let detail = DeletedDetail(id: id, ref: ref, owner: r.text(4) ?? "", pinned: pinned, created: created)
-            let held: SkipReason? = pinned ? .pinned : created > createdBefore ? .tooYoung : nil
+            let held: SkipReason? = pinned ? .pinned : !oldEnough.isOld(created) ? .tooYoung : nil
             rows.append((id: id, ref: ref, key: r.double(3), detail: detail, held: held))
         }
         return rows
@@ -354,15 +358,16 @@ final class PolicyRun {
 extension PolicyRun {
     /// The SQL of `candidates` (a query plan test reads it: it must walk an index in order).
     static func candidateQuery(
-        order: String, createdBefore: Double, after cursor: (Double, Int64)?, condition: String,
+        order: String, oldEnough: AgeCutoff, after cursor: (Double, Int64)?, condition: String,
         arguments: StatementArguments, limit: Int, seeingHeld: Bool = false
     ) -> (String, StatementArguments) {
         var sql = "SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created, d.pinned FROM object d"
         var clauses = [String]()
         var args: StatementArguments = []
         if !seeingHeld {
-            clauses.append("d.pinned = 0 AND d.created <= ?")
-            args += [createdBefore]
+            let (old, values) = oldEnough.sql("d.created")
+            clauses.append("d.pinned = 0 AND " + old)
+            for v in values { args += [v] }
         }
         if let cursor {
             clauses.append("d.\(order) >= ? AND (d.\(order) > ? OR d.id > ?)")

@@ -37,8 +37,8 @@ struct EvictionEffect {
 
 /// What a policy may not delete.
 struct EvictionGuard {
-    /// Objects created after this are too young.
-    var createdBefore: Double
+    /// Objects not created before this are too young.
+    var oldEnough: AgeCutoff
     /// Leased objects, by their bytes (as the rows are): ask `leases(_:)`.
     var objects: Set<ObjectRefKey>
     /// Leased files, as UTF-8 bytes.
@@ -54,7 +54,7 @@ struct EvictionGuard {
     /// Why `d` may not go, if it may not.
     func protection(of d: DeletedDetail) -> SkipReason? {
         if d.pinned { return .pinned }
-        if d.created > createdBefore { return .tooYoung }
+        if !oldEnough.isOld(d.created) { return .tooYoung }
         if leases(d.ref) { return .leased }
         return nil
     }

@@ -20,6 +20,8 @@ public final class Store: Sendable {
     public var isReadOnly: Bool { configuration.readOnly }
     /// Live leases.
     public let leases: LeaseRegistry
+    /// The wall clock and its steps seen (ClockSteps.swift).
+    public let clocks: ClockSteps
     /// Whether the writer's WAL writes are combined, and why not.
     public let walCoalescing: WALCoalescing
 
@@ -35,6 +37,8 @@ public final class Store: Sendable {
     /// or fills in its file's device or identity: a `min_free` step's count so far may miss
     /// such a row, and counts the whole queue again when this moved (MinFreeQueue.swift).
     let queueRowsMoved = Atomic<Int>(0)
+    /// The wall clock's steps back whose effect on the queue is bounded (Store+ClockSteps.swift).
+    let stepsBackBounded = Atomic<Int>(0)
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
     /// The WAL's descriptor for `syncWAL`, kept open; held while a sync runs (Store+WALSync.swift).
@@ -118,7 +122,8 @@ public final class Store: Sendable {
         self.configuration = configuration
         self.roots = try ManagedRoots(configuration.roots)
         roots.pins.pinAll(roots.paths)
-        leases = LeaseRegistry(roots: roots, clock: configuration.clock)
+        clocks = ClockSteps(wall: configuration.clock, steady: configuration.steadyClock)
+        leases = LeaseRegistry(roots: roots, clocks: clocks)
         let folder = (path as NSString).deletingLastPathComponent
         if !configuration.readOnly {
             do {

@@ -25,8 +25,16 @@ public struct StoreConfiguration: Sendable {
     public var templates: [UTF8Key: [EdgeTemplate]] = [:]
     /// The owner of objects put without one (the process's user name by default).
     public var defaultOwner: String = StoreConfiguration.processUserName()
-    /// Unix seconds now; tests substitute their own.
-    public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    /// Unix seconds now, the wall clock: what stamps rows and TTLs go by. Tests substitute
+    /// their own, which is then the steady clock too (a test's clock never steps) unless
+    /// `steadyClock` is set after it.
+    public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 } {
+        didSet { steadyClock = clock }
+    }
+    /// Seconds on a clock that never steps (CLOCK_BOOTTIME): lease deadlines, and the ages
+    /// that protect (files.unlink_delay, backoff, policy min_age, files.orphan_grace) are
+    /// held against a step of the wall clock by it (ClockSteps.swift).
+    public var steadyClock: @Sendable () -> Double = ClockSteps.bootClock
     /// Run due unlinks while opening (assetd(8), DATA MODEL, The unlink queue); lease
     /// deferrals end and parked rows come back at every open of a live database anyway. Off
     /// for `assetctl --db`, which reads a database (a copy, maybe, opened with the live roots)

@@ -39,14 +39,14 @@ extension Store {
     /// `owedLooksPerBatch` and `owedLookNames`; none after one that ended on a transient error
     /// (the disk or the descriptor table that failed it would likely fail the next).
     func takeOwedLooks(
-        after lastID: Int64, durable: Int64, now: Double, retryFailed: Bool, limit: Int
+        after lastID: Int64, durable: Int64, now: ClockSteps.Reading, retryFailed: Bool, limit: Int
     ) throws -> [Int64: TakenLook] {
         var owing = [(id: Int64, path: String, size: Int64, owed: String)]()
         try read { r in
             try r.db.cachedStatement(
                 sql: """
                     SELECT id, path, size, identify FROM (
-                        SELECT id, path, size, identify FROM unlink_queue \(Store.sweepWindow))
+                        SELECT id, path, size, identify FROM unlink_queue \(Store.sweepWindow(now)))
                     WHERE identify IS NOT NULL ORDER BY id LIMIT ?
                     """
             ).forEachRawRow(

@@ -79,17 +79,30 @@ extension Store {
         try checkWritable()
         try checkNotCopy("sweep")
         var report = SweepReport()
+        let clock = clocks.read()
+        try boundQueue(after: clock)
         // The daemon sweeps every second: with nothing due, a read is all it costs (no write
-        // lock taken from clients, no WAL sync).
+        // lock taken from clients, no WAL sync). Due by both clocks (sweepWindow).
         let (pending, due) = try read { r in
             let row = try Row.fetchOne(
                 r.db,
-                sql: """
+                sql: clock.steppedForward
+                    ? """
+                    SELECT COUNT(*), EXISTS (
+                        SELECT 1 FROM unlink_queue
+                        WHERE next_attempt <= ?1 AND (queued_at >= ?4 OR next_attempt <= ?5)
+                        OR (?2 AND attempts > 0 AND next_attempt < ?3))
+                    FROM unlink_queue
+                    """
+                    : """
                     SELECT COUNT(*), EXISTS (
                         SELECT 1 FROM unlink_queue
                         WHERE next_attempt <= ?1 OR (?2 AND attempts > 0 AND next_attempt < ?3))
                     FROM unlink_queue
-                    """, arguments: [configuration.clock(), retryFailed, Store.parkedUntil])
+                    """,
+                arguments: clock.steppedForward
+                    ? [clock.wall, retryFailed, Store.parkedUntil, clock.boundary, clock.wall - clock.forward]
+                    : [clock.wall, retryFailed, Store.parkedUntil])
             return (row?[0] ?? 0, row?[1] ?? false) as (Int, Bool)
         }
         guard due else {
@@ -105,21 +118,22 @@ extension Store {
         // unlinks happened).
         var attempted = [Int64: UnlinkOutcome]()
         while true {
-            let now = configuration.clock()
+            let clock = clocks.read()
+            let now = clock.wall
             // On a full disk the reserve lets the batch commit (its unlinks free space); a second
             // attempt starts from the same report, and the same root devices to record (they
             // were rolled back too), with the outcomes of the first.
             let before = (report, lastID, renumbered)
             // Before the transaction: a look's file system calls never hold the writer.
             let looks = try takeOwedLooks(
-                after: lastID, durable: durable, now: now, retryFailed: retryFailed, limit: batch)
+                after: lastID, durable: durable, now: clock, retryFailed: retryFailed, limit: batch)
             let done: Bool = try freeingSpace("the sweep of queued unlinks") {
                 try Store.mapErrors {
                     (report, lastID, renumbered) = before
                     return try pool.write { db in
                         if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
                         let b = try takeSweepBatch(
-                            db, after: lastID, durable: durable, now: now, retryFailed: retryFailed, limit: batch,
+                            db, after: lastID, durable: durable, now: clock, retryFailed: retryFailed, limit: batch,
                             renumbered: renumbered ?? [:], skipping: attempted, looks: looks)
                         var fresh = unlinkAll(b.targets, threads: threads, beforeUnlink: beforeUnlink).makeIterator()
                         let outcomes = b.targetIDs.map { id in

@@ -52,7 +52,8 @@ final class SweepAlongside {
             try body()
             return false
         }
-        let now = store.configuration.clock()
+        let clock = store.clocks.read()
+        let now = clock.wall
         if now < firstDue {
             try body()
             return false
@@ -60,7 +61,7 @@ final class SweepAlongside {
         if renumbered == nil { renumbered = try store.noteRootDevices(db, now: now) }
         // No owed look is taken in the run's transaction: their rows are left to the sweep.
         let b = try store.takeSweepBatch(
-            db, after: after, durable: store.durableCommit, now: now, retryFailed: false, limit: limit,
+            db, after: after, durable: store.durableCommit, now: clock, retryFailed: false, limit: limit,
             renumbered: renumbered ?? [:])
         if b.lastID == nil {
             try body()

@@ -168,11 +168,13 @@ extension Store {
         let now = configuration.clock()
         return try Store.mapErrors {
             try pool.write { db in
-                // TEXT compares with BINARY collation: byte for byte. Never before unlink_delay.
+                // TEXT compares with BINARY collation: byte for byte. Never before unlink_delay,
+                // nor later than it from now (queued before a step back of the wall clock).
                 try db.execute(
                     sql: """
-                        UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
-                        WHERE next_attempt > MAX(?1, queued_at + ?2) AND path IN (SELECT value FROM json_each(?3))
+                        UPDATE unlink_queue SET next_attempt = MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
+                        WHERE next_attempt > MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
+                        AND path IN (SELECT value FROM json_each(?3))
                         """, arguments: [now, configuration.unlinkDelay, JSONValue.array(paths).serialized()])
                 // `now` was read before the writer was free: the rows may land before a
                 // min_free count made meanwhile.
@@ -187,7 +189,9 @@ extension Store {
     /// an open file are only probed sooner; failed rows keep their backoff, but no more: a
     /// failed row a lease then deferred (to the lease's end, up to a day) is due within the
     /// longest retry delay, as any failed row. Parked rows are due at once: the roots, or
-    /// the filesystems mounted, may have changed since.
+    /// the filesystems mounted, may have changed since. No row waits longer from now than
+    /// `files.unlink_delay` or the longest retry delay: the wall clock may have stepped back
+    /// since they were queued (Store+ClockSteps.swift).
     /// Returns how many rows were made due sooner.
     @discardableResult
     func endLeaseDeferrals() throws -> Int {
@@ -200,8 +204,8 @@ extension Store {
                 let unparked = db.changesCount
                 try db.execute(
                     sql: """
-                        UPDATE unlink_queue SET next_attempt = MAX(?1, queued_at + ?2)
-                        WHERE attempts = 0 AND next_attempt > MAX(?1, queued_at + ?2)
+                        UPDATE unlink_queue SET next_attempt = MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
+                        WHERE attempts = 0 AND next_attempt > MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
                         """, arguments: [now, configuration.unlinkDelay])
                 let unfailed = db.changesCount
                 try db.execute(
@@ -232,11 +236,14 @@ extension Store {
         // Only the page's paths looked up, not a snapshot of every lease: any client can ask.
         let paths: [String] = rows.map { $0[0] }
         let leased = leases.leasedUntil(eachOf: paths)
+        // A leased row waits for its lease at least: its end as the wall clock reads now (the
+        // row's own next attempt may predate a step of it).
         return zip(zip(rows, paths), leased).map { rowPath, until in
             let (row, path) = rowPath
+            let next: Double = row[4]
             return PendingUnlink(
-                path: path, queuedAt: row[1], attempts: row[2], lastError: row[3], nextAttempt: row[4],
-                deferred: until != nil ? .leased : nil)
+                path: path, queuedAt: row[1], attempts: row[2], lastError: row[3],
+                nextAttempt: until.map { max(next, $0) } ?? next, deferred: until != nil ? .leased : nil)
         }
     }
 }

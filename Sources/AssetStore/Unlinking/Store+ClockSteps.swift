@@ -1,0 +1,33 @@
+// A step back of the wall clock (an NTP correction of a clock that ran ahead, `date -s`)
+// leaves the rows queued before it with their next attempt as far ahead as the step: a day's
+// step would keep every queued file a day. The queue is bounded instead: no row waits longer
+// from now than its delay or backoff allows (assetd(8), DATA MODEL, The unlink queue). Once per
+// step seen in this process (ClockSteps.swift); at an open, `endLeaseDeferrals` bounds the
+// rows the same way, as a step between two runs is seen by none.
+
+import GRDB
+
+extension Store {
+    /// Bounds the queue's next attempts if the wall clock stepped back since the last bound.
+    func boundQueue(after now: ClockSteps.Reading) throws {
+        guard now.stepsBack != stepsBackBounded.load(ordering: .relaxed) else { return }
+        let moved = try Store.mapErrors {
+            try pool.write { db in try Store.boundQueue(db, now: now.wall, delay: configuration.unlinkDelay) }
+        }
+        if moved > 0 { queueRowsMoved.add(1, ordering: .relaxed) }
+        stepsBackBounded.store(now.stepsBack, ordering: .relaxed)
+    }
+
+    /// Makes every row not parked due by `now` plus `files.unlink_delay` (never tried) or the
+    /// longest retry delay (failed before) at the latest; returns how many moved. A row a lease
+    /// defers is deferred again by the sweep that finds it due, to its lease's end as the wall
+    /// clock reads now.
+    static func boundQueue(_ db: Database, now: Double, delay: Double) throws -> Int {
+        try db.execute(
+            sql: """
+                UPDATE unlink_queue SET next_attempt = ?1 + CASE WHEN attempts = 0 THEN ?2 ELSE ?3 END
+                WHERE next_attempt > ?1 + CASE WHEN attempts = 0 THEN ?2 ELSE ?3 END AND next_attempt < ?4
+                """, arguments: [now, delay, Store.maximumRetryDelay, Store.parkedUntil])
+        return db.changesCount
+    }
+}
