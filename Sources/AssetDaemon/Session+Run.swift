@@ -147,7 +147,7 @@ extension Session {
             pump()
         }
         if execution == .queryLane {
-            server.submitQuery(uid: identity.uid, connection: number, work, done: done)
+            server.submitQuery(uid: identity.uid, admin: ctx.caller.isAdmin, connection: number, work, done: done)
             return
         }
         if let drains = counted {
