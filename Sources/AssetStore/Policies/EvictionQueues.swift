@@ -156,14 +156,30 @@ final class EvictionQueues {
         admittedThrough = max(admittedThrough, id)
     }
 
-    /// The next object the order would evict, after moving those it spares; nil when every
-    /// queue is empty or has only objects this run had to pass over.
-    func next(_ db: Database) throws -> (QueueCandidate, String)? {
+    /// Objects the last `next` spared (moved on or cleared): each is work, charged to the batch.
+    private(set) var moved = 0
+    /// The last `next` stopped at its limit of moves, with no candidate yet.
+    private(set) var paused = false
+
+    /// The next object the order would evict, after moving those it spares, at most `moves`
+    /// of them: every object may be spared once (SIEVE) or three times (S3-FIFO), and one call
+    /// that spared them all held the writer as long as a walk over the whole store. Nil when
+    /// every queue is empty or has only objects this run had to pass over, or `paused`.
+    func next(_ db: Database, moves: Int) throws -> (QueueCandidate, String)? {
+        moved = 0
+        paused = false
         switch order {
         case .lru: return nil
-        case .sieve: return try nextSieve(db)
-        case .s3fifo: return try nextS3FIFO(db)
+        case .sieve: return try nextSieve(db, moves: moves)
+        case .s3fifo: return try nextS3FIFO(db, moves: moves)
         }
+    }
+
+    /// Counts a move; true when the limit is reached (`paused`).
+    private func pause(at limit: Int) -> Bool {
+        moved += 1
+        paused = moved >= limit
+        return paused
     }
 
     /// The oldest object of `queue` with a place at or after `from`. Read ahead: the heads
@@ -220,7 +236,7 @@ final class EvictionQueues {
         }
     }
 
-    private func nextSieve(_ db: Database) throws -> (QueueCandidate, String)? {
+    private func nextSieve(_ db: Database, moves: Int) throws -> (QueueCandidate, String)? {
         var wrapped = false
         while true {
             guard let c = try first(db, queue: EvictionQueues.main, from: hand) else {
@@ -235,6 +251,7 @@ final class EvictionQueues {
             if c.freq > 0 {
                 pop(c)
                 try db.cachedStatement(sql: "UPDATE evict_queue SET freq = 0 WHERE id = ?").execute(arguments: [c.id])
+                if pause(at: moves) { return nil }
                 continue
             }
             // Past the newest the hand starts again from the oldest, as the reference's does,
@@ -258,7 +275,7 @@ final class EvictionQueues {
             arguments: [c.queue, c.seq]) ?? false
     }
 
-    private func nextS3FIFO(_ db: Database) throws -> (QueueCandidate, String)? {
+    private func nextS3FIFO(_ db: Database, moves: Int) throws -> (QueueCandidate, String)? {
         hasEvicted = true
         // One queue per eviction, chosen once, as the reference does.
         var queue =
@@ -275,12 +292,14 @@ final class EvictionQueues {
             if queue == EvictionQueues.small {
                 if c.freq >= EvictionQueues.promoteAt {
                     try place(db, c, queue: EvictionQueues.main, freq: 0)
+                    if pause(at: moves) { return nil }
                     continue
                 }
                 return (c, "s3fifo: not accessed again in the small queue")
             }
             if c.freq >= 1 {
                 try place(db, c, queue: EvictionQueues.main, freq: min(c.freq, 3) - 1)
+                if pause(at: moves) { return nil }
                 continue
             }
             return (c, "s3fifo: no access left in the main queue")

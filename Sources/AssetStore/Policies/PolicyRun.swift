@@ -320,50 +320,67 @@ final class PolicyRun {
         }
     }
 
-    /// Evictable candidates after a cursor, in `order` (a column), with an extra SQL
-    /// condition: object rows, which carry the built-in index's columns and SQLite indexes.
-    /// Young and pinned objects never come back, unless `seeingHeld`: then they come too, with
-    /// why they stay (`held`), so that a walk counts them against its budget (SQLite would pass
-    /// over any number of them inside one query, holding the writer: docs/DESIGN.md, Dry runs).
-    /// Leased ones are filtered by the caller's guard.
+    /// Candidates after a cursor, in `order` (a column), with an extra SQL condition that an
+    /// index can serve (a range, an owner) and a `filter` read for each row (a collection, a
+    /// filesystem): object rows, which carry the built-in index's columns and SQLite indexes.
+    /// Young and pinned objects come too, with why they stay (`held`), and rows the filter
+    /// leaves out (`wanted` false), so that a walk charges each against its budget: SQLite
+    /// would pass over any number of them inside one query, holding the writer
+    /// (docs/DESIGN.md, Dry runs). Leased ones are filtered by the caller's guard.
     /// Each comes with what a deletion records of it (`detail`), read from the same row, so
     /// that a deletion in this transaction need not read the row again (`evict(known:)`).
     func candidates(
         _ tx: WriteTransaction, order: String, after cursor: (Double, Int64)?, condition: String = "",
-        arguments: StatementArguments = [], limit: Int, seeingHeld: Bool = false
-    ) throws -> [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)] {
+        arguments: StatementArguments = [], filter: String = "", filterArguments: StatementArguments = [],
+        limit: Int
+    ) throws -> [PolicyCandidate] {
         let createdBefore = now - minAge
         let (sql, args) = PolicyRun.candidateQuery(
-            order: order, createdBefore: createdBefore, after: cursor, condition: condition, arguments: arguments,
-            limit: limit, seeingHeld: seeingHeld)
-        var rows = [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)]()
+            order: order, after: cursor, condition: condition, arguments: arguments, filter: filter,
+            filterArguments: filterArguments, limit: limit)
+        var rows = [PolicyCandidate]()
         rows.reserveCapacity(min(limit, 4096))
         try tx.db.cachedStatement(sql: sql).forEachRawRow(args) { r in
             let id = r.int64(0)
             let ref = ObjectRef(r.text(1) ?? "", r.text(2) ?? "")
-            let pinned = seeingHeld && r.int64(6) != 0
+            let pinned = r.int64(6) != 0
             let created = r.double(5)
             let detail = DeletedDetail(id: id, ref: ref, owner: r.text(4) ?? "", pinned: pinned, created: created)
             let held: SkipReason? = pinned ? .pinned : created > createdBefore ? .tooYoung : nil
-            rows.append((id: id, ref: ref, key: r.double(3), detail: detail, held: held))
+            rows.append(
+                PolicyCandidate(id: id, ref: ref, key: r.double(3), detail: detail, held: held, wanted: r.int64(7) != 0)
+            )
         }
         return rows
     }
 }
 
+/// A row a policy walk looks at (`PolicyRun.candidates`).
+struct PolicyCandidate {
+    var id: Int64
+    var ref: ObjectRef
+    /// Its value in the walk's order, for the cursor.
+    var key: Double
+    var detail: DeletedDetail
+    /// Why it stays (pinned, too young), if it does.
+    var held: SkipReason?
+    /// False if the step's filter leaves it out: looked at, but no candidate of the step.
+    var wanted: Bool
+}
+
 extension PolicyRun {
     /// The SQL of `candidates` (a query plan test reads it: it must walk an index in order).
+    /// The filter is a column, not a clause: a row it leaves out still comes back, counted.
     static func candidateQuery(
-        order: String, createdBefore: Double, after cursor: (Double, Int64)?, condition: String,
-        arguments: StatementArguments, limit: Int, seeingHeld: Bool = false
+        order: String, after cursor: (Double, Int64)?, condition: String, arguments: StatementArguments,
+        filter: String = "", filterArguments: StatementArguments = [], limit: Int
     ) -> (String, StatementArguments) {
-        var sql = "SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created, d.pinned FROM object d"
+        var sql = """
+            SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created, d.pinned, \(filter.isEmpty ? "1" : "(\(filter))")
+            FROM object d
+            """
         var clauses = [String]()
-        var args: StatementArguments = []
-        if !seeingHeld {
-            clauses.append("d.pinned = 0 AND d.created <= ?")
-            args += [createdBefore]
-        }
+        var args = filterArguments
         if let cursor {
             clauses.append("d.\(order) >= ? AND (d.\(order) > ? OR d.id > ?)")
             args += [cursor.0, cursor.0, cursor.1]
