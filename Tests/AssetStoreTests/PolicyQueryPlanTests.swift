@@ -50,15 +50,19 @@ struct PolicyQueryPlanTests {
             try f.put(
                 [(ref(i % 2 == 0 ? "c" : "d", "k\(i)"), ["n": .int(Int64(i))])], owner: i % 3 == 0 ? "alice" : "bob")
         }
-        let (sql, args) = PolicyRun.candidateQuery(
-            order: s.order, after: s.cursor ? (0, 0) : nil, condition: s.condition,
-            arguments: StatementArguments(s.arguments), filter: s.filter,
-            filterArguments: StatementArguments(s.filterArguments), limit: 10)
-        let plan = try f.store.read { r in
-            try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }
+        // After a cursor: the rest of its key's run, a seek on the id, then the keys after it.
+        for sameKey in s.cursor ? [true, false] : [false] {
+            let (sql, args) = PolicyRun.candidateQuery(
+                order: s.order, after: s.cursor ? (0, 0) : nil, sameKey: sameKey, condition: s.condition,
+                arguments: StatementArguments(s.arguments), filter: s.filter,
+                filterArguments: StatementArguments(s.filterArguments), limit: 10)
+            let plan = try f.store.read { r in
+                try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }
+            }
+            #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+            #expect(plan.contains { $0.contains("USING INDEX index_default__") }, "\(plan)")
+            if sameKey { #expect(plan.contains { $0.contains("rowid>?") }, "\(plan)") }
         }
-        #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
-        #expect(plan.contains { $0.contains("USING INDEX index_default__") }, "\(plan)")
     }
 
     /// The budget's total of every file, counted once: the short list of shared identities
