@@ -347,4 +347,78 @@ struct PolicyWorkBudgetTests {
         #expect(plan.objects.count == 1, "\(plan.objects.map(\.ref.key))")
         #expect(batches.count > 3, "\(batches.count) transactions")
     }
+
+    /// Reads between a run's batches raise the access counts of objects it already spared:
+    /// each is spared at most once a run (SIEVE), or three times (S3-FIFO), so the run still
+    /// finds its victim. Spared again at each batch, a store read faster than a pass takes
+    /// kept a run committing batches that freed nothing (here, until the reads stop).
+    @Test(
+        "reads between batches cannot keep a run from evicting", arguments: [EvictionOrder.sieve, .s3fifo])
+    func readsBetweenBatches(_ order: EvictionOrder) throws {
+        let n = 300
+        let f = try Fixture {
+            $0.policy = lruPolicy {
+                $0.order = order
+                $0.maxBytes = Int64(n) * 100; $0.lowWater = 1
+                $0.minAge = 0
+                $0.batch = 5  // a budget of 50
+            }
+        }
+        let paths = try (0...n).map { try f.makeFile("s\($0)", size: 100) }
+        try f.store.write { tx in
+            for i in 0...n { try tx.put(ref("c", "k\(i)"), value: ["file": .string(paths[i])]) }
+        }
+        f.clock.advance(1)
+        #expect(try f.store.enforce().objects.count == 1)  // k0: every object now placed
+        let store: Store = f.store
+        let readAll = { @Sendable in for i in 1...n { try? store.touch(ref("c", "k\(i)")) } }
+        readAll()
+        readAll()
+        try f.store.flushAccesses()
+        f.clock.advance(1)
+        try f.put([(ref("c", "new"), ["file": .string(try f.makeFile("new", size: 100))])])
+        // Every object read again after each batch, for the first 200 batches.
+        let batches = Batches()
+        let plan = try f.store.enforce(progress: { p in
+            batches.progress(p)
+            if batches.count < 200 { readAll() }
+        })
+        #expect(plan.objects.count == 1, "\(plan.objects.map(\.ref.key))")
+        // At most three passes of 300 spared objects, 50 a batch: 18 batches, and a few more.
+        #expect(batches.count < 30, "\(batches.count) transactions")
+    }
+
+    /// S3-FIFO chooses the queue of an eviction once, as libCacheSim does. The promotions of
+    /// an eviction in the small queue grow the main one past its share: a budget that paused
+    /// it midway must not let the next batch choose again, or the victim depends on `batch`.
+    @Test("an S3-FIFO eviction paused at the budget goes on in the queue it chose")
+    func pausedEvictionKeepsItsQueue() throws {
+        let n = 1000  // the small queue holds 50 of them
+        let f = try Fixture {
+            $0.policy = lruPolicy {
+                $0.order = .s3fifo
+                $0.maxBytes = Int64(n) * 100; $0.lowWater = 1
+                $0.minAge = 0
+                $0.batch = 1  // a budget of 10: the 49 promotions below take five batches
+            }
+        }
+        let paths = try (0...n).map { try f.makeFile("s\($0)", size: 100) }
+        try f.store.write { tx in
+            for i in 0...n { try tx.put(ref("c", "k\(i)"), value: ["file": .string(paths[i])]) }
+        }
+        f.clock.advance(1)
+        // k0-k49 fill the small queue, the rest go to the main one; making room for k1000, k0
+        // goes from the small queue, and k1000 takes its place.
+        #expect(try f.store.enforce().objects.map(\.ref.key) == ["k0"])
+        for _ in 0..<2 {
+            for i in 1..<50 { try f.store.touch(ref("c", "k\(i)")) }
+        }
+        try f.store.flushAccesses()
+        f.clock.advance(1)
+        try f.put([(ref("c", "new"), ["file": .string(try f.makeFile("new", size: 100))])])
+        // The small queue's read objects go to the main one, and its first unread one, k1000,
+        // is the victim; choosing again after a pause took the main queue's oldest, k50.
+        let plan = try f.store.enforce()
+        #expect(plan.objects.map(\.ref.key) == ["k1000"], "\(plan.objects.map(\.ref.key))")
+    }
 }
