@@ -2,10 +2,9 @@
 // clause may run until the query time limit, and a few such clauses must not keep writes,
 // touches, leases, stats or sweeps waiting (assetd(8), CONTROL PROTOCOL). Waiting queries are
 // taken in turn by user, so that one user's many connections cannot keep another's out, and
-// a uid that is not an admin runs at most half the threads (at least one), or all but one
-// while no other uid runs or waits: a query may hold its thread until the time limit and
-// cannot be stopped for a newcomer, so a uid let take every thread while alone kept the next
-// user's trivial query waiting that long; the thread left finds the next user at once
+// a uid that is not an admin runs at most half the threads (at least one), even alone: a
+// query may hold its thread until the time limit and cannot be stopped for a newcomer, so a
+// uid let take more while alone kept the next users' trivial queries waiting that long
 // (docs/DESIGN.md). Admins are trusted, as with leases: no cap. Once stopping, none at all.
 
 import EventLoop
@@ -34,9 +33,8 @@ final class QueryLane: @unchecked Sendable {
 
     let threads: Int
     /// The most queries of one uid (not an admin's) running at once: half the threads, at
-    /// least one; `alone` while no other uid runs or waits: all but one, at least `perUser`.
+    /// least one.
     let perUser: Int
-    let alone: Int
     private let lock = NSCondition()
     private let waiting = Waiting()
     /// Tickets whose work ended, for the loop.
@@ -50,7 +48,6 @@ final class QueryLane: @unchecked Sendable {
     init(loop: Loop, threads: Int) throws(UVError) {
         self.threads = threads
         perUser = max(1, threads / 2)
-        alone = max(perUser, threads - 1)
         waker = try Waker(loop: loop) { [unowned self] in deliver() }
         for i in 0..<threads {
             ended.enter()
@@ -112,11 +109,9 @@ final class QueryLane: @unchecked Sendable {
             var taken: (uid: UInt32, job: Job)?
             while true {
                 let w = waiting
-                let (perUser, alone, oneWaits) = (perUser, alone, w.jobs.users == 1)
+                let cap = perUser
                 taken = w.jobs.next(whereFirst: { uid, job in
-                    if w.stopping || job.admin { return true }
-                    let lone = oneWaits && !w.runningByUser.keys.contains { $0 != uid }
-                    return w.runningByUser[uid, default: 0] < (lone ? alone : perUser)
+                    w.stopping || job.admin || w.runningByUser[uid, default: 0] < cap
                 })
                 if taken != nil || (w.jobs.isEmpty && w.stopping) { break }
                 lock.wait()  // nothing waits, or only uids at their cap: a job's end wakes it
