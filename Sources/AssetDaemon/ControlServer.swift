@@ -383,14 +383,15 @@ final class ControlServer {
 
     /// Runs `work` on a query thread and `done` back on the loop, counted as in flight.
     func submitQuery(
-        uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void
+        uid: UInt32, admin: Bool, connection: UInt64, _ work: @escaping @Sendable () -> Void,
+        done: @escaping () -> Void
     ) {
         guard let queries else {
             done()
             return
         }
         daemon.workStarted()
-        queries.submit(uid: uid, connection: connection, work) { [unowned self] in
+        queries.submit(uid: uid, admin: admin, connection: connection, work) { [unowned self] in
             done()
             daemon.workEnded()
         }

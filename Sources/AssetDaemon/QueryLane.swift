@@ -2,9 +2,10 @@
 // clause may run until the query time limit, and a few such clauses must not keep writes,
 // touches, leases, stats or sweeps waiting (assetd(8), CONTROL PROTOCOL). Waiting queries are
 // taken in turn by user, so that one user's many connections cannot keep another's out, and
-// one uid runs at most half the threads (at least one), even alone: a query may hold its thread
-// until the time limit, so a uid let take every thread while alone kept the next user's
-// trivial query waiting that long (docs/DESIGN.md). Once stopping, the cap is lifted.
+// a uid that is not an admin runs at most half the threads (at least one), even alone: a
+// query may hold its thread until the time limit and cannot be stopped for a newcomer, so a
+// uid let take more while alone kept the next users' trivial queries waiting that long
+// (docs/DESIGN.md). Admins are trusted, as with leases: no cap. Once stopping, none at all.
 
 import EventLoop
 import Foundation
@@ -17,6 +18,8 @@ final class QueryLane: @unchecked Sendable {
     private struct Job {
         let ticket: UInt64
         let connection: UInt64
+        /// The caller is an admin: no cap on its uid's threads.
+        let admin: Bool
         let work: @Sendable () -> Void
     }
 
@@ -29,7 +32,8 @@ final class QueryLane: @unchecked Sendable {
     }
 
     let threads: Int
-    /// The most queries of one uid running at once: half the threads, at least one.
+    /// The most queries of one uid (not an admin's) running at once: half the threads, at
+    /// least one.
     let perUser: Int
     private let lock = NSCondition()
     private let waiting = Waiting()
@@ -57,11 +61,14 @@ final class QueryLane: @unchecked Sendable {
     }
 
     /// Queues `work` for a lane thread (loop thread); `done` runs on the loop after it.
-    func submit(uid: UInt32, connection: UInt64, _ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+    func submit(
+        uid: UInt32, admin: Bool, connection: UInt64, _ work: @escaping @Sendable () -> Void,
+        done: @escaping () -> Void
+    ) {
         nextTicket += 1
         completions[nextTicket] = done
         lock.lock()
-        waiting.jobs.append(Job(ticket: nextTicket, connection: connection, work: work), uid: uid)
+        waiting.jobs.append(Job(ticket: nextTicket, connection: connection, admin: admin, work: work), uid: uid)
         lock.signal()
         lock.unlock()
     }
@@ -103,7 +110,9 @@ final class QueryLane: @unchecked Sendable {
             while true {
                 let w = waiting
                 let cap = perUser
-                taken = w.jobs.next { w.stopping || w.runningByUser[$0, default: 0] < cap }
+                taken = w.jobs.next(whereFirst: { uid, job in
+                    w.stopping || job.admin || w.runningByUser[uid, default: 0] < cap
+                })
                 if taken != nil || (w.jobs.isEmpty && w.stopping) { break }
                 lock.wait()  // nothing waits, or only uids at their cap: a job's end wakes it
             }

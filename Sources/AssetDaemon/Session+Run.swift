@@ -147,7 +147,7 @@ extension Session {
             pump()
         }
         if execution == .queryLane {
-            server.submitQuery(uid: identity.principal, connection: number, work, done: done)
+            server.submitQuery(uid: identity.principal, admin: ctx.caller.isAdmin, connection: number, work, done: done)
             return
         }
         if let drains = counted {

@@ -26,6 +26,16 @@ struct UserTurns<Job> {
     /// uid's next job behind the others' turns; nil if none may go.
     mutating func next(where eligible: (UInt32) -> Bool = { _ in true }) -> (uid: UInt32, job: Job)? {
         guard let i = turns.firstIndex(where: eligible) else { return nil }
+        return take(at: i)
+    }
+
+    /// `next`, judged by the uid and its oldest job (the one that would go).
+    mutating func next(whereFirst eligible: (UInt32, Job) -> Bool) -> (uid: UInt32, job: Job)? {
+        guard let i = turns.firstIndex(where: { eligible($0, byUser[$0]![0]) }) else { return nil }
+        return take(at: i)
+    }
+
+    private mutating func take(at i: Int) -> (uid: UInt32, job: Job) {
         let uid = turns.remove(at: i)
         var jobs = byUser.removeValue(forKey: uid)!  // a uid is in `turns` only while it has jobs
         let job = jobs.removeFirst()

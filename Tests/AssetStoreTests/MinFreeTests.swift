@@ -173,4 +173,32 @@ struct MinFreeTests {
         f.store.policy = p
         #expect(try f.store.enforce().objects.map(\.ref.key) == ["a", "k0"])
     }
+
+    /// The objects that hold no file on the filesystem short of space are looked at and
+    /// charged as the walk passes over them: a one-batch dry run stops at the budget, a real
+    /// run goes on over several transactions. SQLite passed over them inside one query.
+    @Test("objects with no file on that filesystem are charged as they are passed over")
+    func otherObjectsCharged() throws {
+        let f = try Fixture()
+        #expect(mountTmpfs(f.root, size: 4 * mib))
+        defer { umount2(f.root, Int32(MNT_DETACH)) }
+        try f.store.write { tx in
+            for i in 0..<300 { try tx.put(ref("v", "v\(i)"), value: ["n": .int(Int64(i))]) }
+        }
+        for i in 0..<3 {
+            f.clock.advance(1)
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)", size: mib))])])
+        }
+        f.clock.advance(3600)
+        var p = PolicyConfiguration()
+        p.minFree = Int64(2 * mib + mib / 2)
+        p.batch = 5  // a budget of 50
+        f.store.policy = p
+        let one = try f.store.enforce(dryRun: true, dryRunBatches: 1)
+        #expect(one.truncated && one.objects.isEmpty, "\(one.objects.map(\.ref.key))")
+        let transactions = Mutex(0)
+        let plan = try f.store.enforce { _ in transactions.withLock { $0 += 1 } }
+        #expect(plan.objects.map(\.ref.key) == ["k0", "k1"])
+        #expect(transactions.withLock { $0 } >= 6)  // 300 rows passed over, 50 a transaction
+    }
 }

@@ -13,17 +13,32 @@ struct PolicyQueryPlanTests {
         var order: String
         var condition: String
         var arguments: [String]
+        /// Read for each row, not a clause: rows it leaves out come back too (a collection's
+        /// expiry, a filesystem's min_free).
+        var filter = ""
+        var filterArguments: [String] = []
         /// One owner's LRU order: the per-owner index exists while a quota is configured.
         var quota = false
-        var testDescription: String { "\(order) \(condition)" }
+        /// From the start of the order, or after a cursor.
+        var cursor = true
+        var testDescription: String { "\(order) \(condition) \(filter)\(cursor ? "" : " from the start")" }
     }
 
     static let shapes: [Shape] = [
         Shape(order: "created", condition: "d.created < ?", arguments: ["1"]),
-        Shape(order: "created", condition: "d.created < ? AND +d.collection = ?", arguments: ["1", "c"]),
-        Shape(order: "accessed", condition: "d.accessed < ? AND +d.collection = ?", arguments: ["1", "c"]),
+        Shape(
+            order: "created", condition: "d.created < ?", arguments: ["1"], filter: "d.collection = ?",
+            filterArguments: ["c"]),
+        Shape(
+            order: "accessed", condition: "d.accessed < ?", arguments: ["1"], filter: "d.collection = ?",
+            filterArguments: ["c"]),
         Shape(order: "accessed", condition: "", arguments: []),
+        Shape(order: "accessed", condition: "", arguments: [], cursor: false),
+        Shape(
+            order: "accessed", condition: "", arguments: [],
+            filter: MinFreeStep(device: 1, minFree: 1).filter.0, filterArguments: ["1"]),
         Shape(order: "accessed", condition: "d.owner = ?", arguments: ["alice"], quota: true),
+        Shape(order: "accessed", condition: "d.owner = ?", arguments: ["alice"], quota: true, cursor: false),
     ]
 
     @Test("candidates come from an index in order, with no sort", arguments: shapes)
@@ -35,14 +50,19 @@ struct PolicyQueryPlanTests {
             try f.put(
                 [(ref(i % 2 == 0 ? "c" : "d", "k\(i)"), ["n": .int(Int64(i))])], owner: i % 3 == 0 ? "alice" : "bob")
         }
-        let (sql, args) = PolicyRun.candidateQuery(
-            order: s.order, oldEnough: AgeCutoff(before: 0), after: (0, 0), condition: s.condition,
-            arguments: StatementArguments(s.arguments), limit: 10)
-        let plan = try f.store.read { r in
-            try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }
+        // After a cursor: the rest of its key's run, a seek on the id, then the keys after it.
+        for sameKey in s.cursor ? [true, false] : [false] {
+            let (sql, args) = PolicyRun.candidateQuery(
+                order: s.order, after: s.cursor ? (0, 0) : nil, sameKey: sameKey, condition: s.condition,
+                arguments: StatementArguments(s.arguments), filter: s.filter,
+                filterArguments: StatementArguments(s.filterArguments), limit: 10)
+            let plan = try f.store.read { r in
+                try Row.fetchAll(r.db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }
+            }
+            #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+            #expect(plan.contains { $0.contains("USING INDEX index_default__") }, "\(plan)")
+            if sameKey { #expect(plan.contains { $0.contains("rowid>?") }, "\(plan)") }
         }
-        #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
-        #expect(plan.contains { $0.contains("USING INDEX index_default__") }, "\(plan)")
     }
 
     /// The budget's total of every file, counted once: the short list of shared identities

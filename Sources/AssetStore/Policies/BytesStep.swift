@@ -16,8 +16,11 @@ class BytesStep: PolicyStep {
 
     /// Bytes still to free (≤ 0: done), computed at the start of each batch.
     func need(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 { 0 }
-    /// An extra condition on candidates.
+    /// An extra condition on candidates, which an index serves (an owner).
     var condition: (String, StatementArguments) { ("", []) }
+    /// A filter read for each candidate (a filesystem): the rows it leaves out are looked at
+    /// and charged, not passed over inside SQLite (`PolicyRun.candidates`).
+    var filter: (String, StatementArguments) { ("", []) }
     /// A class member, so a subclass's answer is the one the protocol sees.
     var walksOwnerLRU: Bool { false }
     /// The need counted exactly, asked before the step ends on the bytes counted down (a name
@@ -33,8 +36,8 @@ class BytesStep: PolicyStep {
         e.files = try e.files.filter { try SharedFiles.survivor(queued: $0.path, tx.db) == nil }
         return counted(e)
     }
-    /// The order this step follows: a condition (an owner, a filesystem) walks LRU.
-    func order(_ run: PolicyRun) -> EvictionOrder { condition.0.isEmpty ? run.order : .lru }
+    /// The order this step follows: a condition or a filter (an owner, a filesystem) walks LRU.
+    func order(_ run: PolicyRun) -> EvictionOrder { condition.0.isEmpty && filter.0.isEmpty ? run.order : .lru }
     /// The capacity the order's queues are sized by: the budget, else the bytes held now.
     func capacity(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Int64 {
         if let max = run.maxBytes { return max }
@@ -52,17 +55,18 @@ class BytesStep: PolicyStep {
         }
         var handled = false  // at least one candidate a batch, so that a run of refusals ends
         walk: while need > 0 && !exhausted && !(handled && run.batchFull) {
-            // Young and pinned objects come too, each charged like any candidate: passed over
-            // inside SQLite, 180,000 young ones held the writer 1-2 s in a one-batch dry run.
+            // Young and pinned objects come too, and those of other filesystems, each charged
+            // like any candidate: passed over inside SQLite, 180,000 young ones held the
+            // writer 1-2 s in a one-batch dry run.
             let rows = try run.candidates(
-                tx, order: "accessed", after: cursor, condition: condition.0, arguments: condition.1, limit: 256,
-                seeingHeld: true)
+                tx, order: "accessed", after: cursor, condition: condition.0, arguments: condition.1,
+                filter: filter.0, filterArguments: filter.1, limit: 256)
             if rows.isEmpty { exhausted = true }
             for row in rows {
                 if handled && run.batchFull { break walk }
                 handled = true
                 run.charge(1)
-                if !tx.deletedIDs.contains(row.id) {
+                if row.wanted && !tx.deletedIDs.contains(row.id) {
                     if let why = row.held {
                         run.skip(row.id, why)
                     } else if g.leases(row.ref) {
@@ -134,7 +138,8 @@ class BytesStep: PolicyStep {
         while need > 0 && !run.batchFull {
             guard try evictNext(tx, run, q, g, &need) else {
                 // Every placed object is protected: the next batch places more, if any are left.
-                exhausted = try q.newObjects(tx.db, limit: 1).isEmpty
+                // Stopped at the budget instead, it goes on with the order's next.
+                if !q.paused { exhausted = try q.newObjects(tx.db, limit: 1).isEmpty }
                 break
             }
         }
@@ -153,11 +158,16 @@ class BytesStep: PolicyStep {
         return try (recount(tx, run) ?? 0) <= 0
     }
 
-    /// Evicts (or passes over) the order's next object; false when none is left.
+    /// Evicts (or passes over) the order's next object; false when none is left, or when the
+    /// budget ran out on the objects spared on the way (`q.paused`).
     private func evictNext(
         _ tx: WriteTransaction, _ run: PolicyRun, _ q: EvictionQueues, _ g: EvictionGuard, _ need: inout Int64
     ) throws -> Bool {
-        guard let (c, detail) = try q.next(tx.db) else { return false }
+        // The objects the order spares on the way count too (a store read all since the last
+        // run is a whole pass): at the budget, the batch ends and the next goes on from there.
+        let next = try q.next(tx.db, moves: max(1, run.workBudget - run.workInBatch))
+        run.charge(q.moved)
+        guard let (c, detail) = next else { return false }
         run.charge(1)
         let holder = DeletedDetail(id: c.id, ref: c.ref, owner: "", pinned: c.pinned, created: c.created)
         if let why = g.protection(of: holder) {

@@ -9,7 +9,8 @@
 // `scripts/bench.sh eviction` can compare the two: S3-FIFO admits to a small queue (5% of
 // the capacity, libCacheSim's parameter set to the store's: docs/EVICTION.md) unless the key
 // is in the ghost record, promotes an object accessed twice there to the main queue, and gives a main-queue object one more pass per access (at most
-// three); SIEVE spares an object accessed since its hand last passed and moves on.
+// three); SIEVE spares an object accessed since its hand last passed and moves on. A run
+// spares one object at most as often as they would between two reads (`spared`).
 
 import GRDB
 
@@ -156,14 +157,47 @@ final class EvictionQueues {
         admittedThrough = max(admittedThrough, id)
     }
 
-    /// The next object the order would evict, after moving those it spares; nil when every
-    /// queue is empty or has only objects this run had to pass over.
-    func next(_ db: Database) throws -> (QueueCandidate, String)? {
+    /// Objects the last `next` spared (moved on or cleared): each is work, charged to the batch.
+    private(set) var moved = 0
+    /// The last `next` stopped at its limit of moves, with no candidate yet.
+    private(set) var paused = false
+    /// Times this run spared each object. A real run commits between batches, and the reads
+    /// flushed in between raise the access counts again: spared each time, objects read faster
+    /// than a pass took kept a run committing batches that freed nothing. So a run spares an
+    /// object at most as often as the order would between two reads (`maxSpares`); with no
+    /// read between batches (a dry run, an idle store) the cap never binds.
+    private var spared: [Int64: Int] = [:]
+    private var maxSpares: Int { order == .sieve ? 1 : 3 }
+    /// S3-FIFO: the queue of the eviction a pause stopped, which the next batch goes on in.
+    private var resume: Int?
+
+    /// Counts a spare of `id`; false when this run spared it `maxSpares` times already.
+    private func spare(_ id: Int64) -> Bool {
+        let n = spared[id, default: 0]
+        guard n < maxSpares else { return false }
+        spared[id] = n + 1
+        return true
+    }
+
+    /// The next object the order would evict, after moving those it spares, at most `moves`
+    /// of them: every object may be spared once (SIEVE) or three times (S3-FIFO), and one call
+    /// that spared them all held the writer as long as a walk over the whole store. Nil when
+    /// every queue is empty or has only objects this run had to pass over, or `paused`.
+    func next(_ db: Database, moves: Int) throws -> (QueueCandidate, String)? {
+        moved = 0
+        paused = false
         switch order {
         case .lru: return nil
-        case .sieve: return try nextSieve(db)
-        case .s3fifo: return try nextS3FIFO(db)
+        case .sieve: return try nextSieve(db, moves: moves)
+        case .s3fifo: return try nextS3FIFO(db, moves: moves)
         }
+    }
+
+    /// Counts a move; true when the limit is reached (`paused`).
+    private func pause(at limit: Int) -> Bool {
+        moved += 1
+        paused = moved >= limit
+        return paused
     }
 
     /// The oldest object of `queue` with a place at or after `from`. Read ahead: the heads
@@ -220,7 +254,7 @@ final class EvictionQueues {
         }
     }
 
-    private func nextSieve(_ db: Database) throws -> (QueueCandidate, String)? {
+    private func nextSieve(_ db: Database, moves: Int) throws -> (QueueCandidate, String)? {
         var wrapped = false
         while true {
             guard let c = try first(db, queue: EvictionQueues.main, from: hand) else {
@@ -232,9 +266,10 @@ final class EvictionQueues {
             }
             if skipped.contains(c.id) { return nil }
             hand = c.seq + 1
-            if c.freq > 0 {
+            if c.freq > 0 && spare(c.id) {
                 pop(c)
                 try db.cachedStatement(sql: "UPDATE evict_queue SET freq = 0 WHERE id = ?").execute(arguments: [c.id])
+                if pause(at: moves) { return nil }
                 continue
             }
             // Past the newest the hand starts again from the oldest, as the reference's does,
@@ -243,7 +278,8 @@ final class EvictionQueues {
                 hand = 0
                 heads[EvictionQueues.main] = nil
             }
-            return (c, "sieve: not accessed since the hand last passed")
+            let why = c.freq > 0 ? "read again since this run spared it" : "not accessed since the hand last passed"
+            return (c, "sieve: " + why)
         }
     }
 
@@ -258,11 +294,13 @@ final class EvictionQueues {
             arguments: [c.queue, c.seq]) ?? false
     }
 
-    private func nextS3FIFO(_ db: Database) throws -> (QueueCandidate, String)? {
+    private func nextS3FIFO(_ db: Database, moves: Int) throws -> (QueueCandidate, String)? {
         hasEvicted = true
-        // One queue per eviction, chosen once, as the reference does.
+        // One queue per eviction, chosen once, as the reference does: a pause keeps it (the
+        // promotions before it may have grown the main queue past its share).
         var queue =
-            mainBytes > mainCapacity || smallBytes <= 0 ? EvictionQueues.main : EvictionQueues.small
+            resume ?? (mainBytes > mainCapacity || smallBytes <= 0 ? EvictionQueues.main : EvictionQueues.small)
+        resume = nil
         while true {
             if exhausted.contains(queue) {
                 queue = 1 - queue
@@ -273,19 +311,29 @@ final class EvictionQueues {
                 continue
             }
             if queue == EvictionQueues.small {
-                if c.freq >= EvictionQueues.promoteAt {
+                if c.freq >= EvictionQueues.promoteAt && spare(c.id) {
                     try place(db, c, queue: EvictionQueues.main, freq: 0)
+                    if pause(at: moves) {
+                        resume = queue
+                        return nil
+                    }
                     continue
                 }
-                return (c, "s3fifo: not accessed again in the small queue")
+                return (c, "s3fifo: not accessed again in the small queue")  // a spared one went to main
             }
-            if c.freq >= 1 {
+            if c.freq >= 1 && spare(c.id) {
                 try place(db, c, queue: EvictionQueues.main, freq: min(c.freq, 3) - 1)
+                if pause(at: moves) {
+                    resume = queue
+                    return nil
+                }
                 continue
             }
-            return (c, "s3fifo: no access left in the main queue")
+            return (c, "s3fifo: " + (c.freq >= 1 ? Self.sparedEnough : "no access left in the main queue"))
         }
     }
+
+    private static let sparedEnough = "read again since this run spared it three times"
 
     /// After `c` was evicted (its row went with the object).
     func evicted(_ db: Database, _ c: QueueCandidate) throws {

@@ -31,31 +31,52 @@ final class ExpireStep: PolicyStep {
 
     func advance(_ tx: WriteTransaction, _ run: PolicyRun) throws -> Bool {
         let g = run.protection()
-        var condition = "d.\(column) < ?"
-        var args: StatementArguments = [cutoff]
-        if let collection {
-            // Unary plus: walk the age index and filter, never scan and sort a whole collection.
-            condition += " AND +d.collection = ?"
-            args += [collection]
+        var filter = ("", StatementArguments())
+        // A filter, not a clause: the age index is walked, never a whole collection sorted,
+        // and other collections' rows are charged as they are passed over.
+        if let collection { filter = ("d.collection = ?", [collection]) }
+        var first = true  // at least one group a batch, so that a run of refusals ends
+        while !(!first && run.batchFull) {
+            // Young and pinned objects, and other collections', come too, each charged: passed
+            // over inside SQLite, any number of them held the writer in a one-batch dry run.
+            let limit = max(1, min(run.batch, run.workBudget - run.workInBatch))
+            let rows = try run.candidates(
+                tx, order: column, after: cursor, condition: "d.\(column) < ?", arguments: [cutoff],
+                filter: filter.0, filterArguments: filter.1, limit: limit)
+            guard !rows.isEmpty else { return true }
+            guard try expire(rows, tx, run, g, first: first) else { return false }
+            if rows.count < limit { return true }
+            first = false
         }
-        let rows = try run.candidates(
-            tx, order: column, after: cursor, condition: condition, arguments: args, limit: run.batch)
-        guard !rows.isEmpty else { return true }
-        run.charge(rows.count)
+        return false
+    }
+
+    /// Deletes what may go of `rows`, in groups, each row charged as a group takes it in;
+    /// false if the batch ended first (the next one begins where it stopped).
+    private func expire(
+        _ rows: [PolicyCandidate], _ tx: WriteTransaction, _ run: PolicyRun, _ g: EvictionGuard, first: Bool
+    ) throws -> Bool {
         // The rows as just read in this transaction: the deletion need not read them again.
         var known = [Int64: DeletedDetail](minimumCapacity: rows.count)
-        for row in rows where !g.leases(row.ref) { known[row.id] = row.detail }
-        var next = 0  // rows before it are handled; at least one a batch, so that refusals end
+        for row in rows where mayGo(row, tx, g) { known[row.id] = row.detail }
+        var next = 0  // rows before it are handled
+        var charged = 0  // rows before it are charged
         while next < rows.count {
-            let size = groupSize(run, first: next == 0)
+            let size = groupSize(run, first: first && next == 0)
             if size == 0 { return false }  // the next batch begins here
             var end = next
             var ids = [Int64]()
             while end < rows.count && ids.count < size {
-                if !g.leases(rows[end].ref) && !tx.deletedIDs.contains(rows[end].id) {
+                if mayGo(rows[end], tx, g) {
                     ids.append(rows[end].id)
+                } else if rows[end].wanted, let why = rows[end].held {
+                    run.skip(rows[end].id, why)
                 }
                 end += 1
+            }
+            if end > charged {  // a group undone and taken again is not charged twice
+                run.charge(end - charged)
+                charged = end
             }
             let before = run.workInBatch
             let went = try ids.isEmpty || run.evict(tx, ids, reason: reason, guard: g, known: known) != nil
@@ -87,8 +108,8 @@ final class ExpireStep: PolicyStep {
             // Something in the group is protected: its objects go one at a time.
             group = max(1, ids.count / 2)
             for row in rows[next..<end] {
-                if next > 0 && run.batchFull { return false }
-                if !g.leases(row.ref) && !tx.deletedIDs.contains(row.id) {
+                if (!first || next > 0) && run.batchFull { return false }
+                if mayGo(row, tx, g) {
                     _ = try run.evict(tx, [row.id], reason: reason, guard: g, known: known)
                     if run.deferred { return false }  // the next batch begins with it
                 }
@@ -96,7 +117,13 @@ final class ExpireStep: PolicyStep {
                 next += 1
             }
         }
-        return rows.count < run.batch
+        return true
+    }
+
+    /// Whether `row` is one to delete now: of the step's collection, neither pinned nor too
+    /// young, nor leased, nor gone already in this transaction.
+    private func mayGo(_ row: PolicyCandidate, _ tx: WriteTransaction, _ g: EvictionGuard) -> Bool {
+        row.wanted && row.held == nil && !g.leases(row.ref) && !tx.deletedIDs.contains(row.id)
     }
 
     /// How many objects to delete together next: no more than the budget left takes at the

@@ -89,7 +89,7 @@ final class MinFreeStep: BytesStep {
         return "SELECT CAST(TOTAL(f.size) - (\(Sizes.excess(where: filter))) AS INTEGER) FROM file f WHERE \(filter)"
     }
 
-    override var condition: (String, StatementArguments) {
+    override var filter: (String, StatementArguments) {
         (
             "EXISTS (SELECT 1 FROM edge e JOIN file f ON f.id = e.dst WHERE e.src = d.id AND e.is_file = 1 AND f.device IN \(placeholders))",
             StatementArguments(devices)

@@ -325,53 +325,79 @@ final class PolicyRun {
         }
     }
 
-    /// Evictable candidates after a cursor, in `order` (a column), with an extra SQL
-    /// condition: object rows, which carry the built-in index's columns and SQLite indexes.
-    /// Young and pinned objects never come back, unless `seeingHeld`: then they come too, with
-    /// why they stay (`held`), so that a walk counts them against its budget (SQLite would pass
-    /// over any number of them inside one query, holding the writer: docs/DESIGN.md, Dry runs).
-    /// Leased ones are filtered by the caller's guard.
+    /// Candidates after a cursor, in `order` (a column), with an extra SQL condition that an
+    /// index can serve (a range, an owner) and a `filter` read for each row (a collection, a
+    /// filesystem): object rows, which carry the built-in index's columns and SQLite indexes.
+    /// Young and pinned objects come too, with why they stay (`held`), and rows the filter
+    /// leaves out (`wanted` false), so that a walk charges each against its budget: SQLite
+    /// would pass over any number of them inside one query, holding the writer
+    /// (docs/DESIGN.md, Dry runs). Leased ones are filtered by the caller's guard.
     /// Each comes with what a deletion records of it (`detail`), read from the same row, so
     /// that a deletion in this transaction need not read the row again (`evict(known:)`).
     func candidates(
         _ tx: WriteTransaction, order: String, after cursor: (Double, Int64)?, condition: String = "",
-        arguments: StatementArguments = [], limit: Int, seeingHeld: Bool = false
-    ) throws -> [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)] {
-        let (sql, args) = PolicyRun.candidateQuery(
-            order: order, oldEnough: oldEnough, after: cursor, condition: condition, arguments: arguments,
-            limit: limit, seeingHeld: seeingHeld)
-        var rows = [(id: Int64, ref: ObjectRef, key: Double, detail: DeletedDetail, held: SkipReason?)]()
+        arguments: StatementArguments = [], filter: String = "", filterArguments: StatementArguments = [],
+        limit: Int
+    ) throws -> [PolicyCandidate] {
+        var rows = [PolicyCandidate]()
         rows.reserveCapacity(min(limit, 4096))
-        try tx.db.cachedStatement(sql: sql).forEachRawRow(args) { r in
-            let id = r.int64(0)
-            let ref = ObjectRef(r.text(1) ?? "", r.text(2) ?? "")
-            let pinned = seeingHeld && r.int64(6) != 0
-            let created = r.double(5)
-            let detail = DeletedDetail(id: id, ref: ref, owner: r.text(4) ?? "", pinned: pinned, created: created)
-            let held: SkipReason? = pinned ? .pinned : !oldEnough.isOld(created) ? .tooYoung : nil
-            rows.append((id: id, ref: ref, key: r.double(3), detail: detail, held: held))
+        // After a cursor, the rest of its key's run first, then the keys after it: one range
+        // `key >= ? AND (key > ? OR id > ?)` is no seek on the id, and read again from the
+        // run's start at every query (180,000 objects put in one second: each batch of a
+        // walk over them read them all).
+        for sameKey in cursor == nil ? [false] : [true, false] where rows.count < limit {
+            let (sql, args) = PolicyRun.candidateQuery(
+                order: order, after: cursor, sameKey: sameKey, condition: condition, arguments: arguments,
+                filter: filter, filterArguments: filterArguments, limit: limit - rows.count)
+            try tx.db.cachedStatement(sql: sql).forEachRawRow(args) { r in
+                let id = r.int64(0)
+                let ref = ObjectRef(r.text(1) ?? "", r.text(2) ?? "")
+                let pinned = r.int64(6) != 0
+                let created = r.double(5)
+                let detail = DeletedDetail(id: id, ref: ref, owner: r.text(4) ?? "", pinned: pinned, created: created)
+                let held: SkipReason? = pinned ? .pinned : !oldEnough.isOld(created) ? .tooYoung : nil
+                rows.append(
+                    PolicyCandidate(
+                        id: id, ref: ref, key: r.double(3), detail: detail, held: held, wanted: r.int64(7) != 0))
+            }
         }
         return rows
     }
 }
 
+/// A row a policy walk looks at (`PolicyRun.candidates`).
+struct PolicyCandidate {
+    var id: Int64
+    var ref: ObjectRef
+    /// Its value in the walk's order, for the cursor.
+    var key: Double
+    var detail: DeletedDetail
+    /// Why it stays (pinned, too young), if it does.
+    var held: SkipReason?
+    /// False if the step's filter leaves it out: looked at, but no candidate of the step.
+    var wanted: Bool
+}
+
 extension PolicyRun {
     /// The SQL of `candidates` (a query plan test reads it: it must walk an index in order).
+    /// The filter is a column, not a clause: a row it leaves out still comes back, counted.
+    /// After a cursor, `sameKey` reads the rest of the cursor key's run, else the keys after it.
     static func candidateQuery(
-        order: String, oldEnough: AgeCutoff, after cursor: (Double, Int64)?, condition: String,
-        arguments: StatementArguments, limit: Int, seeingHeld: Bool = false
+        order: String, after cursor: (Double, Int64)?, sameKey: Bool = false, condition: String,
+        arguments: StatementArguments, filter: String = "", filterArguments: StatementArguments = [], limit: Int
     ) -> (String, StatementArguments) {
-        var sql = "SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created, d.pinned FROM object d"
+        var sql = """
+            SELECT d.id, d.collection, d.key, d.\(order), d.owner, d.created, d.pinned, \(filter.isEmpty ? "1" : "(\(filter))")
+            FROM object d
+            """
         var clauses = [String]()
-        var args: StatementArguments = []
-        if !seeingHeld {
-            let (old, values) = oldEnough.sql("d.created")
-            clauses.append("d.pinned = 0 AND " + old)
-            for v in values { args += [v] }
-        }
-        if let cursor {
-            clauses.append("d.\(order) >= ? AND (d.\(order) > ? OR d.id > ?)")
-            args += [cursor.0, cursor.0, cursor.1]
+        var args = filterArguments
+        if let cursor, sameKey {
+            clauses.append("d.\(order) = ? AND d.id > ?")
+            args += [cursor.0, cursor.1]
+        } else if let cursor {
+            clauses.append("d.\(order) > ?")
+            args += [cursor.0]
         }
         if !condition.isEmpty { clauses.append(condition) }
         if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }

@@ -52,19 +52,29 @@ final class QuotaStep: PolicyStep {
                 return true
             }
             let owner = key.string
-            guard
-                let row = try run.candidates(
-                    tx, order: "accessed", after: cursors[key], condition: "d.owner = ?", arguments: [owner], limit: 1
-                ).first
-            else {
-                exhausted.insert(key)
-                continue
+            // Young and pinned objects come too, each charged: passed over inside SQLite, any
+            // number of them held the writer in a one-batch dry run.
+            var row: PolicyCandidate?
+            while row == nil && !(handled && run.batchFull) {
+                let rows = try run.candidates(
+                    tx, order: "accessed", after: cursors[key], condition: "d.owner = ?", arguments: [owner],
+                    limit: 64)
+                if rows.isEmpty { break }
+                for r in rows {
+                    if handled && run.batchFull { break }
+                    run.charge(1)
+                    handled = true
+                    if let why = r.held ?? (g.leases(r.ref) ? .leased : nil) {
+                        cursors[key] = (r.key, r.id)
+                        run.skip(r.id, why)
+                        continue
+                    }
+                    row = r
+                    break
+                }
             }
-            run.charge(1)
-            handled = true
-            if g.leases(row.ref) {
-                cursors[key] = (row.key, row.id)
-                run.skip(row.id, .leased)
+            guard let row else {
+                if !(handled && run.batchFull) { exhausted.insert(key) }
                 continue
             }
             let detail = "quota: \(owner) at \(Int((ratio * 100).rounded()))% of quota, least recently accessed"
