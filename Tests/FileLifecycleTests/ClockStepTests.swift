@@ -74,6 +74,25 @@ import Testing
         #expect(try f.store.sweep().unlinked == [path])
     }
 
+    @Test("a step back then forward of the wall clock does not unlink a queued file before files.unlink_delay")
+    func stepBackThenForward() throws {
+        let f = try Fixture { $0.unlinkDelay = 600 }
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        #expect(try f.delete(ref("c", "k")).filesQueued == [path])
+
+        f.clock.advance(1)
+        f.clock.step(-86_400)
+        #expect(try f.store.sweep().unlinked.isEmpty)  // bounded to now + 600 on the stepped clock
+        f.clock.advance(1)
+        f.clock.step(86_400)
+        #expect(try f.store.sweep().unlinked.isEmpty, "2 s after its commit")
+        f.clock.advance(590)
+        #expect(try f.store.sweep().unlinked.isEmpty)
+        f.clock.advance(10)
+        #expect(try f.store.sweep().unlinked == [path])
+    }
+
     @Test("a step back of the wall clock between two runs parks no queued file past now plus files.unlink_delay")
     func stepBackAcrossRestart() throws {
         let f = try Fixture { $0.unlinkDelay = 600 }

@@ -19,13 +19,16 @@ extension Store {
     }
 
     /// Makes every row not parked due by `now` plus `files.unlink_delay` (never tried) or the
-    /// longest retry delay (failed before) at the latest; returns how many moved. A row a lease
+    /// longest retry delay (failed before) at the latest; returns how many moved. Its queue time
+    /// moves back to `now` too: left on the clock before the step, a step forward later made the
+    /// row look queued after that step, judged by the wall clock alone, and due at once. A row a lease
     /// defers is deferred again by the sweep that finds it due, to its lease's end as the wall
     /// clock reads now.
     static func boundQueue(_ db: Database, now: Double, delay: Double) throws -> Int {
         try db.execute(
             sql: """
-                UPDATE unlink_queue SET next_attempt = ?1 + CASE WHEN attempts = 0 THEN ?2 ELSE ?3 END
+                UPDATE unlink_queue SET next_attempt = ?1 + CASE WHEN attempts = 0 THEN ?2 ELSE ?3 END,
+                    queued_at = MIN(queued_at, ?1)
                 WHERE next_attempt > ?1 + CASE WHEN attempts = 0 THEN ?2 ELSE ?3 END AND next_attempt < ?4
                 """, arguments: [now, delay, Store.maximumRetryDelay, Store.parkedUntil])
         return db.changesCount

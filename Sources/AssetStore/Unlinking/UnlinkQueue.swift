@@ -172,7 +172,8 @@ extension Store {
                 // nor later than it from now (queued before a step back of the wall clock).
                 try db.execute(
                     sql: """
-                        UPDATE unlink_queue SET next_attempt = MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
+                        UPDATE unlink_queue SET next_attempt = MIN(MAX(?1, queued_at + ?2), ?1 + ?2),
+                            queued_at = MIN(queued_at, ?1)
                         WHERE next_attempt > MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
                         AND path IN (SELECT value FROM json_each(?3))
                         """, arguments: [now, configuration.unlinkDelay, JSONValue.array(paths).serialized()])
@@ -204,7 +205,8 @@ extension Store {
                 let unparked = db.changesCount
                 try db.execute(
                     sql: """
-                        UPDATE unlink_queue SET next_attempt = MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
+                        UPDATE unlink_queue SET next_attempt = MIN(MAX(?1, queued_at + ?2), ?1 + ?2),
+                            queued_at = MIN(queued_at, ?1)
                         WHERE attempts = 0 AND next_attempt > MIN(MAX(?1, queued_at + ?2), ?1 + ?2)
                         """, arguments: [now, configuration.unlinkDelay])
                 let unfailed = db.changesCount
