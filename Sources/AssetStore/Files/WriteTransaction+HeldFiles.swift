@@ -32,11 +32,16 @@ extension WriteTransaction {
                 // there now, put by that owner): the row stays for that owner's next put.
                 do {
                     _ = try registerFile(path: path, state: state)
-                } catch let e as StoreError where e.code == .permissionDenied {
+                } catch let e as StoreError where e.code == .permissionDenied || e.code == .unsafePath {
                     continue
                 }
             } else if let state = FileProbe.identity(path: path, root: root, roots: store.roots) {
-                _ = try registerFile(path: path, state: state)
+                // A row that names one of the store's own files now stays as it was.
+                do {
+                    _ = try registerFile(path: path, state: state)
+                } catch let e as StoreError where e.code == .unsafePath {
+                    continue
+                }
             }
         }
         heldRechecked.insert(key)
