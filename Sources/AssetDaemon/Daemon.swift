@@ -347,6 +347,9 @@ public final class Daemon {
             let rootsChanged = fresh.roots.map { Array($0.utf8) } != config.roots.map { Array($0.utf8) }
             fresh.roots = config.roots
             try fresh.checkMinFree()
+            // The running layout judged again: a bind mount made since may show the database's
+            // folder, the socket's or the config file inside a root (assetd.toml(5), files.roots).
+            try config.checkRootsHoldNothingOfOurs()
             for change in accessChanges(to: fresh) { logger.warning("reload: \(change)") }
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups

@@ -49,6 +49,8 @@ extension DaemonConfig {
         let defaults = Set(
             DaemonConfig.embeddedDefaults(uid: uid, environment: environment).roots.map(RootHygiene.lexical))
         var warnings = [String]()
+        // Read once: a bind mount shows a root's folder elsewhere (RootHygiene+Store.swift).
+        let table = MountTable.current()
         for root in roots {
             let isDefault = rootsOrigin == .embeddedDefault || defaults.contains(RootHygiene.lexical(root))
             if isDefault, create, let warning = try createDefault(root, uid: uid) { warnings.append(warning) }
@@ -67,9 +69,23 @@ extension DaemonConfig {
             if let why = RootHygiene.sharing(root, shared) { throw .config(rootError(why)) }
             if let why = RootHygiene.replaceable(root, uid: uid) { throw .config(rootError(why)) }
             if let why = RootHygiene.foldsCase(root, type: fileSystemType(root)) { throw .config(rootError(why)) }
-            if let why = RootHygiene.holdsStore(root, storePath: storePath) { throw .config(rootError(why)) }
+            do throws(ConfigError) { try refuseHolding(root, table: table) } catch { throw .config(error) }
         }
         return warnings
+    }
+
+    /// Refuses (a configuration error, exit 78) a root that holds the database's folder, the
+    /// socket's folder or the config file (RootHygiene+Store.swift), also through a bind
+    /// mount: at start, and again on SIGHUP, when a mount made since may show one there.
+    public func checkRootsHoldNothingOfOurs() throws(ConfigError) {
+        let table = MountTable.current()
+        for root in roots { try refuseHolding(root, table: table) }
+    }
+
+    private func refuseHolding(_ root: String, table: MountTable?) throws(ConfigError) {
+        for kept in keptFromRoots {
+            if let why = RootHygiene.holds(root, kept, table: table) { throw rootError(why) }
+        }
     }
 
     private func rootError(_ message: String) -> ConfigError {

@@ -72,7 +72,8 @@ public struct ManagedRoots: Sendable, Hashable {
     /// path's holders going would unlink a file the other's still hold; a nested root that is
     /// not where its path says below the outer one (a symlink on the way) would have all its
     /// files refused. Judged on where the kernel resolves each root now (realpath), and on
-    /// device and inode for one folder under two paths without a symlink (a bind mount); a
+    /// device and inode for one folder under two paths without a symlink (a bind mount), and
+    /// on the file system for one inside the other through a bind mount (`mountAlias`); a
     /// root that does not exist yet is not judged.
     public func symlinkConflict() -> String? {
         let resolved: [[UInt8]?] = paths.map { p in
@@ -115,7 +116,8 @@ public struct ManagedRoots: Sendable, Hashable {
                 }
             }
         }
-        return nil
+        // One inside the other through a bind mount: only the mount table tells.
+        return mountAlias(MountTable.current())
     }
 
     /// `isBelow` on native strings' bytes in place: every put asks it of every path it names,

@@ -19,6 +19,7 @@ extension WriteTransaction {
     /// (FileClaim.swift); one that finds nothing judged only a folder, and may not take a
     /// row another owner holds (a file seen there, or a path another user claimed).
     func registerFile(path: String, state: FileState) throws -> Int64 {
+        try refuseStoreFile(path, state)
         let statements = try fileStatements()
         var found: (id: Int64, size: Int64, same: Bool, device: Int64?, inode: Int64?, claim: String?)?
         try statements.lookup.forEachRawRow({ Statement.bindText($0, 1, path) }) { r in
@@ -97,6 +98,25 @@ extension WriteTransaction {
 }
 
 extension WriteTransaction {
+    /// Refuses (`unsafe_path`) a file that is one of the store's own by device and inode, the
+    /// database or its write-ahead log seen below a root through a bind mount of its folder
+    /// or a hard link: deleting its holder would unlink it (assetd(8), Managed roots). The
+    /// config checks refuse such a layout at start; this is the last guard. One compare for
+    /// a file on another device than the database's.
+    func refuseStoreFile(_ path: String, _ state: FileState) throws(StoreError) {
+        guard state.exists, let device = state.device, let inode = state.inode, device == store.ownDevice else {
+            return
+        }
+        let own = ownFiles ?? store.ownFileIDs()
+        ownFiles = own
+        guard own.contains(FileID(device: device, inode: inode)) else { return }
+        throw StoreError(
+            .unsafePath,
+            "\(path) is one of the store's own files (its database, write-ahead log, lock or reserve), "
+                + "seen below a root through a bind mount or a hard link: it is never registered",
+            detail: .string(path))
+    }
+
     /// Refuses a non-admin's look that found nothing at a registered path when the row is not
     /// its to claim: a file seen there that another owner's objects hold (and its own do not),
     /// or a claim of another user whose objects still hold it.

@@ -32,7 +32,7 @@ extension WriteTransaction {
                 // there now, put by that owner): the row stays for that owner's next put.
                 do {
                     _ = try registerFile(path: path, state: state)
-                } catch let e as StoreError where e.code == .permissionDenied {
+                } catch let e as StoreError where e.code == .permissionDenied || e.code == .unsafePath {
                     continue
                 }
             } else {
@@ -49,7 +49,14 @@ extension WriteTransaction {
                         }
                     })
                 if let refused { throw refused }
-                if let state { _ = try registerFile(path: path, state: state) }
+                if let state {
+                    // A row that names one of the store's own files now stays as it was.
+                    do {
+                        _ = try registerFile(path: path, state: state)
+                    } catch let e as StoreError where e.code == .unsafePath {
+                        continue
+                    }
+                }
             }
         }
         heldRechecked.insert(key)

@@ -44,17 +44,10 @@ extension VerifyRun {
     func orphans() throws {
         let phase = "orphans"
         // The reserve too (Store+Reserve.swift), and its file while being allocated.
-        let own = Set(
-            ["", "-wal", "-shm", "-journal", ".lock", ".ballast", ".ballast.new"].map { Array((store.path + $0).utf8) })
+        let own = Set(Store.ownSuffixes.map { Array((store.path + $0).utf8) })
         // A root's CACHEDIR.TAG marks the folder; it is never an orphan.
         let tags = Set(store.roots.paths.map { Array(($0 + "/" + CacheDirectoryTag.fileName).utf8) })
-        var ownIDs = Set<[Int64]>()
-        for name in own {
-            var st = stat()
-            if stat(String(decoding: name, as: UTF8.self), &st) == 0 {
-                ownIDs.insert([Int64(bitPattern: UInt64(st.st_dev)), Int64(bitPattern: UInt64(st.st_ino))])
-            }
-        }
+        let ownIDs = store.ownFileIDs()
         // Older than the grace by both clocks: a file written just before a step forward of the
         // wall clock (whose times step with it) is no older for it (ClockSteps.swift).
         let old = store.clocks.read().olderThan(store.configuration.orphanGrace)
@@ -73,7 +66,7 @@ extension VerifyRun {
                 if let p = f.path, own.contains(Array(p.utf8)) || tags.contains(Array(p.utf8)) { return }
                 // A root nested in another is walked as itself: each file is judged once.
                 if let p = f.path, store.roots.nearestRoot(of: p) != root { return }
-                if ownIDs.contains([f.device, f.inode]) { return }
+                if ownIDs.contains(FileID(device: f.device, inode: f.inode)) { return }
                 guard old.isOld(f.changed) else { return }  // within the grace: maybe being written
                 batch.append(f)
                 if batch.count >= Store.verifyPage { try flush() }
@@ -99,7 +92,7 @@ extension VerifyRun {
                     // Again under the write lock: no transaction can register one meanwhile.
                     let still = Set(try Self.unknown(unknown, db, store).compactMap { $0.path.map { Array($0.utf8) } })
                     let registered = try Self.registeredInodes(unknown, db).union(movedInodes)
-                    let unlinker = SafeUnlinker(roots: store.roots)
+                    let unlinker = SafeUnlinker(roots: store.roots, own: store.ownFileIDs())
                     // With files.skip_open, an orphan some process has open (a download not yet
                     // registered) is kept like a queued file would be.
                     let probe = store.configuration.skipOpenFiles ? OpenFileProbe() : nil

@@ -106,6 +106,9 @@ public final class WriteTransaction {
     var report = CommitReport()
     private var cachedPutStatements: (lookup: Statement, insert: Statement)?
     var cachedFileStatements: FileStatements?
+    /// The store's own files, looked at once a transaction, when a file on their device is
+    /// registered (WriteTransaction+Files.swift, `refuseStoreFile`).
+    var ownFiles: Set<FileID>?
     var cachedEdgeUpsert: Statement?
     private var cachedDeletionStatements: DeletionStatements?
     /// Each object deleted by a policy or a cascade, with its owner and protection, for the

@@ -166,3 +166,39 @@ struct StoreFileOwner: Sendable {
     /// O_PATH (Linux, the same on x86-64 and arm64), which the Glibc module does not export.
     static let pathOnly: Int32 = 0o10_000_000
 }
+
+extension FileID {
+    /// The device and inode stat gave.
+    init(_ st: stat) {
+        self.init(device: Int64(bitPattern: UInt64(st.st_dev)), inode: Int64(bitPattern: UInt64(st.st_ino)))
+    }
+}
+
+extension Store {
+    /// What the store keeps beside the database, by suffix: SQLite's side files, the lock, and
+    /// the reserve (Store+Reserve.swift), under its second name while being allocated.
+    static let ownSuffixes = ["", "-wal", "-shm", "-journal", ".lock", ".ballast", ".ballast.new"]
+
+    /// The device and inode of each of the store's own files there now (beside the database
+    /// as named and as resolved). A file with one of them is never registered, unlinked nor
+    /// taken for an orphan, whatever path names it: a bind mount of the database's folder
+    /// inside a root, or a hard link there, names it below a root (assetd(8), Managed roots).
+    func ownFileIDs() -> Set<FileID> {
+        var out = Set<FileID>()
+        for base in Set([path, Store.realName(path)]) {
+            for suffix in Store.ownSuffixes {
+                var st = stat()
+                if stat(base + suffix, &st) == 0 { out.insert(FileID(st)) }
+            }
+        }
+        return out
+    }
+
+    /// The device of the database's folder (st_dev), where the store's own files are: a file
+    /// on another one is none of them, and nothing more is looked at for it.
+    static func folderDevice(of database: String) -> Int64? {
+        var st = stat()
+        guard stat((database as NSString).deletingLastPathComponent, &st) == 0 else { return nil }
+        return Int64(bitPattern: UInt64(st.st_dev))
+    }
+}

@@ -51,6 +51,8 @@ public final class Store: Sendable {
     let accessFlush = Mutex(())
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
+    /// The device of the database's folder (Store+Files.swift, `ownFileIDs`).
+    let ownDevice: Int64?
     let state: Mutex<State>
 
     struct State {
@@ -143,6 +145,7 @@ public final class Store: Sendable {
                 .internalError, "cannot open \(path) as root: SQLite refused the guard on its -wal, -shm and -journal")
         }
         lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: realName + ".lock", owner: owner))
+        ownDevice = Store.folderDevice(of: realName)
 
         var config = Configuration()
         config.readonly = configuration.readOnly

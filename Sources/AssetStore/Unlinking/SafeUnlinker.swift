@@ -49,16 +49,20 @@ final class SafeUnlinker {
     private let roots: [String]
     /// What each root was when the store opened: another folder at its path is not opened.
     private let pins: RootPins
+    /// The store's own files (its database, WAL, lock, reserve): never unlinked, whatever
+    /// path names them (a bind mount of the database's folder inside a root, a hard link).
+    private let own: Set<FileID>
 
     /// Where the kernel had the cached folder when the walk opened it (nil: unknown, so the
     /// folder is never used again).
     private var cachedLocation: [UInt8]?
 
     /// An unlinker for files below `roots` (all configured roots, for nested ones that are
-    /// mount points), each pinned to the folder it was.
-    init(roots: ManagedRoots) {
+    /// mount points), each pinned to the folder it was, that never unlinks one of `own`.
+    init(roots: ManagedRoots, own: Set<FileID> = []) {
         self.roots = roots.paths
         self.pins = roots.pins
+        self.own = own
     }
 
     deinit { closeCached() }
@@ -180,6 +184,9 @@ final class SafeUnlinker {
         }
         guard st.inode == inode else { return .identityChanged }
         let device = onDevice
+        // The store's own file under another name: the put refuses it now, but a row may be
+        // older, or the inode number taken again by the database's WAL.
+        if own.contains(FileID(device: device, inode: inode)) { return .unsafePath }
         // The same number is not the same file: ext4 gives a freed inode number to the next
         // file at once. The generation needs the file open, so it is read only when recorded.
         var now = st.stamp

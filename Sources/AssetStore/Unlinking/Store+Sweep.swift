@@ -167,9 +167,11 @@ extension Store {
         // One probe for the batch: its /proc pass, when leases cannot decide, is read once.
         let probe = configuration.skipOpenFiles ? OpenFileProbe() : nil
         let threads = min(threads, max(1, targets.count / Store.filesPerSweepThread))
+        // Looked at once a batch: never unlinked under any name (Store+Files.swift).
+        let own = ownFileIDs()
         return inSlices(count: targets.count, threads: threads) { slice in
             // Each thread its own unlinker: it caches the folder it has open.
-            let unlinker = SafeUnlinker(roots: roots)
+            let unlinker = SafeUnlinker(roots: roots, own: own)
             return targets[slice].map { t in
                 if let decided = t.decided { return decided }
                 beforeUnlink?(t.path)
