@@ -349,7 +349,12 @@ public final class Daemon {
             try fresh.checkMinFree()
             // The running layout judged again: a bind mount made since may show the database's
             // folder, the socket's or the config file inside a root (assetd.toml(5), files.roots).
-            try config.checkRootsHoldNothingOfOurs()
+            // Logged, not refused: the settings (admins dropped, ownership turned on) still apply.
+            do {
+                try config.checkRootsHoldNothingOfOurs()
+            } catch {
+                logger.error("the running layout is refused at the next start: \(error)")
+            }
             for change in accessChanges(to: fresh) { logger.warning("reload: \(change)") }
             config.adminUIDs = fresh.adminUIDs
             config.adminGroups = fresh.adminGroups

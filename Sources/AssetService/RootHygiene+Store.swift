@@ -33,6 +33,22 @@ extension DaemonConfig {
                 why: "everything below a root is the clients' to name and the orphan pass's to judge; "
                     + "put control.socket outside every root"),
         ]
+        // store.path may itself be a symlink to a database elsewhere: its real folder too, the
+        // link's own target when that does not exist yet (SQLite follows it and makes it).
+        var real = Store.realName(storePath)
+        var st = stat()
+        if lstat(storePath, &st) == 0, st.st_mode & S_IFMT == S_IFLNK,
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: storePath)
+        {
+            real = target.hasPrefix("/") ? target : folder(storePath) + "/" + target
+        }
+        let realFolder = folder(real)
+        if !realFolder.utf8.elementsEqual(folder(storePath).utf8) {
+            out.append(
+                KeptFromRoots(
+                    what: "the database's folder (store.path through a symbolic link)", path: realFolder,
+                    why: out[0].why))
+        }
         if let sourcePath {
             out.append(
                 KeptFromRoots(

@@ -178,9 +178,12 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         // A folder whose name starts with a combining mark: as Strings, "/" and the mark are one character.
         try FileManager.default.createDirectory(atPath: h.root + "/\u{301}db", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: h.dir + "/dblink", withDestinationPath: h.root + "/db")
+        // store.path itself a symlink, outside the root, to a database inside it.
+        try FileManager.default.createSymbolicLink(
+            atPath: h.dir + "/store.sqlite", withDestinationPath: h.root + "/db/assetd.sqlite")
         for store in [
             h.root + "/assetd.sqlite", h.root + "/db/assetd.sqlite", h.dir + "/dblink/assetd.sqlite",
-            h.root + "/\u{301}db/assetd.sqlite",
+            h.root + "/\u{301}db/assetd.sqlite", h.dir + "/store.sqlite",
         ] {
             c.storePath = store
             do {
