@@ -179,6 +179,27 @@ struct FullDiskStoreTests {
         #expect(try f.store.read { try $0.get(ref("c", "a")) }?.value == ["n": 1])
     }
 
+    @Test("on a full disk, a step back of the wall clock does not stop the sweep: due files are still unlinked")
+    func stepBackBoundOnAFullDisk() throws {
+        let f = try Fixture { c in
+            c.unlinkDelay = 600
+            let state = (c.roots[0] as NSString).deletingLastPathComponent + "/state"
+            if !Tmpfs.mount(state, mib: 8) { Issue.record("mount: errno \(errno)") }
+        }
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let early = try f.makeFile("early.bin"), late = try f.makeFile("late.bin")
+        try f.put([(ref("c", "a"), ["file": .string(early)]), (ref("c", "b"), ["file": .string(late)])])
+        #expect(try f.delete(ref("c", "a")).filesQueued == [early])
+        // A step back: the first row is now a day and 600 s ahead, for the sweep to bound.
+        f.clock.step(-86_400)
+        #expect(try f.delete(ref("c", "b")).filesQueued == [late])
+        f.clock.advance(600)
+        Tmpfs.fill(f.dir + "/state/filler")
+        // The bound cannot be written; the second row is due all the same.
+        #expect(try f.store.sweep().unlinked == [late])
+        #expect(f.exists(early))
+    }
+
     @Test("reopened on a full disk with an unlink due, the store's drain at open commits through the reserve")
     func drainAtOpenUsesReserve() throws {
         let f = try fixtureOnTmpfs(mib: 8)

@@ -80,7 +80,10 @@ extension Store {
         try checkNotCopy("sweep")
         var report = SweepReport()
         let clock = clocks.read()
-        try boundQueue(after: clock)
+        // A bound that cannot be written now (a full disk: it frees nothing, so it may not take
+        // the reserve) leaves rows later than they need be, never sooner: the sweep, which
+        // frees space, goes on, and the next one tries the bound again.
+        try? boundQueue(after: clock)
         // The daemon sweeps every second: with nothing due, a read is all it costs (no write
         // lock taken from clients, no WAL sync). Due by both clocks (sweepWindow).
         let (pending, due) = try read { r in
