@@ -38,10 +38,11 @@ extension DaemonConfig {
         try prepareRoots(create: create, uid: uid, environment: environment, fileSystemType: { fileSystemType(of: $0) })
     }
 
-    /// `prepareRoots`, reading each root's file system type with `fileSystemType` (tests).
+    /// `prepareRoots`, reading each root's file system type with `fileSystemType` and the
+    /// mounts with `mounts` (tests).
     func prepareRoots(
         create: Bool, uid: UInt32 = getuid(), environment: [String: String] = ProcessInfo.processInfo.environment,
-        fileSystemType: (String) -> Int64?
+        fileSystemType: (String) -> Int64?, mounts: () -> MountTable? = MountTable.current
     ) throws(RootsError) -> [String] {
         let shared = RootHygiene.sharedFolders(uid: uid, environment: environment, roots: roots)
         // The default root is assetd's by name, also when the config file spells it out
@@ -50,7 +51,12 @@ extension DaemonConfig {
             DaemonConfig.embeddedDefaults(uid: uid, environment: environment).roots.map(RootHygiene.lexical))
         var warnings = [String]()
         // Read once: a bind mount shows a root's folder elsewhere (RootHygiene+Store.swift).
-        let table = MountTable.current()
+        let table = mounts()
+        if table == nil {
+            warnings.append(
+                "/proc/self/mountinfo cannot be read: a bind mount that shows a root's folder at another root,"
+                    + " or at the database's, is not seen (assetd.toml(5), files.roots)")
+        }
         for root in roots {
             let isDefault = rootsOrigin == .embeddedDefault || defaults.contains(RootHygiene.lexical(root))
             if isDefault, create, let warning = try createDefault(root, uid: uid) { warnings.append(warning) }

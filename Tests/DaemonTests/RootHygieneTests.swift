@@ -197,6 +197,19 @@ struct BadRoot: CustomTestStringConvertible, Sendable {
         _ = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
     }
 
+    @Test("without /proc/self/mountinfo the roots are judged by path, with a warning that mounts are not")
+    func noMountTableWarned() throws {
+        let h = try DaemonHarness(start: false)
+        var c = DaemonConfig.embeddedDefaults(uid: 0, environment: [:])
+        c.roots = [h.root]
+        c.rootsOrigin = .configured(line: 1)
+        c.storePath = h.dir + "/assetd.sqlite"
+        let warned = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 }, mounts: { nil })
+        #expect(warned.contains { $0.contains("/proc/self/mountinfo cannot be read") }, "\(warned)")
+        let read = try c.prepareRoots(create: false, fileSystemType: { _ in 0xEF53 })
+        #expect(!read.contains { $0.contains("mountinfo") }, "\(read)")
+    }
+
     @Test("the default root is created with a CACHEDIR.TAG; --check-config creates nothing; an untagged one is tagged")
     func defaultRootInProcess() throws {
         let h = try DaemonHarness(start: false)
