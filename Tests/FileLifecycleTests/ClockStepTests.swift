@@ -41,10 +41,13 @@ import Testing
         try f.hold(path, key: "k")
         #expect(try f.delete(ref("c", "k")).filesQueued == [path])
 
+        let queued = try #require(try f.store.pending().first?.nextAttempt)
         f.clock.advance(2)
         f.clock.step(3600)
         #expect(try f.store.sweep().unlinked.isEmpty)
         #expect(f.exists(path))
+        // Shown as due when it is: the step later on the wall clock.
+        #expect(try f.store.pending().first?.nextAttempt == queued + 3600)
         // Queued after the step: aged on the wall clock alone.
         let later = try f.makeFile("a/two.bin")
         try f.hold(later, key: "k2")

@@ -239,10 +239,15 @@ extension Store {
         let paths: [String] = rows.map { $0[0] }
         let leased = leases.leasedUntil(eachOf: paths)
         // A leased row waits for its lease at least: its end as the wall clock reads now (the
-        // row's own next attempt may predate a step of it).
+        // row's own next attempt may predate a step of it). A row queued before a step forward
+        // is due once the step-free clock passes its next attempt too: that far later on the
+        // wall clock (ClockSteps.swift).
+        let clock = clocks.read()
         return zip(zip(rows, paths), leased).map { rowPath, until in
             let (row, path) = rowPath
-            let next: Double = row[4]
+            let queued: Double = row[1]
+            let stored: Double = row[4]
+            let next = clock.steppedForward && queued < clock.boundary ? stored + clock.forward : stored
             return PendingUnlink(
                 path: path, queuedAt: row[1], attempts: row[2], lastError: row[3],
                 nextAttempt: until.map { max(next, $0) } ?? next, deferred: until != nil ? .leased : nil)
