@@ -3,9 +3,10 @@
 // files.orphan_grace (assetd(8), The clocks; ClockSteps.swift). The test clock's `step`
 // moves the wall clock alone, `advance` both it and the steady clock, as time passing.
 
-import AssetStore
+@testable import AssetStore
 import AssetStoreTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct ClockStepTests {
@@ -75,6 +76,26 @@ import Testing
         #expect(try f.store.sweep().unlinked.isEmpty)
         f.clock.advance(1)
         #expect(try f.store.sweep().unlinked == [path])
+    }
+
+    @Test("a step back's bound of the queue takes write transactions of a chunk of rows each, not one")
+    func stepBackBoundInChunks() throws {
+        let f = try Fixture { $0.unlinkDelay = 600 }
+        var paths = [String]()
+        for i in 0..<25 {
+            let path = try f.makeFile("a/\(i).bin")
+            try f.hold(path, key: "k\(i)")
+            paths.append(path)
+        }
+        for i in 0..<25 { _ = try f.delete(ref("c", "k\(i)")) }
+        Store.boundChunk.store(10, ordering: .relaxed)
+        defer { Store.boundChunk.store(1000, ordering: .relaxed) }
+        f.clock.step(-86_400)
+        #expect(try f.store.sweep().unlinked.isEmpty)
+        #expect(f.store.boundTransactions.load(ordering: .relaxed) == 3, "25 rows in chunks of 10")
+        #expect(try f.store.pending().allSatisfy { $0.nextAttempt == f.clock.now + 600 })
+        f.clock.advance(600)
+        #expect(Set(try f.store.sweep().unlinked) == Set(paths))
     }
 
     @Test("a step back then forward of the wall clock does not unlink a queued file before files.unlink_delay")

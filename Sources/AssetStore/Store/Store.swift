@@ -39,6 +39,8 @@ public final class Store: Sendable {
     let queueRowsMoved = Atomic<Int>(0)
     /// The wall clock's steps back whose effect on the queue is bounded (Store+ClockSteps.swift).
     let stepsBackBounded = Atomic<Int>(0)
+    /// Write transactions the bounds of steps back have taken (for tests).
+    let boundTransactions = Atomic<Int>(0)
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
     /// The WAL's descriptor for `syncWAL`, kept open; held while a sync runs (Store+WALSync.swift).
