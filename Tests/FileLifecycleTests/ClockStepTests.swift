@@ -157,6 +157,26 @@ import Testing
         #expect(try f.store.enforce().objects.map(\.ref.key) == ["late"])
     }
 
+    @Test("objects younger than min_age are not evicted after a step back and then forward of the wall clock")
+    func minAgeSurvivesBackThenForward() throws {
+        var p = PolicyConfiguration()
+        p.order = .lru
+        p.maxBytes = 5
+        p.minAge = 3600
+        let f = try Fixture { $0.policy = p }
+        for i in 0..<3 {
+            try f.put([(ref("c", "k\(i)"), ["file": .string(try f.makeFile("f\(i)"))])])
+        }
+        f.clock.advance(2)
+        f.clock.step(-3600)
+        #expect(try f.store.enforce().objects.isEmpty)
+        f.clock.advance(2)
+        f.clock.step(7200)
+        let plan = try f.store.enforce()
+        #expect(plan.objects.isEmpty, "4 s old by the steady clock")
+        #expect(plan.skipped[.tooYoung] == 3)
+    }
+
     @Test("a file within files.orphan_grace is no orphan after a step forward of the wall clock")
     func orphanGraceSurvivesStep() throws {
         // Real time, moved on when told: the file's ctime is the kernel's, not the fixture's.

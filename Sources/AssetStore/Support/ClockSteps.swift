@@ -69,15 +69,17 @@ public final class ClockSteps: Sendable {
     }
 
     /// Both clocks now. A step forward marks where the stamps made before it end: at the wall
-    /// time the clock would read now without it; a stamp made after it, but within the time
-    /// since the last reading (the daemon reads it every second), may be taken for one made
-    /// before, which only protects it longer.
+    /// time read now, after it. A stamp made after it, but within the time since the last
+    /// reading (the daemon reads it every second), is taken for one made before, which only
+    /// protects it longer. Not the time the clock would read without the step: after a step
+    /// back, the stamps made before that one lie above it, and were judged by the stepped wall
+    /// clock alone (a step back of an hour, then forward two, evicted objects 4 s old).
     public func read() -> Reading {
         state.withLock { s in
             let (w, t) = (wall(), steady())
             let d = w - t
             if d > s.offset + ClockSteps.slack {
-                s.boundary = t + s.offset
+                s.boundary = w
                 s.offset = d
             } else if d < s.offset - ClockSteps.slack {
                 s.stepsBack += 1
