@@ -37,14 +37,12 @@ extension DaemonConfig {
     public func checkConfigFile(uid: UInt32 = getuid()) throws(ConfigError) {
         guard let file = sourcePath else { return }
         func refused(_ why: String) -> ConfigError { ConfigError(file: file, line: nil, key: nil, message: why) }
-        var paths = [file]
-        if let real = realpath(file, nil) {
-            paths.append(String(cString: real))
-            free(real)
-        }
-        for path in paths {
-            if let why = RootHygiene.unsafeHome(of: path, uid: uid) { throw refused("\(path): \(why)") }
-        }
+        // Every folder on its way (symlinks followed) as a root's is judged: owned by root or
+        // `uid`, not writable by others unless sticky, and then its entry root's or `uid`'s
+        // (NixOS keeps configs in the sticky, group-writable /nix/store). Only read, never
+        // written: a sticky folder others may write is no risk to a file they cannot rename.
+        let absolute = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
+        if let why = RootHygiene.replaceable(absolute, uid: uid) { throw refused(why) }
         var st = stat()
         guard stat(file, &st) == 0 else { return }  // read already: judged at the next read
         let mode = String(st.st_mode & 0o7777, radix: 8)

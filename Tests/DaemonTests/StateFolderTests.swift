@@ -79,7 +79,9 @@ import AssetStoreTestSupport
         let written = #expect(throws: ConfigError.self) { try configFile(0o666).checkConfigFile() }
         #expect(written?.message.contains("writable by its group or others (mode 666)") == true)
         #expect(throws: ConfigError.self) { try configFile(0o644, in: 0o777).checkConfigFile() }
-        #expect(throws: ConfigError.self) { try configFile(0o644, in: 0o1777).checkConfigFile() }
+        // A sticky folder others may write (NixOS's /nix/store is 1775): they cannot rename the file.
+        try configFile(0o644, in: 0o1777).checkConfigFile()
+        try configFile(0o444, in: 0o1775).checkConfigFile()
         // Through a symlink in a private folder, to a file in a folder others may write.
         let linked = try configFile(0o644, in: 0o777)
         let dir = try temp.make()
@@ -98,5 +100,9 @@ import AssetStoreTestSupport
         let error = #expect(throws: ConfigError.self) { try config.checkConfigFile(uid: 0) }
         #expect(error?.message.contains("belongs to user 65534") == true)
         try config.checkConfigFile(uid: 65534)  // that user's own daemon
+        // In a sticky folder others may write, another user's file is theirs to rename.
+        let sticky = try configFile(0o644, in: 0o1777)
+        try #require(chown(sticky.sourcePath!, 65534, 65534) == 0)
+        #expect(throws: ConfigError.self) { try sticky.checkConfigFile(uid: 0) }
     }
 }
