@@ -38,10 +38,11 @@ public struct SubordinateRanges: Sendable, Equatable {
     /// The ranges of `text`, owners resolved by `uid(of:)` (a numeric owner is its uid), once
     /// a name. A range holding uid 0 or one of `refusing` (the daemon's uid, the admins') is
     /// skipped: its uids would count as one user with no admin, or an admin's turns be a range's.
-    public init(text: String, refusing: Set<UInt32> = [], uid: (String) -> UInt32?) {
+    public init(text: String, refusing: Set<UInt32> = [], users: [UInt32] = [], uid: (String) -> UInt32?) {
         var found: [(range: Range, line: Int)] = []
         var names: [String: UInt32?] = [:]
         let refused = ([0] + refusing).sorted()
+        let known = users.sorted()
         // By the newline byte: "\r\n" is one Character, and a CRLF file would be one line.
         for (n, raw) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let bytes = raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw
@@ -61,6 +62,11 @@ public struct SubordinateRanges: Sendable, Equatable {
             let range = Range(first: first, count: count, owner: nil)
             if let bad = refused.first(where: range.contains) {
                 skipped.append("line \(n + 1): the range holds uid \(bad), root's, the daemon's or an admin's")
+                continue
+            }
+            // A user's own uid in a range would count that user, and everyone else there, as one.
+            if let user = known.first(where: range.contains) {
+                skipped.append("line \(n + 1): the range holds uid \(user), a user of the user database")
                 continue
             }
             let name = String(fields[0])
@@ -120,12 +126,41 @@ public struct SubordinateRanges: Sendable, Equatable {
     /// user database; an unreadable file is skipped whole, with the reason.
     public static func load(path: String, refusing: Set<UInt32> = []) -> SubordinateRanges {
         guard !path.isEmpty else { return SubordinateRanges() }
+        // Who may write it decides which uids count as one user: judged as the config file is.
+        if FileManager.default.fileExists(atPath: path), let why = unsafe(path) {
+            var none = SubordinateRanges()
+            none.skipped = ["not read: \(why)"]
+            return none
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             var none = SubordinateRanges()
             if FileManager.default.fileExists(atPath: path) { none.skipped = ["cannot read \(path)"] }
             return none
         }
-        return SubordinateRanges(text: String(decoding: data, as: UTF8.self), refusing: refusing, uid: userID(named:))
+        return SubordinateRanges(
+            text: String(decoding: data, as: UTF8.self), refusing: refusing, users: userIDs(), uid: userID(named:))
+    }
+
+    /// Why the file at `path` could be changed by another user than root and this process's.
+    static func unsafe(_ path: String) -> String? {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        if let why = RootHygiene.replaceable(absolute, uid: getuid()) { return why }
+        var st = stat()
+        guard stat(absolute, &st) == 0 else { return nil }
+        if st.st_uid != 0 && st.st_uid != getuid() { return "it belongs to user \(st.st_uid)" }
+        if st.st_mode & 0o002 != 0 || (st.st_mode & 0o020 != 0 && !RootHygiene.isPrivateGroup(st.st_gid, st.st_uid)) {
+            return "it is writable by its group or others (mode \(String(st.st_mode & 0o7777, radix: 8)))"
+        }
+        return nil
+    }
+
+    /// The uids of the user database (on the loop, at start and reload: getpwent is not reentrant).
+    static func userIDs() -> [UInt32] {
+        var out = [UInt32]()
+        setpwent()
+        defer { endpwent() }
+        while let pw = getpwent() { out.append(pw.pointee.pw_uid) }
+        return out
     }
 
     /// The uid of the user named `name`, from the user database.

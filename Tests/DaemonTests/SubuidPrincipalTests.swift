@@ -62,6 +62,24 @@ import Testing
         #expect(admins.ranges.map(\.first) == [2000] && admins.skipped.count == 1, "\(admins.skipped)")
     }
 
+    @Test("a range holding a user's uid is refused, and a file another user could write is not read")
+    func rangesOfUsersAndForeignFiles() throws {
+        // evil:2001:1001 would count uid 3001, another user, with 2001's range.
+        let r = SubordinateRanges(text: "evil:2001:1001\nalice:100000:10\n", users: [1000, 3001], uid: { _ in nil })
+        #expect(r.ranges.map(\.first) == [100_000], "\(r.skipped)")
+        #expect(r.skipped.first?.contains("holds uid 3001") == true, "\(r.skipped)")
+        let dir = NSTemporaryDirectory() + "subuid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/subuid"
+        try "alice:100000:10\n".write(toFile: file, atomically: false, encoding: .utf8)
+        #expect(chmod(file, 0o644) == 0)
+        #expect(SubordinateRanges.load(path: file).ranges.count == 1)
+        #expect(chmod(file, 0o666) == 0)
+        let open = SubordinateRanges.load(path: file)
+        #expect(open.ranges.isEmpty && open.skipped.first?.contains("not read") == true, "\(open.skipped)")
+    }
+
     @Test("control.subuid_file defaults to /etc/subuid, \"\" turns it off, and a relative path is refused")
     func configured() throws {
         let defaults = DaemonConfig.embeddedDefaults(uid: 1000, environment: ["HOME": "/home/u"])
