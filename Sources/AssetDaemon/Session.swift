@@ -107,6 +107,12 @@ final class Session {
     /// after a pause (paused, it could send nothing): its unfinished line is idle once a
     /// whole epoch has passed since (lineIdle).
     @exclusivity(unchecked) var lineGrewIn = 0
+    /// Bytes read in the epoch `growthEpoch`: a line grows for `lineGrewIn` only by
+    /// `lineGrowthFloor` a second (a byte a second held the total over for ever, and every
+    /// other client's paused line was closed instead).
+    @exclusivity(unchecked) private var growthBytes = 0
+    @exclusivity(unchecked) private var growthEpoch = 0
+    static let lineGrowthFloor = 4096
     /// Replies produced this loop turn, written in one go at its end (a flood of pipelined
     /// requests, or the replies of one wake-up, cost one write, not one per reply).
     @exclusivity(unchecked) private var out: [UInt8] = []
@@ -181,7 +187,11 @@ final class Session {
     }
 
     private func onData(_ bytes: UnsafeRawBufferPointer) {
-        lineGrewIn = server.stallEpoch
+        let epoch = server.stallEpoch
+        if growthEpoch != epoch { (growthEpoch, growthBytes) = (epoch, 0) }
+        growthBytes += bytes.count
+        // A line begun in this read has its second, however short.
+        if growthBytes >= Session.lineGrowthFloor || framer.pendingCount == 0 { lineGrewIn = epoch }
         // Lines are parsed where they lie only if they run next or wait behind little, and,
         // over a kilobyte, only if the gate has room: the rest wait counted by their length,
         // and `[0,0,…]` parsed holds about twelve times that. Long ones are parsed off the loop.

@@ -15,6 +15,7 @@ import Testing
 @Suite struct IdleLineTests {
     static func buffers(_ c: ControlClient) -> JSONValue { (try? c.call("stats")["buffers"]) ?? .null }
     static func input(_ c: ControlClient) -> Int { Int(Self.buffers(c)["input_bytes"]?.intValue ?? -1) }
+    static func dropped(_ c: ControlClient) -> Int { Int(Self.buffers(c)["dropped_connections"]?.intValue ?? -1) }
 
     /// Lets the daemon's stall epoch advance once, and waits until it has.
     static func step(_ h: DaemonHarness, _ file: String) {
@@ -108,6 +109,45 @@ import Testing
 
         sender.send(#""}}"# + "\n")
         #expect(sender.readLine()?["result"] != nil, "the sender's line ended and was answered")
+    }
+
+    @Test(
+        "over the total a line that grows a byte a second is idle: closed first, the longest, not the others",
+        .enabled(if: ManyUsers.canRun, "needs root to connect as other uids"))
+    func tricklingLineIsIdle() throws {
+        let total = 4 << 20
+        let h = try DaemonHarness(controlSection: "mode = \"0666\"\ntotal_buffer_bytes = \"4MiB\"", start: false)
+        let stepFile = h.dir + "/step-epoch"
+        h.environment = ["ASSETD_DEBUG_STEP_EPOCH": stepFile]
+        try h.start()
+        let c = try h.client(timeout: 60)
+        // Four users with 1 MB of a line each, then nothing: 4 MB, under the total.
+        let idle = try ManyUsers.start(
+            h, fifo: h.dir + "/never", mode: "partial", (0..<4).map { "\(65520 + $0):1:1000000" })
+        defer { idle.stop() }
+        #expect(idle.waitForLine { $0 == "connected" }, "\(idle.output)")
+        #expect(eventually { ManyUsers.count(idle, "sent") == 4 }, "\(idle.output)")
+
+        // A longer line that then grows a byte a second: over the total, and never idle by bytes.
+        let sender = try RawConnection(path: h.socket)
+        sender.setReceiveTimeout(60)
+        let head = #"{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":""#
+        var before = Self.input(c)
+        sender.send(head + String(repeating: "a", count: 1_010_000 - head.utf8.count))
+        #expect(eventually { Self.input(c) >= before + 1_010_000 }, "read: \(Self.buffers(c))")
+        #expect(Self.input(c) > total, "\(Self.buffers(c))")
+        for _ in 0..<3 {
+            before = Self.input(c)
+            sender.send("a")
+            #expect(eventually { Self.input(c) >= before + 1 || Self.dropped(c) > 0 }, "\(Self.buffers(c))")
+            Self.step(h, stepFile)
+        }
+        // The trickling line, the longest, went first and brought the total under: no other.
+        #expect(eventually { Self.dropped(c) == 1 }, "\(Self.buffers(c))")
+        #expect(Int(Self.buffers(c)["input_bytes"]?.intValue ?? .max) <= total, "\(Self.buffers(c))")
+        // The sender's line ended now is not answered: its connection was the one closed.
+        sender.send(#""}}"# + "\n")
+        #expect(sender.readLine()?["result"] == nil, "the trickling sender was closed")
     }
 }
 #endif
