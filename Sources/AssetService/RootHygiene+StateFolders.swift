@@ -35,32 +35,34 @@ extension DaemonConfig {
     /// write it could make itself an admin at the next reload, or point root at any folder at
     /// the next start. The file and its real path are judged as a database's folder is.
     public func checkConfigFile(uid: UInt32 = getuid()) throws(ConfigError) {
-        guard let file = sourcePath else { return }
-        func refused(_ why: String) -> ConfigError { ConfigError(file: file, line: nil, key: nil, message: why) }
-        // Every folder on its way (symlinks followed) as a root's is judged: owned by root or
-        // `uid`, not writable by others unless sticky, and then its entry root's or `uid`'s
-        // (NixOS keeps configs in the sticky, group-writable /nix/store). Only read, never
-        // written: a sticky folder others may write is no risk to a file they cannot rename.
-        let absolute = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
-        if let why = RootHygiene.replaceable(absolute, uid: uid) { throw refused(why) }
-        var st = stat()
-        guard stat(file, &st) == 0 else { return }  // read already: judged at the next read
-        let mode = String(st.st_mode & 0o7777, radix: 8)
-        if st.st_uid != 0 && st.st_uid != uid {
-            throw refused(
-                "it belongs to user \(st.st_uid), who could make itself an admin or name any folder as a root;"
-                    + " give it to root or assetd's user")
-        }
-        let groupIsOwner = RootHygiene.isPrivateGroup(st.st_gid, st.st_uid)
-        if st.st_mode & 0o002 != 0 || (st.st_mode & 0o020 != 0 && !groupIsOwner) {
-            throw refused(
-                "it is writable by its group or others (mode \(mode)), who could make themselves admins or name any"
-                    + " folder as a root; chmod go-w \(file)")
-        }
+        guard let file = sourcePath, let why = RootHygiene.changeable(file, uid: uid) else { return }
+        throw ConfigError(
+            file: file, line: nil, key: nil,
+            message: why + ": whoever may change it could make itself an admin or name any folder as a root")
     }
 }
 
 extension RootHygiene {
+    /// Why another user than root and `uid` could change the existing file at `path`, one
+    /// assetd only reads (its config, the subuid file), or nil. Its way is judged as a root's:
+    /// folders owned by root or `uid`, writable by others only if sticky, and then its entry
+    /// root's or `uid`'s, symlinks followed (NixOS keeps configs in the sticky, group-writable
+    /// /nix/store); the file itself owned by one of them and not writable by group or others.
+    static func changeable(_ path: String, uid: UInt32) -> String? {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        if let why = replaceable(absolute, uid: uid) { return why }
+        var st = stat()
+        guard stat(absolute, &st) == 0 else { return nil }  // gone since it was read
+        if st.st_uid != 0 && st.st_uid != uid {
+            return "\(path) belongs to user \(st.st_uid); give it to root or assetd's user"
+        }
+        if st.st_mode & 0o002 != 0 || (st.st_mode & 0o020 != 0 && !isPrivateGroup(st.st_gid, st.st_uid)) {
+            let mode = String(st.st_mode & 0o7777, radix: 8)
+            return "\(path) is writable by its group or others (mode \(mode)); chmod go-w \(path)"
+        }
+        return nil
+    }
+
     /// Why the folder that holds (or will hold) `file` lets another user than root and `uid`
     /// make or replace entries in it, or nil.
     static func unsafeHome(

@@ -127,7 +127,7 @@ public struct SubordinateRanges: Sendable, Equatable {
     public static func load(path: String, refusing: Set<UInt32> = []) -> SubordinateRanges {
         guard !path.isEmpty else { return SubordinateRanges() }
         // Who may write it decides which uids count as one user: judged as the config file is.
-        if FileManager.default.fileExists(atPath: path), let why = unsafe(path) {
+        if FileManager.default.fileExists(atPath: path), let why = RootHygiene.changeable(path, uid: getuid()) {
             var none = SubordinateRanges()
             none.skipped = ["not read: \(why)"]
             return none
@@ -139,19 +139,6 @@ public struct SubordinateRanges: Sendable, Equatable {
         }
         return SubordinateRanges(
             text: String(decoding: data, as: UTF8.self), refusing: refusing, users: userIDs(), uid: userID(named:))
-    }
-
-    /// Why the file at `path` could be changed by another user than root and this process's.
-    static func unsafe(_ path: String) -> String? {
-        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        if let why = RootHygiene.replaceable(absolute, uid: getuid()) { return why }
-        var st = stat()
-        guard stat(absolute, &st) == 0 else { return nil }
-        if st.st_uid != 0 && st.st_uid != getuid() { return "it belongs to user \(st.st_uid)" }
-        if st.st_mode & 0o002 != 0 || (st.st_mode & 0o020 != 0 && !RootHygiene.isPrivateGroup(st.st_gid, st.st_uid)) {
-            return "it is writable by its group or others (mode \(String(st.st_mode & 0o7777, radix: 8)))"
-        }
-        return nil
     }
 
     /// The uids of the user database (on the loop, at start and reload: getpwent is not reentrant).

@@ -60,7 +60,7 @@ public enum Formatting {
         case .bool(let b): return b ? "true" : "false"
         case .int(let i): return String(i)
         case .double(let d): return number(d)
-        case .string(let s): return escapeControls(s)
+        case .string(let s): return s.controlsEscaped
         case .array(let items):
             if items.isEmpty { return "-" }
             if items.allSatisfy(isScalar) { return items.map(cell).joined(separator: ",") }
@@ -74,9 +74,9 @@ public enum Formatting {
     /// `{collection, key}` as `collection/key`, `{file}` as its path; nil for anything else.
     public static func endText(_ value: JSONValue) -> String? {
         guard case .object(let o) = value else { return nil }
-        if o.count == 1, let path = o["file"]?.stringValue { return escapeControls(path) }
+        if o.count == 1, let path = o["file"]?.stringValue { return path.controlsEscaped }
         if o.count == 2, let c = o["collection"]?.stringValue, let k = o["key"]?.stringValue {
-            return escapeControls(c + "/" + k)
+            return (c + "/" + k).controlsEscaped
         }
         return nil
     }
@@ -105,8 +105,6 @@ public enum Formatting {
         default: return true
         }
     }
-
-    private static func escapeControls(_ s: String) -> String { s.controlsEscaped }
 
     // MARK: - Tables
 

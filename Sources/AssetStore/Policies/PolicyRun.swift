@@ -36,8 +36,7 @@ final class PolicyRun {
     let now: Double
     let batch: Int
     let dryRun: Bool
-    let minAge: Double
-    /// What is older than `minAge` by both clocks (ClockSteps.swift): a step forward of the
+    /// What is older than the policy's `min_age` by both clocks (ClockSteps.swift): a step forward of the
     /// wall clock does not age the objects created before it.
     let oldEnough: AgeCutoff
     /// The order byte targets follow, and the budget that sizes its queues.
@@ -74,7 +73,6 @@ final class PolicyRun {
         oldEnough = clock.olderThan(policy.minAge)
         batch = max(1, policy.batch)
         workBudget = batch * PolicyRun.workPerObject
-        minAge = policy.minAge
         order = policy.order
         maxBytes = policy.maxBytes
         self.dryRun = dryRun
