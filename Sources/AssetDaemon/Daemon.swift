@@ -98,10 +98,10 @@ public final class Daemon {
         } catch let e as StoreError where e.code == .busy {
             logger.error("\(config.storePath): \(e.message)")  // "the database is held by another process (pid N)"
             return 1
-        } catch let e as StoreError where Store.isCopyRefusal(e) {
-            // A backup copy: "... run `assetctl --db PATH --config CONFIG restore` first". 78, as a
-            // config error: systemd does not restart (RestartPreventExitStatus), nothing changes
-            // until an admin restores it.
+        } catch let e as StoreError where Store.isAdminRefusal(e) {
+            // A backup copy ("... run `assetctl --db PATH --config CONFIG restore` first"), a
+            // foreign log, a newer schema, a damaged file. 78, as a config error: systemd does
+            // not restart (RestartPreventExitStatus), nothing changes until an admin acts.
             logger.error("\(e.message)")
             return 78
         } catch {

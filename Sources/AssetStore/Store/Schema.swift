@@ -243,6 +243,23 @@ extension Store {
         }
     }
 
+    /// Refuses a database a newer assetd has upgraded: GRDB passes over migrations it does not
+    /// know, and this binary would then write rows without what the newer schema relies on (a
+    /// claim, an identity) and act on the newer one's rows by its older rules.
+    func checkSchemaKnown(_ migrator: DatabaseMigrator = Schema.migrator()) throws {
+        let unknown = try Store.mapErrors {
+            try pool.read { db in
+                try migrator.appliedIdentifiers(db).subtracting(migrator.appliedMigrations(db)).sorted()
+            }
+        }
+        guard !unknown.isEmpty else { return }
+        throw StoreError(
+            .conflict,
+            "\(path) was upgraded by a newer assetd (schema \(unknown.joined(separator: ", ")), unknown to this"
+                + " one): not opened. Run that version, or restore a backup this version made",
+            detail: ["newer_schema": true])
+    }
+
     /// Runs `body` (a schema upgrade) between reports of `step`'s start and end, if any.
     private func migrateReporting(
         _ step: IndexRebuildProgress?, _ progress: (@Sendable (IndexRebuildProgress) -> Void)?,

@@ -76,6 +76,13 @@ extension Store {
         error.code == .conflict && error.detail?["backup_copy"] == true
     }
 
+    /// Whether `error`, at open, is one only an admin mends (assetd exits 78 on it, so that
+    /// systemd does not restart it for ever): a marked copy, another database's log beside
+    /// it, a schema a newer assetd wrote, a damaged database.
+    public static func isAdminRefusal(_ error: StoreError) -> Bool {
+        isCopyRefusal(error) || ["foreign_wal", "newer_schema", "corrupt"].contains { error.detail?[$0] == true }
+    }
+
     /// Marks the database at `path` (a backup's copy, not yet linked in place) as a copy of `source`.
     static func markCopy(_ db: Database, source: String, commit: Int64) throws {
         try db.execute(

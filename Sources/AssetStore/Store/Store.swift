@@ -200,6 +200,9 @@ public final class Store: Sendable {
                 let key = refused.linked ? "hard_links" : "not_a_regular_file"
                 throw StoreError(.conflict, "cannot open \(path): \(refused.why)", detail: [key: true])
             }
+            if let corrupt = Store.corruption(e) {
+                throw StoreError(corrupt.code, "cannot open \(path): \(corrupt.message)", detail: corrupt.detail)
+            }
             let code: StoreError.Code = e.resultCode == .SQLITE_FULL ? .storageFull : .permissionDenied
             throw StoreError(code, "cannot open \(path): \(e.message ?? "\(e.resultCode)")")
         }
@@ -213,6 +216,7 @@ public final class Store: Sendable {
         }
         if let why = QueryConnection.unboundedMemory { state.withLock { $0.openWarnings.append(why) } }
 
+        try checkSchemaKnown()
         if !configuration.readOnly {
             // Before anything else is written or synced (only the lease numbers, so that the
             // write-back takes them along); a WAL the last run left is written back
@@ -331,9 +335,21 @@ public final class Store: Sendable {
             case .SQLITE_BUSY, .SQLITE_LOCKED: throw StoreError(.busy, "the database is busy")
             case .SQLITE_READONLY: throw StoreError(.permissionDenied, "the database is read-only")
             case .SQLITE_IOERR: throw StoreError(.internalError, "I/O error on the database")
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB: throw corruption(e)!
             default: throw StoreError(.internalError, "database error \(e.resultCode.rawValue)")
             }
         }
+    }
+
+    /// The error for a database SQLite finds damaged, or not a database at all: nothing the
+    /// daemon's restarts mend (assetd exits 78 on it), so it says what the admin can do.
+    static func corruption(_ e: DatabaseError) -> StoreError? {
+        guard e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB else { return nil }
+        let what = e.resultCode == .SQLITE_NOTADB ? "is not a database" : "is damaged"
+        return StoreError(
+            .internalError,
+            "the database \(what) (\(e.message ?? "\(e.resultCode)")): restore a backup (`restore` in assetctl(1))",
+            detail: ["corrupt": true])
     }
 
     // MARK: definitions
