@@ -10,8 +10,10 @@ prints each thread's instructions a request and its top functions. Give callgrin
 Without --callgrind it prints the daemon's CPU time a request instead (utime + stime).
 
 Workloads (measured requests in brackets):
-  puts       --objects K (20000) --n N (3000): K objects put first, then 500 durable puts
-             from 25 connections to warm up, [N new puts from 25 connections]
+  puts       --objects K (20000) --n N (3000) --uids U: K objects put first, then 500 durable
+             puts from 25 connections to warm up, [N new puts from 25 connections]; with
+             --uids, the connections are spread over U uids (2001 on; needs root), one client
+             process each, all at once, each with its share of the puts
   held       --files F (10) --depth D (1) --objects M (10) --n N (20): M objects each holding
              F files D components below the root through manual edges (`edge.add`), then a put
              of each to warm up, [N puts of each with its value unchanged, one connection
@@ -192,6 +194,27 @@ def as_client(uid, body):
         raise SystemExit("the client failed")
 
 
+def as_clients(uids, body):
+    """Runs `body(k)` in a child process as each of `uids` (k its index), all at once."""
+    pids = []
+    for k, uid in enumerate(uids):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                body(k)
+                os._exit(0)
+            except BaseException as e:  # noqa: BLE001 - report and fail the child
+                print(f"client {uid}: {e}", file=sys.stderr)
+                os._exit(1)
+        pids.append(pid)
+    failed = [pid for pid in pids if os.waitpid(pid, 0)[1] != 0]
+    if failed:
+        raise SystemExit("a client failed")
+
+
 def main():
     o = parse(sys.argv[1:])
     uid = int(o["as-uid"]) if o["as-uid"] is not None else None
@@ -202,20 +225,32 @@ def main():
         if workload == "puts":
             objects, n = int(o.get("objects", 20000)), int(o.get("n", 3000))
 
-            def fill():
+            def fill(warm=True):
                 batch = 1000
                 c = connect(d.sock)
                 for b in range(0, objects, batch):
                     ops = [{"method": "object.put", "params": {"collection": "bench", "key": f"k{i:08}",
                             "value": {"n": i}}} for i in range(b, min(objects, b + batch))]
                     call(c, "transact", {"ops": ops})
-                closed_loop(d.sock, [line("object.put", {"collection": "bench", "key": f"w{i:08}",
+                if warm:
+                    closed_loop(d.sock, [line("object.put", {"collection": "bench", "key": f"w{i:08}",
                                        "value": {"n": i}}) for i in range(500)], 25)
-            as_client(uid, fill)
             lines = [line("object.put", {"collection": "bench", "key": f"p{i:08}", "value": {"n": i}})
                      for i in range(n)]
-            d.zero()
-            as_client(uid, lambda: closed_loop(d.sock, lines, 25))
+            if o.get("uids"):
+                # Puts of several uids at once: each batch sorts them by uid (BatchShares.order).
+                uids = [2001 + u for u in range(int(o["uids"]))]
+                per = max(1, 25 // len(uids))
+                warm = [line("object.put", {"collection": "bench", "key": f"w{i:08}", "value": {"n": i}})
+                        for i in range(500)]
+                as_client(uid, lambda: fill(warm=False))
+                as_clients(uids, lambda k: closed_loop(d.sock, warm[k::len(uids)], per))
+                d.zero()
+                as_clients(uids, lambda k: closed_loop(d.sock, lines[k::len(uids)], per))
+            else:
+                as_client(uid, fill)
+                d.zero()
+                as_client(uid, lambda: closed_loop(d.sock, lines, 25))
             d.dump()
             requests = n
         elif workload == "held":

@@ -422,30 +422,35 @@ final class ControlServer {
         }
     }
 
-    /// While over the total (unfinished lines aside: overTotalHeld), drops the connection
-    /// behind (Session.isBehind) with the largest
-    /// backlog, until under it or none is behind. Only one behind: bytes just refused by the
-    /// kernel (a big reply, a turn's pipelined replies) say nothing about a client that
-    /// reads, and would make the one that asked most the victim; and one under its own
-    /// bound is within what it was allowed. Each connection is held to its own bound
-    /// meanwhile (reading stops past it).
-    /// Closing connections behind go first, the largest first: the daemon already closed
-    /// them. Behind for one means the daemon could write none of its last replies to it
-    /// since before the previous epoch (its own bound would never choose one closed for a
-    /// too-long line: its last replies went out up to that bound before the line was
-    /// answered).
+    /// While over the total (unfinished lines aside: overTotalHeld), drops the watchers
+    /// behind (Session.isBehind), the one holding the oldest events first; then, only while
+    /// what is not events is over it alone, the closing connections behind and then the open
+    /// ones, the largest backlog first in each, until under it or none is behind. Events
+    /// over the total are the watchers' to give up (one can watch again and read the state
+    /// anew), never a reader's replies: by its backlog alone, a big reply not yet read went
+    /// before any watcher (a slice refused at most), and other users' big deletes dropped an
+    /// admin reading a query's reply (docs/DESIGN.md, Connections).
+    /// Only those behind: bytes just refused by the kernel (a big reply, a turn's pipelined
+    /// replies) say nothing about a client that reads, and would make the one that asked
+    /// most the victim; and one under its own bound is within what it was allowed. Each
+    /// connection is held to its own bound meanwhile (reading stops past it).
+    /// Closing connections go before open ones: the daemon already closed them. Behind for
+    /// one means the daemon could write none of its last replies to it since before the
+    /// previous epoch (its own bound would never choose one closed for a too-long line: its
+    /// last replies went out up to that bound before the line was answered).
     /// Its callers recount the closing connections first.
     private func shedBacklogs() {
         let epoch = stallEpoch
         guard noneBehindIn != epoch else { return }
-        while overTotalHeld, let (id, f) = closing.worstBehind(epoch: epoch) {
+        if eventBytes > 0 { dropWatchersBehind(epoch: epoch) }
+        while overTotalWithoutEvents, let (id, f) = closing.worstBehind(epoch: epoch) {
             logger.warning(
                 "dropping a closing connection that took none of its last replies for a second: \(f.counted) bytes waiting"
             )
             droppedConnections += 1
             flushEnded(id)?.close()
         }
-        while overTotalHeld {  // a drop's release counts through buffered(), which updates it
+        while overTotalWithoutEvents {  // a drop's release counts through buffered(), which updates it
             var victim: Session?
             for s in sessions.values where s.isBehind(epoch: epoch) && s.heldBack > (victim?.heldBack ?? 0) {
                 victim = s
@@ -458,6 +463,21 @@ final class ControlServer {
             worst.close(flush: false)
         }
         if overTotalHeld { noneBehindIn = epoch }
+    }
+
+    /// Over the total, drops the watchers behind, the one holding the oldest events first
+    /// (the most waiting first among those), until under it: the oldest events are held by
+    /// the watchers furthest behind alone.
+    private func dropWatchersBehind(epoch: Int) {
+        let behind = sessions.values.filter { $0.watching != nil && $0.isBehind(epoch: epoch) }.sorted {
+            ($0.oldestHeld ?? .max, -$0.heldBack) < ($1.oldestHeld ?? .max, -$1.heldBack)
+        }
+        for s in behind where !s.closed {
+            guard overTotalHeld else { return }
+            logger.warning("dropping a watcher (uid \(s.identity.uid)) that does not read its events")
+            droppedConnections += 1
+            s.close(flush: false)
+        }
     }
 
     /// While over the total, unfinished lines counted, closes the connections read whose

@@ -12,6 +12,15 @@ import AssetStore
 import ControlProtocol
 
 enum PutBatch {
+    /// A queued put: its tag (the caller's), params and context. A struct, not a tuple: a
+    /// tuple of them was copied whole through the runtime's tuple witnesses wherever one
+    /// field was read (about 358 instructions a copy, five a put: docs/PERFORMANCE.md).
+    struct Put<Tag> {
+        var tag: Tag
+        var params: Params
+        var context: MethodContext
+    }
+
     /// What a batch did: each put's answer with its tag, and the commits made for them, in
     /// order, whose events and unlinks the daemon handles once per commit (the answers carry
     /// only the commit number).
@@ -35,9 +44,9 @@ enum PutBatch {
         let turn = BatchTurn()
         while !left.isEmpty {
             var taken = false
-            let done = run(store, bytes: { _ in bytes }, turn: turn) { () -> [(Int, Params, MethodContext)] in
+            let done = run(store, bytes: { _ in bytes }, turn: turn) { () -> [Put<Int>] in
                 defer { taken = true }
-                return taken ? [] : left.map { ($0, Params(inputs[$0].0), inputs[$0].1) }
+                return taken ? [] : left.map { Put(tag: $0, params: Params(inputs[$0].0), context: inputs[$0].1) }
             }
             all.results += done.results
             all.commits += done.commits
@@ -47,15 +56,25 @@ enum PutBatch {
         return all
     }
 
+    /// `run(_:syncing:bytes:turn:take:)` of puts given as tuples (the tests').
+    static func run<Tag>(
+        _ store: Store, syncing: Bool = true, bytes: (Tag) -> Int = { _ in 0 }, turn: BatchTurn = BatchTurn(),
+        take: () -> [(Tag, Params, MethodContext)]
+    ) -> Done<Tag> {
+        run(store, syncing: syncing, bytes: bytes, turn: turn) { () -> [Put<Tag>] in
+            take().map { Put(tag: $0.0, params: $0.1, context: $0.2) }
+        }
+    }
+
     /// The batch of the puts `take` gives once it holds the write lock (so puts that arrived
     /// while the previous commit ran join this one), each of `bytes` (its request's), its uids
     /// taken from `turn`'s, which it moves on past the uids it served. Nothing taken, nothing
     /// committed.
     static func run<Tag>(
         _ store: Store, syncing: Bool = true, bytes: (Tag) -> Int = { _ in 0 }, turn: BatchTurn = BatchTurn(),
-        take: () -> [(Tag, Params, MethodContext)]
+        take: () -> [Put<Tag>]
     ) -> Done<Tag> {
-        var inputs = [(Tag, Params, MethodContext)]()
+        var inputs = [Put<Tag>]()
         var took = false
         var shares = BatchShares(count: 0)
         var order: [Int]?
@@ -68,36 +87,43 @@ enum PutBatch {
                 // Through the buffer: the array's subscript copied each put (its context), about
                 // 125 instructions a put (docs/PERFORMANCE.md).
                 let turns = inputs.withUnsafeBufferPointer { puts in
-                    BatchShares.order(count: puts.count, turn: turn) { puts[$0].2.caller.principal }
+                    BatchShares.order(count: puts.count, turn: turn) { puts[$0].context.caller.principal }
                 }
                 order = turns.order
                 shares = BatchShares(count: inputs.count, first: turns.first)
                 shares.nextRun()
                 deferred = []
                 var repeated = RepeatedPuts(count: inputs.count)
-                for k in inputs.indices {
-                    let i = order?[k] ?? k
-                    let (tag, params, ctx) = inputs[i]
-                    guard shares.admits(params, ctx, bytes: bytes(tag), in: tx) else {
-                        deferred.append(i)
-                        continue
+                let sequence = order
+                // Through the buffer, each put's params and context copied once: read in place
+                // at each use, the context was copied at each (about 220 instructions a copy).
+                try inputs.withUnsafeBufferPointer { puts in
+                    for k in puts.indices {
+                        let i = sequence?[k] ?? k
+                        let (params, ctx) = (puts[i].params, puts[i].context)
+                        guard shares.admits(params, ctx, bytes: bytes(puts[i].tag), in: tx) else {
+                            deferred.append(i)
+                            continue
+                        }
+                        if repeated.isRepeat(params) { try tx.flush() }
+                        tx.beginRequest(bound: ctx.cascadeLimit)
+                        // Charged whatever the put does: one that read and then threw spent too.
+                        defer { shares.charge(ctx, reads: tx.requestReadCalls) }
+                        _ = try MethodTable.applyPut(params, tx, ctx)
                     }
-                    if repeated.isRepeat(params) { try tx.flush() }
-                    tx.beginRequest(bound: ctx.cascadeLimit)
-                    // Charged whatever the put does: one that read and then threw spent too.
-                    defer { shares.charge(ctx, reads: tx.requestReadCalls) }
-                    _ = try MethodTable.applyPut(params, tx, ctx)
                 }
             }
             let answer = committed(done.report.commit)
-            var results = deferred.isEmpty ? inputs.map { ($0.0, answer) } : []
+            var results = deferred.isEmpty ? inputs.map { ($0.tag, answer) } : []
             if !deferred.isEmpty {
                 var later = Set(deferred)
-                for (i, input) in inputs.enumerated() where later.remove(i) == nil { results.append((input.0, answer)) }
-                pass(turn, shares, deferred.map { inputs[$0].2.caller.principal })
+                for (i, input) in inputs.enumerated() where later.remove(i) == nil {
+                    results.append((input.tag, answer))
+                }
+                pass(turn, shares, deferred.map { inputs[$0].context.caller.principal })
             }
             return Done(
-                results: results, deferred: deferred.map { inputs[$0].0 }, commits: [done.report],
+                results: results, deferred: deferred.map { inputs[$0].tag }, commits: [done.report],
                 unsynced: syncing ? nil : done.report.commit)
         } catch is NothingTaken {
             return Done()
@@ -105,9 +131,9 @@ enum PutBatch {
             // Committed but not durable: not acknowledged, and not run again. The puts that
             // did not run go in the next batch (which the failed sync will refuse).
             let later = Set(deferred)
-            var done = Done<Tag>(deferred: deferred.map { inputs[$0].0 })
+            var done = Done<Tag>(deferred: deferred.map { inputs[$0].tag })
             for (i, input) in inputs.enumerated() where !later.contains(i) {
-                done.results.append((input.0, .failure(RPCError(e))))
+                done.results.append((input.tag, .failure(RPCError(e))))
             }
             return done
         } catch {
@@ -118,28 +144,28 @@ enum PutBatch {
                 guard case .failure(let refusal) = MethodTable.capture({ () throws -> Void in throw error }) else {
                     return Done()
                 }
-                return Done(results: take().map { ($0.0, .failure(refusal)) })
+                return Done(results: take().map { ($0.tag, .failure(refusal)) })
             }
             // A cascade bound's refusal comes again in a retry of the same puts (the flush
             // bounds them all by the smallest): each goes alone. The allowance's (files read
             // again) is one put's, thrown inside it with an allowance of its own: only that
             // put fails in the retry.
             // What each uid's puts spent in the run that failed still counts (BatchShares).
-            let again = inputs.map { ($0.1, $0.2, bytes($0.0)) }
+            let again = inputs.map { ($0.params, $0.context, bytes($0.tag)) }
             let bounded = (error as? StoreError)?.code == .cascadeLimit
             let retried =
                 bounded
                 ? alone(store, again, order, &shares, last: false) : retry(store, again, order, &shares)
             var done = Done<Tag>(commits: retried.commits)
             for (input, result) in zip(inputs, retried.results) {
-                if let result { done.results.append((input.0, result)) }
+                if let result { done.results.append((input.tag, result)) }
             }
             var later: [UInt32] = []
             for k in inputs.indices {
                 let i = order?[k] ?? k
                 guard retried.results[i] == nil else { continue }
-                done.deferred.append(inputs[i].0)
-                later.append(inputs[i].2.caller.principal)
+                done.deferred.append(inputs[i].tag)
+                later.append(inputs[i].context.caller.principal)
             }
             pass(turn, shares, later)
             return done

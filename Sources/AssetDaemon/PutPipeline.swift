@@ -163,12 +163,12 @@ final class PutPipeline: @unchecked Sendable {
             CommitHold.wait()
             #endif
             let batch = PutBatch.run(store, syncing: false, bytes: { taken[$0].bytes }, turn: turn) {
-                () -> [(Int, Params, MethodContext)] in
+                () -> [PutBatch.Put<Int>] in
                 incoming.lock()
                 defer { incoming.unlock() }
                 // Swapped, not copied: both keep their capacity, so no batch fills one from empty.
                 swap(&taken, &inputs.queue)
-                return taken.indices.map { ($0, taken[$0].params, taken[$0].context) }
+                return taken.indices.map { PutBatch.Put(tag: $0, params: taken[$0].params, context: taken[$0].context) }
             }
             if !batch.deferred.isEmpty {
                 // Past their uid's share (BatchShares): the next batch, ahead of later puts.
