@@ -90,6 +90,12 @@ public final class Daemon {
         case .stale, .absent:
             break
         }
+        // A database about to be created: a root another database bound, or full of files,
+        // is refused before an empty database is left at store.path (assetd(8), ROOTS).
+        if access(config.storePath, F_OK) != 0, case let problems = config.rootBindingProblems(), !problems.isEmpty {
+            for p in problems { logger.error("\(p)") }
+            return 78
+        }
         do {
             let rebuilds = RebuildLog(logger)
             store = try Store(path: config.storePath, configuration: config.storeConfiguration()) { p in
@@ -98,6 +104,11 @@ public final class Daemon {
         } catch let e as StoreError where e.code == .busy {
             logger.error("\(config.storePath): \(e.message)")  // "the database is held by another process (pid N)"
             return 1
+        } catch let e as StoreError where Store.isRootRefusal(e) {
+            // A root of another database or daemon (assetd(8), ROOTS): 78, as a config error,
+            // so that systemd does not restart into the same refusal.
+            logger.error("\(e.message)")
+            return 78
         } catch let e as StoreError where Store.isAdminRefusal(e) {
             // A backup copy ("... run `assetctl --db PATH --config CONFIG restore` first"), a
             // foreign log, a newer schema, a damaged file. 78, as a config error: systemd does

@@ -39,6 +39,9 @@ public struct DaemonConfig: Sendable {
     public var limits = ControlLimits()
     /// `files.roots`.
     public var roots: [String]
+    /// `assetd --adopt-root`: roots bound to this database at this start whatever their
+    /// marker says (assetd(8), ROOTS).
+    public var adoptRoots: [String] = []
     /// Whether `roots` is the embedded default (created at start) or set by the config file.
     public var rootsOrigin = RootsOrigin.embeddedDefault
     /// `files.unlink_delay`, seconds.
@@ -141,6 +144,8 @@ public struct DaemonConfig: Sendable {
         // No value a query builds can be sent, once over the reply limit: SQLite stops it early.
         c.queryLengthLimit = limits.maxReplyBytes
         c.queryTempLimit = limits.queryTempBytes
+        c.bindRoots = true
+        c.adoptRoots = adoptRoots
         return c
     }
 

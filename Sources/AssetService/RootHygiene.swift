@@ -80,6 +80,17 @@ extension DaemonConfig {
         return warnings
     }
 
+    /// What start would refuse about the roots' markers (Store+RootBinding.swift), for
+    /// --check-config.
+    public func rootBindingProblems() -> [String] {
+        Store.rootBindingProblems(database: storePath, roots: roots, adopt: adoptRoots)
+    }
+
+    /// True when `path` names one of the roots once `.`, `..` and repeated slashes are folded.
+    public func isRoot(_ path: String) -> Bool {
+        roots.contains { RootHygiene.lexical($0).utf8.elementsEqual(RootHygiene.lexical(path).utf8) }
+    }
+
     /// Refuses (a configuration error, exit 78) a root that holds the database's folder, the
     /// socket's folder or the config file (RootHygiene+Store.swift), also through a bind
     /// mount: at start, and again on SIGHUP, when a mount made since may show one there.

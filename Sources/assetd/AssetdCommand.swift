@@ -26,6 +26,13 @@ struct AssetdCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
+            "Bind this root to the database at this start though its marker names another database or it holds files the database never registered (repeatable; see assetd(8), ROOTS).",
+            valueName: "root"))
+    var adoptRoot: [String] = []
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
             "Log level: trace, debug, info, notice, warning, error, critical (overrides log.level).", valueName: "level"
         ))
     var logLevel: String?
@@ -48,6 +55,14 @@ struct AssetdCommand: ParsableCommand {
             }
             settings.logLevel = level
         }
+        // Only a configured root: a slip in the path must not pass unnoticed.
+        for root in adoptRoot where !settings.isRoot(root) {
+            let roots = settings.roots.joined(separator: ", ")
+            FileHandle.standardError.write(
+                Data("assetd: --adopt-root \(root): not one of files.roots (\(roots))\n".utf8))
+            throw ExitCode(64)
+        }
+        settings.adoptRoots = adoptRoot
         let rootWarnings: [String]
         do {
             // --check-config judges the roots as start does, but creates nothing.
@@ -67,6 +82,12 @@ struct AssetdCommand: ParsableCommand {
             throw ExitCode(78)
         }
         if checkConfig {
+            // What start would refuse about the roots' markers (assetd(8), ROOTS).
+            let bindings = settings.rootBindingProblems()
+            if !bindings.isEmpty {
+                for b in bindings { FileHandle.standardError.write(Data("assetd: \(b)\n".utf8)) }
+                throw ExitCode(78)
+            }
             for w in settings.accessWarnings + settings.limitWarnings + settings.policyWarnings {
                 FileHandle.standardError.write(Data("assetd: warning: \(w)\n".utf8))
             }

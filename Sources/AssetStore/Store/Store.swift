@@ -53,6 +53,8 @@ public final class Store: Sendable {
     let accessFlush = Mutex(())
     // Released (file closed) when the store is deallocated or closed.
     private let lock: Mutex<StoreLock?>
+    /// The roots' markers held locked (Store+RootBinding.swift); released as the lock is.
+    let rootLocks = Mutex<RootLocks?>(nil)
     /// The device of the database's folder (Store+Files.swift, `ownFileIDs`).
     let ownDevice: Int64?
     let state: Mutex<State>
@@ -227,6 +229,9 @@ public final class Store: Sendable {
         }
         try readCopyMark()
         try loadDefinitions()
+        // Before the drain of due unlinks (finishOpen): nothing is unlinked in a root another
+        // database holds.
+        if configuration.bindRoots && !configuration.readOnly && !isCopy { try bindRoots() }
         if configuration.readOnly {
             try readRootDevices()
         } else {
@@ -253,6 +258,7 @@ public final class Store: Sendable {
         checkpointer.close()
         try? pool.close()
         walSync.withLock { $0.descriptor = nil }
+        rootLocks.withLock { $0 = nil }
         lock.withLock { $0 = nil }
     }
 

@@ -56,6 +56,13 @@ public struct StoreConfiguration: Sendable {
     public var queryTempLimit = 256 << 20
     /// Open without the lock, for reading a database another process holds.
     public var readOnly = false
+    /// Bind each root to this database through its marker at a writable open of the live
+    /// database (Store+RootBinding.swift): the daemon and `assetctl --db`; off for tests of the
+    /// store alone.
+    public var bindRoots = false
+    /// Roots bound to this database even though their marker names another one, or they hold
+    /// files this database, registering none, never saw (`assetd --adopt-root`).
+    public var adoptRoots: [String] = []
     /// `store.reserve`: bytes of the ballast file kept next to the database so that deletes
     /// and evictions can still commit on a full disk (Store+Reserve.swift); 0: none.
     public var reserve: Int64 = StoreConfiguration.defaultReserve
