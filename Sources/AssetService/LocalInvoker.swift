@@ -24,7 +24,8 @@ public final class LocalInvoker {
     /// Opens `databasePath` with the settings of `configPath` (or the default config file,
     /// or the embedded defaults) for roots and durability. Methods run as an admin of `uid`,
     /// whose owner name is the one the daemon gives a client of that uid.
-    public init(databasePath: String, configPath: String?, uid: UInt32 = getuid()) throws {
+    /// With `restoring`, a marked copy opens writable (for `restore`); otherwise read-only.
+    public init(databasePath: String, configPath: String?, uid: UInt32 = getuid(), restoring: Bool = false) throws {
         // A value refused as a slip is left out of the policy, and only enforce is refused for it.
         let config = try DaemonConfig.load(path: configPath, deferringPolicyRefusals: true)
         // It names the roots this process unlinks in: one another user could write is refused.
@@ -56,6 +57,10 @@ public final class LocalInvoker {
         // the config read here does not name. An explicit `sweep` still sweeps (not a copy).
         sc.drainOnOpen = false
         sc.opensCopies = true
+        sc.writesCopies = restoring
+        // A file that is not a database already is refused, never given a fresh schema.
+        sc.mustExist = true
+        configuredDatabase = config.storePath
         // Another file than the config's database is a copy for unlinking: a cp, sqlite3
         // .backup or an older version's backup carries no mark, and its queue lists files
         // the live database may hold again.
@@ -102,11 +107,15 @@ public final class LocalInvoker {
         return x == y
     }
 
-    /// Makes the backup copy opened a live database again (`assetctl --db PATH restore`):
-    /// returns what its mark said, nil if it was no copy.
-    public func restore() throws(RPCError) -> String? {
+    /// The config's `store.path`.
+    private let configuredDatabase: String
+
+    /// Makes the backup copy opened a live database again (`assetctl --db PATH restore`),
+    /// refused for a file that is no marked copy or a copy of another database than the
+    /// config's unless `force` (Store.restore).
+    public func restore(force: Bool) throws(RPCError) -> RestoreOutcome {
         do {
-            return try store.clearCopyMark()
+            return try store.restore(configuredSource: configuredDatabase, force: force)
         } catch let e as StoreError {
             throw RPCError(e)
         } catch {

@@ -74,7 +74,8 @@ struct AssetCtl: ParsableCommand {
     }
 
     /// Connects to the daemon, or opens the database with --db.
-    func backend() throws(CLIFailure) -> Backend {
+    /// `restoring`: a marked copy opens writable (`restore`), not read-only.
+    func backend(restoring: Bool = false) throws(CLIFailure) -> Backend {
         if let db {
             let path = CLIParams.absolutePath(db, cwd: Environment.workingDirectory)
             // The engine would create a missing database: a mistyped path would then verify
@@ -83,7 +84,7 @@ struct AssetCtl: ParsableCommand {
             if stat(path, &info) != 0, errno == ENOENT {
                 throw CLIFailure("no database at \(path); --db opens an existing one (assetd creates it)")
             }
-            return try Backend(target: .database(path), configPath: config)
+            return try Backend(target: .database(path), configPath: config, restoring: restoring)
         }
         return try Backend(target: .socket(try socketPath()), configPath: config)
     }

@@ -41,7 +41,7 @@ final class Backend {
     let client: ControlClient?
 
     /// Connects to the socket or opens the database.
-    init(target: Target, configPath: String?) throws(CLIFailure) {
+    init(target: Target, configPath: String?, restoring: Bool = false) throws(CLIFailure) {
         self.target = target
         switch target {
         case .socket(let path):
@@ -54,7 +54,7 @@ final class Backend {
             }
         case .database(let path):
             client = nil
-            invoker = try OfflineInvoker(databasePath: path, configPath: configPath)
+            invoker = try OfflineInvoker(databasePath: path, configPath: configPath, restoring: restoring)
         }
     }
 
@@ -90,14 +90,13 @@ final class Backend {
         }
     }
 
-    /// Removes the backup mark of the database opened with --db (`restore`): what it said,
-    /// nil if it was no copy.
-    func restore() throws(CLIFailure) -> String? {
+    /// Makes the copy opened with --db live (`restore`).
+    func restore(force: Bool) throws(CLIFailure) -> RestoreOutcome {
         guard let offline = invoker as? OfflineInvoker else {
             throw CLIFailure("restore works on a database file (--db)", status: ExitStatus.usage)
         }
         do {
-            return try offline.restore()
+            return try offline.restore(force: force)
         } catch {
             throw Backend.failure(error, target: target)
         }

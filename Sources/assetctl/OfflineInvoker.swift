@@ -4,6 +4,7 @@
 // with data.code "busy"), and DaemonConfig reads the config file as assetd does.
 
 import AssetService
+import AssetStore
 import ControlProtocol
 import JSON
 
@@ -13,9 +14,9 @@ struct OfflineInvoker: Invoker {
 
     /// Opens the database with the settings of the config file: a bad config file exits 78,
     /// a database that cannot be opened exits 1.
-    init(databasePath: String, configPath: String?) throws(CLIFailure) {
+    init(databasePath: String, configPath: String?, restoring: Bool = false) throws(CLIFailure) {
         do {
-            local = try LocalInvoker(databasePath: databasePath, configPath: configPath)
+            local = try LocalInvoker(databasePath: databasePath, configPath: configPath, restoring: restoring)
             for w in local.store.openWarnings { Console.error("warning: \(w)") }
             local.warn = { Console.error("warning: \($0)") }
         } catch let e as ConfigError {
@@ -25,8 +26,8 @@ struct OfflineInvoker: Invoker {
         }
     }
 
-    /// `restore`: the copy's mark removed (LocalInvoker.restore).
-    func restore() throws(RPCError) -> String? { try local.restore() }
+    /// `restore`: the copy made live (LocalInvoker.restore).
+    func restore(force: Bool) throws(RPCError) -> RestoreOutcome { try local.restore(force: force) }
 
     func call(_ method: String, _ params: JSONValue, progress: (@Sendable (JSONValue) -> Void)?) throws -> JSONValue {
         if let e = local.refusal(method, params) { throw CLIFailure(e.description, status: ExitStatus.configuration) }

@@ -50,15 +50,23 @@ import Testing
         #expect(start.stderr.contains("assetctl --db \(copy) --config CONFIG restore"), "\(start.stderr)")
         #expect(h.exists(file))
 
-        // The restore proper: the live daemon stopped, the copy made live.
+        // The restore proper: the live daemon stopped, the copy put in place and made live.
         #expect(h.stop() == 0)
-        let restore = try runProcess(Binaries.assetctl, ["--db", copy, "--config", config, "restore"])
+        for suffix in ["-wal", "-shm"] { unlink(h.database + suffix) }
+        try Data(contentsOf: URL(fileURLWithPath: copy)).write(to: URL(fileURLWithPath: h.database))
+        let live = try plainConfig(h, database: h.database, socket: h.socket)
+        let restore = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", live, "restore"])
         #expect(restore.status == 0 && restore.stdout.hasPrefix("restored"), "\(restore.stdout)\(restore.stderr)")
-        let again = try runProcess(Binaries.assetctl, ["--db", copy, "--config", config, "restore"])
-        #expect(again.status == 0 && again.stdout.hasPrefix("not a backup copy"), "\(again.stdout)\(again.stderr)")
-        // assetd started on it drains its queue at open, by the config's unlink delay (0 s).
-        try h.start(arguments: ["--config", try plainConfig(h, database: copy, socket: h.socket)])
-        #expect(!h.exists(file), "the restored queue is the live one now")
+        let again = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", live, "restore"])
+        #expect(again.status != 0 && again.stderr.contains("not a backup copy"), "\(again.stdout)\(again.stderr)")
+        // assetd started on it holds the copy's queue (due by the config's unlink delay, 0 s): the
+        // live database held the file again after the backup. An admin's sweep runs it.
+        try h.start(arguments: ["--config", live])
+        #expect(h.exists(file), "the restored copy's queue unlinked a file a later put held")
+        #expect(h.log.contains("held until an admin runs `assetctl sweep`"), "\(h.log)")
+        let adminSweep = try h.assetctl("sweep")
+        #expect(adminSweep.status == 0, "\(adminSweep.stderr)")
+        #expect(!h.exists(file), "the admin's sweep ran the restored queue")
         #expect(h.stop() == 0)
     }
 

@@ -69,6 +69,7 @@ struct BackupCopyTests {
         let orphan = try f.makeFile("b/orphan.bin")
         f.clock.advance(7200)
         var c = copyConfiguration(f)
+        c.writesCopies = true  // a dry run writes (and rolls back); `assetctl --db` opens a copy read-only
         var p = PolicyConfiguration()
         p.maxBytes = 0
         c.policy = p
@@ -85,7 +86,7 @@ struct BackupCopyTests {
         #expect(try f.exists(ref("c", "o")))
     }
 
-    @Test("assetd's open refuses a backup copy, naming the restore; once restored it opens and sweeps")
+    @Test("assetd's open refuses a backup copy, naming the restore; restored, its queue waits for an admin's sweep")
     func restore() throws {
         let f = try Fixture { $0.unlinkDelay = 3600 }
         let (file, copyPath) = try copyQueuingHeldFile(f)
@@ -98,16 +99,22 @@ struct BackupCopyTests {
             "\(String(describing: refused))")
         #expect(f.exists(file))
 
-        let copy = try Store(path: copyPath, configuration: copyConfiguration(f))
-        #expect(try copy.clearCopyMark() != nil)
+        var opener = copyConfiguration(f)
+        opener.writesCopies = true
+        let copy = try Store(path: copyPath, configuration: opener)
+        #expect(try copy.restore(configuredSource: f.dbPath, force: false).held == 1)
         #expect(copy.copyMark == nil)
-        #expect(try copy.clearCopyMark() == nil, "a live database: nothing to clear")
+        #expect(
+            expectCode(.conflict) { try copy.restore(configuredSource: f.dbPath, force: false) } != nil,
+            "a live database: nothing to restore")
         copy.close()
         f.store.close()  // the live store is the one replaced by the restore
         let restored = try Store(path: copyPath, configuration: daemon)
         defer { restored.close() }
         #expect(restored.copyMark == nil)
-        #expect(!f.exists(file), "the open drained the restored queue")
+        #expect(f.exists(file), "the open drained the restored copy's queue: a later put may hold its file")
+        #expect(try restored.sweep().unlinked.isEmpty)
+        #expect(try restored.sweep(releasingRestoreHold: true).unlinked == [file], "an admin's sweep runs it")
         #expect(try restored.pending().isEmpty)
     }
 }

@@ -128,8 +128,9 @@ struct LeaseNumberTests {
         // Restored as assetctl(1) says: the copy's mark cleared, then started on.
         var opener = f.configuration
         opener.opensCopies = true
+        opener.writesCopies = true
         let marked = try Store(path: copy, configuration: opener)
-        #expect(try marked.clearCopyMark() != nil)
+        #expect(try marked.restore(configuredSource: f.dbPath, force: false).mark != nil)
         marked.close()
         let restored = try Store(path: copy, configuration: f.configuration)
         defer { restored.close() }

@@ -607,6 +607,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
         var c = StoreConfiguration(roots: [f.root])
         c.drainOnOpen = false
         c.opensCopies = true  // marked: a copy until restored
+        c.writesCopies = true  // opened to be restored
         let copy = try Store(path: path, configuration: c)
         defer { copy.close() }
         #expect(copy.copyMark == "backup of \(f.dbPath) at commit \(commit)")
@@ -618,7 +619,7 @@ private let objectID = "(SELECT id FROM object WHERE collection = ? AND key = ?)
             #expect(try r.get(ref("seed", "5999"))?.value == ["pad": big])
         }
         #expect(try copy.verify(VerifyOptions()).clean)
-        try copy.clearCopyMark()
+        _ = try copy.restore(configuredSource: f.dbPath, force: false)
         try copy.write { tx in try tx.put(ref("after", "restore"), value: [:]) }  // a usable store, not just readable
     }
 

@@ -7,7 +7,8 @@ import ControlProtocol
 
 extension MethodTable {
     static func sweep(_ p: Params, _ ctx: MethodContext) throws -> MethodOutcome {
-        let report = try ctx.store.sweep(retryFailed: ctx.caller.isAdmin)
+        // An admin's sweep also ends a restore's hold on the copy's queued unlinks (assetctl(1), restore).
+        let report = try ctx.store.sweep(retryFailed: ctx.caller.isAdmin, releasingRestoreHold: ctx.caller.isAdmin)
         return MethodOutcome(
             .object([
                 "unlinked": .int(Int64(report.unlinked.count)), "failed": .int(Int64(report.failed.count)),

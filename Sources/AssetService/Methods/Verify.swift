@@ -1,4 +1,4 @@
-// verify {repair?, orphans?, delete_orphans?, force?} → the report `{problems, clean, …}`:
+// verify {repair?, orphans?, delete_orphans?, force?, since_backup?} → the report `{problems, clean, …}`:
 // checks the store against its files and its own indexes (assetd(8)). Looking is open to
 // everyone; repair, orphans and delete_orphans are for admins, and delete_orphans refuses a root
 // without assetd's CACHEDIR.TAG (untagged_root) unless force.
@@ -21,6 +21,7 @@ extension MethodTable {
         options.deleteOrphans = try p.optionalBool("delete_orphans") ?? false
         options.orphans = (try p.optionalBool("orphans") ?? false) || options.deleteOrphans
         options.force = try p.optionalBool("force") ?? false
+        options.sinceBackup = try p.optionalBool("since_backup") ?? false
         if options.repair { try requireAdmin("verify with repair", ctx) }
         if options.deleteOrphans { try requireAdmin("verify with delete_orphans", ctx) }
         // The walk reads every folder under the roots as root: its list would show anyone

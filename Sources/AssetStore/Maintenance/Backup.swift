@@ -71,6 +71,8 @@ extension Store {
             var config = Configuration()
             config.readonly = true
             config.busyMode = .timeout(10)
+            // Before the snapshot: a restore holds the files changed since (Store+Restore.swift).
+            let taken = configuration.clock()
             let source = try DatabaseQueue(path: self.path, configuration: config)
             defer { try? source.close() }
             let copy = try DatabaseQueue(path: temp)
@@ -106,7 +108,7 @@ extension Store {
                     try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'commit'") ?? 0
                 }
                 // Marked: opened, the copy must not act on the live roots (Store+CopyMark.swift).
-                try copy.write { db in try Store.markCopy(db, source: self.path, commit: commit) }
+                try copy.write { db in try Store.markCopy(db, source: self.path, commit: commit, taken: taken) }
                 try copy.close()
             } catch {
                 try? copy.close()

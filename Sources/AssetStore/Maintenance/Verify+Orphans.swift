@@ -100,7 +100,16 @@ extension VerifyRun {
                     let probe = store.configuration.skipOpenFiles ? OpenFileProbe() : nil
                     var out = [Int: RepairOutcome]()
                     let old = store.clocks.read().olderThan(store.configuration.orphanGrace)
+                    // After a restore: a file changed since the backup (within the grace before it,
+                    // as the pass would have judged it then) may be a lost write's (Store+Restore.swift).
+                    let heldAfter = store.orphansHeldAfter.map { $0 - store.configuration.orphanGrace }
                     for (i, f) in unknown.enumerated() {
+                        if let heldAfter, f.changed >= heldAfter {
+                            out[i] = .refused(
+                                "changed since the restored backup was taken: maybe the file of a write the restore"
+                                    + " lost; kept until `verify --delete-orphans --since-backup`")
+                            continue
+                        }
                         guard let path = f.path else {
                             out[i] = .refused("its name is not UTF-8")
                             continue

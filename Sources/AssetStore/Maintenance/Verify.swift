@@ -19,6 +19,9 @@ public struct VerifyOptions: Sendable {
     public var deleteOrphans = false
     /// Delete orphans even under a root without assetd's CACHEDIR.TAG.
     public var force = false
+    /// With `deleteOrphans` after a restore: delete the files changed since the backup too,
+    /// ending the restore's hold on them (Store+Restore.swift).
+    public var sinceBackup = false
     /// Seconds since queueing after which a failing unlink is a problem.
     public var failingFor: Double = 86_400
     /// Problems listed in the report at most; the rest are only counted (a broken large
@@ -98,6 +101,7 @@ extension Store {
         if options.deleteOrphans, let why = markerReplaced() {
             throw StoreError(.conflict, why, detail: ["root_binding": "replaced"])
         }
+        if options.deleteOrphans && options.sinceBackup { try releaseOrphanHold() }
         let run = VerifyRun(store: self, options: options, progress: progress)
         try run.danglingEdges()
         try run.missingFiles()

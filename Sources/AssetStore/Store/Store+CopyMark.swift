@@ -2,7 +2,7 @@
 // and orphan walk would act on the live roots, where the files it lists as unreferenced may be
 // held again by the live database. A marked store never sweeps, runs a real policy run or
 // deletes orphans, and opens only for a caller that says it expects a copy (`assetctl --db`);
-// `clearCopyMark` (`assetctl --db PATH restore`) makes it a live database again.
+// `restore` (`assetctl --db PATH restore`, Store+Restore.swift) makes it a live database again.
 
 import GRDB
 import Glibc
@@ -71,9 +71,10 @@ extension Store {
                 + " assetd stopped, put it in place and run `assetctl --db PATH --config CONFIG restore`")
     }
 
-    /// Whether `error` is the refusal of a marked copy at open (assetd exits 78 on it).
+    /// Whether `error` is the refusal at open of a marked copy, or of a WAL that is not the
+    /// database's (assetd exits 78 on either: only an admin can put it right).
     public static func isCopyRefusal(_ error: StoreError) -> Bool {
-        error.code == .conflict && error.detail?["backup_copy"] == true
+        error.code == .conflict && (error.detail?["backup_copy"] == true || error.detail?["foreign_wal"] == true)
     }
 
     /// Whether `error`, at open, is one only an admin mends (assetd exits 78 on it, so that
@@ -83,31 +84,15 @@ extension Store {
         isCopyRefusal(error) || ["foreign_wal", "newer_schema", "corrupt"].contains { error.detail?[$0] == true }
     }
 
-    /// Marks the database at `path` (a backup's copy, not yet linked in place) as a copy of `source`.
-    static func markCopy(_ db: Database, source: String, commit: Int64) throws {
+    /// Marks the database at `path` (a backup's copy, not yet linked in place) as a copy of
+    /// `source` taken at `taken` (wall seconds, read before its snapshot): what a restore
+    /// compares with the config's `store.path` and holds files by (Store+Restore.swift).
+    static func markCopy(_ db: Database, source: String, commit: Int64, taken: Double) throws {
         try db.execute(
-            sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-            arguments: [copyMarkKey, "backup of \(source) at commit \(commit)"])
-    }
-
-    /// Makes a backup copy a live database again (the restore): removes the mark, so the
-    /// store sweeps, runs policies and deletes orphans against the configured roots. Returns
-    /// the mark removed, nil if there was none.
-    @discardableResult
-    public func clearCopyMark() throws -> String? {
-        guard copyMark != nil else { return nil }
-        try checkWritable()
-        let mark = try Store.mapErrors {
-            try pool.write { db in
-                let mark = try String.fetchOne(
-                    db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Store.copyMarkKey])
-                try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [Store.copyMarkKey])
-                return mark
-            }
-        }
-        // A write outside the commit count: synced here, not by makeDurable.
-        try syncWAL(force: true)
-        state.withLock { $0.copyMark = nil }
-        return mark
+            sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?), (?, ?), (?, ?)",
+            arguments: [
+                copyMarkKey, "backup of \(source) at commit \(commit)", backupSourceKey, source, backupTakenKey,
+                taken,
+            ])
     }
 }

@@ -218,4 +218,69 @@ extension Store {
             walSyncs.add(1, ordering: .relaxed)
         }
     }
+
+    /// The mark of the database at `path` if its header says rollback mode (a backup copy as
+    /// `backup` writes it) and no WAL lies beside it, read without writing anything; nil
+    /// otherwise. `assetctl --db` opens such a copy read-only: a look never turns its header to
+    /// WAL mode (the foreign-WAL guard tells a copy by that header) nor upgrades its schema.
+    static func peekCopyMark(_ path: String) -> String? {
+        guard fileSize(path + "-wal") <= 0 else { return nil }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        var header = [UInt8](repeating: 0, count: 20)
+        let read = pread(fd, &header, 20, 0)
+        Glibc.close(fd)
+        guard read == 20, header[18] == 1, header[19] == 1 else { return nil }
+        var h: OpaquePointer?
+        defer { sqlite3_close_v2(h) }
+        guard sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {
+            return nil
+        }
+        var s: OpaquePointer?
+        defer { sqlite3_finalize(s) }
+        guard sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'backup'", -1, &s, nil) == SQLITE_OK,
+            sqlite3_step(s) == SQLITE_ROW, let text = sqlite3_column_text(s, 0)
+        else { return nil }
+        return String(cString: text)
+    }
+
+    /// Why the WAL left beside `path` must not be written into it: read through it (a
+    /// read-only connection, which never checkpoints, so the file stays as it is), the
+    /// database fails `PRAGMA quick_check`. Our own crash's log continues the very pages it
+    /// was written against and passes; another database's log (a copy put in place beside
+    /// the live run's) mixes its pages with the copy's (docs/DESIGN.md, The unlink pipeline, item 7).
+    static func checkLeftoverWAL(_ path: String) -> String? {
+        var h: OpaquePointer?
+        defer { sqlite3_close_v2(h) }
+        var rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        var found = [String]()
+        if rc == SQLITE_OK {
+            sqlite3_busy_timeout(h, 10_000)
+            var s: OpaquePointer?
+            rc = sqlite3_prepare_v2(h, "PRAGMA quick_check(5)", -1, &s, nil)
+            while rc == SQLITE_OK {
+                let step = sqlite3_step(s)
+                if step == SQLITE_DONE { break }
+                guard step == SQLITE_ROW else {
+                    rc = step
+                    break
+                }
+                if let t = sqlite3_column_text(s, 0) { found.append(String(cString: t)) }
+            }
+            sqlite3_finalize(s)
+        }
+        // Only a damaged result is this check's to report: any other failure (a side file the
+        // guard refuses, a busy lock) the open meets again and names itself.
+        let damaged = rc & 0xff == SQLITE_CORRUPT || rc & 0xff == SQLITE_NOTADB
+        guard rc == SQLITE_OK || damaged else { return nil }
+        let why =
+            damaged
+            ? (h.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc)))
+            : found == ["ok"] ? nil : found.joined(separator: "; ")
+        guard let why else { return nil }
+        return "\(path) read through the \(path)-wal left beside it fails SQLite's quick_check (\(why)): that"
+            + " log is another database's (a copy put in place beside the -wal the live database left) or the"
+            + " disk damaged it. Nothing was written. With assetd stopped: if a copy was put in place, remove"
+            + " \(path)-wal and \(path)-shm and open it again; otherwise restore the last backup"
+    }
 }

@@ -89,6 +89,8 @@ public final class Store: Sendable {
         var rootFilesystems: (@Sendable () -> [(device: Int64, fsid: Int64)])?
         /// The mark of a backup copy, nil for a live database (Store+CopyMark.swift).
         var copyMark: String?
+        /// What a restore holds until an admin says otherwise (Store+Restore.swift).
+        var restoreHold: RestoreHold?
         /// Tests: runs in `syncWAL` once its fdatasync has returned, before a failure is recorded.
         var walSynced: (@Sendable () -> Void)?
         /// Tests: runs in each real policy batch after its decisions, before its commit.
@@ -124,8 +126,11 @@ public final class Store: Sendable {
         opening path: String, configuration: StoreConfiguration,
         progress: (@Sendable (IndexRebuildProgress) -> Void)?
     ) throws {
+        var configuration = configuration
+        if configuration.mustExist, let why = Store.notADatabase(path) {
+            throw StoreError(.conflict, why, detail: ["not_a_database": true])
+        }
         self.path = path
-        self.configuration = configuration
         self.roots = try ManagedRoots(configuration.roots)
         roots.pins.pinAll(roots.paths)
         clocks = ClockSteps(wall: configuration.clock, steady: configuration.steadyClock)
@@ -148,6 +153,15 @@ public final class Store: Sendable {
             throw StoreError(
                 .internalError, "cannot open \(path) as root: SQLite refused the guard on its -wal, -shm and -journal")
         }
+        // `assetctl --db` reads a marked backup read-only: no look at it turns its header to WAL
+        // mode or upgrades its schema (Store+Restore.swift). Read with the guard on.
+        if configuration.opensCopies && !configuration.writesCopies && !configuration.readOnly,
+            Store.peekCopyMark(path) != nil
+        {
+            configuration.readOnly = true
+            configuration.reserve = 0
+        }
+        self.configuration = configuration
         lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: realName + ".lock", owner: owner))
         ownDevice = Store.folderDevice(of: realName)
 
@@ -158,6 +172,11 @@ public final class Store: Sendable {
         if let why = Store.foreignWAL(path) { throw StoreError(.conflict, why, detail: ["foreign_wal": true]) }
         // Looked at before the pool opens: GRDB writes a transaction into a missing or empty WAL.
         let leftoverWAL = !configuration.readOnly && Store.fileSize(path + "-wal") > 0
+        // Read through before anything writes it back: another database's log is refused
+        // while the file is still as it was (docs/DESIGN.md, The unlink pipeline, item 7).
+        if leftoverWAL, let why = Store.checkLeftoverWAL(path) {
+            throw StoreError(.conflict, why, detail: ["foreign_wal": true])
+        }
         // WAL frames written once per commit, not twice per frame (wal_coalesce.c), by the
         // connections that write: the pool's (GRDB opens its readers by the same name; they
         // never write the WAL, so the VFS only passes their reads on) and the checkpointer's.
@@ -212,6 +231,18 @@ public final class Store: Sendable {
             path: path, timeLimit: configuration.queryTimeLimit, lengthLimit: configuration.queryLengthLimit,
             tempLimit: configuration.queryTempLimit)
         state = Mutex(State(policy: configuration.policy, enforceOwnership: configuration.enforceOwnership))
+        if configuration.mustExist {
+            let ours = try Store.mapErrors {
+                try pool.read { db in
+                    try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'meta')")
+                }
+            }
+            if ours != true {
+                throw StoreError(
+                    .conflict, "\(path) is not an assetd database (no meta table): not opened",
+                    detail: ["not_a_database": true])
+            }
+        }
         numberLeases()
         if coalescing.fellBack, let why = coalescing.reason {
             state.withLock { $0.openWarnings.append("WAL writes are not combined (store.coalesce_wal): \(why)") }
@@ -228,6 +259,7 @@ public final class Store: Sendable {
             try reserveLeaseNumbersAtOpen(early: false)
         }
         try readCopyMark()
+        if !configuration.readOnly { try readRestoreHold() }
         try loadDefinitions()
         // Before the drain of due unlinks (finishOpen): nothing is unlinked in a root another
         // database holds.
@@ -325,6 +357,12 @@ public final class Store: Sendable {
 
     /// `busy` on a read-only store: SQLite's own error would read as an I/O error.
     func checkNotReadOnly() throws(StoreError) {
+        if configuration.readOnly, let mark = copyMark {
+            throw StoreError(
+                .conflict,
+                "\(path) is a backup copy (\(mark)), opened read-only: to restore it, with assetd stopped, put it"
+                    + " in place and run `assetctl --db PATH --config CONFIG restore` (CONFIG: the daemon's)")
+        }
         guard !configuration.readOnly else {
             throw StoreError(.busy, "the store is open read-only: another process holds the database")
         }

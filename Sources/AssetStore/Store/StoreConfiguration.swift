@@ -43,6 +43,12 @@ public struct StoreConfiguration: Sendable {
     /// Open a backup copy (Store+CopyMark.swift) too: `assetctl --db`, to read it or restore
     /// it. Otherwise (the daemon) a copy is refused.
     public var opensCopies = false
+    /// With `opensCopies`: a marked copy in rollback mode (as `backup` writes it) opens
+    /// writable, for the restore; otherwise read-only (Store+Restore.swift, `peekCopyMark`).
+    public var writesCopies = false
+    /// Never make a database: an empty file, or one without assetd's schema, is refused
+    /// (`assetctl --db`; Store+Restore.swift, `notADatabase`).
+    public var mustExist = false
     /// The database the config names (`store.path`) when the file opened is another one
     /// (`assetctl --db` on a cp, sqlite3 .backup or an older version's backup, none of them
     /// marked): treated as a copy for unlinking, as a marked one is. Nil: the configured one.

@@ -67,17 +67,27 @@ extension Store {
     /// are tried now instead of at their next attempt time. A file under a live lease, and
     /// with `files.skip_open` a file some process has open, is deferred: it stays queued
     /// without counting an attempt, due again when the lease lapses or ten seconds later.
-    public func sweep(retryFailed: Bool = false, batch: Int = 1000) throws -> SweepReport {
-        try sweep(retryFailed: retryFailed, batch: batch, threads: Store.sweepThreads)
+    /// The unlinks a restored copy queued are held (Store+Restore.swift) unless
+    /// `releasingRestoreHold` (an admin's `sweep`), which ends that hold for good.
+    public func sweep(
+        retryFailed: Bool = false, releasingRestoreHold: Bool = false, batch: Int = 1000
+    ) throws -> SweepReport {
+        try sweep(
+            retryFailed: retryFailed, batch: batch, threads: Store.sweepThreads,
+            releasingRestoreHold: releasingRestoreHold)
     }
 
     /// `sweep`, with at most `threads` unlink threads per batch; `beforeUnlink` (tests) is
     /// called on the unlinking thread with each path just before its lease check and unlink.
     func sweep(
-        retryFailed: Bool, batch: Int, threads: Int, beforeUnlink: (@Sendable (String) -> Void)? = nil
+        retryFailed: Bool, batch: Int, threads: Int, releasingRestoreHold: Bool = false,
+        beforeUnlink: (@Sendable (String) -> Void)? = nil
     ) throws -> SweepReport {
         try checkWritable()
         try checkNotCopy("sweep")
+        if releasingRestoreHold { try releaseQueueHold() }
+        // Rows up to this id are a restored copy's, held (Store+Restore.swift).
+        let held = heldQueueThrough
         var report = SweepReport()
         let clock = clocks.read()
         // A bound that cannot be written now (a full disk: it frees nothing, so it may not take
@@ -93,19 +103,19 @@ extension Store {
                     ? """
                     SELECT COUNT(*), EXISTS (
                         SELECT 1 FROM unlink_queue
-                        WHERE next_attempt <= ?1 AND (queued_at >= ?4 OR next_attempt <= ?5)
-                        OR (?2 AND attempts > 0 AND next_attempt < ?3))
+                        WHERE id > ?6 AND (next_attempt <= ?1 AND (queued_at >= ?4 OR next_attempt <= ?5)
+                        OR (?2 AND attempts > 0 AND next_attempt < ?3)))
                     FROM unlink_queue
                     """
                     : """
                     SELECT COUNT(*), EXISTS (
                         SELECT 1 FROM unlink_queue
-                        WHERE next_attempt <= ?1 OR (?2 AND attempts > 0 AND next_attempt < ?3))
+                        WHERE id > ?4 AND (next_attempt <= ?1 OR (?2 AND attempts > 0 AND next_attempt < ?3)))
                     FROM unlink_queue
                     """,
                 arguments: clock.steppedForward
-                    ? [clock.wall, retryFailed, Store.parkedUntil, clock.boundary, clock.wall - clock.forward]
-                    : [clock.wall, retryFailed, Store.parkedUntil])
+                    ? [clock.wall, retryFailed, Store.parkedUntil, clock.boundary, clock.wall - clock.forward, held]
+                    : [clock.wall, retryFailed, Store.parkedUntil, held])
             return (row?[0] ?? 0, row?[1] ?? false) as (Int, Bool)
         }
         guard due else {
@@ -114,7 +124,7 @@ extension Store {
         }
         try makeDurable()
         let durable = durableCommit
-        var lastID: Int64 = 0
+        var lastID: Int64 = held
         var renumbered: [Int64: Int64]?
         // What the unlinks of a batch whose commit failed came to, by queue row: a second
         // attempt records these instead of unlinking again (only the commit failed; the

@@ -1,4 +1,4 @@
-// `assetctl verify [--repair] [--orphans] [--delete-orphans [--force]]` → verify: checks the store
+// `assetctl verify [--repair] [--orphans] [--delete-orphans [--force] [--since-backup]]` → verify: checks the store
 // against its files and indexes. Exit 1 if problems remain (found and not repaired), as
 // assetctl(1) says; repair and orphan deletion are for admins.
 
@@ -19,9 +19,12 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Delete those orphans (implies --orphans); only in roots with assetd's CACHEDIR.TAG.")
     var deleteOrphans = false
     @Flag(help: "With --delete-orphans: delete them also in roots without assetd's CACHEDIR.TAG.") var force = false
+    @Flag(help: "With --delete-orphans after a restore: delete also files changed since the backup.")
+    var sinceBackup = false
 
     func validate() throws {
         if force && !deleteOrphans { throw ValidationError("--force goes with --delete-orphans") }
+        if sinceBackup && !deleteOrphans { throw ValidationError("--since-backup goes with --delete-orphans") }
     }
 
     func run() throws {
@@ -30,7 +33,7 @@ struct VerifyCommand: ParsableCommand {
             [
                 "repair": .bool(repair), "orphans": .bool(orphans || deleteOrphans),
                 "delete_orphans": .bool(deleteOrphans),
-                "force": .bool(force),
+                "force": .bool(force), "since_backup": .bool(sinceBackup),
             ])
         root.emit(result) { r in
             let table = Formatting.objectTable(
