@@ -11,7 +11,8 @@ Builds assetd and assetctl (release, Swift runtime linked in) and installs:
 
   PREFIX/bin/assetd, PREFIX/bin/assetctl
   PREFIX/share/man/man1/assetctl.1, man5/assetd.toml.5, man8/assetd.8
-  PREFIX/lib/systemd/system/assetd.service   (ExecStart names PREFIX/bin/assetd)
+  PREFIX/lib/systemd/system/assetd.service   (ExecStart names PREFIX/bin/assetd and
+                                              --config SYSCONFDIR/assetd/assetd.toml)
   PREFIX/lib/tmpfiles.d/assetd.conf           (the default managed root, /var/cache/assetd)
   SYSCONFDIR/assetd/assetd.toml               (only if there is none: yours is kept)
   SYSCONFDIR/cron.d/assetd                    (only if there is none)
@@ -22,7 +23,9 @@ Builds assetd and assetctl (release, Swift runtime linked in) and installs:
                  nothing is installed outside it.
   --sysconfdir DIR  where the config and cron file go: /etc for the prefixes /usr and
                  /usr/local, PREFIX/etc for any other (a per-user install writes nothing
-                 under /etc; use crontab(1) with its cron file's lines).
+                 under /etc; use crontab(1) with its cron file's lines). cron reads only
+                 /etc/cron.d: for a system-wide install with another SYSCONFDIR, link
+                 SYSCONFDIR/cron.d/assetd there (ln -s, both root's), as the install says.
   --bin-dir DIR  install the assetd and assetctl found in DIR instead of building them.
 
 Nothing is enabled or started. Then, as root:
@@ -90,9 +93,11 @@ for page in man/assetctl.1 man/assetd.toml.5 man/assetd.8; do
     installed "$prefix/share/man/man$section/$(basename "$page")"
 done
 
-# The unit and the cron file name the binaries where they are now.
+# The unit and the cron file name the binaries where they are now, the unit the config where
+# it is now (the daemon started with a config file that is not there exits 78).
 install -d "$root$prefix/lib/systemd/system"
-sed "s|/usr/local/bin/assetd|$prefix/bin/assetd|" etc/systemd/assetd.service \
+sed -e "s|/usr/local/bin/assetd|$prefix/bin/assetd|" -e "s|/etc/assetd/assetd.toml|$sysconfdir/assetd/assetd.toml|g" \
+    etc/systemd/assetd.service \
     >"$root$prefix/lib/systemd/system/assetd.service"
 chmod 0644 "$root$prefix/lib/systemd/system/assetd.service"
 installed "$prefix/lib/systemd/system/assetd.service"
@@ -134,3 +139,13 @@ case "$prefix" in
     *) sed "s|^PATH=|PATH=$prefix/bin:|" etc/cron.d/assetd >"$cron" ;;
 esac
 config_file "$cron" "$sysconfdir/cron.d/assetd"
+
+# What no file here does: cron reads /etc/cron.d, systemd its own folders.
+case "$prefix" in
+    /usr/local | /usr) ;;
+    *) echo "systemd finds no unit under $prefix: systemctl link $prefix/lib/systemd/system/assetd.service" ;;
+esac
+if [ "$sysconfdir" != /etc ]; then
+    echo "cron reads only /etc/cron.d: for the maintenance jobs, as root:" \
+        "ln -s $sysconfdir/cron.d/assetd /etc/cron.d/assetd (a user's own daemon: crontab -e, with its lines)"
+fi
