@@ -372,6 +372,8 @@ public final class Daemon {
             store.policy = fresh.policy
             // Restarting an unchanged timer would push its next run out on every reload.
             if fresh.policy?.interval != interval { try startPolicyTimer() }
+            // Again at each reload: a root can be remounted read-only with no restart.
+            for w in config.readOnlyRootWarnings() { logger.warning("\(w)") }
             let source = fresh.sourcePath ?? "embedded defaults"
             logger.info("reloaded \(source): access lists, subuid ranges, log level and policies")
             if rootsChanged {
