@@ -92,7 +92,9 @@ public final class Daemon {
         }
         do {
             let rebuilds = RebuildLog(logger)
-            store = try Store(path: config.storePath, configuration: config.storeConfiguration()) { p in
+            var sc = config.storeConfiguration()
+            sc.lockHolder = "assetd"  // an `assetctl --db` that finds it held fails, not skips
+            store = try Store(path: config.storePath, configuration: sc) { p in
                 rebuilds.note(p)
             }
         } catch let e as StoreError where e.code == .busy {

@@ -3,6 +3,7 @@
 // always before the reply, and admin-only real runs with dry runs open to everyone.
 
 import AssetClient
+import AssetService
 import AssetStore
 import ControlProtocol
 import Foundation
@@ -158,15 +159,44 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(try h.assetctl("index", "ls").stdout.contains("dims  "))
     }
 
-    @Test("with --db the maintenance commands run in-process, and skip with exit 0 while a daemon holds the database")
+    @Test(
+        "with --db the maintenance commands run in-process; while a daemon holds the database they fail, while another --db does they skip with exit 0"
+    )
     func offline() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
         try populate(h, count: 5)
-        let held = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
-        #expect(held.status == 0, "\(held.stderr)")
-        #expect(held.stderr.contains("another maintenance run is in progress; skipping"), "\(held.stderr)")
+        let db = ["--db", h.database, "--config", h.configPath]
+        // A cron line that repairs or enforces with --db while the daemon runs records no success.
+        let daemon = h.process!.processIdentifier  // started
+        for args in [["enforce"], ["verify", "--repair"], ["expire", "--older-than", "0s"]] {
+            let held = try runProcess(Binaries.assetctl, db + args)
+            #expect(held.status == 1, "\(args): \(held.stderr)")
+            #expect(!held.stderr.contains("skipping"), "\(args): \(held.stderr)")
+            #expect(
+                held.stderr.contains("a running assetd (pid \(daemon)) holds this database")
+                    && held.stderr.contains("through the daemon's socket (without --db)"), "\(args): \(held.stderr)")
+        }
         h.stop()
-        let alone = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
+        // Another assetctl --db (the same engine, opened here) holds it: an overlapping run skips.
+        do {
+            let other = try LocalInvoker(databasePath: h.database, configPath: h.configPath)
+            defer { other.close() }
+            #expect(!other.isReadOnly)
+            let skipped = try runProcess(Binaries.assetctl, db + ["enforce"])
+            #expect(skipped.status == 0, "\(skipped.stderr)")
+            #expect(skipped.stderr.contains("another maintenance run is in progress; skipping"), "\(skipped.stderr)")
+            #expect(skipped.stderr.contains("another assetctl --db (pid \(getpid()))"), "\(skipped.stderr)")
+        }
+        // A holder that says only its pid (an older version's lock) is not known to be a run that ends.
+        do {
+            let fd = open(h.database + ".lock", O_RDWR)
+            try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "errno \(errno)")
+            defer { close(fd) }
+            #expect(ftruncate(fd, 0) == 0 && pwrite(fd, "4242\n", 5, 0) == 5)
+            let unknown = try runProcess(Binaries.assetctl, db + ["enforce"])
+            #expect(unknown.status == 1 && unknown.stderr.contains("another process (pid 4242)"), "\(unknown.stderr)")
+        }
+        let alone = try runProcess(Binaries.assetctl, db + ["enforce"])
         #expect(alone.status == 0, "\(alone.stderr)")
         #expect(alone.stdout.contains("deleted 4 objects and 4 files"), "\(alone.stdout)")
         #expect(eventually { (try? FileManager.default.contentsOfDirectory(atPath: h.root + "/s/0").count) == 1 })

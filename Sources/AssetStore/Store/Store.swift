@@ -146,7 +146,9 @@ public final class Store: Sendable {
             throw StoreError(
                 .internalError, "cannot open \(path) as root: SQLite refused the guard on its -wal, -shm and -journal")
         }
-        lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: realName + ".lock", owner: owner))
+        lock = Mutex(
+            configuration.readOnly
+                ? nil : try StoreLock(path: realName + ".lock", owner: owner, holder: configuration.lockHolder))
         ownDevice = Store.folderDevice(of: realName)
 
         var config = Configuration()

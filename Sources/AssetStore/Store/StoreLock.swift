@@ -2,14 +2,17 @@
 // the unlink queue. flock is per open file, so a second open in the same process conflicts too.
 
 import Glibc
+import JSON
 import Synchronization
 
 final class StoreLock {
     private let fd: Int32
 
-    /// Takes the lock or throws `busy` naming the holder's pid when it can tell. A lock file
-    /// this creates is given to `owner` (the database's, when root opens another user's store).
-    init(path: String, owner: StoreFileOwner? = nil) throws(StoreError) {
+    /// Takes the lock or throws `busy` naming the holder's pid and what it is (`detail`'s `pid`
+    /// and `holder`) when it can tell. The lock file holds this process's pid and `holder`. A
+    /// lock file this creates is given to `owner` (the database's, when root opens another
+    /// user's store).
+    init(path: String, owner: StoreFileOwner? = nil, holder name: String? = nil) throws(StoreError) {
         let fd = try StoreLock.open(path, owner: owner)
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
@@ -27,7 +30,11 @@ final class StoreLock {
             let e = errno
             var buf = [UInt8](repeating: 0, count: 32)
             let n = pread(fd, &buf, 31, 0)
-            let holder = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: " \n") : ""
+            let text = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: " \n") : ""
+            // "PID" or "PID NAME" (an older version wrote the pid alone).
+            let words = text.split(separator: " ", maxSplits: 1).map(String.init)
+            let holder = words.first ?? ""
+            let what = words.count > 1 && words[1].allSatisfy({ $0.isLetter }) ? words[1] : nil
             // Held by this process's own pid: after a close, a child this process forked may
             // still share the lock file until its exec closes it (O_CLOEXEC acts only then).
             // That passes within moments; a store still open here does not, and stays busy.
@@ -39,12 +46,15 @@ final class StoreLock {
             }
             close(fd)
             if e == EWOULDBLOCK {
-                throw StoreError(
-                    .busy, "the database is held by another process" + (holder.isEmpty ? "" : " (pid \(holder))"))
+                var detail = [String: JSONValue]()
+                if let pid = Int64(holder) { detail["pid"] = .int(pid) }
+                if let what { detail["holder"] = .string(what) }
+                let named = holder.isEmpty ? "" : " (pid \(holder)" + (what.map { ", \($0)" } ?? "") + ")"
+                throw StoreError(.busy, "the database is held by another process" + named, detail: .object(detail))
             }
             throw StoreError(.permissionDenied, "cannot lock \(path): \(errnoDescription(e))")
         }
-        let pid = "\(getpid())\n"
+        let pid = "\(getpid())" + (name.map { " \($0)" } ?? "") + "\n"
         _ = ftruncate(fd, 0)
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
         self.fd = fd
