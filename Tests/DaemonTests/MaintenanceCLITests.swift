@@ -194,12 +194,48 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
             defer { close(fd) }
             #expect(ftruncate(fd, 0) == 0 && pwrite(fd, "4242\n", 5, 0) == 5)
             let unknown = try runProcess(Binaries.assetctl, db + ["enforce"])
-            #expect(unknown.status == 1 && unknown.stderr.contains("another process (pid 4242)"), "\(unknown.stderr)")
+            // The pid /proc/locks shows holding it, not the one the file names.
+            #expect(unknown.status == 1, "\(unknown.stderr)")
+            #expect(unknown.stderr.contains("another process (pid \(getpid()))"), "\(unknown.stderr)")
         }
         let alone = try runProcess(Binaries.assetctl, db + ["enforce"])
         #expect(alone.status == 0, "\(alone.stderr)")
         #expect(alone.stdout.contains("deleted 4 objects and 4 files"), "\(alone.stdout)")
         #expect(eventually { (try? FileManager.default.contentsOfDirectory(atPath: h.root + "/s/0").count) == 1 })
+    }
+
+    @Test(
+        "the lock file's label is believed only of a pid holding the lock: a stale `PID assetctl` held by another process fails, and the file is 0600"
+    )
+    func staleLabel() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
+        try populate(h, count: 2)
+        h.stop()
+        let db = ["--db", h.database, "--config", h.configPath]
+        let lock = h.database + ".lock"
+        #expect(unlink(lock) == 0, "the daemon's, made under its own umask")
+        let first = try runProcess(Binaries.assetctl, db + ["verify"])
+        #expect(first.status == 0, "\(first.stderr)")
+        // Made 0600 whatever the umask, and an older version's 0644 one narrowed.
+        func mode() -> mode_t {
+            var st = stat()
+            return stat(lock, &st) == 0 ? st.st_mode & 0o777 : 0
+        }
+        #expect(mode() == 0o600)
+        #expect(chmod(lock, 0o644) == 0)
+        #expect(try runProcess(Binaries.assetctl, db + ["verify"]).status == 0)
+        #expect(mode() == 0o600)
+        // The last run left "PID assetctl"; its pid is gone, and this process takes the lock
+        // on a descriptor open for reading only, as anyone who can open the file could.
+        let label = try String(contentsOfFile: lock, encoding: .utf8)
+        #expect(label.hasSuffix(" assetctl\n"), "\(label)")
+        let fd = open(lock, O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "errno \(errno)")
+        defer { close(fd) }
+        let held = try runProcess(Binaries.assetctl, db + ["enforce"])  // it has one file to delete
+        #expect(held.status == 1, "\(held.stderr)")
+        #expect(!held.stderr.contains("skipping"), "\(held.stderr)")
+        #expect(held.stderr.contains("another process (pid \(getpid())) holds this database"), "\(held.stderr)")
     }
 
     @Test(
