@@ -340,6 +340,9 @@ public final class Daemon {
 
     /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.
     private func reload() {
+        // Again at each reload, of the running roots, whatever the new file holds: a root can be
+        // remounted read-only with no restart.
+        for w in config.readOnlyRootWarnings() { logger.warning("\(w)") }
         do {
             var fresh = try DaemonConfig.load(path: configPath)
             try fresh.checkConfigFile()
@@ -374,8 +377,6 @@ public final class Daemon {
             store.policy = fresh.policy
             // Restarting an unchanged timer would push its next run out on every reload.
             if fresh.policy?.interval != interval { try startPolicyTimer() }
-            // Again at each reload: a root can be remounted read-only with no restart.
-            for w in config.readOnlyRootWarnings() { logger.warning("\(w)") }
             let source = fresh.sourcePath ?? "embedded defaults"
             logger.info("reloaded \(source): access lists, subuid ranges, log level and policies")
             if rootsChanged {

@@ -38,5 +38,11 @@ private let canBind = getuid() == 0 && Tmpfs.available
         #expect(put.status == 0, "\(put.stderr)")
         try h.reload()
         #expect(h.log.components(separatedBy: warning).count - 1 == 2, "warned again on reload: \(h.log)")
+        // Of the running roots, so before whatever in the reload can fail (here the file).
+        h.extraConfig = "[files\n"
+        try h.writeConfig()
+        kill(h.process!.processIdentifier, SIGHUP)  // started above
+        #expect(eventually { h.log.contains("reload failed") }, "\(h.log.suffix(2000))")
+        #expect(h.log.components(separatedBy: warning).count - 1 == 3, "warned on a failed reload: \(h.log)")
     }
 }
