@@ -100,8 +100,17 @@ check_install() {
         grep -qF 'ln -s /opt/assetd/etc/cron.d/assetd /etc/cron.d/assetd' "$tmp/opt.log" ||
             { cat "$tmp/opt.log" >&2; echo "install.sh did not say where to link the cron file" >&2; exit 1; }
         grep -qF 'systemctl link /opt/assetd/lib/systemd/system/assetd.service' "$tmp/opt.log"
-        # A per-user prefix keeps everything under it, /etc included.
-        scripts/install.sh --prefix "$tmp/home/.local" --bin-dir "$bin" >/dev/null
+        # A per-user prefix keeps everything under it, /etc included, and advises no system
+        # unit or /etc/cron.d link, which cannot use it.
+        HOME=$tmp/home scripts/install.sh --prefix "$tmp/home/.local" --bin-dir "$bin" >"$tmp/home.log"
+        grep -qF 'crontab -e' "$tmp/home.log" || { cat "$tmp/home.log" >&2; echo "no crontab advice" >&2; exit 1; }
+        if grep -qE 'systemctl link|ln -s' "$tmp/home.log"; then
+            cat "$tmp/home.log" >&2; echo "install.sh advised system links for a per-user prefix" >&2; exit 1
+        fi
+        # The prefix / makes no // paths, and its config is the system's in /etc.
+        scripts/install.sh --prefix / --destdir "$tmp/slash" --bin-dir "$bin" >"$tmp/slash.log"
+        if grep -qF '//' "$tmp/slash.log"; then cat "$tmp/slash.log" >&2; echo "install.sh printed // paths" >&2; exit 1; fi
+        grep -q '^ExecStart=/bin/assetd --config /etc/assetd/assetd.toml$' "$tmp/slash/lib/systemd/system/assetd.service"
         for f in bin/assetd etc/assetd/assetd.toml etc/cron.d/assetd; do
             [ -f "$tmp/home/.local/$f" ] || { echo "install.sh --prefix did not install $f under it" >&2; exit 1; }
         done
@@ -137,13 +146,15 @@ check_install() {
             [ "$(stat -c %a:%u "$tmp/root/var/cache/assetd")" = 755:0 ]
             [ ! -e "$tmp/root/etc/systemd/system/multi-user.target.wants/assetd.service" ]
             [ ! -e "$tmp/root/etc/cron.d/assetd" ]
-            # An upgrade (here the same package again) keeps the modes and group the admin gave.
-            chmod 0770 "$tmp/root/var/lib/assetd"
+            # An upgrade (here the same package again) keeps the modes and group the admin gave
+            # (a state folder a group may read: assetd refuses one a group other than its
+            # user's own may write).
+            chmod 2750 "$tmp/root/var/lib/assetd"
             chmod 2775 "$tmp/root/var/cache/assetd"
             chgrp 3001 "$tmp/root/var/lib/assetd" "$tmp/root/var/cache/assetd"
             dpkg --root="$tmp/root" --force-script-chrootless --force-depends -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; exit 1; }
             kept=$(stat -c %a:%g "$tmp/root/var/lib/assetd" "$tmp/root/var/cache/assetd" | tr '\n' ' ')
-            [ "$kept" = "770:3001 2775:3001 " ] || { echo "the upgrade reset the folders: $kept" >&2; exit 1; }
+            [ "$kept" = "2750:3001 2775:3001 " ] || { echo "the upgrade reset the folders: $kept" >&2; exit 1; }
             dpkg --root="$tmp/root" --force-script-chrootless -r assetd >/dev/null
             [ ! -e "$tmp/root/usr/bin/assetd" ] && [ -f "$tmp/root/etc/assetd/assetd.toml" ]
         else
