@@ -11,7 +11,8 @@ Builds assetd and assetctl (release, Swift runtime linked in) and installs:
 
   PREFIX/bin/assetd, PREFIX/bin/assetctl
   PREFIX/share/man/man1/assetctl.1, man5/assetd.toml.5, man8/assetd.8
-  PREFIX/lib/systemd/system/assetd.service   (ExecStart names PREFIX/bin/assetd)
+  PREFIX/lib/systemd/system/assetd.service   (ExecStart names PREFIX/bin/assetd and
+                                              --config SYSCONFDIR/assetd/assetd.toml)
   PREFIX/lib/tmpfiles.d/assetd.conf           (the default managed root, /var/cache/assetd)
   SYSCONFDIR/assetd/assetd.toml               (only if there is none: yours is kept)
   SYSCONFDIR/cron.d/assetd                    (only if there is none)
@@ -22,7 +23,9 @@ Builds assetd and assetctl (release, Swift runtime linked in) and installs:
                  nothing is installed outside it.
   --sysconfdir DIR  where the config and cron file go: /etc for the prefixes /usr and
                  /usr/local, PREFIX/etc for any other (a per-user install writes nothing
-                 under /etc; use crontab(1) with its cron file's lines).
+                 under /etc; use crontab(1) with its cron file's lines). cron reads only
+                 /etc/cron.d: for a system-wide install with another SYSCONFDIR, link
+                 SYSCONFDIR/cron.d/assetd there (ln -s, both root's), as the install says.
   --bin-dir DIR  install the assetd and assetctl found in DIR instead of building them.
 
 Nothing is enabled or started. Then, as root:
@@ -51,10 +54,12 @@ case "$prefix" in
 esac
 prefix=${prefix%/}
 [ -n "$prefix" ] || prefix=/
+# What paths are made of: empty for /, which would give //lib, //etc.
+base=${prefix%/}
 if [ -z "$sysconfdir" ]; then
     case "$prefix" in
         /usr/local | /usr) sysconfdir=/etc ;;
-        *) sysconfdir=$prefix/etc ;;
+        *) sysconfdir=$base/etc ;;
     esac
 fi
 case "$sysconfdir" in
@@ -77,32 +82,34 @@ done
 root=${destdir%/}
 installed() { echo "  $1"; }
 
-install -d "$root$prefix/bin"
+install -d "$root$base/bin"
 for exe in assetd assetctl; do
-    install -m 0755 "$bin_dir/$exe" "$root$prefix/bin/$exe"
-    installed "$prefix/bin/$exe"
+    install -m 0755 "$bin_dir/$exe" "$root$base/bin/$exe"
+    installed "$base/bin/$exe"
 done
 
 for page in man/assetctl.1 man/assetd.toml.5 man/assetd.8; do
     section=${page##*.}
-    install -d "$root$prefix/share/man/man$section"
-    install -m 0644 "$page" "$root$prefix/share/man/man$section/"
-    installed "$prefix/share/man/man$section/$(basename "$page")"
+    install -d "$root$base/share/man/man$section"
+    install -m 0644 "$page" "$root$base/share/man/man$section/"
+    installed "$base/share/man/man$section/$(basename "$page")"
 done
 
-# The unit and the cron file name the binaries where they are now.
-install -d "$root$prefix/lib/systemd/system"
-sed "s|/usr/local/bin/assetd|$prefix/bin/assetd|" etc/systemd/assetd.service \
-    >"$root$prefix/lib/systemd/system/assetd.service"
-chmod 0644 "$root$prefix/lib/systemd/system/assetd.service"
-installed "$prefix/lib/systemd/system/assetd.service"
+# The unit and the cron file name the binaries where they are now, the unit the config where
+# it is now (the daemon started with a config file that is not there exits 78).
+install -d "$root$base/lib/systemd/system"
+sed -e "s|/usr/local/bin/assetd|$base/bin/assetd|" -e "s|/etc/assetd/assetd.toml|$sysconfdir/assetd/assetd.toml|g" \
+    etc/systemd/assetd.service \
+    >"$root$base/lib/systemd/system/assetd.service"
+chmod 0644 "$root$base/lib/systemd/system/assetd.service"
+installed "$base/lib/systemd/system/assetd.service"
 # The default managed root, made by tmpfiles.d rather than by the unit (etc/tmpfiles.d's
 # comment says why); made now too when installing for this system, as at boot.
-install -d "$root$prefix/lib/tmpfiles.d"
-install -m 0644 etc/tmpfiles.d/assetd.conf "$root$prefix/lib/tmpfiles.d/assetd.conf"
-installed "$prefix/lib/tmpfiles.d/assetd.conf"
+install -d "$root$base/lib/tmpfiles.d"
+install -m 0644 etc/tmpfiles.d/assetd.conf "$root$base/lib/tmpfiles.d/assetd.conf"
+installed "$base/lib/tmpfiles.d/assetd.conf"
 if [ -z "$root" ] && [ "$sysconfdir" = /etc ] && [ "$(id -u)" -eq 0 ] && command -v systemd-tmpfiles >/dev/null; then
-    systemd-tmpfiles --create "$prefix/lib/tmpfiles.d/assetd.conf" || true
+    systemd-tmpfiles --create "$base/lib/tmpfiles.d/assetd.conf" || true
 fi
 
 # Files under /etc belong to the administrator: an existing one is left as it is.
@@ -131,6 +138,28 @@ config_file "$config" "$sysconfdir/assetd/assetd.toml"
 # cron's PATH has /usr/local/bin and /usr/bin; another prefix goes in front.
 case "$prefix" in
     /usr/local | /usr) cp etc/cron.d/assetd "$cron" ;;
-    *) sed "s|^PATH=|PATH=$prefix/bin:|" etc/cron.d/assetd >"$cron" ;;
+    *) sed "s|^PATH=|PATH=$base/bin:|" etc/cron.d/assetd >"$cron" ;;
 esac
 config_file "$cron" "$sysconfdir/cron.d/assetd"
+
+# What no file here does: cron reads /etc/cron.d, systemd its own folders. Neither takes a
+# prefix in a home folder: the unit runs as root with ProtectHome=yes, which hides it, and
+# cron ignores a file in /etc/cron.d that is not root's.
+per_user=false
+case "${HOME:-/}" in
+    /) ;;
+    *) case "$base/" in "${HOME%/}"/*) per_user=true ;; esac ;;
+esac
+if $per_user; then
+    echo "for one user: run $base/bin/assetd from a systemd --user unit or your crontab" \
+        "(crontab -e, with the lines of $sysconfdir/cron.d/assetd less their user field)"
+else
+    case "$prefix" in
+        /usr/local | /usr) ;;
+        *) echo "systemd finds no unit under $prefix: systemctl link $base/lib/systemd/system/assetd.service" ;;
+    esac
+    if [ "$sysconfdir" != /etc ]; then
+        echo "cron reads only /etc/cron.d: for the maintenance jobs, as root:" \
+            "ln -s $sysconfdir/cron.d/assetd /etc/cron.d/assetd (a user's own daemon: crontab -e, with its lines)"
+    fi
+fi

@@ -11,7 +11,8 @@ Builds assetd_VERSION_ARCH.deb (into DIR, the current folder by default) holding
 scripts/install.sh --prefix /usr installs: the binaries (stripped), the man pages, the
 systemd unit, /etc/assetd/assetd.toml as a conffile (an edited one is never replaced), and
 the cron file as /usr/share/assetd/cron.d/assetd. Installing the package creates the state
-folder /var/lib/assetd and enables nothing: start the daemon with
+folder /var/lib/assetd and the default root /var/cache/assetd when they are missing (existing
+ones keep their owner and mode) and enables nothing: start the daemon with
 
   systemctl enable --now assetd
 
@@ -122,12 +123,13 @@ echo /etc/assetd/assetd.toml >"$pkg/DEBIAN/conffiles"
 cat >"$pkg/DEBIAN/postinst" <<'POSTINST'
 #!/bin/sh
 # The state folder, for a daemon started without systemd (the unit's StateDirectory makes the
-# same), and the default managed root, as /usr/lib/tmpfiles.d/assetd.conf makes it at boot (never
-# recursively: an existing one keeps its owner and mode). Nothing is enabled or started.
+# same), and the default managed root, as /usr/lib/tmpfiles.d/assetd.conf makes it at boot.
+# Each only if missing: an existing one keeps the owner and mode its admin gave it at every
+# upgrade (install -d would set its mode again). Nothing is enabled or started.
 # DPKG_ROOT: installed into another root.
 set -e
 if [ "$1" = configure ]; then
-    install -d -m 0750 "$DPKG_ROOT/var/lib/assetd"
+    [ -d "$DPKG_ROOT/var/lib/assetd" ] || install -d -m 0750 "$DPKG_ROOT/var/lib/assetd"
     [ -d "$DPKG_ROOT/var/cache/assetd" ] || install -d -m 0755 "$DPKG_ROOT/var/cache/assetd"
 fi
 exit 0

@@ -50,7 +50,22 @@ check_install() {
             etc/assetd/assetd.toml etc/cron.d/assetd; do
             [ -f "$tmp/dest/$f" ] || { echo "install.sh did not install /$f" >&2; exit 1; }
         done
-        grep -q '^ExecStart=/usr/local/bin/assetd ' "$tmp/dest/usr/local/lib/systemd/system/assetd.service"
+        grep -q '^ExecStart=/usr/local/bin/assetd --config /etc/assetd/assetd.toml$' "$tmp/dest/usr/local/lib/systemd/system/assetd.service"
+        # The default root made at boot if missing, 0755 root's; an existing one keeps the mode
+        # and group its admin gave it (clients' group, setgid), boot after boot.
+        if command -v systemd-tmpfiles >/dev/null; then
+            conf=$tmp/dest/usr/local/lib/tmpfiles.d/assetd.conf
+            systemd-tmpfiles --root="$tmp/boot" --create "$conf"
+            [ "$(stat -c %a:%u "$tmp/boot/var/cache/assetd")" = "755:$(id -u)" ] || { echo "tmpfiles made $(stat -c %a:%u "$tmp/boot/var/cache/assetd")" >&2; exit 1; }
+            chmod 2775 "$tmp/boot/var/cache/assetd"
+            if [ "$(id -u)" -eq 0 ]; then chgrp 3001 "$tmp/boot/var/cache/assetd"; fi
+            before=$(stat -c %a:%u:%g "$tmp/boot/var/cache/assetd")
+            systemd-tmpfiles --root="$tmp/boot" --create "$conf"
+            after=$(stat -c %a:%u:%g "$tmp/boot/var/cache/assetd")
+            [ "$after" = "$before" ] || { echo "tmpfiles reset the default root: $before -> $after" >&2; exit 1; }
+        else
+            echo "installation check: no systemd-tmpfiles, its line was not tried" >&2
+        fi
         # Its jobs parse, and none of root's writes into a folder another user may own.
         scripts/check-cron.sh "$tmp/dest/etc/cron.d/assetd"
         # ... and it judges every job, each whole: one of root's that writes as root is refused
@@ -73,9 +88,29 @@ check_install() {
         echo "# edited" >>"$tmp/dest/etc/assetd/assetd.toml"
         scripts/install.sh --prefix /opt/assetd --sysconfdir /etc --destdir "$tmp/dest" --bin-dir "$bin" >/dev/null
         grep -q '^# edited' "$tmp/dest/etc/assetd/assetd.toml" || { echo "install.sh replaced the config" >&2; exit 1; }
-        grep -q '^ExecStart=/opt/assetd/bin/assetd ' "$tmp/dest/opt/assetd/lib/systemd/system/assetd.service"
-        # A per-user prefix keeps everything under it, /etc included.
-        scripts/install.sh --prefix "$tmp/home/.local" --bin-dir "$bin" >/dev/null
+        grep -q '^ExecStart=/opt/assetd/bin/assetd --config /etc/assetd/assetd.toml$' "$tmp/dest/opt/assetd/lib/systemd/system/assetd.service"
+        # Another prefix with its own sysconfdir: the unit reads the config installed there, and
+        # the install says what cron and systemd will not find by themselves.
+        scripts/install.sh --prefix /opt/assetd --destdir "$tmp/opt" --bin-dir "$bin" >"$tmp/opt.log"
+        unit=$tmp/opt/opt/assetd/lib/systemd/system/assetd.service
+        grep -q '^ExecStart=/opt/assetd/bin/assetd --config /opt/assetd/etc/assetd/assetd.toml$' "$unit" ||
+            { grep ExecStart "$unit" >&2; echo "the unit reads another config than the one installed" >&2; exit 1; }
+        if grep -qE '(^|[^a-z])/etc/assetd/' "$unit"; then echo "the unit still names /etc/assetd" >&2; exit 1; fi
+        [ -f "$tmp/opt/opt/assetd/etc/assetd/assetd.toml" ] && [ -f "$tmp/opt/opt/assetd/etc/cron.d/assetd" ]
+        grep -qF 'ln -s /opt/assetd/etc/cron.d/assetd /etc/cron.d/assetd' "$tmp/opt.log" ||
+            { cat "$tmp/opt.log" >&2; echo "install.sh did not say where to link the cron file" >&2; exit 1; }
+        grep -qF 'systemctl link /opt/assetd/lib/systemd/system/assetd.service' "$tmp/opt.log"
+        # A per-user prefix keeps everything under it, /etc included, and advises no system
+        # unit or /etc/cron.d link, which cannot use it.
+        HOME=$tmp/home scripts/install.sh --prefix "$tmp/home/.local" --bin-dir "$bin" >"$tmp/home.log"
+        grep -qF 'crontab -e' "$tmp/home.log" || { cat "$tmp/home.log" >&2; echo "no crontab advice" >&2; exit 1; }
+        if grep -qE 'systemctl link|ln -s' "$tmp/home.log"; then
+            cat "$tmp/home.log" >&2; echo "install.sh advised system links for a per-user prefix" >&2; exit 1
+        fi
+        # The prefix / makes no // paths, and its config is the system's in /etc.
+        scripts/install.sh --prefix / --destdir "$tmp/slash" --bin-dir "$bin" >"$tmp/slash.log"
+        if grep -qF '//' "$tmp/slash.log"; then cat "$tmp/slash.log" >&2; echo "install.sh printed // paths" >&2; exit 1; fi
+        grep -q '^ExecStart=/bin/assetd --config /etc/assetd/assetd.toml$' "$tmp/slash/lib/systemd/system/assetd.service"
         for f in bin/assetd etc/assetd/assetd.toml etc/cron.d/assetd; do
             [ -f "$tmp/home/.local/$f" ] || { echo "install.sh --prefix did not install $f under it" >&2; exit 1; }
         done
@@ -111,6 +146,15 @@ check_install() {
             [ "$(stat -c %a:%u "$tmp/root/var/cache/assetd")" = 755:0 ]
             [ ! -e "$tmp/root/etc/systemd/system/multi-user.target.wants/assetd.service" ]
             [ ! -e "$tmp/root/etc/cron.d/assetd" ]
+            # An upgrade (here the same package again) keeps the modes and group the admin gave
+            # (a state folder a group may read: assetd refuses one a group other than its
+            # user's own may write).
+            chmod 2750 "$tmp/root/var/lib/assetd"
+            chmod 2775 "$tmp/root/var/cache/assetd"
+            chgrp 3001 "$tmp/root/var/lib/assetd" "$tmp/root/var/cache/assetd"
+            dpkg --root="$tmp/root" --force-script-chrootless --force-depends -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; exit 1; }
+            kept=$(stat -c %a:%g "$tmp/root/var/lib/assetd" "$tmp/root/var/cache/assetd" | tr '\n' ' ')
+            [ "$kept" = "2750:3001 2775:3001 " ] || { echo "the upgrade reset the folders: $kept" >&2; exit 1; }
             dpkg --root="$tmp/root" --force-script-chrootless -r assetd >/dev/null
             [ ! -e "$tmp/root/usr/bin/assetd" ] && [ -f "$tmp/root/etc/assetd/assetd.toml" ]
         else

@@ -98,7 +98,9 @@ public final class Daemon {
         }
         do {
             let rebuilds = RebuildLog(logger)
-            store = try Store(path: config.storePath, configuration: config.storeConfiguration()) { p in
+            var sc = config.storeConfiguration()
+            sc.lockHolder = "assetd"  // an `assetctl --db` that finds it held fails, not skips
+            store = try Store(path: config.storePath, configuration: sc) { p in
                 rebuilds.note(p)
             }
         } catch let e as StoreError where e.code == .busy {
@@ -349,6 +351,9 @@ public final class Daemon {
 
     /// SIGHUP: re-reads access lists and the log level; a bad file keeps the old settings.
     private func reload() {
+        // Again at each reload, of the running roots, whatever the new file holds: a root can be
+        // remounted read-only with no restart.
+        for w in config.readOnlyRootWarnings() { logger.warning("\(w)") }
         do {
             var fresh = try DaemonConfig.load(path: configPath)
             try fresh.checkConfigFile()

@@ -13,6 +13,9 @@ public final class LocalInvoker {
     /// True when another process holds the database (reads only).
     public var isReadOnly: Bool { store.isReadOnly }
     private let context: MethodContext
+    /// The `detail` of the `busy` the first open met (`pid`, `holder`): who holds the
+    /// database when it was opened read-only.
+    private var heldBy: JSONValue = .null
     /// Why `policy.enforce` must not run with this config (a value refused as a slip, or a
     /// min_free past a root's disk).
     private var enforceRefusal: ConfigError?
@@ -61,6 +64,7 @@ public final class LocalInvoker {
         // A file that is not a database already is refused, never given a fresh schema.
         sc.mustExist = true
         configuredDatabase = config.storePath
+        sc.lockHolder = "assetctl"  // another --db that finds it held skips its maintenance run
         // Another file than the config's database is a copy for unlinking: a cp, sqlite3
         // .backup or an older version's backup carries no mark, and its queue lists files
         // the live database may hold again.
@@ -70,6 +74,7 @@ public final class LocalInvoker {
             store = try Store(path: databasePath, configuration: sc)
         } catch let e as StoreError where e.code == .busy {
             guard FileManager.default.fileExists(atPath: databasePath) else { throw e }
+            heldBy = e.detail ?? .null
             sc.readOnly = true
             store = try Store(path: databasePath, configuration: sc)
         }
@@ -157,12 +162,29 @@ public final class LocalInvoker {
             if let why = store.writePendingAccesses() { warn("access times not written: \(why)") }
             return outcome.result
         case .failure(let e):
-            if e.stableCode == "busy", store.isReadOnly {
-                throw RPCError.application(
-                    .busy, "a running assetd holds this database: only reads are allowed with --db",
-                    detail: .object(["held": true]))
-            }
+            if e.stableCode == "busy", store.isReadOnly { throw heldRefusal() }
             throw e
+        }
+    }
+
+    /// A write refused because another process holds the database. Another `assetctl --db`
+    /// is an overlapping maintenance run (`held`: assetctl skips with exit 0, as cron's runs
+    /// on the socket do); a running assetd holds it for as long as it runs, so a skip would
+    /// tell a cron line that a run no later one catches up succeeded: it fails, saying to use
+    /// the socket (assetctl(1), Maintenance and cron). So does a holder not known.
+    private func heldRefusal() -> RPCError {
+        let pid = heldBy["pid"]?.intValue.map { " (pid \($0))" } ?? ""
+        switch heldBy["holder"]?.stringValue {
+        case "assetctl":
+            return RPCError.application(
+                .busy, "another assetctl --db\(pid) holds this database: only reads are allowed with --db",
+                detail: .object(["held": true]))
+        case let holder:
+            let who = holder == "assetd" ? "a running assetd" : "another process"
+            return RPCError.application(
+                .busy,
+                "\(who)\(pid) holds this database: only reads are allowed with --db;"
+                    + " run the command through the daemon's socket (without --db)")
         }
     }
 }

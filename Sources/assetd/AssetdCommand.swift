@@ -81,6 +81,8 @@ struct AssetdCommand: ParsableCommand {
             FileHandle.standardError.write(Data("assetd: \(error)\n".utf8))
             throw ExitCode(78)
         }
+        // Warned of, not refused: a read-only root can be meant (docs/DESIGN.md, Roots).
+        let readOnlyRoots = settings.readOnlyRootWarnings()
         if checkConfig {
             // What start would refuse about the roots' markers (assetd(8), ROOTS).
             let bindings = settings.rootBindingProblems()
@@ -88,7 +90,7 @@ struct AssetdCommand: ParsableCommand {
                 for b in bindings { FileHandle.standardError.write(Data("assetd: \(b)\n".utf8)) }
                 throw ExitCode(78)
             }
-            for w in settings.accessWarnings + settings.limitWarnings + settings.policyWarnings {
+            for w in readOnlyRoots + settings.accessWarnings + settings.limitWarnings + settings.policyWarnings {
                 FileHandle.standardError.write(Data("assetd: warning: \(w)\n".utf8))
             }
             print(settings.summary.joined(separator: "\n"))
@@ -101,7 +103,9 @@ struct AssetdCommand: ParsableCommand {
         setenv("UV_THREADPOOL_SIZE", "\(max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))", 0)
         var logger = Logger(label: "assetd")
         logger.logLevel = Logger.Level(settings.logLevel)
-        for warning in rootWarnings + settings.accessWarnings + settings.limitWarnings + settings.policyWarnings {
+        for warning in rootWarnings + readOnlyRoots + settings.accessWarnings + settings.limitWarnings
+            + settings.policyWarnings
+        {
             logger.warning("\(warning)")
         }
         let daemon: Daemon

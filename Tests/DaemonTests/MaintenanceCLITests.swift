@@ -3,6 +3,7 @@
 // always before the reply, and admin-only real runs with dry runs open to everyone.
 
 import AssetClient
+import AssetService
 import AssetStore
 import ControlProtocol
 import Foundation
@@ -158,18 +159,83 @@ func populate(_ h: DaemonHarness, count: Int, size: Int = 1) throws {
         #expect(try h.assetctl("index", "ls").stdout.contains("dims  "))
     }
 
-    @Test("with --db the maintenance commands run in-process, and skip with exit 0 while a daemon holds the database")
+    @Test(
+        "with --db the maintenance commands run in-process; while a daemon holds the database they fail, while another --db does they skip with exit 0"
+    )
     func offline() throws {
         let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
         try populate(h, count: 5)
-        let held = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
-        #expect(held.status == 0, "\(held.stderr)")
-        #expect(held.stderr.contains("another maintenance run is in progress; skipping"), "\(held.stderr)")
+        let db = ["--db", h.database, "--config", h.configPath]
+        // A cron line that repairs or enforces with --db while the daemon runs records no success.
+        let daemon = h.process!.processIdentifier  // started
+        for args in [["enforce"], ["verify", "--repair"], ["expire", "--older-than", "0s"]] {
+            let held = try runProcess(Binaries.assetctl, db + args)
+            #expect(held.status == 1, "\(args): \(held.stderr)")
+            #expect(!held.stderr.contains("skipping"), "\(args): \(held.stderr)")
+            #expect(
+                held.stderr.contains("a running assetd (pid \(daemon)) holds this database")
+                    && held.stderr.contains("through the daemon's socket (without --db)"), "\(args): \(held.stderr)")
+        }
         h.stop()
-        let alone = try runProcess(Binaries.assetctl, ["--db", h.database, "--config", h.configPath, "enforce"])
+        // Another assetctl --db (the same engine, opened here) holds it: an overlapping run skips.
+        do {
+            let other = try LocalInvoker(databasePath: h.database, configPath: h.configPath)
+            defer { other.close() }
+            #expect(!other.isReadOnly)
+            let skipped = try runProcess(Binaries.assetctl, db + ["enforce"])
+            #expect(skipped.status == 0, "\(skipped.stderr)")
+            #expect(skipped.stderr.contains("another maintenance run is in progress; skipping"), "\(skipped.stderr)")
+            #expect(skipped.stderr.contains("another assetctl --db (pid \(getpid()))"), "\(skipped.stderr)")
+        }
+        // A holder that says only its pid (an older version's lock) is not known to be a run that ends.
+        do {
+            let fd = open(h.database + ".lock", O_RDWR)
+            try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "errno \(errno)")
+            defer { close(fd) }
+            #expect(ftruncate(fd, 0) == 0 && pwrite(fd, "4242\n", 5, 0) == 5)
+            let unknown = try runProcess(Binaries.assetctl, db + ["enforce"])
+            // The pid /proc/locks shows holding it, not the one the file names.
+            #expect(unknown.status == 1, "\(unknown.stderr)")
+            #expect(unknown.stderr.contains("another process (pid \(getpid()))"), "\(unknown.stderr)")
+        }
+        let alone = try runProcess(Binaries.assetctl, db + ["enforce"])
         #expect(alone.status == 0, "\(alone.stderr)")
         #expect(alone.stdout.contains("deleted 4 objects and 4 files"), "\(alone.stdout)")
         #expect(eventually { (try? FileManager.default.contentsOfDirectory(atPath: h.root + "/s/0").count) == 1 })
+    }
+
+    @Test(
+        "the lock file's label is believed only of a pid holding the lock: a stale `PID assetctl` held by another process fails, and the file is 0600"
+    )
+    func staleLabel() throws {
+        let h = try DaemonHarness(extraConfig: policyConfig(maxBytes: 1))
+        try populate(h, count: 2)
+        h.stop()
+        let db = ["--db", h.database, "--config", h.configPath]
+        let lock = h.database + ".lock"
+        #expect(unlink(lock) == 0, "the daemon's, made under its own umask")
+        let first = try runProcess(Binaries.assetctl, db + ["verify"])
+        #expect(first.status == 0, "\(first.stderr)")
+        // Made 0600 whatever the umask, and an older version's 0644 one narrowed.
+        func mode() -> mode_t {
+            var st = stat()
+            return stat(lock, &st) == 0 ? st.st_mode & 0o777 : 0
+        }
+        #expect(mode() == 0o600)
+        #expect(chmod(lock, 0o644) == 0)
+        #expect(try runProcess(Binaries.assetctl, db + ["verify"]).status == 0)
+        #expect(mode() == 0o600)
+        // The last run left "PID assetctl"; its pid is gone, and this process takes the lock
+        // on a descriptor open for reading only, as anyone who can open the file could.
+        let label = try String(contentsOfFile: lock, encoding: .utf8)
+        #expect(label.hasSuffix(" assetctl\n"), "\(label)")
+        let fd = open(lock, O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "errno \(errno)")
+        defer { close(fd) }
+        let held = try runProcess(Binaries.assetctl, db + ["enforce"])  // it has one file to delete
+        #expect(held.status == 1, "\(held.stderr)")
+        #expect(!held.stderr.contains("skipping"), "\(held.stderr)")
+        #expect(held.stderr.contains("another process (pid \(getpid())) holds this database"), "\(held.stderr)")
     }
 
     @Test(

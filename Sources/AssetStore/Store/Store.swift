@@ -162,7 +162,9 @@ public final class Store: Sendable {
             configuration.reserve = 0
         }
         self.configuration = configuration
-        lock = Mutex(configuration.readOnly ? nil : try StoreLock(path: realName + ".lock", owner: owner))
+        lock = Mutex(
+            configuration.readOnly
+                ? nil : try StoreLock(path: realName + ".lock", owner: owner, holder: configuration.lockHolder))
         ownDevice = Store.folderDevice(of: realName)
 
         var config = Configuration()

@@ -69,6 +69,10 @@ public struct StoreConfiguration: Sendable {
     /// Roots bound to this database even though their marker names another one, or they hold
     /// files this database, registering none, never saw (`assetd --adopt-root`).
     public var adoptRoots: [String] = []
+    /// What the lock file names beside the pid (`assetd`, `assetctl`): an `assetctl --db`
+    /// that finds the database held skips a maintenance run only for another `assetctl`
+    /// (assetctl(1), Maintenance and cron). Nil: the pid alone.
+    public var lockHolder: String?
     /// `store.reserve`: bytes of the ballast file kept next to the database so that deletes
     /// and evictions can still commit on a full disk (Store+Reserve.swift); 0: none.
     public var reserve: Int64 = StoreConfiguration.defaultReserve
