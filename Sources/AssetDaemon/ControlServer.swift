@@ -80,6 +80,9 @@ final class ControlServer {
     /// behind until the epoch advances, so the connections are not scanned again till then
     /// (the turn's end comes twice a loop turn).
     @exclusivity(unchecked) private var noneBehindIn = -1
+    /// The epoch in which a shed left connections behind because only events held the total
+    /// over: they are scanned again this epoch only once the rest is over it alone.
+    @exclusivity(unchecked) private var sparedIn = -1
     /// Long lines wait here to be parsed while the running requests hold more than the total.
     let parseGate: ParseGate
     /// How long a closing connection may take to take its last replies.
@@ -287,7 +290,7 @@ final class ControlServer {
         if EpochStep.due() { stallEpoch += 1 }  // always, but in a test that steps it
         logRefusals()
         if !closing.isEmpty { recountClosing() }
-        if overTotal { dropIdleLines() }
+        if overTotalBesideEvents { dropIdleLines() }
         if lineBytes > 0 { passIdleLineTurns() }
         if overTotal { shedBacklogs() }
     }
@@ -409,6 +412,8 @@ final class ControlServer {
     var overTotalHeld: Bool { bufferedTotal - lineBytes > limits.totalBufferBytes }
     /// Over the total with events aside too: dropping watchers cannot bring it under.
     var overTotalWithoutEvents: Bool { bufferedTotal - lineBytes - eventBytes > limits.totalBufferBytes }
+    /// Over the total, unfinished lines counted and events aside (dropIdleLines).
+    private var overTotalBesideEvents: Bool { bufferedTotal - eventBytes > limits.totalBufferBytes }
 
     /// `session` holds `delta` more bytes. Back under the total, paused connections are read
     /// again; over it, the turn's end and the next second drop those behind (shedBacklogs).
@@ -422,14 +427,18 @@ final class ControlServer {
         }
     }
 
-    /// While over the total (unfinished lines aside: overTotalHeld), drops the watchers
-    /// behind (Session.isBehind), the one holding the oldest events first; then, only while
-    /// what is not events is over it alone, the closing connections behind and then the open
-    /// ones, the largest backlog first in each, until under it or none is behind. Events
-    /// over the total are the watchers' to give up (one can watch again and read the state
-    /// anew), never a reader's replies: by its backlog alone, a big reply not yet read went
-    /// before any watcher (a slice refused at most), and other users' big deletes dropped an
-    /// admin reading a query's reply (docs/DESIGN.md, Connections).
+    /// While over the total (unfinished lines aside: overTotalHeld), drops connections behind
+    /// (Session.isBehind) until under it or none is behind: first those of a user held to a
+    /// share and over it, the most held back first, so the victim is chosen within the user
+    /// that holds the total over; then, while what is not events is over the total alone, the
+    /// closing connections and then the open ones, the largest backlog first in each; and
+    /// only then, while events make the difference, the watchers holding events, the one
+    /// holding the oldest first. Events over the total are the watchers' to give up (one can
+    /// watch again and read the state anew), never a reader's replies: by its backlog alone,
+    /// a big reply not yet read went before any watcher (a slice refused at most), and other
+    /// users' big deletes dropped an admin reading a query's reply. Nor does a watcher pay for
+    /// replies that hold the total over alone: dropping it could not bring the total under
+    /// (docs/DESIGN.md, Connections).
     /// Only those behind: bytes just refused by the kernel (a big reply, a turn's pipelined
     /// replies) say nothing about a client that reads, and would make the one that asked
     /// most the victim; and one under its own bound is within what it was allowed. Each
@@ -441,8 +450,8 @@ final class ControlServer {
     /// Its callers recount the closing connections first.
     private func shedBacklogs() {
         let epoch = stallEpoch
-        guard noneBehindIn != epoch else { return }
-        if eventBytes > 0 { dropWatchersBehind(epoch: epoch) }
+        guard noneBehindIn != epoch, sparedIn != epoch || overTotalWithoutEvents else { return }
+        dropOverShare(epoch: epoch)
         while overTotalWithoutEvents, let (id, f) = closing.worstBehind(epoch: epoch) {
             logger.warning(
                 "dropping a closing connection that took none of its last replies for a second: \(f.counted) bytes waiting"
@@ -462,34 +471,61 @@ final class ControlServer {
             droppedConnections += 1
             worst.close(flush: false)
         }
-        if overTotalHeld { noneBehindIn = epoch }
+        if eventBytes > 0, overTotalHeld, !overTotalWithoutEvents { dropWatchersBehind(epoch: epoch) }
+        // Still over without events: the loops above found none behind. Over by events only:
+        // those behind left are spared till the rest go over alone, or the epoch advances.
+        if overTotalWithoutEvents { noneBehindIn = epoch } else if overTotalHeld { sparedIn = epoch }
     }
 
-    /// Over the total, drops the watchers behind, the one holding the oldest events first
-    /// (the most waiting first among those), until under it: the oldest events are held by
-    /// the watchers furthest behind alone.
+    /// Over the total, drops the connections behind of the users held to a share and over
+    /// it, the most held back first, while over the total: a user's connections are read
+    /// past its share while they hold nothing, so one non-admin's replies not taken (each
+    /// connection's get of a big value) could hold the total over, alone or with others'
+    /// events, and the drops fell on others' watchers.
+    private func dropOverShare(epoch: Int) {
+        let share = parseGate.share
+        while overTotalHeld {
+            var victim: Session?
+            for s in sessions.values
+            where s.heldToShare && s.user.buffered > share && s.isBehind(epoch: epoch)
+                && s.heldBack > (victim?.heldBack ?? 0)
+            {
+                victim = s
+            }
+            guard let worst = victim else { return }
+            logger.warning(
+                "dropping a connection (uid \(worst.identity.uid)) over its user's share that does not read its replies: \(worst.heldBack) bytes held back"
+            )
+            droppedConnections += 1
+            worst.close(flush: false)
+        }
+    }
+
+    /// While events alone hold the total over, drops the watchers behind that hold some, the
+    /// one holding the oldest first (the most waiting first among those), until under it: the
+    /// oldest events are held by the watchers furthest behind alone.
     private func dropWatchersBehind(epoch: Int) {
-        let behind = sessions.values.filter { $0.watching != nil && $0.isBehind(epoch: epoch) }.sorted {
+        let behind = sessions.values.filter { $0.oldestHeld != nil && $0.isBehind(epoch: epoch) }.sorted {
             ($0.oldestHeld ?? .max, -$0.heldBack) < ($1.oldestHeld ?? .max, -$1.heldBack)
         }
         for s in behind where !s.closed {
-            guard overTotalHeld else { return }
+            guard overTotalHeld, !overTotalWithoutEvents else { return }
             logger.warning("dropping a watcher (uid \(s.identity.uid)) that does not read its events")
             droppedConnections += 1
             s.close(flush: false)
         }
     }
 
-    /// While over the total, unfinished lines counted, closes the connections read whose
-    /// line got no byte for a second (Session.lineIdle), the largest line first, until under
-    /// it. Past the total each uid reads on in one line, and uids are not scarce: 1,016 uids
+    /// While over the total, unfinished lines counted and events aside (they have their own
+    /// valve, the watchers' drops), closes the connections read whose line got no byte for a
+    /// second (Session.lineIdle), the largest line first, until under it. Past the total each uid reads on in one line, and uids are not scarce: 1,016 uids
     /// each sending 1 MiB of a line and then nothing held about 1 GiB. One that sends, or that
     /// is paused (it cannot send), is never closed for this.
     private func dropIdleLines() {
         let epoch = stallEpoch
         let idle = sessions.values.filter { $0.lineIdle(epoch: epoch) }.sorted { $0.unfinishedLine > $1.unfinishedLine }
         for s in idle {
-            guard overTotal else { break }
+            guard overTotalBesideEvents else { break }
             guard s.lineIdle(epoch: epoch) else { continue }  // a close before may have passed it a turn
             logger.warning(
                 "dropping a connection (uid \(s.identity.uid)) whose unfinished line got no byte for a second: \(s.unfinishedLine) bytes held"
