@@ -124,4 +124,29 @@ struct MinFreeQueueTests {
         c = try counts()
         #expect(c.count >= c.whole && c.whole == 200, "\(c)")
     }
+
+    @Test("a deferred row counts once due by both clocks, not at a step forward of the wall clock")
+    func stepForward() throws {
+        try queueRow(f.root + "/a", inode: 1, due: f.clock.now + 50)
+        #expect(try counts() == (0, 0))
+        f.clock.step(3600)
+        #expect(try counts() == (0, 0), "the sweep takes it 50 s on, not now")
+        f.clock.advance(49)
+        #expect(try counts() == (0, 0))
+        f.clock.advance(1)
+        let c = try counts()
+        #expect(c.count >= c.whole && c.whole == 100, "\(c)")
+    }
+
+    @Test("a row deferred before a step back of the wall clock counts as the sweep's bound leaves it")
+    func stepBack() throws {
+        try queueRow(f.root + "/a", inode: 1, due: f.clock.now + 50)
+        #expect(try counts() == (0, 0))
+        f.clock.step(-86_400)
+        // The bound makes it due by now plus unlink_delay (0): it counts before and after it.
+        #expect(try counts() == (100, 100))
+        try f.store.boundQueue(after: f.store.clocks.read())
+        let c = try counts()
+        #expect(c.count >= c.whole && c.whole == 100, "\(c)")
+    }
 }
