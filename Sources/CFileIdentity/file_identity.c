@@ -123,7 +123,7 @@ int assetd_file_stat_cached(int dirfd, const char *path, int follow, struct asse
 }
 
 // AT_STATX_FORCE_SYNC: a network filesystem asks its server for the inode's attributes now,
-// whatever it cached (NFS, SMB, 9p, Ceph, AFS, FUSE; a local one has nothing to ask).
+// whatever it cached (NFS, SMB, Ceph, AFS; a local one has nothing to ask).
 int assetd_file_stat_synced(int dirfd, const char *path, struct assetd_file_stat *out) {
     return file_stat(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, out);
 }

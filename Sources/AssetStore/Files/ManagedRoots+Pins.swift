@@ -148,18 +148,25 @@ public final class RootPins: Sendable {
         }
     }
 
-    /// Network file systems by statfs type: NFS, SMB (smb, cifs, smb2), 9p, Ceph, AFS (OpenAFS,
-    /// kAFS), and FUSE (sshfs, s3fs...: the root's own server). Their clients cache a name's
-    /// inode and attributes for seconds, and a host elsewhere may rename a file over the name
-    /// meanwhile. Cluster file systems whose caches a lock manager keeps coherent (OCFS2, GFS2,
-    /// Lustre, GPFS) are not, nor is any type not listed: the kernel's cache is its own.
+    /// Network file systems by statfs type, where a fresh look can tell a name renamed over:
+    /// NFS, SMB (smb, cifs, smb2), Ceph, AFS (OpenAFS, kAFS). Their clients cache a name's inode
+    /// and attributes for seconds, and a host elsewhere may rename a file over the name
+    /// meanwhile; asked afresh, their servers give the inode number the file has. Not FUSE nor
+    /// 9p (docs/DESIGN.md): a folder's GETATTR does not drop their cached names, and a
+    /// path-based FUSE server (sshfs, s3fs) answers for whatever the path names now with the
+    /// old inode number, so the look would catch nothing there and only cost requests. Nor
+    /// cluster file systems whose caches a lock manager keeps coherent (OCFS2, GFS2, Lustre,
+    /// GPFS), nor any type not listed: the kernel's cache is its own.
     static let networkTypes: Set<Int64> = [
-        0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42, 0x0102_1997, 0x00C3_6400, 0x5346_414F, 0x6B41_4653, fuseMagic,
+        0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42, 0x00C3_6400, 0x5346_414F, 0x6B41_4653,
     ]
 
     /// Whether a root on a file system of statfs type `type` is looked at afresh before an
     /// unlink (nil: unknown, so yes).
     static func isNetwork(_ type: Int64?) -> Bool { type.map { networkTypes.contains($0) } ?? true }
+
+    /// Fresh looks taken below these roots (SafeUnlinker.lookAfresh; tests).
+    let freshLooks = Atomic<Int>(0)
 
     /// Tests: takes the current pin of `root` for one on a file system of `type`.
     func setFileSystem(_ type: Int64?, of root: String) {

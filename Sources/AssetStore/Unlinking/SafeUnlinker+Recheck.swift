@@ -4,7 +4,6 @@
 // on a network root, the last look asked of the server (`lookAfresh`).
 
 import Glibc
-import Synchronization
 
 extension SafeUnlinker {
     /// Nil if `leaf` in `dirfd` is still the regular file `checked` was (device, inode, and
@@ -64,9 +63,6 @@ extension SafeUnlinker {
         return expected.matches(now, size: checked.size, sizeNow: st.size) ? nil : .identityChanged
     }
 
-    /// Looks made by the last look afresh (tests).
-    static let freshLooks = Atomic<Int>(0)
-
     /// On a network root (RootPins.isNetwork), the name's last look asked of the server: the
     /// kernel's cache of a name and its inode holds for seconds (NFS's attribute cache), and a
     /// host elsewhere may have renamed another file over the name meanwhile (assetd(8), The
@@ -76,7 +72,6 @@ extension SafeUnlinker {
     /// asked afresh. Nil if it is still the judged file (`judged`'s device and inode, on its
     /// mount); else the outcome.
     static func lookAfresh(dirfd: Int32, leaf: String, as judged: FileStatus) -> UnlinkOutcome? {
-        freshLooks.add(1, ordering: .relaxed)
         if case .failure(let e) = FileStatus.synced(dirfd, "") { return .failed(errno: e.code, call: "statx") }
         let fileFD = openat(dirfd, leaf, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
         if fileFD < 0 {

@@ -239,7 +239,10 @@ final class SafeUnlinker {
         case .failure(let e) where e.code == ENOENT: return .alreadyGone
         case .failure(let e): return .failed(errno: e.code, call: "statx")
         }
-        if cachedOnNetwork, let changed = SafeUnlinker.lookAfresh(dirfd: dirfd, leaf: leaf, as: st) { return changed }
+        if cachedOnNetwork {
+            pins.freshLooks.add(1, ordering: .relaxed)
+            if let changed = SafeUnlinker.lookAfresh(dirfd: dirfd, leaf: leaf, as: st) { return changed }
+        }
         if unlinkat(dirfd, String(leaf), 0) != 0 {
             let e = errno
             return e == ENOENT ? .alreadyGone : .failed(errno: e, call: "unlinkat")
