@@ -42,8 +42,9 @@ final class SweepAlongside {
         try store.makeDurable()
         // A step back of the wall clock left the rows queued before it due a step later: they
         // are bounded as the sweep bounds them, else none is due for the rest of the run
-        // (Store+ClockSteps.swift). Nothing to do without a step back.
-        try store.boundQueue(after: store.clocks.read())
+        // (Store+ClockSteps.swift). Nothing to do without a step back. Its writes fail on a
+        // full disk (it has no reserve), as the sweep's do: the run goes on, the rows only later.
+        try? store.boundQueue(after: store.clocks.read())
     }
 
     /// Runs `body` (a batch's decisions and deletions) in `db`'s transaction while the due
@@ -66,6 +67,7 @@ final class SweepAlongside {
         }
         if renumbered == nil { renumbered = try store.noteRootDevices(db, now: now) }
         // No owed look is taken in the run's transaction: their rows are left to the sweep.
+        store.alongsideReads.add(1, ordering: .relaxed)
         let b = try store.takeSweepBatch(
             db, after: after, durable: store.durableCommit, now: clock, retryFailed: false, limit: limit,
             renumbered: renumbered ?? [:])
