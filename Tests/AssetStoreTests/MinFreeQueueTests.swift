@@ -138,6 +138,22 @@ struct MinFreeQueueTests {
         #expect(c.count >= c.whole && c.whole == 100, "\(c)")
     }
 
+    @Test("after a step forward, a row that came due while the step's measure shrank by jitter still counts")
+    func stepForwardJitter() throws {
+        let t = f.clock.now
+        try queueRow(f.root + "/a", inode: 1, due: t + 10.2)
+        f.clock.step(3600)
+        #expect(try counts() == (0, 0))
+        f.clock.advance(10)
+        #expect(try counts() == (0, 0), "due 0.2 s after the step-free clock's now")
+        // Less than a step: the wall clock read 0.4 s lower against the boot clock.
+        f.clock.step(-0.4)
+        f.clock.advance(1)
+        // Today the window began at the last count's time less the smaller step, 0.4 s late.
+        let c = try counts()
+        #expect(c.count >= c.whole && c.whole == 100, "\(c)")
+    }
+
     @Test("a row deferred before a step back of the wall clock counts as the sweep's bound leaves it")
     func stepBack() throws {
         try queueRow(f.root + "/a", inode: 1, due: f.clock.now + 50)

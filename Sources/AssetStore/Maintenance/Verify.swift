@@ -256,8 +256,9 @@ final class VerifyRun {
     /// Unlinks that kept failing for longer than `failingFor`, by both clocks (ClockSteps.swift):
     /// a row queued a minute before a step forward of the wall clock has not failed for the
     /// step's length. (One queued before a step back is younger by the wall clock, reported
-    /// that much later.) Not repairable here: the obstacle (permissions, a busy or read-only
-    /// mount) is outside the store.
+    /// that much later.) The cutoff includes its end, as every age cutoff's (`AgeCutoff`): a row
+    /// exactly `failingFor` old is reported, where it was not before. Not repairable here:
+    /// the obstacle (permissions, a busy or read-only mount) is outside the store.
     func failingUnlinks() throws {
         let (old, since) = store.clocks.read().olderThan(options.failingFor).sql("queued_at")
         try scan(

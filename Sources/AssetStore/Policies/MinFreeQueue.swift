@@ -29,6 +29,11 @@ final class MinFreeQueue {
     /// not due then).
     private var seen: Int64 = 0
     private var since = -Double.infinity
+    /// The step forward's length (`ClockSteps.Reading.forward`) at the last count: the window
+    /// of rows stamped before the step goes on from `since` less it. It moves by the jitter
+    /// between the two clocks' reads even without a step, and a window begun at `since` less
+    /// the current one left out rows if it shrank.
+    private var sinceForward: Double = 0
     /// `Store.queueRowsMoved` when the whole queue was counted.
     private var moved = 0
     /// The clock steps seen when the whole queue was counted (the last step forward's
@@ -83,7 +88,7 @@ final class MinFreeQueue {
     static let dueAgain = "next_attempt > ? AND next_attempt <= ?1 AND next_attempt > queued_at + ?2 AND +id <= ?"
     /// `dueAgain` after a step forward: a row stamped before it came due since by the clock
     /// less the step (`forward`), so the window along `unlink_queue_due` starts that much
-    /// earlier for it. Arguments: since less forward, the last id, the boundary, since, the
+    /// earlier for it. Arguments: since less the last count's forward, the last id, the boundary, since, the
     /// boundary, now less forward.
     static let steppedDueAgain = """
         next_attempt > ? AND next_attempt <= ?1 AND next_attempt > queued_at + ?2 AND +id <= ?
@@ -116,12 +121,13 @@ final class MinFreeQueue {
                 clock.steppedForward
                 ? (
                     MinFreeQueue.steppedDueAgain,
-                    [since - clock.forward, seen, clock.boundary, since, clock.boundary, now - clock.forward]
+                    [since - sinceForward, seen, clock.boundary, since, clock.boundary, now - clock.forward]
                 )
                 : (MinFreeQueue.dueAgain, [since, seen])
             more = more.adding(saturating: try add(tx, args, clock, filter, filterArgs, leased))
         }
         (self.bytes, seen, since, incremental) = (bytes.adding(saturating: more), max(seen, last), now, true)
+        sinceForward = clock.forward
         return self.bytes ?? 0
     }
 
@@ -187,6 +193,7 @@ final class MinFreeQueue {
             )
         }
         (bytes, seen, since, incremental, evicted) = (total, last, now, false, false)
+        sinceForward = clock.forward
         return total
     }
 
