@@ -67,11 +67,14 @@ static void fill_from_statx(const struct statx *sx, struct assetd_file_stat *out
     }
 }
 
+#ifndef AT_STATX_FORCE_SYNC
+#define AT_STATX_FORCE_SYNC 0x2000
+#endif
 #ifndef AT_STATX_DONT_SYNC
 #define AT_STATX_DONT_SYNC 0x4000
 #endif
 
-// statx with `flags` (AT_SYMLINK_NOFOLLOW, AT_STATX_DONT_SYNC); AT_EMPTY_PATH for "".
+// statx with `flags` (AT_SYMLINK_NOFOLLOW, AT_STATX_DONT_SYNC or _FORCE_SYNC); AT_EMPTY_PATH for "".
 static int file_stat(int dirfd, const char *path, int flags, struct assetd_file_stat *out) {
     memset(out, 0, sizeof *out);
     flags |= path[0] == 0 ? AT_EMPTY_PATH : 0;
@@ -85,7 +88,7 @@ static int file_stat(int dirfd, const char *path, int flags, struct assetd_file_
         }
     } else if (errno == ENOSYS) {
         struct stat st;
-        if (fstatat(dirfd, path, &st, flags & ~AT_STATX_DONT_SYNC) != 0) return -1;
+        if (fstatat(dirfd, path, &st, flags & ~(AT_STATX_DONT_SYNC | AT_STATX_FORCE_SYNC)) != 0) return -1;
         out->device = st.st_dev;
         out->inode = st.st_ino;
         out->mode = st.st_mode;
@@ -117,6 +120,12 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out) 
 // and file type are the kernel's own (an inode's type never changes); sizes and times may be stale.
 int assetd_file_stat_cached(int dirfd, const char *path, int follow, struct assetd_file_stat *out) {
     return file_stat(dirfd, path, (follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_STATX_DONT_SYNC, out);
+}
+
+// AT_STATX_FORCE_SYNC: a network filesystem asks its server for the inode's attributes now,
+// whatever it cached (NFS, SMB, Ceph, AFS; a local one has nothing to ask).
+int assetd_file_stat_synced(int dirfd, const char *path, struct assetd_file_stat *out) {
+    return file_stat(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, out);
 }
 
 int assetd_file_system_type(const char *path, int64_t *out) {

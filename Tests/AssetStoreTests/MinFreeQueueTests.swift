@@ -124,4 +124,45 @@ struct MinFreeQueueTests {
         c = try counts()
         #expect(c.count >= c.whole && c.whole == 200, "\(c)")
     }
+
+    @Test("a deferred row counts once due by both clocks, not at a step forward of the wall clock")
+    func stepForward() throws {
+        try queueRow(f.root + "/a", inode: 1, due: f.clock.now + 50)
+        #expect(try counts() == (0, 0))
+        f.clock.step(3600)
+        #expect(try counts() == (0, 0), "the sweep takes it 50 s on, not now")
+        f.clock.advance(49)
+        #expect(try counts() == (0, 0))
+        f.clock.advance(1)
+        let c = try counts()
+        #expect(c.count >= c.whole && c.whole == 100, "\(c)")
+    }
+
+    @Test("after a step forward, a row that came due while the step's measure shrank by jitter still counts")
+    func stepForwardJitter() throws {
+        let t = f.clock.now
+        try queueRow(f.root + "/a", inode: 1, due: t + 10.2)
+        f.clock.step(3600)
+        #expect(try counts() == (0, 0))
+        f.clock.advance(10)
+        #expect(try counts() == (0, 0), "due 0.2 s after the step-free clock's now")
+        // Less than a step: the wall clock read 0.4 s lower against the boot clock.
+        f.clock.step(-0.4)
+        f.clock.advance(1)
+        // Today the window began at the last count's time less the smaller step, 0.4 s late.
+        let c = try counts()
+        #expect(c.count >= c.whole && c.whole == 100, "\(c)")
+    }
+
+    @Test("a row deferred before a step back of the wall clock counts as the sweep's bound leaves it")
+    func stepBack() throws {
+        try queueRow(f.root + "/a", inode: 1, due: f.clock.now + 50)
+        #expect(try counts() == (0, 0))
+        f.clock.step(-86_400)
+        // The bound makes it due by now plus unlink_delay (0): it counts before and after it.
+        #expect(try counts() == (100, 100))
+        try f.store.boundQueue(after: f.store.clocks.read())
+        let c = try counts()
+        #expect(c.count >= c.whole && c.whole == 100, "\(c)")
+    }
 }

@@ -111,4 +111,19 @@ struct PolicyQueryPlanTests {
             #expect(!plan.contains { $0.hasPrefix("SCAN unlink_queue") }, "\(plan)")
         }
     }
+
+    /// After a step forward of the wall clock the later counts' window is still along next attempt.
+    @Test("a min_free step's later counts after a step forward search the queue by next attempt")
+    func minFreeSteppedDueAgain() throws {
+        let f = try Fixture()
+        let sql = MinFreeQueue.sum(MinFreeQueue.steppedDue("(?)") + " AND " + MinFreeQueue.steppedDueAgain)
+        let plan = try f.store.read { r in
+            try Row.fetchAll(
+                r.db, sql: "EXPLAIN QUERY PLAN " + sql,
+                arguments: [1, 0, "[]", 1, 0, 0, 9e15, 0, 1, 0, 0, 0, 0]
+            ).map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.hasPrefix("SEARCH unlink_queue USING INDEX unlink_queue_due") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN unlink_queue") }, "\(plan)")
+    }
 }

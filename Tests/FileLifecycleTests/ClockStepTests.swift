@@ -195,4 +195,22 @@ import Testing
         moved.advance(f.configuration.orphanGrace + 10)
         #expect(try f.verify(orphans: true).of("orphan").map { $0.subject["path"] } == [.string(upload)])
     }
+
+    @Test("an unlink failing seconds before a step forward of the wall clock is not reported as failing for the step")
+    func failingForSurvivesStep() throws {
+        let f = try Fixture()
+        let p = try f.makeFile("locked/x.bin")
+        try f.hold(p, key: "x")
+        let obstacle = try UnlinkObstacle(p, in: f)
+        defer { obstacle.remove() }
+        try f.delete(ref("c", "x"))
+        _ = try f.store.sweep()
+        #expect(try f.store.pending().first?.attempts == 1)
+        f.clock.advance(2)
+        f.clock.step(2 * 86_400)
+        #expect(try f.verify().of("unlink_failing").isEmpty, "failing 2 s by the steady clock")
+
+        f.clock.advance(86_400)
+        #expect(try f.verify().of("unlink_failing").map { $0.subject["path"] } == [.string(p)])
+    }
 }

@@ -10,7 +10,8 @@ import Testing
     private let place: [UInt8] = Array("/srv/cache".utf8)
 
     private func pin(device: UInt64, inode: UInt64, mount: UInt64?, fuse: Bool = false) -> RootPins.Pin {
-        RootPins.Pin(device: device, inode: inode, mountID: mount, location: place, onFUSE: fuse)
+        RootPins.Pin(
+            device: device, inode: inode, mountID: mount, location: place, fileSystem: fuse ? RootPins.fuseMagic : nil)
     }
 
     @Test("a new device on the anchor's own mount (a btrfs subvolume made in place) is refused")

@@ -175,4 +175,39 @@ struct SweepAlongsideTests {
         #expect(try c.f.store.pending().isEmpty)
         #expect(c.onDisk() == Set(c.young + [c.shared]))
     }
+
+    @Test("a step back of the wall clock mid-run does not keep the batches from unlinking what is due")
+    func besideAfterStepBack() throws {
+        let c = try Cache(unlinkDelay: 30)
+        let clock = c.f.clock
+        let plan = try c.f.store.expire(collection: "c", olderThan: 60, idle: nil) { p in
+            if p.deleted == 10 { clock.step(-600) }
+            if p.deleted == 20 { clock.advance(30) }
+        }
+        #expect(plan.commits.map(\.deleted.count) == [10, 10, 10, 5])
+        let queued = plan.commits.map(\.filesQueued)
+        // Batch 3 ran 30 s (steady) after batch 1: the files of batches 1 and 2 were due then,
+        // those of batch 1 bounded to the stepped clock's now plus unlink_delay.
+        #expect(plan.sweep?.unlinked == queued.prefix(2).flatMap { $0 })
+        for p in queued.prefix(2).flatMap({ $0 }) { #expect(!c.f.exists(p)) }
+    }
+
+    @Test("a step forward of the wall clock mid-run unlinks no file before unlink_delay, nor reads the queue")
+    func besideAfterStepForward() throws {
+        let c = try Cache(unlinkDelay: 30)
+        let clock = c.f.clock
+        let store: Store = c.f.store
+        let reads = Mutex([Int]())
+        let plan = try store.expire(collection: "c", olderThan: 60, idle: nil) { p in
+            if p.deleted == 10 { clock.step(3600) }
+            if p.deleted == 20 { clock.advance(30) }
+            reads.withLock { $0.append(store.alongsideReads.load(ordering: .relaxed)) }
+        }
+        #expect(plan.commits.map(\.deleted.count) == [10, 10, 10, 5])
+        let queued = plan.commits.map(\.filesQueued)
+        #expect(plan.sweep?.unlinked == queued.prefix(2).flatMap { $0 })
+        // Batch 2 ran a step later on the wall clock but no time after batch 1: the queue was
+        // not read for it (it had nothing due). Today it was, at once after the step.
+        #expect(reads.withLock { $0 }.prefix(2) == [0, 0])
+    }
 }

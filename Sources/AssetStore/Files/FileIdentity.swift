@@ -97,6 +97,14 @@ struct FileStatus {
         return .success(FileStatus(s))
     }
 
+    /// `of` asking the filesystem afresh whatever it cached (AT_STATX_FORCE_SYNC): on a network
+    /// filesystem the server's answer, not the attribute cache's (SafeUnlinker's last look).
+    static func synced(_ dirfd: Int32, _ path: UnsafePointer<CChar>) -> Result<FileStatus, Errno> {
+        var s = assetd_file_stat()
+        guard assetd_file_stat_synced(dirfd, path, &s) == 0 else { return .failure(Errno(errno)) }
+        return .success(FileStatus(s))
+    }
+
 }
 
 extension FileStatus {

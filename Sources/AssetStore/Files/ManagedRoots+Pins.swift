@@ -23,8 +23,11 @@ public final class RootPins: Sendable {
         var mountID: UInt64?
         /// Where the kernel had the folder (/proc/self/fd), not compared by `==`.
         var location: [UInt8]? = nil
-        /// On a FUSE file system (statfs type), which a user may mount on a folder of theirs.
-        var onFUSE = false
+        /// Its file system's statfs type (nil: not read, or unreadable).
+        var fileSystem: Int64? = nil
+
+        /// On a FUSE file system, which a user may mount on a folder of theirs.
+        var onFUSE: Bool { fileSystem == RootPins.fuseMagic }
 
         func isFolder(of pin: Pin) -> Bool {
             device == pin.device && inode == pin.inode
@@ -81,7 +84,7 @@ public final class RootPins: Sendable {
         if pins.withLock({ $0[root] == nil }) {
             // Read before the lock: a statfs of a FUSE root may wait on its daemon.
             now.location = RootPins.location(of: fd)
-            now.onFUSE = RootPins.isFUSE(fd)
+            now.fileSystem = RootPins.fileSystem(fd)
         }
         let accepted = pins.withLock { pins in
             if let seen = pins[root] { return seen }
@@ -94,7 +97,7 @@ public final class RootPins: Sendable {
             return .folder(fd)
         }
         now.location = RootPins.location(of: fd)
-        now.onFUSE = RootPins.isFUSE(fd)
+        now.fileSystem = RootPins.fileSystem(fd)
         if RootPins.admits(now, after: accepted) {
             pins.withLock { RootPins.accept(now, at: root, in: &$0) }
             return .folder(fd)
@@ -132,10 +135,46 @@ public final class RootPins: Sendable {
     }
 
     /// FUSE's statfs type ("FUSE" in ASCII).
-    private static let fuseMagic: Int64 = 0x6573_5546
+    static let fuseMagic: Int64 = 0x6573_5546
 
-    private static func isFUSE(_ fd: Int32) -> Bool {
-        fileSystemType(of: "/proc/self/fd/\(fd)") == fuseMagic
+    private static func fileSystem(_ fd: Int32) -> Int64? { fileSystemType(of: "/proc/self/fd/\(fd)") }
+
+    /// Of `roots`, those on a file system whose names another host may change behind the
+    /// kernel's cache (`isNetwork`), or whose file system is not known yet (not pinned: it
+    /// could not be opened; looked at afresh, which costs only a request more).
+    func onNetwork(_ roots: [String]) -> Set<String> {
+        pins.withLock { pins in
+            Set(roots.filter { root in pins[root]?.last.map { RootPins.isNetwork($0.fileSystem) } ?? true })
+        }
+    }
+
+    /// Network file systems by statfs type, where a fresh look can tell a name renamed over:
+    /// NFS, SMB (smb, cifs, smb2), Ceph, AFS (OpenAFS, kAFS). Their clients cache a name's inode
+    /// and attributes for seconds, and a host elsewhere may rename a file over the name
+    /// meanwhile; asked afresh, their servers give the inode number the file has. Not FUSE nor
+    /// 9p (docs/DESIGN.md): a folder's GETATTR does not drop their cached names, and a
+    /// path-based FUSE server (sshfs, s3fs) answers for whatever the path names now with the
+    /// old inode number, so the look would catch nothing there and only cost requests. Nor
+    /// cluster file systems whose caches a lock manager keeps coherent (OCFS2, GFS2, Lustre,
+    /// GPFS), nor any type not listed: the kernel's cache is its own.
+    static let networkTypes: Set<Int64> = [
+        0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42, 0x00C3_6400, 0x5346_414F, 0x6B41_4653,
+    ]
+
+    /// Whether a root on a file system of statfs type `type` is looked at afresh before an
+    /// unlink (nil: unknown, so yes).
+    static func isNetwork(_ type: Int64?) -> Bool { type.map { networkTypes.contains($0) } ?? true }
+
+    /// Fresh looks taken below these roots (SafeUnlinker.lookAfresh; tests).
+    let freshLooks = Atomic<Int>(0)
+
+    /// Tests: takes the current pin of `root` for one on a file system of `type`.
+    func setFileSystem(_ type: Int64?, of root: String) {
+        pins.withLock { pins in
+            guard var list = pins[root], !list.isEmpty else { return }
+            list[list.count - 1].fileSystem = type
+            pins[root] = list
+        }
     }
 
     /// The path the kernel has for an open folder (/proc/self/fd), or nil without /proc.

@@ -261,16 +261,20 @@ final class VerifyRun {
 
     // MARK: unlink queue
 
-    /// Unlinks that kept failing for longer than `failingFor`. Not repairable here: the
-    /// obstacle (permissions, a busy or read-only mount) is outside the store.
+    /// Unlinks that kept failing for longer than `failingFor`, by both clocks (ClockSteps.swift):
+    /// a row queued a minute before a step forward of the wall clock has not failed for the
+    /// step's length. (One queued before a step back is younger by the wall clock, reported
+    /// that much later.) The cutoff includes its end, as every age cutoff's (`AgeCutoff`): a row
+    /// exactly `failingFor` old is reported, where it was not before. Not repairable here:
+    /// the obstacle (permissions, a busy or read-only mount) is outside the store.
     func failingUnlinks() throws {
-        let since = store.configuration.clock() - options.failingFor
+        let (old, since) = store.clocks.read().olderThan(options.failingFor).sql("queued_at")
         try scan(
             "unlink_queue", count: "SELECT COUNT(*) FROM unlink_queue",
             page: """
-                SELECT id, path, queued_at, attempts, last_error, next_attempt, attempts > 0 AND queued_at < ?
+                SELECT id, path, queued_at, attempts, last_error, next_attempt, attempts > 0 AND \(old)
                 FROM unlink_queue WHERE id > ? ORDER BY id LIMIT ?
-                """, arguments: [since]
+                """, arguments: since.map { $0 as (any DatabaseValueConvertible)? }
         ) { page in
             for row in page where row[6] as Bool {
                 let p = PendingUnlink(

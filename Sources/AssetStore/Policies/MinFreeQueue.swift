@@ -10,7 +10,10 @@
 // free): such writes bump `Store.queueRowsMoved`, and the whole queue is counted again when
 // it moved, or when the clock went back. Before the step ends on a count that may read high
 // it counts the whole queue again (`MinFreeQueue.count(whole:)`), and goes on from there if
-// the floor is still short.
+// the floor is still short. A deferred row counts once it is due by both clocks, as the sweep
+// takes it; a row stamped before a step back of the wall clock counts as the bound the sweep
+// makes at that step leaves it (ClockSteps.swift, Store+ClockSteps.swift); and the whole
+// queue is counted again at each step seen.
 
 import GRDB
 import Synchronization
@@ -26,8 +29,16 @@ final class MinFreeQueue {
     /// not due then).
     private var seen: Int64 = 0
     private var since = -Double.infinity
+    /// The step forward's length (`ClockSteps.Reading.forward`) at the last count: the window
+    /// of rows stamped before the step goes on from `since` less it. It moves by the jitter
+    /// between the two clocks' reads even without a step, and a window begun at `since` less
+    /// the current one left out rows if it shrank.
+    private var sinceForward: Double = 0
     /// `Store.queueRowsMoved` when the whole queue was counted.
     private var moved = 0
+    /// The clock steps seen when the whole queue was counted (the last step forward's
+    /// boundary, the steps back): a later one changes which rows are due.
+    private var steps = (boundary: -Double.infinity, back: 0)
     /// Paths of queued rows left out for a lease: when one ends, its rows may count, and
     /// the whole queue is counted again.
     private var heldBack = Set<[UInt8]>()
@@ -57,11 +68,32 @@ final class MinFreeQueue {
         """
     }
 
+    /// `due` once the wall clock stepped (`stepArguments` after the devices'): a deferred row is
+    /// due when the sweep's window takes it (`Store.sweepWindow`: stamped before the last step
+    /// forward, it waits the step out too), and a row stamped after now (before a step back)
+    /// counts unless parked: the sweep's bound makes it due within `unlink_delay`. Without a
+    /// step, `due` as it always was.
+    static func steppedDue(_ placeholders: String) -> String {
+        """
+        attempts = 0 AND path NOT IN (SELECT value FROM json_each(?3)) AND device IN \(placeholders)
+            AND (next_attempt <= queued_at + ?2 OR next_attempt <= ?1 AND (queued_at >= ? OR next_attempt <= ?)
+                OR queued_at > ?1 AND next_attempt < ?)
+        """
+    }
+
     /// The later batches' filters: rows queued since (ids), and rows deferred whose next
     /// attempt came due since (a window along `unlink_queue_due`; not the ids, which cover
     /// the whole queue).
     static let queuedSince = "id > ? AND id <= ?"
     static let dueAgain = "next_attempt > ? AND next_attempt <= ?1 AND next_attempt > queued_at + ?2 AND +id <= ?"
+    /// `dueAgain` after a step forward: a row stamped before it came due since by the clock
+    /// less the step (`forward`), so the window along `unlink_queue_due` starts that much
+    /// earlier for it. Arguments: since less the last count's forward, the last id, the boundary, since, the
+    /// boundary, now less forward.
+    static let steppedDueAgain = """
+        next_attempt > ? AND next_attempt <= ?1 AND next_attempt > queued_at + ?2 AND +id <= ?
+            AND (queued_at >= ? AND next_attempt > ? OR queued_at < ? AND next_attempt <= ?)
+        """
 
     /// The bytes queued, at a batch's start: the whole queue at the first batch, when a lease
     /// that kept some rows out has ended, when a row was made due sooner or given its device
@@ -69,38 +101,62 @@ final class MinFreeQueue {
     /// queued since (by id) and those whose deferral ran out since (along `unlink_queue_due`).
     func count(_ tx: WriteTransaction) throws -> Int64 {
         let leased = tx.store.leases.snapshot().files
-        let now = tx.store.configuration.clock()
+        let clock = tx.store.clocks.read()
+        let now = clock.wall
         guard let bytes, heldBack.isSubset(of: leased), now >= since,
-            tx.store.queueRowsMoved.load(ordering: .relaxed) == moved
-        else { return try count(whole: tx, leased, now: now) }
+            tx.store.queueRowsMoved.load(ordering: .relaxed) == moved,
+            steps == (clock.boundary, clock.stepsBack)
+        else { return try count(whole: tx, leased, clock: clock) }
         let last = try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(MAX(id), 0) FROM unlink_queue") ?? 0
         let args = arguments(tx, leased, now: now)
         var more: Int64 = 0
         // Queued since: due as queued unless deferred already. A file queued before and again
         // since counts twice: high, never low.
-        if last > seen { more = try add(tx, args + [seen, last], MinFreeQueue.queuedSince, leased) }
+        if last > seen { more = try add(tx, args, clock, MinFreeQueue.queuedSince, [seen, last], leased) }
         // Deferred (a lease, an open file) and due again since the last count: a deferred
-        // row's next attempt lies past queued_at + unlink_delay.
+        // row's next attempt lies past queued_at + unlink_delay. The steps are the last
+        // count's (else the whole was counted), so each row comes due in one window only.
         if now > since {
-            more = more.adding(saturating: try add(tx, args + [since, seen], MinFreeQueue.dueAgain, leased))
+            let (filter, filterArgs): (String, StatementArguments) =
+                clock.steppedForward
+                ? (
+                    MinFreeQueue.steppedDueAgain,
+                    [since - sinceForward, seen, clock.boundary, since, clock.boundary, now - clock.forward]
+                )
+                : (MinFreeQueue.dueAgain, [since, seen])
+            more = more.adding(saturating: try add(tx, args, clock, filter, filterArgs, leased))
         }
         (self.bytes, seen, since, incremental) = (bytes.adding(saturating: more), max(seen, last), now, true)
+        sinceForward = clock.forward
         return self.bytes ?? 0
     }
 
-    /// The bytes of the due rows `filter` keeps, and their leased paths held back.
+    /// Whether `clock` saw a step of the wall clock: then `steppedDue` decides.
+    private static func stepped(_ clock: ClockSteps.Reading) -> Bool { clock.steppedForward || clock.stepsBack > 0 }
+
+    /// The due test's SQL at `clock`, and its arguments after the devices'.
+    private func dueTest(_ clock: ClockSteps.Reading) -> (String, StatementArguments) {
+        guard MinFreeQueue.stepped(clock) else { return (due, []) }
+        let fresh = clock.wall - clock.forward
+        return (MinFreeQueue.steppedDue(placeholders), [clock.boundary, fresh, Store.parkedUntil])
+    }
+
+    /// The bytes of the due rows `filter` (with `filterArgs`) keeps, and their leased paths held back.
     private func add(
-        _ tx: WriteTransaction, _ args: StatementArguments, _ filter: String, _ leased: Set<[UInt8]>
+        _ tx: WriteTransaction, _ args: StatementArguments, _ clock: ClockSteps.Reading, _ filter: String,
+        _ filterArgs: StatementArguments, _ leased: Set<[UInt8]>
     )
         throws -> Int64
     {
         if !leased.isEmpty {
             try hold(
-                tx, args,
+                tx, args + filterArgs,
                 "SELECT DISTINCT path FROM unlink_queue WHERE path IN (SELECT value FROM json_each(?3)) AND device IN \(placeholders) AND \(filter)"
             )
         }
-        return try Int64.fetchOne(tx.db, sql: MinFreeQueue.sum(due + " AND " + filter), arguments: args) ?? 0
+        let (due, dueArgs) = dueTest(clock)
+        return try Int64.fetchOne(
+            tx.db, sql: MinFreeQueue.sum(due + " AND " + filter), arguments: args + dueArgs + filterArgs) ?? 0
     }
 
     /// Whether the count may read high where `need` reads it met: it went on incrementally
@@ -115,14 +171,19 @@ final class MinFreeQueue {
     /// Counts the whole queue, and goes on from it: a file queued under several names once, at
     /// its largest recorded size (as the other totals count it); a row without an inode
     /// number counts alone.
-    func count(whole tx: WriteTransaction, _ leased: Set<[UInt8]>? = nil, now: Double? = nil) throws -> Int64 {
+    func count(
+        whole tx: WriteTransaction, _ leased: Set<[UInt8]>? = nil, clock: ClockSteps.Reading? = nil
+    ) throws -> Int64 {
         let leased = leased ?? tx.store.leases.snapshot().files
-        let now = now ?? tx.store.configuration.clock()
+        let clock = clock ?? tx.store.clocks.read()
+        let now = clock.wall
         // Read in this write transaction: no bump can come between it and the count.
         moved = tx.store.queueRowsMoved.load(ordering: .relaxed)
+        steps = (clock.boundary, clock.stepsBack)
         let last = try Int64.fetchOne(tx.db, sql: "SELECT COALESCE(MAX(id), 0) FROM unlink_queue") ?? 0
         let args = arguments(tx, leased, now: now)
-        let total = try Int64.fetchOne(tx.db, sql: MinFreeQueue.sum(due), arguments: args) ?? 0
+        let (due, dueArgs) = dueTest(clock)
+        let total = try Int64.fetchOne(tx.db, sql: MinFreeQueue.sum(due), arguments: args + dueArgs) ?? 0
         heldBack = []
         if !leased.isEmpty {
             // Along the index on path: the leased paths, not the queue.
@@ -132,6 +193,7 @@ final class MinFreeQueue {
             )
         }
         (bytes, seen, since, incremental, evicted) = (total, last, now, false, false)
+        sinceForward = clock.forward
         return total
     }
 

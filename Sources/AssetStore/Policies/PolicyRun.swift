@@ -172,7 +172,7 @@ final class PolicyRun {
                     if !store.isReadOnly { try store.flushAccesses() }
                     try alongside.prepare()
                     let c = try store.write { tx in
-                        let swept = try alongside.around(tx.db, start: tx.now) { done = try step.advance(tx, self) }
+                        let swept = try alongside.around(tx.db) { done = try step.advance(tx, self) }
                         // No empty commits. One that only records unlinks or places objects
                         // in an order's queues deleted nothing, but it is a commit all the same.
                         if deletedInBatch == 0 {

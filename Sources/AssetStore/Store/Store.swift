@@ -41,6 +41,8 @@ public final class Store: Sendable {
     let stepsBackBounded = Atomic<Int>(0)
     /// Write transactions the bounds of steps back have taken (for tests).
     let boundTransactions = Atomic<Int>(0)
+    /// Reads of the queue a policy run's unlinks beside its batches made (SweepAlongside; tests).
+    let alongsideReads = Atomic<Int>(0)
     /// WAL syncs `syncWAL` has made (for tests).
     let walSyncs = Atomic<Int>(0)
     /// The WAL's descriptor for `syncWAL`, kept open; held while a sync runs (Store+WALSync.swift).

@@ -1,6 +1,7 @@
 // The unlinker's last look before unlinkat when an open-file check ran in between: that check
 // may have read all of /proc (tens of milliseconds), time enough for a service replacing the
-// file atomically (write a new one, rename it over the name) to put another file there.
+// file atomically (write a new one, rename it over the name) to put another file there. And
+// on a network root, the last look asked of the server (`lookAfresh`).
 
 import Glibc
 
@@ -60,5 +61,34 @@ extension SafeUnlinker {
             }
         }
         return expected.matches(now, size: checked.size, sizeNow: st.size) ? nil : .identityChanged
+    }
+
+    /// On a network root (RootPins.isNetwork), the name's last look asked of the server: the
+    /// kernel's cache of a name and its inode holds for seconds (NFS's attribute cache), and a
+    /// host elsewhere may have renamed another file over the name meanwhile (assetd(8), The
+    /// unlink queue). The folder is asked first, so a change to it drops the names its client
+    /// cached and the name is looked up again; then the name opened O_PATH and its mount read
+    /// from the cache, as everywhere (a mount over the name is asked nothing); then the file
+    /// asked afresh. Nil if it is still the judged file (`judged`'s device and inode, on its
+    /// mount); else the outcome.
+    static func lookAfresh(dirfd: Int32, leaf: String, as judged: FileStatus) -> UnlinkOutcome? {
+        if case .failure(let e) = FileStatus.synced(dirfd, "") { return .failed(errno: e.code, call: "statx") }
+        let fileFD = openat(dirfd, leaf, SafeUnlinker.oPath | O_NOFOLLOW | O_CLOEXEC)
+        if fileFD < 0 {
+            let e = errno
+            return e == ENOENT ? .alreadyGone : .failed(errno: e, call: "openat")
+        }
+        defer { close(fileFD) }
+        switch FileStatus.cached(fileFD, "") {
+        case .success(let s) where s.onAnotherMount(than: judged): return .unsafePath
+        case .success: break
+        case .failure(let e): return .failed(errno: e.code, call: "statx")
+        }
+        switch FileStatus.synced(fileFD, "") {
+        case .success(let s) where s.device == judged.device && s.inode == judged.inode && s.kind == S_IFREG: return nil
+        case .success: return .identityChanged
+        case .failure(let e) where e.code == ESTALE: return .identityChanged
+        case .failure(let e): return .failed(errno: e.code, call: "statx")
+        }
     }
 }

@@ -56,6 +56,10 @@ final class SafeUnlinker {
     /// Where the kernel had the cached folder when the walk opened it (nil: unknown, so the
     /// folder is never used again).
     private var cachedLocation: [UInt8]?
+    /// The cached folder is on a network root's mount: the name's last look is afresh.
+    private var cachedOnNetwork = false
+    /// The roots on a network file system (RootPins.isNetwork), read once.
+    private let networkRoots: Set<String>
 
     /// An unlinker for files below `roots` (all configured roots, for nested ones that are
     /// mount points), each pinned to the folder it was, that never unlinks one of `own`.
@@ -63,6 +67,7 @@ final class SafeUnlinker {
         self.roots = roots.paths
         self.pins = roots.pins
         self.own = own
+        networkRoots = roots.pins.onNetwork(roots.paths)
     }
 
     deinit { closeCached() }
@@ -74,6 +79,7 @@ final class SafeUnlinker {
         cachedDevice = nil
         cachedStatus = nil
         cachedLocation = nil
+        cachedOnNetwork = false
     }
 
     /// True if the cached folder is still where the walk found it. The kernel's path of the
@@ -121,13 +127,14 @@ final class SafeUnlinker {
         } else {
             closeCached()
             switch openFolder(root: root, components: ManagedRoots.components(of: path, below: root).dropLast()) {
-            case .success(let fd, let status):
+            case .success(let fd, let status, let onNetwork):
                 dirfd = fd
                 cachedFD = fd
                 cachedFolder = folder
                 cachedStatus = status
                 cachedDevice = status.device
                 cachedLocation = location(of: fd).map(Array.init)
+                cachedOnNetwork = onNetwork
             case .missing(let folderDevice):
                 return SafeUnlinker.gone(folderDevice: folderDevice, device: device, deviceNow: deviceNow)
             case .failure(let outcome):
@@ -232,6 +239,10 @@ final class SafeUnlinker {
         case .failure(let e) where e.code == ENOENT: return .alreadyGone
         case .failure(let e): return .failed(errno: e.code, call: "statx")
         }
+        if cachedOnNetwork {
+            pins.freshLooks.add(1, ordering: .relaxed)
+            if let changed = SafeUnlinker.lookAfresh(dirfd: dirfd, leaf: leaf, as: st) { return changed }
+        }
         if unlinkat(dirfd, String(leaf), 0) != 0 {
             let e = errno
             return e == ENOENT ? .alreadyGone : .failed(errno: e, call: "unlinkat")
@@ -241,8 +252,9 @@ final class SafeUnlinker {
 
     /// A folder opened; a name on the way missing, below a folder on this device; or another outcome.
     private enum OpenResult {
-        /// The folder, and its mount as the kernel's cache has it.
-        case success(Int32, FileStatus)
+        /// The folder, its mount as the kernel's cache has it, and whether that is a network
+        /// root's.
+        case success(Int32, FileStatus, onNetwork: Bool)
         case missing(folderDevice: Int64?)
         case failure(UnlinkOutcome)
     }
@@ -304,6 +316,7 @@ final class SafeUnlinker {
         }
         var here = mount
         var prefix = Array(root.utf8)
+        var onNetwork = !networkRoots.isEmpty && networkRoots.contains(root)
         for c in components {
             let next = openat(fd, String(c), SafeUnlinker.oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 {
@@ -343,9 +356,10 @@ final class SafeUnlinker {
                     return .failure(.unsafePath)
                 }
                 mount = here
+                if !networkRoots.isEmpty { onNetwork = networkRoots.contains(String(decoding: prefix, as: UTF8.self)) }
             }
         }
-        return .success(fd, here)
+        return .success(fd, here, onNetwork: onNetwork)
     }
 }
 

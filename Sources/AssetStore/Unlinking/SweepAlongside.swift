@@ -22,11 +22,12 @@ final class SweepAlongside {
     private var report: SweepReport?
     /// What the current batch's came to, kept once it commits.
     private var uncommitted: (report: SweepReport, lastID: Int64)?
-    /// No row queued since the run began is due before this: a row is due `unlink_delay`
-    /// after its deleting transaction at the earliest (an ended lease never brings it
-    /// sooner). Until then the queue is not read: the read would find nothing due after
-    /// going through every row the run queued, at every batch. A row this passes over
-    /// (a clock set back) is the sweep's after the run, as the last batch's are.
+    /// No row queued since the run began is due before this, on the steady clock: a row is
+    /// due `unlink_delay` after its deleting transaction at the earliest (an ended lease never
+    /// brings it sooner). Until then the queue is not read: the read would find nothing due
+    /// after going through every row the run queued, at every batch. On the wall clock, a
+    /// step back kept the run from reading the queue for the step's length, and a step forward
+    /// had it read a queue the due test (which waits the step out) finds nothing due in.
     private var firstDue = -Double.infinity
 
     init(_ store: Store, limit: Int) {
@@ -37,29 +38,36 @@ final class SweepAlongside {
     /// Before a batch's transaction: the earlier batches' commits made durable (with
     /// durability "normal" they were not synced), so their files may go beside this batch.
     func prepare() throws {
-        if lastID != nil { try store.makeDurable() }
+        guard lastID != nil else { return }
+        try store.makeDurable()
+        // A step back of the wall clock left the rows queued before it due a step later: they
+        // are bounded as the sweep bounds them, else none is due for the rest of the run
+        // (Store+ClockSteps.swift). Nothing to do without a step back. Its writes fail on a
+        // full disk (it has no reserve), as the sweep's do: the run goes on, the rows only later.
+        try? store.boundQueue(after: store.clocks.read())
     }
 
     /// Runs `body` (a batch's decisions and deletions) in `db`'s transaction while the due
     /// files queued by durable commits since the run began are unlinked beside it, then
-    /// records their outcomes in that transaction. True if it took any queue rows. `start`
-    /// is the transaction's time.
-    func around(_ db: Database, start: Double, _ body: () throws -> Void) throws -> Bool {
+    /// records their outcomes in that transaction. True if it took any queue rows.
+    func around(_ db: Database, _ body: () throws -> Void) throws -> Bool {
         uncommitted = nil
         guard let after = lastID else {
             lastID = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM unlink_queue") ?? 0
-            firstDue = start + store.configuration.unlinkDelay
+            // Read after the transaction's time, which stamps the rows: later by the moments between.
+            firstDue = store.clocks.read().steady + store.configuration.unlinkDelay
             try body()
             return false
         }
         let clock = store.clocks.read()
         let now = clock.wall
-        if now < firstDue {
+        if clock.steady < firstDue {
             try body()
             return false
         }
         if renumbered == nil { renumbered = try store.noteRootDevices(db, now: now) }
         // No owed look is taken in the run's transaction: their rows are left to the sweep.
+        store.alongsideReads.add(1, ordering: .relaxed)
         let b = try store.takeSweepBatch(
             db, after: after, durable: store.durableCommit, now: clock, retryFailed: false, limit: limit,
             renumbered: renumbered ?? [:])

@@ -40,6 +40,11 @@ int assetd_file_stat(int dirfd, const char *path, struct assetd_file_stat *out);
 /// times may be stale on a network or FUSE filesystem. 0, or -1 with errno set.
 int assetd_file_stat_cached(int dirfd, const char *path, int follow, struct assetd_file_stat *out);
 
+/// `assetd_file_stat` asking the filesystem for what it has now, whatever it cached
+/// (AT_STATX_FORCE_SYNC): on a network filesystem, the server's answer, not the attribute
+/// cache's. 0, or -1 with errno set.
+int assetd_file_stat_synced(int dirfd, const char *path, struct assetd_file_stat *out);
+
 /// The statfs(2) type (f_type) of the file system `path` is on. 0, or -1 with errno set.
 int assetd_file_system_type(const char *path, int64_t *out);
 
