@@ -28,6 +28,8 @@ import Testing
         let copy = try runProcess(
             "/bin/sh", ["-c", #"cp -a "$0" "$0.new" && mv "$0" "$0.old" && mv "$0.new" "$0""#, h.root])
         #expect(copy.status == 0, "\(copy.stderr)")
+        // Writable by root alone: relearn adopts nothing below a folder others may write.
+        #expect(chmod(h.root, 0o755) == 0)
         try h.start()
         return (h, paths)
     }
@@ -61,7 +63,7 @@ import Testing
     func relearnAdopts() throws {
         let (h, paths) = try copiedRoot()
         let c = try h.client()
-        let r = try c.call("verify", ["repair": true, "relearn": true])
+        let r = try c.call("verify", ["repair": true, "relearn": .string(h.root)])
         #expect(r["clean"] == true && r["repaired"] == 5, "\(r.serialized())")
         #expect(try c.call("verify")["clean"] == true)
         _ = try c.deleteObject("c", "k0")
@@ -83,7 +85,7 @@ import Testing
         try Data(repeating: 7, count: 3).write(to: URL(fileURLWithPath: paths[1]))
         #expect(link(paths[2], h.root + "/d/f2.link") == 0)
         let c = try h.client()
-        let r = try c.call("verify", ["repair": true, "relearn": true])
+        let r = try c.call("verify", ["repair": true, "relearn": .string(h.root)])
         #expect(r["clean"] == false, "\(r.serialized())")
         let byPath = Dictionary(
             problems(r, "identity_changed").map { ($0["subject"]?["path"]?.stringValue ?? "", $0) },
@@ -103,10 +105,10 @@ import Testing
     func relearnIsForAdmins() throws {
         guard Nobody.canSwitch else { return }
         let (h, _) = try copiedRoot(count: 2)
-        let r = try h.assetctlAsNobody("verify", "--repair", "--relearn")
+        let r = try h.assetctlAsNobody("verify", "--repair", "--relearn", h.root)
         #expect(r.status == 1 && r.stderr.contains("admin"), "\(r.stdout)\(r.stderr)")
         // Without repair, relearn is refused as a mistake, not ignored.
-        let alone = try h.assetctl("verify", "--relearn")
+        let alone = try h.assetctl("verify", "--relearn", h.root)
         #expect(alone.status != 0, "\(alone.stdout)\(alone.stderr)")
         let c = try h.client()
         #expect(problems(try c.call("verify"), "identity_changed").count == 2, "nothing was relearned")

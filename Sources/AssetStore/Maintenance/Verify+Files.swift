@@ -49,10 +49,11 @@ extension VerifyRun {
                     missing.append((row[0], path))
                     if let inode: Int64 = row[4] { movedInodes.insert(inode) }
                 } else if let device, let inode: Int64 = row[4] {
-                    let recorded = RecordedFile(
+                    var recorded = RecordedFile(
                         id: row[0], path: path, size: row[5], mtime: row[6], device: device, inode: inode,
                         stamp: FileStamp(birth: row[7], generation: row[8], ctime: row[9]), claim: row[10])
-                    if identityChanged(recorded, state) { changed.append(recorded) }
+                    recorded.whatDiffers = identityChanged(recorded, state)
+                    if recorded.whatDiffers != nil { changed.append(recorded) }
                 }
             }
             if !missing.isEmpty { try repairMissing(missing) }

@@ -19,10 +19,10 @@ public struct VerifyOptions: Sendable {
     public var deleteOrphans = false
     /// Delete orphans even under a root without assetd's CACHEDIR.TAG.
     public var force = false
-    /// With `repair`: record the file now at a registered path as the registered one where
-    /// it is not, if its size and mtime are the registered ones (a root moved by copying;
-    /// `WriteTransaction.relearnFile`).
-    public var relearn = false
+    /// With `repair`, a configured root: below it, record the file now at a registered path
+    /// as the registered one where it is not, if its size and mtime are the registered ones
+    /// (a root moved by copying; `WriteTransaction.relearnFile`).
+    public var relearn: String?
     /// Seconds since queueing after which a failing unlink is a problem.
     public var failingFor: Double = 86_400
     /// Problems listed in the report at most; the rest are only counted (a broken large
@@ -98,8 +98,11 @@ extension Store {
         try checkOpen()
         if options.repair || options.deleteOrphans { try checkWritable() }
         if options.deleteOrphans { try checkNotCopy("orphan deletion") }
-        if options.relearn {
+        if let root = options.relearn {
             guard options.repair else { throw StoreError(.invalidParams, "relearn goes with repair") }
+            guard roots.paths.contains(root) else {
+                throw StoreError(.invalidParams, "relearn names \(root), which is not a configured root")
+            }
             try checkNotCopy("relearn")
         }
         // Before any phase: a refused run changes nothing.
@@ -154,8 +157,12 @@ final class VerifyRun {
     var rootsMissing = [String: Bool]()
     /// Per root, files compared with their registered identity (`identityChanged`).
     var identities = [String: RootIdentities]()
-    /// Referenced files below no configured root, by folder (`noteUnconfigured`).
-    var unconfigured = [(prefix: String, files: Int)]()
+    /// Referenced files below no configured root, by group (`noteUnconfigured`).
+    var unconfigured = [String: (prefix: String, files: Int)]()
+    /// Unconfigured files past the 1000th group, counted only.
+    var unconfiguredElsewhere = 0
+    /// Folders met below no configured root, and their group.
+    var unconfiguredKeys = [String: String]()
     /// Summaries listed at the head of `problems` (`addFirst`).
     private var summaries = 0
     /// The repairs' commit reports, merged.
@@ -184,10 +191,16 @@ final class VerifyRun {
     }
 
     /// Counts a problem that sums up others and lists it after the summaries before it, at
-    /// the head of the list whatever the limit: a report cut short still shows it.
-    func addFirst(_ kind: String, _ subject: JSONValue, _ message: String, repaired: Bool) {
+    /// the head of the list whatever the limit: a report cut short still shows it. `bounded`
+    /// ones count against the limit: listed while under it, pushing out the last problem
+    /// that is no summary.
+    func addFirst(_ kind: String, _ subject: JSONValue, _ message: String, repaired: Bool, bounded: Bool = false) {
         found += 1
         if repaired { repairedCount += 1 }
+        if bounded && problems.count >= options.limit {
+            guard problems.count > summaries else { return }
+            problems.removeLast()
+        }
         problems.insert(
             VerifyProblem(kind: kind, subject: subject, message: message, repaired: repaired), at: summaries)
         summaries += 1

@@ -1,4 +1,4 @@
-// `assetctl verify [--repair [--relearn]] [--orphans] [--delete-orphans [--force]]` → verify: checks the store
+// `assetctl verify [--repair [--relearn ROOT]] [--orphans] [--delete-orphans [--force]]` → verify: checks the store
 // against its files and indexes. Exit 1 if problems remain (found and not repaired), as
 // assetctl(1) says; repair and orphan deletion are for admins.
 
@@ -15,8 +15,11 @@ struct VerifyCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     @Flag(help: "Repair what can be: file edges of missing files go, indexes are rebuilt.") var repair = false
-    @Flag(help: "With --repair: adopt the file now at a registered path if its size and mtime match (a copied root).")
-    var relearn = false
+    @Option(
+        help: ArgumentHelp(
+            "With --repair: below this root, adopt the file now at a registered path if its size and mtime match.",
+            valueName: "root"))
+    var relearn: String?
     @Flag(help: "Also report files under the roots that nothing registers.") var orphans = false
     @Flag(help: "Delete those orphans (implies --orphans); only in roots with assetd's CACHEDIR.TAG.")
     var deleteOrphans = false
@@ -24,14 +27,15 @@ struct VerifyCommand: ParsableCommand {
 
     func validate() throws {
         if force && !deleteOrphans { throw ValidationError("--force goes with --delete-orphans") }
-        if relearn && !repair { throw ValidationError("--relearn goes with --repair") }
+        if relearn != nil && !repair { throw ValidationError("--relearn goes with --repair") }
     }
 
     func run() throws {
         let result = try MaintenanceRun.call(
             root, "verify",
             [
-                "repair": .bool(repair), "relearn": .bool(relearn), "orphans": .bool(orphans || deleteOrphans),
+                "repair": .bool(repair), "relearn": relearn.map(JSONValue.string) ?? .null,
+                "orphans": .bool(orphans || deleteOrphans),
                 "delete_orphans": .bool(deleteOrphans),
                 "force": .bool(force),
             ])
