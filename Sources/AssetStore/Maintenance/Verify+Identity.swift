@@ -69,8 +69,8 @@ struct RootIdentities {
 }
 
 extension VerifyRun {
-    /// Tallies `r`, found at its path as `state`, under its root; true when it is not the
-    /// file registered and a delete would keep it: what differs, else nil. A file a non-admin named
+    /// Tallies `r`, found at its path as `state`, under its root: what differs when it is not
+    /// the file registered and a delete would keep it, else nil. A file a non-admin named
     /// (enforce_ownership) is taken at its delete as far as its claim covers the file there
     /// (FileClaim.swift): one its claim covers is no problem.
     func identityChanged(_ r: RecordedFile, _ state: FileState) -> String? {
