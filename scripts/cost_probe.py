@@ -25,6 +25,10 @@ Workloads (measured requests in brackets):
              each, all answers read before the next write]
   pool       --method pending|query --n N (500): [N requests one after another on one
              connection], methods that run on the pool
+  verify     --objects K (2000) --replaced yes|no (no): K objects each holding a 1-byte file
+             of its own in a folder of the client's; with --replaced, each file then written
+             anew and renamed over its name (another inode: identity_changed, or with
+             --ownership a claim's look), [one verify]; "a request" is a file
 --ownership sets control.enforce_ownership; --as-uid runs the clients as that uid (root, an
 admin, by default; needs root), whose user name owns what they put. COST_PROBE_KEEP=FILE keeps
 a copy of the database.
@@ -378,6 +382,37 @@ def main():
             as_client(uid, run)
             d.dump()
             requests = n
+        elif workload == "verify":
+            objects, replaced = int(o.get("objects", 2000)), o.get("replaced", "no") == "yes"
+            folder = d.root + "/v"
+            os.makedirs(folder, exist_ok=True)
+            os.chown(folder, uid or 0, uid or 0)
+            for i in range(objects):
+                with open(f"{folder}/f{i}", "w") as f:
+                    f.write("x")
+                os.chown(f"{folder}/f{i}", uid or 0, uid or 0)
+            owner = pwd.getpwuid(uid if uid is not None else os.getuid()).pw_name
+
+            def setup():
+                c = connect(d.sock)
+                for b in range(0, objects, 500):
+                    ops = [{"method": "object.put", "params": {"collection": owner, "key": f"k{i}",
+                            "value": {"file": f"{folder}/f{i}"}}} for i in range(b, min(objects, b + 500))]
+                    call(c, "transact", {"ops": ops})
+            as_client(uid, setup)
+            if replaced:
+                for i in range(objects):
+                    with open(f"{folder}/f{i}.new", "w") as f:
+                        f.write("x")
+                    os.chown(f"{folder}/f{i}.new", uid or 0, uid or 0)
+                    os.rename(f"{folder}/f{i}.new", f"{folder}/f{i}")
+            c = connect(d.sock)
+            call(c, "verify")  # warm-up
+            d.zero()
+            r = call(c, "verify")
+            d.dump()
+            print(f"verify: found {r['found']}", file=sys.stderr)
+            requests = objects
         else:
             raise SystemExit("unknown workload " + workload)
         print(f"{workload}: {requests} requests, daemon cpu {(d.cpu1 - d.cpu0) / requests * 1e6:.1f} us a request")

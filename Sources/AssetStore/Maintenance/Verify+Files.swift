@@ -14,6 +14,9 @@ extension VerifyRun {
     /// and is left to other checks. Repair: every edge to the file goes as "destination
     /// deleted", so the holders' rules fire (verify with repair, assetd(8), CONTROL PROTOCOL,
     /// Methods), and the row goes with them.
+    ///
+    /// The same look tells a file that is there but not the one registered (`identity_changed`,
+    /// Verify+Identity.swift) and counts the files below no configured root (`root_unconfigured`).
     func missingFiles() throws {
         let (old, since) = store.clocks.read().olderThan(store.configuration.orphanGrace).sql("f.first_seen")
         try scan(
@@ -21,22 +24,43 @@ extension VerifyRun {
             count:
                 "SELECT COUNT(*) FROM file f WHERE EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)",
             page: """
-                SELECT f.id, f.path, f.device IS NOT NULL OR (\(old)), f.device, f.inode FROM file f
+                SELECT f.id, f.path, f.device IS NOT NULL OR (\(old)), f.device, f.inode, f.size, f.mtime, f.birth,
+                    f.generation, f.ctime, f.claim FROM file f
                 WHERE f.id > ? AND EXISTS (SELECT 1 FROM edge e WHERE e.is_file = 1 AND e.dst = f.id)
                 ORDER BY f.id LIMIT ?
                 """, arguments: since.map { $0 as (any DatabaseValueConvertible)? }
         ) { page in
             var missing = [(id: Int64, path: String)]()
+            var changed = [RecordedFile]()
             let leased = store.leases.snapshot().files
-            for row in page where row[2] as Bool {
+            for row in page {
                 let path: String = row[1]
-                if store.roots.roots(of: path).contains(where: rootMissing) { continue }
-                guard Self.isMissing(path, device: row[3], store, leased: leased) else { continue }
-                missing.append((row[0], path))
-                if let inode: Int64 = row[4] { movedInodes.insert(inode) }
+                let roots = store.roots.roots(of: path)
+                if roots.isEmpty {
+                    noteUnconfigured(path)
+                    continue
+                }
+                guard row[2] as Bool, !roots.contains(where: rootMissing),
+                    let state = Self.look(path, store, leased: leased)
+                else { continue }
+                let device: Int64? = row[3]
+                if !state.exists {
+                    guard Self.isGone(path, device: device, store) else { continue }
+                    missing.append((row[0], path))
+                    if let inode: Int64 = row[4] { movedInodes.insert(inode) }
+                } else if let device, let inode: Int64 = row[4] {
+                    var recorded = RecordedFile(
+                        id: row[0], path: path, size: row[5], mtime: row[6], device: device, inode: inode,
+                        stamp: FileStamp(birth: row[7], generation: row[8], ctime: row[9]), claim: row[10])
+                    recorded.whatDiffers = identityChanged(recorded, state)
+                    if recorded.whatDiffers != nil { changed.append(recorded) }
+                }
             }
             if !missing.isEmpty { try repairMissing(missing) }
+            if !changed.isEmpty { try reportChanged(changed) }
         }
+        identitySummaries()
+        unconfiguredProblems()
     }
 
     /// Whether `root` is missing (reported once a run as `root_missing`): its files are then
@@ -61,10 +85,22 @@ extension VerifyRun {
     /// the deepest folder of its path that exists is on that device too: otherwise its
     /// filesystem is not mounted there now, and the file is hidden, not gone.
     static func isMissing(_ path: String, device: Int64?, _ store: Store, leased: Set<[UInt8]>? = nil) -> Bool {
+        guard let state = look(path, store, leased: leased), !state.exists else { return false }
+        return isGone(path, device: device, store)
+    }
+
+    /// What is at `path` now, below its root; nil when it is leased, below no configured
+    /// root, or cannot be told (a symlink or a mount on the way, not a regular file, an error).
+    static func look(_ path: String, _ store: Store, leased: Set<[UInt8]>? = nil) -> FileState? {
         guard let root = store.roots.root(of: path),
-            !(leased ?? store.leases.snapshot().files).contains(Array(path.utf8)),
-            let state = try? FileProbe.probe(path: path, root: root, roots: store.roots), !state.exists
-        else { return false }
+            !(leased ?? store.leases.snapshot().files).contains(Array(path.utf8))
+        else { return nil }
+        return try? FileProbe.probe(path: path, root: root, roots: store.roots)
+    }
+
+    /// For a path nothing is at: whether its file is gone, not hidden (`isMissing`).
+    static func isGone(_ path: String, device: Int64?, _ store: Store) -> Bool {
+        guard let root = store.roots.root(of: path) else { return false }
         // A root missing itself says nothing about its files (as the sweep judges it).
         guard let folderDevice = deepestFolderDevice(path, root: root, roots: store.roots) else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it

@@ -22,6 +22,10 @@ public struct VerifyOptions: Sendable {
     /// With `deleteOrphans` after a restore: delete the files changed since the backup too,
     /// ending the restore's hold on them (Store+Restore.swift).
     public var sinceBackup = false
+    /// With `repair`, a configured root: below it, record the file now at a registered path
+    /// as the registered one where it is not, if its size and mtime are the registered ones
+    /// (a root moved by copying; `WriteTransaction.relearnFile`).
+    public var relearn: String?
     /// Seconds since queueing after which a failing unlink is a problem.
     public var failingFor: Double = 86_400
     /// Problems listed in the report at most; the rest are only counted (a broken large
@@ -34,9 +38,11 @@ public struct VerifyOptions: Sendable {
 
 /// One thing `verify` found.
 public struct VerifyProblem: Sendable {
-    /// `missing_file`, `unreferenced_file`, `dangling_edge`, `index_mismatch`,
-    /// `unlisted_shared_file`, `unlink_failing`, `orphan`, `root_moved` (a root not walked:
-    /// not its pinned folder) or `root_missing` (a root that is not there: its files not checked).
+    /// `missing_file`, `identity_changed` (not the file registered), `root_identity_changed`
+    /// (most of a root's files so: copied?), `root_unconfigured` (files below no configured
+    /// root), `unreferenced_file`, `dangling_edge`, `index_mismatch`, `unlisted_shared_file`,
+    /// `unlink_failing`, `orphan`, `root_moved` (a root not walked: not its pinned folder) or
+    /// `root_missing` (a root that is not there: its files not checked).
     public var kind: String
     /// What it is about: `{collection, key, path}`, `{path}`, `{index}`, an edge.
     public var subject: JSONValue
@@ -95,6 +101,13 @@ extension Store {
         try checkOpen()
         if options.repair || options.deleteOrphans { try checkWritable() }
         if options.deleteOrphans { try checkNotCopy("orphan deletion") }
+        if let root = options.relearn {
+            guard options.repair else { throw StoreError(.invalidParams, "relearn goes with repair") }
+            guard roots.paths.contains(root) else {
+                throw StoreError(.invalidParams, "relearn names \(root), which is not a configured root")
+            }
+            try checkNotCopy("relearn")
+        }
         // Before any phase: a refused run changes nothing.
         if options.deleteOrphans && !options.force { try checkOrphanConsent() }
         // Not even with force: another daemon may have bound the root since (Store+RootBinding.swift).
@@ -150,6 +163,16 @@ final class VerifyRun {
     var movedInodes = Set<Int64>()
     /// Per root met, whether it is missing (`rootMissing`).
     var rootsMissing = [String: Bool]()
+    /// Per root, files compared with their registered identity (`identityChanged`).
+    var identities = [String: RootIdentities]()
+    /// Referenced files below no configured root, by group (`noteUnconfigured`).
+    var unconfigured = [String: (prefix: String, files: Int)]()
+    /// Unconfigured files past the 1000th group, counted only.
+    var unconfiguredElsewhere = 0
+    /// Folders met below no configured root, and their group.
+    var unconfiguredKeys = [String: String]()
+    /// Summaries listed at the head of `problems` (`addFirst`).
+    private var summaries = 0
     /// The repairs' commit reports, merged.
     var commit: CommitReport?
 
@@ -173,6 +196,22 @@ final class VerifyRun {
         if problems.count < options.limit {
             problems.append(VerifyProblem(kind: kind, subject: subject, message: message, repaired: repaired))
         }
+    }
+
+    /// Counts a problem that sums up others and lists it after the summaries before it, at
+    /// the head of the list whatever the limit: a report cut short still shows it. `bounded`
+    /// ones count against the limit: listed while under it, pushing out the last problem
+    /// that is no summary.
+    func addFirst(_ kind: String, _ subject: JSONValue, _ message: String, repaired: Bool, bounded: Bool = false) {
+        found += 1
+        if repaired { repairedCount += 1 }
+        if bounded && problems.count >= options.limit {
+            guard problems.count > summaries else { return }
+            problems.removeLast()
+        }
+        problems.insert(
+            VerifyProblem(kind: kind, subject: subject, message: message, repaired: repaired), at: summaries)
+        summaries += 1
     }
 
     /// Tells the caller how far a phase got (never inside a transaction: the callback may use the store).

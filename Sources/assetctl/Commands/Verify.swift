@@ -1,5 +1,5 @@
-// `assetctl verify [--repair] [--orphans] [--delete-orphans [--force] [--since-backup]]` → verify: checks the store
-// against its files and indexes. Exit 1 if problems remain (found and not repaired), as
+// `assetctl verify [--repair [--relearn ROOT]] [--orphans] [--delete-orphans [--force]
+// [--since-backup]]` → verify: checks the store against its files and indexes. Exit 1 if problems remain (found and not repaired), as
 // assetctl(1) says; repair and orphan deletion are for admins.
 
 import ArgumentParser
@@ -15,6 +15,11 @@ struct VerifyCommand: ParsableCommand {
     @ParentCommand var root: AssetCtl
 
     @Flag(help: "Repair what can be: file edges of missing files go, indexes are rebuilt.") var repair = false
+    @Option(
+        help: ArgumentHelp(
+            "With --repair: below this root, adopt the file now at a registered path if its size and mtime match.",
+            valueName: "root"))
+    var relearn: String?
     @Flag(help: "Also report files under the roots that nothing registers.") var orphans = false
     @Flag(help: "Delete those orphans (implies --orphans); only in roots with assetd's CACHEDIR.TAG.")
     var deleteOrphans = false
@@ -25,13 +30,15 @@ struct VerifyCommand: ParsableCommand {
     func validate() throws {
         if force && !deleteOrphans { throw ValidationError("--force goes with --delete-orphans") }
         if sinceBackup && !deleteOrphans { throw ValidationError("--since-backup goes with --delete-orphans") }
+        if relearn != nil && !repair { throw ValidationError("--relearn goes with --repair") }
     }
 
     func run() throws {
         let result = try MaintenanceRun.call(
             root, "verify",
             [
-                "repair": .bool(repair), "orphans": .bool(orphans || deleteOrphans),
+                "repair": .bool(repair), "relearn": relearn.map(JSONValue.string) ?? .null,
+                "orphans": .bool(orphans || deleteOrphans),
                 "delete_orphans": .bool(deleteOrphans),
                 "force": .bool(force), "since_backup": .bool(sinceBackup),
             ])
