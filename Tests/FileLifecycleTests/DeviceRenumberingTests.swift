@@ -81,6 +81,41 @@ import AssetStoreTestSupport
         }
     }
 
+    @Test(
+        "a file queued under a number its root's filesystem had there is unlinked; under one two filesystems had there it is kept, failed, and said at open"
+    )
+    func queuedUnderRootsEarlierNumber() throws {
+        for ambiguous in [false, true] {
+            let f = try Fixture()
+            let device = DeviceRenumberingPlayedTests.filesystem(f.root).device
+            let path = try f.makeFile("a/one.bin")
+            try f.hold(path, key: "k")
+            try f.delete(ref("c", "k"))
+            try f.damage("UPDATE unlink_queue SET device = device + ?", [Self.shift])
+            // Noted under the root only (root_device does not know it): a swap's case.
+            try f.damage(
+                "INSERT INTO root_filesystem SELECT root, device + ?, fsid, seen FROM root_filesystem", [Self.shift])
+            if ambiguous {
+                try f.damage(
+                    "INSERT INTO root_filesystem SELECT root, device + ?, fsid + 1, seen FROM root_filesystem",
+                    [Self.shift])
+            }
+            try f.reopen(drain: false)
+            let r = try f.store.sweep()
+            let said = f.store.openWarnings.contains {
+                $0.contains("device \(device + Self.shift) was its filesystem's")
+            }
+            if ambiguous {
+                #expect(r.unlinked.isEmpty && r.failed.map(\.path) == [path], "\(r.failed)")
+                #expect(f.exists(path))
+                #expect(said, "\(f.store.openWarnings)")
+            } else {
+                #expect(r.unlinked == [path] && r.failed.isEmpty, "\(r.failed)")
+                #expect(!said)
+            }
+        }
+    }
+
     @Test("a file on another filesystem than recorded is parked after its last retry, back at the next open")
     func otherFilesystemParked() throws {
         let f = try Fixture()
@@ -194,7 +229,9 @@ import AssetStoreTestSupport
         let r = try f.store.sweep()
         #expect(r.unlinked == [path] && r.skipped.isEmpty, "\(r.skipped)")
         #expect(!f.exists(path))
-        #expect(f.store.deviceNow(device) == device && f.store.deviceNow(device + Self.shift) == device + Self.shift)
+        #expect(
+            f.store.deviceNow(device, path: path) == device
+                && f.store.deviceNow(device + Self.shift, path: path) == device + Self.shift)
     }
 
     @Test(
@@ -226,7 +263,7 @@ import AssetStoreTestSupport
         #expect(unlink(path) == 0)
         play(f, [(device + Self.shift, fsid)])
         _ = try f.store.pool.write { db in try f.store.noteRootDevices(db, now: f.clock.now) }  // as a start does
-        #expect(f.store.deviceNow(device) == device + Self.shift)
+        #expect(f.store.deviceNow(device, path: path) == device + Self.shift)
         #expect(
             try f.verify().of("missing_file").map(\.subject) == [
                 ["collection": "c", "key": "k", "path": .string(path)]

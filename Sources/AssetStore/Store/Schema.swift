@@ -200,6 +200,16 @@ enum Schema {
         m.registerMigration("v12") { db in
             try db.execute(sql: "ALTER TABLE unlink_queue ADD COLUMN identify TEXT")
         }
+        // The device numbers each root's filesystem has had, by root (DeviceRenumbering.swift):
+        // two disks found in the other order swap numbers, which root_device cannot tell apart.
+        m.registerMigration("v13") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE root_filesystem (
+                        root TEXT NOT NULL, device INTEGER NOT NULL, fsid INTEGER NOT NULL, seen REAL NOT NULL,
+                        PRIMARY KEY (root, device, fsid)) WITHOUT ROWID;
+                    """)
+        }
         return m
     }
 }

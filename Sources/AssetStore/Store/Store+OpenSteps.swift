@@ -23,7 +23,8 @@ extension Store {
         try unlessFull("the roots' devices") {
             try Store.mapErrors {
                 try pool.write { db in
-                    _ = try noteRootDevices(db, now: configuration.clock())
+                    let found = try noteRootDevices(db, now: configuration.clock())
+                    state.withLock { $0.openWarnings += found.ambiguous }
                     try loadMinFreeCaps(db)
                     // A store opened under another order than its state's forgets that state,
                     // even if the next open goes back to it.
