@@ -218,22 +218,32 @@ extension Store {
     /// Brings the schema up to date. The long steps are reported as rebuilds, so the daemon
     /// logs them before its start looks hung: v4 on a database that has the old index table
     /// (a rewrite of every object with files: about 6 s per million), and v11 on a store that
-    /// has a file registry (an index on every row of it, in one statement).
+    /// has a file registry (an index on every row of it, in one statement). Neither starts
+    /// on a disk without the room it needs (`refuseUnlessRoom`).
     func migrate(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         let migrator = Schema.migrator()
         try Store.mapErrors {
-            let (objects, files) = try pool.read { db -> (Int?, Int?) in
+            let (objects, files, writes, freePages) = try pool.read { db -> (Int?, Int?, Int64, Int64) in
                 let applied = try migrator.appliedIdentifiers(db)
                 var objects: Int?
+                var writes: Int64 = 0
                 if try db.tableExists("index_default"), !applied.contains("v4") {
-                    objects = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0
+                    let (count, bytes) = try UpgradeSpace.v4(db)
+                    (objects, writes) = (count, bytes)
                 }
                 var files: Int?
                 if !applied.isEmpty, !applied.contains("v11") {
-                    files = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0
+                    let (count, bytes) = try UpgradeSpace.v11(db)
+                    files = count
+                    writes += bytes
                 }
-                return (objects, files)
+                let freePages = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                let pageSize = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+                return (objects, files, writes, freePages * pageSize)
             }
+            try refuseUnlessRoom(
+                [objects.map { "v4: \($0) objects rewritten" }, files.map { "v11: an index over \($0) files" }]
+                    .compactMap { $0 }.joined(separator: ", "), writes: writes, freeInFile: freePages)
             // Each reported as it runs: up to v10 (v4's rewrite with it), then the rest.
             let v4 = objects.map {
                 IndexRebuildProgress(
@@ -251,6 +261,28 @@ extension Store {
             }
             if v11 != nil { try migrateReporting(v11, progress) { try migrator.migrate(pool) } }
         }
+    }
+
+    /// Refuses a long upgrade the database's disk has no room for, before it starts: it would
+    /// take the reserve and fail all the same, leaving a disk with no reserve and a daemon
+    /// that fails every start the same way (assetd(8), FULL DISK). What it writes goes once
+    /// into the WAL and once into the database file at the checkpoint (less the file's free
+    /// pages); the reserve is not counted.
+    private func refuseUnlessRoom(_ what: String, writes: Int64, freeInFile: Int64) throws {
+        let needed = writes + max(0, writes - freeInFile)
+        guard needed > 0, let free = reserve.space?.free, free < needed else { return }
+        let mib = { (bytes: Int64) in "\((bytes + (1 << 20) - 1) >> 20) MiB" }
+        throw StoreError(
+            .storageFull,
+            "the schema upgrade (\(what)) needs about \(mib(needed)) free on the disk holding \(path),"
+                + " which has \(mib(free)) (the reserve not counted): not started; make room there and start again",
+            detail: ["upgrade_needs": .int(needed), "free": .int(free)])
+    }
+
+    /// True for the refusal of an upgrade the disk has no room for (`refuseUnlessRoom`): an
+    /// admin's to fix, as a config error is.
+    public static func isUpgradeRefusal(_ error: StoreError) -> Bool {
+        error.code == .storageFull && error.detail?["upgrade_needs"] != nil
     }
 
     /// Runs `body` (a schema upgrade) between reports of `step`'s start and end, if any.
