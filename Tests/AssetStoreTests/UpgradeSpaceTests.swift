@@ -74,3 +74,18 @@ struct UpgradeSpaceTests {
         #expect(f.exists(ballast))
     }
 }
+
+/// The room an upgrade may take, as root and not: ext4 keeps blocks (5% by default) that only
+/// root can write, and the daemon runs as root. A disk full for users but not for root ran
+/// the upgrade before it was ever refused; it must still.
+struct UpgradeRoomAsRootTests {
+    @Test("as root the upgrade may take the root-only blocks (f_bfree); as another user only f_bavail")
+    func rootCountsReservedBlocks() {
+        var vfs = statvfs()
+        vfs.f_frsize = 4096
+        vfs.f_bfree = 1000
+        vfs.f_bavail = 0
+        #expect(Reserve.writable(vfs, euid: 0) == 4_096_000)
+        #expect(Reserve.writable(vfs, euid: 1000) == 0)
+    }
+}

@@ -270,7 +270,7 @@ extension Store {
     /// pages); the reserve is not counted.
     private func refuseUnlessRoom(_ what: String, writes: Int64, freeInFile: Int64) throws {
         let needed = writes + max(0, writes - freeInFile)
-        guard needed > 0, let free = reserve.space?.free, free < needed else { return }
+        guard needed > 0, let free = reserve.writable, free < needed else { return }
         let mib = { (bytes: Int64) in "\((bytes + (1 << 20) - 1) >> 20) MiB" }
         throw StoreError(
             .storageFull,
