@@ -27,20 +27,51 @@ private func run(_ tool: String, _ arguments: String...) -> String? {
 
 private let losetup = "/usr/sbin/losetup"
 private let mkfs = "/usr/sbin/mkfs.ext4"
-private let loopDevices: Bool =
-    canMount && FileManager.default.isExecutableFile(atPath: losetup)
-    && FileManager.default.isExecutableFile(atPath: mkfs) && FileManager.default.fileExists(atPath: "/dev/loop-control")
 
-/// Two ext4 images, each on a loop device and mounted at a root.
+/// Whether one image can be attached to a loop device here: /dev/loop-control can be there
+/// while no loop node is usable (a container).
+private let loopDevices: Bool = {
+    guard
+        canMount && FileManager.default.isExecutableFile(atPath: losetup)
+            && FileManager.default.isExecutableFile(atPath: mkfs)
+            && FileManager.default.fileExists(atPath: "/dev/loop-control")
+    else { return false }
+    let image = NSTemporaryDirectory() + "/assetd-loop-probe-\(getpid()).img"
+    defer { unlink(image) }
+    guard FileManager.default.createFile(atPath: image, contents: nil), truncate(image, 1 << 20) == 0,
+        let device = run(losetup, "-f", "--show", image)
+    else { return false }
+    detach(device, holding: image)
+    return true
+}()
+
+/// The loop devices that hold `image` now.
+private func loops(holding image: String) -> [String] {
+    (run(losetup, "--list", "--noheadings", "--output", "NAME", "--associated", image) ?? "")
+        .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+}
+
+/// Detaches `device` if it still holds `image`: once detached, the number may be another's
+/// (another run's, udisks'), whose device this test must not take away.
+private func detach(_ device: String, holding image: String) {
+    if loops(holding: image).contains(device) { run(losetup, "-d", device) }
+}
+
+/// Two ext4 images, each on a loop device and mounted at a root. `release` undoes whatever
+/// part of `setUp` or `swap` was done, and detaches only the devices that hold its images.
 private final class SwappableDisks {
     let images: [String]
     let roots: [String]
-    /// The loop devices, in root order.
-    var devices: [String] = []
+    /// The loop devices attached here, in root order: each held its image when attached.
+    private(set) var devices: [String] = []
+    private var mounted: [String] = []
 
-    init(_ f: Fixture, roots: [String]) throws {
+    init(_ f: Fixture, roots: [String]) {
         self.roots = roots
         images = roots.indices.map { f.dir + "/disk\($0).img" }
+    }
+
+    func setUp() throws {
         for (image, root) in zip(images, roots) {
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: image, contents: nil), truncate(image, 16 << 20) == 0,
@@ -55,28 +86,46 @@ private final class SwappableDisks {
     }
 
     func mountAll() throws {
-        for (device, root) in zip(devices, roots) where mount(device, root, "ext4", 0, nil) != 0 {
-            throw SetupFailed(what: "mount \(device) on \(root): errno \(errno)")
+        for (device, root) in zip(devices, roots) {
+            guard mount(device, root, "ext4", 0, nil) == 0 else {
+                throw SetupFailed(what: "mount \(device) on \(root): errno \(errno)")
+            }
+            mounted.append(root)
         }
     }
 
-    /// Unmounts both, detaches them, and attaches each image to the other's loop device.
+    /// Unmounts both, detaches them, and attaches each image to the other's loop device. Another
+    /// `losetup -f` (or a lazy detach still under way) may take a number meanwhile: SetupFailed.
     func swap() throws {
-        for root in roots where umount(root) != 0 { throw SetupFailed(what: "umount \(root): errno \(errno)") }
-        for device in devices { run(losetup, "-d", device) }
-        devices.reverse()
-        for (device, image) in zip(devices, images) where run(losetup, device, image) == nil {
-            throw SetupFailed(what: "losetup \(device) \(image) (taken meanwhile?)")
+        unmountAll()
+        for (device, image) in zip(devices, images) { detach(device, holding: image) }
+        let numbers = devices.reversed()
+        devices = []
+        for (device, image) in zip(numbers, images) {
+            guard run(losetup, device, image) != nil, loops(holding: image).contains(device) else {
+                throw SetupFailed(what: "losetup \(device) \(image) (taken meanwhile?)")
+            }
+            devices.append(device)
         }
         try mountAll()
     }
 
-    /// Unmounts and detaches both (before the fixture removes its folder).
+    private func unmountAll() {
+        for root in mounted.reversed() where umount(root) != 0 { umount2(root, Int32(MNT_DETACH)) }
+        mounted = []
+    }
+
+    /// Unmounts and detaches what is still this test's (before the fixture removes its folder).
     func release() {
-        for root in roots { umount2(root, Int32(MNT_DETACH)) }
-        for device in devices { run(losetup, "-d", device) }
+        unmountAll()
+        for (device, image) in zip(devices, images) { detach(device, holding: image) }
         devices = []
     }
+}
+
+/// Runs a step of the disks' setup; one that cannot be done here skips the test, saying why.
+private func orSkip(_ body: () throws -> Void) throws {
+    do { try body() } catch let e as SetupFailed { try Test.cancel("\(e)") }
 }
 
 private func device(_ path: String) -> Int64 {
@@ -93,11 +142,13 @@ struct SwappedDevicesTests {
         let f = try Fixture { $0.roots = [$0.roots[0] + "/r1", $0.roots[0] + "/r2"] }
         let roots = f.configuration.roots
         f.store.close()
-        let disks = try SwappableDisks(f, roots: roots)
+        let disks = SwappableDisks(f, roots: roots)
         defer {
             f.store?.close()
             disks.release()
+            withExtendedLifetime(f) {}
         }
+        try orSkip { try disks.setUp() }
         try f.reopen()
         let before = roots.map(device)
         // The same names in both: fresh ext4 filesystems give them the same inode numbers.
@@ -111,7 +162,7 @@ struct SwappedDevicesTests {
         // Queued before the swap, not yet swept: r1/f1 and r2/f2.
         try f.delete(ref("c", "r0-f1"), ref("c", "r1-f2"))
         f.store.close()
-        try disks.swap()
+        try orSkip { try disks.swap() }
         #expect(roots.map(device) == before.reversed(), "the numbers did not swap")
         try f.reopen(drain: false)
         let queued = try f.store.sweep()
