@@ -198,6 +198,39 @@ import AssetStoreTestSupport
     }
 }
 
+/// A nested root lies in folders its outer root's clients write: what they put in its place
+/// must not be noted as the root's filesystem.
+@Suite struct DeviceRenumberingPinnedTests {
+    @Test(
+        "a nested root replaced by a symlink to another filesystem: the sweep notes nothing of that filesystem under the root"
+    )
+    func replacedNestedRoot() throws {
+        let f = try Fixture { c in
+            c.roots.append(c.roots[0] + "/nested")
+            precondition(mkdir(c.roots[1], 0o755) == 0, "cannot make \(c.roots[1])")
+        }
+        let nested = f.root + "/nested"
+        var template = Array("/dev/shm/assetd-elsewhere-XXXXXX".utf8CString)
+        try #require(mkdtemp(&template) != nil, "no /dev/shm here")
+        let elsewhere = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        defer { _ = try? FileManager.default.removeItem(atPath: elsewhere) }
+        let own = DeviceRenumberingPlayedTests.filesystem(nested)
+        let other = DeviceRenumberingPlayedTests.filesystem(elsewhere)
+        try #require(own.device != other.device && other.fsid != 0, "/dev/shm is not another filesystem here")
+        #expect(rename(nested, f.root + "/nested.away") == 0 && symlink(elsewhere, nested) == 0)
+        // A sweep that has a row to take reads the roots' filesystems in its transaction.
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        let r = try f.store.sweep()
+        #expect(r.unlinked == [path], "\(r)")
+        let noted = try f.store.read { r in
+            try Int64.fetchAll(r.db, sql: "SELECT device FROM root_filesystem WHERE root = ?", arguments: [nested])
+        }
+        #expect(noted == [own.device], "\(noted)")
+    }
+}
+
 /// What statvfs reads of the roots' filesystems, played: the numbers now under which ids.
 @Suite struct DeviceRenumberingPlayedTests {
     static let shift = DeviceRenumberingTests.shift

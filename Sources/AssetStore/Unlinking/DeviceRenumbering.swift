@@ -24,6 +24,9 @@ struct RenumberedDevices: Sendable {
     /// Earlier numbers left out because two filesystems had them under one root, said.
     var ambiguous: [String] = []
 
+    /// Nothing was renumbered (the usual case): no row's number needs reading by its root.
+    var isEmpty: Bool { anyRoot.isEmpty && byRoot.isEmpty }
+
     /// The number `device`'s filesystem has now, for a file under `root`, if it was renumbered.
     func now(_ device: Int64, root: String?) -> Int64? {
         if let root, let now = byRoot[root]?[device] { return now }
@@ -33,15 +36,23 @@ struct RenumberedDevices: Sendable {
 
 extension Store {
     /// The device and filesystem id of each root that exists now (roots whose filesystem
-    /// gives no id, 0, are left out: nothing could tell its devices apart).
+    /// gives no id, 0, are left out: nothing could tell its devices apart). Read through the
+    /// root's pin (ManagedRoots+Pins.swift), not its path: a nested root lies in folders
+    /// clients write, and a folder or symlink put in its place would note another filesystem
+    /// under it (its numbers then ambiguous there for ever), and a FUSE mount there would
+    /// hold the caller's write transaction on the client's server. A root not its pinned
+    /// folder, or on FUSE (which gives no id anyway), is left out.
     func rootFilesystems() -> [(root: String, device: Int64, fsid: Int64)] {
         if let played = state.withLock({ $0.rootFilesystems }) {
             return zip(roots.paths, played()).map { ($0, $1.device, $1.fsid) }
         }
         return roots.paths.compactMap { root in
+            guard case .folder(let fd) = roots.pins.open(root, flags: SafeUnlinker.oPath) else { return nil }
+            defer { Glibc.close(fd) }
+            guard roots.pins.pin(of: root)?.onFUSE == false else { return nil }
             var st = stat()
             var fs = statvfs()
-            guard stat(root, &st) == 0, statvfs(root, &fs) == 0 else { return nil }
+            guard fstat(fd, &st) == 0, fstatvfs(fd, &fs) == 0 else { return nil }
             let id = Int64(bitPattern: UInt64(fs.f_fsid))
             return id == 0 ? nil : (root, Int64(bitPattern: UInt64(st.st_dev)), id)
         }

@@ -171,7 +171,9 @@ extension Store {
                 UnlinkTarget(
                     path: row.path, root: roots.root(of: row.path), device: row.device, inode: row.inode,
                     stamp: row.stamp, size: row.size,
-                    deviceNow: row.device.flatMap { renumbered.now($0, root: roots.nearestRoot(of: row.path)) },
+                    // Skipped when nothing was renumbered: the root lookup is a prefix scan per row.
+                    deviceNow: renumbered.isEmpty
+                        ? nil : row.device.flatMap { renumbered.now($0, root: roots.nearestRoot(of: row.path)) },
                     decided: decided))
         }
         return b
