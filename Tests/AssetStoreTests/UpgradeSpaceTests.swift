@@ -8,6 +8,7 @@ import AssetStoreTestSupport
 import Foundation
 import GRDB
 import Glibc
+import Synchronization
 import Testing
 
 @Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
@@ -33,6 +34,14 @@ struct UpgradeSpaceTests {
         Tmpfs.fill(filler)
         var st = stat()
         #expect(stat(filler, &st) == 0 && truncate(filler, st.st_size - off_t(free)) == 0)
+    }
+
+    /// The database's and its WAL's sizes.
+    static func bytes(_ path: String) -> Int64 {
+        ["", "-wal"].reduce(0) { sum, suffix in
+            var st = stat()
+            return sum + (stat(path + suffix, &st) == 0 ? Int64(st.st_size) : 0)
+        }
     }
 
     static func applied(_ path: String) throws -> [String] {
@@ -62,14 +71,27 @@ struct UpgradeSpaceTests {
         Self.fill(state, leaving: 1 << 20)
         f.store = nil
         let e = expectCode(.storageFull) { try Store(path: f.dbPath, configuration: f.configuration) }
-        #expect(e?.detail?["upgrade_needs"] != nil, "\(String(describing: e))")
+        guard case .int(let needs) = e?.detail?["upgrade_needs"] else {
+            Issue.record("no upgrade_needs: \(String(describing: e))")
+            return
+        }
         #expect(e?.message.contains("schema upgrade") == true, "\(String(describing: e))")
         #expect(f.exists(ballast), "the reserve went to an upgrade that could not finish")
         #expect(try Self.applied(f.dbPath).contains("v11") == false)
         // Refused the same way until there is room, then it runs.
         #expect(expectCode(.storageFull) { try Store(path: f.dbPath, configuration: f.configuration) } != nil)
         #expect(unlink(state + "/filler") == 0)
-        f.store = try Store(path: f.dbPath, configuration: f.configuration)
+        // The estimate must be an upper bound: an under-estimate would let the upgrade take the
+        // reserve. The database and its WAL are weighed as v11 ends (before any checkpoint
+        // can shrink the WAL) and once the store is open.
+        let before = Self.bytes(f.dbPath)
+        let peak = Mutex<Int64>(0)
+        let path = f.dbPath
+        f.store = try Store(path: f.dbPath, configuration: f.configuration) { p in
+            if p.done == p.total { peak.withLock { $0 = max($0, Self.bytes(path)) } }
+        }
+        let grown = max(peak.withLock { $0 }, Self.bytes(f.dbPath)) - before
+        #expect(grown > 0 && grown <= needs, "grew \(grown) bytes, estimated \(needs)")
         #expect(try Self.applied(f.dbPath).contains("v12"))
         #expect(f.exists(ballast))
     }

@@ -223,27 +223,21 @@ extension Store {
     func migrate(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         let migrator = Schema.migrator()
         try Store.mapErrors {
-            let (objects, files, writes, freePages) = try pool.read { db -> (Int?, Int?, Int64, Int64) in
+            let (objects, files, fileBytes, freeInFile) = try pool.read { db -> (Int?, Int?, Int64, Int64) in
                 let applied = try migrator.appliedIdentifiers(db)
                 var objects: Int?
-                var writes: Int64 = 0
                 if try db.tableExists("index_default"), !applied.contains("v4") {
-                    let (count, bytes) = try UpgradeSpace.v4(db)
-                    (objects, writes) = (count, bytes)
+                    objects = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM object") ?? 0
                 }
                 var files: Int?
                 if !applied.isEmpty, !applied.contains("v11") {
-                    let (count, bytes) = try UpgradeSpace.v11(db)
-                    files = count
-                    writes += bytes
+                    files = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0
                 }
-                let freePages = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                 let pageSize = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
-                return (objects, files, writes, freePages * pageSize)
+                let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+                let freePages = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                return (objects, files, pages * pageSize, freePages * pageSize)
             }
-            try refuseUnlessRoom(
-                [objects.map { "v4: \($0) objects rewritten" }, files.map { "v11: an index over \($0) files" }]
-                    .compactMap { $0 }.joined(separator: ", "), writes: writes, freeInFile: freePages)
             // Each reported as it runs: up to v10 (v4's rewrite with it), then the rest.
             let v4 = objects.map {
                 IndexRebuildProgress(
@@ -253,13 +247,29 @@ extension Store {
                 IndexRebuildProgress(
                     index: "file_identity (files counted once, schema v11)", done: 0, total: $0, unit: "files")
             }
+            // The first step is reported before the room is measured: on a disk short of the
+            // count's bound the measure reads every row (6 G instructions a million files,
+            // more than v11's index itself: docs/DESIGN.md).
+            if let first = v4 ?? v11 { progress?(first) }
+            let bound =
+                (objects.map { UpgradeSpace.v4Bound(objects: $0, fileBytes: fileBytes) } ?? 0)
+                + (files.map { UpgradeSpace.v11Bound(files: $0) } ?? 0)
+            if upgradeShort(writes: bound, freeInFile: freeInFile) != nil {
+                let writes = try pool.read { db in
+                    try (objects == nil ? 0 : UpgradeSpace.v4(db).bytes)
+                        + (files == nil ? 0 : UpgradeSpace.v11(db).bytes)
+                }
+                try refuseUnlessRoom(
+                    [objects.map { "v4: \($0) objects rewritten" }, files.map { "v11: an index over \($0) files" }]
+                        .compactMap { $0 }.joined(separator: ", "), writes: writes, freeInFile: freeInFile)
+            }
             // upTo "v10" only while v11 is not applied: GRDB stops the process on a target
             // older than an applied migration, and migrations apply in order, so none after
             // v10 is applied either.
-            try migrateReporting(v4, progress) {
+            try migrateReporting(v4, progress, started: true) {
                 if v11 != nil { try migrator.migrate(pool, upTo: "v10") } else { try migrator.migrate(pool) }
             }
-            if v11 != nil { try migrateReporting(v11, progress) { try migrator.migrate(pool) } }
+            if v11 != nil { try migrateReporting(v11, progress, started: v4 == nil) { try migrator.migrate(pool) } }
         }
     }
 
@@ -269,8 +279,7 @@ extension Store {
     /// into the WAL and once into the database file at the checkpoint (less the file's free
     /// pages); the reserve is not counted.
     private func refuseUnlessRoom(_ what: String, writes: Int64, freeInFile: Int64) throws {
-        let needed = writes + max(0, writes - freeInFile)
-        guard needed > 0, let free = reserve.writable, free < needed else { return }
+        guard let (needed, free) = upgradeShort(writes: writes, freeInFile: freeInFile) else { return }
         let mib = { (bytes: Int64) in "\((bytes + (1 << 20) - 1) >> 20) MiB" }
         throw StoreError(
             .storageFull,
@@ -279,18 +288,26 @@ extension Store {
             detail: ["upgrade_needs": .int(needed), "free": .int(free)])
     }
 
+    /// The bytes an upgrade writing `writes` needs and the disk's free, if it has less.
+    private func upgradeShort(writes: Int64, freeInFile: Int64) -> (needed: Int64, free: Int64)? {
+        let needed = writes + max(0, writes - freeInFile)
+        guard needed > 0, let free = reserve.writable, free < needed else { return nil }
+        return (needed, free)
+    }
+
     /// True for the refusal of an upgrade the disk has no room for (`refuseUnlessRoom`): an
     /// admin's to fix, as a config error is.
     public static func isUpgradeRefusal(_ error: StoreError) -> Bool {
         error.code == .storageFull && error.detail?["upgrade_needs"] != nil
     }
 
-    /// Runs `body` (a schema upgrade) between reports of `step`'s start and end, if any.
+    /// Runs `body` (a schema upgrade) between reports of `step`'s start (unless `started`:
+    /// reported before the room was measured) and end, if any.
     private func migrateReporting(
         _ step: IndexRebuildProgress?, _ progress: (@Sendable (IndexRebuildProgress) -> Void)?,
-        _ body: () throws -> Void
+        started: Bool, _ body: () throws -> Void
     ) throws {
-        if let step { progress?(step) }
+        if let step, !started { progress?(step) }
         // A schema upgrade on a full disk (ALTER TABLEs write pages to the WAL) goes through
         // the reserve, as the open does: a daemon that cannot start cannot free space.
         try freeingSpace("the schema upgrade") { try Store.mapErrors { try body() } }

@@ -20,6 +20,17 @@ enum UpgradeSpace {
     /// A quarter more than the entries: interior pages, pages not quite full, WAL frame headers.
     static func pages(_ bytes: Int64) -> Int64 { bytes + bytes / 4 }
 
+    /// An upper bound of `v11` from the count alone: every column 8 bytes wide, and every
+    /// second file named by two rows. When the disk has this free, no row is read.
+    static func v11Bound(files: Int) -> Int64 { pages(Int64(files) * 40 + Int64(files) / 2 * 24) }
+
+    /// An upper bound of `v4` from the count and the database file's size, which holds every
+    /// row's text at least once.
+    static func v4Bound(objects: Int, fileBytes: Int64) -> Int64 {
+        let n = Int64(objects)
+        return pages(fileBytes + 64 * n + 5 * (fileBytes + 40 * n))
+    }
+
     /// v11's index over the registry, (inode, device, size) and the row id, each entry sized
     /// by the widest value of each column (a cell's header, length and pointer: 8 bytes), and
     /// file_shared (24 bytes for each file more than one row names). Also the file count.
