@@ -24,7 +24,8 @@ extension Store {
             try Store.mapErrors {
                 try pool.write { db in
                     let found = try noteRootDevices(db, now: configuration.clock())
-                    state.withLock { $0.openWarnings += found.ambiguous }
+                    let said = try Store.carried(db, found.ambiguous)
+                    state.withLock { $0.openWarnings += said }
                     try loadMinFreeCaps(db)
                     // A store opened under another order than its state's forgets that state,
                     // even if the next open goes back to it.

@@ -21,8 +21,8 @@ struct RenumberedDevices: Sendable {
     var anyRoot: [Int64: Int64] = [:]
     /// By root: numbers that root's filesystem had and no other there (root_filesystem).
     var byRoot: [String: [Int64: Int64]] = [:]
-    /// Earlier numbers left out because two filesystems had them under one root, said.
-    var ambiguous: [String] = []
+    /// Earlier numbers left out because two filesystems had them under one root, and why.
+    var ambiguous: [(root: String, device: Int64, why: String)] = []
 
     /// Nothing was renumbered (the usual case): no row's number needs reading by its root.
     var isEmpty: Bool { anyRoot.isEmpty && byRoot.isEmpty }
@@ -82,6 +82,20 @@ extension Store {
         let map = try Store.renumberedDevices(db, filesystems)
         state.withLock { $0.renumbered = map }
         return map
+    }
+
+    /// The ambiguous numbers some queued or registered file under its root still carries:
+    /// the table keeps the number for good, and a warning at every start about no file
+    /// would have nothing to clear it. Read at open only; a scan of the root's rows, rare.
+    static func carried(_ db: Database, _ ambiguous: [(root: String, device: Int64, why: String)]) throws -> [String] {
+        try ambiguous.filter { a in
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM unlink_queue WHERE device = ?1 AND path > ?2 || '/' AND path < ?2 || '0')
+                        OR EXISTS (SELECT 1 FROM file WHERE device = ?1 AND path > ?2 || '/' AND path < ?2 || '0')
+                    """, arguments: [a.device, a.root]) ?? false
+        }.map(\.why)
     }
 
     /// Reads which earlier devices the roots' filesystems replace without recording anything,
@@ -147,9 +161,12 @@ extension Store {
                     map.byRoot[f.root, default: [:]][device] = f.device
                 } else {
                     map.ambiguous.append(
-                        "root \(f.root): device \(device) was its filesystem's (id \(f.fsid)) and another's there:"
-                            + " files recorded on it are not read as on device \(f.device) (kept, retried as on"
-                            + " an unmounted filesystem)")
+                        (
+                            f.root, device,
+                            "root \(f.root): device \(device) was its filesystem's (id \(f.fsid)) and another's there:"
+                                + " files recorded on it are not read as on device \(f.device) (kept, retried as on"
+                                + " an unmounted filesystem)"
+                        ))
                 }
             }
         }
