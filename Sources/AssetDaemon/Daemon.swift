@@ -117,6 +117,11 @@ public final class Daemon {
             // not restart (RestartPreventExitStatus), nothing changes until an admin acts.
             logger.error("\(e.message)")
             return 78
+        } catch let e as StoreError where Store.isUpgradeRefusal(e) {
+            // A schema upgrade the state disk has no room for: 78, not restarted, until an
+            // admin makes room (assetd(8), FULL DISK).
+            logger.error("\(e.message)")
+            return 78
         } catch {
             logger.error("cannot open the database \(config.storePath): \(error)")
             return 1

@@ -6,6 +6,7 @@
 import Foundation
 import GRDB
 import Testing
+import AssetStoreTestSupport
 
 @Suite struct SchemaUpgradeLogTests {
     /// A datagram socket bound at `path`, as systemd's NOTIFY_SOCKET.
@@ -72,5 +73,52 @@ import Testing
         let ready = try #require(sent.firstIndex { $0.hasPrefix("READY=1") }, "\(sent)")
         #expect(status < ready)
         #expect(sent[ready].contains("STATUS=serving"), "\(sent)")
+    }
+}
+
+/// The upgrade on a nearly full state disk (a 32 MiB tmpfs; CAP_SYS_ADMIN).
+@Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+struct SchemaUpgradeRoomTests {
+    @Test("an upgrade the nearly full state disk has no room for exits 78, naming the space, its reserve kept")
+    func upgradeWithoutRoomExits78() throws {
+        let h = try DaemonHarness(start: false)
+        let state = (h.database as NSString).deletingLastPathComponent
+        #expect(Tmpfs.mount(state, mib: 32))
+        defer {
+            Tmpfs.unmount(state)
+            withExtendedLifetime(h) {}
+        }
+        #expect(chmod(state, 0o700) == 0)  // a tmpfs's top folder is 1777: not a database's
+        try h.start()  // the store and its reserve, a sixteenth of the disk
+        #expect(h.stop() == 0)
+        for suffix in ["", "-wal", "-shm"] { unlink(h.database + suffix) }
+        let pool = try DatabasePool(path: h.database)
+        try Schema.migrator().migrate(pool, upTo: "v10")
+        try pool.write { db in
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
+                    INSERT INTO file (path, size, device, inode, mtime, missing, first_seen)
+                    SELECT ? || '/d' || (i % 100) || '/file' || i || '.bin', i, 2049, 1000000 + i, 1.7e9, 0, 1 FROM n
+                    """, arguments: [h.root])
+        }
+        try pool.close()
+        // 1 MiB free: the index needs about 2.4 MB (in the WAL, then in the file).
+        let filler = state + "/filler"
+        Tmpfs.fill(filler)
+        var st = stat()
+        #expect(stat(filler, &st) == 0 && truncate(filler, st.st_size - (1 << 20)) == 0)
+        do {
+            try h.start()
+            Issue.record("started: \(h.log)")
+        } catch HarnessError.exited(let status, let log) {
+            #expect(status == 78)
+            #expect(log.contains("the schema upgrade (v11: an index over 60000 files) needs about"), "\(log)")
+            // Said before the measure, which reads every row on a disk this short.
+            let said = log.range(of: "rebuilding index file_identity (files counted once, schema v11): 60000 files")
+            let refused = log.range(of: "the schema upgrade (")
+            #expect(said != nil && refused != nil && said!.lowerBound < refused!.lowerBound, "\(log)")
+        }
+        #expect(FileManager.default.fileExists(atPath: h.database + ".ballast"))
     }
 }

@@ -81,6 +81,46 @@ import AssetStoreTestSupport
         }
     }
 
+    @Test(
+        "a file queued under a number its root's filesystem had there is unlinked; under one two filesystems had there it is kept, failed, and said at open"
+    )
+    func queuedUnderRootsEarlierNumber() throws {
+        for ambiguous in [false, true] {
+            let f = try Fixture()
+            let device = DeviceRenumberingPlayedTests.filesystem(f.root).device
+            let path = try f.makeFile("a/one.bin")
+            try f.hold(path, key: "k")
+            try f.delete(ref("c", "k"))
+            try f.damage("UPDATE unlink_queue SET device = device + ?", [Self.shift])
+            // Noted under the root only (root_device does not know it): a swap's case.
+            try f.damage(
+                "INSERT INTO root_filesystem SELECT root, device + ?, fsid, seen FROM root_filesystem", [Self.shift])
+            if ambiguous {
+                try f.damage(
+                    "INSERT INTO root_filesystem SELECT root, device + ?, fsid + 1, seen FROM root_filesystem",
+                    [Self.shift])
+            }
+            try f.reopen(drain: false)
+            let r = try f.store.sweep()
+            let said = f.store.openWarnings.contains {
+                $0.contains("device \(device + Self.shift) was its filesystem's")
+            }
+            if ambiguous {
+                #expect(r.unlinked.isEmpty && r.failed.map(\.path) == [path], "\(r.failed)")
+                #expect(f.exists(path))
+                #expect(said, "\(f.store.openWarnings)")
+                // Once no row carries the number, the next start says nothing of it.
+                try f.damage("DELETE FROM unlink_queue")
+                try f.reopen(drain: false)
+                let again = f.store.openWarnings.filter { $0.contains("was its filesystem's") }
+                #expect(again.isEmpty, "\(again)")
+            } else {
+                #expect(r.unlinked == [path] && r.failed.isEmpty, "\(r.failed)")
+                #expect(!said)
+            }
+        }
+    }
+
     @Test("a file on another filesystem than recorded is parked after its last retry, back at the next open")
     func otherFilesystemParked() throws {
         let f = try Fixture()
@@ -163,6 +203,39 @@ import AssetStoreTestSupport
     }
 }
 
+/// A nested root lies in folders its outer root's clients write: what they put in its place
+/// must not be noted as the root's filesystem.
+@Suite struct DeviceRenumberingPinnedTests {
+    @Test(
+        "a nested root replaced by a symlink to another filesystem: the sweep notes nothing of that filesystem under the root"
+    )
+    func replacedNestedRoot() throws {
+        let f = try Fixture { c in
+            c.roots.append(c.roots[0] + "/nested")
+            precondition(mkdir(c.roots[1], 0o755) == 0, "cannot make \(c.roots[1])")
+        }
+        let nested = f.root + "/nested"
+        var template = Array("/dev/shm/assetd-elsewhere-XXXXXX".utf8CString)
+        try #require(mkdtemp(&template) != nil, "no /dev/shm here")
+        let elsewhere = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        defer { _ = try? FileManager.default.removeItem(atPath: elsewhere) }
+        let own = DeviceRenumberingPlayedTests.filesystem(nested)
+        let other = DeviceRenumberingPlayedTests.filesystem(elsewhere)
+        try #require(own.device != other.device && other.fsid != 0, "/dev/shm is not another filesystem here")
+        #expect(rename(nested, f.root + "/nested.away") == 0 && symlink(elsewhere, nested) == 0)
+        // A sweep that has a row to take reads the roots' filesystems in its transaction.
+        let path = try f.makeFile("a/one.bin")
+        try f.hold(path, key: "k")
+        try f.delete(ref("c", "k"))
+        let r = try f.store.sweep()
+        #expect(r.unlinked == [path], "\(r)")
+        let noted = try f.store.read { r in
+            try Int64.fetchAll(r.db, sql: "SELECT device FROM root_filesystem WHERE root = ?", arguments: [nested])
+        }
+        #expect(noted == [own.device], "\(noted)")
+    }
+}
+
 /// What statvfs reads of the roots' filesystems, played: the numbers now under which ids.
 @Suite struct DeviceRenumberingPlayedTests {
     static let shift = DeviceRenumberingTests.shift
@@ -194,7 +267,9 @@ import AssetStoreTestSupport
         let r = try f.store.sweep()
         #expect(r.unlinked == [path] && r.skipped.isEmpty, "\(r.skipped)")
         #expect(!f.exists(path))
-        #expect(f.store.deviceNow(device) == device && f.store.deviceNow(device + Self.shift) == device + Self.shift)
+        #expect(
+            f.store.deviceNow(device, path: path) == device
+                && f.store.deviceNow(device + Self.shift, path: path) == device + Self.shift)
     }
 
     @Test(
@@ -226,7 +301,7 @@ import AssetStoreTestSupport
         #expect(unlink(path) == 0)
         play(f, [(device + Self.shift, fsid)])
         _ = try f.store.pool.write { db in try f.store.noteRootDevices(db, now: f.clock.now) }  // as a start does
-        #expect(f.store.deviceNow(device) == device + Self.shift)
+        #expect(f.store.deviceNow(device, path: path) == device + Self.shift)
         #expect(
             try f.verify().of("missing_file").map(\.subject) == [
                 ["collection": "c", "key": "k", "path": .string(path)]

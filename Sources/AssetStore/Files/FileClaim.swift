@@ -171,7 +171,9 @@ extension RegisteredFile {
         }
         let check: FileReferenceCheck?
         if case .claim(let c) = claim {
-            check = FileReferenceCheck(uid: c.uid, owner: c.owner) { c.refusal($0, deviceNow: store.deviceNow) }
+            check = FileReferenceCheck(uid: c.uid, owner: c.owner) { s in
+                c.refusal(s, deviceNow: { store.deviceNow($0, path: s.path) })
+            }
         } else {
             check = nil
         }

@@ -10,7 +10,7 @@ extension WriteTransaction {
         guard let root = store.roots.root(of: path) else { return true }
         return SafeUnlinker.isGone(
             folderDevice: VerifyRun.deepestFolderDevice(path, root: root, roots: store.roots), device: device,
-            deviceNow: store.deviceNow(device))
+            deviceNow: store.deviceNow(device, path: path))
     }
 
     /// Inserts or refreshes a registry row; a size change re-indexes every holder. The lookup

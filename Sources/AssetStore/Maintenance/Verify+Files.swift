@@ -104,7 +104,8 @@ extension VerifyRun {
         // A root missing itself says nothing about its files (as the sweep judges it).
         guard let folderDevice = deepestFolderDevice(path, root: root, roots: store.roots) else { return false }
         guard let device else { return true }  // never seen on disk: nothing could hide it
-        return SafeUnlinker.isGone(folderDevice: folderDevice, device: device, deviceNow: store.deviceNow(device))
+        return SafeUnlinker.isGone(
+            folderDevice: folderDevice, device: device, deviceNow: store.deviceNow(device, path: path))
     }
 
     /// The device of the deepest folder below the root on the way to `path` that exists; nil

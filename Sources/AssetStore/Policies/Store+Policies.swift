@@ -40,7 +40,7 @@ extension Store {
             // Files recorded before a filesystem was numbered anew are on it too (DeviceRenumbering.swift),
             // and it may have been since the last sweep read the numbers (mounted again).
             try refreshRootDevices(recording: !dryRun)
-            let renumbered = state.withLock { $0.renumbered }
+            let renumbered = state.withLock { $0.renumbered.anyRoot }
             for device in roots.devices() {
                 let earlier = renumbered.filter { $0.value == device }.map(\.key).sorted()
                 steps.append(MinFreeStep(device: device, earlier: earlier, minFree: minFree))

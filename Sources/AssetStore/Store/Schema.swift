@@ -200,6 +200,16 @@ enum Schema {
         m.registerMigration("v12") { db in
             try db.execute(sql: "ALTER TABLE unlink_queue ADD COLUMN identify TEXT")
         }
+        // The device numbers each root's filesystem has had, by root (DeviceRenumbering.swift):
+        // two disks found in the other order swap numbers, which root_device cannot tell apart.
+        m.registerMigration("v13") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE root_filesystem (
+                        root TEXT NOT NULL, device INTEGER NOT NULL, fsid INTEGER NOT NULL, seen REAL NOT NULL,
+                        PRIMARY KEY (root, device, fsid)) WITHOUT ROWID;
+                    """)
+        }
         return m
     }
 }
@@ -208,11 +218,12 @@ extension Store {
     /// Brings the schema up to date. The long steps are reported as rebuilds, so the daemon
     /// logs them before its start looks hung: v4 on a database that has the old index table
     /// (a rewrite of every object with files: about 6 s per million), and v11 on a store that
-    /// has a file registry (an index on every row of it, in one statement).
+    /// has a file registry (an index on every row of it, in one statement). Neither starts
+    /// on a disk without the room it needs (`refuseUnlessRoom`).
     func migrate(progress: (@Sendable (IndexRebuildProgress) -> Void)?) throws {
         let migrator = Schema.migrator()
         try Store.mapErrors {
-            let (objects, files) = try pool.read { db -> (Int?, Int?) in
+            let (objects, files, fileBytes, freeInFile) = try pool.read { db -> (Int?, Int?, Int64, Int64) in
                 let applied = try migrator.appliedIdentifiers(db)
                 var objects: Int?
                 if try db.tableExists("index_default"), !applied.contains("v4") {
@@ -222,7 +233,10 @@ extension Store {
                 if !applied.isEmpty, !applied.contains("v11") {
                     files = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0
                 }
-                return (objects, files)
+                let pageSize = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+                let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+                let freePages = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                return (objects, files, pages * pageSize, freePages * pageSize)
             }
             // Each reported as it runs: up to v10 (v4's rewrite with it), then the rest.
             let v4 = objects.map {
@@ -233,13 +247,29 @@ extension Store {
                 IndexRebuildProgress(
                     index: "file_identity (files counted once, schema v11)", done: 0, total: $0, unit: "files")
             }
+            // The first step is reported before the room is measured: on a disk short of the
+            // count's bound the measure reads every row (6 G instructions a million files,
+            // more than v11's index itself: docs/DESIGN.md).
+            if let first = v4 ?? v11 { progress?(first) }
+            let bound =
+                (objects.map { UpgradeSpace.v4Bound(objects: $0, fileBytes: fileBytes) } ?? 0)
+                + (files.map { UpgradeSpace.v11Bound(files: $0) } ?? 0)
+            if upgradeShort(writes: bound, freeInFile: freeInFile) != nil {
+                let writes = try pool.read { db in
+                    try (objects == nil ? 0 : UpgradeSpace.v4(db).bytes)
+                        + (files == nil ? 0 : UpgradeSpace.v11(db).bytes)
+                }
+                try refuseUnlessRoom(
+                    [objects.map { "v4: \($0) objects rewritten" }, files.map { "v11: an index over \($0) files" }]
+                        .compactMap { $0 }.joined(separator: ", "), writes: writes, freeInFile: freeInFile)
+            }
             // upTo "v10" only while v11 is not applied: GRDB stops the process on a target
             // older than an applied migration, and migrations apply in order, so none after
             // v10 is applied either.
-            try migrateReporting(v4, progress) {
+            try migrateReporting(v4, progress, started: true) {
                 if v11 != nil { try migrator.migrate(pool, upTo: "v10") } else { try migrator.migrate(pool) }
             }
-            if v11 != nil { try migrateReporting(v11, progress) { try migrator.migrate(pool) } }
+            if v11 != nil { try migrateReporting(v11, progress, started: v4 == nil) { try migrator.migrate(pool) } }
         }
     }
 
@@ -260,12 +290,41 @@ extension Store {
             detail: ["newer_schema": true])
     }
 
-    /// Runs `body` (a schema upgrade) between reports of `step`'s start and end, if any.
+    /// Refuses a long upgrade the database's disk has no room for, before it starts: it would
+    /// take the reserve and fail all the same, leaving a disk with no reserve and a daemon
+    /// that fails every start the same way (assetd(8), FULL DISK). What it writes goes once
+    /// into the WAL and once into the database file at the checkpoint (less the file's free
+    /// pages); the reserve is not counted.
+    private func refuseUnlessRoom(_ what: String, writes: Int64, freeInFile: Int64) throws {
+        guard let (needed, free) = upgradeShort(writes: writes, freeInFile: freeInFile) else { return }
+        let mib = { (bytes: Int64) in "\((bytes + (1 << 20) - 1) >> 20) MiB" }
+        throw StoreError(
+            .storageFull,
+            "the schema upgrade (\(what)) needs about \(mib(needed)) free on the disk holding \(path),"
+                + " which has \(mib(free)) (the reserve not counted): not started; make room there and start again",
+            detail: ["upgrade_needs": .int(needed), "free": .int(free)])
+    }
+
+    /// The bytes an upgrade writing `writes` needs and the disk's free, if it has less.
+    private func upgradeShort(writes: Int64, freeInFile: Int64) -> (needed: Int64, free: Int64)? {
+        let needed = writes + max(0, writes - freeInFile)
+        guard needed > 0, let free = reserve.writable, free < needed else { return nil }
+        return (needed, free)
+    }
+
+    /// True for the refusal of an upgrade the disk has no room for (`refuseUnlessRoom`): an
+    /// admin's to fix, as a config error is.
+    public static func isUpgradeRefusal(_ error: StoreError) -> Bool {
+        error.code == .storageFull && error.detail?["upgrade_needs"] != nil
+    }
+
+    /// Runs `body` (a schema upgrade) between reports of `step`'s start (unless `started`:
+    /// reported before the room was measured) and end, if any.
     private func migrateReporting(
         _ step: IndexRebuildProgress?, _ progress: (@Sendable (IndexRebuildProgress) -> Void)?,
-        _ body: () throws -> Void
+        started: Bool, _ body: () throws -> Void
     ) throws {
-        if let step { progress?(step) }
+        if let step, !started { progress?(step) }
         // A schema upgrade on a full disk (ALTER TABLEs write pages to the WAL) goes through
         // the reserve, as the open does: a daemon that cannot start cannot free space.
         try freeingSpace("the schema upgrade") { try Store.mapErrors { try body() } }

@@ -23,7 +23,9 @@ extension Store {
         try unlessFull("the roots' devices") {
             try Store.mapErrors {
                 try pool.write { db in
-                    _ = try noteRootDevices(db, now: configuration.clock())
+                    let found = try noteRootDevices(db, now: configuration.clock())
+                    let said = try Store.carried(db, found.ambiguous)
+                    state.withLock { $0.openWarnings += said }
                     try loadMinFreeCaps(db)
                     // A store opened under another order than its state's forgets that state,
                     // even if the next open goes back to it.

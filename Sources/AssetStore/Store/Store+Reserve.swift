@@ -57,6 +57,20 @@ final class Reserve: Sendable {
         return (Int64(clamping: UInt64(vfs.f_bavail) &* unit), Int64(clamping: UInt64(vfs.f_blocks) &* unit))
     }
 
+    /// Bytes the database's writes can still take: with euid 0 the root-only blocks too
+    /// (f_bfree; ext4's reserved blocks are matched on fsuid, which the unit's capability
+    /// bound does not change), else f_bavail. For refusing a schema upgrade: refused at
+    /// f_bavail, a disk full for users but not for root kept a daemon that ran before down.
+    var writable: Int64? {
+        var vfs = statvfs()
+        guard statvfs(folder, &vfs) == 0 else { return nil }
+        return Reserve.writable(vfs, euid: geteuid())
+    }
+
+    static func writable(_ vfs: statvfs, euid: uid_t) -> Int64 {
+        Int64(clamping: UInt64(euid == 0 ? vfs.f_bfree : vfs.f_bavail) &* UInt64(vfs.f_frsize))
+    }
+
     /// The ballast's size on a filesystem of `total` bytes: the reserve must not take a
     /// small disk's room for itself.
     func size(total: Int64) -> Int64 { min(wanted, total / 16) }

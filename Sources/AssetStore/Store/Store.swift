@@ -78,7 +78,7 @@ public final class Store: Sendable {
         var orderChangesForgotten = 0
         /// Earlier device numbers of the roots' filesystems, to their numbers now, as the last
         /// sweep (or the open) read them (DeviceRenumbering.swift).
-        var renumbered: [Int64: Int64] = [:]
+        var renumbered = RenumberedDevices()
         /// Caps on a `min_free` out of reach, by device, and the changes not yet logged (MinFreeCap.swift).
         var minFreeCaps: [String: MinFreeCap] = [:]
         var minFreeCapChanges: [MinFreeCapChange] = []

@@ -125,7 +125,7 @@ extension Store {
         try makeDurable()
         let durable = durableCommit
         var lastID: Int64 = held
-        var renumbered: [Int64: Int64]?
+        var renumbered: RenumberedDevices?
         // What the unlinks of a batch whose commit failed came to, by queue row: a second
         // attempt records these instead of unlinking again (only the commit failed; the
         // unlinks happened).
@@ -147,7 +147,7 @@ extension Store {
                         if renumbered == nil { renumbered = try noteRootDevices(db, now: now) }
                         let b = try takeSweepBatch(
                             db, after: lastID, durable: durable, now: clock, retryFailed: retryFailed, limit: batch,
-                            renumbered: renumbered ?? [:], skipping: attempted, looks: looks)
+                            renumbered: renumbered ?? RenumberedDevices(), skipping: attempted, looks: looks)
                         var fresh = unlinkAll(b.targets, threads: threads, beforeUnlink: beforeUnlink).makeIterator()
                         let outcomes = b.targetIDs.map { id in
                             let outcome = attempted[id] ?? fresh.next()!  // one fresh outcome per target

@@ -17,7 +17,7 @@ final class SweepAlongside {
     private let limit: Int
     /// Queue rows after this id are the run's (or came since); nil before the first batch.
     private var lastID: Int64?
-    private var renumbered: [Int64: Int64]?
+    private var renumbered: RenumberedDevices?
     /// What the committed batches' unlinks came to; nil while they did none.
     private var report: SweepReport?
     /// What the current batch's came to, kept once it commits.
@@ -70,7 +70,7 @@ final class SweepAlongside {
         store.alongsideReads.add(1, ordering: .relaxed)
         let b = try store.takeSweepBatch(
             db, after: after, durable: store.durableCommit, now: clock, retryFailed: false, limit: limit,
-            renumbered: renumbered ?? [:])
+            renumbered: renumbered ?? RenumberedDevices())
         if b.lastID == nil {
             try body()
             return false

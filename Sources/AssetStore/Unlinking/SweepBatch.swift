@@ -93,7 +93,7 @@ extension Store {
     /// due at `now` (or failed before, with `retryFailed`).
     func takeSweepBatch(
         _ db: Database, after lastID: Int64, durable: Int64, now: ClockSteps.Reading, retryFailed: Bool, limit: Int,
-        renumbered: [Int64: Int64], skipping known: [Int64: UnlinkOutcome] = [:], looks: [Int64: TakenLook] = [:]
+        renumbered: RenumberedDevices, skipping known: [Int64: UnlinkOutcome] = [:], looks: [Int64: TakenLook] = [:]
     ) throws -> SweepBatch {
         // Raw rows: GRDB's `Row` decoding of the optional columns looked up generic metadata
         // for each, most of the cost of a row, on the writer's serial path.
@@ -170,7 +170,10 @@ extension Store {
             b.targets.append(
                 UnlinkTarget(
                     path: row.path, root: roots.root(of: row.path), device: row.device, inode: row.inode,
-                    stamp: row.stamp, size: row.size, deviceNow: row.device.flatMap { renumbered[$0] },
+                    stamp: row.stamp, size: row.size,
+                    // Skipped when nothing was renumbered: the root lookup is a prefix scan per row.
+                    deviceNow: renumbered.isEmpty
+                        ? nil : row.device.flatMap { renumbered.now($0, root: roots.nearestRoot(of: row.path)) },
                     decided: decided))
         }
         return b
