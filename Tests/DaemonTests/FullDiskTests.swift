@@ -176,6 +176,43 @@ struct FullDiskTests {
         d.close()
         #expect(h.stop() == 0)
     }
+
+    @Test(
+        "a disk the database's values filled: after most objects are deleted, puts come back within seconds; vacuum without room is refused up front, saying what it needs"
+    )
+    func putsComeBackAfterDeletesAndVacuumRefused() throws {
+        let h = try DaemonHarness(start: false)
+        let disk = h.dir + "/disk"
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
+        let (_, database) = try onDisk(h, disk)
+        try h.start()
+        let c = try h.client()
+        let value: JSONValue = ["text": .string(String(repeating: "v", count: 100_000))]
+        var n = 0
+        fill: while n < 200 {
+            do { _ = try c.putObject("v", "k\(n)", value) } catch {
+                #expect("\(error)".contains("full"), "\(error)")
+                break fill
+            }
+            n += 1
+        }
+        #expect(n > 20 && n < 200, "\(n) puts")
+        for i in 0..<n * 3 / 4 { _ = try c.deleteObject("v", "k\(i)") }
+        // Today: refused for good, the disk never having twice the reserve free.
+        #expect(eventually(timeout: 60) { (try? c.putObject("v", "again", value)) != nil }, "\(h.log)")
+        #expect(h.exists(database + ".ballast"))
+
+        Tmpfs.fill(disk + "/filler")
+        let free = freeBytes(disk)
+        let refused = expectRPCError(Code.application, "storage_full") { () throws(ClientError) in
+            try c.call("vacuum")
+        }
+        #expect(refused?.message.contains("vacuum needs") == true, "\(String(describing: refused))")
+        #expect(freeBytes(disk) == free, "the disk is left as it was")
+        c.close()
+        #expect(h.stop() == 0)
+    }
 }
 
 @Suite struct ReserveConfigTests {

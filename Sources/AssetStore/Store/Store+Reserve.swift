@@ -6,7 +6,12 @@
 // delete, a policy run, a sweep, forgetting queued unlinks) that meets a full disk removes
 // the ballast and runs once more; any other write (a put, a checkpoint) answers
 // `storage_full` and leaves it, so nothing else eats the room deletes need. The ballast is
-// allocated again once the filesystem has twice its size free.
+// allocated again once the filesystem has room for it and a little more, and twice its size
+// counting the database's own free pages (what deletes freed inside the file, which puts
+// reuse without growing it): the file never shrinks by itself (auto_vacuum is off), so a disk
+// the database filled would otherwise never count as having room again.
+// A delete that meets a full disk with the reserve gone (or too small for it) writes the WAL
+// back and runs once more: the WAL then starts over in its own blocks.
 //
 // Low space also makes the WAL checkpoint sooner (Checkpointer.swift): a WAL left to grow
 // to the usual thresholds (16 MiB, 64 MiB) can fill a small disk by itself.
@@ -67,18 +72,23 @@ final class Reserve: Sendable {
         return lstat(path, &st) == 0
     }
 
-    /// Allocates the ballast when it is missing and the filesystem has twice its size free
+    /// Room left on the filesystem beside a ballast just allocated (half the reserve, at most
+    /// 512 KiB): the WAL of the puts the database's free pages take.
+    static func headroom(_ size: Int64) -> Int64 { min(size, 1 << 20) / 2 }
+
+    /// Allocates the ballast when it is missing, the filesystem has room for it and its
+    /// headroom, and twice its size counting `freePages` (bytes of the database's free pages)
     /// (allocated under another name and renamed, so a ballast never holds less than it
     /// should); removes it when the reserve is configured off. True if it was allocated.
     @discardableResult
-    func restore() -> Bool {
+    func restore(freePages: Int64 = 0) -> Bool {
         state.withLock { _ in
             guard wanted > 0 else {
                 unlink(path)
                 return false
             }
             guard !isPresent, let space, case let size = size(total: space.total), size > 0,
-                space.free >= 2 * size
+                space.free >= size + Reserve.headroom(size), space.free + max(freePages, 0) >= 2 * size
             else { return false }
             let fresh = path + ".new"
             // Names in the folder's descriptor: what is removed or renamed is in that folder,
@@ -181,10 +191,35 @@ extension Store {
                         + " deletes and policy runs can still commit"
                         + (reserve.isPresent ? ", through the reserve" : ""))
             }
-            guard let what, reserve.release() else { throw error }
-            reserve.note(.warning, "released the reserve \(reserve.path) so that \(what) can commit")
+            var failed = error
+            if let what, reserve.release() {
+                reserve.note(.warning, "released the reserve \(reserve.path) so that \(what) can commit")
+                do { return try body() } catch let again where Store.isStorageFull(again) { failed = again }
+            }
+            // No reserve left, or it was not enough (a small disk's reserve is less than the WAL
+            // grows to between checkpoints): write the WAL back so that it starts over in its
+            // own blocks, and run once more. Only a write that frees space, and only outermost
+            // (a nested one runs inside its caller's write; the writer is not reentrant).
+            guard what != nil, outermost, (try? checkpoint()) == true else { throw failed }
+            reserve.note(.warning, "wrote the WAL back so that \(what ?? "a write") can commit on the full disk")
             return try body()
         }
+    }
+
+    /// With little free space, a write that does not free space commits only if the disk has
+    /// twice what the database file must grow by at the next checkpoint (the WAL's frames come
+    /// first): else that checkpoint could not finish, the WAL could not start over, and the
+    /// reserve would go to the file's growth instead of to deletes (assetd(8), FULL DISK).
+    /// Off the low-space path it costs one atomic load.
+    func checkGrowthRoom(_ db: Database) throws {
+        guard checkpointer.lowSpace.load(ordering: .relaxed), !Store.insideFreeingWrite else { return }
+        let size = try Int64.fetchOne(db, sql: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size")
+        let growth = (size ?? 0) - Store.fileSize(path)
+        guard growth > 0, let space = reserve.space, space.free < 2 * growth else { return }
+        throw StoreError(
+            .storageFull,
+            "the disk holding \(path) is full: the database file must grow by \(growth >> 10) KiB at the next"
+                + " checkpoint and the disk has \(space.free >> 10) KiB free")
     }
 
     /// Opens the pool. GRDB writes a transaction into a missing or empty WAL (as a clean
@@ -227,18 +262,12 @@ extension Store {
     }
 
     /// Looks at the database's filesystem (the daemon calls it every second, off its loop):
-    /// allocates the reserve again once there is room, and tells the checkpointer whether
-    /// space is low, writing the WAL back and truncating it when it is.
+    /// tells the checkpointer whether space is low, writing the WAL back and truncating it
+    /// when it is; allocates the reserve again once there is room, counting the database's
+    /// free pages (assetd(8), FULL DISK).
     public func maintainSpace() {
         guard !configuration.readOnly, syncFailure == nil, !state.withLock({ $0.closed }) else { return }
-        guard let space = reserve.space else { return }
-        // Room again by the measure that allocates the reserve again (at least 2 MiB free).
-        if space.free >= 2 * max(reserve.size(total: space.total), 1 << 20), reserve.noteFull(false) {
-            reserve.note(.info, "there is room again on the disk holding \(path) (\(space.free >> 20) MiB free)")
-        }
-        if reserve.restore() {
-            reserve.note(.info, "allocated the reserve \(reserve.path) (deletes use it when the disk is full)")
-        }
+        guard var space = reserve.space else { return }
         let low = space.free < Checkpointer.lowSpaceBytes
         checkpointer.lowSpace.store(low, ordering: .relaxed)
         if reserve.noteLowSpace(low) {
@@ -249,11 +278,41 @@ extension Store {
                         + " and truncated early"
                     : "free space on the disk holding \(path) is back (\(space.free >> 20) MiB)")
         }
-        // The WAL keeps its size after a checkpoint: truncated here, off the writer's commits.
-        // Not through the reserve: on a full disk it waits for a delete and its sweep.
-        if low, Store.fileSize(path + "-wal") > Int64(Checkpointer.lowSpaceThreshold) * 4096 {
+        // The WAL keeps its size after a checkpoint: truncated here, off the writer's commits,
+        // and first, so that its blocks count below (any WAL at all once the reserve went to a
+        // delete: its blocks may be what the reserve needs to come back). Not through the
+        // reserve: on a full disk it waits for a delete and its sweep.
+        let wal = Store.fileSize(path + "-wal")
+        if low, wal > Int64(Checkpointer.lowSpaceThreshold) * 4096 || (wal > 0 && reserve.wasReleased) {
             _ = try? checkpoint()
+            space = reserve.space ?? space
         }
+        // Pages deletes freed inside the file: puts reuse them without growing it.
+        let freePages = reserve.wasReleased || low ? freePageBytes() : 0
+        // Room again: twice the reserve (at least 2 MiB) on the disk and in those pages,
+        // counted before the reserve takes its share, and the reserve back for the deletes of
+        // the next full disk.
+        let size = reserve.size(total: space.total)
+        let room = space.free + freePages >= 2 * max(size, 1 << 20)
+        let disk = space.free >= 2 * max(size, 1 << 20)
+        if reserve.restore(freePages: freePages) {
+            reserve.note(.info, "allocated the reserve \(reserve.path) (deletes use it when the disk is full)")
+        }
+        if room, size == 0 || disk || reserve.isPresent, reserve.noteFull(false) {
+            reserve.note(
+                .info,
+                "there is room again on the disk holding \(path) (\(space.free >> 20) MiB free, and \(freePages >> 20)"
+                    + " MiB of free pages in the database)")
+        }
+    }
+
+    /// Bytes of the database's free pages (freelist_count × page_size) as of the last commit:
+    /// room for writes that do not grow the file. 0 if they cannot be read.
+    func freePageBytes() -> Int64 {
+        (try? read { r in
+            try Int64.fetchOne(
+                r.db, sql: "SELECT freelist_count * page_size FROM pragma_freelist_count, pragma_page_size")
+        }).flatMap { $0 } ?? 0
     }
 
     /// What happened to the disk since the last call, for the daemon's log.

@@ -286,6 +286,7 @@ public final class Store: Sendable {
                         tx = t
                         let value = try body(t)
                         let report = try t.finish()
+                        if !freesSpace { try checkGrowthRoom(db) }
                         result = Committed(value: value, report: report)
                     }
                     // Committed: publish definition changes before the next writer starts.
