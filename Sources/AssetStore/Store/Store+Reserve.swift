@@ -213,7 +213,8 @@ extension Store {
     /// Off the low-space path it costs one atomic load.
     func checkGrowthRoom(_ db: Database) throws {
         guard checkpointer.lowSpace.load(ordering: .relaxed), !Store.insideFreeingWrite else { return }
-        let size = try Int64.fetchOne(db, sql: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size")
+        let size = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size"))
         let growth = (size ?? 0) - Store.fileSize(path)
         guard growth > 0, let space = reserve.space, space.free < 2 * growth else { return }
         throw StoreError(
