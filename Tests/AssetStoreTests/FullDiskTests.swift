@@ -296,13 +296,67 @@ struct FullDiskStoreTests {
             n += 1
         }
         #expect(n > 20 && n < 200, "\(n) puts")
+        // The disk at 0: the deletes meet it, and the reserve goes to them. The WAL written
+        // back first: growth of the file left in it would need blocks (assetd(8), FULL DISK).
+        #expect(try f.store.checkpoint())
+        let filler = f.dir + "/state/filler"
+        Tmpfs.fill(filler)
         for i in 0..<n * 3 / 4 { try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k\(i)")) } }
+        #expect(!f.store.reserveHeld, "the deletes met the full disk")
+        #expect(try f.store.checkpoint())
+        // Something else keeps the disk nearly full: room for the reserve and 200 KiB, less
+        // than the reserve and its headroom (256 KiB).
+        Tmpfs.fill(filler)
+        #expect(truncate(filler, off_t(fileSize(filler) - (712 << 10))) == 0)
         f.store.maintainSpace()
-        // Today: the disk has less than twice the reserve free, so puts wait for good.
+        // Before: the disk never had the reserve and its headroom free, so puts waited for good.
+        #expect(f.store.reserveHeld)
         try f.put([(ref("c", "small"), ["n": 1])])
         try f.put([(ref("c", "big"), ["text": text])])
-        #expect(f.store.reserveHeld)
         #expect(f.store.takeSpaceNotices().contains { $0.message.contains("of free pages in the database") })
+    }
+
+    @Test(
+        "on a full disk with the reserve used up, a delete whose WAL write-back a reader's snapshot holds is refused at once, naming the reader; once the reader is done, deletes commit"
+    )
+    func writeBackWaitsForNoReader() throws {
+        let f = try Fixture { c in
+            let state = (c.roots[0] as NSString).deletingLastPathComponent + "/state"
+            if !Tmpfs.mount(state, mib: 8) { Issue.record("mount: errno \(errno)") }
+            c.reserve = 0
+        }
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let text = JSONValue.string(String(repeating: "v", count: 3000))
+        try f.put((0..<50).map { (ref("c", "k\($0)"), ["text": text]) })
+        #expect(try f.store.checkpoint())
+        // Frames in the WAL, which the reader reads; the same pages, so no growth of the file,
+        // and as many blocks as the deletes need once the WAL starts over.
+        let other = JSONValue.string(String(repeating: "w", count: 3000))
+        try f.put((0..<50).map { (ref("c", "k\($0)"), ["text": other]) })
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let ended = DispatchSemaphore(value: 0)
+        let store: Store = f.store, key = ref("c", "k0")
+        Thread {
+            _ = try? store.read { r in
+                _ = try r.get(key)
+                holding.signal()
+                release.wait()
+            }
+            ended.signal()
+        }.start()
+        holding.wait()
+        Tmpfs.fill(f.dir + "/state/filler")
+        // Before: the write-back waited the pool's busy timeout (10 s) for the reader, holding
+        // the writer, then failed with the plain "disk full".
+        let refused = expectCode(.storageFull) {
+            try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k1")) }
+        }
+        release.signal()
+        ended.wait()
+        #expect(refused?.message.contains("a reader holds the WAL") == true, "\(refused?.message ?? "")")
+        try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k1")) }
+        try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k2")) }
+        #expect(try !f.exists(ref("c", "k1")) && !f.exists(ref("c", "k2")))
     }
 
     @Test(

@@ -11,7 +11,11 @@
 // reuse without growing it): the file never shrinks by itself (auto_vacuum is off), so a disk
 // the database filled would otherwise never count as having room again.
 // A delete that meets a full disk with the reserve gone (or too small for it) writes the WAL
-// back and runs once more: the WAL then starts over in its own blocks.
+// back and runs once more: the WAL then starts over in its own blocks. That write-back waits
+// for no reader (a backup's snapshot would hold every write for the busy timeout), and it
+// needs no new blocks only if the WAL holds no growth of the file (puts committed before
+// space was seen low) and the filesystem overwrites in place (not btrfs or ZFS): else the
+// delete is refused, saying why (assetd(8), FULL DISK).
 //
 // Low space also makes the WAL checkpoint sooner (Checkpointer.swift): a WAL left to grow
 // to the usual thresholds (16 MiB, 64 MiB) can fill a small disk by itself.
@@ -44,7 +48,19 @@ final class Reserve: Sendable {
         var full = false
         /// The ballast went to a write that frees space, and there has not been room since.
         var released = false
+        /// A failed allocation was logged (once until one succeeds: `restore` runs every second).
+        var allocationFailed = false
     }
+
+    /// The file's size and the free space as the last growth check read them (only the
+    /// writer's thread uses it): read again per MiB of growth or 100 ms, not per commit.
+    struct Look {
+        var file: Int64
+        var free: Int64
+        var pages: Int64
+        var at: UInt64
+    }
+    let look = Mutex<Look?>(nil)
 
     init(database: String, wanted: Int64, owner: StoreFileOwner? = nil) {
         path = database + ".ballast"
@@ -77,18 +93,21 @@ final class Reserve: Sendable {
     static func headroom(_ size: Int64) -> Int64 { min(size, 1 << 20) / 2 }
 
     /// Allocates the ballast when it is missing, the filesystem has room for it and its
-    /// headroom, and twice its size counting `freePages` (bytes of the database's free pages)
+    /// headroom, and twice its size counting `freePages` (bytes of the database's free pages),
+    /// or room for it alone with `freePages` twice its size (puts that reuse those pages need
+    /// only WAL room, and a disk something else filled may never have the headroom again)
     /// (allocated under another name and renamed, so a ballast never holds less than it
     /// should); removes it when the reserve is configured off. True if it was allocated.
     @discardableResult
     func restore(freePages: Int64 = 0) -> Bool {
-        state.withLock { _ in
+        state.withLock { s in
             guard wanted > 0 else {
                 unlink(path)
                 return false
             }
             guard !isPresent, let space, case let size = size(total: space.total), size > 0,
-                space.free >= size + Reserve.headroom(size), space.free + max(freePages, 0) >= 2 * size
+                space.free >= size + Reserve.headroom(size) && space.free + max(freePages, 0) >= 2 * size
+                    || space.free >= size && freePages >= 2 * size
             else { return false }
             let fresh = path + ".new"
             // Names in the folder's descriptor: what is removed or renamed is in that folder,
@@ -106,10 +125,18 @@ final class Reserve: Sendable {
                     in: dir, freshName, path: fresh, flags: flags, mode: 0o600, owner: owner)
             else { return false }
             defer { close(fd) }
-            guard posix_fallocate(fd, 0, off_t(size)) == 0, renameat(dir, freshName, dir, name) == 0 else {
+            let failed = posix_fallocate(fd, 0, off_t(size))
+            guard failed == 0, renameat(dir, freshName, dir, name) == 0 else {
+                let why = failed != 0 ? String(cString: strerror(failed)) : errnoDescription(errno)
                 StoreFileOwner.removeIfNamed(fd, freshName, in: dir)
+                if !s.allocationFailed {
+                    s.notices.append(
+                        SpaceNotice(level: .warning, message: "the reserve \(path) could not be allocated: \(why)"))
+                }
+                s.allocationFailed = true
                 return false
             }
+            s.allocationFailed = false
             return true
         }
     }
@@ -158,6 +185,9 @@ final class Reserve: Sendable {
 }
 
 extension Store {
+    /// The pool's busy timeout: how long a write waits for another process's lock.
+    static let busyTimeoutMilliseconds: Int32 = 10_000
+
     /// The ballast file's path (`<database>.ballast`).
     public var reservePath: String { reserve.path }
 
@@ -200,7 +230,13 @@ extension Store {
             // grows to between checkpoints): write the WAL back so that it starts over in its
             // own blocks, and run once more. Only a write that frees space, and only outermost
             // (a nested one runs inside its caller's write; the writer is not reentrant).
-            guard what != nil, outermost, (try? checkpoint()) == true else { throw failed }
+            guard what != nil, outermost else { throw failed }
+            if let why = writeBack() {
+                throw StoreError(
+                    .storageFull,
+                    "the disk holding \(path) is full and its reserve is used up: the WAL could not be written back"
+                        + " to start over (\(why))")
+            }
             reserve.note(.warning, "wrote the WAL back so that \(what ?? "a write") can commit on the full disk")
             return try body()
         }
@@ -210,17 +246,57 @@ extension Store {
     /// twice what the database file must grow by at the next checkpoint (the WAL's frames come
     /// first): else that checkpoint could not finish, the WAL could not start over, and the
     /// reserve would go to the file's growth instead of to deletes (assetd(8), FULL DISK).
-    /// Off the low-space path it costs one atomic load.
+    /// Off the low-space path it costs one atomic load; on it, a cached page_count query,
+    /// with the file's size and the free space (a stat and a statvfs) read again only once
+    /// the file's pages moved by 1 MiB or 100 ms passed since the last look, as the
+    /// checkpointer reads the free space per MiB of WAL; a refusal always reads them afresh.
     func checkGrowthRoom(_ db: Database) throws {
         guard checkpointer.lowSpace.load(ordering: .relaxed), !Store.insideFreeingWrite else { return }
-        let size = try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size"))
-        let growth = (size ?? 0) - Store.fileSize(path)
-        guard growth > 0, let space = reserve.space, space.free < 2 * growth else { return }
-        throw StoreError(
-            .storageFull,
-            "the disk holding \(path) is full: the database file must grow by \(growth >> 10) KiB at the next"
-                + " checkpoint and the disk has \(space.free >> 10) KiB free")
+        let pages =
+            try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size")) ?? 0
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)  // the vDSO: no system call
+        let at = UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+        func fresh() -> Reserve.Look? {
+            guard let space = reserve.space else { return nil }
+            return Reserve.Look(file: Store.fileSize(path), free: space.free, pages: pages, at: at)
+        }
+        func refuses(_ l: Reserve.Look) -> Bool { pages - l.file > 0 && l.free < 2 * (pages - l.file) }
+        try reserve.look.withLock { cached in
+            if let l = cached, abs(pages - l.pages) < Int64(Checkpointer.lowSpaceThreshold) * 4096,
+                at &- l.at < 100_000_000, !refuses(l)
+            {
+                return
+            }
+            cached = fresh()
+            guard let l = cached, refuses(l) else { return }
+            throw StoreError(
+                .storageFull,
+                "the disk holding \(path) is full: the database file must grow by \((pages - l.file) >> 10) KiB at"
+                    + " the next checkpoint and the disk has \(l.free >> 10) KiB free")
+        }
+    }
+
+    /// Writes the WAL back and truncates it, waiting for no reader: nil if it did, else why
+    /// not. With the pool's busy timeout, a reader's snapshot (a backup, a long query) held
+    /// the writer, and so every client's writes, for 10 s each time.
+    func writeBack() -> String? {
+        do {
+            let row = try checkpointing("checkpoint") { db -> Row? in
+                try Checkpointer.waitingForNoOne(db.sqliteConnection, after: Store.busyTimeoutMilliseconds) {
+                    try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                }
+            }
+            guard let row, row[0] as Int? != 0 else { return nil }
+            return "a reader holds the WAL: a backup or a long query; it is written back once the reader is done"
+        } catch {
+            let sql = "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size"
+            let pages = (try? read { r in try Int64.fetchOne(r.db, sql: sql) }).flatMap { $0 }
+            let growth = pages.map { $0 - Store.fileSize(path) } ?? 0
+            guard growth > 0 else { return "\(error)" }
+            return "the WAL holds \(growth >> 10) KiB of growth of the database file, and the disk has no room for it"
+        }
     }
 
     /// Opens the pool. GRDB writes a transaction into a missing or empty WAL (as a clean
@@ -284,8 +360,9 @@ extension Store {
         // delete: its blocks may be what the reserve needs to come back). Not through the
         // reserve: on a full disk it waits for a delete and its sweep.
         let wal = Store.fileSize(path + "-wal")
+        // It waits for no reader: else a backup's snapshot held every write 10 s of every 11.
         if low, wal > Int64(Checkpointer.lowSpaceThreshold) * 4096 || (wal > 0 && reserve.wasReleased) {
-            _ = try? checkpoint()
+            _ = writeBack()
             space = reserve.space ?? space
         }
         // Pages deletes freed inside the file: puts reuse them without growing it.

@@ -151,7 +151,7 @@ public final class Store: Sendable {
 
         var config = Configuration()
         config.readonly = configuration.readOnly
-        config.busyMode = .timeout(10)
+        config.busyMode = .timeout(Double(Store.busyTimeoutMilliseconds) / 1000)
         Store.boundPageCaches()
         if let why = Store.foreignWAL(path) { throw StoreError(.conflict, why, detail: ["foreign_wal": true]) }
         // Looked at before the pool opens: GRDB writes a transaction into a missing or empty WAL.
