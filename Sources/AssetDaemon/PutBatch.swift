@@ -1,7 +1,8 @@
 // One group commit of object.put, run by PutPipeline's committer: several clients' puts in
 // one transaction. The common case, where all succeed, runs them plainly; if one fails, the
 // batch is run again with each put in a savepoint (failing alone); if that commit fails too,
-// or the first failed on a cascade bound (which the same puts would meet again), each put
+// or the first failed on a cascade bound or a full disk (which the same puts would meet
+// again), each put
 // gets a transaction of its own, but a uid that ran twice already, which waits for the next
 // batch. Each put reads within an allowance of its own, each uid's puts within a share of the
 // batch, and the batch within a budget, its uids taken in turn (BatchShares): past them puts
@@ -122,7 +123,10 @@ enum PutBatch {
             // put fails in the retry.
             // What each uid's puts spent in the run that failed still counts (BatchShares).
             let again = inputs.map { ($0.params, $0.context, bytes($0.tag)) }
-            let bounded = (error as? StoreError)?.code == .cascadeLimit
+            // So does a full disk's growth check, made at commit for the whole batch: one
+            // client's large put would fail the retry too, and defer the others' small puts.
+            let code = (error as? StoreError)?.code
+            let bounded = code == .cascadeLimit || code == .storageFull
             let retried =
                 bounded
                 ? alone(store, again, order, &shares, last: false) : retry(store, again, order, &shares)

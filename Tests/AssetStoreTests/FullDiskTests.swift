@@ -22,6 +22,13 @@ private func fileSize(_ path: String) -> Int {
     return stat(path, &st) == 0 ? Int(st.st_size) : -1
 }
 
+/// Free bytes on the filesystem holding `path`.
+private func freeBytes(_ path: String) -> Int64 {
+    var vfs = statvfs()
+    guard statvfs(path, &vfs) == 0 else { return -1 }
+    return Int64(vfs.f_bavail) * Int64(vfs.f_frsize)
+}
+
 @Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
 struct FullDiskStoreTests {
     @Test("with little free space the writer checkpoints early: 4 MiB of commits leave a WAL near 1 MiB, not 4")
@@ -270,5 +277,129 @@ struct FullDiskStoreTests {
         #expect(
             unlinks.withLock { $0 } == Dictionary(uniqueKeysWithValues: files.map { ($0, 1) }),
             "each file unlinked once")
+    }
+
+    @Test(
+        "a disk the database's values filled: once most objects are deleted, puts come back from the database's free pages, with the reserve allocated again"
+    )
+    func putsComeBackFromFreePages() throws {
+        let f = try fixtureOnTmpfs(mib: 8)  // a reserve of 512 KiB
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let text = JSONValue.string(String(repeating: "v", count: 100_000))
+        var n = 0
+        fill: while n < 200 {
+            do {
+                try f.put([(ref("c", "k\(n)"), ["text": text])])
+            } catch let e as StoreError where e.code == .storageFull {
+                break fill
+            }
+            n += 1
+        }
+        #expect(n > 20 && n < 200, "\(n) puts")
+        // The disk at 0: the deletes meet it, and the reserve goes to them. The WAL written
+        // back first: growth of the file left in it would need blocks (assetd(8), FULL DISK).
+        #expect(try f.store.checkpoint())
+        let filler = f.dir + "/state/filler"
+        Tmpfs.fill(filler)
+        for i in 0..<n * 3 / 4 { try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k\(i)")) } }
+        #expect(!f.store.reserveHeld, "the deletes met the full disk")
+        #expect(try f.store.checkpoint())
+        // Something else keeps the disk nearly full: room for the reserve and 200 KiB, less
+        // than the reserve and its headroom (256 KiB).
+        Tmpfs.fill(filler)
+        #expect(truncate(filler, off_t(fileSize(filler) - (712 << 10))) == 0)
+        f.store.maintainSpace()
+        // Before: the disk never had the reserve and its headroom free, so puts waited for good.
+        #expect(f.store.reserveHeld)
+        try f.put([(ref("c", "small"), ["n": 1])])
+        try f.put([(ref("c", "big"), ["text": text])])
+        #expect(f.store.takeSpaceNotices().contains { $0.message.contains("of free pages in the database") })
+    }
+
+    @Test(
+        "on a full disk with the reserve used up, a delete whose WAL write-back a reader's snapshot holds is refused at once, naming the reader; once the reader is done, deletes commit"
+    )
+    func writeBackWaitsForNoReader() throws {
+        let f = try Fixture { c in
+            let state = (c.roots[0] as NSString).deletingLastPathComponent + "/state"
+            if !Tmpfs.mount(state, mib: 8) { Issue.record("mount: errno \(errno)") }
+            c.reserve = 0
+        }
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let text = JSONValue.string(String(repeating: "v", count: 3000))
+        try f.put((0..<50).map { (ref("c", "k\($0)"), ["text": text]) })
+        #expect(try f.store.checkpoint())
+        // Frames in the WAL, which the reader reads; the same pages, so no growth of the file,
+        // and as many blocks as the deletes need once the WAL starts over.
+        let other = JSONValue.string(String(repeating: "w", count: 3000))
+        try f.put((0..<50).map { (ref("c", "k\($0)"), ["text": other]) })
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let ended = DispatchSemaphore(value: 0)
+        let store: Store = f.store, key = ref("c", "k0")
+        Thread {
+            _ = try? store.read { r in
+                _ = try r.get(key)
+                holding.signal()
+                release.wait()
+            }
+            ended.signal()
+        }.start()
+        holding.wait()
+        Tmpfs.fill(f.dir + "/state/filler")
+        // Before: the write-back waited the pool's busy timeout (10 s) for the reader, holding
+        // the writer, then failed with the plain "disk full".
+        let refused = expectCode(.storageFull) {
+            try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k1")) }
+        }
+        release.signal()
+        ended.wait()
+        #expect(refused?.message.contains("a reader holds the WAL") == true, "\(refused?.message ?? "")")
+        try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k1")) }
+        try f.store.write(freesSpace: true) { try $0.delete(ref("c", "k2")) }
+        #expect(try !f.exists(ref("c", "k1")) && !f.exists(ref("c", "k2")))
+    }
+
+    @Test(
+        "on a full disk deletes go on after the reserve is used up: the WAL is written back and starts over in its own blocks"
+    )
+    func deletesGoOnPastTheReserve() throws {
+        let f = try fixtureOnTmpfs(mib: 8)  // a reserve of 512 KiB: 128 pages of WAL
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let text = JSONValue.string(String(repeating: "v", count: 300))
+        let refs = (0..<600).map { ref("c", "k\($0)") }
+        for chunk in stride(from: 0, to: refs.count, by: 200) {
+            try f.put(refs[chunk..<chunk + 200].map { ($0, ["text": text]) })
+        }
+        #expect(try f.store.checkpoint())  // an empty WAL: every page a commit writes needs new blocks
+        Tmpfs.fill(f.dir + "/state/filler")
+        // One commit each: together far more WAL than the reserve holds. Today: storage_full
+        // once the reserve is used up.
+        for r in refs { try f.store.write(freesSpace: true) { try $0.delete(r) } }
+        #expect(try refs.allSatisfy { try !f.exists($0) })
+        #expect(
+            f.store.takeSpaceNotices().contains {
+                $0.message.contains("wrote the WAL back so that a delete can commit")
+            })
+    }
+
+    @Test(
+        "vacuum without room on the disk for the compacted copy is refused up front, saying what it needs, and the disk is left as it was"
+    )
+    func vacuumRefusedWithoutRoom() throws {
+        let f = try fixtureOnTmpfs(mib: 8)
+        defer { Tmpfs.unmount(f.dir + "/state") }
+        let text = JSONValue.string(String(repeating: "v", count: 100_000))
+        try f.put((0..<20).map { (ref("c", "k\($0)"), ["text": text]) })  // about 2 MiB in use
+        #expect(try f.store.checkpoint())
+        let filler = f.dir + "/state/filler"
+        Tmpfs.fill(filler)
+        #expect(truncate(filler, off_t(fileSize(filler) - (1 << 20))) == 0)  // 1 MiB free
+        let before = (fileSize(f.dbPath), fileSize(f.dbPath + "-wal"), freeBytes(f.dir + "/state"))
+        let refused = expectCode(.storageFull) { try f.store.vacuum() }
+        #expect(refused?.message.contains("vacuum needs") == true, "\(refused?.message ?? "")")
+        // Today: the VACUUM fills the free MiB with its WAL and fails.
+        #expect((fileSize(f.dbPath), fileSize(f.dbPath + "-wal"), freeBytes(f.dir + "/state")) == before)
+        #expect(truncate(filler, 0) == 0)
+        _ = try f.store.vacuum()
     }
 }

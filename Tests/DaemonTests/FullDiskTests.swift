@@ -176,6 +176,114 @@ struct FullDiskTests {
         d.close()
         #expect(h.stop() == 0)
     }
+
+    @Test(
+        "a disk the database's values filled: after most objects are deleted, puts come back within seconds; vacuum without room is refused up front, saying what it needs"
+    )
+    func putsComeBackAfterDeletesAndVacuumRefused() throws {
+        let h = try DaemonHarness(start: false)
+        let disk = h.dir + "/disk"
+        #expect(Tmpfs.mount(disk, mib: 8))
+        defer { Tmpfs.unmount(disk) }
+        let (_, database) = try onDisk(h, disk)
+        try h.start()
+        let c = try h.client()
+        let value: JSONValue = ["text": .string(String(repeating: "v", count: 100_000))]
+        var n = 0
+        fill: while n < 200 {
+            do { _ = try c.putObject("v", "k\(n)", value) } catch {
+                #expect("\(error)".contains("full"), "\(error)")
+                break fill
+            }
+            n += 1
+        }
+        #expect(n > 20 && n < 200, "\(n) puts")
+        // The disk at 0: the deletes meet it, and the reserve goes to them. The WAL written
+        // back first: growth of the file left in it would need blocks (assetd(8), FULL DISK).
+        _ = try c.call("checkpoint")
+        let filler = disk + "/filler"
+        Tmpfs.fill(filler)
+        for i in 0..<n * 3 / 4 { _ = try c.deleteObject("v", "k\(i)") }
+        #expect(!h.exists(database + ".ballast"), "the deletes met the full disk")
+        // Something else keeps the disk nearly full: room for the reserve and 200 KiB.
+        Tmpfs.fill(filler)
+        var st = stat()
+        #expect(stat(filler, &st) == 0 && truncate(filler, st.st_size - (712 << 10)) == 0)
+        // Today: refused for good, the disk never having the reserve and its headroom free.
+        #expect(eventually(timeout: 60) { h.log.contains("allocated the reserve \(database).ballast") }, "\(h.log)")
+        _ = try c.putObject("v", "again", value)
+        #expect(h.exists(database + ".ballast"))
+
+        Tmpfs.fill(filler)
+        let free = freeBytes(disk)
+        let wal = stat(database + "-wal", &st) == 0 ? st.st_size : 0
+        let refused = expectRPCError(Code.application, "storage_full") { () throws(ClientError) in
+            try c.call("vacuum")
+        }
+        #expect(refused?.message.contains("vacuum needs") == true, "\(String(describing: refused))")
+        // The space check may truncate the WAL meanwhile: free space only grows.
+        #expect(freeBytes(disk) >= free, "the disk is left as it was")
+        #expect(stat(database + "-wal", &st) != 0 || st.st_size <= wal, "the WAL did not grow")
+        c.close()
+        #expect(h.stop() == 0)
+    }
+}
+
+/// A put for collection "c" with `value`.
+private func put(_ key: String, _ value: JSONValue) -> JSONValue {
+    ["collection": "c", "key": .string(key), "value": value]
+}
+
+@Suite(.enabled(if: Tmpfs.available, "mounting a tmpfs needs CAP_SYS_ADMIN"))
+struct FullDiskBatchTests {
+    private let folders = TempFolders(prefix: "assetd-fullbatch-")
+
+    @Test(
+        "on a nearly full disk, one client's put too large for the room left fails alone: the small puts of other uids in its batch commit in that round"
+    )
+    func largePutFailsAlone() throws {
+        let dir = try folders.make()
+        #expect(Tmpfs.mount(dir, mib: 16))  // a reserve of 1 MiB
+        defer { Tmpfs.unmount(dir) }
+        let root = dir + "/root"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let store = try Store(path: dir + "/db.sqlite", configuration: StoreConfiguration(roots: [root]))
+        defer { store.close() }
+        #expect(try store.checkpoint())
+        let filler = dir + "/filler"
+        Tmpfs.fill(filler)
+        var st = stat()
+        #expect(stat(filler, &st) == 0 && truncate(filler, st.st_size - (1 << 20)) == 0)  // 1 MiB free
+        store.maintainSpace()  // space is low: puts check the file's growth
+        func ctx(_ uid: UInt32) -> MethodContext {
+            MethodContext(
+                store: store, caller: Caller(uid: uid, userName: "u\(uid)", isAdmin: true), enforceOwnership: false)
+        }
+        let inputs =
+            [(put("big", ["text": .string(String(repeating: "b", count: 800_000))]), ctx(1000))]
+            + (1...3).map { (put("s\($0)", ["n": 1]), ctx(1000 + UInt32($0))) }
+        var taken = false
+        let done = PutBatch.run(store) { () -> [(Int, Params, MethodContext)] in
+            defer { taken = true }
+            return taken ? [] : inputs.indices.map { ($0, Params(inputs[$0].0), inputs[$0].1) }
+        }
+        // Before: the batch and its retry failed at commit, and the uids that had run twice
+        // waited for the next batch.
+        #expect(done.deferred.isEmpty, "deferred: \(done.deferred)")
+        let results = Dictionary(uniqueKeysWithValues: done.results.map { ($0.0, $0.1) })
+        if case .failure(let e)? = results[0] {
+            #expect(e.message.contains("must grow by"), "\(e.message)")
+        } else {
+            Issue.record("the large put did not fail: \(String(describing: results[0]))")
+        }
+        for i in 1...3 {
+            guard case .success? = results[i] else {
+                Issue.record("small put \(i): \(String(describing: results[i]))")
+                continue
+            }
+        }
+        #expect(try store.read { r in try (1...3).allSatisfy { try r.get(ref("c", "s\($0)")) != nil } })
+    }
 }
 
 @Suite struct ReserveConfigTests {

@@ -233,6 +233,7 @@ extension Store {
     /// truncates the WAL). Returns `{bytes_before, bytes_after}`: database plus WAL.
     public func vacuum() throws -> JSONValue {
         try checkWritable()
+        try checkRoomForVacuum()
         let before = Store.fileSize(path) + Store.fileSize(path + "-wal")
         try checkpointing("vacuum") { db in
             try db.execute(sql: "VACUUM")
@@ -240,6 +241,28 @@ extension Store {
         }
         let after = Store.fileSize(path) + Store.fileSize(path + "-wal")
         return .object(["bytes_before": .int(before), "bytes_after": .int(after)])
+    }
+
+    /// VACUUM builds the compacted copy in memory (temp_store) and writes it whole through
+    /// the WAL, which is on the database's disk: without room for it, it would fill the disk
+    /// and fail, leaving the WAL it grew. Refused up front instead, saying how much it needs:
+    /// the pages in use, with their frame headers, and 1 MiB to spare (assetd(8), FULL DISK).
+    func checkRoomForVacuum() throws {
+        let (used, pageSize) = try read { r in
+            let row = try Row.fetchOne(
+                r.db,
+                sql: "SELECT page_count - freelist_count AS used, page_size"
+                    + " FROM pragma_page_count, pragma_freelist_count, pragma_page_size")
+            return (row?["used"] as Int64? ?? 0, row?["page_size"] as Int64? ?? 4096)
+        }
+        let need = used * (pageSize + 24) + (1 << 20)
+        guard let space = reserve.space, space.free < need else { return }
+        func mib(_ bytes: Int64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+        throw StoreError(
+            .storageFull,
+            "vacuum needs \(mib(need)) free on the disk holding \(path) (it writes the compacted database,"
+                + " \(mib(used * pageSize)), through the write-ahead log) and there are \(mib(space.free)):"
+                + " free space on that disk first; meanwhile puts reuse the database's free pages")
     }
 
     /// The size of a file, 0 if there is none.

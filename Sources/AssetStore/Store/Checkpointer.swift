@@ -234,6 +234,16 @@ final class Checkpointer: Sendable {
         return try body()
     }
 
+    /// Runs `body` on `handle` with no busy timeout, then sets it back to `milliseconds`: a
+    /// write-back that must wait for no reader (Store+Reserve.swift).
+    static func waitingForNoOne<T>(
+        _ handle: OpaquePointer?, after milliseconds: Int32, _ body: () throws -> T
+    ) rethrows -> T {
+        sqlite3_busy_timeout(handle, 0)
+        defer { sqlite3_busy_timeout(handle, milliseconds) }
+        return try body()
+    }
+
     /// Waits for a running checkpoint (tests; close).
     func drain() {
         queue.sync {}

@@ -171,7 +171,7 @@ public final class Store: Sendable {
 
         var config = Configuration()
         config.readonly = configuration.readOnly
-        config.busyMode = .timeout(10)
+        config.busyMode = .timeout(Double(Store.busyTimeoutMilliseconds) / 1000)
         Store.boundPageCaches()
         if let why = Store.foreignWAL(path) { throw StoreError(.conflict, why, detail: ["foreign_wal": true]) }
         // Looked at before the pool opens: GRDB writes a transaction into a missing or empty WAL.
@@ -332,6 +332,7 @@ public final class Store: Sendable {
                         tx = t
                         let value = try body(t)
                         let report = try t.finish()
+                        if !freesSpace { try checkGrowthRoom(db) }
                         result = Committed(value: value, report: report)
                     }
                     // Committed: publish definition changes before the next writer starts.
