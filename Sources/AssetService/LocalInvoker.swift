@@ -61,6 +61,10 @@ public final class LocalInvoker {
         // A file that is not a database already is refused, never given a fresh schema.
         sc.mustExist = true
         configuredDatabase = config.storePath
+        // Refused before the open writes anything (Store.restoreRefusal).
+        if restoring, let refusal = Store.restoreRefusal(databasePath, configuredSource: config.storePath) {
+            throw refusal
+        }
         // Another file than the config's database is a copy for unlinking: a cp, sqlite3
         // .backup or an older version's backup carries no mark, and its queue lists files
         // the live database may hold again.

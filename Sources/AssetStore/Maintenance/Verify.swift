@@ -97,7 +97,6 @@ extension Store {
         if options.deleteOrphans { try checkNotCopy("orphan deletion") }
         // Before any phase: a refused run changes nothing.
         if options.deleteOrphans && !options.force { try checkOrphanConsent() }
-        if options.deleteOrphans && options.sinceBackup { try releaseOrphanHold() }
         let run = VerifyRun(store: self, options: options, progress: progress)
         try run.danglingEdges()
         try run.missingFiles()
@@ -106,6 +105,9 @@ extension Store {
         try run.sharedFiles()
         try run.failingUnlinks()
         if options.orphans || options.deleteOrphans { try run.orphans() }
+        // Only once the pass that deleted the files changed since the backup has gone through:
+        // a run failing midway leaves the restore's hold on them (Store+Restore.swift).
+        if options.deleteOrphans && options.sinceBackup { try releaseOrphanHold() }
         return run.report
     }
 }
