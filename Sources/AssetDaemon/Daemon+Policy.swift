@@ -44,6 +44,9 @@ extension Daemon {
             try submit({ box.value = Result { try store.enforce() } }) { [unowned self] in
                 maintenance.end(claim)
                 switch box.value {
+                case .success(let plan)? where plan.heldByRestore:
+                    logger.notice(
+                        "policy run skipped: a restore's hold lasts until `assetctl sweep --release-restore`")
                 case .success(let plan)?:
                     logChanges(
                         of: Daemon.policyTimerRun, plan.commits, bytes: plan.bytes)

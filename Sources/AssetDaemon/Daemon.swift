@@ -29,6 +29,10 @@ public final class Daemon {
     private(set) var server: ControlServer!
     private var signals: [SignalWatcher] = []
     private var sweepTimer: EventLoop.Timer?
+    /// What systemd's start timeout is extended by before the check of a crash's WAL: 10 min,
+    /// about 50 GB read cold at the 9.5 s per 533 MB measured (docs/PERFORMANCE.md).
+    static let walCheckTimeoutExtension = 600_000_000
+
     /// Runs `store.enforce()` every policy.interval while `[policy]` is configured.
     var policyTimer: EventLoop.Timer?
     /// Every `store.access_flush`: writes the access times touches left in memory.
@@ -95,6 +99,16 @@ public final class Daemon {
         if access(config.storePath, F_OK) != 0, case let problems = config.rootBindingProblems(), !problems.isEmpty {
             for p in problems { logger.error("\(p)") }
             return 78
+        }
+        // After a crash the open reads the whole database through the WAL it left (quick_check,
+        // assetd(8)): on a large cold store that outlasts systemd's start timeout, so it is said
+        // and the timeout extended before it begins.
+        if let wal = try? FileManager.default.attributesOfItem(atPath: config.storePath + "-wal")[.size] as? Int,
+            wal > 0
+        {
+            let line = "checking the WAL a crash left (\(wal) bytes): reads the whole database once"
+            logger.notice("\(config.storePath)-wal: \(line)")
+            SystemdNotify.send("STATUS=\(line)\nEXTEND_TIMEOUT_USEC=\(Daemon.walCheckTimeoutExtension)")
         }
         do {
             let rebuilds = RebuildLog(logger)

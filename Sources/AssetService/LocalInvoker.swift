@@ -65,6 +65,10 @@ public final class LocalInvoker {
         sc.mustExist = true
         configuredDatabase = config.storePath
         sc.lockHolder = "assetctl"  // another --db that finds it held skips its maintenance run
+        // Refused before the open writes anything (Store.restoreRefusal).
+        if restoring, let refusal = Store.restoreRefusal(databasePath, configuredSource: config.storePath) {
+            throw refusal
+        }
         // Another file than the config's database is a copy for unlinking: a cp, sqlite3
         // .backup or an older version's backup carries no mark, and its queue lists files
         // the live database may hold again.

@@ -160,4 +160,42 @@ import Testing
         #expect(h.exists(old))
         #expect(h.stop() == 0)
     }
+
+    @Test("restore refuses a backup where it lies, and a -wal beside the file, writing nothing")
+    func restoreInPlaceWithoutWAL() throws {
+        let h = try DaemonHarness()
+        let c = try h.client()
+        try c.putObject("c", "a")
+        let backup = h.dir + "/backup.sqlite"
+        #expect(try h.assetctl("backup", backup).status == 0)
+        try c.putObject("c", "b")
+        h.stop(signal: SIGKILL)
+        #expect((size(h.database + "-wal") ?? 0) > 0, "the crash left its WAL")
+        let before = try Data(contentsOf: URL(fileURLWithPath: backup))
+        let lying = try ctl(["--db", backup, "--config", h.configPath, "restore", "--force"])
+        #expect(lying.status != 0 && lying.stderr.contains("Put the copy in place"), "\(lying.stdout)\(lying.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: backup)) == before && size(backup + "-wal") == nil)
+        let database = try Data(contentsOf: URL(fileURLWithPath: h.database))
+        let wal = try ctl(["--db", h.database, "--config", h.configPath, "restore", "--force"])
+        let named = wal.stderr.contains("-wal (") && wal.stderr.contains("remove")
+        #expect(wal.status != 0 && named, "\(wal.stdout)\(wal.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: h.database)) == database, "the log was read in")
+    }
+
+    @Test("--db on another program's SQLite file (even with a meta table) refuses it before writing anything")
+    func foreignSQLite() throws {
+        let h = try DaemonHarness()
+        #expect(h.stop() == 0)
+        let foreign = h.dir + "/state/other.sqlite"
+        let sql = "CREATE TABLE meta(key TEXT, value); INSERT INTO meta VALUES ('a', 1);"
+        let made = try runProcess("/usr/bin/sqlite3", [foreign, sql])
+        #expect(made.status == 0, "\(made.stderr)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: foreign))
+        for args in [["ls", "c"], ["restore", "--force"]] {
+            let r = try ctl(["--db", foreign, "--config", h.configPath] + args)
+            #expect(r.status != 0 && r.stderr.contains("not an assetd one"), "\(r.stdout)\(r.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: foreign)) == before, "the file was written")
+            for side in ["-wal", "-shm", ".lock", ".ballast"] { #expect(size(foreign + side) == nil, "\(side) made") }
+        }
+    }
 }

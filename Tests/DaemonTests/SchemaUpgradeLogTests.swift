@@ -74,6 +74,24 @@ import AssetStoreTestSupport
         #expect(status < ready)
         #expect(sent[ready].contains("STATUS=serving"), "\(sent)")
     }
+
+    @Test("a start after a crash says it checks the WAL left, in its log and to systemd, extending the timeout")
+    func crashWALCheckSaysSo() throws {
+        let h = try DaemonHarness()
+        try h.client().putObject("c", "a")
+        h.stop(signal: SIGKILL)
+        let fd = try notifySocket(h.dir + "/notify.sock")
+        defer { close(fd) }
+        h.environment["NOTIFY_SOCKET"] = h.dir + "/notify.sock"
+        try h.start()
+        #expect(h.log.contains("checking the WAL a crash left"), "\(h.log)")
+        let sent = datagrams(fd)
+        let status = try #require(sent.firstIndex { $0.hasPrefix("STATUS=checking the WAL") }, "\(sent)")
+        #expect(sent[status].contains("EXTEND_TIMEOUT_USEC="), "\(sent)")
+        let ready = try #require(sent.firstIndex { $0.hasPrefix("READY=1") }, "\(sent)")
+        #expect(status < ready)
+        #expect(h.stop() == 0)
+    }
 }
 
 /// The upgrade on a nearly full state disk (a 32 MiB tmpfs; CAP_SYS_ADMIN).

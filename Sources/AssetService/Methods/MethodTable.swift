@@ -120,7 +120,7 @@ public enum MethodTable {
         "watch": Method(.loop, needsDaemon: true, run: watch),
         "unwatch": Method(.loop, needsDaemon: true, run: unwatch),
         "stats": Method(.pool, run: stats),
-        "sweep": Method(.pool, run: sweep),
+        "sweep": Method(.pool, adminForm: sweepRelease, run: sweep),
         "pending": Method(.pool, run: pending),
         "pending.forget": Method(.pool, adminOnly: true, run: pendingForget),
         "shutdown": Method(.loop, adminOnly: true, needsDaemon: true, run: shutdown),

@@ -76,7 +76,7 @@ extension VerifyRun {
     func identityChanged(_ r: RecordedFile, _ state: FileState) -> String? {
         let root = store.roots.nearestRoot(of: r.path) ?? ""
         identities[root, default: RootIdentities()].checked += 1
-        let deviceNow = store.deviceNow(r.device)
+        let deviceNow = store.deviceNow(r.device, path: r.path)
         if r.isSame(state, deviceNow: deviceNow) { return nil }
         let claim = RowClaim(text: r.claim)
         if claim != .none {
@@ -257,7 +257,7 @@ extension WriteTransaction {
             return .refused("\(error.message): not adopted")
         }
         guard state.exists else { return .vanished }  // the next verify reports it missing
-        let deviceNow = store.deviceNow(r.device)
+        let deviceNow = store.deviceNow(r.device, path: r.path)
         if r.isSame(state, deviceNow: deviceNow) { return .vanished }
         guard let mtime = r.mtime, state.size == r.size, state.mtime == mtime else {
             return .refused("its size or modification time is not the registered one's: not adopted")

@@ -102,7 +102,9 @@ extension VerifyRun {
                     let old = store.clocks.read().olderThan(store.configuration.orphanGrace)
                     // After a restore: a file changed since the backup (within the grace before it,
                     // as the pass would have judged it then) may be a lost write's (Store+Restore.swift).
-                    let heldAfter = store.orphansHeldAfter.map { $0 - store.configuration.orphanGrace }
+                    // `--since-backup` deletes them; the hold ends once this pass has gone through.
+                    let heldAfter =
+                        options.sinceBackup ? nil : store.orphansHeldAfter.map { $0 - store.configuration.orphanGrace }
                     for (i, f) in unknown.enumerated() {
                         if let heldAfter, f.changed >= heldAfter {
                             out[i] = .refused(

@@ -114,7 +114,6 @@ extension Store {
         if options.deleteOrphans, let why = markerReplaced() {
             throw StoreError(.conflict, why, detail: ["root_binding": "replaced"])
         }
-        if options.deleteOrphans && options.sinceBackup { try releaseOrphanHold() }
         let run = VerifyRun(store: self, options: options, progress: progress)
         try run.danglingEdges()
         try run.missingFiles()
@@ -123,6 +122,9 @@ extension Store {
         try run.sharedFiles()
         try run.failingUnlinks()
         if options.orphans || options.deleteOrphans { try run.orphans() }
+        // Only once the pass that deleted the files changed since the backup has gone through:
+        // a run failing midway leaves the restore's hold on them (Store+Restore.swift).
+        if options.deleteOrphans && options.sinceBackup { try releaseOrphanHold() }
         return run.report
     }
 }

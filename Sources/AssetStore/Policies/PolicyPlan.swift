@@ -92,6 +92,8 @@ public struct PolicyPlan: Sendable {
 
     /// The floors the `min_free` steps applied in place of one out of reach (MinFreeCap.swift).
     public var minFreeCaps: [MinFreeCap] = []
+    /// A real run that deleted nothing because a restore's hold lasts (Store+Restore.swift).
+    public var heldByRestore = false
 
     public init(dryRun: Bool) { self.dryRun = dryRun }
 
@@ -109,6 +111,7 @@ public struct PolicyPlan: Sendable {
         if truncated { o["truncated"] = true }
         if oversized > 0 { o["oversized"] = .int(Int64(oversized)) }
         if !minFreeCaps.isEmpty { o["min_free_caps"] = .array(minFreeCaps.map(\.json)) }
+        if heldByRestore { o["held_by_restore"] = true }
         return .object(o)
     }
 }

@@ -14,9 +14,20 @@ extension Store {
     public func enforce(
         dryRun: Bool = false, dryRunBatches: Int? = nil, progress: (@Sendable (PolicyProgress) -> Void)? = nil
     ) throws -> PolicyPlan {
-        try freeingSpace(dryRun ? nil : "a policy run") {
+        if !dryRun, let paused = pausedByRestore() { return paused }
+        return try freeingSpace(dryRun ? nil : "a policy run") {
             try enforceOnce(dryRun: dryRun, dryRunBatches: dryRunBatches, progress: progress)
         }
+    }
+
+    /// While a restore holds the copy's queued unlinks, a real run deletes nothing: an object of
+    /// the copy it would delete may hold a file a put lost by the restore took again, and its
+    /// row would be queued past the hold (Store+Restore.swift; assetctl(1), restore).
+    func pausedByRestore() -> PolicyPlan? {
+        guard state.withLock({ $0.restoreHold?.queueThrough }) != nil else { return nil }
+        var plan = PolicyPlan(dryRun: false)
+        plan.heldByRestore = true
+        return plan
     }
 
     private func enforceOnce(
@@ -58,6 +69,7 @@ extension Store {
     ) throws -> PolicyPlan {
         guard bytes != nil || owner != nil else { throw StoreError(.invalidParams, "evict needs bytes, owner or both") }
         if let bytes, bytes <= 0 { throw StoreError(.invalidParams, "bytes must be positive") }
+        if !dryRun, let paused = pausedByRestore() { return paused }
         return try freeingSpace(dryRun ? nil : "an eviction") {
             try evictOnce(bytes: bytes, owner: owner, dryRun: dryRun, dryRunBatches: dryRunBatches, progress: progress)
         }
@@ -91,7 +103,8 @@ extension Store {
         collection: String?, olderThan: Double?, idle: Double?, dryRun: Bool = false, dryRunBatches: Int? = nil,
         progress: (@Sendable (PolicyProgress) -> Void)? = nil
     ) throws -> PolicyPlan {
-        try freeingSpace(dryRun ? nil : "an expiry") {
+        if !dryRun, let paused = pausedByRestore() { return paused }
+        return try freeingSpace(dryRun ? nil : "an expiry") {
             try expireOnce(
                 collection: collection, olderThan: olderThan, idle: idle, dryRun: dryRun, dryRunBatches: dryRunBatches,
                 progress: progress)

@@ -2,7 +2,7 @@
 // made live again, and what the live database did after the backup that the copy cannot know.
 // A file the copy queued may have been taken again by a put acknowledged after the backup,
 // and the files of such puts are orphans to the copy: the copy's queued unlinks are held
-// until an admin runs `sweep`, and the orphan pass keeps files changed since the backup
+// (and policy runs paused) until an admin runs `sweep --release-restore`, and the orphan pass keeps files changed since the backup
 // (less files.orphan_grace) until `verify --delete-orphans --since-backup`. The commit
 // counter moves past any number the source gave after the backup (docs/DESIGN.md, The unlink pipeline, item 8).
 
@@ -19,7 +19,7 @@ public struct RestoreOutcome: Sendable {
     public var nextCommit: Int64
     /// When the backup was taken (wall seconds); nil when the copy does not say.
     public var taken: Double?
-    /// Queued unlinks held until an admin's sweep.
+    /// Queued unlinks held until an admin's `sweep --release-restore`.
     public var held: Int
     /// The highest queue row id held.
     var heldThrough: Int64?
@@ -89,11 +89,10 @@ extension Store {
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?), (?, ?)",
                     arguments: [Store.restoredKey, record, Store.restoreOrphansKey, taken ?? 0])
-                if let heldThrough {
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                        arguments: [Store.restoreHeldQueueKey, heldThrough])
-                }
+                // Set with an empty queue too: it also pauses policy runs (Store+Policies.swift).
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    arguments: [Store.restoreHeldQueueKey, heldThrough ?? 0])
                 return .success(
                     RestoreOutcome(
                         mark: mark, commit: commit, nextCommit: next, taken: taken, held: held, heldThrough: heldThrough
@@ -104,7 +103,7 @@ extension Store {
         try syncWAL(force: true)
         state.withLock {
             $0.copyMark = nil
-            $0.restoreHold = RestoreHold(queueThrough: outcome.heldThrough, orphansAfter: outcome.taken ?? 0)
+            $0.restoreHold = RestoreHold(queueThrough: outcome.heldThrough ?? 0, orphansAfter: outcome.taken ?? 0)
         }
         return outcome
     }
@@ -144,9 +143,10 @@ extension Store {
         var holds = [String]()
         if queue != nil {
             holds.append(
-                "\(held) unlinks the copy queued are held until an admin runs `assetctl sweep` (a file a put"
-                    + " acknowledged after the backup took again would go: see `assetctl pending`, and"
-                    + " `assetctl forget` the ones to keep)")
+                "\(held) unlinks the copy queued are held, and policy runs, evict and expire delete nothing,"
+                    + " until an admin runs `assetctl sweep --release-restore` (a file a put acknowledged after"
+                    + " the backup took again would go: see `assetctl pending`, and `assetctl forget` the ones"
+                    + " to keep)")
         }
         if orphans != nil {
             holds.append(
@@ -159,7 +159,8 @@ extension Store {
         }
     }
 
-    /// Ends the hold of the restore on its queued unlinks (an admin's `sweep`).
+    /// Ends the hold of the restore on its queued unlinks and policy runs (an admin's
+    /// `sweep --release-restore`; a plain sweep, as the shipped cron runs as root, never does).
     func releaseQueueHold() throws {
         guard state.withLock({ $0.restoreHold?.queueThrough }) != nil else { return }
         try Store.mapErrors {
@@ -187,6 +188,45 @@ extension Store {
     /// Orphans changed after this are kept (the backup's time), nil: no hold.
     var orphansHeldAfter: Double? { state.withLock { $0.restoreHold?.orphansAfter } }
 
+    /// Why `path` may not be restored, looked at before it is opened (nothing written yet): not
+    /// a database, not the config's `store.path` (`force` never passes it: a restore done
+    /// where the backup lies turns its header to WAL mode, so once copied beside a crash's
+    /// log the guard that tells a copy by its rollback header no longer sees it), or a
+    /// non-empty `-wal` beside it (the live database's crash log, whose pages the open would
+    /// mix into the copy's: quick_check does not see every such mix).
+    public static func restoreRefusal(_ path: String, configuredSource: String) -> StoreError? {
+        if let why = notADatabase(path) { return StoreError(.conflict, why, detail: ["not_a_database": true]) }
+        if let refusal = notInPlace(path, configuredSource) { return refusal }
+        // A running daemon's -wal is its live log: never one to tell the admin to remove.
+        let lockFD = Glibc.open(realName(path) + ".lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        if lockFD >= 0 {
+            defer { Glibc.close(lockFD) }
+            if flock(lockFD, LOCK_SH | LOCK_NB) != 0 {
+                return StoreError(.busy, "\(path) is open in assetd or another process: stop it, then restore")
+            }
+        }
+        let wal = fileSize(path + "-wal")
+        guard wal <= 0 else {
+            return StoreError(
+                .conflict,
+                "\(path)-wal (\(wal) bytes) lies beside \(path): nothing restored. A restore never reads a"
+                    + " log in: one left by the live database's crash would mix its pages with the copy's. With"
+                    + " assetd stopped, remove \(path)-wal and \(path)-shm, then run restore again",
+                detail: ["wal_beside": true])
+        }
+        return nil
+    }
+
+    static func notInPlace(_ path: String, _ configuredSource: String) -> StoreError? {
+        guard realName(path) != realName(configuredSource) else { return nil }
+        return StoreError(
+            .conflict,
+            "\(path) is not this config's store.path \(configuredSource): nothing restored. Put the copy in"
+                + " place first (with assetd stopped: remove the -wal and -shm beside store.path, copy the"
+                + " backup over it), then run restore on store.path",
+            detail: ["not_in_place": true])
+    }
+
     // MARK: opens that must not make a database
 
     /// Why `path` is no database to open for `assetctl --db` (nil: it may be one). SQLite
@@ -205,7 +245,9 @@ extension Store {
         if st.st_size > 0, pread(fd, &magic, 16, 0) != 16 || magic != Array("SQLite format 3\0".utf8) {
             return "\(path) is not an SQLite database, so not an assetd database; nothing was written to it"
         }
-        return nil
+        guard st.st_size > 0, !hasAssetdSchema(path) else { return nil }
+        return "\(path) is an SQLite database but not an assetd one (no meta table, or no migration v1 in"
+            + " grdb_migrations); nothing was written to it"
     }
 }
 

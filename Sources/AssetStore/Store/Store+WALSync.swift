@@ -283,4 +283,30 @@ extension Store {
             + " disk damaged it. Nothing was written. With assetd stopped: if a copy was put in place, remove"
             + " \(path)-wal and \(path)-shm and open it again; otherwise restore the last backup"
     }
+
+    /// Whether the database at `path`, read through a read-only connection before the lock,
+    /// the reserve and the pool (which would switch it to WAL mode for good), has assetd's
+    /// schema; true when it cannot be told (the open then names the trouble itself).
+    static func hasAssetdSchema(_ path: String) -> Bool {
+        var h: OpaquePointer?
+        defer { sqlite3_close_v2(h) }
+        guard sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {
+            return true
+        }
+        sqlite3_busy_timeout(h, 10_000)
+        func count(_ sql: String) -> Int64? {
+            var s: OpaquePointer?
+            defer { sqlite3_finalize(s) }
+            guard sqlite3_prepare_v2(h, sql, -1, &s, nil) == SQLITE_OK, sqlite3_step(s) == SQLITE_ROW else {
+                return nil
+            }
+            return sqlite3_column_int64(s, 0)
+        }
+        guard
+            let tables = count(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'grdb_migrations')")
+        else { return true }
+        guard tables == 2 else { return false }
+        return (count("SELECT COUNT(*) FROM grdb_migrations WHERE identifier = 'v1'") ?? 1) > 0
+    }
 }

@@ -38,6 +38,8 @@ public struct SweepReport: Sendable {
     public var undetermined: [(path: String, why: String)] = []
     /// Rows still queued after the sweep.
     public var pending: Int = 0
+    /// Among them, those a restore holds until `sweep --release-restore` (Store+Restore.swift).
+    public var held: Int = 0
 }
 
 extension Store {
@@ -68,7 +70,7 @@ extension Store {
     /// with `files.skip_open` a file some process has open, is deferred: it stays queued
     /// without counting an attempt, due again when the lease lapses or ten seconds later.
     /// The unlinks a restored copy queued are held (Store+Restore.swift) unless
-    /// `releasingRestoreHold` (an admin's `sweep`), which ends that hold for good.
+    /// `releasingRestoreHold` (an admin's `sweep --release-restore`), which ends that hold for good.
     public func sweep(
         retryFailed: Bool = false, releasingRestoreHold: Bool = false, batch: Int = 1000
     ) throws -> SweepReport {
@@ -89,6 +91,11 @@ extension Store {
         // Rows up to this id are a restored copy's, held (Store+Restore.swift).
         let held = heldQueueThrough
         var report = SweepReport()
+        if held > 0 {
+            report.held = try read { r in
+                try Int.fetchOne(r.db, sql: "SELECT COUNT(*) FROM unlink_queue WHERE id <= ?", arguments: [held]) ?? 0
+            }
+        }
         let clock = clocks.read()
         // A bound that cannot be written now (a full disk: it frees nothing, so it may not take
         // the reserve) leaves rows later than they need be, never sooner: the sweep, which

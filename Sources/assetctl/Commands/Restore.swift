@@ -3,7 +3,8 @@
 // deletes orphans, and assetd refuses to start on it: its queue may list files the live
 // database holds again. The restore removes the mark, checks the copy is a backup of the
 // config's store.path, moves the commit counter past the source's, and holds the copy's
-// queued unlinks and the orphans changed since the backup until an admin says otherwise.
+// queued unlinks (and policy runs) and the orphans changed since the backup until an admin
+// says otherwise. Only the config's store.path is restored, never beside a non-empty -wal.
 
 import ArgumentParser
 import AssetStore
@@ -35,8 +36,8 @@ struct RestoreCommand: ParsableCommand {
         ])
         root.emit(result) { _ in
             "restored: no longer a backup copy (" + (r.mark ?? "a copy made otherwise, at commit \(r.commit)")
-                + "); commits go on from \(r.nextCommit); \(r.held) queued unlinks of the copy held until"
-                + " `assetctl sweep`, orphans changed since the backup kept until"
+                + "); commits go on from \(r.nextCommit); \(r.held) queued unlinks of the copy held, and policy"
+                + " runs paused, until `assetctl sweep --release-restore`, orphans changed since the backup kept until"
                 + " `assetctl verify --delete-orphans --since-backup`\n"
         }
     }
