@@ -96,7 +96,9 @@ public final class Daemon {
         }
         // A database about to be created: a root another database bound, or full of files,
         // is refused before an empty database is left at store.path (assetd(8), ROOTS).
-        if access(config.storePath, F_OK) != 0, case let problems = config.rootBindingProblems(), !problems.isEmpty {
+        if access(config.storePath, F_OK) != 0, case let problems = config.rootBindingProblems().refusals,
+            !problems.isEmpty
+        {
             for p in problems { logger.error("\(p)") }
             return 78
         }

@@ -80,9 +80,9 @@ extension DaemonConfig {
         return warnings
     }
 
-    /// What start would refuse about the roots' markers (Store+RootBinding.swift), for
-    /// --check-config.
-    public func rootBindingProblems() -> [String] {
+    /// What start would refuse about the roots' markers, and what roots it would start
+    /// unbound (Store+RootBinding.swift), for --check-config.
+    public func rootBindingProblems() -> (refusals: [String], warnings: [String]) {
         Store.rootBindingProblems(database: storePath, roots: roots, adopt: adoptRoots)
     }
 

@@ -2,7 +2,8 @@
 // here: the Glibc module exports none of them. A kernel without statx (before 4.11) gets
 // fstatat; one without STATX_MNT_ID (before 5.8) gets the mount id from /proc/self/fdinfo
 // through an O_PATH descriptor; one without openat2 (before 5.6) has every probe walk. And
-// renameat2, which the Glibc module does not export either, for a backup's final name.
+// renameat2, which the Glibc module does not export either, for a backup's final name; and
+// O_TMPFILE (a macro Swift does not import), for a root's marker.
 #define _GNU_SOURCE
 #include "file_identity.h"
 
@@ -265,4 +266,8 @@ int assetd_has_access_acl(int pathfd) {
 
 int assetd_rename_noreplace(const char *from, const char *to) {
     return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
+int assetd_open_tmpfile(const char *dir, unsigned int mode) {
+    return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, (mode_t)mode);
 }

@@ -86,11 +86,13 @@ struct AssetdCommand: ParsableCommand {
         if checkConfig {
             // What start would refuse about the roots' markers (assetd(8), ROOTS).
             let bindings = settings.rootBindingProblems()
-            if !bindings.isEmpty {
-                for b in bindings { FileHandle.standardError.write(Data("assetd: \(b)\n".utf8)) }
+            if !bindings.refusals.isEmpty {
+                for b in bindings.refusals { FileHandle.standardError.write(Data("assetd: \(b)\n".utf8)) }
                 throw ExitCode(78)
             }
-            for w in readOnlyRoots + settings.accessWarnings + settings.limitWarnings + settings.policyWarnings {
+            for w in readOnlyRoots + bindings.warnings + settings.accessWarnings + settings.limitWarnings
+                + settings.policyWarnings
+            {
                 FileHandle.standardError.write(Data("assetd: warning: \(w)\n".utf8))
             }
             print(settings.summary.joined(separator: "\n"))

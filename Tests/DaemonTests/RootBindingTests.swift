@@ -1,6 +1,7 @@
 // One database per root (assetd(8), ROOTS): a second daemon on a root another one serves is
 // refused, and so is a database that is not the one a root's marker names (store.path changed
-// without moving the database), or a new one over a root full of files it never saw; an
+// without moving the database); a new one over a root full of files it never saw starts with
+// the root unbound; an
 // upgraded deployment (no marker, no database id) starts and gets its marker, and the marker
 // is never an orphan.
 
@@ -94,20 +95,26 @@ import Testing
         #expect(typo.status == 64 && typo.stderr.contains("not one of files.roots"), "\(typo.stderr)")
     }
 
-    @Test("a new database over an unmarked root full of files exits 78 and deletes nothing; --adopt-root starts")
+    @Test("a new database over an unmarked root full of files starts unbound: orphans kept until --adopt-root")
     func newDatabaseOverFiles() throws {
         let h = try DaemonHarness(filesSection: "orphan_grace = \"0s\"", start: false)
         let f = try h.makeFile("old/f1")
-        for extra in [["--check-config"], []] {
-            let r = try startOnce(h.configPath, extra)
-            #expect(r.status == 78, "\(extra): \(r.stderr)")
-            #expect(r.stderr.contains("root \(h.root) holds files but no .assetd-root"), "\(r.stderr)")
-        }
+        age(f)
+        let check = try startOnce(h.configPath, ["--check-config"])
+        #expect(check.status == 0 && check.stderr.contains("root \(h.root) would start unbound"), "\(check.stderr)")
+        try h.start()
+        #expect(h.log.contains("ROOT NOT BOUND: \(h.root): it holds files but no .assetd-root"), "\(h.log)")
+        let refused = try h.assetctl("verify", "--delete-orphans", "--force")
+        let words = "refusing to delete orphans under \(h.root)"
+        #expect(refused.status != 0 && refused.stderr.contains(words), "\(refused.stderr)")
         #expect(h.exists(f) && !h.exists(marker(h)))
+        #expect(h.stop() == 0)
         try h.start(arguments: ["--config", h.configPath, "--adopt-root", h.root])
         #expect(markerText(h).contains("database "), "\(markerText(h))")
         #expect(h.stop() == 0)
         try h.start()  // bound now: the next start needs no flag
+        #expect(try h.assetctl("verify", "--delete-orphans", "--force").status == 0)
+        #expect(!h.exists(f))
     }
 
     @Test("an upgrade: a database without an id and a root without a marker start, and the root gets its marker")

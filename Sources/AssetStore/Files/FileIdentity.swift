@@ -143,6 +143,10 @@ func reopen(pathFD: Int32, flags: Int32) -> Int32 { assetd_reopen_path_fd(pathFD
 /// ENOSYS where the filesystem or kernel has no such rename). See file_identity.h.
 func renameNoReplace(_ from: String, _ to: String) -> Int32 { assetd_rename_noreplace(from, to) }
 
+/// An unnamed file open read-write in the folder `dir` (O_TMPFILE, which Swift does not
+/// import), or -1 with errno (EOPNOTSUPP where the filesystem cannot make one).
+func openTemporaryFile(in dir: String, mode: mode_t) -> Int32 { assetd_open_tmpfile(dir, UInt32(mode)) }
+
 enum FileGeneration {
     // O_NOATIME (uapi fcntl.h), not exported by the Glibc module.
     private static let noAccessTime: Int32 = 0o1000000

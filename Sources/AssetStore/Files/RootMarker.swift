@@ -1,10 +1,11 @@
 // The marker that binds a managed root to one database (assetd(8), ROOTS; docs/DESIGN.md,
 // "One database per root"): `.assetd-root` at the root's top names the database's id, and the
 // process that writes through that database holds an flock on it. Another database's
-// orphan pass would take every file of the root for its own orphans: a root served by another
-// live assetd, or bound to another database, is refused before anything is unlinked there.
-// The file is made under a temporary name, written, locked, then linked into place, so no
-// one ever reads it half written or finds it unlocked while its maker runs.
+// orphan pass would take every file of the root for its own orphans: that is the only harm,
+// so a marker only the daemon's user (or root) could have made and can lock may refuse a
+// start; anything else at the name only bars orphan deletion under that root. The file is
+// made unnamed (O_TMPFILE), written, locked, then linked into place, so no one ever reads it
+// half written or finds it unlocked while its maker runs; mode 0600, so no client can lock it.
 
 import Glibc
 
@@ -12,6 +13,8 @@ import Glibc
 public enum RootMarker {
     /// The file's name in the root.
     public static let fileName = ".assetd-root"
+    /// The name as a path ends with it.
+    static let nameBelow = "/" + fileName
     /// The first line: what the file is.
     static let header = "# assetd root marker: this folder is a managed root of the database named below."
 
@@ -44,15 +47,25 @@ public enum RootMarker {
         return content.database.isEmpty ? nil : content
     }
 
-    /// True for the marker and the temporary names it is made under, at `root`'s top: never
-    /// an orphan.
-    static func isMarker(_ path: [UInt8], roots: [String]) -> Bool {
-        roots.contains { root in
-            let prefix = Array((root + "/" + fileName).utf8)
-            guard path.starts(with: prefix) else { return false }
-            let rest = path[prefix.count...]
-            return rest.isEmpty || (rest.first == UInt8(ascii: ".") && !rest.contains(UInt8(ascii: "/")))
+    /// True for the marker at `root`'s top (its exact name only): never an orphan, never
+    /// registered.
+    static func isMarker<S: Collection<UInt8>>(_ path: S, roots: [String]) -> Bool {
+        roots.contains { root in (root + "/" + fileName).utf8.elementsEqual(path) }
+    }
+
+    /// Why the file `st` describes is no marker to trust, or nil: a regular file of the
+    /// daemon's user or root, one link, writable by no group or other. Anything else a client
+    /// may have made or linked there.
+    static func distrust(_ st: stat) -> String? {
+        let kind = st.st_mode & S_IFMT
+        if kind != S_IFREG {
+            let names = [S_IFLNK: "a symlink", S_IFDIR: "a directory", S_IFIFO: "a FIFO"]
+            return names[kind] ?? "not a regular file"
         }
+        if st.st_uid != geteuid() && st.st_uid != 0 { return "owned by uid \(st.st_uid), not by assetd's user" }
+        if st.st_nlink != 1 { return "a file with \(st.st_nlink) links" }
+        if st.st_mode & 0o022 != 0 { return "writable by its group or others" }
+        return nil
     }
 
     /// Reads at most 4 KiB of the open marker.
@@ -63,43 +76,76 @@ public enum RootMarker {
         return parse(String(decoding: bytes[..<n], as: UTF8.self))
     }
 
-    /// Makes the marker of `root` naming `database` under a temporary name, locks it and puts it
+    /// Makes the marker of `root` naming `database` unnamed (O_TMPFILE), locks it and puts it
     /// in place: linked (never replacing one another process made meanwhile: `.exists`), or,
-    /// with `replace`, renamed over the one there. The locked descriptor, or the errno and call
-    /// that failed.
+    /// with `replace`, linked under a random name and renamed over what is there (a symlink
+    /// is replaced, not followed; a directory is not: EISDIR). A filesystem without O_TMPFILE
+    /// gets the file made under a random name first. The locked descriptor, or the errno and
+    /// call that failed.
     static func create(
         in root: String, database: String, store: String, replace: Bool
     ) -> CreateOutcome {
         let path = root + "/" + fileName
-        let temporary = path + ".\(getpid()).new"
-        unlink(temporary)  // left by a crash of this pid's earlier namesake
-        let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return .failed("open \(temporary)", errno) }
+        var fd = openTemporaryFile(in: root, mode: 0o600)
+        var named: String?  // the random name the file has, when made or linked under one
+        if fd < 0 && [EOPNOTSUPP, EISDIR, EINVAL].contains(errno) {
+            let temporary = path + "." + randomToken() + ".new"
+            fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { named = temporary }
+        }
+        guard fd >= 0 else { return .failed("open \(root) with O_TMPFILE", errno) }
+        func fail(_ call: String, _ e: Int32) -> CreateOutcome {
+            if let named { unlinkIfSame(named, fd) }
+            close(fd)
+            return .failed(call, e)
+        }
         let bytes = Array(render(database: database, store: store).utf8)
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         if n != bytes.count || fsync(fd) != 0 {
-            let e = n < 0 || n == bytes.count ? errno : EIO
-            close(fd)
-            unlink(temporary)
-            return .failed("write \(temporary)", e)
+            return fail("write the marker of \(root)", n < 0 || n == bytes.count ? errno : EIO)
         }
-        fchmod(fd, 0o644)  // readable by admins whatever the umask: it only names the database
+        fchmod(fd, 0o600)  // only assetd's user may open it, so only it may lock it
         // Fresh: nobody else can hold it. A file system without locks still gets the marker.
         let locked = flock(fd, LOCK_EX | LOCK_NB) == 0
-        let placed = replace ? rename(temporary, path) : link(temporary, path)
-        let e = errno
-        if !replace { unlink(temporary) }
-        guard placed == 0 else {
-            if replace { unlink(temporary) }
-            close(fd)
-            return e == EEXIST ? .exists : .failed(replace ? "rename \(temporary)" : "link \(temporary)", e)
+        if replace && named == nil {
+            let temporary = path + "." + randomToken() + ".new"
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
+                return fail("link \(temporary)", errno)
+            }
+            named = temporary
         }
+        let placed: Int32
+        if let named {
+            placed = replace ? rename(named, path) : link(named, path)
+        } else {
+            placed = linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW)
+        }
+        let e = errno
+        if placed != 0 {
+            let failed = fail(replace ? "rename over \(path)" : "link \(path)", e)
+            return e == EEXIST && !replace ? .exists : failed
+        }
+        if let named, !replace { unlinkIfSame(named, fd) }
         let dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir >= 0 {
             fsync(dir)  // the marker's name durable: a crash must not lose the binding
             close(dir)
         }
         return .made(fd, locked: locked)
+    }
+
+    /// Unlinks `path` only while it is still the file open as `fd`: a client may have put
+    /// its own file there meanwhile.
+    private static func unlinkIfSame(_ path: String, _ fd: Int32) {
+        var mine = stat()
+        var there = stat()
+        guard fstat(fd, &mine) == 0, lstat(path, &there) == 0 else { return }
+        if mine.st_dev == there.st_dev && mine.st_ino == there.st_ino { unlink(path) }
+    }
+
+    /// 64 random bits as hex: a name no one can foresee.
+    private static func randomToken() -> String {
+        String(UInt64.random(in: .min ... .max), radix: 16)
     }
 
     /// What `create` did.
@@ -109,33 +155,55 @@ public enum RootMarker {
         case failed(String, Int32)
     }
 
-    /// The pid holding an flock on the file open as `fd`, read from /proc/locks (a lock taken
-    /// on another machine through NFS is not listed there); nil when it cannot be told.
-    static func holder(of fd: Int32) -> Int32? {
+    /// The pids holding an flock on the file open as `fd`, read from /proc/locks (a lock
+    /// taken on another machine through NFS is not listed there); empty when none is seen.
+    static func holders(of fd: Int32) -> [Int32] {
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
+        guard fstat(fd, &st) == 0 else { return [] }
         let dev = UInt64(st.st_dev)
         let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff))
         let minor = (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff))
-        let wanted = String(major, radix: 16) + ":" + String(minor, radix: 16) + ":\(st.st_ino)"
-        guard let file = fopen("/proc/locks", "r") else { return nil }
+        guard let file = fopen("/proc/locks", "r") else { return [] }
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        var out = [Int32]()
+        while getline(&line, &capacity, file) > 0, let line {
+            // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; lines "1: -> FLOCK" are waiters.
+            let fields = String(cString: line).split(separator: " ")
+            guard fields.count >= 6, fields[1] == "FLOCK" else { continue }
+            let id = fields[5].split(separator: ":")
+            guard id.count == 3, UInt64(id[0], radix: 16) == major, UInt64(id[1], radix: 16) == minor,
+                UInt64(id[2]) == UInt64(st.st_ino), let pid = Int32(fields[4])
+            else { continue }
+            out.append(pid)
+        }
+        return out
+    }
+
+    /// The effective uid `pid` runs as (/proc/PID/status), nil when it cannot be told (gone,
+    /// or in another pid namespace).
+    static func uid(of pid: Int32) -> uid_t? {
+        guard pid > 0, let file = fopen("/proc/\(pid)/status", "r") else { return nil }
         defer { fclose(file) }
         var line: UnsafeMutablePointer<CChar>?
         var capacity = 0
         defer { free(line) }
         while getline(&line, &capacity, file) > 0, let line {
-            // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; lines " -> " are waiters.
-            let fields = String(cString: line).split(separator: " ")
-            guard fields.count >= 6, fields[1] == "FLOCK", fields[2] != "->" else { continue }
-            let id = fields[5].split(separator: ":")
-            guard id.count == 3, let ma = UInt64(id[0], radix: 16), let mi = UInt64(id[1], radix: 16) else {
-                continue
-            }
-            if String(ma, radix: 16) + ":" + String(mi, radix: 16) + ":" + id[2] == wanted {
-                return Int32(fields[4])
-            }
+            let text = String(cString: line)
+            guard text.hasPrefix("Uid:") else { continue }
+            let ids = text.split(whereSeparator: { $0 == "\t" || $0 == " " || $0 == "\n" })
+            return ids.count >= 3 ? uid_t(ids[2]) : nil
         }
         return nil
+    }
+
+    /// Of `pids`, those running as assetd's user or root: another assetd (or an admin's tool)
+    /// that a start must not run beside. Any other holder is a client, which must not keep
+    /// the daemon down.
+    static func trustedHolders(_ pids: [Int32]) -> [Int32] {
+        pids.filter { pid in uid(of: pid).map { $0 == geteuid() || $0 == 0 } ?? false }
     }
 
     /// True when `root`'s top holds anything but the folder's own tag, a file system's
@@ -153,7 +221,6 @@ public enum RootMarker {
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             if [".", "..", CacheDirectoryTag.fileName, "lost+found", fileName].contains(name) { continue }
-            if name.hasPrefix(fileName + ".") { continue }
             let below = Array((root + "/" + name).utf8)
             if roots.contains(where: { r in
                 let r = Array(r.utf8)

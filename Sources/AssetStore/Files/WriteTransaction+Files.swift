@@ -98,12 +98,19 @@ extension WriteTransaction {
 }
 
 extension WriteTransaction {
-    /// Refuses (`unsafe_path`) a file that is one of the store's own by device and inode, the
+    /// Refuses (`unsafe_path`) a root's marker (assetd(8), ROOTS), and a file that is one of
+    /// the store's own by device and inode, the
     /// database or its write-ahead log seen below a root through a bind mount of its folder
     /// or a hard link: deleting its holder would unlink it (assetd(8), Managed roots). The
     /// config checks refuse such a layout at start; this is the last guard. One compare for
     /// a file on another device than the database's.
     func refuseStoreFile(_ path: String, _ state: FileState) throws(StoreError) {
+        // A root's marker (RootMarker.swift): registered, its holder's delete would unlink it.
+        if path.hasSuffix(RootMarker.nameBelow), RootMarker.isMarker(path.utf8, roots: store.roots.paths) {
+            throw StoreError(
+                .unsafePath, "\(path) is a root's marker, which binds the root to its database: it is never registered",
+                detail: .string(path))
+        }
         guard state.exists, let device = state.device, let inode = state.inode, device == store.ownDevice else {
             return
         }

@@ -65,7 +65,7 @@ extension VerifyRun {
                 // The database and its companions may live under a root: never orphans.
                 if let p = f.path, own.contains(Array(p.utf8)) || tags.contains(Array(p.utf8)) { return }
                 // Nor is its marker (RootMarker.swift), which binds the root to this database.
-                if let p = f.path, RootMarker.isMarker(Array(p.utf8), roots: store.roots.paths) { return }
+                if let p = f.path, RootMarker.isMarker(p.utf8, roots: store.roots.paths) { return }
                 // A root nested in another is walked as itself: each file is judged once.
                 if let p = f.path, store.roots.nearestRoot(of: p) != root { return }
                 if ownIDs.contains(FileID(device: f.device, inode: f.inode)) { return }

@@ -110,9 +110,10 @@ extension Store {
         }
         // Before any phase: a refused run changes nothing.
         if options.deleteOrphans && !options.force { try checkOrphanConsent() }
-        // Not even with force: another daemon may have bound the root since (Store+RootBinding.swift).
-        if options.deleteOrphans, let why = markerReplaced() {
-            throw StoreError(.conflict, why, detail: ["root_binding": "replaced"])
+        // Not even with force: a root not bound, or bound by another daemon since, may hold another
+        // database's files (Store+RootBinding.swift).
+        if options.deleteOrphans, let why = orphanDeletionBar() {
+            throw StoreError(.conflict, why, detail: ["root_binding": "unbound"])
         }
         let run = VerifyRun(store: self, options: options, progress: progress)
         try run.danglingEdges()

@@ -1,21 +1,28 @@
 // One database per root (assetd(8), ROOTS; docs/DESIGN.md, "One database per root"): every
 // writable open of the configured database binds each root to it through the root's marker
-// (RootMarker.swift), before anything is unlinked there. A root another live process holds,
-// or whose marker names another database, is refused; so is a root full of files that this
-// database, registering none, has never seen (store.path changed without moving the
-// database), unless adopted (`assetd --adopt-root`). A root without a marker under a
-// database that registers files (an upgrade) gets one.
+// (RootMarker.swift), before anything is unlinked there. A trusted marker another live assetd
+// of this user (or root) holds, or one naming another database, is refused (exit 78). What a
+// client could have made or can lock never refuses a start: a root whose marker is missing
+// (under files this database never saw), untrusted, or locked by another user's process
+// starts unbound, and `verify --delete-orphans` is refused there until `assetd --adopt-root`.
+// A root without a marker under a database that registers files (an upgrade) gets one.
 
 import GRDB
 import Glibc
 import Synchronization
 
-/// The markers a store holds locked (closing them releases the flocks).
+/// The markers a store holds locked (closing them releases the flocks), and why each root
+/// not held locked may have no orphan deleted.
 final class RootLocks: Sendable {
     /// The open marker per root, and its device and inode when opened.
     let held: [(root: String, fd: Int32, device: UInt64, inode: UInt64)]
+    /// Per root not bound, or bound without a lock: why.
+    let unbound: [String: String]
 
-    init(_ held: [(root: String, fd: Int32, device: UInt64, inode: UInt64)]) { self.held = held }
+    init(_ held: [(root: String, fd: Int32, device: UInt64, inode: UInt64)], unbound: [String: String]) {
+        self.held = held
+        self.unbound = unbound
+    }
 
     deinit { for h in held { Glibc.close(h.fd) } }
 }
@@ -60,8 +67,11 @@ extension Store {
             state.withLock {
                 $0.openWarnings.append(
                     "the disk holding \(path) is full: the database has no id yet, so its roots are not bound to it"
-                        + " (assetd(8), ROOTS); they are at the next start")
+                        + " and orphans are not deleted (assetd(8), ROOTS); they are bound at the next start")
             }
+            let why = "the database had no id at start (full disk)"
+            let unbound = Dictionary(uniqueKeysWithValues: roots.paths.map { ($0, why) })
+            rootLocks.withLock { $0 = RootLocks([], unbound: unbound) }
             return
         }
         let registersNothing = try read { r in
@@ -70,88 +80,133 @@ extension Store {
                 ?? true
         }
         var held = [(root: String, fd: Int32, device: UInt64, inode: UInt64)]()
+        var unbound = [String: String]()
         do {
             for root in roots.paths {
                 let adopt = Store.names(configuration.adoptRoots, root)
-                guard let fd = try bind(root, id: id, adopt: adopt, registersNothing: registersNothing) else {
-                    continue
+                switch try bind(root, id: id, adopt: adopt, registersNothing: registersNothing) {
+                case .bound(let fd, let locked):
+                    var st = stat()
+                    fstat(fd, &st)
+                    held.append((root, fd, UInt64(st.st_dev), UInt64(st.st_ino)))
+                    if !locked { unbound[root] = "its \(RootMarker.fileName) could not be locked" }
+                case .unbound(let why):
+                    unbound[root] = why
+                    state.withLock {
+                        $0.openWarnings.append(
+                            "ROOT NOT BOUND: \(root): \(why). Orphans are not deleted there (verify --delete-orphans"
+                                + " refuses) until it is bound: check the root, then start once with"
+                                + " `assetd --adopt-root \(root)` (assetd(8), ROOTS)")
+                    }
+                case .missing:
+                    unbound[root] = "it was missing at start"
                 }
-                var st = stat()
-                fstat(fd, &st)
-                held.append((root, fd, UInt64(st.st_dev), UInt64(st.st_ino)))
             }
         } catch {
             for h in held { Glibc.close(h.fd) }
             throw error
         }
-        rootLocks.withLock { $0 = RootLocks(held) }
+        rootLocks.withLock { $0 = RootLocks(held, unbound: unbound) }
     }
 
-    /// Binds one root; the marker's descriptor to keep (its flock with it), nil when the root
-    /// is missing or cannot take a marker (a warning says so).
-    private func bind(_ root: String, id: String, adopt: Bool, registersNothing: Bool) throws(StoreError) -> Int32? {
+    /// What binding one root gave.
+    private enum Binding {
+        /// Its marker open (locked, where the filesystem could), kept for as long as the store.
+        case bound(Int32, locked: Bool)
+        /// Not bound: why (a warning says so; orphan deletion is refused there).
+        case unbound(String)
+        /// No root there (judged elsewhere).
+        case missing
+    }
+
+    /// Binds one root (see the top of the file).
+    private func bind(_ root: String, id: String, adopt: Bool, registersNothing: Bool) throws(StoreError) -> Binding {
         let marker = root + "/" + RootMarker.fileName
-        func warn(_ why: String) {
-            state.withLock {
-                $0.openWarnings.append(
-                    "root \(root) is not bound to this database (\(why)): another database's daemon on it would not be"
-                        + " refused (assetd(8), ROOTS)")
+        // Made afresh over whatever is there (--adopt-root); a directory is left to the admin.
+        func adoptBy(replacing what: String) throws(StoreError) -> Binding? {
+            switch RootMarker.create(in: root, database: id, store: self.path, replace: true) {
+            case .made(let made, let locked): return .bound(made, locked: locked)
+            case .exists: return nil
+            case .failed(let call, let e):
+                throw refusal(
+                    root, "adopt_failed",
+                    "cannot adopt root \(root): its \(RootMarker.fileName) is \(what) and \(call) failed:"
+                        + " \(errnoDescription(e))\(e == EISDIR || e == ENOTEMPTY || e == EEXIST ? "; remove that directory, then start again" : "")"
+                        + " (assetd(8), ROOTS)")
             }
         }
         for _ in 0..<3 {
-            // Read-write where it may: an exclusive lock on NFS needs a file open for writing.
-            var fd = Glibc.open(marker, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-            if fd < 0 && [EROFS, EACCES, EPERM].contains(errno) {
-                fd = Glibc.open(marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-            }
-            if fd < 0 {
+            // Looked at before it is opened: a FIFO or a device is never opened.
+            var seen = stat()
+            if lstat(marker, &seen) != 0 {
                 let e = errno
-                if e == ENOENT {
-                    var st = stat()
-                    guard stat(root, &st) == 0 else { return nil }  // a missing root: judged elsewhere
-                    if registersNothing && !adopt && RootMarker.holdsEntries(root, roots: roots.paths) {
-                        throw refusal(
-                            root, "unbound",
-                            "root \(root) holds files but no \(RootMarker.fileName), and this database (\(describe(id)))"
-                                + " registers no file: was store.path changed without moving the database? Point"
-                                + " store.path at the database that registered them; to manage these files with this"
-                                + " database, start once with `assetd --adopt-root \(root)` (assetd(8), ROOTS)")
-                    }
-                    switch RootMarker.create(in: root, database: id, store: self.path, replace: false) {
-                    case .made(let made, let locked):
-                        if !locked { warn("\(marker) cannot be locked: \(errnoDescription(errno))") }
-                        return made
-                    case .exists: continue  // made meanwhile: judged as any other
-                    case .failed(let call, let e):
-                        warn("\(call): \(errnoDescription(e))")
-                        return nil
-                    }
+                guard e == ENOENT else { return .unbound("\(marker) cannot be looked at: \(errnoDescription(e))") }
+                var st = stat()
+                guard stat(root, &st) == 0 else { return .missing }
+                if registersNothing && !adopt && RootMarker.holdsEntries(root, roots: roots.paths) {
+                    return .unbound(
+                        "it holds files but no \(RootMarker.fileName), and this database (\(describe(id))) registers"
+                            + " none: if store.path changed without moving the database, point it back at the one that"
+                            + " registered them")
                 }
-                if e == ELOOP {
-                    throw refusal(root, "not_a_file", "\(marker) is a symlink: remove it (assetd(8), ROOTS)")
+                switch RootMarker.create(in: root, database: id, store: self.path, replace: false) {
+                case .made(let made, let locked): return .bound(made, locked: locked)
+                case .exists: continue  // made meanwhile: judged as any other
+                case .failed(let call, let e): return .unbound("\(call): \(errnoDescription(e))")
                 }
-                warn("open \(marker): \(errnoDescription(e))")
-                return nil
+            }
+            if let why = RootMarker.distrust(seen) {
+                if adopt, let b = try adoptBy(replacing: why) { return b }
+                if adopt { continue }
+                return .unbound("its \(RootMarker.fileName) is \(why): a client may have put it there")
+            }
+            // Read-write where it may: an exclusive lock on NFS needs a file open for writing.
+            var fd = Glibc.open(marker, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+            if fd < 0 && [EROFS, EACCES, EPERM].contains(errno) {
+                fd = Glibc.open(marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+            }
+            guard fd >= 0 else {
+                if [ENOENT, ELOOP, ENXIO, EISDIR].contains(errno) { continue }  // changed since the look
+                return .unbound("open \(marker): \(errnoDescription(errno))")
             }
             var st = stat()
-            guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            guard fstat(fd, &st) == 0, st.st_dev == seen.st_dev, st.st_ino == seen.st_ino else {
                 Glibc.close(fd)
-                throw refusal(root, "not_a_file", "\(marker) is not a regular file: remove it (assetd(8), ROOTS)")
+                continue  // replaced since the look
             }
             // Held first, before the ids are compared: another live daemon with this very
             // database (a copy of it) is refused too.
+            var locked = true
             if flock(fd, LOCK_EX | LOCK_NB) != 0 {
                 let e = errno
                 if e == EWOULDBLOCK {
-                    let why = Store.heldMessage(root, fd)
+                    let pids = RootMarker.holders(of: fd)
+                    if !RootMarker.trustedHolders(pids).isEmpty {
+                        let why = Store.heldMessage(root, fd, pids: RootMarker.trustedHolders(pids))
+                        Glibc.close(fd)
+                        throw refusal(root, "held", why)
+                    }
                     Glibc.close(fd)
-                    throw refusal(root, "held", why)
+                    let who = pids.map { "pid \($0) (uid \(RootMarker.uid(of: $0).map { String($0) } ?? "?"))" }
+                    if adopt, let b = try adoptBy(replacing: "locked by another user's process") { return b }
+                    if adopt { continue }
+                    return .unbound(
+                        "its \(RootMarker.fileName) is locked by \(who.isEmpty ? "a process not seen in /proc/locks" : who.joined(separator: ", ")),"
+                            + " not by an assetd of this user")
                 }
                 // NFS without a lock manager (ENOLCK), a file open read-only on NFS (EBADF).
-                warn("\(marker) cannot be locked: \(errnoDescription(e))")
+                locked = false
+                state.withLock {
+                    $0.openWarnings.append(
+                        "\(marker) cannot be locked (\(errnoDescription(e))): another daemon on root \(root) would"
+                            + " not be refused, so orphans are not deleted there (assetd(8), ROOTS)")
+                }
             }
             let content = RootMarker.read(fd)
-            if content?.database == id { return fd }
+            if content?.database == id {
+                if st.st_mode & 0o077 != 0 { fchmod(fd, 0o600) }  // made 0644 by an earlier version
+                return .bound(fd, locked: locked)
+            }
             guard adopt else {
                 Glibc.close(fd)
                 let named = Store.named(content)
@@ -162,25 +217,15 @@ extension Store {
                         + " store.path back at it; to bind the root to this database deliberately, once the other is"
                         + " stopped for good, start once with `assetd --adopt-root \(root)` (assetd(8), ROOTS)")
             }
-            switch RootMarker.create(in: root, database: id, store: self.path, replace: true) {
-            case .made(let made, _):
-                Glibc.close(fd)
-                return made
-            case .exists:
-                Glibc.close(fd)
-                continue
-            case .failed(let call, let e):
-                Glibc.close(fd)
-                throw refusal(root, "adopt_failed", "cannot adopt root \(root): \(call): \(errnoDescription(e))")
-            }
+            Glibc.close(fd)
+            if let b = try adoptBy(replacing: "another database's") { return b }
         }
-        warn("\(marker) kept changing while being read")
-        return nil
+        return .unbound("\(marker) kept changing while being read")
     }
 
     /// The refusal of a root whose marker, open as `fd`, another process holds locked.
-    static func heldMessage(_ root: String, _ fd: Int32) -> String {
-        let pid = RootMarker.holder(of: fd)
+    static func heldMessage(_ root: String, _ fd: Int32, pids: [Int32]) -> String {
+        let pid = pids.first
         let other = RootMarker.read(fd)?.store.map { " with the database \($0)" } ?? ""
         return "root \(root) is served by another assetd\(pid.map { " (pid \($0))" } ?? "")\(other): two daemons on"
             + " one root delete each other's files as orphans; give each its own roots (files.roots; assetd(8), ROOTS)"
@@ -213,12 +258,23 @@ extension Store {
         }.joined()
     }
 
-    /// Why orphans must not be deleted under a root this store bound: its marker is no longer
-    /// the file it holds locked (removed or replaced since, so another daemon may hold the new
-    /// one), or nil.
-    func markerReplaced() -> String? {
-        guard let locks = rootLocks.withLock({ $0 }) else { return nil }
-        for h in locks.held {
+    /// Why orphans must not be deleted under some root, or nil: a store that binds roots
+    /// deletes orphans only under a root whose marker it holds locked and that is still the
+    /// file it locked (not removed or replaced since, so that another daemon may hold the
+    /// new one).
+    func orphanDeletionBar() -> String? {
+        guard configuration.bindRoots && !configuration.readOnly else { return nil }
+        let locks = rootLocks.withLock { $0 }
+        for root in roots.paths {
+            if let why = locks?.unbound[root] ?? (locks == nil ? "it was not bound at start" : nil) {
+                return "refusing to delete orphans under \(root): it is not bound to this database (\(why)), so its"
+                    + " files may be another database's; check it, then start once with `assetd --adopt-root \(root)`"
+                    + " (assetd(8), ROOTS)"
+            }
+            guard let h = locks?.held.first(where: { $0.root == root }) else {
+                return "refusing to delete orphans under \(root): it was not bound at start (added since, or missing"
+                    + " then); restart assetd to bind it (assetd(8), ROOTS)"
+            }
             var st = stat()
             let path = h.root + "/" + RootMarker.fileName
             if lstat(path, &st) != 0 || UInt64(st.st_dev) != h.device || UInt64(st.st_ino) != h.inode {
@@ -232,11 +288,14 @@ extension Store {
 }
 
 extension Store {
-    /// What a start would refuse about the roots' markers, judged without opening the store
-    /// to write nor locking anything (`assetd --check-config`): a marker naming another
-    /// database than the one at `database`, or files in an unmarked root that database
-    /// (missing, or registering none) never saw. A database that cannot be read is not judged.
-    public static func rootBindingProblems(database: String, roots: [String], adopt: [String]) -> [String] {
+    /// What a start would refuse about the roots' markers (`refusals`: exit 78) and what it
+    /// would start unbound (`warnings`), judged without opening the store to write nor
+    /// locking anything (`assetd --check-config`; the lock's holders are read from
+    /// /proc/locks): a trusted marker naming another database than the one at `database`, or
+    /// held by another process of assetd's user. A database that cannot be read is not judged.
+    public static func rootBindingProblems(
+        database: String, roots: [String], adopt: [String]
+    ) -> (refusals: [String], warnings: [String]) {
         var id: String?
         var registersNothing = true
         if access(database, F_OK) == 0 {
@@ -253,43 +312,60 @@ extension Store {
                         ?? true
                     return (id, empty)
                 })
-            else { return [] }
+            else { return ([], []) }
             try? queue.close()
             id = found
             registersNothing = empty
         }
-        guard let normal = try? ManagedRoots(roots) else { return [] }
-        var out = [String]()
+        guard let normal = try? ManagedRoots(roots) else { return ([], []) }
+        var refusals = [String]()
+        var warnings = [String]()
+        func unbound(_ root: String, _ why: String) {
+            warnings.append(
+                "root \(root) would start unbound (\(why)): orphans are not deleted there until"
+                    + " `assetd --adopt-root \(root)` (assetd(8), ROOTS)")
+        }
         for root in normal.paths.reversed() {
             if names(adopt, root) { continue }
             let marker = root + "/" + RootMarker.fileName
-            let fd = Glibc.open(marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-            if fd >= 0 {
-                let content = RootMarker.read(fd)
-                // Held by a live process: this very database's daemon (a check before a reload)
-                // or another one, which start refuses before comparing ids.
-                let held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
-                defer { Glibc.close(fd) }
-                if let content, content.database == id { continue }
-                if held {
-                    out.append(heldMessage(root, fd))
-                    continue
+            var seen = stat()
+            guard lstat(marker, &seen) == 0 else {
+                if errno == ENOENT, registersNothing, RootMarker.holdsEntries(root, roots: normal.paths) {
+                    unbound(
+                        root,
+                        "it holds files but no \(RootMarker.fileName), and the database at \(database) registers no"
+                            + " file (or does not exist yet)")
                 }
-                let named = Store.named(content)
-                out.append(
-                    "root \(root) is bound to another database: its \(RootMarker.fileName) names \(named), not the one"
-                        + " at \(database)\(id == nil ? " (missing, or never opened by this version)" : ""). If"
-                        + " store.path changed, move that database (with its -wal) here or point store.path back at it;"
-                        + " to bind the root to this database deliberately, once the other is stopped for good, start"
-                        + " once with `assetd --adopt-root \(root)` (assetd(8), ROOTS)")
-            } else if errno == ENOENT, registersNothing, RootMarker.holdsEntries(root, roots: normal.paths) {
-                out.append(
-                    "root \(root) holds files but no \(RootMarker.fileName), and the database at \(database)"
-                        + " registers no file (or does not exist yet): was store.path changed without moving the"
-                        + " database? Point store.path at the database that registered them; to manage these files"
-                        + " with this database, start once with `assetd --adopt-root \(root)` (assetd(8), ROOTS)")
+                continue
             }
+            if let why = RootMarker.distrust(seen) {
+                unbound(root, "its \(RootMarker.fileName) is \(why)")
+                continue
+            }
+            let fd = Glibc.open(marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+            guard fd >= 0 else { continue }
+            defer { Glibc.close(fd) }
+            let content = RootMarker.read(fd)
+            let pids = RootMarker.holders(of: fd)
+            let trusted = RootMarker.trustedHolders(pids)
+            // Held by this very database's daemon (a check before a reload): fine.
+            if let content, content.database == id { continue }
+            if !trusted.isEmpty {
+                refusals.append(heldMessage(root, fd, pids: trusted))
+                continue
+            }
+            if !pids.isEmpty {
+                unbound(root, "its \(RootMarker.fileName) is locked by pid \(pids[0]), not an assetd of this user")
+                continue
+            }
+            let named = Store.named(content)
+            refusals.append(
+                "root \(root) is bound to another database: its \(RootMarker.fileName) names \(named), not the one"
+                    + " at \(database)\(id == nil ? " (missing, or never opened by this version)" : ""). If"
+                    + " store.path changed, move that database (with its -wal) here or point store.path back at it;"
+                    + " to bind the root to this database deliberately, once the other is stopped for good, start"
+                    + " once with `assetd --adopt-root \(root)` (assetd(8), ROOTS)")
         }
-        return out
+        return (refusals, warnings)
     }
 }

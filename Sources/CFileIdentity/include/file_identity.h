@@ -110,4 +110,9 @@ int assetd_probe_beneath(
 /// rename (NFS, many FUSE filesystems), ENOSYS before Linux 3.15.
 int assetd_rename_noreplace(const char *from, const char *to);
 
+/// An unnamed file open read-write in the folder `dir` (open with O_TMPFILE), to be linked
+/// into place once written. -1 with errno EOPNOTSUPP (or EISDIR, EINVAL before Linux 3.11)
+/// where the filesystem cannot make one.
+int assetd_open_tmpfile(const char *dir, unsigned int mode);
+
 #endif
