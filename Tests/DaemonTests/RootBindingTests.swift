@@ -33,6 +33,7 @@ import Testing
     @Test("a second daemon (another database, a copied config) on a root another one serves exits 78")
     func secondDaemonRefused() throws {
         let h = try DaemonHarness(filesSection: "orphan_grace = \"0s\"")
+        chmod(h.root, 0o1777)  // a cache root as shipped: no client moves another's entry there
         let held = try h.makeFile("held-by-first")
         #expect(try h.assetctl("put", "c", "k", "--file", held).status == 0)
         age(held)
@@ -58,9 +59,28 @@ import Testing
         #expect(h.exists(held))
     }
 
+    @Test("in a top folder any user may change (0777, no sticky bit) another's marker only unbinds the root")
+    func unguardedTopUnbinds() throws {
+        let h = try DaemonHarness(filesSection: "orphan_grace = \"0s\"")  // its root is 0777
+        let held = try h.makeFile("held-by-first")
+        #expect(try h.assetctl("put", "c", "k", "--file", held).status == 0)
+        #expect(h.stop() == 0)
+        // A client's rename could have put any root-owned file at the name: it never stops a start.
+        let second = h.dir + "/second.toml"
+        try h.configText(socket: h.dir + "/run/second.sock", database: h.dir + "/state2/assetd.sqlite")
+            .write(toFile: second, atomically: true, encoding: .utf8)
+        let check = try startOnce(second, ["--check-config"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stderr.contains("would start unbound") && check.stderr.contains("sticky"), "\(check.stderr)")
+        chmod(h.root, 0o1777)
+        #expect(try startOnce(second, ["--check-config"]).status == 78, "guarded: refused as before")
+        #expect(h.exists(held))
+    }
+
     @Test("store.path changed without moving the database: start and --check-config exit 78; --adopt-root binds")
     func storePathMoved() throws {
         let h = try DaemonHarness(filesSection: "orphan_grace = \"0s\"")
+        chmod(h.root, 0o1777)
         var files = [String]()
         for i in 1...3 {
             let f = try h.makeFile("f\(i)")
@@ -120,6 +140,7 @@ import Testing
     @Test("an upgrade: a database without an id and a root without a marker start, and the root gets its marker")
     func upgradeGetsMarker() throws {
         let h = try DaemonHarness(filesSection: "orphan_grace = \"0s\"")
+        chmod(h.root, 0o1777)
         let f = try h.makeFile("kept")
         #expect(try h.assetctl("put", "c", "k", "--file", f).status == 0)
         age(f)

@@ -68,6 +68,20 @@ public enum RootMarker {
         return nil
     }
 
+    /// Why the entries at the top of `root` could have been put there by another user (its
+    /// owner is neither root nor assetd's user, or its group or others may write it without
+    /// the sticky bit: a client could move another root's or a copied marker into place), or
+    /// nil. Only a marker such a folder guards may keep the daemon from starting.
+    static func unguardedTop(_ root: String) -> String? {
+        var st = stat()
+        guard stat(root, &st) == 0 else { return "it cannot be looked at" }
+        if st.st_uid != geteuid() && st.st_uid != 0 { return "its folder is owned by uid \(st.st_uid)" }
+        if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 {
+            return "its folder is writable by its group or others without the sticky bit (chmod +t)"
+        }
+        return nil
+    }
+
     /// Reads at most 4 KiB of the open marker.
     static func read(_ fd: Int32) -> Content? {
         var bytes = [UInt8](repeating: 0, count: 4096)

@@ -184,6 +184,8 @@ extension Store {
                     if !RootMarker.trustedHolders(pids).isEmpty {
                         let why = Store.heldMessage(root, fd, pids: RootMarker.trustedHolders(pids))
                         Glibc.close(fd)
+                        // A marker another user could have moved here never stops the start.
+                        if let open = RootMarker.unguardedTop(root) { return .unbound("\(why); and \(open)") }
                         throw refusal(root, "held", why)
                     }
                     Glibc.close(fd)
@@ -210,6 +212,14 @@ extension Store {
             guard adopt else {
                 Glibc.close(fd)
                 let named = Store.named(content)
+                // Unreadable, or in a top folder another user may change: a client could have
+                // put it there (moved another file over the name), so it only unbinds the root.
+                guard content != nil, RootMarker.unguardedTop(root) == nil else {
+                    return .unbound(
+                        "its \(RootMarker.fileName) names \(named), not this database (\(describe(id))), and"
+                            + " \(RootMarker.unguardedTop(root) ?? "cannot be read as a marker"): a client may have put"
+                            + " it there; `assetd --adopt-root \(root)` binds it deliberately")
+                }
                 throw refusal(
                     root, "other_database",
                     "root \(root) is bound to another database: its \(RootMarker.fileName) names \(named), this is"
@@ -345,13 +355,22 @@ extension Store {
             let fd = Glibc.open(marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
             guard fd >= 0 else { continue }
             defer { Glibc.close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0, st.st_dev == seen.st_dev, st.st_ino == seen.st_ino else {
+                unbound(root, "its \(RootMarker.fileName) changed while being looked at")
+                continue
+            }
             let content = RootMarker.read(fd)
             let pids = RootMarker.holders(of: fd)
             let trusted = RootMarker.trustedHolders(pids)
             // Held by this very database's daemon (a check before a reload): fine.
             if let content, content.database == id { continue }
+            // As at start: a marker another user could have moved here, or one that does not
+            // read as a marker, only unbinds the root.
+            let open = RootMarker.unguardedTop(root) ?? (content == nil ? "it cannot be read as a marker" : nil)
             if !trusted.isEmpty {
-                refusals.append(heldMessage(root, fd, pids: trusted))
+                let held = heldMessage(root, fd, pids: trusted)
+                if let open { unbound(root, held + "; and " + open) } else { refusals.append(held) }
                 continue
             }
             if !pids.isEmpty {
@@ -359,6 +378,10 @@ extension Store {
                 continue
             }
             let named = Store.named(content)
+            if let open {
+                unbound(root, "its \(RootMarker.fileName) names \(named), not this database, and \(open)")
+                continue
+            }
             refusals.append(
                 "root \(root) is bound to another database: its \(RootMarker.fileName) names \(named), not the one"
                     + " at \(database)\(id == nil ? " (missing, or never opened by this version)" : ""). If"
