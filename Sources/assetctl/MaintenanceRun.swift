@@ -136,6 +136,11 @@ extension Render {
                 + " capped at \(n("cap")) bytes, the cache keeping at most \(n("share")) bytes there\n"
         }
         if r["configured"] == false { out += "no [policy] is configured: nothing is evicted or expired\n" }
+        if r["held_by_restore"] == true {
+            out +=
+                "paused: the store was restored from a backup, and policy runs delete nothing until an admin"
+                + " runs `assetctl sweep --release-restore` (assetctl(1), restore)\n"
+        }
         return out
     }
 

@@ -42,6 +42,15 @@ import Testing
             #expect(size(empty) == 0, "a schema was written into the empty file")
             #expect(size(empty + "-wal") == nil && size(empty + ".ballast") == nil)
         }
+        // An empty file with a -wal beside it (a cp cut short beside a crash's log): the log is
+        // left as it is (an open would have had SQLite drop it).
+        let wal = Data(repeating: 7, count: 4096)
+        try wal.write(to: URL(fileURLWithPath: empty + "-wal"))
+        for args in [["restore"], ["ls", "c"]] {
+            let r = try ctl(["--db", empty, "--config", h.configPath] + args)
+            #expect(r.status != 0 && r.stderr.contains("not an assetd database"), "\(r.stdout)\(r.stderr)")
+            #expect(size(empty) == 0 && size(empty + "-wal") == 4096, "\(args)")
+        }
         let live = try ctl(["--db", h.database, "--config", h.configPath, "restore"])
         #expect(live.status != 0 && live.stderr.contains("not a backup copy"), "\(live.stdout)\(live.stderr)")
         let forced = try ctl(["--db", h.database, "--config", h.configPath, "restore", "--force"])

@@ -22,6 +22,7 @@ import Testing
         var c = StoreConfiguration(roots: [root])
         var p = PolicyConfiguration()
         p.maxBytes = 0
+        p.minAge = 0  // old enough to evict at once: only the hold keeps it
         c.policy = p
         let path = dir + "/db.sqlite"
         let store = try Store(path: path, configuration: c)
@@ -54,6 +55,8 @@ import Testing
         let released = try sweep(admin: true, release: true)
         #expect(released["unlinked"] == 1 && released["held"] == 0, "\(released)")
         #expect(!FileManager.default.fileExists(atPath: queued))
-        #expect(try !store.enforce().heldByRestore, "policy runs go on once the hold is released")
+        let after = try store.enforce()
+        #expect(!after.heldByRestore, "policy runs go on once the hold is released")
+        #expect(after.objects.count == 1, "the run the hold paused deletes once it is released: \(after.objects)")
     }
 }

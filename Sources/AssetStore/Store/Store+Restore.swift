@@ -235,7 +235,9 @@ extension Store {
     static func notADatabase(_ path: String) -> String? {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }  // missing: assetctl says so itself
-        if st.st_size == 0 && fileSize(path + "-wal") <= 0 {
+        // A -wal beside it changes nothing: a WAL-mode database always has its first page in
+        // the file, and opening would have SQLite drop that log.
+        if st.st_size == 0 {
             return "\(path) is empty: not an assetd database (a copy cut short?); nothing was written to it"
         }
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
