@@ -67,7 +67,9 @@ struct SideFileLinkTests {
         for command in [["get", "c", "o"], ["stats"], ["verify"], ["backup", f.dir + "/copy.sqlite"], ["restore"]] {
             let r = try runProcess(Binaries.assetctl, ["--db", f.dbPath, "--config", config] + command)
             #expect(r.status == 1, "\(command): \(r.stdout)\(r.stderr)")
-            #expect(r.stderr.contains("\(name) has 2 names (hard links)"), "\(command): \(r.stderr)")
+            // A restore may be refused before the open: a -wal beside the file (assetctl(1), restore).
+            let refusedFirst = command == ["restore"] && r.stderr.contains("nothing restored")
+            #expect(r.stderr.contains("\(name) has 2 names (hard links)") || refusedFirst, "\(command): \(r.stderr)")
             expectUntouched(victim, after: "\(command)")
         }
         // Once the link is gone the store opens, and what root creates is the daemon user's.
@@ -85,7 +87,9 @@ struct SideFileLinkTests {
         for command in [["get", "c", "o"], ["put", "c", "p", #"{"n":2}"#], ["restore"]] {
             let r = try runProcess(Binaries.assetctl, ["--db", copy, "--config", config] + command)
             #expect(r.status == 1, "\(command): \(r.stdout)\(r.stderr)")
-            #expect(r.stderr.contains("-journal has 2 names (hard links)"), "\(command): \(r.stderr)")
+            // A restore of a file not at store.path is refused before the open (assetctl(1), restore).
+            let refusedFirst = command == ["restore"] && r.stderr.contains("nothing restored")
+            #expect(r.stderr.contains("-journal has 2 names (hard links)") || refusedFirst, "\(command): \(r.stderr)")
             expectUntouched(victim, after: "\(command)")
         }
     }
