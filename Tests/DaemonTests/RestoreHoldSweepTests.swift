@@ -35,6 +35,11 @@ import Testing
         try store.write { tx in try tx.put(ObjectRef("c", "k"), value: ["file": .string(kept)]) }
         // Made live as a copy put in place would be (no mark: force).
         #expect(try store.restore(configuredSource: path, force: true).held == 1)
+        // Queued after the restore: a client's delete of an object whose file a lost put took.
+        let taken = root + "/taken.bin"
+        #expect(FileManager.default.createFile(atPath: taken, contents: Data([1])))
+        try store.write { tx in try tx.put(ObjectRef("c", "t"), value: ["file": .string(taken)]) }
+        try store.write { tx in try tx.delete(ObjectRef("c", "t")) }
 
         func sweep(admin: Bool, release: Bool) throws -> JSONValue {
             let ctx = MethodContext(
@@ -45,16 +50,17 @@ import Testing
         #expect(throws: (any Error).self) { try sweep(admin: false, release: true) }
         #expect(FileManager.default.fileExists(atPath: queued), "a non-admin ended the hold")
         let plain = try sweep(admin: true, release: false)  // the cron's, as root
-        #expect(plain["unlinked"] == 0 && plain["held"] == 1, "\(plain)")
+        #expect(plain["unlinked"] == 0 && plain["held"] == 2, "\(plain)")
         #expect(FileManager.default.fileExists(atPath: queued), "a plain admin sweep ended the hold")
+        #expect(FileManager.default.fileExists(atPath: taken), "a row queued after the restore was run")
 
         let paused = try store.enforce()
         #expect(paused.heldByRestore && paused.objects.isEmpty, "a policy run deleted while the hold lasts")
         #expect(try store.read { r in try r.get(ObjectRef("c", "k")) } != nil)
 
         let released = try sweep(admin: true, release: true)
-        #expect(released["unlinked"] == 1 && released["held"] == 0, "\(released)")
-        #expect(!FileManager.default.fileExists(atPath: queued))
+        #expect(released["unlinked"] == 2 && released["held"] == 0, "\(released)")
+        #expect(!FileManager.default.fileExists(atPath: queued) && !FileManager.default.fileExists(atPath: taken))
         let after = try store.enforce()
         #expect(!after.heldByRestore, "policy runs go on once the hold is released")
         #expect(after.objects.count == 1, "the run the hold paused deletes once it is released: \(after.objects)")

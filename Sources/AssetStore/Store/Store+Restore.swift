@@ -183,7 +183,10 @@ extension Store {
     }
 
     /// Queue rows at or below this id wait for an admin's sweep (0: none held).
-    var heldQueueThrough: Int64 { state.withLock { $0.restoreHold?.queueThrough } ?? 0 }
+    /// Every row while the hold lasts, those queued after the restore too: a client deleting a
+    /// restored object whose file a lost put took again queues it anew, as does a put that
+    /// replaces it, and nothing tells those from a delete of a file of its own.
+    var heldQueueThrough: Int64 { state.withLock { $0.restoreHold?.queueThrough } != nil ? .max : 0 }
 
     /// Orphans changed after this are kept (the backup's time), nil: no hold.
     var orphansHeldAfter: Double? { state.withLock { $0.restoreHold?.orphansAfter } }
