@@ -122,20 +122,11 @@ public final class Daemon {
         } catch let e as StoreError where e.code == .busy {
             logger.error("\(config.storePath): \(e.message)")  // "the database is held by another process (pid N)"
             return 1
-        } catch let e as StoreError where Store.isRootRefusal(e) {
-            // A root of another database or daemon (assetd(8), ROOTS): 78, as a config error,
-            // so that systemd does not restart into the same refusal.
-            logger.error("\(e.message)")
-            return 78
         } catch let e as StoreError where Store.isAdminRefusal(e) {
             // A backup copy ("... run `assetctl --db PATH --config CONFIG restore` first"), a
-            // foreign log, a newer schema, a damaged file. 78, as a config error: systemd does
-            // not restart (RestartPreventExitStatus), nothing changes until an admin acts.
-            logger.error("\(e.message)")
-            return 78
-        } catch let e as StoreError where Store.isUpgradeRefusal(e) {
-            // A schema upgrade the state disk has no room for: 78, not restarted, until an
-            // admin makes room (assetd(8), FULL DISK).
+            // foreign log, a newer schema, a damaged file, a root of another database or daemon,
+            // an upgrade the disk has no room for. 78, as a config error: systemd does not
+            // restart (RestartPreventExitStatus), nothing changes until an admin acts.
             logger.error("\(e.message)")
             return 78
         } catch {

@@ -140,21 +140,17 @@ public enum RootMarker {
             return e == EEXIST && !replace ? .exists : failed
         }
         if let named, !replace { unlinkIfSame(named, fd) }
-        let dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dir >= 0 {
-            fsync(dir)  // the marker's name durable: a crash must not lose the binding
-            close(dir)
-        }
+        try? Store.sync(root)  // the marker's name durable: a crash must not lose the binding
         return .made(fd, locked: locked)
     }
 
     /// Unlinks `path` only while it is still the file open as `fd`: a client may have put
     /// its own file there meanwhile.
     private static func unlinkIfSame(_ path: String, _ fd: Int32) {
-        var mine = stat()
-        var there = stat()
-        guard fstat(fd, &mine) == 0, lstat(path, &there) == 0 else { return }
-        if mine.st_dev == there.st_dev && mine.st_ino == there.st_ino { unlink(path) }
+        let dir = StoreFileOwner.openFolder(of: path)
+        guard dir >= 0 else { return }
+        defer { close(dir) }
+        StoreFileOwner.removeIfNamed(fd, StoreFileOwner.split(path).name, in: dir)
     }
 
     /// 64 random bits as hex: a name no one can foresee.
@@ -174,26 +170,7 @@ public enum RootMarker {
     static func holders(of fd: Int32) -> [Int32] {
         var st = stat()
         guard fstat(fd, &st) == 0 else { return [] }
-        let dev = UInt64(st.st_dev)
-        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff))
-        let minor = (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff))
-        guard let file = fopen("/proc/locks", "r") else { return [] }
-        defer { fclose(file) }
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(line) }
-        var out = [Int32]()
-        while getline(&line, &capacity, file) > 0, let line {
-            // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; lines "1: -> FLOCK" are waiters.
-            let fields = String(cString: line).split(separator: " ")
-            guard fields.count >= 6, fields[1] == "FLOCK" else { continue }
-            let id = fields[5].split(separator: ":")
-            guard id.count == 3, UInt64(id[0], radix: 16) == major, UInt64(id[1], radix: 16) == minor,
-                UInt64(id[2]) == UInt64(st.st_ino), let pid = Int32(fields[4])
-            else { continue }
-            out.append(pid)
-        }
-        return out
+        return StoreLock.flockHolders(st)
     }
 
     /// The effective uid `pid` runs as (/proc/PID/status), nil when it cannot be told (gone,

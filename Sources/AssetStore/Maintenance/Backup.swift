@@ -256,12 +256,13 @@ extension Store {
             return (row?["used"] as Int64? ?? 0, row?["page_size"] as Int64? ?? 4096)
         }
         let need = used * (pageSize + 24) + (1 << 20)
-        guard let space = reserve.space, space.free < need else { return }
+        // As for an upgrade: run as root, the blocks ext4 keeps for root are room too.
+        guard let free = reserve.writable, free < need else { return }
         func mib(_ bytes: Int64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
         throw StoreError(
             .storageFull,
             "vacuum needs \(mib(need)) free on the disk holding \(path) (it writes the compacted database,"
-                + " \(mib(used * pageSize)), through the write-ahead log) and there are \(mib(space.free)):"
+                + " \(mib(used * pageSize)), through the write-ahead log) and there are \(mib(free)):"
                 + " free space on that disk first; meanwhile puts reuse the database's free pages")
     }
 

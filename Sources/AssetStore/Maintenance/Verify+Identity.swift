@@ -106,9 +106,8 @@ extension VerifyRun {
             if o?.repaired == true {
                 identities[store.roots.nearestRoot(of: f.path) ?? "", default: RootIdentities()].relearned += 1
             }
-            let hint =
-                options.relearn != nil
-                ? "" : "; `verify --repair --relearn ROOT` adopts it if its size and mtime match"
+            // Files under other roots than the one relearnt were not tried: they keep the hint.
+            let hint = "; `verify --repair --relearn ROOT` adopts it if its size and mtime match"
             add(
                 "identity_changed", .object(["path": .string(f.path)]),
                 "\(f.path) is not the file registered, \(f.whatDiffers ?? "changed")" + (o.map(\.suffix) ?? hint),

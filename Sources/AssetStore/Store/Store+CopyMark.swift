@@ -78,10 +78,12 @@ extension Store {
     }
 
     /// Whether `error`, at open, is one only an admin mends (assetd exits 78 on it, so that
-    /// systemd does not restart it for ever): a marked copy, another database's log beside
-    /// it, a schema a newer assetd wrote, a damaged database.
+    /// systemd does not restart it for ever): a marked copy or another database's log beside
+    /// it, a schema a newer assetd wrote, a damaged database, a root bound elsewhere, an
+    /// upgrade the disk has no room for.
     public static func isAdminRefusal(_ error: StoreError) -> Bool {
-        isCopyRefusal(error) || ["foreign_wal", "newer_schema", "corrupt"].contains { error.detail?[$0] == true }
+        isCopyRefusal(error) || isRootRefusal(error) || isUpgradeRefusal(error)
+            || ["newer_schema", "corrupt"].contains { error.detail?[$0] == true }
     }
 
     /// Marks the database at `path` (a backup's copy, not yet linked in place) as a copy of

@@ -181,8 +181,9 @@ extension Store {
                 let e = errno
                 if e == EWOULDBLOCK {
                     let pids = RootMarker.holders(of: fd)
-                    if !RootMarker.trustedHolders(pids).isEmpty {
-                        let why = Store.heldMessage(root, fd, pids: RootMarker.trustedHolders(pids))
+                    let trusted = RootMarker.trustedHolders(pids)
+                    if !trusted.isEmpty {
+                        let why = Store.heldMessage(root, fd, pids: trusted)
                         Glibc.close(fd)
                         // A marker another user could have moved here never stops the start.
                         if let open = RootMarker.unguardedTop(root) { return .unbound("\(why); and \(open)") }
@@ -214,11 +215,10 @@ extension Store {
                 let named = Store.named(content)
                 // Unreadable, or in a top folder another user may change: a client could have
                 // put it there (moved another file over the name), so it only unbinds the root.
-                guard content != nil, RootMarker.unguardedTop(root) == nil else {
+                if let open = RootMarker.unguardedTop(root) ?? (content == nil ? "cannot be read as a marker" : nil) {
                     return .unbound(
-                        "its \(RootMarker.fileName) names \(named), not this database (\(describe(id))), and"
-                            + " \(RootMarker.unguardedTop(root) ?? "cannot be read as a marker"): a client may have put"
-                            + " it there; `assetd --adopt-root \(root)` binds it deliberately")
+                        "its \(RootMarker.fileName) names \(named), not this database (\(describe(id))), and \(open):"
+                            + " a client may have put it there; `assetd --adopt-root \(root)` binds it deliberately")
                 }
                 throw refusal(
                     root, "other_database",
